@@ -1,0 +1,315 @@
+/* rlx.h - the public C API of RLX: build a tensor graph, compile it for a
+ * device, run it.  Every call that can fail returns an rlx_status (or a
+ * negative node id) and leaves a readable message in rlx_last_error().
+ * Nothing in this API aborts on bad user input.
+ *
+ * Typical use:
+ *   rlx_graph *g = rlx_graph_new();
+ *   rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+ *   rlx_node w = rlx_param(g, "w", RLX_F32, 2, (int64_t[]){8, 3});
+ *   rlx_output(g, "y", rlx_relu(g, rlx_matmul(g, x, w, 0, 0)));
+ *   rlx_options o; rlx_options_init(&o);
+ *   rlx_session *s = NULL;
+ *   if (rlx_compile(g, &o, &s) != RLX_OK) puts(rlx_last_error());
+ *   rlx_session_set_param(s, "w", wdata, sizeof wdata);
+ *   rlx_session_set_input(s, "x", xdata, sizeof xdata);
+ *   rlx_session_run(s);
+ *   rlx_session_get_output(s, "y", ydata, sizeof ydata);
+ *   rlx_session_free(s); rlx_graph_free(g);
+ */
+#ifndef RLX_H
+#define RLX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RLX_VERSION_MAJOR 0
+#define RLX_VERSION_MINOR 1
+#define RLX_VERSION_PATCH 0
+#define RLX_MAX_DIMS 8
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum rlx_status {
+    RLX_OK = 0,
+    RLX_ERR_INVALID_ARGUMENT, /* a NULL pointer, a bad enum, a bad attribute */
+    RLX_ERR_SHAPE,            /* shapes that do not fit the op */
+    RLX_ERR_DTYPE,            /* dtypes that do not fit the op */
+    RLX_ERR_NOT_FOUND,        /* unknown input, param or output name */
+    RLX_ERR_UNSUPPORTED,      /* op, dtype or device not available */
+    RLX_ERR_IO,               /* file missing, unreadable or unwritable */
+    RLX_ERR_FORMAT,           /* malformed model or tensor file */
+    RLX_ERR_OUT_OF_MEMORY,
+    RLX_ERR_DEVICE,           /* device runtime failure */
+    RLX_ERR_RUNTIME,          /* a kernel found bad data (e.g. index out of range) */
+    RLX_ERR_INTERNAL
+} rlx_status;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *rlx_last_error(void);
+/* Short name of a status code, e.g. "shape error". */
+const char *rlx_status_name(rlx_status s);
+const char *rlx_version(void);
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum rlx_dtype {
+    RLX_F32 = 0,
+    RLX_F16,
+    RLX_BF16,
+    RLX_F64,
+    RLX_I64,
+    RLX_I32,
+    RLX_I8,
+    RLX_U8,
+    RLX_BOOL, /* one byte, 0 or 1 */
+    RLX_DTYPE_COUNT
+} rlx_dtype;
+
+size_t rlx_dtype_size(rlx_dtype t);
+const char *rlx_dtype_name(rlx_dtype t);
+
+/* Bit conversions for the 16-bit float storage types (round to nearest even). */
+uint16_t rlx_f32_to_f16(float f);
+float rlx_f16_to_f32(uint16_t h);
+uint16_t rlx_f32_to_bf16(float f);
+float rlx_bf16_to_f32(uint16_t h);
+
+/* ---------------------------------------------------------------- graphs */
+
+typedef struct rlx_graph rlx_graph;
+/* A node id.  Builders return a negative id on failure; passing a negative
+ * id to another builder fails too, so a chain of builders can be checked
+ * once at the end (rlx_graph_verify reports the first failure). */
+typedef int32_t rlx_node;
+
+rlx_graph *rlx_graph_new(void);
+void rlx_graph_free(rlx_graph *g);
+/* Number of nodes, and the first builder error kept by the graph. */
+int rlx_graph_node_count(const rlx_graph *g);
+/* Checks every node (operands, shapes, dtypes, attributes) and that the
+ * graph has at least one output.  On failure the message names the node. */
+rlx_status rlx_graph_verify(const rlx_graph *g);
+/* Human-readable listing of the graph, one node per line. */
+rlx_status rlx_graph_print(const rlx_graph *g, void *file /* FILE* */);
+
+/* Shape and dtype of a node (after inference). */
+rlx_status rlx_node_shape(const rlx_graph *g, rlx_node n, int *ndim, int64_t dims[RLX_MAX_DIMS]);
+rlx_dtype rlx_node_dtype(const rlx_graph *g, rlx_node n);
+/* Gives a node a name (used in messages and reports). */
+rlx_status rlx_node_set_name(rlx_graph *g, rlx_node n, const char *name);
+
+/* Leaves. */
+rlx_node rlx_input(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
+rlx_node rlx_param(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
+/* Copies `bytes` bytes of data (must equal the tensor's size). */
+rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes);
+rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double value); /* 0-d constant */
+/* Marks a node as a named graph output. */
+rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n);
+
+/* Elementwise unary. */
+rlx_node rlx_neg(rlx_graph *g, rlx_node x);
+rlx_node rlx_abs(rlx_graph *g, rlx_node x);
+rlx_node rlx_exp(rlx_graph *g, rlx_node x);
+rlx_node rlx_log(rlx_graph *g, rlx_node x);
+rlx_node rlx_sqrt(rlx_graph *g, rlx_node x);
+rlx_node rlx_rsqrt(rlx_graph *g, rlx_node x);
+rlx_node rlx_reciprocal(rlx_graph *g, rlx_node x);
+rlx_node rlx_tanh(rlx_graph *g, rlx_node x);
+rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
+rlx_node rlx_relu(rlx_graph *g, rlx_node x);
+rlx_node rlx_gelu(rlx_graph *g, rlx_node x);      /* exact, erf form */
+rlx_node rlx_gelu_tanh(rlx_graph *g, rlx_node x); /* tanh approximation */
+rlx_node rlx_silu(rlx_graph *g, rlx_node x);
+rlx_node rlx_erf(rlx_graph *g, rlx_node x);
+rlx_node rlx_sin(rlx_graph *g, rlx_node x);
+rlx_node rlx_cos(rlx_graph *g, rlx_node x);
+rlx_node rlx_floor(rlx_graph *g, rlx_node x);
+rlx_node rlx_ceil(rlx_graph *g, rlx_node x);
+rlx_node rlx_round(rlx_graph *g, rlx_node x); /* half to even */
+rlx_node rlx_sign(rlx_graph *g, rlx_node x);
+rlx_node rlx_not(rlx_graph *g, rlx_node x);   /* bool only */
+
+/* Elementwise binary, numpy broadcasting; both operands share one dtype.
+ * Comparisons give bool; and/or/xor take bool. */
+rlx_node rlx_add(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_sub(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_mul(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_div(rlx_graph *g, rlx_node a, rlx_node b); /* integers truncate */
+rlx_node rlx_pow(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_max(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_min(rlx_graph *g, rlx_node a, rlx_node b);
+/* fmod=0: result takes the divisor's sign (Python); fmod=1: the dividend's (C). */
+rlx_node rlx_mod(rlx_graph *g, rlx_node a, rlx_node b, int fmod);
+rlx_node rlx_equal(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_less(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_greater(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_and(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_or(rlx_graph *g, rlx_node a, rlx_node b);
+rlx_node rlx_xor(rlx_graph *g, rlx_node a, rlx_node b);
+
+rlx_node rlx_where(rlx_graph *g, rlx_node cond, rlx_node a, rlx_node b);
+rlx_node rlx_cast(rlx_graph *g, rlx_node x, rlx_dtype to);
+rlx_node rlx_clip(rlx_graph *g, rlx_node x, double lo, double hi);
+
+/* Batched matmul: a [..., M, K] x b [..., K, N], batch dims broadcast.
+ * trans_a / trans_b swap the last two dims of that operand first.
+ * 1-d operands follow numpy (a vector is promoted, then the dim dropped). */
+rlx_node rlx_matmul(rlx_graph *g, rlx_node a, rlx_node b, int trans_a, int trans_b);
+
+/* Reductions over `naxes` axes (negative axes count from the end; naxes 0
+ * reduces every axis). */
+rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+rlx_node rlx_reduce_mean(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+rlx_node rlx_reduce_max(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+rlx_node rlx_reduce_min(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+rlx_node rlx_reduce_prod(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+/* Index (i64) of the first extreme value along one axis. */
+rlx_node rlx_argmax(rlx_graph *g, rlx_node x, int axis, int keepdims);
+rlx_node rlx_argmin(rlx_graph *g, rlx_node x, int axis, int keepdims);
+
+rlx_node rlx_softmax(rlx_graph *g, rlx_node x, int axis);
+rlx_node rlx_log_softmax(rlx_graph *g, rlx_node x, int axis);
+/* Normalise over the last axis; gamma/beta are [last] or -1 for none. */
+rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node gamma, rlx_node beta, double eps);
+rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double eps);
+
+/* Shape ops.  Reshape takes one -1 (inferred) and 0 (copy that dim). */
+rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
+rlx_node rlx_transpose(rlx_graph *g, rlx_node x, const int *perm); /* perm has x's rank */
+/* Per listed axis: start, end (clamped, negatives count from the end), step
+ * (non-zero, may be negative). Unlisted axes are kept whole. */
+rlx_node rlx_slice(rlx_graph *g, rlx_node x, int naxes, const int *axes, const int64_t *starts,
+                   const int64_t *ends, const int64_t *steps);
+rlx_node rlx_concat(rlx_graph *g, int n, const rlx_node *xs, int axis);
+/* Splits along axis into n parts of the given sizes; writes n node ids. */
+rlx_status rlx_split(rlx_graph *g, rlx_node x, int axis, int n, const int64_t *sizes, rlx_node *outs);
+/* numpy take: out = data.shape[:axis] + indices.shape + data.shape[axis+1:];
+ * indices i32/i64, negatives wrap, out of range is a run error. */
+rlx_node rlx_gather(rlx_graph *g, rlx_node data, rlx_node indices, int axis);
+/* Broadcast to a shape (numpy rules, the result is the broadcast of both). */
+rlx_node rlx_expand(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
+
+typedef enum rlx_pad_mode { RLX_PAD_CONSTANT = 0, RLX_PAD_REFLECT, RLX_PAD_EDGE } rlx_pad_mode;
+/* pads: rank*2 values, all begins then all ends (ONNX order), >= 0. */
+rlx_node rlx_pad(rlx_graph *g, rlx_node x, const int64_t *pads, rlx_pad_mode mode, double value);
+
+/* Rotary position embedding on x [..., S, D] (D even): position p = offset+s,
+ * frequency theta^(-2i/D).  interleaved=0 rotates halves (GPT-NeoX, Llama,
+ * Qwen); interleaved=1 rotates adjacent pairs (GPT-J). */
+rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int interleaved);
+
+/* Scaled dot-product attention.  q [B, H, S, D], k [B, Hkv, T, D],
+ * v [B, Hkv, T, Dv], H a multiple of Hkv (grouped-query heads).
+ * mask: -1 for none, else bool (true = keep) or float (added to the scores),
+ * broadcastable to [B, H, S, T].  causal masks key t > s + (T - S).
+ * scale <= 0 means 1/sqrt(D). Result [B, H, S, Dv]. */
+rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
+                       double scale);
+
+/* Convolution over 1 or 2 spatial dims: x [N, C, *spatial], w [O, C/groups,
+ * *kernel], bias [O] or -1.  Arrays have one entry per spatial dim; pads
+ * has 2 per spatial dim (all begins, then all ends). */
+typedef struct rlx_conv_params {
+    int64_t stride[2];
+    int64_t dilation[2];
+    int64_t pads[4];
+    int64_t groups;
+} rlx_conv_params;
+void rlx_conv_params_init(rlx_conv_params *p); /* stride 1, dilation 1, pads 0, groups 1 */
+rlx_node rlx_conv(rlx_graph *g, rlx_node x, rlx_node w, rlx_node bias, const rlx_conv_params *p);
+
+typedef struct rlx_pool_params {
+    int64_t kernel[2];
+    int64_t stride[2];
+    int64_t dilation[2];
+    int64_t pads[4];
+    int count_include_pad; /* average pooling only */
+    int ceil_mode;
+} rlx_pool_params;
+void rlx_pool_params_init(rlx_pool_params *p, int64_t kernel); /* square kernel, stride = kernel */
+rlx_node rlx_max_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
+rlx_node rlx_avg_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
+/* [N, C, *spatial] -> [N, C, 1, ...] */
+rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x);
+
+/* Random ops: deterministic for one compile seed (rlx_options.seed) and node,
+ * different for each run of a session. */
+rlx_node rlx_random_uniform(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double lo, double hi);
+rlx_node rlx_random_normal(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double mean, double std);
+/* Zeroes each element with probability p and scales the rest by 1/(1-p). */
+rlx_node rlx_dropout(rlx_graph *g, rlx_node x, double p);
+
+/* ------------------------------------------------------------- compiling */
+
+typedef enum rlx_device { RLX_DEVICE_CPU = 0, RLX_DEVICE_CUDA } rlx_device;
+typedef enum rlx_precision { RLX_PRECISION_F32 = 0, RLX_PRECISION_F16, RLX_PRECISION_BF16 } rlx_precision;
+
+typedef struct rlx_options {
+    rlx_device device;
+    rlx_precision precision;
+    int threads;            /* 0 = all cores */
+    uint64_t seed;          /* random ops */
+    int verbose;            /* 1 = stage report on stderr (RLX_VERBOSE) */
+    int dispatch_report;    /* per-op dispatch report (RLX_DISPATCH_REPORT) */
+    int no_reuse;           /* every buffer its own slot (RLX_ARENA_NO_REUSE) */
+    int no_inplace;         /* no in-place reuse (RLX_DISABLE_INPLACE) */
+    int pin_output_ancestors; /* ancestors of outputs live to the end (RLX_PIN_OUTPUT_ANCESTORS) */
+    int no_fusion;          /* skip fusion (RLX_DISABLE_FUSION) */
+    int no_amp;             /* skip mixed precision (RLX_DISABLE_AMP) */
+    int no_simplify;        /* skip dce/cse/fold (RLX_DISABLE_SIMPLIFY) */
+    int no_preencode;       /* no graph capture (RLX_DISABLE_CUDA_GRAPH) */
+    int ignore_env;         /* 1 = environment variables do not override */
+} rlx_options;
+
+void rlx_options_init(rlx_options *o);
+
+typedef struct rlx_session rlx_session;
+
+/* Optimizes, plans and prepares the graph for the device.  The graph is
+ * copied; it may be freed or changed afterwards. */
+rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out);
+void rlx_session_free(rlx_session *s);
+
+/* Tensors are host memory, dense, row-major, of the node's dtype; `bytes`
+ * must equal the tensor's byte size. */
+rlx_status rlx_session_set_param(rlx_session *s, const char *name, const void *data, size_t bytes);
+rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *data, size_t bytes);
+rlx_status rlx_session_run(rlx_session *s);
+rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
+
+/* What the compiled session takes and gives. kind: 0 input, 1 param, 2 output. */
+typedef struct rlx_tensor_info {
+    const char *name;
+    rlx_dtype dtype;
+    int ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    size_t bytes;
+} rlx_tensor_info;
+int rlx_session_count(const rlx_session *s, int kind);
+rlx_status rlx_session_info(const rlx_session *s, int kind, int index, rlx_tensor_info *info);
+rlx_status rlx_session_find(const rlx_session *s, int kind, const char *name, rlx_tensor_info *info);
+
+/* Figures from the compile (for reports and tests). */
+typedef struct rlx_compile_stats {
+    int nodes_in, nodes_after_simplify, nodes_after_fusion, nodes_final;
+    size_t arena_bytes;       /* whole device arena */
+    size_t persistent_bytes;  /* params, constants, inputs */
+    size_t transient_bytes;   /* planned intermediates and outputs */
+    size_t transient_lower_bound; /* most bytes live at one step */
+    size_t scratch_bytes;
+    int buffers;              /* distinct planned slots */
+    int thunks, noop_thunks;
+    double stage_ms[16];
+} rlx_compile_stats;
+rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLX_H */

@@ -1,0 +1,220 @@
+/* ir.h - the internal tensor-graph IR: shapes, attributes, nodes, graphs and
+ * the op table.  Knows nothing of passes, planning or backends. */
+#ifndef RLX_IR_H
+#define RLX_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rlx.h"
+#include "core/error.h"
+
+#define RLX_MAX_INPUTS 8
+
+typedef struct rlx_shape {
+    int ndim;
+    int64_t dims[RLX_MAX_DIMS];
+} rlx_shape;
+
+int64_t rlx_shape_numel(const rlx_shape *s);
+bool rlx_shape_equal(const rlx_shape *a, const rlx_shape *b);
+/* numpy broadcast of a and b into out; false if incompatible. */
+bool rlx_shape_broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out);
+/* Row-major strides (in elements) of s. */
+void rlx_shape_strides(const rlx_shape *s, int64_t strides[RLX_MAX_DIMS]);
+/* Strides of `in` read as if broadcast to `out` (0 on broadcast dims). */
+void rlx_shape_broadcast_strides(const rlx_shape *in, const rlx_shape *out, int64_t strides[RLX_MAX_DIMS]);
+/* "[2, 3, 4]" into buf. */
+const char *rlx_shape_str(const rlx_shape *s, char *buf, size_t n);
+
+/* Every op of the IR.  The op table (ops.c) has one row per entry, in this
+ * order.  Fused ops are appended after RLX_OP_FIRST_FUSED by the optimizer. */
+typedef enum rlx_op {
+    /* leaves */
+    RLX_OP_INPUT,
+    RLX_OP_PARAM,
+    RLX_OP_CONSTANT,
+    /* unary elementwise */
+    RLX_OP_NEG,
+    RLX_OP_ABS,
+    RLX_OP_EXP,
+    RLX_OP_LOG,
+    RLX_OP_SQRT,
+    RLX_OP_RSQRT,
+    RLX_OP_RECIPROCAL,
+    RLX_OP_TANH,
+    RLX_OP_SIGMOID,
+    RLX_OP_RELU,
+    RLX_OP_GELU,
+    RLX_OP_GELU_TANH,
+    RLX_OP_SILU,
+    RLX_OP_ERF,
+    RLX_OP_SIN,
+    RLX_OP_COS,
+    RLX_OP_FLOOR,
+    RLX_OP_CEIL,
+    RLX_OP_ROUND,
+    RLX_OP_SIGN,
+    RLX_OP_NOT,
+    /* binary elementwise (broadcasting) */
+    RLX_OP_ADD,
+    RLX_OP_SUB,
+    RLX_OP_MUL,
+    RLX_OP_DIV,
+    RLX_OP_POW,
+    RLX_OP_MAX,
+    RLX_OP_MIN,
+    RLX_OP_MOD,
+    RLX_OP_EQUAL,
+    RLX_OP_LESS,
+    RLX_OP_GREATER,
+    RLX_OP_AND,
+    RLX_OP_OR,
+    RLX_OP_XOR,
+    /* other elementwise */
+    RLX_OP_WHERE,
+    RLX_OP_CAST,
+    RLX_OP_CLIP,
+    /* linear algebra */
+    RLX_OP_MATMUL,
+    /* reductions */
+    RLX_OP_REDUCE_SUM,
+    RLX_OP_REDUCE_MEAN,
+    RLX_OP_REDUCE_MAX,
+    RLX_OP_REDUCE_MIN,
+    RLX_OP_REDUCE_PROD,
+    RLX_OP_ARGMAX,
+    RLX_OP_ARGMIN,
+    /* normalisation */
+    RLX_OP_SOFTMAX,
+    RLX_OP_LOG_SOFTMAX,
+    RLX_OP_LAYER_NORM,
+    RLX_OP_RMS_NORM,
+    /* data movement */
+    RLX_OP_RESHAPE,
+    RLX_OP_TRANSPOSE,
+    RLX_OP_SLICE,
+    RLX_OP_CONCAT,
+    RLX_OP_GATHER,
+    RLX_OP_EXPAND,
+    RLX_OP_PAD,
+    /* transformer */
+    RLX_OP_ROPE,
+    RLX_OP_ATTENTION,
+    /* convolution */
+    RLX_OP_CONV,
+    RLX_OP_MAX_POOL,
+    RLX_OP_AVG_POOL,
+    RLX_OP_GLOBAL_AVG_POOL,
+    /* random */
+    RLX_OP_RANDOM_UNIFORM,
+    RLX_OP_RANDOM_NORMAL,
+    RLX_OP_DROPOUT,
+    RLX_OP_FIRST_FUSED,
+    /* fused ops (optimizer) go here */
+    RLX_OP_COUNT = RLX_OP_FIRST_FUSED
+} rlx_op;
+
+/* Attributes.  One union member per op family; a node's attribute bytes are
+ * zeroed first so memcmp compares them (CSE). */
+typedef union rlx_attrs {
+    struct { int fmod; } mod;
+    struct { rlx_dtype to; } cast;
+    struct { double lo, hi; } clip;
+    struct { int trans_a, trans_b; } matmul;
+    struct { uint32_t axes; int keepdims; } reduce;   /* axes: bit mask */
+    struct { int axis; int keepdims; } arg;            /* argmax/argmin */
+    struct { int axis; } softmax;                      /* softmax, log_softmax */
+    struct { double eps; int has_gamma, has_beta; } norm;
+    struct { int perm[RLX_MAX_DIMS]; } transpose;
+    struct { int64_t start[RLX_MAX_DIMS], step[RLX_MAX_DIMS]; } slice; /* normalised, every axis */
+    struct { int axis; } concat;
+    struct { int axis; } gather;
+    struct { int64_t pads[2 * RLX_MAX_DIMS]; int mode; double value; } pad;
+    struct { double theta; int64_t offset; int interleaved; } rope;
+    struct { double scale; int causal, has_mask; } attention;
+    struct { rlx_conv_params p; int spatial, has_bias; } conv;
+    struct { rlx_pool_params p; int spatial; } pool;
+    struct { double a, b; } random;                   /* lo/hi or mean/std */
+    struct { double p; } dropout;
+    uint8_t raw[160];
+} rlx_attrs;
+
+typedef struct rlx_node_data {
+    rlx_op op;
+    rlx_dtype dtype;
+    rlx_shape shape;
+    int n_in;
+    rlx_node in[RLX_MAX_INPUTS];
+    rlx_attrs attrs;
+    char *name;        /* owned; may be NULL */
+    void *data;        /* owned; constants only */
+    size_t data_bytes;
+} rlx_node_data;
+
+typedef struct rlx_output_ref {
+    char *name;
+    rlx_node node;
+} rlx_output_ref;
+
+struct rlx_graph {
+    rlx_node_data *nodes;
+    int n_nodes, cap_nodes;
+    rlx_output_ref *outputs;
+    int n_outputs, cap_outputs;
+    /* First builder failure, reported by verify. */
+    rlx_status error;
+    char error_msg[512];
+};
+
+/* ----------------------------------------------------------- op table */
+
+typedef enum rlx_op_flags {
+    RLX_OPF_LEAF = 1 << 0,        /* input, param, constant */
+    RLX_OPF_ELEMENTWISE = 1 << 1, /* out[i] depends on in[i] (after broadcast) */
+    RLX_OPF_VIEW = 1 << 2,        /* may alias its first input (reshape) */
+    RLX_OPF_RANDOM = 1 << 3,      /* not pure: never CSE'd or folded */
+    RLX_OPF_FUSED = 1 << 4,       /* produced by fusion */
+} rlx_op_flags;
+
+typedef struct rlx_op_info {
+    const char *name;
+    int min_in, max_in;
+    unsigned flags;
+    /* Computes n->shape and n->dtype from its inputs and attributes;
+     * returns RLX_OK or sets the error (naming the problem). */
+    rlx_status (*infer)(const rlx_graph *g, rlx_node_data *n);
+} rlx_op_info;
+
+const rlx_op_info *rlx_op_info_of(rlx_op op);
+const char *rlx_op_name(rlx_op op);
+bool rlx_op_is_unary(rlx_op op);
+bool rlx_op_is_binary(rlx_op op);
+
+/* ----------------------------------------------------------- graphs */
+
+rlx_graph *rlx_graph_clone(const rlx_graph *g);
+static inline rlx_node_data *rlx_graph_node(const rlx_graph *g, rlx_node id) { return &g->nodes[id]; }
+/* Appends a node: checks its operands, runs shape inference and records
+ * the first failure in the graph.  The node is copied (name and data are
+ * duplicated).  Returns the new id or -1. */
+rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto);
+/* Sets the graph's sticky error (first one wins) and the thread's error. */
+rlx_node rlx_graph_fail(rlx_graph *g, rlx_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Label for messages: "node 12 (matmul 'attn.q')". */
+const char *rlx_node_label(const rlx_graph *g, rlx_node id, char *buf, size_t n);
+size_t rlx_node_bytes(const rlx_node_data *n);
+bool rlx_graph_is_output(const rlx_graph *g, rlx_node id);
+/* Per node, how many times it is read by later nodes (outputs not counted). */
+int *rlx_graph_use_counts(const rlx_graph *g);
+void rlx_graph_print_to(const rlx_graph *g, FILE *f);
+/* Graphviz */
+void rlx_graph_write_dot(const rlx_graph *g, FILE *f, const char *title);
+
+/* Dtype helpers. */
+bool rlx_dtype_is_float(rlx_dtype t);
+bool rlx_dtype_is_int(rlx_dtype t);
+
+#endif
