@@ -309,6 +309,59 @@ typedef struct rlx_compile_stats {
 } rlx_compile_stats;
 rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
 
+/* ------------------------------------------------------------------ ONNX */
+/* Present when the library was built with the ONNX importer (RLX_HAVE_ONNX;
+ * needs protobuf-c).  Shapes in RLX are static: every symbolic dimension of
+ * the model is bound at import, from a binding by input name (whole shape)
+ * or by dimension name, or from default_dim. */
+
+typedef struct rlx_onnx_binding {
+    const char *name; /* a graph input's name, or a symbolic dim's name */
+    int ndim;         /* input binding: its rank; -1: dim binding, value in dims[0] */
+    int64_t dims[RLX_MAX_DIMS];
+} rlx_onnx_binding;
+
+typedef struct rlx_onnx_options {
+    const rlx_onnx_binding *bindings;
+    int n_bindings;
+    int64_t default_dim;  /* for unbound symbolic dims; 0 = unbound is an error */
+} rlx_onnx_options;  /* initializers become constants (so they fold) */
+
+void rlx_onnx_options_init(rlx_onnx_options *o);
+/* Reads an ONNX model (external data next to it) and builds a graph whose
+ * inputs and outputs carry the model's names.  An unsupported op fails with
+ * one message listing every unsupported op type, node names and opset. */
+rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out);
+/* Same from memory; base_dir (may be NULL) is where external data lives. */
+rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
+                                  const rlx_onnx_options *o, rlx_graph **out);
+/* `rlx info`: inputs, outputs (with symbolic dims), opsets and op counts. */
+rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */);
+
+/* A model's graph input (not an initializer), as declared: dims -1 where
+ * symbolic (name in dim_names, owned by the caller via rlx_onnx_inputs_free). */
+typedef struct rlx_onnx_input {
+    char *name;
+    int onnx_type;  /* TensorProto.DataType; 0 when not a tensor */
+    int is_tensor;  /* 0 for sequence/optional/map inputs */
+    rlx_dtype dtype;
+    int ndim;       /* -1 when the rank is unknown */
+    int64_t dims[RLX_MAX_DIMS];
+} rlx_onnx_input;
+rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
+                           char ***outputs, int *n_outputs);
+void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
+
+/* Tensor files.  *data is malloc'd (free it); dims has RLX_MAX_DIMS room.
+ * TensorProto (.pb) as the ONNX test suite stores them: */
+rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims,
+                                void **data, size_t *bytes);
+/* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
+rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
+                        size_t *bytes);
+rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
+                         const void *data, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif
