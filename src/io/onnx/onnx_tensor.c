@@ -1,0 +1,335 @@
+/* onnx_tensor.c - host tensors, ONNX dtypes, TensorProto decoding (typed
+ * fields, raw_data, external data files) and .pb tensor files. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/onnx/onnx_internal.h"
+
+bool ox_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
+
+static bool numel_of(int ndim, const int64_t *dims, int64_t *out) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL) return false;
+        if (dims[i] != 0 && n > OX_MAX_NUMEL / dims[i]) return false;
+        n *= dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
+    if (ndim < 0 || ndim > RLX_MAX_DIMS || (unsigned)t >= RLX_DTYPE_COUNT) {
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor of rank %d (at most %d)", ndim, RLX_MAX_DIMS);
+        return NULL;
+    }
+    int64_t n;
+    if (!numel_of(ndim, dims, &n)) {
+        rlx_set_error(RLX_ERR_FORMAT, "tensor dimensions negative or too large");
+        return NULL;
+    }
+    ox_tensor *x = rlx_calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->dtype = t;
+    x->ndim = ndim;
+    for (int i = 0; i < ndim; i++) x->dims[i] = dims[i];
+    x->numel = n;
+    x->bytes = (size_t)n * rlx_dtype_size(t);
+    x->data = rlx_calloc(x->bytes ? x->bytes : 1, 1);
+    if (!x->data) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void ox_tensor_free(ox_tensor *t) {
+    if (!t) return;
+    free(t->data);
+    free(t);
+}
+
+ox_tensor *ox_tensor_clone(const ox_tensor *t) {
+    ox_tensor *x = ox_tensor_new(t->dtype, t->ndim, t->dims);
+    if (x && t->bytes) memcpy(x->data, t->data, t->bytes);
+    return x;
+}
+
+double ox_get_f(const ox_tensor *t, int64_t i) {
+    const void *d = t->data;
+    switch (t->dtype) {
+    case RLX_F32: return ((const float *)d)[i];
+    case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)d)[i]);
+    case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)d)[i]);
+    case RLX_F64: return ((const double *)d)[i];
+    case RLX_I64: return (double)((const int64_t *)d)[i];
+    case RLX_I32: return ((const int32_t *)d)[i];
+    case RLX_I8: return ((const int8_t *)d)[i];
+    case RLX_U8: return ((const uint8_t *)d)[i];
+    case RLX_BOOL: return ((const uint8_t *)d)[i] != 0;
+    default: return 0;
+    }
+}
+
+int64_t ox_get_i(const ox_tensor *t, int64_t i) {
+    const void *d = t->data;
+    switch (t->dtype) {
+    case RLX_I64: return ((const int64_t *)d)[i];
+    case RLX_I32: return ((const int32_t *)d)[i];
+    case RLX_I8: return ((const int8_t *)d)[i];
+    case RLX_U8: return ((const uint8_t *)d)[i];
+    case RLX_BOOL: return ((const uint8_t *)d)[i] != 0;
+    default: {
+        double v = ox_get_f(t, i);
+        if (isnan(v)) return 0;
+        if (v >= 9.2e18) return INT64_MAX;
+        if (v <= -9.2e18) return INT64_MIN;
+        return (int64_t)v;
+    }
+    }
+}
+
+void ox_set_f(ox_tensor *t, int64_t i, double v) {
+    void *d = t->data;
+    switch (t->dtype) {
+    case RLX_F32: ((float *)d)[i] = (float)v; break;
+    case RLX_F16: ((uint16_t *)d)[i] = rlx_f32_to_f16((float)v); break;
+    case RLX_BF16: ((uint16_t *)d)[i] = rlx_f32_to_bf16((float)v); break;
+    case RLX_F64: ((double *)d)[i] = v; break;
+    case RLX_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: {
+        int64_t x;
+        if (isnan(v)) x = 0;
+        else if (v >= 9.2e18) x = INT64_MAX;
+        else if (v <= -9.2e18) x = INT64_MIN;
+        else x = (int64_t)v;
+        ox_set_i(t, i, x);
+    }
+    }
+}
+
+void ox_set_i(ox_tensor *t, int64_t i, int64_t v) {
+    void *d = t->data;
+    switch (t->dtype) {
+    case RLX_I64: ((int64_t *)d)[i] = v; break;
+    case RLX_I32: ((int32_t *)d)[i] = (int32_t)v; break;
+    case RLX_I8: ((int8_t *)d)[i] = (int8_t)v; break;
+    case RLX_U8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+    case RLX_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: ox_set_f(t, i, (double)v); break;
+    }
+}
+
+bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out) {
+    switch (onnx_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = RLX_F32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = RLX_U8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = RLX_I8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = RLX_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = RLX_I64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = RLX_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = RLX_F16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = RLX_F64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = RLX_BF16; return true;
+    default: return false;
+    }
+}
+
+const char *ox_onnx_type_name(int t) {
+    static const char *names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16",
+                                  "int32", "int64", "string", "bool", "float16", "double",
+                                  "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+    if (t >= 0 && t < (int)(sizeof names / sizeof names[0])) return names[t];
+    return "unknown";
+}
+
+rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return rlx_set_error(RLX_ERR_IO, "'%s' is not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > max_bytes) {
+        fclose(f);
+        return rlx_set_error(RLX_ERR_IO, "'%s' is too large (%lld bytes)", path, (long long)st.st_size);
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        free(buf);
+        fclose(f);
+        return rlx_set_error(RLX_ERR_IO, "short read on '%s'", path);
+    }
+    fclose(f);
+    *data = buf;
+    *size = n;
+    return RLX_OK;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s) return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        if (v > (UINT64_MAX - 9) / 10) return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* Reads [offset, offset+len) of an external data file that must lie in base_dir. */
+static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir, void *dst, size_t want) {
+    const char *loc = NULL, *off_s = NULL, *len_s = NULL;
+    for (size_t i = 0; i < p->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = p->external_data[i];
+        if (!e || !e->key) continue;
+        if (!strcmp(e->key, "location")) loc = e->value;
+        else if (!strcmp(e->key, "offset")) off_s = e->value;
+        else if (!strcmp(e->key, "length")) len_s = e->value;
+    }
+    const char *tn = p->name ? p->name : "?";
+    if (!loc || !*loc) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data without a location", tn);
+    if (!base_dir) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data but no model folder", tn);
+    if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data location '%s' leaves the model's folder", tn, loc);
+    uint64_t off = 0, len = want;
+    if (off_s && !parse_u64(off_s, &off)) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external offset '%s'", tn, off_s);
+    if (len_s && !parse_u64(len_s, &len)) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external length '%s'", tn, len_s);
+    if (len != want)
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external length %llu, the tensor needs %zu bytes", tn,
+                             (unsigned long long)len, want);
+    size_t pl = strlen(base_dir) + strlen(loc) + 2;
+    char *path = malloc(pl);
+    if (!path) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    snprintf(path, pl, "%s/%s", base_dir, loc);
+    /* Symlinks must not lead out of the folder either. */
+    char *rbase = realpath(base_dir, NULL), *rpath = realpath(path, NULL);
+    rlx_status st = RLX_OK;
+    if (!rbase || !rpath) {
+        st = rlx_set_error(RLX_ERR_IO, "tensor '%s': cannot open external data '%s'", tn, path);
+    } else {
+        size_t bl = strlen(rbase);
+        if (strncmp(rpath, rbase, bl) != 0 || rpath[bl] != '/')
+            st = rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data '%s' leaves the model's folder", tn, loc);
+    }
+    if (st == RLX_OK) {
+        FILE *f = fopen(rpath, "rb");
+        struct stat sb;
+        if (!f) st = rlx_set_error(RLX_ERR_IO, "tensor '%s': cannot open external data '%s'", tn, path);
+        else {
+            if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+                st = rlx_set_error(RLX_ERR_IO, "tensor '%s': '%s' is not a regular file", tn, path);
+            else if (off > (uint64_t)sb.st_size || len > (uint64_t)sb.st_size - off)
+                st = rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data [%llu, +%llu) beyond the end of '%s' (%lld bytes)",
+                                   tn, (unsigned long long)off, (unsigned long long)len, loc, (long long)sb.st_size);
+            else if (fseeko(f, (off_t)off, SEEK_SET) != 0 || (want && fread(dst, 1, want, f) != want))
+                st = rlx_set_error(RLX_ERR_IO, "tensor '%s': short read on '%s'", tn, path);
+            fclose(f);
+        }
+    }
+    free(rbase);
+    free(rpath);
+    free(path);
+    return st;
+}
+
+rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, ox_tensor **out) {
+    *out = NULL;
+    const char *tn = p->name ? p->name : "?";
+    int ot = p->has_data_type ? p->data_type : 0;
+    rlx_dtype t;
+    if (!ox_dtype_from_onnx(ot, &t))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': data type %s (%d) is not supported", tn,
+                             ox_onnx_type_name(ot), ot);
+    if (p->n_dims > RLX_MAX_DIMS)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': rank %zu (at most %d)", tn, p->n_dims, RLX_MAX_DIMS);
+    if (p->segment) return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", tn);
+    int64_t numel;
+    if (!numel_of((int)p->n_dims, p->dims, &numel))
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': dimensions negative or too large", tn);
+    size_t es = rlx_dtype_size(t), want = (size_t)numel * es;
+    bool external = p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    /* Check the stored size before allocating what the dims claim. */
+    size_t have_typed = 0;
+    switch (ot) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: have_typed = p->n_float_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: have_typed = p->n_int64_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: have_typed = p->n_double_data; break;
+    default: have_typed = p->n_int32_data; break;
+    }
+    if (!external) {
+        if (p->has_raw_data && p->raw_data.len != want)
+            return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': raw_data has %zu bytes, its %lld %s elements need %zu",
+                                 tn, p->raw_data.len, (long long)numel, ox_onnx_type_name(ot), want);
+        if (!p->has_raw_data && have_typed != (size_t)numel)
+            return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': %zu stored values for %lld elements", tn, have_typed,
+                                 (long long)numel);
+    }
+    ox_tensor *x = ox_tensor_new(t, (int)p->n_dims, p->dims);
+    if (!x) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
+    rlx_status st = RLX_OK;
+    if (external) {
+        st = read_external(p, base_dir, x->data, want);
+    } else if (p->has_raw_data) {
+        if (want) memcpy(x->data, p->raw_data.data, want);
+    } else {
+        for (int64_t i = 0; i < numel; i++) {
+            switch (ot) {
+            case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: ((float *)x->data)[i] = p->float_data[i]; break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: ((int64_t *)x->data)[i] = p->int64_data[i]; break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: ((double *)x->data)[i] = p->double_data[i]; break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+            case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+                ((uint16_t *)x->data)[i] = (uint16_t)p->int32_data[i];
+                break;
+            default: ox_set_i(x, i, p->int32_data[i]); break;
+            }
+        }
+    }
+    if (st != RLX_OK) {
+        ox_tensor_free(x);
+        return st;
+    }
+    *out = x;
+    return RLX_OK;
+}
+
+rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
+                                size_t *bytes) {
+    if (!path || !t || !ndim || !dims || !data || !bytes)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_read_tensor: NULL argument");
+    *data = NULL;
+    uint8_t *buf;
+    size_t n;
+    rlx_status st = ox_read_file(path, (size_t)1 << 34, &buf, &n);
+    if (st != RLX_OK) return st;
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, n, buf);
+    free(buf);
+    if (!p) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
+    ox_tensor *x = NULL;
+    st = ox_tensor_from_proto(p, NULL, &x);
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    if (st != RLX_OK) return st;
+    *t = x->dtype;
+    *ndim = x->ndim;
+    for (int i = 0; i < x->ndim; i++) dims[i] = x->dims[i];
+    *data = x->data;
+    *bytes = x->bytes;
+    free(x);
+    return RLX_OK;
+}

@@ -1,0 +1,295 @@
+/* graph.c - graph storage: adding nodes (with shape inference), cloning,
+ * outputs, labels and small queries. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+int64_t rlx_shape_numel(const rlx_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++)
+        n *= s->dims[i];
+    return n;
+}
+
+bool rlx_shape_equal(const rlx_shape *a, const rlx_shape *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+bool rlx_shape_broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out)
+{
+    rlx_shape r;
+    r.ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < r.ndim; i++) {
+        int ia = a->ndim - r.ndim + i, ib = b->ndim - r.ndim + i;
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da == db || db == 1)
+            r.dims[i] = da;
+        else if (da == 1)
+            r.dims[i] = db;
+        else
+            return false;
+    }
+    *out = r;
+    return true;
+}
+
+void rlx_shape_strides(const rlx_shape *s, int64_t strides[RLX_MAX_DIMS])
+{
+    int64_t st = 1;
+    for (int i = s->ndim - 1; i >= 0; i--) {
+        strides[i] = st;
+        st *= s->dims[i];
+    }
+}
+
+void rlx_shape_broadcast_strides(const rlx_shape *in, const rlx_shape *out, int64_t strides[RLX_MAX_DIMS])
+{
+    int64_t own[RLX_MAX_DIMS];
+    rlx_shape_strides(in, own);
+    for (int i = 0; i < out->ndim; i++) {
+        int j = in->ndim - out->ndim + i;
+        strides[i] = (j < 0 || in->dims[j] == 1) ? 0 : own[j];
+    }
+}
+
+const char *rlx_shape_str(const rlx_shape *s, char *buf, size_t n)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < s->ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)s->dims[i]);
+    if (used < n)
+        snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+size_t rlx_node_bytes(const rlx_node_data *n) { return (size_t)rlx_shape_numel(&n->shape) * rlx_dtype_size(n->dtype); }
+
+rlx_graph *rlx_graph_new(void) { return rlx_calloc(1, sizeof(rlx_graph)); }
+
+void rlx_graph_free(rlx_graph *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i].name);
+        free(g->nodes[i].data);
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        free(g->outputs[i].name);
+    free(g->nodes);
+    free(g->outputs);
+    free(g);
+}
+
+int rlx_graph_node_count(const rlx_graph *g) { return g ? g->n_nodes : 0; }
+
+rlx_node rlx_graph_fail(rlx_graph *g, rlx_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g && g->error == RLX_OK) {
+        g->error = s;
+        snprintf(g->error_msg, sizeof g->error_msg, "%s", msg);
+    }
+    rlx_set_error(s, "%s", msg);
+    return -1;
+}
+
+const char *rlx_node_label(const rlx_graph *g, rlx_node id, char *buf, size_t n)
+{
+    if (id < 0 || id >= g->n_nodes) {
+        snprintf(buf, n, "node %d (invalid)", id);
+        return buf;
+    }
+    const rlx_node_data *nd = &g->nodes[id];
+    if (nd->name)
+        snprintf(buf, n, "node %d (%s '%s')", id, rlx_op_name(nd->op), nd->name);
+    else
+        snprintf(buf, n, "node %d (%s)", id, rlx_op_name(nd->op));
+    return buf;
+}
+
+rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
+{
+    if (!g) {
+        rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "graph is NULL");
+        return -1;
+    }
+    const rlx_op_info *info = rlx_op_info_of(proto->op);
+    if (!info)
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "unknown op %d", (int)proto->op);
+    if (proto->n_in < info->min_in || proto->n_in > info->max_in)
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", info->name,
+                              info->min_in, info->max_in, proto->n_in);
+    for (int i = 0; i < proto->n_in; i++) {
+        if (proto->in[i] < 0 || proto->in[i] >= g->n_nodes)
+            return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s: operand %d is not a valid node (id %d)%s",
+                                  info->name, i, proto->in[i],
+                                  proto->in[i] < 0 ? "; an earlier builder call failed" : "");
+    }
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
+        rlx_node_data *p = rlx_realloc_array(g->nodes, (size_t)cap, sizeof *p);
+        if (!p)
+            return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory growing the graph");
+        g->nodes = p;
+        g->cap_nodes = cap;
+    }
+    rlx_node_data n = *proto;
+    n.name = NULL;
+    n.data = NULL;
+    if (info->infer) {
+        rlx_status s = info->infer(g, &n);
+        if (s != RLX_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", rlx_last_error());
+            return rlx_graph_fail(g, s, "%s%s%s: %s", info->name, proto->name ? " " : "",
+                                  proto->name ? proto->name : "", msg);
+        }
+    }
+    for (int i = 0; i < n.shape.ndim; i++)
+        if (n.shape.dims[i] < 0)
+            return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s: negative dimension %lld", info->name,
+                                  (long long)n.shape.dims[i]);
+    if (proto->name && !(n.name = rlx_strdup(proto->name)))
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    if (proto->data) {
+        n.data = malloc(proto->data_bytes ? proto->data_bytes : 1);
+        if (!n.data) {
+            free(n.name);
+            return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory copying %zu bytes of constant data",
+                                  proto->data_bytes);
+        }
+        memcpy(n.data, proto->data, proto->data_bytes);
+    }
+    g->nodes[g->n_nodes] = n;
+    return g->n_nodes++;
+}
+
+rlx_graph *rlx_graph_clone(const rlx_graph *g)
+{
+    rlx_graph *c = rlx_graph_new();
+    if (!c)
+        return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (c->n_nodes == c->cap_nodes) {
+            int cap = c->cap_nodes ? c->cap_nodes * 2 : 64;
+            rlx_node_data *p = rlx_realloc_array(c->nodes, (size_t)cap, sizeof *p);
+            if (!p)
+                goto fail;
+            c->nodes = p;
+            c->cap_nodes = cap;
+        }
+        rlx_node_data n = g->nodes[i];
+        n.name = NULL;
+        n.data = NULL;
+        c->nodes[c->n_nodes++] = n;
+        if (g->nodes[i].name && !(c->nodes[i].name = rlx_strdup(g->nodes[i].name)))
+            goto fail;
+        if (g->nodes[i].data) {
+            c->nodes[i].data = malloc(g->nodes[i].data_bytes ? g->nodes[i].data_bytes : 1);
+            if (!c->nodes[i].data)
+                goto fail;
+            memcpy(c->nodes[i].data, g->nodes[i].data, g->nodes[i].data_bytes);
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        if (rlx_output(c, g->outputs[i].name, g->outputs[i].node) != RLX_OK)
+            goto fail;
+    c->error = g->error;
+    memcpy(c->error_msg, g->error_msg, sizeof c->error_msg);
+    return c;
+fail:
+    rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory cloning a graph of %d nodes", g->n_nodes);
+    rlx_graph_free(c);
+    return NULL;
+}
+
+rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n)
+{
+    if (!g || !name)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_output: graph and name must not be NULL");
+    if (n < 0 || n >= g->n_nodes) {
+        rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "output '%s': not a valid node (id %d)", name, n);
+        return RLX_ERR_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        if (strcmp(g->outputs[i].name, name) == 0)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "output '%s' is already defined", name);
+    if (g->n_outputs == g->cap_outputs) {
+        int cap = g->cap_outputs ? g->cap_outputs * 2 : 8;
+        rlx_output_ref *p = rlx_realloc_array(g->outputs, (size_t)cap, sizeof *p);
+        if (!p)
+            return RLX_ERR_OUT_OF_MEMORY;
+        g->outputs = p;
+        g->cap_outputs = cap;
+    }
+    char *copy = rlx_strdup(name);
+    if (!copy)
+        return RLX_ERR_OUT_OF_MEMORY;
+    g->outputs[g->n_outputs].name = copy;
+    g->outputs[g->n_outputs].node = n;
+    g->n_outputs++;
+    return RLX_OK;
+}
+
+bool rlx_graph_is_output(const rlx_graph *g, rlx_node id)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].node == id)
+            return true;
+    return false;
+}
+
+int *rlx_graph_use_counts(const rlx_graph *g)
+{
+    int *uses = rlx_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    if (!uses)
+        return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            uses[g->nodes[i].in[j]]++;
+    return uses;
+}
+
+rlx_status rlx_node_shape(const rlx_graph *g, rlx_node n, int *ndim, int64_t dims[RLX_MAX_DIMS])
+{
+    if (!g || !ndim || n < 0 || n >= g->n_nodes)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_node_shape: invalid graph or node %d", n);
+    *ndim = g->nodes[n].shape.ndim;
+    if (dims)
+        memcpy(dims, g->nodes[n].shape.dims, sizeof(int64_t) * RLX_MAX_DIMS);
+    return RLX_OK;
+}
+
+rlx_dtype rlx_node_dtype(const rlx_graph *g, rlx_node n)
+{
+    if (!g || n < 0 || n >= g->n_nodes)
+        return RLX_DTYPE_COUNT;
+    return g->nodes[n].dtype;
+}
+
+rlx_status rlx_node_set_name(rlx_graph *g, rlx_node n, const char *name)
+{
+    if (!g || !name || n < 0 || n >= g->n_nodes)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_node_set_name: invalid graph, node or name");
+    char *copy = rlx_strdup(name);
+    if (!copy)
+        return RLX_ERR_OUT_OF_MEMORY;
+    free(g->nodes[n].name);
+    g->nodes[n].name = copy;
+    return RLX_OK;
+}

@@ -1,0 +1,633 @@
+/* ops.c - the op table: one row per op with its arity, flags and shape/dtype
+ * inference.  Inference functions fill n->shape and n->dtype, or return an
+ * error whose message says what does not fit. */
+#include <string.h>
+
+#include "ir/ir.h"
+
+#define IN(i) (&g->nodes[n->in[i]])
+
+static char sbuf_a[128], sbuf_b[128];
+#define SHAPE_A(s) rlx_shape_str((s), sbuf_a, sizeof sbuf_a)
+#define SHAPE_B(s) rlx_shape_str((s), sbuf_b, sizeof sbuf_b)
+
+static rlx_status check_shape_arg(const rlx_shape *s)
+{
+    if (s->ndim < 0 || s->ndim > RLX_MAX_DIMS)
+        return rlx_set_error(RLX_ERR_SHAPE, "rank %d is outside 0..%d", s->ndim, RLX_MAX_DIMS);
+    int64_t total = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        if (s->dims[i] < 0)
+            return rlx_set_error(RLX_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)s->dims[i]);
+        if (s->dims[i] > 0 && total > (INT64_C(1) << 40) / s->dims[i])
+            return rlx_set_error(RLX_ERR_SHAPE, "tensor of more than 2^40 elements");
+        total *= s->dims[i];
+    }
+    return RLX_OK;
+}
+
+static rlx_status infer_leaf(const rlx_graph *g, rlx_node_data *n)
+{
+    (void)g;
+    if ((unsigned)n->dtype >= RLX_DTYPE_COUNT)
+        return rlx_set_error(RLX_ERR_DTYPE, "unknown dtype %d", (int)n->dtype);
+    rlx_status s = check_shape_arg(&n->shape);
+    if (s != RLX_OK)
+        return s;
+    if (n->op == RLX_OP_CONSTANT && n->data_bytes != rlx_node_bytes(n))
+        return rlx_set_error(RLX_ERR_SHAPE, "constant data has %zu bytes, shape %s of %s needs %zu", n->data_bytes,
+                             SHAPE_A(&n->shape), rlx_dtype_name(n->dtype), rlx_node_bytes(n));
+    if ((n->op == RLX_OP_RANDOM_UNIFORM || n->op == RLX_OP_RANDOM_NORMAL) && !rlx_dtype_is_float(n->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "random values need a float dtype, not %s", rlx_dtype_name(n->dtype));
+    return RLX_OK;
+}
+
+static rlx_status infer_unary(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    rlx_dtype t = x->dtype;
+    switch (n->op) {
+    case RLX_OP_NOT:
+        if (t != RLX_BOOL)
+            return rlx_set_error(RLX_ERR_DTYPE, "not takes bool, got %s", rlx_dtype_name(t));
+        break;
+    case RLX_OP_NEG:
+    case RLX_OP_ABS:
+    case RLX_OP_SIGN:
+    case RLX_OP_RELU:
+        if (t == RLX_BOOL)
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes a number type, got bool", rlx_op_name(n->op));
+        break;
+    default:
+        if (!rlx_dtype_is_float(t))
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes a float type, got %s", rlx_op_name(n->op),
+                                 rlx_dtype_name(t));
+    }
+    n->dtype = t;
+    n->shape = x->shape;
+    return RLX_OK;
+}
+
+static rlx_status infer_binary(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *a = IN(0), *b = IN(1);
+    if (a->dtype != b->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "operands have different dtypes (%s and %s)", rlx_dtype_name(a->dtype),
+                             rlx_dtype_name(b->dtype));
+    if (!rlx_shape_broadcast(&a->shape, &b->shape, &n->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "shapes %s and %s do not broadcast", SHAPE_A(&a->shape),
+                             SHAPE_B(&b->shape));
+    switch (n->op) {
+    case RLX_OP_AND:
+    case RLX_OP_OR:
+    case RLX_OP_XOR:
+        if (a->dtype != RLX_BOOL)
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes bool, got %s", rlx_op_name(n->op),
+                                 rlx_dtype_name(a->dtype));
+        n->dtype = RLX_BOOL;
+        break;
+    case RLX_OP_EQUAL:
+        n->dtype = RLX_BOOL;
+        break;
+    case RLX_OP_LESS:
+    case RLX_OP_GREATER:
+        if (a->dtype == RLX_BOOL)
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes numbers, got bool", rlx_op_name(n->op));
+        n->dtype = RLX_BOOL;
+        break;
+    default:
+        if (a->dtype == RLX_BOOL)
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes numbers, got bool", rlx_op_name(n->op));
+        n->dtype = a->dtype;
+    }
+    return RLX_OK;
+}
+
+static rlx_status infer_where(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *c = IN(0), *a = IN(1), *b = IN(2);
+    if (c->dtype != RLX_BOOL)
+        return rlx_set_error(RLX_ERR_DTYPE, "condition must be bool, got %s", rlx_dtype_name(c->dtype));
+    if (a->dtype != b->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "branches have different dtypes (%s and %s)", rlx_dtype_name(a->dtype),
+                             rlx_dtype_name(b->dtype));
+    rlx_shape ab;
+    if (!rlx_shape_broadcast(&a->shape, &b->shape, &ab) || !rlx_shape_broadcast(&c->shape, &ab, &n->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "condition %s and branches %s, %s do not broadcast", SHAPE_A(&c->shape),
+                             SHAPE_B(&a->shape), rlx_shape_str(&b->shape, (char[128]){0}, 128));
+    n->dtype = a->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_cast(const rlx_graph *g, rlx_node_data *n)
+{
+    if ((unsigned)n->attrs.cast.to >= RLX_DTYPE_COUNT)
+        return rlx_set_error(RLX_ERR_DTYPE, "unknown target dtype %d", (int)n->attrs.cast.to);
+    n->shape = IN(0)->shape;
+    n->dtype = n->attrs.cast.to;
+    return RLX_OK;
+}
+
+static rlx_status infer_same_numeric(const rlx_graph *g, rlx_node_data *n)
+{
+    if (IN(0)->dtype == RLX_BOOL)
+        return rlx_set_error(RLX_ERR_DTYPE, "%s takes numbers, got bool", rlx_op_name(n->op));
+    n->shape = IN(0)->shape;
+    n->dtype = IN(0)->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_same_float(const rlx_graph *g, rlx_node_data *n)
+{
+    if (!rlx_dtype_is_float(IN(0)->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "%s takes a float type, got %s", rlx_op_name(n->op),
+                             rlx_dtype_name(IN(0)->dtype));
+    n->shape = IN(0)->shape;
+    n->dtype = IN(0)->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_matmul(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *a = IN(0), *b = IN(1);
+    if (a->dtype != b->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "operands have different dtypes (%s and %s)", rlx_dtype_name(a->dtype),
+                             rlx_dtype_name(b->dtype));
+    if (!rlx_dtype_is_float(a->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "matmul takes float types, got %s", rlx_dtype_name(a->dtype));
+    if (a->shape.ndim < 2 || b->shape.ndim < 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "operands need rank >= 2 (got %s and %s)", SHAPE_A(&a->shape),
+                             SHAPE_B(&b->shape));
+    int ra = a->shape.ndim, rb = b->shape.ndim;
+    int64_t m = n->attrs.matmul.trans_a ? a->shape.dims[ra - 1] : a->shape.dims[ra - 2];
+    int64_t ka = n->attrs.matmul.trans_a ? a->shape.dims[ra - 2] : a->shape.dims[ra - 1];
+    int64_t kb = n->attrs.matmul.trans_b ? b->shape.dims[rb - 1] : b->shape.dims[rb - 2];
+    int64_t nn = n->attrs.matmul.trans_b ? b->shape.dims[rb - 2] : b->shape.dims[rb - 1];
+    if (ka != kb)
+        return rlx_set_error(RLX_ERR_SHAPE, "inner dimensions differ: %s x %s (K %lld vs %lld)", SHAPE_A(&a->shape),
+                             SHAPE_B(&b->shape), (long long)ka, (long long)kb);
+    rlx_shape ba = a->shape, bb = b->shape, batch;
+    ba.ndim -= 2;
+    bb.ndim -= 2;
+    if (!rlx_shape_broadcast(&ba, &bb, &batch))
+        return rlx_set_error(RLX_ERR_SHAPE, "batch dimensions of %s and %s do not broadcast", SHAPE_A(&a->shape),
+                             SHAPE_B(&b->shape));
+    n->shape = batch;
+    n->shape.dims[n->shape.ndim++] = m;
+    n->shape.dims[n->shape.ndim++] = nn;
+    n->dtype = a->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_reduce(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    uint32_t axes = n->attrs.reduce.axes;
+    if (x->shape.ndim < 32 && (axes >> x->shape.ndim) != 0)
+        return rlx_set_error(RLX_ERR_SHAPE, "reduction axis out of range for rank %d", x->shape.ndim);
+    if (x->dtype == RLX_BOOL)
+        return rlx_set_error(RLX_ERR_DTYPE, "%s takes numbers, got bool", rlx_op_name(n->op));
+    if (n->op == RLX_OP_REDUCE_MEAN && !rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "mean takes a float type, got %s", rlx_dtype_name(x->dtype));
+    rlx_shape out = {0};
+    for (int i = 0; i < x->shape.ndim; i++) {
+        if (axes & (1u << i)) {
+            if ((n->op == RLX_OP_REDUCE_MAX || n->op == RLX_OP_REDUCE_MIN) && x->shape.dims[i] == 0)
+                return rlx_set_error(RLX_ERR_SHAPE, "%s over an empty axis %d has no value", rlx_op_name(n->op), i);
+            if (n->attrs.reduce.keepdims)
+                out.dims[out.ndim++] = 1;
+        } else {
+            out.dims[out.ndim++] = x->shape.dims[i];
+        }
+    }
+    n->shape = out;
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_arg(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    int axis = n->attrs.arg.axis;
+    if (axis < 0 || axis >= x->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, x->shape.ndim);
+    if (x->shape.dims[axis] == 0)
+        return rlx_set_error(RLX_ERR_SHAPE, "%s over an empty axis", rlx_op_name(n->op));
+    if (x->dtype == RLX_BOOL)
+        return rlx_set_error(RLX_ERR_DTYPE, "%s takes numbers, got bool", rlx_op_name(n->op));
+    rlx_shape out = {0};
+    for (int i = 0; i < x->shape.ndim; i++) {
+        if (i == axis) {
+            if (n->attrs.arg.keepdims)
+                out.dims[out.ndim++] = 1;
+        } else {
+            out.dims[out.ndim++] = x->shape.dims[i];
+        }
+    }
+    n->shape = out;
+    n->dtype = RLX_I64;
+    return RLX_OK;
+}
+
+static rlx_status infer_softmax(const rlx_graph *g, rlx_node_data *n)
+{
+    int axis = n->attrs.softmax.axis;
+    if (axis < 0 || axis >= IN(0)->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, IN(0)->shape.ndim);
+    return infer_same_float(g, n);
+}
+
+static rlx_status infer_norm(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (x->shape.ndim < 1)
+        return rlx_set_error(RLX_ERR_SHAPE, "normalisation needs rank >= 1");
+    int64_t last = x->shape.dims[x->shape.ndim - 1];
+    int expected = 1 + n->attrs.norm.has_gamma + n->attrs.norm.has_beta;
+    if (n->n_in != expected)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "expected %d inputs, got %d", expected, n->n_in);
+    for (int i = 1; i < n->n_in; i++) {
+        const rlx_node_data *p = IN(i);
+        if (p->dtype != x->dtype)
+            return rlx_set_error(RLX_ERR_DTYPE, "scale/bias dtype %s differs from input %s", rlx_dtype_name(p->dtype),
+                                 rlx_dtype_name(x->dtype));
+        if (p->shape.ndim != 1 || p->shape.dims[0] != last)
+            return rlx_set_error(RLX_ERR_SHAPE, "scale/bias must be [%lld], got %s", (long long)last,
+                                 SHAPE_A(&p->shape));
+    }
+    if (!(n->attrs.norm.eps >= 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "eps must be >= 0");
+    return infer_same_float(g, n);
+}
+
+static rlx_status infer_reshape(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_status s = check_shape_arg(&n->shape);
+    if (s != RLX_OK)
+        return s;
+    if (rlx_shape_numel(&n->shape) != rlx_shape_numel(&IN(0)->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "cannot reshape %s into %s (element counts differ)",
+                             SHAPE_A(&IN(0)->shape), SHAPE_B(&n->shape));
+    n->dtype = IN(0)->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_transpose(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    unsigned seen = 0;
+    n->shape.ndim = x->shape.ndim;
+    for (int i = 0; i < x->shape.ndim; i++) {
+        int p = n->attrs.transpose.perm[i];
+        if (p < 0 || p >= x->shape.ndim || (seen & (1u << p)))
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", x->shape.ndim - 1);
+        seen |= 1u << p;
+        n->shape.dims[i] = x->shape.dims[p];
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_slice(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (n->shape.ndim != x->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "slice result rank %d differs from input rank %d", n->shape.ndim,
+                             x->shape.ndim);
+    for (int i = 0; i < x->shape.ndim; i++) {
+        int64_t cnt = n->shape.dims[i], st = n->attrs.slice.start[i], step = n->attrs.slice.step[i];
+        if (step == 0)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "slice step is 0 on axis %d", i);
+        if (cnt < 0)
+            return rlx_set_error(RLX_ERR_SHAPE, "negative slice length on axis %d", i);
+        if (cnt > 0) {
+            int64_t last = st + (cnt - 1) * step;
+            if (st < 0 || st >= x->shape.dims[i] || last < 0 || last >= x->shape.dims[i])
+                return rlx_set_error(RLX_ERR_SHAPE, "slice on axis %d reads outside 0..%lld", i,
+                                     (long long)x->shape.dims[i] - 1);
+        }
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_concat(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x0 = IN(0);
+    int axis = n->attrs.concat.axis;
+    if (axis < 0 || axis >= x0->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, x0->shape.ndim);
+    n->shape = x0->shape;
+    n->shape.dims[axis] = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const rlx_node_data *x = IN(i);
+        if (x->dtype != x0->dtype)
+            return rlx_set_error(RLX_ERR_DTYPE, "operand %d has dtype %s, operand 0 %s", i, rlx_dtype_name(x->dtype),
+                                 rlx_dtype_name(x0->dtype));
+        if (x->shape.ndim != x0->shape.ndim)
+            return rlx_set_error(RLX_ERR_SHAPE, "operand %d has rank %d, operand 0 rank %d", i, x->shape.ndim,
+                                 x0->shape.ndim);
+        for (int d = 0; d < x0->shape.ndim; d++)
+            if (d != axis && x->shape.dims[d] != x0->shape.dims[d])
+                return rlx_set_error(RLX_ERR_SHAPE, "operand %d shape %s does not match %s off axis %d", i,
+                                     SHAPE_A(&x->shape), SHAPE_B(&x0->shape), axis);
+        n->shape.dims[axis] += x->shape.dims[axis];
+    }
+    n->dtype = x0->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_gather(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *d = IN(0), *idx = IN(1);
+    int axis = n->attrs.gather.axis;
+    if (axis < 0 || axis >= d->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, d->shape.ndim);
+    if (idx->dtype != RLX_I64 && idx->dtype != RLX_I32)
+        return rlx_set_error(RLX_ERR_DTYPE, "indices must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
+    if (d->shape.ndim - 1 + idx->shape.ndim > RLX_MAX_DIMS)
+        return rlx_set_error(RLX_ERR_SHAPE, "result rank exceeds %d", RLX_MAX_DIMS);
+    if (d->shape.dims[axis] == 0 && rlx_shape_numel(&idx->shape) > 0)
+        return rlx_set_error(RLX_ERR_SHAPE, "gather from an empty axis");
+    rlx_shape out = {0};
+    for (int i = 0; i < axis; i++)
+        out.dims[out.ndim++] = d->shape.dims[i];
+    for (int i = 0; i < idx->shape.ndim; i++)
+        out.dims[out.ndim++] = idx->shape.dims[i];
+    for (int i = axis + 1; i < d->shape.ndim; i++)
+        out.dims[out.ndim++] = d->shape.dims[i];
+    n->shape = out;
+    n->dtype = d->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_expand(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_shape b;
+    rlx_status s = check_shape_arg(&n->shape);
+    if (s != RLX_OK)
+        return s;
+    if (!rlx_shape_broadcast(&IN(0)->shape, &n->shape, &b) || !rlx_shape_equal(&b, &n->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "cannot expand %s to %s", SHAPE_A(&IN(0)->shape), SHAPE_B(&n->shape));
+    n->dtype = IN(0)->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_pad(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    int r = x->shape.ndim;
+    if (n->attrs.pad.mode < RLX_PAD_CONSTANT || n->attrs.pad.mode > RLX_PAD_EDGE)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unknown pad mode %d", n->attrs.pad.mode);
+    n->shape = x->shape;
+    for (int i = 0; i < r; i++) {
+        int64_t b = n->attrs.pad.pads[i], e = n->attrs.pad.pads[r + i];
+        if (b < 0 || e < 0 || b > (INT64_C(1) << 32) || e > (INT64_C(1) << 32))
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pads on axis %d must be in 0..2^32 (got %lld, %lld)", i,
+                                 (long long)b, (long long)e);
+        if (n->attrs.pad.mode == RLX_PAD_REFLECT && (b >= x->shape.dims[i] || e >= x->shape.dims[i]) && (b || e))
+            return rlx_set_error(RLX_ERR_SHAPE, "reflect pad on axis %d needs pads < dim %lld", i,
+                                 (long long)x->shape.dims[i]);
+        if (n->attrs.pad.mode == RLX_PAD_EDGE && x->shape.dims[i] == 0 && (b || e))
+            return rlx_set_error(RLX_ERR_SHAPE, "edge pad of an empty axis %d", i);
+        n->shape.dims[i] += b + e;
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_rope(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (x->shape.ndim < 2 || x->shape.dims[x->shape.ndim - 1] % 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "rope needs [..., S, D] with D even, got %s", SHAPE_A(&x->shape));
+    if (!(n->attrs.rope.theta > 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope theta must be > 0");
+    return infer_same_float(g, n);
+}
+
+static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *q = IN(0), *k = IN(1), *v = IN(2);
+    if (q->shape.ndim != 4 || k->shape.ndim != 4 || v->shape.ndim != 4)
+        return rlx_set_error(RLX_ERR_SHAPE, "q, k, v must be rank 4 [B, H, S, D]");
+    if (!rlx_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "q, k, v must share one float dtype");
+    int64_t B = q->shape.dims[0], H = q->shape.dims[1], S = q->shape.dims[2], D = q->shape.dims[3];
+    int64_t Hk = k->shape.dims[1], T = k->shape.dims[2];
+    if (k->shape.dims[0] != B || v->shape.dims[0] != B || k->shape.dims[3] != D || v->shape.dims[1] != Hk ||
+        v->shape.dims[2] != T)
+        return rlx_set_error(RLX_ERR_SHAPE, "k %s / v %s do not fit q %s", SHAPE_A(&k->shape), SHAPE_B(&v->shape),
+                             rlx_shape_str(&q->shape, (char[128]){0}, 128));
+    if (Hk == 0 || H % Hk)
+        return rlx_set_error(RLX_ERR_SHAPE, "query heads %lld are not a multiple of key heads %lld", (long long)H,
+                             (long long)Hk);
+    if (n->attrs.attention.has_mask) {
+        if (n->n_in != 4)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "mask flag set but no mask input");
+        const rlx_node_data *m = IN(3);
+        rlx_shape full = {4, {B, H, S, T}}, b;
+        if (m->dtype != RLX_BOOL && m->dtype != q->dtype)
+            return rlx_set_error(RLX_ERR_DTYPE, "mask must be bool or %s, got %s", rlx_dtype_name(q->dtype),
+                                 rlx_dtype_name(m->dtype));
+        if (m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) || !rlx_shape_equal(&b, &full))
+            return rlx_set_error(RLX_ERR_SHAPE, "mask %s does not broadcast to [B, H, S, T] = %s", SHAPE_A(&m->shape),
+                                 SHAPE_B(&full));
+    } else if (n->n_in != 3) {
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unexpected mask input");
+    }
+    n->shape = q->shape;
+    n->shape.dims[3] = v->shape.dims[3];
+    n->dtype = q->dtype;
+    return RLX_OK;
+}
+
+static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe, int ceil_mode,
+                             int64_t *out)
+{
+    if (k < 1 || stride < 1 || dil < 1 || pb < 0 || pe < 0 || k > (1 << 20) || stride > (1 << 20) ||
+        dil > (1 << 20) || pb > (1 << 20) || pe > (1 << 20))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "window needs kernel, stride, dilation >= 1 and pads >= 0 (got %lld, %lld, %lld, %lld/%lld)",
+                             (long long)k, (long long)stride, (long long)dil, (long long)pb, (long long)pe);
+    int64_t span = dil * (k - 1) + 1, avail = in + pb + pe - span;
+    if (avail < 0)
+        return rlx_set_error(RLX_ERR_SHAPE, "window of span %lld is larger than padded input %lld", (long long)span,
+                             (long long)(in + pb + pe));
+    int64_t o = (ceil_mode ? (avail + stride - 1) / stride : avail / stride) + 1;
+    /* with ceil mode, the last window must start inside the input or left pad */
+    if (ceil_mode && (o - 1) * stride >= in + pb)
+        o--;
+    *out = o;
+    return RLX_OK;
+}
+
+static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *w = IN(1);
+    int sp = x->shape.ndim - 2;
+    const rlx_conv_params *p = &n->attrs.conv.p;
+    if (sp < 1 || sp > 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "conv input must be [N, C, L] or [N, C, H, W], got %s",
+                             SHAPE_A(&x->shape));
+    if (w->shape.ndim != x->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "weight rank %d differs from input rank %d", w->shape.ndim, x->shape.ndim);
+    if (!rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "conv input and weight must share one float dtype");
+    int64_t C = x->shape.dims[1], O = w->shape.dims[0], G = p->groups;
+    if (G < 1 || C % G || O % G || w->shape.dims[1] * G != C)
+        return rlx_set_error(RLX_ERR_SHAPE, "groups %lld do not fit input channels %lld, weight %s", (long long)G,
+                             (long long)C, SHAPE_A(&w->shape));
+    if (n->attrs.conv.has_bias) {
+        const rlx_node_data *b = IN(2);
+        if (n->n_in != 3 || b->shape.ndim != 1 || b->shape.dims[0] != O || b->dtype != x->dtype)
+            return rlx_set_error(RLX_ERR_SHAPE, "bias must be [%lld] of %s", (long long)O, rlx_dtype_name(x->dtype));
+    }
+    n->attrs.conv.spatial = sp;
+    n->shape.ndim = x->shape.ndim;
+    n->shape.dims[0] = x->shape.dims[0];
+    n->shape.dims[1] = O;
+    for (int i = 0; i < sp; i++) {
+        rlx_status s = window_out(x->shape.dims[2 + i], w->shape.dims[2 + i], p->stride[i], p->dilation[i],
+                                  p->pads[i], p->pads[sp + i], 0, &n->shape.dims[2 + i]);
+        if (s != RLX_OK)
+            return s;
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_pool(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    int sp = x->shape.ndim - 2;
+    const rlx_pool_params *p = &n->attrs.pool.p;
+    if (sp < 1 || sp > 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "pool input must be [N, C, L] or [N, C, H, W], got %s",
+                             SHAPE_A(&x->shape));
+    if (!rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "pooling takes a float type, got %s", rlx_dtype_name(x->dtype));
+    n->attrs.pool.spatial = sp;
+    n->shape = x->shape;
+    for (int i = 0; i < sp; i++) {
+        if (p->pads[i] >= p->kernel[i] || p->pads[sp + i] >= p->kernel[i])
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pads must be smaller than the kernel on axis %d", i);
+        rlx_status s = window_out(x->shape.dims[2 + i], p->kernel[i], p->stride[i],
+                                  n->op == RLX_OP_MAX_POOL ? p->dilation[i] : 1, p->pads[i], p->pads[sp + i],
+                                  p->ceil_mode, &n->shape.dims[2 + i]);
+        if (s != RLX_OK)
+            return s;
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_global_pool(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (x->shape.ndim < 3)
+        return rlx_set_error(RLX_ERR_SHAPE, "global pool input must be [N, C, ...], got %s", SHAPE_A(&x->shape));
+    rlx_status s = infer_same_float(g, n);
+    for (int i = 2; i < x->shape.ndim; i++)
+        n->shape.dims[i] = 1;
+    return s;
+}
+
+static rlx_status infer_dropout(const rlx_graph *g, rlx_node_data *n)
+{
+    if (!(n->attrs.dropout.p >= 0 && n->attrs.dropout.p < 1))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "dropout probability must be in [0, 1), got %g",
+                             n->attrs.dropout.p);
+    return infer_same_float(g, n);
+}
+
+#define UNARY(nm) {nm, 1, 1, RLX_OPF_ELEMENTWISE, infer_unary}
+#define BINARY(nm) {nm, 2, 2, RLX_OPF_ELEMENTWISE, infer_binary}
+
+static const rlx_op_info op_table[RLX_OP_COUNT] = {
+    [RLX_OP_INPUT] = {"input", 0, 0, RLX_OPF_LEAF, infer_leaf},
+    [RLX_OP_PARAM] = {"param", 0, 0, RLX_OPF_LEAF, infer_leaf},
+    [RLX_OP_CONSTANT] = {"constant", 0, 0, RLX_OPF_LEAF, infer_leaf},
+    [RLX_OP_NEG] = UNARY("neg"),
+    [RLX_OP_ABS] = UNARY("abs"),
+    [RLX_OP_EXP] = UNARY("exp"),
+    [RLX_OP_LOG] = UNARY("log"),
+    [RLX_OP_SQRT] = UNARY("sqrt"),
+    [RLX_OP_RSQRT] = UNARY("rsqrt"),
+    [RLX_OP_RECIPROCAL] = UNARY("reciprocal"),
+    [RLX_OP_TANH] = UNARY("tanh"),
+    [RLX_OP_SIGMOID] = UNARY("sigmoid"),
+    [RLX_OP_RELU] = UNARY("relu"),
+    [RLX_OP_GELU] = UNARY("gelu"),
+    [RLX_OP_GELU_TANH] = UNARY("gelu_tanh"),
+    [RLX_OP_SILU] = UNARY("silu"),
+    [RLX_OP_ERF] = UNARY("erf"),
+    [RLX_OP_SIN] = UNARY("sin"),
+    [RLX_OP_COS] = UNARY("cos"),
+    [RLX_OP_FLOOR] = UNARY("floor"),
+    [RLX_OP_CEIL] = UNARY("ceil"),
+    [RLX_OP_ROUND] = UNARY("round"),
+    [RLX_OP_SIGN] = UNARY("sign"),
+    [RLX_OP_NOT] = UNARY("not"),
+    [RLX_OP_ADD] = BINARY("add"),
+    [RLX_OP_SUB] = BINARY("sub"),
+    [RLX_OP_MUL] = BINARY("mul"),
+    [RLX_OP_DIV] = BINARY("div"),
+    [RLX_OP_POW] = BINARY("pow"),
+    [RLX_OP_MAX] = BINARY("max"),
+    [RLX_OP_MIN] = BINARY("min"),
+    [RLX_OP_MOD] = BINARY("mod"),
+    [RLX_OP_EQUAL] = BINARY("equal"),
+    [RLX_OP_LESS] = BINARY("less"),
+    [RLX_OP_GREATER] = BINARY("greater"),
+    [RLX_OP_AND] = BINARY("and"),
+    [RLX_OP_OR] = BINARY("or"),
+    [RLX_OP_XOR] = BINARY("xor"),
+    [RLX_OP_WHERE] = {"where", 3, 3, RLX_OPF_ELEMENTWISE, infer_where},
+    [RLX_OP_CAST] = {"cast", 1, 1, RLX_OPF_ELEMENTWISE, infer_cast},
+    [RLX_OP_CLIP] = {"clip", 1, 1, RLX_OPF_ELEMENTWISE, infer_same_numeric},
+    [RLX_OP_MATMUL] = {"matmul", 2, 2, 0, infer_matmul},
+    [RLX_OP_REDUCE_SUM] = {"reduce_sum", 1, 1, 0, infer_reduce},
+    [RLX_OP_REDUCE_MEAN] = {"reduce_mean", 1, 1, 0, infer_reduce},
+    [RLX_OP_REDUCE_MAX] = {"reduce_max", 1, 1, 0, infer_reduce},
+    [RLX_OP_REDUCE_MIN] = {"reduce_min", 1, 1, 0, infer_reduce},
+    [RLX_OP_REDUCE_PROD] = {"reduce_prod", 1, 1, 0, infer_reduce},
+    [RLX_OP_ARGMAX] = {"argmax", 1, 1, 0, infer_arg},
+    [RLX_OP_ARGMIN] = {"argmin", 1, 1, 0, infer_arg},
+    [RLX_OP_SOFTMAX] = {"softmax", 1, 1, 0, infer_softmax},
+    [RLX_OP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 0, infer_softmax},
+    [RLX_OP_LAYER_NORM] = {"layer_norm", 1, 3, 0, infer_norm},
+    [RLX_OP_RMS_NORM] = {"rms_norm", 1, 2, 0, infer_norm},
+    [RLX_OP_RESHAPE] = {"reshape", 1, 1, RLX_OPF_VIEW, infer_reshape},
+    [RLX_OP_TRANSPOSE] = {"transpose", 1, 1, 0, infer_transpose},
+    [RLX_OP_SLICE] = {"slice", 1, 1, RLX_OPF_VIEW, infer_slice},
+    [RLX_OP_CONCAT] = {"concat", 1, RLX_MAX_INPUTS, 0, infer_concat},
+    [RLX_OP_GATHER] = {"gather", 2, 2, 0, infer_gather},
+    [RLX_OP_EXPAND] = {"expand", 1, 1, 0, infer_expand},
+    [RLX_OP_PAD] = {"pad", 1, 1, 0, infer_pad},
+    [RLX_OP_ROPE] = {"rope", 1, 1, 0, infer_rope},
+    [RLX_OP_ATTENTION] = {"attention", 3, 4, 0, infer_attention},
+    [RLX_OP_CONV] = {"conv", 2, 3, 0, infer_conv},
+    [RLX_OP_MAX_POOL] = {"max_pool", 1, 1, 0, infer_pool},
+    [RLX_OP_AVG_POOL] = {"avg_pool", 1, 1, 0, infer_pool},
+    [RLX_OP_GLOBAL_AVG_POOL] = {"global_avg_pool", 1, 1, 0, infer_global_pool},
+    [RLX_OP_RANDOM_UNIFORM] = {"random_uniform", 0, 0, RLX_OPF_RANDOM, infer_leaf},
+    [RLX_OP_RANDOM_NORMAL] = {"random_normal", 0, 0, RLX_OPF_RANDOM, infer_leaf},
+    [RLX_OP_DROPOUT] = {"dropout", 1, 1, RLX_OPF_RANDOM, infer_dropout},
+};
+
+const rlx_op_info *rlx_op_info_of(rlx_op op)
+{
+    if ((unsigned)op >= RLX_OP_COUNT || !op_table[op].name)
+        return NULL;
+    return &op_table[op];
+}
+
+const char *rlx_op_name(rlx_op op)
+{
+    const rlx_op_info *i = rlx_op_info_of(op);
+    return i ? i->name : "?";
+}
+
+bool rlx_op_is_unary(rlx_op op) { return op >= RLX_OP_NEG && op <= RLX_OP_NOT; }
+bool rlx_op_is_binary(rlx_op op) { return op >= RLX_OP_ADD && op <= RLX_OP_XOR; }
