@@ -1,0 +1,164 @@
+/* kernels_norm.c - softmax and log-softmax over any axis, layer norm and RMS
+ * norm over the last axis.  Statistics accumulate in double; the max is
+ * subtracted before exponentiating, so large inputs do not overflow.  A row
+ * that is all -inf gives NaN (as numpy and PyTorch do). */
+#include "backends/cpu/cpu_kernels.h"
+
+/* ---- softmax family: the input is [outer, n, inner]; each (outer, inner)
+ * pair is one row of n elements at stride inner. */
+
+static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
+{
+    double m = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        m = x[i * s] > m ? x[i * s] : m;
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += exp((double)x[i * s] - m);
+    if (log_form) {
+        double lse = m + log(sum);
+        for (int64_t i = 0; i < n; i++)
+            y[i * s] = (float)((double)x[i * s] - lse);
+    } else {
+        double inv = 1.0 / sum;
+        for (int64_t i = 0; i < n; i++)
+            y[i * s] = (float)(exp((double)x[i * s] - m) * inv);
+    }
+}
+
+static void softmax_row_any(const void *x, void *y, rlx_dtype dt, int64_t base, int64_t n, int64_t s, int log_form)
+{
+    double m = -INFINITY;
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = rlx_load(x, dt, base + i * s);
+        nan |= v != v;
+        m = v > m ? v : m;
+    }
+    if (nan)
+        m = NAN;
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += exp(rlx_load(x, dt, base + i * s) - m);
+    double lse = m + log(sum), inv = 1.0 / sum;
+    /* compute every value before storing: y may alias x */
+    for (int64_t i = 0; i < n; i++) {
+        double v = rlx_load(x, dt, base + i * s);
+        rlx_store(y, dt, base + i * s, log_form ? v - lse : exp(v - m) * inv);
+    }
+}
+
+static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int axis = t->node->attrs.softmax.axis;
+    int log_form = t->node->op == RLX_OP_LOG_SOFTMAX;
+    int64_t outer = 1, n = xn->shape.dims[axis], inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        inner *= xn->shape.dims[d];
+    int64_t rows = outer * inner;
+    if (rows == 0 || n == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, rows * n * 8);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t base = (r / inner) * n * inner + (r % inner);
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base;
+            int nan = 0;
+            for (int64_t i = 0; i < n && !nan; i++)
+                nan = x[i * inner] != x[i * inner];
+            if (!nan) {
+                softmax_row_f32(x, (float *)t->out + base, n, inner, log_form);
+                continue;
+            }
+        }
+        softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form);
+    }
+    return RLX_OK;
+}
+
+/* ---- layer norm and RMS norm over the last axis */
+
+static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int is_layer = t->node->op == RLX_OP_LAYER_NORM;
+    double eps = t->node->attrs.norm.eps;
+    int64_t n = xn->shape.dims[xn->shape.ndim - 1];
+    int64_t rows = n ? rlx_shape_numel(&xn->shape) / n : 0;
+    if (rows == 0 || n == 0)
+        return RLX_OK;
+    int k = 1;
+    const void *gamma = t->node->attrs.norm.has_gamma ? t->in[k++] : NULL;
+    const void *beta = (is_layer && t->node->attrs.norm.has_beta) ? t->in[k++] : NULL;
+    int threads = rlx_cpu_threads(ctx, rows * n * 4);
+    if (rows < threads)
+        threads = 1;
+
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t base = r * n;
+        double mean = 0, var = 0;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base;
+            if (is_layer) {
+                for (int64_t i = 0; i < n; i++)
+                    mean += x[i];
+                mean /= (double)n;
+            }
+            for (int64_t i = 0; i < n; i++) {
+                double d = x[i] - mean;
+                var += d * d;
+            }
+        } else {
+            if (is_layer) {
+                for (int64_t i = 0; i < n; i++)
+                    mean += rlx_load(t->in[0], dt, base + i);
+                mean /= (double)n;
+            }
+            for (int64_t i = 0; i < n; i++) {
+                double d = rlx_load(t->in[0], dt, base + i) - mean;
+                var += d * d;
+            }
+        }
+        double inv = 1.0 / sqrt(var / (double)n + eps);
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base;
+            const float *g = (const float *)gamma, *b = (const float *)beta;
+            float *y = (float *)t->out + base;
+            for (int64_t i = 0; i < n; i++) {
+                double v = (x[i] - mean) * inv;
+                if (g)
+                    v *= g[i];
+                if (b)
+                    v += b[i];
+                y[i] = (float)v;
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                double v = (rlx_load(t->in[0], dt, base + i) - mean) * inv;
+                if (gamma)
+                    v *= rlx_load(gamma, dt, i);
+                if (beta)
+                    v += rlx_load(beta, dt, i);
+                rlx_store(t->out, dt, base + i, v);
+            }
+        }
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_norm(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_SOFTMAX].fn = k_softmax;
+    table[RLX_OP_LOG_SOFTMAX].fn = k_softmax;
+    table[RLX_OP_LAYER_NORM].fn = k_norm;
+    table[RLX_OP_RMS_NORM].fn = k_norm;
+}
