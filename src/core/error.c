@@ -63,7 +63,8 @@ void *rlx_realloc_array(void *p, size_t n, size_t size)
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "allocation of %zu x %zu bytes overflows", n, size);
         return NULL;
     }
-    void *q = realloc(p, n * size ? n * size : 1);
+    size_t total = n * size;
+    void *q = realloc(p, total ? total : 1);
     if (!q)
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", n * size);
     return q;

@@ -1,0 +1,163 @@
+/* cpu_backend.c - the CPU reference backend: kernel table, claim, host
+ * memory and the schedule loop.  Every other backend is tested against it. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+#define CPU_TABLE_SIZE 256
+static rlx_cpu_kernel kernel_table[CPU_TABLE_SIZE];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_table(void)
+{
+    rlx_cpu_register_elementwise(kernel_table);
+    rlx_cpu_register_matmul(kernel_table);
+    rlx_cpu_register_reduce(kernel_table);
+    rlx_cpu_register_norm(kernel_table);
+    rlx_cpu_register_shape(kernel_table);
+    rlx_cpu_register_nn(kernel_table);
+    rlx_cpu_register_random(kernel_table);
+    if (rlx_cpu_register_fused)
+        rlx_cpu_register_fused(kernel_table);
+    if (rlx_cpu_register_onnx)
+        rlx_cpu_register_onnx(kernel_table);
+}
+
+static const rlx_cpu_kernel *kernel_of(rlx_op op)
+{
+    pthread_once(&table_once, build_table);
+    if ((unsigned)op >= CPU_TABLE_SIZE || !kernel_table[op].fn)
+        return NULL;
+    return &kernel_table[op];
+}
+
+rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (t->node->name)
+        return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op),
+                             t->node->name, msg);
+    return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
+}
+
+void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n)
+{
+    if (t == RLX_F32) {
+        if ((const void *)dst != src)
+            memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (float)rlx_load(src, t, i);
+}
+
+void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n)
+{
+    if (t == RLX_F32) {
+        if (dst != (const void *)src)
+            memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        rlx_store(dst, t, i, src[i]);
+}
+
+static rlx_status cpu_available(void) { return RLX_OK; }
+static size_t cpu_max_buffer(void) { return (size_t)1 << 46; }
+
+static bool cpu_supports(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    const rlx_op_info *info = rlx_op_info_of(n->op);
+    if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
+        return true;
+    return kernel_of(n->op) != NULL;
+}
+
+static size_t cpu_scratch(const rlx_graph *g, rlx_node id, int threads)
+{
+    const rlx_cpu_kernel *k = kernel_of(g->nodes[id].op);
+    return (k && k->scratch) ? k->scratch(g, &g->nodes[id], threads) : 0;
+}
+
+static rlx_status cpu_alloc(size_t bytes, void **ptr)
+{
+    /* 64-byte aligned, zeroed so padding bytes are defined */
+    size_t sz = (bytes + 63) / 64 * 64;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sz ? sz : 64) != 0 || !p)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cannot allocate an arena of %zu bytes", bytes);
+    memset(p, 0, sz ? sz : 64);
+    *ptr = p;
+    return RLX_OK;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static rlx_status cpu_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        memmove(dst, src, bytes);
+    return RLX_OK;
+}
+
+static rlx_status cpu_prepare(const rlx_graph *g, rlx_thunk *t)
+{
+    const rlx_node_data *n = &g->nodes[t->id];
+    const rlx_op_info *info = rlx_op_info_of(n->op);
+    if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM)) {
+        t->fn = NULL;
+        return RLX_OK;
+    }
+    const rlx_cpu_kernel *k = kernel_of(n->op);
+    if (!k)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "cpu backend has no kernel for %s", rlx_op_name(n->op));
+    t->fn = k->fn;
+    return RLX_OK;
+}
+
+static void cpu_release(rlx_thunk *t) { (void)t; }
+
+static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    for (int i = 0; i < s->n_thunks; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (!t->fn)
+            continue;
+        rlx_status st = t->fn(t, ctx);
+        if (st != RLX_OK)
+            return st;
+    }
+    return RLX_OK;
+}
+
+static const rlx_backend cpu_backend = {
+    .name = "cpu",
+    .device = RLX_DEVICE_CPU,
+    .available = cpu_available,
+    .alignment = 64,
+    .max_buffer = cpu_max_buffer,
+    .supports = cpu_supports,
+    .inplace_elementwise = true,
+    .scratch_bytes = cpu_scratch,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .prepare = cpu_prepare,
+    .release = cpu_release,
+    .finalize = NULL,
+    .release_schedule = NULL,
+    .run = cpu_run,
+};
+
+const rlx_backend *rlx_cpu_backend(void) { return &cpu_backend; }

@@ -1,0 +1,165 @@
+/* cpu_kernels.h - shared pieces of the CPU reference backend's kernels.
+ *
+ * Each kernel family (one file) registers its kernels into the backend's
+ * table, indexed by op; the backend's claim is derived from that table.
+ * A kernel reads t->in[i] (shape/dtype in t->in_node[i]) and writes t->out
+ * (t->node); every pointer was resolved at compile time.  Kernels compute
+ * in f32 or wider and store in the node's dtype (f16/bf16 are storage). */
+#ifndef RLX_CPU_KERNELS_H
+#define RLX_CPU_KERNELS_H
+
+#include <math.h>
+#include <string.h>
+
+#include "backends/backend.h"
+
+typedef struct rlx_cpu_kernel {
+    rlx_kernel_fn fn;
+    /* Workspace per call (may depend on the thread count); NULL = none. */
+    size_t (*scratch)(const rlx_graph *g, const rlx_node_data *n, int threads);
+} rlx_cpu_kernel;
+
+/* Registration, one per family file. */
+void rlx_cpu_register_elementwise(rlx_cpu_kernel *table);
+void rlx_cpu_register_matmul(rlx_cpu_kernel *table);
+void rlx_cpu_register_reduce(rlx_cpu_kernel *table);
+void rlx_cpu_register_norm(rlx_cpu_kernel *table);
+void rlx_cpu_register_shape(rlx_cpu_kernel *table);
+void rlx_cpu_register_nn(rlx_cpu_kernel *table);
+void rlx_cpu_register_random(rlx_cpu_kernel *table);
+/* Optional families (other modules): weak, may be absent. */
+void rlx_cpu_register_fused(rlx_cpu_kernel *table) __attribute__((weak));
+void rlx_cpu_register_onnx(rlx_cpu_kernel *table) __attribute__((weak));
+
+/* Element access by dtype (index in elements). */
+static inline double rlx_load(const void *p, rlx_dtype t, int64_t i)
+{
+    switch (t) {
+    case RLX_F32: return ((const float *)p)[i];
+    case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)p)[i]);
+    case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)p)[i]);
+    case RLX_F64: return ((const double *)p)[i];
+    case RLX_I64: return (double)((const int64_t *)p)[i];
+    case RLX_I32: return ((const int32_t *)p)[i];
+    case RLX_I8: return ((const int8_t *)p)[i];
+    case RLX_U8: return ((const uint8_t *)p)[i];
+    case RLX_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return 0;
+    }
+}
+
+/* Integer load (exact for i64). */
+static inline int64_t rlx_load_i(const void *p, rlx_dtype t, int64_t i)
+{
+    switch (t) {
+    case RLX_I64: return ((const int64_t *)p)[i];
+    case RLX_I32: return ((const int32_t *)p)[i];
+    case RLX_I8: return ((const int8_t *)p)[i];
+    case RLX_U8: return ((const uint8_t *)p)[i];
+    case RLX_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return (int64_t)rlx_load(p, t, i);
+    }
+}
+
+/* Float to integer with saturation (no undefined behaviour on NaN or range). */
+static inline int64_t rlx_sat_i64(double v, double lo, double hi)
+{
+    if (v != v)
+        return 0;
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return (int64_t)hi;
+    return (int64_t)v;
+}
+
+static inline void rlx_store(void *p, rlx_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case RLX_F32: ((float *)p)[i] = (float)v; break;
+    case RLX_F16: ((uint16_t *)p)[i] = rlx_f32_to_f16((float)v); break;
+    case RLX_BF16: ((uint16_t *)p)[i] = rlx_f32_to_bf16((float)v); break;
+    case RLX_F64: ((double *)p)[i] = v; break;
+    case RLX_I64: ((int64_t *)p)[i] = rlx_sat_i64(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)rlx_sat_i64(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I8: ((int8_t *)p)[i] = (int8_t)rlx_sat_i64(v, -128, 127); break;
+    case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)rlx_sat_i64(v, 0, 255); break;
+    case RLX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+static inline void rlx_store_i(void *p, rlx_dtype t, int64_t i, int64_t v)
+{
+    switch (t) {
+    case RLX_I64: ((int64_t *)p)[i] = v; break;
+    case RLX_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case RLX_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case RLX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: rlx_store(p, t, i, (double)v); break;
+    }
+}
+
+/* Converts n elements of any dtype to f32 (dst must not alias src unless
+ * both are f32). */
+void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
+void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n);
+
+/* Flat index -> input offset through broadcast strides. */
+static inline int64_t rlx_bcast_offset(int64_t flat, const rlx_shape *out, const int64_t *strides)
+{
+    int64_t off = 0;
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        int64_t dim = out->dims[d];
+        off += (flat % dim) * strides[d];
+        flat /= dim;
+    }
+    return off;
+}
+
+/* Counter-based random numbers: the same (seed, stream, index) always gives
+ * the same value, so results do not depend on threading or device. */
+static inline uint64_t rlx_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline double rlx_uniform01(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    uint64_t h = rlx_mix64(seed ^ rlx_mix64(stream ^ rlx_mix64(index + 0x9e3779b97f4a7c15ULL)));
+    return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0); /* (0, 1) */
+}
+
+/* Stream id of a node within one run: distinct per node and per run. */
+static inline uint64_t rlx_random_stream(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    return ((uint64_t)(uint32_t)t->id << 32) ^ ctx->run_index;
+}
+
+/* Runtime errors from kernels name the node. */
+rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Threads for a parallel loop of `work` elementary operations. */
+static inline int rlx_cpu_threads(const rlx_run_ctx *ctx, int64_t work)
+{
+    if (work < 32768 || ctx->threads <= 1)
+        return 1;
+    return ctx->threads;
+}
+
+/* f32 GEMM through BLAS (OpenBLAS, loaded at first use with its core type
+ * set for this processor), falling back to a plain loop if absent.
+ * Row-major C[M,N] = alpha * op(A) op(B) + beta * C. */
+void rlx_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads);
+void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
+               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads);
+const char *rlx_blas_name(void);
+
+#endif

@@ -1,0 +1,323 @@
+/* kernels_elementwise.c - unary, binary (broadcasting), where, cast, clip.
+ *
+ * Floats compute in double and round once on store; integers compute in
+ * int64 with wrap-around (no undefined overflow); bools are bytes 0/1.
+ * Broadcast operands are walked row by row: the offsets of a row's start
+ * are found once, then the innermost axis steps by 0 or 1. */
+#include <stdint.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+static double unary_f(rlx_op op, double x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabs(x);
+    case RLX_OP_EXP: return exp(x);
+    case RLX_OP_LOG: return log(x);
+    case RLX_OP_SQRT: return sqrt(x);
+    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
+    case RLX_OP_RECIPROCAL: return 1.0 / x;
+    case RLX_OP_TANH: return tanh(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    case RLX_OP_ERF: return erf(x);
+    case RLX_OP_SIN: return sin(x);
+    case RLX_OP_COS: return cos(x);
+    case RLX_OP_FLOOR: return floor(x);
+    case RLX_OP_CEIL: return ceil(x);
+    case RLX_OP_ROUND: return nearbyint(x); /* default mode: half to even */
+    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
+    case RLX_OP_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+static int64_t unary_i(rlx_op op, int64_t x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return (int64_t)(0 - (uint64_t)x);
+    case RLX_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case RLX_OP_SIGN: return (x > 0) - (x < 0);
+    case RLX_OP_RELU: return x > 0 ? x : 0;
+    case RLX_OP_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    int64_t count = rlx_shape_numel(&n->shape);
+    rlx_dtype dt = n->dtype;
+    const void *x = t->in[0];
+    void *y = t->out;
+    if (dt == RLX_F32) {
+        const float *xf = x;
+        float *yf = y;
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
+        for (int64_t i = 0; i < count; i++)
+            yf[i] = (float)unary_f(n->op, xf[i]);
+    } else if (rlx_dtype_is_float(dt)) {
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
+        for (int64_t i = 0; i < count; i++)
+            rlx_store(y, dt, i, unary_f(n->op, rlx_load(x, dt, i)));
+    } else {
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count))
+        for (int64_t i = 0; i < count; i++)
+            rlx_store_i(y, dt, i, unary_i(n->op, rlx_load_i(x, dt, i)));
+    }
+    return RLX_OK;
+}
+
+static double binary_f(rlx_op op, double a, double b, int fmod_mode)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return pow(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    case RLX_OP_MOD: {
+        double r = fmod(a, b);
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    case RLX_OP_EQUAL: return a == b;
+    case RLX_OP_LESS: return a < b;
+    case RLX_OP_GREATER: return a > b;
+    case RLX_OP_AND: return (a != 0) && (b != 0);
+    case RLX_OP_OR: return (a != 0) || (b != 0);
+    case RLX_OP_XOR: return (a != 0) != (b != 0);
+    default: return 0;
+    }
+}
+
+static int64_t ipow(int64_t base, int64_t e)
+{
+    if (e < 0)
+        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
+    uint64_t r = 1, b = (uint64_t)base;
+    while (e) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* Integer binary op; returns false on division by zero. */
+static bool binary_i(rlx_op op, int64_t a, int64_t b, int fmod_mode, int64_t *out)
+{
+    switch (op) {
+    case RLX_OP_ADD: *out = (int64_t)((uint64_t)a + (uint64_t)b); return true;
+    case RLX_OP_SUB: *out = (int64_t)((uint64_t)a - (uint64_t)b); return true;
+    case RLX_OP_MUL: *out = (int64_t)((uint64_t)a * (uint64_t)b); return true;
+    case RLX_OP_DIV:
+        if (b == 0)
+            return false;
+        *out = (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
+        return true;
+    case RLX_OP_POW: *out = ipow(a, b); return true;
+    case RLX_OP_MAX: *out = a > b ? a : b; return true;
+    case RLX_OP_MIN: *out = a < b ? a : b; return true;
+    case RLX_OP_MOD: {
+        if (b == 0)
+            return false;
+        int64_t r = (a == INT64_MIN && b == -1) ? 0 : a % b;
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        *out = r;
+        return true;
+    }
+    case RLX_OP_EQUAL: *out = a == b; return true;
+    case RLX_OP_LESS: *out = a < b; return true;
+    case RLX_OP_GREATER: *out = a > b; return true;
+    case RLX_OP_AND: *out = a && b; return true;
+    case RLX_OP_OR: *out = a || b; return true;
+    case RLX_OP_XOR: *out = (a != 0) != (b != 0); return true;
+    default: *out = 0; return true;
+    }
+}
+
+/* Row-wise walk over the output: rows of the innermost dim. */
+typedef struct {
+    int64_t rows, cols;
+    int64_t st[3][RLX_MAX_DIMS]; /* per operand broadcast strides */
+    int64_t inner[3];            /* per operand stride of the innermost dim */
+    rlx_shape outer;             /* output shape without its innermost dim */
+} row_walk;
+
+static void row_walk_init(row_walk *w, const rlx_shape *out, int n_ops, const rlx_shape *const *ins)
+{
+    w->cols = out->ndim ? out->dims[out->ndim - 1] : 1;
+    w->outer = *out;
+    if (w->outer.ndim)
+        w->outer.ndim--;
+    w->rows = w->cols ? rlx_shape_numel(out) / w->cols : 0;
+    for (int k = 0; k < n_ops; k++) {
+        int64_t s[RLX_MAX_DIMS];
+        rlx_shape_broadcast_strides(ins[k], out, s);
+        w->inner[k] = out->ndim ? s[out->ndim - 1] : 0;
+        for (int d = 0; d < w->outer.ndim; d++)
+            w->st[k][d] = s[d];
+    }
+}
+
+static inline int64_t row_start(const row_walk *w, int k, int64_t row)
+{
+    return rlx_bcast_offset(row, &w->outer, w->st[k]);
+}
+
+static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    const rlx_node_data *na = t->in_node[0], *nb = t->in_node[1];
+    rlx_dtype it = na->dtype, ot = n->dtype;
+    int fm = n->op == RLX_OP_MOD ? n->attrs.mod.fmod : 0;
+    const rlx_shape *ins[2] = {&na->shape, &nb->shape};
+    row_walk w;
+    row_walk_init(&w, &n->shape, 2, ins);
+    const void *a = t->in[0], *b = t->in[1];
+    void *y = t->out;
+    int threads = rlx_cpu_threads(ctx, w.rows * w.cols * 2);
+    if (it == RLX_F32 && ot == RLX_F32) {
+        const float *af = a, *bf = b;
+        float *yf = y;
+#pragma omp parallel for num_threads(threads)
+        for (int64_t r = 0; r < w.rows; r++) {
+            const float *pa = af + row_start(&w, 0, r), *pb = bf + row_start(&w, 1, r);
+            float *py = yf + r * w.cols;
+            int64_t sa = w.inner[0], sb = w.inner[1];
+            switch (n->op) {
+            case RLX_OP_ADD: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] + pb[c * sb]; break;
+            case RLX_OP_SUB: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] - pb[c * sb]; break;
+            case RLX_OP_MUL: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] * pb[c * sb]; break;
+            case RLX_OP_DIV: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] / pb[c * sb]; break;
+            default:
+                for (int64_t c = 0; c < w.cols; c++)
+                    py[c] = (float)binary_f(n->op, pa[c * sa], pb[c * sb], fm);
+            }
+        }
+        return RLX_OK;
+    }
+    if (rlx_dtype_is_float(it)) {
+#pragma omp parallel for num_threads(threads)
+        for (int64_t r = 0; r < w.rows; r++) {
+            int64_t oa = row_start(&w, 0, r), ob = row_start(&w, 1, r);
+            for (int64_t c = 0; c < w.cols; c++)
+                rlx_store(y, ot, r * w.cols + c,
+                          binary_f(n->op, rlx_load(a, it, oa + c * w.inner[0]), rlx_load(b, it, ob + c * w.inner[1]), fm));
+        }
+        return RLX_OK;
+    }
+    int bad = 0;
+#pragma omp parallel for num_threads(threads) reduction(| : bad)
+    for (int64_t r = 0; r < w.rows; r++) {
+        int64_t oa = row_start(&w, 0, r), ob = row_start(&w, 1, r);
+        for (int64_t c = 0; c < w.cols; c++) {
+            int64_t v;
+            if (!binary_i(n->op, rlx_load_i(a, it, oa + c * w.inner[0]), rlx_load_i(b, it, ob + c * w.inner[1]), fm,
+                          &v)) {
+                bad = 1;
+                v = 0;
+            }
+            rlx_store_i(y, ot, r * w.cols + c, v);
+        }
+    }
+    if (bad)
+        return rlx_cpu_kernel_error(t, "integer division by zero");
+    return RLX_OK;
+}
+
+static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    const rlx_shape *ins[3] = {&t->in_node[0]->shape, &t->in_node[1]->shape, &t->in_node[2]->shape};
+    row_walk w;
+    row_walk_init(&w, &n->shape, 3, ins);
+    const uint8_t *c = t->in[0];
+    size_t es = rlx_dtype_size(n->dtype);
+    const uint8_t *a = t->in[1], *b = t->in[2];
+    uint8_t *y = t->out;
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, w.rows * w.cols))
+    for (int64_t r = 0; r < w.rows; r++) {
+        int64_t oc = row_start(&w, 0, r), oa = row_start(&w, 1, r), ob = row_start(&w, 2, r);
+        for (int64_t k = 0; k < w.cols; k++) {
+            const uint8_t *src = c[oc + k * w.inner[0]] ? a + (size_t)(oa + k * w.inner[1]) * es
+                                                         : b + (size_t)(ob + k * w.inner[2]) * es;
+            memmove(y + (size_t)(r * w.cols + k) * es, src, es);
+        }
+    }
+    return RLX_OK;
+}
+
+static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    rlx_dtype from = t->in_node[0]->dtype, to = n->dtype;
+    int64_t count = rlx_shape_numel(&n->shape);
+    const void *x = t->in[0];
+    void *y = t->out;
+    if (from == to) {
+        if (x != y)
+            memmove(y, x, (size_t)count * rlx_dtype_size(to));
+        return RLX_OK;
+    }
+    bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 4))
+    for (int64_t i = 0; i < count; i++) {
+        if (exact_int)
+            rlx_store_i(y, to, i, rlx_load_i(x, from, i));
+        else if (from == RLX_I64 && rlx_dtype_is_float(to))
+            rlx_store(y, to, i, (double)rlx_load_i(x, from, i));
+        else
+            rlx_store(y, to, i, rlx_load(x, from, i));
+    }
+    return RLX_OK;
+}
+
+static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    int64_t count = rlx_shape_numel(&n->shape);
+    double lo = n->attrs.clip.lo, hi = n->attrs.clip.hi;
+    rlx_dtype dt = n->dtype;
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 2))
+    for (int64_t i = 0; i < count; i++) {
+        if (rlx_dtype_is_float(dt)) {
+            double v = rlx_load(t->in[0], dt, i);
+            if (v < lo)
+                v = lo;
+            if (v > hi)
+                v = hi;
+            rlx_store(t->out, dt, i, v);
+        } else {
+            int64_t v = rlx_load_i(t->in[0], dt, i);
+            if ((double)v < lo)
+                v = (int64_t)ceil(lo);
+            if ((double)v > hi)
+                v = (int64_t)floor(hi);
+            rlx_store_i(t->out, dt, i, v);
+        }
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_elementwise(rlx_cpu_kernel *table)
+{
+    for (int op = RLX_OP_NEG; op <= RLX_OP_NOT; op++)
+        table[op].fn = unary_kernel;
+    for (int op = RLX_OP_ADD; op <= RLX_OP_XOR; op++)
+        table[op].fn = binary_kernel;
+    table[RLX_OP_WHERE].fn = where_kernel;
+    table[RLX_OP_CAST].fn = cast_kernel;
+    table[RLX_OP_CLIP].fn = clip_kernel;
+}

@@ -1,0 +1,80 @@
+/* kernels_matmul.c - batched matmul with broadcast batch dims.
+ * f32 goes straight to BLAS per batch; f64 to dgemm; f16/bf16 are widened
+ * to f32 in scratch, multiplied, and narrowed on store. */
+#include "backends/cpu/cpu_kernels.h"
+
+typedef struct {
+    int64_t batch, M, N, K;
+    int64_t a_rows, a_cols, b_rows, b_cols; /* stored (untransposed) dims */
+    rlx_shape bshape;                       /* output batch shape */
+    int64_t a_st[RLX_MAX_DIMS], b_st[RLX_MAX_DIMS]; /* batch strides in matrices */
+} mm_dims;
+
+static void mm_dims_of(const rlx_thunk *t, mm_dims *d)
+{
+    const rlx_node_data *n = t->node, *a = t->in_node[0], *b = t->in_node[1];
+    int ra = a->shape.ndim, rb = b->shape.ndim, ro = n->shape.ndim;
+    d->M = n->shape.dims[ro - 2];
+    d->N = n->shape.dims[ro - 1];
+    d->a_rows = a->shape.dims[ra - 2];
+    d->a_cols = a->shape.dims[ra - 1];
+    d->b_rows = b->shape.dims[rb - 2];
+    d->b_cols = b->shape.dims[rb - 1];
+    d->K = n->attrs.matmul.trans_a ? d->a_rows : d->a_cols;
+    d->bshape = n->shape;
+    d->bshape.ndim = ro - 2;
+    d->batch = rlx_shape_numel(&d->bshape);
+    rlx_shape ab = a->shape, bb = b->shape;
+    ab.ndim = ra - 2;
+    bb.ndim = rb - 2;
+    rlx_shape_broadcast_strides(&ab, &d->bshape, d->a_st);
+    rlx_shape_broadcast_strides(&bb, &d->bshape, d->b_st);
+}
+
+static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    if (n->dtype != RLX_F16 && n->dtype != RLX_BF16)
+        return 0;
+    const rlx_node_data *a = &g->nodes[n->in[0]], *b = &g->nodes[n->in[1]];
+    int ro = n->shape.ndim;
+    size_t mat_a = (size_t)(a->shape.dims[a->shape.ndim - 2] * a->shape.dims[a->shape.ndim - 1]);
+    size_t mat_b = (size_t)(b->shape.dims[b->shape.ndim - 2] * b->shape.dims[b->shape.ndim - 1]);
+    size_t mat_c = (size_t)(n->shape.dims[ro - 2] * n->shape.dims[ro - 1]);
+    return (mat_a + mat_b + mat_c) * sizeof(float);
+}
+
+static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    mm_dims d;
+    mm_dims_of(t, &d);
+    int ta = n->attrs.matmul.trans_a, tb = n->attrs.matmul.trans_b;
+    int64_t mat_a = d.a_rows * d.a_cols, mat_b = d.b_rows * d.b_cols, mat_c = d.M * d.N;
+    rlx_dtype dt = n->dtype;
+    for (int64_t i = 0; i < d.batch; i++) {
+        int64_t oa = rlx_bcast_offset(i, &d.bshape, d.a_st) * mat_a;
+        int64_t ob = rlx_bcast_offset(i, &d.bshape, d.b_st) * mat_b;
+        if (dt == RLX_F32) {
+            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, (const float *)t->in[0] + oa, d.a_cols, (const float *)t->in[1] + ob,
+                      d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads);
+        } else if (dt == RLX_F64) {
+            rlx_dgemm(ta, tb, d.M, d.N, d.K, 1.0, (const double *)t->in[0] + oa, d.a_cols,
+                      (const double *)t->in[1] + ob, d.b_cols, 0.0, (double *)t->out + i * mat_c, d.N, ctx->threads);
+        } else {
+            float *fa = t->scratch, *fb = fa + mat_a, *fc = fb + mat_b;
+            size_t es = rlx_dtype_size(dt);
+            rlx_cpu_to_f32(fa, (const char *)t->in[0] + oa * es, dt, mat_a);
+            rlx_cpu_to_f32(fb, (const char *)t->in[1] + ob * es, dt, mat_b);
+            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, fa, d.a_cols, fb, d.b_cols, 0.0f, fc, d.N, ctx->threads);
+            rlx_cpu_from_f32((char *)t->out + i * mat_c * es, dt, fc, mat_c);
+        }
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_matmul(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_MATMUL].fn = matmul_kernel;
+    table[RLX_OP_MATMUL].scratch = matmul_scratch;
+}

@@ -1,0 +1,30 @@
+/* workloads.h - the benchmark workloads of WORKLOADS.md built through the
+ * public API, and their seeded weights (normal, std 0.02; biases 0; norm
+ * gains 1).  Used by `rlx run`, the tests and the benchmarks. */
+#ifndef RLX_MODELS_WORKLOADS_H
+#define RLX_MODELS_WORKLOADS_H
+
+#include "rlx.h"
+
+typedef struct rlx_encoder_config {
+    int batch, seq, layers, hidden, heads, ffn, vocab, max_pos;
+    double eps;
+} rlx_encoder_config;
+
+/* MiniLM-L6 shape at the given batch and sequence length. */
+rlx_encoder_config rlx_encoder_minilm(int batch, int seq);
+
+/* mlp: x [batch, 1024] -> 4096 -> 4096 -> 1024 with GELU between.
+ * Input "x", output "y". */
+rlx_graph *rlx_workload_mlp(int batch, rlx_dtype t);
+/* encoder: input "input_ids" i64 [batch, seq], output "hidden" f32
+ * [batch, seq, hidden].  Post-LayerNorm BERT with learned positions. */
+rlx_graph *rlx_workload_encoder(const rlx_encoder_config *c);
+
+/* Sets every param of the session from a seeded generator by the naming
+ * rule: names ending ".b" zero, ".g" one, anything else normal(0, 0.02). */
+rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed);
+/* Fills n values with normal(0, std) (f32) from seed. */
+void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
+
+#endif

@@ -1,0 +1,395 @@
+/* compile.c - the compile step, stage by stage:
+ *
+ *   verify -> simplify (dce, cse, fold) -> fuse -> amp -> lower -> claim
+ *   -> memory plan -> scratch -> arena -> constants -> thunk schedule
+ *   -> slots -> pre-encode
+ *
+ * Each stage is timed and, with RLX_VERBOSE=1, reported on stderr. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+static const char *stage_names[RLX_STAGE_COUNT] = {
+    "verify", "simplify", "fuse", "amp", "lower", "claim", "plan", "scratch",
+    "arena", "constants", "schedule", "slots", "pre-encode",
+};
+
+const char *rlx_stage_name(rlx_stage s) { return (unsigned)s < RLX_STAGE_COUNT ? stage_names[s] : "?"; }
+
+static void say(const rlx_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const rlx_session *s, const char *fmt, ...)
+{
+    if (!s->opts.verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[rlx %s] ", s->backend->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx)
+{
+    static const rlx_pass passes[] = {
+        {"dce", rlx_pass_dce}, {"cse", rlx_pass_cse}, {"fold", rlx_pass_fold}, {"dce", rlx_pass_dce}};
+    rlx_graph *cur = NULL;
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+        rlx_graph *next = passes[i].run(cur ? cur : g, ctx);
+        rlx_graph_free(cur);
+        if (!next)
+            return NULL;
+        cur = next;
+    }
+    return cur;
+}
+
+rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out)
+{
+    const rlx_backend *cpu = rlx_cpu_backend();
+    const rlx_node_data *n = &g->nodes[id];
+    if (!cpu->supports(g, id))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "no CPU kernel for %s", rlx_op_name(n->op));
+    rlx_thunk t;
+    memset(&t, 0, sizeof t);
+    t.id = id;
+    t.node = n;
+    t.out = out;
+    for (int i = 0; i < n->n_in; i++) {
+        t.in_node[i] = &g->nodes[n->in[i]];
+        t.in[i] = g->nodes[n->in[i]].data;
+    }
+    t.scratch_bytes = cpu->scratch_bytes(g, id, 1);
+    void *scratch = NULL;
+    if (t.scratch_bytes && !(scratch = malloc(t.scratch_bytes)))
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: no memory for scratch");
+    t.scratch = scratch;
+    rlx_status s = cpu->prepare(g, &t);
+    if (s == RLX_OK && t.fn) {
+        rlx_run_ctx ctx = {.seed = 0, .run_index = 0, .threads = 1};
+        s = t.fn(&t, &ctx);
+    }
+    if (cpu->release)
+        cpu->release(&t);
+    free(scratch);
+    return s;
+}
+
+/* Replaces *g by next (taking ownership); false if next is NULL. */
+static bool advance(rlx_graph **g, rlx_graph *next)
+{
+    if (!next)
+        return false;
+    rlx_graph_free(*g);
+    *g = next;
+    return true;
+}
+
+static rlx_status check_claim(const rlx_session *s, const rlx_graph *g)
+{
+    char msg[2048];
+    size_t used = 0;
+    int missing = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (s->backend->supports(g, i))
+            continue;
+        char label[160];
+        if (missing < 16 && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s %s", missing ? "; " : "",
+                                     rlx_node_label(g, i, label, sizeof label), rlx_dtype_name(g->nodes[i].dtype));
+        missing++;
+    }
+    if (!missing)
+        return RLX_OK;
+    return rlx_set_error(RLX_ERR_UNSUPPORTED, "the %s backend cannot run %d node(s): %s%s", s->backend->name, missing,
+                         msg, missing > 16 ? "; ..." : "");
+}
+
+static rlx_status add_io(rlx_session *s, int kind, const char *name, rlx_node node)
+{
+    int k = s->n_io[kind];
+    rlx_io_slot *p = rlx_realloc_array(s->io[kind], (size_t)k + 1, sizeof *p);
+    if (!p)
+        return RLX_ERR_OUT_OF_MEMORY;
+    s->io[kind] = p;
+    memset(&p[k], 0, sizeof p[k]);
+    p[k].name = rlx_strdup(name ? name : "");
+    if (!p[k].name)
+        return RLX_ERR_OUT_OF_MEMORY;
+    p[k].node = node;
+    p[k].offset = s->plan.slots[node].offset;
+    p[k].bytes = s->plan.slots[node].bytes;
+    s->n_io[kind]++;
+    return RLX_OK;
+}
+
+static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g)
+{
+    rlx_plan_options po = {
+        .alignment = s->backend->alignment,
+        .no_reuse = s->opts.no_reuse != 0,
+        .no_inplace = s->opts.no_inplace != 0,
+        .pin_output_ancestors = s->opts.pin_output_ancestors != 0,
+        .inplace_elementwise = s->backend->inplace_elementwise,
+    };
+    rlx_status st = rlx_plan_memory(g, &po, &s->plan);
+    if (st != RLX_OK)
+        return st;
+    size_t limit = s->backend->max_buffer();
+    if (s->plan.arena_bytes > limit && (po.no_reuse || po.pin_output_ancestors)) {
+        say(s, "arena %zu B exceeds the largest buffer %zu B; re-planning with slot reuse and no pinning",
+            s->plan.arena_bytes, limit);
+        rlx_plan_free(&s->plan);
+        po.no_reuse = false;
+        po.pin_output_ancestors = false;
+        if ((st = rlx_plan_memory(g, &po, &s->plan)) != RLX_OK)
+            return st;
+    }
+    if (s->plan.arena_bytes > limit)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "the arena needs %zu bytes, the %s device's largest buffer is %zu",
+                             s->plan.arena_bytes, s->backend->name, limit);
+    return RLX_OK;
+}
+
+static rlx_status build_schedule(rlx_session *s)
+{
+    const rlx_graph *g = s->graph;
+    s->schedule.thunks = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_thunk));
+    if (!s->schedule.thunks)
+        return RLX_ERR_OUT_OF_MEMORY;
+    char *base = s->arena;
+    for (int i = 0; i < g->n_nodes; i++) {
+        rlx_thunk *t = &s->schedule.thunks[s->schedule.n_thunks++];
+        const rlx_node_data *n = &g->nodes[i];
+        t->id = i;
+        t->node = n;
+        t->out = base + s->plan.slots[i].offset;
+        for (int j = 0; j < n->n_in; j++) {
+            t->in_node[j] = &g->nodes[n->in[j]];
+            t->in[j] = base + s->plan.slots[n->in[j]].offset;
+        }
+        if (s->plan.slots[i].view || s->plan.slots[i].bytes == 0) {
+            t->fn = NULL; /* an alias: nothing to compute */
+            s->schedule.n_noop++;
+            continue;
+        }
+        t->scratch_bytes = s->backend->scratch_bytes(g, i, s->opts.threads);
+        t->scratch = t->scratch_bytes ? base + s->scratch_offset : NULL;
+        rlx_status st = s->backend->prepare(g, t);
+        if (st != RLX_OK)
+            return st;
+        if (!t->fn)
+            s->schedule.n_noop++;
+    }
+    return RLX_OK;
+}
+
+static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
+{
+    rlx_compile_stats *st = &s->stats;
+    double t0 = rlx_now_ms(), t;
+    rlx_status rc;
+#define STAGE_DONE(stage) (t = rlx_now_ms(), st->stage_ms[stage] = t - t0, t0 = t)
+
+    /* 1. verify */
+    if ((rc = rlx_graph_verify(user)) != RLX_OK)
+        return rc;
+    if (!(s->graph = rlx_graph_clone(user)))
+        return RLX_ERR_OUT_OF_MEMORY;
+    st->nodes_in = s->graph->n_nodes;
+    STAGE_DONE(RLX_STAGE_VERIFY);
+    say(s, "verify: %d nodes, %d outputs", st->nodes_in, user->n_outputs);
+
+    rlx_pass_ctx pc = {
+        .supports = s->backend->supports,
+        .evaluate = rlx_cpu_evaluate,
+        .precision = s->opts.precision,
+        .fold_limit = (size_t)64 << 20,
+        .verbose = s->opts.verbose,
+    };
+    /* 2. simplify */
+    if (!s->opts.no_simplify && !advance(&s->graph, rlx_simplify(s->graph, &pc)))
+        return RLX_ERR_INTERNAL;
+    st->nodes_after_simplify = s->graph->n_nodes;
+    STAGE_DONE(RLX_STAGE_SIMPLIFY);
+    say(s, "simplify (dce, cse, fold): %d -> %d nodes%s", st->nodes_in, st->nodes_after_simplify,
+        s->opts.no_simplify ? " (disabled)" : "");
+
+    /* 3. fusion, aware of what the backend claims */
+    rlx_graph *before_fusion = s->opts.dispatch_report ? rlx_graph_clone(s->graph) : NULL;
+    if (!s->opts.no_fusion && rlx_opt_fuse && !advance(&s->graph, rlx_opt_fuse(s->graph, &pc))) {
+        rlx_graph_free(before_fusion);
+        return RLX_ERR_INTERNAL;
+    }
+    st->nodes_after_fusion = s->graph->n_nodes;
+    STAGE_DONE(RLX_STAGE_FUSE);
+    say(s, "fuse: %d -> %d nodes%s", st->nodes_after_simplify, st->nodes_after_fusion,
+        s->opts.no_fusion ? " (disabled)" : (rlx_opt_fuse ? "" : " (no fusion pass built)"));
+
+    /* 4. automatic mixed precision, after fusion */
+    if (s->opts.precision != RLX_PRECISION_F32) {
+        if (s->opts.no_amp || !rlx_opt_amp) {
+            fprintf(stderr, "[rlx] note: precision %s requested but mixed precision is %s; running f32\n",
+                    s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16",
+                    s->opts.no_amp ? "disabled" : "not built");
+            s->opts.precision = RLX_PRECISION_F32;
+        } else if (!advance(&s->graph, rlx_opt_amp(s->graph, &pc))) {
+            rlx_graph_free(before_fusion);
+            return RLX_ERR_INTERNAL;
+        }
+    }
+    STAGE_DONE(RLX_STAGE_AMP);
+    say(s, "amp: %d nodes (precision %s)", s->graph->n_nodes,
+        s->opts.precision == RLX_PRECISION_F32 ? "f32" : (s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16"));
+
+    /* 5. lowering of what the backend cannot run natively */
+    if (rlx_opt_lower && !advance(&s->graph, rlx_opt_lower(s->graph, &pc))) {
+        rlx_graph_free(before_fusion);
+        return RLX_ERR_INTERNAL;
+    }
+    st->nodes_final = s->graph->n_nodes;
+    STAGE_DONE(RLX_STAGE_LOWER);
+    say(s, "lower: %d nodes", st->nodes_final);
+
+    /* 6. the backend's claim covers every node */
+    if (s->opts.dispatch_report && rlx_opt_dispatch_report)
+        rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, stderr);
+    rlx_graph_free(before_fusion);
+    if ((rc = check_claim(s, s->graph)) != RLX_OK)
+        return rc;
+    STAGE_DONE(RLX_STAGE_CLAIM);
+
+    /* 7. memory plan */
+    if ((rc = plan_with_limits(s, s->graph)) != RLX_OK)
+        return rc;
+    st->persistent_bytes = s->plan.persistent_bytes;
+    st->transient_bytes = s->plan.transient_bytes;
+    st->transient_lower_bound = s->plan.lower_bound;
+    st->buffers = s->plan.n_buffers;
+    STAGE_DONE(RLX_STAGE_PLAN);
+    say(s, "plan: %d buffers (%d views, %d in place); persistent %zu B; transient %zu B vs lower bound %zu B (%.1f%%)%s",
+        s->plan.n_buffers, s->plan.n_views, s->plan.n_inplace, s->plan.persistent_bytes, s->plan.transient_bytes,
+        s->plan.lower_bound,
+        s->plan.lower_bound ? 100.0 * (double)s->plan.transient_bytes / (double)s->plan.lower_bound - 100.0 : 0.0,
+        s->opts.no_reuse ? " [no reuse]" : "");
+
+    /* 8. scratch: one region at the tail, as large as the largest need */
+    size_t scratch = 0;
+    for (int i = 0; i < s->graph->n_nodes; i++) {
+        size_t need = s->backend->scratch_bytes(s->graph, i, s->opts.threads);
+        if (need > scratch)
+            scratch = need;
+    }
+    s->scratch_offset = align_up(s->plan.arena_bytes, s->backend->alignment);
+    s->arena_bytes = s->scratch_offset + align_up(scratch, s->backend->alignment);
+    st->scratch_bytes = scratch;
+    STAGE_DONE(RLX_STAGE_SCRATCH);
+    say(s, "scratch: %zu B at offset %zu", scratch, s->scratch_offset);
+
+    /* 9. the arena, allocated once */
+    if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)
+        return rc;
+    st->arena_bytes = s->arena_bytes;
+    STAGE_DONE(RLX_STAGE_ARENA);
+    say(s, "arena: %zu B", s->arena_bytes);
+
+    /* 10. constants copied in */
+    size_t const_bytes = 0;
+    for (int i = 0; i < s->graph->n_nodes; i++) {
+        const rlx_node_data *n = &s->graph->nodes[i];
+        if (n->op != RLX_OP_CONSTANT || !s->plan.slots[i].bytes)
+            continue;
+        if ((rc = s->backend->upload((char *)s->arena + s->plan.slots[i].offset, n->data, n->data_bytes)) != RLX_OK)
+            return rc;
+        const_bytes += n->data_bytes;
+    }
+    STAGE_DONE(RLX_STAGE_CONSTANTS);
+    say(s, "constants: %zu B", const_bytes);
+
+    /* 11. thunk schedule */
+    if ((rc = build_schedule(s)) != RLX_OK)
+        return rc;
+    st->thunks = s->schedule.n_thunks;
+    st->noop_thunks = s->schedule.n_noop;
+    STAGE_DONE(RLX_STAGE_SCHEDULE);
+    say(s, "schedule: %d thunks (%d compute, %d no-op)", st->thunks, st->thunks - st->noop_thunks, st->noop_thunks);
+
+    /* 12. slots: names -> arena offsets */
+    for (int i = 0; i < s->graph->n_nodes; i++) {
+        const rlx_node_data *n = &s->graph->nodes[i];
+        if ((n->op == RLX_OP_INPUT && (rc = add_io(s, 0, n->name, i)) != RLX_OK) ||
+            (n->op == RLX_OP_PARAM && (rc = add_io(s, 1, n->name, i)) != RLX_OK))
+            return rc;
+    }
+    for (int i = 0; i < s->graph->n_outputs; i++)
+        if ((rc = add_io(s, 2, s->graph->outputs[i].name, s->graph->outputs[i].node)) != RLX_OK)
+            return rc;
+    STAGE_DONE(RLX_STAGE_SLOTS);
+    say(s, "slots: %d inputs, %d params, %d outputs", s->n_io[0], s->n_io[1], s->n_io[2]);
+
+    /* 13. pre-encoding (graph capture) where the backend offers it */
+    if (!s->opts.no_preencode && s->backend->finalize &&
+        (rc = s->backend->finalize(&s->schedule, &s->run_ctx)) != RLX_OK)
+        return rc;
+    STAGE_DONE(RLX_STAGE_PREENCODE);
+    if (s->backend->finalize)
+        say(s, "pre-encode: %s", s->opts.no_preencode ? "disabled" : "recorded");
+    if (s->opts.verbose) {
+        double total = 0;
+        fprintf(stderr, "[rlx %s] stage times (ms):", s->backend->name);
+        for (int i = 0; i < RLX_STAGE_COUNT; i++) {
+            fprintf(stderr, " %s %.2f", stage_names[i], st->stage_ms[i]);
+            total += st->stage_ms[i];
+        }
+        fprintf(stderr, "; total %.2f\n", total);
+    }
+    return RLX_OK;
+#undef STAGE_DONE
+}
+
+rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out)
+{
+    if (!g || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: graph and out must not be NULL");
+    *out = NULL;
+    rlx_session *s = rlx_calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    if (o)
+        s->opts = *o;
+    else
+        rlx_options_init(&s->opts);
+    rlx_options_apply_env(&s->opts);
+    if (s->opts.threads <= 0)
+        s->opts.threads = rlx_env_int("RLX_THREADS", 0);
+    if (s->opts.threads <= 0) {
+        long n = rlx_cpu_count();
+        s->opts.threads = n > 0 ? (int)n : 1;
+    }
+    s->backend = rlx_backend_for(s->opts.device);
+    rlx_status rc;
+    if (!s->backend) {
+        rc = rlx_set_error(RLX_ERR_UNSUPPORTED, "device %s: this build of RLX has no backend for it",
+                           s->opts.device == RLX_DEVICE_CUDA ? "cuda" : "?");
+        goto fail;
+    }
+    if ((rc = s->backend->available()) != RLX_OK)
+        goto fail;
+    s->run_ctx.seed = s->opts.seed;
+    s->run_ctx.threads = s->opts.threads;
+    if ((rc = compile_stages(s, g)) != RLX_OK)
+        goto fail;
+    *out = s;
+    return RLX_OK;
+fail:;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rlx_last_error());
+    rlx_session_free(s);
+    rlx_set_error(rc, "%s", msg);
+    return rc;
+}

@@ -1,0 +1,73 @@
+/* runtime.h - the compiled session and the compile stages' shared state. */
+#ifndef RLX_RUNTIME_H
+#define RLX_RUNTIME_H
+
+#include "backends/backend.h"
+#include "opt/pass.h"
+#include "plan/plan.h"
+
+/* Compile stages, in order; their names appear in the RLX_VERBOSE report. */
+typedef enum rlx_stage {
+    RLX_STAGE_VERIFY,
+    RLX_STAGE_SIMPLIFY,
+    RLX_STAGE_FUSE,
+    RLX_STAGE_AMP,
+    RLX_STAGE_LOWER,
+    RLX_STAGE_CLAIM,
+    RLX_STAGE_PLAN,
+    RLX_STAGE_SCRATCH,
+    RLX_STAGE_ARENA,
+    RLX_STAGE_CONSTANTS,
+    RLX_STAGE_SCHEDULE,
+    RLX_STAGE_SLOTS,
+    RLX_STAGE_PREENCODE,
+    RLX_STAGE_COUNT
+} rlx_stage;
+
+const char *rlx_stage_name(rlx_stage s);
+
+typedef struct rlx_io_slot {
+    char *name;      /* owned */
+    rlx_node node;
+    size_t offset;   /* in the arena */
+    size_t bytes;
+    bool set;        /* inputs and params: written since compile */
+} rlx_io_slot;
+
+struct rlx_session {
+    rlx_options opts; /* after environment overrides */
+    const rlx_backend *backend;
+    rlx_graph *graph; /* the compiled (optimized) graph; thunks point into it */
+    rlx_plan plan;
+    void *arena;
+    size_t arena_bytes;
+    size_t scratch_offset;
+    rlx_schedule schedule;
+    rlx_io_slot *io[3]; /* 0 inputs, 1 params, 2 outputs */
+    int n_io[3];
+    rlx_run_ctx run_ctx;
+    rlx_compile_stats stats;
+};
+
+/* Applies RLX_* environment variables on top of o (unless o->ignore_env). */
+void rlx_options_apply_env(rlx_options *o);
+/* An integer environment variable, or def. */
+int rlx_env_int(const char *name, int def);
+/* Online processors. */
+long rlx_cpu_count(void);
+
+/* Optimizer stages (src/opt); each returns a new graph or NULL.  Hooks that
+ * are not linked in are skipped (weak). */
+rlx_graph *rlx_opt_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
+rlx_graph *rlx_opt_amp(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
+rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
+/* Per-op dispatch report (optional, from the optimizer module). */
+void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, const rlx_backend *be, FILE *f)
+    __attribute__((weak));
+
+/* Runs the simplify passes (dce, cse, fold, dce). */
+rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Evaluates one node with the CPU reference kernels (constant folding). */
+rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out);
+
+#endif

@@ -1,0 +1,153 @@
+/* session.c - a compiled graph ready to run: set params and inputs by name,
+ * run the thunk schedule (no allocation), read outputs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+static const char *kind_name[3] = {"input", "param", "output"};
+
+void rlx_session_free(rlx_session *s)
+{
+    if (!s)
+        return;
+    if (s->schedule.thunks && s->backend) {
+        if (s->backend->release_schedule)
+            s->backend->release_schedule(&s->schedule);
+        for (int i = 0; i < s->schedule.n_thunks; i++)
+            if (s->backend->release)
+                s->backend->release(&s->schedule.thunks[i]);
+    }
+    free(s->schedule.thunks);
+    if (s->arena && s->backend)
+        s->backend->free(s->arena);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < s->n_io[k]; i++)
+            free(s->io[k][i].name);
+        free(s->io[k]);
+    }
+    rlx_plan_free(&s->plan);
+    rlx_graph_free(s->graph);
+    free(s);
+}
+
+static rlx_io_slot *find(rlx_session *s, int kind, const char *name)
+{
+    for (int i = 0; i < s->n_io[kind]; i++)
+        if (strcmp(s->io[kind][i].name, name) == 0)
+            return &s->io[kind][i];
+    return NULL;
+}
+
+static rlx_status check_bytes(const rlx_session *s, int kind, const rlx_io_slot *slot, size_t bytes)
+{
+    if (bytes == slot->bytes)
+        return RLX_OK;
+    const rlx_node_data *n = &s->graph->nodes[slot->node];
+    char sh[128];
+    return rlx_set_error(RLX_ERR_SHAPE, "%s '%s' is %s%s (%zu bytes), got %zu bytes", kind_name[kind], slot->name,
+                         rlx_dtype_name(n->dtype), rlx_shape_str(&n->shape, sh, sizeof sh), slot->bytes, bytes);
+}
+
+static rlx_status set_tensor(rlx_session *s, int kind, const char *name, const void *data, size_t bytes)
+{
+    if (!s || !name || (!data && bytes))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "set %s: session, name and data must not be NULL",
+                             kind_name[kind]);
+    rlx_io_slot *slot = find(s, kind, name);
+    if (!slot)
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no %s named '%s'", kind_name[kind], name);
+    rlx_status st = check_bytes(s, kind, slot, bytes);
+    if (st != RLX_OK)
+        return st;
+    if (bytes && (st = s->backend->upload((char *)s->arena + slot->offset, data, bytes)) != RLX_OK)
+        return st;
+    slot->set = true;
+    return RLX_OK;
+}
+
+rlx_status rlx_session_set_param(rlx_session *s, const char *name, const void *data, size_t bytes)
+{
+    return set_tensor(s, 1, name, data, bytes);
+}
+
+rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *data, size_t bytes)
+{
+    return set_tensor(s, 0, name, data, bytes);
+}
+
+rlx_status rlx_session_run(rlx_session *s)
+{
+    if (!s)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "run: session is NULL");
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < s->n_io[k]; i++)
+            if (!s->io[k][i].set && s->io[k][i].bytes)
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' was never set", kind_name[k],
+                                     s->io[k][i].name);
+    rlx_status st = s->backend->run(&s->schedule, &s->run_ctx);
+    s->run_ctx.run_index++;
+    return st;
+}
+
+rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes)
+{
+    if (!s || !name || (!data && bytes))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "get output: session, name and data must not be NULL");
+    rlx_io_slot *slot = find(s, 2, name);
+    if (!slot)
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no output named '%s'", name);
+    rlx_status st = check_bytes(s, 2, slot, bytes);
+    if (st != RLX_OK)
+        return st;
+    if (!bytes)
+        return RLX_OK;
+    /* A constant output lives in the persistent region; anything else was
+     * written by the last run. */
+    return s->backend->download(data, (const char *)s->arena + slot->offset, bytes);
+}
+
+int rlx_session_count(const rlx_session *s, int kind)
+{
+    if (!s || kind < 0 || kind > 2)
+        return 0;
+    return s->n_io[kind];
+}
+
+static void fill_info(const rlx_session *s, const rlx_io_slot *slot, rlx_tensor_info *info)
+{
+    const rlx_node_data *n = &s->graph->nodes[slot->node];
+    memset(info, 0, sizeof *info);
+    info->name = slot->name;
+    info->dtype = n->dtype;
+    info->ndim = n->shape.ndim;
+    memcpy(info->dims, n->shape.dims, sizeof info->dims);
+    info->bytes = slot->bytes;
+}
+
+rlx_status rlx_session_info(const rlx_session *s, int kind, int index, rlx_tensor_info *info)
+{
+    if (!s || !info || kind < 0 || kind > 2 || index < 0 || index >= s->n_io[kind])
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "session info: bad session, kind %d or index %d", kind, index);
+    fill_info(s, &s->io[kind][index], info);
+    return RLX_OK;
+}
+
+rlx_status rlx_session_find(const rlx_session *s, int kind, const char *name, rlx_tensor_info *info)
+{
+    if (!s || !info || !name || kind < 0 || kind > 2)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "session find: bad arguments");
+    rlx_io_slot *slot = find((rlx_session *)s, kind, name);
+    if (!slot)
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no %s named '%s'", kind_name[kind], name);
+    fill_info(s, slot, info);
+    return RLX_OK;
+}
+
+rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st)
+{
+    if (!s || !st)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "stats: NULL argument");
+    *st = s->stats;
+    return RLX_OK;
+}

@@ -1,0 +1,361 @@
+/* cmd_run.c - `rlx run`: compile a model, run it, summarize the outputs and
+ * time repeated runs; `rlx dump --dot`: the graph before and after
+ * optimization as Graphviz. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/error.h"
+#include "ir/ir.h"
+#include "models/workloads.h"
+#include "runtime/runtime.h"
+
+typedef struct run_args {
+    const char *model; /* workload name or model file */
+    rlx_options opts;
+    int repeat, batch, seq;
+    int report;
+} run_args;
+
+static void run_help(void)
+{
+    printf("usage: rlx run [MODEL] [options]\n"
+           "\n"
+           "Compiles MODEL and runs it once on seeded random inputs, printing the compile\n"
+           "stages, the arena and a summary of each output.  MODEL is a built-in workload\n"
+           "(encoder, mlp; default encoder) or, where the ONNX module is built, a .onnx file.\n"
+           "\n"
+           "options:\n"
+           "  --device cpu|cuda          device to run on (default cpu)\n"
+           "  --precision f32|f16|bf16   compute precision (default f32; f16/bf16 run the\n"
+           "                             mixed-precision pass where the device supports it)\n"
+           "  --threads N                CPU threads (default: all cores)\n"
+           "  --repeat N                 time N runs after a warm-up run and print\n"
+           "                             'latency: median X ms, min Y ms over N runs'\n"
+           "  --seed N                   seed for weights, inputs and random ops (default 1)\n"
+           "  --batch N, --seq N         workload batch size and sequence length\n"
+           "                             (encoder default 1 x 128, mlp default 256)\n"
+           "  --report                   print the per-op dispatch report\n"
+           "  --verbose                  print every compile stage (same as RLX_VERBOSE=1)\n"
+           "  -h, --help                 this text\n");
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int *out)
+{
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || *end || x < lo || x > 1 << 30) {
+        fprintf(stderr, "rlx run: %s needs an integer >= %d\n", flag, lo);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_run_args(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    rlx_options_init(&a->opts);
+    a->model = "encoder";
+    a->opts.seed = 1;
+    a->repeat = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int tmp;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            run_help();
+            return 1;
+        } else if (!strcmp(f, "--device")) {
+            if (v && !strcmp(v, "cpu"))
+                a->opts.device = RLX_DEVICE_CPU;
+            else if (v && !strcmp(v, "cuda"))
+                a->opts.device = RLX_DEVICE_CUDA;
+            else
+                return fprintf(stderr, "rlx run: --device takes cpu or cuda\n"), -1;
+            i++;
+        } else if (!strcmp(f, "--precision")) {
+            if (v && !strcmp(v, "f32"))
+                a->opts.precision = RLX_PRECISION_F32;
+            else if (v && !strcmp(v, "f16"))
+                a->opts.precision = RLX_PRECISION_F16;
+            else if (v && !strcmp(v, "bf16"))
+                a->opts.precision = RLX_PRECISION_BF16;
+            else
+                return fprintf(stderr, "rlx run: --precision takes f32, f16 or bf16\n"), -1;
+            i++;
+        } else if (!strcmp(f, "--threads")) {
+            if (parse_int(f, v, 1, &a->opts.threads))
+                return -1;
+            i++;
+        } else if (!strcmp(f, "--repeat")) {
+            if (parse_int(f, v, 1, &a->repeat))
+                return -1;
+            i++;
+        } else if (!strcmp(f, "--seed")) {
+            if (parse_int(f, v, 0, &tmp))
+                return -1;
+            a->opts.seed = (uint64_t)tmp;
+            i++;
+        } else if (!strcmp(f, "--batch")) {
+            if (parse_int(f, v, 1, &a->batch))
+                return -1;
+            i++;
+        } else if (!strcmp(f, "--seq")) {
+            if (parse_int(f, v, 1, &a->seq))
+                return -1;
+            i++;
+        } else if (!strcmp(f, "--report")) {
+            a->report = 1;
+            a->opts.dispatch_report = 1;
+        } else if (!strcmp(f, "--verbose")) {
+            a->opts.verbose = 1;
+        } else if (f[0] == '-') {
+            fprintf(stderr, "rlx run: unknown option '%s' (see rlx run --help)\n", f);
+            return -1;
+        } else {
+            a->model = f;
+        }
+    }
+    return 0;
+}
+
+/* Builds the named workload; NULL with a message if unknown. */
+static rlx_graph *build_model(const run_args *a)
+{
+    if (!strcmp(a->model, "encoder")) {
+        rlx_encoder_config c = rlx_encoder_minilm(a->batch ? a->batch : 1, a->seq ? a->seq : 128);
+        return rlx_workload_encoder(&c);
+    }
+    if (!strcmp(a->model, "mlp"))
+        return rlx_workload_mlp(a->batch ? a->batch : 256, RLX_F32);
+    if (rlx_cli_load_model)
+        return rlx_cli_load_model(a->model);
+    rlx_set_error(RLX_ERR_NOT_FOUND, "unknown model '%s' (built-in: encoder, mlp)", a->model);
+    return NULL;
+}
+
+/* Seeded random inputs: token ids for integer inputs, normal values else. */
+static int fill_inputs(rlx_session *s, uint64_t seed)
+{
+    for (int i = 0; i < rlx_session_count(s, 0); i++) {
+        rlx_tensor_info info;
+        rlx_session_info(s, 0, i, &info);
+        size_t n = info.bytes / rlx_dtype_size(info.dtype);
+        void *buf = malloc(info.bytes + 1);
+        float *f = malloc(n * sizeof(float) + 1);
+        if (!buf || !f) {
+            free(buf);
+            free(f);
+            return -1;
+        }
+        rlx_fill_normal(f, (int64_t)n, 1.0, seed + 77 + (uint64_t)i);
+        for (size_t k = 0; k < n; k++) {
+            switch (info.dtype) {
+            case RLX_I64: ((int64_t *)buf)[k] = (int64_t)(fabsf(f[k]) * 7919.0f) % 30000; break;
+            case RLX_I32: ((int32_t *)buf)[k] = (int32_t)((int64_t)(fabsf(f[k]) * 7919.0f) % 30000); break;
+            case RLX_F16: ((uint16_t *)buf)[k] = rlx_f32_to_f16(f[k]); break;
+            case RLX_BF16: ((uint16_t *)buf)[k] = rlx_f32_to_bf16(f[k]); break;
+            case RLX_F64: ((double *)buf)[k] = f[k]; break;
+            case RLX_F32: ((float *)buf)[k] = f[k]; break;
+            default: ((uint8_t *)buf)[k] = f[k] > 0; break;
+            }
+        }
+        rlx_status st = rlx_session_set_input(s, info.name, buf, info.bytes);
+        free(buf);
+        free(f);
+        if (st != RLX_OK)
+            return -1;
+    }
+    return 0;
+}
+
+static void summarize_outputs(rlx_session *s)
+{
+    for (int i = 0; i < rlx_session_count(s, 2); i++) {
+        rlx_tensor_info info;
+        rlx_session_info(s, 2, i, &info);
+        size_t n = info.bytes / rlx_dtype_size(info.dtype);
+        unsigned char *buf = malloc(info.bytes + 1);
+        if (!buf || rlx_session_get_output(s, info.name, buf, info.bytes) != RLX_OK) {
+            free(buf);
+            continue;
+        }
+        double sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
+        size_t bad = 0;
+        double first[4] = {0};
+        for (size_t k = 0; k < n; k++) {
+            double v;
+            switch (info.dtype) {
+            case RLX_F32: v = ((float *)buf)[k]; break;
+            case RLX_F16: v = rlx_f16_to_f32(((uint16_t *)buf)[k]); break;
+            case RLX_BF16: v = rlx_bf16_to_f32(((uint16_t *)buf)[k]); break;
+            case RLX_F64: v = ((double *)buf)[k]; break;
+            case RLX_I64: v = (double)((int64_t *)buf)[k]; break;
+            case RLX_I32: v = ((int32_t *)buf)[k]; break;
+            case RLX_I8: v = ((int8_t *)buf)[k]; break;
+            default: v = buf[k]; break;
+            }
+            if (k < 4)
+                first[k] = v;
+            if (!isfinite(v)) {
+                bad++;
+                continue;
+            }
+            sum += v;
+            sq += v * v;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        double mean = n ? sum / (double)n : 0, var = n ? sq / (double)n - mean * mean : 0;
+        printf("output %s: %s [", info.name, rlx_dtype_name(info.dtype));
+        for (int d = 0; d < info.ndim; d++)
+            printf(d ? ", %lld" : "%lld", (long long)info.dims[d]);
+        printf("] mean %.6g std %.6g min %.6g max %.6g non-finite %zu\n", mean, sqrt(var > 0 ? var : 0), lo, hi, bad);
+        printf("  first values:");
+        for (size_t k = 0; k < n && k < 4; k++)
+            printf(" %.6g", first[k]);
+        printf("\n");
+        free(buf);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rlx_cmd_run(int argc, char **argv)
+{
+    run_args a;
+    int pr = parse_run_args(argc, argv, &a);
+    if (pr)
+        return pr > 0 ? 0 : 2;
+    rlx_graph *g = build_model(&a);
+    if (!g) {
+        fprintf(stderr, "rlx run: %s\n", rlx_last_error());
+        return 1;
+    }
+    printf("model: %s (%d nodes)\n", a.model, rlx_graph_node_count(g));
+    rlx_session *s = NULL;
+    double t0 = rlx_now_ms();
+    if (rlx_compile(g, &a.opts, &s) != RLX_OK) {
+        fprintf(stderr, "rlx run: compile failed: %s\n", rlx_last_error());
+        rlx_graph_free(g);
+        return 1;
+    }
+    double compile_ms = rlx_now_ms() - t0;
+    rlx_compile_stats st;
+    rlx_session_stats(s, &st);
+    printf("compile: %.1f ms; nodes %d -> %d (simplify) -> %d (fuse) -> %d (final)\n", compile_ms, st.nodes_in,
+           st.nodes_after_simplify, st.nodes_after_fusion, st.nodes_final);
+    printf("arena: %.2f MiB = persistent %.2f MiB + transient %.2f MiB (lower bound %.2f MiB) + scratch %.2f MiB; "
+           "%d buffers\n",
+           st.arena_bytes / 1048576.0, st.persistent_bytes / 1048576.0, st.transient_bytes / 1048576.0,
+           st.transient_lower_bound / 1048576.0, st.scratch_bytes / 1048576.0, st.buffers);
+    printf("schedule: %d thunks (%d compute, %d no-op)\n", st.thunks, st.thunks - st.noop_thunks, st.noop_thunks);
+    int rc = 1;
+    if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed) != 0) {
+        fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", rlx_last_error());
+        goto done;
+    }
+    t0 = rlx_now_ms();
+    if (rlx_session_run(s) != RLX_OK) {
+        fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
+        goto done;
+    }
+    printf("first run: %.2f ms\n", rlx_now_ms() - t0);
+    summarize_outputs(s);
+    if (a.repeat > 0) {
+        double *times = malloc(sizeof(double) * (size_t)a.repeat);
+        if (!times)
+            goto done;
+        for (int i = 0; i < a.repeat; i++) {
+            t0 = rlx_now_ms();
+            if (rlx_session_run(s) != RLX_OK) {
+                fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
+                free(times);
+                goto done;
+            }
+            times[i] = rlx_now_ms() - t0;
+        }
+        qsort(times, (size_t)a.repeat, sizeof(double), cmp_double);
+        double median = a.repeat % 2 ? times[a.repeat / 2] : 0.5 * (times[a.repeat / 2 - 1] + times[a.repeat / 2]);
+        printf("latency: median %.3f ms, min %.3f ms over %d runs\n", median, times[0], a.repeat);
+        free(times);
+    }
+    rc = 0;
+done:
+    rlx_session_free(s);
+    rlx_graph_free(g);
+    return rc;
+}
+
+int rlx_cmd_dump(int argc, char **argv)
+{
+    run_args a;
+    int dot = 0;
+    const char *out = "rlx-graph";
+    /* strip dump-only flags, pass the rest to the run parser */
+    char **rest = calloc((size_t)argc + 1, sizeof(char *));
+    int nrest = 0;
+    if (!rest)
+        return 1;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dot"))
+            dot = 1;
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: rlx dump --dot [MODEL] [-o PREFIX] [run options]\n"
+                   "Writes PREFIX.before.dot (the graph as built) and PREFIX.after.dot (after\n"
+                   "simplify, fusion, mixed precision and lowering).  Default PREFIX: rlx-graph.\n");
+            free(rest);
+            return 0;
+        } else
+            rest[nrest++] = argv[i];
+    }
+    int pr = parse_run_args(nrest, rest, &a);
+    free(rest);
+    if (pr)
+        return pr > 0 ? 0 : 2;
+    if (!dot) {
+        fprintf(stderr, "rlx dump: only --dot output exists; pass --dot\n");
+        return 2;
+    }
+    rlx_graph *g = build_model(&a);
+    if (!g) {
+        fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
+        return 1;
+    }
+    rlx_session *s = NULL;
+    if (rlx_compile(g, &a.opts, &s) != RLX_OK) {
+        fprintf(stderr, "rlx dump: compile failed: %s\n", rlx_last_error());
+        rlx_graph_free(g);
+        return 1;
+    }
+    char path[1024];
+    int rc = 0;
+    for (int which = 0; which < 2 && rc == 0; which++) {
+        snprintf(path, sizeof path, "%s.%s.dot", out, which ? "after" : "before");
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "rlx dump: cannot write %s\n", path);
+            rc = 1;
+            break;
+        }
+        rlx_graph_write_dot(which ? s->graph : g, f, which ? "after optimization" : "as built");
+        if (fclose(f) != 0) {
+            fprintf(stderr, "rlx dump: error writing %s\n", path);
+            rc = 1;
+        } else {
+            printf("wrote %s (%d nodes)\n", path, which ? s->graph->n_nodes : g->n_nodes);
+        }
+    }
+    rlx_session_free(s);
+    rlx_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* rlx.c - the command-line program: `rlx run`, `rlx dump`, and the model
+ * file commands when the ONNX module is built. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rlx.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: rlx <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  run [MODEL]     compile and run a model (default: the embedded encoder workload)\n"
+            "  dump --dot      write the graph before and after optimization as Graphviz\n"
+            "  info MODEL      inputs, outputs, opsets and op counts of a model file\n"
+            "  onnx-test DIR   run ONNX backend test cases\n"
+            "\n"
+            "`rlx <command> --help` describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run"))
+        return rlx_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "dump"))
+        return rlx_cmd_dump(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info") || !strcmp(cmd, "onnx-test")) {
+        int (*fn)(int, char **) = !strcmp(cmd, "info") ? rlx_cmd_info : rlx_cmd_onnx_test;
+        if (!fn) {
+            fprintf(stderr, "rlx %s: this build has no ONNX support\n", cmd);
+            return 2;
+        }
+        return fn(argc - 1, argv + 1);
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("rlx %s\n", rlx_version());
+        return 0;
+    }
+    fprintf(stderr, "rlx: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
