@@ -1,0 +1,526 @@
+/* kernels_nn.c - neural-network kernels: rotary position embedding,
+ * scaled-dot-product attention, convolution (im2col + GEMM), max/average
+ * pooling and global average pooling.
+ *
+ * Workspace comes from t->scratch, sized by each kernel's scratch callback
+ * for the run's thread count; nothing is allocated while running. */
+#include "backends/cpu/cpu_kernels.h"
+
+#include <omp.h>
+
+#define IN_NODE(g, n, i) (&(g)->nodes[(n)->in[i]])
+
+static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+
+/* ------------------------------------------------------------------ rope */
+
+/* Scratch: a table of cos/sin (double) per position and frequency. */
+static size_t rope_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    const rlx_shape *s = &IN_NODE(g, n, 0)->shape;
+    int64_t S = s->dims[s->ndim - 2], D = s->dims[s->ndim - 1];
+    return round64((size_t)(S * (D / 2)) * 2 * sizeof(double));
+}
+
+static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int r = xn->shape.ndim;
+    int64_t S = xn->shape.dims[r - 2], D = xn->shape.dims[r - 1], half = D / 2;
+    int64_t total = rlx_shape_numel(&xn->shape);
+    if (total == 0)
+        return RLX_OK;
+    int64_t rows = total / (S * D);
+    double theta = t->node->attrs.rope.theta;
+    int64_t offset = t->node->attrs.rope.offset;
+    int inter = t->node->attrs.rope.interleaved;
+    double *tab = (double *)t->scratch; /* [S][half][cos, sin] */
+
+    int threads = rlx_cpu_threads(ctx, S * half * 16);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t s = 0; s < S; s++) {
+        double pos = (double)(offset + s);
+        for (int64_t i = 0; i < half; i++) {
+            double inv_freq = pow(theta, -2.0 * (double)i / (double)D);
+            double a = pos * inv_freq;
+            tab[(s * half + i) * 2] = cos(a);
+            tab[(s * half + i) * 2 + 1] = sin(a);
+        }
+    }
+
+    /* element offsets of the two members of pair i */
+    int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
+    threads = rlx_cpu_threads(ctx, total * 4);
+    if (rows * S < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t rs = 0; rs < rows * S; rs++) {
+        int64_t s = rs % S, base = rs * D;
+        const double *cs = tab + s * half * 2;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base;
+            float *y = (float *)t->out + base;
+            for (int64_t i = 0; i < half; i++) {
+                int64_t ia = i * stride_a, ib = ia + off_b;
+                double x1 = x[ia], x2 = x[ib], c = cs[2 * i], sn = cs[2 * i + 1];
+                y[ia] = (float)(x1 * c - x2 * sn);
+                y[ib] = (float)(x2 * c + x1 * sn);
+            }
+        } else {
+            for (int64_t i = 0; i < half; i++) {
+                int64_t ia = base + i * stride_a, ib = ia + off_b;
+                double x1 = rlx_load(t->in[0], dt, ia), x2 = rlx_load(t->in[0], dt, ib);
+                double c = cs[2 * i], sn = cs[2 * i + 1];
+                rlx_store(t->out, dt, ia, x1 * c - x2 * sn);
+                rlx_store(t->out, dt, ib, x2 * c + x1 * sn);
+            }
+        }
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------- attention */
+
+/* Per head, in the compute type T (double for f64, float otherwise):
+ *   kT [D][T]  keys transposed (so the score loop runs over t, vectorised)
+ *   vb [T][Dv] values
+ *   qr [D], sc [T], acc [Dv]
+ * One such block per thread. */
+static size_t attn_block_elems(int64_t T, int64_t D, int64_t Dv) { return (size_t)(D * T + T * Dv + D + T + Dv); }
+
+static size_t attn_block_bytes(const rlx_shape *k, const rlx_shape *v, rlx_dtype dt)
+{
+    size_t es = dt == RLX_F64 ? sizeof(double) : sizeof(float);
+    return round64(attn_block_elems(k->dims[2], k->dims[3], v->dims[3]) * es);
+}
+
+static size_t attention_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    const rlx_node_data *q = IN_NODE(g, n, 0);
+    int64_t BH = q->shape.dims[0] * q->shape.dims[1];
+    int64_t th = threads < 1 ? 1 : threads;
+    if (BH < th)
+        th = BH > 0 ? BH : 1;
+    return (size_t)th * attn_block_bytes(&IN_NODE(g, n, 1)->shape, &IN_NODE(g, n, 2)->shape, q->dtype);
+}
+
+typedef struct attn_args {
+    const rlx_thunk *t;
+    int64_t B, H, S, D, Hk, T, Dv;
+    double scale;
+    int causal;
+    const void *mask;
+    rlx_dtype mask_dt;
+    int64_t mstr[RLX_MAX_DIMS];
+} attn_args;
+
+#define ATTN_IMPL(NAME, CT)                                                                                    \
+    static void NAME(const attn_args *a, int64_t bh, CT *blk)                                                  \
+    {                                                                                                          \
+        const rlx_thunk *t = a->t;                                                                             \
+        rlx_dtype dt = t->node->dtype;                                                                         \
+        int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                                      \
+        int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                                        \
+        CT *restrict kT = blk, *restrict vb = kT + D * T, *restrict qr = vb + T * Dv;                          \
+        CT *restrict sc = qr + D, *restrict acc = sc + T;                                                      \
+        int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                           \
+        for (int64_t j = 0; j < T; j++)                                                                        \
+            for (int64_t d = 0; d < D; d++)                                                                    \
+                kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                                 \
+        for (int64_t j = 0; j < T * Dv; j++)                                                                   \
+            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                     \
+        for (int64_t s = 0; s < S; s++) {                                                                      \
+            int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                       \
+            for (int64_t d = 0; d < D; d++)                                                                    \
+                qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                    \
+            for (int64_t j = 0; j < T; j++)                                                                    \
+                sc[j] = 0;                                                                                     \
+            for (int64_t d = 0; d < D; d++) {                                                                  \
+                CT qd = qr[d];                                                                                 \
+                const CT *restrict kd = kT + d * T;                                                            \
+                _Pragma("omp simd") for (int64_t j = 0; j < T; j++) sc[j] += qd * kd[j];                       \
+            }                                                                                                  \
+            /* masks: causal, then bool (false drops) or additive float */                                    \
+            int64_t limit = a->causal ? s + (T - S) : T - 1; /* last visible key */                            \
+            for (int64_t j = limit + 1 > 0 ? limit + 1 : 0; j < T; j++)                                        \
+                sc[j] = -INFINITY;                                                                             \
+            if (a->mask) {                                                                                     \
+                int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                                 \
+                for (int64_t j = 0; j < T; j++) {                                                              \
+                    int64_t mo = mb + j * a->mstr[3];                                                          \
+                    if (a->mask_dt == RLX_BOOL) {                                                              \
+                        if (!((const uint8_t *)a->mask)[mo])                                                   \
+                            sc[j] = -INFINITY;                                                                 \
+                    } else {                                                                                   \
+                        sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mo);                                        \
+                    }                                                                                          \
+                }                                                                                              \
+            }                                                                                                  \
+            double m = -INFINITY;                                                                              \
+            for (int64_t j = 0; j < T; j++)                                                                    \
+                m = sc[j] > m ? sc[j] : m;                                                                     \
+            if (m == -INFINITY) { /* every key masked: zeros */                                                \
+                for (int64_t e = 0; e < Dv; e++)                                                               \
+                    rlx_store(t->out, dt, obase + e, 0.0);                                                     \
+                continue;                                                                                      \
+            }                                                                                                  \
+            double sum = 0;                                                                                    \
+            for (int64_t j = 0; j < T; j++) {                                                                  \
+                double p = exp((double)sc[j] - m);                                                             \
+                sc[j] = (CT)p;                                                                                 \
+                sum += p;                                                                                      \
+            }                                                                                                  \
+            for (int64_t e = 0; e < Dv; e++)                                                                   \
+                acc[e] = 0;                                                                                    \
+            for (int64_t j = 0; j < T; j++) {                                                                  \
+                CT p = sc[j];                                                                                  \
+                if (p == 0)                                                                                    \
+                    continue;                                                                                  \
+                const CT *restrict vj = vb + j * Dv;                                                           \
+                _Pragma("omp simd") for (int64_t e = 0; e < Dv; e++) acc[e] += p * vj[e];                      \
+            }                                                                                                  \
+            double inv = 1.0 / sum;                                                                            \
+            if (dt == RLX_F32) {                                                                               \
+                float *o = (float *)t->out + obase;                                                            \
+                for (int64_t e = 0; e < Dv; e++)                                                               \
+                    o[e] = (float)(acc[e] * inv);                                                              \
+            } else {                                                                                           \
+                for (int64_t e = 0; e < Dv; e++)                                                               \
+                    rlx_store(t->out, dt, obase + e, acc[e] * inv);                                            \
+            }                                                                                                  \
+        }                                                                                                      \
+    }
+
+ATTN_IMPL(attn_head_f32, float)
+ATTN_IMPL(attn_head_f64, double)
+
+static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *q = t->in_node[0], *k = t->in_node[1], *v = t->in_node[2];
+    attn_args a = {0};
+    a.t = t;
+    a.B = q->shape.dims[0];
+    a.H = q->shape.dims[1];
+    a.S = q->shape.dims[2];
+    a.D = q->shape.dims[3];
+    a.Hk = k->shape.dims[1];
+    a.T = k->shape.dims[2];
+    a.Dv = v->shape.dims[3];
+    a.scale = t->node->attrs.attention.scale;
+    a.causal = t->node->attrs.attention.causal;
+    if (t->node->attrs.attention.has_mask) {
+        const rlx_node_data *m = t->in_node[3];
+        rlx_shape full = {4, {a.B, a.H, a.S, a.T}};
+        a.mask = t->in[3];
+        a.mask_dt = m->dtype;
+        rlx_shape_broadcast_strides(&m->shape, &full, a.mstr);
+    }
+    int64_t BH = a.B * a.H;
+    if (BH == 0 || a.S == 0 || a.Dv == 0)
+        return RLX_OK;
+    size_t blk = attn_block_bytes(&k->shape, &v->shape, q->dtype);
+    int64_t slots = blk ? (int64_t)(t->scratch_bytes / blk) : 0;
+    if (slots < 1)
+        return rlx_cpu_kernel_error(t, "attention scratch of %zu bytes is too small", t->scratch_bytes);
+    int64_t threads = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
+    if (threads > slots)
+        threads = slots;
+    if (threads > BH)
+        threads = BH;
+    int f64 = q->dtype == RLX_F64;
+#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < BH; bh++) {
+        char *mine = (char *)t->scratch + (size_t)omp_get_thread_num() * blk;
+        if (f64)
+            attn_head_f64(&a, bh, (double *)mine);
+        else
+            attn_head_f32(&a, bh, (float *)mine);
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ convolution */
+
+/* A conv or pool window over 1 or 2 spatial dims, seen as 2-d (1-d: H = 1). */
+typedef struct window2d {
+    int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
+} window2d;
+
+static window2d conv_window(const rlx_shape *x, const rlx_shape *y, int64_t kh, int64_t kw, const int64_t *stride,
+                            const int64_t *dil, const int64_t *pads)
+{
+    window2d w;
+    if (x->ndim == 3) {
+        w = (window2d){1, x->dims[2], 1, y->dims[2], 1, kw, 1, stride[0], 1, dil[0], 0, pads[0]};
+    } else {
+        w = (window2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh, kw, stride[0], stride[1],
+                       dil[0],     dil[1],     pads[0],    pads[1]};
+    }
+    return w;
+}
+
+static window2d conv_window_of(const rlx_node_data *n, const rlx_shape *x, const rlx_shape *w)
+{
+    int sp = x->ndim - 2;
+    int64_t kh = sp == 2 ? w->dims[2] : 1, kw = w->dims[x->ndim - 1];
+    return conv_window(x, &n->shape, kh, kw, n->attrs.conv.p.stride, n->attrs.conv.p.dilation, n->attrs.conv.p.pads);
+}
+
+static int conv_is_pointwise(const window2d *w)
+{
+    return w->KH == 1 && w->KW == 1 && w->sh == 1 && w->sw == 1 && w->ph == 0 && w->pw == 0 && w->OH == w->H &&
+           w->OW == w->W;
+}
+
+static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    const rlx_shape *x = &IN_NODE(g, n, 0)->shape, *w = &IN_NODE(g, n, 1)->shape;
+    rlx_dtype dt = IN_NODE(g, n, 0)->dtype;
+    window2d win = conv_window_of(n, x, w);
+    int64_t G = n->attrs.conv.p.groups, Cg = x->dims[1] / G, O = w->dims[0], Og = O / G;
+    int64_t K = Cg * win.KH * win.KW, OHW = win.OH * win.OW;
+    size_t bytes = 0;
+    int need_col = !conv_is_pointwise(&win) || (dt != RLX_F32 && dt != RLX_F64);
+    if (dt == RLX_F64) {
+        if (need_col)
+            bytes += round64((size_t)(K * OHW) * sizeof(double));
+    } else {
+        if (need_col)
+            bytes += round64((size_t)(K * OHW) * sizeof(float));
+        if (dt != RLX_F32)
+            bytes += round64((size_t)(O * K) * sizeof(float)) + round64((size_t)(Og * OHW) * sizeof(float));
+    }
+    return bytes;
+}
+
+/* col[K][OH*OW] from one image's channels c0..c0+Cg (source element type
+ * ST, converted to CT). */
+#define IM2COL(NAME, ST, CT, CONV)                                                                          \
+    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                      \
+    {                                                                                                       \
+        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                                                \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t r = 0; r < K; r++)   \
+        {                                                                                                   \
+            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                      \
+            const ST *xc = x + c * w->H * w->W;                                                             \
+            CT *dst = col + r * OHW;                                                                        \
+            for (int64_t oh = 0; oh < w->OH; oh++) {                                                        \
+                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                               \
+                CT *drow = dst + oh * w->OW;                                                                \
+                if (ih < 0 || ih >= w->H) {                                                                 \
+                    for (int64_t ow = 0; ow < w->OW; ow++)                                                  \
+                        drow[ow] = 0;                                                                       \
+                    continue;                                                                               \
+                }                                                                                           \
+                const ST *xr = xc + ih * w->W;                                                              \
+                int64_t iw0 = -w->pw + kw * w->dw;                                                          \
+                for (int64_t ow = 0; ow < w->OW; ow++) {                                                    \
+                    int64_t iw = iw0 + ow * w->sw;                                                          \
+                    drow[ow] = (iw >= 0 && iw < w->W) ? (CT)CONV(xr[iw]) : (CT)0;                           \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+#define CV_ID(v) (v)
+IM2COL(im2col_f32, float, float, CV_ID)
+IM2COL(im2col_f64, double, double, CV_ID)
+IM2COL(im2col_f16, uint16_t, float, rlx_f16_to_f32)
+IM2COL(im2col_bf16, uint16_t, float, rlx_bf16_to_f32)
+
+static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0], *wn = t->in_node[1];
+    const rlx_shape *xs = &xn->shape, *ws = &wn->shape;
+    rlx_dtype dt = xn->dtype;
+    window2d win = conv_window_of(t->node, xs, ws);
+    int64_t N = xs->dims[0], C = xs->dims[1], G = t->node->attrs.conv.p.groups, Cg = C / G;
+    int64_t O = ws->dims[0], Og = O / G;
+    int64_t K = Cg * win.KH * win.KW, HW = win.H * win.W, OHW = win.OH * win.OW;
+    const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+    if (N == 0 || O == 0 || OHW == 0)
+        return RLX_OK;
+    int pointwise = conv_is_pointwise(&win);
+    int threads = ctx->threads > 0 ? ctx->threads : 1;
+    int im_threads = rlx_cpu_threads(ctx, K * OHW);
+    if (K < im_threads)
+        im_threads = 1;
+
+    if (dt == RLX_F64) {
+        const double *x = t->in[0], *w = t->in[1];
+        double *y = t->out, *col = t->scratch;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t g = 0; g < G; g++) {
+                const double *xg = x + (n * C + g * Cg) * HW;
+                const double *B = xg;
+                if (!pointwise) {
+                    im2col_f64(col, xg, Cg, &win, im_threads);
+                    B = col;
+                }
+                rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, 0.0, y + (n * O + g * Og) * OHW, OHW,
+                          threads);
+            }
+        if (bias)
+            for (int64_t i = 0; i < N * O; i++) {
+                double bv = ((const double *)bias)[i % O];
+                for (int64_t j = 0; j < OHW; j++)
+                    y[i * OHW + j] += bv;
+            }
+        return RLX_OK;
+    }
+
+    float *col = t->scratch;
+    if (dt == RLX_F32) {
+        const float *x = t->in[0], *w = t->in[1];
+        float *y = t->out;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t g = 0; g < G; g++) {
+                const float *xg = x + (n * C + g * Cg) * HW;
+                const float *B = xg;
+                if (!pointwise) {
+                    im2col_f32(col, xg, Cg, &win, im_threads);
+                    B = col;
+                }
+                rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, 0.0f, y + (n * O + g * Og) * OHW, OHW,
+                          threads);
+            }
+        if (bias) {
+            int bt = rlx_cpu_threads(ctx, N * O * OHW);
+#pragma omp parallel for num_threads(bt) schedule(static)
+            for (int64_t i = 0; i < N * O; i++) {
+                float bv = ((const float *)bias)[i % O];
+                for (int64_t j = 0; j < OHW; j++)
+                    y[i * OHW + j] += bv;
+            }
+        }
+        return RLX_OK;
+    }
+
+    /* f16 / bf16 storage: f32 weights, columns and a per-group f32 result */
+    float *wf = (float *)((char *)t->scratch + round64((size_t)(K * OHW) * sizeof(float)));
+    float *tmp = (float *)((char *)wf + round64((size_t)(O * K) * sizeof(float)));
+    rlx_cpu_to_f32(wf, t->in[1], dt, O * K);
+    const uint16_t *x = t->in[0];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++) {
+            const uint16_t *xg = x + (n * C + g * Cg) * HW;
+            if (dt == RLX_F16)
+                im2col_f16(col, xg, Cg, &win, im_threads);
+            else
+                im2col_bf16(col, xg, Cg, &win, im_threads);
+            rlx_sgemm(0, 0, Og, OHW, K, 1.0f, wf + g * Og * K, K, col, OHW, 0.0f, tmp, OHW, threads);
+            for (int64_t o = 0; o < Og; o++) {
+                double bv = bias ? rlx_load(bias, dt, g * Og + o) : 0.0;
+                int64_t ybase = (n * O + g * Og + o) * OHW;
+                for (int64_t j = 0; j < OHW; j++)
+                    rlx_store(t->out, dt, ybase + j, tmp[o * OHW + j] + bv);
+            }
+        }
+    return RLX_OK;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+/* Max pool: padded cells never win; a window with no cell inside the input
+ * (possible only at odd pad/dilation corners) gives -inf.  Average pool
+ * divides by the number of cells inside the input, or with
+ * count_include_pad by the cells inside the padded extent (cells a ceil-mode
+ * window reaches beyond the end pad never count). */
+static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    const rlx_shape *xs = &xn->shape;
+    const rlx_pool_params *p = &t->node->attrs.pool.p;
+    rlx_dtype dt = xn->dtype;
+    int is_max = t->node->op == RLX_OP_MAX_POOL;
+    int sp = xs->ndim - 2;
+    int64_t one[2] = {1, 1};
+    window2d w = conv_window(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
+                             is_max ? p->dilation : one, p->pads);
+    /* end pads (for count_include_pad) */
+    int64_t ph_end = sp == 2 ? p->pads[2] : 0, pw_end = sp == 2 ? p->pads[3] : p->pads[1];
+    int64_t planes = xs->dims[0] * xs->dims[1], OHW = w.OH * w.OW, HW = w.H * w.W;
+    int64_t total = planes * OHW;
+    if (total == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, total * w.KH * w.KW);
+    if (total < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t o = 0; o < total; o++) {
+        int64_t pl = o / OHW, oh = (o % OHW) / w.OW, ow = o % w.OW;
+        int64_t base = pl * HW;
+        int64_t h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
+        double acc = is_max ? -INFINITY : 0.0;
+        int64_t count = 0;
+        int nan = 0;
+        for (int64_t kh = 0; kh < w.KH; kh++) {
+            int64_t ih = h0 + kh * w.dh;
+            int in_h = ih >= 0 && ih < w.H;
+            for (int64_t kw = 0; kw < w.KW; kw++) {
+                int64_t iw = w0 + kw * w.dw;
+                int in_w = iw >= 0 && iw < w.W;
+                if (in_h && in_w) {
+                    double v = dt == RLX_F32 ? ((const float *)t->in[0])[base + ih * w.W + iw]
+                                             : rlx_load(t->in[0], dt, base + ih * w.W + iw);
+                    if (is_max) {
+                        nan |= v != v;
+                        acc = v > acc ? v : acc;
+                    } else {
+                        acc += v;
+                    }
+                    count++;
+                } else if (!is_max && p->count_include_pad && ih >= -w.ph && ih < w.H + ph_end && iw >= -w.pw &&
+                           iw < w.W + pw_end) {
+                    count++;
+                }
+            }
+        }
+        double r = is_max ? (nan ? NAN : acc) : (count ? acc / (double)count : 0.0);
+        if (dt == RLX_F32)
+            ((float *)t->out)[o] = (float)r;
+        else
+            rlx_store(t->out, dt, o, r);
+    }
+    return RLX_OK;
+}
+
+static rlx_status k_global_avg_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int64_t planes = xn->shape.dims[0] * xn->shape.dims[1];
+    int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
+    if (planes == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, planes * n);
+    if (planes < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        double acc = 0;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + pl * n;
+            for (int64_t i = 0; i < n; i++)
+                acc += x[i];
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                acc += rlx_load(t->in[0], dt, pl * n + i);
+        }
+        rlx_store(t->out, dt, pl, n ? acc / (double)n : NAN);
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_nn(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_ROPE] = (rlx_cpu_kernel){k_rope, rope_scratch};
+    table[RLX_OP_ATTENTION] = (rlx_cpu_kernel){k_attention, attention_scratch};
+    table[RLX_OP_CONV] = (rlx_cpu_kernel){k_conv, conv_scratch};
+    table[RLX_OP_MAX_POOL].fn = k_pool;
+    table[RLX_OP_AVG_POOL].fn = k_pool;
+    table[RLX_OP_GLOBAL_AVG_POOL].fn = k_global_avg_pool;
+}

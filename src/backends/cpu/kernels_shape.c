@@ -1,0 +1,293 @@
+/* kernels_shape.c - data movement: reshape, transpose, slice, concat,
+ * gather, expand, pad.  These only move bytes, so one code path serves every
+ * dtype (by element size).  Transpose, slice and expand are one strided copy:
+ * the output is dense and the source is read through per-dim strides. */
+#include "backends/cpu/cpu_kernels.h"
+
+/* Copies n elements of es bytes read at stride s (elements) into dense dst. */
+static inline void copy_run(char *dst, const char *src, int64_t n, int64_t s, size_t es)
+{
+    if (s == 1) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = src[i * s];
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + 2 * i, src + 2 * i * s, 2);
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + 4 * i, src + 4 * i * s, 4);
+        break;
+    case 8:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + 8 * i, src + 8 * i * s, 8);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + es * (size_t)i, src + (int64_t)es * i * s, es);
+    }
+}
+
+/* dst (dense, shape dims) = src read at element strides str (any sign). */
+static void strided_copy(void *dst, const void *src, int ndim, const int64_t *dims, const int64_t *str, size_t es,
+                         const rlx_run_ctx *ctx)
+{
+    int64_t d[RLX_MAX_DIMS], s[RLX_MAX_DIMS], total = 1;
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        total *= dims[i];
+        if (dims[i] == 1)
+            continue;
+        if (n > 0 && s[n - 1] == dims[i] * str[i]) { /* adjacent in the source: merge */
+            d[n - 1] *= dims[i];
+            s[n - 1] = str[i];
+            continue;
+        }
+        d[n] = dims[i];
+        s[n] = str[i];
+        n++;
+    }
+    if (total == 0)
+        return;
+    if (n == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    int64_t len = d[n - 1], step = s[n - 1], rows = total / len;
+    /* For a short strided inner dim, a longer outer loop helps little;
+     * keep it simple: rows in parallel. */
+    int threads = rlx_cpu_threads(ctx, total);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0, q = r;
+        for (int i = n - 2; i >= 0; i--) {
+            off += (q % d[i]) * s[i];
+            q /= d[i];
+        }
+        copy_run((char *)dst + (size_t)(r * len) * es, (const char *)src + off * (int64_t)es, len, step, es);
+    }
+}
+
+static rlx_status k_reshape(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    if (t->out != t->in[0])
+        memmove(t->out, t->in[0], rlx_node_bytes(t->node));
+    return RLX_OK;
+}
+
+static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t st[RLX_MAX_DIMS], str[RLX_MAX_DIMS];
+    rlx_shape_strides(&xn->shape, st);
+    for (int i = 0; i < xn->shape.ndim; i++)
+        str[i] = st[t->node->attrs.transpose.perm[i]];
+    strided_copy(t->out, t->in[0], t->node->shape.ndim, t->node->shape.dims, str, rlx_dtype_size(xn->dtype), ctx);
+    return RLX_OK;
+}
+
+static rlx_status k_slice(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    const rlx_shape *os = &t->node->shape;
+    size_t es = rlx_dtype_size(xn->dtype);
+    if (rlx_shape_numel(os) == 0)
+        return RLX_OK;
+    int64_t st[RLX_MAX_DIMS], str[RLX_MAX_DIMS], first = 0;
+    rlx_shape_strides(&xn->shape, st);
+    for (int i = 0; i < os->ndim; i++) {
+        first += t->node->attrs.slice.start[i] * st[i];
+        str[i] = t->node->attrs.slice.step[i] * st[i];
+    }
+    const char *src = (const char *)t->in[0] + first * (int64_t)es;
+    if ((const void *)src == t->out) {
+        /* The planner made this slice a view: it must then be one
+         * contiguous range, which is already in place. */
+        int outer = 0;
+        while (outer < os->ndim && os->dims[outer] == 1)
+            outer++;
+        int contiguous = 1;
+        for (int i = outer; i < os->ndim; i++) {
+            if (t->node->attrs.slice.step[i] != 1 && os->dims[i] != 1)
+                contiguous = 0;
+            if (i > outer && os->dims[i] != xn->shape.dims[i])
+                contiguous = 0;
+        }
+        if (contiguous)
+            return RLX_OK;
+        return rlx_cpu_kernel_error(t, "slice output overlaps its non-contiguous source");
+    }
+    strided_copy(t->out, src, os->ndim, os->dims, str, es, ctx);
+    return RLX_OK;
+}
+
+static rlx_status k_expand(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t str[RLX_MAX_DIMS];
+    rlx_shape_broadcast_strides(&xn->shape, &t->node->shape, str);
+    strided_copy(t->out, t->in[0], t->node->shape.ndim, t->node->shape.dims, str, rlx_dtype_size(xn->dtype), ctx);
+    return RLX_OK;
+}
+
+static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_shape *os = &t->node->shape;
+    int axis = t->node->attrs.concat.axis;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= os->dims[d];
+    for (int d = axis + 1; d < os->ndim; d++)
+        inner *= os->dims[d];
+    size_t out_row = (size_t)(os->dims[axis] * inner) * es;
+    if (outer == 0 || out_row == 0)
+        return RLX_OK;
+    size_t at = 0;
+    for (int k = 0; k < t->node->n_in; k++) {
+        size_t chunk = (size_t)(t->in_node[k]->shape.dims[axis] * inner) * es;
+        if (chunk == 0)
+            continue;
+        const char *src = t->in[k];
+        char *dst = (char *)t->out + at;
+        int threads = rlx_cpu_threads(ctx, outer * (int64_t)chunk / 4);
+        if (outer < threads)
+            threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (size_t)o * out_row, src + (size_t)o * chunk, chunk);
+        at += chunk;
+    }
+    return RLX_OK;
+}
+
+static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *dn = t->in_node[0], *in = t->in_node[1];
+    int axis = t->node->attrs.gather.axis;
+    size_t es = rlx_dtype_size(dn->dtype);
+    int64_t outer = 1, n = dn->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
+    for (int d = 0; d < axis; d++)
+        outer *= dn->shape.dims[d];
+    for (int d = axis + 1; d < dn->shape.ndim; d++)
+        inner *= dn->shape.dims[d];
+    /* check every index first: a bad one fails the run with nothing half done */
+    for (int64_t j = 0; j < m; j++) {
+        int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
+        if (ix < -n || ix >= n)
+            return rlx_cpu_kernel_error(t, "index %lld out of range [0, %lld)", (long long)ix, (long long)n);
+    }
+    if (outer == 0 || m == 0 || inner == 0)
+        return RLX_OK;
+    size_t row = (size_t)inner * es;
+    int threads = rlx_cpu_threads(ctx, outer * m * inner);
+    if (outer * m < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < outer * m; r++) {
+        int64_t o = r / m, j = r % m;
+        int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
+        if (ix < 0)
+            ix += n;
+        memcpy((char *)t->out + (size_t)r * row, (const char *)t->in[0] + (size_t)(o * n + ix) * row, row);
+    }
+    return RLX_OK;
+}
+
+/* Source index of padded index i on an axis of n elements with begin pad b;
+ * -1 where the constant fills. */
+static inline int64_t pad_src(int64_t i, int64_t n, int64_t b, int mode)
+{
+    int64_t k = i - b;
+    if (k >= 0 && k < n)
+        return k;
+    switch (mode) {
+    case RLX_PAD_REFLECT: /* numpy 'reflect': the edge is not repeated */
+        if (n == 1)
+            return 0;
+        if (k < 0)
+            k = -k;
+        if (k >= n)
+            k = 2 * (n - 1) - k;
+        return k;
+    case RLX_PAD_EDGE:
+        return k < 0 ? 0 : n - 1;
+    default:
+        return -1;
+    }
+}
+
+static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    const rlx_shape *is = &xn->shape, *os = &t->node->shape;
+    size_t es = rlx_dtype_size(xn->dtype);
+    int r = is->ndim, mode = t->node->attrs.pad.mode;
+    const int64_t *pads = t->node->attrs.pad.pads;
+    unsigned char fill[16] = {0};
+    rlx_store(fill, t->node->dtype, 0, t->node->attrs.pad.value);
+    if (rlx_shape_numel(os) == 0)
+        return RLX_OK;
+    if (r == 0) {
+        memcpy(t->out, t->in[0], es);
+        return RLX_OK;
+    }
+    int64_t st[RLX_MAX_DIMS];
+    rlx_shape_strides(is, st);
+    int64_t len = os->dims[r - 1], n = is->dims[r - 1], b = pads[r - 1], e = pads[2 * r - 1];
+    int64_t rows = rlx_shape_numel(os) / len;
+    int threads = rlx_cpu_threads(ctx, rows * len);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        char *dst = (char *)t->out + (size_t)(row * len) * es;
+        int64_t off = 0, q = row;
+        int constant = 0;
+        for (int d = r - 2; d >= 0; d--) {
+            int64_t i = q % os->dims[d];
+            q /= os->dims[d];
+            int64_t k = pad_src(i, is->dims[d], pads[d], mode);
+            if (k < 0)
+                constant = 1;
+            else
+                off += k * st[d];
+        }
+        if (constant) {
+            for (int64_t j = 0; j < len; j++)
+                memcpy(dst + (size_t)j * es, fill, es);
+            continue;
+        }
+        const char *src = (const char *)t->in[0] + (size_t)off * es;
+        for (int64_t j = 0; j < b; j++) {
+            int64_t k = pad_src(j, n, b, mode);
+            memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
+        }
+        memcpy(dst + (size_t)b * es, src, (size_t)n * es);
+        for (int64_t j = b + n; j < b + n + e; j++) {
+            int64_t k = pad_src(j, n, b, mode);
+            memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
+        }
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_shape(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_RESHAPE].fn = k_reshape;
+    table[RLX_OP_TRANSPOSE].fn = k_transpose;
+    table[RLX_OP_SLICE].fn = k_slice;
+    table[RLX_OP_CONCAT].fn = k_concat;
+    table[RLX_OP_GATHER].fn = k_gather;
+    table[RLX_OP_EXPAND].fn = k_expand;
+    table[RLX_OP_PAD].fn = k_pad;
+}
