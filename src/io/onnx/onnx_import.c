@@ -1,0 +1,917 @@
+/* onnx_import.c - ModelProto -> rlx_graph: scopes of named values,
+ * attributes, topological order (ONNX allows unsorted nodes), graph inputs
+ * with symbolic dims bound, the dispatch to op handlers, and `rlx info`. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx/onnx_internal.h"
+
+#define OX_MAX_MODEL_BYTES ((size_t)1 << 31)
+
+/* ------------------------------------------------------------ scopes */
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+ox_scope *ox_scope_new(ox_scope *parent) {
+    ox_scope *s = rlx_calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->parent = parent;
+    return s;
+}
+
+void ox_scope_free(ox_scope *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) {
+        free(s->vals[i]->name);
+        ox_tensor_free(s->vals[i]->k);
+        free(s->vals[i]);
+    }
+    free(s->vals);
+    free(s->hash);
+    free(s);
+}
+
+static ox_value *scope_find(ox_scope *s, const char *name) {
+    if (!s->hcap) return NULL;
+    uint32_t h = hash_str(name) & (uint32_t)(s->hcap - 1);
+    while (s->hash[h] >= 0) {
+        ox_value *v = s->vals[s->hash[h]];
+        if (!strcmp(v->name, name)) return v;
+        h = (h + 1) & (uint32_t)(s->hcap - 1);
+    }
+    return NULL;
+}
+
+static bool scope_rehash(ox_scope *s, int hcap) {
+    int *h = malloc(sizeof(int) * (size_t)hcap);
+    if (!h) return false;
+    for (int i = 0; i < hcap; i++) h[i] = -1;
+    for (int i = 0; i < s->n; i++) {
+        uint32_t k = hash_str(s->vals[i]->name) & (uint32_t)(hcap - 1);
+        while (h[k] >= 0) k = (k + 1) & (uint32_t)(hcap - 1);
+        h[k] = i;
+    }
+    free(s->hash);
+    s->hash = h;
+    s->hcap = hcap;
+    return true;
+}
+
+ox_value *ox_lookup(ox_ctx *c, const char *name) {
+    for (ox_scope *s = c->scope; s; s = s->parent) {
+        ox_value *v = scope_find(s, name);
+        if (v) return v;
+    }
+    return NULL;
+}
+
+ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k) {
+    ox_scope *s = c->scope;
+    ox_value *v = scope_find(s, name);
+    if (v) {
+        if (v->k != k) ox_tensor_free(v->k);
+        v->k = k;
+        v->node = node;
+        return v;
+    }
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 64;
+        ox_value **nv = rlx_realloc_array(s->vals, (size_t)nc, sizeof *nv);
+        if (!nv) goto oom;
+        s->vals = nv;
+        s->cap = nc;
+    }
+    if ((s->n + 1) * 2 > s->hcap && !scope_rehash(s, s->hcap ? s->hcap * 2 : 128)) goto oom;
+    v = rlx_calloc(1, sizeof *v);
+    if (!v) goto oom;
+    v->name = rlx_strdup(name);
+    if (!v->name) {
+        free(v);
+        goto oom;
+    }
+    v->node = node;
+    v->k = k;
+    s->vals[s->n] = v;
+    uint32_t h = hash_str(name) & (uint32_t)(s->hcap - 1);
+    while (s->hash[h] >= 0) h = (h + 1) & (uint32_t)(s->hcap - 1);
+    s->hash[h] = s->n++;
+    return v;
+oom:
+    ox_tensor_free(k);
+    rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory binding '%s'", name);
+    return NULL;
+}
+
+rlx_node ox_node_of(ox_ctx *c, ox_value *v) {
+    if (!v) return -1;
+    if (v->node >= 0) return v->node;
+    if (!v->k) return -1;
+    v->node = rlx_constant(c->g, v->k->dtype, v->k->ndim, v->k->dims, v->k->data, v->k->bytes);
+    return v->node;
+}
+
+int ox_rank(ox_ctx *c, ox_value *v) {
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    ox_shape(c, v, &nd, d);
+    return nd;
+}
+
+void ox_shape(ox_ctx *c, ox_value *v, int *ndim, int64_t *dims) {
+    if (v->k) {
+        *ndim = v->k->ndim;
+        for (int i = 0; i < v->k->ndim; i++) dims[i] = v->k->dims[i];
+        return;
+    }
+    if (rlx_node_shape(c->g, v->node, ndim, dims) != RLX_OK) *ndim = 0;
+}
+
+rlx_dtype ox_dtype(ox_ctx *c, ox_value *v) {
+    if (v->k) return v->k->dtype;
+    return rlx_node_dtype(c->g, v->node);
+}
+
+/* ------------------------------------------------------------ attributes */
+
+const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name) {
+    for (size_t i = 0; i < n->p->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->p->attribute[i];
+        if (a && a->name && !strcmp(a->name, name)) return a;
+    }
+    return NULL;
+}
+
+int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return def;
+    if (a->has_i) return a->i;
+    if (a->has_f) return (int64_t)a->f;
+    return def;
+}
+
+double ox_attr_f(const ox_node *n, const char *name, double def) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return def;
+    if (a->has_f) return a->f;
+    if (a->has_i) return (double)a->i;
+    return def;
+}
+
+const char *ox_attr_s(const ox_node *n, const char *name, const char *def, char *buf, size_t bufn) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a || !a->has_s) return def;
+    size_t l = a->s.len < bufn - 1 ? a->s.len : bufn - 1;
+    memcpy(buf, a->s.data, l);
+    buf[l] = 0;
+    return buf;
+}
+
+int ox_attr_ints(const ox_node *n, const char *name, int64_t *vals, int max) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return -1;
+    int k = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
+    for (int i = 0; i < k; i++) vals[i] = a->ints[i];
+    return a->n_ints > (size_t)max ? max + 1 : k;
+}
+
+int ox_attr_floats(const ox_node *n, const char *name, float *vals, int max) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return -1;
+    int k = (int)(a->n_floats < (size_t)max ? a->n_floats : (size_t)max);
+    for (int i = 0; i < k; i++) vals[i] = a->floats[i];
+    return a->n_floats > (size_t)max ? max + 1 : k;
+}
+
+rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...) {
+    char msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return rlx_set_error(s, "node '%s' (%s, opset %d): %s", n->p->name && *n->p->name ? n->p->name : "",
+                         n->p->op_type ? n->p->op_type : "?", n->opset, msg);
+}
+
+rlx_status ox_out_node(ox_node *n, int i, rlx_node node) {
+    if (i >= n->n_out) return RLX_OK; /* optional output not asked for */
+    if (node < 0) {
+        char buf[600];
+        snprintf(buf, sizeof buf, "%s", rlx_last_error());
+        return ox_fail(n, RLX_ERR_SHAPE, "%s", buf);
+    }
+    const char *name = n->p->output[i];
+    if (!name || !*name) return RLX_OK;
+    n->out[i] = ox_bind(n->c, name, node, NULL);
+    return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+}
+
+rlx_status ox_out_const(ox_node *n, int i, ox_tensor *k) {
+    if (!k) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "cannot make constant: %s", rlx_last_error());
+    if (i >= n->n_out || !n->p->output[i] || !*n->p->output[i]) {
+        ox_tensor_free(k);
+        return RLX_OK;
+    }
+    n->out[i] = ox_bind(n->c, n->p->output[i], -1, k);
+    return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+}
+
+/* ------------------------------------------------------------ node order */
+
+/* Input names of a node, including free names used inside its subgraphs. */
+typedef struct name_list {
+    const char **v;
+    int n, cap;
+} name_list;
+
+static void names_push(name_list *l, const char *s) {
+    if (!s || !*s) return;
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 16;
+        const char **nv = realloc(l->v, sizeof *nv * (size_t)nc);
+        if (!nv) return;
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = s;
+}
+
+static void subgraph_names(const Onnx__GraphProto *gp, name_list *l, int depth) {
+    if (!gp || depth > 32) return;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *nd = gp->node[i];
+        if (!nd) continue;
+        for (size_t j = 0; j < nd->n_input; j++) names_push(l, nd->input[j]);
+        for (size_t a = 0; a < nd->n_attribute; a++) {
+            const Onnx__AttributeProto *at = nd->attribute[a];
+            if (!at) continue;
+            if (at->g) subgraph_names(at->g, l, depth + 1);
+            for (size_t k = 0; k < at->n_graphs; k++) subgraph_names(at->graphs[k], l, depth + 1);
+        }
+    }
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]) names_push(l, gp->output[i]->name);
+}
+
+static void node_names(const Onnx__NodeProto *nd, name_list *l) {
+    l->n = 0;
+    for (size_t j = 0; j < nd->n_input; j++) names_push(l, nd->input[j]);
+    for (size_t a = 0; a < nd->n_attribute; a++) {
+        const Onnx__AttributeProto *at = nd->attribute[a];
+        if (!at) continue;
+        if (at->g) subgraph_names(at->g, l, 1);
+        for (size_t k = 0; k < at->n_graphs; k++) subgraph_names(at->graphs[k], l, 1);
+    }
+}
+
+typedef struct prod_map {
+    const char **names;
+    int *node;
+    int cap;
+} prod_map;
+
+static int prod_find(const prod_map *m, const char *name) {
+    uint32_t h = hash_str(name) & (uint32_t)(m->cap - 1);
+    while (m->names[h]) {
+        if (!strcmp(m->names[h], name)) return m->node[h];
+        h = (h + 1) & (uint32_t)(m->cap - 1);
+    }
+    return -1;
+}
+
+/* Kahn's algorithm, keeping the file's order among ready nodes. */
+static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
+    int n = (int)gp->n_node;
+    *order_out = NULL;
+    int cap = 64;
+    size_t nouts = 0;
+    for (int i = 0; i < n; i++) {
+        if (!gp->node[i]) return rlx_set_error(RLX_ERR_FORMAT, "graph has an empty node entry");
+        nouts += gp->node[i]->n_output;
+    }
+    while ((size_t)cap < nouts * 2 + 2) cap *= 2;
+    prod_map m = {calloc((size_t)cap, sizeof(char *)), calloc((size_t)cap, sizeof(int)), cap};
+    int *indeg = calloc((size_t)n + 1, sizeof(int));
+    int *order = calloc((size_t)n + 1, sizeof(int));
+    int **users = calloc((size_t)n + 1, sizeof(int *));
+    int *nusers = calloc((size_t)n + 1, sizeof(int)), *capusers = calloc((size_t)n + 1, sizeof(int));
+    name_list l = {0};
+    rlx_status st = RLX_OK;
+    if (!m.names || !m.node || !indeg || !order || !users || !nusers || !capusers) {
+        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory sorting nodes");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const Onnx__NodeProto *nd = gp->node[i];
+        for (size_t j = 0; j < nd->n_output; j++) {
+            const char *o = nd->output[j];
+            if (!o || !*o) continue;
+            uint32_t h = hash_str(o) & (uint32_t)(cap - 1);
+            while (m.names[h]) {
+                if (!strcmp(m.names[h], o)) {
+                    st = rlx_set_error(RLX_ERR_FORMAT, "tensor '%s' is produced by two nodes ('%s' and '%s')", o,
+                                       gp->node[m.node[h]]->name ? gp->node[m.node[h]]->name : "",
+                                       nd->name ? nd->name : "");
+                    goto done;
+                }
+                h = (h + 1) & (uint32_t)(cap - 1);
+            }
+            m.names[h] = o;
+            m.node[h] = i;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        node_names(gp->node[i], &l);
+        for (int j = 0; j < l.n; j++) {
+            int p = prod_find(&m, l.v[j]);
+            if (p < 0) continue;
+            if (p == i) {
+                /* A node reading its own output (not inside a subgraph of itself, where names may be reused). */
+                bool direct = false;
+                for (size_t k = 0; k < gp->node[i]->n_input; k++)
+                    if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], l.v[j])) direct = true;
+                if (direct) {
+                    st = rlx_set_error(RLX_ERR_FORMAT, "cycle: node '%s' reads its own output '%s'",
+                                       gp->node[i]->name ? gp->node[i]->name : "", l.v[j]);
+                    goto done;
+                }
+                continue;
+            }
+            if (nusers[p] == capusers[p]) {
+                int nc = capusers[p] ? capusers[p] * 2 : 4;
+                int *nu = realloc(users[p], sizeof(int) * (size_t)nc);
+                if (!nu) {
+                    st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory sorting nodes");
+                    goto done;
+                }
+                users[p] = nu;
+                capusers[p] = nc;
+            }
+            users[p][nusers[p]++] = i;
+            indeg[i]++;
+        }
+    }
+    int head = 0, tail = 0;
+    for (int i = 0; i < n; i++)
+        if (indeg[i] == 0) order[tail++] = i;
+    while (head < tail) {
+        int i = order[head++];
+        for (int k = 0; k < nusers[i]; k++)
+            if (--indeg[users[i][k]] == 0) order[tail++] = users[i][k];
+    }
+    if (tail < n) {
+        int bad = 0;
+        for (int i = 0; i < n; i++)
+            if (indeg[i] > 0) {
+                bad = i;
+                break;
+            }
+        st = rlx_set_error(RLX_ERR_FORMAT, "the graph has a cycle: %d of %d nodes never become ready (e.g. '%s', %s)",
+                           n - tail, n, gp->node[bad]->name ? gp->node[bad]->name : "",
+                           gp->node[bad]->op_type ? gp->node[bad]->op_type : "?");
+        goto done;
+    }
+    *order_out = order;
+    order = NULL;
+done:
+    for (int i = 0; i < n && users; i++) free(users[i]);
+    free(users);
+    free(nusers);
+    free(capusers);
+    free(indeg);
+    free(order);
+    free(m.names);
+    free(m.node);
+    free(l.v);
+    return st;
+}
+
+/* ------------------------------------------------------------ running nodes */
+
+static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
+    ox_node n;
+    memset(&n, 0, sizeof n);
+    n.c = c;
+    n.p = nd;
+    n.opset = c->opset;
+    if (!nd->op_type) return rlx_set_error(RLX_ERR_FORMAT, "node '%s' has no op_type", nd->name ? nd->name : "");
+    if (nd->n_input > 64 || nd->n_output > 16) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
+    n.n_in = (int)nd->n_input;
+    n.n_out = (int)nd->n_output;
+    for (int i = 0; i < n.n_in; i++) {
+        const char *nm = nd->input[i];
+        if (!nm || !*nm) continue;
+        n.in[i] = ox_lookup(c, nm);
+        if (!n.in[i])
+            return ox_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input", nm);
+    }
+    while (n.n_in > 0 && !n.in[n.n_in - 1]) n.n_in--; /* trailing optional inputs left out */
+    ox_handler h = ox_find_handler(nd->op_type);
+    if (!h) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
+    rlx_status st = ox_try_fold(&n);
+    if (st == RLX_ERR_UNSUPPORTED) {
+        rlx_clear_error();
+        st = h(&n);
+    }
+    if (st != RLX_OK) return st;
+    for (int i = 0; i < n.n_out; i++) {
+        const char *nm = nd->output[i];
+        if (!nm || !*nm) continue;
+        if (!n.out[i]) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
+        if (n.out[i]->node >= 0 && !n.out[i]->k && i == 0) rlx_node_set_name(c->g, n.out[i]->node, nm);
+    }
+    return RLX_OK;
+}
+
+rlx_status ox_run_nodes(ox_ctx *c, const Onnx__GraphProto *gp) {
+    int *order = NULL;
+    rlx_status st = topo_sort(gp, &order);
+    if (st != RLX_OK) return st;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        st = run_one(c, gp->node[order[i]]);
+        if (st != RLX_OK) break;
+    }
+    free(order);
+    return st;
+}
+
+/* ------------------------------------------------------------ unsupported ops */
+
+typedef struct op_seen {
+    char op[64];
+    char names[200];
+    int count;
+} op_seen;
+
+static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth) {
+    if (!gp || depth > 32) return;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *nd = gp->node[i];
+        if (!nd) continue;
+        const char *op = nd->op_type ? nd->op_type : "";
+        bool std_domain = !nd->domain || !*nd->domain || !strcmp(nd->domain, "ai.onnx");
+        if (!std_domain || !ox_find_handler(op)) {
+            char key[64];
+            if (std_domain) snprintf(key, sizeof key, "%s", op);
+            else snprintf(key, sizeof key, "%s.%s", nd->domain, op);
+            int k;
+            for (k = 0; k < *nseen; k++)
+                if (!strcmp(seen[k].op, key)) break;
+            if (k == *nseen && *nseen < max) {
+                memset(&seen[k], 0, sizeof seen[k]);
+                snprintf(seen[k].op, sizeof seen[k].op, "%s", key);
+                (*nseen)++;
+            }
+            if (k < *nseen) {
+                size_t l = strlen(seen[k].names);
+                if (seen[k].count < 3)
+                    snprintf(seen[k].names + l, sizeof seen[k].names - l, "%s'%s'", seen[k].count ? ", " : "",
+                             nd->name && *nd->name ? nd->name : "(unnamed)");
+                else if (seen[k].count == 3)
+                    snprintf(seen[k].names + l, sizeof seen[k].names - l, ", ...");
+                seen[k].count++;
+            }
+        }
+        for (size_t a = 0; a < nd->n_attribute; a++) {
+            const Onnx__AttributeProto *at = nd->attribute[a];
+            if (!at) continue;
+            if (at->g) collect(at->g, seen, nseen, max, depth + 1);
+            for (size_t k = 0; k < at->n_graphs; k++) collect(at->graphs[k], seen, nseen, max, depth + 1);
+        }
+    }
+}
+
+void ox_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, size_t n, int *count) {
+    op_seen seen[32];
+    int nseen = 0;
+    collect(gp, seen, &nseen, 32, 0);
+    *count = nseen;
+    buf[0] = 0;
+    size_t l = 0;
+    for (int i = 0; i < nseen && l < n; i++) {
+        l += (size_t)snprintf(buf + l, n - l, "%s%s (opset %d; %d node%s: %s)", i ? "; " : "", seen[i].op, opset,
+                              seen[i].count, seen[i].count == 1 ? "" : "s", seen[i].names);
+    }
+}
+
+/* ------------------------------------------------------------ import */
+
+static int model_opset(const Onnx__ModelProto *m) {
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (o && (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")))
+            return o->has_version ? (int)o->version : 1;
+    }
+    return m->n_opset_import ? 1 : 1;
+}
+
+static const rlx_onnx_binding *find_binding(const rlx_onnx_options *o, const char *name, bool dim) {
+    if (!o || !name) return NULL;
+    for (int i = 0; i < o->n_bindings; i++) {
+        const rlx_onnx_binding *b = &o->bindings[i];
+        if (b->name && !strcmp(b->name, name) && ((b->ndim < 0) == dim)) return b;
+    }
+    return NULL;
+}
+
+/* Declared type of a graph input/output value. */
+static rlx_status value_type(const Onnx__ValueInfoProto *vi, int *onnx_type, int *ndim,
+                             const Onnx__TensorShapeProto **shape) {
+    *onnx_type = 0;
+    *ndim = -1;
+    *shape = NULL;
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type)
+        return RLX_ERR_UNSUPPORTED;
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    *onnx_type = tt->has_elem_type ? tt->elem_type : 0;
+    if (tt->shape) {
+        *ndim = (int)tt->shape->n_dim;
+        *shape = tt->shape;
+    }
+    return RLX_OK;
+}
+
+static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
+    const char *name = vi->name;
+    int ot, nd;
+    const Onnx__TensorShapeProto *sh;
+    if (value_type(vi, &ot, &nd, &sh) != RLX_OK)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' is not a tensor (sequence, map or optional types are not supported)", name);
+    rlx_dtype t;
+    if (!ox_dtype_from_onnx(ot, &t))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
+                             ox_onnx_type_name(ot));
+    int64_t dims[RLX_MAX_DIMS];
+    const rlx_onnx_binding *b = find_binding(c->opt, name, false);
+    if (b) {
+        if (b->ndim > RLX_MAX_DIMS) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "binding for '%s': rank %d", name, b->ndim);
+        if (nd >= 0 && nd != b->ndim)
+            return rlx_set_error(RLX_ERR_SHAPE, "input '%s' has rank %d, the binding gives rank %d", name, nd, b->ndim);
+        for (int i = 0; i < b->ndim; i++) {
+            if (b->dims[i] < 0) return rlx_set_error(RLX_ERR_SHAPE, "binding for '%s': negative dim", name);
+            if (sh && sh->dim[i] && sh->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                sh->dim[i]->dim_value > 0 && sh->dim[i]->dim_value != b->dims[i])
+                return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is %lld in the model, the binding gives %lld", name,
+                                     i, (long long)sh->dim[i]->dim_value, (long long)b->dims[i]);
+            dims[i] = b->dims[i];
+        }
+        nd = b->ndim;
+    } else {
+        if (nd < 0) return rlx_set_error(RLX_ERR_SHAPE, "input '%s' has no declared shape; bind it (name=dims)", name);
+        if (nd > RLX_MAX_DIMS) return rlx_set_error(RLX_ERR_UNSUPPORTED, "input '%s' has rank %d", name, nd);
+        for (int i = 0; i < nd; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+            if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0) {
+                dims[i] = d->dim_value;
+                continue;
+            }
+            const char *sym = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : NULL;
+            const rlx_onnx_binding *db = find_binding(c->opt, sym, true);
+            if (db) dims[i] = db->dims[0];
+            else if (c->opt && c->opt->default_dim > 0) dims[i] = c->opt->default_dim;
+            else
+                return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is symbolic ('%s'); bind it with %s=N or %s=AxBx...",
+                                     name, i, sym ? sym : "?", sym ? sym : "dim", name);
+        }
+    }
+    rlx_node x = rlx_input(c->g, name, t, nd, dims);
+    if (x < 0) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());
+    return ox_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+}
+
+void rlx_onnx_options_init(rlx_onnx_options *o) {
+    if (o) memset(o, 0, sizeof *o);
+}
+
+static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
+                               rlx_graph **out) {
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) return rlx_set_error(RLX_ERR_FORMAT, "the model has no graph");
+    int opset = model_opset(m);
+    char unsup[2048];
+    int nunsup = 0;
+    ox_collect_unsupported(gp, opset, unsup, sizeof unsup, &nunsup);
+    if (nunsup)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "%d unsupported op type%s: %s", nunsup, nunsup == 1 ? "" : "s", unsup);
+    ox_ctx c;
+    memset(&c, 0, sizeof c);
+    c.base_dir = base_dir;
+    c.opset = opset;
+    c.opt = o;
+    c.g = rlx_graph_new();
+    c.scope = ox_scope_new(NULL);
+    rlx_status st = RLX_OK;
+    if (!c.g || !c.scope) {
+        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp || !tp->name || !*tp->name) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "initializer %zu has no name", i);
+            goto done;
+        }
+        ox_tensor *k;
+        st = ox_tensor_from_proto(tp, base_dir, &k);
+        if (st != RLX_OK) goto done;
+        if (!ox_bind(&c, tp->name, -1, k)) {
+            st = RLX_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+    }
+    if (gp->n_sparse_initializer) {
+        st = rlx_set_error(RLX_ERR_UNSUPPORTED, "sparse initializers are not supported");
+        goto done;
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi || !vi->name || !*vi->name) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "graph input %zu has no name", i);
+            goto done;
+        }
+        if (ox_lookup(&c, vi->name)) continue; /* an initializer (default value) */
+        st = add_input(&c, vi);
+        if (st != RLX_OK) goto done;
+    }
+    st = ox_run_nodes(&c, gp);
+    if (st != RLX_OK) goto done;
+    if (!gp->n_output) {
+        st = rlx_set_error(RLX_ERR_FORMAT, "the graph has no outputs");
+        goto done;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        if (!vi || !vi->name) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "graph output %zu has no name", i);
+            goto done;
+        }
+        ox_value *v = ox_lookup(&c, vi->name);
+        if (!v) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "graph output '%s' is not produced by any node", vi->name);
+            goto done;
+        }
+        rlx_node nd = ox_node_of(&c, v);
+        if (nd < 0 || rlx_output(c.g, vi->name, nd) != RLX_OK) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "graph output '%s': %s", vi->name, rlx_last_error());
+            goto done;
+        }
+    }
+    st = rlx_graph_verify(c.g);
+done:
+    ox_scope_free(c.scope);
+    if (st != RLX_OK) {
+        rlx_graph_free(c.g);
+        return st;
+    }
+    *out = c.g;
+    return RLX_OK;
+}
+
+static Onnx__ModelProto *unpack_model(const void *data, size_t size) {
+    return onnx__model_proto__unpack(NULL, size, data);
+}
+
+rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
+                                  rlx_graph **out) {
+    if (!out || (!data && size)) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
+    *out = NULL;
+    Onnx__ModelProto *m = unpack_model(data, size);
+    if (!m) return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
+    rlx_status st = import_model(m, base_dir, o, out);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return st;
+}
+
+static char *dir_of(const char *path) {
+    const char *s = strrchr(path, '/');
+    if (!s) return rlx_strdup(".");
+    if (s == path) return rlx_strdup("/");
+    char *d = malloc((size_t)(s - path) + 1);
+    if (!d) return NULL;
+    memcpy(d, path, (size_t)(s - path));
+    d[s - path] = 0;
+    return d;
+}
+
+static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir) {
+    uint8_t *buf;
+    size_t n;
+    rlx_status st = ox_read_file(path, OX_MAX_MODEL_BYTES, &buf, &n);
+    if (st != RLX_OK) return st;
+    *m = unpack_model(buf, n);
+    free(buf);
+    if (!*m) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
+    if (dir) *dir = dir_of(path);
+    return RLX_OK;
+}
+
+rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out) {
+    if (!path || !out) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import: NULL argument");
+    *out = NULL;
+    Onnx__ModelProto *m;
+    char *dir = NULL;
+    rlx_status st = load_model(path, &m, &dir);
+    if (st != RLX_OK) return st;
+    st = import_model(m, dir, o, out);
+    if (st != RLX_OK) {
+        char msg[1500];
+        snprintf(msg, sizeof msg, "%s", rlx_last_error());
+        rlx_set_error(st, "%s: %s", path, msg);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    free(dir);
+    return st;
+}
+
+/* ------------------------------------------------------------ info */
+
+static void print_value(FILE *f, const Onnx__ValueInfoProto *vi) {
+    int ot, nd;
+    const Onnx__TensorShapeProto *sh;
+    if (value_type(vi, &ot, &nd, &sh) != RLX_OK) {
+        const char *kind = "non-tensor";
+        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) kind = "sequence";
+        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) kind = "optional";
+        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE) kind = "map";
+        fprintf(f, "  %s: %s\n", vi->name ? vi->name : "?", kind);
+        return;
+    }
+    fprintf(f, "  %s: %s ", vi->name ? vi->name : "?", ox_onnx_type_name(ot));
+    if (nd < 0) {
+        fprintf(f, "[?]\n");
+        return;
+    }
+    fputc('[', f);
+    for (int i = 0; i < nd; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+        if (i) fputs(", ", f);
+        if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) fprintf(f, "%lld", (long long)d->dim_value);
+        else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) fprintf(f, "%s", d->dim_param);
+        else fputc('?', f);
+    }
+    fputs("]\n", f);
+}
+
+static void count_ops(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth) {
+    if (!gp || depth > 32) return;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *nd = gp->node[i];
+        if (!nd) continue;
+        char key[64];
+        if (nd->domain && *nd->domain && strcmp(nd->domain, "ai.onnx"))
+            snprintf(key, sizeof key, "%s.%s", nd->domain, nd->op_type ? nd->op_type : "?");
+        else snprintf(key, sizeof key, "%s", nd->op_type ? nd->op_type : "?");
+        int k;
+        for (k = 0; k < *nseen; k++)
+            if (!strcmp(seen[k].op, key)) break;
+        if (k == *nseen && *nseen < max) {
+            memset(&seen[k], 0, sizeof seen[k]);
+            snprintf(seen[k].op, sizeof seen[k].op, "%s", key);
+            (*nseen)++;
+        }
+        if (k < *nseen) seen[k].count++;
+        for (size_t a = 0; a < nd->n_attribute; a++) {
+            const Onnx__AttributeProto *at = nd->attribute[a];
+            if (!at) continue;
+            if (at->g) count_ops(at->g, seen, nseen, max, depth + 1);
+            for (size_t k2 = 0; k2 < at->n_graphs; k2++) count_ops(at->graphs[k2], seen, nseen, max, depth + 1);
+        }
+    }
+}
+
+static int cmp_seen(const void *a, const void *b) {
+    const op_seen *x = a, *y = b;
+    if (x->count != y->count) return y->count - x->count;
+    return strcmp(x->op, y->op);
+}
+
+rlx_status rlx_onnx_print_info(const char *path, void *file) {
+    FILE *f = file ? file : stdout;
+    if (!path) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_print_info: NULL path");
+    Onnx__ModelProto *m;
+    rlx_status st = load_model(path, &m, NULL);
+    if (st != RLX_OK) return st;
+    const Onnx__GraphProto *gp = m->graph;
+    fprintf(f, "model: %s\n", path);
+    fprintf(f, "ir_version: %lld  producer: %s %s\n", (long long)m->ir_version, m->producer_name ? m->producer_name : "",
+            m->producer_version ? m->producer_version : "");
+    fprintf(f, "opsets:");
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (m->opset_import[i])
+            fprintf(f, " %s=%lld", m->opset_import[i]->domain && *m->opset_import[i]->domain ? m->opset_import[i]->domain : "ai.onnx",
+                    (long long)m->opset_import[i]->version);
+    fputc('\n', f);
+    if (!gp) {
+        fprintf(f, "(no graph)\n");
+        onnx__model_proto__free_unpacked(m, NULL);
+        return RLX_OK;
+    }
+    size_t ninit = 0;
+    int64_t nparams = 0;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        if (!t) continue;
+        ninit++;
+        int64_t n = 1;
+        for (size_t d = 0; d < t->n_dims; d++) n *= t->dims[d] > 0 ? t->dims[d] : 0;
+        nparams += n;
+    }
+    fprintf(f, "inputs:\n");
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi) continue;
+        bool init = false;
+        for (size_t k = 0; k < gp->n_initializer && !init; k++)
+            if (gp->initializer[k] && gp->initializer[k]->name && vi->name && !strcmp(gp->initializer[k]->name, vi->name))
+                init = true;
+        if (!init) print_value(f, vi);
+    }
+    fprintf(f, "outputs:\n");
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]) print_value(f, gp->output[i]);
+    fprintf(f, "initializers: %zu (%lld elements)\n", ninit, (long long)nparams);
+    op_seen seen[256];
+    int nseen = 0;
+    count_ops(gp, seen, &nseen, 256, 0);
+    qsort(seen, (size_t)nseen, sizeof seen[0], cmp_seen);
+    fprintf(f, "nodes: %zu, op types: %d\n", gp->n_node, nseen);
+    for (int i = 0; i < nseen; i++) {
+        bool std_domain = !strchr(seen[i].op, '.');
+        fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
+                std_domain && ox_find_handler(seen[i].op) ? "" : "   (unsupported)");
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    return RLX_OK;
+}
+
+rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs) {
+    if (!path || !inputs || !n_inputs) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_inputs: NULL argument");
+    *inputs = NULL;
+    *n_inputs = 0;
+    if (outputs) *outputs = NULL;
+    if (n_outputs) *n_outputs = 0;
+    Onnx__ModelProto *m;
+    rlx_status st = load_model(path, &m, NULL);
+    if (st != RLX_OK) return st;
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) {
+        onnx__model_proto__free_unpacked(m, NULL);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
+    }
+    rlx_onnx_input *in = calloc(gp->n_input + 1, sizeof *in);
+    char **outs = calloc(gp->n_output + 1, sizeof *outs);
+    int k = 0;
+    for (size_t i = 0; i < gp->n_input && in; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi || !vi->name) continue;
+        bool init = false;
+        for (size_t j = 0; j < gp->n_initializer && !init; j++)
+            if (gp->initializer[j] && gp->initializer[j]->name && !strcmp(gp->initializer[j]->name, vi->name)) init = true;
+        if (init) continue;
+        rlx_onnx_input *x = &in[k++];
+        x->name = rlx_strdup(vi->name);
+        int ot, nd;
+        const Onnx__TensorShapeProto *sh;
+        x->ndim = -1;
+        if (value_type(vi, &ot, &nd, &sh) == RLX_OK) {
+            x->is_tensor = 1;
+            x->onnx_type = ot;
+            if (!ox_dtype_from_onnx(ot, &x->dtype)) x->dtype = RLX_DTYPE_COUNT;
+            if (nd >= 0 && nd <= RLX_MAX_DIMS) {
+                x->ndim = nd;
+                for (int d = 0; d < nd; d++)
+                    x->dims[d] = sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                                     ? sh->dim[d]->dim_value
+                                     : -1;
+            }
+        }
+    }
+    int no = 0;
+    for (size_t i = 0; i < gp->n_output && outs; i++)
+        outs[no++] = rlx_strdup(gp->output[i] && gp->output[i]->name ? gp->output[i]->name : "");
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (!in || !outs) {
+        free(in);
+        free(outs);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    *inputs = in;
+    *n_inputs = k;
+    if (outputs) *outputs = outs;
+    else rlx_onnx_inputs_free(NULL, 0, outs, no);
+    if (n_outputs) *n_outputs = no;
+    return RLX_OK;
+}
+
+void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs) {
+    for (int i = 0; inputs && i < n_inputs; i++) free(inputs[i].name);
+    free(inputs);
+    for (int i = 0; outputs && i < n_outputs; i++) free(outputs[i]);
+    free(outputs);
+}
