@@ -319,6 +319,11 @@ typedef struct rlx_onnx_binding {
     const char *name; /* a graph input's name, or a symbolic dim's name */
     int ndim;         /* input binding: its rank; -1: dim binding, value in dims[0] */
     int64_t dims[RLX_MAX_DIMS];
+    /* Optional: the input's value (model dtype, `bytes` long).  The input
+     * then becomes a constant, so shape computations that read it (Reshape
+     * targets, Range limits, ...) fold at import. */
+    const void *value;
+    size_t bytes;
 } rlx_onnx_binding;
 
 typedef struct rlx_onnx_options {

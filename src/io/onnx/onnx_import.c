@@ -580,6 +580,17 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
                                      name, i, sym ? sym : "?", sym ? sym : "dim", name);
         }
     }
+    if (b && b->value) {
+        ox_tensor *k = ox_tensor_new(t, nd, dims);
+        if (!k) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());
+        if (k->bytes != b->bytes) {
+            ox_tensor_free(k);
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "input '%s': value has %zu bytes, its shape and dtype need %zu",
+                                 name, b->bytes, k->bytes);
+        }
+        if (k->bytes) memcpy(k->data, b->value, k->bytes);
+        return ox_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+    }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);
     if (x < 0) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());
     return ox_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
