@@ -178,6 +178,11 @@ rlx_node rlx_log_softmax(rlx_graph *g, rlx_node x, int axis);
 /* Normalise over the last axis; gamma/beta are [last] or -1 for none. */
 rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node gamma, rlx_node beta, double eps);
 rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double eps);
+/* Inference batch norm over axis 1 of x [N, C, ...]; scale, bias, mean, var
+ * are [C]: y = (x - mean) / sqrt(var + eps) * scale + bias.  With constant
+ * parameters after a conv, the optimizer folds it into the conv weights. */
+rlx_node rlx_batch_norm(rlx_graph *g, rlx_node x, rlx_node scale, rlx_node bias, rlx_node mean, rlx_node var,
+                        double eps);
 
 /* Shape ops.  Reshape takes one -1 (inferred) and 0 (copy that dim). */
 rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);

@@ -323,6 +323,15 @@ rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double eps)
     return norm(g, RLX_OP_RMS_NORM, x, gamma, -1, eps);
 }
 
+rlx_node rlx_batch_norm(rlx_graph *g, rlx_node x, rlx_node scale, rlx_node bias, rlx_node mean, rlx_node var,
+                        double eps)
+{
+    rlx_node in[5] = {x, scale, bias, mean, var};
+    rlx_node_data p = proto(RLX_OP_BATCH_NORM, 5, in);
+    p.attrs.batch_norm.eps = eps;
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims)
 {
     int r = rank_of(g, x, "reshape");

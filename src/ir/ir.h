@@ -10,7 +10,7 @@
 #include "rlx.h"
 #include "core/error.h"
 
-#define RLX_MAX_INPUTS 8
+#define RLX_MAX_INPUTS 12
 
 typedef struct rlx_shape {
     int ndim;
@@ -111,10 +111,30 @@ typedef enum rlx_op {
     RLX_OP_RANDOM_UNIFORM,
     RLX_OP_RANDOM_NORMAL,
     RLX_OP_DROPOUT,
+    /* inference batch norm over axis 1: inputs x, scale, bias, mean, var */
+    RLX_OP_BATCH_NORM,
+    /* fused ops, produced by the fusion pass (src/opt/fuse*.c); each has a
+     * reference CPU kernel and a decomposition into the primitives above
+     * (src/opt/lower.c) */
     RLX_OP_FIRST_FUSED,
-    /* fused ops (optimizer) go here */
-    RLX_OP_COUNT = RLX_OP_FIRST_FUSED
+    RLX_OP_MATMUL_BIAS_ACT = RLX_OP_FIRST_FUSED, /* act(a @ b + bias) */
+    RLX_OP_ADD_LAYER_NORM,                       /* layer_norm(x + residual) */
+    RLX_OP_ADD_RMS_NORM,                         /* rms_norm(x + residual) */
+    RLX_OP_SWIGLU,                               /* silu(x @ wg) * (x @ wu) */
+    RLX_OP_ATTENTION_BLOCK,                      /* qkv proj, q/k norm, rope, attention, out proj */
+    RLX_OP_ELEMENTWISE_CHAIN,                    /* a small elementwise program */
+    RLX_OP_SOFTMAX_SCALE_MASK,                   /* softmax(x * scale + mask) */
+    RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
+    RLX_OP_COUNT
 } rlx_op;
+
+/* Activation of the fused ops. */
+typedef enum rlx_act { RLX_ACT_NONE = 0, RLX_ACT_RELU, RLX_ACT_GELU, RLX_ACT_SILU, RLX_ACT_GELU_TANH, RLX_ACT_COUNT } rlx_act;
+
+/* Elementwise-chain programs: registers 0..n_in-1 are the node's inputs,
+ * register n_in+i the result of instruction i; the last one is the output.
+ * An instruction is 3 bytes: op (a unary or binary rlx_op), a, b. */
+#define RLX_EW_MAX_OPS 24
 
 /* Attributes.  One union member per op family; a node's attribute bytes are
  * zeroed first so memcmp compares them (CSE). */
@@ -134,10 +154,23 @@ typedef union rlx_attrs {
     struct { int64_t pads[2 * RLX_MAX_DIMS]; int mode; double value; } pad;
     struct { double theta; int64_t offset; int interleaved; } rope;
     struct { double scale; int causal, has_mask; } attention;
-    struct { rlx_conv_params p; int spatial, has_bias; } conv;
+    struct { rlx_conv_params p; int spatial, has_bias, act; } conv; /* act: conv_bias_act only */
     struct { rlx_pool_params p; int spatial; } pool;
     struct { double a, b; } random;                   /* lo/hi or mean/std */
     struct { double p; } dropout;
+    struct { double eps; } batch_norm;
+    /* fused ops */
+    struct { int trans_a, trans_b, act, has_bias; } mm_act;
+    struct { int n_ops; uint8_t code[3 * RLX_EW_MAX_OPS]; } ew;
+    struct { double scale; int axis, has_mask; } sm;
+    /* attention block inputs: x, wq, wk, wv, wo, then those flagged, in this
+     * order: bq, bk, bv, bo (has_bias bits 1, 2, 4, 8), q gamma, k gamma */
+    struct {
+        int heads, kv_heads, head_dim, v_head_dim;
+        int has_bias, has_qnorm, has_knorm, has_rope, rope_interleaved, causal;
+        double norm_eps, rope_theta, scale;
+        int64_t rope_offset;
+    } attn_block;
     uint8_t raw[160];
 } rlx_attrs;
 
@@ -188,6 +221,18 @@ typedef struct rlx_op_info {
 } rlx_op_info;
 
 const rlx_op_info *rlx_op_info_of(rlx_op op);
+/* Shape inference of the batch-norm primitive and the fused ops (ops_fused.c). */
+rlx_status rlx_infer_batch_norm(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
+/* Index of the attention block's optional input (1..8 bias bits 1,2,4,8 as
+ * 1..4, 5 q gamma, 6 k gamma), or -1 when absent. */
+int rlx_attn_block_input(const rlx_node_data *n, int which);
 const char *rlx_op_name(rlx_op op);
 bool rlx_op_is_unary(rlx_op op);
 bool rlx_op_is_binary(rlx_op op);

@@ -513,7 +513,7 @@ static rlx_status infer_pool(const rlx_graph *g, rlx_node_data *n)
         if (p->pads[i] >= p->kernel[i] || p->pads[sp + i] >= p->kernel[i])
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pads must be smaller than the kernel on axis %d", i);
         rlx_status s = window_out(x->shape.dims[2 + i], p->kernel[i], p->stride[i],
-                                  n->op == RLX_OP_MAX_POOL ? p->dilation[i] : 1, p->pads[i], p->pads[sp + i],
+                                  p->dilation[i], p->pads[i], p->pads[sp + i],
                                   p->ceil_mode, &n->shape.dims[2 + i]);
         if (s != RLX_OK)
             return s;
@@ -614,6 +614,17 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_RANDOM_UNIFORM] = {"random_uniform", 0, 0, RLX_OPF_RANDOM, infer_leaf},
     [RLX_OP_RANDOM_NORMAL] = {"random_normal", 0, 0, RLX_OPF_RANDOM, infer_leaf},
     [RLX_OP_DROPOUT] = {"dropout", 1, 1, RLX_OPF_RANDOM, infer_dropout},
+    [RLX_OP_BATCH_NORM] = {"batch_norm", 5, 5, 0, rlx_infer_batch_norm},
+    /* fused ops (inference in ops_fused.c) */
+    [RLX_OP_MATMUL_BIAS_ACT] = {"matmul_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_matmul_bias_act},
+    [RLX_OP_ADD_LAYER_NORM] = {"add_layer_norm", 2, 4, RLX_OPF_FUSED, rlx_infer_add_norm},
+    [RLX_OP_ADD_RMS_NORM] = {"add_rms_norm", 2, 3, RLX_OPF_FUSED, rlx_infer_add_norm},
+    [RLX_OP_SWIGLU] = {"swiglu", 3, 3, RLX_OPF_FUSED, rlx_infer_swiglu},
+    [RLX_OP_ATTENTION_BLOCK] = {"attention_block", 5, 11, RLX_OPF_FUSED, rlx_infer_attention_block},
+    [RLX_OP_ELEMENTWISE_CHAIN] = {"elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_FUSED | RLX_OPF_ELEMENTWISE,
+                                  rlx_infer_elementwise_chain},
+    [RLX_OP_SOFTMAX_SCALE_MASK] = {"softmax_scale_mask", 1, 2, RLX_OPF_FUSED, rlx_infer_softmax_scale_mask},
+    [RLX_OP_CONV_BIAS_ACT] = {"conv_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_conv_bias_act},
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

@@ -1,0 +1,269 @@
+/* ops_fused.c - shape and dtype inference of the batch-norm primitive and of
+ * the fused ops the optimizer produces.  Where a fused op contains a
+ * primitive (matmul, norm, conv), its inference runs the primitive's row of
+ * the op table on a probe node, so the two can never disagree. */
+#include <string.h>
+
+#include "ir/ir.h"
+
+#define IN(i) (&g->nodes[n->in[i]])
+
+static char sa[128], sb[128];
+#define SHAPE_A(s) rlx_shape_str((s), sa, sizeof sa)
+#define SHAPE_B(s) rlx_shape_str((s), sb, sizeof sb)
+
+/* Runs op's inference on a copy of n with the given inputs and attributes. */
+static rlx_status infer_as(const rlx_graph *g, const rlx_node_data *n, rlx_op op, int n_in, const rlx_node *in,
+                           const rlx_attrs *attrs, rlx_node_data *res)
+{
+    rlx_node_data p = *n;
+    p.op = op;
+    p.n_in = n_in;
+    for (int i = 0; i < n_in; i++)
+        p.in[i] = in[i];
+    if (attrs)
+        p.attrs = *attrs;
+    rlx_status s = rlx_op_info_of(op)->infer(g, &p);
+    *res = p;
+    return s;
+}
+
+static rlx_status check_vec(const rlx_graph *g, rlx_node id, int64_t len, rlx_dtype t, const char *what)
+{
+    const rlx_node_data *v = &g->nodes[id];
+    if (v->shape.ndim != 1 || v->shape.dims[0] != len)
+        return rlx_set_error(RLX_ERR_SHAPE, "%s must be [%lld], got %s", what, (long long)len, SHAPE_A(&v->shape));
+    if (v->dtype != t)
+        return rlx_set_error(RLX_ERR_DTYPE, "%s dtype %s differs from %s", what, rlx_dtype_name(v->dtype),
+                             rlx_dtype_name(t));
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_batch_norm(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (x->shape.ndim < 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "batch_norm input must be [N, C, ...], got %s", SHAPE_A(&x->shape));
+    if (!rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "batch_norm takes a float type, got %s", rlx_dtype_name(x->dtype));
+    static const char *names[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 1; i < 5; i++) {
+        rlx_status s = check_vec(g, n->in[i], x->shape.dims[1], x->dtype, names[i - 1]);
+        if (s != RLX_OK)
+            return s;
+    }
+    if (!(n->attrs.batch_norm.eps >= 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "eps must be >= 0");
+    n->shape = x->shape;
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status check_act(int act)
+{
+    if (act < 0 || act >= RLX_ACT_COUNT)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unknown activation %d", act);
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_attrs a;
+    memset(&a, 0, sizeof a);
+    a.matmul.trans_a = n->attrs.mm_act.trans_a;
+    a.matmul.trans_b = n->attrs.mm_act.trans_b;
+    rlx_node_data r;
+    rlx_status s = infer_as(g, n, RLX_OP_MATMUL, 2, n->in, &a, &r);
+    if (s != RLX_OK)
+        return s;
+    if ((s = check_act(n->attrs.mm_act.act)) != RLX_OK)
+        return s;
+    if (n->attrs.mm_act.has_bias != (n->n_in == 3))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "bias flag and input count disagree");
+    if (n->n_in == 3 && (s = check_vec(g, n->in[2], r.shape.dims[r.shape.ndim - 1], r.dtype, "bias")) != RLX_OK)
+        return s;
+    n->shape = r.shape;
+    n->dtype = r.dtype;
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *r = IN(1);
+    if (!rlx_shape_equal(&x->shape, &r->shape) || x->dtype != r->dtype)
+        return rlx_set_error(RLX_ERR_SHAPE, "residual %s %s must match input %s %s", SHAPE_A(&r->shape),
+                             rlx_dtype_name(r->dtype), SHAPE_B(&x->shape), rlx_dtype_name(x->dtype));
+    if (n->op == RLX_OP_ADD_RMS_NORM && n->attrs.norm.has_beta)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rms norm has no bias");
+    rlx_node in[3] = {n->in[0], n->in[2], n->in[3]};
+    rlx_node_data res;
+    rlx_status s = infer_as(g, n, n->op == RLX_OP_ADD_RMS_NORM ? RLX_OP_RMS_NORM : RLX_OP_LAYER_NORM, n->n_in - 1,
+                            in, NULL, &res);
+    if (s != RLX_OK)
+        return s;
+    n->shape = res.shape;
+    n->dtype = res.dtype;
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_attrs a;
+    memset(&a, 0, sizeof a);
+    rlx_node_data r1, r2;
+    rlx_node gate[2] = {n->in[0], n->in[1]}, up[2] = {n->in[0], n->in[2]};
+    rlx_status s = infer_as(g, n, RLX_OP_MATMUL, 2, gate, &a, &r1);
+    if (s == RLX_OK)
+        s = infer_as(g, n, RLX_OP_MATMUL, 2, up, &a, &r2);
+    if (s != RLX_OK)
+        return s;
+    if (!rlx_shape_equal(&r1.shape, &r2.shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "gate %s and up %s projections differ", SHAPE_A(&r1.shape),
+                             SHAPE_B(&r2.shape));
+    n->shape = r1.shape;
+    n->dtype = r1.dtype;
+    return RLX_OK;
+}
+
+int rlx_attn_block_input(const rlx_node_data *n, int which)
+{
+    int k = 5;
+    for (int i = 1; i <= 6; i++) {
+        int present = i <= 4 ? (n->attrs.attn_block.has_bias >> (i - 1)) & 1
+                             : (i == 5 ? n->attrs.attn_block.has_qnorm : n->attrs.attn_block.has_knorm);
+        if (i == which)
+            return present ? k : -1;
+        k += present != 0;
+    }
+    return -1;
+}
+
+static rlx_status check_mat(const rlx_graph *g, rlx_node id, int64_t rows, int64_t cols, rlx_dtype t,
+                            const char *what)
+{
+    const rlx_node_data *w = &g->nodes[id];
+    if (w->shape.ndim != 2 || w->shape.dims[0] != rows || w->shape.dims[1] != cols)
+        return rlx_set_error(RLX_ERR_SHAPE, "%s must be [%lld, %lld], got %s", what, (long long)rows, (long long)cols,
+                             SHAPE_A(&w->shape));
+    if (w->dtype != t)
+        return rlx_set_error(RLX_ERR_DTYPE, "%s dtype %s differs from %s", what, rlx_dtype_name(w->dtype),
+                             rlx_dtype_name(t));
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+#define a (&n->attrs.attn_block)
+    if (x->shape.ndim != 3)
+        return rlx_set_error(RLX_ERR_SHAPE, "attention block input must be [B, S, hidden], got %s",
+                             SHAPE_A(&x->shape));
+    if (!rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "attention block takes a float type, got %s", rlx_dtype_name(x->dtype));
+    int64_t hid = x->shape.dims[2], H = a->heads, Hk = a->kv_heads, D = a->head_dim, Dv = a->v_head_dim;
+    if (H < 1 || Hk < 1 || D < 1 || Dv < 1 || H % Hk)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "bad heads %lld / kv heads %lld / dims %lld, %lld",
+                             (long long)H, (long long)Hk, (long long)D, (long long)Dv);
+    if (a->has_rope && (D % 2 || !(a->rope_theta > 0)))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope needs an even head dim and theta > 0");
+    int expected = 5 + __builtin_popcount((unsigned)a->has_bias & 15u) + (a->has_qnorm != 0) + (a->has_knorm != 0);
+    if (n->n_in != expected || (a->has_bias & ~15))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "attention block expects %d inputs, got %d", expected, n->n_in);
+    rlx_dtype t = x->dtype;
+    const rlx_node_data *wo = IN(4);
+    if (wo->shape.ndim != 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "output projection must be 2-d, got %s", SHAPE_A(&wo->shape));
+    int64_t out_dim = wo->shape.dims[1];
+    rlx_status s;
+    if ((s = check_mat(g, n->in[1], hid, H * D, t, "q projection")) != RLX_OK ||
+        (s = check_mat(g, n->in[2], hid, Hk * D, t, "k projection")) != RLX_OK ||
+        (s = check_mat(g, n->in[3], hid, Hk * Dv, t, "v projection")) != RLX_OK ||
+        (s = check_mat(g, n->in[4], H * Dv, out_dim, t, "output projection")) != RLX_OK)
+        return s;
+    const int64_t blen[4] = {H * D, Hk * D, Hk * Dv, out_dim};
+    for (int i = 1; i <= 6; i++) {
+        int k = rlx_attn_block_input(n, i);
+        if (k >= 0 && (s = check_vec(g, n->in[k], i <= 4 ? blen[i - 1] : D, t, i <= 4 ? "bias" : "norm gamma")) != RLX_OK)
+            return s;
+    }
+    n->shape.ndim = 3;
+    n->shape.dims[0] = x->shape.dims[0];
+    n->shape.dims[1] = x->shape.dims[1];
+    n->shape.dims[2] = out_dim;
+    n->dtype = t;
+    return RLX_OK;
+#undef a
+}
+
+rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n)
+{
+    int nops = n->attrs.ew.n_ops;
+    if (nops < 1 || nops > RLX_EW_MAX_OPS)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "elementwise program has %d instructions (1..%d)", nops,
+                             RLX_EW_MAX_OPS);
+    rlx_dtype t = IN(0)->dtype;
+    if (!rlx_dtype_is_float(t))
+        return rlx_set_error(RLX_ERR_DTYPE, "elementwise chain takes a float type, got %s", rlx_dtype_name(t));
+    rlx_shape out = IN(0)->shape;
+    for (int i = 1; i < n->n_in; i++) {
+        if (IN(i)->dtype != t)
+            return rlx_set_error(RLX_ERR_DTYPE, "operand %d has dtype %s, operand 0 %s", i,
+                                 rlx_dtype_name(IN(i)->dtype), rlx_dtype_name(t));
+        if (!rlx_shape_broadcast(&out, &IN(i)->shape, &out))
+            return rlx_set_error(RLX_ERR_SHAPE, "operand %d shape %s does not broadcast", i, SHAPE_A(&IN(i)->shape));
+    }
+    for (int k = 0; k < nops; k++) {
+        const uint8_t *c = &n->attrs.ew.code[3 * k];
+        rlx_op op = (rlx_op)c[0];
+        int regs = n->n_in + k;
+        bool unary = rlx_op_is_unary(op) && op != RLX_OP_NOT;
+        bool binary = rlx_op_is_binary(op) && op <= RLX_OP_MIN && op != RLX_OP_MOD;
+        if (!unary && !binary)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "instruction %d: %s is not a float elementwise op", k,
+                                 rlx_op_name(op));
+        if (c[1] >= regs || (binary && c[2] >= regs))
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "instruction %d reads a register not yet written", k);
+    }
+    n->shape = out;
+    n->dtype = t;
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    if (!rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "softmax takes a float type, got %s", rlx_dtype_name(x->dtype));
+    int axis = n->attrs.sm.axis;
+    if (axis < 0 || axis >= x->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, x->shape.ndim);
+    if (n->attrs.sm.has_mask != (n->n_in == 2))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "mask flag and input count disagree");
+    if (n->n_in == 2) {
+        const rlx_node_data *m = IN(1);
+        rlx_shape b;
+        if (m->dtype != RLX_BOOL && m->dtype != x->dtype)
+            return rlx_set_error(RLX_ERR_DTYPE, "mask must be bool or %s, got %s", rlx_dtype_name(x->dtype),
+                                 rlx_dtype_name(m->dtype));
+        if (!rlx_shape_broadcast(&m->shape, &x->shape, &b) || !rlx_shape_equal(&b, &x->shape))
+            return rlx_set_error(RLX_ERR_SHAPE, "mask %s does not broadcast to %s", SHAPE_A(&m->shape),
+                                 SHAPE_B(&x->shape));
+    }
+    n->shape = x->shape;
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_status s = check_act(n->attrs.conv.act);
+    if (s != RLX_OK)
+        return s;
+    rlx_node_data r;
+    if ((s = infer_as(g, n, RLX_OP_CONV, n->n_in, n->in, NULL, &r)) != RLX_OK)
+        return s;
+    n->attrs.conv.spatial = r.attrs.conv.spatial;
+    n->shape = r.shape;
+    n->dtype = r.dtype;
+    return RLX_OK;
+}
