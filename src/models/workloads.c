@@ -130,6 +130,17 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+void rlx_workload_param_f32(const char *name, int index, size_t count, uint64_t seed, float *out)
+{
+    if (ends_with(name, ".b"))
+        memset(out, 0, count * sizeof(float));
+    else if (ends_with(name, ".g"))
+        for (size_t k = 0; k < count; k++)
+            out[k] = 1.0f;
+    else
+        rlx_fill_normal(out, (int64_t)count, 0.02, seed * 1000003ULL + (uint64_t)index);
+}
+
 rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed)
 {
     int n = rlx_session_count(s, 1);
@@ -146,13 +157,7 @@ rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed)
             free(buf);
             return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "init params: out of memory");
         }
-        if (ends_with(info.name, ".b"))
-            memset(f, 0, count * sizeof(float));
-        else if (ends_with(info.name, ".g"))
-            for (size_t k = 0; k < count; k++)
-                f[k] = 1.0f;
-        else
-            rlx_fill_normal(f, (int64_t)count, 0.02, seed * 1000003ULL + (uint64_t)i);
+        rlx_workload_param_f32(info.name, i, count, seed, f);
         for (size_t k = 0; k < count; k++) {
             switch (info.dtype) {
             case RLX_F16: ((uint16_t *)buf)[k] = rlx_f32_to_f16(f[k]); break;

@@ -24,6 +24,9 @@ rlx_graph *rlx_workload_encoder(const rlx_encoder_config *c);
 /* Sets every param of the session from a seeded generator by the naming
  * rule: names ending ".b" zero, ".g" one, anything else normal(0, 0.02). */
 rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed);
+/* The values init_params gives the param `name` (the index-th param of the
+ * session), as f32. */
+void rlx_workload_param_f32(const char *name, int index, size_t count, uint64_t seed, float *out);
 /* Fills n values with normal(0, std) (f32) from seed. */
 void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
 

@@ -8,6 +8,7 @@
  * loop is used. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,6 @@ static dgemm_fn blas_dgemm;
 static set_threads_fn blas_set_threads;
 static const char *blas_name = "builtin loops";
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void load_blas(void)
 {
@@ -42,6 +42,10 @@ static void load_blas(void)
         blas_dgemm = (dgemm_fn)dlsym(h, "cblas_dgemm");
         blas_set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
         if (blas_sgemm && blas_dgemm) {
+            /* We split large products across our own threads and call BLAS
+             * single-threaded in each: its threaded path allocates per call. */
+            if (blas_set_threads)
+                blas_set_threads(1);
             blas_name = names[i];
             return;
         }
@@ -59,6 +63,21 @@ const char *rlx_blas_name(void)
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
 
+/* Splits C into `parts` blocks along its longer side (block k of n). */
+static void split_range(int64_t total, int parts, int k, int64_t *lo, int64_t *len)
+{
+    int64_t base = total / parts, extra = total % parts;
+    *lo = k * base + (k < extra ? k : extra);
+    *len = base + (k < extra);
+}
+
+static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
+{
+    if (threads <= 1 || M * N * K < (int64_t)1 << 21)
+        return 1;
+    return threads;
+}
+
 void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads)
 {
@@ -67,12 +86,20 @@ void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
         return;
     if (blas_sgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&
         K > 0) {
-        pthread_mutex_lock(&blas_lock);
-        if (blas_set_threads)
-            blas_set_threads(threads > 0 ? threads : 1);
-        blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda,
-                   B, (int)ldb, beta, C, (int)ldc);
-        pthread_mutex_unlock(&blas_lock);
+        int parts = gemm_parts(M, N, K, threads);
+        bool by_rows = M >= N;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+        for (int k = 0; k < parts; k++) {
+            int64_t lo, len;
+            split_range(by_rows ? M : N, parts, k, &lo, &len);
+            if (len == 0)
+                continue;
+            const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
+            const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
+            float *c = by_rows ? C + lo * ldc : C + lo;
+            blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
+                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        }
         return;
     }
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (M * N * K > 65536)
@@ -94,12 +121,20 @@ void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, co
         return;
     if (blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&
         K > 0) {
-        pthread_mutex_lock(&blas_lock);
-        if (blas_set_threads)
-            blas_set_threads(threads > 0 ? threads : 1);
-        blas_dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda,
-                   B, (int)ldb, beta, C, (int)ldc);
-        pthread_mutex_unlock(&blas_lock);
+        int parts = gemm_parts(M, N, K, threads);
+        bool by_rows = M >= N;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+        for (int k = 0; k < parts; k++) {
+            int64_t lo, len;
+            split_range(by_rows ? M : N, parts, k, &lo, &len);
+            if (len == 0)
+                continue;
+            const double *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
+            const double *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
+            double *c = by_rows ? C + lo * ldc : C + lo;
+            blas_dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
+                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        }
         return;
     }
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (M * N * K > 65536)

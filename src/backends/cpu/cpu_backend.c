@@ -127,8 +127,39 @@ static rlx_status cpu_prepare(const rlx_graph *g, rlx_thunk *t)
 
 static void cpu_release(rlx_thunk *t) { (void)t; }
 
+/* RLX_PROFILE=1: time per op kind for each run, on stderr. */
+static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    double per_op[CPU_TABLE_SIZE] = {0};
+    int calls[CPU_TABLE_SIZE] = {0};
+    for (int i = 0; i < s->n_thunks; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (!t->fn)
+            continue;
+        double t0 = rlx_now_ms();
+        rlx_status st = t->fn(t, ctx);
+        per_op[t->node->op] += rlx_now_ms() - t0;
+        calls[t->node->op]++;
+        if (st != RLX_OK)
+            return st;
+    }
+    fprintf(stderr, "[rlx cpu] profile (ms):");
+    for (int op = 0; op < CPU_TABLE_SIZE; op++)
+        if (calls[op])
+            fprintf(stderr, " %s %.2f/%d", rlx_op_name((rlx_op)op), per_op[op], calls[op]);
+    fprintf(stderr, "\n");
+    return RLX_OK;
+}
+
 static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    static int profile = -1;
+    if (profile < 0) {
+        const char *v = getenv("RLX_PROFILE");
+        profile = v && *v && strcmp(v, "0") != 0;
+    }
+    if (profile)
+        return cpu_run_profiled(s, ctx);
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
