@@ -1,0 +1,209 @@
+/* test_passes.c - each simplify pass on its own: what it removes, what it
+ * keeps, and that the graph computes the same values afterwards. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/runtime.h"
+
+static int count_op(const rlx_graph *g, rlx_op op)
+{
+    int c = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        c += g->nodes[i].op == op;
+    return c;
+}
+
+/* Runs g on the CPU with the given options; x is the input "x" [n] f32. */
+static void run(const rlx_graph *g, int no_simplify, const float *x, size_t n, float *y, size_t ny)
+{
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    o.no_simplify = no_simplify;
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "x", x, n * 4), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "y", y, ny * 4), RLX_OK);
+    rlx_session_free(s);
+}
+
+static void random_floats(float *v, size_t n, unsigned seed)
+{
+    srand(seed);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static void test_dce_removes_dead_keeps_inputs_and_params(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){8});
+    rlx_node unused = rlx_param(g, "unused", RLX_F32, 1, (int64_t[]){8});
+    rlx_node dead = rlx_exp(g, rlx_add(g, x, unused)); /* no output reads it */
+    (void)dead;
+    rlx_output(g, "y", rlx_tanh(g, x));
+    rlx_graph *d = rlx_pass_dce(g, NULL);
+    assert_non_null(d);
+    assert_int_equal(d->n_nodes, 3); /* x, unused (a param stays settable), tanh */
+    assert_int_equal(count_op(d, RLX_OP_EXP), 0);
+    assert_int_equal(count_op(d, RLX_OP_PARAM), 1);
+    assert_int_equal(d->n_outputs, 1);
+    assert_int_equal(d->nodes[d->outputs[0].node].op, RLX_OP_TANH);
+    assert_int_equal(rlx_graph_verify(d), RLX_OK);
+    rlx_graph_free(d);
+    rlx_graph_free(g);
+}
+
+static void test_cse_merges_identical_not_different(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){16});
+    rlx_node a = rlx_exp(g, x), b = rlx_exp(g, x);        /* same: merged */
+    rlx_node c = rlx_softmax(g, x, 0), d = rlx_log_softmax(g, x, 0); /* different ops: kept */
+    rlx_node r1 = rlx_random_uniform(g, RLX_F32, 1, (int64_t[]){16}, 0, 1);
+    rlx_node r2 = rlx_random_uniform(g, RLX_F32, 1, (int64_t[]){16}, 0, 1); /* random: never merged */
+    rlx_node m1 = rlx_mod(g, x, a, 0), m2 = rlx_mod(g, x, a, 1); /* attrs differ: kept */
+    rlx_node sum = rlx_add(g, rlx_add(g, rlx_add(g, a, b), rlx_add(g, c, d)), rlx_add(g, rlx_add(g, r1, r2),
+                                                                              rlx_add(g, m1, m2)));
+    rlx_output(g, "y", sum);
+    rlx_graph *e = rlx_pass_cse(g, NULL);
+    assert_non_null(e);
+    assert_int_equal(count_op(e, RLX_OP_EXP), 1);
+    assert_int_equal(count_op(e, RLX_OP_SOFTMAX), 1);
+    assert_int_equal(count_op(e, RLX_OP_LOG_SOFTMAX), 1);
+    assert_int_equal(count_op(e, RLX_OP_RANDOM_UNIFORM), 2);
+    assert_int_equal(count_op(e, RLX_OP_MOD), 2);
+    assert_int_equal(e->n_nodes, g->n_nodes - 1);
+    rlx_graph_free(e);
+    rlx_graph_free(g);
+}
+
+static void test_cse_merges_equal_constants_only(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
+    float v1[4] = {1, 2, 3, 4}, v2[4] = {1, 2, 3, 5};
+    rlx_node c1 = rlx_constant(g, RLX_F32, 1, (int64_t[]){4}, v1, sizeof v1);
+    rlx_node c2 = rlx_constant(g, RLX_F32, 1, (int64_t[]){4}, v1, sizeof v1);
+    rlx_node c3 = rlx_constant(g, RLX_F32, 1, (int64_t[]){4}, v2, sizeof v2);
+    rlx_output(g, "y", rlx_add(g, rlx_add(g, rlx_mul(g, x, c1), rlx_mul(g, x, c2)), c3));
+    rlx_graph *e = rlx_pass_cse(g, NULL);
+    assert_int_equal(count_op(e, RLX_OP_CONSTANT), 2);
+    assert_int_equal(count_op(e, RLX_OP_MUL), 1);
+    rlx_graph_free(e);
+    rlx_graph_free(g);
+}
+
+static void test_fold_evaluates_constant_subgraphs(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){6});
+    float cv[6] = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.75f};
+    rlx_node c = rlx_constant(g, RLX_F32, 1, (int64_t[]){6}, cv, sizeof cv);
+    rlx_node folded = rlx_tanh(g, rlx_mul(g, rlx_exp(g, c), c)); /* all constant */
+    rlx_node noise = rlx_random_normal(g, RLX_F32, 1, (int64_t[]){6}, 0, 1);
+    rlx_node not_folded = rlx_mul(g, noise, c); /* random: stays */
+    rlx_output(g, "y", rlx_add(g, rlx_mul(g, x, folded), rlx_mul(g, not_folded, rlx_scalar(g, RLX_F32, 0))));
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    rlx_graph *f = rlx_pass_fold(g, &ctx);
+    assert_non_null(f);
+    rlx_graph *d = rlx_pass_dce(f, NULL);
+    assert_int_equal(count_op(d, RLX_OP_EXP), 0);
+    assert_int_equal(count_op(d, RLX_OP_TANH), 0);
+    assert_int_equal(count_op(d, RLX_OP_RANDOM_NORMAL), 1);
+    /* the folded constant holds tanh(exp(c) * c) */
+    bool found = false;
+    for (int i = 0; i < d->n_nodes; i++) {
+        if (d->nodes[i].op != RLX_OP_CONSTANT || d->nodes[i].data_bytes != sizeof cv)
+            continue;
+        const float *v = d->nodes[i].data;
+        bool match = true;
+        for (int k = 0; k < 6; k++)
+            match &= fabs(v[k] - tanh(exp(cv[k]) * cv[k])) < 1e-6;
+        found |= match;
+    }
+    assert_true(found);
+    rlx_graph_free(d);
+    rlx_graph_free(f);
+    /* and the program computes the same with and without simplification */
+    float xv[6], y1[6], y2[6];
+    random_floats(xv, 6, 3);
+    run(g, 0, xv, 6, y1, 6);
+    run(g, 1, xv, 6, y2, 6);
+    for (int k = 0; k < 6; k++)
+        assert_float_equal(y1[k], y2[k], 1e-6);
+    rlx_graph_free(g);
+}
+
+static void test_fold_respects_size_limit(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    float one = 1.0f;
+    rlx_node c = rlx_constant(g, RLX_F32, 0, NULL, &one, 4);
+    rlx_node big = rlx_expand(g, c, 1, (int64_t[]){1 << 16}); /* 256 KiB */
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){1 << 16});
+    rlx_output(g, "y", rlx_add(g, x, big));
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1024};
+    rlx_graph *f = rlx_pass_fold(g, &ctx);
+    assert_int_equal(count_op(f, RLX_OP_EXPAND), 1); /* too large to fold */
+    rlx_graph_free(f);
+    ctx.fold_limit = 1 << 20;
+    f = rlx_pass_fold(g, &ctx);
+    assert_int_equal(count_op(f, RLX_OP_EXPAND), 0);
+    rlx_graph_free(f);
+    rlx_graph_free(g);
+}
+
+static void test_simplify_pipeline_same_results(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+    float wv[64];
+    random_floats(wv, 64, 9);
+    rlx_node w = rlx_constant(g, RLX_F32, 2, (int64_t[]){8, 8}, wv, sizeof wv);
+    rlx_node wt = rlx_transpose(g, rlx_transpose(g, w, (int[]){1, 0}), (int[]){1, 0}); /* folds */
+    rlx_node h1 = rlx_gelu(g, rlx_matmul(g, x, wt, 0, 0));
+    rlx_node h2 = rlx_gelu(g, rlx_matmul(g, x, wt, 0, 0)); /* duplicate of h1 */
+    rlx_output(g, "y", rlx_reshape(g, rlx_add(g, h1, h2), 1, (int64_t[]){32}));
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    rlx_graph *s = rlx_simplify(g, &ctx);
+    assert_non_null(s);
+    assert_int_equal(count_op(s, RLX_OP_TRANSPOSE), 0);
+    assert_int_equal(count_op(s, RLX_OP_MATMUL), 1);
+    assert_int_equal(count_op(s, RLX_OP_GELU), 1);
+    rlx_graph_free(s);
+    float xv[32], y1[32], y2[32];
+    random_floats(xv, 32, 5);
+    run(g, 0, xv, 32, y1, 32);
+    run(g, 1, xv, 32, y2, 32);
+    for (int k = 0; k < 32; k++)
+        assert_float_equal(y1[k], y2[k], 1e-5);
+    rlx_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dce_removes_dead_keeps_inputs_and_params),
+        cmocka_unit_test(test_cse_merges_identical_not_different),
+        cmocka_unit_test(test_cse_merges_equal_constants_only),
+        cmocka_unit_test(test_fold_evaluates_constant_subgraphs),
+        cmocka_unit_test(test_fold_respects_size_limit),
+        cmocka_unit_test(test_simplify_pipeline_same_results),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
