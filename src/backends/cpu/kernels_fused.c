@@ -1,0 +1,630 @@
+/* kernels_fused.c - reference CPU kernels of the fused ops and of the
+ * inference batch norm.
+ *
+ * Fused kernels compute in f32 (GEMMs through BLAS) or double (statistics,
+ * elementwise programs) whatever the storage dtype: operands of other float
+ * dtypes are widened into scratch first, and results are narrowed once on
+ * store.  They are the reference other backends' fused kernels are tested
+ * against; each one also has a decomposition into primitives (opt/lower.c)
+ * that must agree with it. */
+#include <omp.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+#define NODE_IN(g, n, i) (&(g)->nodes[(n)->in[i]])
+
+/* A bump allocator over the thunk's scratch (sizes rounded to 64 bytes, in
+ * the same order as the scratch callback counted them). */
+typedef struct bump {
+    char *p;
+} bump;
+static void *take(bump *b, size_t bytes)
+{
+    void *r = b->p;
+    b->p += round64(bytes);
+    return r;
+}
+
+/* Operand i as f32: the input itself when it is f32, else widened into
+ * scratch. */
+static const float *as_f32(const rlx_thunk *t, int i, bump *b)
+{
+    const rlx_node_data *n = t->in_node[i];
+    if (n->dtype == RLX_F32)
+        return t->in[i];
+    int64_t cnt = rlx_shape_numel(&n->shape);
+    float *dst = take(b, (size_t)cnt * sizeof(float));
+    rlx_cpu_to_f32(dst, t->in[i], n->dtype, cnt);
+    return dst;
+}
+static size_t f32_copy_bytes(const rlx_node_data *n)
+{
+    return n->dtype == RLX_F32 ? 0 : round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
+}
+
+static inline double act_f(int act, double x)
+{
+    switch (act) {
+    case RLX_ACT_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case RLX_ACT_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    default: return x;
+    }
+}
+
+/* ------------------------------------------------------------ batch norm */
+
+static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int64_t C = xn->shape.dims[1], planes = xn->shape.dims[0] * C;
+    int64_t inner = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
+    double eps = t->node->attrs.batch_norm.eps;
+    int threads = rlx_cpu_threads(ctx, planes * inner * 2);
+    if (planes < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        int64_t c = pl % C;
+        double s = rlx_load(t->in[1], dt, c) / sqrt(rlx_load(t->in[4], dt, c) + eps);
+        double sh = rlx_load(t->in[2], dt, c) - rlx_load(t->in[3], dt, c) * s;
+        int64_t base = pl * inner;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base;
+            float *y = (float *)t->out + base;
+            for (int64_t i = 0; i < inner; i++)
+                y[i] = (float)(x[i] * s + sh);
+        } else {
+            for (int64_t i = 0; i < inner; i++)
+                rlx_store(t->out, dt, base + i, rlx_load(t->in[0], dt, base + i) * s + sh);
+        }
+    }
+    return RLX_OK;
+}
+
+/* ----------------------------------------------------- batched f32 GEMM */
+
+/* C (f32, dense, the matmul's output shape) = op(A) op(B) for A, B of any
+ * rank >= 2 with broadcast batch dims, both already f32. */
+static void gemm_batched(const float *A, const rlx_shape *as, const float *B, const rlx_shape *bs, int ta, int tb,
+                         float *C, const rlx_shape *cs, int threads)
+{
+    int ra = as->ndim, rb = bs->ndim, rc = cs->ndim;
+    int64_t M = cs->dims[rc - 2], N = cs->dims[rc - 1];
+    int64_t a_rows = as->dims[ra - 2], a_cols = as->dims[ra - 1];
+    int64_t b_rows = bs->dims[rb - 2], b_cols = bs->dims[rb - 1];
+    int64_t K = ta ? a_rows : a_cols;
+    rlx_shape batch = *cs, ab = *as, bb = *bs;
+    batch.ndim = rc - 2;
+    ab.ndim = ra - 2;
+    bb.ndim = rb - 2;
+    int64_t nb = rlx_shape_numel(&batch);
+    if (nb == 0 || M == 0 || N == 0)
+        return;
+    /* b shared by every batch and a contiguous rows: one GEMM */
+    if (rb == 2 && !ta && rlx_shape_numel(&ab) == nb) {
+        rlx_sgemm(0, tb, nb * M, N, K, 1.0f, A, a_cols, B, b_cols, 0.0f, C, N, threads);
+        return;
+    }
+    int64_t ast[RLX_MAX_DIMS], bst[RLX_MAX_DIMS];
+    rlx_shape_broadcast_strides(&ab, &batch, ast);
+    rlx_shape_broadcast_strides(&bb, &batch, bst);
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t oa = rlx_bcast_offset(i, &batch, ast) * a_rows * a_cols;
+        int64_t ob = rlx_bcast_offset(i, &batch, bst) * b_rows * b_cols;
+        rlx_sgemm(ta, tb, M, N, K, 1.0f, A + oa, a_cols, B + ob, b_cols, 0.0f, C + i * M * N, N, threads);
+    }
+}
+
+/* ------------------------------------------------------ matmul+bias+act */
+
+static size_t mm_act_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    size_t b = f32_copy_bytes(NODE_IN(g, n, 0)) + f32_copy_bytes(NODE_IN(g, n, 1));
+    if (n->dtype != RLX_F32)
+        b += round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
+    return b;
+}
+
+static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    bump b = {t->scratch};
+    const float *A = as_f32(t, 0, &b), *B = as_f32(t, 1, &b);
+    int64_t total = rlx_shape_numel(&n->shape);
+    float *C = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)total * sizeof(float));
+    gemm_batched(A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a,
+                 n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads);
+    int64_t N = n->shape.dims[n->shape.ndim - 1];
+    int64_t rows = N ? total / N : 0;
+    const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
+    rlx_dtype bt = n->attrs.mm_act.has_bias ? t->in_node[2]->dtype : RLX_F32;
+    int act = n->attrs.mm_act.act;
+    int threads = rlx_cpu_threads(ctx, total * (act ? 8 : 1));
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        float *c = C + r * N;
+        if (n->dtype == RLX_F32) {
+            if (bias && bt == RLX_F32 && act == RLX_ACT_NONE) {
+                const float *bf = bias;
+                for (int64_t j = 0; j < N; j++)
+                    c[j] += bf[j];
+                continue;
+            }
+            for (int64_t j = 0; j < N; j++)
+                c[j] = (float)act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0));
+        } else {
+            for (int64_t j = 0; j < N; j++)
+                rlx_store(t->out, n->dtype, r * N + j, act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
+        }
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------ residual add + norm */
+
+static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int is_layer = n->op == RLX_OP_ADD_LAYER_NORM;
+    double eps = n->attrs.norm.eps;
+    int64_t d = xn->shape.dims[xn->shape.ndim - 1];
+    int64_t rows = d ? rlx_shape_numel(&xn->shape) / d : 0;
+    int k = 2;
+    const void *gamma = n->attrs.norm.has_gamma ? t->in[k++] : NULL;
+    const void *beta = (is_layer && n->attrs.norm.has_beta) ? t->in[k++] : NULL;
+    int threads = rlx_cpu_threads(ctx, rows * d * 4);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t base = r * d;
+        double mean = 0, var = 0;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + base, *res = (const float *)t->in[1] + base;
+            const float *g = gamma, *bb = beta;
+            float *y = (float *)t->out + base;
+            if (is_layer) {
+                for (int64_t i = 0; i < d; i++)
+                    mean += (double)x[i] + res[i];
+                mean /= (double)d;
+            }
+            for (int64_t i = 0; i < d; i++) {
+                double v = (double)x[i] + res[i] - mean;
+                var += v * v;
+            }
+            double inv = 1.0 / sqrt(var / (double)d + eps);
+            for (int64_t i = 0; i < d; i++) {
+                double v = ((double)x[i] + res[i] - mean) * inv;
+                if (g)
+                    v *= g[i];
+                if (bb)
+                    v += bb[i];
+                y[i] = (float)v;
+            }
+        } else {
+            for (int64_t i = 0; i < d; i++) {
+                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
+                mean += is_layer ? s : 0;
+            }
+            mean /= (double)d;
+            if (!is_layer)
+                mean = 0;
+            for (int64_t i = 0; i < d; i++) {
+                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
+                double v = s - mean;
+                var += v * v;
+            }
+            double inv = 1.0 / sqrt(var / (double)d + eps);
+            for (int64_t i = 0; i < d; i++) {
+                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
+                double v = (s - mean) * inv;
+                if (gamma)
+                    v *= rlx_load(gamma, dt, i);
+                if (beta)
+                    v += rlx_load(beta, dt, i);
+                rlx_store(t->out, dt, base + i, v);
+            }
+        }
+    }
+    return RLX_OK;
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+
+static size_t swiglu_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    return f32_copy_bytes(NODE_IN(g, n, 0)) + f32_copy_bytes(NODE_IN(g, n, 1)) + f32_copy_bytes(NODE_IN(g, n, 2)) +
+           2 * round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
+}
+
+static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    bump b = {t->scratch};
+    const float *X = as_f32(t, 0, &b), *Wg = as_f32(t, 1, &b), *Wu = as_f32(t, 2, &b);
+    int64_t total = rlx_shape_numel(&n->shape);
+    float *G = take(&b, (size_t)total * sizeof(float)), *U = take(&b, (size_t)total * sizeof(float));
+    gemm_batched(X, &t->in_node[0]->shape, Wg, &t->in_node[1]->shape, 0, 0, G, &n->shape, ctx->threads);
+    gemm_batched(X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads);
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
+    for (int64_t i = 0; i < total; i++) {
+        double v = act_f(RLX_ACT_SILU, G[i]) * U[i];
+        if (n->dtype == RLX_F32)
+            ((float *)t->out)[i] = (float)v;
+        else
+            rlx_store(t->out, n->dtype, i, v);
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------- attention block */
+
+typedef struct ab_dims {
+    int64_t B, S, hid, H, Hk, D, Dv, out, rows;
+} ab_dims;
+
+static ab_dims ab_dims_of(const rlx_node_data *x, const rlx_node_data *n)
+{
+    ab_dims d;
+    d.B = x->shape.dims[0];
+    d.S = x->shape.dims[1];
+    d.hid = x->shape.dims[2];
+    d.H = n->attrs.attn_block.heads;
+    d.Hk = n->attrs.attn_block.kv_heads;
+    d.D = n->attrs.attn_block.head_dim;
+    d.Dv = n->attrs.attn_block.v_head_dim;
+    d.out = n->shape.dims[2];
+    d.rows = d.B * d.S;
+    return d;
+}
+
+static int ab_threads(int threads, const ab_dims *d)
+{
+    int64_t th = threads < 1 ? 1 : threads, bh = d->B * d->H;
+    if (bh < th)
+        th = bh > 0 ? bh : 1;
+    return (int)th;
+}
+
+static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    ab_dims d = ab_dims_of(NODE_IN(g, n, 0), n);
+    size_t b = 0;
+    for (int i = 0; i < 5; i++)
+        b += f32_copy_bytes(NODE_IN(g, n, i));
+    b += round64((size_t)(d.rows * d.H * d.D) * 4) + round64((size_t)(d.rows * d.Hk * d.D) * 4) +
+         round64((size_t)(d.rows * d.Hk * d.Dv) * 4) + round64((size_t)(d.rows * d.H * d.Dv) * 4);
+    if (n->dtype != RLX_F32)
+        b += round64((size_t)(d.rows * d.out) * 4);
+    b += (size_t)ab_threads(threads, &d) * round64((size_t)d.S * sizeof(double));
+    return b;
+}
+
+/* rows x width matrix: adds bias (any dtype), or nothing if bias is NULL. */
+static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bias, rlx_dtype bt)
+{
+    if (!bias)
+        return;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < width; j++)
+            m[r * width + j] = (float)((double)m[r * width + j] + rlx_load(bias, bt, j));
+}
+
+/* RMS norm over each head vector of D elements, then rotary embedding. */
+static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma,
+                         rlx_dtype gt, double eps, const rlx_node_data *n, int threads)
+{
+    int rope = n->attrs.attn_block.has_rope, inter = n->attrs.attn_block.rope_interleaved;
+    double theta = n->attrs.attn_block.rope_theta;
+    int64_t offset = n->attrs.attn_block.rope_offset, half = D / 2;
+    int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t rh = 0; rh < rows * heads; rh++) {
+        float *v = m + rh * D;
+        if (gamma) {
+            double ss = 0;
+            for (int64_t i = 0; i < D; i++)
+                ss += (double)v[i] * v[i];
+            double inv = 1.0 / sqrt(ss / (double)D + eps);
+            for (int64_t i = 0; i < D; i++)
+                v[i] = (float)(v[i] * inv * rlx_load(gamma, gt, i));
+        }
+        if (rope) {
+            double pos = (double)(offset + (rh / heads) % S);
+            for (int64_t i = 0; i < half; i++) {
+                double a = pos * pow(theta, -2.0 * (double)i / (double)D);
+                double c = cos(a), s = sin(a);
+                int64_t ia = i * stride_a, ib = ia + off_b;
+                double x1 = v[ia], x2 = v[ib];
+                v[ia] = (float)(x1 * c - x2 * s);
+                v[ib] = (float)(x2 * c + x1 * s);
+            }
+        }
+    }
+}
+
+static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    ab_dims d = ab_dims_of(t->in_node[0], n);
+    if (d.rows == 0 || d.out == 0)
+        return RLX_OK;
+    int th = ctx->threads;
+    bump b = {t->scratch};
+    const float *X = as_f32(t, 0, &b), *Wq = as_f32(t, 1, &b), *Wk = as_f32(t, 2, &b), *Wv = as_f32(t, 3, &b),
+                *Wo = as_f32(t, 4, &b);
+    float *Q = take(&b, (size_t)(d.rows * d.H * d.D) * 4), *K = take(&b, (size_t)(d.rows * d.Hk * d.D) * 4);
+    float *V = take(&b, (size_t)(d.rows * d.Hk * d.Dv) * 4), *O = take(&b, (size_t)(d.rows * d.H * d.Dv) * 4);
+    float *Y = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)(d.rows * d.out) * 4);
+    int nth = ab_threads(th, &d);
+    double *sc_all = take(&b, 0);
+    size_t sc_stride = round64((size_t)d.S * sizeof(double)) / sizeof(double);
+
+    rlx_sgemm(0, 0, d.rows, d.H * d.D, d.hid, 1.0f, X, d.hid, Wq, d.H * d.D, 0.0f, Q, d.H * d.D, th);
+    rlx_sgemm(0, 0, d.rows, d.Hk * d.D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * d.D, 0.0f, K, d.Hk * d.D, th);
+    rlx_sgemm(0, 0, d.rows, d.Hk * d.Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * d.Dv, 0.0f, V, d.Hk * d.Dv, th);
+    int ib[7];
+    for (int i = 1; i <= 6; i++)
+        ib[i] = rlx_attn_block_input(n, i);
+#define OPT_IN(i) (ib[i] >= 0 ? t->in[ib[i]] : NULL)
+#define OPT_DT(i) (ib[i] >= 0 ? t->in_node[ib[i]]->dtype : RLX_F32)
+    add_bias_rows(Q, d.rows, d.H * d.D, OPT_IN(1), OPT_DT(1));
+    add_bias_rows(K, d.rows, d.Hk * d.D, OPT_IN(2), OPT_DT(2));
+    add_bias_rows(V, d.rows, d.Hk * d.Dv, OPT_IN(3), OPT_DT(3));
+    double eps = n->attrs.attn_block.norm_eps;
+    int nt = rlx_cpu_threads(ctx, d.rows * d.H * d.D * 8);
+    ab_norm_rope(Q, d.rows, d.S, d.H, d.D, OPT_IN(5), OPT_DT(5), eps, n, nt);
+    ab_norm_rope(K, d.rows, d.S, d.Hk, d.D, OPT_IN(6), OPT_DT(6), eps, n, nt);
+
+    double scale = n->attrs.attn_block.scale;
+    int causal = n->attrs.attn_block.causal;
+    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
+    int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
+    int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
+    if (at > nth)
+        at = nth;
+#pragma omp parallel for num_threads(at) schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < d.B * d.H; bh++) {
+        double *sc = sc_all + (size_t)omp_get_thread_num() * sc_stride;
+        int64_t bb = bh / d.H, h = bh % d.H, hk = h / group;
+        for (int64_t s = 0; s < S; s++) {
+            const float *q = Q + (bb * S + s) * qw + h * D;
+            int64_t last = causal ? s : S - 1;
+            double m = -INFINITY;
+            for (int64_t j = 0; j <= last; j++) {
+                const float *k = K + (bb * S + j) * kw + hk * D;
+                double acc = 0;
+                for (int64_t e = 0; e < D; e++)
+                    acc += (double)q[e] * k[e];
+                sc[j] = acc * scale;
+                m = sc[j] > m ? sc[j] : m;
+            }
+            double sum = 0;
+            for (int64_t j = 0; j <= last; j++) {
+                sc[j] = exp(sc[j] - m);
+                sum += sc[j];
+            }
+            float *o = O + (bb * S + s) * ow + h * Dv;
+            for (int64_t e = 0; e < Dv; e++)
+                o[e] = 0;
+            for (int64_t j = 0; j <= last; j++) {
+                const float *v = V + (bb * S + j) * vw + hk * Dv;
+                float p = (float)(sc[j] / sum);
+                for (int64_t e = 0; e < Dv; e++)
+                    o[e] += p * v[e];
+            }
+        }
+    }
+    rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th);
+    add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4));
+    if (n->dtype != RLX_F32)
+        rlx_cpu_from_f32(t->out, n->dtype, Y, d.rows * d.out);
+#undef OPT_IN
+#undef OPT_DT
+    return RLX_OK;
+}
+
+/* ----------------------------------------------------- elementwise chain */
+
+static inline double ew_unary(rlx_op op, double x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabs(x);
+    case RLX_OP_EXP: return exp(x);
+    case RLX_OP_LOG: return log(x);
+    case RLX_OP_SQRT: return sqrt(x);
+    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
+    case RLX_OP_RECIPROCAL: return 1.0 / x;
+    case RLX_OP_TANH: return tanh(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case RLX_OP_RELU: return act_f(RLX_ACT_RELU, x);
+    case RLX_OP_GELU: return act_f(RLX_ACT_GELU, x);
+    case RLX_OP_GELU_TANH: return act_f(RLX_ACT_GELU_TANH, x);
+    case RLX_OP_SILU: return act_f(RLX_ACT_SILU, x);
+    case RLX_OP_ERF: return erf(x);
+    case RLX_OP_SIN: return sin(x);
+    case RLX_OP_COS: return cos(x);
+    case RLX_OP_FLOOR: return floor(x);
+    case RLX_OP_CEIL: return ceil(x);
+    case RLX_OP_ROUND: return nearbyint(x);
+    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
+    default: return NAN;
+    }
+}
+
+static inline double ew_binary(rlx_op op, double a, double b)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return pow(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    default: return NAN;
+    }
+}
+
+static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    rlx_dtype dt = n->dtype;
+    int nin = n->n_in, nops = n->attrs.ew.n_ops;
+    const rlx_shape *os = &n->shape;
+    int64_t cols = os->ndim ? os->dims[os->ndim - 1] : 1;
+    int64_t rows = cols ? rlx_shape_numel(os) / cols : 0;
+    rlx_shape outer = *os;
+    if (outer.ndim)
+        outer.ndim--;
+    int64_t st[RLX_MAX_INPUTS][RLX_MAX_DIMS], inner[RLX_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) {
+        int64_t s[RLX_MAX_DIMS];
+        rlx_shape_broadcast_strides(&t->in_node[k]->shape, os, s);
+        inner[k] = os->ndim ? s[os->ndim - 1] : 0;
+        memcpy(st[k], s, sizeof s);
+    }
+    const uint8_t *code = n->attrs.ew.code;
+    int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t start[RLX_MAX_INPUTS];
+        double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+        for (int k = 0; k < nin; k++)
+            start[k] = rlx_bcast_offset(r, &outer, st[k]);
+        for (int64_t c = 0; c < cols; c++) {
+            for (int k = 0; k < nin; k++) {
+                int64_t off = start[k] + c * inner[k];
+                reg[k] = dt == RLX_F32 ? ((const float *)t->in[k])[off] : rlx_load(t->in[k], dt, off);
+            }
+            for (int i = 0; i < nops; i++) {
+                const uint8_t *ins = code + 3 * i;
+                rlx_op op = (rlx_op)ins[0];
+                reg[nin + i] = rlx_op_is_unary(op) ? ew_unary(op, reg[ins[1]]) : ew_binary(op, reg[ins[1]], reg[ins[2]]);
+            }
+            double v = reg[nin + nops - 1];
+            if (dt == RLX_F32)
+                ((float *)t->out)[r * cols + c] = (float)v;
+            else
+                rlx_store(t->out, dt, r * cols + c, v);
+        }
+    }
+    return RLX_OK;
+}
+
+/* ---------------------------------------------- softmax(x * scale + mask) */
+
+static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int axis = n->attrs.sm.axis;
+    double scale = n->attrs.sm.scale;
+    int64_t outer = 1, len = xn->shape.dims[axis], inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        inner *= xn->shape.dims[d];
+    int64_t rows = outer * inner;
+    if (rows == 0 || len == 0)
+        return RLX_OK;
+    const void *mask = n->attrs.sm.has_mask ? t->in[1] : NULL;
+    rlx_dtype mt = mask ? t->in_node[1]->dtype : RLX_F32;
+    int64_t mst[RLX_MAX_DIMS];
+    if (mask)
+        rlx_shape_broadcast_strides(&t->in_node[1]->shape, &xn->shape, mst);
+    int threads = rlx_cpu_threads(ctx, rows * len * 8);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t base = (r / inner) * len * inner + (r % inner);
+        double m = -INFINITY, sum = 0;
+        int nan = 0;
+#define VAL(i)                                                                                                       \
+    ({                                                                                                               \
+        int64_t o_ = base + (i) * inner;                                                                             \
+        double v_ = rlx_load(t->in[0], dt, o_) * scale;                                                              \
+        if (mask) {                                                                                                  \
+            int64_t mo_ = rlx_bcast_offset(o_, &xn->shape, mst);                                                     \
+            if (mt == RLX_BOOL)                                                                                      \
+                v_ = ((const uint8_t *)mask)[mo_] ? v_ : -INFINITY;                                                  \
+            else                                                                                                     \
+                v_ += rlx_load(mask, mt, mo_);                                                                       \
+        }                                                                                                            \
+        v_;                                                                                                          \
+    })
+        for (int64_t i = 0; i < len; i++) {
+            double v = VAL(i);
+            nan |= v != v;
+            m = v > m ? v : m;
+        }
+        if (nan)
+            m = NAN;
+        for (int64_t i = 0; i < len; i++)
+            sum += exp(VAL(i) - m);
+        double inv = 1.0 / sum;
+        for (int64_t i = 0; i < len; i++)
+            rlx_store(t->out, dt, base + i * inner, exp(VAL(i) - m) * inv);
+#undef VAL
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------ conv + bias + act */
+
+/* The conv kernel of the nn family (registered before this one) reads only
+ * the conv attributes, which conv_bias_act shares; the activation runs in
+ * place on its result. */
+static rlx_cpu_kernel conv_kernel;
+
+static size_t conv_act_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    return conv_kernel.scratch ? conv_kernel.scratch(g, n, threads) : 0;
+}
+
+static rlx_status k_conv_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    rlx_status s = conv_kernel.fn(t, ctx);
+    int act = t->node->attrs.conv.act;
+    if (s != RLX_OK || act == RLX_ACT_NONE)
+        return s;
+    rlx_dtype dt = t->node->dtype;
+    int64_t total = rlx_shape_numel(&t->node->shape);
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
+    for (int64_t i = 0; i < total; i++) {
+        if (dt == RLX_F32)
+            ((float *)t->out)[i] = (float)act_f(act, ((float *)t->out)[i]);
+        else
+            rlx_store(t->out, dt, i, act_f(act, rlx_load(t->out, dt, i)));
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_fused(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
+    table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){k_matmul_bias_act, mm_act_scratch};
+    table[RLX_OP_ADD_LAYER_NORM].fn = k_add_norm;
+    table[RLX_OP_ADD_RMS_NORM].fn = k_add_norm;
+    table[RLX_OP_SWIGLU] = (rlx_cpu_kernel){k_swiglu, swiglu_scratch};
+    table[RLX_OP_ATTENTION_BLOCK] = (rlx_cpu_kernel){k_attention_block, attn_block_scratch};
+    table[RLX_OP_ELEMENTWISE_CHAIN].fn = k_elementwise_chain;
+    table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
+    if (table[RLX_OP_CONV].fn) {
+        conv_kernel = table[RLX_OP_CONV];
+        table[RLX_OP_CONV_BIAS_ACT] = (rlx_cpu_kernel){k_conv_bias_act, conv_act_scratch};
+    }
+}
