@@ -116,85 +116,95 @@ typedef struct attn_args {
     int64_t mstr[RLX_MAX_DIMS];
 } attn_args;
 
-#define ATTN_IMPL(NAME, CT)                                                                                    \
-    static void NAME(const attn_args *a, int64_t bh, CT *blk)                                                  \
-    {                                                                                                          \
-        const rlx_thunk *t = a->t;                                                                             \
-        rlx_dtype dt = t->node->dtype;                                                                         \
-        int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                                      \
+#define ATTN_IMPL(NAME, CT, EXP)                                                                              \
+    static void NAME(const attn_args *a, int64_t bh, CT *blk)                                                 \
+    {                                                                                                         \
+        const rlx_thunk *t = a->t;                                                                            \
+        rlx_dtype dt = t->node->dtype;                                                                        \
+        int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                                     \
         int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                                        \
-        CT *restrict kT = blk, *restrict vb = kT + D * T, *restrict qr = vb + T * Dv;                          \
-        CT *restrict sc = qr + D, *restrict acc = sc + T;                                                      \
-        int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                           \
-        for (int64_t j = 0; j < T; j++)                                                                        \
-            for (int64_t d = 0; d < D; d++)                                                                    \
-                kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                                 \
-        for (int64_t j = 0; j < T * Dv; j++)                                                                   \
-            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                     \
-        for (int64_t s = 0; s < S; s++) {                                                                      \
-            int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                       \
-            for (int64_t d = 0; d < D; d++)                                                                    \
-                qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                    \
-            for (int64_t j = 0; j < T; j++)                                                                    \
-                sc[j] = 0;                                                                                     \
-            for (int64_t d = 0; d < D; d++) {                                                                  \
-                CT qd = qr[d];                                                                                 \
-                const CT *restrict kd = kT + d * T;                                                            \
-                _Pragma("omp simd") for (int64_t j = 0; j < T; j++) sc[j] += qd * kd[j];                       \
-            }                                                                                                  \
-            /* masks: causal, then bool (false drops) or additive float */                                    \
-            int64_t limit = a->causal ? s + (T - S) : T - 1; /* last visible key */                            \
-            for (int64_t j = limit + 1 > 0 ? limit + 1 : 0; j < T; j++)                                        \
-                sc[j] = -INFINITY;                                                                             \
-            if (a->mask) {                                                                                     \
-                int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                                 \
-                for (int64_t j = 0; j < T; j++) {                                                              \
-                    int64_t mo = mb + j * a->mstr[3];                                                          \
-                    if (a->mask_dt == RLX_BOOL) {                                                              \
-                        if (!((const uint8_t *)a->mask)[mo])                                                   \
-                            sc[j] = -INFINITY;                                                                 \
-                    } else {                                                                                   \
-                        sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mo);                                        \
-                    }                                                                                          \
-                }                                                                                              \
-            }                                                                                                  \
-            double m = -INFINITY;                                                                              \
-            for (int64_t j = 0; j < T; j++)                                                                    \
-                m = sc[j] > m ? sc[j] : m;                                                                     \
-            if (m == -INFINITY) { /* every key masked: zeros */                                                \
-                for (int64_t e = 0; e < Dv; e++)                                                               \
-                    rlx_store(t->out, dt, obase + e, 0.0);                                                     \
-                continue;                                                                                      \
-            }                                                                                                  \
-            double sum = 0;                                                                                    \
-            for (int64_t j = 0; j < T; j++) {                                                                  \
-                double p = exp((double)sc[j] - m);                                                             \
-                sc[j] = (CT)p;                                                                                 \
-                sum += p;                                                                                      \
-            }                                                                                                  \
-            for (int64_t e = 0; e < Dv; e++)                                                                   \
-                acc[e] = 0;                                                                                    \
-            for (int64_t j = 0; j < T; j++) {                                                                  \
-                CT p = sc[j];                                                                                  \
-                if (p == 0)                                                                                    \
-                    continue;                                                                                  \
-                const CT *restrict vj = vb + j * Dv;                                                           \
-                _Pragma("omp simd") for (int64_t e = 0; e < Dv; e++) acc[e] += p * vj[e];                      \
-            }                                                                                                  \
-            double inv = 1.0 / sum;                                                                            \
-            if (dt == RLX_F32) {                                                                               \
-                float *o = (float *)t->out + obase;                                                            \
-                for (int64_t e = 0; e < Dv; e++)                                                               \
-                    o[e] = (float)(acc[e] * inv);                                                              \
-            } else {                                                                                           \
-                for (int64_t e = 0; e < Dv; e++)                                                               \
-                    rlx_store(t->out, dt, obase + e, acc[e] * inv);                                            \
-            }                                                                                                  \
-        }                                                                                                      \
+        CT *restrict kT = blk, *restrict vb = kT + D * T, *restrict qr = vb + T * Dv;                         \
+        CT *restrict sc = qr + D, *restrict acc = sc + T;                                                     \
+        int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                          \
+        if (dt == RLX_F32) {                                                                                  \
+            const float *k = (const float *)t->in[1] + kbase;                                                 \
+            for (int64_t j = 0; j < T; j++)                                                                   \
+                for (int64_t d = 0; d < D; d++)                                                               \
+                    kT[d * T + j] = (CT)k[j * D + d];                                                         \
+        } else {                                                                                              \
+            for (int64_t j = 0; j < T; j++)                                                                   \
+                for (int64_t d = 0; d < D; d++)                                                               \
+                    kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                            \
+        }                                                                                                     \
+        for (int64_t j = 0; j < T * Dv; j++)                                                                  \
+            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                    \
+        for (int64_t s = 0; s < S; s++) {                                                                     \
+            int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                      \
+            /* causal: keys after s + (T - S) are never visible, skip them */                                 \
+            int64_t Te = T;                                                                                   \
+            if (a->causal) {                                                                                  \
+                int64_t last = s + (T - S);                                                                   \
+                Te = last < 0 ? 0 : (last + 1 < T ? last + 1 : T);                                            \
+            }                                                                                                 \
+            for (int64_t d = 0; d < D; d++)                                                                   \
+                qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                   \
+            for (int64_t j = 0; j < Te; j++)                                                                  \
+                sc[j] = 0;                                                                                    \
+            for (int64_t d = 0; d < D; d++) {                                                                 \
+                CT qd = qr[d];                                                                                \
+                const CT *restrict kd = kT + d * T;                                                           \
+                _Pragma("omp simd") for (int64_t j = 0; j < Te; j++) sc[j] += qd * kd[j];                     \
+            }                                                                                                 \
+            /* mask: bool (false drops the key) or float (added) */                                           \
+            if (a->mask) {                                                                                    \
+                int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                                \
+                if (a->mask_dt == RLX_BOOL) {                                                                 \
+                    const uint8_t *mk = (const uint8_t *)a->mask;                                             \
+                    for (int64_t j = 0; j < Te; j++)                                                          \
+                        if (!mk[mb + j * a->mstr[3]])                                                         \
+                            sc[j] = -INFINITY;                                                                \
+                } else {                                                                                      \
+                    for (int64_t j = 0; j < Te; j++)                                                          \
+                        sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);                      \
+                }                                                                                             \
+            }                                                                                                 \
+            CT m = -INFINITY;                                                                                 \
+            for (int64_t j = 0; j < Te; j++)                                                                  \
+                m = sc[j] > m ? sc[j] : m;                                                                    \
+            if (m == -INFINITY) { /* every key masked: zeros */                                               \
+                for (int64_t e = 0; e < Dv; e++)                                                              \
+                    rlx_store(t->out, dt, obase + e, 0.0);                                                    \
+                continue;                                                                                     \
+            }                                                                                                 \
+            double sum = 0;                                                                                   \
+            for (int64_t j = 0; j < Te; j++) {                                                                \
+                CT p = EXP(sc[j] - m);                                                                        \
+                sc[j] = p;                                                                                    \
+                sum += p;                                                                                     \
+            }                                                                                                 \
+            for (int64_t e = 0; e < Dv; e++)                                                                  \
+                acc[e] = 0;                                                                                   \
+            for (int64_t j = 0; j < Te; j++) {                                                                \
+                CT p = sc[j];                                                                                 \
+                if (p == 0)                                                                                   \
+                    continue;                                                                                 \
+                const CT *restrict vj = vb + j * Dv;                                                          \
+                _Pragma("omp simd") for (int64_t e = 0; e < Dv; e++) acc[e] += p * vj[e];                     \
+            }                                                                                                 \
+            double inv = 1.0 / sum;                                                                           \
+            if (dt == RLX_F32) {                                                                              \
+                float *o = (float *)t->out + obase;                                                           \
+                for (int64_t e = 0; e < Dv; e++)                                                              \
+                    o[e] = (float)(acc[e] * inv);                                                             \
+            } else {                                                                                          \
+                for (int64_t e = 0; e < Dv; e++)                                                              \
+                    rlx_store(t->out, dt, obase + e, acc[e] * inv);                                           \
+            }                                                                                                 \
+        }                                                                                                     \
     }
 
-ATTN_IMPL(attn_head_f32, float)
-ATTN_IMPL(attn_head_f64, double)
+ATTN_IMPL(attn_head_f32, float, expf)
+ATTN_IMPL(attn_head_f64, double, exp)
 
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
@@ -429,6 +439,21 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * divides by the number of cells inside the input, or with
  * count_include_pad by the cells inside the padded extent (cells a ceil-mode
  * window reaches beyond the end pad never count). */
+/* First and one-past-last tap k in [0, K) whose position start + k*dil lies
+ * in [lo, hi). */
+static inline int64_t tap_lo(int64_t start, int64_t lo, int64_t dil)
+{
+    return start >= lo ? 0 : (lo - start + dil - 1) / dil;
+}
+
+static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
+{
+    if (start >= hi)
+        return 0;
+    int64_t k = (hi - start + dil - 1) / dil;
+    return k < K ? k : K;
+}
+
 static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -437,9 +462,8 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype dt = xn->dtype;
     int is_max = t->node->op == RLX_OP_MAX_POOL;
     int sp = xs->ndim - 2;
-    int64_t one[2] = {1, 1};
     window2d w = conv_window(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
-                             is_max ? p->dilation : one, p->pads);
+                             p->dilation, p->pads);
     /* end pads (for count_include_pad) */
     int64_t ph_end = sp == 2 ? p->pads[2] : 0, pw_end = sp == 2 ? p->pads[3] : p->pads[1];
     int64_t planes = xs->dims[0] * xs->dims[1], OHW = w.OH * w.OW, HW = w.H * w.W;
@@ -452,34 +476,59 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t o = 0; o < total; o++) {
         int64_t pl = o / OHW, oh = (o % OHW) / w.OW, ow = o % w.OW;
-        int64_t base = pl * HW;
         int64_t h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
-        double acc = is_max ? -INFINITY : 0.0;
-        int64_t count = 0;
-        int nan = 0;
-        for (int64_t kh = 0; kh < w.KH; kh++) {
-            int64_t ih = h0 + kh * w.dh;
-            int in_h = ih >= 0 && ih < w.H;
-            for (int64_t kw = 0; kw < w.KW; kw++) {
-                int64_t iw = w0 + kw * w.dw;
-                int in_w = iw >= 0 && iw < w.W;
-                if (in_h && in_w) {
-                    double v = dt == RLX_F32 ? ((const float *)t->in[0])[base + ih * w.W + iw]
-                                             : rlx_load(t->in[0], dt, base + ih * w.W + iw);
+        int64_t kh0 = tap_lo(h0, 0, w.dh), kh1 = tap_hi(h0, w.H, w.dh, w.KH);
+        int64_t kw0 = tap_lo(w0, 0, w.dw), kw1 = tap_hi(w0, w.W, w.dw, w.KW);
+        double r;
+        if (dt == RLX_F32) {
+            const float *x = (const float *)t->in[0] + pl * HW;
+            if (is_max) {
+                float m = -INFINITY;
+                int nan = 0;
+                for (int64_t kh = kh0; kh < kh1; kh++) {
+                    const float *row = x + (h0 + kh * w.dh) * w.W + w0;
+                    for (int64_t kw = kw0; kw < kw1; kw++) {
+                        float v = row[kw * w.dw];
+                        nan |= v != v;
+                        m = v > m ? v : m;
+                    }
+                }
+                r = nan ? NAN : m;
+            } else {
+                double acc = 0;
+                for (int64_t kh = kh0; kh < kh1; kh++) {
+                    const float *row = x + (h0 + kh * w.dh) * w.W + w0;
+                    for (int64_t kw = kw0; kw < kw1; kw++)
+                        acc += row[kw * w.dw];
+                }
+                r = acc;
+            }
+        } else {
+            double acc = is_max ? -INFINITY : 0.0;
+            int nan = 0;
+            for (int64_t kh = kh0; kh < kh1; kh++) {
+                int64_t rb = pl * HW + (h0 + kh * w.dh) * w.W + w0;
+                for (int64_t kw = kw0; kw < kw1; kw++) {
+                    double v = rlx_load(t->in[0], dt, rb + kw * w.dw);
                     if (is_max) {
                         nan |= v != v;
                         acc = v > acc ? v : acc;
                     } else {
                         acc += v;
                     }
-                    count++;
-                } else if (!is_max && p->count_include_pad && ih >= -w.ph && ih < w.H + ph_end && iw >= -w.pw &&
-                           iw < w.W + pw_end) {
-                    count++;
                 }
             }
+            r = is_max && nan ? NAN : acc;
         }
-        double r = is_max ? (nan ? NAN : acc) : (count ? acc / (double)count : 0.0);
+        if (!is_max) {
+            int64_t count;
+            if (p->count_include_pad)
+                count = (tap_hi(h0, w.H + ph_end, w.dh, w.KH) - tap_lo(h0, -w.ph, w.dh)) *
+                        (tap_hi(w0, w.W + pw_end, w.dw, w.KW) - tap_lo(w0, -w.pw, w.dw));
+            else
+                count = (kh1 > kh0 && kw1 > kw0) ? (kh1 - kh0) * (kw1 - kw0) : 0;
+            r = count > 0 ? r / (double)count : 0.0;
+        }
         if (dt == RLX_F32)
             ((float *)t->out)[o] = (float)r;
         else
