@@ -21,6 +21,10 @@ rlx_graph *rlx_workload_mlp(int batch, rlx_dtype t);
  * [batch, seq, hidden].  Post-LayerNorm BERT with learned positions. */
 rlx_graph *rlx_workload_encoder(const rlx_encoder_config *c);
 
+/* resnet50: ResNet-50 v1.5 with BatchNorm folded (conv + bias); input
+ * "image" [batch, 3, 224, 224], output "logits" [batch, 1000]. */
+rlx_graph *rlx_workload_resnet50(int batch, rlx_dtype t);
+
 /* Sets every param of the session from a seeded generator by the naming
  * rule: names ending ".b" zero, ".g" one, anything else normal(0, 0.02). */
 rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed);
