@@ -1,0 +1,383 @@
+/* Network ops: attention (causal, bool and float masks, grouped-query
+ * heads), rotary embedding (both layouts), convolution 1-d/2-d (stride,
+ * padding, dilation, groups, bias), max/avg pooling (count_include_pad,
+ * ceil_mode, dilation), global average pooling; against the float64
+ * reference on random inputs. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "support/ref.h"
+
+/* ------------------------------------------------------------ attention */
+
+enum { MASK_NONE, MASK_BOOL, MASK_FLOAT };
+
+typedef struct attn_case {
+    int64_t B, H, Hkv, S, T, D, Dv;
+    int causal, mask;
+    int64_t mask_dims[4]; /* rank 4 mask shape (broadcastable) */
+    double scale;
+} attn_case;
+
+static int run_attention(const attn_case *c, rlx_dtype dt)
+{
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *q = rt_rand(RT_SHAPE(c->B, c->H, c->S, c->D), -1, 1);
+    rt_tensor *k = rt_rand(RT_SHAPE(c->B, c->Hkv, c->T, c->D), -1, 1);
+    rt_tensor *v = rt_rand(RT_SHAPE(c->B, c->Hkv, c->T, c->Dv), -1, 1);
+    rt_tensor *m = NULL;
+    rlx_node mn = -1;
+    if (c->mask == MASK_BOOL) {
+        m = rt_randb(4, c->mask_dims, 0.7);
+        /* keep key 0 everywhere so no row is fully masked */
+        int64_t idx[4];
+        for (int64_t i = 0; i < m->n; i++) {
+            rt_unravel(i, 4, m->dims, idx);
+            if (idx[3] == 0)
+                m->d[i] = 1;
+        }
+        mn = rt_input(rg, RLX_BOOL, m);
+    } else if (c->mask == MASK_FLOAT) {
+        m = rt_rand(4, c->mask_dims, -3, 1);
+        mn = rt_input(rg, dt, m);
+    }
+    rlx_node y = rlx_attention(rg->g, rt_input(rg, dt, q), rt_input(rg, dt, k), rt_input(rg, dt, v), mn, c->causal,
+                               c->scale);
+    rt_tensor *got = rt_run1(rg, y);
+    rt_tensor *want = rt_ref_attention(q, k, v, m, c->mask == MASK_BOOL, c->causal, c->scale);
+    char what[256];
+    snprintf(what, sizeof what,
+             "attention %s B%lld H%lld Hkv%lld S%lld T%lld D%lld Dv%lld causal %d mask %s%s scale %g",
+             rlx_dtype_name(dt), (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->S,
+             (long long)c->T, (long long)c->D, (long long)c->Dv, c->causal,
+             c->mask == MASK_NONE ? "none" : c->mask == MASK_BOOL ? "bool" : "float",
+             m ? rt_shape_str(4, c->mask_dims) : "", c->scale);
+    int ok = rt_check(what, got, want, dt);
+    rt_free(got);
+    rt_free(want);
+    rt_free(q);
+    rt_free(k);
+    rt_free(v);
+    rt_free(m);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static const attn_case k_attn[] = {
+    /* B H Hkv S T D Dv causal mask mask_dims scale */
+    {1, 1, 1, 1, 1, 4, 4, 0, MASK_NONE, {0}, 0},
+    {2, 4, 4, 5, 5, 8, 8, 0, MASK_NONE, {0}, 0},
+    {2, 4, 4, 5, 5, 8, 8, 1, MASK_NONE, {0}, 0},
+    {1, 4, 2, 6, 6, 8, 8, 1, MASK_NONE, {0}, 0},    /* grouped-query */
+    {2, 6, 1, 4, 4, 16, 16, 0, MASK_NONE, {0}, 0},  /* multi-query */
+    {1, 2, 2, 3, 7, 8, 8, 1, MASK_NONE, {0}, 0},    /* S < T: cache of 4 earlier keys */
+    {1, 4, 2, 1, 9, 8, 8, 1, MASK_NONE, {0}, 0},    /* one-token decode */
+    {2, 2, 2, 4, 6, 8, 5, 0, MASK_NONE, {0}, 0},    /* Dv != D */
+    {1, 2, 1, 5, 5, 8, 8, 0, MASK_NONE, {0}, 0.3},  /* explicit scale */
+    {2, 2, 2, 4, 6, 8, 8, 0, MASK_BOOL, {2, 1, 1, 6}, 0},   /* padding mask */
+    {2, 4, 2, 4, 4, 8, 8, 1, MASK_BOOL, {2, 1, 1, 4}, 0},   /* padding + causal + GQA */
+    {1, 2, 2, 3, 5, 4, 4, 0, MASK_BOOL, {1, 2, 3, 5}, 0},   /* full bool mask */
+    {1, 2, 2, 4, 4, 8, 8, 0, MASK_FLOAT, {1, 1, 4, 4}, 0},  /* additive bias */
+    {2, 3, 3, 3, 6, 8, 8, 1, MASK_FLOAT, {2, 3, 3, 6}, 0},  /* full float mask + causal */
+    {1, 2, 2, 2, 3, 8, 8, 0, MASK_FLOAT, {1, 1, 1, 3}, 0},  /* per-key bias */
+    {1, 2, 1, 64, 64, 32, 32, 1, MASK_NONE, {0}, 0},        /* a longer sequence */
+    {1, 1, 1, 33, 47, 16, 24, 0, MASK_NONE, {0}, 0},        /* odd lengths */
+};
+
+static void test_attention(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof k_attn / sizeof k_attn[0]; i++)
+        bad += run_attention(&k_attn[i], RLX_F32);
+    assert_int_equal(bad, 0);
+}
+
+static void test_attention_half(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const rlx_dtype dts[] = {RLX_F16, RLX_BF16};
+    for (int d = 0; d < 2; d++) {
+        bad += run_attention(&k_attn[3], dts[d]);
+        bad += run_attention(&k_attn[10], dts[d]);
+        bad += run_attention(&k_attn[12], dts[d]);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ rope */
+
+static void test_rope(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t dims[4];
+    } shapes[] = {
+        {4, {1, 1, 4, 8}}, {4, {2, 3, 5, 16}}, {2, {7, 2}}, {3, {2, 1, 6}}, {4, {1, 2, 9, 64}}, {3, {2, 0, 8}},
+    };
+    const double thetas[] = {10000.0, 500000.0, 10.0};
+    const int64_t offsets[] = {0, 3, 37};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 3; t++)
+            for (int o = 0; o < 3; o++)
+                for (int il = 0; il < 2; il++) {
+                    rt_graph *rg = rt_graph_new();
+                    rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].dims, -2, 2);
+                    rlx_node y = rlx_rope(rg->g, rt_input(rg, RLX_F32, x), thetas[t], offsets[o], il);
+                    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_rope(x, thetas[t], offsets[o], il);
+                    char what[160];
+                    snprintf(what, sizeof what, "rope %s theta %g offset %lld %s", rt_shape_str(x->ndim, x->dims),
+                             thetas[t], (long long)offsets[o], il ? "interleaved" : "halves");
+                    bad += !rt_check(what, got, want, RLX_F32);
+                    rt_free(got);
+                    rt_free(want);
+                    rt_free(x);
+                    rt_graph_free(rg);
+                }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ conv */
+
+typedef struct conv_case {
+    int sp;
+    int64_t N, C, in[2], O, k[2];
+    rlx_conv_params p;
+    int bias;
+} conv_case;
+
+static rlx_conv_params cp(int64_t s0, int64_t s1, int64_t d0, int64_t d1, int64_t p0, int64_t p1, int64_t p2,
+                          int64_t p3, int64_t g)
+{
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.stride[0] = s0;
+    p.stride[1] = s1;
+    p.dilation[0] = d0;
+    p.dilation[1] = d1;
+    p.pads[0] = p0;
+    p.pads[1] = p1;
+    p.pads[2] = p2;
+    p.pads[3] = p3;
+    p.groups = g;
+    return p;
+}
+
+static int run_conv(const conv_case *c)
+{
+    rt_graph *rg = rt_graph_new();
+    int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
+    int64_t wd[4] = {c->O, c->C / c->p.groups, c->k[0], c->k[1]};
+    rt_tensor *x = rt_rand(2 + c->sp, xd, -1, 1);
+    rt_tensor *w = rt_rand(2 + c->sp, wd, -1, 1);
+    rt_tensor *b = c->bias ? rt_rand(1, &c->O, -1, 1) : NULL;
+    rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
+    rlx_node y = rlx_conv(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), bn, &c->p);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_conv(x, w, b, &c->p);
+    char what[256];
+    snprintf(what, sizeof what, "conv%dd x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d",
+             c->sp, rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims), (long long)c->p.stride[0],
+             (long long)c->p.stride[1], (long long)c->p.dilation[0], (long long)c->p.dilation[1],
+             (long long)c->p.pads[0], (long long)c->p.pads[1], (long long)c->p.pads[2], (long long)c->p.pads[3],
+             (long long)c->p.groups, c->bias);
+    int ok = rt_check(what, got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(x);
+    rt_free(w);
+    rt_free(b);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static void test_conv1d(void **state)
+{
+    (void)state;
+    int bad = 0;
+    /* 1-d: pads are {begin, end} in p0, p1 */
+    const conv_case cases[] = {
+        {1, 2, 3, {10, 0}, 4, {3, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},
+        {1, 2, 3, {10, 0}, 4, {3, 0}, cp(2, 1, 1, 1, 1, 1, 0, 0, 1), 0},
+        {1, 1, 3, {11, 0}, 5, {3, 0}, cp(1, 1, 2, 1, 2, 2, 0, 0, 1), 1},   /* dilation */
+        {1, 2, 3, {9, 0}, 3, {3, 0}, cp(1, 1, 1, 1, 1, 1, 0, 0, 3), 1},    /* depthwise */
+        {1, 1, 4, {8, 0}, 6, {3, 0}, cp(1, 1, 1, 1, 0, 2, 0, 0, 2), 1},    /* groups 2, pad at the end only */
+        {1, 1, 5, {7, 0}, 2, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 0},    /* 1-wide kernel */
+        {1, 1, 2, {5, 0}, 3, {5, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},    /* kernel = input: one output */
+        {1, 3, 2, {16, 0}, 4, {4, 0}, cp(3, 1, 1, 1, 2, 1, 0, 0, 1), 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        bad += run_conv(&cases[i]);
+    assert_int_equal(bad, 0);
+}
+
+static void test_conv2d(void **state)
+{
+    (void)state;
+    int bad = 0;
+    /* 2-d: pads {h_begin, w_begin, h_end, w_end} */
+    const conv_case cases[] = {
+        {2, 1, 3, {8, 8}, 5, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 1), 1},
+        {2, 2, 3, {9, 7}, 4, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 1), 1},
+        {2, 1, 2, {10, 9}, 3, {3, 2}, cp(1, 2, 2, 1, 2, 0, 2, 1, 1), 0},  /* dilation, asymmetric */
+        {2, 2, 4, {6, 6}, 6, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 2), 1},   /* groups 2 */
+        {2, 1, 4, {7, 7}, 4, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 4), 1},   /* depthwise */
+        {2, 2, 8, {5, 5}, 3, {1, 1}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},   /* 1x1 */
+        {2, 1, 3, {8, 8}, 2, {2, 3}, cp(1, 2, 1, 1, 1, 0, 0, 2, 1), 1},   /* non-square, asymmetric pads */
+        {2, 1, 2, {1, 1}, 3, {1, 1}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},   /* 1x1 image */
+        {2, 1, 3, {16, 16}, 8, {7, 7}, cp(2, 2, 1, 1, 3, 3, 3, 3, 1), 1}, /* a stem conv */
+        {2, 1, 6, {5, 6}, 6, {3, 3}, cp(2, 1, 2, 2, 2, 2, 2, 2, 3), 0},   /* everything at once */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        bad += run_conv(&cases[i]);
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ pooling */
+
+typedef struct pool_case {
+    int sp;
+    int64_t N, C, in[2];
+    int64_t k[2], s[2], d[2], pads[4];
+    int count_include_pad, ceil_mode;
+} pool_case;
+
+static int run_pool(const pool_case *c, int is_max)
+{
+    rt_graph *rg = rt_graph_new();
+    int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
+    rt_tensor *x = rt_rand(2 + c->sp, xd, -5, 5);
+    rlx_pool_params p;
+    rlx_pool_params_init(&p, c->k[0]);
+    for (int i = 0; i < 2; i++) {
+        p.kernel[i] = c->k[i];
+        p.stride[i] = c->s[i];
+        p.dilation[i] = c->d[i];
+    }
+    for (int i = 0; i < 4; i++)
+        p.pads[i] = c->pads[i];
+    p.count_include_pad = c->count_include_pad;
+    p.ceil_mode = c->ceil_mode;
+    rlx_node xn = rt_input(rg, RLX_F32, x);
+    rlx_node y = is_max ? rlx_max_pool(rg->g, xn, &p) : rlx_avg_pool(rg->g, xn, &p);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_pool(x, &p, is_max);
+    char what[256];
+    snprintf(what, sizeof what,
+             "%s_pool%dd %s kernel %lld,%lld stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld incl_pad %d ceil %d",
+             is_max ? "max" : "avg", c->sp, rt_shape_str(x->ndim, x->dims), (long long)c->k[0], (long long)c->k[1],
+             (long long)c->s[0], (long long)c->s[1], (long long)c->d[0], (long long)c->d[1], (long long)c->pads[0],
+             (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3], c->count_include_pad,
+             c->ceil_mode);
+    int ok = rt_check(what, got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(x);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static const pool_case k_pool[] = {
+    /* sp N C in k s d pads incl ceil */
+    {2, 1, 2, {8, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
+    {2, 2, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+    {2, 2, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 1, 0},
+    {2, 1, 2, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},   /* ceil mode */
+    {2, 1, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 1},   /* ceil + include pad */
+    {2, 1, 2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},   /* ceil, exact fit */
+    {2, 1, 2, {5, 5}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},   /* ceil adds a partial window */
+    {2, 1, 1, {9, 10}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 1}, 0, 0},  /* non-square, asymmetric pads */
+    {2, 1, 1, {9, 10}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 1}, 1, 0},
+    {2, 1, 2, {9, 9}, {3, 3}, {1, 1}, {2, 2}, {0, 0, 0, 0}, 0, 0},   /* dilation */
+    {2, 1, 2, {10, 9}, {3, 2}, {2, 1}, {2, 3}, {1, 1, 1, 1}, 0, 1},  /* dilation + pads + ceil */
+    {2, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},   /* 1x1 */
+    {1, 2, 3, {10, 0}, {3, 0}, {2, 0}, {1, 0}, {1, 1, 0, 0}, 0, 0},  /* 1-d */
+    {1, 2, 3, {10, 0}, {3, 0}, {2, 0}, {1, 0}, {1, 1, 0, 0}, 1, 1},
+    {1, 1, 2, {11, 0}, {4, 0}, {3, 0}, {1, 0}, {2, 0, 0, 0}, 0, 1},  /* begin pad only, ceil */
+};
+
+static void test_max_pool(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof k_pool / sizeof k_pool[0]; i++)
+        bad += run_pool(&k_pool[i], 1);
+    assert_int_equal(bad, 0);
+}
+
+static void test_avg_pool(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof k_pool / sizeof k_pool[0]; i++)
+        bad += run_pool(&k_pool[i], 0);
+    assert_int_equal(bad, 0);
+}
+
+/* max pool of all-negative data: padding must not contribute zeros */
+static void test_max_pool_negative(void **state)
+{
+    (void)state;
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand(RT_SHAPE(1, 2, 5, 5), -9, -1);
+    rlx_pool_params p;
+    rlx_pool_params_init(&p, 3);
+    p.stride[0] = p.stride[1] = 2;
+    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+    rlx_node y = rlx_max_pool(rg->g, rt_input(rg, RLX_F32, x), &p);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_pool(x, &p, 1);
+    int ok = rt_check("max_pool of negative data with padding", got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(x);
+    rt_graph_free(rg);
+    assert_true(ok);
+}
+
+static void test_global_avg_pool(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t dims[4];
+    } shapes[] = {{4, {2, 3, 5, 7}}, {3, {1, 4, 9}}, {4, {2, 3, 1, 1}}, {4, {1, 1, 32, 32}}, {4, {0, 3, 2, 2}}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        rt_graph *rg = rt_graph_new();
+        rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].dims, -3, 3);
+        rlx_node y = rlx_global_avg_pool(rg->g, rt_input(rg, RLX_F32, x));
+        rt_tensor *got = rt_run1(rg, y), *want = rt_ref_global_avg_pool(x);
+        char what[96];
+        snprintf(what, sizeof what, "global_avg_pool %s", rt_shape_str(x->ndim, x->dims));
+        bad += !rt_check(what, got, want, RLX_F32);
+        rt_free(got);
+        rt_free(want);
+        rt_free(x);
+        rt_graph_free(rg);
+    }
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_attention, rt_setup),
+        cmocka_unit_test_setup(test_attention_half, rt_setup),
+        cmocka_unit_test_setup(test_rope, rt_setup),
+        cmocka_unit_test_setup(test_conv1d, rt_setup),
+        cmocka_unit_test_setup(test_conv2d, rt_setup),
+        cmocka_unit_test_setup(test_max_pool, rt_setup),
+        cmocka_unit_test_setup(test_avg_pool, rt_setup),
+        cmocka_unit_test_setup(test_max_pool_negative, rt_setup),
+        cmocka_unit_test_setup(test_global_avg_pool, rt_setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
