@@ -434,11 +434,6 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ---------------------------------------------------------------- pooling */
 
-/* Max pool: padded cells never win; a window with no cell inside the input
- * (possible only at odd pad/dilation corners) gives -inf.  Average pool
- * divides by the number of cells inside the input, or with
- * count_include_pad by the cells inside the padded extent (cells a ceil-mode
- * window reaches beyond the end pad never count). */
 /* First and one-past-last tap k in [0, K) whose position start + k*dil lies
  * in [lo, hi). */
 static inline int64_t tap_lo(int64_t start, int64_t lo, int64_t dil)
@@ -454,6 +449,11 @@ static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
     return k < K ? k : K;
 }
 
+/* Max pool: padded cells never win; a window with no cell inside the input
+ * (possible only at odd pad/dilation corners) gives -inf.  Average pool
+ * divides by the number of cells inside the input, or with
+ * count_include_pad by the cells inside the padded extent (cells a ceil-mode
+ * window reaches beyond the end pad never count). */
 static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -522,10 +522,11 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         if (!is_max) {
             int64_t count;
-            if (p->count_include_pad)
-                count = (tap_hi(h0, w.H + ph_end, w.dh, w.KH) - tap_lo(h0, -w.ph, w.dh)) *
-                        (tap_hi(w0, w.W + pw_end, w.dw, w.KW) - tap_lo(w0, -w.pw, w.dw));
-            else
+            if (p->count_include_pad) {
+                int64_t ch = tap_hi(h0, w.H + ph_end, w.dh, w.KH) - tap_lo(h0, -w.ph, w.dh);
+                int64_t cw = tap_hi(w0, w.W + pw_end, w.dw, w.KW) - tap_lo(w0, -w.pw, w.dw);
+                count = ch > 0 && cw > 0 ? ch * cw : 0;
+            } else
                 count = (kh1 > kh0 && kw1 > kw0) ? (kh1 - kh0) * (kw1 - kw0) : 0;
             r = count > 0 ? r / (double)count : 0.0;
         }

@@ -9,20 +9,27 @@
 
 static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
 {
-    double m = -INFINITY;
+    float m = -INFINITY;
     for (int64_t i = 0; i < n; i++)
         m = x[i * s] > m ? x[i * s] : m;
+    /* expf is accurate to an ulp and several times cheaper than exp */
     double sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        sum += exp((double)x[i * s] - m);
     if (log_form) {
-        double lse = m + log(sum);
+        for (int64_t i = 0; i < n; i++)
+            sum += expf(x[i * s] - m);
+        double lse = (double)m + log(sum);
         for (int64_t i = 0; i < n; i++)
             y[i * s] = (float)((double)x[i * s] - lse);
     } else {
-        double inv = 1.0 / sum;
+        /* y may alias x: each element is read before it is overwritten */
+        for (int64_t i = 0; i < n; i++) {
+            float e = expf(x[i * s] - m);
+            y[i * s] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < n; i++)
-            y[i * s] = (float)(exp((double)x[i * s] - m) * inv);
+            y[i * s] *= inv;
     }
 }
 
