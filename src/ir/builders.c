@@ -56,9 +56,12 @@ static rlx_node leaf(rlx_graph *g, rlx_op op, const char *name, rlx_dtype t, int
         rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: graph is NULL", rlx_op_name(op));
         return -1;
     }
-    if (ndim < 0 || ndim > RLX_MAX_DIMS || (ndim > 0 && !dims))
-        return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s '%s': rank %d is outside 0..%d (or dims is NULL)",
-                              rlx_op_name(op), name ? name : "", ndim, RLX_MAX_DIMS);
+    if (ndim > 0 && ndim <= RLX_MAX_DIMS && !dims)
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s '%s': dims is NULL for rank %d", rlx_op_name(op),
+                              name ? name : "", ndim);
+    if (ndim < 0 || ndim > RLX_MAX_DIMS)
+        return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s '%s': rank %d is outside 0..%d", rlx_op_name(op),
+                              name ? name : "", ndim, RLX_MAX_DIMS);
     rlx_node_data p = proto(op, 0, NULL);
     p.dtype = t;
     p.shape.ndim = ndim;

@@ -373,6 +373,10 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **o
     }
     s->backend = rlx_backend_for(s->opts.device);
     rlx_status rc;
+    if ((unsigned)s->opts.precision > RLX_PRECISION_BF16) {
+        rc = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: unknown precision %d", (int)s->opts.precision);
+        goto fail;
+    }
     if (!s->backend) {
         rc = rlx_set_error(RLX_ERR_UNSUPPORTED, "device %s: this build of RLX has no backend for it",
                            s->opts.device == RLX_DEVICE_CUDA ? "cuda" : "?");
