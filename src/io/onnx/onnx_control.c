@@ -1,0 +1,303 @@
+/* onnx_control.c - If, Loop and Scan.  Subgraphs run in a child scope that
+ * sees the enclosing names.  If with a condition known at import inlines
+ * one branch; otherwise both branches are built and each output selected
+ * with Where.  Loop and Scan are unrolled: the trip count must be known
+ * at import, and a Loop's condition must fold on every iteration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx/onnx_fold.h"
+#include "io/onnx/onnx_ops.h"
+
+#define G (n->c->g)
+#define OX_MAX_UNROLL 4096
+
+typedef struct sub_result {
+    rlx_node node;
+    ox_tensor *k; /* owned copy */
+} sub_result;
+
+static const Onnx__GraphProto *graph_attr(ox_node *n, const char *name) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    return a ? a->g : NULL;
+}
+
+/* Runs gp in a child scope with its inputs bound to `args` (by position).
+ * Fills res[0..n_output) with the subgraph's outputs. */
+static rlx_status run_sub(ox_node *n, const Onnx__GraphProto *gp, ox_value *const *args, int nargs, sub_result *res, int nres) {
+    ox_ctx *c = n->c;
+    if (c->depth > 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "subgraphs nested too deep");
+    if ((int)gp->n_output != nres) return ox_fail(n, RLX_ERR_FORMAT, "subgraph has %zu outputs, %d expected", gp->n_output, nres);
+    ox_scope *child = ox_scope_new(c->scope);
+    if (!child) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    c->scope = child;
+    c->depth++;
+    rlx_status st = RLX_OK;
+    for (size_t i = 0; i < gp->n_initializer && st == RLX_OK; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        ox_tensor *k;
+        if (!tp || !tp->name) st = ox_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
+        else if ((st = ox_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !ox_bind(c, tp->name, -1, k)) st = RLX_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < nargs && st == RLX_OK; i++) {
+        if (i >= (int)gp->n_input || !gp->input[i] || !gp->input[i]->name) break;
+        ox_value *a = args[i];
+        if (!a) continue;
+        ox_tensor *k = a->k ? ox_tensor_clone(a->k) : NULL;
+        if (!ox_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k)) st = RLX_ERR_OUT_OF_MEMORY;
+    }
+    if (st == RLX_OK) st = ox_run_nodes(c, gp);
+    for (int i = 0; i < nres && st == RLX_OK; i++) {
+        const char *nm = gp->output[i] ? gp->output[i]->name : NULL;
+        ox_value *v = nm ? ox_lookup(c, nm) : NULL;
+        if (!v) {
+            st = ox_fail(n, RLX_ERR_FORMAT, "subgraph output '%s' is not produced", nm ? nm : "?");
+            break;
+        }
+        res[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+        res[i].node = v->k ? -1 : v->node;
+    }
+    c->depth--;
+    c->scope = child->parent;
+    ox_scope_free(child);
+    return st;
+}
+
+static rlx_status set_out(ox_node *n, int i, sub_result *r) {
+    if (r->k) {
+        ox_tensor *k = r->k;
+        r->k = NULL;
+        return ox_out_const(n, i, k);
+    }
+    return ox_out_node(n, i, r->node);
+}
+
+static rlx_node res_node(ox_node *n, sub_result *r) {
+    if (r->node >= 0) return r->node;
+    if (!r->k) return -1;
+    r->node = rlx_constant(G, r->k->dtype, r->k->ndim, r->k->dims, r->k->data, r->k->bytes);
+    return r->node;
+}
+
+static void free_res(sub_result *r, int n) {
+    for (int i = 0; i < n; i++) ox_tensor_free(r[i].k);
+}
+
+rlx_status oxo_h_if(ox_node *n) {
+    const Onnx__GraphProto *tg = graph_attr(n, "then_branch"), *eg = graph_attr(n, "else_branch");
+    if (!tg || !eg) return ox_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
+    int no = n->n_out;
+    sub_result a[16], b[16];
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    rlx_status st;
+    if (n->in[0]->k) {
+        bool cond = n->in[0]->k->numel > 0 && ox_get_i(n->in[0]->k, 0) != 0;
+        st = run_sub(n, cond ? tg : eg, NULL, 0, a, no);
+        for (int i = 0; i < no && st == RLX_OK; i++) st = set_out(n, i, &a[i]);
+        free_res(a, no);
+        return st;
+    }
+    st = run_sub(n, tg, NULL, 0, a, no);
+    if (st == RLX_OK) st = run_sub(n, eg, NULL, 0, b, no);
+    rlx_node cond = rlx_reshape(G, oxo_in(n, 0), 0, NULL);
+    for (int i = 0; i < no && st == RLX_OK; i++) {
+        rlx_node x = res_node(n, &a[i]), y = res_node(n, &b[i]);
+        int64_t xd[RLX_MAX_DIMS], yd[RLX_MAX_DIMS];
+        int xr = oxo_shape(n, x, xd), yr = oxo_shape(n, y, yd);
+        bool same = xr == yr;
+        for (int k = 0; same && k < xr; k++) same = xd[k] == yd[k];
+        if (!same)
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "branches give output %d different shapes and the condition is only known at run time", i);
+        else st = ox_out_node(n, i, rlx_where(G, cond, x, y));
+    }
+    free_res(a, no);
+    free_res(b, no);
+    return st;
+}
+
+/* Stacks per-iteration values along a new axis 0. */
+static rlx_node stack(ox_node *n, rlx_node *xs, int cnt, int axis) {
+    int64_t d[RLX_MAX_DIMS];
+    int r = oxo_shape(n, xs[0], d);
+    int64_t u[RLX_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i <= r; i++) u[i] = i == axis ? 1 : d[k++];
+    for (int i = 0; i < cnt; i++) xs[i] = rlx_reshape(G, xs[i], r + 1, u);
+    return rlx_concat(G, cnt, xs, axis);
+}
+
+static ox_value *temp_value(ox_value *store, rlx_node node, ox_tensor *k) {
+    store->name = NULL;
+    store->node = node;
+    store->k = k;
+    return store;
+}
+
+rlx_status oxo_h_loop(ox_node *n) {
+    const Onnx__GraphProto *body = graph_attr(n, "body");
+    if (!body) return ox_fail(n, RLX_ERR_FORMAT, "Loop without a body");
+    int64_t M = -1;
+    if (n->n_in > 0 && n->in[0]) {
+        if (!n->in[0]->k) return oxo_need_const(n, 0, "trip count M");
+        M = ox_get_i(n->in[0]->k, 0);
+    }
+    int cond_known = 1, cond = 1;
+    if (n->n_in > 1 && n->in[1]) {
+        if (!n->in[1]->k) cond_known = 0;
+        else cond = ox_get_i(n->in[1]->k, 0) != 0;
+    }
+    if (!cond_known) return oxo_need_const(n, 1, "cond");
+    if (M < 0 && !cond_known) return ox_fail(n, RLX_ERR_UNSUPPORTED, "Loop without a trip count");
+    int nv = n->n_in - 2;
+    if (nv < 0) nv = 0;
+    int nbody_out = (int)body->n_output;
+    int nscan = nbody_out - 1 - nv;
+    if (nscan < 0 || nv > 14 || nscan > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
+    sub_result cur[16];
+    memset(cur, 0, sizeof cur);
+    for (int i = 0; i < nv; i++) {
+        ox_value *v = n->in[2 + i];
+        if (!v) return ox_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
+        cur[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+        cur[i].node = v->k ? -1 : v->node;
+    }
+    rlx_node *scans[14] = {0};
+    int64_t it = 0;
+    rlx_status st = RLX_OK;
+    int64_t limit = M >= 0 ? M : OX_MAX_UNROLL + 1;
+    for (; it < limit && cond && st == RLX_OK; it++) {
+        if (it >= OX_MAX_UNROLL) {
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "more than %d iterations to unroll", OX_MAX_UNROLL);
+            break;
+        }
+        ox_value store[16], *args[16];
+        ox_tensor *itk = ox_tensor_new(RLX_I64, 0, NULL), *ck = ox_tensor_new(RLX_BOOL, 0, NULL);
+        if (!itk || !ck) {
+            ox_tensor_free(itk);
+            ox_tensor_free(ck);
+            st = ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+            break;
+        }
+        *(int64_t *)itk->data = it;
+        *(uint8_t *)ck->data = 1;
+        args[0] = temp_value(&store[0], -1, itk);
+        args[1] = temp_value(&store[1], -1, ck);
+        for (int i = 0; i < nv; i++) args[2 + i] = temp_value(&store[2 + i], cur[i].node, cur[i].k);
+        sub_result out[32];
+        memset(out, 0, sizeof out);
+        st = run_sub(n, body, args, 2 + nv, out, nbody_out);
+        ox_tensor_free(itk);
+        ox_tensor_free(ck);
+        if (st != RLX_OK) {
+            free_res(out, nbody_out);
+            break;
+        }
+        if (!out[0].k) {
+            free_res(out, nbody_out);
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "the loop condition depends on run-time values");
+            break;
+        }
+        cond = ox_get_i(out[0].k, 0) != 0;
+        free_res(cur, nv);
+        for (int i = 0; i < nv; i++) {
+            cur[i] = out[1 + i];
+            out[1 + i].k = NULL;
+        }
+        for (int i = 0; i < nscan; i++) {
+            rlx_node *nv2 = realloc(scans[i], sizeof(rlx_node) * (size_t)(it + 1));
+            if (!nv2) {
+                st = ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+                break;
+            }
+            scans[i] = nv2;
+            scans[i][it] = res_node(n, &out[1 + nv + i]);
+        }
+        free_res(out, nbody_out);
+    }
+    for (int i = 0; i < nv && st == RLX_OK; i++) st = set_out(n, i, &cur[i]);
+    for (int i = 0; i < nscan && st == RLX_OK; i++) {
+        if (it == 0) st = ox_fail(n, RLX_ERR_UNSUPPORTED, "zero iterations with scan outputs");
+        else st = ox_out_node(n, nv + i, stack(n, scans[i], (int)it, 0));
+    }
+    free_res(cur, nv);
+    for (int i = 0; i < nscan; i++) free(scans[i]);
+    return st;
+}
+
+rlx_status oxo_h_scan(ox_node *n) {
+    const Onnx__GraphProto *body = graph_attr(n, "body");
+    if (!body) return ox_fail(n, RLX_ERR_FORMAT, "Scan without a body");
+    if (n->opset < 9) return ox_fail(n, RLX_ERR_UNSUPPORTED, "Scan before opset 9 (batched form)");
+    int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
+    int nst = n->n_in - nsi;
+    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+    int nso = (int)body->n_output - nst;
+    if (nso < 0 || nso > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+    int64_t in_axes[16] = {0}, in_dirs[16] = {0}, out_axes[16] = {0}, out_dirs[16] = {0};
+    ox_attr_ints(n, "scan_input_axes", in_axes, 16);
+    ox_attr_ints(n, "scan_input_directions", in_dirs, 16);
+    ox_attr_ints(n, "scan_output_axes", out_axes, 16);
+    ox_attr_ints(n, "scan_output_directions", out_dirs, 16);
+    int64_t L = -1;
+    int axes[16];
+    for (int i = 0; i < nsi; i++) {
+        int64_t d[RLX_MAX_DIMS];
+        int r = oxo_in_shape(n, nst + i, d);
+        axes[i] = oxo_norm_axis(in_axes[i], r);
+        if (axes[i] < 0 || axes[i] >= r) return ox_fail(n, RLX_ERR_SHAPE, "scan axis");
+        if (L >= 0 && d[axes[i]] != L) return ox_fail(n, RLX_ERR_SHAPE, "scan inputs differ in length");
+        L = d[axes[i]];
+    }
+    if (L < 1 || L > OX_MAX_UNROLL) return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
+    sub_result cur[16];
+    memset(cur, 0, sizeof cur);
+    for (int i = 0; i < nst; i++) {
+        ox_value *v = n->in[i];
+        cur[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+        cur[i].node = v->k ? -1 : v->node;
+    }
+    rlx_node *outs[14];
+    for (int i = 0; i < nso; i++) outs[i] = calloc((size_t)L, sizeof(rlx_node));
+    rlx_status st = RLX_OK;
+    for (int64_t t = 0; t < L && st == RLX_OK; t++) {
+        ox_value store[32], *args[32];
+        for (int i = 0; i < nst; i++) args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+        for (int i = 0; i < nsi; i++) {
+            int64_t d[RLX_MAX_DIMS];
+            rlx_node x = oxo_in(n, nst + i);
+            int r = oxo_shape(n, x, d);
+            int64_t s = in_dirs[i] ? L - 1 - t : t, e = s + 1;
+            rlx_node sl = rlx_slice(G, x, 1, &axes[i], &s, &e, NULL);
+            int64_t q[RLX_MAX_DIMS];
+            int k = 0;
+            for (int j = 0; j < r; j++)
+                if (j != axes[i]) q[k++] = d[j];
+            args[nst + i] = temp_value(&store[nst + i], rlx_reshape(G, sl, r - 1, q), NULL);
+        }
+        sub_result out[32];
+        memset(out, 0, sizeof out);
+        st = run_sub(n, body, args, nst + nsi, out, nst + nso);
+        if (st != RLX_OK) {
+            free_res(out, nst + nso);
+            break;
+        }
+        free_res(cur, nst);
+        for (int i = 0; i < nst; i++) {
+            cur[i] = out[i];
+            out[i].k = NULL;
+        }
+        for (int i = 0; i < nso; i++) outs[i][out_dirs[i] ? L - 1 - t : t] = res_node(n, &out[nst + i]);
+        free_res(out, nst + nso);
+    }
+    for (int i = 0; i < nst && st == RLX_OK; i++) st = set_out(n, i, &cur[i]);
+    for (int i = 0; i < nso && st == RLX_OK; i++) {
+        int64_t d[RLX_MAX_DIMS];
+        int r = oxo_shape(n, outs[i][0], d);
+        int ax = oxo_norm_axis(out_axes[i], r + 1);
+        st = ox_out_node(n, nst + i, stack(n, outs[i], (int)L, ax));
+    }
+    free_res(cur, nst);
+    for (int i = 0; i < nso; i++) free(outs[i]);
+    return st;
+}
