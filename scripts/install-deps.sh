@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what RLX needs to build and test, from Debian's packages (as root).
+set -euo pipefail
+# compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
+# tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
+# suite; NumPy and onnx for independent references; clang for libFuzzer.
+packages=(
+  build-essential cmake pkg-config
+  libopenblas0-pthread libopenblas-dev
+  libcmocka-dev
+  protobuf-c-compiler libprotobuf-c-dev
+  libonnx-dev
+  libonnx-testdata
+  python3-numpy python3-onnx
+  clang
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
