@@ -149,8 +149,78 @@ INT_RUN(int32_t)
 INT_RUN(int8_t)
 INT_RUN(uint8_t)
 
+/* ---- element-wise accumulation of one contiguous row into acc[0..n):
+ * used when the innermost input dim is kept, so that every reduced
+ * position contributes a whole row (no strided reads). */
+
+#define FLOAT_ROW(T, CONV)                                                                                    \
+    static void row_##T(reduce_kind k, const void *p, int64_t off, int64_t n, double *acc)                    \
+    {                                                                                                         \
+        const T *x = (const T *)p + off;                                                                      \
+        switch (k) {                                                                                          \
+        case R_SUM:                                                                                           \
+        case R_MEAN:                                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] += CONV(x[i]);                                                                         \
+            break;                                                                                            \
+        case R_PROD:                                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] *= CONV(x[i]);                                                                         \
+            break;                                                                                            \
+        case R_MAX:                                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                                 \
+                double v = CONV(x[i]);                                                                        \
+                acc[i] = (v > acc[i] || v != v) ? v : acc[i];                                                 \
+            }                                                                                                 \
+            break;                                                                                            \
+        case R_MIN:                                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                                 \
+                double v = CONV(x[i]);                                                                        \
+                acc[i] = (v < acc[i] || v != v) ? v : acc[i];                                                 \
+            }                                                                                                 \
+            break;                                                                                            \
+        }                                                                                                     \
+    }
+
+FLOAT_ROW(float, CONV_ID)
+FLOAT_ROW(double, CONV_ID)
+FLOAT_ROW(f16_t, CONV_F16)
+FLOAT_ROW(bf16_t, CONV_BF16)
+
+#define INT_ROW(T)                                                                                            \
+    static void irow_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t *acc)                  \
+    {                                                                                                         \
+        const T *x = (const T *)p + off;                                                                      \
+        switch (k) {                                                                                          \
+        case R_SUM:                                                                                           \
+        case R_MEAN:                                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] = (int64_t)((uint64_t)acc[i] + (uint64_t)(int64_t)x[i]);                               \
+            break;                                                                                            \
+        case R_PROD:                                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] = (int64_t)((uint64_t)acc[i] * (uint64_t)(int64_t)x[i]);                               \
+            break;                                                                                            \
+        case R_MAX:                                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] = (int64_t)x[i] > acc[i] ? (int64_t)x[i] : acc[i];                                     \
+            break;                                                                                            \
+        case R_MIN:                                                                                           \
+            for (int64_t i = 0; i < n; i++)                                                                   \
+                acc[i] = (int64_t)x[i] < acc[i] ? (int64_t)x[i] : acc[i];                                     \
+            break;                                                                                            \
+        }                                                                                                     \
+    }
+
+INT_ROW(int64_t)
+INT_ROW(int32_t)
+INT_ROW(int8_t)
+INT_ROW(uint8_t)
+
 typedef void (*float_run_fn)(reduce_kind, const void *, int64_t, int64_t, int64_t, double *);
 typedef void (*int_run_fn)(reduce_kind, const void *, int64_t, int64_t, int64_t, int64_t *);
+typedef void (*float_row_fn)(reduce_kind, const void *, int64_t, int64_t, double *);
+typedef void (*int_row_fn)(reduce_kind, const void *, int64_t, int64_t, int64_t *);
 
 static reduce_kind kind_of(rlx_op op)
 {
@@ -188,6 +258,70 @@ static reduce_kind kind_of(rlx_op op)
         }                                                                             \
     } while (0)
 
+#define ROW_CHUNK 256
+
+/* Calls BODY with off_ = input offset of every reduced position (rows kept
+ * innermost), innermost reduced dim fastest. */
+#define FOR_EACH_POSITION(L, BODY)                                                                 \
+    do {                                                                                           \
+        int64_t idx_[RLX_MAX_DIMS] = {0}, off_ = 0;                                                \
+        for (int64_t r_ = 0; r_ < (L)->n_red; r_++) {                                              \
+            BODY;                                                                                  \
+            for (int d_ = (L)->nr - 1; d_ >= 0; d_--) {                                            \
+                off_ += (L)->rstr[d_];                                                             \
+                if (++idx_[d_] < (L)->rdim[d_])                                                    \
+                    break;                                                                         \
+                off_ -= (L)->rdim[d_] * (L)->rstr[d_];                                             \
+                idx_[d_] = 0;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const reduce_layout *L, reduce_kind k,
+                              int64_t n_out)
+{
+    rlx_dtype dt = t->in_node[0]->dtype;
+    const void *x = t->in[0];
+    void *y = t->out;
+    int64_t I = L->kdim[L->nk - 1], nch = (I + ROW_CHUNK - 1) / ROW_CHUNK, items = n_out / I * nch;
+    int threads = rlx_cpu_threads(ctx, L->n_red * n_out);
+    if (items < threads)
+        threads = 1;
+    if (rlx_dtype_is_float(dt)) {
+        float_row_fn fn = dt == RLX_F32 ? row_float : dt == RLX_F64 ? row_double : dt == RLX_F16 ? row_f16_t : row_bf16_t;
+        double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+            int64_t base = kept_offset(L, o0);
+            double acc[ROW_CHUNK];
+            for (int64_t i = 0; i < len; i++)
+                acc[i] = init;
+            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
+            for (int64_t i = 0; i < len; i++)
+                rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]);
+        }
+    } else {
+        int_row_fn fn = dt == RLX_I64 ? irow_int64_t : dt == RLX_I32 ? irow_int32_t : dt == RLX_I8 ? irow_int8_t
+                                                                                                   : irow_uint8_t;
+        int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+            int64_t base = kept_offset(L, o0);
+            int64_t acc[ROW_CHUNK];
+            for (int64_t i = 0; i < len; i++)
+                acc[i] = init;
+            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
+            for (int64_t i = 0; i < len; i++)
+                rlx_store_i(y, dt, o0 + i, acc[i]);
+        }
+    }
+    return RLX_OK;
+}
+
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -205,6 +339,11 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, L.n_red * n_out);
     if (n_out < threads)
         threads = 1;
+
+    /* innermost input dim kept (e.g. a reduction over leading axes): add
+     * whole rows of up to ROW_CHUNK outputs per reduced position */
+    if (L.n_red > 0 && L.nr > 0 && L.nk > 0 && L.kstr[L.nk - 1] == 1 && L.kdim[L.nk - 1] >= 16)
+        return reduce_rows(t, ctx, &L, k, n_out);
 
     if (rlx_dtype_is_float(dt)) {
         float_run_fn fn = dt == RLX_F32 ? run_float : dt == RLX_F64 ? run_double : dt == RLX_F16 ? run_f16_t : run_bf16_t;
