@@ -334,6 +334,39 @@ static void test_shape_ops_dtypes(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* transposes that take the tiled path (the source's unit-stride dim moves
+ * outward), every element size */
+static void test_transpose_tiled(void **state)
+{
+    (void)state;
+    int bad = 0;
+    static const struct {
+        int ndim;
+        int64_t dims[4];
+        int perm[4];
+    } cases[] = {
+        {3, {3, 20, 37}, {2, 0, 1}},
+        {4, {2, 9, 5, 11}, {0, 3, 2, 1}},
+        {2, {70, 45}, {1, 0}},
+        {3, {8, 1, 8}, {2, 1, 0}},
+    };
+    for (int c = 0; c < NELEM(cases); c++)
+        for (int di = 0; di < NELEM(k_all_dts); di++) {
+            rlx_dtype dt = k_all_dts[di];
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *x = rand_for(dt, cases[c].ndim, cases[c].dims);
+            rlx_node y = rlx_transpose(rg->g, rt_input(rg, dt, x), cases[c].perm);
+            rt_tensor *want = rt_ref_transpose(x, cases[c].perm);
+            char what[64];
+            snprintf(what, sizeof what, "transpose tiled case %d %s", c, rlx_dtype_name(dt));
+            bad += check1(rg, y, want, dt, what);
+            rt_free(want);
+            rt_free(x);
+            rt_graph_free(rg);
+        }
+    assert_int_equal(bad, 0);
+}
+
 static void test_shape_ops_empty(void **state)
 {
     (void)state;
@@ -651,6 +684,7 @@ int main(void)
         cmocka_unit_test_setup(test_softmax_dtypes_axes, rt_setup),
         cmocka_unit_test_setup(test_norms_big_threads, rt_setup),
         cmocka_unit_test_setup(test_shape_ops_dtypes, rt_setup),
+        cmocka_unit_test_setup(test_transpose_tiled, rt_setup),
         cmocka_unit_test_setup(test_shape_ops_empty, rt_setup),
         cmocka_unit_test_setup(test_gather_out_of_range, rt_setup),
         cmocka_unit_test_setup(test_attention_edges, rt_setup),

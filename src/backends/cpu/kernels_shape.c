@@ -34,6 +34,63 @@ static inline void copy_run(char *dst, const char *src, int64_t n, int64_t s, si
     }
 }
 
+#define TILE 32
+
+/* Copies dims d (coalesced, n of them) where source dim p has stride 1 and
+ * the innermost dim q = n - 1 is strided: tile over (p, q). */
+static void tiled_copy(void *dst, const void *src, int n, const int64_t *d, const int64_t *s, int p, size_t es,
+                       int64_t total, const rlx_run_ctx *ctx)
+{
+    int q = n - 1;
+    int64_t ost[RLX_MAX_DIMS]; /* output (dense) strides */
+    ost[n - 1] = 1;
+    for (int i = n - 2; i >= 0; i--)
+        ost[i] = ost[i + 1] * d[i + 1];
+    int64_t P = d[p], Q = d[q], tp = (P + TILE - 1) / TILE, tq = (Q + TILE - 1) / TILE;
+    int64_t outer = total / (P * Q), items = outer * tp * tq;
+    int threads = rlx_cpu_threads(ctx, total);
+    if (items < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t o = it / (tp * tq), bp = (it / tq) % tp * TILE, bq = it % tq * TILE;
+        int64_t soff = 0, doff = 0, r = o;
+        for (int i = n - 2; i >= 0; i--) { /* outer dims: all but p and q */
+            if (i == p)
+                continue;
+            int64_t k = r % d[i];
+            r /= d[i];
+            soff += k * s[i];
+            doff += k * ost[i];
+        }
+        int64_t ep = bp + TILE < P ? bp + TILE : P, eq = bq + TILE < Q ? bq + TILE : Q;
+        const char *sb = (const char *)src + soff * (int64_t)es;
+        char *db = (char *)dst + doff * (int64_t)es;
+        int64_t sq = s[q], dp = ost[p];
+        switch (es) {
+        case 4:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t j = bq; j < eq; j++)
+                    memcpy(db + (i * dp + j) * 4, sb + (i + j * sq) * 4, 4);
+            break;
+        case 2:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t j = bq; j < eq; j++)
+                    memcpy(db + (i * dp + j) * 2, sb + (i + j * sq) * 2, 2);
+            break;
+        case 8:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t j = bq; j < eq; j++)
+                    memcpy(db + (i * dp + j) * 8, sb + (i + j * sq) * 8, 8);
+            break;
+        default:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t j = bq; j < eq; j++)
+                    memcpy(db + (size_t)(i * dp + j) * es, sb + (i + j * sq) * (int64_t)es, es);
+        }
+    }
+}
+
 /* dst (dense, shape dims) = src read at element strides str (any sign). */
 static void strided_copy(void *dst, const void *src, int ndim, const int64_t *dims, const int64_t *str, size_t es,
                          const rlx_run_ctx *ctx)
@@ -60,8 +117,16 @@ static void strided_copy(void *dst, const void *src, int ndim, const int64_t *di
         return;
     }
     int64_t len = d[n - 1], step = s[n - 1], rows = total / len;
-    /* For a short strided inner dim, a longer outer loop helps little;
-     * keep it simple: rows in parallel. */
+    /* A transpose-like copy (the source's unit-stride dim is not the
+     * output's innermost): copy in square tiles so reads and writes both
+     * stay in cache. */
+    if (step != 1 && len >= 8) {
+        for (int p = 0; p < n - 1; p++)
+            if (s[p] == 1 && d[p] >= 8) {
+                tiled_copy(dst, src, n, d, s, p, es, total, ctx);
+                return;
+            }
+    }
     int threads = rlx_cpu_threads(ctx, total);
     if (rows < threads)
         threads = 1;
