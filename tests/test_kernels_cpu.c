@@ -471,6 +471,52 @@ static void test_attention_edges(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* masks of rank < 4 broadcast from the right: [T], [S, T], [1, S, T] */
+static void test_attention_low_rank_mask(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int64_t B = 2, H = 4, Hk = 2, S = 3, T = 6, D = 8;
+    const int ranks[3] = {1, 2, 3};
+    for (int r = 0; r < 3; r++)
+        for (int is_bool = 0; is_bool < 2; is_bool++) {
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *q = rt_rand(RT_SHAPE(B, H, S, D), -1, 1);
+            rt_tensor *k = rt_rand(RT_SHAPE(B, Hk, T, D), -1, 1);
+            rt_tensor *v = rt_rand(RT_SHAPE(B, Hk, T, D), -1, 1);
+            int64_t md[3];
+            int nd = ranks[r];
+            for (int i = 0; i < nd; i++)
+                md[i] = i == nd - 1 ? T : i == nd - 2 ? S : 1;
+            rt_tensor *m = is_bool ? rt_randb(nd, md, 0.6) : rt_rand(nd, md, -2, 1);
+            rlx_node mn = rt_input(rg, is_bool ? RLX_BOOL : RLX_F32, m);
+            rlx_node y = rlx_attention(rg->g, rt_input(rg, RLX_F32, q), rt_input(rg, RLX_F32, k),
+                                       rt_input(rg, RLX_F32, v), mn, 1, 0.3);
+            /* the reference takes a rank-4 mask: reshape ours to it */
+            rt_tensor *m4 = rt_clone(m);
+            m4->ndim = 4;
+            m4->dims[3] = T;
+            m4->dims[2] = nd >= 2 ? S : 1;
+            m4->dims[1] = 1;
+            m4->dims[0] = 1;
+            rt_tensor *want = rt_ref_attention(q, k, v, m4, is_bool, 1, 0.3);
+            for (int64_t i = 0; i < want->n; i++)
+                if (isnan(want->d[i]))
+                    want->d[i] = 0;
+            char what[64];
+            snprintf(what, sizeof what, "attention mask rank %d %s", nd, is_bool ? "bool" : "float");
+            bad += check1(rg, y, want, RLX_F32, what);
+            rt_free(want);
+            rt_free(m4);
+            rt_free(m);
+            rt_free(q);
+            rt_free(k);
+            rt_free(v);
+            rt_graph_free(rg);
+        }
+    assert_int_equal(bad, 0);
+}
+
 static void test_rope_dtypes(void **state)
 {
     (void)state;
@@ -688,6 +734,7 @@ int main(void)
         cmocka_unit_test_setup(test_shape_ops_empty, rt_setup),
         cmocka_unit_test_setup(test_gather_out_of_range, rt_setup),
         cmocka_unit_test_setup(test_attention_edges, rt_setup),
+        cmocka_unit_test_setup(test_attention_low_rank_mask, rt_setup),
         cmocka_unit_test_setup(test_rope_dtypes, rt_setup),
         cmocka_unit_test_setup(test_conv_dtypes, rt_setup),
         cmocka_unit_test_setup(test_pool_dtypes, rt_setup),
