@@ -414,6 +414,7 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
     while (n.n_in > 0 && !n.in[n.n_in - 1]) n.n_in--; /* trailing optional inputs left out */
     ox_handler h = ox_find_handler(nd->op_type);
     if (!h) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
+    int first_new = rlx_graph_node_count(c->g);
     rlx_status st = ox_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
         rlx_clear_error();
@@ -424,7 +425,8 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
         const char *nm = nd->output[i];
         if (!nm || !*nm) continue;
         if (!n.out[i]) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
-        if (n.out[i]->node >= 0 && !n.out[i]->k && i == 0) rlx_node_set_name(c->g, n.out[i]->node, nm);
+        /* name new nodes after their ONNX output (never rename an input) */
+        if (n.out[i]->node >= first_new && !n.out[i]->k) rlx_node_set_name(c->g, n.out[i]->node, nm);
     }
     return RLX_OK;
 }
