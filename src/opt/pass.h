@@ -7,6 +7,16 @@
 
 #include "ir/ir.h"
 
+/* What the optimizer stages did, for the dispatch report and tests. */
+typedef struct rlx_opt_stats {
+    int nodes_before_fusion, nodes_after_fusion;
+    int fused[RLX_OP_COUNT];   /* fused nodes made, by fused op */
+    int bn_folded;             /* batch norms folded into conv weights */
+    int fusion_refused;        /* matches dropped because the target does not claim the fused op */
+    int lowered[RLX_OP_COUNT]; /* nodes decomposed by lowering, by their op */
+    int casts_inserted, casts_removed, amp_low, amp_fallback;
+} rlx_opt_stats;
+
 typedef struct rlx_pass_ctx {
     /* The target's claim: can node `id` of g run natively? NULL = anything. */
     bool (*supports)(const rlx_graph *g, rlx_node id);
@@ -17,6 +27,8 @@ typedef struct rlx_pass_ctx {
     /* Largest constant folding may create, in bytes. */
     size_t fold_limit;
     int verbose;
+    /* Optional: where fuse, amp and lower record what they did. */
+    rlx_opt_stats *stats;
 } rlx_pass_ctx;
 
 typedef rlx_graph *(*rlx_pass_fn)(const rlx_graph *g, const rlx_pass_ctx *ctx);
@@ -29,6 +41,26 @@ typedef struct rlx_pass {
 rlx_graph *rlx_pass_dce(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_pass_cse(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_pass_fold(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Target-aware pattern fusion (fuse.c, patterns in fuse_patterns.c). */
+rlx_graph *rlx_pass_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Automatic mixed precision to ctx->precision (amp.c). */
+rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Decomposes what the target does not claim into primitives (lower.c). */
+rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx);
+
+/* Appends to g the primitives computing node n (its inputs already ids of
+ * g); returns the id of the result, or -1 if n has no decomposition (or a
+ * builder failed: g->error says which). */
+rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n);
+bool rlx_has_decomposition(rlx_op op);
+
+/* Would the target claim a node like `proto` whose inputs have these dtypes
+ * and shapes?  Asked on a small probe graph (leaves + the node); false if
+ * the node does not even type-check.  True when ctx->supports is NULL. */
+bool rlx_probe_claim(const rlx_pass_ctx *ctx, const rlx_node_data *proto, const rlx_dtype *dtypes,
+                     const rlx_shape *shapes);
+/* Value of a one-element float constant node; false if n is not one. */
+bool rlx_scalar_value(const rlx_node_data *n, double *v);
 
 /* Copies node `id` of src into dst with operands renamed through map
  * (old id -> new id); shape inference runs again.  Returns the new id. */

@@ -1,0 +1,554 @@
+/* fuse_patterns.c - the structured fusion patterns.  Each is tried at a
+ * root node; it checks ops, single use of every swallowed intermediate,
+ * shapes, axes and dtypes, then hands a spec to fs_commit (which asks the
+ * target's claim). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt/fuse_internal.h"
+
+static bool is_vec(const fuse_state *s, rlx_node id, int64_t len, rlx_dtype t)
+{
+    const rlx_node_data *n = fs_node(s, id);
+    return n->shape.ndim == 1 && n->shape.dims[0] == len && n->dtype == t;
+}
+
+static void spec_init(fuse_spec *sp, rlx_node root, rlx_op op)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->root = root;
+    sp->node.op = op;
+}
+
+static void spec_in(fuse_spec *sp, rlx_node x) { sp->node.in[sp->node.n_in++] = x; }
+
+static bool in_list_k(const rlx_node *l, int n, rlx_node x)
+{
+    for (int i = 0; i < n; i++)
+        if (l[i] == x)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------- attention block */
+
+typedef struct proj_match {
+    rlx_node x, w, bias, gamma; /* bias, gamma: -1 if absent */
+    int heads, dim;
+    double eps;
+    int has_rope, interleaved;
+    double theta;
+    int64_t offset;
+    rlx_node nodes[8];
+    int n_nodes;
+} proj_match;
+
+static const int k_to_heads[4] = {0, 2, 1, 3};
+
+static bool is_head_transpose(const rlx_node_data *n)
+{
+    return n->op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 && !memcmp(n->attrs.transpose.perm, k_to_heads, sizeof k_to_heads);
+}
+
+/* Walks back from attention operand `id`: [rope] <- transpose(0,2,1,3)
+ * <- [rms_norm] <- reshape [B,S,h*d] -> [B,S,h,d] <- [add bias] <- x @ w.
+ * The norm may also sit after the transpose (the same over the last axis). */
+static bool match_proj(const fuse_state *s, rlx_node id, bool allow_rope_norm, proj_match *m)
+{
+    memset(m, 0, sizeof *m);
+    m->bias = m->gamma = -1;
+#define SWALLOW(x)                                                                                                   \
+    do {                                                                                                             \
+        if (!fs_inner(s, (x)))                                                                                       \
+            return false;                                                                                            \
+        m->nodes[m->n_nodes++] = (x);                                                                                \
+    } while (0)
+    rlx_node cur = id;
+    const rlx_node_data *n = fs_node(s, cur);
+    if (allow_rope_norm && n->op == RLX_OP_ROPE) {
+        SWALLOW(cur);
+        m->has_rope = 1;
+        m->theta = n->attrs.rope.theta;
+        m->offset = n->attrs.rope.offset;
+        m->interleaved = n->attrs.rope.interleaved;
+        cur = n->in[0];
+        n = fs_node(s, cur);
+    }
+    if (allow_rope_norm && n->op == RLX_OP_RMS_NORM && n->attrs.norm.has_gamma) {
+        SWALLOW(cur);
+        m->gamma = n->in[1];
+        m->eps = n->attrs.norm.eps;
+        cur = n->in[0];
+        n = fs_node(s, cur);
+    }
+    if (!is_head_transpose(n))
+        return false;
+    SWALLOW(cur);
+    cur = n->in[0];
+    n = fs_node(s, cur);
+    if (allow_rope_norm && m->gamma < 0 && n->op == RLX_OP_RMS_NORM && n->attrs.norm.has_gamma) {
+        SWALLOW(cur);
+        m->gamma = n->in[1];
+        m->eps = n->attrs.norm.eps;
+        cur = n->in[0];
+        n = fs_node(s, cur);
+    }
+    if (n->op != RLX_OP_RESHAPE || n->shape.ndim != 4)
+        return false;
+    SWALLOW(cur);
+    const rlx_node_data *src = fs_node(s, n->in[0]);
+    if (src->shape.ndim != 3 || src->shape.dims[0] != n->shape.dims[0] || src->shape.dims[1] != n->shape.dims[1] ||
+        src->shape.dims[2] != n->shape.dims[2] * n->shape.dims[3])
+        return false;
+    m->heads = (int)n->shape.dims[2];
+    m->dim = (int)n->shape.dims[3];
+    if (m->gamma >= 0 && !is_vec(s, m->gamma, m->dim, n->dtype))
+        return false;
+    cur = n->in[0];
+    n = fs_node(s, cur);
+    if (n->op == RLX_OP_ADD) {
+        int64_t width = n->shape.dims[n->shape.ndim - 1];
+        for (int j = 0; j < 2; j++) {
+            const rlx_node_data *o = fs_node(s, n->in[1 - j]);
+            if (o->op == RLX_OP_MATMUL && is_vec(s, n->in[j], width, n->dtype) &&
+                rlx_shape_equal(&o->shape, &n->shape)) {
+                SWALLOW(cur);
+                m->bias = n->in[j];
+                cur = n->in[1 - j];
+                n = fs_node(s, cur);
+                break;
+            }
+        }
+    }
+    if (n->op != RLX_OP_MATMUL || n->attrs.matmul.trans_a || n->attrs.matmul.trans_b)
+        return false;
+    SWALLOW(cur);
+    const rlx_node_data *x = fs_node(s, n->in[0]), *w = fs_node(s, n->in[1]);
+    if (x->shape.ndim != 3 || w->shape.ndim != 2)
+        return false;
+    m->x = n->in[0];
+    m->w = n->in[1];
+    return true;
+#undef SWALLOW
+}
+
+bool fuse_attention_block(fuse_state *s, rlx_node root)
+{
+    rlx_node nodes[40];
+    int nn = 0;
+    const rlx_node_data *r = fs_node(s, root);
+    rlx_node mm = root, bo = -1;
+    if (r->op == RLX_OP_ADD) {
+        int64_t width = r->shape.dims[r->shape.ndim > 0 ? r->shape.ndim - 1 : 0];
+        for (int j = 0; j < 2 && bo < 0; j++)
+            if (r->shape.ndim == 3 && fs_node(s, r->in[1 - j])->op == RLX_OP_MATMUL && fs_inner(s, r->in[1 - j]) &&
+                is_vec(s, r->in[j], width, r->dtype) && rlx_shape_equal(&fs_node(s, r->in[1 - j])->shape, &r->shape)) {
+                bo = r->in[j];
+                mm = r->in[1 - j];
+                nodes[nn++] = mm;
+            }
+        if (bo < 0)
+            return false;
+    }
+    const rlx_node_data *m = fs_node(s, mm);
+    if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || m->attrs.matmul.trans_b || m->shape.ndim != 3 ||
+        !fs_fusable_dtype(m->dtype) || fs_node(s, m->in[1])->shape.ndim != 2)
+        return false;
+    /* reshape [B,S,H,Dv] -> [B,S,H*Dv] <- transpose(0,2,1,3) <- attention */
+    rlx_node rs = m->in[0];
+    const rlx_node_data *rsn = fs_node(s, rs);
+    if (rsn->op != RLX_OP_RESHAPE || !fs_inner(s, rs) || rsn->shape.ndim != 3)
+        return false;
+    rlx_node tr = rsn->in[0];
+    const rlx_node_data *trn = fs_node(s, tr);
+    if (!is_head_transpose(trn) || !fs_inner(s, tr) || trn->shape.dims[0] != rsn->shape.dims[0] ||
+        trn->shape.dims[1] != rsn->shape.dims[1] || trn->shape.dims[2] * trn->shape.dims[3] != rsn->shape.dims[2])
+        return false;
+    rlx_node at = trn->in[0];
+    const rlx_node_data *atn = fs_node(s, at);
+    if (atn->op != RLX_OP_ATTENTION || !fs_inner(s, at) || atn->attrs.attention.has_mask)
+        return false;
+    nodes[nn++] = rs;
+    nodes[nn++] = tr;
+    nodes[nn++] = at;
+    proj_match q, k, v;
+    if (!match_proj(s, atn->in[0], true, &q) || !match_proj(s, atn->in[1], true, &k) ||
+        !match_proj(s, atn->in[2], false, &v))
+        return false;
+    if (q.x != k.x || q.x != v.x || q.has_rope != k.has_rope || k.heads != v.heads || q.dim != k.dim)
+        return false;
+    if (q.has_rope && (q.theta != k.theta || q.offset != k.offset || q.interleaved != k.interleaved))
+        return false;
+    if (q.gamma >= 0 && k.gamma >= 0 && q.eps != k.eps)
+        return false;
+    /* the three projections must be distinct nodes (no shared subgraph) */
+    for (int i = 0; i < q.n_nodes; i++)
+        if (in_list_k(k.nodes, k.n_nodes, q.nodes[i]) || in_list_k(v.nodes, v.n_nodes, q.nodes[i]))
+            return false;
+    for (int i = 0; i < k.n_nodes; i++)
+        if (in_list_k(v.nodes, v.n_nodes, k.nodes[i]))
+            return false;
+    const proj_match *pm[3] = {&q, &k, &v};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < pm[p]->n_nodes; i++)
+            nodes[nn++] = pm[p]->nodes[i];
+    if (!fs_fusable_dtype(fs_node(s, q.x)->dtype))
+        return false;
+    fuse_spec sp;
+    spec_init(&sp, root, RLX_OP_ATTENTION_BLOCK);
+#define a (&sp.node.attrs.attn_block)
+    a->heads = q.heads;
+    a->kv_heads = k.heads;
+    a->head_dim = q.dim;
+    a->v_head_dim = v.dim;
+    a->has_bias = (q.bias >= 0) | (k.bias >= 0) << 1 | (v.bias >= 0) << 2 | (bo >= 0) << 3;
+    a->has_qnorm = q.gamma >= 0;
+    a->has_knorm = k.gamma >= 0;
+    a->norm_eps = q.gamma >= 0 ? q.eps : k.eps;
+    a->has_rope = q.has_rope;
+    a->rope_theta = q.theta;
+    a->rope_offset = q.offset;
+    a->rope_interleaved = q.interleaved;
+    a->causal = atn->attrs.attention.causal;
+    a->scale = atn->attrs.attention.scale;
+    spec_in(&sp, q.x);
+    spec_in(&sp, q.w);
+    spec_in(&sp, k.w);
+    spec_in(&sp, v.w);
+    spec_in(&sp, m->in[1]);
+    const rlx_node opt[6] = {q.bias, k.bias, v.bias, bo, q.gamma, k.gamma};
+    for (int i = 0; i < 6; i++)
+        if (opt[i] >= 0)
+            spec_in(&sp, opt[i]);
+#undef a
+    return fs_commit(s, &sp, nodes, nn);
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+
+bool fuse_swiglu(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    if (r->op != RLX_OP_MUL || !fs_fusable_dtype(r->dtype))
+        return false;
+    for (int j = 0; j < 2; j++) {
+        rlx_node si = r->in[j], up = r->in[1 - j];
+        const rlx_node_data *sn = fs_node(s, si), *un = fs_node(s, up);
+        if (sn->op != RLX_OP_SILU || !fs_inner(s, si) || un->op != RLX_OP_MATMUL || !fs_inner(s, up))
+            continue;
+        rlx_node gate = sn->in[0];
+        const rlx_node_data *gn = fs_node(s, gate);
+        if (gn->op != RLX_OP_MATMUL || !fs_inner(s, gate) || gn->in[0] != un->in[0] || gn->attrs.matmul.trans_a ||
+            gn->attrs.matmul.trans_b || un->attrs.matmul.trans_a || un->attrs.matmul.trans_b ||
+            !rlx_shape_equal(&gn->shape, &un->shape) || !rlx_shape_equal(&gn->shape, &r->shape))
+            continue;
+        fuse_spec sp;
+        spec_init(&sp, root, RLX_OP_SWIGLU);
+        spec_in(&sp, gn->in[0]);
+        spec_in(&sp, gn->in[1]);
+        spec_in(&sp, un->in[1]);
+        rlx_node nodes[3] = {si, up, gate};
+        return fs_commit(s, &sp, nodes, 3);
+    }
+    return false;
+}
+
+/* ------------------------------------------------- matmul + bias + act */
+
+bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    int act = fs_act_of(r->op);
+    rlx_node nodes[2];
+    int nn = 0;
+    rlx_node cur = root;
+    if (act >= 0) {
+        if (!fs_inner(s, r->in[0]))
+            return false;
+        cur = r->in[0];
+        nodes[nn++] = cur;
+    } else {
+        act = RLX_ACT_NONE;
+    }
+    const rlx_node_data *c = fs_node(s, cur);
+    rlx_node mm = -1, bias = -1;
+    if (c->op == RLX_OP_ADD && c->shape.ndim >= 2) {
+        int64_t width = c->shape.dims[c->shape.ndim - 1];
+        for (int j = 0; j < 2 && mm < 0; j++) {
+            const rlx_node_data *o = fs_node(s, c->in[1 - j]);
+            if (o->op == RLX_OP_MATMUL && fs_inner(s, c->in[1 - j]) && is_vec(s, c->in[j], width, c->dtype) &&
+                rlx_shape_equal(&o->shape, &c->shape)) {
+                mm = c->in[1 - j];
+                bias = c->in[j];
+            }
+        }
+        if (mm < 0)
+            return false;
+        nodes[nn++] = mm;
+    } else if (c->op == RLX_OP_MATMUL && act != RLX_ACT_NONE) {
+        mm = cur;
+    } else {
+        return false;
+    }
+    const rlx_node_data *m = fs_node(s, mm);
+    if (!fs_fusable_dtype(m->dtype))
+        return false;
+    fuse_spec sp;
+    spec_init(&sp, root, RLX_OP_MATMUL_BIAS_ACT);
+    sp.node.attrs.mm_act.trans_a = m->attrs.matmul.trans_a;
+    sp.node.attrs.mm_act.trans_b = m->attrs.matmul.trans_b;
+    sp.node.attrs.mm_act.act = act;
+    sp.node.attrs.mm_act.has_bias = bias >= 0;
+    spec_in(&sp, m->in[0]);
+    spec_in(&sp, m->in[1]);
+    if (bias >= 0)
+        spec_in(&sp, bias);
+    return fs_commit(s, &sp, nodes, nn);
+}
+
+/* ------------------------------------------------ residual add + norm */
+
+bool fuse_add_norm(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    if (r->op != RLX_OP_LAYER_NORM && r->op != RLX_OP_RMS_NORM)
+        return false;
+    rlx_node add = r->in[0];
+    const rlx_node_data *an = fs_node(s, add);
+    if (an->op != RLX_OP_ADD || !fs_inner(s, add) || !fs_fusable_dtype(an->dtype))
+        return false;
+    const rlx_node_data *x = fs_node(s, an->in[0]), *y = fs_node(s, an->in[1]);
+    if (!rlx_shape_equal(&x->shape, &an->shape) || !rlx_shape_equal(&y->shape, &an->shape))
+        return false; /* a broadcasting add is not a residual */
+    fuse_spec sp;
+    spec_init(&sp, root, r->op == RLX_OP_LAYER_NORM ? RLX_OP_ADD_LAYER_NORM : RLX_OP_ADD_RMS_NORM);
+    sp.node.attrs.norm = r->attrs.norm;
+    spec_in(&sp, an->in[0]);
+    spec_in(&sp, an->in[1]);
+    for (int i = 1; i < r->n_in; i++)
+        spec_in(&sp, r->in[i]);
+    return fs_commit(s, &sp, &add, 1);
+}
+
+/* ------------------------------------------- softmax(x * scale + mask) */
+
+/* x * c, c * x or x / c with c a one-element constant, shaped like x. */
+static bool match_scale(const fuse_state *s, rlx_node id, rlx_node *x, double *scale)
+{
+    const rlx_node_data *n = fs_node(s, id);
+    if ((n->op != RLX_OP_MUL && n->op != RLX_OP_DIV) || !fs_inner(s, id))
+        return false;
+    for (int j = 0; j < 2; j++) {
+        if (n->op == RLX_OP_DIV && j == 0)
+            continue;
+        double c;
+        if (!rlx_scalar_value(fs_node(s, n->in[j]), &c))
+            continue;
+        const rlx_node_data *o = fs_node(s, n->in[1 - j]);
+        if (!rlx_shape_equal(&o->shape, &n->shape))
+            continue;
+        if (n->op == RLX_OP_DIV) {
+            if (c == 0)
+                return false;
+            c = 1.0 / c;
+        }
+        *x = n->in[1 - j];
+        *scale = c;
+        return true;
+    }
+    return false;
+}
+
+bool fuse_softmax(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    if (r->op != RLX_OP_SOFTMAX || !fs_fusable_dtype(r->dtype))
+        return false;
+    rlx_node nodes[2];
+    int nn = 0;
+    rlx_node cur = r->in[0], x = -1, mask = -1;
+    double scale = 1.0;
+    const rlx_node_data *c = fs_node(s, cur);
+    if (c->op == RLX_OP_ADD && fs_inner(s, cur)) {
+        /* one side is the (maybe scaled) scores, the other the mask */
+        for (int j = 0; j < 2 && mask < 0; j++) {
+            const rlx_node_data *m = fs_node(s, c->in[1 - j]), *sc = fs_node(s, c->in[j]);
+            rlx_shape b;
+            if (!rlx_shape_equal(&sc->shape, &c->shape) || m->dtype != c->dtype ||
+                !rlx_shape_broadcast(&m->shape, &c->shape, &b) || !rlx_shape_equal(&b, &c->shape))
+                continue;
+            rlx_node xs;
+            double sv;
+            if (j == 1 && mask < 0 && !match_scale(s, c->in[j], &xs, &sv) && match_scale(s, c->in[0], &xs, &sv))
+                continue; /* prefer the side that is scaled */
+            mask = c->in[1 - j];
+            cur = c->in[j];
+        }
+        if (mask < 0)
+            return false;
+        nodes[nn++] = r->in[0];
+    }
+    if (match_scale(s, cur, &x, &scale))
+        nodes[nn++] = cur;
+    else
+        x = cur;
+    if (nn == 0)
+        return false;
+    fuse_spec sp;
+    spec_init(&sp, root, RLX_OP_SOFTMAX_SCALE_MASK);
+    sp.node.attrs.sm.axis = r->attrs.softmax.axis;
+    sp.node.attrs.sm.scale = scale;
+    sp.node.attrs.sm.has_mask = mask >= 0;
+    spec_in(&sp, x);
+    if (mask >= 0)
+        spec_in(&sp, mask);
+    return fs_commit(s, &sp, nodes, nn);
+}
+
+/* ------------------------------------------- conv (+ batch norm) + act */
+
+static double load_f(const rlx_node_data *n, int64_t i)
+{
+    const void *p = n->data;
+    switch (n->dtype) {
+    case RLX_F32: return ((const float *)p)[i];
+    case RLX_F64: return ((const double *)p)[i];
+    case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)p)[i]);
+    case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
+}
+
+static void store_f(void *p, rlx_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case RLX_F32: ((float *)p)[i] = (float)v; break;
+    case RLX_F64: ((double *)p)[i] = v; break;
+    case RLX_F16: ((uint16_t *)p)[i] = rlx_f32_to_f16((float)v); break;
+    case RLX_BF16: ((uint16_t *)p)[i] = rlx_f32_to_bf16((float)v); break;
+    default: break;
+    }
+}
+
+static bool is_const(const fuse_state *s, rlx_node id) { return fs_node(s, id)->op == RLX_OP_CONSTANT; }
+
+/* conv weights and bias with the batch norm's scale and shift folded in:
+ * w'[o] = w[o] * k[o], b'[o] = (b[o] - mean[o]) * k[o] + beta[o] with
+ * k = gamma / sqrt(var + eps). */
+static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_node_data *bn, fuse_spec *sp)
+{
+    const rlx_node_data *w = fs_node(s, conv->in[1]);
+    const rlx_node_data *b = conv->attrs.conv.has_bias ? fs_node(s, conv->in[2]) : NULL;
+    const rlx_node_data *ga = fs_node(s, bn->in[1]), *be = fs_node(s, bn->in[2]), *mu = fs_node(s, bn->in[3]),
+                        *va = fs_node(s, bn->in[4]);
+    int64_t O = w->shape.dims[0], per = O ? rlx_shape_numel(&w->shape) / O : 0;
+    rlx_dtype t = w->dtype;
+    size_t es = rlx_dtype_size(t);
+    void *wd = malloc((size_t)(O * per) * es + 1), *bd = malloc((size_t)O * es + 1);
+    if (!wd || !bd) {
+        free(wd);
+        free(bd);
+        return false;
+    }
+    for (int64_t o = 0; o < O; o++) {
+        double k = load_f(ga, o) / sqrt(load_f(va, o) + bn->attrs.batch_norm.eps);
+        for (int64_t i = 0; i < per; i++)
+            store_f(wd, t, o * per + i, load_f(w, o * per + i) * k);
+        store_f(bd, t, o, ((b ? load_f(b, o) : 0.0) - load_f(mu, o)) * k + load_f(be, o));
+    }
+    rlx_node_data *cw = &sp->consts[0], *cb = &sp->consts[1];
+    memset(cw, 0, sizeof *cw);
+    cw->op = RLX_OP_CONSTANT;
+    cw->dtype = t;
+    cw->shape = w->shape;
+    cw->data = wd;
+    cw->data_bytes = (size_t)(O * per) * es;
+    memset(cb, 0, sizeof *cb);
+    cb->op = RLX_OP_CONSTANT;
+    cb->dtype = t;
+    cb->shape.ndim = 1;
+    cb->shape.dims[0] = O;
+    cb->data = bd;
+    cb->data_bytes = (size_t)O * es;
+    sp->n_consts = 2;
+    return true;
+}
+
+static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, rlx_node bn, int act, const rlx_node *inner,
+                     int n_inner)
+{
+    const rlx_node_data *cn = fs_node(s, conv);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        /* attempt 1 (no activation fused): plain conv with folded weights */
+        if (attempt == 1 && (bn < 0 || act != RLX_ACT_NONE))
+            return false;
+        fuse_spec sp;
+        spec_init(&sp, root, attempt ? RLX_OP_CONV : RLX_OP_CONV_BIAS_ACT);
+        sp.node.attrs.conv = cn->attrs.conv;
+        sp.node.attrs.conv.act = attempt ? 0 : act;
+        spec_in(&sp, cn->in[0]);
+        if (bn >= 0) {
+            if (!fold_bn(s, cn, fs_node(s, bn), &sp))
+                return false;
+            spec_in(&sp, -1);
+            spec_in(&sp, -2);
+            sp.node.attrs.conv.has_bias = 1;
+        } else {
+            for (int i = 1; i < cn->n_in; i++)
+                spec_in(&sp, cn->in[i]);
+        }
+        if (fs_commit(s, &sp, inner, n_inner)) {
+            if (bn >= 0 && s->stats)
+                s->stats->bn_folded++;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool fuse_conv(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    int act = fs_act_of(r->op);
+    rlx_node inner[2];
+    int ni = 0;
+    rlx_node cur = root;
+    if (act >= 0) {
+        if (!fs_inner(s, r->in[0]))
+            return false;
+        cur = r->in[0];
+        inner[ni++] = cur;
+    } else {
+        act = RLX_ACT_NONE;
+    }
+    const rlx_node_data *c = fs_node(s, cur);
+    rlx_node bn = -1, conv = cur;
+    if (c->op == RLX_OP_BATCH_NORM) {
+        bn = cur;
+        conv = c->in[0];
+        bool consts = true;
+        for (int i = 1; i < 5; i++)
+            consts = consts && is_const(s, c->in[i]);
+        const rlx_node_data *cv = fs_node(s, conv);
+        if (cv->op != RLX_OP_CONV || !fs_inner(s, conv) || !consts || !is_const(s, cv->in[1]) ||
+            (cv->attrs.conv.has_bias && !is_const(s, cv->in[2])))
+            bn = -1; /* not foldable: maybe still conv + act below */
+        else
+            inner[ni++] = conv;
+        if (bn < 0)
+            return false;
+    } else if (c->op != RLX_OP_CONV || act == RLX_ACT_NONE) {
+        return false;
+    }
+    if (!fs_fusable_dtype(fs_node(s, conv)->dtype) && act != RLX_ACT_NONE)
+        return false;
+    if (try_conv(s, root, conv, bn, act, inner, ni))
+        return true;
+    /* the target refused conv + act: fold the batch norm alone at least */
+    if (bn >= 0 && act != RLX_ACT_NONE) {
+        rlx_node only[1] = {conv};
+        return try_conv(s, bn, conv, bn, RLX_ACT_NONE, only, 1);
+    }
+    return false;
+}

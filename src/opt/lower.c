@@ -1,0 +1,215 @@
+/* lower.c - lowering: a node the target does not claim (a fused op it has
+ * no kernel for, or a shape its kernel declines) is rewritten into the
+ * primitives of its decomposition.  The decompositions here are the
+ * definitions of the fused ops: the CPU reference kernels must agree with
+ * them, and tests check that they do.  Whatever is still unclaimed after
+ * lowering is reported by the compile's claim check, node by node. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt/pass.h"
+
+static rlx_node op1(rlx_graph *g, rlx_op op, rlx_node x)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = 1;
+    p.in[0] = x;
+    return rlx_graph_add(g, &p);
+}
+
+static rlx_node op2(rlx_graph *g, rlx_op op, rlx_node a, rlx_node b)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = 2;
+    p.in[0] = a;
+    p.in[1] = b;
+    return rlx_graph_add(g, &p);
+}
+
+static rlx_node act(rlx_graph *g, int a, rlx_node x)
+{
+    switch (a) {
+    case RLX_ACT_RELU: return rlx_relu(g, x);
+    case RLX_ACT_GELU: return rlx_gelu(g, x);
+    case RLX_ACT_GELU_TANH: return rlx_gelu_tanh(g, x);
+    case RLX_ACT_SILU: return rlx_silu(g, x);
+    default: return x;
+    }
+}
+
+static rlx_node dt_scalar(rlx_graph *g, rlx_node like, double v) { return rlx_scalar(g, g->nodes[like].dtype, v); }
+
+/* x @ w (+ bias), reshaped to heads [B, S, h, d], optional RMS norm over d,
+ * to [B, h, S, d], optional rope. */
+static rlx_node heads_of(rlx_graph *g, const rlx_node_data *n, rlx_node x, rlx_node w, rlx_node bias, rlx_node gamma,
+                         int64_t h, int64_t d, bool rope)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t B = g->nodes[x].shape.dims[0], S = g->nodes[x].shape.dims[1];
+    rlx_node y = rlx_matmul(g, x, w, 0, 0);
+    if (bias >= 0)
+        y = rlx_add(g, y, bias);
+    y = rlx_reshape(g, y, 4, (int64_t[]){B, S, h, d});
+    if (gamma >= 0)
+        y = rlx_rms_norm(g, y, gamma, n->attrs.attn_block.norm_eps);
+    y = rlx_transpose(g, y, perm);
+    if (rope && n->attrs.attn_block.has_rope)
+        y = rlx_rope(g, y, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset,
+                     n->attrs.attn_block.rope_interleaved);
+    return y;
+}
+
+static rlx_node lower_attention_block(rlx_graph *g, const rlx_node_data *n)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+#define a (&n->attrs.attn_block)
+    rlx_node opt[7];
+    for (int i = 1; i <= 6; i++) {
+        int k = rlx_attn_block_input(n, i);
+        opt[i] = k >= 0 ? n->in[k] : -1;
+    }
+    rlx_node x = n->in[0];
+    int64_t B = g->nodes[x].shape.dims[0], S = g->nodes[x].shape.dims[1];
+    rlx_node q = heads_of(g, n, x, n->in[1], opt[1], opt[5], a->heads, a->head_dim, true);
+    rlx_node k = heads_of(g, n, x, n->in[2], opt[2], opt[6], a->kv_heads, a->head_dim, true);
+    rlx_node v = heads_of(g, n, x, n->in[3], opt[3], -1, a->kv_heads, a->v_head_dim, false);
+    rlx_node o = rlx_attention(g, q, k, v, -1, a->causal, a->scale);
+    o = rlx_reshape(g, rlx_transpose(g, o, perm), 3, (int64_t[]){B, S, (int64_t)a->heads * a->v_head_dim});
+    o = rlx_matmul(g, o, n->in[4], 0, 0);
+    if (opt[4] >= 0)
+        o = rlx_add(g, o, opt[4]);
+    return o;
+#undef a
+}
+
+static rlx_node lower_batch_norm(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0];
+    int r = g->nodes[x].shape.ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    dims[0] = g->nodes[x].shape.dims[1];
+    for (int i = 1; i < r - 1; i++)
+        dims[i] = 1;
+    rlx_node p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = rlx_reshape(g, n->in[1 + i], r - 1, dims); /* [C, 1, ...] against [N, C, ...] */
+    rlx_node k = rlx_mul(g, p[0], rlx_rsqrt(g, rlx_add(g, p[3], dt_scalar(g, x, n->attrs.batch_norm.eps))));
+    return rlx_add(g, rlx_mul(g, rlx_sub(g, x, p[2]), k), p[1]);
+}
+
+static rlx_node lower_chain(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+    for (int i = 0; i < n->n_in; i++)
+        reg[i] = n->in[i];
+    int nops = n->attrs.ew.n_ops;
+    for (int k = 0; k < nops; k++) {
+        const uint8_t *c = &n->attrs.ew.code[3 * k];
+        rlx_op op = (rlx_op)c[0];
+        reg[n->n_in + k] = rlx_op_is_unary(op) ? op1(g, op, reg[c[1]]) : op2(g, op, reg[c[1]], reg[c[2]]);
+    }
+    return reg[n->n_in + nops - 1];
+}
+
+static rlx_node lower_softmax(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0];
+    if (n->attrs.sm.scale != 1.0)
+        x = rlx_mul(g, x, dt_scalar(g, x, n->attrs.sm.scale));
+    if (n->attrs.sm.has_mask) {
+        rlx_node m = n->in[1];
+        x = g->nodes[m].dtype == RLX_BOOL ? rlx_where(g, m, x, dt_scalar(g, x, -INFINITY)) : rlx_add(g, x, m);
+    }
+    return rlx_softmax(g, x, n->attrs.sm.axis);
+}
+
+rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)
+{
+    switch (n->op) {
+    case RLX_OP_BATCH_NORM: return lower_batch_norm(g, n);
+    case RLX_OP_MATMUL_BIAS_ACT: {
+        rlx_node y = rlx_matmul(g, n->in[0], n->in[1], n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b);
+        if (n->attrs.mm_act.has_bias)
+            y = rlx_add(g, y, n->in[2]);
+        return act(g, n->attrs.mm_act.act, y);
+    }
+    case RLX_OP_ADD_LAYER_NORM:
+    case RLX_OP_ADD_RMS_NORM: {
+        rlx_node s = rlx_add(g, n->in[0], n->in[1]);
+        int k = 2;
+        rlx_node gamma = n->attrs.norm.has_gamma ? n->in[k++] : -1;
+        if (n->op == RLX_OP_ADD_RMS_NORM)
+            return rlx_rms_norm(g, s, gamma, n->attrs.norm.eps);
+        rlx_node beta = n->attrs.norm.has_beta ? n->in[k++] : -1;
+        return rlx_layer_norm(g, s, gamma, beta, n->attrs.norm.eps);
+    }
+    case RLX_OP_SWIGLU:
+        return rlx_mul(g, rlx_silu(g, rlx_matmul(g, n->in[0], n->in[1], 0, 0)), rlx_matmul(g, n->in[0], n->in[2], 0, 0));
+    case RLX_OP_ATTENTION_BLOCK: return lower_attention_block(g, n);
+    case RLX_OP_ELEMENTWISE_CHAIN: return lower_chain(g, n);
+    case RLX_OP_SOFTMAX_SCALE_MASK: return lower_softmax(g, n);
+    case RLX_OP_CONV_BIAS_ACT: {
+        rlx_conv_params p = n->attrs.conv.p;
+        return act(g, n->attrs.conv.act, rlx_conv(g, n->in[0], n->in[1], n->attrs.conv.has_bias ? n->in[2] : -1, &p));
+    }
+    default: return -1;
+    }
+}
+
+bool rlx_has_decomposition(rlx_op op)
+{
+    return op == RLX_OP_BATCH_NORM || (op >= RLX_OP_FIRST_FUSED && op < RLX_OP_COUNT);
+}
+
+rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx)
+{
+    int n = g->n_nodes;
+    rlx_node *map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
+    rlx_graph *out = rlx_graph_new();
+    if (!map || !out)
+        goto fail;
+    for (int i = 0; i < n; i++) {
+        const rlx_node_data *src = &g->nodes[i];
+        bool claimed = !ctx || !ctx->supports || ctx->supports(g, i);
+        if (claimed || !rlx_has_decomposition(src->op)) {
+            if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
+                goto fail;
+            continue;
+        }
+        rlx_node_data m = *src;
+        for (int j = 0; j < m.n_in; j++)
+            m.in[j] = map[m.in[j]];
+        int before = out->n_nodes;
+        rlx_node y = rlx_decompose(out, &m);
+        if (y < 0 || out->error != RLX_OK) {
+            char label[160];
+            rlx_set_error(out->error ? out->error : RLX_ERR_INTERNAL, "lowering %s: %s",
+                          rlx_node_label(g, i, label, sizeof label), out->error_msg);
+            goto fail;
+        }
+        if (src->name && y >= before)
+            rlx_node_set_name(out, y, src->name);
+        map[i] = y;
+        if (ctx && ctx->stats)
+            ctx->stats->lowered[src->op]++;
+        if (ctx && ctx->verbose)
+            fprintf(stderr, "[rlx] lower: %s -> %d primitive nodes\n", rlx_op_name(src->op), out->n_nodes - before);
+    }
+    if (rlx_copy_outputs(out, g, map) != RLX_OK)
+        goto fail;
+    free(map);
+    return out;
+fail:
+    free(map);
+    rlx_graph_free(out);
+    return NULL;
+}
+
+/* The runtime's lowering stage. */
+rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx) { return rlx_pass_lower(g, ctx); }
