@@ -205,12 +205,15 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_VERIFY);
     say(s, "verify: %d nodes, %d outputs", st->nodes_in, user->n_outputs);
 
+    rlx_opt_stats ost;
+    memset(&ost, 0, sizeof ost);
     rlx_pass_ctx pc = {
         .supports = s->backend->supports,
         .evaluate = rlx_cpu_evaluate,
         .precision = s->opts.precision,
         .fold_limit = (size_t)64 << 20,
         .verbose = s->opts.verbose,
+        .stats = &ost,
     };
     /* 2. simplify */
     if (!s->opts.no_simplify && !advance(&s->graph, rlx_simplify(s->graph, &pc)))
@@ -258,7 +261,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 
     /* 6. the backend's claim covers every node */
     if (s->opts.dispatch_report && rlx_opt_dispatch_report)
-        rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, stderr);
+        rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, stderr);
     rlx_graph_free(before_fusion);
     if ((rc = check_claim(s, s->graph)) != RLX_OK)
         return rc;

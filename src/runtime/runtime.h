@@ -62,7 +62,8 @@ rlx_graph *rlx_opt_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute
 rlx_graph *rlx_opt_amp(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
 rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
 /* Per-op dispatch report (optional, from the optimizer module). */
-void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, const rlx_backend *be, FILE *f)
+void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, const rlx_backend *be,
+                             const rlx_opt_stats *stats, FILE *f)
     __attribute__((weak));
 
 /* Runs the simplify passes (dce, cse, fold, dce). */
