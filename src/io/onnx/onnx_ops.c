@@ -231,6 +231,14 @@ static rlx_status h_activation(ox_node *n) {
         y = rlx_where(g, rlx_less(g, x, S(0)), rlx_mul(g, x, S(a)), x);
     } else if (!strcmp(op, "PRelu")) {
         rlx_node slope = oxo_in(n, 1);
+        int64_t xd[RLX_MAX_DIMS], sd[RLX_MAX_DIMS];
+        int xr = oxo_shape(n, x, xd), sr = oxo_shape(n, slope, sd);
+        /* older models give a per-channel slope [C] for x [N, C, ...] */
+        if (sr == 1 && xr > 2 && sd[0] == xd[1] && (n->opset < 7 || sd[0] != xd[xr - 1])) {
+            int64_t nd[RLX_MAX_DIMS];
+            for (int i = 0; i < xr - 1; i++) nd[i] = i == 0 ? sd[0] : 1;
+            slope = rlx_reshape(g, slope, xr - 1, nd);
+        }
         y = rlx_where(g, rlx_less(g, x, S(0)), rlx_mul(g, x, slope), x);
     } else if (!strcmp(op, "Elu")) {
         double a = ox_attr_f(n, "alpha", 1.0);
@@ -270,6 +278,27 @@ static rlx_status h_activation(ox_node *n) {
         y = rlx_log(g, rlx_add(g, x, rlx_sqrt(g, rlx_sub(g, rlx_mul(g, x, x), S(1)))));
     } else if (!strcmp(op, "Atanh")) {
         y = rlx_mul(g, S(0.5), rlx_log(g, rlx_div(g, rlx_add(g, S(1), x), rlx_sub(g, S(1), x))));
+    } else if (!strcmp(op, "Atan") || !strcmp(op, "Asin") || !strcmp(op, "Acos")) {
+        /* atan by range reduction (|x| > 1: pi/2 - atan(1/x); |x| > tan(pi/8):
+         * pi/4 + atan((x-1)/(x+1))) and an odd series to t^15 */
+        rlx_node v = x;
+        if (strcmp(op, "Atan")) v = rlx_div(g, x, rlx_sqrt(g, rlx_sub(g, S(1), rlx_mul(g, x, x))));
+        rlx_node a = rlx_abs(g, v);
+        rlx_node big = rlx_greater(g, a, S(1));
+        rlx_node u = rlx_where(g, big, rlx_reciprocal(g, a), a);
+        rlx_node mid = rlx_greater(g, u, S(0.41421356237309503));
+        rlx_node w = rlx_where(g, mid, rlx_div(g, rlx_sub(g, u, S(1)), rlx_add(g, u, S(1))), u);
+        rlx_node w2 = rlx_mul(g, w, w), poly = S(-1.0 / 15);
+        for (int k = 13; k >= 1; k -= 2) poly = rlx_add(g, rlx_mul(g, poly, w2), S(((k / 2) % 2 ? -1.0 : 1.0) / k));
+        rlx_node at = rlx_mul(g, w, poly);
+        at = rlx_where(g, mid, rlx_add(g, at, S(M_PI / 4)), at);
+        at = rlx_where(g, big, rlx_sub(g, S(M_PI / 2), at), at);
+        at = rlx_mul(g, at, rlx_sign(g, v));
+        if (!strcmp(op, "Asin")) at = rlx_where(g, rlx_equal(g, rlx_abs(g, x), S(1)), rlx_mul(g, S(M_PI / 2), rlx_sign(g, x)), at);
+        if (!strcmp(op, "Acos"))
+            at = rlx_where(g, rlx_equal(g, rlx_abs(g, x), S(1)), rlx_mul(g, S(M_PI / 2), rlx_sign(g, x)), at),
+            at = rlx_sub(g, S(M_PI / 2), at);
+        y = at;
     } else if (!strcmp(op, "IsNaN")) {
         y = rlx_not(g, rlx_equal(g, x, x));
     } else if (!strcmp(op, "IsInf")) {
@@ -425,7 +454,10 @@ static rlx_status h_conv_transpose(ox_node *n) {
         if (same && oshape[i] < 0) oshape[i] = xd[2 + i] * stride[i];
         if (oshape[i] >= 0) {
             int64_t total = stride[i] * (xd[2 + i] - 1) + opad[i] + ek - oshape[i];
-            if (total < 0) total = 0;
+            if (total < 0) { /* a larger output than the natural size: extra zeros at the end */
+                opad[i] -= total;
+                total = 0;
+            }
             if (!strcmp(ap, "SAME_UPPER")) {
                 pads[i] = total / 2;
                 pads[ns + i] = total - total / 2;
@@ -540,7 +572,12 @@ static rlx_status h_pool(ox_node *n) {
     for (int i = 0; i < 2 * ns; i++) p.pads[i] = s.pads[i];
     p.ceil_mode = ceil_mode;
     p.count_include_pad = (int)ox_attr_i(n, "count_include_pad", 0);
-    if (!strcmp(op, "MaxPool")) return ox_out_node(n, 0, rlx_max_pool(n->c->g, x, &p));
+    if (!strcmp(op, "MaxPool")) {
+        rlx_dtype t = oxo_in_dtype(n, 0);
+        if (!ox_dtype_is_float(t)) /* exact through f32 for 8-bit types */
+            return ox_out_node(n, 0, rlx_cast(n->c->g, rlx_max_pool(n->c->g, rlx_cast(n->c->g, x, RLX_F32), &p), t));
+        return ox_out_node(n, 0, rlx_max_pool(n->c->g, x, &p));
+    }
     if (!strcmp(op, "AveragePool")) return ox_out_node(n, 0, rlx_avg_pool(n->c->g, x, &p));
     /* LpPool: (sum over the window of |x|^p)^(1/p), the sum as an average
      * that counts the padding, times the window size */
@@ -588,8 +625,31 @@ static rlx_node per_channel(ox_node *n, rlx_node v, int xr) {
 
 static rlx_status h_batchnorm(ox_node *n) {
     rlx_graph *g = n->c->g;
-    if (ox_attr_i(n, "training_mode", 0)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "training_mode=1");
     if (n->n_in < 5) return ox_fail(n, RLX_ERR_FORMAT, "needs 5 inputs");
+    if (ox_attr_i(n, "training_mode", 0)) {
+        /* batch statistics; running stats updated with momentum */
+        rlx_node x = oxo_in(n, 0);
+        int64_t xd[RLX_MAX_DIMS];
+        int xr = oxo_shape(n, x, xd);
+        rlx_dtype t = oxo_in_dtype(n, 0);
+        double eps = ox_attr_f(n, "epsilon", 1e-5), mom = ox_attr_f(n, "momentum", 0.9);
+        int axes[RLX_MAX_DIMS], na = 0;
+        for (int i = 0; i < xr; i++)
+            if (i != 1) axes[na++] = i;
+        rlx_node mean = rlx_reduce_mean(g, x, na, axes, 1);
+        rlx_node d = rlx_sub(g, x, mean);
+        rlx_node var = rlx_reduce_mean(g, rlx_mul(g, d, d), na, axes, 1);
+        rlx_node y = rlx_mul(g, d, rlx_rsqrt(g, rlx_add(g, var, oxo_scalar(n, t, eps))));
+        y = rlx_add(g, rlx_mul(g, y, per_channel(n, oxo_in(n, 1), xr)), per_channel(n, oxo_in(n, 2), xr));
+        rlx_status st = ox_out_node(n, 0, y);
+        int64_t c = xd[1];
+        rlx_node m1 = rlx_reshape(g, mean, 1, &c), v1 = rlx_reshape(g, var, 1, &c);
+        if (st == RLX_OK && n->n_out > 1)
+            st = ox_out_node(n, 1, rlx_add(g, rlx_mul(g, oxo_in(n, 3), oxo_scalar(n, t, mom)), rlx_mul(g, m1, oxo_scalar(n, t, 1 - mom))));
+        if (st == RLX_OK && n->n_out > 2)
+            st = ox_out_node(n, 2, rlx_add(g, rlx_mul(g, oxo_in(n, 4), oxo_scalar(n, t, mom)), rlx_mul(g, v1, oxo_scalar(n, t, 1 - mom))));
+        return st;
+    }
     rlx_node x = oxo_in(n, 0);
     int64_t xd[RLX_MAX_DIMS];
     int xr = oxo_shape(n, x, xd);
@@ -1341,6 +1401,7 @@ static const struct {
     {"Mish", h_activation}, {"Tan", h_activation}, {"Sinh", h_activation}, {"Cosh", h_activation},
     {"Asinh", h_activation}, {"Acosh", h_activation}, {"Atanh", h_activation}, {"IsNaN", h_activation},
     {"IsInf", h_activation}, {"Shrink", h_activation}, {"Gelu", h_activation},
+    {"Atan", h_activation}, {"Asin", h_activation}, {"Acos", h_activation},
     {"MatMul", h_matmul}, {"Gemm", h_gemm},
     {"Conv", h_conv}, {"ConvTranspose", h_conv_transpose},
     {"MaxPool", h_pool}, {"AveragePool", h_pool}, {"LpPool", h_pool},

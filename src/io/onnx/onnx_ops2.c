@@ -483,7 +483,7 @@ static double cubic_w(double A, double x) {
     return 0;
 }
 
-static rlx_status resize_axis(ox_node *n, rlx_node *x, int axis, int64_t in, int64_t out, double scale, const char *mode,
+static rlx_status resize_axis(ox_node *n, rlx_node *x, int axis, int64_t in, int64_t out, double out_f, double scale, const char *mode,
                               const char *ctm, const char *nm, double A, int excl, double roi_s, double roi_e, double extrap) {
     int taps = !strcmp(mode, "nearest") ? 1 : (!strcmp(mode, "linear") ? 2 : 4);
     ox_tensor *idx[4] = {0}, *w[4] = {0};
@@ -498,8 +498,8 @@ static rlx_status resize_axis(ox_node *n, rlx_node *x, int axis, int64_t in, int
     for (int64_t o = 0; o < out; o++) {
         double xo;
         if (!strcmp(ctm, "half_pixel")) xo = ((double)o + 0.5) / scale - 0.5;
-        else if (!strcmp(ctm, "pytorch_half_pixel")) xo = out > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
-        else if (!strcmp(ctm, "align_corners")) xo = out == 1 ? 0 : (double)o * (double)(in - 1) / (double)(out - 1);
+        else if (!strcmp(ctm, "pytorch_half_pixel")) xo = out_f > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
+        else if (!strcmp(ctm, "align_corners")) xo = out_f == 1 ? 0 : (double)o * (double)(in - 1) / (out_f - 1);
         else if (!strcmp(ctm, "asymmetric")) xo = (double)o / scale;
         else if (!strcmp(ctm, "tf_half_pixel_for_nn")) xo = ((double)o + 0.5) / scale;
         else if (crop) {
@@ -633,7 +633,8 @@ static rlx_status h_resize(ox_node *n) {
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
     for (int i = 0; i < r; i++) {
         if (sizes[i] == xd[i] && scales[i] == 1 && !crop) continue;
-        rlx_status st = resize_axis(n, &x, i, xd[i], sizes[i], scales[i], mode, ctm, nm, A, excl, roi[i], roi[r + i], extrap);
+        double out_f = have_sizes ? (double)sizes[i] : (double)xd[i] * scales[i];
+        rlx_status st = resize_axis(n, &x, i, xd[i], sizes[i], out_f, scales[i], mode, ctm, nm, A, excl, roi[i], roi[r + i], extrap);
         if (st != RLX_OK) return st;
     }
     if (x == oxo_in(n, 0)) return ox_out_node(n, 0, rlx_reshape(G, x, r, xd));
@@ -943,6 +944,27 @@ static rlx_status h_qlinear_conv(ox_node *n) {
     return ox_out_node(n, 0, quant(n, y, oxo_in(n, 6), oxo_in(n, 7), oxo_in_dtype(n, 7), 1));
 }
 
+static rlx_status h_nonzero(ox_node *n) {
+    const ox_tensor *x = n->in[0]->k;
+    if (!x) return oxo_need_const(n, 0, "X (NonZero has a data-dependent shape)");
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < x->numel; i++) cnt += ox_get_f(x, i) != 0;
+    int64_t d[2] = {x->ndim, cnt};
+    ox_tensor *y = ox_tensor_new(RLX_I64, 2, d);
+    if (!y) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    int64_t k = 0;
+    for (int64_t i = 0; i < x->numel; i++) {
+        if (ox_get_f(x, i) == 0) continue;
+        int64_t rem = i;
+        for (int a = x->ndim - 1; a >= 0; a--) {
+            ((int64_t *)y->data)[a * cnt + k] = rem % x->dims[a];
+            rem /= x->dims[a];
+        }
+        k++;
+    }
+    return ox_out_const(n, 0, y);
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -958,7 +980,7 @@ static const struct {
     {"GatherND", h_gather_nd}, {"ScatterND", h_scatter_nd},
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
-    {"TopK", h_topk}, {"EyeLike", h_eyelike},
+    {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Writes the small ONNX models (and numpy reference outputs) that
+tests/test_onnx_import.c checks.  Usage: make_models.py OUTDIR"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+
+
+def save(name, graph, opset=17, check=True):
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    if check:
+        onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, name + ".onnx"))
+    return m
+
+
+def vi(name, dims, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, dims)
+
+
+# 1. mlp: MatMul + Add + Relu + Softmax; weights as raw_data and typed floats
+x = rng.standard_normal((2, 4)).astype(np.float32)
+w = rng.standard_normal((4, 3)).astype(np.float32)
+b = rng.standard_normal((3,)).astype(np.float32)
+wt = numpy_helper.from_array(w, "w")  # raw_data
+bt = helper.make_tensor("b", TensorProto.FLOAT, [3], b.tolist())  # float_data
+g = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["h2"]),
+     helper.make_node("Relu", ["h2"], ["h3"]), helper.make_node("Softmax", ["h3"], ["y"], axis=-1)],
+    "mlp", [vi("x", [2, 4])], [vi("y", [2, 3])], [wt, bt])
+save("mlp", g)
+h = np.maximum(x @ w + b, 0)
+e = np.exp(h - h.max(-1, keepdims=True))
+np.save(os.path.join(out, "mlp_x.npy"), x)
+np.save(os.path.join(out, "mlp_y.npy"), (e / e.sum(-1, keepdims=True)).astype(np.float32))
+
+# 2. shape chain with a symbolic batch: Reshape(x, concat(shape(x)[0], -1))
+nodes = [
+    helper.make_node("Shape", ["x"], ["s"]),
+    helper.make_node("Constant", [], ["i0"], value=numpy_helper.from_array(np.array(0, np.int64))),
+    helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+    helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(np.array([0], np.int64))),
+    helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+    helper.make_node("Constant", [], ["m1"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+    helper.make_node("Concat", ["n1", "m1"], ["shp"], axis=0),
+    helper.make_node("Reshape", ["x", "shp"], ["y"]),
+]
+save("shape_chain", helper.make_graph(nodes, "shape_chain", [vi("x", ["N", 3, 4])], [vi("y", ["N", 12])]))
+# the same nodes in reverse order (ONNX allows unsorted graphs)
+save("unsorted", helper.make_graph(nodes[::-1], "unsorted", [vi("x", ["N", 3, 4])], [vi("y", ["N", 12])]),
+     check=False)
+
+# 3. a cycle: a = Relu(b), b = Relu(a)
+g = helper.make_graph([helper.make_node("Relu", ["b"], ["a"]), helper.make_node("Add", ["a", "x"], ["b"])],
+                      "cycle", [vi("x", [2])], [vi("b", [2])])
+save("cycle", g, check=False)
+
+# 4. a dangling input name
+g = helper.make_graph([helper.make_node("Add", ["x", "nowhere"], ["y"])], "dangling", [vi("x", [2])],
+                      [vi("y", [2])])
+save("dangling", g, check=False)
+
+# 5. unsupported ops: every one listed in one message
+g = helper.make_graph([helper.make_node("FooOp", ["x"], ["a"], name="foo1"),
+                       helper.make_node("FooOp", ["a"], ["b"], name="foo2"),
+                       helper.make_node("BarOp", ["b"], ["y"], name="bar1")],
+                      "unsupported", [vi("x", [2])], [vi("y", [2])])
+save("unsupported", g, check=False)
+
+# 6. external data next to the model, and one that points outside the folder
+wt = numpy_helper.from_array(w, "w")
+wt.ClearField("raw_data")
+wt.data_location = TensorProto.EXTERNAL
+for k, v in (("location", "weights.bin"), ("offset", "16"), ("length", str(w.nbytes))):
+    e = wt.external_data.add()
+    e.key, e.value = k, v
+with open(os.path.join(out, "weights.bin"), "wb") as f:
+    f.write(b"\0" * 16 + w.tobytes())
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext", [vi("x", [2, 4])],
+                      [vi("y", [2, 3])], [wt])
+save("external", g, check=False)
+np.save(os.path.join(out, "external_y.npy"), (x @ w).astype(np.float32))
+wt.external_data[0].value = "../weights.bin"
+save("external_escape", g, check=False)
+wt.external_data[0].value = "weights.bin"
+wt.external_data[1].value = "1000000"
+save("external_oob", g, check=False)
+
+# 7. raw_data of the wrong size
+bad = numpy_helper.from_array(w, "w")
+bad.raw_data = bad.raw_data[:-4]
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "badraw", [vi("x", [2, 4])],
+                      [vi("y", [2, 3])], [bad])
+save("bad_raw", g, check=False)
+
+# 8. If on a constant condition inlines the branch; on an input, both are built
+then_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [], [vi("t", [3])])
+else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t2"])], "else", [], [vi("t2", [3])])
+g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+                      "if", [vi("c", [], TensorProto.BOOL), vi("x", [3])], [vi("y", [3])])
+save("if", g)
+
+# 9. opset 11 Softmax (2-d coercion) against opset 13 (per axis)
+x3 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+for ops in (11, 13):
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=1)], "sm", [vi("x", [2, 3, 4])],
+                          [vi("y", [2, 3, 4])])
+    save("softmax%d" % ops, g, opset=ops)
+np.save(os.path.join(out, "sm_x.npy"), x3)
+f = x3.reshape(2, 12)
+e = np.exp(f - f.max(1, keepdims=True))
+np.save(os.path.join(out, "sm11_y.npy"), (e / e.sum(1, keepdims=True)).reshape(2, 3, 4).astype(np.float32))
+e = np.exp(x3 - x3.max(1, keepdims=True))
+np.save(os.path.join(out, "sm13_y.npy"), (e / e.sum(1, keepdims=True)).astype(np.float32))
+
+# 10. a huge declared dimension on an initializer without data
+huge = TensorProto()
+huge.name, huge.data_type = "w", TensorProto.FLOAT
+huge.dims.extend([1 << 40, 1 << 40])
+g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "huge", [vi("x", [2])], [vi("y", [2])], [huge])
+save("huge", g, check=False)
+print("ok")
