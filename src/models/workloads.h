@@ -25,6 +25,18 @@ rlx_graph *rlx_workload_encoder(const rlx_encoder_config *c);
  * "image" [batch, 3, 224, 224], output "logits" [batch, 1000]. */
 rlx_graph *rlx_workload_resnet50(int batch, rlx_dtype t);
 
+/* decoder: Qwen3-shaped decoder, prefill over `seq` tokens (causal, from
+ * position 0; no KV cache yet).  Input "input_ids" i64 [batch, seq], output
+ * "logits" [batch, seq, vocab]. */
+typedef struct rlx_decoder_config {
+    int batch, seq, layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
+    double rope_theta, eps;
+    rlx_dtype dtype;
+} rlx_decoder_config;
+rlx_decoder_config rlx_decoder_small(int seq);     /* decoder-small, f32 */
+rlx_decoder_config rlx_decoder_qwen3_06b(int seq); /* decoder (Qwen3-0.6B shape), bf16 */
+rlx_graph *rlx_workload_decoder(const rlx_decoder_config *c);
+
 /* Sets every param of the session from a seeded generator by the naming
  * rule: names ending ".b" zero, ".g" one, anything else normal(0, 0.02). */
 rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed);
