@@ -25,7 +25,8 @@ static void run_help(void)
            "\n"
            "Compiles MODEL and runs it once on seeded random inputs, printing the compile\n"
            "stages, the arena and a summary of each output.  MODEL is a built-in workload\n"
-           "(encoder, mlp, resnet50; default encoder) or, where the ONNX module is built, a .onnx file.\n"
+           "(encoder, mlp, resnet50, decoder-small, decoder; default encoder) or, where the\n"
+           "ONNX module is built, a .onnx file.\n"
            "\n"
            "options:\n"
            "  --device cpu|cuda          device to run on (default cpu)\n"
@@ -130,11 +131,19 @@ static rlx_graph *build_model(const run_args *a)
     }
     if (!strcmp(a->model, "mlp"))
         return rlx_workload_mlp(a->batch ? a->batch : 256, RLX_F32);
+    if (!strcmp(a->model, "decoder-small") || !strcmp(a->model, "decoder")) {
+        int small = !strcmp(a->model, "decoder-small");
+        rlx_decoder_config c =
+            small ? rlx_decoder_small(a->seq ? a->seq : 128) : rlx_decoder_qwen3_06b(a->seq ? a->seq : 512);
+        if (a->batch)
+            c.batch = a->batch;
+        return rlx_workload_decoder(&c);
+    }
     if (!strcmp(a->model, "resnet50"))
         return rlx_workload_resnet50(a->batch ? a->batch : 1, RLX_F32);
     if (rlx_cli_load_model)
         return rlx_cli_load_model(a->model);
-    rlx_set_error(RLX_ERR_NOT_FOUND, "unknown model '%s' (built-in: encoder, mlp, resnet50)", a->model);
+    rlx_set_error(RLX_ERR_NOT_FOUND, "unknown model '%s' (built-in: encoder, mlp, resnet50, decoder-small, decoder)", a->model);
     return NULL;
 }
 
