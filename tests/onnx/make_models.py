@@ -88,11 +88,14 @@ g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext", [v
                       [vi("y", [2, 3])], [wt])
 save("external", g, check=False)
 np.save(os.path.join(out, "external_y.npy"), (x @ w).astype(np.float32))
+def ext_graph():
+    return helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext", [vi("x", [2, 4])],
+                             [vi("y", [2, 3])], [wt])
 wt.external_data[0].value = "../weights.bin"
-save("external_escape", g, check=False)
+save("external_escape", ext_graph(), check=False)
 wt.external_data[0].value = "weights.bin"
 wt.external_data[1].value = "1000000"
-save("external_oob", g, check=False)
+save("external_oob", ext_graph(), check=False)
 
 # 7. raw_data of the wrong size
 bad = numpy_helper.from_array(w, "w")

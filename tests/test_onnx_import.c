@@ -1,0 +1,322 @@
+/* The ONNX importer on small models written at test time by
+ * tests/onnx/make_models.py (Debian's python3-onnx), checked against numpy
+ * outputs: initializers from raw_data and typed fields, external data,
+ * shape chains folded with a symbolic batch, unsorted nodes, If, per-opset
+ * Softmax; and the error paths: cycles, dangling names, unsupported ops
+ * (one message for all), external data that leaves the folder or the
+ * file, wrong raw sizes, huge dims, truncated and garbage files.  Also the
+ * .npy reader/writer. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rlx.h"
+
+#ifdef RLX_HAVE_ONNX
+
+static char dir[512];
+static int have_models;
+
+static int setup(void **state) {
+    (void)state;
+    const char *src = getenv("RLX_SOURCE_DIR");
+    snprintf(dir, sizeof dir, "%s/onnx_unit_models", getenv("RLX_BINARY_DIR") ? getenv("RLX_BINARY_DIR") : "/tmp");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx/make_models.py %s >/dev/null 2>&1", src ? src : ".", dir);
+    have_models = system(cmd) == 0;
+    if (!have_models) fprintf(stderr, "skipping model tests: /usr/bin/python3 with the onnx module is needed to write them\n");
+    return 0;
+}
+
+#define NEED_MODELS()                                                                                                  \
+    do {                                                                                                               \
+        if (!have_models) skip();                                                                                      \
+    } while (0)
+
+static const char *path(const char *name) {
+    static char p[4][700];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static rlx_status import(const char *name, const rlx_onnx_binding *b, int nb, rlx_graph **g) {
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    o.bindings = b;
+    o.n_bindings = nb;
+    *g = NULL;
+    return rlx_onnx_import(path(name), &o, g);
+}
+
+static void *npy(const char *name, size_t *bytes, int *ndim, int64_t *dims) {
+    rlx_dtype t;
+    void *d = NULL;
+    assert_int_equal(rlx_npy_read(path(name), &t, ndim, dims, &d, bytes), RLX_OK);
+    assert_int_equal(t, RLX_F32);
+    return d;
+}
+
+/* Compiles g, feeds inputs, returns the named output (malloc'd). */
+static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out, size_t *obytes) {
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s = NULL;
+    if (rlx_compile(g, &o, &s) != RLX_OK) fprintf(stderr, "compile: %s\n", rlx_last_error());
+    assert_non_null(s);
+    for (int i = 0; i < nin; i++) assert_int_equal(rlx_session_set_input(s, names[i], data[i], bytes[i]), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    rlx_tensor_info info;
+    assert_int_equal(rlx_session_find(s, 2, out, &info), RLX_OK);
+    float *y = malloc(info.bytes);
+    assert_int_equal(rlx_session_get_output(s, out, y, info.bytes), RLX_OK);
+    *obytes = info.bytes;
+    rlx_session_free(s);
+    return y;
+}
+
+static void assert_close(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (fabsf(a[i] - b[i]) > 1e-5f + 1e-4f * fabsf(b[i])) fprintf(stderr, "[%zu] got %g expected %g\n", i, a[i], b[i]);
+        assert_true(fabsf(a[i] - b[i]) <= 1e-5f + 1e-4f * fabsf(b[i]));
+    }
+}
+
+static int msg_has(const char *w) {
+    const char *m = rlx_last_error();
+    if (!strstr(m, w)) fprintf(stderr, "message \"%s\" lacks \"%s\"\n", m, w);
+    return strstr(m, w) != NULL;
+}
+
+static void test_mlp(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("mlp.onnx", NULL, 0, &g), RLX_OK);
+    size_t xb, yb, ob;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("mlp_x.npy", &xb, &nd, d);
+    float *want = npy("mlp_y.npy", &yb, &nd, d);
+    const char *names[] = {"x"};
+    float *y = run1(g, 1, names, &x, &xb, "y", &ob);
+    assert_int_equal(ob, yb);
+    assert_close(y, want, yb / 4);
+    free(x);
+    free(want);
+    free(y);
+    rlx_graph_free(g);
+}
+
+static void check_shape_chain(const char *model) {
+    rlx_graph *g;
+    /* unbound symbolic dim: a clear error naming it */
+    assert_int_equal(import(model, NULL, 0, &g), RLX_ERR_SHAPE);
+    assert_true(msg_has("'N'"));
+    rlx_onnx_binding b = {.name = "N", .ndim = -1, .dims = {5}};
+    assert_int_equal(import(model, &b, 1, &g), RLX_OK);
+    float x[60];
+    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    const char *names[] = {"x"};
+    void *data[] = {x};
+    size_t bytes[] = {sizeof x}, ob;
+    float *y = run1(g, 1, names, data, bytes, "y", &ob);
+    assert_int_equal(ob, sizeof x);
+    assert_close(y, x, 60);
+    free(y);
+    rlx_graph_free(g);
+}
+
+static void test_shape_chain(void **state) {
+    (void)state;
+    NEED_MODELS();
+    check_shape_chain("shape_chain.onnx");
+}
+
+static void test_unsorted(void **state) {
+    (void)state;
+    NEED_MODELS();
+    check_shape_chain("unsorted.onnx");
+}
+
+static void test_external(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("external.onnx", NULL, 0, &g), RLX_OK);
+    size_t xb, yb, ob;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("mlp_x.npy", &xb, &nd, d);
+    float *want = npy("external_y.npy", &yb, &nd, d);
+    const char *names[] = {"x"};
+    float *y = run1(g, 1, names, &x, &xb, "y", &ob);
+    assert_close(y, want, yb / 4);
+    free(x);
+    free(want);
+    free(y);
+    rlx_graph_free(g);
+    assert_int_equal(import("external_escape.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("leaves the model's folder"));
+    assert_null(g);
+    assert_int_equal(import("external_oob.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("beyond the end"));
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("cycle.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("cycle"));
+    assert_int_equal(import("dangling.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("'nowhere'"));
+    assert_int_equal(import("unsupported.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("FooOp") && msg_has("BarOp") && msg_has("'foo1'") && msg_has("'foo2'") && msg_has("'bar1'"));
+    assert_true(msg_has("2 unsupported op types"));
+    assert_int_equal(import("bad_raw.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("raw_data"));
+    assert_int_equal(import("huge.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_null(g);
+    assert_int_equal(import("no_such_file.onnx", NULL, 0, &g), RLX_ERR_IO);
+}
+
+static void test_truncated(void **state) {
+    (void)state;
+    NEED_MODELS();
+    FILE *f = fopen(path("mlp.onnx"), "rb");
+    assert_non_null(f);
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    /* every prefix: an error or (rarely) a smaller valid model, never a crash */
+    int errors = 0;
+    for (size_t k = 0; k < n; k += 7) {
+        rlx_graph *g = NULL;
+        if (rlx_onnx_import_buffer(buf, k, NULL, &o, &g) != RLX_OK) {
+            errors++;
+            assert_null(g);
+            assert_true(strlen(rlx_last_error()) > 0);
+        }
+        rlx_graph_free(g);
+    }
+    assert_true(errors > 0);
+    /* garbage bytes */
+    for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 131 + 7);
+    rlx_graph *g = NULL;
+    assert_int_not_equal(rlx_onnx_import_buffer(buf, n, NULL, &o, &g), RLX_OK);
+}
+
+static void test_if(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    float x[3] = {1, -2, 3}, y[3];
+    for (int c = 0; c < 2; c++) {
+        /* the condition bound by value: the branch is inlined */
+        uint8_t cv = (uint8_t)c;
+        rlx_onnx_binding b = {.name = "c", .ndim = 0, .value = &cv, .bytes = 1};
+        assert_int_equal(import("if.onnx", &b, 1, &g), RLX_OK);
+        const char *names[] = {"x"};
+        void *data[] = {x};
+        size_t bytes[] = {sizeof x}, ob;
+        float *out = run1(g, 1, names, data, bytes, "y", &ob);
+        for (int i = 0; i < 3; i++) y[i] = c ? x[i] * x[i] : -x[i];
+        assert_close(out, y, 3);
+        free(out);
+        rlx_graph_free(g);
+        /* the condition as a run-time input: both branches and a select */
+        assert_int_equal(import("if.onnx", NULL, 0, &g), RLX_OK);
+        const char *names2[] = {"c", "x"};
+        void *data2[] = {&cv, x};
+        size_t bytes2[] = {1, sizeof x};
+        out = run1(g, 2, names2, data2, bytes2, "y", &ob);
+        assert_close(out, y, 3);
+        free(out);
+        rlx_graph_free(g);
+    }
+}
+
+static void test_softmax_opsets(void **state) {
+    (void)state;
+    NEED_MODELS();
+    size_t xb, yb, ob;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("sm_x.npy", &xb, &nd, d);
+    const char *models[] = {"softmax11.onnx", "softmax13.onnx"}, *refs[] = {"sm11_y.npy", "sm13_y.npy"};
+    for (int k = 0; k < 2; k++) {
+        rlx_graph *g;
+        assert_int_equal(import(models[k], NULL, 0, &g), RLX_OK);
+        float *want = npy(refs[k], &yb, &nd, d);
+        const char *names[] = {"x"};
+        float *y = run1(g, 1, names, &x, &xb, "y", &ob);
+        assert_close(y, want, yb / 4);
+        free(want);
+        free(y);
+        rlx_graph_free(g);
+    }
+    free(x);
+}
+
+static void test_npy_roundtrip(void **state) {
+    (void)state;
+    char p[600];
+    snprintf(p, sizeof p, "%s/rt.npy", getenv("RLX_BINARY_DIR") ? getenv("RLX_BINARY_DIR") : "/tmp");
+    int64_t dims[3] = {2, 3, 1};
+    int32_t v[6] = {1, -2, 3, -4, 5, 6};
+    assert_int_equal(rlx_npy_write(p, RLX_I32, 3, dims, v, sizeof v), RLX_OK);
+    rlx_dtype t;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *data;
+    size_t bytes;
+    assert_int_equal(rlx_npy_read(p, &t, &nd, d, &data, &bytes), RLX_OK);
+    assert_int_equal(t, RLX_I32);
+    assert_int_equal(nd, 3);
+    assert_int_equal(d[0], 2);
+    assert_int_equal(d[1], 3);
+    assert_int_equal(d[2], 1);
+    assert_int_equal(bytes, sizeof v);
+    assert_memory_equal(data, v, sizeof v);
+    free(data);
+    /* numpy itself reads what we write */
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c \"import numpy as n,sys; a=n.load('%s'); sys.exit(0 if a.shape==(2,3,1) and a.sum()==9 else 1)\" 2>/dev/null", p);
+    int rc = system(cmd);
+    if (rc != 0 && have_models) fail_msg("numpy could not read %s", p);
+    /* a truncated file is an error */
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 100), 0);
+    fclose(f);
+    assert_int_equal(rlx_npy_read(p, &t, &nd, d, &data, &bytes), RLX_ERR_FORMAT);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
+        cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
+
+#else
+
+int main(void) {
+    printf("ONNX importer not built (needs protobuf-c and libonnx-dev): skipped\n");
+    return 77;
+}
+
+#endif
