@@ -446,6 +446,29 @@ static void test_binary_constants(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Tensors large enough for the kernels' multi-threaded paths. */
+static void test_elementwise_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const shape big[] = {{1, {70001}}, {2, {300, 257}}};
+    for (int i = 0; i < N_UNARY; i++)
+        for (int s = 0; s < 2; s++)
+            bad += run_unary(k_unary[i].name, k_unary[i].op, k_unary[i].f, RLX_F32, &big[s], k_unary[i].lo,
+                             k_unary[i].hi, k_unary[i].gap);
+    const shape_pair pairs[] = {
+        {{2, {300, 257}}, {2, {300, 257}}},
+        {{2, {300, 257}}, {1, {257}}},
+        {{2, {300, 1}}, {2, {1, 257}}},
+        {{3, {4, 100, 97}}, {3, {4, 1, 97}}},
+        {{1, {70001}}, {0, {0}}},
+    };
+    for (int i = 0; i < N_BINARY; i++)
+        for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
+            bad += run_binary(&k_binary[i], RLX_F32, &pairs[p]);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup(test_clip, rt_setup),
         cmocka_unit_test_setup(test_elementwise_chain, rt_setup),
         cmocka_unit_test_setup(test_binary_constants, rt_setup),
+        cmocka_unit_test_setup(test_elementwise_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -229,6 +229,32 @@ static void test_matmul_chain(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Products large enough for blocked / threaded GEMM paths. */
+static void test_matmul_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int64_t mkn[][3] = {{256, 128, 192}, {129, 257, 65}, {1, 1024, 512}, {512, 64, 1}};
+    for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            shape a, b;
+            mk(mkn[i][0], mkn[i][1], mkn[i][2], t & 1, t >> 1, &a, &b);
+            bad += run_mm(&a, &b, t & 1, t >> 1, RLX_F32, t == 3);
+        }
+    const shape pairs[][2] = {
+        {{3, {8, 64, 64}}, {3, {8, 64, 64}}},
+        {{4, {2, 4, 33, 64}}, {2, {64, 48}}},
+        {{4, {2, 1, 64, 32}}, {4, {1, 6, 32, 40}}},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        bad += run_mm(&pairs[i][0], &pairs[i][1], 0, 0, RLX_F32, 0);
+    shape a = {2, {200, 96}}, b = {2, {96, 150}};
+    bad += run_mm(&a, &b, 0, 0, RLX_F16, 0);
+    bad += run_mm(&a, &b, 0, 0, RLX_BF16, 0);
+    bad += run_mm(&a, &b, 0, 0, RLX_F64, 0);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +266,7 @@ int main(void)
         cmocka_unit_test_setup(test_matmul_param, rt_setup),
         cmocka_unit_test_setup(test_matmul_dtypes, rt_setup),
         cmocka_unit_test_setup(test_matmul_chain, rt_setup),
+        cmocka_unit_test_setup(test_matmul_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,6 +366,56 @@ static void test_global_avg_pool(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Sizes large enough for the kernels' multi-threaded and blocked paths. */
+static void test_nn_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const attn_case attn[] = {
+        {2, 8, 8, 128, 128, 64, 64, 1, MASK_NONE, {0}, 0},
+        {1, 8, 2, 96, 160, 32, 32, 1, MASK_BOOL, {1, 1, 1, 160}, 0},
+        {2, 4, 4, 64, 64, 32, 32, 0, MASK_FLOAT, {2, 1, 64, 64}, 0},
+    };
+    for (size_t i = 0; i < sizeof attn / sizeof attn[0]; i++)
+        bad += run_attention(&attn[i], RLX_F32);
+    const conv_case conv[] = {
+        {2, 2, 16, {32, 32}, 32, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 1), 1},
+        {2, 1, 32, {28, 28}, 32, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 32), 1},
+        {1, 4, 16, {500, 0}, 24, {5, 0}, cp(2, 1, 1, 1, 2, 2, 0, 0, 4), 1},
+    };
+    for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++)
+        bad += run_conv(&conv[i]);
+    const pool_case pool[] = {
+        {2, 2, 16, {64, 64}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+        {2, 2, 16, {64, 64}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1, 0},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        bad += run_pool(&pool[i], 1);
+        bad += run_pool(&pool[i], 0);
+    }
+    for (int il = 0; il < 2; il++) {
+        rt_graph *rg = rt_graph_new();
+        rt_tensor *x = rt_rand(RT_SHAPE(2, 8, 128, 64), -2, 2);
+        rlx_node y = rlx_rope(rg->g, rt_input(rg, RLX_F32, x), 10000.0, 5, il);
+        rt_tensor *got = rt_run1(rg, y), *want = rt_ref_rope(x, 10000.0, 5, il);
+        bad += !rt_check(il ? "rope [2, 8, 128, 64] interleaved" : "rope [2, 8, 128, 64]", got, want, RLX_F32);
+        rt_free(got);
+        rt_free(want);
+        rt_free(x);
+        rt_graph_free(rg);
+    }
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand(RT_SHAPE(4, 64, 24, 24), -3, 3);
+    rlx_node y = rlx_global_avg_pool(rg->g, rt_input(rg, RLX_F32, x));
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_global_avg_pool(x);
+    bad += !rt_check("global_avg_pool [4, 64, 24, 24]", got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(x);
+    rt_graph_free(rg);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +428,7 @@ int main(void)
         cmocka_unit_test_setup(test_avg_pool, rt_setup),
         cmocka_unit_test_setup(test_max_pool_negative, rt_setup),
         cmocka_unit_test_setup(test_global_avg_pool, rt_setup),
+        cmocka_unit_test_setup(test_nn_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,6 +126,21 @@ static void test_norm_half_types(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Tensors large enough for the kernels' multi-threaded paths. */
+static void test_norm_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const shape shapes[] = {{2, {512, 768}}, {3, {3, 129, 100}}};
+    for (int s = 0; s < 2; s++) {
+        bad += run_norm(0, &shapes[s], 1, 1, 1e-5, 0, RLX_F32);
+        bad += run_norm(0, &shapes[s], 0, 0, 1e-6, 0, RLX_F32);
+        bad += run_norm(1, &shapes[s], 1, 0, 1e-6, 0, RLX_F32);
+        bad += run_norm(1, &shapes[s], 0, 0, 1e-5, 0, RLX_F32);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +149,7 @@ int main(void)
         cmocka_unit_test_setup(test_layer_norm_offset, rt_setup),
         cmocka_unit_test_setup(test_layer_norm_constant_rows, rt_setup),
         cmocka_unit_test_setup(test_norm_half_types, rt_setup),
+        cmocka_unit_test_setup(test_norm_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,6 +254,38 @@ static void test_softmax_neg_inf(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Tensors large enough for the kernels' multi-threaded paths. */
+static void test_reduce_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const reduce_case cases[] = {
+        {2, {512, 300}, 1, {0}},
+        {2, {512, 300}, 1, {-1}},
+        {2, {300, 512}, 0, {0}},
+        {3, {64, 40, 33}, 2, {0, 2}},
+        {3, {64, 40, 33}, 1, {1}},
+    };
+    for (int r = 0; r < N_REDUCE; r++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            if (k_reduce[r].kind == RT_PROD && cases[c].naxes != 1)
+                continue; /* products of 150000 values under- or overflow */
+            bad += run_reduce(r, &cases[c], c & 1, RLX_F32);
+        }
+    for (int is_max = 0; is_max < 2; is_max++) {
+        rt_tensor *x = rt_rand(RT_SHAPE(300, 400), -5, 5);
+        bad += run_arg(is_max, x, 0, 0, RLX_F32);
+        bad += run_arg(is_max, x, -1, 1, RLX_F32);
+        rt_free(x);
+    }
+    for (int log_ = 0; log_ < 2; log_++) {
+        bad += run_softmax(log_, RT_SHAPE(256, 513), -1, -8, 8, RLX_F32);
+        bad += run_softmax(log_, RT_SHAPE(256, 513), 0, -8, 8, RLX_F32);
+        bad += run_softmax(log_, RT_SHAPE(4, 300, 60), 1, -8, 8, RLX_F32);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +295,7 @@ int main(void)
         cmocka_unit_test_setup(test_argmax_argmin, rt_setup),
         cmocka_unit_test_setup(test_softmax, rt_setup),
         cmocka_unit_test_setup(test_softmax_neg_inf, rt_setup),
+        cmocka_unit_test_setup(test_reduce_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

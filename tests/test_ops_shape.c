@@ -387,6 +387,52 @@ static void test_pad(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Tensors large enough for the kernels' multi-threaded paths. */
+static void test_shape_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    rt_graph *rg;
+    rt_tensor *x = rt_rand(RT_SHAPE(64, 128, 9), -3, 3), *z = rt_rand(RT_SHAPE(64, 128, 9), -3, 3);
+    const int perm[3] = {2, 0, 1};
+    rg = rt_graph_new();
+    bad += finish("transpose [64, 128, 9]", rg, rt_run1(rg, rlx_transpose(rg->g, rt_input(rg, RLX_F32, x), perm)),
+                  rt_ref_transpose(x, perm), RLX_F32);
+    const int ax[2] = {1, -1};
+    const int64_t st[2] = {-1, 1}, en[2] = {INT64_MIN, 9}, sp[2] = {-3, 2};
+    rg = rt_graph_new();
+    bad += finish("slice [64, 128, 9]", rg, rt_run1(rg, rlx_slice(rg->g, rt_input(rg, RLX_F32, x), 2, ax, st, en, sp)),
+                  rt_ref_slice(x, 2, ax, st, en, sp), RLX_F32);
+    const rt_tensor *xz[2] = {x, z};
+    rg = rt_graph_new();
+    rlx_node xn = rt_input(rg, RLX_F32, x), zn = rt_input(rg, RLX_F32, z);
+    bad += finish("concat 2 x [64, 128, 9] axis 1", rg, rt_run1(rg, rlx_concat(rg->g, 2, (rlx_node[]){xn, zn}, 1)),
+                  rt_ref_concat(2, xz, 1), RLX_F32);
+    const int64_t pads[6] = {1, 2, 3, 2, 1, 0};
+    const rlx_pad_mode modes[3] = {RLX_PAD_CONSTANT, RLX_PAD_REFLECT, RLX_PAD_EDGE};
+    for (int m = 0; m < 3; m++) {
+        rg = rt_graph_new();
+        bad += finish("pad [64, 128, 9]", rg, rt_run1(rg, rlx_pad(rg->g, rt_input(rg, RLX_F32, x), pads, modes[m], 0.5)),
+                      rt_ref_pad(x, pads, modes[m], 0.5), RLX_F32);
+    }
+    rt_tensor *emb = rt_rand(RT_SHAPE(5000, 64), -1, 1), *ids = rt_randi(RT_SHAPE(3, 300), -5000, 5000);
+    rg = rt_graph_new();
+    bad += finish("gather [5000, 64][3, 300]", rg,
+                  rt_run1(rg, rlx_gather(rg->g, rt_input(rg, RLX_F32, emb), rt_input(rg, RLX_I64, ids), 0)),
+                  rt_ref_gather(emb, ids, 0), RLX_F32);
+    rt_tensor *row = rt_rand(RT_SHAPE(1, 300), -1, 1);
+    rg = rt_graph_new();
+    bad += finish("expand [1, 300] to [200, 300]", rg,
+                  rt_run1(rg, rlx_expand(rg->g, rt_input(rg, RLX_F32, row), 2, (int64_t[]){200, 300})),
+                  rt_ref_expand(row, 2, (int64_t[]){200, 300}), RLX_F32);
+    rt_free(x);
+    rt_free(z);
+    rt_free(emb);
+    rt_free(ids);
+    rt_free(row);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +441,7 @@ int main(void)
         cmocka_unit_test_setup(test_concat, rt_setup),     cmocka_unit_test_setup(test_split, rt_setup),
         cmocka_unit_test_setup(test_gather, rt_setup),     cmocka_unit_test_setup(test_expand, rt_setup),
         cmocka_unit_test_setup(test_pad, rt_setup),
+        cmocka_unit_test_setup(test_shape_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
