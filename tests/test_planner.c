@@ -288,11 +288,42 @@ static void test_pin_output_ancestors(void **state)
     rlx_graph_free(g);
 }
 
+/* Over the device's largest buffer, the plan is redone without pinning;
+ * when even that does not fit, compile fails with a clear message. */
+static void test_replan_when_over_largest_buffer(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){1024});
+    rlx_node y = x;
+    for (int i = 0; i < 8; i++)
+        y = rlx_exp(g, rlx_sin(g, y));
+    rlx_output(g, "y", y);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.no_fusion = 1;
+    o.no_inplace = 1;
+    o.pin_output_ancestors = 1; /* 16 pinned 4 KiB tensors: 64 KiB + the input */
+    rlx_session *s = NULL;
+    setenv("RLX_MAX_BUFFER_BYTES", "32768", 1);
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    assert_true(s->plan.arena_bytes <= 32768);
+    assert_true(s->plan.transient_bytes <= 2 * 4096);
+    rlx_session_free(s);
+    setenv("RLX_MAX_BUFFER_BYTES", "4096", 1); /* below the input alone */
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_ERR_OUT_OF_MEMORY);
+    assert_null(s);
+    assert_non_null(strstr(rlx_last_error(), "largest buffer"));
+    unsetenv("RLX_MAX_BUFFER_BYTES");
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_reuses_slots),
         cmocka_unit_test(test_pin_output_ancestors),
+        cmocka_unit_test(test_replan_when_over_largest_buffer),
         cmocka_unit_test(test_random_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

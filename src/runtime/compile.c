@@ -141,6 +141,14 @@ static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g)
     if (st != RLX_OK)
         return st;
     size_t limit = s->backend->max_buffer();
+    /* RLX_MAX_BUFFER_BYTES: act as if the device's largest buffer were this
+     * small (to rehearse memory-constrained devices). */
+    const char *cap = s->opts.ignore_env ? NULL : getenv("RLX_MAX_BUFFER_BYTES");
+    if (cap && *cap) {
+        unsigned long long v = strtoull(cap, NULL, 10);
+        if (v > 0 && v < limit)
+            limit = (size_t)v;
+    }
     if (s->plan.arena_bytes > limit && (po.no_reuse || po.pin_output_ancestors)) {
         say(s, "arena %zu B exceeds the largest buffer %zu B; re-planning with slot reuse and no pinning",
             s->plan.arena_bytes, limit);
