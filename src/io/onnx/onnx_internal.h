@@ -17,6 +17,8 @@
  * import-time evaluator folds on the host. */
 #define OX_MAX_NUMEL (INT64_C(1) << 34)
 #define OX_FOLD_MAX_NUMEL (INT64_C(1) << 20)
+/* Largest host tensor (initializer or folded value) in bytes. */
+#define OX_MAX_HOST_BYTES (UINT64_C(1) << 32)
 
 /* A dense host tensor, row-major, rlx dtype. */
 typedef struct ox_tensor {

@@ -34,6 +34,10 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
         rlx_set_error(RLX_ERR_FORMAT, "tensor dimensions negative or too large");
         return NULL;
     }
+    if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_HOST_BYTES) {
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "a %lld-element host tensor is too large for import-time evaluation", (long long)n);
+        return NULL;
+    }
     ox_tensor *x = rlx_calloc(1, sizeof *x);
     if (!x) return NULL;
     x->dtype = t;

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Builds the ONNX importer fuzz target with clang (libFuzzer + ASan/UBSan,
+# library instrumented for coverage) and runs it for SECONDS seconds from a
+# seed corpus of the ONNX test suite's model.onnx files.
+# Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
+set -e
+SECS=${1:-60}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${2:-$SRC/build-fuzz}
+DATA=${RLX_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
+command -v clang >/dev/null || { echo "SKIP: clang not installed (apt-get install clang)"; exit 77; }
+CC=clang cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_FUZZ=ON -DRLX_CUDA=OFF \
+  -DRLX_BUILD_TESTS=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build "$BUILD" -j2 --target fuzz_onnx_import >/dev/null
+CORPUS=$BUILD/onnx_corpus
+mkdir -p "$CORPUS"
+if [ -d "$DATA" ] && [ -z "$(ls -A "$CORPUS")" ]; then
+  i=0
+  for m in "$DATA"/*/*/model.onnx; do
+    [ -f "$m" ] || continue
+    sz=$(stat -c %s "$m")
+    [ "$sz" -le 65536 ] || continue
+    cp "$m" "$CORPUS/seed_$i.onnx"; i=$((i+1))
+  done
+  echo "seed corpus: $i models"
+fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
+set +e
+"$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -max_total_time="$SECS" -rss_limit_mb=2048 \
+  -max_len=65536 -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
+rc=$?
+tail -25 "$BUILD/fuzz.log"
+[ $rc -eq 0 ] && echo "fuzz: clean after $SECS s" || echo "fuzz: FAILED (exit $rc; see $BUILD/fuzz.log and $BUILD/crash-*)"
+exit $rc
