@@ -116,8 +116,17 @@ typedef struct attn_args {
     int64_t mstr[RLX_MAX_DIMS];
 } attn_args;
 
+/* Keys (or value columns) handled per register block, and a build of the
+ * per-head loop for AVX2/FMA chosen at load time where the CPU has it. */
+#define ATTN_JB 16
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ATTN_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define ATTN_CLONES
+#endif
+
 #define ATTN_IMPL(NAME, CT, EXP)                                                                              \
-    static void NAME(const attn_args *a, int64_t bh, CT *blk)                                                 \
+    ATTN_CLONES static void NAME(const attn_args *a, int64_t bh, CT *blk)                                     \
     {                                                                                                         \
         const rlx_thunk *t = a->t;                                                                            \
         rlx_dtype dt = t->node->dtype;                                                                        \
@@ -148,12 +157,23 @@ typedef struct attn_args {
             }                                                                                                 \
             for (int64_t d = 0; d < D; d++)                                                                   \
                 qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                   \
-            for (int64_t j = 0; j < Te; j++)                                                                  \
-                sc[j] = 0;                                                                                    \
-            for (int64_t d = 0; d < D; d++) {                                                                 \
-                CT qd = qr[d];                                                                                \
-                const CT *restrict kd = kT + d * T;                                                           \
-                _Pragma("omp simd") for (int64_t j = 0; j < Te; j++) sc[j] += qd * kd[j];                     \
+            /* scores, ATTN_JB keys at a time held in registers */                                            \
+            int64_t j0 = 0;                                                                                   \
+            for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB) {                                                       \
+                CT r[ATTN_JB] = {0};                                                                          \
+                for (int64_t d = 0; d < D; d++) {                                                             \
+                    CT qd = qr[d];                                                                            \
+                    const CT *restrict kd = kT + d * T + j0;                                                  \
+                    _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += qd * kd[jj];            \
+                }                                                                                             \
+                for (int jj = 0; jj < ATTN_JB; jj++)                                                          \
+                    sc[j0 + jj] = r[jj];                                                                      \
+            }                                                                                                 \
+            for (int64_t j = j0; j < Te; j++) {                                                               \
+                CT r = 0;                                                                                     \
+                for (int64_t d = 0; d < D; d++)                                                               \
+                    r += qr[d] * kT[d * T + j];                                                               \
+                sc[j] = r;                                                                                    \
             }                                                                                                 \
             /* mask: bool (false drops the key) or float (added) */                                           \
             if (a->mask) {                                                                                    \
@@ -182,14 +202,23 @@ typedef struct attn_args {
                 sc[j] = p;                                                                                    \
                 sum += p;                                                                                     \
             }                                                                                                 \
-            for (int64_t e = 0; e < Dv; e++)                                                                  \
-                acc[e] = 0;                                                                                   \
-            for (int64_t j = 0; j < Te; j++) {                                                                \
-                CT p = sc[j];                                                                                 \
-                if (p == 0)                                                                                   \
-                    continue;                                                                                 \
-                const CT *restrict vj = vb + j * Dv;                                                          \
-                _Pragma("omp simd") for (int64_t e = 0; e < Dv; e++) acc[e] += p * vj[e];                     \
+            /* weighted values, ATTN_JB outputs at a time in registers */                                     \
+            int64_t e0 = 0;                                                                                   \
+            for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB) {                                                       \
+                CT r[ATTN_JB] = {0};                                                                          \
+                for (int64_t j = 0; j < Te; j++) {                                                            \
+                    CT p = sc[j];                                                                             \
+                    const CT *restrict vj = vb + j * Dv + e0;                                                 \
+                    _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += p * vj[jj];             \
+                }                                                                                             \
+                for (int jj = 0; jj < ATTN_JB; jj++)                                                          \
+                    acc[e0 + jj] = r[jj];                                                                     \
+            }                                                                                                 \
+            for (int64_t e = e0; e < Dv; e++) {                                                               \
+                CT r = 0;                                                                                     \
+                for (int64_t j = 0; j < Te; j++)                                                              \
+                    r += sc[j] * vb[j * Dv + e];                                                              \
+                acc[e] = r;                                                                                   \
             }                                                                                                 \
             double inv = 1.0 / sum;                                                                           \
             if (dt == RLX_F32) {                                                                              \
@@ -466,74 +495,84 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
                              p->dilation, p->pads);
     /* end pads (for count_include_pad) */
     int64_t ph_end = sp == 2 ? p->pads[2] : 0, pw_end = sp == 2 ? p->pads[3] : p->pads[1];
-    int64_t planes = xs->dims[0] * xs->dims[1], OHW = w.OH * w.OW, HW = w.H * w.W;
-    int64_t total = planes * OHW;
-    if (total == 0)
+    int64_t planes = xs->dims[0] * xs->dims[1], HW = w.H * w.W, rows = planes * w.OH;
+    if (rows == 0 || w.OW == 0)
         return RLX_OK;
-    int threads = rlx_cpu_threads(ctx, total * w.KH * w.KW);
-    if (total < threads)
+    int threads = rlx_cpu_threads(ctx, rows * w.OW * w.KH * w.KW);
+    if (rows < threads)
         threads = 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t o = 0; o < total; o++) {
-        int64_t pl = o / OHW, oh = (o % OHW) / w.OW, ow = o % w.OW;
-        int64_t h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t pl = row / w.OH, oh = row % w.OH;
+        int64_t h0 = oh * w.sh - w.ph;
         int64_t kh0 = tap_lo(h0, 0, w.dh), kh1 = tap_hi(h0, w.H, w.dh, w.KH);
-        int64_t kw0 = tap_lo(w0, 0, w.dw), kw1 = tap_hi(w0, w.W, w.dw, w.KW);
-        double r;
-        if (dt == RLX_F32) {
-            const float *x = (const float *)t->in[0] + pl * HW;
-            if (is_max) {
-                float m = -INFINITY;
+        int64_t ch = 0;
+        if (!is_max && p->count_include_pad)
+            ch = tap_hi(h0, w.H + ph_end, w.dh, w.KH) - tap_lo(h0, -w.ph, w.dh);
+        for (int64_t ow = 0; ow < w.OW; ow++) {
+            int64_t w0 = ow * w.sw - w.pw, kw0 = 0, kw1 = w.KW;
+            if (w0 < 0 || w0 + (w.KW - 1) * w.dw >= w.W) { /* window crosses an edge */
+                kw0 = tap_lo(w0, 0, w.dw);
+                kw1 = tap_hi(w0, w.W, w.dw, w.KW);
+            }
+            double r;
+            if (dt == RLX_F32) {
+                const float *x = (const float *)t->in[0];
+                int64_t base = pl * HW + w0; /* may be < 0; taps kw0.. are inside */
+                if (is_max) {
+                    float m = -INFINITY;
+                    int nan = 0;
+                    for (int64_t kh = kh0; kh < kh1; kh++) {
+                        int64_t rb = base + (h0 + kh * w.dh) * w.W;
+                        for (int64_t kw = kw0; kw < kw1; kw++) {
+                            float v = x[rb + kw * w.dw];
+                            nan |= v != v;
+                            m = v > m ? v : m;
+                        }
+                    }
+                    r = nan ? NAN : m;
+                } else {
+                    double acc = 0;
+                    for (int64_t kh = kh0; kh < kh1; kh++) {
+                        int64_t rb = base + (h0 + kh * w.dh) * w.W;
+                        for (int64_t kw = kw0; kw < kw1; kw++)
+                            acc += x[rb + kw * w.dw];
+                    }
+                    r = acc;
+                }
+            } else {
+                double acc = is_max ? -INFINITY : 0.0;
                 int nan = 0;
                 for (int64_t kh = kh0; kh < kh1; kh++) {
-                    const float *row = x + (h0 + kh * w.dh) * w.W + w0;
+                    int64_t rb = pl * HW + (h0 + kh * w.dh) * w.W + w0;
                     for (int64_t kw = kw0; kw < kw1; kw++) {
-                        float v = row[kw * w.dw];
-                        nan |= v != v;
-                        m = v > m ? v : m;
+                        double v = rlx_load(t->in[0], dt, rb + kw * w.dw);
+                        if (is_max) {
+                            nan |= v != v;
+                            acc = v > acc ? v : acc;
+                        } else {
+                            acc += v;
+                        }
                     }
                 }
-                r = nan ? NAN : m;
-            } else {
-                double acc = 0;
-                for (int64_t kh = kh0; kh < kh1; kh++) {
-                    const float *row = x + (h0 + kh * w.dh) * w.W + w0;
-                    for (int64_t kw = kw0; kw < kw1; kw++)
-                        acc += row[kw * w.dw];
-                }
-                r = acc;
+                r = is_max && nan ? NAN : acc;
             }
-        } else {
-            double acc = is_max ? -INFINITY : 0.0;
-            int nan = 0;
-            for (int64_t kh = kh0; kh < kh1; kh++) {
-                int64_t rb = pl * HW + (h0 + kh * w.dh) * w.W + w0;
-                for (int64_t kw = kw0; kw < kw1; kw++) {
-                    double v = rlx_load(t->in[0], dt, rb + kw * w.dw);
-                    if (is_max) {
-                        nan |= v != v;
-                        acc = v > acc ? v : acc;
-                    } else {
-                        acc += v;
-                    }
+            if (!is_max) {
+                int64_t count;
+                if (p->count_include_pad) {
+                    int64_t cw = tap_hi(w0, w.W + pw_end, w.dw, w.KW) - tap_lo(w0, -w.pw, w.dw);
+                    count = ch > 0 && cw > 0 ? ch * cw : 0;
+                } else {
+                    count = (kh1 > kh0 && kw1 > kw0) ? (kh1 - kh0) * (kw1 - kw0) : 0;
                 }
+                r = count > 0 ? r / (double)count : 0.0;
             }
-            r = is_max && nan ? NAN : acc;
+            int64_t o = row * w.OW + ow;
+            if (dt == RLX_F32)
+                ((float *)t->out)[o] = (float)r;
+            else
+                rlx_store(t->out, dt, o, r);
         }
-        if (!is_max) {
-            int64_t count;
-            if (p->count_include_pad) {
-                int64_t ch = tap_hi(h0, w.H + ph_end, w.dh, w.KH) - tap_lo(h0, -w.ph, w.dh);
-                int64_t cw = tap_hi(w0, w.W + pw_end, w.dw, w.KW) - tap_lo(w0, -w.pw, w.dw);
-                count = ch > 0 && cw > 0 ? ch * cw : 0;
-            } else
-                count = (kh1 > kh0 && kw1 > kw0) ? (kh1 - kh0) * (kw1 - kw0) : 0;
-            r = count > 0 ? r / (double)count : 0.0;
-        }
-        if (dt == RLX_F32)
-            ((float *)t->out)[o] = (float)r;
-        else
-            rlx_store(t->out, dt, o, r);
     }
     return RLX_OK;
 }
