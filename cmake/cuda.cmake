@@ -1,0 +1,32 @@
+# cuda.cmake - the CUDA backend, built when nvcc is found (optional otherwise).
+# Kernels: sm_80 and sm_90 machine code plus sm_90 PTX for newer parts.
+include(CheckLanguage)
+if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+check_language(CUDA)
+if(NOT CMAKE_CUDA_COMPILER)
+  message(STATUS "RLX: nvcc not found; building without the CUDA backend")
+  return()
+endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+endif()
+enable_language(CUDA)
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+find_package(CUDAToolkit REQUIRED)
+
+file(GLOB RLX_CUDA_SOURCES CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.cu)
+target_sources(rlx PRIVATE ${RLX_CUDA_SOURCES})
+# -Wall -Wextra reach the host compiler through nvcc; nvcc itself takes neither.
+set_source_files_properties(${RLX_CUDA_SOURCES} PROPERTIES COMPILE_OPTIONS
+  "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra;--expt-relaxed-constexpr;-lineinfo>")
+set_target_properties(rlx PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
+  CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
+target_link_libraries(rlx PRIVATE CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
+target_compile_definitions(rlx PUBLIC RLX_HAVE_CUDA=1)
+set(RLX_HAVE_CUDA ON CACHE INTERNAL "CUDA backend built")
+message(STATUS "RLX: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")

@@ -1,0 +1,383 @@
+/* cuda_backend.cu - the CUDA backend: device arena (one cudaMalloc per
+ * compiled graph), pinned staging for host copies, the kernel table and
+ * its claim, thunk preparation, CUDA Graph capture of the whole schedule
+ * (pre-encoding) and replay per run.
+ *
+ * Everything runs on one stream.  Kernels never synchronize; run() waits
+ * for the stream at its end so a run's outputs are ready when it returns. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_common.h"
+
+extern "C" {
+#include "core/error.h"
+}
+
+cudaStream_t rlx_cu_stream;
+
+static cu_kernel table[CU_TABLE_SIZE];
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaError_t init_error = cudaSuccess;
+static char init_msg[256];
+static size_t device_total_mem;
+
+/* Pinned host staging buffer for uploads and downloads, and the pinned
+ * word that carries the run index to the device. */
+static void *staging;
+static size_t staging_bytes;
+static unsigned long long *pinned_run_index;
+
+#define STAGING_CHUNK ((size_t)64 << 20)
+
+static void init_device(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        init_error = e != cudaSuccess ? e : cudaErrorNoDevice;
+        snprintf(init_msg, sizeof init_msg, "no CUDA device: cudaGetDeviceCount says %s (%d devices)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no device", n);
+        return;
+    }
+    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&rlx_cu_stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMallocHost((void **)&pinned_run_index, sizeof(unsigned long long))) != cudaSuccess) {
+        init_error = e;
+        snprintf(init_msg, sizeof init_msg, "CUDA device 0 could not be initialised: %s", cudaGetErrorString(e));
+        return;
+    }
+    size_t free_b = 0;
+    cudaMemGetInfo(&free_b, &device_total_mem);
+    rlx_cuda_register_elementwise(table);
+    rlx_cuda_register_reduce(table);
+    rlx_cuda_register_shape(table);
+    rlx_cuda_register_matmul(table);
+    rlx_cuda_register_attention(table);
+    rlx_cuda_register_fused(table);
+}
+
+static const cu_kernel *kernel_of(rlx_op op)
+{
+    if ((unsigned)op >= CU_TABLE_SIZE || !table[op].fn)
+        return NULL;
+    return &table[op];
+}
+
+rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!t)
+        return rlx_set_error(s, "cuda: %s", msg);
+    if (t->node->name)
+        return rlx_set_error(s, "cuda: node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op), t->node->name, msg);
+    return rlx_set_error(s, "cuda: node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
+}
+
+rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what)
+{
+    return rlx_cu_fail(t, RLX_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
+}
+
+bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (!cu_is_f(n->dtype))
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (!cu_is_f(g->nodes[n->in[i]].dtype))
+            return false;
+    return true;
+}
+
+void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const int64_t (*strides)[CU_MAX_DIMS])
+{
+    memset(w, 0, sizeof *w);
+    w->nops = nops;
+    w->total = 1;
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        w->total *= dims[i];
+        if (dims[i] == 1)
+            continue;
+        bool merge = n > 0;
+        for (int k = 0; k < nops && merge; k++)
+            if (w->st[k][n - 1] != dims[i] * strides[k][i])
+                merge = false;
+        if (merge) {
+            w->dims[n - 1] *= dims[i];
+            for (int k = 0; k < nops; k++)
+                w->st[k][n - 1] = strides[k][i];
+            continue;
+        }
+        w->dims[n] = dims[i];
+        for (int k = 0; k < nops; k++)
+            w->st[k][n] = strides[k][i];
+        n++;
+    }
+    w->nd = n;
+}
+
+/* ------------------------------------------------------------- vtable */
+
+static rlx_status cuda_available(void)
+{
+    pthread_once(&init_once, init_device);
+    if (init_error != cudaSuccess)
+        return rlx_set_error(RLX_ERR_DEVICE, "%s", init_msg);
+    return RLX_OK;
+}
+
+static size_t cuda_max_buffer(void)
+{
+    pthread_once(&init_once, init_device);
+    return device_total_mem ? device_total_mem / 10 * 9 : ((size_t)1 << 30);
+}
+
+static bool is_plain_leaf(rlx_op op)
+{
+    const rlx_op_info *info = rlx_op_info_of(op);
+    return info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM);
+}
+
+static bool cuda_supports(const rlx_graph *g, rlx_node id)
+{
+    pthread_once(&init_once, init_device);
+    const rlx_node_data *n = &g->nodes[id];
+    if (is_plain_leaf(n->op))
+        return true;
+    const cu_kernel *k = kernel_of(n->op);
+    if (!k)
+        return false;
+    return k->ok ? k->ok(g, n) : rlx_cu_float_ok(g, n);
+}
+
+static size_t cuda_scratch(const rlx_graph *g, rlx_node id, int threads)
+{
+    (void)threads;
+    pthread_once(&init_once, init_device);
+    const cu_kernel *k = kernel_of(g->nodes[id].op);
+    return (k && k->scratch) ? k->scratch(g, &g->nodes[id]) : 0;
+}
+
+static rlx_status cuda_alloc(size_t bytes, void **ptr)
+{
+    rlx_status st = cuda_available();
+    if (st != RLX_OK)
+        return st;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
+    if (e != cudaSuccess)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: cannot allocate a device arena of %zu bytes: %s", bytes,
+                             cudaGetErrorString(e));
+    /* zeroed so padding and never-written bytes are defined */
+    if ((e = cudaMemsetAsync(p, 0, bytes ? bytes : 256, rlx_cu_stream)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(rlx_cu_stream)) != cudaSuccess) {
+        cudaFree(p);
+        return rlx_set_error(RLX_ERR_DEVICE, "cuda: clearing the arena failed: %s", cudaGetErrorString(e));
+    }
+    *ptr = p;
+    return RLX_OK;
+}
+
+static void cuda_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+static rlx_status ensure_staging(void)
+{
+    if (staging)
+        return RLX_OK;
+    cudaError_t e = cudaMallocHost(&staging, STAGING_CHUNK);
+    if (e != cudaSuccess) {
+        staging = NULL;
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no pinned staging buffer: %s", cudaGetErrorString(e));
+    }
+    staging_bytes = STAGING_CHUNK;
+    return RLX_OK;
+}
+
+/* Host -> device through the pinned staging buffer, async on the stream. */
+static rlx_status cuda_upload(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return RLX_OK;
+    pthread_mutex_lock(&lock);
+    rlx_status st = ensure_staging();
+    for (size_t at = 0; st == RLX_OK && at < bytes; at += staging_bytes) {
+        size_t n = bytes - at < staging_bytes ? bytes - at : staging_bytes;
+        memcpy(staging, (const char *)src + at, n);
+        cudaError_t e = cudaMemcpyAsync((char *)dst + at, staging, n, cudaMemcpyHostToDevice, rlx_cu_stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(rlx_cu_stream);
+        if (e != cudaSuccess)
+            st = rlx_set_error(RLX_ERR_DEVICE, "cuda: upload of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+static rlx_status cuda_download(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return RLX_OK;
+    pthread_mutex_lock(&lock);
+    rlx_status st = ensure_staging();
+    for (size_t at = 0; st == RLX_OK && at < bytes; at += staging_bytes) {
+        size_t n = bytes - at < staging_bytes ? bytes - at : staging_bytes;
+        cudaError_t e = cudaMemcpyAsync(staging, (const char *)src + at, n, cudaMemcpyDeviceToHost, rlx_cu_stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(rlx_cu_stream);
+        if (e != cudaSuccess)
+            st = rlx_set_error(RLX_ERR_DEVICE, "cuda: download of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+        else
+            memcpy((char *)dst + at, staging, n);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
+{
+    const rlx_node_data *n = &g->nodes[t->id];
+    if (is_plain_leaf(n->op)) {
+        t->fn = NULL;
+        return RLX_OK;
+    }
+    const cu_kernel *k = kernel_of(n->op);
+    if (!k)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "cuda backend has no kernel for %s", rlx_op_name(n->op));
+    t->fn = k->fn;
+    t->state = NULL;
+    if (k->prepare)
+        return k->prepare(g, t);
+    return RLX_OK;
+}
+
+static void cuda_release(rlx_thunk *t)
+{
+    if (!t->node)
+        return;
+    const cu_kernel *k = kernel_of(t->node->op);
+    if (k && k->release && t->state)
+        k->release(t);
+    t->state = NULL;
+}
+
+typedef struct cu_graph_state {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+} cu_graph_state;
+
+static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    for (int i = 0; i < s->n_thunks; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (!t->fn)
+            continue;
+        rlx_status st = t->fn(t, ctx);
+        if (st != RLX_OK)
+            return st;
+    }
+    return RLX_OK;
+}
+
+static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    const char *off = getenv("RLX_DISABLE_CUDA_GRAPH");
+    if (off && *off && strcmp(off, "0") != 0)
+        return RLX_OK;
+    cu_graph_state *gs = (cu_graph_state *)calloc(1, sizeof *gs);
+    if (!gs)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    pthread_mutex_lock(&lock);
+    cudaError_t e = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal);
+    rlx_status st = RLX_OK;
+    if (e != cudaSuccess) {
+        st = rlx_set_error(RLX_ERR_DEVICE, "cuda: stream capture failed to begin: %s", cudaGetErrorString(e));
+    } else {
+        st = launch_all(s, ctx);
+        e = cudaStreamEndCapture(rlx_cu_stream, &gs->graph);
+        if (st == RLX_OK && e != cudaSuccess)
+            st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph capture failed: %s", cudaGetErrorString(e));
+        if (st == RLX_OK && (e = cudaGraphInstantiate(&gs->exec, gs->graph, 0)) != cudaSuccess)
+            st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph instantiation failed: %s", cudaGetErrorString(e));
+    }
+    pthread_mutex_unlock(&lock);
+    if (st != RLX_OK) {
+        if (gs->graph)
+            cudaGraphDestroy(gs->graph);
+        free(gs);
+        cudaGetLastError();
+        return st;
+    }
+    s->backend_state = gs;
+    return RLX_OK;
+}
+
+static void cuda_release_schedule(rlx_schedule *s)
+{
+    cu_graph_state *gs = (cu_graph_state *)s->backend_state;
+    if (!gs)
+        return;
+    if (gs->exec)
+        cudaGraphExecDestroy(gs->exec);
+    if (gs->graph)
+        cudaGraphDestroy(gs->graph);
+    free(gs);
+    s->backend_state = NULL;
+}
+
+static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    pthread_mutex_lock(&lock);
+    rlx_status st = RLX_OK;
+    *pinned_run_index = ctx->run_index;
+    cudaError_t e = rlx_cu_set_run_index(pinned_run_index);
+    if (e != cudaSuccess) {
+        st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
+    } else {
+        cu_graph_state *gs = (cu_graph_state *)s->backend_state;
+        if (gs) {
+            if ((e = cudaGraphLaunch(gs->exec, rlx_cu_stream)) != cudaSuccess)
+                st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph launch failed: %s", cudaGetErrorString(e));
+        } else {
+            st = launch_all(s, ctx);
+        }
+    }
+    e = cudaStreamSynchronize(rlx_cu_stream);
+    if (st == RLX_OK && e != cudaSuccess)
+        st = rlx_set_error(RLX_ERR_DEVICE, "cuda: run failed: %s", cudaGetErrorString(e));
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+static const rlx_backend cuda_backend = {
+    /* .name */ "cuda",
+    /* .device */ RLX_DEVICE_CUDA,
+    /* .available */ cuda_available,
+    /* .alignment */ 256,
+    /* .max_buffer */ cuda_max_buffer,
+    /* .supports */ cuda_supports,
+    /* .inplace_elementwise */ true,
+    /* .scratch_bytes */ cuda_scratch,
+    /* .alloc */ cuda_alloc,
+    /* .free */ cuda_free,
+    /* .upload */ cuda_upload,
+    /* .download */ cuda_download,
+    /* .prepare */ cuda_prepare,
+    /* .release */ cuda_release,
+    /* .finalize */ cuda_finalize,
+    /* .release_schedule */ cuda_release_schedule,
+    /* .run */ cuda_run,
+};
+
+extern "C" const rlx_backend *rlx_cuda_backend(void) { return &cuda_backend; }

@@ -1,0 +1,226 @@
+/* cuda_common.h - shared pieces of the CUDA backend (CUDA C++, nvcc only).
+ *
+ * Every kernel family (one .cu file) registers entries into the backend's
+ * table indexed by op; the claim (supports) is derived from that table and
+ * each entry's dtype check.  A kernel entry launches its work on the
+ * backend's one stream and never synchronizes, so the whole schedule can be
+ * captured into a CUDA Graph. */
+#ifndef RLX_CUDA_COMMON_H
+#define RLX_CUDA_COMMON_H
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "backends/backend.h"
+}
+
+#define CU_MAX_DIMS RLX_MAX_DIMS
+
+typedef struct cu_kernel {
+    rlx_kernel_fn fn;
+    /* Workspace in bytes (from the arena's scratch tail); NULL = none. */
+    size_t (*scratch)(const rlx_graph *g, const rlx_node_data *n);
+    /* Dtype/shape check for the claim; NULL = any float dtype (f32/f16/bf16). */
+    bool (*ok)(const rlx_graph *g, const rlx_node_data *n);
+    /* Optional: prepared state (t->state) and its release. */
+    rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
+    void (*release)(rlx_thunk *t);
+} cu_kernel;
+
+#define CU_TABLE_SIZE 256
+
+extern "C" {
+void rlx_cuda_register_elementwise(cu_kernel *tab);
+void rlx_cuda_register_reduce(cu_kernel *tab);
+void rlx_cuda_register_shape(cu_kernel *tab);
+void rlx_cuda_register_matmul(cu_kernel *tab);
+void rlx_cuda_register_attention(cu_kernel *tab);
+void rlx_cuda_register_fused(cu_kernel *tab);
+}
+
+/* The backend's stream (all work, copies and captures go through it). */
+extern cudaStream_t rlx_cu_stream;
+/* Copies the run index (read by random kernels) to the device, on the
+ * stream, before each run; src must be pinned. */
+cudaError_t rlx_cu_set_run_index(const unsigned long long *src);
+
+/* Turns a CUDA error into a status naming the node. */
+rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what);
+rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Checks the last launch. */
+static inline rlx_status rlx_cu_check(const rlx_thunk *t, const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, what);
+}
+
+static inline bool cu_is_f(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }
+bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and every input float */
+
+static inline int cu_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    if (b > (1 << 20))
+        b = 1 << 20; /* grid-stride loops cover the rest */
+    return b < 1 ? 1 : (int)b;
+}
+
+/* ---------------------------------------------------------- device helpers */
+
+template <typename T> __device__ __forceinline__ float cu_tof(T v);
+template <> __device__ __forceinline__ float cu_tof<float>(float v) { return v; }
+template <> __device__ __forceinline__ float cu_tof<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float cu_tof<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T cu_fromf(float v);
+template <> __device__ __forceinline__ float cu_fromf<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half cu_fromf<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 cu_fromf<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+__device__ __forceinline__ int64_t cu_sat(double v, double lo, double hi)
+{
+    if (v != v)
+        return 0;
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return (int64_t)hi;
+    return (int64_t)v;
+}
+
+/* Any dtype, as double (like the CPU's rlx_load). */
+__device__ __forceinline__ double cu_ld(const void *p, int t, int64_t i)
+{
+    switch (t) {
+    case RLX_F32: return ((const float *)p)[i];
+    case RLX_F16: return __half2float(((const __half *)p)[i]);
+    case RLX_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case RLX_F64: return ((const double *)p)[i];
+    case RLX_I64: return (double)((const long long *)p)[i];
+    case RLX_I32: return ((const int *)p)[i];
+    case RLX_I8: return ((const signed char *)p)[i];
+    case RLX_U8: return ((const unsigned char *)p)[i];
+    case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
+    default: return 0;
+    }
+}
+
+__device__ __forceinline__ int64_t cu_ldi(const void *p, int t, int64_t i)
+{
+    switch (t) {
+    case RLX_I64: return ((const long long *)p)[i];
+    case RLX_I32: return ((const int *)p)[i];
+    case RLX_I8: return ((const signed char *)p)[i];
+    case RLX_U8: return ((const unsigned char *)p)[i];
+    case RLX_BOOL: return ((const unsigned char *)p)[i] != 0;
+    default: return (int64_t)cu_ld(p, t, i);
+    }
+}
+
+__device__ __forceinline__ void cu_st(void *p, int t, int64_t i, double v)
+{
+    switch (t) {
+    case RLX_F32: ((float *)p)[i] = (float)v; break;
+    case RLX_F16: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    case RLX_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
+    case RLX_F64: ((double *)p)[i] = v; break;
+    case RLX_I64: ((long long *)p)[i] = cu_sat(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case RLX_I32: ((int *)p)[i] = (int)cu_sat(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I8: ((signed char *)p)[i] = (signed char)cu_sat(v, -128, 127); break;
+    case RLX_U8: ((unsigned char *)p)[i] = (unsigned char)cu_sat(v, 0, 255); break;
+    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+__device__ __forceinline__ void cu_sti(void *p, int t, int64_t i, int64_t v)
+{
+    switch (t) {
+    case RLX_I64: ((long long *)p)[i] = v; break;
+    case RLX_I32: ((int *)p)[i] = (int)v; break;
+    case RLX_I8: ((signed char *)p)[i] = (signed char)v; break;
+    case RLX_U8: ((unsigned char *)p)[i] = (unsigned char)v; break;
+    case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
+    default: cu_st(p, t, i, (double)v); break;
+    }
+}
+
+/* A dense index space walked through per-operand strides (broadcast,
+ * transpose, slice).  Dims are collapsed on the host where every operand
+ * is contiguous across them. */
+#define CU_MAX_OPS 3
+typedef struct cu_walk {
+    int nd;
+    int nops;
+    int64_t total;
+    int64_t dims[CU_MAX_DIMS];
+    int64_t st[CU_MAX_OPS][CU_MAX_DIMS];
+} cu_walk;
+
+/* Builds a walk over out dims with per-operand strides (in elements). */
+void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const int64_t (*strides)[CU_MAX_DIMS]);
+
+__device__ __forceinline__ void cu_walk_offsets(const cu_walk &w, int64_t flat, int64_t *off)
+{
+    for (int k = 0; k < w.nops; k++)
+        off[k] = 0;
+    for (int d = w.nd - 1; d >= 0; d--) {
+        int64_t dim = w.dims[d];
+        int64_t i = flat % dim;
+        flat /= dim;
+        for (int k = 0; k < w.nops; k++)
+            off[k] += i * w.st[k][d];
+    }
+}
+
+/* Counter-based random numbers, the same function as the CPU backend's. */
+__device__ __forceinline__ unsigned long long cu_mix64(unsigned long long x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+__device__ __forceinline__ double cu_uniform01(unsigned long long seed, unsigned long long stream,
+                                               unsigned long long index)
+{
+    unsigned long long h = cu_mix64(seed ^ cu_mix64(stream ^ cu_mix64(index + 0x9e3779b97f4a7c15ULL)));
+    return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* Warp reductions. */
+__device__ __forceinline__ float cu_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float cu_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Dispatch a templated launcher over the float dtypes. */
+#define CU_FLOAT_DISPATCH(dt, T, ...)                                                                              \
+    do {                                                                                                           \
+        if ((dt) == RLX_F32) {                                                                                     \
+            typedef float T;                                                                                       \
+            __VA_ARGS__;                                                                                           \
+        } else if ((dt) == RLX_F16) {                                                                              \
+            typedef __half T;                                                                                      \
+            __VA_ARGS__;                                                                                           \
+        } else {                                                                                                   \
+            typedef __nv_bfloat16 T;                                                                               \
+            __VA_ARGS__;                                                                                           \
+        }                                                                                                          \
+    } while (0)
+
+#endif

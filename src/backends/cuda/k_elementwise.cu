@@ -1,0 +1,565 @@
+/* k_elementwise.cu - unary and binary (broadcasting) elementwise ops, where,
+ * cast, clip, and the random ops (same counter-based generator as the CPU
+ * backend, so values match it up to the last rounding of log/sin/cos).
+ *
+ * Float dtypes (f32/f16/bf16) compute in f32 through templated kernels;
+ * integers and bools compute in int64 through one generic kernel, like the
+ * CPU reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_common.h"
+
+#define THREADS 256
+
+/* ------------------------------------------------------------ unary */
+
+__device__ __forceinline__ float unary_f(int op, float x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabsf(x);
+    case RLX_OP_EXP: return expf(x);
+    case RLX_OP_LOG: return logf(x);
+    case RLX_OP_SQRT: return sqrtf(x);
+    case RLX_OP_RSQRT: return 1.0f / sqrtf(x);
+    case RLX_OP_RECIPROCAL: return 1.0f / x;
+    case RLX_OP_TANH: return tanhf(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
+    case RLX_OP_ERF: return erff(x);
+    case RLX_OP_SIN: return sinf(x);
+    case RLX_OP_COS: return cosf(x);
+    case RLX_OP_FLOOR: return floorf(x);
+    case RLX_OP_CEIL: return ceilf(x);
+    case RLX_OP_ROUND: return rintf(x);
+    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
+    default: return 0;
+    }
+}
+
+__device__ __forceinline__ double unary_d(int op, double x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabs(x);
+    case RLX_OP_EXP: return exp(x);
+    case RLX_OP_LOG: return log(x);
+    case RLX_OP_SQRT: return sqrt(x);
+    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
+    case RLX_OP_RECIPROCAL: return 1.0 / x;
+    case RLX_OP_TANH: return tanh(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    case RLX_OP_ERF: return erf(x);
+    case RLX_OP_SIN: return sin(x);
+    case RLX_OP_COS: return cos(x);
+    case RLX_OP_FLOOR: return floor(x);
+    case RLX_OP_CEIL: return ceil(x);
+    case RLX_OP_ROUND: return rint(x);
+    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
+    case RLX_OP_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+__device__ __forceinline__ int64_t unary_i(int op, int64_t x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return (int64_t)(0 - (uint64_t)x);
+    case RLX_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case RLX_OP_SIGN: return (x > 0) - (x < 0);
+    case RLX_OP_RELU: return x > 0 ? x : 0;
+    case RLX_OP_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = cu_fromf<T>(unary_f(op, cu_tof<T>(x[i])));
+}
+
+/* 16-byte vectors of 16-bit floats (8 per thread). */
+template <typename T> __global__ void unary_kernel_v8(int op, const uint4 *x, uint4 *y, int64_t nv)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
+        uint4 v = x[i];
+        T *e = (T *)&v;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            e[k] = cu_fromf<T>(unary_f(op, cu_tof<T>(e[k])));
+        y[i] = v;
+    }
+}
+
+__global__ void unary_any_kernel(int op, int dt, int is_float, const void *x, void *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (is_float)
+            cu_st(y, dt, i, unary_d(op, cu_ld(x, dt, i)));
+        else
+            cu_sti(y, dt, i, unary_i(op, cu_ldi(x, dt, i)));
+    }
+}
+
+static rlx_status k_unary(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node;
+    int64_t count = rlx_shape_numel(&n->shape);
+    if (!count)
+        return RLX_OK;
+    rlx_dtype dt = n->dtype;
+    if (cu_is_f(dt) && n->op != RLX_OP_NOT) {
+        if (dt != RLX_F32 && count % 8 == 0 && ((uintptr_t)t->in[0] % 16 == 0) && ((uintptr_t)t->out % 16 == 0)) {
+            int64_t nv = count / 8;
+            if (dt == RLX_F16)
+                unary_kernel_v8<__half><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv);
+            else
+                unary_kernel_v8<__nv_bfloat16><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv);
+        } else {
+            CU_FLOAT_DISPATCH(dt, T, unary_kernel<T><<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const T *)t->in[0], (T *)t->out, count));
+        }
+    } else {
+        int isf = rlx_dtype_is_float(dt);
+        unary_any_kernel<<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, dt, isf, t->in[0], t->out, count);
+    }
+    return rlx_cu_check(t, "unary launch");
+}
+
+static bool unary_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    return n->dtype != RLX_DTYPE_COUNT;
+}
+
+/* ------------------------------------------------------------ binary */
+
+__device__ __forceinline__ float binary_f(int op, float a, float b, int fm)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return powf(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
+    case RLX_OP_MOD: {
+        float r = fmodf(a, b);
+        if (!fm && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    default: return 0;
+    }
+}
+
+__device__ __forceinline__ double binary_d(int op, double a, double b, int fm)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return pow(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : (a < b ? a : b);
+    case RLX_OP_MOD: {
+        double r = fmod(a, b);
+        if (!fm && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    case RLX_OP_EQUAL: return a == b;
+    case RLX_OP_LESS: return a < b;
+    case RLX_OP_GREATER: return a > b;
+    case RLX_OP_AND: return (a != 0) && (b != 0);
+    case RLX_OP_OR: return (a != 0) || (b != 0);
+    case RLX_OP_XOR: return (a != 0) != (b != 0);
+    default: return 0;
+    }
+}
+
+__device__ __forceinline__ int64_t ipow_d(int64_t base, int64_t e)
+{
+    if (e < 0)
+        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
+    uint64_t r = 1, b = (uint64_t)base;
+    while (e) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+__device__ __forceinline__ int64_t binary_i(int op, int64_t a, int64_t b, int fm)
+{
+    switch (op) {
+    case RLX_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case RLX_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case RLX_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case RLX_OP_DIV:
+        if (b == 0)
+            return 0;
+        return (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
+    case RLX_OP_POW: return ipow_d(a, b);
+    case RLX_OP_MAX: return a > b ? a : b;
+    case RLX_OP_MIN: return a < b ? a : b;
+    case RLX_OP_MOD: {
+        if (b == 0)
+            return 0;
+        int64_t r = (a == INT64_MIN && b == -1) ? 0 : a % b;
+        if (!fm && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    case RLX_OP_EQUAL: return a == b;
+    case RLX_OP_LESS: return a < b;
+    case RLX_OP_GREATER: return a > b;
+    case RLX_OP_AND: return a && b;
+    case RLX_OP_OR: return a || b;
+    case RLX_OP_XOR: return (a != 0) != (b != 0);
+    default: return 0;
+    }
+}
+
+static bool is_compare(int op)
+{
+    return op == RLX_OP_EQUAL || op == RLX_OP_LESS || op == RLX_OP_GREATER || op == RLX_OP_AND || op == RLX_OP_OR ||
+           op == RLX_OP_XOR;
+}
+
+/* Same shape: flat. */
+template <typename T> __global__ void binary_flat(int op, int fm, const T *a, const T *b, T *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = cu_fromf<T>(binary_f(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
+}
+
+/* [rows, cols] op [cols] (bias-like): the second operand repeats per row. */
+template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, const T *b, T *y, int64_t n, int64_t cols, int swap)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float x = cu_tof<T>(a[i]), v = cu_tof<T>(b[i % cols]);
+        y[i] = cu_fromf<T>(swap ? binary_f(op, v, x, fm) : binary_f(op, x, v, fm));
+    }
+}
+
+template <typename T> __global__ void binary_walk(int op, int fm, const T *a, const T *b, T *y, cu_walk w)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[CU_MAX_OPS];
+        cu_walk_offsets(w, i, off);
+        y[i] = cu_fromf<T>(binary_f(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
+    }
+}
+
+__global__ void binary_any(int op, int fm, int it, int ot, int isf, const void *a, const void *b, void *y, cu_walk w)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[CU_MAX_OPS];
+        cu_walk_offsets(w, i, off);
+        if (isf)
+            cu_st(y, ot, i, binary_d(op, cu_ld(a, it, off[0]), cu_ld(b, it, off[1]), fm));
+        else
+            cu_sti(y, ot, i, binary_i(op, cu_ldi(a, it, off[0]), cu_ldi(b, it, off[1]), fm));
+    }
+}
+
+typedef struct bin_state {
+    cu_walk w;
+    int mode; /* 0 flat, 1 a full + b row vector, 2 b full + a row vector, 3 walk */
+    int64_t cols;
+} bin_state;
+
+static void walk_for(const rlx_node_data *out, int nops, const rlx_node_data *const *ins, cu_walk *w)
+{
+    int64_t st[CU_MAX_OPS][CU_MAX_DIMS];
+    for (int k = 0; k < nops; k++)
+        rlx_shape_broadcast_strides(&ins[k]->shape, &out->shape, st[k]);
+    rlx_cu_walk_init(w, out->shape.ndim, out->shape.dims, nops, st);
+}
+
+static rlx_status prep_binary(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    bin_state *s = (bin_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    walk_for(t->node, 2, t->in_node, &s->w);
+    s->mode = 3;
+    const cu_walk *w = &s->w;
+    if (w->nd <= 1 && w->st[0][0] == (w->nd ? 1 : 0) && w->st[1][0] == w->st[0][0])
+        s->mode = 0;
+    else if (w->nd == 2 && w->st[0][1] == 1 && w->st[0][0] == w->dims[1] && w->st[1][1] == 1 && w->st[1][0] == 0)
+        s->mode = 1, s->cols = w->dims[1];
+    else if (w->nd == 2 && w->st[1][1] == 1 && w->st[1][0] == w->dims[1] && w->st[0][1] == 1 && w->st[0][0] == 0)
+        s->mode = 2, s->cols = w->dims[1];
+    t->state = s;
+    return RLX_OK;
+}
+
+static void free_state(rlx_thunk *t) { free(t->state); }
+
+static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node;
+    const bin_state *s = (const bin_state *)t->state;
+    int64_t count = s->w.total;
+    if (!count)
+        return RLX_OK;
+    rlx_dtype it = t->in_node[0]->dtype, ot = n->dtype;
+    int fm = n->op == RLX_OP_MOD ? n->attrs.mod.fmod : 0;
+    int blocks = cu_blocks(count, THREADS);
+    if (cu_is_f(it) && it == ot && !is_compare(n->op)) {
+        switch (s->mode) {
+        case 0:
+            CU_FLOAT_DISPATCH(it, T, binary_flat<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count));
+            break;
+        case 1:
+            CU_FLOAT_DISPATCH(it, T, binary_rowvec<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count, s->cols, 0));
+            break;
+        case 2:
+            CU_FLOAT_DISPATCH(it, T, binary_rowvec<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[1], (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
+            break;
+        default:
+            CU_FLOAT_DISPATCH(it, T, binary_walk<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, s->w));
+        }
+    } else {
+        binary_any<<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out, s->w);
+    }
+    return rlx_cu_check(t, "binary launch");
+}
+
+static bool any_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    (void)n;
+    return true;
+}
+
+/* ------------------------------------------------------------ where */
+
+template <int ES> struct elem_t;
+template <> struct elem_t<1> { typedef unsigned char T; };
+template <> struct elem_t<2> { typedef unsigned short T; };
+template <> struct elem_t<4> { typedef unsigned int T; };
+template <> struct elem_t<8> { typedef unsigned long long T; };
+
+template <typename E> __global__ void where_kernel(const unsigned char *c, const E *a, const E *b, E *y, cu_walk w)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[CU_MAX_OPS];
+        cu_walk_offsets(w, i, off);
+        y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+    }
+}
+
+static rlx_status prep_where(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    cu_walk *w = (cu_walk *)calloc(1, sizeof *w);
+    if (!w)
+        return RLX_ERR_OUT_OF_MEMORY;
+    walk_for(t->node, 3, t->in_node, w);
+    t->state = w;
+    return RLX_OK;
+}
+
+static rlx_status k_where(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const cu_walk *w = (const cu_walk *)t->state;
+    if (!w->total)
+        return RLX_OK;
+    int blocks = cu_blocks(w->total, THREADS);
+    const unsigned char *c = (const unsigned char *)t->in[0];
+    switch (rlx_dtype_size(t->node->dtype)) {
+    case 1: where_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned char *)t->in[1], (const unsigned char *)t->in[2], (unsigned char *)t->out, *w); break;
+    case 2: where_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned short *)t->in[1], (const unsigned short *)t->in[2], (unsigned short *)t->out, *w); break;
+    case 4: where_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned int *)t->in[1], (const unsigned int *)t->in[2], (unsigned int *)t->out, *w); break;
+    default: where_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned long long *)t->in[1], (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w); break;
+    }
+    return rlx_cu_check(t, "where launch");
+}
+
+/* ------------------------------------------------------------ cast, clip */
+
+template <typename A, typename B> __global__ void cast_ff(const A *x, B *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = cu_fromf<B>(cu_tof<A>(x[i]));
+}
+
+__global__ void cast_any(int from, int to, int mode, const void *x, void *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (mode == 0)
+            cu_sti(y, to, i, cu_ldi(x, from, i));
+        else if (mode == 1)
+            cu_st(y, to, i, (double)cu_ldi(x, from, i));
+        else
+            cu_st(y, to, i, cu_ld(x, from, i));
+    }
+}
+
+template <typename A> static void cast_from(rlx_dtype to, const void *x, void *y, int64_t n)
+{
+    int blocks = cu_blocks(n, THREADS);
+    if (to == RLX_F32)
+        cast_ff<A, float><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (float *)y, n);
+    else if (to == RLX_F16)
+        cast_ff<A, __half><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (__half *)y, n);
+    else
+        cast_ff<A, __nv_bfloat16><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (__nv_bfloat16 *)y, n);
+}
+
+static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    rlx_dtype from = t->in_node[0]->dtype, to = t->node->dtype;
+    int64_t n = rlx_shape_numel(&t->node->shape);
+    if (!n)
+        return RLX_OK;
+    if (from == to) {
+        if (t->in[0] != t->out) {
+            cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], (size_t)n * rlx_dtype_size(to), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+            if (e != cudaSuccess)
+                return rlx_cu_error(t, e, "cast copy");
+        }
+        return RLX_OK;
+    }
+    if (cu_is_f(from) && cu_is_f(to)) {
+        CU_FLOAT_DISPATCH(from, A, cast_from<A>(to, t->in[0], t->out, n));
+    } else {
+        bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
+        int mode = exact_int ? 0 : (from == RLX_I64 && rlx_dtype_is_float(to)) ? 1 : 2;
+        cast_any<<<cu_blocks(n, THREADS), THREADS, 0, rlx_cu_stream>>>(from, to, mode, t->in[0], t->out, n);
+    }
+    return rlx_cu_check(t, "cast launch");
+}
+
+__global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, void *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (isf) {
+            double v = cu_ld(x, dt, i);
+            if (v < lo)
+                v = lo;
+            if (v > hi)
+                v = hi;
+            cu_st(y, dt, i, v);
+        } else {
+            int64_t v = cu_ldi(x, dt, i);
+            if ((double)v < lo)
+                v = (int64_t)ceil(lo);
+            if ((double)v > hi)
+                v = (int64_t)floor(hi);
+            cu_sti(y, dt, i, v);
+        }
+    }
+}
+
+static rlx_status k_clip(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    int64_t n = rlx_shape_numel(&t->node->shape);
+    if (!n)
+        return RLX_OK;
+    rlx_dtype dt = t->node->dtype;
+    clip_any<<<cu_blocks(n, THREADS), THREADS, 0, rlx_cu_stream>>>(dt, rlx_dtype_is_float(dt), t->node->attrs.clip.lo,
+                                                                   t->node->attrs.clip.hi, t->in[0], t->out, n);
+    return rlx_cu_check(t, "clip launch");
+}
+
+/* ------------------------------------------------------------ random */
+
+/* The run index lives on the device so a captured graph sees each run's. */
+static __device__ unsigned long long rlx_cu_run_index;
+
+cudaError_t rlx_cu_set_run_index(const unsigned long long *src)
+{
+    return cudaMemcpyToSymbolAsync(rlx_cu_run_index, src, sizeof *src, 0, cudaMemcpyHostToDevice, rlx_cu_stream);
+}
+
+/* kind 0 uniform (a lo, b hi), 1 normal (a mean, b std), 2 dropout (a p) */
+__global__ void random_kernel(int kind, int dt, unsigned long long seed, unsigned long long node_id, double a, double b,
+                              const void *x, void *y, int64_t n)
+{
+    unsigned long long stream = (node_id << 32) ^ rlx_cu_run_index;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (kind == 0) {
+            cu_st(y, dt, i, a + (b - a) * cu_uniform01(seed, stream, (unsigned long long)i));
+        } else if (kind == 1) {
+            unsigned long long j = (unsigned long long)i & ~1ULL;
+            double u1 = cu_uniform01(seed, stream, j), u2 = cu_uniform01(seed, stream, j + 1);
+            double r = sqrt(-2.0 * log(u1)), ang = 2.0 * 3.14159265358979323846 * u2;
+            double z = (i & 1) ? r * sin(ang) : r * cos(ang);
+            cu_st(y, dt, i, a + b * z);
+        } else {
+            int keep = cu_uniform01(seed, stream, (unsigned long long)i) >= a;
+            double scale = 1.0 / (1.0 - a);
+            if (dt == RLX_F32) {
+                float v = ((const float *)x)[i];
+                ((float *)y)[i] = keep ? (float)(v * scale) : 0.0f;
+            } else {
+                cu_st(y, dt, i, keep ? cu_ld(x, dt, i) * scale : 0.0);
+            }
+        }
+    }
+}
+
+static rlx_status k_random(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    int64_t count = rlx_shape_numel(&n->shape);
+    if (!count)
+        return RLX_OK;
+    int kind = n->op == RLX_OP_RANDOM_UNIFORM ? 0 : n->op == RLX_OP_RANDOM_NORMAL ? 1 : 2;
+    double a = kind == 2 ? n->attrs.dropout.p : n->attrs.random.a, b = kind == 2 ? 0 : n->attrs.random.b;
+    if (kind == 2 && a == 0) {
+        if (t->out != t->in[0]) {
+            cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], rlx_node_bytes(n), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+            if (e != cudaSuccess)
+                return rlx_cu_error(t, e, "dropout copy");
+        }
+        return RLX_OK;
+    }
+    random_kernel<<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(
+        kind, n->dtype, (unsigned long long)ctx->seed, (unsigned long long)(uint32_t)t->id, a, b,
+        kind == 2 ? t->in[0] : NULL, t->out, count);
+    return rlx_cu_check(t, "random launch");
+}
+
+static bool random_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    return rlx_dtype_is_float(n->dtype);
+}
+
+extern "C" void rlx_cuda_register_elementwise(cu_kernel *tab)
+{
+    for (int op = RLX_OP_NEG; op <= RLX_OP_NOT; op++)
+        tab[op] = (cu_kernel){k_unary, NULL, unary_ok, NULL, NULL};
+    for (int op = RLX_OP_ADD; op <= RLX_OP_XOR; op++)
+        tab[op] = (cu_kernel){k_binary, NULL, any_ok, prep_binary, free_state};
+    tab[RLX_OP_WHERE] = (cu_kernel){k_where, NULL, any_ok, prep_where, free_state};
+    tab[RLX_OP_CAST] = (cu_kernel){k_cast, NULL, any_ok, NULL, NULL};
+    tab[RLX_OP_CLIP] = (cu_kernel){k_clip, NULL, any_ok, NULL, NULL};
+    tab[RLX_OP_RANDOM_UNIFORM] = (cu_kernel){k_random, NULL, random_ok, NULL, NULL};
+    tab[RLX_OP_RANDOM_NORMAL] = (cu_kernel){k_random, NULL, random_ok, NULL, NULL};
+    tab[RLX_OP_DROPOUT] = (cu_kernel){k_random, NULL, random_ok, NULL, NULL};
+}

@@ -1,0 +1,262 @@
+/* k_fused.cu - kernels for the inference batch norm and some of the
+ * optimizer's fused ops: SwiGLU (two cuBLASLt GEMMs and one combining pass)
+ * and elementwise chains (one kernel runs the whole small program per
+ * element, registers in f32).  matmul_bias_act and conv_bias_act live with
+ * the GEMMs (k_matmul.cu), add+norm and softmax(scale, mask) with the norms
+ * (k_reduce.cu).  A fused op without a kernel (attention_block) is not
+ * claimed, and the optimizer lowers it to primitives. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_gemm.h"
+
+/* ------------------------------------------------------------ batch norm */
+
+template <typename T>
+__global__ void batch_norm_kernel(const T *x, const T *scale, const T *bias, const T *mean, const T *var, T *y,
+                                  int64_t total, int64_t C, int64_t inner, float eps)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = (i / inner) % C;
+        float s = cu_tof<T>(scale[c]) * rsqrtf(cu_tof<T>(var[c]) + eps);
+        float sh = cu_tof<T>(bias[c]) - cu_tof<T>(mean[c]) * s;
+        y[i] = cu_fromf<T>(cu_tof<T>(x[i]) * s + sh);
+    }
+}
+
+static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t C = xn->shape.dims[1], planes = xn->shape.dims[0] * C;
+    int64_t total = rlx_shape_numel(&xn->shape), inner = planes ? total / planes : 0;
+    if (!total)
+        return RLX_OK;
+    float eps = (float)t->node->attrs.batch_norm.eps;
+    CU_FLOAT_DISPATCH(xn->dtype, T, batch_norm_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (const T *)t->in[3], (const T *)t->in[4], (T *)t->out, total, C, inner, eps));
+    return rlx_cu_check(t, "batch norm launch");
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+
+typedef struct swiglu_state {
+    cu_gemm g;
+    int64_t total;
+    size_t half; /* bytes of one f32 product in scratch */
+} swiglu_state;
+
+static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
+
+static rlx_status prep_swiglu(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    swiglu_state *s = (swiglu_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    t->state = s;
+    const rlx_node_data *n = t->node, *x = t->in_node[0], *w = t->in_node[1];
+    int64_t N = n->shape.dims[n->shape.ndim - 1], K = x->shape.dims[x->shape.ndim - 1];
+    s->total = rlx_shape_numel(&n->shape);
+    int64_t M = N ? s->total / N : 0;
+    s->half = round256((size_t)s->total * rlx_dtype_size(n->dtype));
+    if (!s->total || w->shape.ndim != 2)
+        return w->shape.ndim != 2 ? rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "swiglu weights must be 2-d") : RLX_OK;
+    return rlx_cu_gemm_plan(&s->g, n->dtype, 0, 0, M, N, K, K, N, N, 1, 0, 0, 0, CU_EPI_NONE, 256);
+}
+
+static void release_swiglu(rlx_thunk *t)
+{
+    swiglu_state *s = (swiglu_state *)t->state;
+    rlx_cu_gemm_free(&s->g);
+    free(s);
+}
+
+template <typename T> __global__ void swiglu_combine(const T *g, const T *u, T *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float x = cu_tof<T>(g[i]);
+        float si = x >= 0 ? x / (1.0f + __expf(-x)) : x * __expf(x) / (1.0f + __expf(x));
+        y[i] = cu_fromf<T>(si * cu_tof<T>(u[i]));
+    }
+}
+
+static size_t swiglu_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    return 2 * round256((size_t)rlx_shape_numel(&n->shape) * rlx_dtype_size(n->dtype)) + CU_GEMM_WORKSPACE;
+}
+
+static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const swiglu_state *s = (const swiglu_state *)t->state;
+    if (!s->total)
+        return RLX_OK;
+    char *G = (char *)t->scratch, *U = G + s->half, *ws = U + s->half;
+    rlx_status st = rlx_cu_gemm_run(t, &s->g, t->in[0], t->in[1], G, NULL, ws);
+    if (st == RLX_OK)
+        st = rlx_cu_gemm_run(t, &s->g, t->in[0], t->in[2], U, NULL, ws);
+    if (st != RLX_OK)
+        return st;
+    CU_FLOAT_DISPATCH(t->node->dtype, T, swiglu_combine<T><<<cu_blocks(s->total, 256), 256, 0, rlx_cu_stream>>>((const T *)G, (const T *)U, (T *)t->out, s->total));
+    return rlx_cu_check(t, "swiglu launch");
+}
+
+static bool swiglu_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    return rlx_cu_float_ok(g, n) && g->nodes[n->in[1]].shape.ndim == 2 && g->nodes[n->in[2]].shape.ndim == 2;
+}
+
+/* ----------------------------------------------------- elementwise chain */
+
+typedef struct ew_prog {
+    int nin, nops, nd;
+    int64_t total;
+    int64_t dims[CU_MAX_DIMS];
+    int64_t st[RLX_MAX_INPUTS][CU_MAX_DIMS];
+    const void *in[RLX_MAX_INPUTS];
+    uint8_t code[3 * RLX_EW_MAX_OPS];
+} ew_prog;
+
+__device__ __forceinline__ float ew_unary(int op, float x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabsf(x);
+    case RLX_OP_EXP: return expf(x);
+    case RLX_OP_LOG: return logf(x);
+    case RLX_OP_SQRT: return sqrtf(x);
+    case RLX_OP_RSQRT: return rsqrtf(x);
+    case RLX_OP_RECIPROCAL: return 1.0f / x;
+    case RLX_OP_TANH: return tanhf(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
+    case RLX_OP_ERF: return erff(x);
+    case RLX_OP_SIN: return sinf(x);
+    case RLX_OP_COS: return cosf(x);
+    case RLX_OP_FLOOR: return floorf(x);
+    case RLX_OP_CEIL: return ceilf(x);
+    case RLX_OP_ROUND: return rintf(x);
+    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
+__device__ __forceinline__ float ew_binary(int op, float a, float b)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return powf(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
+template <typename T> __global__ void ew_chain_kernel(ew_prog p, T *y)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
+        float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+        int64_t q = i, off[RLX_MAX_INPUTS];
+        for (int k = 0; k < p.nin; k++)
+            off[k] = 0;
+        for (int d = p.nd - 1; d >= 0; d--) {
+            int64_t ix = q % p.dims[d];
+            q /= p.dims[d];
+            for (int k = 0; k < p.nin; k++)
+                off[k] += ix * p.st[k][d];
+        }
+        for (int k = 0; k < p.nin; k++)
+            reg[k] = cu_tof<T>(((const T *)p.in[k])[off[k]]);
+        for (int j = 0; j < p.nops; j++) {
+            int op = p.code[3 * j], a = p.code[3 * j + 1], b = p.code[3 * j + 2];
+            float v = (op >= RLX_OP_ADD) ? ew_binary(op, reg[a], reg[b]) : ew_unary(op, reg[a]);
+            reg[p.nin + j] = v;
+        }
+        y[i] = cu_fromf<T>(reg[p.nin + p.nops - 1]);
+    }
+}
+
+typedef struct ew_state {
+    ew_prog prog;
+} ew_state;
+
+static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    ew_state *s = (ew_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    t->state = s;
+    const rlx_node_data *n = t->node;
+    ew_prog *p = &s->prog;
+    p->nin = n->n_in;
+    p->nops = n->attrs.ew.n_ops;
+    memcpy(p->code, n->attrs.ew.code, sizeof p->code);
+    /* collapse dims where every input is contiguous across them */
+    int64_t st[RLX_MAX_INPUTS][CU_MAX_DIMS];
+    for (int k = 0; k < p->nin; k++)
+        rlx_shape_broadcast_strides(&t->in_node[k]->shape, &n->shape, st[k]);
+    p->total = 1;
+    int nd = 0;
+    for (int i = 0; i < n->shape.ndim; i++) {
+        int64_t d = n->shape.dims[i];
+        p->total *= d;
+        if (d == 1)
+            continue;
+        bool merge = nd > 0;
+        for (int k = 0; k < p->nin && merge; k++)
+            if (p->st[k][nd - 1] != d * st[k][i])
+                merge = false;
+        if (merge) {
+            p->dims[nd - 1] *= d;
+            for (int k = 0; k < p->nin; k++)
+                p->st[k][nd - 1] = st[k][i];
+            continue;
+        }
+        p->dims[nd] = d;
+        for (int k = 0; k < p->nin; k++)
+            p->st[k][nd] = st[k][i];
+        nd++;
+    }
+    p->nd = nd;
+    for (int k = 0; k < p->nin; k++)
+        p->in[k] = t->in[k];
+    return RLX_OK;
+}
+
+static void release_ew(rlx_thunk *t) { free(t->state); }
+
+static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const ew_state *s = (const ew_state *)t->state;
+    if (!s->prog.total)
+        return RLX_OK;
+    CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
+    return rlx_cu_check(t, "elementwise chain launch");
+}
+
+static bool ew_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (!cu_is_f(n->dtype))
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (g->nodes[n->in[i]].dtype != n->dtype)
+            return false;
+    return true;
+}
+
+extern "C" void rlx_cuda_register_fused(cu_kernel *tab)
+{
+    tab[RLX_OP_BATCH_NORM] = (cu_kernel){k_batch_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_SWIGLU] = (cu_kernel){k_swiglu, swiglu_scratch, swiglu_ok, prep_swiglu, release_swiglu};
+    tab[RLX_OP_ELEMENTWISE_CHAIN] = (cu_kernel){k_ew, NULL, ew_ok, prep_ew, release_ew};
+}

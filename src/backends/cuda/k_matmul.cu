@@ -1,0 +1,593 @@
+/* k_matmul.cu - matmul through cuBLASLt (batched, transposes, broadcast
+ * batch dims, f32/f16/bf16 with f32 accumulation, bias/activation
+ * epilogues), convolution as im2col + one strided-batched cuBLASLt GEMM per
+ * group (1x1 stride-1 convolutions read the input directly), and pooling. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_gemm.h"
+
+static cublasLtHandle_t lt;
+
+static cudaDataType_t cuda_type(rlx_dtype dt)
+{
+    return dt == RLX_F16 ? CUDA_R_16F : dt == RLX_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
+
+static rlx_status lt_fail(const char *what, cublasStatus_t s)
+{
+    return rlx_set_error(RLX_ERR_DEVICE, "cuda: cuBLASLt %s failed (status %d)", what, (int)s);
+}
+
+static rlx_status make_layout(cublasLtMatrixLayout_t *l, cudaDataType_t ty, int64_t rows, int64_t cols, int64_t ld,
+                              int64_t batch, int64_t stride)
+{
+    cublasStatus_t s = cublasLtMatrixLayoutCreate(l, ty, (uint64_t)rows, (uint64_t)cols, ld);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return lt_fail("layout", s);
+    if (batch > 1) {
+        int32_t b32 = (int32_t)batch;
+        cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b32, sizeof b32);
+        cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    }
+    return RLX_OK;
+}
+
+rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                            int64_t lda, int64_t ldb, int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b,
+                            int64_t stride_c, cu_epi epi, size_t align)
+{
+    memset(g, 0, sizeof *g);
+    if (!lt) {
+        cublasStatus_t s = cublasLtCreate(&lt);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return lt_fail("create", s);
+    }
+    cudaDataType_t ty = cuda_type(dt);
+    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+    const char *tf32 = getenv("RLX_CUDA_TF32");
+    if (dt == RLX_F32 && tf32 && *tf32 && strcmp(tf32, "0") != 0)
+        ct = CUBLAS_COMPUTE_32F_FAST_TF32;
+    cublasStatus_t s = cublasLtMatmulDescCreate(&g->op, ct, CUDA_R_32F);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return lt_fail("descriptor", s);
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T:
+     * cuBLASLt's first operand is our B, its second our A. */
+    cublasOperation_t opa = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opb = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
+    cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
+    if (epi != CU_EPI_NONE) {
+        cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_DEFAULT;
+        switch (epi) {
+        case CU_EPI_BIAS: e = CUBLASLT_EPILOGUE_BIAS; break;
+        case CU_EPI_BIAS_RELU: e = CUBLASLT_EPILOGUE_RELU_BIAS; break;
+        case CU_EPI_BIAS_GELU_TANH: e = CUBLASLT_EPILOGUE_GELU_BIAS; break;
+        case CU_EPI_RELU: e = CUBLASLT_EPILOGUE_RELU; break;
+        case CU_EPI_GELU_TANH: e = CUBLASLT_EPILOGUE_GELU; break;
+        default: break;
+        }
+        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+        if (epi == CU_EPI_BIAS || epi == CU_EPI_BIAS_RELU || epi == CU_EPI_BIAS_GELU_TANH) {
+            cudaDataType_t bt = ty;
+            cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+        }
+    }
+    /* stored dims of A: trans_a ? [K, M] : [M, K]; column-major view swaps them */
+    int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+    int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+    rlx_status st;
+    if ((st = make_layout(&g->la, ty, b_cols, b_rows, ldb, batch, stride_b)) != RLX_OK ||
+        (st = make_layout(&g->lb, ty, a_cols, a_rows, lda, batch, stride_a)) != RLX_OK ||
+        (st = make_layout(&g->lc, ty, N, M, ldc, batch, stride_c)) != RLX_OK)
+        return st;
+    cublasLtMatmulPreference_t pref;
+    if ((s = cublasLtMatmulPreferenceCreate(&pref)) != CUBLAS_STATUS_SUCCESS)
+        return lt_fail("preference", s);
+    size_t ws = CU_GEMM_WORKSPACE;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    /* strided batches move every pointer: their byte strides bound the alignment too */
+    size_t es = rlx_dtype_size(dt);
+    int64_t strides[3] = {stride_a, stride_b, stride_c};
+    uint32_t al = 256;
+    for (int i = 0; i < 3; i++)
+        if (batch > 1 && strides[i])
+            while (al > 1 && ((size_t)strides[i] * es) % al)
+                al /= 2;
+    while (al > 1 && align % al)
+        al /= 2;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
+    cublasLtMatmulHeuristicResult_t res[1];
+    int found = 0;
+    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
+        g->algo = res[0].algo;
+        g->has_algo = 1;
+        g->ws_bytes = res[0].workspaceSize;
+    } else {
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "cuda: cuBLASLt has no algorithm for a %s GEMM %lldx%lldx%lld (batch %lld, status %d)",
+                             rlx_dtype_name(dt), (long long)M, (long long)N, (long long)K, (long long)batch, (int)s);
+    }
+    return RLX_OK;
+}
+
+rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,
+                           const void *bias, void *ws)
+{
+    float alpha = 1.0f, beta = 0.0f;
+    if (bias)
+        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    cublasStatus_t s = cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc,
+                                      g->has_algo ? &g->algo : NULL, ws, ws ? g->ws_bytes : 0, rlx_cu_stream);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return rlx_cu_fail(t, RLX_ERR_DEVICE, "cublasLtMatmul failed (status %d)", (int)s);
+    return RLX_OK;
+}
+
+void rlx_cu_gemm_free(cu_gemm *g)
+{
+    if (g->op)
+        cublasLtMatmulDescDestroy(g->op);
+    if (g->la)
+        cublasLtMatrixLayoutDestroy(g->la);
+    if (g->lb)
+        cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->lc)
+        cublasLtMatrixLayoutDestroy(g->lc);
+    memset(g, 0, sizeof *g);
+}
+
+/* ------------------------------------------------------------ matmul */
+
+typedef struct mm_state {
+    cu_gemm gemm;
+    int loop;                /* 1: one GEMM per batch (general broadcast) */
+    int64_t batch, mat_a, mat_b, mat_c;
+    rlx_shape bshape;
+    int64_t a_st[RLX_MAX_DIMS], b_st[RLX_MAX_DIMS];
+} mm_state;
+
+/* Batch layout: 0 = every batch distinct and contiguous, 1 = shared (all
+ * strides 0), -1 = neither. */
+static int batch_kind(const int64_t *st, const rlx_shape *bshape)
+{
+    bool zero = true, dense = true;
+    int64_t expect = 1;
+    for (int d = bshape->ndim - 1; d >= 0; d--) {
+        if (bshape->dims[d] == 1)
+            continue;
+        if (st[d] != 0)
+            zero = false;
+        if (st[d] != expect)
+            dense = false;
+        expect *= bshape->dims[d];
+    }
+    return zero ? 1 : dense ? 0 : -1;
+}
+
+/* matmul and matmul_bias_act share this; epi applies to every GEMM. */
+static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
+{
+    mm_state *s = (mm_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    t->state = s;
+    const rlx_node_data *n = t->node, *a = t->in_node[0], *b = t->in_node[1];
+    int ra = a->shape.ndim, rb = b->shape.ndim, ro = n->shape.ndim;
+    int64_t M = n->shape.dims[ro - 2], N = n->shape.dims[ro - 1];
+    int64_t a_rows = a->shape.dims[ra - 2], a_cols = a->shape.dims[ra - 1];
+    int64_t b_rows = b->shape.dims[rb - 2], b_cols = b->shape.dims[rb - 1];
+    int64_t K = ta ? a_rows : a_cols;
+    s->bshape = n->shape;
+    s->bshape.ndim = ro - 2;
+    s->batch = rlx_shape_numel(&s->bshape);
+    rlx_shape ab = a->shape, bb = b->shape;
+    ab.ndim = ra - 2;
+    bb.ndim = rb - 2;
+    rlx_shape_broadcast_strides(&ab, &s->bshape, s->a_st);
+    rlx_shape_broadcast_strides(&bb, &s->bshape, s->b_st);
+    s->mat_a = a_rows * a_cols;
+    s->mat_b = b_rows * b_cols;
+    s->mat_c = M * N;
+    int ka = batch_kind(s->a_st, &s->bshape), kb = batch_kind(s->b_st, &s->bshape);
+    if (!M || !N || !s->batch)
+        return RLX_OK;
+    if (s->batch > 1 && kb == 1 && ka == 0 && !ta) {
+        /* shared B: fold the batch into M */
+        return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M * s->batch, N, K, a_cols, b_cols, N, 1, 0, 0, 0,
+                                epi, 256);
+    }
+    if (ka >= 0 && kb >= 0) {
+        return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M, N, K, a_cols, b_cols, N, s->batch,
+                                ka == 1 ? 0 : s->mat_a, kb == 1 ? 0 : s->mat_b, s->mat_c, epi, 256);
+    }
+    s->loop = 1;
+    size_t es = rlx_dtype_size(n->dtype);
+    size_t align = (size_t)s->mat_a * es | (size_t)s->mat_b * es | (size_t)s->mat_c * es | 256;
+    align &= ~(align - 1);
+    return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M, N, K, a_cols, b_cols, N, 1, 0, 0, 0, epi, align);
+}
+
+static rlx_status prep_matmul(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    return prep_mm(t, t->node->attrs.matmul.trans_a, t->node->attrs.matmul.trans_b, CU_EPI_NONE);
+}
+
+static void release_matmul(rlx_thunk *t)
+{
+    mm_state *s = (mm_state *)t->state;
+    rlx_cu_gemm_free(&s->gemm);
+    free(s);
+}
+
+static rlx_status run_mm(const rlx_thunk *t, const void *bias)
+{
+    const mm_state *s = (const mm_state *)t->state;
+    if (!s->mat_c || !s->batch)
+        return RLX_OK;
+    if (!s->loop)
+        return rlx_cu_gemm_run(t, &s->gemm, t->in[0], t->in[1], t->out, bias, t->scratch);
+    size_t es = rlx_dtype_size(t->node->dtype);
+    for (int64_t i = 0; i < s->batch; i++) {
+        int64_t oa = 0, ob = 0, q = i;
+        for (int d = s->bshape.ndim - 1; d >= 0; d--) {
+            int64_t k = q % s->bshape.dims[d];
+            q /= s->bshape.dims[d];
+            oa += k * s->a_st[d];
+            ob += k * s->b_st[d];
+        }
+        rlx_status st = rlx_cu_gemm_run(t, &s->gemm, (const char *)t->in[0] + oa * s->mat_a * (int64_t)es,
+                                        (const char *)t->in[1] + ob * s->mat_b * (int64_t)es,
+                                        (char *)t->out + i * s->mat_c * (int64_t)es, bias, t->scratch);
+        if (st != RLX_OK)
+            return st;
+    }
+    return RLX_OK;
+}
+
+static rlx_status k_matmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    return run_mm(t, NULL);
+}
+
+/* ------------------------------------------------- matmul + bias + act */
+
+/* Activations in place (those no cuBLASLt epilogue computes exactly). */
+__device__ __forceinline__ float act_f(int act, float x)
+{
+    switch (act) {
+    case RLX_ACT_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RLX_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RLX_ACT_SILU: return x >= 0 ? x / (1.0f + __expf(-x)) : x * __expf(x) / (1.0f + __expf(x));
+    default: return x;
+    }
+}
+
+template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = cu_fromf<T>(act_f(act, cu_tof<T>(y[i])));
+}
+
+/* The epilogue cuBLASLt runs, and whether an activation pass follows. */
+static cu_epi mm_epilogue(int has_bias, int act, int *post)
+{
+    *post = 0;
+    if (act == RLX_ACT_RELU)
+        return has_bias ? CU_EPI_BIAS_RELU : CU_EPI_RELU;
+    if (act == RLX_ACT_GELU_TANH)
+        return has_bias ? CU_EPI_BIAS_GELU_TANH : CU_EPI_GELU_TANH;
+    *post = act != RLX_ACT_NONE;
+    return has_bias ? CU_EPI_BIAS : CU_EPI_NONE;
+}
+
+static rlx_status prep_mm_act(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    int post;
+    const rlx_node_data *n = t->node;
+    cu_epi epi = mm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
+    return prep_mm(t, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b, epi);
+}
+
+static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node;
+    int post;
+    mm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
+    rlx_status st = run_mm(t, n->attrs.mm_act.has_bias ? t->in[2] : NULL);
+    if (st != RLX_OK || !post)
+        return st;
+    int64_t total = rlx_shape_numel(&n->shape);
+    if (!total)
+        return RLX_OK;
+    CU_FLOAT_DISPATCH(n->dtype, T, act_inplace<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, total, n->attrs.mm_act.act));
+    return rlx_cu_check(t, "activation launch");
+}
+
+static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    (void)n;
+    return CU_GEMM_WORKSPACE;
+}
+
+/* ------------------------------------------------------------ conv */
+
+typedef struct win2d {
+    int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
+} win2d;
+
+static win2d window_of(const rlx_shape *x, const rlx_shape *y, int64_t kh, int64_t kw, const int64_t *stride,
+                       const int64_t *dil, const int64_t *pads)
+{
+    win2d w;
+    if (x->ndim == 3)
+        w = (win2d){1, x->dims[2], 1, y->dims[2], 1, kw, 1, stride[0], 1, dil[0], 0, pads[0]};
+    else
+        w = (win2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh, kw, stride[0], stride[1],
+                    dil[0], dil[1], pads[0], pads[1]};
+    return w;
+}
+
+static win2d conv_window(const rlx_node_data *n, const rlx_shape *x, const rlx_shape *w)
+{
+    int sp = x->ndim - 2;
+    int64_t kh = sp == 2 ? w->dims[2] : 1, kw = w->dims[x->ndim - 1];
+    return window_of(x, &n->shape, kh, kw, n->attrs.conv.p.stride, n->attrs.conv.p.dilation, n->attrs.conv.p.pads);
+}
+
+static bool pointwise(const win2d *w)
+{
+    return w->KH == 1 && w->KW == 1 && w->sh == 1 && w->sw == 1 && w->ph == 0 && w->pw == 0 && w->OH == w->H &&
+           w->OW == w->W;
+}
+
+typedef struct conv_state {
+    cu_gemm gemm;
+    win2d w;
+    int64_t N, C, G, Cg, O, Og, K, OHW, HW;
+    int pw;
+    size_t col_bytes;
+} conv_state;
+
+/* col[n][K][OHW] for channels c0.. of one group, every image. */
+template <typename T>
+__global__ void im2col_kernel(const T *x, T *col, int64_t N, int64_t C, int64_t c0, int64_t Cg, win2d w)
+{
+    int64_t K = Cg * w.KH * w.KW, OHW = w.OH * w.OW;
+    int64_t total = N * K * OHW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t p = i % OHW, r = (i / OHW) % K, n = i / (OHW * K);
+        int64_t c = r / (w.KH * w.KW), kh = (r / w.KW) % w.KH, kw = r % w.KW;
+        int64_t oh = p / w.OW, ow = p % w.OW;
+        int64_t ih = oh * w.sh - w.ph + kh * w.dh, iw = ow * w.sw - w.pw + kw * w.dw;
+        T v = cu_fromf<T>(0.0f);
+        if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
+            v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
+        col[i] = v;
+    }
+}
+
+template <typename T> __global__ void bias_nchw(T *y, const T *bias, int64_t total, int64_t O, int64_t HW, int act)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        float v = cu_tof<T>(y[i]);
+        if (bias)
+            v += cu_tof<T>(bias[(i / HW) % O]);
+        y[i] = cu_fromf<T>(act_f(act, v));
+    }
+}
+
+static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    conv_state *s = (conv_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    t->state = s;
+    const rlx_shape *xs = &t->in_node[0]->shape, *ws = &t->in_node[1]->shape;
+    s->w = conv_window(t->node, xs, ws);
+    s->N = xs->dims[0];
+    s->C = xs->dims[1];
+    s->G = t->node->attrs.conv.p.groups;
+    s->Cg = s->C / s->G;
+    s->O = ws->dims[0];
+    s->Og = s->O / s->G;
+    s->K = s->Cg * s->w.KH * s->w.KW;
+    s->OHW = s->w.OH * s->w.OW;
+    s->HW = s->w.H * s->w.W;
+    s->pw = pointwise(&s->w);
+    if (!s->N || !s->O || !s->OHW)
+        return RLX_OK;
+    /* Y_n[Og, OHW] = W_g[Og, K] * col_n[K, OHW], all n in one batched GEMM */
+    int64_t ldb = s->OHW, stride_b = s->pw ? s->C * s->HW : s->K * s->OHW;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    size_t align = 256;
+    if (s->G > 1) {
+        align = (size_t)(s->Og * s->K) * es | (size_t)(s->Og * s->OHW) * es | 256;
+        if (s->pw)
+            align |= (size_t)(s->Cg * s->HW) * es;
+        align &= ~(align - 1);
+    }
+    return rlx_cu_gemm_plan(&s->gemm, t->node->dtype, 0, 0, s->Og, s->OHW, s->K, s->K, ldb, s->OHW, s->N, 0, stride_b,
+                            s->O * s->OHW, CU_EPI_NONE, align);
+}
+
+static void release_conv(rlx_thunk *t)
+{
+    conv_state *s = (conv_state *)t->state;
+    rlx_cu_gemm_free(&s->gemm);
+    free(s);
+}
+
+static size_t conv_col_bytes(const rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_shape *xs = &g->nodes[n->in[0]].shape, *ws = &g->nodes[n->in[1]].shape;
+    win2d w = conv_window(n, xs, ws);
+    if (pointwise(&w))
+        return 0;
+    int64_t G = n->attrs.conv.p.groups, Cg = xs->dims[1] / G;
+    return round256((size_t)(xs->dims[0] * Cg * w.KH * w.KW * w.OH * w.OW) * rlx_dtype_size(n->dtype));
+}
+
+static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    return conv_col_bytes(g, n) + CU_GEMM_WORKSPACE;
+}
+
+static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const conv_state *s = (const conv_state *)t->state;
+    if (!s->N || !s->O || !s->OHW)
+        return RLX_OK;
+    rlx_dtype dt = t->node->dtype;
+    size_t es = rlx_dtype_size(dt);
+    size_t col_bytes = s->pw ? 0 : round256((size_t)(s->N * s->K * s->OHW) * es);
+    char *col = (char *)t->scratch, *ws = (char *)t->scratch + col_bytes;
+    for (int64_t g = 0; g < s->G; g++) {
+        const void *B;
+        if (s->pw) {
+            B = (const char *)t->in[0] + (size_t)(g * s->Cg * s->HW) * es;
+        } else {
+            int64_t total = s->N * s->K * s->OHW;
+            CU_FLOAT_DISPATCH(dt, T, im2col_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w));
+            rlx_status st = rlx_cu_check(t, "im2col launch");
+            if (st != RLX_OK)
+                return st;
+            B = col;
+        }
+        const char *A = (const char *)t->in[1] + (size_t)(g * s->Og * s->K) * es;
+        char *C = (char *)t->out + (size_t)(g * s->Og * s->OHW) * es;
+        rlx_status st = rlx_cu_gemm_run(t, &s->gemm, A, B, C, NULL, ws);
+        if (st != RLX_OK)
+            return st;
+    }
+    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
+    if (t->node->attrs.conv.has_bias || act != RLX_ACT_NONE) {
+        int64_t total = s->N * s->O * s->OHW;
+        const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+        CU_FLOAT_DISPATCH(dt, T, bias_nchw<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act));
+        return rlx_cu_check(t, "conv bias launch");
+    }
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ pools */
+
+typedef struct pool_args {
+    win2d w;
+    int is_max, count_include_pad;
+    int64_t ph_end, pw_end;
+} pool_args;
+
+template <typename T> __global__ void pool_kernel(const T *x, T *y, int64_t total, pool_args a)
+{
+    const win2d &w = a.w;
+    int64_t OHW = w.OH * w.OW, HW = w.H * w.W;
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t pl = o / OHW, oh = (o % OHW) / w.OW, ow = o % w.OW;
+        int64_t base = pl * HW, h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
+        float acc = a.is_max ? -INFINITY : 0.0f;
+        int64_t count = 0;
+        bool nan = false;
+        for (int64_t kh = 0; kh < w.KH; kh++) {
+            int64_t ih = h0 + kh * w.dh;
+            bool in_h = ih >= 0 && ih < w.H;
+            for (int64_t kw = 0; kw < w.KW; kw++) {
+                int64_t iw = w0 + kw * w.dw;
+                bool in_w = iw >= 0 && iw < w.W;
+                if (in_h && in_w) {
+                    float v = cu_tof<T>(x[base + ih * w.W + iw]);
+                    if (a.is_max) {
+                        nan |= v != v;
+                        acc = v > acc ? v : acc;
+                    } else {
+                        acc += v;
+                    }
+                    count++;
+                } else if (!a.is_max && a.count_include_pad && ih >= -w.ph && ih < w.H + a.ph_end && iw >= -w.pw &&
+                           iw < w.W + a.pw_end) {
+                    count++;
+                }
+            }
+        }
+        float r = a.is_max ? (nan ? __int_as_float(0x7fc00000) : acc) : (count ? acc / (float)count : 0.0f);
+        y[o] = cu_fromf<T>(r);
+    }
+}
+
+static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    const rlx_pool_params *p = &t->node->attrs.pool.p;
+    pool_args a;
+    a.is_max = t->node->op == RLX_OP_MAX_POOL;
+    a.count_include_pad = p->count_include_pad;
+    int sp = xs->ndim - 2;
+    int64_t one[2] = {1, 1};
+    a.w = window_of(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
+                    a.is_max ? p->dilation : one, p->pads);
+    a.ph_end = sp == 2 ? p->pads[2] : 0;
+    a.pw_end = sp == 2 ? p->pads[3] : p->pads[1];
+    int64_t total = xs->dims[0] * xs->dims[1] * a.w.OH * a.w.OW;
+    if (!total)
+        return RLX_OK;
+    CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, pool_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a));
+    return rlx_cu_check(t, "pool launch");
+}
+
+template <typename T> __global__ void gap_kernel(const T *x, T *y, int64_t planes, int64_t n)
+{
+    int64_t pl = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (pl >= planes)
+        return;
+    float s = 0;
+    for (int64_t i = lane; i < n; i += 32)
+        s += cu_tof<T>(x[pl * n + i]);
+    s = cu_warp_sum(s);
+    if (lane == 0)
+        y[pl] = cu_fromf<T>(n ? s / (float)n : __int_as_float(0x7fc00000));
+}
+
+static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t planes = xn->shape.dims[0] * xn->shape.dims[1];
+    int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
+    if (!planes)
+        return RLX_OK;
+    CU_FLOAT_DISPATCH(xn->dtype, T, gap_kernel<T><<<cu_blocks(planes * 32, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, planes, n));
+    return rlx_cu_check(t, "global average pool launch");
+}
+
+static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    return rlx_cu_float_ok(g, n);
+}
+
+extern "C" void rlx_cuda_register_matmul(cu_kernel *tab)
+{
+    tab[RLX_OP_MATMUL] = (cu_kernel){k_matmul, matmul_scratch, NULL, prep_matmul, release_matmul};
+    tab[RLX_OP_CONV] = (cu_kernel){k_conv, conv_scratch, conv_ok, prep_conv, release_conv};
+    tab[RLX_OP_MATMUL_BIAS_ACT] = (cu_kernel){k_mm_act, matmul_scratch, NULL, prep_mm_act, release_matmul};
+    tab[RLX_OP_CONV_BIAS_ACT] = (cu_kernel){k_conv, conv_scratch, conv_ok, prep_conv, release_conv};
+    tab[RLX_OP_MAX_POOL] = (cu_kernel){k_pool, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_AVG_POOL] = (cu_kernel){k_pool, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_GLOBAL_AVG_POOL] = (cu_kernel){k_gap, NULL, NULL, NULL, NULL};
+}

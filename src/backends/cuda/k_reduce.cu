@@ -1,0 +1,460 @@
+/* k_reduce.cu - reductions (sum, mean, max, min, prod over any axes),
+ * argmax/argmin, softmax/log-softmax, and layer/RMS norm over the last axis
+ * (one read per pass, one warp per row; statistics in f32 registers). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_common.h"
+
+/* ------------------------------------------------------------ reductions */
+
+typedef struct red_state {
+    int nk, nr;
+    int64_t kdims[CU_MAX_DIMS], kst[CU_MAX_DIMS]; /* kept dims (output order) */
+    int64_t rdims[CU_MAX_DIMS], rst[CU_MAX_DIMS]; /* reduced dims */
+    int64_t n_out, R;
+} red_state;
+
+static rlx_status prep_reduce(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    red_state *s = (red_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    uint32_t axes = t->node->attrs.reduce.axes;
+    int64_t st[CU_MAX_DIMS];
+    rlx_shape_strides(xs, st);
+    s->n_out = 1;
+    s->R = 1;
+    for (int d = 0; d < xs->ndim; d++) {
+        bool red = axes == 0 || (axes >> d) & 1u;
+        if (red) {
+            s->R *= xs->dims[d];
+            if (xs->dims[d] == 1)
+                continue;
+            if (s->nr > 0 && s->rst[s->nr - 1] == xs->dims[d] * st[d]) {
+                s->rdims[s->nr - 1] *= xs->dims[d];
+                s->rst[s->nr - 1] = st[d];
+            } else {
+                s->rdims[s->nr] = xs->dims[d];
+                s->rst[s->nr++] = st[d];
+            }
+        } else {
+            s->n_out *= xs->dims[d];
+            if (xs->dims[d] == 1)
+                continue;
+            if (s->nk > 0 && s->kst[s->nk - 1] == xs->dims[d] * st[d]) {
+                s->kdims[s->nk - 1] *= xs->dims[d];
+                s->kst[s->nk - 1] = st[d];
+            } else {
+                s->kdims[s->nk] = xs->dims[d];
+                s->kst[s->nk++] = st[d];
+            }
+        }
+    }
+    t->state = s;
+    return RLX_OK;
+}
+
+static void free_state(rlx_thunk *t) { free(t->state); }
+
+__device__ __forceinline__ double red_combine(int op, double a, double v)
+{
+    switch (op) {
+    case RLX_OP_REDUCE_MAX: return (v > a || v != v) ? v : a;
+    case RLX_OP_REDUCE_MIN: return (v < a || v != v) ? v : a;
+    case RLX_OP_REDUCE_PROD: return a * v;
+    default: return a + v;
+    }
+}
+
+/* One warp per output element. */
+__global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state s)
+{
+    int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (warp >= s.n_out)
+        return;
+    int64_t base = 0, q = warp;
+    for (int d = s.nk - 1; d >= 0; d--) {
+        base += (q % s.kdims[d]) * s.kst[d];
+        q /= s.kdims[d];
+    }
+    double init = op == RLX_OP_REDUCE_MAX ? -INFINITY : op == RLX_OP_REDUCE_MIN ? INFINITY : op == RLX_OP_REDUCE_PROD ? 1.0 : 0.0;
+    double acc = init;
+    for (int64_t r = lane; r < s.R; r += 32) {
+        int64_t off = base, rr = r;
+        for (int d = s.nr - 1; d >= 0; d--) {
+            off += (rr % s.rdims[d]) * s.rst[d];
+            rr /= s.rdims[d];
+        }
+        acc = red_combine(op, acc, cu_ld(x, dt, off));
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        acc = red_combine(op, acc, __shfl_xor_sync(0xffffffffu, acc, o));
+    if (lane == 0) {
+        if (op == RLX_OP_REDUCE_MEAN)
+            acc = acc / (double)s.R;
+        cu_st(y, dt, warp, acc);
+    }
+}
+
+static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const red_state *s = (const red_state *)t->state;
+    if (!s->n_out)
+        return RLX_OK;
+    int64_t threads = s->n_out * 32;
+    reduce_kernel<<<cu_blocks(threads, 256), 256, 0, rlx_cu_stream>>>(t->node->op, t->node->dtype, t->in[0], t->out, *s);
+    return rlx_cu_check(t, "reduce launch");
+}
+
+static bool reduce_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    return n->dtype != RLX_BOOL;
+}
+
+/* ------------------------------------------------------------ arg */
+
+__global__ void arg_kernel(int is_max, int dt, const void *x, long long *y, int64_t n_out, int64_t n, int64_t inner)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n_out; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t base = (o / inner) * n * inner + (o % inner);
+        int64_t best_i = 0;
+        double best = cu_ld(x, dt, base);
+        if (best == best) {
+            for (int64_t i = 1; i < n; i++) {
+                double v = cu_ld(x, dt, base + i * inner);
+                if (v != v) {
+                    best_i = i;
+                    break;
+                }
+                if (is_max ? v > best : v < best) {
+                    best = v;
+                    best_i = i;
+                }
+            }
+        }
+        y[o] = best_i;
+    }
+}
+
+static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    int axis = t->node->attrs.arg.axis;
+    int64_t outer = 1, n = xn->shape.dims[axis], inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        inner *= xn->shape.dims[d];
+    int64_t n_out = outer * inner;
+    if (!n_out || !n)
+        return RLX_OK;
+    arg_kernel<<<cu_blocks(n_out, 256), 256, 0, rlx_cu_stream>>>(t->node->op == RLX_OP_ARGMAX, xn->dtype, t->in[0],
+                                                                 (long long *)t->out, n_out, n, inner);
+    return rlx_cu_check(t, "arg launch");
+}
+
+static bool arg_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    return g->nodes[n->in[0]].dtype != RLX_BOOL;
+}
+
+/* ------------------------------------------------------------ softmax */
+
+/* Rows along the last axis: one block per row; online max/sum in one read,
+ * then one more read to write. */
+template <typename T>
+__global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
+{
+    int64_t row = blockIdx.x;
+    const T *xr = x + row * n;
+    T *yr = y + row * n;
+    float m = -INFINITY, s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = cu_tof<T>(xr[i]);
+        if (v > m) {
+            s = s * __expf(m - v) + 1.0f;
+            m = v;
+        } else if (v == v) {
+            s += __expf(v - m);
+        } else {
+            m = v; /* NaN */
+        }
+    }
+    __shared__ float sm[32], ss[32];
+    /* warp combine */
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        float mm = fmaxf(m, m2);
+        if (m != m || m2 != m2)
+            mm = m != m ? m : m2;
+        float a = (m == -INFINITY) ? 0.0f : s * __expf(m - mm), b = (m2 == -INFINITY) ? 0.0f : s2 * __expf(m2 - mm);
+        m = mm;
+        s = a + b;
+    }
+    int warp = threadIdx.x / 32, lane = threadIdx.x & 31, nw = blockDim.x / 32;
+    if (lane == 0) {
+        sm[warp] = m;
+        ss[warp] = s;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        m = lane < nw ? sm[lane] : -INFINITY;
+        s = lane < nw ? ss[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            float mm = fmaxf(m, m2);
+            if (m != m || m2 != m2)
+                mm = m != m ? m : m2;
+            float a = (m == -INFINITY) ? 0.0f : s * __expf(m - mm), b = (m2 == -INFINITY) ? 0.0f : s2 * __expf(m2 - mm);
+            m = mm;
+            s = a + b;
+        }
+        if (lane == 0) {
+            sm[0] = m;
+            ss[0] = s;
+        }
+    }
+    __syncthreads();
+    m = sm[0];
+    s = ss[0];
+    float inv = 1.0f / s, logs = logf(s);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = cu_tof<T>(xr[i]);
+        yr[i] = cu_fromf<T>(logsm ? v - m - logs : expf(v - m) * inv);
+    }
+}
+
+/* Any axis: one thread per (outer, inner) position, three reads. */
+template <typename T>
+__global__ void softmax_strided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int logsm)
+{
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outer * inner; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t base = (o / inner) * n * inner + (o % inner);
+        float m = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            float v = cu_tof<T>(x[base + i * inner]);
+            m = (v > m || v != v) ? v : m;
+        }
+        float s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s += expf(cu_tof<T>(x[base + i * inner]) - m);
+        float inv = 1.0f / s, logs = logf(s);
+        for (int64_t i = 0; i < n; i++) {
+            float v = cu_tof<T>(x[base + i * inner]);
+            y[base + i * inner] = cu_fromf<T>(logsm ? v - m - logs : expf(v - m) * inv);
+        }
+    }
+}
+
+static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    int r = xn->shape.ndim;
+    int axis = t->node->attrs.softmax.axis;
+    if (axis < 0)
+        axis += r;
+    int64_t outer = 1, n = r ? xn->shape.dims[axis] : 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < r; d++)
+        inner *= xn->shape.dims[d];
+    if (!outer || !n || !inner)
+        return RLX_OK;
+    int logsm = t->node->op == RLX_OP_LOG_SOFTMAX;
+    rlx_dtype dt = xn->dtype;
+    if (inner == 1 && outer < (1LL << 31)) {
+        int threads = n >= 1024 ? 256 : n >= 256 ? 128 : 32;
+        CU_FLOAT_DISPATCH(dt, T, softmax_rows<T><<<(unsigned)outer, threads, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, n, logsm));
+    } else {
+        CU_FLOAT_DISPATCH(dt, T, softmax_strided<T><<<cu_blocks(outer * inner, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, outer, n, inner, logsm));
+    }
+    return rlx_cu_check(t, "softmax launch");
+}
+
+/* ------------------------------------------------------------ norms */
+
+/* One warp per row: mean, then variance about the mean (second read hits
+ * L1), then the scaled write. */
+template <typename T>
+__global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int64_t n, float eps, int is_layer)
+{
+    int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= rows)
+        return;
+    const T *xr = x + row * n, *rr = res ? res + row * n : NULL;
+    T *yr = y + row * n;
+#define XV(i) (rr ? cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]) : cu_tof<T>(xr[i]))
+    float mean = 0;
+    if (is_layer) {
+        float s = 0;
+        for (int64_t i = lane; i < n; i += 32)
+            s += XV(i);
+        mean = cu_warp_sum(s) / (float)n;
+    }
+    float v = 0;
+    for (int64_t i = lane; i < n; i += 32) {
+        float d = XV(i) - mean;
+        v += d * d;
+    }
+    float inv = rsqrtf(cu_warp_sum(v) / (float)n + eps);
+    for (int64_t i = lane; i < n; i += 32) {
+        float o = (XV(i) - mean) * inv;
+        if (gamma)
+            o *= cu_tof<T>(gamma[i]);
+        if (beta)
+            o += cu_tof<T>(beta[i]);
+        yr[i] = cu_fromf<T>(o);
+    }
+#undef XV
+}
+
+static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_op op = t->node->op;
+    int is_layer = op == RLX_OP_LAYER_NORM || op == RLX_OP_ADD_LAYER_NORM;
+    int fused = op == RLX_OP_ADD_LAYER_NORM || op == RLX_OP_ADD_RMS_NORM;
+    int64_t n = xn->shape.dims[xn->shape.ndim - 1];
+    int64_t rows = n ? rlx_shape_numel(&xn->shape) / n : 0;
+    if (!rows || !n)
+        return RLX_OK;
+    int k = fused ? 2 : 1;
+    const void *res = fused ? t->in[1] : NULL;
+    const void *gamma = t->node->attrs.norm.has_gamma ? t->in[k++] : NULL;
+    const void *beta = (is_layer && t->node->attrs.norm.has_beta) ? t->in[k++] : NULL;
+    float eps = (float)t->node->attrs.norm.eps;
+    CU_FLOAT_DISPATCH(xn->dtype, T, norm_rows<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
+    return rlx_cu_check(t, "norm launch");
+}
+
+/* ------------------------------------------------ softmax(x*scale + mask) */
+
+typedef struct ssm_state {
+    int64_t outer, n, inner;
+    int nd;
+    int64_t dims[CU_MAX_DIMS], mst[CU_MAX_DIMS]; /* x dims, mask strides */
+} ssm_state;
+
+template <typename T>
+__device__ __forceinline__ float ssm_val(const T *x, const void *mask, int mdt, const ssm_state &s, float scale, int64_t o)
+{
+    float v = cu_tof<T>(x[o]) * scale;
+    if (mdt >= 0) {
+        int64_t mo = 0, q = o;
+        for (int d = s.nd - 1; d >= 0; d--) {
+            mo += (q % s.dims[d]) * s.mst[d];
+            q /= s.dims[d];
+        }
+        if (mdt == RLX_BOOL)
+            v = ((const unsigned char *)mask)[mo] ? v : -INFINITY;
+        else
+            v += cu_tof<T>(((const T *)mask)[mo]);
+    }
+    return v;
+}
+
+/* One warp per row (outer, inner): max, sum, write. */
+template <typename T>
+__global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_state s, float scale)
+{
+    int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= s.outer * s.inner)
+        return;
+    int64_t base = (row / s.inner) * s.n * s.inner + (row % s.inner);
+    float m = -INFINITY;
+    bool nan = false;
+    for (int64_t i = lane; i < s.n; i += 32) {
+        float v = ssm_val<T>(x, mask, mdt, s, scale, base + i * s.inner);
+        nan |= v != v;
+        m = fmaxf(m, v);
+    }
+    m = cu_warp_max(m);
+    if (__any_sync(0xffffffffu, nan))
+        m = __int_as_float(0x7fc00000);
+    float sum = 0;
+    for (int64_t i = lane; i < s.n; i += 32)
+        sum += __expf(ssm_val<T>(x, mask, mdt, s, scale, base + i * s.inner) - m);
+    float inv = 1.0f / cu_warp_sum(sum);
+    for (int64_t i = lane; i < s.n; i += 32) {
+        int64_t o = base + i * s.inner;
+        y[o] = cu_fromf<T>(__expf(ssm_val<T>(x, mask, mdt, s, scale, o) - m) * inv);
+    }
+}
+
+static rlx_status prep_ssm(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    ssm_state *s = (ssm_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    const rlx_node_data *xn = t->in_node[0];
+    int axis = t->node->attrs.sm.axis;
+    if (axis < 0)
+        axis += xn->shape.ndim;
+    s->outer = 1;
+    s->inner = 1;
+    s->n = xn->shape.dims[axis];
+    for (int d = 0; d < axis; d++)
+        s->outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        s->inner *= xn->shape.dims[d];
+    s->nd = xn->shape.ndim;
+    for (int d = 0; d < s->nd; d++)
+        s->dims[d] = xn->shape.dims[d];
+    if (t->node->attrs.sm.has_mask)
+        rlx_shape_broadcast_strides(&t->in_node[1]->shape, &xn->shape, s->mst);
+    t->state = s;
+    return RLX_OK;
+}
+
+static rlx_status k_ssm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const ssm_state *s = (const ssm_state *)t->state;
+    int64_t rows = s->outer * s->inner;
+    if (!rows || !s->n)
+        return RLX_OK;
+    int mdt = t->node->attrs.sm.has_mask ? (int)t->in_node[1]->dtype : -1;
+    const void *mask = mdt >= 0 ? t->in[1] : NULL;
+    float scale = (float)t->node->attrs.sm.scale;
+    CU_FLOAT_DISPATCH(t->node->dtype, T, ssm_kernel<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], mask, mdt, (T *)t->out, *s, scale));
+    return rlx_cu_check(t, "softmax launch");
+}
+
+static bool ssm_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (!cu_is_f(n->dtype))
+        return false;
+    if (n->attrs.sm.has_mask) {
+        rlx_dtype md = g->nodes[n->in[1]].dtype;
+        return md == RLX_BOOL || md == n->dtype;
+    }
+    return true;
+}
+
+extern "C" void rlx_cuda_register_reduce(cu_kernel *tab)
+{
+    for (int op = RLX_OP_REDUCE_SUM; op <= RLX_OP_REDUCE_PROD; op++)
+        tab[op] = (cu_kernel){k_reduce, NULL, reduce_ok, prep_reduce, free_state};
+    tab[RLX_OP_ARGMAX] = (cu_kernel){k_arg, NULL, arg_ok, NULL, NULL};
+    tab[RLX_OP_ARGMIN] = (cu_kernel){k_arg, NULL, arg_ok, NULL, NULL};
+    tab[RLX_OP_SOFTMAX] = (cu_kernel){k_softmax, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_LOG_SOFTMAX] = (cu_kernel){k_softmax, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_LAYER_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_RMS_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_ADD_LAYER_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_ADD_RMS_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_SOFTMAX_SCALE_MASK] = (cu_kernel){k_ssm, NULL, ssm_ok, prep_ssm, free_state};
+}

@@ -1,0 +1,420 @@
+/* k_shape.cu - data movement (reshape, transpose, slice, expand, concat,
+ * gather, pad) by element size, so one path serves every dtype; and rotary
+ * position embedding. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_common.h"
+
+#define THREADS 256
+
+static void free_state(rlx_thunk *t) { free(t->state); }
+
+static bool any_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    (void)n;
+    return true;
+}
+
+/* dst (dense) = src read through walk strides (operand 0). */
+template <typename E> __global__ void strided_copy(const E *src, E *dst, cu_walk w)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off = 0, q = i;
+        for (int d = w.nd - 1; d >= 0; d--) {
+            off += (q % w.dims[d]) * w.st[0][d];
+            q /= w.dims[d];
+        }
+        dst[i] = src[off];
+    }
+}
+
+/* 2-d transpose of the last two collapsed dims through a shared tile. */
+template <typename E> __global__ void transpose_tile(const E *src, E *dst, int64_t batch, int64_t R, int64_t C)
+{
+    /* src [batch][R][C] -> dst [batch][C][R] */
+    __shared__ E tile[32][33];
+    int64_t b = blockIdx.z;
+    int64_t r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+    const E *s = src + b * R * C;
+    E *d = dst + b * R * C;
+    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+        int64_t r = r0 + k, c = c0 + threadIdx.x;
+        if (r < R && c < C)
+            tile[k][threadIdx.x] = s[r * C + c];
+    }
+    __syncthreads();
+    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+        int64_t c = c0 + k, r = r0 + threadIdx.x;
+        if (r < R && c < C)
+            d[c * R + r] = tile[threadIdx.x][k];
+    }
+}
+
+static rlx_status launch_strided(const rlx_thunk *t, const void *src, const cu_walk *w, size_t es)
+{
+    if (!w->total)
+        return RLX_OK;
+    if (w->nd == 0 || (w->nd == 1 && w->st[0][0] == 1)) {
+        cudaError_t e = cudaMemcpyAsync(t->out, src, (size_t)w->total * es, cudaMemcpyDeviceToDevice, rlx_cu_stream);
+        return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "copy");
+    }
+    int blocks = cu_blocks(w->total, THREADS);
+    switch (es) {
+    case 1: strided_copy<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)src, (unsigned char *)t->out, *w); break;
+    case 2: strided_copy<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)src, (unsigned short *)t->out, *w); break;
+    case 4: strided_copy<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)src, (unsigned int *)t->out, *w); break;
+    default: strided_copy<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)src, (unsigned long long *)t->out, *w); break;
+    }
+    return rlx_cu_check(t, "strided copy launch");
+}
+
+static rlx_status k_reshape(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    if (t->out == t->in[0])
+        return RLX_OK;
+    cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], rlx_node_bytes(t->node), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+    return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "reshape copy");
+}
+
+typedef struct copy_state {
+    cu_walk w;
+    int64_t first; /* element offset of the source start */
+} copy_state;
+
+static rlx_status prep_transpose(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t st[CU_MAX_DIMS], str[1][CU_MAX_DIMS];
+    rlx_shape_strides(&xn->shape, st);
+    for (int i = 0; i < xn->shape.ndim; i++)
+        str[0][i] = st[t->node->attrs.transpose.perm[i]];
+    rlx_cu_walk_init(&s->w, t->node->shape.ndim, t->node->shape.dims, 1, str);
+    t->state = s;
+    return RLX_OK;
+}
+
+static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const copy_state *s = (const copy_state *)t->state;
+    const cu_walk *w = &s->w;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    /* [.., C, R] read as [.., R, C] swapped: a batched 2-d transpose */
+    bool tile = false;
+    int64_t batch = 1, R = 0, C = 0;
+    if (w->nd >= 2 && w->st[0][w->nd - 2] == 1) {
+        /* out dims [.., A, B]; source strides: A -> 1, B -> A (i.e. src [.., B, A]) */
+        int64_t A = w->dims[w->nd - 2], B = w->dims[w->nd - 1];
+        if (w->st[0][w->nd - 1] == A) {
+            tile = true;
+            R = B;
+            C = A;
+            for (int d = 0; d < w->nd - 2; d++) {
+                int64_t expect = A * B;
+                for (int e = d + 1; e < w->nd - 2; e++)
+                    expect *= w->dims[e];
+                if (w->st[0][d] != expect)
+                    tile = false;
+                batch *= w->dims[d];
+            }
+        }
+    }
+    if (tile && batch < 65536 && (es == 2 || es == 4)) {
+        dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
+        if (es == 2)
+            transpose_tile<unsigned short><<<grid, block, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], (unsigned short *)t->out, batch, R, C);
+        else
+            transpose_tile<unsigned int><<<grid, block, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], (unsigned int *)t->out, batch, R, C);
+        return rlx_cu_check(t, "transpose launch");
+    }
+    return launch_strided(t, t->in[0], w, es);
+}
+
+static rlx_status prep_slice(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    const rlx_node_data *xn = t->in_node[0];
+    const rlx_shape *os = &t->node->shape;
+    int64_t st[CU_MAX_DIMS], str[1][CU_MAX_DIMS];
+    rlx_shape_strides(&xn->shape, st);
+    for (int i = 0; i < os->ndim; i++) {
+        s->first += t->node->attrs.slice.start[i] * st[i];
+        str[0][i] = t->node->attrs.slice.step[i] * st[i];
+    }
+    rlx_cu_walk_init(&s->w, os->ndim, os->dims, 1, str);
+    t->state = s;
+    return RLX_OK;
+}
+
+static rlx_status k_slice(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const copy_state *s = (const copy_state *)t->state;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    const char *src = (const char *)t->in[0] + s->first * (int64_t)es;
+    if ((const void *)src == t->out)
+        return RLX_OK; /* a view the planner placed in its source */
+    return launch_strided(t, src, &s->w, es);
+}
+
+static rlx_status prep_expand(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    int64_t str[1][CU_MAX_DIMS];
+    rlx_shape_broadcast_strides(&t->in_node[0]->shape, &t->node->shape, str[0]);
+    rlx_cu_walk_init(&s->w, t->node->shape.ndim, t->node->shape.dims, 1, str);
+    t->state = s;
+    return RLX_OK;
+}
+
+static rlx_status k_expand(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const copy_state *s = (const copy_state *)t->state;
+    return launch_strided(t, t->in[0], &s->w, rlx_dtype_size(t->node->dtype));
+}
+
+static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_shape *os = &t->node->shape;
+    int axis = t->node->attrs.concat.axis;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= os->dims[d];
+    for (int d = axis + 1; d < os->ndim; d++)
+        inner *= os->dims[d];
+    size_t out_row = (size_t)(os->dims[axis] * inner) * es;
+    if (!outer || !out_row)
+        return RLX_OK;
+    size_t at = 0;
+    for (int k = 0; k < t->node->n_in; k++) {
+        size_t chunk = (size_t)(t->in_node[k]->shape.dims[axis] * inner) * es;
+        if (!chunk)
+            continue;
+        cudaError_t e = cudaMemcpy2DAsync((char *)t->out + at, out_row, t->in[k], chunk, chunk, (size_t)outer,
+                                          cudaMemcpyDeviceToDevice, rlx_cu_stream);
+        if (e != cudaSuccess)
+            return rlx_cu_error(t, e, "concat copy");
+        at += chunk;
+    }
+    return RLX_OK;
+}
+
+/* Gather rows of `row` bytes; an index out of range writes zeros (the CPU
+ * reference reports it as a run error instead). */
+template <typename E>
+__global__ void gather_kernel(const E *data, const void *idx, int idx_dt, E *out, int64_t outer, int64_t n, int64_t m, int64_t inner)
+{
+    int64_t total = outer * m * inner;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t e = i % inner, r = i / inner;
+        int64_t j = r % m, o = r / m;
+        int64_t ix = idx_dt == RLX_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+        if (ix < 0)
+            ix += n;
+        out[i] = (ix >= 0 && ix < n) ? data[(o * n + ix) * inner + e] : E();
+    }
+}
+
+static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *dn = t->in_node[0], *in = t->in_node[1];
+    int axis = t->node->attrs.gather.axis;
+    size_t es = rlx_dtype_size(dn->dtype);
+    int64_t outer = 1, n = dn->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
+    for (int d = 0; d < axis; d++)
+        outer *= dn->shape.dims[d];
+    for (int d = axis + 1; d < dn->shape.ndim; d++)
+        inner *= dn->shape.dims[d];
+    int64_t total = outer * m * inner;
+    if (!total)
+        return RLX_OK;
+    /* widen the element to 16 bytes where rows allow */
+    int64_t bytes_row = inner * (int64_t)es;
+    int blocks;
+    if (bytes_row % 16 == 0 && (uintptr_t)t->in[0] % 16 == 0) {
+        int64_t in16 = bytes_row / 16;
+        blocks = cu_blocks(outer * m * in16, THREADS);
+        gather_kernel<uint4><<<blocks, THREADS, 0, rlx_cu_stream>>>((const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16);
+        return rlx_cu_check(t, "gather launch");
+    }
+    blocks = cu_blocks(total, THREADS);
+    switch (es) {
+    case 1: gather_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner); break;
+    case 2: gather_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner); break;
+    case 4: gather_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner); break;
+    default: gather_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner); break;
+    }
+    return rlx_cu_check(t, "gather launch");
+}
+
+static bool gather_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_dtype it = g->nodes[n->in[1]].dtype;
+    return it == RLX_I64 || it == RLX_I32;
+}
+
+/* ------------------------------------------------------------ pad */
+
+typedef struct pad_state {
+    int r, mode;
+    int64_t idims[CU_MAX_DIMS], odims[CU_MAX_DIMS], ist[CU_MAX_DIMS], begin[CU_MAX_DIMS];
+    unsigned long long fill;
+} pad_state;
+
+__device__ __forceinline__ int64_t pad_src(int64_t i, int64_t n, int64_t b, int mode)
+{
+    int64_t k = i - b;
+    if (k >= 0 && k < n)
+        return k;
+    if (mode == RLX_PAD_REFLECT) {
+        if (n == 1)
+            return 0;
+        if (k < 0)
+            k = -k;
+        if (k >= n)
+            k = 2 * (n - 1) - k;
+        return k;
+    }
+    if (mode == RLX_PAD_EDGE)
+        return k < 0 ? 0 : n - 1;
+    return -1;
+}
+
+template <typename E> __global__ void pad_kernel(const E *x, E *y, int64_t total, pad_state s)
+{
+    E fill;
+    memcpy(&fill, &s.fill, sizeof(E));
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t q = i, off = 0;
+        bool constant = false;
+        for (int d = s.r - 1; d >= 0; d--) {
+            int64_t id = q % s.odims[d];
+            q /= s.odims[d];
+            int64_t k = pad_src(id, s.idims[d], s.begin[d], s.mode);
+            if (k < 0)
+                constant = true;
+            else
+                off += k * s.ist[d];
+        }
+        y[i] = constant ? fill : x[off];
+    }
+}
+
+static void host_store(void *p, rlx_dtype t, double v)
+{
+    switch (t) {
+    case RLX_F32: *(float *)p = (float)v; break;
+    case RLX_F16: *(uint16_t *)p = rlx_f32_to_f16((float)v); break;
+    case RLX_BF16: *(uint16_t *)p = rlx_f32_to_bf16((float)v); break;
+    case RLX_F64: *(double *)p = v; break;
+    case RLX_I64: *(int64_t *)p = (int64_t)v; break;
+    case RLX_I32: *(int32_t *)p = (int32_t)v; break;
+    case RLX_I8: *(int8_t *)p = (int8_t)v; break;
+    case RLX_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case RLX_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+static rlx_status prep_pad(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    pad_state *s = (pad_state *)calloc(1, sizeof *s);
+    if (!s)
+        return RLX_ERR_OUT_OF_MEMORY;
+    const rlx_shape *is = &t->in_node[0]->shape, *os = &t->node->shape;
+    s->r = is->ndim;
+    s->mode = t->node->attrs.pad.mode;
+    rlx_shape_strides(is, s->ist);
+    for (int d = 0; d < s->r; d++) {
+        s->idims[d] = is->dims[d];
+        s->odims[d] = os->dims[d];
+        s->begin[d] = t->node->attrs.pad.pads[d];
+    }
+    host_store(&s->fill, t->node->dtype, t->node->attrs.pad.value);
+    t->state = s;
+    return RLX_OK;
+}
+
+static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const pad_state *s = (const pad_state *)t->state;
+    int64_t total = rlx_shape_numel(&t->node->shape);
+    if (!total)
+        return RLX_OK;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    int blocks = cu_blocks(total, THREADS);
+    switch (es) {
+    case 1: pad_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], (unsigned char *)t->out, total, *s); break;
+    case 2: pad_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], (unsigned short *)t->out, total, *s); break;
+    case 4: pad_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], (unsigned int *)t->out, total, *s); break;
+    default: pad_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], (unsigned long long *)t->out, total, *s); break;
+    }
+    return rlx_cu_check(t, "pad launch");
+}
+
+/* ------------------------------------------------------------ rope */
+
+/* One thread per rotated pair; angle in double like the reference. */
+template <typename T>
+__global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset, int inter)
+{
+    int64_t half = D / 2;
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = p % half, rs = p / half, s = rs % S;
+        double inv_freq = pow(theta, -2.0 * (double)i / (double)D);
+        double a = (double)(offset + s) * inv_freq;
+        double sn, c;
+        sincos(a, &sn, &c);
+        int64_t ia = rs * D + (inter ? 2 * i : i), ib = ia + (inter ? 1 : half);
+        float x1 = cu_tof<T>(x[ia]), x2 = cu_tof<T>(x[ib]);
+        y[ia] = cu_fromf<T>((float)(x1 * c - x2 * sn));
+        y[ib] = cu_fromf<T>((float)(x2 * c + x1 * sn));
+    }
+}
+
+static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *xn = t->in_node[0];
+    int r = xn->shape.ndim;
+    int64_t S = xn->shape.dims[r - 2], D = xn->shape.dims[r - 1];
+    int64_t total = rlx_shape_numel(&xn->shape);
+    if (!total)
+        return RLX_OK;
+    int64_t pairs = total / 2;
+    const rlx_node_data *n = t->node;
+    CU_FLOAT_DISPATCH(xn->dtype, T, rope_kernel<T><<<cu_blocks(pairs, THREADS), THREADS, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
+    return rlx_cu_check(t, "rope launch");
+}
+
+extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
+{
+    tab[RLX_OP_RESHAPE] = (cu_kernel){k_reshape, NULL, any_ok, NULL, NULL};
+    tab[RLX_OP_TRANSPOSE] = (cu_kernel){k_transpose, NULL, any_ok, prep_transpose, free_state};
+    tab[RLX_OP_SLICE] = (cu_kernel){k_slice, NULL, any_ok, prep_slice, free_state};
+    tab[RLX_OP_EXPAND] = (cu_kernel){k_expand, NULL, any_ok, prep_expand, free_state};
+    tab[RLX_OP_CONCAT] = (cu_kernel){k_concat, NULL, any_ok, NULL, NULL};
+    tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
+    tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
+    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, NULL, NULL, NULL};
+}
