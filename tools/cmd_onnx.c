@@ -126,6 +126,8 @@ static const char *case_name(const char *dir) {
 }
 
 /* Runs one case; prints its line; returns R_*. */
+static double g_rtol = 1e-3, g_atol = 1e-7;
+
 static int run_case(const char *dir, int verbose) {
     const char *name = case_name(dir);
     char model[4096];
@@ -140,7 +142,7 @@ static int run_case(const char *dir, int verbose) {
     rlx_session *s = NULL;
     rlx_onnx_binding *binds = NULL;
     char reason[1024] = "";
-    double worst = 0;
+    double worst = 0, seen_err = 0, seen_rel = 0;
     char worst_where[256] = "";
 
     if (rlx_onnx_inputs(model, &ins, &nin, &outs, &nout) != RLX_OK) {
@@ -289,13 +291,19 @@ static int run_case(const char *dir, int verbose) {
                 double a = get_d(got, info.dtype, (size_t)i), b = get_d(e.data, e.t, (size_t)i);
                 bool ok;
                 double err;
+                {
+                    double e0 = fabs(a - b);
+                    if (e0 > seen_err && !isnan(e0)) seen_err = e0;
+                    double rel = e0 / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
+                    if (e0 > g_atol && rel > seen_rel && !isnan(rel)) seen_rel = rel;
+                }
                 if (fl) {
                     if (isnan(b)) ok = isnan(a), err = ok ? 0 : INFINITY;
                     else if (isinf(b)) ok = a == b, err = ok ? 0 : INFINITY;
                     else {
                         err = fabs(a - b);
                         if (isnan(err)) err = INFINITY;
-                        ok = err <= 1e-7 + 1e-3 * fabs(b);
+                        ok = err <= g_atol + g_rtol * fabs(b);
                     }
                 } else {
                     ok = a == b;
@@ -316,10 +324,13 @@ static int run_case(const char *dir, int verbose) {
     }
 report:
     switch (rc) {
-    case R_PASS: printf("PASS %s\n", name); break;
+    case R_PASS:
+        if (verbose) printf("PASS %s max_abs_err=%.3g max_rel_err=%.3g\n", name, seen_err, seen_rel);
+        else printf("PASS %s\n", name);
+        break;
     case R_FAIL:
         printf("FAIL %s max_err=%.3g", name, worst);
-        if (verbose || 1) printf(" (%s)", worst_where);
+        printf(" (%s)", worst_where);
         printf("\n");
         break;
     case R_SKIP: printf("SKIP %s: %s\n", name, reason); break;
@@ -410,17 +421,20 @@ int rlx_cmd_onnx_test(int argc, char **argv) {
     const char *filter = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: rlx onnx-test [--no-fork] [--timeout S] [--filter TEXT] DIR...\n\n"
+            printf("usage: rlx onnx-test [--no-fork] [--timeout S] [--filter TEXT] [--rtol R] [--atol A] [-v] DIR...\n\n"
                    "Runs ONNX backend test cases: DIR is a case folder (model.onnx and\n"
                    "test_data_set_N/) or a folder of case folders.  One line per case:\n"
                    "PASS name | FAIL name max_err=E | ERROR name: reason | SKIP name: reason,\n"
                    "then 'N passed, M failed, K skipped' (errors count as failed).\n"
-                   "Tolerance: rtol 1e-3, atol 1e-7 for floats; exact for integers and bools.\n"
+                   "Tolerance: rtol 1e-3, atol 1e-7 for floats (--rtol, --atol); exact for integers\n"
+                   "and bools.  -v prints the largest errors of passing cases too.\n"
                    "Exit status: 0 all passed, 1 some failed, 2 a case crashed.\n");
             return 0;
         } else if (!strcmp(argv[i], "--no-fork")) use_fork = 0;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rtol") && i + 1 < argc) g_rtol = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--atol") && i + 1 < argc) g_atol = atof(argv[++i]);
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else if (argv[i][0] == '-') {
             fprintf(stderr, "rlx onnx-test: unknown option '%s'\n", argv[i]);
@@ -434,7 +448,9 @@ int rlx_cmd_onnx_test(int argc, char **argv) {
     tally t = {0};
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-') {
-            if (!strcmp(argv[i], "--timeout") || !strcmp(argv[i], "--filter")) i++;
+            if (!strcmp(argv[i], "--timeout") || !strcmp(argv[i], "--filter") || !strcmp(argv[i], "--rtol") ||
+                !strcmp(argv[i], "--atol"))
+                i++;
             continue;
         }
         struct stat st;

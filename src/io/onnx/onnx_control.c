@@ -108,7 +108,7 @@ rlx_status oxo_h_if(ox_node *n) {
         bool same = xr == yr;
         for (int k = 0; same && k < xr; k++) same = xd[k] == yd[k];
         if (!same)
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "branches give output %d different shapes and the condition is only known at run time", i);
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "branches give output %d different shapes, so the condition must be known at import time (bind it by value)", i);
         else st = ox_out_node(n, i, rlx_where(G, cond, x, y));
     }
     free_res(a, no);

@@ -696,8 +696,6 @@ static rlx_status h_einsum(ox_node *n) {
     } else {
         for (int i = 0; i < ell_rank; i++) ol[ko++] = (char)('A' + i);
         for (char c = 'a'; c <= 'z'; c++) {
-            int cnt = 0;
-            for (int t = 0; t < nt; t++) cnt += strchr(lab[t], c) != NULL;
             int dup = 0;
             for (int t = 0; t < nt; t++)
                 for (const char *p = lab[t]; *p; p++) dup += *p == c;
