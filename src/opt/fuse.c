@@ -134,6 +134,12 @@ rlx_graph *rlx_pass_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx)
     }
     if (rlx_copy_outputs(out, g, map) != RLX_OK)
         goto fail;
+    if (s.n_specs) { /* folded weights leave their old constants unread */
+        rlx_graph *live = rlx_pass_dce(out, ctx);
+        rlx_graph_free(out);
+        if (!(out = live))
+            goto done;
+    }
     if (s.stats) {
         s.stats->nodes_before_fusion = n;
         s.stats->nodes_after_fusion = out->n_nodes;

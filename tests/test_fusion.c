@@ -1,0 +1,472 @@
+/* test_fusion.c - each fusion pattern fires on the graph it should, not on
+ * near misses (an intermediate with another consumer or that is an output,
+ * mismatched shapes, wrong axes or permutations, unfoldable parameters), the
+ * fused graph computes what the unfused one does on random inputs, and the
+ * pass never emits a fused op the target does not claim. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "opt_testutil.h"
+
+#define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+
+static uint64_t seed = 1;
+
+/* Fuses g for the CPU; returns how many nodes of `op` the result has. */
+static int fused_count(const rlx_graph *g, rlx_op op)
+{
+    rlx_opt_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_pass_ctx c = ot_cpu_ctx(&st);
+    rlx_graph *f = rlx_pass_fuse(g, &c);
+    assert_non_null(f);
+    assert_int_equal(rlx_graph_verify(f), RLX_OK);
+    int n = ot_count(f, op);
+    rlx_graph_free(f);
+    return n;
+}
+
+/* The compiled graph with fusion on gives the output of the one with it off. */
+static void assert_same_output(const rlx_graph *g, const char *out, double rtol)
+{
+    rlx_options on, off;
+    rlx_options_init(&on);
+    on.ignore_env = 1;
+    off = on;
+    off.no_fusion = 1;
+    ot_result a, b;
+    assert_int_equal(ot_run(g, &on, seed, 0.5, 8, NULL, out, &a), RLX_OK);
+    assert_int_equal(ot_run(g, &off, seed, 0.5, 8, NULL, out, &b), RLX_OK);
+    assert_int_equal(b.stats.nodes_after_fusion, b.stats.nodes_after_simplify);
+    assert_true(ot_close(out, &a, &b, rtol, rtol / 10));
+    ot_result_free(&a);
+    ot_result_free(&b);
+    seed++;
+}
+
+/* --------------------------------------------------------- matmul epilogue */
+
+static rlx_graph *mm_graph(int act, int xrank, int bias_kind, int extra_use)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = xrank == 3 ? rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 8)) : rlx_input(g, "x", RLX_F32, SHAPE(6, 8));
+    rlx_node w = rlx_param(g, "w", RLX_F32, SHAPE(8, 5));
+    rlx_node y = rlx_matmul(g, x, w, 0, 0);
+    if (extra_use)
+        rlx_output(g, "mm", y);
+    if (bias_kind == 1)
+        y = rlx_add(g, rlx_param(g, "b", RLX_F32, SHAPE(5)), y); /* bias first: either order fuses */
+    else if (bias_kind == 2)
+        y = rlx_add(g, y, rlx_param(g, "b", RLX_F32, SHAPE(6, 1))); /* not a bias over the last axis */
+    switch (act) {
+    case 1: y = rlx_relu(g, y); break;
+    case 2: y = rlx_gelu(g, y); break;
+    case 3: y = rlx_silu(g, y); break;
+    case 4: y = rlx_gelu_tanh(g, y); break;
+    default: break;
+    }
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_matmul_bias_act(void **state)
+{
+    (void)state;
+    for (int act = 0; act <= 4; act++)
+        for (int rank = 2; rank <= 3; rank++) {
+            rlx_graph *g = mm_graph(act, rank, 1, 0);
+            assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 1);
+            assert_int_equal(fused_count(g, RLX_OP_MATMUL), 0);
+            assert_same_output(g, "y", 1e-5);
+            rlx_graph_free(g);
+        }
+    /* activation without bias */
+    rlx_graph *g = mm_graph(2, 2, 0, 0);
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 1);
+    assert_same_output(g, "y", 1e-5);
+    rlx_graph_free(g);
+}
+
+static void test_matmul_bias_act_near_misses(void **state)
+{
+    (void)state;
+    /* plain matmul: nothing to fuse */
+    rlx_graph *g = mm_graph(0, 2, 0, 0);
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 0);
+    rlx_graph_free(g);
+    /* the matmul result is also an output */
+    g = mm_graph(2, 2, 1, 1);
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 0);
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL), 1);
+    rlx_graph_free(g);
+    /* bias [6, 1] broadcasts over rows, not a per-column bias */
+    g = mm_graph(0, 2, 2, 0);
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 0);
+    rlx_graph_free(g);
+    /* the biased sum is read twice */
+    g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(4, 8));
+    rlx_node s = rlx_add(g, rlx_matmul(g, x, rlx_param(g, "w", RLX_F32, SHAPE(8, 5)), 0, 0),
+                         rlx_param(g, "b", RLX_F32, SHAPE(5)));
+    rlx_output(g, "y", rlx_mul(g, rlx_relu(g, s), s));
+    assert_int_equal(fused_count(g, RLX_OP_MATMUL_BIAS_ACT), 1); /* matmul + bias only */
+    rlx_graph *f;
+    {
+        rlx_pass_ctx c = ot_cpu_ctx(NULL);
+        f = rlx_pass_fuse(g, &c);
+        assert_int_equal(ot_count(f, RLX_OP_ELEMENTWISE_CHAIN), 1); /* relu * s */
+        for (int i = 0; i < f->n_nodes; i++)
+            if (f->nodes[i].op == RLX_OP_MATMUL_BIAS_ACT)
+                assert_int_equal(f->nodes[i].attrs.mm_act.act, RLX_ACT_NONE);
+        rlx_graph_free(f);
+    }
+    assert_same_output(g, "y", 1e-5);
+    rlx_graph_free(g);
+}
+
+/* ------------------------------------------------------ residual + norm */
+
+static rlx_graph *add_norm_graph(int rms, int broadcast, int sum_is_output, int gamma, int beta)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(3, 4, 16));
+    rlx_node r = broadcast ? rlx_input(g, "r", RLX_F32, SHAPE(16)) : rlx_input(g, "r", RLX_F32, SHAPE(3, 4, 16));
+    rlx_node s = rlx_add(g, x, r);
+    if (sum_is_output)
+        rlx_output(g, "sum", s);
+    rlx_node gm = gamma ? rlx_param(g, "n.g", RLX_F32, SHAPE(16)) : -1;
+    rlx_node bt = beta ? rlx_param(g, "n.b", RLX_F32, SHAPE(16)) : -1;
+    rlx_output(g, "y", rms ? rlx_rms_norm(g, s, gm, 1e-6) : rlx_layer_norm(g, s, gm, bt, 1e-5));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_add_norm(void **state)
+{
+    (void)state;
+    for (int rms = 0; rms < 2; rms++)
+        for (int gb = 0; gb < 4; gb++) {
+            if (rms && (gb & 2))
+                continue;
+            rlx_graph *g = add_norm_graph(rms, 0, 0, gb & 1, gb & 2);
+            assert_int_equal(fused_count(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM), 1);
+            assert_same_output(g, "y", 1e-5);
+            rlx_graph_free(g);
+        }
+    /* near misses: a broadcasting add, a sum that is also an output */
+    for (int rms = 0; rms < 2; rms++) {
+        rlx_graph *g = add_norm_graph(rms, 1, 0, 1, 0);
+        assert_int_equal(fused_count(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM), 0);
+        rlx_graph_free(g);
+        g = add_norm_graph(rms, 0, 1, 1, 0);
+        assert_int_equal(fused_count(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM), 0);
+        rlx_graph_free(g);
+    }
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+
+static void test_swiglu(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 4; variant++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(1, 5, 16));
+        rlx_node x2 = rlx_input(g, "x2", RLX_F32, SHAPE(1, 5, 16));
+        rlx_node gate = rlx_matmul(g, x, rlx_param(g, "wg", RLX_F32, SHAPE(16, 24)), 0, 0);
+        rlx_node up = rlx_matmul(g, variant == 2 ? x2 : x, rlx_param(g, "wu", RLX_F32, SHAPE(16, 24)), 0, 0);
+        rlx_node sg = rlx_silu(g, gate);
+        rlx_node y = variant == 1 ? rlx_mul(g, up, sg) : rlx_mul(g, sg, up);
+        if (variant == 3)
+            rlx_output(g, "gate", sg); /* the activation has another reader */
+        rlx_output(g, "y", y);
+        int fires = variant < 2;
+        assert_int_equal(fused_count(g, RLX_OP_SWIGLU), fires);
+        if (fires)
+            assert_same_output(g, "y", 1e-5);
+        rlx_graph_free(g);
+    }
+}
+
+/* ------------------------------------------------------- attention block */
+
+typedef struct attn_cfg {
+    int B, S, hid, H, Hk, D, out;
+    int bias, qnorm, knorm, rope, causal;
+    int bad_perm;    /* transpose k with a wrong permutation */
+    int k_is_output; /* the k projection has another reader */
+} attn_cfg;
+
+static rlx_node proj(rlx_graph *g, const attn_cfg *c, rlx_node x, const char *name, int h, int norm, int rope,
+                     int bad_perm)
+{
+    static const int perm[4] = {0, 2, 1, 3}, wrong[4] = {0, 2, 3, 1};
+    char nm[32];
+    snprintf(nm, sizeof nm, "%s.w", name);
+    rlx_node y = rlx_matmul(g, x, rlx_param(g, nm, RLX_F32, SHAPE(c->hid, (int64_t)h * c->D)), 0, 0);
+    if (c->bias) {
+        snprintf(nm, sizeof nm, "%s.b", name);
+        y = rlx_add(g, y, rlx_param(g, nm, RLX_F32, SHAPE((int64_t)h * c->D)));
+    }
+    y = rlx_reshape(g, y, SHAPE(c->B, c->S, h, c->D));
+    if (norm) {
+        snprintf(nm, sizeof nm, "%s_norm.g", name);
+        y = rlx_rms_norm(g, y, rlx_param(g, nm, RLX_F32, SHAPE(c->D)), 1e-6);
+    }
+    y = rlx_transpose(g, y, bad_perm ? wrong : perm);
+    if (bad_perm) /* back to [B, h, S, D] so the graph still type-checks, by another route */
+        y = rlx_transpose(g, y, (const int[]){0, 1, 3, 2});
+    return rope ? rlx_rope(g, y, 10000.0, 0, 0) : y;
+}
+
+static rlx_graph *attn_graph(const attn_cfg *c)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(c->B, c->S, c->hid));
+    rlx_node q = proj(g, c, x, "q", c->H, c->qnorm, c->rope, 0);
+    rlx_node k = proj(g, c, x, "k", c->Hk, c->knorm, c->rope, c->bad_perm);
+    rlx_node v = proj(g, c, x, "v", c->Hk, 0, 0, 0);
+    if (c->k_is_output)
+        rlx_output(g, "k", k);
+    rlx_node a = rlx_attention(g, q, k, v, -1, c->causal, 0.0);
+    a = rlx_reshape(g, rlx_transpose(g, a, perm), SHAPE(c->B, c->S, (int64_t)c->H * c->D));
+    a = rlx_matmul(g, a, rlx_param(g, "o.w", RLX_F32, SHAPE((int64_t)c->H * c->D, c->out)), 0, 0);
+    if (c->bias)
+        a = rlx_add(g, a, rlx_param(g, "o.b", RLX_F32, SHAPE(c->out)));
+    rlx_output(g, "y", a);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_attention_block(void **state)
+{
+    (void)state;
+    const attn_cfg cfgs[] = {
+        /* encoder-like: biases, no norms, no rope, full attention */
+        {2, 5, 24, 4, 4, 6, 24, 1, 0, 0, 0, 0, 0, 0},
+        /* decoder-like: grouped heads, q/k norm, rope, causal */
+        {1, 7, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0},
+        /* q norm only, rope, biases, output width differs */
+        {2, 3, 16, 2, 1, 4, 12, 1, 1, 0, 1, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        rlx_graph *g = attn_graph(&cfgs[i]);
+        assert_int_equal(fused_count(g, RLX_OP_ATTENTION_BLOCK), 1);
+        assert_int_equal(fused_count(g, RLX_OP_ATTENTION), 0);
+        assert_same_output(g, "y", 1e-4);
+        rlx_graph_free(g);
+    }
+    /* near misses: a projection with another reader, a wrong permutation */
+    attn_cfg c = cfgs[1];
+    c.k_is_output = 1;
+    rlx_graph *g = attn_graph(&c);
+    assert_int_equal(fused_count(g, RLX_OP_ATTENTION_BLOCK), 0);
+    rlx_graph_free(g);
+    c = cfgs[1];
+    c.bad_perm = 1;
+    g = attn_graph(&c);
+    assert_int_equal(fused_count(g, RLX_OP_ATTENTION_BLOCK), 0);
+    assert_same_output(g, "y", 1e-4); /* other patterns may still fire */
+    rlx_graph_free(g);
+}
+
+/* ----------------------------------------------------- elementwise chain */
+
+static void test_elementwise_chain(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(4, 6));
+    rlx_node a = rlx_input(g, "a", RLX_F32, SHAPE(6));
+    rlx_node b = rlx_input(g, "b", RLX_F32, SHAPE(4, 1));
+    rlx_node y = rlx_tanh(g, rlx_add(g, rlx_mul(g, x, a), b));
+    y = rlx_mul(g, rlx_sigmoid(g, y), rlx_scalar(g, RLX_F32, 0.5));
+    rlx_output(g, "y", rlx_max(g, y, rlx_neg(g, x)));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    assert_int_equal(fused_count(g, RLX_OP_ELEMENTWISE_CHAIN), 1);
+    assert_int_equal(fused_count(g, RLX_OP_TANH), 0);
+    assert_same_output(g, "y", 1e-6);
+    rlx_graph_free(g);
+    /* an intermediate that is an output splits the chain */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, SHAPE(8));
+    rlx_node t = rlx_exp(g, rlx_neg(g, x));
+    rlx_output(g, "t", t);
+    rlx_output(g, "y", rlx_sqrt(g, rlx_add(g, t, rlx_scalar(g, RLX_F32, 1.0))));
+    rlx_pass_ctx c = ot_cpu_ctx(NULL);
+    rlx_graph *f = rlx_pass_fuse(g, &c);
+    assert_int_equal(ot_count(f, RLX_OP_ELEMENTWISE_CHAIN), 2);
+    for (int i = 0; i < f->n_outputs; i++)
+        assert_int_equal(f->nodes[f->outputs[i].node].op, RLX_OP_ELEMENTWISE_CHAIN);
+    rlx_graph_free(f);
+    rlx_graph_free(g);
+    /* one op alone is not a chain; integers never fuse */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_I32, SHAPE(8));
+    rlx_output(g, "y", rlx_abs(g, rlx_neg(g, x)));
+    rlx_output(g, "z", rlx_relu(g, rlx_input(g, "f", RLX_F32, SHAPE(8))));
+    assert_int_equal(fused_count(g, RLX_OP_ELEMENTWISE_CHAIN), 0);
+    rlx_graph_free(g);
+}
+
+/* ------------------------------------------------ softmax(x*scale + mask) */
+
+static void test_softmax_scale_mask(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 5; variant++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 7));
+        rlx_node m = rlx_input(g, "m", RLX_F32, SHAPE(3, 7));
+        rlx_node s = x;
+        int axis = 2;
+        switch (variant) {
+        case 0: s = rlx_add(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 0.25)), m); break;
+        case 1: s = rlx_add(g, m, rlx_div(g, x, rlx_scalar(g, RLX_F32, 3.0))); break;
+        case 2: s = rlx_mul(g, rlx_scalar(g, RLX_F32, 2.0), x); axis = 1; break;
+        case 3: s = rlx_add(g, x, m); break;
+        case 4: /* scaled by a value known only at run time: nothing to fold */
+            s = rlx_mul(g, x, rlx_input(g, "k", RLX_F32, SHAPE(1)));
+            break;
+        }
+        rlx_output(g, "y", rlx_softmax(g, s, axis));
+        assert_int_equal(rlx_graph_verify(g), RLX_OK);
+        int fires = variant != 4;
+        assert_int_equal(fused_count(g, RLX_OP_SOFTMAX_SCALE_MASK), fires);
+        if (fires)
+            assert_same_output(g, "y", 1e-5);
+        rlx_graph_free(g);
+    }
+}
+
+/* ------------------------------------------- conv + batch norm + act */
+
+static rlx_node const_rand(rlx_graph *g, int ndim, const int64_t *dims, double lo, double hi, uint64_t salt)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= dims[i];
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)(lo + (hi - lo) * 0.5 * (ot_uniform(seed + salt, "c", i) + 1));
+    rlx_node c = rlx_constant(g, RLX_F32, ndim, dims, v, (size_t)n * sizeof(float));
+    free(v);
+    return c;
+}
+
+static rlx_graph *conv_graph(int bn, int const_bn, int act, int conv_bias)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 6, 6));
+    rlx_node w = const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1);
+    rlx_node b = conv_bias ? const_rand(g, SHAPE(4), -0.5, 0.5, 2) : -1;
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+    rlx_node y = rlx_conv(g, x, w, b, &p);
+    if (bn) {
+        rlx_node prm[4];
+        for (int i = 0; i < 4; i++)
+            prm[i] = const_bn ? const_rand(g, SHAPE(4), i == 3 ? 0.5 : -1, 1.5, 10 + (uint64_t)i)
+                              : rlx_param(g, (const char *[]){"s", "sh", "mu", "var.g"}[i], RLX_F32, SHAPE(4));
+        y = rlx_batch_norm(g, y, prm[0], prm[1], prm[2], prm[3], 1e-5);
+    }
+    if (act)
+        y = rlx_relu(g, y);
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_conv_bn_act(void **state)
+{
+    (void)state;
+    /* conv + relu */
+    rlx_graph *g = conv_graph(0, 0, 1, 1);
+    assert_int_equal(fused_count(g, RLX_OP_CONV_BIAS_ACT), 1);
+    assert_same_output(g, "y", 1e-5);
+    rlx_graph_free(g);
+    /* conv + constant batch norm (+ relu), with and without conv bias: folded */
+    for (int act = 0; act < 2; act++)
+        for (int cb = 0; cb < 2; cb++) {
+            g = conv_graph(1, 1, act, cb);
+            rlx_opt_stats st;
+            memset(&st, 0, sizeof st);
+            rlx_pass_ctx c = ot_cpu_ctx(&st);
+            rlx_graph *f = rlx_pass_fuse(g, &c);
+            assert_int_equal(ot_count(f, RLX_OP_CONV_BIAS_ACT), 1);
+            assert_int_equal(ot_count(f, RLX_OP_BATCH_NORM), 0);
+            assert_int_equal(st.bn_folded, 1);
+            rlx_graph_free(f);
+            assert_same_output(g, "y", 1e-5);
+            rlx_graph_free(g);
+        }
+    /* batch norm with params set at run time: not folded (conv stays, bn stays) */
+    g = conv_graph(1, 0, 0, 1);
+    assert_int_equal(fused_count(g, RLX_OP_CONV_BIAS_ACT), 0);
+    assert_int_equal(fused_count(g, RLX_OP_BATCH_NORM), 1);
+    rlx_graph_free(g);
+    /* plain conv: nothing */
+    g = conv_graph(0, 0, 0, 1);
+    assert_int_equal(fused_count(g, RLX_OP_CONV_BIAS_ACT), 0);
+    rlx_graph_free(g);
+}
+
+/* ------------------------------------------------------ target awareness */
+
+static bool no_fused_claim(const rlx_graph *g, rlx_node id)
+{
+    return !(rlx_op_info_of(g->nodes[id].op)->flags & RLX_OPF_FUSED) && rlx_cpu_backend()->supports(g, id);
+}
+
+static bool no_attn_block_claim(const rlx_graph *g, rlx_node id)
+{
+    return g->nodes[id].op != RLX_OP_ATTENTION_BLOCK && rlx_cpu_backend()->supports(g, id);
+}
+
+static void test_target_claim(void **state)
+{
+    (void)state;
+    attn_cfg cfg = {1, 6, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0};
+    rlx_graph *g = attn_graph(&cfg);
+    rlx_opt_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_pass_ctx c = ot_cpu_ctx(&st);
+    c.supports = no_fused_claim;
+    rlx_graph *f = rlx_pass_fuse(g, &c);
+    assert_non_null(f);
+    assert_int_equal(ot_count_fused(f), 0);
+    assert_true(st.fusion_refused > 0);
+    assert_int_equal(f->n_nodes, g->n_nodes);
+    rlx_graph_free(f);
+    /* without the block, the projections still get what the target claims */
+    c.supports = no_attn_block_claim;
+    f = rlx_pass_fuse(g, &c);
+    assert_int_equal(ot_count(f, RLX_OP_ATTENTION_BLOCK), 0);
+    assert_int_equal(ot_count(f, RLX_OP_ATTENTION), 1);
+    for (int i = 0; i < f->n_nodes; i++)
+        assert_true(no_attn_block_claim(f, i));
+    rlx_graph_free(f);
+    rlx_graph_free(g);
+}
+
+int main(void)
+{
+    const char *s = getenv("RLX_TEST_SEED");
+    seed = s ? strtoull(s, NULL, 10) : 12345;
+    printf("test_fusion: seed %llu (set RLX_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_bias_act),   cmocka_unit_test(test_matmul_bias_act_near_misses),
+        cmocka_unit_test(test_add_norm),          cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_attention_block),   cmocka_unit_test(test_elementwise_chain),
+        cmocka_unit_test(test_softmax_scale_mask), cmocka_unit_test(test_conv_bn_act),
+        cmocka_unit_test(test_target_claim),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
