@@ -141,6 +141,39 @@ static void test_norm_large(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Inference batch norm over axis 1, parameters as inputs (no folding). */
+static void test_batch_norm(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const shape shapes[] = {{4, {2, 3, 5, 7}}, {3, {4, 6, 9}}, {2, {5, 4}}, {4, {1, 1, 1, 1}}, {4, {0, 3, 2, 2}},
+                            {4, {2, 64, 24, 24}}};
+    const double eps[] = {1e-5, 1e-3};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int e = 0; e < 2; e++)
+            for (int as_const = 0; as_const < 2; as_const++) {
+                rt_graph *rg = rt_graph_new();
+                int64_t C = shapes[s].dims[1];
+                rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].dims, -3, 3);
+                rt_tensor *sc = rt_rand(1, &C, 0.5, 2), *bi = rt_rand(1, &C, -1, 1);
+                rt_tensor *mu = rt_rand(1, &C, -1, 1), *va = rt_rand(1, &C, 0.1, 3);
+                rlx_node (*leaf)(rt_graph *, rlx_dtype, rt_tensor *) = as_const ? rt_const : rt_param;
+                rlx_node y = rlx_batch_norm(rg->g, rt_input(rg, RLX_F32, x), leaf(rg, RLX_F32, sc),
+                                            leaf(rg, RLX_F32, bi), leaf(rg, RLX_F32, mu), leaf(rg, RLX_F32, va),
+                                            eps[e]);
+                rt_tensor *got = rt_run1(rg, y), *want = rt_ref_batch_norm(x, sc, bi, mu, va, eps[e]);
+                char what[128];
+                snprintf(what, sizeof what, "batch_norm %s eps %g params %s", rt_shape_str(x->ndim, x->dims), eps[e],
+                         as_const ? "constant" : "bound");
+                bad += !rt_check(what, got, want, RLX_F32);
+                rt_tensor *all[] = {got, want, x, sc, bi, mu, va};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                    rt_free(all[i]);
+                rt_graph_free(rg);
+            }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +183,7 @@ int main(void)
         cmocka_unit_test_setup(test_layer_norm_constant_rows, rt_setup),
         cmocka_unit_test_setup(test_norm_half_types, rt_setup),
         cmocka_unit_test_setup(test_norm_large, rt_setup),
+        cmocka_unit_test_setup(test_batch_norm, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

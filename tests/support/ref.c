@@ -982,6 +982,20 @@ rt_tensor *rt_ref_rms_norm(const rt_tensor *x, const rt_tensor *gamma, double ep
     return y;
 }
 
+rt_tensor *rt_ref_batch_norm(const rt_tensor *x, const rt_tensor *scale, const rt_tensor *bias, const rt_tensor *mean,
+                             const rt_tensor *var, double eps)
+{
+    rt_tensor *y = rt_new(x->ndim, x->dims);
+    int64_t C = x->dims[1], inner = 1;
+    for (int i = 2; i < x->ndim; i++)
+        inner *= x->dims[i];
+    for (int64_t i = 0; i < x->n; i++) {
+        int64_t c = (i / inner) % C;
+        y->d[i] = (x->d[i] - mean->d[c]) / sqrt(var->d[c] + eps) * scale->d[c] + bias->d[c];
+    }
+    return y;
+}
+
 /* ================================================================ shape ops */
 
 rt_tensor *rt_ref_reshape(const rt_tensor *x, int ndim, const int64_t *dims)

@@ -203,6 +203,9 @@ rt_tensor *rt_ref_arg(const rt_tensor *x, int axis, int keepdims, int is_max);
 rt_tensor *rt_ref_softmax(const rt_tensor *x, int axis, int log);
 rt_tensor *rt_ref_layer_norm(const rt_tensor *x, const rt_tensor *gamma, const rt_tensor *beta, double eps);
 rt_tensor *rt_ref_rms_norm(const rt_tensor *x, const rt_tensor *gamma, double eps);
+/* Inference batch norm over axis 1 (all parameters [C]). */
+rt_tensor *rt_ref_batch_norm(const rt_tensor *x, const rt_tensor *scale, const rt_tensor *bias, const rt_tensor *mean,
+                             const rt_tensor *var, double eps);
 
 /* Resolves -1 and 0 like rlx_reshape. */
 rt_tensor *rt_ref_reshape(const rt_tensor *x, int ndim, const int64_t *dims);

@@ -1,0 +1,507 @@
+/* Op patterns the optimizer fuses (matmul + bias + activation, residual add
+ * + norm, softmax of scaled and masked scores, SwiGLU, conv + batch norm +
+ * activation, elementwise chains, the whole attention block), each run with
+ * fusion on and off against the float64 reference composed from the
+ * primitives, plus variants that must not fuse (an intermediate that is also
+ * an output). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "support/ref.h"
+
+/* Frees n tensors. */
+static void free_all(rt_tensor **ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_free(ts[i]);
+}
+
+/* Runs rg (outputs in outs) with fusion on or off and checks each output;
+ * with RLX_TEST_VERBOSE set, reports how many nodes fusion removed. */
+static int run_check(rt_graph *rg, int nout, const rlx_node *outs, rt_tensor **want, const char *what, int fuse)
+{
+    rg->opts.no_fusion = !fuse;
+    rg->opts.ignore_env = 1;
+    rt_tensor *got[8] = {0};
+    rlx_status st = rt_run(rg, nout, outs, got);
+    int bad = 0;
+    for (int i = 0; i < nout; i++) {
+        char w[192];
+        snprintf(w, sizeof w, "%s (fusion %s) output %d", what, fuse ? "on" : "off", i);
+        bad += !rt_check(w, st == RLX_OK ? got[i] : NULL, want[i], RLX_F32);
+        rt_free(got[i]);
+    }
+    if (st == RLX_OK && fuse && getenv("RLX_TEST_VERBOSE")) {
+        rlx_session *s = NULL;
+        if (rlx_compile(rg->g, &rg->opts, &s) == RLX_OK) {
+            rlx_compile_stats cs;
+            if (rlx_session_stats(s, &cs) == RLX_OK)
+                fprintf(stderr, "[fused] %s: %d -> %d nodes\n", what, cs.nodes_after_simplify, cs.nodes_after_fusion);
+            rlx_session_free(s);
+        }
+    }
+    return bad;
+}
+
+static rt_tensor *act_ref(const rt_tensor *x, int act)
+{
+    const rt_fn1 f[] = {NULL, rt_f_relu, rt_f_gelu, rt_f_gelu_tanh, rt_f_silu, rt_f_sigmoid, rt_f_tanh};
+    return act ? rt_map(x, f[act]) : rt_clone(x);
+}
+
+static rlx_node act_node(rlx_graph *g, rlx_node x, int act)
+{
+    switch (act) {
+    case 1: return rlx_relu(g, x);
+    case 2: return rlx_gelu(g, x);
+    case 3: return rlx_gelu_tanh(g, x);
+    case 4: return rlx_silu(g, x);
+    case 5: return rlx_sigmoid(g, x);
+    case 6: return rlx_tanh(g, x);
+    default: return x;
+    }
+}
+
+/* ------------------------------------------------------------ matmul + bias + act */
+
+static void test_matmul_bias_act(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t xd[3];
+        int64_t K, N;
+    } shapes[] = {{2, {7, 16}, 16, 12}, {3, {2, 5, 32}, 32, 24}, {2, {1, 8}, 8, 1}, {2, {130, 64}, 64, 96}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int act = 0; act < 7; act++)
+            for (int variant = 0; variant < 4; variant++) {
+                /* variant 0: act(x@w + b); 1: act(b + x@w^T); 2: act(x@w) no bias; 3: x@w + b, x@w also an output */
+                if (variant == 2 && act == 0)
+                    continue;
+                rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].xd, -1, 1);
+                int tb = variant == 1;
+                rt_tensor *w = tb ? rt_rand(RT_SHAPE(shapes[s].N, shapes[s].K), -0.5, 0.5)
+                                  : rt_rand(RT_SHAPE(shapes[s].K, shapes[s].N), -0.5, 0.5);
+                rt_tensor *b = rt_rand(RT_SHAPE(shapes[s].N), -1, 1);
+                for (int fuse = 1; fuse >= 0; fuse--) {
+                    rt_graph *rg = rt_graph_new();
+                    rlx_node xn = rt_input(rg, RLX_F32, x), wn = rt_param(rg, RLX_F32, w), bn = rt_param(rg, RLX_F32, b);
+                    rlx_node mm = rlx_matmul(rg->g, xn, wn, 0, tb);
+                    rlx_node pre = variant == 2 ? mm : variant == 1 ? rlx_add(rg->g, bn, mm) : rlx_add(rg->g, mm, bn);
+                    rlx_node outs[2] = {act_node(rg->g, pre, act), mm};
+                    rt_tensor *mr = rt_ref_matmul(x, w, 0, tb);
+                    rt_tensor *pr = variant == 2 ? rt_clone(mr) : rt_zip(mr, b, rt_f_add);
+                    rt_tensor *want[2] = {act_ref(pr, act), mr};
+                    char what[128];
+                    snprintf(what, sizeof what, "matmul+bias+act x %s act %d variant %d",
+                             rt_shape_str(x->ndim, x->dims), act, variant);
+                    bad += run_check(rg, variant == 3 ? 2 : 1, outs, want, what, fuse);
+                    rt_free(pr);
+                    free_all(want, 2);
+                    rt_graph_free(rg);
+                }
+                rt_free(x);
+                rt_free(w);
+                rt_free(b);
+            }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ add + norm */
+
+static void test_add_norm(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t d[3];
+    } shapes[] = {{2, {6, 32}}, {3, {2, 5, 64}}, {2, {1, 7}}, {2, {300, 128}}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int kind = 0; kind < 3; kind++)     /* layer norm with beta, layer norm bare, rms norm */
+            for (int keep = 0; keep < 2; keep++) { /* keep: the sum is also an output (a residual stream) */
+                int64_t D = shapes[s].d[shapes[s].ndim - 1];
+                rt_tensor *a = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2), *b = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
+                rt_tensor *gm = rt_rand(1, &D, 0.5, 1.5), *bt = rt_rand(1, &D, -0.5, 0.5);
+                for (int fuse = 1; fuse >= 0; fuse--) {
+                    rt_graph *rg = rt_graph_new();
+                    rlx_node an = rt_input(rg, RLX_F32, a), bn = rt_input(rg, RLX_F32, b);
+                    rlx_node gn = kind == 1 ? -1 : rt_param(rg, RLX_F32, gm);
+                    rlx_node btn = kind == 0 ? rt_param(rg, RLX_F32, bt) : -1;
+                    rlx_node sum = rlx_add(rg->g, an, bn);
+                    rlx_node y = kind == 2 ? rlx_rms_norm(rg->g, sum, gn, 1e-6) : rlx_layer_norm(rg->g, sum, gn, btn, 1e-5);
+                    rlx_node outs[2] = {y, sum};
+                    rt_tensor *sr = rt_zip(a, b, rt_f_add);
+                    rt_tensor *want[2] = {kind == 2   ? rt_ref_rms_norm(sr, gm, 1e-6)
+                                          : kind == 1 ? rt_ref_layer_norm(sr, NULL, NULL, 1e-5)
+                                                      : rt_ref_layer_norm(sr, gm, bt, 1e-5),
+                                          sr};
+                    char what[128];
+                    snprintf(what, sizeof what, "add+%s %s%s", kind == 2 ? "rms_norm" : "layer_norm",
+                             rt_shape_str(a->ndim, a->dims), keep ? " (sum kept)" : "");
+                    bad += run_check(rg, keep ? 2 : 1, outs, want, what, fuse);
+                    free_all(want, 2);
+                    rt_graph_free(rg);
+                }
+                rt_tensor *all[] = {a, b, gm, bt};
+                free_all(all, 4);
+            }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ softmax(x*c + mask) */
+
+static void test_softmax_scale_mask(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int xn;
+        int64_t xd[4];
+        int mn;
+        int64_t md[4];
+        int axis;
+    } cases[] = {
+        {4, {2, 3, 5, 7}, 4, {1, 1, 5, 7}, -1},
+        {4, {2, 3, 5, 7}, 2, {5, 7}, -1},
+        {4, {2, 3, 5, 7}, 4, {2, 1, 1, 7}, 3},
+        {2, {4, 9}, 2, {4, 9}, -1},
+        {3, {3, 6, 4}, 3, {1, 6, 1}, 1},
+        {4, {1, 8, 64, 64}, 2, {64, 64}, -1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int form = 0; form < 5; form++) {
+            /* 0: x*c + m; 1: m + c*x; 2: x/c + m; 3: x*c (no mask); 4: x + m (no scale) */
+            rt_tensor *x = rt_rand(cases[c].xn, cases[c].xd, -4, 4), *m = rt_rand(cases[c].mn, cases[c].md, -3, 0);
+            double sc = form == 2 ? 8.0 : 0.125;
+            for (int fuse = 1; fuse >= 0; fuse--) {
+                rt_graph *rg = rt_graph_new();
+                rlx_node xn = rt_input(rg, RLX_F32, x), mn = rt_input(rg, RLX_F32, m);
+                rlx_node cn = rlx_scalar(rg->g, RLX_F32, sc);
+                rlx_node t;
+                switch (form) {
+                case 0: t = rlx_add(rg->g, rlx_mul(rg->g, xn, cn), mn); break;
+                case 1: t = rlx_add(rg->g, mn, rlx_mul(rg->g, cn, xn)); break;
+                case 2: t = rlx_add(rg->g, rlx_div(rg->g, xn, cn), mn); break;
+                case 3: t = rlx_mul(rg->g, xn, cn); break;
+                default: t = rlx_add(rg->g, xn, mn); break;
+                }
+                rlx_node y = rlx_softmax(rg->g, t, cases[c].axis);
+                rt_tensor *xs = rt_clone(x);
+                for (int64_t i = 0; i < xs->n; i++)
+                    xs->d[i] = form == 2 ? xs->d[i] / sc : form == 4 ? xs->d[i] : xs->d[i] * sc;
+                rt_tensor *tr = form == 3 ? rt_clone(xs) : rt_zip(xs, m, rt_f_add);
+                rt_tensor *want[1] = {rt_ref_softmax(tr, cases[c].axis, 0)};
+                char what[128];
+                snprintf(what, sizeof what, "softmax(scale/mask form %d) %s mask %s axis %d", form,
+                         rt_shape_str(x->ndim, x->dims), rt_shape_str(m->ndim, m->dims), cases[c].axis);
+                bad += run_check(rg, 1, &y, want, what, fuse);
+                rt_free(xs);
+                rt_free(tr);
+                rt_free(want[0]);
+                rt_graph_free(rg);
+            }
+            rt_free(x);
+            rt_free(m);
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ SwiGLU */
+
+static void test_swiglu(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t xd[3];
+        int64_t E, F;
+    } shapes[] = {{2, {5, 16}, 16, 24}, {3, {2, 7, 32}, 32, 64}, {2, {1, 8}, 8, 8}, {3, {1, 100, 64}, 64, 172}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int order = 0; order < 3; order++) { /* 2: the gate matmul is also an output */
+            rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].xd, -1, 1);
+            rt_tensor *wg = rt_rand(RT_SHAPE(shapes[s].E, shapes[s].F), -0.4, 0.4);
+            rt_tensor *wu = rt_rand(RT_SHAPE(shapes[s].E, shapes[s].F), -0.4, 0.4);
+            for (int fuse = 1; fuse >= 0; fuse--) {
+                rt_graph *rg = rt_graph_new();
+                rlx_node xn = rt_input(rg, RLX_F32, x), gn = rt_param(rg, RLX_F32, wg), un = rt_param(rg, RLX_F32, wu);
+                rlx_node gate = rlx_matmul(rg->g, xn, gn, 0, 0), up = rlx_matmul(rg->g, xn, un, 0, 0);
+                rlx_node sg = rlx_silu(rg->g, gate);
+                rlx_node outs[2] = {order == 1 ? rlx_mul(rg->g, up, sg) : rlx_mul(rg->g, sg, up), gate};
+                rt_tensor *gr = rt_ref_matmul(x, wg, 0, 0), *ur = rt_ref_matmul(x, wu, 0, 0);
+                rt_tensor *sr = rt_map(gr, rt_f_silu);
+                rt_tensor *want[2] = {rt_zip(sr, ur, rt_f_mul), gr};
+                char what[128];
+                snprintf(what, sizeof what, "swiglu x %s F %lld order %d", rt_shape_str(x->ndim, x->dims),
+                         (long long)shapes[s].F, order);
+                bad += run_check(rg, order == 2 ? 2 : 1, outs, want, what, fuse);
+                rt_free(ur);
+                rt_free(sr);
+                free_all(want, 2);
+                rt_graph_free(rg);
+            }
+            rt_free(x);
+            rt_free(wg);
+            rt_free(wu);
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ conv + bn + act */
+
+static void test_conv_bn_act(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int sp;
+        int64_t xd[4], wd[4];
+        int64_t stride, pad, groups;
+    } cases[] = {
+        {2, {2, 3, 9, 9}, {8, 3, 3, 3}, 1, 1, 1},
+        {2, {1, 8, 12, 10}, {8, 1, 3, 3}, 2, 1, 8},
+        {2, {2, 4, 6, 6}, {6, 2, 1, 1}, 1, 0, 2},
+        {1, {2, 4, 20}, {5, 4, 3}, 2, 1, 1},
+        {2, {1, 16, 28, 28}, {32, 16, 3, 3}, 1, 1, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int form = 0; form < 5; form++) {
+            /* 0: relu(conv + bias); 1: relu(bn(conv)) with constant bn; 2: silu(bn(conv + bias)) constant bn;
+             * 3: bn(conv) with bound (param) bn; 4: conv + bias, no act */
+            int nd = cases[c].sp + 2;
+            int64_t O = cases[c].wd[0];
+            rt_tensor *x = rt_rand(nd, cases[c].xd, -1, 1), *w = rt_rand(nd, cases[c].wd, -0.5, 0.5);
+            rt_tensor *bias = rt_rand(1, &O, -0.5, 0.5);
+            rt_tensor *sc = rt_rand(1, &O, 0.5, 2), *bb = rt_rand(1, &O, -1, 1);
+            rt_tensor *mu = rt_rand(1, &O, -0.5, 0.5), *va = rt_rand(1, &O, 0.2, 2);
+            rlx_conv_params p;
+            rlx_conv_params_init(&p);
+            for (int i = 0; i < 2; i++)
+                p.stride[i] = cases[c].stride;
+            for (int i = 0; i < 4; i++)
+                p.pads[i] = cases[c].pad;
+            p.groups = cases[c].groups;
+            for (int fuse = 1; fuse >= 0; fuse--) {
+                rt_graph *rg = rt_graph_new();
+                rlx_node xn = rt_input(rg, RLX_F32, x);
+                rlx_node wn = form == 3 ? rt_param(rg, RLX_F32, w) : rt_const(rg, RLX_F32, w);
+                int has_bias = form == 0 || form == 2 || form == 4;
+                rlx_node bn = has_bias ? rt_const(rg, RLX_F32, bias) : -1;
+                rlx_node y = rlx_conv(rg->g, xn, wn, bn, &p);
+                if (form >= 1 && form <= 3) {
+                    rlx_node (*leaf)(rt_graph *, rlx_dtype, rt_tensor *) = form == 3 ? rt_param : rt_const;
+                    y = rlx_batch_norm(rg->g, y, leaf(rg, RLX_F32, sc), leaf(rg, RLX_F32, bb), leaf(rg, RLX_F32, mu),
+                                       leaf(rg, RLX_F32, va), 1e-5);
+                }
+                if (form == 0 || form == 1)
+                    y = rlx_relu(rg->g, y);
+                if (form == 2)
+                    y = rlx_silu(rg->g, y);
+                rt_tensor *r = rt_ref_conv(x, w, has_bias ? bias : NULL, &p);
+                if (form >= 1 && form <= 3) {
+                    rt_tensor *t = rt_ref_batch_norm(r, sc, bb, mu, va, 1e-5);
+                    rt_free(r);
+                    r = t;
+                }
+                rt_tensor *want[1] = {act_ref(r, form == 0 || form == 1 ? 1 : form == 2 ? 4 : 0)};
+                char what[160];
+                snprintf(what, sizeof what, "conv+bn+act form %d x %s w %s", form, rt_shape_str(x->ndim, x->dims),
+                         rt_shape_str(w->ndim, w->dims));
+                bad += run_check(rg, 1, &y, want, what, fuse);
+                rt_free(r);
+                rt_free(want[0]);
+                rt_graph_free(rg);
+            }
+            rt_tensor *all[] = {x, w, bias, sc, bb, mu, va};
+            free_all(all, 7);
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ elementwise chains */
+
+static void test_elementwise_chains(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const struct {
+        int ndim;
+        int64_t d[3];
+    } shapes[] = {{2, {7, 9}}, {1, {1}}, {3, {4, 50, 33}}, {1, {70001}}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int keep = 0; keep < 2; keep++) {
+            int64_t last = shapes[s].d[shapes[s].ndim - 1];
+            rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2), *y = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
+            rt_tensor *row = rt_rand(1, &last, 0.5, 1.5);
+            for (int fuse = 1; fuse >= 0; fuse--) {
+                rt_graph *rg = rt_graph_new();
+                rlx_node xn = rt_input(rg, RLX_F32, x), yn = rt_input(rg, RLX_F32, y), rn = rt_param(rg, RLX_F32, row);
+                rlx_node half = rlx_scalar(rg->g, RLX_F32, 0.5);
+                /* ((tanh(x) * row + y) * 0.5 - sigmoid(y)) -> exp(-|.|), then max with x */
+                rlx_node a = rlx_mul(rg->g, rlx_tanh(rg->g, xn), rn);
+                rlx_node b = rlx_add(rg->g, a, yn);
+                rlx_node c = rlx_sub(rg->g, rlx_mul(rg->g, b, half), rlx_sigmoid(rg->g, yn));
+                rlx_node d = rlx_exp(rg->g, rlx_neg(rg->g, rlx_abs(rg->g, c)));
+                rlx_node e = rlx_max(rg->g, d, xn);
+                rlx_node outs[2] = {e, b};
+                rt_tensor *t1 = rt_map(x, rt_f_tanh), *ar = rt_zip(t1, row, rt_f_mul), *br = rt_zip(ar, y, rt_f_add);
+                rt_tensor *hb = rt_clone(br);
+                for (int64_t i = 0; i < hb->n; i++)
+                    hb->d[i] *= 0.5;
+                rt_tensor *sy = rt_map(y, rt_f_sigmoid), *cr = rt_zip(hb, sy, rt_f_sub);
+                rt_tensor *dr = rt_clone(cr);
+                for (int64_t i = 0; i < dr->n; i++)
+                    dr->d[i] = exp(-fabs(dr->d[i]));
+                rt_tensor *want[2] = {rt_zip(dr, x, rt_f_max), br};
+                char what[96];
+                snprintf(what, sizeof what, "elementwise chain %s%s", rt_shape_str(x->ndim, x->dims),
+                         keep ? " (inner value kept)" : "");
+                bad += run_check(rg, keep ? 2 : 1, outs, want, what, fuse);
+                rt_tensor *tmp[] = {t1, ar, hb, sy, cr, dr};
+                free_all(tmp, 6);
+                free_all(want, 2);
+                rt_graph_free(rg);
+            }
+            rt_free(x);
+            rt_free(y);
+            rt_free(row);
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------ attention block */
+
+typedef struct block_case {
+    int64_t B, S, E, H, Hkv, d;
+    int bias, qk_norm, rope, causal;
+} block_case;
+
+/* Projection: x [B,S,E] @ w [E, h*d] (+ b) -> [B,S,h,d] -> [rms norm over d] -> [B,h,S,d] -> [rope]. */
+static rlx_node proj_node(rlx_graph *g, rlx_node x, rlx_node w, rlx_node b, rlx_node gamma, const block_case *c,
+                          int64_t heads, int rope)
+{
+    rlx_node t = rlx_matmul(g, x, w, 0, 0);
+    if (b >= 0)
+        t = rlx_add(g, t, b);
+    t = rlx_reshape(g, t, 4, (int64_t[]){c->B, c->S, heads, c->d});
+    if (gamma >= 0)
+        t = rlx_rms_norm(g, t, gamma, 1e-6);
+    t = rlx_transpose(g, t, (int[]){0, 2, 1, 3});
+    if (rope)
+        t = rlx_rope(g, t, 10000.0, 0, 0);
+    return t;
+}
+
+static rt_tensor *proj_ref(const rt_tensor *x, const rt_tensor *w, const rt_tensor *b, const rt_tensor *gamma,
+                           const block_case *c, int64_t heads, int rope)
+{
+    rt_tensor *t = rt_ref_matmul(x, w, 0, 0);
+    if (b) {
+        rt_tensor *u = rt_zip(t, b, rt_f_add);
+        rt_free(t);
+        t = u;
+    }
+    rt_tensor *u = rt_ref_reshape(t, 4, (int64_t[]){c->B, c->S, heads, c->d});
+    rt_free(t);
+    t = u;
+    if (gamma) {
+        u = rt_ref_rms_norm(t, gamma, 1e-6);
+        rt_free(t);
+        t = u;
+    }
+    u = rt_ref_transpose(t, (int[]){0, 2, 1, 3});
+    rt_free(t);
+    t = u;
+    if (rope) {
+        u = rt_ref_rope(t, 10000.0, 0, 0);
+        rt_free(t);
+        t = u;
+    }
+    return t;
+}
+
+static void test_attention_block(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const block_case cases[] = {
+        {1, 4, 16, 2, 2, 8, 0, 0, 0, 0},
+        {2, 5, 32, 4, 2, 8, 1, 0, 1, 1},  /* GQA, biases, rope, causal */
+        {1, 6, 32, 4, 4, 8, 0, 1, 1, 1},  /* q/k norm */
+        {2, 3, 24, 3, 1, 8, 1, 1, 0, 0},  /* MQA */
+        {1, 33, 64, 4, 2, 16, 1, 0, 1, 1},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const block_case *c = &cases[ci];
+        double ws = 1.0 / sqrt((double)c->E);
+        rt_tensor *x = rt_rand(RT_SHAPE(c->B, c->S, c->E), -1, 1);
+        rt_tensor *wq = rt_rand(RT_SHAPE(c->E, c->H * c->d), -ws, ws);
+        rt_tensor *wk = rt_rand(RT_SHAPE(c->E, c->Hkv * c->d), -ws, ws);
+        rt_tensor *wv = rt_rand(RT_SHAPE(c->E, c->Hkv * c->d), -ws, ws);
+        rt_tensor *wo = rt_rand(RT_SHAPE(c->H * c->d, c->E), -ws, ws);
+        rt_tensor *bq = rt_rand(RT_SHAPE(c->H * c->d), -0.2, 0.2), *bk = rt_rand(RT_SHAPE(c->Hkv * c->d), -0.2, 0.2);
+        rt_tensor *bv = rt_rand(RT_SHAPE(c->Hkv * c->d), -0.2, 0.2), *bo = rt_rand(RT_SHAPE(c->E), -0.2, 0.2);
+        rt_tensor *gq = rt_rand(RT_SHAPE(c->d), 0.5, 1.5), *gk = rt_rand(RT_SHAPE(c->d), 0.5, 1.5);
+        for (int fuse = 1; fuse >= 0; fuse--) {
+            rt_graph *rg = rt_graph_new();
+            rlx_graph *g = rg->g;
+            rlx_node xn = rt_input(rg, RLX_F32, x);
+            rlx_node wqn = rt_param(rg, RLX_F32, wq), wkn = rt_param(rg, RLX_F32, wk), wvn = rt_param(rg, RLX_F32, wv);
+            rlx_node won = rt_param(rg, RLX_F32, wo);
+            rlx_node bqn = c->bias ? rt_param(rg, RLX_F32, bq) : -1, bkn = c->bias ? rt_param(rg, RLX_F32, bk) : -1;
+            rlx_node bvn = c->bias ? rt_param(rg, RLX_F32, bv) : -1, bon = c->bias ? rt_param(rg, RLX_F32, bo) : -1;
+            rlx_node gqn = c->qk_norm ? rt_param(rg, RLX_F32, gq) : -1, gkn = c->qk_norm ? rt_param(rg, RLX_F32, gk) : -1;
+            rlx_node q = proj_node(g, xn, wqn, bqn, gqn, c, c->H, c->rope);
+            rlx_node k = proj_node(g, xn, wkn, bkn, gkn, c, c->Hkv, c->rope);
+            rlx_node v = proj_node(g, xn, wvn, bvn, -1, c, c->Hkv, 0);
+            rlx_node a = rlx_attention(g, q, k, v, -1, c->causal, 0);
+            a = rlx_reshape(g, rlx_transpose(g, a, (int[]){0, 2, 1, 3}), 3, (int64_t[]){c->B, c->S, c->H * c->d});
+            rlx_node y = rlx_matmul(g, a, won, 0, 0);
+            if (c->bias)
+                y = rlx_add(g, y, bon);
+
+            rt_tensor *qr = proj_ref(x, wq, c->bias ? bq : NULL, c->qk_norm ? gq : NULL, c, c->H, c->rope);
+            rt_tensor *kr = proj_ref(x, wk, c->bias ? bk : NULL, c->qk_norm ? gk : NULL, c, c->Hkv, c->rope);
+            rt_tensor *vr = proj_ref(x, wv, c->bias ? bv : NULL, NULL, c, c->Hkv, 0);
+            rt_tensor *ar = rt_ref_attention(qr, kr, vr, NULL, 0, c->causal, 0);
+            rt_tensor *tr = rt_ref_transpose(ar, (int[]){0, 2, 1, 3});
+            rt_tensor *rr = rt_ref_reshape(tr, 3, (int64_t[]){c->B, c->S, c->H * c->d});
+            rt_tensor *yr = rt_ref_matmul(rr, wo, 0, 0);
+            rt_tensor *want[1] = {c->bias ? rt_zip(yr, bo, rt_f_add) : rt_clone(yr)};
+            char what[160];
+            snprintf(what, sizeof what, "attention block B%lld S%lld E%lld H%lld Hkv%lld bias %d qk_norm %d rope %d causal %d",
+                     (long long)c->B, (long long)c->S, (long long)c->E, (long long)c->H, (long long)c->Hkv, c->bias,
+                     c->qk_norm, c->rope, c->causal);
+            bad += run_check(rg, 1, &y, want, what, fuse);
+            rt_tensor *tmp[] = {qr, kr, vr, ar, tr, rr, yr, want[0]};
+            free_all(tmp, 8);
+            rt_graph_free(rg);
+        }
+        rt_tensor *all[] = {x, wq, wk, wv, wo, bq, bk, bv, bo, gq, gk};
+        free_all(all, 11);
+    }
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_matmul_bias_act, rt_setup),
+        cmocka_unit_test_setup(test_add_norm, rt_setup),
+        cmocka_unit_test_setup(test_softmax_scale_mask, rt_setup),
+        cmocka_unit_test_setup(test_swiglu, rt_setup),
+        cmocka_unit_test_setup(test_conv_bn_act, rt_setup),
+        cmocka_unit_test_setup(test_elementwise_chains, rt_setup),
+        cmocka_unit_test_setup(test_attention_block, rt_setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
