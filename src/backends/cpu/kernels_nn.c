@@ -5,6 +5,7 @@
  * Workspace comes from t->scratch, sized by each kernel's scratch callback
  * for the run's thread count; nothing is allocated while running. */
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_expf.h"
 
 #include <omp.h>
 
@@ -197,7 +198,7 @@ typedef struct attn_args {
                 continue;                                                                                     \
             }                                                                                                 \
             double sum = 0;                                                                                   \
-            for (int64_t j = 0; j < Te; j++) {                                                                \
+            _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++) {                      \
                 CT p = EXP(sc[j] - m);                                                                        \
                 sc[j] = p;                                                                                    \
                 sum += p;                                                                                     \
@@ -232,7 +233,7 @@ typedef struct attn_args {
         }                                                                                                     \
     }
 
-ATTN_IMPL(attn_head_f32, float, expf)
+ATTN_IMPL(attn_head_f32, float, rlx_expf_vec)
 ATTN_IMPL(attn_head_f64, double, exp)
 
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)

@@ -3,31 +3,42 @@
  * subtracted before exponentiating, so large inputs do not overflow.  A row
  * that is all -inf gives NaN (as numpy and PyTorch do). */
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_expf.h"
 
 /* ---- softmax family: the input is [outer, n, inner]; each (outer, inner)
  * pair is one row of n elements at stride inner. */
 
-static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NORM_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define NORM_CLONES
+#endif
+
+/* One row without NaN (the caller checks). */
+NORM_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
 {
     float m = -INFINITY;
+#pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; i++)
         m = x[i * s] > m ? x[i * s] : m;
-    /* expf is accurate to an ulp and several times cheaper than exp */
     double sum = 0;
     if (log_form) {
+#pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < n; i++)
-            sum += expf(x[i * s] - m);
+            sum += rlx_expf_vec(x[i * s] - m);
         double lse = (double)m + log(sum);
         for (int64_t i = 0; i < n; i++)
             y[i * s] = (float)((double)x[i * s] - lse);
     } else {
         /* y may alias x: each element is read before it is overwritten */
+#pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < n; i++) {
-            float e = expf(x[i * s] - m);
+            float e = rlx_expf_vec(x[i * s] - m);
             y[i * s] = e;
             sum += e;
         }
         float inv = (float)(1.0 / sum);
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             y[i * s] *= inv;
     }
