@@ -14,7 +14,7 @@
 #include "opt/pass.h"
 #include "rlx.h"
 
-static uint64_t ot_mix(uint64_t x)
+static inline uint64_t ot_mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -22,7 +22,7 @@ static uint64_t ot_mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static uint64_t ot_hash(const char *s)
+static inline uint64_t ot_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ULL;
     for (; *s; s++)
@@ -31,7 +31,7 @@ static uint64_t ot_hash(const char *s)
 }
 
 /* Uniform in [-1, 1) from (seed, name, index). */
-static double ot_uniform(uint64_t seed, const char *name, int64_t i)
+static inline double ot_uniform(uint64_t seed, const char *name, int64_t i)
 {
     uint64_t h = ot_mix(seed ^ ot_mix(ot_hash(name) ^ ot_mix((uint64_t)i)));
     return ((double)(h >> 11) / 9007199254740992.0) * 2.0 - 1.0;
@@ -39,7 +39,7 @@ static double ot_uniform(uint64_t seed, const char *name, int64_t i)
 
 /* Fills a tensor: floats uniform in [-scale, scale) (norm gains, named
  * "*.g", around 1), integers in [0, int_hi), bools 0/1. */
-static void *ot_fill(const rlx_tensor_info *info, uint64_t seed, double scale, int64_t int_hi)
+static inline void *ot_fill(const rlx_tensor_info *info, uint64_t seed, double scale, int64_t int_hi)
 {
     size_t n = info->bytes / rlx_dtype_size(info->dtype);
     unsigned char *buf = malloc(info->bytes + 8);
@@ -69,7 +69,7 @@ typedef struct ot_result {
     rlx_compile_stats stats;
 } ot_result;
 
-static void ot_result_free(ot_result *r)
+static inline void ot_result_free(ot_result *r)
 {
     free(r->data);
     memset(r, 0, sizeof *r);
@@ -80,7 +80,7 @@ static void ot_result_free(ot_result *r)
  * runs and reads output `out`.  Returns RLX_OK or the failing status. */
 typedef rlx_status (*ot_param_init)(rlx_session *s, uint64_t seed);
 
-static rlx_status ot_run(const rlx_graph *g, const rlx_options *o, uint64_t seed, double param_scale,
+static inline rlx_status ot_run(const rlx_graph *g, const rlx_options *o, uint64_t seed, double param_scale,
                          int64_t int_hi, ot_param_init init, const char *out, ot_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -135,7 +135,7 @@ done:
 
 /* |a - b| <= atol * max(1, max|b|) + rtol * |b| everywhere (NaN == NaN);
  * prints the worst element on failure. */
-static int ot_close(const char *what, const ot_result *a, const ot_result *b, double rtol, double atol)
+static inline int ot_close(const char *what, const ot_result *a, const ot_result *b, double rtol, double atol)
 {
     if (a->n != b->n || !a->data || !b->data) {
         fprintf(stderr, "%s: sizes differ (%zu vs %zu) or no data\n", what, a->n, b->n);
@@ -167,7 +167,7 @@ static int ot_close(const char *what, const ot_result *a, const ot_result *b, do
 }
 
 /* Count of nodes of op in g. */
-static int ot_count(const rlx_graph *g, rlx_op op)
+static inline int ot_count(const rlx_graph *g, rlx_op op)
 {
     int c = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -175,7 +175,7 @@ static int ot_count(const rlx_graph *g, rlx_op op)
     return c;
 }
 
-static int ot_count_fused(const rlx_graph *g)
+static inline int ot_count_fused(const rlx_graph *g)
 {
     int c = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -184,7 +184,7 @@ static int ot_count_fused(const rlx_graph *g)
 }
 
 /* A pass context for the CPU backend's claim. */
-static rlx_pass_ctx ot_cpu_ctx(rlx_opt_stats *stats)
+static inline rlx_pass_ctx ot_cpu_ctx(rlx_opt_stats *stats)
 {
     rlx_pass_ctx c;
     memset(&c, 0, sizeof c);

@@ -272,7 +272,10 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
     free(st.map);
     free(st.memo);
     free(st.amp_cast);
-    return st.out;
+    /* casts made redundant by a later cast are no longer read */
+    rlx_graph *live = rlx_pass_dce(st.out, ctx);
+    rlx_graph_free(st.out);
+    return live;
 fail:
     free(st.map);
     free(st.memo);
