@@ -394,6 +394,34 @@ done:
 
 /* ------------------------------------------------------------ running nodes */
 
+/* Inputs an op needs present (non-empty) before its handler runs. */
+static int min_inputs(const char *op, int opset) {
+    static const struct {
+        const char *op;
+        int n;
+    } t[] = {
+        {"Constant", 0}, {"Loop", 0}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2},
+        {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2}, {"GreaterOrEqual", 2}, {"And", 2},
+        {"Or", 2}, {"Xor", 2}, {"PRelu", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
+        {"Expand", 2}, {"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"Tile", 2}, {"CumSum", 2},
+        {"OneHot", 3}, {"Range", 3}, {"Where", 3}, {"ScatterElements", 3}, {"Scatter", 3}, {"ScatterND", 3},
+        {"BatchNormalization", 5}, {"InstanceNormalization", 3}, {"LayerNormalization", 2},
+        {"NegativeLogLikelihoodLoss", 2}, {"SoftmaxCrossEntropyLoss", 2}, {"CastLike", 2},
+        {"MatMulInteger", 2}, {"QLinearMatMul", 8}, {"QLinearConv", 8}, {"ConvInteger", 2},
+        {"DequantizeLinear", 2}, {"QuantizeLinear", 2}, {"LSTM", 3}, {"GRU", 3}, {"RNN", 3}, {"Compress", 2},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(t[i].op, op)) return t[i].n;
+    if (!strcmp(op, "Reshape")) return opset >= 5 ? 2 : 1;
+    if (!strcmp(op, "Unsqueeze")) return opset >= 13 ? 2 : 1;
+    if (!strcmp(op, "Slice")) return opset >= 10 ? 3 : 1;
+    if (!strcmp(op, "Pad")) return opset >= 11 ? 2 : 1;
+    if (!strcmp(op, "TopK")) return opset >= 10 ? 2 : 1;
+    if (!strcmp(op, "Upsample")) return opset >= 9 ? 2 : 1;
+    if (!strcmp(op, "Split") || !strcmp(op, "Squeeze")) return 1;
+    return 1;
+}
+
 static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
     ox_node n;
     memset(&n, 0, sizeof n);
@@ -412,6 +440,9 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
             return ox_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input", nm);
     }
     while (n.n_in > 0 && !n.in[n.n_in - 1]) n.n_in--; /* trailing optional inputs left out */
+    int need = min_inputs(nd->op_type, c->opset);
+    for (int i = 0; i < need; i++)
+        if (i >= n.n_in || !n.in[i]) return ox_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
     ox_handler h = ox_find_handler(nd->op_type);
     if (!h) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
     int first_new = rlx_graph_node_count(c->g);
@@ -580,6 +611,14 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
             else
                 return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is symbolic ('%s'); bind it with %s=N or %s=AxBx...",
                                      name, i, sym ? sym : "?", sym ? sym : "dim", name);
+        }
+    }
+    {
+        int64_t numel = 1;
+        for (int i = 0; i < nd; i++) {
+            if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL || (dims[i] && numel > OX_MAX_NUMEL / dims[i]))
+                return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
+            numel *= dims[i];
         }
     }
     if (b && b->value) {

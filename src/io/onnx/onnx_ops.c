@@ -24,11 +24,12 @@ int oxo_shape(ox_node *n, rlx_node x, int64_t *dims) {
 
 int oxo_in_shape(ox_node *n, int i, int64_t *dims) {
     int nd = 0;
+    if (i >= n->n_in || !n->in[i]) return 0;
     ox_shape(n->c, n->in[i], &nd, dims);
     return nd;
 }
 
-rlx_dtype oxo_in_dtype(ox_node *n, int i) { return ox_dtype(n->c, n->in[i]); }
+rlx_dtype oxo_in_dtype(ox_node *n, int i) { return i < n->n_in && n->in[i] ? ox_dtype(n->c, n->in[i]) : RLX_F32; }
 
 rlx_node oxo_scalar(ox_node *n, rlx_dtype t, double v) { return rlx_scalar(n->c->g, t, v); }
 
@@ -52,6 +53,15 @@ int oxo_norm_axis(int64_t a, int r) { return (int)(a < 0 ? a + r : a); }
 rlx_status oxo_need_const(ox_node *n, int i, const char *what) {
     return ox_fail(n, RLX_ERR_UNSUPPORTED, "input %d (%s) must be known at import time (a constant or a shape computation)",
                    i, what);
+}
+
+bool oxo_dims_ok(int nd, const int64_t *dims) {
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) {
+        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL || (dims[i] && numel > OX_MAX_NUMEL / dims[i])) return false;
+        numel *= dims[i];
+    }
+    return true;
 }
 
 rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims) {
@@ -404,6 +414,7 @@ static rlx_status h_conv(ox_node *n) {
     int64_t wd[RLX_MAX_DIMS];
     int wr = oxo_shape(n, w, wd);
     int ns = wr - 2;
+    if (ns == 3) return oxo_conv3d(n, x, w, n->n_in >= 3 && n->in[2] ? oxo_in(n, 2) : -1);
     if (ns < 1 || ns > 2) return ox_fail(n, RLX_ERR_UNSUPPORTED, "convolution over %d spatial dims (RLX has 1 and 2)", ns);
     int64_t k[3] = {wd[2], ns > 1 ? wd[3] : 1, 1};
     int64_t tmp[8];
@@ -555,9 +566,11 @@ static rlx_status h_pool(ox_node *n) {
     int xr = oxo_shape(n, x, xd);
     int ns = ox_attr_ints(n, "kernel_shape", k, 8);
     if (ns < 1 || ns != xr - 2) return ox_fail(n, RLX_ERR_FORMAT, "kernel_shape must list every spatial dim");
-    if (ns > 2) return ox_fail(n, RLX_ERR_UNSUPPORTED, "pooling over %d spatial dims (RLX has 1 and 2)", ns);
     if (n->n_out > 1 && n->p->output[1] && *n->p->output[1])
         return ox_fail(n, RLX_ERR_UNSUPPORTED, "the Indices output of MaxPool is not supported");
+    if (ns == 3 && (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")))
+        return oxo_pool3d(n, x, k, !strcmp(op, "MaxPool"));
+    if (ns > 2) return ox_fail(n, RLX_ERR_UNSUPPORTED, "pooling over %d spatial dims (RLX has 1 to 3)", ns);
     spatial s;
     int ceil_mode = (int)ox_attr_i(n, "ceil_mode", 0);
     rlx_status st = get_spatial(n, x, k, ns, ceil_mode, &s);
@@ -898,6 +911,8 @@ static rlx_status h_reshape(ox_node *n) {
     }
     if (ns > RLX_MAX_DIMS) return ox_fail(n, RLX_ERR_UNSUPPORTED, "rank above %d", RLX_MAX_DIMS);
     int allowzero = (int)ox_attr_i(n, "allowzero", 0);
+    for (int i = 0; i < ns; i++)
+        if (sh[i] < -1 || sh[i] > OX_MAX_NUMEL) return ox_fail(n, RLX_ERR_SHAPE, "bad dim %lld", (long long)sh[i]);
     int64_t total = 1, known = 1;
     for (int i = 0; i < r; i++) total *= in[i];
     int infer = -1;
@@ -910,7 +925,10 @@ static rlx_status h_reshape(ox_node *n) {
             if (infer >= 0) return ox_fail(n, RLX_ERR_SHAPE, "two -1 in shape");
             infer = i;
         } else if (sh[i] < 0) return ox_fail(n, RLX_ERR_SHAPE, "bad dim %lld", (long long)sh[i]);
-        else known *= sh[i];
+        else {
+            if (sh[i] && known > OX_MAX_NUMEL / sh[i]) return ox_fail(n, RLX_ERR_SHAPE, "shape too large");
+            known *= sh[i];
+        }
     }
     if (infer >= 0) {
         if (known == 0 || total % known) return ox_fail(n, RLX_ERR_SHAPE, "cannot infer -1");
@@ -1147,9 +1165,11 @@ static rlx_status h_expand(ox_node *n) {
     int ns = oxo_const_ints(n, 1, sh, RLX_MAX_DIMS + 1);
     if (ns == -2) return oxo_need_const(n, 1, "shape");
     if (ns < 0 || ns > RLX_MAX_DIMS) return ox_fail(n, RLX_ERR_SHAPE, "bad shape");
+    if (!oxo_dims_ok(ns, sh)) return ox_fail(n, RLX_ERR_SHAPE, "shape negative or too large");
     int64_t in[RLX_MAX_DIMS], od[RLX_MAX_DIMS];
     int r = oxo_in_shape(n, 0, in), orank;
     if (!oxh_broadcast(r, in, ns, sh, &orank, od)) return ox_fail(n, RLX_ERR_SHAPE, "shapes do not broadcast");
+    if (!oxo_dims_ok(orank, od)) return ox_fail(n, RLX_ERR_SHAPE, "result too large");
     if (n->in[0]->k) {
         int64_t numel = 1;
         for (int i = 0; i < orank; i++) numel *= od[i];
@@ -1165,7 +1185,7 @@ static rlx_status h_constant_of_shape(ox_node *n) {
     int64_t sh[RLX_MAX_DIMS + 1];
     int ns = oxo_const_ints(n, 0, sh, RLX_MAX_DIMS + 1);
     if (ns == -2) return oxo_need_const(n, 0, "shape");
-    if (ns < 0 || ns > RLX_MAX_DIMS) return ox_fail(n, RLX_ERR_SHAPE, "bad shape");
+    if (ns < 0 || ns > RLX_MAX_DIMS || !oxo_dims_ok(ns, sh)) return ox_fail(n, RLX_ERR_SHAPE, "bad shape");
     rlx_dtype t = RLX_F32;
     double v = 0;
     const Onnx__AttributeProto *a = ox_attr(n, "value");
@@ -1282,6 +1302,8 @@ static rlx_status h_pad(ox_node *n) {
         }
     }
     if (np != 2 * r) return ox_fail(n, RLX_ERR_FORMAT, "pads has %d values for rank %d", np, r);
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] > (INT64_C(1) << 31) || pads[i] < -(INT64_C(1) << 31)) return ox_fail(n, RLX_ERR_SHAPE, "pad too large");
     rlx_pad_mode m;
     if (!strcmp(mode, "constant")) m = RLX_PAD_CONSTANT;
     else if (!strcmp(mode, "reflect")) m = RLX_PAD_REFLECT;
@@ -1322,10 +1344,18 @@ static rlx_status h_tile(ox_node *n) {
     rlx_node x = oxo_in(n, 0);
     bool trivial = true;
     for (int i = 0; i < r; i++) {
-        if (rep[i] < 0) return ox_fail(n, RLX_ERR_SHAPE, "negative repeat");
+        if (rep[i] < 0 || rep[i] > OX_MAX_NUMEL) return ox_fail(n, RLX_ERR_SHAPE, "bad repeat %lld", (long long)rep[i]);
         trivial &= rep[i] == 1;
     }
     if (trivial) return pass_through(n, 0, 0);
+    {
+        int64_t od[RLX_MAX_DIMS];
+        for (int i = 0; i < r; i++) {
+            if (rep[i] && in[i] > OX_MAX_NUMEL / rep[i]) return ox_fail(n, RLX_ERR_SHAPE, "result too large");
+            od[i] = in[i] * rep[i];
+        }
+        if (!oxo_dims_ok(r, od)) return ox_fail(n, RLX_ERR_SHAPE, "result too large");
+    }
     /* one axis at a time keeps the rank within RLX_MAX_DIMS */
     for (int a = 0; a < r; a++) {
         if (rep[a] == 1) continue;

@@ -14,8 +14,13 @@ int oxo_const_ints(ox_node *n, int i, int64_t *out, int max);
 bool oxo_const_scalar(ox_node *n, int i, double *v);
 int oxo_norm_axis(int64_t a, int r);
 rlx_status oxo_need_const(ox_node *n, int i, const char *what);
+/* Every dim in [0, OX_MAX_NUMEL] and the product too. */
+bool oxo_dims_ok(int nd, const int64_t *dims);
 rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims);
 bool oxo_onnx_dtype(int64_t ot, rlx_dtype *t);
+/* 3-d convolution and pooling from 2-d primitives (onnx_ops3d.c). */
+rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b);
+rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max);
 /* The handlers of onnx_ops2.c. */
 ox_handler oxo_find_more(const char *op_type);
 

@@ -1,0 +1,160 @@
+/* onnx_ops3d.c - convolution and pooling over 3 spatial dims, built from the
+ * 2-d primitives: the depth axis becomes a sum (conv) or a max/mean (pool)
+ * over strided depth slices of 2-d results. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx/onnx_ops.h"
+
+#define G (n->c->g)
+
+/* Reads strides/dilations/pads/auto_pad for 3 spatial dims of x [N,C,D,H,W]. */
+static rlx_status attrs3(ox_node *n, const int64_t *xd, const int64_t *k, int64_t *st, int64_t *dl, int64_t *pd,
+                         int ceil_mode) {
+    int64_t tmp[8];
+    for (int i = 0; i < 3; i++) st[i] = dl[i] = 1;
+    for (int i = 0; i < 6; i++) pd[i] = 0;
+    if (ox_attr_ints(n, "strides", tmp, 8) == 3) memcpy(st, tmp, 3 * sizeof *st);
+    if (ox_attr_ints(n, "dilations", tmp, 8) == 3) memcpy(dl, tmp, 3 * sizeof *dl);
+    if (ox_attr_ints(n, "pads", tmp, 8) == 6) memcpy(pd, tmp, 6 * sizeof *pd);
+    for (int i = 0; i < 3; i++)
+        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || pd[i] < 0 || pd[3 + i] < 0 || k[i] > (1 << 20))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride, dilation or pads");
+    char buf[32];
+    const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        for (int i = 0; i < 3; i++) {
+            int64_t in = xd[2 + i], out = (in + st[i] - 1) / st[i];
+            int64_t total = (out - 1) * st[i] + (k[i] - 1) * dl[i] + 1 - in;
+            if (total < 0) total = 0;
+            pd[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pd[3 + i] = total - pd[i];
+        }
+    } else if (!strcmp(ap, "VALID")) {
+        for (int i = 0; i < 6; i++) pd[i] = 0;
+    }
+    (void)ceil_mode;
+    return RLX_OK;
+}
+
+/* Depth slice kz of a depth-padded x: start kz*dil, step stride, `cnt` planes. */
+static rlx_node depth_tap(ox_node *n, rlx_node x, int64_t kz, int64_t dil, int64_t stride, int64_t cnt) {
+    int ax = 2;
+    int64_t s = kz * dil, e = s + (cnt - 1) * stride + 1, step = stride;
+    return rlx_slice(G, x, 1, &ax, &s, &e, &step);
+}
+
+rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b) {
+    int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
+    if (oxo_shape(n, x, xd) != 5 || oxo_shape(n, w, wd) != 5) return ox_fail(n, RLX_ERR_SHAPE, "needs 5-d input and weights");
+    int64_t st[3], dl[3], pd[6];
+    rlx_status s = attrs3(n, xd, wd + 2, st, dl, pd, 0);
+    if (s != RLX_OK) return s;
+    int64_t N = xd[0], C = xd[1], O = wd[0], Dp = xd[2] + pd[0] + pd[3];
+    int64_t ekd = (wd[2] - 1) * dl[0] + 1;
+    if (Dp < ekd) return ox_fail(n, RLX_ERR_SHAPE, "kernel deeper than the padded input");
+    int64_t Do = (Dp - ekd) / st[0] + 1;
+    if (wd[2] > 256) return ox_fail(n, RLX_ERR_UNSUPPORTED, "kernel depth %lld", (long long)wd[2]);
+    rlx_node xp = x;
+    if (pd[0] || pd[3]) {
+        int64_t pads[10] = {0};
+        pads[2] = pd[0];
+        pads[5 + 2] = pd[3];
+        xp = rlx_pad(G, x, pads, RLX_PAD_CONSTANT, 0);
+    }
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.stride[0] = st[1];
+    p.stride[1] = st[2];
+    p.dilation[0] = dl[1];
+    p.dilation[1] = dl[2];
+    p.pads[0] = pd[1];
+    p.pads[1] = pd[2];
+    p.pads[2] = pd[4];
+    p.pads[3] = pd[5];
+    p.groups = ox_attr_i(n, "group", 1);
+    rlx_node acc = -1;
+    for (int64_t kz = 0; kz < wd[2]; kz++) {
+        rlx_node xs = depth_tap(n, xp, kz, dl[0], st[0], Do);                      /* [N, C, Do, H, W] */
+        xs = rlx_transpose(G, xs, (int[]){0, 2, 1, 3, 4});                        /* [N, Do, C, H, W] */
+        xs = rlx_reshape(G, xs, 4, (int64_t[]){N * Do, C, xd[3], xd[4]});
+        int ax = 2;
+        int64_t s0 = kz, e0 = kz + 1;
+        rlx_node wz = rlx_reshape(G, rlx_slice(G, w, 1, &ax, &s0, &e0, NULL), 4, (int64_t[]){O, wd[1], wd[3], wd[4]});
+        rlx_node y = rlx_conv(G, xs, wz, kz == 0 ? b : -1, &p);                   /* [N*Do, O, Ho, Wo] */
+        acc = acc < 0 ? y : rlx_add(G, acc, y);
+    }
+    int64_t yd[RLX_MAX_DIMS];
+    oxo_shape(n, acc, yd);
+    acc = rlx_reshape(G, acc, 5, (int64_t[]){N, Do, O, yd[2], yd[3]});
+    return ox_out_node(n, 0, rlx_transpose(G, acc, (int[]){0, 2, 1, 3, 4}));
+}
+
+rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max) {
+    int64_t xd[RLX_MAX_DIMS];
+    if (oxo_shape(n, x, xd) != 5) return ox_fail(n, RLX_ERR_SHAPE, "needs a 5-d input");
+    int ceil_mode = (int)ox_attr_i(n, "ceil_mode", 0);
+    int cip = (int)ox_attr_i(n, "count_include_pad", 0);
+    int64_t st[3], dl[3], pd[6];
+    rlx_status s = attrs3(n, xd, k, st, dl, pd, ceil_mode);
+    if (s != RLX_OK) return s;
+    if (k[0] > 256) return ox_fail(n, RLX_ERR_UNSUPPORTED, "kernel depth %lld", (long long)k[0]);
+    int64_t N = xd[0], C = xd[1], D = xd[2];
+    /* 2-d pooling of every depth plane */
+    rlx_pool_params p;
+    rlx_pool_params_init(&p, k[1]);
+    p.kernel[0] = k[1];
+    p.kernel[1] = k[2];
+    p.stride[0] = st[1];
+    p.stride[1] = st[2];
+    p.dilation[0] = dl[1];
+    p.dilation[1] = dl[2];
+    p.pads[0] = pd[1];
+    p.pads[1] = pd[2];
+    p.pads[2] = pd[4];
+    p.pads[3] = pd[5];
+    p.ceil_mode = ceil_mode;
+    p.count_include_pad = cip;
+    rlx_node planes = rlx_reshape(G, x, 4, (int64_t[]){N, C * D, xd[3], xd[4]});
+    planes = is_max ? rlx_max_pool(G, planes, &p) : rlx_avg_pool(G, planes, &p);
+    int64_t pdim[RLX_MAX_DIMS];
+    oxo_shape(n, planes, pdim);
+    rlx_node y = rlx_reshape(G, planes, 5, (int64_t[]){N, C, D, pdim[2], pdim[3]});
+    /* then the depth window */
+    int64_t ek = (k[0] - 1) * dl[0] + 1, span = D + pd[0] + pd[3] - ek;
+    if (span < 0) return ox_fail(n, RLX_ERR_SHAPE, "kernel deeper than the padded input");
+    int64_t Do = (ceil_mode ? (span + st[0] - 1) / st[0] : span / st[0]) + 1;
+    if (ceil_mode && (Do - 1) * st[0] >= D + pd[0]) Do--;
+    int64_t extra = (Do - 1) * st[0] + ek - (D + pd[0] + pd[3]);
+    if (extra < 0) extra = 0;
+    rlx_dtype t = rlx_node_dtype(G, y);
+    int64_t pads[10] = {0};
+    pads[2] = pd[0];
+    pads[5 + 2] = pd[3] + extra;
+    rlx_node yp = pads[2] || pads[7] ? rlx_pad(G, y, pads, RLX_PAD_CONSTANT, is_max ? -INFINITY : 0) : y;
+    rlx_node acc = -1;
+    for (int64_t kz = 0; kz < k[0]; kz++) {
+        rlx_node tap = depth_tap(n, yp, kz, dl[0], st[0], Do);
+        acc = acc < 0 ? tap : (is_max ? rlx_max(G, acc, tap) : rlx_add(G, acc, tap));
+    }
+    if (!is_max) {
+        /* divide by the window's depth count: all of it, or the non-pad part */
+        ox_tensor *cnt = ox_tensor_new(t == RLX_F64 ? RLX_F64 : RLX_F32, 5, (int64_t[]){1, 1, Do, 1, 1});
+        if (!cnt) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        for (int64_t o = 0; o < Do; o++) {
+            int64_t c = 0;
+            for (int64_t kz = 0; kz < k[0]; kz++) {
+                int64_t z = o * st[0] + kz * dl[0] - pd[0];
+                if (cip ? (z < D + pd[3]) : (z >= 0 && z < D)) c++;
+            }
+            ox_set_f(cnt, o, c ? 1.0 / (double)c : 0);
+        }
+        rlx_node cn = rlx_constant(G, cnt->dtype, 5, cnt->dims, cnt->data, cnt->bytes);
+        ox_tensor_free(cnt);
+        if (rlx_node_dtype(G, cn) != t) cn = rlx_cast(G, cn, t);
+        acc = rlx_mul(G, acc, cn);
+    }
+    return ox_out_node(n, 0, acc);
+}
