@@ -1,0 +1,10 @@
+# cuda.cmake - the GPU parity test (tests/gpu/cuda_parity.c): every op and
+# fused op on CUDA against the CPU reference.  Registered always; where CUDA
+# is not built or no device is usable it prints the reason and exits 77,
+# which ctest reports as skipped.  tests/gpu/run_all.sh runs it on the GPU
+# machine.
+add_executable(test_cuda_parity ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_parity.c)
+target_include_directories(test_cuda_parity PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(test_cuda_parity PRIVATE rlx m)
+add_test(NAME test_cuda_parity COMMAND test_cuda_parity)
+set_tests_properties(test_cuda_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)

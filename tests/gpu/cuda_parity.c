@@ -1,0 +1,802 @@
+/* cuda_parity.c - the CUDA backend against the CPU reference backend.
+ *
+ * Every case builds one small graph, compiles it for the CPU and for CUDA,
+ * feeds both the same seeded random inputs and compares every output with
+ * a tolerance fit for the dtype (f32 tight, f16/bf16 loose, integers and
+ * bools exact).  Cases cover every op of the core table at several shapes
+ * and in f32, f16 and bf16; the fused ops through patterns the optimizer
+ * fuses on both devices; CUDA Graph replay against eager launches; random
+ * ops across runs; and the mlp, encoder and resnet50 workloads end to end.
+ *
+ * Prints one line per failure, a summary line "N passed, M failed", and
+ * exits 0 when all passed, 77 (skipped) when no CUDA device is usable, 1
+ * otherwise.  RLX_GPU_TEST_FILTER=substr runs only matching cases;
+ * RLX_GPU_TEST_CPU_ONLY=1 runs both sides on the CPU (checks the cases
+ * themselves on a machine without a GPU). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "models/workloads.h"
+#include "rlx.h"
+
+static int n_pass, n_fail;
+static const char *filter;
+static const rlx_dtype FLOATS[3] = {RLX_F32, RLX_F16, RLX_BF16};
+
+/* ------------------------------------------------------------ data */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Input names carry how to fill them: "name" uniform [-2, 2), "p_name"
+ * positive [0.2, 2.2), "u_name" [-1, 1) small, "i<N>_name" integers in
+ * [0, N), "nz_name" integers in [1, 9] with random sign, bools 0/1. */
+static void fill(const rlx_tensor_info *info, uint64_t seed, void *buf)
+{
+    size_t n = info->bytes / rlx_dtype_size(info->dtype);
+    uint64_t h0 = hash_str(info->name) ^ seed;
+    int pos = !strncmp(info->name, "p_", 2), small = !strncmp(info->name, "u_", 2), nz = !strncmp(info->name, "nz_", 3);
+    long ihi = 0;
+    if (info->name[0] == 'i' && info->name[1] >= '0' && info->name[1] <= '9')
+        ihi = strtol(info->name + 1, NULL, 10);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = mix(h0 ^ mix(i));
+        double u = (double)(r >> 11) / 9007199254740992.0; /* [0, 1) */
+        double v = pos ? 0.2 + 2.0 * u : small ? 2.0 * u - 1.0 : 4.0 * u - 2.0;
+        int64_t iv = ihi > 0 ? (int64_t)(r % (uint64_t)ihi) : nz ? (int64_t)(1 + r % 9) * ((r >> 40) & 1 ? -1 : 1)
+                                                                  : (int64_t)(r % 41) - 20;
+        switch (info->dtype) {
+        case RLX_F32: ((float *)buf)[i] = (float)v; break;
+        case RLX_F64: ((double *)buf)[i] = v; break;
+        case RLX_F16: ((uint16_t *)buf)[i] = rlx_f32_to_f16((float)v); break;
+        case RLX_BF16: ((uint16_t *)buf)[i] = rlx_f32_to_bf16((float)v); break;
+        case RLX_I64: ((int64_t *)buf)[i] = iv; break;
+        case RLX_I32: ((int32_t *)buf)[i] = (int32_t)iv; break;
+        case RLX_I8: ((int8_t *)buf)[i] = (int8_t)iv; break;
+        case RLX_U8: ((uint8_t *)buf)[i] = (uint8_t)(r % 256); break;
+        case RLX_BOOL: ((uint8_t *)buf)[i] = (r >> 20) % 3 != 0; break;
+        default: break;
+        }
+    }
+}
+
+static double load(const void *p, rlx_dtype t, size_t i)
+{
+    switch (t) {
+    case RLX_F32: return ((const float *)p)[i];
+    case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)p)[i]);
+    case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)p)[i]);
+    case RLX_F64: return ((const double *)p)[i];
+    case RLX_I64: return (double)((const int64_t *)p)[i];
+    case RLX_I32: return ((const int32_t *)p)[i];
+    case RLX_I8: return ((const int8_t *)p)[i];
+    case RLX_U8: return ((const uint8_t *)p)[i];
+    case RLX_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+/* ------------------------------------------------------------ running */
+
+typedef struct outputs {
+    int n;
+    rlx_tensor_info info[8];
+    void *data[8];
+    rlx_compile_stats stats;
+} outputs;
+
+static void outputs_free(outputs *o)
+{
+    for (int i = 0; i < o->n; i++) {
+        free(o->data[i]);
+        free((char *)o->info[i].name);
+    }
+    memset(o, 0, sizeof *o);
+}
+
+typedef struct run_opts {
+    rlx_device dev;
+    rlx_precision prec;
+    int no_graph, no_fusion, runs, workload_init;
+} run_opts;
+
+static rlx_status run_graph(const rlx_graph *g, const run_opts *ro, outputs *out, char *err, size_t errn)
+{
+    memset(out, 0, sizeof *out);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.device = getenv("RLX_GPU_TEST_CPU_ONLY") ? RLX_DEVICE_CPU : ro->dev; /* harness self-check */
+    o.precision = ro->prec;
+    o.no_preencode = ro->no_graph;
+    o.no_fusion = ro->no_fusion;
+    o.seed = 1234;
+    o.ignore_env = 1;
+    rlx_session *s = NULL;
+    rlx_status st = rlx_compile(g, &o, &s);
+    if (st != RLX_OK) {
+        snprintf(err, errn, "compile (%s): %s", ro->dev == RLX_DEVICE_CUDA ? "cuda" : "cpu", rlx_last_error());
+        return st;
+    }
+    rlx_session_stats(s, &out->stats);
+    if (ro->workload_init && (st = rlx_workload_init_params(s, 7)) != RLX_OK)
+        goto fail;
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 1 && ro->workload_init)
+            break;
+        for (int i = 0; i < rlx_session_count(s, kind); i++) {
+            rlx_tensor_info info;
+            rlx_session_info(s, kind, i, &info);
+            void *buf = malloc(info.bytes + 16);
+            fill(&info, 99, buf);
+            st = kind == 0 ? rlx_session_set_input(s, info.name, buf, info.bytes)
+                           : rlx_session_set_param(s, info.name, buf, info.bytes);
+            free(buf);
+            if (st != RLX_OK)
+                goto fail;
+        }
+    }
+    for (int r = 0; r < (ro->runs > 0 ? ro->runs : 1); r++)
+        if ((st = rlx_session_run(s)) != RLX_OK)
+            goto fail;
+    out->n = rlx_session_count(s, 2);
+    for (int i = 0; i < out->n && i < 8; i++) {
+        rlx_session_info(s, 2, i, &out->info[i]);
+        out->info[i].name = strdup(out->info[i].name); /* the session owns the original */
+        out->data[i] = malloc(out->info[i].bytes + 16);
+        /* poison first: every element must be written */
+        memset(out->data[i], 0xff, out->info[i].bytes);
+        if ((st = rlx_session_get_output(s, out->info[i].name, out->data[i], out->info[i].bytes)) != RLX_OK)
+            goto fail;
+    }
+    rlx_session_free(s);
+    return RLX_OK;
+fail:
+    snprintf(err, errn, "run (%s): %s", ro->dev == RLX_DEVICE_CUDA ? "cuda" : "cpu", rlx_last_error());
+    rlx_session_free(s);
+    return st;
+}
+
+static void tol_for(rlx_dtype t, double *atol, double *rtol)
+{
+    switch (t) {
+    case RLX_F32: *atol = 2e-4, *rtol = 2e-4; break;
+    case RLX_F16: *atol = 1.5e-2, *rtol = 1.5e-2; break;
+    case RLX_BF16: *atol = 6e-2, *rtol = 4e-2; break;
+    default: *atol = 0, *rtol = 0; break;
+    }
+}
+
+/* Compares a (cuda) with b (reference); 0 if within tolerance. */
+static int compare(const outputs *a, const outputs *b, double scale_tol, char *msg, size_t n)
+{
+    if (a->n != b->n) {
+        snprintf(msg, n, "output counts differ (%d vs %d)", a->n, b->n);
+        return 1;
+    }
+    for (int k = 0; k < a->n; k++) {
+        rlx_dtype ta = a->info[k].dtype, tb = b->info[k].dtype;
+        size_t cnt = a->info[k].bytes / rlx_dtype_size(ta);
+        if (cnt != b->info[k].bytes / rlx_dtype_size(tb)) {
+            snprintf(msg, n, "output %d sizes differ", k);
+            return 1;
+        }
+        double atol, rtol;
+        tol_for(ta, &atol, &rtol);
+        double atol2, rtol2;
+        tol_for(tb, &atol2, &rtol2);
+        atol = (atol > atol2 ? atol : atol2) * scale_tol;
+        rtol = (rtol > rtol2 ? rtol : rtol2) * scale_tol;
+        double worst = 0, num = 0, den = 0;
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            double x = load(a->data[k], ta, i), y = load(b->data[k], tb, i);
+            if (isnan(x) && isnan(y))
+                continue;
+            if (isinf(x) && isinf(y) && (x > 0) == (y > 0))
+                continue;
+            double d = fabs(x - y);
+            num += d * d;
+            den += y * y;
+            if (!(d <= atol + rtol * fabs(y))) {
+                if (!bad)
+                    first = i;
+                bad++;
+                if (!(d <= worst))
+                    worst = d;
+            }
+        }
+        if (bad) {
+            snprintf(msg, n, "output '%s': %zu of %zu elements off (first at %zu: cuda %g vs cpu %g; worst |d| %g; rel l2 %.3g)",
+                     a->info[k].name, bad, cnt, first, load(a->data[k], ta, first), load(b->data[k], tb, first), worst,
+                     den > 0 ? sqrt(num / den) : sqrt(num));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void report(const char *name, int ok, const char *msg)
+{
+    if (ok) {
+        n_pass++;
+    } else {
+        n_fail++;
+        printf("FAIL %s: %s\n", name, msg);
+        fflush(stdout);
+    }
+}
+
+static int wanted(const char *name) { return !filter || strstr(name, filter) != NULL; }
+
+/* Runs g on both devices and compares (g is freed). */
+static void check_ex(const char *name, rlx_graph *g, double scale_tol, const run_opts *cu, const run_opts *ref)
+{
+    if (!wanted(name)) {
+        rlx_graph_free(g);
+        return;
+    }
+    char err[1024] = "";
+    if (!g || rlx_graph_verify(g) != RLX_OK) {
+        snprintf(err, sizeof err, "graph: %s", rlx_last_error());
+        report(name, 0, err);
+        rlx_graph_free(g);
+        return;
+    }
+    outputs a, b;
+    run_opts dcu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0};
+    run_opts dref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+    if (!cu)
+        cu = &dcu;
+    if (!ref) {
+        dref.runs = cu->runs;
+        dref.workload_init = cu->workload_init;
+        ref = &dref;
+    }
+    if (run_graph(g, cu, &a, err, sizeof err) != RLX_OK) {
+        report(name, 0, err);
+    } else if (run_graph(g, ref, &b, err, sizeof err) != RLX_OK) {
+        report(name, 0, err);
+        outputs_free(&a);
+    } else {
+        int bad = compare(&a, &b, scale_tol, err, sizeof err);
+        report(name, !bad, err);
+        outputs_free(&a);
+        outputs_free(&b);
+    }
+    rlx_graph_free(g);
+}
+
+static void check(const char *name, rlx_graph *g) { check_ex(name, g, 1.0, NULL, NULL); }
+
+static const char *dn(rlx_dtype t) { return rlx_dtype_name(t); }
+
+#define NAME(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
+#define DIMS(...) (const int64_t[]){__VA_ARGS__}
+
+/* ------------------------------------------------------------ cases */
+
+typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
+
+static void test_unary(void)
+{
+    static const struct { const char *name; unary_fn fn; int pos; } ops[] = {
+        {"neg", rlx_neg, 0},       {"abs", rlx_abs, 0},         {"exp", rlx_exp, 0},     {"log", rlx_log, 1},
+        {"sqrt", rlx_sqrt, 1},     {"rsqrt", rlx_rsqrt, 1},     {"reciprocal", rlx_reciprocal, 1},
+        {"tanh", rlx_tanh, 0},     {"sigmoid", rlx_sigmoid, 0}, {"relu", rlx_relu, 0},   {"gelu", rlx_gelu, 0},
+        {"gelu_tanh", rlx_gelu_tanh, 0}, {"silu", rlx_silu, 0}, {"erf", rlx_erf, 0},     {"sin", rlx_sin, 0},
+        {"cos", rlx_cos, 0},       {"floor", rlx_floor, 0},     {"ceil", rlx_ceil, 0},   {"round", rlx_round, 0},
+        {"sign", rlx_sign, 0},
+    };
+    static const int64_t shapes[3][3] = {{7, 0, 0}, {33, 65, 0}, {4, 5, 132}};
+    static const int ranks[3] = {1, 2, 3};
+    char nm[128];
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (int d = 0; d < 3; d++)
+            for (int s = 0; s < 3; s++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, ops[o].pos ? "p_x" : "x", FLOATS[d], ranks[s], shapes[s]);
+                rlx_output(g, "y", ops[o].fn(g, x));
+                check(NAME("unary %s %s rank%d", ops[o].name, dn(FLOATS[d]), ranks[s]), g);
+            }
+    /* integers and bools */
+    static const rlx_dtype ints[2] = {RLX_I64, RLX_I32};
+    static const struct { const char *name; unary_fn fn; } iops[] = {
+        {"neg", rlx_neg}, {"abs", rlx_abs}, {"sign", rlx_sign}, {"relu", rlx_relu}};
+    for (int d = 0; d < 2; d++)
+        for (int o = 0; o < 4; o++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_output(g, "y", iops[o].fn(g, rlx_input(g, "x", ints[d], 2, DIMS(9, 31))));
+            check(NAME("unary %s %s", iops[o].name, dn(ints[d])), g);
+        }
+    rlx_graph *g = rlx_graph_new();
+    rlx_output(g, "y", rlx_not(g, rlx_input(g, "x", RLX_BOOL, 2, DIMS(9, 31))));
+    check("unary not bool", g);
+}
+
+typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
+
+static rlx_node mod0(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_mod(g, a, b, 0); }
+static rlx_node mod1(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_mod(g, a, b, 1); }
+
+static void test_binary(void)
+{
+    static const struct { const char *name; binary_fn fn; const char *an, *bn; } ops[] = {
+        {"add", rlx_add, "x", "y"},   {"sub", rlx_sub, "x", "y"},   {"mul", rlx_mul, "x", "y"},
+        {"div", rlx_div, "x", "p_y"}, {"pow", rlx_pow, "p_x", "y"}, {"max", rlx_max, "x", "y"},
+        {"min", rlx_min, "x", "y"},   {"mod", mod0, "x", "p_y"},    {"fmod", mod1, "x", "p_y"},
+        {"equal", rlx_equal, "x", "x"}, {"less", rlx_less, "x", "y"}, {"greater", rlx_greater, "x", "y"},
+    };
+    static const struct { int ra; int64_t a[3]; int rb; int64_t b[3]; } sh[] = {
+        {2, {33, 65}, 2, {33, 65}}, {2, {33, 65}, 1, {65}}, {1, {65}, 2, {33, 65}},
+        {3, {4, 1, 6}, 2, {5, 1}},  {1, {1}, 2, {3, 7}},    {3, {2, 3, 4}, 3, {2, 1, 4}},
+    };
+    char nm[128];
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (int d = 0; d < 3; d++)
+            for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node a = rlx_input(g, ops[o].an, FLOATS[d], sh[s].ra, sh[s].a);
+                rlx_node b = !strcmp(ops[o].an, ops[o].bn) ? rlx_input(g, "x2", FLOATS[d], sh[s].rb, sh[s].b)
+                                                            : rlx_input(g, ops[o].bn, FLOATS[d], sh[s].rb, sh[s].b);
+                rlx_output(g, "z", ops[o].fn(g, a, b));
+                check(NAME("binary %s %s shape%zu", ops[o].name, dn(FLOATS[d]), s), g);
+            }
+    /* equal on values that do match somewhere */
+    for (int d = 0; d < 3; d++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node a = rlx_input(g, "i5_a", RLX_I64, 2, DIMS(17, 19));
+        rlx_node b = rlx_input(g, "i5_b", RLX_I64, 1, DIMS(19));
+        rlx_node fa = rlx_cast(g, a, FLOATS[d]), fb = rlx_cast(g, b, FLOATS[d]);
+        rlx_output(g, "eq", rlx_equal(g, fa, fb));
+        check(NAME("binary equal-hits %s", dn(FLOATS[d])), g);
+    }
+    static const rlx_dtype ints[2] = {RLX_I64, RLX_I32};
+    static const struct { const char *name; binary_fn fn; } iops[] = {
+        {"add", rlx_add}, {"sub", rlx_sub}, {"mul", rlx_mul}, {"div", rlx_div}, {"mod", mod0},
+        {"fmod", mod1},   {"max", rlx_max}, {"min", rlx_min}, {"less", rlx_less}, {"equal", rlx_equal}};
+    for (int d = 0; d < 2; d++)
+        for (size_t o = 0; o < sizeof iops / sizeof iops[0]; o++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_node a = rlx_input(g, "x", ints[d], 2, DIMS(9, 31));
+            rlx_node b = rlx_input(g, "nz_y", ints[d], 1, DIMS(31));
+            rlx_output(g, "z", iops[o].fn(g, a, b));
+            check(NAME("binary %s %s", iops[o].name, dn(ints[d])), g);
+        }
+    static const struct { const char *name; binary_fn fn; } bops[] = {
+        {"and", rlx_and}, {"or", rlx_or}, {"xor", rlx_xor}};
+    for (int o = 0; o < 3; o++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node a = rlx_input(g, "a", RLX_BOOL, 2, DIMS(9, 31)), b = rlx_input(g, "b", RLX_BOOL, 2, DIMS(9, 1));
+        rlx_output(g, "z", bops[o].fn(g, a, b));
+        check(NAME("binary %s bool", bops[o].name), g);
+    }
+}
+
+static void test_where_cast_clip(void)
+{
+    char nm[128];
+    static const rlx_dtype wt[4] = {RLX_F32, RLX_F16, RLX_BF16, RLX_I64};
+    for (int d = 0; d < 4; d++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node c = rlx_input(g, "c", RLX_BOOL, 3, DIMS(4, 1, 6));
+        rlx_node a = rlx_input(g, "a", wt[d], 2, DIMS(5, 6)), b = rlx_input(g, "b", wt[d], 3, DIMS(4, 5, 1));
+        rlx_output(g, "y", rlx_where(g, c, a, b));
+        check(NAME("where %s", dn(wt[d])), g);
+    }
+    static const rlx_dtype casts[][2] = {
+        {RLX_F32, RLX_F16},  {RLX_F32, RLX_BF16}, {RLX_F16, RLX_F32}, {RLX_BF16, RLX_F32}, {RLX_F16, RLX_BF16},
+        {RLX_F32, RLX_I64},  {RLX_I64, RLX_F32},  {RLX_F32, RLX_I32}, {RLX_BOOL, RLX_F32}, {RLX_I32, RLX_I64},
+        {RLX_F32, RLX_U8},   {RLX_F16, RLX_I32},  {RLX_I64, RLX_BF16}, {RLX_F32, RLX_BOOL}, {RLX_I64, RLX_I8},
+    };
+    for (size_t k = 0; k < sizeof casts / sizeof casts[0]; k++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", casts[k][0], 2, DIMS(13, 29));
+        if (casts[k][0] != RLX_BOOL)
+            x = rlx_mul(g, x, x);
+        rlx_output(g, "y", rlx_cast(g, x, casts[k][1]));
+        check(NAME("cast %s->%s", dn(casts[k][0]), dn(casts[k][1])), g);
+    }
+    static const rlx_dtype ct[5] = {RLX_F32, RLX_F16, RLX_BF16, RLX_I64, RLX_I32};
+    for (int d = 0; d < 5; d++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_output(g, "y", rlx_clip(g, rlx_input(g, "x", ct[d], 2, DIMS(13, 29)), -0.5, 1.25));
+        check(NAME("clip %s", dn(ct[d])), g);
+    }
+}
+
+typedef rlx_node (*reduce_fn)(rlx_graph *, rlx_node, int, const int *, int);
+
+static void test_reduce(void)
+{
+    static const struct { const char *name; reduce_fn fn; } ops[] = {
+        {"sum", rlx_reduce_sum}, {"mean", rlx_reduce_mean}, {"max", rlx_reduce_max},
+        {"min", rlx_reduce_min}, {"prod", rlx_reduce_prod}};
+    static const struct { int n; int axes[3]; } ax[] = {{1, {-1}}, {1, {0}}, {2, {0, 2}}, {0, {0}}, {1, {1}}};
+    char nm[128];
+    for (int o = 0; o < 5; o++)
+        for (int d = 0; d < 3; d++)
+            for (int a = 0; a < 5; a++)
+                for (int kd = 0; kd < 2; kd++) {
+                    rlx_graph *g = rlx_graph_new();
+                    int is_prod = o == 4;
+                    rlx_node x = rlx_input(g, is_prod ? "u_x" : "x", FLOATS[d], 3,
+                                           is_prod ? DIMS(3, 4, 5) : DIMS(6, 7, 129));
+                    if (is_prod)
+                        x = rlx_add(g, x, rlx_scalar(g, FLOATS[d], 1.0)); /* around 1, no underflow */
+                    rlx_output(g, "y", ops[o].fn(g, x, ax[a].n, ax[a].axes, kd));
+                    check(NAME("reduce %s %s axes%d keep%d", ops[o].name, dn(FLOATS[d]), a, kd), g);
+                }
+    rlx_graph *g = rlx_graph_new();
+    int axis = 1;
+    rlx_output(g, "y", rlx_reduce_sum(g, rlx_input(g, "x", RLX_I64, 2, DIMS(9, 33)), 1, &axis, 0));
+    check("reduce sum i64", g);
+    for (int d = 0; d < 3; d++)
+        for (int a = -1; a < 2; a++)
+            for (int mx = 0; mx < 2; mx++) {
+                g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(5, 6, 37));
+                rlx_output(g, "y", mx ? rlx_argmax(g, x, a, a == 0) : rlx_argmin(g, x, a, 0));
+                check(NAME("%s %s axis%d", mx ? "argmax" : "argmin", dn(FLOATS[d]), a), g);
+            }
+}
+
+static void test_norm_softmax(void)
+{
+    char nm[128];
+    for (int d = 0; d < 3; d++) {
+        for (int a = 0; a < 3; a++)
+            for (int lg = 0; lg < 2; lg++) {
+                int axes[3] = {-1, 1, 0};
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, a == 0 ? DIMS(5, 17, 1000) : DIMS(5, 17, 33));
+                rlx_output(g, "y", lg ? rlx_log_softmax(g, x, axes[a]) : rlx_softmax(g, x, axes[a]));
+                check(NAME("%s %s axis%d", lg ? "log_softmax" : "softmax", dn(FLOATS[d]), axes[a]), g);
+            }
+        static const int64_t widths[3] = {384, 1000, 31};
+        for (int w = 0; w < 3; w++)
+            for (int v = 0; v < 3; v++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(3, 5, widths[w]));
+                rlx_node ga = v > 0 ? rlx_param(g, "g", FLOATS[d], 1, DIMS(widths[w])) : -1;
+                rlx_node be = v > 1 ? rlx_param(g, "b", FLOATS[d], 1, DIMS(widths[w])) : -1;
+                rlx_output(g, "ln", rlx_layer_norm(g, x, ga, be, 1e-5));
+                rlx_output(g, "rms", rlx_rms_norm(g, x, ga, 1e-6));
+                check(NAME("norm %s width%lld variant%d", dn(FLOATS[d]), (long long)widths[w], v), g);
+            }
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 6, 5, 7));
+        rlx_node sc = rlx_param(g, "g", FLOATS[d], 1, DIMS(6)), bi = rlx_param(g, "b", FLOATS[d], 1, DIMS(6));
+        rlx_node mu = rlx_param(g, "mu", FLOATS[d], 1, DIMS(6)), var = rlx_param(g, "p_var", FLOATS[d], 1, DIMS(6));
+        rlx_output(g, "y", rlx_batch_norm(g, x, sc, bi, mu, var, 1e-5));
+        check(NAME("batch_norm %s", dn(FLOATS[d])), g);
+    }
+}
+
+static void test_shape(void)
+{
+    char nm[128];
+    static const rlx_dtype all[5] = {RLX_F32, RLX_F16, RLX_BF16, RLX_I64, RLX_BOOL};
+    for (int d = 0; d < 5; d++) {
+        rlx_dtype t = all[d];
+        static const struct { int r; int64_t dims[4]; int perm[4]; } tp[] = {
+            {3, {5, 6, 7}, {2, 0, 1}}, {4, {2, 3, 4, 5}, {0, 2, 1, 3}}, {2, {33, 65}, {1, 0}},
+            {3, {3, 40, 70}, {0, 2, 1}}, {4, {2, 3, 4, 5}, {3, 2, 1, 0}}};
+        for (int k = 0; k < 5; k++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_output(g, "y", rlx_transpose(g, rlx_input(g, "x", t, tp[k].r, tp[k].dims), tp[k].perm));
+            check(NAME("transpose %s case%d", dn(t), k), g);
+        }
+        rlx_graph *g = rlx_graph_new();
+        int axes[2] = {0, 2};
+        rlx_node x = rlx_input(g, "x", t, 3, DIMS(9, 10, 11));
+        rlx_output(g, "a", rlx_slice(g, x, 2, axes, DIMS(1, -2), DIMS(8, 0), DIMS(2, -3)));
+        rlx_output(g, "b", rlx_slice(g, x, 1, axes + 1, DIMS(3), DIMS(9), DIMS(1)));
+        rlx_output(g, "c", rlx_slice(g, x, 1, axes, DIMS(2), DIMS(5), DIMS(1)));
+        check(NAME("slice %s", dn(t)), g);
+        for (int ax = 0; ax < 3; ax++) {
+            g = rlx_graph_new();
+            int64_t d1[3] = {4, 5, 6}, d2[3] = {4, 5, 6}, d3[3] = {4, 5, 6};
+            d2[ax] = 2;
+            d3[ax] = 7;
+            rlx_node xs[3] = {rlx_input(g, "x1", t, 3, d1), rlx_input(g, "x2", t, 3, d2), rlx_input(g, "x3", t, 3, d3)};
+            rlx_output(g, "y", rlx_concat(g, 3, xs, ax));
+            check(NAME("concat %s axis%d", dn(t), ax), g);
+        }
+        g = rlx_graph_new();
+        rlx_output(g, "y", rlx_expand(g, rlx_input(g, "x", t, 2, DIMS(3, 1)), 3, DIMS(2, 3, 4)));
+        check(NAME("expand %s", dn(t)), g);
+        for (int mode = 0; mode < 3; mode++) {
+            g = rlx_graph_new();
+            rlx_output(g, "y", rlx_pad(g, rlx_input(g, "x", t, 3, DIMS(3, 5, 6)), DIMS(0, 2, 1, 1, 3, 2),
+                                       (rlx_pad_mode)mode, 1.5));
+            check(NAME("pad %s mode%d", dn(t), mode), g);
+        }
+        g = rlx_graph_new();
+        rlx_node r = rlx_reshape(g, rlx_input(g, "x", t, 3, DIMS(4, 6, 5)), 2, DIMS(-1, 10));
+        rlx_output(g, "y", rlx_transpose(g, r, (const int[]){1, 0}));
+        check(NAME("reshape %s", dn(t)), g);
+    }
+    for (int d = 0; d < 3; d++)
+        for (int it = 0; it < 2; it++)
+            for (int ax = 0; ax < 2; ax++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node data = rlx_input(g, "x", FLOATS[d], 2, DIMS(50, 24));
+                rlx_node idx = rlx_input(g, ax == 0 ? "i50_idx" : "i24_idx", it ? RLX_I32 : RLX_I64, 2, DIMS(3, 7));
+                rlx_output(g, "y", rlx_gather(g, data, idx, ax));
+                check(NAME("gather %s idx%s axis%d", dn(FLOATS[d]), it ? "i32" : "i64", ax), g);
+            }
+    for (int d = 0; d < 3; d++)
+        for (int inter = 0; inter < 2; inter++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16)), 10000.0, 5, inter));
+            check(NAME("rope %s interleaved%d", dn(FLOATS[d]), inter), g);
+        }
+}
+
+static void test_matmul(void)
+{
+    char nm[128];
+    static const struct { int ra; int64_t a[4]; int rb; int64_t b[4]; int ta, tb; } mm[] = {
+        {2, {37, 64}, 2, {64, 29}, 0, 0},          {2, {64, 37}, 2, {64, 29}, 1, 0},
+        {2, {37, 64}, 2, {29, 64}, 0, 1},          {2, {64, 37}, 2, {29, 64}, 1, 1},
+        {3, {3, 37, 64}, 2, {64, 29}, 0, 0},       {3, {3, 37, 64}, 3, {3, 64, 29}, 0, 0},
+        {4, {2, 1, 8, 16}, 4, {1, 3, 16, 8}, 0, 0}, {3, {4, 16, 33}, 3, {4, 40, 33}, 0, 1},
+        {2, {256, 512}, 2, {512, 384}, 0, 0},      {3, {1, 5, 7}, 3, {6, 7, 9}, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++)
+        for (int d = 0; d < 3; d++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_node a = rlx_input(g, "u_a", FLOATS[d], mm[k].ra, mm[k].a);
+            rlx_node b = rlx_input(g, "u_b", FLOATS[d], mm[k].rb, mm[k].b);
+            rlx_output(g, "c", rlx_matmul(g, a, b, mm[k].ta, mm[k].tb));
+            check(NAME("matmul %s case%zu", dn(FLOATS[d]), k), g);
+        }
+}
+
+static void test_attention(void)
+{
+    char nm[128];
+    static const struct { int64_t B, H, Hk, S, T, D, Dv; int causal, mask; } at[] = {
+        {2, 4, 4, 37, 37, 32, 32, 0, 0},  {2, 4, 2, 37, 45, 32, 32, 1, 0}, {1, 8, 2, 64, 64, 64, 64, 1, 0},
+        {2, 4, 4, 16, 45, 32, 32, 0, 1},  {2, 4, 4, 16, 45, 32, 32, 0, 2}, {1, 2, 1, 1, 1000, 128, 128, 1, 0},
+        {1, 2, 2, 130, 130, 128, 64, 1, 1}, {1, 2, 2, 20, 20, 256, 256, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+        for (int d = 0; d < 3; d++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(at[k].B, at[k].H, at[k].S, at[k].D));
+            rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(at[k].B, at[k].Hk, at[k].T, at[k].D));
+            rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(at[k].B, at[k].Hk, at[k].T, at[k].Dv));
+            rlx_node m = -1;
+            if (at[k].mask == 1)
+                m = rlx_input(g, "m", RLX_BOOL, 4, DIMS(at[k].B, 1, 1, at[k].T)); /* padding mask */
+            else if (at[k].mask == 2)
+                m = rlx_input(g, "u_m", FLOATS[d], 4, DIMS(at[k].B, 1, at[k].S, at[k].T));
+            rlx_output(g, "o", rlx_attention(g, q, kk, v, m, at[k].causal, 0.0));
+            check(NAME("attention %s case%zu", dn(FLOATS[d]), k), g);
+        }
+}
+
+static void test_conv_pool(void)
+{
+    char nm[128];
+    for (int d = 0; d < 3; d++) {
+        static const struct { int64_t C, O, k, s, p, dil, g; int bias; } cv[] = {
+            {3, 8, 3, 1, 1, 1, 1, 1}, {4, 6, 3, 2, 0, 2, 1, 0}, {4, 6, 3, 1, 1, 1, 2, 1},
+            {8, 16, 1, 1, 0, 1, 1, 1}, {8, 16, 1, 2, 0, 1, 1, 0}, {3, 16, 7, 2, 3, 1, 1, 1},
+        };
+        for (int k = 0; k < 6; k++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_conv_params p;
+            rlx_conv_params_init(&p);
+            p.stride[0] = p.stride[1] = cv[k].s;
+            p.dilation[0] = p.dilation[1] = cv[k].dil;
+            for (int i = 0; i < 4; i++)
+                p.pads[i] = cv[k].p;
+            p.groups = cv[k].g;
+            rlx_node x = rlx_input(g, "u_x", FLOATS[d], 4, DIMS(2, cv[k].C, 17, 19));
+            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
+            rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
+            rlx_output(g, "y", rlx_conv(g, x, w, b, &p));
+            check(NAME("conv2d %s case%d", dn(FLOATS[d]), k), g);
+        }
+        rlx_graph *g = rlx_graph_new();
+        rlx_conv_params p;
+        rlx_conv_params_init(&p);
+        p.pads[0] = 2;
+        p.pads[1] = 1;
+        rlx_output(g, "y", rlx_conv(g, rlx_input(g, "u_x", FLOATS[d], 3, DIMS(2, 4, 20)),
+                                    rlx_param(g, "u_w", FLOATS[d], 3, DIMS(6, 4, 5)),
+                                    rlx_param(g, "u_b", FLOATS[d], 1, DIMS(6)), &p));
+        check(NAME("conv1d %s", dn(FLOATS[d])), g);
+        for (int k = 0; k < 4; k++) {
+            g = rlx_graph_new();
+            rlx_pool_params pp;
+            rlx_pool_params_init(&pp, 3);
+            pp.stride[0] = pp.stride[1] = 2;
+            pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = k == 3 ? 0 : 1;
+            pp.count_include_pad = k == 2;
+            pp.ceil_mode = k == 3;
+            rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 17, 18));
+            rlx_output(g, "mx", rlx_max_pool(g, x, &pp));
+            rlx_output(g, "av", rlx_avg_pool(g, x, &pp));
+            check(NAME("pool %s case%d", dn(FLOATS[d]), k), g);
+        }
+        g = rlx_graph_new();
+        rlx_output(g, "y", rlx_global_avg_pool(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 5, 9, 11))));
+        check(NAME("global_avg_pool %s", dn(FLOATS[d])), g);
+    }
+}
+
+static void test_random(void)
+{
+    char nm[128];
+    for (int d = 0; d < 3; d++)
+        for (int runs = 1; runs <= 2; runs++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_output(g, "u", rlx_random_uniform(g, FLOATS[d], 2, DIMS(37, 41), -1.0, 3.0));
+            rlx_output(g, "n", rlx_random_normal(g, FLOATS[d], 2, DIMS(37, 41), 0.5, 2.0));
+            rlx_output(g, "d", rlx_dropout(g, rlx_input(g, "x", FLOATS[d], 2, DIMS(37, 41)), 0.3));
+            run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, runs, 0};
+            check_ex(NAME("random %s run%d", dn(FLOATS[d]), runs), g, 1.0, &cu, NULL);
+        }
+}
+
+/* Patterns the fusion pass turns into fused ops on both devices. */
+static void test_fused(void)
+{
+    char nm[128];
+    for (int d = 0; d < 3; d++) {
+        rlx_dtype t = FLOATS[d];
+        static unary_fn acts[4] = {NULL, rlx_relu, rlx_gelu, rlx_gelu_tanh};
+        for (int a = 0; a < 4; a++)
+            for (int batched = 0; batched < 2; batched++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = batched ? rlx_input(g, "u_x", t, 3, DIMS(3, 40, 96)) : rlx_input(g, "u_x", t, 2, DIMS(70, 96));
+                rlx_node y = rlx_add(g, rlx_matmul(g, x, rlx_param(g, "u_w", t, 2, DIMS(96, 136)), 0, 0),
+                                     rlx_param(g, "u_b", t, 1, DIMS(136)));
+                if (acts[a])
+                    y = acts[a](g, y);
+                rlx_output(g, "y", y);
+                check(NAME("fused matmul_bias_act %s act%d batched%d", dn(t), a, batched), g);
+            }
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", t, 3, DIMS(2, 9, 384)), r = rlx_input(g, "r", t, 3, DIMS(2, 9, 384));
+        rlx_node ga = rlx_param(g, "g", t, 1, DIMS(384)), be = rlx_param(g, "b", t, 1, DIMS(384));
+        rlx_output(g, "ln", rlx_layer_norm(g, rlx_add(g, x, r), ga, be, 1e-12));
+        check(NAME("fused add_layer_norm %s", dn(t)), g);
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 2, DIMS(9, 512));
+        r = rlx_input(g, "r", t, 2, DIMS(9, 512));
+        rlx_output(g, "rms", rlx_rms_norm(g, rlx_add(g, x, r), rlx_param(g, "g", t, 1, DIMS(512)), 1e-6));
+        check(NAME("fused add_rms_norm %s", dn(t)), g);
+        g = rlx_graph_new();
+        x = rlx_input(g, "u_x", t, 3, DIMS(2, 11, 128));
+        rlx_node wg = rlx_param(g, "u_wg", t, 2, DIMS(128, 344)), wu = rlx_param(g, "u_wu", t, 2, DIMS(128, 344));
+        rlx_output(g, "y", rlx_mul(g, rlx_silu(g, rlx_matmul(g, x, wg, 0, 0)), rlx_matmul(g, x, wu, 0, 0)));
+        check(NAME("fused swiglu %s", dn(t)), g);
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 65));
+        rlx_node y = rlx_input(g, "y", t, 1, DIMS(65)), z = rlx_input(g, "z", t, 3, DIMS(4, 1, 65));
+        rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_tanh(g, rlx_sub(g, z, x))));
+        check(NAME("fused elementwise_chain %s", dn(t)), g);
+        for (int mk = 0; mk < 3; mk++) {
+            g = rlx_graph_new();
+            x = rlx_input(g, "x", t, 4, DIMS(2, 3, 17, 40));
+            rlx_node s = rlx_mul(g, x, rlx_scalar(g, t, 0.125));
+            if (mk == 1)
+                s = rlx_add(g, s, rlx_input(g, "u_m", t, 4, DIMS(2, 1, 1, 40)));
+            if (mk == 2)
+                s = rlx_where(g, rlx_input(g, "m", RLX_BOOL, 4, DIMS(2, 1, 17, 40)), s,
+                              rlx_scalar(g, t, -INFINITY));
+            rlx_output(g, "p", rlx_softmax(g, s, -1));
+            check(NAME("fused softmax_scale_mask %s mask%d", dn(t), mk), g);
+        }
+        for (int act = 0; act < 2; act++) {
+            g = rlx_graph_new();
+            rlx_conv_params p;
+            rlx_conv_params_init(&p);
+            p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+            rlx_node c = rlx_conv(g, rlx_input(g, "u_x", t, 4, DIMS(2, 8, 12, 12)),
+                                  rlx_param(g, "u_w", t, 4, DIMS(16, 8, 3, 3)), rlx_param(g, "u_b", t, 1, DIMS(16)), &p);
+            rlx_output(g, "y", act ? rlx_relu(g, c) : c);
+            check(NAME("fused conv_bias_act %s relu%d", dn(t), act), g);
+        }
+    }
+}
+
+/* CUDA Graph replay against eager launches, and against the CPU. */
+static void test_graph_replay(void)
+{
+    rlx_graph *g = rlx_workload_mlp(32, RLX_F32);
+    run_opts eager = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 1, 0, 2, 1};
+    run_opts graph = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 3, 1};
+    check_ex("cuda graph vs eager (mlp)", g, 1.0, &graph, &eager);
+    g = rlx_workload_mlp(32, RLX_F32);
+    run_opts nofuse = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 1, 1, 1};
+    check_ex("mlp without fusion", g, 1.0, &nofuse, NULL);
+}
+
+static void test_workloads(void)
+{
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
+    check_ex("e2e mlp f32 b64", rlx_workload_mlp(64, RLX_F32), 2.0, &cu, NULL);
+    check_ex("e2e mlp f16 b64", rlx_workload_mlp(64, RLX_F16), 2.0, &cu, NULL);
+    check_ex("e2e mlp bf16 b64", rlx_workload_mlp(64, RLX_BF16), 2.0, &cu, NULL);
+    rlx_encoder_config ec = rlx_encoder_minilm(2, 64);
+    ec.layers = 2;
+    check_ex("e2e encoder f32 b2 s64", rlx_workload_encoder(&ec), 5.0, &cu, NULL);
+    run_opts amp = {RLX_DEVICE_CUDA, RLX_PRECISION_F16, 0, 0, 1, 1};
+    run_opts ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 1};
+    /* mixed precision against the f32 CPU reference: f16 tolerances */
+    ec = rlx_encoder_minilm(2, 64);
+    ec.layers = 2;
+    /* f32 outputs of an f16/bf16 body: tolerances scaled to those dtypes */
+    check_ex("e2e encoder amp f16", rlx_workload_encoder(&ec), 100.0, &amp, &ref);
+    rlx_graph *g;
+    g = rlx_workload_mlp(64, RLX_F32);
+    check_ex("e2e mlp amp bf16", g, 200.0, &(run_opts){RLX_DEVICE_CUDA, RLX_PRECISION_BF16, 0, 0, 1, 1}, &ref);
+    /* resnet50 itself, batch 1, f32 and f16 */
+    check_ex("e2e resnet50 f32 b1", rlx_workload_resnet50(1, RLX_F32), 5.0, &cu, NULL);
+    check_ex("e2e resnet50 f16 b1", rlx_workload_resnet50(1, RLX_F16), 3.0, &cu, NULL);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    filter = getenv("RLX_GPU_TEST_FILTER");
+    if (filter && !*filter)
+        filter = NULL;
+    /* skip cleanly where CUDA is not built or no device is usable */
+    rlx_graph *probe = rlx_graph_new();
+    rlx_output(probe, "y", rlx_relu(probe, rlx_input(probe, "x", RLX_F32, 1, DIMS(4))));
+    rlx_options o;
+    rlx_options_init(&o);
+    o.device = RLX_DEVICE_CUDA;
+    rlx_session *s = NULL;
+    if (getenv("RLX_GPU_TEST_CPU_ONLY"))
+        o.device = RLX_DEVICE_CPU;
+    if (rlx_compile(probe, &o, &s) != RLX_OK) {
+        printf("SKIPPED: CUDA backend not usable here: %s\n", rlx_last_error());
+        printf("0 passed, 0 failed (skipped)\n");
+        rlx_graph_free(probe);
+        return 77;
+    }
+    rlx_session_free(s);
+    rlx_graph_free(probe);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    static const struct { const char *name; void (*fn)(void); } groups[] = {
+        {"unary", test_unary},     {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
+        {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
+        {"matmul", test_matmul},   {"attention", test_attention}, {"conv/pool", test_conv_pool},
+        {"random", test_random},   {"fused", test_fused}, {"graph replay", test_graph_replay},
+        {"workloads", test_workloads},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        int p0 = n_pass, f0 = n_fail;
+        groups[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("group %-16s %4d passed %4d failed  (%.1f s)\n", groups[i].name, n_pass - p0, n_fail - f0,
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    }
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}

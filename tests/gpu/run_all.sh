@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# run_all.sh - builds RLX with the CUDA backend and runs the GPU parity test
+# (every op and fused op against the CPU reference, CUDA Graph replay, the
+# mlp/encoder/resnet50 workloads end to end).  Meant for the GPU machine:
+#
+#   tests/gpu/run_all.sh            # build in build-gpu, run, last line "N passed, M failed"
+#
+# Environment: BUILD (build folder, default build-gpu), JOBS (default 16),
+# LOG (where the full test log goes, default $OUT/gpu_tests.log or
+# build-gpu/gpu_tests.log), RLX_GPU_TEST_FILTER (run only matching cases),
+# PREBUILT (a build folder carried from elsewhere, used when the build here fails).
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build-gpu}
+JOBS=${JOBS:-16}
+export PATH=/usr/local/cuda/bin:$PATH
+mkdir -p "$BUILD"
+LOG=${LOG:-${OUT:-$BUILD}/gpu_tests.log}
+
+built=0
+if command -v cmake >/dev/null; then
+  if cmake -S . -B "$BUILD" -DRLX_ONNX=OFF -DRLX_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$BUILD/configure.log" 2>&1 &&
+     cmake --build "$BUILD" -j"$JOBS" >"$BUILD/build.log" 2>&1; then
+    built=1
+  else
+    echo "build failed; last lines:"; tail -20 "$BUILD/configure.log" "$BUILD/build.log" 2>/dev/null
+  fi
+else
+  echo "no cmake on this machine"
+fi
+if [ $built = 0 ] && [ -n "${PREBUILT:-}" ] && [ -f "$PREBUILT/librlx.so" ]; then
+  echo "using the prebuilt library in $PREBUILT"
+  BUILD=$PREBUILT
+  built=1
+fi
+if [ $built = 0 ]; then
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+grep -q "CUDA backend on" "$BUILD/configure.log" 2>/dev/null && grep "CUDA backend on" "$BUILD/configure.log"
+cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_parity.c -Iinclude -Isrc \
+   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx -lm -o "$BUILD/cuda_parity" || { echo "0 passed, 1 failed"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+"$BUILD/cuda_parity" 2>&1 | tee "$LOG"
+rc=${PIPESTATUS[0]}
+exit "$rc"
