@@ -362,7 +362,11 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
                            char ***outputs, int *n_outputs);
 void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
 
-/* Tensor files.  *data is malloc'd (free it); dims has RLX_MAX_DIMS room.
+/* ONNX types RLX lacks are widened at import: int16 and uint16 become i32,
+ * uint32 and uint64 become i64 (graph inputs and outputs too; uint64 values
+ * above 2^63 do not survive).  Tensor files below are widened the same way.
+ *
+ * Tensor files.  *data is malloc'd (free it); dims has RLX_MAX_DIMS room.
  * TensorProto (.pb) as the ONNX test suite stores them: */
 rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims,
                                 void **data, size_t *bytes);

@@ -963,6 +963,24 @@ static rlx_status h_nonzero(ox_node *n) {
     return ox_out_const(n, 0, y);
 }
 
+/* BitShift on unsigned types (held widened): multiply or divide by 2^s. */
+static rlx_status h_bitshift(ox_node *n) {
+    char buf[16];
+    const char *dir = ox_attr_s(n, "direction", "", buf, sizeof buf);
+    rlx_dtype t = oxo_in_dtype(n, 0);
+    if (ox_dtype_is_float(t)) return ox_fail(n, RLX_ERR_DTYPE, "BitShift on floats");
+    rlx_node x = rlx_cast(G, oxo_in(n, 0), RLX_I64), s = rlx_cast(G, oxo_in(n, 1), RLX_F64);
+    rlx_node p = rlx_cast(G, rlx_pow(G, oxo_scalar(n, RLX_F64, 2), s), RLX_I64);
+    rlx_node y;
+    if (!strcmp(dir, "LEFT")) {
+        y = rlx_mul(G, x, p);
+        double m = t == RLX_U8 ? 256 : (t == RLX_I32 ? 65536 : 0);
+        if (m > 0) y = rlx_mod(G, y, oxo_scalar(n, RLX_I64, m), 0);
+    } else if (!strcmp(dir, "RIGHT")) y = rlx_div(G, x, p);
+    else return ox_fail(n, RLX_ERR_FORMAT, "direction must be LEFT or RIGHT");
+    return ox_out_node(n, 0, rlx_cast(G, y, t));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -978,7 +996,7 @@ static const struct {
     {"GatherND", h_gather_nd}, {"ScatterND", h_scatter_nd},
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
-    {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero},
+    {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},

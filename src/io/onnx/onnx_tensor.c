@@ -141,6 +141,11 @@ bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = RLX_F16; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = RLX_F64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = RLX_BF16; return true;
+    /* widened: RLX has no 16-bit or unsigned wide integers */
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *out = RLX_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = RLX_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = RLX_I64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = RLX_I64; return true;
     default: return false;
     }
 }
@@ -267,6 +272,12 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
     if (!numel_of((int)p->n_dims, p->dims, &numel))
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': dimensions negative or too large", tn);
     size_t es = rlx_dtype_size(t), want = (size_t)numel * es;
+    /* stored element size (differs from es for widened types) */
+    size_t ses = ot == ONNX__TENSOR_PROTO__DATA_TYPE__INT16 || ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ? 2
+                 : ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32                                            ? 4
+                                                                                                          : es;
+    bool widened = ses != es || ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
+    size_t stored = (size_t)numel * ses;
     bool external = p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     /* Check the stored size before allocating what the dims claim. */
     size_t have_typed = 0;
@@ -274,12 +285,14 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: have_typed = p->n_float_data; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: have_typed = p->n_int64_data; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: have_typed = p->n_double_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: have_typed = p->n_uint64_data; break;
     default: have_typed = p->n_int32_data; break;
     }
     if (!external) {
-        if (p->has_raw_data && p->raw_data.len != want)
+        if (p->has_raw_data && p->raw_data.len != stored)
             return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': raw_data has %zu bytes, its %lld %s elements need %zu",
-                                 tn, p->raw_data.len, (long long)numel, ox_onnx_type_name(ot), want);
+                                 tn, p->raw_data.len, (long long)numel, ox_onnx_type_name(ot), stored);
         if (!p->has_raw_data && have_typed != (size_t)numel)
             return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': %zu stored values for %lld elements", tn, have_typed,
                                  (long long)numel);
@@ -287,8 +300,33 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
     ox_tensor *x = ox_tensor_new(t, (int)p->n_dims, p->dims);
     if (!x) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
     rlx_status st = RLX_OK;
-    if (external) {
+    if (external && widened) {
+        st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': external %s data", tn, ox_onnx_type_name(ot));
+    } else if (external) {
         st = read_external(p, base_dir, x->data, want);
+    } else if (p->has_raw_data && widened) {
+        const uint8_t *r = p->raw_data.data;
+        for (int64_t i = 0; i < numel; i++) {
+            const uint8_t *e = r + (size_t)i * ses;
+            int64_t v;
+            switch (ot) {
+            case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: v = (int16_t)(uint16_t)(e[0] | (e[1] << 8)); break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: v = (uint16_t)(e[0] | (e[1] << 8)); break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: {
+                uint32_t u;
+                memcpy(&u, e, 4);
+                v = u;
+                break;
+            }
+            default: {
+                uint64_t u;
+                memcpy(&u, e, 8);
+                v = (int64_t)u;
+                break;
+            }
+            }
+            ox_set_i(x, i, v);
+        }
     } else if (p->has_raw_data) {
         if (want) memcpy(x->data, p->raw_data.data, want);
     } else {
@@ -301,6 +339,8 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
             case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
                 ((uint16_t *)x->data)[i] = (uint16_t)p->int32_data[i];
                 break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: ox_set_i(x, i, (int64_t)p->uint64_data[i]); break;
             default: ox_set_i(x, i, p->int32_data[i]); break;
             }
         }
