@@ -117,24 +117,78 @@ typedef struct attn_args {
     int64_t mstr[RLX_MAX_DIMS];
 } attn_args;
 
-/* Keys (or value columns) handled per register block, and a build of the
- * per-head loop for AVX2/FMA chosen at load time where the CPU has it. */
+/* Keys (or value columns) per register block. */
 #define ATTN_JB 16
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ATTN_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define ATTN_CLONES
-#endif
+#define EXP_F64(y, x) ((y) = exp(x))
 
-#define ATTN_IMPL(NAME, CT, EXP)                                                                              \
-    ATTN_CLONES static void NAME(const attn_args *a, int64_t bh, CT *blk)                                     \
+#define ATTN_CORE(SFX, CT, EXPSTMT)                                                                                     \
+    /* sc[j] = q . k_j for the first Te keys, ATTN_JB keys per register block */                                        \
+    RLX_CLONES static void attn_scores_##SFX(const CT *restrict qr, const CT *restrict kT, CT *restrict sc, int64_t Te, \
+                                             int64_t T, int64_t D)                                                      \
+    {                                                                                                                   \
+        int64_t j0 = 0;                                                                                                 \
+        for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB) {                                                                     \
+            CT r[ATTN_JB] = {0};                                                                                        \
+            for (int64_t d = 0; d < D; d++) {                                                                           \
+                CT qd = qr[d];                                                                                          \
+                const CT *restrict kd = kT + d * T + j0;                                                                \
+                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += qd * kd[jj];                          \
+            }                                                                                                           \
+            for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
+                sc[j0 + jj] = r[jj];                                                                                    \
+        }                                                                                                               \
+        for (int64_t j = j0; j < Te; j++) {                                                                             \
+            CT r = 0;                                                                                                   \
+            for (int64_t d = 0; d < D; d++)                                                                             \
+                r += qr[d] * kT[d * T + j];                                                                             \
+            sc[j] = r;                                                                                                  \
+        }                                                                                                               \
+    }                                                                                                                   \
+    /* softmax of sc (in place, unnormalised) and acc = sum_j p_j v_j;                                                  \
+     * returns the sum of the p_j, 0 when every key is masked */                                                        \
+    RLX_CLONES static double attn_softmax_pv_##SFX(CT *restrict sc, const CT *restrict vb, CT *restrict acc,            \
+                                                   int64_t Te, int64_t Dv)                                              \
+    {                                                                                                                   \
+        CT m = -INFINITY;                                                                                               \
+        for (int64_t j = 0; j < Te; j++)                                                                                \
+            m = sc[j] > m ? sc[j] : m;                                                                                  \
+        if (m == -INFINITY)                                                                                             \
+            return 0.0;                                                                                                 \
+        double sum = 0;                                                                                                 \
+        _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++) {                                       \
+            CT p;                                                                                                       \
+            EXPSTMT(p, sc[j] - m);                                                                                      \
+            sc[j] = p;                                                                                                  \
+            sum += p;                                                                                                   \
+        }                                                                                                               \
+        int64_t e0 = 0;                                                                                                 \
+        for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB) {                                                                     \
+            CT r[ATTN_JB] = {0};                                                                                        \
+            for (int64_t j = 0; j < Te; j++) {                                                                          \
+                CT p = sc[j];                                                                                           \
+                const CT *restrict vj = vb + j * Dv + e0;                                                               \
+                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += p * vj[jj];                           \
+            }                                                                                                           \
+            for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
+                acc[e0 + jj] = r[jj];                                                                                   \
+        }                                                                                                               \
+        for (int64_t e = e0; e < Dv; e++) {                                                                             \
+            CT r = 0;                                                                                                   \
+            for (int64_t j = 0; j < Te; j++)                                                                            \
+                r += sc[j] * vb[j * Dv + e];                                                                            \
+            acc[e] = r;                                                                                                 \
+        }                                                                                                               \
+        return sum;                                                                                                     \
+    }
+
+#define ATTN_HEAD(SFX, CT)                                                                                    \
+    static void attn_head_##SFX(const attn_args *a, int64_t bh, CT *blk)                                      \
     {                                                                                                         \
         const rlx_thunk *t = a->t;                                                                            \
         rlx_dtype dt = t->node->dtype;                                                                        \
         int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                                     \
         int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                                        \
-        CT *restrict kT = blk, *restrict vb = kT + D * T, *restrict qr = vb + T * Dv;                         \
-        CT *restrict sc = qr + D, *restrict acc = sc + T;                                                     \
+        CT *kT = blk, *vb = kT + D * T, *qr = vb + T * Dv, *sc = qr + D, *acc = sc + T;                       \
         int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                          \
         if (dt == RLX_F32) {                                                                                  \
             const float *k = (const float *)t->in[1] + kbase;                                                 \
@@ -158,24 +212,7 @@ typedef struct attn_args {
             }                                                                                                 \
             for (int64_t d = 0; d < D; d++)                                                                   \
                 qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                   \
-            /* scores, ATTN_JB keys at a time held in registers */                                            \
-            int64_t j0 = 0;                                                                                   \
-            for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB) {                                                       \
-                CT r[ATTN_JB] = {0};                                                                          \
-                for (int64_t d = 0; d < D; d++) {                                                             \
-                    CT qd = qr[d];                                                                            \
-                    const CT *restrict kd = kT + d * T + j0;                                                  \
-                    _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += qd * kd[jj];            \
-                }                                                                                             \
-                for (int jj = 0; jj < ATTN_JB; jj++)                                                          \
-                    sc[j0 + jj] = r[jj];                                                                      \
-            }                                                                                                 \
-            for (int64_t j = j0; j < Te; j++) {                                                               \
-                CT r = 0;                                                                                     \
-                for (int64_t d = 0; d < D; d++)                                                               \
-                    r += qr[d] * kT[d * T + j];                                                               \
-                sc[j] = r;                                                                                    \
-            }                                                                                                 \
+            attn_scores_##SFX(qr, kT, sc, Te, T, D);                                                          \
             /* mask: bool (false drops the key) or float (added) */                                           \
             if (a->mask) {                                                                                    \
                 int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                                \
@@ -189,52 +226,25 @@ typedef struct attn_args {
                         sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);                      \
                 }                                                                                             \
             }                                                                                                 \
-            CT m = -INFINITY;                                                                                 \
-            for (int64_t j = 0; j < Te; j++)                                                                  \
-                m = sc[j] > m ? sc[j] : m;                                                                    \
-            if (m == -INFINITY) { /* every key masked: zeros */                                               \
-                for (int64_t e = 0; e < Dv; e++)                                                              \
-                    rlx_store(t->out, dt, obase + e, 0.0);                                                    \
-                continue;                                                                                     \
-            }                                                                                                 \
-            double sum = 0;                                                                                   \
-            _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++) {                      \
-                CT p = EXP(sc[j] - m);                                                                        \
-                sc[j] = p;                                                                                    \
-                sum += p;                                                                                     \
-            }                                                                                                 \
-            /* weighted values, ATTN_JB outputs at a time in registers */                                     \
-            int64_t e0 = 0;                                                                                   \
-            for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB) {                                                       \
-                CT r[ATTN_JB] = {0};                                                                          \
-                for (int64_t j = 0; j < Te; j++) {                                                            \
-                    CT p = sc[j];                                                                             \
-                    const CT *restrict vj = vb + j * Dv + e0;                                                 \
-                    _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += p * vj[jj];             \
-                }                                                                                             \
-                for (int jj = 0; jj < ATTN_JB; jj++)                                                          \
-                    acc[e0 + jj] = r[jj];                                                                     \
-            }                                                                                                 \
-            for (int64_t e = e0; e < Dv; e++) {                                                               \
-                CT r = 0;                                                                                     \
-                for (int64_t j = 0; j < Te; j++)                                                              \
-                    r += sc[j] * vb[j * Dv + e];                                                              \
-                acc[e] = r;                                                                                   \
-            }                                                                                                 \
-            double inv = 1.0 / sum;                                                                           \
+            double sum = attn_softmax_pv_##SFX(sc, vb, acc, Te, Dv);                                          \
+            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros */                            \
             if (dt == RLX_F32) {                                                                              \
                 float *o = (float *)t->out + obase;                                                           \
                 for (int64_t e = 0; e < Dv; e++)                                                              \
                     o[e] = (float)(acc[e] * inv);                                                             \
             } else {                                                                                          \
                 for (int64_t e = 0; e < Dv; e++)                                                              \
-                    rlx_store(t->out, dt, obase + e, acc[e] * inv);                                           \
+                    rlx_store(t->out, dt, obase + e, sum == 0 ? 0.0 : acc[e] * inv);                          \
             }                                                                                                 \
         }                                                                                                     \
     }
 
-ATTN_IMPL(attn_head_f32, float, rlx_expf_vec)
-ATTN_IMPL(attn_head_f64, double, exp)
+RLX_VEC_BEGIN
+ATTN_CORE(f32, float, RLX_EXPF_VEC)
+ATTN_CORE(f64, double, EXP_F64)
+RLX_VEC_END
+ATTN_HEAD(f32, float)
+ATTN_HEAD(f64, double)
 
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {

@@ -8,14 +8,9 @@
 /* ---- softmax family: the input is [outer, n, inner]; each (outer, inner)
  * pair is one row of n elements at stride inner. */
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NORM_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define NORM_CLONES
-#endif
-
 /* One row without NaN (the caller checks). */
-NORM_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
+RLX_VEC_BEGIN
+RLX_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
 {
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
@@ -24,8 +19,11 @@ NORM_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int
     double sum = 0;
     if (log_form) {
 #pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < n; i++)
-            sum += rlx_expf_vec(x[i * s] - m);
+        for (int64_t i = 0; i < n; i++) {
+            float e;
+            RLX_EXPF_VEC(e, x[i * s] - m);
+            sum += e;
+        }
         double lse = (double)m + log(sum);
         for (int64_t i = 0; i < n; i++)
             y[i * s] = (float)((double)x[i * s] - lse);
@@ -33,7 +31,8 @@ NORM_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int
         /* y may alias x: each element is read before it is overwritten */
 #pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < n; i++) {
-            float e = rlx_expf_vec(x[i * s] - m);
+            float e;
+            RLX_EXPF_VEC(e, x[i * s] - m);
             y[i * s] = e;
             sum += e;
         }
@@ -43,6 +42,7 @@ NORM_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int
             y[i * s] *= inv;
     }
 }
+RLX_VEC_END
 
 static void softmax_row_any(const void *x, void *y, rlx_dtype dt, int64_t base, int64_t n, int64_t s, int log_form)
 {
