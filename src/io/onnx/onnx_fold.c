@@ -137,6 +137,10 @@ ox_tensor *oxh_unary(oxh_op op, const ox_tensor *a) {
             case OXH_CEIL: r = ceil(x); break;
             case OXH_SIGN: r = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
             case OXH_NOT: r = x == 0; break;
+            case OXH_RELU: r = x > 0 ? x : 0; break;
+            case OXH_EXP: r = exp(x); break;
+            case OXH_LOG: r = log(x); break;
+            case OXH_RECIP: r = 1.0 / x; break;
             default: break;
             }
             ox_set_f(y, i, r);
@@ -148,6 +152,7 @@ ox_tensor *oxh_unary(oxh_op op, const ox_tensor *a) {
             case OXH_SIGN: r = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
             case OXH_NOT: r = x == 0; break;
             case OXH_SQRT: r = (int64_t)sqrt((double)x); break;
+            case OXH_RELU: r = x > 0 ? x : 0; break;
             default: break;
             }
             ox_set_i(y, i, r);
@@ -304,7 +309,8 @@ static const struct {
     {"Greater", OXH_GT, 2}, {"LessOrEqual", OXH_LE, 2}, {"GreaterOrEqual", OXH_GE, 2},
     {"And", OXH_AND, 2}, {"Or", OXH_OR, 2}, {"Xor", OXH_XOR, 2},
     {"Neg", OXH_NEG, 1}, {"Abs", OXH_ABS, 1}, {"Floor", OXH_FLOOR, 1},
-    {"Ceil", OXH_CEIL, 1}, {"Sign", OXH_SIGN, 1}, {"Not", OXH_NOT, 1},
+    {"Ceil", OXH_CEIL, 1}, {"Sign", OXH_SIGN, 1}, {"Not", OXH_NOT, 1}, {"Relu", OXH_RELU, 1},
+    {"Sqrt", OXH_SQRT, 1}, {"Exp", OXH_EXP, 1}, {"Log", OXH_LOG, 1}, {"Reciprocal", OXH_RECIP, 1},
     {"Max", OXH_MAX, -1}, {"Min", OXH_MIN, -1}, {"Sum", OXH_ADD, -1},
 };
 

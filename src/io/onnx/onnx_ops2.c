@@ -662,9 +662,15 @@ static rlx_status h_einsum(ox_node *n) {
         snprintf(out, sizeof out, "%s", arrow + 2);
         *arrow = 0;
     }
+    for (const char *q = s; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '.' || *q == ','))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad character in einsum equation");
+    for (const char *q = out; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '.'))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad character in einsum output");
     for (char *tok = strtok(s, ","); tok && nt < 3; tok = strtok(NULL, ",")) snprintf(terms[nt++], 64, "%s", tok);
     if (nt != n->n_in || nt < 1 || nt > 2) return ox_fail(n, RLX_ERR_UNSUPPORTED, "einsum with %d operands", nt);
-    /* expand "..." into capital letters */
+    /* expand "..." into digit labels */
     char lab[2][RLX_MAX_DIMS + 1];
     int ell_rank = 0;
     for (int t = 0; t < nt; t++) {
@@ -676,9 +682,9 @@ static rlx_status h_einsum(ox_node *n) {
         if (er < 0 || (!dots && letters != r)) return ox_fail(n, RLX_ERR_SHAPE, "equation does not fit operand %d", t);
         if (er > ell_rank) ell_rank = er;
         int k = 0;
-        for (const char *p = terms[t]; *p && k <= RLX_MAX_DIMS;) {
+        for (const char *p = terms[t]; *p && k < RLX_MAX_DIMS;) {
             if (!strncmp(p, "...", 3)) {
-                for (int i = 0; i < er; i++) lab[t][k++] = (char)('A' + (ell_rank - er) + i);
+                for (int i = 0; i < er && k < RLX_MAX_DIMS; i++) lab[t][k++] = (char)('0' + (ell_rank - er) + i);
                 p += 3;
             } else lab[t][k++] = *p++;
         }
@@ -689,13 +695,14 @@ static rlx_status h_einsum(ox_node *n) {
     if (has_arrow) {
         for (const char *p = out; *p && ko < RLX_MAX_DIMS;) {
             if (!strncmp(p, "...", 3)) {
-                for (int i = 0; i < ell_rank; i++) ol[ko++] = (char)('A' + i);
+                for (int i = 0; i < ell_rank && ko < RLX_MAX_DIMS; i++) ol[ko++] = (char)('0' + i);
                 p += 3;
             } else ol[ko++] = *p++;
         }
     } else {
-        for (int i = 0; i < ell_rank; i++) ol[ko++] = (char)('A' + i);
-        for (char c = 'a'; c <= 'z'; c++) {
+        for (int i = 0; i < ell_rank; i++) ol[ko++] = (char)('0' + i);
+        for (char c = 'A'; c <= 'z'; c++) {
+            if (c > 'Z' && c < 'a') continue;
             int dup = 0;
             for (int t = 0; t < nt; t++)
                 for (const char *p = lab[t]; *p; p++) dup += *p == c;
@@ -981,6 +988,34 @@ static rlx_status h_bitshift(ox_node *n) {
     return ox_out_node(n, 0, rlx_cast(G, y, t));
 }
 
+/* ReverseSequence with lengths known at import: a GatherElements along the
+ * time axis with constant indices. */
+static rlx_status h_reverse_sequence(ox_node *n) {
+    rlx_node x = oxo_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, xd);
+    const ox_tensor *lens = n->in[1]->k;
+    if (!lens) return oxo_need_const(n, 1, "sequence_lens");
+    int ta = (int)ox_attr_i(n, "time_axis", 0), ba = (int)ox_attr_i(n, "batch_axis", 1);
+    if (r < 2 || ta < 0 || ta > 1 || ba < 0 || ba > 1 || ta == ba || lens->numel != xd[ba])
+        return ox_fail(n, RLX_ERR_SHAPE, "bad axes or sequence_lens");
+    if (numel_of(r, xd) > OX_FOLD_MAX_NUMEL * 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "input too large");
+    ox_tensor *idx = ox_tensor_new(RLX_I64, r, xd);
+    if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    int64_t inner = numel_of(r - 2, xd + 2);
+    for (int64_t f = 0; f < idx->numel; f++) {
+        int64_t a0 = f / (xd[1] * inner), a1 = (f / inner) % xd[1];
+        int64_t t = ta == 0 ? a0 : a1, b = ta == 0 ? a1 : a0;
+        int64_t L = ox_get_i(lens, b);
+        if (L < 0 || L > xd[ta]) {
+            ox_tensor_free(idx);
+            return ox_fail(n, RLX_ERR_SHAPE, "sequence length %lld out of range", (long long)L);
+        }
+        ((int64_t *)idx->data)[f] = t < L ? L - 1 - t : t;
+    }
+    return ox_out_node(n, 0, oxo_gather_elements(n, x, const_node(n, idx), ta));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -997,6 +1032,7 @@ static const struct {
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
+    {"ReverseSequence", h_reverse_sequence},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
