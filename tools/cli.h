@@ -8,8 +8,4 @@ int rlx_cmd_dump(int argc, char **argv);
 int rlx_cmd_info(int argc, char **argv) __attribute__((weak));
 int rlx_cmd_onnx_test(int argc, char **argv) __attribute__((weak));
 
-/* Loads a model file into a graph (ONNX module); NULL with rlx_last_error set. */
-struct rlx_graph;
-struct rlx_graph *rlx_cli_load_model(const char *path) __attribute__((weak));
-
 #endif

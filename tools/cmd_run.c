@@ -1,7 +1,9 @@
 /* cmd_run.c - `rlx run`: compile a model, run it, summarize the outputs and
  * time repeated runs; `rlx dump --dot`: the graph before and after
  * optimization as Graphviz. */
+#include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,22 @@
 #include "models/workloads.h"
 #include "runtime/runtime.h"
 
+#define MAX_FILE_ARGS 32
+
+/* NAME=VALUE from --input and --shape. */
+typedef struct name_value {
+    const char *name;
+    const char *value;
+} name_value;
+
 typedef struct run_args {
     const char *model; /* workload name or model file */
     rlx_options opts;
     int repeat, batch, seq;
     int report;
+    name_value inputs[MAX_FILE_ARGS], shapes[MAX_FILE_ARGS];
+    int n_inputs, n_shapes;
+    const char *output_dir; /* model files: where outputs go as NAME.npy */
 } run_args;
 
 static void run_help(void)
@@ -26,7 +39,8 @@ static void run_help(void)
            "Compiles MODEL and runs it once on seeded random inputs, printing the compile\n"
            "stages, the arena and a summary of each output.  MODEL is a built-in workload\n"
            "(encoder, mlp, resnet50, decoder-small, decoder; default encoder) or, where the\n"
-           "ONNX module is built, a .onnx file.\n"
+           "ONNX module is built, a .onnx file (inputs not given with --input get seeded\n"
+           "random values).\n"
            "\n"
            "options:\n"
            "  --device cpu|cuda          device to run on (default cpu)\n"
@@ -38,6 +52,12 @@ static void run_help(void)
            "  --seed N                   seed for weights, inputs and random ops (default 1)\n"
            "  --batch N, --seq N         workload batch size and sequence length\n"
            "                             (encoder default 1 x 128, mlp default 256)\n"
+           "  --input NAME=FILE          model files: an input from a .npy (or ONNX .pb)\n"
+           "                             file; its shape binds the input's symbolic dims\n"
+           "  --shape NAME=AxBxC         model files: bind an input's shape (symbolic dims\n"
+           "                             left unbound are set to 1, with a note)\n"
+           "  --output-dir DIR           model files: write each output as DIR/NAME.npy\n"
+           "                             (default: the current directory)\n"
            "  --report                   print the per-op dispatch report\n"
            "  --verbose                  print every compile stage (same as RLX_VERBOSE=1)\n"
            "  -h, --help                 this text\n");
@@ -107,6 +127,25 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             if (parse_int(f, v, 1, &a->seq))
                 return -1;
             i++;
+        } else if (!strcmp(f, "--input") || !strcmp(f, "--shape")) {
+            bool is_input = !strcmp(f, "--input");
+            const char *eq = v ? strchr(v, '=') : NULL;
+            int *n = is_input ? &a->n_inputs : &a->n_shapes;
+            if (!eq || eq == v || !eq[1])
+                return fprintf(stderr, "rlx run: %s takes NAME=%s\n", f, is_input ? "FILE" : "AxBxC"), -1;
+            if (*n == MAX_FILE_ARGS)
+                return fprintf(stderr, "rlx run: at most %d %s options\n", MAX_FILE_ARGS, f), -1;
+            name_value *nv = is_input ? &a->inputs[*n] : &a->shapes[*n];
+            argv[i + 1][eq - v] = '\0'; /* split NAME=VALUE in place */
+            nv->name = v;
+            nv->value = eq + 1;
+            (*n)++;
+            i++;
+        } else if (!strcmp(f, "--output-dir")) {
+            if (!v)
+                return fprintf(stderr, "rlx run: --output-dir takes a folder\n"), -1;
+            a->output_dir = v;
+            i++;
         } else if (!strcmp(f, "--report")) {
             a->report = 1;
             a->opts.dispatch_report = 1;
@@ -122,8 +161,103 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     return 0;
 }
 
-/* Builds the named workload; NULL with a message if unknown. */
-static rlx_graph *build_model(const run_args *a)
+/* A tensor read from an --input file. */
+typedef struct loaded_tensor {
+    const char *name;
+    rlx_dtype dtype;
+    int ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    void *data;
+    size_t bytes;
+} loaded_tensor;
+
+static bool is_model_file(const char *model) { return strchr(model, '/') || strstr(model, ".onnx"); }
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Reads every --input file; false (message printed) on the first failure. */
+static bool load_inputs(const run_args *a, loaded_tensor *out)
+{
+    for (int i = 0; i < a->n_inputs; i++) {
+        loaded_tensor *t = &out[i];
+        t->name = a->inputs[i].name;
+        const char *path = a->inputs[i].value;
+        rlx_status st;
+#ifdef RLX_HAVE_ONNX
+        if (ends_with(path, ".pb"))
+            st = rlx_onnx_read_tensor(path, &t->dtype, &t->ndim, t->dims, &t->data, &t->bytes);
+        else
+#endif
+            st = rlx_npy_read(path, &t->dtype, &t->ndim, t->dims, &t->data, &t->bytes);
+        if (st != RLX_OK) {
+            fprintf(stderr, "rlx run: --input %s: %s\n", t->name, rlx_last_error());
+            return false;
+        }
+    }
+    return true;
+}
+
+/* "1x3x224x224" -> dims; false if malformed. */
+static bool parse_dims(const char *text, int *ndim, int64_t *dims)
+{
+    *ndim = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0 || *ndim == RLX_MAX_DIMS)
+            return false;
+        dims[(*ndim)++] = v;
+        if (*end == 'x' || *end == 'X' || *end == ',')
+            end++;
+        else if (*end)
+            return false;
+        p = end;
+    }
+    return *ndim > 0;
+}
+
+static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
+{
+#ifdef RLX_HAVE_ONNX
+    rlx_onnx_binding b[2 * MAX_FILE_ARGS];
+    int n = 0;
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < a->n_shapes; i++, n++) {
+        b[n].name = a->shapes[i].name;
+        if (!parse_dims(a->shapes[i].value, &b[n].ndim, b[n].dims)) {
+            rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "--shape %s=%s: expected dims like 1x3x224x224",
+                          a->shapes[i].name, a->shapes[i].value);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < a->n_inputs; i++, n++) {
+        b[n].name = files[i].name;
+        b[n].ndim = files[i].ndim;
+        memcpy(b[n].dims, files[i].dims, sizeof b[n].dims);
+    }
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    o.bindings = b;
+    o.n_bindings = n;
+    o.default_dim = 1;
+    rlx_graph *g = NULL;
+    if (rlx_onnx_import(a->model, &o, &g) != RLX_OK)
+        return NULL;
+    return g;
+#else
+    (void)files;
+    rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': this build of RLX has no ONNX importer", a->model);
+    return NULL;
+#endif
+}
+
+/* Builds the named workload or loads the model file; NULL with a message. */
+static rlx_graph *build_model(const run_args *a, const loaded_tensor *files)
 {
     if (!strcmp(a->model, "encoder")) {
         rlx_encoder_config c = rlx_encoder_minilm(a->batch ? a->batch : 1, a->seq ? a->seq : 128);
@@ -141,18 +275,36 @@ static rlx_graph *build_model(const run_args *a)
     }
     if (!strcmp(a->model, "resnet50"))
         return rlx_workload_resnet50(a->batch ? a->batch : 1, RLX_F32);
-    if (rlx_cli_load_model)
-        return rlx_cli_load_model(a->model);
+    if (is_model_file(a->model))
+        return load_model_file(a, files);
     rlx_set_error(RLX_ERR_NOT_FOUND, "unknown model '%s' (built-in: encoder, mlp, resnet50, decoder-small, decoder)", a->model);
     return NULL;
 }
 
-/* Seeded random inputs: token ids for integer inputs, normal values else. */
-static int fill_inputs(rlx_session *s, uint64_t seed)
+/* Inputs from --input files; the rest seeded random: token ids for integer
+ * inputs, normal values else. */
+static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files, int n_files)
 {
+    for (int f = 0; f < n_files; f++) {
+        rlx_tensor_info info;
+        if (rlx_session_find(s, 0, files[f].name, &info) != RLX_OK)
+            return -1;
+        if (info.dtype != files[f].dtype) {
+            rlx_set_error(RLX_ERR_DTYPE, "input '%s' is %s, the file holds %s", files[f].name,
+                          rlx_dtype_name(info.dtype), rlx_dtype_name(files[f].dtype));
+            return -1;
+        }
+        if (rlx_session_set_input(s, files[f].name, files[f].data, files[f].bytes) != RLX_OK)
+            return -1;
+    }
     for (int i = 0; i < rlx_session_count(s, 0); i++) {
         rlx_tensor_info info;
         rlx_session_info(s, 0, i, &info);
+        bool from_file = false;
+        for (int f = 0; f < n_files; f++)
+            from_file |= !strcmp(files[f].name, info.name);
+        if (from_file)
+            continue;
         size_t n = info.bytes / rlx_dtype_size(info.dtype);
         void *buf = malloc(info.bytes + 1);
         float *f = malloc(n * sizeof(float) + 1);
@@ -232,6 +384,34 @@ static void summarize_outputs(rlx_session *s)
     }
 }
 
+/* Each output as DIR/NAME.npy, the name reduced to [A-Za-z0-9._-]. */
+static int write_outputs(rlx_session *s, const char *dir)
+{
+    for (int i = 0; i < rlx_session_count(s, 2); i++) {
+        rlx_tensor_info info;
+        rlx_session_info(s, 2, i, &info);
+        char safe[256], path[4096];
+        size_t k = 0;
+        for (const char *c = info.name; *c && k + 1 < sizeof safe; c++)
+            safe[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_') ? *c : '_';
+        safe[k] = '\0';
+        if (k == 0 || !strcmp(safe, ".") || !strcmp(safe, ".."))
+            snprintf(safe, sizeof safe, "output%d", i);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        void *buf = malloc(info.bytes + 1);
+        rlx_status st = buf ? rlx_session_get_output(s, info.name, buf, info.bytes) : RLX_ERR_OUT_OF_MEMORY;
+        if (st == RLX_OK)
+            st = rlx_npy_write(path, info.dtype, info.ndim, info.dims, buf, info.bytes);
+        free(buf);
+        if (st != RLX_OK) {
+            fprintf(stderr, "rlx run: output '%s': %s\n", info.name, rlx_last_error());
+            return -1;
+        }
+        printf("wrote %s\n", path);
+    }
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -244,18 +424,22 @@ int rlx_cmd_run(int argc, char **argv)
     int pr = parse_run_args(argc, argv, &a);
     if (pr)
         return pr > 0 ? 0 : 2;
-    rlx_graph *g = build_model(&a);
-    if (!g) {
+    loaded_tensor files[MAX_FILE_ARGS];
+    memset(files, 0, sizeof files);
+    rlx_session *s = NULL;
+    rlx_graph *g = NULL;
+    int rc = 1;
+    if (!load_inputs(&a, files))
+        goto done;
+    if (!(g = build_model(&a, files))) {
         fprintf(stderr, "rlx run: %s\n", rlx_last_error());
-        return 1;
+        goto done;
     }
     printf("model: %s (%d nodes)\n", a.model, rlx_graph_node_count(g));
-    rlx_session *s = NULL;
     double t0 = rlx_now_ms();
     if (rlx_compile(g, &a.opts, &s) != RLX_OK) {
         fprintf(stderr, "rlx run: compile failed: %s\n", rlx_last_error());
-        rlx_graph_free(g);
-        return 1;
+        goto done;
     }
     double compile_ms = rlx_now_ms() - t0;
     rlx_compile_stats st;
@@ -267,8 +451,7 @@ int rlx_cmd_run(int argc, char **argv)
            st.arena_bytes / 1048576.0, st.persistent_bytes / 1048576.0, st.transient_bytes / 1048576.0,
            st.transient_lower_bound / 1048576.0, st.scratch_bytes / 1048576.0, st.buffers);
     printf("schedule: %d thunks (%d compute, %d no-op)\n", st.thunks, st.thunks - st.noop_thunks, st.noop_thunks);
-    int rc = 1;
-    if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed) != 0) {
+    if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
         fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", rlx_last_error());
         goto done;
     }
@@ -279,6 +462,8 @@ int rlx_cmd_run(int argc, char **argv)
     }
     printf("first run: %.2f ms\n", rlx_now_ms() - t0);
     summarize_outputs(s);
+    if (is_model_file(a.model) && write_outputs(s, a.output_dir ? a.output_dir : ".") != 0)
+        goto done;
     if (a.repeat > 0) {
         double *times = malloc(sizeof(double) * (size_t)a.repeat);
         if (!times)
@@ -301,6 +486,8 @@ int rlx_cmd_run(int argc, char **argv)
 done:
     rlx_session_free(s);
     rlx_graph_free(g);
+    for (int i = 0; i < a.n_inputs; i++)
+        free(files[i].data);
     return rc;
 }
 
@@ -337,7 +524,7 @@ int rlx_cmd_dump(int argc, char **argv)
         fprintf(stderr, "rlx dump: only --dot output exists; pass --dot\n");
         return 2;
     }
-    rlx_graph *g = build_model(&a);
+    rlx_graph *g = build_model(&a, NULL);
     if (!g) {
         fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
         return 1;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
@@ -194,7 +195,12 @@ rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t 
                       t == RLX_U8 || t == RLX_I8 || t == RLX_BOOL ? '|' : '<', descr, shape);
     int total = 10 + hl + 1;
     int padn = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
+    /* Written beside the target and renamed into place, so a failed write
+     * never leaves a half-written file under the real name. */
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= sizeof tmp)
+        return rlx_set_error(RLX_ERR_IO, "path too long: '%s'", path);
+    FILE *f = fopen(tmp, "wb");
     if (!f) return rlx_set_error(RLX_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
     int h2 = hl + padn + 1;
@@ -205,6 +211,10 @@ rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t 
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && (!bytes || fwrite(data, 1, bytes, f) == bytes);
     ok = (fclose(f) == 0) && ok;
-    if (!ok) return rlx_set_error(RLX_ERR_IO, "short write on '%s'", path);
+    if (!ok || rename(tmp, path) != 0) {
+        int err = errno;
+        remove(tmp);
+        return rlx_set_error(RLX_ERR_IO, "cannot write '%s': %s", path, ok ? strerror(err) : "short write");
+    }
     return RLX_OK;
 }
