@@ -29,7 +29,7 @@
 
 /* AVX2/FMA builds of hot loops picked at load time where the CPU has them. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define RLX_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define RLX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define RLX_CLONES
 #endif

@@ -8,14 +8,19 @@
 /* ---- softmax family: the input is [outer, n, inner]; each (outer, inner)
  * pair is one row of n elements at stride inner. */
 
-/* One row without NaN (the caller checks). */
+/* One row; returns 1 without writing anything if the row holds a NaN. */
 RLX_VEC_BEGIN
-RLX_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
+RLX_CLONES static int softmax_row_f32(const float *x, float *y, int64_t n, int64_t s, int log_form)
 {
     float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (int64_t i = 0; i < n; i++)
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; i++) {
         m = x[i * s] > m ? x[i * s] : m;
+        nan |= x[i * s] != x[i * s];
+    }
+    if (nan)
+        return 1;
     double sum = 0;
     if (log_form) {
 #pragma omp simd reduction(+ : sum)
@@ -41,6 +46,7 @@ RLX_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, int6
         for (int64_t i = 0; i < n; i++)
             y[i * s] *= inv;
     }
+    return 0;
 }
 RLX_VEC_END
 
@@ -86,16 +92,9 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t base = (r / inner) * n * inner + (r % inner);
-        if (dt == RLX_F32) {
-            const float *x = (const float *)t->in[0] + base;
-            int nan = 0;
-            for (int64_t i = 0; i < n && !nan; i++)
-                nan = x[i * inner] != x[i * inner];
-            if (!nan) {
-                softmax_row_f32(x, (float *)t->out + base, n, inner, log_form);
-                continue;
-            }
-        }
+        if (dt == RLX_F32 &&
+            softmax_row_f32((const float *)t->in[0] + base, (float *)t->out + base, n, inner, log_form) == 0)
+            continue;
         softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form);
     }
     return RLX_OK;
