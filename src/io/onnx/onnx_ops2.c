@@ -1016,6 +1016,111 @@ static rlx_status h_reverse_sequence(ox_node *n) {
     return ox_out_node(n, 0, oxo_gather_elements(n, x, const_node(n, idx), ta));
 }
 
+/* GridSample (4-d): per output pixel, taps gathered at run-time indices
+ * computed from the grid, weighted and summed. */
+static rlx_node gs_reflect(ox_node *n, rlx_node x, double lo, double hi) {
+    rlx_dtype t = RLX_F32;
+    double span = hi - lo;
+    if (span <= 0) return rlx_mul(G, x, oxo_scalar(n, t, 0));
+    rlx_node d = rlx_abs(G, rlx_sub(G, x, oxo_scalar(n, t, lo)));
+    rlx_node flips = rlx_floor(G, rlx_div(G, d, oxo_scalar(n, t, span)));
+    rlx_node extra = rlx_sub(G, d, rlx_mul(G, flips, oxo_scalar(n, t, span)));
+    rlx_node even = rlx_equal(G, rlx_mod(G, flips, oxo_scalar(n, t, 2), 1), oxo_scalar(n, t, 0));
+    return rlx_where(G, even, rlx_add(G, extra, oxo_scalar(n, t, lo)), rlx_sub(G, oxo_scalar(n, t, hi), extra));
+}
+
+static rlx_node cubic_coef(ox_node *n, rlx_node t, int k) {
+    /* A = -0.75; distance of tap k (0..3) from the point at fraction t */
+    double A = -0.75;
+    rlx_dtype ft = RLX_F32;
+#define S(v) oxo_scalar(n, ft, (v))
+    rlx_node x = k == 0 ? rlx_add(G, t, S(1)) : k == 1 ? t : k == 2 ? rlx_sub(G, S(1), t) : rlx_sub(G, S(2), t);
+    if (k == 1 || k == 2) /* ((A+2)x - (A+3)) x^2 + 1 */
+        return rlx_add(G, rlx_mul(G, rlx_sub(G, rlx_mul(G, x, S(A + 2)), S(A + 3)), rlx_mul(G, x, x)), S(1));
+    /* ((A x - 5A) x + 8A) x - 4A */
+    return rlx_sub(G, rlx_mul(G, rlx_add(G, rlx_mul(G, rlx_sub(G, rlx_mul(G, x, S(A)), S(5 * A)), x), S(8 * A)), x), S(4 * A));
+#undef S
+}
+
+static rlx_status h_grid_sample(ox_node *n) {
+    rlx_node X = oxo_in(n, 0), grid = oxo_in(n, 1);
+    int64_t xd[RLX_MAX_DIMS], gd[RLX_MAX_DIMS];
+    if (oxo_shape(n, X, xd) != 4 || oxo_shape(n, grid, gd) != 4 || gd[3] != 2 || gd[0] != xd[0])
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "GridSample needs X [N,C,H,W] and grid [N,Ho,Wo,2]");
+    if (oxo_in_dtype(n, 0) != RLX_F32 || oxo_in_dtype(n, 1) != RLX_F32) return ox_fail(n, RLX_ERR_DTYPE, "float32 only");
+    char b1[16], b2[16];
+    const char *mode = ox_attr_s(n, "mode", "bilinear", b1, sizeof b1);
+    const char *pad = ox_attr_s(n, "padding_mode", "zeros", b2, sizeof b2);
+    int ac = (int)ox_attr_i(n, "align_corners", 0);
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], Ho = gd[1], Wo = gd[2];
+    rlx_dtype t = RLX_F32;
+#define S(v) oxo_scalar(n, t, (v))
+    int ax = 3;
+    int64_t z0 = 0, z1 = 1, z2 = 2;
+    rlx_node gx = rlx_reshape(G, rlx_slice(G, grid, 1, &ax, &z0, &z1, NULL), 3, (int64_t[]){N, Ho, Wo});
+    rlx_node gy = rlx_reshape(G, rlx_slice(G, grid, 1, &ax, &z1, &z2, NULL), 3, (int64_t[]){N, Ho, Wo});
+    rlx_node c[2];
+    int64_t size[2] = {W, H};
+    rlx_node gg[2] = {gx, gy};
+    for (int i = 0; i < 2; i++) {
+        double L = (double)size[i];
+        c[i] = ac ? rlx_mul(G, rlx_add(G, gg[i], S(1)), S((L - 1) / 2)) : rlx_div(G, rlx_sub(G, rlx_mul(G, rlx_add(G, gg[i], S(1)), S(L)), S(1)), S(2));
+        if (!strcmp(pad, "border")) c[i] = rlx_clip(G, c[i], 0, L - 1);
+        else if (!strcmp(pad, "reflection")) {
+            c[i] = ac ? gs_reflect(n, c[i], 0, L - 1) : gs_reflect(n, c[i], -0.5, L - 0.5);
+            c[i] = rlx_clip(G, c[i], 0, L - 1);
+        } else if (strcmp(pad, "zeros")) return ox_fail(n, RLX_ERR_UNSUPPORTED, "padding_mode '%s'", pad);
+    }
+    /* the data as rows [N*H*W, C] */
+    rlx_node rows = rlx_reshape(G, rlx_transpose(G, rlx_reshape(G, X, 3, (int64_t[]){N, C, H * W}), (int[]){0, 2, 1}), 2,
+                                (int64_t[]){N * H * W, C});
+    ox_tensor *base = ox_tensor_new(RLX_F32, 3, (int64_t[]){N, 1, 1});
+    if (!base) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    for (int64_t i = 0; i < N; i++) ((float *)base->data)[i] = (float)(i * H * W);
+    rlx_node basen = const_node(n, base);
+    int taps;
+    rlx_node fx = -1, fy = -1, tx = -1, ty = -1;
+    if (!strcmp(mode, "nearest")) {
+        taps = 1;
+        fx = rlx_round(G, c[0]);
+        fy = rlx_round(G, c[1]);
+    } else if (!strcmp(mode, "bilinear")) {
+        taps = 2;
+        fx = rlx_floor(G, c[0]);
+        fy = rlx_floor(G, c[1]);
+    } else if (!strcmp(mode, "bicubic")) {
+        taps = 4;
+        fx = rlx_sub(G, rlx_floor(G, c[0]), S(1));
+        fy = rlx_sub(G, rlx_floor(G, c[1]), S(1));
+    } else return ox_fail(n, RLX_ERR_UNSUPPORTED, "mode '%s'", mode);
+    if (taps > 1) {
+        tx = rlx_sub(G, c[0], rlx_floor(G, c[0]));
+        ty = rlx_sub(G, c[1], rlx_floor(G, c[1]));
+    }
+    rlx_node acc = -1;
+    for (int jy = 0; jy < taps; jy++)
+        for (int jx = 0; jx < taps; jx++) {
+            rlx_node px = rlx_add(G, fx, S(jx)), py = rlx_add(G, fy, S(jy));
+            rlx_node w = -1;
+            if (taps == 2) {
+                rlx_node wx = jx ? tx : rlx_sub(G, S(1), tx), wy = jy ? ty : rlx_sub(G, S(1), ty);
+                w = rlx_mul(G, wx, wy);
+            } else if (taps == 4) w = rlx_mul(G, cubic_coef(n, tx, jx), cubic_coef(n, ty, jy));
+            /* zeros padding: taps outside contribute nothing; others read clamped */
+            rlx_node inside = rlx_and(G, rlx_and(G, rlx_not(G, rlx_less(G, px, S(0))), rlx_less(G, px, S((double)W))),
+                                      rlx_and(G, rlx_not(G, rlx_less(G, py, S(0))), rlx_less(G, py, S((double)H))));
+            rlx_node cx = rlx_clip(G, px, 0, (double)(W - 1)), cy = rlx_clip(G, py, 0, (double)(H - 1));
+            rlx_node idx = rlx_cast(G, rlx_add(G, rlx_add(G, rlx_mul(G, cy, S((double)W)), cx), basen), RLX_I64);
+            rlx_node v = rlx_gather(G, rows, idx, 0); /* [N, Ho, Wo, C] */
+            rlx_node m = rlx_cast(G, inside, t);
+            if (!strcmp(pad, "zeros")) w = w >= 0 ? rlx_mul(G, w, m) : m;
+            if (w >= 0) v = rlx_mul(G, v, rlx_reshape(G, w, 4, (int64_t[]){N, Ho, Wo, 1}));
+            acc = acc < 0 ? v : rlx_add(G, acc, v);
+        }
+#undef S
+    return ox_out_node(n, 0, rlx_transpose(G, acc, (int[]){0, 3, 1, 2}));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1032,7 +1137,7 @@ static const struct {
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
-    {"ReverseSequence", h_reverse_sequence},
+    {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
