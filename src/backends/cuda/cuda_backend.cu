@@ -340,8 +340,17 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     pthread_mutex_lock(&lock);
     rlx_status st = RLX_OK;
-    *pinned_run_index = ctx->run_index;
-    cudaError_t e = rlx_cu_set_run_index(pinned_run_index);
+    /* only random ops read the run index */
+    bool random = false;
+    for (int i = 0; i < s->n_thunks && !random; i++) {
+        rlx_op op = s->thunks[i].node ? s->thunks[i].node->op : RLX_OP_INPUT;
+        random = op == RLX_OP_RANDOM_UNIFORM || op == RLX_OP_RANDOM_NORMAL || op == RLX_OP_DROPOUT;
+    }
+    cudaError_t e = cudaSuccess;
+    if (random) {
+        *pinned_run_index = ctx->run_index;
+        e = rlx_cu_set_run_index(pinned_run_index);
+    }
     if (e != cudaSuccess) {
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
     } else {

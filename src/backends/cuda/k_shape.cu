@@ -127,7 +127,7 @@ static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
             }
         }
     }
-    if (tile && batch < 65536 && (es == 2 || es == 4)) {
+    if (tile && batch < 65536 && (R + 31) / 32 < 65536 && (es == 2 || es == 4)) {
         dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
         if (es == 2)
             transpose_tile<unsigned short><<<grid, block, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], (unsigned short *)t->out, batch, R, C);
