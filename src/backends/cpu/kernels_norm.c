@@ -102,6 +102,42 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ---- layer norm and RMS norm over the last axis */
 
+/* One f32 row: statistics in double (vectorised sums), then the scale. */
+RLX_CLONES static void norm_row_f32(const float *x, float *y, const float *g, const float *b, int64_t n, int is_layer,
+                                    double eps)
+{
+    double mean = 0, var = 0;
+    if (is_layer) {
+#pragma omp simd reduction(+ : mean)
+        for (int64_t i = 0; i < n; i++)
+            mean += x[i];
+        mean /= (double)n;
+    }
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < n; i++) {
+        double d = x[i] - mean;
+        var += d * d;
+    }
+    double inv = 1.0 / sqrt(var / (double)n + eps);
+    if (g && b) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)((x[i] - mean) * inv * g[i] + b[i]);
+    } else if (g) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)((x[i] - mean) * inv * g[i]);
+    } else if (b) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)((x[i] - mean) * inv + b[i]);
+    } else {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)((x[i] - mean) * inv);
+    }
+}
+
 static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -122,51 +158,28 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t base = r * n;
-        double mean = 0, var = 0;
         if (dt == RLX_F32) {
-            const float *x = (const float *)t->in[0] + base;
-            if (is_layer) {
-                for (int64_t i = 0; i < n; i++)
-                    mean += x[i];
-                mean /= (double)n;
-            }
-            for (int64_t i = 0; i < n; i++) {
-                double d = x[i] - mean;
-                var += d * d;
-            }
-        } else {
-            if (is_layer) {
-                for (int64_t i = 0; i < n; i++)
-                    mean += rlx_load(t->in[0], dt, base + i);
-                mean /= (double)n;
-            }
-            for (int64_t i = 0; i < n; i++) {
-                double d = rlx_load(t->in[0], dt, base + i) - mean;
-                var += d * d;
-            }
+            norm_row_f32((const float *)t->in[0] + base, (float *)t->out + base, gamma, beta, n, is_layer, eps);
+            continue;
+        }
+        double mean = 0, var = 0;
+        if (is_layer) {
+            for (int64_t i = 0; i < n; i++)
+                mean += rlx_load(t->in[0], dt, base + i);
+            mean /= (double)n;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            double d = rlx_load(t->in[0], dt, base + i) - mean;
+            var += d * d;
         }
         double inv = 1.0 / sqrt(var / (double)n + eps);
-        if (dt == RLX_F32) {
-            const float *x = (const float *)t->in[0] + base;
-            const float *g = (const float *)gamma, *b = (const float *)beta;
-            float *y = (float *)t->out + base;
-            for (int64_t i = 0; i < n; i++) {
-                double v = (x[i] - mean) * inv;
-                if (g)
-                    v *= g[i];
-                if (b)
-                    v += b[i];
-                y[i] = (float)v;
-            }
-        } else {
-            for (int64_t i = 0; i < n; i++) {
-                double v = (rlx_load(t->in[0], dt, base + i) - mean) * inv;
-                if (gamma)
-                    v *= rlx_load(gamma, dt, i);
-                if (beta)
-                    v += rlx_load(beta, dt, i);
-                rlx_store(t->out, dt, base + i, v);
-            }
+        for (int64_t i = 0; i < n; i++) {
+            double v = (rlx_load(t->in[0], dt, base + i) - mean) * inv;
+            if (gamma)
+                v *= rlx_load(gamma, dt, i);
+            if (beta)
+                v += rlx_load(beta, dt, i);
+            rlx_store(t->out, dt, base + i, v);
         }
     }
     return RLX_OK;
