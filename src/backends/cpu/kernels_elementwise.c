@@ -36,6 +36,28 @@ static double unary_f(rlx_op op, double x)
     }
 }
 
+/* f32 in, f32 out: single-precision math (each within an ulp or two), which
+ * vectorizes and is several times cheaper than going through double. */
+static void unary_f32(rlx_op op, const float *x, float *y, int64_t n)
+{
+    switch (op) {
+    case RLX_OP_NEG: for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;
+    case RLX_OP_ABS: for (int64_t i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
+    case RLX_OP_EXP: for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]); break;
+    case RLX_OP_LOG: for (int64_t i = 0; i < n; i++) y[i] = logf(x[i]); break;
+    case RLX_OP_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
+    case RLX_OP_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
+    case RLX_OP_RELU: for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : (x[i] != x[i] ? x[i] : 0.0f); break;
+    case RLX_OP_GELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+        break;
+    case RLX_OP_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
+    case RLX_OP_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
+    default: for (int64_t i = 0; i < n; i++) y[i] = (float)unary_f(op, x[i]); break;
+    }
+}
+
 static int64_t unary_i(rlx_op op, int64_t x)
 {
     switch (op) {
@@ -56,11 +78,13 @@ static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const void *x = t->in[0];
     void *y = t->out;
     if (dt == RLX_F32) {
-        const float *xf = x;
-        float *yf = y;
+        /* blocks of 4096 elements spread over the threads */
+        int64_t blocks = (count + 4095) / 4096;
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
-        for (int64_t i = 0; i < count; i++)
-            yf[i] = (float)unary_f(n->op, xf[i]);
+        for (int64_t b = 0; b < blocks; b++) {
+            int64_t lo = b * 4096, len = count - lo < 4096 ? count - lo : 4096;
+            unary_f32(n->op, (const float *)x + lo, (float *)y + lo, len);
+        }
     } else if (rlx_dtype_is_float(dt)) {
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
         for (int64_t i = 0; i < count; i++)
