@@ -7,7 +7,8 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-static char sbuf_a[128], sbuf_b[128];
+/* scratch for shape strings in messages, one per thread */
+static _Thread_local char sbuf_a[128], sbuf_b[128];
 #define SHAPE_A(s) rlx_shape_str((s), sbuf_a, sizeof sbuf_a)
 #define SHAPE_B(s) rlx_shape_str((s), sbuf_b, sizeof sbuf_b)
 
