@@ -77,7 +77,7 @@ static inline int64_t kept_offset(const reduce_layout *L, int64_t o)
         switch (k) {                                                                         \
         case R_SUM:                                                                          \
         case R_MEAN:                                                                         \
-            for (int64_t i = 0; i < n; i++)                                                  \
+            _Pragma("omp simd reduction(+ : a)") for (int64_t i = 0; i < n; i++)             \
                 a += CONV(x[i * s]);                                                         \
             break;                                                                           \
         case R_PROD:                                                                         \
