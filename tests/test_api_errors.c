@@ -840,6 +840,122 @@ static void test_unavailable_device(void **state)
     rlx_graph_free(g);
 }
 
+/* Extreme attribute and shape values: huge dims, element counts that
+ * overflow, extreme slice bounds and steps, huge pads.  Each is either
+ * refused with a shape or argument error or computes the right thing;
+ * nothing overflows (UBSan) or tries a giant allocation. */
+static void test_extreme_values(void **state)
+{
+    (void)state;
+    rlx_graph *g;
+    rlx_node x, y;
+    rlx_status st;
+#define REFUSED(expr)                                                                                                  \
+    do {                                                                                                               \
+        rlx_node n_ = (expr);                                                                                          \
+        st = rlx_graph_verify(g);                                                                                      \
+        if (n_ >= 0 || (st != RLX_ERR_SHAPE && st != RLX_ERR_INVALID_ARGUMENT))                                        \
+            fprintf(stderr, "%s:%d: %s: node %d, verify %s\n", __FILE__, __LINE__, #expr, n_, rlx_status_name(st));   \
+        assert_true(n_ < 0);                                                                                           \
+        assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);                                            \
+        assert_true(msg_has(NULL, NULL));                                                                              \
+        rlx_graph_free(g);                                                                                             \
+    } while (0)
+    g = rlx_graph_new();
+    REFUSED(rlx_input(g, "x", RLX_F32, 1, (int64_t[]){INT64_MAX}));
+    g = rlx_graph_new();
+    REFUSED(rlx_input(g, "x", RLX_F32, 2, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 40})); /* count overflows */
+    g = rlx_graph_new();
+    REFUSED(rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1 << 20, 1 << 20, 1 << 20, 0})); /* empty, but absurd */
+    g = rlx_graph_new();
+    REFUSED(rlx_random_uniform(g, RLX_F32, 2, (int64_t[]){(int64_t)1 << 62, 4}, 0, 1));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){6});
+    REFUSED(rlx_reshape(g, x, 3, (int64_t[]){(int64_t)1 << 62, 4, 0}));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){6});
+    REFUSED(rlx_reshape(g, x, 2, (int64_t[]){-7, 3}));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){1, 6});
+    REFUSED(rlx_expand(g, x, 2, (int64_t[]){INT64_MAX, 6}));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){2, 6});
+    REFUSED(rlx_pad(g, x, (int64_t[]){0, INT64_MAX, 0, 1}, RLX_PAD_CONSTANT, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){2, 6});
+    REFUSED(rlx_pad(g, x, (int64_t[]){(int64_t)1 << 40, 0, (int64_t)1 << 40, 0}, RLX_PAD_CONSTANT, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 1, 8, 8});
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.pads[0] = cp.pads[2] = INT64_MAX / 2;
+    REFUSED(rlx_conv(g, x, rlx_param(g, "w", RLX_F32, 4, (int64_t[]){1, 1, 3, 3}), -1, &cp));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 1, 8, 8});
+    rlx_conv_params_init(&cp);
+    cp.dilation[0] = INT64_MAX / 2;
+    REFUSED(rlx_conv(g, x, rlx_param(g, "w", RLX_F32, 4, (int64_t[]){1, 1, 3, 3}), -1, &cp));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 1, 8, 8});
+    rlx_pool_params pp;
+    rlx_pool_params_init(&pp, INT64_MAX);
+    REFUSED(rlx_max_pool(g, x, &pp));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){2, 3});
+    rlx_node parts[2];
+    st = rlx_split(g, x, 1, 2, (int64_t[]){INT64_MAX, INT64_MIN + 3}, parts); /* sums to 2 with overflow */
+    assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){2, 3});
+    st = rlx_split(g, x, 1, 2, (int64_t[]){-1, 4}, parts);
+    assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){2, 3});
+    st = rlx_split(g, x, 1, -1, (int64_t[]){3}, parts);
+    assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
+    REFUSED(rlx_reduce_sum(g, x, -1, (int[]){0}, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
+    REFUSED(rlx_reduce_sum(g, x, 1, (int[]){INT32_MIN}, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
+    REFUSED(rlx_softmax(g, x, INT32_MIN));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
+    REFUSED(rlx_concat(g, -2, (rlx_node[]){x, x}, 0));
+#undef REFUSED
+
+    /* extreme but legal slice bounds and steps */
+    const int64_t steps[] = {INT64_MAX, INT64_MIN + 1, INT64_MIN, 7, -7};
+    const int64_t bounds[][2] = {{INT64_MIN, INT64_MAX}, {INT64_MAX, INT64_MIN}, {-1, INT64_MIN}, {0, INT64_MAX}};
+    for (size_t si = 0; si < sizeof steps / sizeof steps[0]; si++)
+        for (size_t bi = 0; bi < sizeof bounds / sizeof bounds[0]; bi++) {
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *t = rt_rand(RT_SHAPE(10), -1, 1);
+            x = rt_input(rg, RLX_F32, t);
+            y = rlx_slice(rg->g, x, 1, (int[]){0}, &bounds[bi][0], &bounds[bi][1], &steps[si]);
+            rt_tensor *want = rt_ref_slice(t, 1, (int[]){0}, &bounds[bi][0], &bounds[bi][1], &steps[si]);
+            if (y < 0) { /* refusing INT64_MIN as a step is fair: its magnitude does not fit */
+                assert_true(steps[si] == INT64_MIN);
+                assert_int_not_equal(rlx_graph_verify(rg->g), RLX_OK);
+            } else {
+                rt_tensor *got = rt_run1(rg, y);
+                char what[96];
+                snprintf(what, sizeof what, "slice bounds case %zu step %lld", bi, (long long)steps[si]);
+                assert_true(rt_check_tol(what, got, want, 0, 0));
+                rt_free(got);
+            }
+            rt_free(want);
+            rt_free(t);
+            rt_graph_free(rg);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -859,6 +975,7 @@ int main(void)
         cmocka_unit_test(test_graph_freed_after_compile),
         cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_unavailable_device),
+        cmocka_unit_test(test_extreme_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

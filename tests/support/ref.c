@@ -1058,11 +1058,12 @@ rt_tensor *rt_ref_slice(const rt_tensor *x, int naxes, const int *axes, const in
         if (step > 0) {
             s = s < 0 ? 0 : s > d ? d : s;
             e = e < 0 ? 0 : e > d ? d : e;
-            cnt = e > s ? (e - s + step - 1) / step : 0;
+            cnt = e > s ? (e - s - 1) / step + 1 : 0;
         } else {
             s = s < -1 ? -1 : s > d - 1 ? d - 1 : s;
             e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            cnt = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            uint64_t mag = (uint64_t)0 - (uint64_t)step; /* |step|, also for INT64_MIN */
+            cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / mag) + 1 : 0;
         }
         st[a] = s;
         sp[a] = step;
