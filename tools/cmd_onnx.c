@@ -145,26 +145,20 @@ static double g_rtol = 1e-3, g_atol = 1e-7;
  * works on sequences or optionals, which RLX does not model (out of scope). */
 static bool only_sequence_ops(const char *msg) {
     const char *p = strstr(msg, "unsupported op type");
-    if (!p || !(p = strchr(p, ':'))) return false;
-    p++;
+    if (!p) return false;
     int n = 0;
-    while (*p) {
-        while (*p == ' ' || *p == ';') p++;
-        if (!*p) break;
-        const char *e = strchr(p, ' ');
-        if (!e) break;
-        size_t l = (size_t)(e - p);
+    for (const char *q = strstr(p, " (opset "); q; q = strstr(q + 1, " (opset ")) {
+        const char *w = q;
+        while (w > p && w[-1] != ' ') w--;
+        size_t l = (size_t)(q - w);
         char op[64];
-        if (l >= sizeof op) return false;
-        memcpy(op, p, l);
+        if (l == 0 || l >= sizeof op) return false;
+        memcpy(op, w, l);
         op[l] = 0;
         if (strncmp(op, "Sequence", 8) && strcmp(op, "SplitToSequence") && strcmp(op, "ConcatFromSequence") &&
             strncmp(op, "Optional", 8))
             return false;
         n++;
-        p = strchr(e, ')');
-        if (!p) break;
-        p++;
     }
     return n > 0;
 }

@@ -85,8 +85,26 @@ static rlx_node scatter_rows(ox_node *n, rlx_node data2, rlx_node pos, rlx_node 
     rlx_node ohf = rlx_cast(G, oh, ct);
     rlx_node d = ct == t ? data2 : rlx_cast(G, data2, ct);
     rlx_node u = ct == t ? upd2 : rlx_cast(G, upd2, ct);
-    rlx_node add = rlx_matmul(G, ohf, u, 1, 0); /* [P, R] */
     rlx_node y;
+    if (!strcmp(red, "mul") || !strcmp(red, "max") || !strcmp(red, "min")) {
+        int64_t ud[RLX_MAX_DIMS];
+        oxo_shape(n, upd2, ud);
+        int64_t R = ud[1];
+        if (U * P * R > (INT64_C(1) << 26)) return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
+        rlx_node oh3 = rlx_reshape(G, oh, 3, (int64_t[]){U, P, 1});
+        rlx_node u3 = rlx_reshape(G, u, 3, (int64_t[]){U, 1, R});
+        double fill = !strcmp(red, "mul") ? 1 : (!strcmp(red, "max") ? -INFINITY : INFINITY);
+        rlx_node c = rlx_where(G, oh3, u3, oxo_scalar(n, ct, fill));
+        int ax0 = 0;
+        if (!strcmp(red, "mul")) y = rlx_mul(G, d, rlx_reduce_prod(G, c, 1, &ax0, 0));
+        else {
+            rlx_node hit = rlx_reshape(G, rlx_reduce_max(G, ohf, 1, &ax0, 0), 2, (int64_t[]){P, 1});
+            rlx_node m = !strcmp(red, "max") ? rlx_max(G, d, rlx_reduce_max(G, c, 1, &ax0, 0)) : rlx_min(G, d, rlx_reduce_min(G, c, 1, &ax0, 0));
+            y = rlx_where(G, rlx_greater(G, hit, oxo_scalar(n, ct, 0)), m, d);
+        }
+        return ct == t ? y : rlx_cast(G, y, t);
+    }
+    rlx_node add = rlx_matmul(G, ohf, u, 1, 0); /* [P, R] */
     if (!strcmp(red, "add")) y = rlx_add(G, d, add);
     else {
         rlx_node hit = rlx_reduce_max(G, ohf, 1, (int[]){0}, 0); /* [P] */
@@ -103,7 +121,8 @@ static rlx_status h_scatter_elements(ox_node *n) {
     int axis = oxo_norm_axis(ox_attr_i(n, "axis", 0), r);
     char buf[16];
     const char *red = ox_attr_s(n, "reduction", "none", buf, sizeof buf);
-    if (strcmp(red, "none") && strcmp(red, "add")) return ox_fail(n, RLX_ERR_UNSUPPORTED, "reduction '%s'", red);
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "reduction '%s'", red);
     if (r != ri || axis < 0 || axis >= r) return ox_fail(n, RLX_ERR_SHAPE, "ranks differ");
     int64_t ds[RLX_MAX_DIMS], s = 1;
     for (int i = r - 1; i >= 0; i--) {
@@ -193,7 +212,8 @@ static rlx_status h_scatter_nd(ox_node *n) {
     int k = (int)id[ri - 1];
     char buf[16];
     const char *red = ox_attr_s(n, "reduction", "none", buf, sizeof buf);
-    if (strcmp(red, "none") && strcmp(red, "add")) return ox_fail(n, RLX_ERR_UNSUPPORTED, "reduction '%s'", red);
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "reduction '%s'", red);
     if (k < 1 || k > r) return ox_fail(n, RLX_ERR_SHAPE, "bad index depth");
     int64_t rows;
     rlx_node p = nd_rows(n, idx, dd, 0, k, &rows);
@@ -1121,6 +1141,34 @@ static rlx_status h_grid_sample(ox_node *n) {
     return ox_out_node(n, 0, rlx_transpose(G, acc, (int[]){0, 3, 1, 2}));
 }
 
+/* Det of [..., n, n] for n <= 3 by cofactor expansion. */
+static rlx_status h_det(ox_node *n) {
+    rlx_node x = oxo_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, xd);
+    if (r < 2 || xd[r - 1] != xd[r - 2]) return ox_fail(n, RLX_ERR_SHAPE, "needs square matrices");
+    int64_t m = xd[r - 1];
+    if (m < 1 || m > 3) return ox_fail(n, RLX_ERR_UNSUPPORTED, "Det of %lldx%lld matrices (up to 3x3)", (long long)m, (long long)m);
+    int64_t B = numel_of(r - 2, xd);
+    rlx_node f = rlx_reshape(G, x, 2, (int64_t[]){B, m * m});
+    rlx_node e[9];
+    int ax = 1;
+    for (int64_t i = 0; i < m * m; i++) {
+        int64_t s0 = i, e0 = i + 1;
+        e[i] = rlx_reshape(G, rlx_slice(G, f, 1, &ax, &s0, &e0, NULL), 1, &B);
+    }
+    rlx_node d;
+    if (m == 1) d = e[0];
+    else if (m == 2) d = rlx_sub(G, rlx_mul(G, e[0], e[3]), rlx_mul(G, e[1], e[2]));
+    else {
+        rlx_node c0 = rlx_sub(G, rlx_mul(G, e[4], e[8]), rlx_mul(G, e[5], e[7]));
+        rlx_node c1 = rlx_sub(G, rlx_mul(G, e[3], e[8]), rlx_mul(G, e[5], e[6]));
+        rlx_node c2 = rlx_sub(G, rlx_mul(G, e[3], e[7]), rlx_mul(G, e[4], e[6]));
+        d = rlx_add(G, rlx_sub(G, rlx_mul(G, e[0], c0), rlx_mul(G, e[1], c1)), rlx_mul(G, e[2], c2));
+    }
+    return ox_out_node(n, 0, rlx_reshape(G, d, r - 2, xd));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1137,7 +1185,7 @@ static const struct {
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
-    {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample},
+    {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
