@@ -566,8 +566,10 @@ static rlx_status h_pool(ox_node *n) {
     int xr = oxo_shape(n, x, xd);
     int ns = ox_attr_ints(n, "kernel_shape", k, 8);
     if (ns < 1 || ns != xr - 2) return ox_fail(n, RLX_ERR_FORMAT, "kernel_shape must list every spatial dim");
-    if (n->n_out > 1 && n->p->output[1] && *n->p->output[1])
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "the Indices output of MaxPool is not supported");
+    if (n->n_out > 1 && n->p->output[1] && *n->p->output[1]) {
+        if (!strcmp(op, "MaxPool") && ns == 2) return oxo_maxpool_indices(n, x, k);
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "the Indices output of MaxPool over %d spatial dims", ns);
+    }
     if (ns == 3 && (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")))
         return oxo_pool3d(n, x, k, !strcmp(op, "MaxPool"));
     if (ns > 2) return ox_fail(n, RLX_ERR_UNSUPPORTED, "pooling over %d spatial dims (RLX has 1 to 3)", ns);

@@ -21,6 +21,7 @@ bool oxo_onnx_dtype(int64_t ot, rlx_dtype *t);
 /* 3-d convolution and pooling from 2-d primitives (onnx_ops3d.c). */
 rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b);
 rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max);
+rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k);
 /* The handlers of onnx_ops2.c. */
 ox_handler oxo_find_more(const char *op_type);
 

@@ -158,3 +158,75 @@ rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max) {
     }
     return ox_out_node(n, 0, acc);
 }
+
+/* MaxPool with its Indices output (2-d): a running max over the window taps,
+ * each a strided slice of the -inf padded input, keeping the first
+ * maximum's flat index (row-major, or column-major for storage_order 1). */
+rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
+    int64_t xd[RLX_MAX_DIMS];
+    if (oxo_shape(n, x, xd) != 4) return ox_fail(n, RLX_ERR_UNSUPPORTED, "MaxPool indices for 2-d pooling only");
+    int ceil_mode = (int)ox_attr_i(n, "ceil_mode", 0), order = (int)ox_attr_i(n, "storage_order", 0);
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, tmp[8];
+    if (ox_attr_ints(n, "strides", tmp, 8) == 2) memcpy(st, tmp, sizeof st);
+    if (ox_attr_ints(n, "dilations", tmp, 8) == 2) memcpy(dl, tmp, sizeof dl);
+    if (ox_attr_ints(n, "pads", tmp, 8) == 4) memcpy(pd, tmp, sizeof pd);
+    char buf[32];
+    const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], in[2] = {H, W}, out[2];
+    for (int i = 0; i < 2; i++) {
+        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || k[i] > 64 || pd[i] < 0 || pd[2 + i] < 0)
+            return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride, dilation or pads");
+        int64_t ek = (k[i] - 1) * dl[i] + 1;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            int64_t o = (in[i] + st[i] - 1) / st[i], total = (o - 1) * st[i] + ek - in[i];
+            if (total < 0) total = 0;
+            pd[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pd[2 + i] = total - pd[i];
+        } else if (!strcmp(ap, "VALID")) pd[i] = pd[2 + i] = 0;
+        int64_t span = in[i] + pd[i] + pd[2 + i] - ek;
+        if (span < 0) return ox_fail(n, RLX_ERR_SHAPE, "window larger than the padded input");
+        out[i] = (ceil_mode ? (span + st[i] - 1) / st[i] : span / st[i]) + 1;
+        if (ceil_mode && (out[i] - 1) * st[i] >= in[i] + pd[i]) out[i]--;
+    }
+    int64_t pads[8] = {0};
+    for (int i = 0; i < 2; i++) {
+        int64_t need = (out[i] - 1) * st[i] + (k[i] - 1) * dl[i] + 1 - (in[i] + pd[i]);
+        pads[2 + i] = pd[i];
+        pads[4 + 2 + i] = need > 0 ? need : 0;
+    }
+    if (N * C * out[0] * out[1] > OX_FOLD_MAX_NUMEL * 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "output too large");
+    rlx_node xp = rlx_pad(G, x, pads, RLX_PAD_CONSTANT, -INFINITY);
+    rlx_node best = -1, bi = -1;
+    for (int64_t ky = 0; ky < k[0]; ky++)
+        for (int64_t kx = 0; kx < k[1]; kx++) {
+            int axes[2] = {2, 3};
+            int64_t s0[2] = {ky * dl[0], kx * dl[1]}, e0[2], sp[2] = {st[0], st[1]};
+            e0[0] = s0[0] + (out[0] - 1) * st[0] + 1;
+            e0[1] = s0[1] + (out[1] - 1) * st[1] + 1;
+            rlx_node v = rlx_slice(G, xp, 2, axes, s0, e0, sp);
+            ox_tensor *idx = ox_tensor_new(RLX_I64, 4, (int64_t[]){N, C, out[0], out[1]});
+            if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+            for (int64_t f = 0; f < idx->numel; f++) {
+                int64_t ox = f % out[1], oy = (f / out[1]) % out[0], nc = f / (out[0] * out[1]);
+                int64_t h = oy * st[0] + ky * dl[0] - pd[0], w = ox * st[1] + kx * dl[1] - pd[1];
+                if (h < 0) h = 0;
+                if (h >= H) h = H - 1;
+                if (w < 0) w = 0;
+                if (w >= W) w = W - 1;
+                ((int64_t *)idx->data)[f] = nc * H * W + (order ? w * H + h : h * W + w);
+            }
+            rlx_node in_idx = rlx_constant(G, RLX_I64, 4, idx->dims, idx->data, idx->bytes);
+            ox_tensor_free(idx);
+            if (best < 0) {
+                best = v;
+                bi = in_idx;
+            } else {
+                rlx_node better = rlx_greater(G, v, best);
+                best = rlx_where(G, better, v, best);
+                bi = rlx_where(G, better, in_idx, bi);
+            }
+        }
+    rlx_status s = ox_out_node(n, 0, best);
+    if (s == RLX_OK) s = ox_out_node(n, 1, bi);
+    return s;
+}
