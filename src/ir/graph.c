@@ -160,10 +160,16 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
                                   proto->name ? proto->name : "", msg);
         }
     }
-    for (int i = 0; i < n.shape.ndim; i++)
-        if (n.shape.dims[i] < 0)
-            return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s: negative dimension %lld", info->name,
-                                  (long long)n.shape.dims[i]);
+    /* Every result stays below 2^40 elements, so sizes never overflow. */
+    int64_t total = 1;
+    for (int i = 0; i < n.shape.ndim; i++) {
+        int64_t d = n.shape.dims[i];
+        if (d < 0)
+            return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s: negative dimension %lld", info->name, (long long)d);
+        if (d > 0 && total > (INT64_C(1) << 40) / d)
+            return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s: result of more than 2^40 elements", info->name);
+        total *= d;
+    }
     if (proto->name && !(n.name = rlx_strdup(proto->name)))
         return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory");
     if (proto->data) {
