@@ -225,10 +225,85 @@ rlx_status oxo_h_loop(ox_node *n) {
     return st;
 }
 
+static rlx_node take(ox_node *n, rlx_node x, int axis, int64_t i) {
+    int64_t d[RLX_MAX_DIMS], q[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, d), k = 0;
+    int64_t s = i, e = i + 1;
+    rlx_node sl = rlx_slice(G, x, 1, &axis, &s, &e, NULL);
+    for (int j = 0; j < r; j++)
+        if (j != axis) q[k++] = d[j];
+    return rlx_reshape(G, sl, r - 1, q);
+}
+
+/* Scan-8: batch axis 0 on every input, scan axis 1 on scan inputs,
+ * optional sequence_lens first (all equal to the length only). */
+static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body) {
+    int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
+    int first = 1; /* input 0: sequence_lens */
+    int nst = n->n_in - first - nsi;
+    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+    int nso = (int)body->n_output - nst;
+    if (nso < 0 || nso > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+    int64_t dirs[16] = {0};
+    ox_attr_ints(n, "directions", dirs, 16);
+    int64_t d0[RLX_MAX_DIMS];
+    if (!n->in[first + nst]) return ox_fail(n, RLX_ERR_FORMAT, "scan input missing");
+    int r0 = oxo_in_shape(n, first + nst, d0);
+    if (r0 < 2) return ox_fail(n, RLX_ERR_SHAPE, "scan inputs need [batch, sequence, ...]");
+    int64_t B = d0[0], L = d0[1];
+    if (B < 1 || L < 1 || B * L > OX_MAX_UNROLL) return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan of %lld x %lld steps", (long long)B, (long long)L);
+    if (n->in[0]) {
+        const ox_tensor *k = n->in[0]->k;
+        if (!k) return oxo_need_const(n, 0, "sequence_lens");
+        for (int64_t i = 0; i < k->numel; i++)
+            if (ox_get_i(k, i) != L) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
+    }
+    for (int i = 0; i < nst + nsi; i++)
+        if (!n->in[first + i]) return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", first + i);
+    rlx_node fin[14][64], outs[14][64];
+    if (B > 64) return ox_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
+    rlx_status st = RLX_OK;
+    rlx_node *steps[14];
+    for (int i = 0; i < nso; i++) steps[i] = calloc((size_t)L, sizeof(rlx_node));
+    for (int64_t b = 0; b < B && st == RLX_OK; b++) {
+        sub_result cur[16];
+        memset(cur, 0, sizeof cur);
+        for (int i = 0; i < nst; i++) cur[i].node = take(n, oxo_in(n, first + i), 0, b);
+        for (int64_t t = 0; t < L && st == RLX_OK; t++) {
+            ox_value store[32], *args[32];
+            for (int i = 0; i < nst; i++) args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+            for (int i = 0; i < nsi; i++) {
+                rlx_node xb = take(n, oxo_in(n, first + nst + i), 0, b);
+                args[nst + i] = temp_value(&store[nst + i], take(n, xb, 0, dirs[i] ? L - 1 - t : t), NULL);
+            }
+            sub_result out[32];
+            memset(out, 0, sizeof out);
+            st = run_sub(n, body, args, nst + nsi, out, nst + nso);
+            if (st == RLX_OK) {
+                free_res(cur, nst);
+                for (int i = 0; i < nst; i++) {
+                    cur[i] = out[i];
+                    out[i].k = NULL;
+                    res_node(n, &cur[i]);
+                }
+                for (int i = 0; i < nso; i++) steps[i][t] = res_node(n, &out[nst + i]);
+            }
+            free_res(out, nst + nso);
+        }
+        for (int i = 0; i < nst && st == RLX_OK; i++) fin[i][b] = res_node(n, &cur[i]);
+        for (int i = 0; i < nso && st == RLX_OK; i++) outs[i][b] = stack(n, steps[i], (int)L, 0);
+        free_res(cur, nst);
+    }
+    for (int i = 0; i < nst && st == RLX_OK; i++) st = ox_out_node(n, i, stack(n, fin[i], (int)B, 0));
+    for (int i = 0; i < nso && st == RLX_OK; i++) st = ox_out_node(n, nst + i, stack(n, outs[i], (int)B, 0));
+    for (int i = 0; i < nso; i++) free(steps[i]);
+    return st;
+}
+
 rlx_status oxo_h_scan(ox_node *n) {
     const Onnx__GraphProto *body = graph_attr(n, "body");
     if (!body) return ox_fail(n, RLX_ERR_FORMAT, "Scan without a body");
-    if (n->opset < 9) return ox_fail(n, RLX_ERR_UNSUPPORTED, "Scan before opset 9 (batched form)");
+    if (n->opset < 9) return scan8(n, body);
     int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
     int nst = n->n_in - nsi;
     if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
