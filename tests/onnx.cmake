@@ -5,7 +5,7 @@ if(TARGET test_onnx_import)
 endif()
 if(RLX_HAVE_ONNX)
   add_test(NAME onnx_conformance
-    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/onnx/conformance.sh $<TARGET_FILE:rlx_cli> 900
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/onnx/conformance.sh $<TARGET_FILE:rlx_cli> 950
             ${CMAKE_BINARY_DIR}/onnx_conformance.log)
   set_tests_properties(onnx_conformance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
 endif()

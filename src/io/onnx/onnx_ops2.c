@@ -1169,6 +1169,50 @@ static rlx_status h_det(ox_node *n) {
     return ox_out_node(n, 0, rlx_reshape(G, d, r - 2, xd));
 }
 
+/* MelWeightMatrix from its (import-time) scalar inputs: triangular filters
+ * on bins spaced evenly in mel. */
+static rlx_status h_mel(ox_node *n) {
+    double nm, dl, sr, lo, hi;
+    if (!oxo_const_scalar(n, 0, &nm) || !oxo_const_scalar(n, 1, &dl) || !oxo_const_scalar(n, 2, &sr) ||
+        !oxo_const_scalar(n, 3, &lo) || !oxo_const_scalar(n, 4, &hi))
+        return oxo_need_const(n, 0, "all inputs");
+    int64_t M = (int64_t)nm, DL = (int64_t)dl, S = DL / 2 + 1;
+    if (M < 1 || DL < 1 || sr <= 0 || M > 4096 || DL > (1 << 20)) return ox_fail(n, RLX_ERR_SHAPE, "bad sizes");
+    rlx_dtype t = RLX_F32;
+    if (!ox_dtype_from_onnx((int)ox_attr_i(n, "output_datatype", 1), &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
+    int64_t *bins = malloc(sizeof(int64_t) * (size_t)(M + 2));
+    ox_tensor *y = ox_tensor_new(t, 2, (int64_t[]){S, M});
+    if (!bins || !y) {
+        free(bins);
+        ox_tensor_free(y);
+        return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    }
+    double lm = 2595 * log10(1 + lo / 700), hm = 2595 * log10(1 + hi / 700), step = (hm - lm) / (double)(M + 2);
+    for (int64_t i = 0; i < M + 2; i++) {
+        double hz = 700 * (pow(10, ((double)i * step + lm) / 2595) - 1);
+        bins[i] = (int64_t)floor((double)(DL + 1) * hz / sr);
+    }
+    rlx_status st = RLX_OK;
+    for (int64_t i = 0; i < M && st == RLX_OK; i++) {
+        int64_t l = bins[i], c = bins[i + 1], h = bins[i + 2];
+        if (l < 0 || h >= S || c < l || h < c) {
+            st = ox_fail(n, RLX_ERR_SHAPE, "mel bins outside the spectrum");
+            break;
+        }
+        if (c == l) ox_set_f(y, c * M + i, 1);
+        else
+            for (int64_t j = l; j <= c; j++) ox_set_f(y, j * M + i, (double)(j - l) / (double)(c - l));
+        if (h > c)
+            for (int64_t j = c; j < h; j++) ox_set_f(y, j * M + i, (double)(h - j) / (double)(h - c));
+    }
+    free(bins);
+    if (st != RLX_OK) {
+        ox_tensor_free(y);
+        return st;
+    }
+    return ox_out_const(n, 0, y);
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1185,7 +1229,7 @@ static const struct {
     {"NegativeLogLikelihoodLoss", h_nll}, {"SoftmaxCrossEntropyLoss", h_sce},
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
-    {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det},
+    {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det}, {"MelWeightMatrix", h_mel},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
