@@ -39,7 +39,7 @@ def main():
             if d["kind"] == "ceiling":
                 ceil = d
             else:
-                torch_rows[(d["workload"], d["batch"], d["dtype"])] = d
+                torch_rows.setdefault((d["workload"], d["batch"], d["dtype"]), {}).update(d)
     bw = ceil.get("copy_tbs", 4.25) * 1e12
     rate = ceil.get("bf16_tflops", 780) * 1e12
     out = []

@@ -29,7 +29,7 @@ def init_weights(m, seed=1):
         with torch.no_grad():
             if name.endswith("bias") or name.endswith(".b"):
                 p.zero_()
-            elif "norm" in name or "ln" in name:
+            elif "norm" in name or "ln" in name or name.startswith("bn") or ".bn" in name:
                 p.fill_(1.0)
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * 0.02)
@@ -61,13 +61,13 @@ class Encoder(nn.Module):
         super().__init__()
         self.word = nn.Embedding(vocab, h)
         self.pos = nn.Embedding(max_pos, h)
-        self.type = nn.Embedding(2, h)
+        self.tok_type = nn.Embedding(2, h)
         self.ln = nn.LayerNorm(h, eps=1e-12)
         self.layers = nn.ModuleList(Layer(h) for _ in range(layers))
 
     def forward(self, ids):
         S = ids.shape[1]
-        x = self.word(ids) + self.pos.weight[:S] + self.type.weight[0]
+        x = self.word(ids) + self.pos.weight[:S] + self.tok_type.weight[0]
         x = self.ln(x)
         for l in self.layers:
             x = l(x)
@@ -83,6 +83,10 @@ def resnet50():
     for mod in m.modules():  # He-scaled convs so activations stay away from zero
         if isinstance(mod, nn.Conv2d):
             nn.init.kaiming_normal_(mod.weight)
+        elif isinstance(mod, nn.BatchNorm2d):
+            with torch.no_grad():
+                mod.weight.fill_(1.0)
+                mod.bias.zero_()
     m.conv1 = fuse_conv_bn_eval(m.conv1, m.bn1)
     m.bn1 = nn.Identity()
     for layer in (m.layer1, m.layer2, m.layer3, m.layer4):
@@ -198,12 +202,13 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--no-ceilings", action="store_true")
     ap.add_argument("cases", nargs="*", help="workload:batch:dtype, e.g. mlp:256:bf16")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    ceilings()
+    if not a.no_ceilings:
+        ceilings()
     for c in a.cases:
         w, b, d = c.split(":")
         try:

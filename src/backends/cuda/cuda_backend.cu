@@ -277,8 +277,72 @@ typedef struct cu_graph_state {
     cudaGraphExec_t exec;
 } cu_graph_state;
 
+/* RLX_CUDA_PROFILE=1 (with RLX_DISABLE_CUDA_GRAPH=1): device time per op
+ * kind, summed over runs, printed when the schedule is released. */
+static int profiling = -1;
+static double prof_ms[CU_TABLE_SIZE];
+static long prof_n[CU_TABLE_SIZE];
+
+static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
+{
+    cudaEvent_t ev[2];
+    cudaEventCreate(&ev[0]);
+    cudaEventCreate(&ev[1]);
+    rlx_status st = RLX_OK;
+    for (int i = 0; i < s->n_thunks && st == RLX_OK; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (!t->fn)
+            continue;
+        cudaEventRecord(ev[0], rlx_cu_stream);
+        st = t->fn(t, ctx);
+        cudaEventRecord(ev[1], rlx_cu_stream);
+        cudaEventSynchronize(ev[1]);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, ev[0], ev[1]);
+        unsigned op = (unsigned)t->node->op;
+        if (op < CU_TABLE_SIZE) {
+            prof_ms[op] += ms;
+            prof_n[op]++;
+        }
+    }
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    return st;
+}
+
+static void profile_report(void)
+{
+    double total = 0;
+    for (int i = 0; i < CU_TABLE_SIZE; i++)
+        total += prof_ms[i];
+    if (total <= 0)
+        return;
+    fprintf(stderr, "[rlx cuda profile] device ms per op kind (all runs), total %.3f ms:\n", total);
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < CU_TABLE_SIZE; i++)
+            if (prof_n[i] && (best < 0 || prof_ms[i] > prof_ms[best]))
+                best = i;
+        if (best < 0)
+            break;
+        fprintf(stderr, "  %-22s %10.3f ms %6.1f%%  %ld launches\n", rlx_op_name((rlx_op)best), prof_ms[best],
+                100.0 * prof_ms[best] / total, prof_n[best]);
+        prof_n[best] = 0;
+        prof_ms[best] = 0;
+    }
+}
+
 static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    if (profiling < 0) {
+        const char *p = getenv("RLX_CUDA_PROFILE");
+        profiling = p && *p && strcmp(p, "0") != 0;
+    }
+    if (profiling && !s->backend_state) {
+        cudaStreamCaptureStatus cs;
+        if (cudaStreamIsCapturing(rlx_cu_stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone)
+            return launch_profiled(s, ctx);
+    }
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
@@ -325,6 +389,8 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 
 static void cuda_release_schedule(rlx_schedule *s)
 {
+    if (profiling > 0)
+        profile_report();
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     if (!gs)
         return;

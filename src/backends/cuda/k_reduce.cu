@@ -183,7 +183,8 @@ __global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
             s = s * __expf(m - v) + 1.0f;
             m = v;
         } else if (v == v) {
-            s += __expf(v - m);
+            if (v != -INFINITY) /* a masked element adds nothing (and -inf - -inf is NaN) */
+                s += __expf(v - m);
         } else {
             m = v; /* NaN */
         }
