@@ -78,72 +78,45 @@ static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
     return threads;
 }
 
-void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads)
-{
-    pthread_once(&blas_once, load_blas);
-    if (M == 0 || N == 0)
-        return;
-    if (blas_sgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&
-        K > 0) {
-        int parts = gemm_parts(M, N, K, threads);
-        bool by_rows = M >= N;
-#pragma omp parallel for num_threads(parts) if (parts > 1)
-        for (int k = 0; k < parts; k++) {
-            int64_t lo, len;
-            split_range(by_rows ? M : N, parts, k, &lo, &len);
-            if (len == 0)
-                continue;
-            const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
-            const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
-            float *c = by_rows ? C + lo * ldc : C + lo;
-            blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
-                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-        }
-        return;
+/* One body for both precisions: large products are split into row (or
+ * column) blocks, one single-threaded BLAS call per block; without BLAS, or
+ * past its int sizes, a plain loop accumulating in double. */
+#define DEFINE_GEMM(NAME, T, BLAS)                                                                                    \
+    void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B,         \
+              int64_t ldb, T beta, T *C, int64_t ldc, int threads)                                                    \
+    {                                                                                                                 \
+        pthread_once(&blas_once, load_blas);                                                                          \
+        if (M == 0 || N == 0)                                                                                         \
+            return;                                                                                                   \
+        if (BLAS && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&   \
+            K > 0) {                                                                                                  \
+            int parts = gemm_parts(M, N, K, threads);                                                                 \
+            bool by_rows = M >= N;                                                                                    \
+            _Pragma("omp parallel for num_threads(parts) if (parts > 1)") for (int k = 0; k < parts; k++)             \
+            {                                                                                                         \
+                int64_t lo, len;                                                                                      \
+                split_range(by_rows ? M : N, parts, k, &lo, &len);                                                    \
+                if (len == 0)                                                                                         \
+                    continue;                                                                                         \
+                const T *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;                                              \
+                const T *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);                                              \
+                T *c = by_rows ? C + lo * ldc : C + lo;                                                               \
+                BLAS(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),               \
+                     (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);           \
+            }                                                                                                         \
+            return;                                                                                                   \
+        }                                                                                                             \
+        int nt = threads > 0 ? threads : 1;                                                                           \
+        _Pragma("omp parallel for num_threads(nt) if (M * N * K > 65536)") for (int64_t i = 0; i < M; i++)            \
+        {                                                                                                             \
+            for (int64_t j = 0; j < N; j++) {                                                                         \
+                double acc = 0;                                                                                       \
+                for (int64_t k = 0; k < K; k++)                                                                       \
+                    acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);   \
+                C[i * ldc + j] = (T)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));                          \
+            }                                                                                                         \
+        }                                                                                                             \
     }
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (M * N * K > 65536)
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = (float)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));
-        }
-    }
-}
 
-void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
-               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads)
-{
-    pthread_once(&blas_once, load_blas);
-    if (M == 0 || N == 0)
-        return;
-    if (blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&
-        K > 0) {
-        int parts = gemm_parts(M, N, K, threads);
-        bool by_rows = M >= N;
-#pragma omp parallel for num_threads(parts) if (parts > 1)
-        for (int k = 0; k < parts; k++) {
-            int64_t lo, len;
-            split_range(by_rows ? M : N, parts, k, &lo, &len);
-            if (len == 0)
-                continue;
-            const double *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
-            const double *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
-            double *c = by_rows ? C + lo * ldc : C + lo;
-            blas_dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
-                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-        }
-        return;
-    }
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (M * N * K > 65536)
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0);
-        }
-    }
-}
+DEFINE_GEMM(rlx_sgemm, float, blas_sgemm)
+DEFINE_GEMM(rlx_dgemm, double, blas_dgemm)
