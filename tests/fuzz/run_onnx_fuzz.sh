@@ -10,7 +10,7 @@ BUILD=${2:-$SRC/build-fuzz}
 DATA=${RLX_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 command -v clang >/dev/null || { echo "SKIP: clang not installed (apt-get install clang)"; exit 77; }
 CC=clang cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_FUZZ=ON -DRLX_CUDA=OFF \
-  -DRLX_BUILD_TESTS=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+  -DRLX_BUILD_TESTS=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$BUILD" -j2 --target fuzz_onnx_import >/dev/null
 CORPUS=$BUILD/onnx_corpus

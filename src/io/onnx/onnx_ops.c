@@ -48,7 +48,12 @@ bool oxo_const_scalar(ox_node *n, int i, double *v) {
     return true;
 }
 
-int oxo_norm_axis(int64_t a, int r) { return (int)(a < 0 ? a + r : a); }
+/* A normalised axis, or a large negative value (rejected everywhere) when
+ * a is outside [-r, r). */
+int oxo_norm_axis(int64_t a, int r) {
+    if (a < -(int64_t)r || a >= (int64_t)r) return -(1 << 20);
+    return (int)(a < 0 ? a + r : a);
+}
 
 rlx_status oxo_need_const(ox_node *n, int i, const char *what) {
     return ox_fail(n, RLX_ERR_UNSUPPORTED, "input %d (%s) must be known at import time (a constant or a shape computation)",
@@ -819,7 +824,10 @@ static rlx_status h_reduce(ox_node *n) {
     int keep = (int)ox_attr_i(n, "keepdims", 1);
     if (na == 0 && ox_attr_i(n, "noop_with_empty_axes", 0)) return pass_through(n, 0, 0);
     int axes[RLX_MAX_DIMS];
-    for (int i = 0; i < na; i++) axes[i] = oxo_norm_axis(ax[i], r);
+    for (int i = 0; i < na; i++) {
+        axes[i] = oxo_norm_axis(ax[i], r);
+        if (axes[i] < 0) return ox_fail(n, RLX_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)ax[i], r);
+    }
     if (r == 0) return pass_through(n, 0, 0);
     rlx_dtype t = oxo_in_dtype(n, 0);
     rlx_node y;
@@ -942,7 +950,8 @@ static rlx_status h_reshape(ox_node *n) {
 static rlx_status h_flatten(ox_node *n) {
     int64_t in[RLX_MAX_DIMS];
     int r = oxo_in_shape(n, 0, in);
-    int axis = oxo_norm_axis(ox_attr_i(n, "axis", 1), r);
+    int64_t a = ox_attr_i(n, "axis", 1);
+    int axis = a == r ? r : oxo_norm_axis(a, r);
     if (axis < 0 || axis > r) return ox_fail(n, RLX_ERR_SHAPE, "axis out of range");
     int64_t d[2] = {1, 1};
     for (int i = 0; i < r; i++) d[i < axis ? 0 : 1] *= in[i];
