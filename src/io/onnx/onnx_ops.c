@@ -197,6 +197,23 @@ static rlx_status h_cast(ox_node *n) {
 static rlx_status h_identity(ox_node *n) { return pass_through(n, 0, 0); }
 
 static rlx_status h_dropout(ox_node *n) {
+    /* training mode (opset 12+: input 2; before: is_test=0 / opset < 7 defaults)
+     * with a non-zero ratio drops at random; inference is the identity */
+    double ratio = n->opset >= 12 ? 0.5 : ox_attr_f(n, "ratio", 0.5);
+    bool training = false;
+    if (n->opset >= 12) {
+        if (n->n_in > 1 && n->in[1] && !oxo_const_scalar(n, 1, &ratio)) return oxo_need_const(n, 1, "ratio");
+        double tm = 0;
+        if (n->n_in > 2 && n->in[2] && !oxo_const_scalar(n, 2, &tm)) return oxo_need_const(n, 2, "training_mode");
+        training = tm != 0;
+    } else if (n->opset < 7) training = ox_attr_i(n, "is_test", 0) == 0 && ox_attr(n, "is_test") != NULL;
+    if (training && ratio > 0) {
+        rlx_node y = rlx_dropout(n->c->g, oxo_in(n, 0), ratio);
+        rlx_status st = ox_out_node(n, 0, y);
+        if (st == RLX_OK && n->n_out > 1)
+            st = ox_out_node(n, 1, rlx_not(n->c->g, rlx_equal(n->c->g, y, oxo_scalar(n, oxo_in_dtype(n, 0), 0))));
+        return st;
+    }
     rlx_status st = pass_through(n, 0, 0);
     if (st != RLX_OK || n->n_out < 2) return st;
     int64_t dims[RLX_MAX_DIMS];
