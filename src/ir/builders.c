@@ -420,10 +420,12 @@ rlx_node rlx_slice(rlx_graph *g, rlx_node x, int naxes, const int *axes, const i
             return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "slice: axis %d listed twice", axes[i]);
         seen |= 1u << a;
         int64_t step = steps ? steps[i] : 1, n = in->dims[a];
-        if (step == 0)
-            return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "slice: step is 0 on axis %d", axes[i]);
+        if (step == 0 || step == INT64_MIN)
+            return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "slice: step %lld on axis %d is 0 or out of range",
+                                  (long long)step, axes[i]);
         int64_t s = clamp_bound(starts[i], n, step, 1), e = clamp_bound(ends[i], n, step, 0);
-        int64_t cnt = step > 0 ? (e > s ? (e - s + step - 1) / step : 0) : (s > e ? (s - e + (-step) - 1) / (-step) : 0);
+        /* (distance - 1) / |step| + 1: no overflow for any step */
+        int64_t cnt = step > 0 ? (e > s ? (e - s - 1) / step + 1 : 0) : (s > e ? (s - e - 1) / (-step) + 1 : 0);
         p.shape.dims[a] = cnt;
         p.attrs.slice.start[a] = cnt ? s : 0;
         p.attrs.slice.step[a] = step;
