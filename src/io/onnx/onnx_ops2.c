@@ -1213,6 +1213,129 @@ static rlx_status h_mel(ox_node *n) {
     return ox_out_const(n, 0, y);
 }
 
+/* Real/imaginary DFT along the last axis of xr/xi [..., L] with constant
+ * cos/sin matrices [L, K]; returns [..., K, 2]. */
+static rlx_node dft_last(ox_node *n, rlx_node xr, rlx_node xi, int64_t L, int64_t K, bool inverse) {
+    rlx_dtype t = rlx_node_dtype(G, xr);
+    ox_tensor *cm = ox_tensor_new(t, 2, (int64_t[]){L, K}), *sm = ox_tensor_new(t, 2, (int64_t[]){L, K});
+    if (!cm || !sm) {
+        ox_tensor_free(cm);
+        ox_tensor_free(sm);
+        return rlx_graph_fail(G, RLX_ERR_OUT_OF_MEMORY, "dft: out of memory");
+    }
+    for (int64_t i = 0; i < L; i++)
+        for (int64_t k = 0; k < K; k++) {
+            double a = 2 * M_PI * (double)((i * k) % L) / (double)L;
+            ox_set_f(cm, i * K + k, cos(a));
+            ox_set_f(sm, i * K + k, sin(a));
+        }
+    rlx_node C = const_node(n, cm), S = const_node(n, sm);
+    /* forward: e^{-i a}; inverse: e^{+i a} / L */
+    rlx_node re = rlx_matmul(G, xr, C, 0, 0), im = rlx_matmul(G, xr, S, 0, 0);
+    if (!inverse) im = rlx_neg(G, im);
+    if (xi >= 0) {
+        rlx_node xs = rlx_matmul(G, xi, S, 0, 0);
+        re = inverse ? rlx_sub(G, re, xs) : rlx_add(G, re, xs);
+        im = rlx_add(G, im, rlx_matmul(G, xi, C, 0, 0));
+    }
+    if (inverse) {
+        re = rlx_div(G, re, oxo_scalar(n, t, (double)L));
+        im = rlx_div(G, im, oxo_scalar(n, t, (double)L));
+    }
+    int64_t d[RLX_MAX_DIMS];
+    int r = oxo_shape(n, re, d);
+    d[r] = 1;
+    rlx_node parts[2] = {rlx_reshape(G, re, r + 1, d), rlx_reshape(G, im, r + 1, d)};
+    return rlx_concat(G, 2, parts, r);
+}
+
+/* Splits [..., N, C] (C = 1 real, 2 complex) into xr, xi [..., N]. */
+static void split_complex(ox_node *n, rlx_node x, rlx_node *xr, rlx_node *xi) {
+    int64_t d[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, d);
+    int ax = r - 1;
+    int64_t s0 = 0, e0 = 1, s1 = 1, e1 = 2;
+    *xr = rlx_reshape(G, rlx_slice(G, x, 1, &ax, &s0, &e0, NULL), r - 1, d);
+    *xi = d[r - 1] == 2 ? rlx_reshape(G, rlx_slice(G, x, 1, &ax, &s1, &e1, NULL), r - 1, d) : -1;
+}
+
+static rlx_status h_dft(ox_node *n) {
+    rlx_node x = oxo_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, xd);
+    if (r < 3 || (xd[r - 1] != 1 && xd[r - 1] != 2)) return ox_fail(n, RLX_ERR_SHAPE, "needs [batch, ..., 1 or 2]");
+    if (!ox_dtype_is_float(oxo_in_dtype(n, 0))) return ox_fail(n, RLX_ERR_DTYPE, "float input");
+    int axis = oxo_norm_axis(ox_attr_i(n, "axis", 1), r);
+    if (axis < 1 || axis > r - 2) return ox_fail(n, RLX_ERR_SHAPE, "axis out of range");
+    int inverse = (int)ox_attr_i(n, "inverse", 0), onesided = (int)ox_attr_i(n, "onesided", 0);
+    int64_t N = xd[axis], L = N;
+    if (n->n_in > 1 && n->in[1]) {
+        if (oxo_const_ints(n, 1, &L, 1) != 1) return oxo_need_const(n, 1, "dft_length");
+    }
+    if (L < 1 || L > 65536) return ox_fail(n, RLX_ERR_SHAPE, "dft_length %lld", (long long)L);
+    int perm[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++) perm[i] = i;
+    perm[axis] = r - 2;
+    perm[r - 2] = axis;
+    rlx_node v = axis == r - 2 ? x : rlx_transpose(G, x, perm);
+    rlx_node xr, xi;
+    split_complex(n, v, &xr, &xi);
+    /* pad or cut the signal to L */
+    if (L != N) {
+        int64_t d[RLX_MAX_DIMS];
+        int rr = oxo_shape(n, xr, d);
+        int ax = rr - 1;
+        if (L < N) {
+            int64_t s0 = 0;
+            xr = rlx_slice(G, xr, 1, &ax, &s0, &L, NULL);
+            if (xi >= 0) xi = rlx_slice(G, xi, 1, &ax, &s0, &L, NULL);
+        } else {
+            int64_t pads[2 * RLX_MAX_DIMS] = {0};
+            pads[rr + ax] = L - N;
+            xr = rlx_pad(G, xr, pads, RLX_PAD_CONSTANT, 0);
+            if (xi >= 0) xi = rlx_pad(G, xi, pads, RLX_PAD_CONSTANT, 0);
+        }
+    }
+    int64_t K = onesided ? L / 2 + 1 : L;
+    rlx_node y = dft_last(n, xr, xi, L, K, inverse != 0);
+    if (axis != r - 2) y = rlx_transpose(G, y, perm);
+    return ox_out_node(n, 0, y);
+}
+
+static rlx_status h_stft(ox_node *n) {
+    rlx_node x = oxo_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS], step = 0, L = -1;
+    if (oxo_shape(n, x, xd) != 3 || (xd[2] != 1 && xd[2] != 2)) return ox_fail(n, RLX_ERR_SHAPE, "needs signal [batch, length, 1 or 2]");
+    if (oxo_const_ints(n, 1, &step, 1) != 1) return oxo_need_const(n, 1, "frame_step");
+    rlx_node win = n->n_in > 2 && n->in[2] ? oxo_in(n, 2) : -1;
+    if (win >= 0) {
+        int64_t wd[RLX_MAX_DIMS];
+        if (oxo_shape(n, win, wd) != 1) return ox_fail(n, RLX_ERR_SHAPE, "window must be 1-d");
+        L = wd[0];
+    }
+    if (n->n_in > 3 && n->in[3] && oxo_const_ints(n, 3, &L, 1) != 1) return oxo_need_const(n, 3, "frame_length");
+    int64_t B = xd[0], S = xd[1];
+    if (L < 1 || L > S || step < 1 || L > 65536) return ox_fail(n, RLX_ERR_SHAPE, "bad frame length or step");
+    int64_t F = (S - L) / step + 1;
+    if (F * L > OX_FOLD_MAX_NUMEL * 4) return ox_fail(n, RLX_ERR_UNSUPPORTED, "too many frames");
+    int onesided = (int)ox_attr_i(n, "onesided", 1);
+    ox_tensor *idx = ox_tensor_new(RLX_I64, 2, (int64_t[]){F, L});
+    if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    for (int64_t f = 0; f < F; f++)
+        for (int64_t j = 0; j < L; j++) ((int64_t *)idx->data)[f * L + j] = f * step + j;
+    rlx_node ix = const_node(n, idx);
+    rlx_node xr, xi;
+    split_complex(n, x, &xr, &xi); /* [B, S] */
+    xr = rlx_gather(G, xr, ix, 1); /* [B, F, L] */
+    if (xi >= 0) xi = rlx_gather(G, xi, ix, 1);
+    if (win >= 0) {
+        xr = rlx_mul(G, xr, win);
+        if (xi >= 0) xi = rlx_mul(G, xi, win);
+    }
+    (void)B;
+    return ox_out_node(n, 0, dft_last(n, xr, xi, L, onesided ? L / 2 + 1 : L, false));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1230,6 +1353,7 @@ static const struct {
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
     {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det}, {"MelWeightMatrix", h_mel},
+    {"DFT", h_dft}, {"STFT", h_stft},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
