@@ -157,8 +157,14 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     c[j] += bf[j];
                 continue;
             }
+            if (!bias || bt == RLX_F32) {
+                const float *bf = bias;
+                for (int64_t j = 0; j < N; j++)
+                    c[j] = (float)act_f(act, (double)c[j] + (bf ? bf[j] : 0.0f));
+                continue;
+            }
             for (int64_t j = 0; j < N; j++)
-                c[j] = (float)act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0));
+                c[j] = (float)act_f(act, (double)c[j] + rlx_load(bias, bt, j));
         } else {
             for (int64_t j = 0; j < N; j++)
                 rlx_store(t->out, n->dtype, r * N + j, act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
@@ -295,6 +301,13 @@ static int ab_threads(int threads, const ab_dims *d)
     return (int)th;
 }
 
+/* Per attention thread: keys transposed kT [D][S], values [S][Dv], one
+ * query row, scores [S], accumulator [Dv] (floats). */
+static size_t ab_block_bytes(const ab_dims *d)
+{
+    return round64((size_t)(d->D * d->S + d->S * d->Dv + d->D + d->S + d->Dv) * sizeof(float));
+}
+
 static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     ab_dims d = ab_dims_of(NODE_IN(g, n, 0), n);
@@ -305,28 +318,42 @@ static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int
          round64((size_t)(d.rows * d.Hk * d.Dv) * 4) + round64((size_t)(d.rows * d.H * d.Dv) * 4);
     if (n->dtype != RLX_F32)
         b += round64((size_t)(d.rows * d.out) * 4);
-    b += (size_t)ab_threads(threads, &d) * round64((size_t)d.S * sizeof(double));
+    if (n->attrs.attn_block.has_rope)
+        b += round64((size_t)(d.S * (d.D / 2)) * 2 * sizeof(double));
+    b += (size_t)ab_threads(threads, &d) * ab_block_bytes(&d);
     return b;
 }
 
 /* rows x width matrix: adds bias (any dtype), or nothing if bias is NULL. */
-static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bias, rlx_dtype bt)
+static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bias, rlx_dtype bt, int threads)
 {
     if (!bias)
         return;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < width; j++)
-            m[r * width + j] = (float)((double)m[r * width + j] + rlx_load(bias, bt, j));
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = m + r * width;
+        if (bt == RLX_F32) {
+            const float *b = bias;
+#pragma omp simd
+            for (int64_t j = 0; j < width; j++)
+                row[j] += b[j];
+        } else {
+            for (int64_t j = 0; j < width; j++)
+                row[j] = (float)((double)row[j] + rlx_load(bias, bt, j));
+        }
+    }
 }
 
-/* RMS norm over each head vector of D elements, then rotary embedding. */
+/* RMS norm over each head vector of D elements, then rotary embedding with
+ * the cos/sin table rope_tab [S][D/2][2] (NULL: no rope). */
 static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma,
-                         rlx_dtype gt, double eps, const rlx_node_data *n, int threads)
+                         rlx_dtype gt, double eps, const double *rope_tab, int inter, int threads)
 {
-    int rope = n->attrs.attn_block.has_rope, inter = n->attrs.attn_block.rope_interleaved;
-    double theta = n->attrs.attn_block.rope_theta;
-    int64_t offset = n->attrs.attn_block.rope_offset, half = D / 2;
-    int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
+    if (!gamma && !rope_tab)
+        return;
+    int64_t half = D / 2, stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t rh = 0; rh < rows * heads; rh++) {
         float *v = m + rh * D;
@@ -338,15 +365,13 @@ static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64
             for (int64_t i = 0; i < D; i++)
                 v[i] = (float)(v[i] * inv * rlx_load(gamma, gt, i));
         }
-        if (rope) {
-            double pos = (double)(offset + (rh / heads) % S);
+        if (rope_tab) {
+            const double *cs = rope_tab + ((rh / heads) % S) * half * 2;
             for (int64_t i = 0; i < half; i++) {
-                double a = pos * pow(theta, -2.0 * (double)i / (double)D);
-                double c = cos(a), s = sin(a);
                 int64_t ia = i * stride_a, ib = ia + off_b;
-                double x1 = v[ia], x2 = v[ib];
-                v[ia] = (float)(x1 * c - x2 * s);
-                v[ib] = (float)(x2 * c + x1 * s);
+                double x1 = v[ia], x2 = v[ib], c = cs[2 * i], sn = cs[2 * i + 1];
+                v[ia] = (float)(x1 * c - x2 * sn);
+                v[ib] = (float)(x2 * c + x1 * sn);
             }
         }
     }
@@ -365,67 +390,98 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     float *Q = take(&b, (size_t)(d.rows * d.H * d.D) * 4), *K = take(&b, (size_t)(d.rows * d.Hk * d.D) * 4);
     float *V = take(&b, (size_t)(d.rows * d.Hk * d.Dv) * 4), *O = take(&b, (size_t)(d.rows * d.H * d.Dv) * 4);
     float *Y = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)(d.rows * d.out) * 4);
+    int64_t S = d.S, D = d.D, Dv = d.Dv, half = D / 2, group = d.H / d.Hk;
+    double *rope_tab = NULL;
+    if (n->attrs.attn_block.has_rope) {
+        rope_tab = take(&b, (size_t)(S * half) * 2 * sizeof(double));
+        double theta = n->attrs.attn_block.rope_theta;
+        int64_t offset = n->attrs.attn_block.rope_offset;
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, S * half * 16)) schedule(static)
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t i = 0; i < half; i++) {
+                double a = (double)(offset + s) * pow(theta, -2.0 * (double)i / (double)D);
+                rope_tab[(s * half + i) * 2] = cos(a);
+                rope_tab[(s * half + i) * 2 + 1] = sin(a);
+            }
+    }
     int nth = ab_threads(th, &d);
-    double *sc_all = take(&b, 0);
-    size_t sc_stride = round64((size_t)d.S * sizeof(double)) / sizeof(double);
+    char *blocks = take(&b, 0);
+    size_t blk = ab_block_bytes(&d);
 
-    rlx_sgemm(0, 0, d.rows, d.H * d.D, d.hid, 1.0f, X, d.hid, Wq, d.H * d.D, 0.0f, Q, d.H * d.D, th);
-    rlx_sgemm(0, 0, d.rows, d.Hk * d.D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * d.D, 0.0f, K, d.Hk * d.D, th);
-    rlx_sgemm(0, 0, d.rows, d.Hk * d.Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * d.Dv, 0.0f, V, d.Hk * d.Dv, th);
+    rlx_sgemm(0, 0, d.rows, d.H * D, d.hid, 1.0f, X, d.hid, Wq, d.H * D, 0.0f, Q, d.H * D, th);
+    rlx_sgemm(0, 0, d.rows, d.Hk * D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * D, 0.0f, K, d.Hk * D, th);
+    rlx_sgemm(0, 0, d.rows, d.Hk * Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * Dv, 0.0f, V, d.Hk * Dv, th);
     int ib[7];
     for (int i = 1; i <= 6; i++)
         ib[i] = rlx_attn_block_input(n, i);
 #define OPT_IN(i) (ib[i] >= 0 ? t->in[ib[i]] : NULL)
 #define OPT_DT(i) (ib[i] >= 0 ? t->in_node[ib[i]]->dtype : RLX_F32)
-    add_bias_rows(Q, d.rows, d.H * d.D, OPT_IN(1), OPT_DT(1));
-    add_bias_rows(K, d.rows, d.Hk * d.D, OPT_IN(2), OPT_DT(2));
-    add_bias_rows(V, d.rows, d.Hk * d.Dv, OPT_IN(3), OPT_DT(3));
+    int bt = rlx_cpu_threads(ctx, d.rows * (d.H + 2 * d.Hk) * D);
+    add_bias_rows(Q, d.rows, d.H * D, OPT_IN(1), OPT_DT(1), bt);
+    add_bias_rows(K, d.rows, d.Hk * D, OPT_IN(2), OPT_DT(2), bt);
+    add_bias_rows(V, d.rows, d.Hk * Dv, OPT_IN(3), OPT_DT(3), bt);
     double eps = n->attrs.attn_block.norm_eps;
-    int nt = rlx_cpu_threads(ctx, d.rows * d.H * d.D * 8);
-    ab_norm_rope(Q, d.rows, d.S, d.H, d.D, OPT_IN(5), OPT_DT(5), eps, n, nt);
-    ab_norm_rope(K, d.rows, d.S, d.Hk, d.D, OPT_IN(6), OPT_DT(6), eps, n, nt);
+    int inter = n->attrs.attn_block.rope_interleaved;
+    int nt = rlx_cpu_threads(ctx, d.rows * d.H * D * 8);
+    ab_norm_rope(Q, d.rows, S, d.H, D, OPT_IN(5), OPT_DT(5), eps, rope_tab, inter, nt);
+    ab_norm_rope(K, d.rows, S, d.Hk, D, OPT_IN(6), OPT_DT(6), eps, rope_tab, inter, nt);
 
-    double scale = n->attrs.attn_block.scale;
+    float scale = (float)n->attrs.attn_block.scale;
     int causal = n->attrs.attn_block.causal;
-    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
     int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
     int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
     if (at > nth)
         at = nth;
 #pragma omp parallel for num_threads(at) schedule(dynamic, 1)
     for (int64_t bh = 0; bh < d.B * d.H; bh++) {
-        double *sc = sc_all + (size_t)omp_get_thread_num() * sc_stride;
+        float *kT = (float *)(blocks + (size_t)omp_get_thread_num() * blk);
+        float *restrict vb = kT + D * S, *restrict qr = vb + S * Dv, *restrict sc = qr + D, *restrict acc = sc + S;
         int64_t bb = bh / d.H, h = bh % d.H, hk = h / group;
+        for (int64_t j = 0; j < S; j++) {
+            const float *k = K + (bb * S + j) * kw + hk * D, *v = V + (bb * S + j) * vw + hk * Dv;
+            for (int64_t e = 0; e < D; e++)
+                kT[e * S + j] = k[e];
+            memcpy(vb + j * Dv, v, (size_t)Dv * sizeof(float));
+        }
         for (int64_t s = 0; s < S; s++) {
             const float *q = Q + (bb * S + s) * qw + h * D;
-            int64_t last = causal ? s : S - 1;
-            double m = -INFINITY;
-            for (int64_t j = 0; j <= last; j++) {
-                const float *k = K + (bb * S + j) * kw + hk * D;
-                double acc = 0;
-                for (int64_t e = 0; e < D; e++)
-                    acc += (double)q[e] * k[e];
-                sc[j] = acc * scale;
-                m = sc[j] > m ? sc[j] : m;
+            int64_t cnt = causal ? s + 1 : S;
+            for (int64_t e = 0; e < D; e++)
+                qr[e] = q[e] * scale;
+            for (int64_t j = 0; j < cnt; j++)
+                sc[j] = 0;
+            for (int64_t e = 0; e < D; e++) {
+                float qe = qr[e];
+                const float *restrict ke = kT + e * S;
+#pragma omp simd
+                for (int64_t j = 0; j < cnt; j++)
+                    sc[j] += qe * ke[j];
             }
+            float m = -INFINITY;
+            for (int64_t j = 0; j < cnt; j++)
+                m = sc[j] > m ? sc[j] : m;
             double sum = 0;
-            for (int64_t j = 0; j <= last; j++) {
-                sc[j] = exp(sc[j] - m);
+            for (int64_t j = 0; j < cnt; j++) {
+                sc[j] = expf(sc[j] - m);
                 sum += sc[j];
             }
+            for (int64_t e = 0; e < Dv; e++)
+                acc[e] = 0;
+            for (int64_t j = 0; j < cnt; j++) {
+                float p = sc[j];
+                const float *restrict vj = vb + j * Dv;
+#pragma omp simd
+                for (int64_t e = 0; e < Dv; e++)
+                    acc[e] += p * vj[e];
+            }
+            float inv = (float)(1.0 / sum);
             float *o = O + (bb * S + s) * ow + h * Dv;
             for (int64_t e = 0; e < Dv; e++)
-                o[e] = 0;
-            for (int64_t j = 0; j <= last; j++) {
-                const float *v = V + (bb * S + j) * vw + hk * Dv;
-                float p = (float)(sc[j] / sum);
-                for (int64_t e = 0; e < Dv; e++)
-                    o[e] += p * v[e];
-            }
+                o[e] = acc[e] * inv;
         }
     }
     rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th);
-    add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4));
+    add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);
     if (n->dtype != RLX_F32)
         rlx_cpu_from_f32(t->out, n->dtype, Y, d.rows * d.out);
 #undef OPT_IN
