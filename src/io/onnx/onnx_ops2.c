@@ -1336,6 +1336,48 @@ static rlx_status h_stft(ox_node *n) {
     return ox_out_node(n, 0, dft_last(n, xr, xi, L, onesided ? L / 2 + 1 : L, false));
 }
 
+/* MaxUnpool: values scattered to their (flat, whole-tensor) indices in a
+ * zero tensor, by a one-hot matmul. */
+static rlx_status h_maxunpool(ox_node *n) {
+    rlx_node x = oxo_in(n, 0), ind = oxo_in(n, 1);
+    int64_t xd[RLX_MAX_DIMS], k[8], st[8], pd[8] = {0}, od[RLX_MAX_DIMS];
+    int r = oxo_shape(n, x, xd), ns = r - 2;
+    if (ns < 1 || ns > 3 || ox_attr_ints(n, "kernel_shape", k, 8) != ns) return ox_fail(n, RLX_ERR_FORMAT, "kernel_shape");
+    for (int i = 0; i < ns; i++) st[i] = 1;
+    if (ox_attr_ints(n, "strides", st, 8) < 0)
+        for (int i = 0; i < ns; i++) st[i] = 1;
+    ox_attr_ints(n, "pads", pd, 8);
+    /* scatter into the shape the pooling came from; an explicit output_shape
+     * (at least as large) adds zeros at the end of each spatial dim */
+    od[0] = xd[0];
+    od[1] = xd[1];
+    for (int i = 0; i < ns; i++) od[2 + i] = (xd[2 + i] - 1) * st[i] + k[i] - pd[i] - pd[ns + i];
+    if (!oxo_dims_ok(r, od)) return ox_fail(n, RLX_ERR_SHAPE, "bad output shape");
+    int64_t want[RLX_MAX_DIMS];
+    memcpy(want, od, sizeof want);
+    if (n->n_in > 2 && n->in[2]) {
+        int c = oxo_const_ints(n, 2, want, RLX_MAX_DIMS);
+        if (c == -2) return oxo_need_const(n, 2, "output_shape");
+        if (c != r) return ox_fail(n, RLX_ERR_SHAPE, "output_shape rank");
+        for (int i = 0; i < r; i++)
+            if (want[i] < od[i] || (i < 2 && want[i] != od[i]) || want[i] > OX_MAX_NUMEL)
+                return ox_fail(n, RLX_ERR_SHAPE, "output_shape smaller than the unpooled shape");
+    }
+    int64_t U = numel_of(r, xd), P = numel_of(r, od);
+    rlx_dtype t = oxo_in_dtype(n, 0);
+    rlx_node zeros = rlx_expand(G, oxo_scalar(n, t, 0), 2, (int64_t[]){P, 1});
+    rlx_node y = scatter_rows(n, zeros, rlx_reshape(G, to_i64(n, ind), 1, &U), rlx_reshape(G, x, 2, (int64_t[]){U, 1}), P, "none");
+    y = rlx_reshape(G, y, r, od);
+    int64_t pads[2 * RLX_MAX_DIMS] = {0};
+    bool padded = false;
+    for (int i = 0; i < r; i++) {
+        pads[r + i] = want[i] - od[i];
+        padded |= pads[r + i] != 0;
+    }
+    if (padded) y = rlx_pad(G, y, pads, RLX_PAD_CONSTANT, 0);
+    return ox_out_node(n, 0, y);
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1353,7 +1395,7 @@ static const struct {
     {"Trilu", h_trilu}, {"CumSum", h_cumsum}, {"OneHot", h_onehot}, {"Compress", h_compress},
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
     {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det}, {"MelWeightMatrix", h_mel},
-    {"DFT", h_dft}, {"STFT", h_stft},
+    {"DFT", h_dft}, {"STFT", h_stft}, {"MaxUnpool", h_maxunpool},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
