@@ -360,7 +360,8 @@ rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims)
             return rlx_graph_fail(g, RLX_ERR_SHAPE, "reshape: bad dimension %lld", (long long)d);
         }
         p.shape.dims[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known))
+            return rlx_graph_fail(g, RLX_ERR_SHAPE, "reshape: the element count of the target overflows");
     }
     if (infer >= 0) {
         int64_t total = rlx_shape_numel(in);
