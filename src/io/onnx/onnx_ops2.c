@@ -737,9 +737,43 @@ static rlx_status h_einsum(ox_node *n) {
         ops[t] = oxo_in(n, t);
         int64_t d[RLX_MAX_DIMS];
         int r = oxo_in_shape(n, t, d);
+        if ((int)strlen(lab[t]) != r) return ox_fail(n, RLX_ERR_SHAPE, "equation does not fit operand %d", t);
+        /* a label repeated in one operand takes the diagonal: move the pair
+         * last, flatten it and gather every (n+1)-th element */
+        for (bool again = true; again;) {
+            again = false;
+            for (int i = 0; i < r && !again; i++)
+                for (int j = i + 1; j < r && !again; j++) {
+                    if (lab[t][i] != lab[t][j]) continue;
+                    if (d[i] != d[j]) return ox_fail(n, RLX_ERR_SHAPE, "diagonal of unequal dims");
+                    int perm[RLX_MAX_DIMS], k = 0;
+                    char nl[RLX_MAX_DIMS + 1];
+                    int64_t nd[RLX_MAX_DIMS];
+                    for (int q = 0; q < r; q++)
+                        if (q != i && q != j) {
+                            nl[k] = lab[t][q];
+                            nd[k] = d[q];
+                            perm[k++] = q;
+                        }
+                    perm[k] = i;
+                    perm[k + 1] = j;
+                    rlx_node v = rlx_transpose(G, ops[t], perm);
+                    nd[k] = d[i] * d[i];
+                    v = rlx_reshape(G, v, k + 1, nd);
+                    ox_tensor *ix = ox_tensor_new(RLX_I64, 1, &d[i]);
+                    if (!ix) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+                    for (int64_t q = 0; q < d[i]; q++) ((int64_t *)ix->data)[q] = q * (d[i] + 1);
+                    ops[t] = rlx_gather(G, v, const_node(n, ix), k);
+                    nl[k] = lab[t][i];
+                    nd[k] = d[i];
+                    nl[k + 1] = 0;
+                    memcpy(lab[t], nl, (size_t)k + 2);
+                    for (int q = 0; q <= k; q++) d[q] = nd[q];
+                    r = k + 1;
+                    again = true;
+                }
+        }
         for (int i = 0; i < r; i++) {
-            for (int j = 0; j < i; j++)
-                if (lab[t][j] == lab[t][i]) return ox_fail(n, RLX_ERR_UNSUPPORTED, "repeated label (diagonal) in einsum");
             int c = (unsigned char)lab[t][i];
             if (dim_of[c] < 0 || dim_of[c] == 1) dim_of[c] = d[i];
         }
