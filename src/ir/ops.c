@@ -404,6 +404,9 @@ static rlx_status infer_rope(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "rope needs [..., S, D] with D even, got %s", SHAPE_A(&x->shape));
     if (!(n->attrs.rope.theta > 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope theta must be > 0");
+    if (n->attrs.rope.offset > ((int64_t)1 << 53) || n->attrs.rope.offset < -((int64_t)1 << 53))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope offset %lld is outside +-2^53",
+                             (long long)n->attrs.rope.offset);
     return infer_same_float(g, n);
 }
 
