@@ -928,6 +928,19 @@ static void test_extreme_values(void **state)
     g = rlx_graph_new();
     x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){4});
     REFUSED(rlx_concat(g, -2, (rlx_node[]){x, x}, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+    REFUSED(rlx_rope(g, x, 10000.0, INT64_MAX, 0)); /* positions would overflow */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+    REFUSED(rlx_rope(g, x, NAN, 0, 0));
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+    REFUSED(rlx_layer_norm(g, x, -1, -1, NAN));
+    g = rlx_graph_new();
+    REFUSED(rlx_random_normal(g, RLX_F32, 1, (int64_t[]){8}, 0, -1));
+    g = rlx_graph_new();
+    REFUSED(rlx_random_uniform(g, RLX_F32, 1, (int64_t[]){8}, 2, 1));
 #undef REFUSED
 
     /* extreme but legal slice bounds and steps */
