@@ -173,7 +173,7 @@ static rlx_conv_params cp(int64_t s0, int64_t s1, int64_t d0, int64_t d1, int64_
     return p;
 }
 
-static int run_conv(const conv_case *c)
+static int run_conv_dt(const conv_case *c, rlx_dtype dt)
 {
     rt_graph *rg = rt_graph_new();
     int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
@@ -181,16 +181,16 @@ static int run_conv(const conv_case *c)
     rt_tensor *x = rt_rand(2 + c->sp, xd, -1, 1);
     rt_tensor *w = rt_rand(2 + c->sp, wd, -1, 1);
     rt_tensor *b = c->bias ? rt_rand(1, &c->O, -1, 1) : NULL;
-    rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
-    rlx_node y = rlx_conv(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), bn, &c->p);
+    rlx_node bn = b ? rt_param(rg, dt, b) : -1;
+    rlx_node y = rlx_conv(rg->g, rt_input(rg, dt, x), rt_param(rg, dt, w), bn, &c->p);
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_conv(x, w, b, &c->p);
     char what[256];
-    snprintf(what, sizeof what, "conv%dd x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d",
-             c->sp, rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims), (long long)c->p.stride[0],
+    snprintf(what, sizeof what, "conv%dd %s x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d",
+             c->sp, rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims), (long long)c->p.stride[0],
              (long long)c->p.stride[1], (long long)c->p.dilation[0], (long long)c->p.dilation[1],
              (long long)c->p.pads[0], (long long)c->p.pads[1], (long long)c->p.pads[2], (long long)c->p.pads[3],
              (long long)c->p.groups, c->bias);
-    int ok = rt_check(what, got, want, RLX_F32);
+    int ok = rt_check(what, got, want, dt);
     rt_free(got);
     rt_free(want);
     rt_free(x);
@@ -199,6 +199,8 @@ static int run_conv(const conv_case *c)
     rt_graph_free(rg);
     return !ok;
 }
+
+static int run_conv(const conv_case *c) { return run_conv_dt(c, RLX_F32); }
 
 static void test_conv1d(void **state)
 {
@@ -251,7 +253,7 @@ typedef struct pool_case {
     int count_include_pad, ceil_mode;
 } pool_case;
 
-static int run_pool(const pool_case *c, int is_max)
+static int run_pool_dt(const pool_case *c, int is_max, rlx_dtype dt)
 {
     rt_graph *rg = rt_graph_new();
     int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
@@ -267,23 +269,25 @@ static int run_pool(const pool_case *c, int is_max)
         p.pads[i] = c->pads[i];
     p.count_include_pad = c->count_include_pad;
     p.ceil_mode = c->ceil_mode;
-    rlx_node xn = rt_input(rg, RLX_F32, x);
+    rlx_node xn = rt_input(rg, dt, x);
     rlx_node y = is_max ? rlx_max_pool(rg->g, xn, &p) : rlx_avg_pool(rg->g, xn, &p);
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_pool(x, &p, is_max);
     char what[256];
     snprintf(what, sizeof what,
-             "%s_pool%dd %s kernel %lld,%lld stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld incl_pad %d ceil %d",
-             is_max ? "max" : "avg", c->sp, rt_shape_str(x->ndim, x->dims), (long long)c->k[0], (long long)c->k[1],
+             "%s_pool%dd %s %s kernel %lld,%lld stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld incl_pad %d ceil %d",
+             is_max ? "max" : "avg", c->sp, rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), (long long)c->k[0], (long long)c->k[1],
              (long long)c->s[0], (long long)c->s[1], (long long)c->d[0], (long long)c->d[1], (long long)c->pads[0],
              (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3], c->count_include_pad,
              c->ceil_mode);
-    int ok = rt_check(what, got, want, RLX_F32);
+    int ok = rt_check(what, got, want, dt);
     rt_free(got);
     rt_free(want);
     rt_free(x);
     rt_graph_free(rg);
     return !ok;
 }
+
+static int run_pool(const pool_case *c, int is_max) { return run_pool_dt(c, is_max, RLX_F32); }
 
 static const pool_case k_pool[] = {
     /* sp N C in k s d pads incl ceil */
@@ -416,6 +420,53 @@ static void test_nn_large(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* f16 / bf16 storage and f64 through conv, pooling, rope, global pooling. */
+static void test_nn_storage_types(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const rlx_dtype dts[] = {RLX_F16, RLX_BF16, RLX_F64};
+    const conv_case conv[] = {
+        {2, 2, 3, {9, 7}, 4, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 1), 1},
+        {2, 1, 4, {7, 7}, 4, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 4), 1},
+        {1, 2, 3, {10, 0}, 4, {3, 0}, cp(2, 1, 1, 1, 1, 1, 0, 0, 1), 0},
+    };
+    for (int d = 0; d < 3; d++) {
+        for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++)
+            bad += run_conv_dt(&conv[i], dts[d]);
+        for (size_t i = 0; i < 5; i++) {
+            bad += run_pool_dt(&k_pool[i * 3], 1, dts[d]);
+            bad += run_pool_dt(&k_pool[i * 3], 0, dts[d]);
+        }
+        for (int il = 0; il < 2; il++) {
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *x = rt_rand(RT_SHAPE(2, 3, 5, 16), -2, 2);
+            rlx_node y = rlx_rope(rg->g, rt_input(rg, dts[d], x), 10000.0, 3, il);
+            rt_tensor *got = rt_run1(rg, y), *want = rt_ref_rope(x, 10000.0, 3, il);
+            char what[64];
+            snprintf(what, sizeof what, "rope %s %s", rlx_dtype_name(dts[d]), il ? "interleaved" : "halves");
+            bad += !rt_check(what, got, want, dts[d]);
+            rt_free(got);
+            rt_free(want);
+            rt_free(x);
+            rt_graph_free(rg);
+        }
+        rt_graph *rg = rt_graph_new();
+        rt_tensor *x = rt_rand(RT_SHAPE(2, 3, 5, 7), -2, 2);
+        rlx_node y = rlx_global_avg_pool(rg->g, rt_input(rg, dts[d], x));
+        rt_tensor *got = rt_run1(rg, y), *want = rt_ref_global_avg_pool(x);
+        char what[64];
+        snprintf(what, sizeof what, "global_avg_pool %s", rlx_dtype_name(dts[d]));
+        bad += !rt_check(what, got, want, dts[d]);
+        rt_free(got);
+        rt_free(want);
+        rt_free(x);
+        rt_graph_free(rg);
+        bad += run_attention(&k_attn[13], dts[d]);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +480,7 @@ int main(void)
         cmocka_unit_test_setup(test_max_pool_negative, rt_setup),
         cmocka_unit_test_setup(test_global_avg_pool, rt_setup),
         cmocka_unit_test_setup(test_nn_large, rt_setup),
+        cmocka_unit_test_setup(test_nn_storage_types, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
