@@ -969,6 +969,65 @@ static void test_extreme_values(void **state)
         }
 }
 
+/* What a session reports about its inputs, params and outputs. */
+static void test_session_info(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node a = rlx_input(g, "tokens", RLX_I64, 2, (int64_t[]){2, 5});
+    rlx_node e = rlx_param(g, "embed", RLX_F16, 2, (int64_t[]){11, 4});
+    rlx_node m = rlx_input(g, "mask", RLX_BOOL, 1, (int64_t[]){5});
+    rlx_node h = rlx_gather(g, e, a, 0);
+    assert_int_equal(rlx_output(g, "hidden", rlx_cast(g, h, RLX_F32)), RLX_OK);
+    assert_int_equal(rlx_output(g, "keep", rlx_not(g, m)), RLX_OK);
+    assert_int_equal(rlx_graph_node_count(g) >= 5, 1);
+    assert_int_equal(rlx_node_set_name(g, h, "embedding lookup"), RLX_OK);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(rlx_graph_print(g, devnull), RLX_OK);
+    fclose(devnull);
+    rlx_session *s = compile_ok(g);
+    assert_int_equal(rlx_session_count(s, 0), 2);
+    assert_int_equal(rlx_session_count(s, 1), 1);
+    assert_int_equal(rlx_session_count(s, 2), 2);
+    assert_true(rlx_session_count(s, 5) <= 0);
+    const struct {
+        int kind;
+        const char *name;
+        rlx_dtype dt;
+        int ndim;
+        int64_t dims[2];
+        size_t bytes;
+    } want[] = {{0, "tokens", RLX_I64, 2, {2, 5}, 80}, {0, "mask", RLX_BOOL, 1, {5}, 5},
+                {1, "embed", RLX_F16, 2, {11, 4}, 88},  {2, "hidden", RLX_F32, 3, {2, 5}, 160},
+                {2, "keep", RLX_BOOL, 1, {5}, 5}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        rlx_tensor_info info;
+        EXPECT_STATUS(rlx_session_find(s, want[i].kind, want[i].name, &info), RLX_OK);
+        assert_string_equal(info.name, want[i].name);
+        assert_int_equal(info.dtype, want[i].dt);
+        assert_int_equal(info.ndim, want[i].ndim);
+        for (int d = 0; d < 2 && d < info.ndim; d++)
+            assert_int_equal(info.dims[d], want[i].dims[d]);
+        assert_int_equal(info.bytes, want[i].bytes);
+    }
+    /* info by index lists each name once */
+    for (int kind = 0; kind < 3; kind++)
+        for (int i = 0; i < rlx_session_count(s, kind); i++) {
+            rlx_tensor_info info;
+            EXPECT_STATUS(rlx_session_info(s, kind, i, &info), RLX_OK);
+            assert_non_null(info.name);
+            rlx_tensor_info again;
+            EXPECT_STATUS(rlx_session_find(s, kind, info.name, &again), RLX_OK);
+            assert_int_equal(again.bytes, info.bytes);
+        }
+    rlx_compile_stats st;
+    EXPECT_STATUS(rlx_session_stats(s, &st), RLX_OK);
+    assert_true(st.thunks > 0);
+    assert_true(st.nodes_in >= 5);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -989,6 +1048,7 @@ int main(void)
         cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_unavailable_device),
         cmocka_unit_test(test_extreme_values),
+        cmocka_unit_test(test_session_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
