@@ -171,6 +171,36 @@ static void test_decoder_small(void **state)
     run_workload(&workloads[2]);
 }
 
+/* `rlx run --report` prints the dispatch report for a workload, and
+ * `rlx dump --dot` shows the fused graph. */
+static void test_cli_report(void **state)
+{
+    (void)state;
+    const char *cli = getenv("RLX_CLI");
+    if (!cli) {
+        skip();
+        return;
+    }
+    char cmd[1024], line[512];
+    snprintf(cmd, sizeof cmd, "'%s' run decoder-small --seq 4 --report 2>&1", cli);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int saw_report = 0, saw_block = 0, saw_fusion = 0;
+    while (fgets(line, sizeof line, p)) {
+        saw_report |= strstr(line, "dispatch report") != NULL;
+        saw_block |= strstr(line, "attention_block") != NULL;
+        saw_fusion |= strstr(line, "fusion: 302 -> 149 nodes") != NULL;
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_true(saw_report && saw_block && saw_fusion);
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(cmd, sizeof cmd, "'%s' dump --dot decoder-small --seq 4 -o '%s/rlx-opt-dot' >/dev/null 2>&1", cli, tmp);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -q attention_block '%s/rlx-opt-dot.after.dot' && ! grep -q attention_block "
+                              "'%s/rlx-opt-dot.before.dot'", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     /* start from a clean environment for the switches under test */
@@ -181,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_decoder_small),
+        cmocka_unit_test(test_cli_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
