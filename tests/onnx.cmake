@@ -9,3 +9,10 @@ if(RLX_HAVE_ONNX)
             ${CMAKE_BINARY_DIR}/onnx_conformance.log)
   set_tests_properties(onnx_conformance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
 endif()
+# The importer's libFuzzer target for a bounded time (its own clang build;
+# once per configuration set, so not in the sanitizer build).
+if(RLX_HAVE_ONNX AND NOT RLX_SANITIZE)
+  add_test(NAME onnx_fuzz
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_onnx_fuzz.sh 60 ${CMAKE_BINARY_DIR}/fuzz-build)
+  set_tests_properties(onnx_fuzz PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
+endif()

@@ -140,11 +140,13 @@ rlx_status oxo_h_loop(ox_node *n) {
     int64_t M = -1;
     if (n->n_in > 0 && n->in[0]) {
         if (!n->in[0]->k) return oxo_need_const(n, 0, "trip count M");
+        if (n->in[0]->k->numel != 1) return ox_fail(n, RLX_ERR_SHAPE, "trip count must have one element");
         M = ox_get_i(n->in[0]->k, 0);
     }
     int cond_known = 1, cond = 1;
     if (n->n_in > 1 && n->in[1]) {
         if (!n->in[1]->k) cond_known = 0;
+        else if (n->in[1]->k->numel != 1) return ox_fail(n, RLX_ERR_SHAPE, "cond must have one element");
         else cond = ox_get_i(n->in[1]->k, 0) != 0;
     }
     if (!cond_known) return oxo_need_const(n, 1, "cond");
@@ -198,7 +200,7 @@ rlx_status oxo_h_loop(ox_node *n) {
             st = ox_fail(n, RLX_ERR_UNSUPPORTED, "the loop condition depends on run-time values");
             break;
         }
-        cond = ox_get_i(out[0].k, 0) != 0;
+        cond = out[0].k->numel == 1 && ox_get_i(out[0].k, 0) != 0;
         free_res(cur, nv);
         for (int i = 0; i < nv; i++) {
             cur[i] = out[1 + i];
@@ -309,6 +311,8 @@ rlx_status oxo_h_scan(ox_node *n) {
     if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
     int nso = (int)body->n_output - nst;
     if (nso < 0 || nso > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+    for (int i = 0; i < n->n_in; i++)
+        if (!n->in[i]) return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", i);
     int64_t in_axes[16] = {0}, in_dirs[16] = {0}, out_axes[16] = {0}, out_dirs[16] = {0};
     ox_attr_ints(n, "scan_input_axes", in_axes, 16);
     ox_attr_ints(n, "scan_input_directions", in_dirs, 16);

@@ -196,6 +196,11 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
     }
     if (N * C * out[0] * out[1] > OX_FOLD_MAX_NUMEL * 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "output too large");
     rlx_node xp = rlx_pad(G, x, pads, RLX_PAD_CONSTANT, -INFINITY);
+    ox_tensor *bt = ox_tensor_new(RLX_I64, 4, (int64_t[]){N, C, 1, 1});
+    if (!bt) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    for (int64_t i = 0; i < N * C; i++) ((int64_t *)bt->data)[i] = i * H * W;
+    rlx_node base = rlx_constant(G, RLX_I64, 4, bt->dims, bt->data, bt->bytes);
+    ox_tensor_free(bt);
     rlx_node best = -1, bi = -1;
     for (int64_t ky = 0; ky < k[0]; ky++)
         for (int64_t kx = 0; kx < k[1]; kx++) {
@@ -204,18 +209,20 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
             e0[0] = s0[0] + (out[0] - 1) * st[0] + 1;
             e0[1] = s0[1] + (out[1] - 1) * st[1] + 1;
             rlx_node v = rlx_slice(G, xp, 2, axes, s0, e0, sp);
-            ox_tensor *idx = ox_tensor_new(RLX_I64, 4, (int64_t[]){N, C, out[0], out[1]});
+            /* index = (n*C + c)*H*W + offset of (h, w): a [N, C, 1, 1] base
+             * plus a [1, 1, Ho, Wo] offset per tap */
+            ox_tensor *idx = ox_tensor_new(RLX_I64, 4, (int64_t[]){1, 1, out[0], out[1]});
             if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
             for (int64_t f = 0; f < idx->numel; f++) {
-                int64_t ox = f % out[1], oy = (f / out[1]) % out[0], nc = f / (out[0] * out[1]);
+                int64_t ox = f % out[1], oy = f / out[1];
                 int64_t h = oy * st[0] + ky * dl[0] - pd[0], w = ox * st[1] + kx * dl[1] - pd[1];
                 if (h < 0) h = 0;
                 if (h >= H) h = H - 1;
                 if (w < 0) w = 0;
                 if (w >= W) w = W - 1;
-                ((int64_t *)idx->data)[f] = nc * H * W + (order ? w * H + h : h * W + w);
+                ((int64_t *)idx->data)[f] = order ? w * H + h : h * W + w;
             }
-            rlx_node in_idx = rlx_constant(G, RLX_I64, 4, idx->dims, idx->data, idx->bytes);
+            rlx_node in_idx = rlx_add(G, base, rlx_constant(G, RLX_I64, 4, idx->dims, idx->data, idx->bytes));
             ox_tensor_free(idx);
             if (best < 0) {
                 best = v;
