@@ -432,11 +432,13 @@ static void test_attention_edges(void **state)
         {2, 2, 1, 4, 4, 16, 8, 0, 2, {1, 1, 1, 4}},  /* float mask over keys */
         {1, 3, 3, 1, 9, 5, 5, 0, 1, {1, 3, 1, 1}},   /* bool mask per head */
         {1, 2, 2, 3, 0, 4, 4, 0, 0, {0}},            /* no keys: zeros */
+        {1, 1, 1, 100, 120, 16, 8, 1, 1, {1, 1, 100, 120}}, /* one head: queries split over threads */
     };
     for (int c = 0; c < NELEM(cases); c++)
         for (int di = 0; di < NELEM(k_float_dts); di++) {
             rlx_dtype dt = k_float_dts[di];
             rt_graph *rg = rt_graph_new();
+            rg->opts.threads = 4;
             rt_tensor *q = rt_rand(RT_SHAPE(cases[c].B, cases[c].H, cases[c].S, cases[c].D), -1, 1);
             rt_tensor *k = rt_rand(RT_SHAPE(cases[c].B, cases[c].Hk, cases[c].T, cases[c].D), -1, 1);
             rt_tensor *v = rt_rand(RT_SHAPE(cases[c].B, cases[c].Hk, cases[c].T, cases[c].Dv), -1, 1);

@@ -100,10 +100,11 @@ static size_t attn_block_bytes(const rlx_shape *k, const rlx_shape *v, rlx_dtype
 static size_t attention_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     const rlx_node_data *q = IN_NODE(g, n, 0);
-    int64_t BH = q->shape.dims[0] * q->shape.dims[1];
+    /* one block per thread, at most one per work item (see k_attention) */
+    int64_t items = q->shape.dims[0] * q->shape.dims[1] * ((q->shape.dims[2] + 31) / 32);
     int64_t th = threads < 1 ? 1 : threads;
-    if (BH < th)
-        th = BH > 0 ? BH : 1;
+    if (items < th)
+        th = items > 0 ? items : 1;
     return (size_t)th * attn_block_bytes(&IN_NODE(g, n, 1)->shape, &IN_NODE(g, n, 2)->shape, q->dtype);
 }
 
@@ -182,7 +183,7 @@ typedef struct attn_args {
     }
 
 #define ATTN_HEAD(SFX, CT)                                                                                    \
-    static void attn_head_##SFX(const attn_args *a, int64_t bh, CT *blk)                                      \
+    static void attn_head_##SFX(const attn_args *a, int64_t bh, int64_t s0, int64_t s1, CT *blk)              \
     {                                                                                                         \
         const rlx_thunk *t = a->t;                                                                            \
         rlx_dtype dt = t->node->dtype;                                                                        \
@@ -202,7 +203,7 @@ typedef struct attn_args {
         }                                                                                                     \
         for (int64_t j = 0; j < T * Dv; j++)                                                                  \
             vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                    \
-        for (int64_t s = 0; s < S; s++) {                                                                     \
+        for (int64_t s = s0; s < s1; s++) {                                                                   \
             int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                      \
             /* causal: keys after s + (T - S) are never visible, skip them */                                 \
             int64_t Te = T;                                                                                   \
@@ -274,19 +275,32 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t slots = blk ? (int64_t)(t->scratch_bytes / blk) : 0;
     if (slots < 1)
         return rlx_cpu_kernel_error(t, "attention scratch of %zu bytes is too small", t->scratch_bytes);
-    int64_t threads = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
-    if (threads > slots)
-        threads = slots;
-    if (threads > BH)
-        threads = BH;
+    int64_t threads;
+    /* With fewer heads than threads, split the queries of a head too (each
+     * part converts that head's keys and values again: cheap while a part
+     * has a few dozen queries). */
+    int64_t parts = 1, want = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
+    if (BH < want) {
+        parts = (2 * want + BH - 1) / BH;
+        int64_t max_parts = (a.S + 31) / 32;
+        parts = parts < max_parts ? parts : max_parts;
+        parts = parts < 1 ? 1 : parts;
+    }
+    int64_t items = BH * parts, chunk = (a.S + parts - 1) / parts;
+    threads = want < slots ? want : slots;
+    if (threads > items)
+        threads = items;
     int f64 = q->dtype == RLX_F64;
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < BH; bh++) {
+    for (int64_t it = 0; it < items; it++) {
+        int64_t bh = it / parts, s0 = it % parts * chunk, s1 = s0 + chunk < a.S ? s0 + chunk : a.S;
+        if (s0 >= s1)
+            continue;
         char *mine = (char *)t->scratch + (size_t)omp_get_thread_num() * blk;
         if (f64)
-            attn_head_f64(&a, bh, (double *)mine);
+            attn_head_f64(&a, bh, s0, s1, (double *)mine);
         else
-            attn_head_f32(&a, bh, (float *)mine);
+            attn_head_f32(&a, bh, s0, s1, (float *)mine);
     }
     return RLX_OK;
 }
