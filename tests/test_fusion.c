@@ -320,7 +320,7 @@ static void test_elementwise_chain(void **state)
 static void test_softmax_scale_mask(void **state)
 {
     (void)state;
-    for (int variant = 0; variant < 5; variant++) {
+    for (int variant = 0; variant < 6; variant++) {
         rlx_graph *g = rlx_graph_new();
         rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 7));
         rlx_node m = rlx_input(g, "m", RLX_F32, SHAPE(3, 7));
@@ -334,6 +334,9 @@ static void test_softmax_scale_mask(void **state)
         case 4: /* scaled by a value known only at run time: nothing to fold */
             s = rlx_mul(g, x, rlx_input(g, "k", RLX_F32, SHAPE(1)));
             break;
+        case 5: /* a full-size mask first, scaled scores second: the scale still fuses */
+            s = rlx_add(g, rlx_input(g, "m5", RLX_F32, SHAPE(2, 3, 7)), rlx_mul(g, x, rlx_scalar(g, RLX_F32, 0.5)));
+            break;
         }
         rlx_output(g, "y", rlx_softmax(g, s, axis));
         assert_int_equal(rlx_graph_verify(g), RLX_OK);
@@ -341,6 +344,8 @@ static void test_softmax_scale_mask(void **state)
         assert_int_equal(fused_count(g, RLX_OP_SOFTMAX_SCALE_MASK), fires);
         if (fires)
             assert_same_output(g, "y", 1e-5);
+        if (variant != 4)
+            assert_int_equal(fused_count(g, RLX_OP_MUL) + fused_count(g, RLX_OP_DIV) + fused_count(g, RLX_OP_ADD), 0);
         rlx_graph_free(g);
     }
 }

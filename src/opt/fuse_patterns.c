@@ -380,8 +380,8 @@ bool fuse_softmax(fuse_state *s, rlx_node root)
                 continue;
             rlx_node xs;
             double sv;
-            if (j == 1 && mask < 0 && !match_scale(s, c->in[j], &xs, &sv) && match_scale(s, c->in[0], &xs, &sv))
-                continue; /* prefer the side that is scaled */
+            if (j == 0 && !match_scale(s, c->in[0], &xs, &sv) && match_scale(s, c->in[1], &xs, &sv))
+                continue; /* the other side is the scaled scores: take it as x */
             mask = c->in[1 - j];
             cur = c->in[j];
         }
