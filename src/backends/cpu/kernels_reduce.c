@@ -9,6 +9,7 @@
  * reduce_min propagate NaN (numpy's max/min); an empty sum is 0, an empty
  * product 1 and an empty mean NaN (0/0). */
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_expf.h" /* RLX_VEC_* and the clang note on omp simd */
 
 #include <omp.h>
 
