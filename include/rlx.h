@@ -322,7 +322,9 @@ rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
 
 typedef struct rlx_onnx_binding {
     const char *name; /* a graph input's name, or a symbolic dim's name */
-    int ndim;         /* input binding: its rank; -1: dim binding, value in dims[0] */
+    int ndim;         /* input binding: its rank; -1: dim binding, value in dims[0]
+                       * (a rank-1 binding of a name that is no input's also
+                       * binds that symbolic dim, so "--shape N=4" works) */
     int64_t dims[RLX_MAX_DIMS];
     /* Optional: the input's value (model dtype, `bytes` long).  The input
      * then becomes a constant, so shape computations that read it (Reshape

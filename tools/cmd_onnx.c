@@ -36,15 +36,6 @@ int rlx_cmd_info(int argc, char **argv) {
     return rc;
 }
 
-struct rlx_graph *rlx_cli_load_model(const char *path) {
-    rlx_onnx_options o;
-    rlx_onnx_options_init(&o);
-    o.default_dim = 1;
-    rlx_graph *g = NULL;
-    if (rlx_onnx_import(path, &o, &g) != RLX_OK) return NULL;
-    return g;
-}
-
 /* ------------------------------------------------------------ runner */
 
 typedef struct tensor {

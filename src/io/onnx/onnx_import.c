@@ -548,7 +548,8 @@ static const rlx_onnx_binding *find_binding(const rlx_onnx_options *o, const cha
     if (!o || !name) return NULL;
     for (int i = 0; i < o->n_bindings; i++) {
         const rlx_onnx_binding *b = &o->bindings[i];
-        if (b->name && !strcmp(b->name, name) && ((b->ndim < 0) == dim)) return b;
+        /* a dim binding: ndim -1, or a one-value binding whose name is no input's */
+        if (b->name && !strcmp(b->name, name) && (dim ? (b->ndim < 0 || b->ndim == 1) : b->ndim >= 0)) return b;
     }
     return NULL;
 }
