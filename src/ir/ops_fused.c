@@ -166,7 +166,9 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
                              (long long)H, (long long)Hk, (long long)D, (long long)Dv);
     if (a->has_rope && (D % 2 || !(a->rope_theta > 0)))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope needs an even head dim and theta > 0");
-    int expected = 5 + __builtin_popcount((unsigned)a->has_bias & 15u) + (a->has_qnorm != 0) + (a->has_knorm != 0);
+    int expected = 5 + (a->has_qnorm != 0) + (a->has_knorm != 0);
+    for (int i = 0; i < 4; i++)
+        expected += (a->has_bias >> i) & 1;
     if (n->n_in != expected || (a->has_bias & ~15))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "attention block expects %d inputs, got %d", expected, n->n_in);
     rlx_dtype t = x->dtype;

@@ -582,6 +582,21 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
 
 /* ---------------------------------------------- softmax(x * scale + mask) */
 
+/* x[o] * scale + mask (bool false: -inf), the mask read through broadcast strides. */
+static inline double sm_value(const rlx_thunk *t, int64_t o, double scale, const void *mask, rlx_dtype mt,
+                              const int64_t *mst)
+{
+    double v = rlx_load(t->in[0], t->in_node[0]->dtype, o) * scale;
+    if (mask) {
+        int64_t mo = rlx_bcast_offset(o, &t->in_node[0]->shape, mst);
+        if (mt == RLX_BOOL)
+            v = ((const uint8_t *)mask)[mo] ? v : -INFINITY;
+        else
+            v += rlx_load(mask, mt, mo);
+    }
+    return v;
+}
+
 static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node, *xn = t->in_node[0];
@@ -609,32 +624,18 @@ static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ct
         int64_t base = (r / inner) * len * inner + (r % inner);
         double m = -INFINITY, sum = 0;
         int nan = 0;
-#define VAL(i)                                                                                                       \
-    ({                                                                                                               \
-        int64_t o_ = base + (i) * inner;                                                                             \
-        double v_ = rlx_load(t->in[0], dt, o_) * scale;                                                              \
-        if (mask) {                                                                                                  \
-            int64_t mo_ = rlx_bcast_offset(o_, &xn->shape, mst);                                                     \
-            if (mt == RLX_BOOL)                                                                                      \
-                v_ = ((const uint8_t *)mask)[mo_] ? v_ : -INFINITY;                                                  \
-            else                                                                                                     \
-                v_ += rlx_load(mask, mt, mo_);                                                                       \
-        }                                                                                                            \
-        v_;                                                                                                          \
-    })
         for (int64_t i = 0; i < len; i++) {
-            double v = VAL(i);
+            double v = sm_value(t, base + i * inner, scale, mask, mt, mst);
             nan |= v != v;
             m = v > m ? v : m;
         }
         if (nan)
             m = NAN;
         for (int64_t i = 0; i < len; i++)
-            sum += exp(VAL(i) - m);
+            sum += exp(sm_value(t, base + i * inner, scale, mask, mt, mst) - m);
         double inv = 1.0 / sum;
         for (int64_t i = 0; i < len; i++)
-            rlx_store(t->out, dt, base + i * inner, exp(VAL(i) - m) * inv);
-#undef VAL
+            rlx_store(t->out, dt, base + i * inner, exp(sm_value(t, base + i * inner, scale, mask, mt, mst) - m) * inv);
     }
     return RLX_OK;
 }
