@@ -408,7 +408,7 @@ static int min_inputs(const char *op, int opset) {
         {"BatchNormalization", 5}, {"InstanceNormalization", 3}, {"LayerNormalization", 2},
         {"NegativeLogLikelihoodLoss", 2}, {"SoftmaxCrossEntropyLoss", 2}, {"CastLike", 2},
         {"MatMulInteger", 2}, {"QLinearMatMul", 8}, {"QLinearConv", 8}, {"ConvInteger", 2},
-        {"DequantizeLinear", 2}, {"QuantizeLinear", 2}, {"LSTM", 3}, {"GRU", 3}, {"RNN", 3}, {"Compress", 2}, {"ReverseSequence", 2}, {"GridSample", 2}, {"MelWeightMatrix", 5}, {"STFT", 2}, {"MaxUnpool", 2},
+        {"DequantizeLinear", 2}, {"QuantizeLinear", 2}, {"LSTM", 3}, {"GRU", 3}, {"RNN", 3}, {"Compress", 2}, {"ReverseSequence", 2}, {"GridSample", 2}, {"MelWeightMatrix", 5}, {"STFT", 2}, {"MaxUnpool", 2}, {"RoiAlign", 3},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(t[i].op, op)) return t[i].n;

@@ -1412,6 +1412,97 @@ static rlx_status h_maxunpool(ox_node *n) {
     return ox_out_node(n, 0, y);
 }
 
+/* RoiAlign (avg/max, fixed sampling_ratio): sample points computed from the
+ * run-time rois, bilinear taps gathered from [N*H*W, C] rows. */
+static rlx_status h_roi_align(ox_node *n) {
+    rlx_node X = oxo_in(n, 0), rois = oxo_in(n, 1), bidx = oxo_in(n, 2);
+    int64_t xd[RLX_MAX_DIMS], rd[RLX_MAX_DIMS];
+    if (oxo_shape(n, X, xd) != 4 || oxo_shape(n, rois, rd) != 2 || rd[1] != 4)
+        return ox_fail(n, RLX_ERR_SHAPE, "needs X [N,C,H,W] and rois [R,4]");
+    if (oxo_in_dtype(n, 0) != RLX_F32) return ox_fail(n, RLX_ERR_DTYPE, "float32 only");
+    char b1[32], b2[8];
+    const char *ctm = ox_attr_s(n, "coordinate_transformation_mode", n->opset >= 16 ? "half_pixel" : "output_half_pixel", b1, sizeof b1);
+    const char *mode = ox_attr_s(n, "mode", "avg", b2, sizeof b2);
+    int64_t OH = ox_attr_i(n, "output_height", 1), OW = ox_attr_i(n, "output_width", 1), SR = ox_attr_i(n, "sampling_ratio", 0);
+    double scale = ox_attr_f(n, "spatial_scale", 1.0);
+    if (SR < 1) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sampling_ratio 0 (adaptive, data-dependent)");
+    if (OH < 1 || OW < 1 || OH * SR > 4096 || OW * SR > 4096) return ox_fail(n, RLX_ERR_SHAPE, "bad output size");
+    bool is_max = !strcmp(mode, "max");
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], R = rd[0];
+    rlx_dtype t = RLX_F32;
+#define S(v) oxo_scalar(n, t, (v))
+    double off = !strcmp(ctm, "half_pixel") ? 0.5 : 0;
+    rlx_node rc[4];
+    int ax = 1;
+    for (int64_t i = 0; i < 4; i++) {
+        int64_t s0 = i, e0 = i + 1;
+        rc[i] = rlx_sub(G, rlx_mul(G, rlx_reshape(G, rlx_slice(G, rois, 1, &ax, &s0, &e0, NULL), 1, &R), S(scale)), S(off));
+    }
+    rlx_node rw = rlx_sub(G, rc[2], rc[0]), rh = rlx_sub(G, rc[3], rc[1]);
+    if (off == 0) {
+        rw = rlx_max(G, rw, S(1));
+        rh = rlx_max(G, rh, S(1));
+    }
+    /* sample coordinates: y [R, OH*SR], x [R, OW*SR] */
+    rlx_node coord[2];
+    int64_t cnt[2] = {OH, OW};
+    rlx_node start[2] = {rc[1], rc[0]}, len[2] = {rh, rw};
+    for (int d = 0; d < 2; d++) {
+        int64_t M = cnt[d] * SR;
+        ox_tensor *f = ox_tensor_new(RLX_F32, 2, (int64_t[]){1, M});
+        if (!f) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        for (int64_t p = 0; p < cnt[d]; p++)
+            for (int64_t q = 0; q < SR; q++)
+                ((float *)f->data)[p * SR + q] = (float)(((double)p + ((double)q + 0.5) / (double)SR) / (double)cnt[d]);
+        coord[d] = rlx_add(G, rlx_reshape(G, start[d], 2, (int64_t[]){R, 1}),
+                           rlx_mul(G, const_node(n, f), rlx_reshape(G, len[d], 2, (int64_t[]){R, 1})));
+    }
+    int64_t MY = OH * SR, MX = OW * SR;
+    rlx_node lo[2], hi[2], frac[2], ok[2];
+    int64_t lim[2] = {H, W};
+    for (int d = 0; d < 2; d++) {
+        rlx_node v = coord[d];
+        ok[d] = rlx_and(G, rlx_not(G, rlx_less(G, v, S(-1))), rlx_not(G, rlx_greater(G, v, S((double)lim[d]))));
+        v = rlx_max(G, v, S(0));
+        rlx_node l = rlx_floor(G, v);
+        rlx_node edge = rlx_not(G, rlx_less(G, l, S((double)(lim[d] - 1))));
+        l = rlx_where(G, edge, S((double)(lim[d] - 1)), l);
+        v = rlx_where(G, edge, l, v);
+        lo[d] = l;
+        hi[d] = rlx_where(G, edge, l, rlx_add(G, l, S(1)));
+        frac[d] = rlx_sub(G, v, l);
+    }
+    /* broadcast shapes: y terms [R, MY, 1], x terms [R, 1, MX] */
+    for (int d = 0; d < 2; d++) {
+        int64_t shp[3] = {R, d == 0 ? MY : 1, d == 0 ? 1 : MX};
+        lo[d] = rlx_reshape(G, lo[d], 3, shp);
+        hi[d] = rlx_reshape(G, hi[d], 3, shp);
+        frac[d] = rlx_reshape(G, frac[d], 3, shp);
+        ok[d] = rlx_reshape(G, ok[d], 3, shp);
+    }
+    rlx_node valid = rlx_cast(G, rlx_and(G, ok[0], ok[1]), t); /* [R, MY, MX] */
+    rlx_node rows = rlx_reshape(G, rlx_transpose(G, rlx_reshape(G, X, 3, (int64_t[]){N, C, H * W}), (int[]){0, 2, 1}), 2,
+                                (int64_t[]){N * H * W, C});
+    rlx_node base = rlx_mul(G, rlx_reshape(G, rlx_cast(G, bidx, t), 3, (int64_t[]){R, 1, 1}), S((double)(H * W)));
+    rlx_node acc = -1;
+    for (int ty = 0; ty < 2; ty++)
+        for (int tx = 0; tx < 2; tx++) {
+            rlx_node yy = ty ? hi[0] : lo[0], xx = tx ? hi[1] : lo[1];
+            rlx_node wy = ty ? frac[0] : rlx_sub(G, S(1), frac[0]), wx = tx ? frac[1] : rlx_sub(G, S(1), frac[1]);
+            rlx_node idx = rlx_cast(G, rlx_add(G, rlx_add(G, rlx_mul(G, yy, S((double)W)), xx), base), RLX_I64);
+            rlx_node v = rlx_gather(G, rows, idx, 0); /* [R, MY, MX, C] */
+            rlx_node w = rlx_reshape(G, rlx_mul(G, rlx_mul(G, wy, wx), valid), 4, (int64_t[]){R, MY, MX, 1});
+            rlx_node term = rlx_mul(G, v, w);
+            acc = acc < 0 ? term : (is_max ? rlx_max(G, acc, term) : rlx_add(G, acc, term));
+        }
+#undef S
+    /* pool SR x SR samples per bin */
+    rlx_node a6 = rlx_reshape(G, acc, 6, (int64_t[]){R, OH, SR, OW, SR, C});
+    int axes[2] = {2, 4};
+    rlx_node y = is_max ? rlx_reduce_max(G, a6, 2, axes, 0) : rlx_reduce_mean(G, a6, 2, axes, 0); /* [R, OH, OW, C] */
+    return ox_out_node(n, 0, rlx_transpose(G, y, (int[]){0, 3, 1, 2}));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1430,6 +1521,7 @@ static const struct {
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
     {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det}, {"MelWeightMatrix", h_mel},
     {"DFT", h_dft}, {"STFT", h_stft}, {"MaxUnpool", h_maxunpool},
+    {"RoiAlign", h_roi_align},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
