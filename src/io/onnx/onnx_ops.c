@@ -408,8 +408,11 @@ static rlx_status get_spatial(ox_node *n, rlx_node x, const int64_t *kernel, int
         for (int i = 0; i < 2 * ns; i++) s->pads[i] = tmp[i];
     }
     for (int i = 0; i < ns; i++) {
-        if (s->stride[i] < 1 || s->dil[i] < 1 || s->k[i] < 1) return ox_fail(n, RLX_ERR_FORMAT, "bad kernel/stride/dilation");
-        if (s->pads[i] < 0 || s->pads[ns + i] < 0) return ox_fail(n, RLX_ERR_FORMAT, "negative pads");
+        if (s->stride[i] < 1 || s->dil[i] < 1 || s->k[i] < 1 || s->stride[i] > (1 << 20) || s->dil[i] > (1 << 20) ||
+            s->k[i] > (1 << 20))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad kernel/stride/dilation");
+        if (s->pads[i] < 0 || s->pads[ns + i] < 0 || s->pads[i] > (1 << 20) || s->pads[ns + i] > (1 << 20))
+            return ox_fail(n, RLX_ERR_FORMAT, "pads negative or too large");
     }
     char buf[32];
     const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
@@ -466,10 +469,10 @@ static rlx_status h_conv_transpose(ox_node *n) {
     int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
     int xr = oxo_shape(n, x, xd), wr = oxo_shape(n, w, wd);
     int ns = wr - 2;
-    if (ns < 1 || ns > 2 || xr != wr) return ox_fail(n, RLX_ERR_UNSUPPORTED, "transposed convolution over %d spatial dims", ns);
+    if (ns < 1 || ns > 3 || xr != wr) return ox_fail(n, RLX_ERR_UNSUPPORTED, "transposed convolution over %d spatial dims", ns);
     int64_t grp = ox_attr_i(n, "group", 1);
     if (grp < 1 || wd[0] % grp || xd[1] != wd[0]) return ox_fail(n, RLX_ERR_SHAPE, "channels do not match the weights");
-    int64_t tmp[8], stride[2] = {1, 1}, dil[2] = {1, 1}, pads[4] = {0, 0, 0, 0}, opad[2] = {0, 0}, oshape[2] = {-1, -1};
+    int64_t tmp[8], stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pads[6] = {0}, opad[3] = {0}, oshape[3] = {-1, -1, -1};
     int c;
     if ((c = ox_attr_ints(n, "strides", tmp, 8)) == ns) memcpy(stride, tmp, sizeof(int64_t) * (size_t)ns);
     if ((c = ox_attr_ints(n, "dilations", tmp, 8)) == ns) memcpy(dil, tmp, sizeof(int64_t) * (size_t)ns);
@@ -482,7 +485,10 @@ static rlx_status h_conv_transpose(ox_node *n) {
     const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
     bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
     for (int i = 0; i < ns; i++) {
-        if (stride[i] < 1 || dil[i] < 1) return ox_fail(n, RLX_ERR_FORMAT, "bad stride or dilation");
+        if (stride[i] < 1 || dil[i] < 1 || stride[i] > 4096 || dil[i] > 4096 || pads[i] < 0 || pads[ns + i] < 0 ||
+            pads[i] > (1 << 20) || pads[ns + i] > (1 << 20) || opad[i] < 0 || opad[i] > (1 << 20) || oshape[i] > (1 << 24) ||
+            wd[2 + i] > 4096 || xd[2 + i] > (1 << 24))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad stride, dilation, pads or output shape");
         int64_t k = wd[2 + i], ek = (k - 1) * dil[i] + 1;
         if (same && oshape[i] < 0) oshape[i] = xd[2 + i] * stride[i];
         if (oshape[i] >= 0) {
@@ -529,7 +535,7 @@ static rlx_status h_conv_transpose(ox_node *n) {
     }
     /* 2. pad by dilation*(k-1) - pad (negative: crop) and output_padding */
     int64_t pp[2 * RLX_MAX_DIMS] = {0};
-    int64_t crop_b[2] = {0, 0}, crop_e[2] = {0, 0};
+    int64_t crop_b[3] = {0}, crop_e[3] = {0};
     bool need_pad = false, need_crop = false;
     for (int i = 0; i < ns; i++) {
         int64_t k = wd[2 + i];
@@ -545,8 +551,8 @@ static rlx_status h_conv_transpose(ox_node *n) {
     if (need_crop) {
         int64_t cur[RLX_MAX_DIMS];
         oxo_shape(n, z, cur);
-        int axes[2];
-        int64_t st[2], en[2];
+        int axes[3];
+        int64_t st[3], en[3];
         for (int i = 0; i < ns; i++) {
             axes[i] = 2 + i;
             st[i] = crop_b[i];
@@ -559,13 +565,13 @@ static rlx_status h_conv_transpose(ox_node *n) {
     int64_t r5[RLX_MAX_DIMS] = {grp, cin / grp, coutg};
     for (int i = 0; i < ns; i++) r5[3 + i] = wd[2 + i];
     rlx_node wt = rlx_reshape(g, w, 3 + ns, r5);
-    int perm[RLX_MAX_DIMS] = {0, 2, 1, 3, 4};
+    int perm[RLX_MAX_DIMS] = {0, 2, 1, 3, 4, 5};
     wt = rlx_transpose(g, wt, perm);
     int64_t r4[RLX_MAX_DIMS] = {grp * coutg, cin / grp};
     for (int i = 0; i < ns; i++) r4[2 + i] = wd[2 + i];
     wt = rlx_reshape(g, wt, 2 + ns, r4);
-    int faxes[2];
-    int64_t fs[2], fe[2], fst[2];
+    int faxes[3];
+    int64_t fs[3], fe[3], fst[3];
     for (int i = 0; i < ns; i++) {
         faxes[i] = 2 + i;
         fs[i] = -1;
@@ -573,11 +579,15 @@ static rlx_status h_conv_transpose(ox_node *n) {
         fst[i] = -1;
     }
     wt = rlx_slice(g, wt, ns, faxes, fs, fe, fst);
+    rlx_node b = n->n_in >= 3 && n->in[2] ? oxo_in(n, 2) : -1;
+    if (ns == 3) {
+        int64_t one[3] = {1, 1, 1}, zero[6] = {0};
+        return ox_out_node(n, 0, oxo_conv3d_p(n, z, wt, b, one, dil, zero, grp));
+    }
     rlx_conv_params p;
     rlx_conv_params_init(&p);
     for (int i = 0; i < ns; i++) p.dilation[i] = dil[i];
     p.groups = grp;
-    rlx_node b = n->n_in >= 3 && n->in[2] ? oxo_in(n, 2) : -1;
     return ox_out_node(n, 0, rlx_conv(g, z, wt, b, &p));
 }
 

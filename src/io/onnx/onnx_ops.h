@@ -20,6 +20,8 @@ rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims);
 bool oxo_onnx_dtype(int64_t ot, rlx_dtype *t);
 /* 3-d convolution and pooling from 2-d primitives (onnx_ops3d.c). */
 rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b);
+rlx_node oxo_conv3d_p(ox_node *n, rlx_node x, rlx_node w, rlx_node b, const int64_t *st, const int64_t *dl,
+                      const int64_t *pd, int64_t groups);
 rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max);
 rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k);
 /* The handlers of onnx_ops2.c. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_ops.h"
+#include "ir/ir.h" /* rlx_graph_fail */
 
 #define G (n->c->g)
 
@@ -46,17 +47,17 @@ static rlx_node depth_tap(ox_node *n, rlx_node x, int64_t kz, int64_t dil, int64
     return rlx_slice(G, x, 1, &ax, &s, &e, &step);
 }
 
-rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b) {
+/* 3-d convolution with explicit parameters; pd: 3 begins then 3 ends. */
+rlx_node oxo_conv3d_p(ox_node *n, rlx_node x, rlx_node w, rlx_node b, const int64_t *st, const int64_t *dl,
+                      const int64_t *pd, int64_t groups) {
     int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
-    if (oxo_shape(n, x, xd) != 5 || oxo_shape(n, w, wd) != 5) return ox_fail(n, RLX_ERR_SHAPE, "needs 5-d input and weights");
-    int64_t st[3], dl[3], pd[6];
-    rlx_status s = attrs3(n, xd, wd + 2, st, dl, pd, 0);
-    if (s != RLX_OK) return s;
+    if (oxo_shape(n, x, xd) != 5 || oxo_shape(n, w, wd) != 5)
+        return rlx_graph_fail(G, RLX_ERR_SHAPE, "conv3d: needs 5-d input and weights");
     int64_t N = xd[0], C = xd[1], O = wd[0], Dp = xd[2] + pd[0] + pd[3];
     int64_t ekd = (wd[2] - 1) * dl[0] + 1;
-    if (Dp < ekd) return ox_fail(n, RLX_ERR_SHAPE, "kernel deeper than the padded input");
+    if (Dp < ekd) return rlx_graph_fail(G, RLX_ERR_SHAPE, "conv3d: kernel deeper than the padded input");
+    if (wd[2] > 256) return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "conv3d: kernel depth %lld", (long long)wd[2]);
     int64_t Do = (Dp - ekd) / st[0] + 1;
-    if (wd[2] > 256) return ox_fail(n, RLX_ERR_UNSUPPORTED, "kernel depth %lld", (long long)wd[2]);
     rlx_node xp = x;
     if (pd[0] || pd[3]) {
         int64_t pads[10] = {0};
@@ -74,7 +75,7 @@ rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b) {
     p.pads[1] = pd[2];
     p.pads[2] = pd[4];
     p.pads[3] = pd[5];
-    p.groups = ox_attr_i(n, "group", 1);
+    p.groups = groups;
     rlx_node acc = -1;
     for (int64_t kz = 0; kz < wd[2]; kz++) {
         rlx_node xs = depth_tap(n, xp, kz, dl[0], st[0], Do);                      /* [N, C, Do, H, W] */
@@ -89,7 +90,16 @@ rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b) {
     int64_t yd[RLX_MAX_DIMS];
     oxo_shape(n, acc, yd);
     acc = rlx_reshape(G, acc, 5, (int64_t[]){N, Do, O, yd[2], yd[3]});
-    return ox_out_node(n, 0, rlx_transpose(G, acc, (int[]){0, 2, 1, 3, 4}));
+    return rlx_transpose(G, acc, (int[]){0, 2, 1, 3, 4});
+}
+
+rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b) {
+    int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
+    if (oxo_shape(n, x, xd) != 5 || oxo_shape(n, w, wd) != 5) return ox_fail(n, RLX_ERR_SHAPE, "needs 5-d input and weights");
+    int64_t st[3], dl[3], pd[6];
+    rlx_status s = attrs3(n, xd, wd + 2, st, dl, pd, 0);
+    if (s != RLX_OK) return s;
+    return ox_out_node(n, 0, oxo_conv3d_p(n, x, w, b, st, dl, pd, ox_attr_i(n, "group", 1)));
 }
 
 rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max) {
