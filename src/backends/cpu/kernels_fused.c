@@ -568,7 +568,12 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
             for (int i = 0; i < nops; i++) {
                 const uint8_t *ins = code + 3 * i;
                 rlx_op op = (rlx_op)ins[0];
-                reg[nin + i] = rlx_op_is_unary(op) ? ew_unary(op, reg[ins[1]]) : ew_binary(op, reg[ins[1]], reg[ins[2]]);
+                double v = rlx_op_is_unary(op) ? ew_unary(op, reg[ins[1]]) : ew_binary(op, reg[ins[1]], reg[ins[2]]);
+                /* each step rounds to the dtype, as the unfused node's store would */
+                reg[nin + i] = dt == RLX_F32    ? (double)(float)v
+                               : dt == RLX_F16  ? (double)rlx_f16_to_f32(rlx_f32_to_f16((float)v))
+                               : dt == RLX_BF16 ? (double)rlx_bf16_to_f32(rlx_f32_to_bf16((float)v))
+                                                : v;
             }
             double v = reg[nin + nops - 1];
             if (dt == RLX_F32)
