@@ -400,7 +400,7 @@ static int min_inputs(const char *op, int opset) {
         const char *op;
         int n;
     } t[] = {
-        {"Constant", 0}, {"Loop", 0}, {"Scan", 0}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2},
+        {"Constant", 0}, {"Loop", 0}, {"Scan", 0}, {"RandomUniform", 0}, {"RandomNormal", 0}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2},
         {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2}, {"GreaterOrEqual", 2}, {"And", 2},
         {"Or", 2}, {"Xor", 2}, {"PRelu", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
         {"Expand", 2}, {"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"Tile", 2}, {"CumSum", 2},

@@ -1503,6 +1503,34 @@ static rlx_status h_roi_align(ox_node *n) {
     return ox_out_node(n, 0, rlx_transpose(G, y, (int[]){0, 3, 1, 2}));
 }
 
+/* Random ops (RLX's generator: deterministic per compile seed, not numpy's). */
+static rlx_status h_random(ox_node *n) {
+    const char *op = n->p->op_type;
+    bool like = strstr(op, "Like") != NULL, bern = !strcmp(op, "Bernoulli");
+    int64_t d[RLX_MAX_DIMS];
+    int r;
+    rlx_dtype t = RLX_F32;
+    if (like || bern) {
+        if (n->n_in < 1 || !n->in[0]) return ox_fail(n, RLX_ERR_FORMAT, "needs an input");
+        r = oxo_in_shape(n, 0, d);
+        t = oxo_in_dtype(n, 0);
+    } else {
+        r = ox_attr_ints(n, "shape", d, RLX_MAX_DIMS + 1);
+        if (r < 0 || r > RLX_MAX_DIMS || !oxo_dims_ok(r, d)) return ox_fail(n, RLX_ERR_SHAPE, "bad shape");
+    }
+    const Onnx__AttributeProto *a = ox_attr(n, "dtype");
+    if (a && !ox_dtype_from_onnx((int)a->i, &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
+    if (bern) {
+        rlx_dtype pt = oxo_in_dtype(n, 0);
+        rlx_node u = rlx_random_uniform(G, pt, r, d, 0, 1);
+        return ox_out_node(n, 0, rlx_cast(G, rlx_less(G, u, oxo_in(n, 0)), t));
+    }
+    if (!ox_dtype_is_float(t)) return ox_fail(n, RLX_ERR_DTYPE, "random values of a non-float type");
+    if (strstr(op, "Uniform"))
+        return ox_out_node(n, 0, rlx_random_uniform(G, t, r, d, ox_attr_f(n, "low", 0), ox_attr_f(n, "high", 1)));
+    return ox_out_node(n, 0, rlx_random_normal(G, t, r, d, ox_attr_f(n, "mean", 0), ox_attr_f(n, "scale", 1)));
+}
+
 /* ------------------------------------------------------------ table */
 
 rlx_status oxo_h_rnn(ox_node *n);
@@ -1521,7 +1549,8 @@ static const struct {
     {"TopK", h_topk}, {"EyeLike", h_eyelike}, {"NonZero", h_nonzero}, {"BitShift", h_bitshift},
     {"ReverseSequence", h_reverse_sequence}, {"GridSample", h_grid_sample}, {"Det", h_det}, {"MelWeightMatrix", h_mel},
     {"DFT", h_dft}, {"STFT", h_stft}, {"MaxUnpool", h_maxunpool},
-    {"RoiAlign", h_roi_align},
+    {"RoiAlign", h_roi_align}, {"RandomUniform", h_random}, {"RandomNormal", h_random},
+    {"RandomUniformLike", h_random}, {"RandomNormalLike", h_random}, {"Bernoulli", h_random},
     {"HannWindow", h_window}, {"HammingWindow", h_window}, {"BlackmanWindow", h_window},
     {"LRN", h_lrn}, {"Resize", h_resize}, {"Upsample", h_resize}, {"Einsum", h_einsum},
     {"DequantizeLinear", h_dequantize}, {"QuantizeLinear", h_quantize},
