@@ -171,6 +171,33 @@ static void test_decoder_small(void **state)
     run_workload(&workloads[2]);
 }
 
+/* The GPU-sized decoder (Qwen3-0.6B shape, bf16) builds, and fuses into one
+ * attention block and one SwiGLU per layer (graph only: nothing is run). */
+static void test_decoder_config(void **state)
+{
+    (void)state;
+    rlx_decoder_config c = rlx_decoder_qwen3_06b(16);
+    rlx_graph *g = rlx_workload_decoder(&c);
+    assert_non_null(g);
+    rlx_opt_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_pass_ctx ctx = ot_cpu_ctx(&st);
+    rlx_graph *f = rlx_pass_fuse(g, &ctx);
+    assert_non_null(f);
+    assert_int_equal(ot_count(f, RLX_OP_ATTENTION_BLOCK), 28);
+    assert_int_equal(ot_count(f, RLX_OP_SWIGLU), 28);
+    for (int i = 0; i < f->n_nodes; i++)
+        if (f->nodes[i].op == RLX_OP_ATTENTION_BLOCK) {
+            assert_int_equal(f->nodes[i].attrs.attn_block.heads, 16);
+            assert_int_equal(f->nodes[i].attrs.attn_block.kv_heads, 8);
+            assert_int_equal(f->nodes[i].attrs.attn_block.head_dim, 128);
+            assert_int_equal(f->nodes[i].dtype, RLX_BF16);
+        }
+    printf("decoder (Qwen3-0.6B shape): %d nodes; after fusion %d\n", g->n_nodes, f->n_nodes);
+    rlx_graph_free(f);
+    rlx_graph_free(g);
+}
+
 /* `rlx run --report` prints the dispatch report for a workload, and
  * `rlx dump --dot` shows the fused graph. */
 static void test_cli_report(void **state)
@@ -211,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_decoder_small),
+        cmocka_unit_test(test_decoder_config),
         cmocka_unit_test(test_cli_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

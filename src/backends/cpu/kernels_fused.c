@@ -4,7 +4,9 @@
  * Fused kernels compute in f32 (GEMMs through BLAS) or double (statistics,
  * elementwise programs) whatever the storage dtype: operands of other float
  * dtypes are widened into scratch first, and results are narrowed once on
- * store.  They are the reference other backends' fused kernels are tested
+ * store (elementwise chains round every step to the dtype, as the unfused
+ * nodes would, so rounding-sensitive graphs give the same result).  They are
+ * the reference other backends' fused kernels are tested
  * against; each one also has a decomposition into primitives (opt/lower.c)
  * that must agree with it. */
 #include <omp.h>
