@@ -190,8 +190,9 @@ static rlx_status h_gather_nd(ox_node *n) {
     rlx_node data = oxo_in(n, 0), idx = oxo_in(n, 1);
     int64_t dd[RLX_MAX_DIMS], id[RLX_MAX_DIMS];
     int r = oxo_shape(n, data, dd), ri = oxo_shape(n, idx, id);
-    int b = (int)ox_attr_i(n, "batch_dims", 0);
-    int k = (int)id[ri - 1];
+    int64_t b64 = ox_attr_i(n, "batch_dims", 0);
+    if (ri < 1 || b64 < 0 || b64 >= ri || id[ri - 1] < 1 || id[ri - 1] > r) return ox_fail(n, RLX_ERR_SHAPE, "bad indices or batch_dims");
+    int b = (int)b64, k = (int)id[ri - 1];
     if (ri < 1 || b < 0 || b + k > r || k < 1) return ox_fail(n, RLX_ERR_SHAPE, "bad index depth");
     int64_t rows;
     rlx_node p = nd_rows(n, idx, dd, b, k, &rows);
@@ -209,6 +210,7 @@ static rlx_status h_scatter_nd(ox_node *n) {
     rlx_node data = oxo_in(n, 0), idx = oxo_in(n, 1), upd = oxo_in(n, 2);
     int64_t dd[RLX_MAX_DIMS], id[RLX_MAX_DIMS];
     int r = oxo_shape(n, data, dd), ri = oxo_shape(n, idx, id);
+    if (ri < 1 || id[ri - 1] < 1 || id[ri - 1] > r) return ox_fail(n, RLX_ERR_SHAPE, "bad index depth");
     int k = (int)id[ri - 1];
     char buf[16];
     const char *red = ox_attr_s(n, "reduction", "none", buf, sizeof buf);
