@@ -602,18 +602,20 @@ static void test_conv_pool(void)
             {3, 8, 3, 1, 1, 1, 1, 1}, {4, 6, 3, 2, 0, 2, 1, 0}, {4, 6, 3, 1, 1, 1, 2, 1},
             {8, 16, 1, 1, 0, 1, 1, 1}, {8, 16, 1, 2, 0, 1, 1, 0}, {3, 16, 7, 2, 3, 1, 1, 1},
         };
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < 8; k++) {
+            /* cases 6, 7: cases 0, 3 on larger images (per-image GEMMs rather than one gathered GEMM) */
+            int big = k >= 6, kc = k == 6 ? 0 : k == 7 ? 3 : k;
             rlx_graph *g = rlx_graph_new();
             rlx_conv_params p;
             rlx_conv_params_init(&p);
-            p.stride[0] = p.stride[1] = cv[k].s;
-            p.dilation[0] = p.dilation[1] = cv[k].dil;
+            p.stride[0] = p.stride[1] = cv[kc].s;
+            p.dilation[0] = p.dilation[1] = cv[kc].dil;
             for (int i = 0; i < 4; i++)
-                p.pads[i] = cv[k].p;
-            p.groups = cv[k].g;
-            rlx_node x = rlx_input(g, "u_x", FLOATS[d], 4, DIMS(2, cv[k].C, 17, 19));
-            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
-            rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
+                p.pads[i] = cv[kc].p;
+            p.groups = cv[kc].g;
+            rlx_node x = rlx_input(g, "u_x", FLOATS[d], 4, big ? DIMS(2, cv[kc].C, 40, 41) : DIMS(2, cv[kc].C, 17, 19));
+            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[kc].O, cv[kc].C / cv[kc].g, cv[kc].k, cv[kc].k));
+            rlx_node b = cv[kc].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[kc].O)) : -1;
             rlx_output(g, "y", rlx_conv(g, x, w, b, &p));
             check(NAME("conv2d %s case%d", dn(FLOATS[d]), k), g);
         }
@@ -734,8 +736,69 @@ static void test_graph_replay(void)
     check_ex("mlp without fusion", g, 1.0, &nofuse, NULL);
 }
 
+/* Params swapped after a run without recompiling: the cached casts of
+ * mixed precision must follow the new values. */
+static void test_param_swap(void)
+{
+    if (!wanted("param swap"))
+        return;
+    rlx_graph *g = rlx_workload_mlp(16, RLX_F32);
+    char err[512] = "";
+    int ok = 0;
+    float *a = NULL, *b = NULL;
+    size_t n = 0;
+    for (int dev = 0; dev < 2; dev++) {
+        rlx_options o;
+        rlx_options_init(&o);
+        o.ignore_env = 1;
+        o.device = dev == 0 && !getenv("RLX_GPU_TEST_CPU_ONLY") ? RLX_DEVICE_CUDA : RLX_DEVICE_CPU;
+        o.precision = dev == 0 ? RLX_PRECISION_F16 : RLX_PRECISION_F32;
+        rlx_session *s = NULL;
+        if (rlx_compile(g, &o, &s) != RLX_OK) {
+            snprintf(err, sizeof err, "compile: %s", rlx_last_error());
+            break;
+        }
+        rlx_tensor_info xi, yi;
+        rlx_session_find(s, 0, "x", &xi);
+        rlx_session_find(s, 2, "y", &yi);
+        float *x = malloc(xi.bytes);
+        fill(&xi, 5, x);
+        n = yi.bytes / 4;
+        float *y = malloc(yi.bytes);
+        int bad = 0;
+        if (dev == 0) /* a first run with other params */
+            bad |= rlx_workload_init_params(s, 7) != RLX_OK || rlx_session_set_input(s, "x", x, xi.bytes) != RLX_OK ||
+                   rlx_session_run(s) != RLX_OK;
+        bad |= rlx_workload_init_params(s, 8) != RLX_OK || rlx_session_set_input(s, "x", x, xi.bytes) != RLX_OK ||
+               rlx_session_run(s) != RLX_OK || rlx_session_get_output(s, "y", y, yi.bytes) != RLX_OK;
+        if (bad)
+            snprintf(err, sizeof err, "run: %s", rlx_last_error());
+        free(x);
+        rlx_session_free(s);
+        if (dev == 0)
+            a = y;
+        else
+            b = y;
+        if (bad)
+            break;
+    }
+    if (a && b) {
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(a[i] - b[i]) <= 3e-2 + 3e-2 * fabs(b[i])))
+                off++;
+        ok = off == 0;
+        snprintf(err, sizeof err, "%zu of %zu elements off after swapping params", off, n);
+    }
+    report("param swap (amp f16 mlp)", ok, err);
+    free(a);
+    free(b);
+    rlx_graph_free(g);
+}
+
 static void test_workloads(void)
 {
+    test_param_swap();
     run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
     check_ex("e2e mlp f32 b64", rlx_workload_mlp(64, RLX_F32), 2.0, &cu, NULL);
     check_ex("e2e mlp f16 b64", rlx_workload_mlp(64, RLX_F16), 2.0, &cu, NULL);

@@ -34,6 +34,8 @@ static unsigned long long *pinned_run_index;
 
 #define STAGING_CHUNK ((size_t)64 << 20)
 
+static void mark_dirty(const void *dst, size_t bytes);
+
 static void init_device(void)
 {
     int n = 0;
@@ -211,6 +213,7 @@ static rlx_status cuda_upload(void *dst, const void *src, size_t bytes)
     if (!bytes)
         return RLX_OK;
     pthread_mutex_lock(&lock);
+    mark_dirty(dst, bytes);
     rlx_status st = ensure_staging();
     for (size_t at = 0; st == RLX_OK && at < bytes; at += staging_bytes) {
         size_t n = bytes - at < staging_bytes ? bytes - at : staging_bytes;
@@ -272,10 +275,39 @@ static void cuda_release(rlx_thunk *t)
     t->state = NULL;
 }
 
+/* What finalize builds: the captured graph of the schedule, and a prologue
+ * of parameter-only work (casts of params and constants that mixed
+ * precision inserts) whose outputs live in a cache buffer of their own:
+ * the prologue runs only when a param it reads was uploaded since the last
+ * run, not every run. */
+typedef struct cu_range {
+    const char *p;
+    size_t n;
+} cu_range;
+
 typedef struct cu_graph_state {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
+    unsigned char *skip; /* per thunk: 1 = in the prologue */
+    int n_pre;
+    int dirty;
+    void *cache;
+    cu_range *ranges;
+    int n_ranges;
+    struct cu_graph_state *next;
 } cu_graph_state;
+
+static cu_graph_state *registry; /* every state with a prologue (under lock) */
+
+/* Called with the lock held: an upload into a param a prologue reads. */
+static void mark_dirty(const void *dst, size_t bytes)
+{
+    const char *a = (const char *)dst;
+    for (cu_graph_state *g = registry; g; g = g->next)
+        for (int i = 0; i < g->n_ranges && !g->dirty; i++)
+            if (a < g->ranges[i].p + g->ranges[i].n && g->ranges[i].p < a + bytes)
+                g->dirty = 1;
+}
 
 /* RLX_CUDA_PROFILE=1 (with RLX_DISABLE_CUDA_GRAPH=1): device time per op
  * kind, summed over runs, printed when the schedule is released. */
@@ -332,6 +364,20 @@ static void profile_report(void)
     }
 }
 
+/* Launches the thunks whose skip flag equals `which` (all when skip is NULL). */
+static rlx_status launch_some(rlx_schedule *s, const rlx_run_ctx *ctx, const unsigned char *skip, int which)
+{
+    for (int i = 0; i < s->n_thunks; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (!t->fn || (skip ? skip[i] : 0) != which)
+            continue;
+        rlx_status st = t->fn(t, ctx);
+        if (st != RLX_OK)
+            return st;
+    }
+    return RLX_OK;
+}
+
 static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     if (profiling < 0) {
@@ -354,35 +400,133 @@ static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+static bool param_leaf(const rlx_node_data *n) { return n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT; }
+
+/* Picks the prologue (casts of params and constants whose every consumer
+ * is a computed thunk), moves their outputs into a cache buffer and points
+ * the consumers there (re-preparing them). */
+static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
+{
+    int n = s->n_thunks;
+    gs->skip = (unsigned char *)calloc((size_t)n + 1, 1);
+    if (!gs->skip)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    const char *off = getenv("RLX_CUDA_NO_PROLOGUE");
+    if (off && *off && strcmp(off, "0") != 0)
+        return RLX_OK;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        rlx_thunk *t = &s->thunks[i];
+        if (!t->fn || t->node->op != RLX_OP_CAST || !param_leaf(t->in_node[0]))
+            continue;
+        int consumers = 0;
+        bool ok = true;
+        for (int j = i + 1; j < n && ok; j++)
+            for (int k = 0; k < s->thunks[j].node->n_in; k++)
+                if (s->thunks[j].in_node[k] == t->node) {
+                    consumers++;
+                    if (!s->thunks[j].fn)
+                        ok = false; /* a view aliases it */
+                }
+        if (!ok || !consumers)
+            continue;
+        gs->skip[i] = 1;
+        gs->n_pre++;
+        total += (rlx_node_bytes(t->node) + 255) / 256 * 256;
+    }
+    if (!gs->n_pre)
+        return RLX_OK;
+    cudaError_t e = cudaMalloc(&gs->cache, total);
+    if (e != cudaSuccess)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no memory for the param cache (%zu B): %s", total,
+                             cudaGetErrorString(e));
+    gs->ranges = (cu_range *)calloc((size_t)gs->n_pre, sizeof *gs->ranges);
+    unsigned char *redo = (unsigned char *)calloc((size_t)n + 1, 1);
+    if (!gs->ranges || !redo) {
+        free(redo);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (!gs->skip[i])
+            continue;
+        rlx_thunk *t = &s->thunks[i];
+        gs->ranges[gs->n_ranges].p = (const char *)t->in[0];
+        gs->ranges[gs->n_ranges++].n = rlx_node_bytes(t->in_node[0]);
+        t->out = (char *)gs->cache + at;
+        at += (rlx_node_bytes(t->node) + 255) / 256 * 256;
+        for (int j = i + 1; j < n; j++)
+            for (int k = 0; k < s->thunks[j].node->n_in; k++)
+                if (s->thunks[j].in_node[k] == t->node) {
+                    s->thunks[j].in[k] = t->out;
+                    redo[j] = 1;
+                }
+    }
+    /* the graph the thunks point into, seen from its node array */
+    rlx_graph view;
+    memset(&view, 0, sizeof view);
+    view.nodes = (rlx_node_data *)(s->thunks[0].node - s->thunks[0].id);
+    view.n_nodes = s->thunks[n - 1].id + 1;
+    rlx_status st = RLX_OK;
+    for (int j = 0; j < n && st == RLX_OK; j++) {
+        if (!redo[j])
+            continue;
+        cuda_release(&s->thunks[j]);
+        st = cuda_prepare(&view, &s->thunks[j]);
+    }
+    free(redo);
+    gs->dirty = 1;
+    gs->next = registry;
+    registry = gs;
+    return st;
+}
+
+static void free_state(cu_graph_state *gs)
+{
+    for (cu_graph_state **p = &registry; *p; p = &(*p)->next)
+        if (*p == gs) {
+            *p = gs->next;
+            break;
+        }
+    if (gs->exec)
+        cudaGraphExecDestroy(gs->exec);
+    if (gs->graph)
+        cudaGraphDestroy(gs->graph);
+    if (gs->cache)
+        cudaFree(gs->cache);
+    free(gs->ranges);
+    free(gs->skip);
+    free(gs);
+}
+
 static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     const char *off = getenv("RLX_DISABLE_CUDA_GRAPH");
-    if (off && *off && strcmp(off, "0") != 0)
+    if ((off && *off && strcmp(off, "0") != 0) || s->n_thunks == 0)
         return RLX_OK;
     cu_graph_state *gs = (cu_graph_state *)calloc(1, sizeof *gs);
     if (!gs)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     pthread_mutex_lock(&lock);
-    cudaError_t e = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal);
-    rlx_status st = RLX_OK;
-    if (e != cudaSuccess) {
+    rlx_status st = build_prologue(s, gs);
+    cudaError_t e = cudaSuccess;
+    if (st == RLX_OK && (e = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess) {
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: stream capture failed to begin: %s", cudaGetErrorString(e));
-    } else {
-        st = launch_all(s, ctx);
+    } else if (st == RLX_OK) {
+        st = launch_some(s, ctx, gs->skip, 0);
         e = cudaStreamEndCapture(rlx_cu_stream, &gs->graph);
         if (st == RLX_OK && e != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph capture failed: %s", cudaGetErrorString(e));
         if (st == RLX_OK && (e = cudaGraphInstantiate(&gs->exec, gs->graph, 0)) != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph instantiation failed: %s", cudaGetErrorString(e));
     }
-    pthread_mutex_unlock(&lock);
     if (st != RLX_OK) {
-        if (gs->graph)
-            cudaGraphDestroy(gs->graph);
-        free(gs);
+        free_state(gs);
         cudaGetLastError();
+        pthread_mutex_unlock(&lock);
         return st;
     }
+    pthread_mutex_unlock(&lock);
     s->backend_state = gs;
     return RLX_OK;
 }
@@ -394,11 +538,9 @@ static void cuda_release_schedule(rlx_schedule *s)
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     if (!gs)
         return;
-    if (gs->exec)
-        cudaGraphExecDestroy(gs->exec);
-    if (gs->graph)
-        cudaGraphDestroy(gs->graph);
-    free(gs);
+    pthread_mutex_lock(&lock);
+    free_state(gs);
+    pthread_mutex_unlock(&lock);
     s->backend_state = NULL;
 }
 
@@ -421,7 +563,13 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
     } else {
         cu_graph_state *gs = (cu_graph_state *)s->backend_state;
-        if (gs) {
+        if (gs && gs->n_pre && gs->dirty) {
+            st = launch_some(s, ctx, gs->skip, 1);
+            gs->dirty = st != RLX_OK;
+        }
+        if (st != RLX_OK) {
+            /* reported below */
+        } else if (gs) {
             if ((e = cudaGraphLaunch(gs->exec, rlx_cu_stream)) != cudaSuccess)
                 st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph launch failed: %s", cudaGetErrorString(e));
         } else {

@@ -12,12 +12,18 @@
 typedef enum cu_epi { CU_EPI_NONE = 0, CU_EPI_BIAS, CU_EPI_BIAS_RELU, CU_EPI_BIAS_GELU_TANH, CU_EPI_RELU,
                       CU_EPI_GELU_TANH } cu_epi;
 
+#define CU_GEMM_CANDIDATES 8
+
 typedef struct cu_gemm {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     int has_algo;
     size_t ws_bytes;
+    /* the heuristic's candidates, for rlx_cu_gemm_tune */
+    cublasLtMatmulAlgo_t cand[CU_GEMM_CANDIDATES];
+    size_t cand_ws[CU_GEMM_CANDIDATES];
+    int n_cand;
 } cu_gemm;
 
 #define CU_GEMM_WORKSPACE ((size_t)32 << 20)
@@ -29,5 +35,8 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
 rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,
                            const void *bias, void *ws);
 void rlx_cu_gemm_free(cu_gemm *g);
+/* Times the heuristic's candidates on these buffers (at compile time, not
+ * under capture) and keeps the fastest.  RLX_CUDA_AUTOTUNE=0 turns it off. */
+void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws);
 
 #endif

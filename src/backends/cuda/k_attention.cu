@@ -115,6 +115,111 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
     }
 }
 
+/* Small heads (D, Dv <= 64): one thread per query row, q and the output
+ * accumulator in registers, keys and values of a tile in shared memory read
+ * as broadcasts; scores in base-2 units, softmax rescaled once per chunk of
+ * 16 keys. */
+#define SQB 64 /* queries (threads) per block */
+#define SKT 64 /* keys per tile */
+
+template <typename T, int D, int DV>
+__global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const T *v, T *out, attn_params p)
+{
+    __shared__ float ks[SKT][D];
+    __shared__ float vs[SKT][DV];
+    const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
+    const int64_t s0 = (int64_t)blockIdx.x * SQB, s = s0 + threadIdx.x;
+    const bool active = s < p.S;
+    const float LOG2E = 1.4426950408889634f;
+    const float sl2 = p.scale * LOG2E;
+    float qr[D], acc[DV];
+#pragma unroll
+    for (int d = 0; d < D; d++)
+        qr[d] = active ? cu_tof<T>(q[(bh * p.S + s) * D + d]) * sl2 : 0.0f;
+#pragma unroll
+    for (int e = 0; e < DV; e++)
+        acc[e] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    const T *kb = k + (b * p.Hk + hk) * p.T * D;
+    const T *vb = v + (b * p.Hk + hk) * p.T * DV;
+    const int64_t shift = p.T - p.S;
+    int64_t t_end = p.T;
+    if (p.causal) {
+        int64_t s_last = s0 + SQB - 1 < p.S - 1 ? s0 + SQB - 1 : p.S - 1;
+        int64_t lim = s_last + shift + 1;
+        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+    }
+    for (int64_t t0 = 0; t0 < t_end; t0 += SKT) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < SKT * D; i += SQB) {
+            int j = i / D, d = i % D;
+            ks[j][d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * D + d]) : 0.0f;
+        }
+        for (int i = threadIdx.x; i < SKT * DV; i += SQB) {
+            int j = i / DV, e = i % DV;
+            vs[j][e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * DV + e]) : 0.0f;
+        }
+        __syncthreads();
+        if (!active)
+            continue;
+        int jn = (int)(p.T - t0 < SKT ? p.T - t0 : SKT);
+        for (int c = 0; c < jn; c += 16) {
+            float sc[16];
+            float mc = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < 16; u++) {
+                int j = c + u;
+                int64_t t = t0 + j;
+                float x = -INFINITY;
+                if (j < jn && (!p.causal || t <= s + shift)) {
+                    float a = 0.0f;
+#pragma unroll
+                    for (int d = 0; d < D; d++)
+                        a += qr[d] * ks[j][d];
+                    bool vis = true;
+                    if (p.mask_dt >= 0) {
+                        int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                        if (p.mask_dt == RLX_BOOL)
+                            vis = ((const unsigned char *)p.mask)[mo] != 0;
+                        else
+                            a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E;
+                    }
+                    if (vis)
+                        x = a;
+                }
+                sc[u] = x;
+                mc = fmaxf(mc, x);
+            }
+            float mn = fmaxf(m, mc);
+            if (mn == -INFINITY)
+                continue;
+            float corr = exp2f(m - mn);
+            l *= corr;
+#pragma unroll
+            for (int e = 0; e < DV; e++)
+                acc[e] *= corr;
+#pragma unroll
+            for (int u = 0; u < 16; u++) {
+                float pu = exp2f(sc[u] - mn);
+                l += pu;
+                if (c + u < jn) {
+#pragma unroll
+                    for (int e = 0; e < DV; e++)
+                        acc[e] += pu * vs[c + u][e];
+                }
+            }
+            m = mn;
+        }
+    }
+    if (!active)
+        return;
+    float inv = l > 0 ? 1.0f / l : 0.0f;
+    T *o = out + (bh * p.S + s) * DV;
+#pragma unroll
+    for (int e = 0; e < DV; e++)
+        o[e] = cu_fromf<T>(acc[e] * inv);
+}
+
 static size_t attn_smem(int64_t D, int64_t Dv) { return (size_t)(TK * (D + 1) + TK * Dv + QPB * D) * sizeof(float); }
 
 template <typename T> static void *attn_fn(int dvl)
@@ -169,6 +274,14 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
     if (!p.B || !p.H || !p.S || !p.Dv)
         return RLX_OK;
+    if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
+        dim3 sg((unsigned)((p.S + SQB - 1) / SQB), (unsigned)(p.B * p.H));
+        if (p.D == 32)
+            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 32, 32><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+        else
+            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 64, 64><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+        return rlx_cu_check(t, "attention launch");
+    }
     size_t smem = attn_smem(p.D, p.Dv);
     dim3 grid((unsigned)((p.S + QPB - 1) / QPB), (unsigned)(p.B * p.H));
     int dvl = dvl_of(p.Dv);

@@ -160,18 +160,25 @@ __device__ __forceinline__ float ew_binary(int op, float a, float b)
     }
 }
 
-template <typename T> __global__ void ew_chain_kernel(ew_prog p, T *y)
+/* FLAT: every input dense and of the output's shape (no index math). */
+template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
         float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
-        int64_t q = i, off[RLX_MAX_INPUTS];
-        for (int k = 0; k < p.nin; k++)
-            off[k] = 0;
-        for (int d = p.nd - 1; d >= 0; d--) {
-            int64_t ix = q % p.dims[d];
-            q /= p.dims[d];
+        int64_t off[RLX_MAX_INPUTS];
+        if (FLAT) {
             for (int k = 0; k < p.nin; k++)
-                off[k] += ix * p.st[k][d];
+                off[k] = i;
+        } else {
+            int64_t q = i;
+            for (int k = 0; k < p.nin; k++)
+                off[k] = 0;
+            for (int d = p.nd - 1; d >= 0; d--) {
+                int64_t ix = q % p.dims[d];
+                q /= p.dims[d];
+                for (int k = 0; k < p.nin; k++)
+                    off[k] += ix * p.st[k][d];
+            }
         }
         for (int k = 0; k < p.nin; k++)
             reg[k] = cu_tof<T>(((const T *)p.in[k])[off[k]]);
@@ -240,7 +247,13 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const ew_state *s = (const ew_state *)t->state;
     if (!s->prog.total)
         return RLX_OK;
-    CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
+    bool flat = s->prog.nd <= 1;
+    for (int k = 0; k < s->prog.nin && flat; k++)
+        flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
+    if (flat)
+        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, true><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
+    else
+        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, false><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
     return rlx_cu_check(t, "elementwise chain launch");
 }
 

@@ -102,14 +102,20 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
-    cublasLtMatmulHeuristicResult_t res[1];
+    cublasLtMatmulHeuristicResult_t res[CU_GEMM_CANDIDATES];
     int found = 0;
-    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, res, &found);
+    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_CANDIDATES, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
         g->algo = res[0].algo;
         g->has_algo = 1;
         g->ws_bytes = res[0].workspaceSize;
+        for (int i = 0; i < found && i < CU_GEMM_CANDIDATES; i++) {
+            if (res[i].state != CUBLAS_STATUS_SUCCESS)
+                continue;
+            g->cand[g->n_cand] = res[i].algo;
+            g->cand_ws[g->n_cand++] = res[i].workspaceSize;
+        }
     } else {
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "cuda: cuBLASLt has no algorithm for a %s GEMM %lldx%lldx%lld (batch %lld, status %d)",
@@ -129,6 +135,49 @@ rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, 
     if (s != CUBLAS_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cublasLtMatmul failed (status %d)", (int)s);
     return RLX_OK;
+}
+
+void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws)
+{
+    const char *env = getenv("RLX_CUDA_AUTOTUNE");
+    if ((env && !strcmp(env, "0")) || g->n_cand < 2 || !ws)
+        return;
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return;
+    float alpha = 1.0f, beta = 0.0f;
+    if (bias)
+        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float best = 1e30f;
+    int best_i = -1;
+    for (int i = 0; i < g->n_cand; i++) {
+        bool ok = true;
+        for (int r = 0; r < 2 && ok; r++) /* warm-up */
+            ok = cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
+                                g->cand_ws[i], rlx_cu_stream) == CUBLAS_STATUS_SUCCESS;
+        if (!ok)
+            continue;
+        cudaEventRecord(e0, rlx_cu_stream);
+        for (int r = 0; r < 5; r++)
+            cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
+                           g->cand_ws[i], rlx_cu_stream);
+        cudaEventRecord(e1, rlx_cu_stream);
+        float ms = 0;
+        if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
+            best = ms;
+            best_i = i;
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaGetLastError();
+    if (best_i >= 0) {
+        g->algo = g->cand[best_i];
+        g->ws_bytes = g->cand_ws[best_i];
+    }
 }
 
 void rlx_cu_gemm_free(cu_gemm *g)
@@ -173,7 +222,7 @@ static int batch_kind(const int64_t *st, const rlx_shape *bshape)
 }
 
 /* matmul and matmul_bias_act share this; epi applies to every GEMM. */
-static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
+static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
 {
     mm_state *s = (mm_state *)calloc(1, sizeof *s);
     if (!s)
@@ -213,6 +262,17 @@ static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
     size_t align = (size_t)s->mat_a * es | (size_t)s->mat_b * es | (size_t)s->mat_c * es | 256;
     align &= ~(align - 1);
     return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M, N, K, a_cols, b_cols, N, 1, 0, 0, 0, epi, align);
+}
+
+static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
+{
+    rlx_status st = prep_mm_plan(t, ta, tb, epi);
+    mm_state *s = (mm_state *)t->state;
+    if (st == RLX_OK && s && s->gemm.has_algo) {
+        const void *bias = (t->node->op == RLX_OP_MATMUL_BIAS_ACT && t->node->attrs.mm_act.has_bias) ? t->in[2] : NULL;
+        rlx_cu_gemm_tune(&s->gemm, t->in[0], t->in[1], t->out, bias, t->scratch);
+    }
+    return st;
 }
 
 static rlx_status prep_matmul(const rlx_graph *g, rlx_thunk *t)
@@ -359,8 +419,30 @@ typedef struct conv_state {
     win2d w;
     int64_t N, C, G, Cg, O, Og, K, OHW, HW;
     int pw;
-    size_t col_bytes;
+    /* gathered: small images of a batch side by side, one GEMM
+     * Y'[O, N*OHW] = W[O, K] col[K, N*OHW], then a permuting bias/act pass */
+    int gathered;
 } conv_state;
+
+/* Small outputs make poor per-image GEMMs: gather the batch into one. */
+static int conv_gathered(int64_t N, int64_t OHW) { return N > 1 && OHW < 1024; }
+
+template <typename T>
+__global__ void im2col_gathered(const T *x, T *col, int64_t N, int64_t C, int64_t c0, int64_t Cg, win2d w)
+{
+    int64_t K = Cg * w.KH * w.KW, OHW = w.OH * w.OW, NP = N * OHW;
+    int64_t total = K * NP;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t pa = i % NP, r = i / NP, n = pa / OHW, p = pa % OHW;
+        int64_t c = r / (w.KH * w.KW), kh = (r / w.KW) % w.KH, kw = r % w.KW;
+        int64_t oh = p / w.OW, ow = p % w.OW;
+        int64_t ih = oh * w.sh - w.ph + kh * w.dh, iw = ow * w.sw - w.pw + kw * w.dw;
+        T v = cu_fromf<T>(0.0f);
+        if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
+            v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
+        col[i] = v;
+    }
+}
 
 /* col[n][K][OHW] for channels c0.. of one group, every image. */
 template <typename T>
@@ -377,6 +459,19 @@ __global__ void im2col_kernel(const T *x, T *col, int64_t N, int64_t C, int64_t 
         if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
             v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
         col[i] = v;
+    }
+}
+
+template <typename T>
+__global__ void permute_bias_act(const T *yg, const T *bias, T *out, int64_t N, int64_t O, int64_t OHW, int act)
+{
+    int64_t total = N * O * OHW;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t p = i % OHW, o = (i / OHW) % O, n = i / (O * OHW);
+        float v = cu_tof<T>(yg[(o * N + n) * OHW + p]);
+        if (bias)
+            v += cu_tof<T>(bias[o]);
+        out[i] = cu_fromf<T>(act_f(act, v));
     }
 }
 
@@ -409,8 +504,24 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
     s->OHW = s->w.OH * s->w.OW;
     s->HW = s->w.H * s->w.W;
     s->pw = pointwise(&s->w);
+    s->gathered = conv_gathered(s->N, s->OHW);
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
+    if (s->gathered) {
+        int64_t NP = s->N * s->OHW;
+        size_t es0 = rlx_dtype_size(t->node->dtype);
+        size_t al = s->G > 1 ? ((size_t)(s->Og * s->K) * es0 | (size_t)(s->Og * NP) * es0 | 256) : 256;
+        al &= ~(al - 1);
+        rlx_status st = rlx_cu_gemm_plan(&s->gemm, t->node->dtype, 0, 0, s->Og, NP, s->K, s->K, NP, NP, 1, 0, 0, 0,
+                                         CU_EPI_NONE, al);
+        if (st == RLX_OK && t->scratch) {
+            size_t col_b = round256((size_t)(s->N * s->K * s->OHW) * es0);
+            size_t y_b = round256((size_t)(s->N * s->O * s->OHW) * es0);
+            char *col = (char *)t->scratch;
+            rlx_cu_gemm_tune(&s->gemm, t->in[1], col, col + col_b, NULL, col + col_b + y_b);
+        }
+        return st;
+    }
     /* Y_n[Og, OHW] = W_g[Og, K] * col_n[K, OHW], all n in one batched GEMM */
     int64_t ldb = s->OHW, stride_b = s->pw ? s->C * s->HW : s->K * s->OHW;
     size_t es = rlx_dtype_size(t->node->dtype);
@@ -421,8 +532,14 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
             align |= (size_t)(s->Cg * s->HW) * es;
         align &= ~(align - 1);
     }
-    return rlx_cu_gemm_plan(&s->gemm, t->node->dtype, 0, 0, s->Og, s->OHW, s->K, s->K, ldb, s->OHW, s->N, 0, stride_b,
-                            s->O * s->OHW, CU_EPI_NONE, align);
+    rlx_status st = rlx_cu_gemm_plan(&s->gemm, t->node->dtype, 0, 0, s->Og, s->OHW, s->K, s->K, ldb, s->OHW, s->N, 0,
+                                     stride_b, s->O * s->OHW, CU_EPI_NONE, align);
+    if (st == RLX_OK && t->scratch) {
+        size_t col_bytes = s->pw ? 0 : round256((size_t)(s->N * s->K * s->OHW) * es);
+        rlx_cu_gemm_tune(&s->gemm, t->in[1], s->pw ? t->in[0] : t->scratch, t->out, NULL,
+                         (char *)t->scratch + col_bytes);
+    }
+    return st;
 }
 
 static void release_conv(rlx_thunk *t)
@@ -436,10 +553,15 @@ static size_t conv_col_bytes(const rlx_graph *g, const rlx_node_data *n)
 {
     const rlx_shape *xs = &g->nodes[n->in[0]].shape, *ws = &g->nodes[n->in[1]].shape;
     win2d w = conv_window(n, xs, ws);
+    int64_t N = xs->dims[0], OHW = w.OH * w.OW;
+    size_t es = rlx_dtype_size(n->dtype);
+    int64_t G = n->attrs.conv.p.groups, Cg = xs->dims[1] / G;
+    size_t col = round256((size_t)(N * Cg * w.KH * w.KW * OHW) * es);
+    if (conv_gathered(N, OHW))
+        return col + round256((size_t)(N * ws->dims[0] * OHW) * es); /* columns + Y' */
     if (pointwise(&w))
         return 0;
-    int64_t G = n->attrs.conv.p.groups, Cg = xs->dims[1] / G;
-    return round256((size_t)(xs->dims[0] * Cg * w.KH * w.KW * w.OH * w.OW) * rlx_dtype_size(n->dtype));
+    return col;
 }
 
 static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n)
@@ -455,6 +577,27 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     rlx_dtype dt = t->node->dtype;
     size_t es = rlx_dtype_size(dt);
+    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
+    if (s->gathered) {
+        int64_t NP = s->N * s->OHW;
+        size_t col_b = round256((size_t)(s->N * s->K * s->OHW) * es);
+        size_t y_b = round256((size_t)(s->N * s->O * s->OHW) * es);
+        char *col = (char *)t->scratch, *yg = col + col_b, *ws = yg + y_b;
+        for (int64_t g = 0; g < s->G; g++) {
+            int64_t total = s->K * NP;
+            CU_FLOAT_DISPATCH(dt, T, im2col_gathered<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w));
+            rlx_status st = rlx_cu_check(t, "im2col launch");
+            if (st != RLX_OK)
+                return st;
+            const char *A = (const char *)t->in[1] + (size_t)(g * s->Og * s->K) * es;
+            if ((st = rlx_cu_gemm_run(t, &s->gemm, A, col, yg + (size_t)(g * s->Og * NP) * es, NULL, ws)) != RLX_OK)
+                return st;
+        }
+        int64_t total = s->N * s->O * s->OHW;
+        const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+        CU_FLOAT_DISPATCH(dt, T, permute_bias_act<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act));
+        return rlx_cu_check(t, "conv output launch");
+    }
     size_t col_bytes = s->pw ? 0 : round256((size_t)(s->N * s->K * s->OHW) * es);
     char *col = (char *)t->scratch, *ws = (char *)t->scratch + col_bytes;
     for (int64_t g = 0; g < s->G; g++) {
@@ -475,7 +618,6 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         if (st != RLX_OK)
             return st;
     }
-    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
     if (t->node->attrs.conv.has_bias || act != RLX_ACT_NONE) {
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;

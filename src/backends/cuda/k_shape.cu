@@ -31,6 +31,27 @@ template <typename E> __global__ void strided_copy(const E *src, E *dst, cu_walk
     }
 }
 
+/* The same with 32-bit index arithmetic (sizes under 2^31 elements). */
+typedef struct walk32 {
+    int nd;
+    unsigned total;
+    unsigned dims[CU_MAX_DIMS];
+    int st[CU_MAX_DIMS];
+} walk32;
+
+template <typename E> __global__ void strided_copy32(const E *src, E *dst, walk32 w)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < w.total; i += gridDim.x * blockDim.x) {
+        int off = 0;
+        unsigned q = i;
+        for (int d = w.nd - 1; d >= 0; d--) {
+            off += (int)(q % w.dims[d]) * w.st[d];
+            q /= w.dims[d];
+        }
+        dst[i] = src[off];
+    }
+}
+
 /* 2-d transpose of the last two collapsed dims through a shared tile. */
 template <typename E> __global__ void transpose_tile(const E *src, E *dst, int64_t batch, int64_t R, int64_t C)
 {
@@ -60,6 +81,47 @@ static rlx_status launch_strided(const rlx_thunk *t, const void *src, const cu_w
     if (w->nd == 0 || (w->nd == 1 && w->st[0][0] == 1)) {
         cudaError_t e = cudaMemcpyAsync(t->out, src, (size_t)w->total * es, cudaMemcpyDeviceToDevice, rlx_cu_stream);
         return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "copy");
+    }
+    /* contiguous innermost runs of whole 16-byte units: move uint4s */
+    cu_walk v = *w;
+    size_t ves = es;
+    if (w->st[0][w->nd - 1] == 1 && ((size_t)w->dims[w->nd - 1] * es) % 16 == 0 && (uintptr_t)src % 16 == 0) {
+        bool ok = true;
+        for (int d = 0; d < w->nd - 1; d++)
+            ok = ok && ((size_t)w->st[0][d] * es) % 16 == 0;
+        if (ok) {
+            int64_t per = (int64_t)(16 / es);
+            v.dims[w->nd - 1] /= per;
+            for (int d = 0; d < w->nd - 1; d++)
+                v.st[0][d] /= per;
+            v.total /= per;
+            ves = 16;
+        }
+    }
+    bool small = v.total < (1LL << 31);
+    int64_t span = 0;
+    for (int d = 0; d < v.nd && small; d++) {
+        span += (v.dims[d] - 1) * (v.st[0][d] < 0 ? -v.st[0][d] : v.st[0][d]);
+        small = span < (1LL << 31);
+    }
+    if (small) {
+        walk32 w32;
+        memset(&w32, 0, sizeof w32);
+        w32.nd = v.nd;
+        w32.total = (unsigned)v.total;
+        for (int d = 0; d < v.nd; d++) {
+            w32.dims[d] = (unsigned)v.dims[d];
+            w32.st[d] = (int)v.st[0][d];
+        }
+        int b32 = cu_blocks(v.total, THREADS);
+        switch (ves) {
+        case 1: strided_copy32<unsigned char><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)src, (unsigned char *)t->out, w32); break;
+        case 2: strided_copy32<unsigned short><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)src, (unsigned short *)t->out, w32); break;
+        case 4: strided_copy32<unsigned int><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)src, (unsigned int *)t->out, w32); break;
+        case 8: strided_copy32<unsigned long long><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)src, (unsigned long long *)t->out, w32); break;
+        default: strided_copy32<uint4><<<b32, THREADS, 0, rlx_cu_stream>>>((const uint4 *)src, (uint4 *)t->out, w32); break;
+        }
+        return rlx_cu_check(t, "strided copy launch");
     }
     int blocks = cu_blocks(w->total, THREADS);
     switch (es) {
