@@ -607,6 +607,85 @@ static void test_bool_logic(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Every vector length 1..70 and a few long ones: bulk conversion and
+ * elementwise loops with SIMD bodies and scalar tails must all round alike. */
+static void test_lengths_and_tails(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int64_t n = 1; n <= 70 + 3; n++) {
+        int64_t len = n <= 70 ? n : n == 71 ? 1023 : n == 72 ? 4097 : 70001;
+        for (int t = 0; t < 2; t++) {
+            rlx_dtype dt = t ? RLX_BF16 : RLX_F16;
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *x = rt_new(1, &len), *a = rt_rand(1, &len, -4, 4), *b = rt_rand(1, &len, -4, 4);
+            for (int64_t i = 0; i < len; i++) /* wide exponent range, f16 subnormals included */
+                x->d[i] = ldexp(rt_uniform(1, 2), (int)rt_randint(-26, 16)) * (i & 1 ? -1 : 1);
+            rlx_node xn = rt_input(rg, RLX_F32, x);
+            rlx_node an = rt_input(rg, dt, a), bn = rt_input(rg, dt, b);
+            rlx_node outs[4] = {rlx_cast(rg->g, xn, dt), rlx_add(rg->g, an, bn), rlx_mul(rg->g, an, bn),
+                                rlx_cast(rg->g, an, RLX_F32)};
+            rt_tensor *got[4] = {0};
+            rlx_status st = rt_run(rg, 4, outs, got);
+            rt_tensor *xq = rt_clone(x);
+            rt_quantize(xq, dt);
+            rt_tensor *sum = rt_zip(a, b, rt_f_add), *prod = rt_zip(a, b, rt_f_mul);
+            rt_quantize(sum, dt); /* one rounding of the exact result */
+            rt_quantize(prod, dt);
+            rt_tensor *want[4] = {xq, sum, prod, rt_clone(a)};
+            const char *names[4] = {"cast f32 ->", "add", "mul", "cast -> f32"};
+            for (int i = 0; i < 4; i++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s %s, length %lld", names[i], rlx_dtype_name(dt), (long long)len);
+                /* exact: the sum and product of two 16-bit floats are exact in f32, so one rounding */
+                bad += !rt_check_tol(what, st == RLX_OK ? got[i] : NULL, want[i], 0, 0);
+                rt_free(got[i]);
+                rt_free(want[i]);
+            }
+            rt_free(x);
+            rt_free(a);
+            rt_free(b);
+            rt_graph_free(rg);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Integer kernels on tensors large enough for their threaded paths. */
+static void test_int_large(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int d = 0; d < 4; d++) {
+        rlx_dtype dt = k_ints[d];
+        rt_graph *rg = rt_graph_new();
+        int64_t lo = dt == RLX_U8 ? 0 : -10, hi = 11;
+        rt_tensor *a = rt_randi(RT_SHAPE(300, 257), lo, hi), *b = rt_randi(RT_SHAPE(257), dt == RLX_U8 ? 1 : -10, hi);
+        for (int64_t i = 0; i < b->n; i++)
+            if (b->d[i] == 0)
+                b->d[i] = 1;
+        rlx_node an = rt_input(rg, dt, a), bn = rt_input(rg, dt, b);
+        rlx_node outs[5] = {rlx_add(rg->g, an, bn), rlx_mul(rg->g, an, bn), rlx_div(rg->g, an, bn),
+                            rlx_less(rg->g, an, bn), rlx_reduce_max(rg->g, an, 1, (int[]){0}, 0)};
+        rt_tensor *got[5] = {0};
+        rlx_status st = rt_run(rg, 5, outs, got);
+        rt_tensor *want[5] = {rt_zip(a, b, rt_f_add), rt_zip(a, b, rt_f_mul), rt_zip(a, b, rt_f_idiv),
+                              rt_zip(a, b, rt_f_less), rt_ref_reduce(a, RT_MAX, 1, (int[]){0}, 0)};
+        const char *names[5] = {"add", "mul", "div", "less", "reduce_max"};
+        for (int i = 0; i < 5; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s [300, 257]", names[i], rlx_dtype_name(dt));
+            bad += !rt_check(what, st == RLX_OK ? got[i] : NULL, want[i], i == 3 ? RLX_BOOL : dt);
+            rt_free(got[i]);
+            rt_free(want[i]);
+        }
+        rt_free(a);
+        rt_free(b);
+        rt_graph_free(rg);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +702,8 @@ int main(void)
         cmocka_unit_test_setup(test_cast_round_trips, rt_setup),
         cmocka_unit_test_setup(test_public_converters, rt_setup),
         cmocka_unit_test_setup(test_bool_logic, rt_setup),
+        cmocka_unit_test_setup(test_lengths_and_tails, rt_setup),
+        cmocka_unit_test_setup(test_int_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
