@@ -125,6 +125,7 @@ typedef enum rlx_op {
     RLX_OP_ELEMENTWISE_CHAIN,                    /* a small elementwise program */
     RLX_OP_SOFTMAX_SCALE_MASK,                   /* softmax(x * scale + mask) */
     RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
+    RLX_OP_ADD_RMS_NORM_KEEP,                    /* [2, ...]: x + residual, then its rms_norm */
     RLX_OP_COUNT
 } rlx_op;
 

@@ -629,6 +629,7 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                   rlx_infer_elementwise_chain},
     [RLX_OP_SOFTMAX_SCALE_MASK] = {"softmax_scale_mask", 1, 2, RLX_OPF_FUSED, rlx_infer_softmax_scale_mask},
     [RLX_OP_CONV_BIAS_ACT] = {"conv_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_conv_bias_act},
+    [RLX_OP_ADD_RMS_NORM_KEEP] = {"add_rms_norm_keep", 2, 3, RLX_OPF_FUSED, rlx_infer_add_norm},
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

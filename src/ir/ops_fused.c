@@ -93,16 +93,24 @@ rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n)
     if (!rlx_shape_equal(&x->shape, &r->shape) || x->dtype != r->dtype)
         return rlx_set_error(RLX_ERR_SHAPE, "residual %s %s must match input %s %s", SHAPE_A(&r->shape),
                              rlx_dtype_name(r->dtype), SHAPE_B(&x->shape), rlx_dtype_name(x->dtype));
-    if (n->op == RLX_OP_ADD_RMS_NORM && n->attrs.norm.has_beta)
+    bool rms = n->op != RLX_OP_ADD_LAYER_NORM, keep = n->op == RLX_OP_ADD_RMS_NORM_KEEP;
+    if (rms && n->attrs.norm.has_beta)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rms norm has no bias");
+    if (keep && x->shape.ndim >= RLX_MAX_DIMS)
+        return rlx_set_error(RLX_ERR_SHAPE, "rank %d leaves no room for the [2, ...] result", x->shape.ndim);
     rlx_node in[3] = {n->in[0], n->in[2], n->in[3]};
     rlx_node_data res;
-    rlx_status s = infer_as(g, n, n->op == RLX_OP_ADD_RMS_NORM ? RLX_OP_RMS_NORM : RLX_OP_LAYER_NORM, n->n_in - 1,
-                            in, NULL, &res);
+    rlx_status s = infer_as(g, n, rms ? RLX_OP_RMS_NORM : RLX_OP_LAYER_NORM, n->n_in - 1, in, NULL, &res);
     if (s != RLX_OK)
         return s;
     n->shape = res.shape;
     n->dtype = res.dtype;
+    if (keep) { /* the sum and the norm, stacked on a new leading axis */
+        for (int i = n->shape.ndim; i > 0; i--)
+            n->shape.dims[i] = n->shape.dims[i - 1];
+        n->shape.dims[0] = 2;
+        n->shape.ndim++;
+    }
     return RLX_OK;
 }
 
