@@ -158,13 +158,34 @@ static void test_add_norm(void **state)
             assert_same_output(g, "y", 1e-5);
             rlx_graph_free(g);
         }
-    /* near misses: a broadcasting add, a sum that is also an output */
+    /* near misses: a broadcasting add; a sum that is also an output (layer
+     * norm: no fusion; RMS norm: the fused op that keeps the sum) */
     for (int rms = 0; rms < 2; rms++) {
         rlx_graph *g = add_norm_graph(rms, 1, 0, 1, 0);
         assert_int_equal(fused_count(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM), 0);
+        assert_int_equal(fused_count(g, RLX_OP_ADD_RMS_NORM_KEEP), 0);
         rlx_graph_free(g);
         g = add_norm_graph(rms, 0, 1, 1, 0);
         assert_int_equal(fused_count(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM), 0);
+        assert_int_equal(fused_count(g, RLX_OP_ADD_RMS_NORM_KEEP), rms);
+        if (rms) {
+            assert_same_output(g, "y", 1e-6);
+            assert_same_output(g, "sum", 0);
+        }
+        rlx_graph_free(g);
+    }
+    /* pre-norm residual stream: the sum feeds the norm and a later add */
+    for (int early = 0; early < 2; early++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 5, 16)), r = rlx_input(g, "r", RLX_F32, SHAPE(2, 5, 16));
+        rlx_node s = rlx_add(g, x, r);
+        rlx_node e = early ? rlx_mul(g, s, s) : -1; /* a reader before the norm: no fusion */
+        rlx_node h = rlx_rms_norm(g, s, rlx_param(g, "n.g", RLX_F32, SHAPE(16)), 1e-6);
+        h = rlx_matmul(g, h, rlx_param(g, "w", RLX_F32, SHAPE(16, 16)), 0, 0);
+        rlx_node y = rlx_add(g, s, h);
+        rlx_output(g, "y", early ? rlx_add(g, y, e) : y);
+        assert_int_equal(fused_count(g, RLX_OP_ADD_RMS_NORM_KEEP), !early);
+        assert_same_output(g, "y", 1e-5);
         rlx_graph_free(g);
     }
 }

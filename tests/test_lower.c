@@ -107,6 +107,15 @@ static void test_lower_matmul_norms_swiglu(void **state)
         check_lowering(g, rms ? RLX_OP_ADD_RMS_NORM : RLX_OP_ADD_LAYER_NORM, "add_norm");
         rlx_graph_free(g);
     }
+    { /* the residual sum is read again after the norm: add_rms_norm_keep */
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(3, 16)), r = rlx_input(g, "r", RLX_F32, SHAPE(3, 16));
+        rlx_node s = rlx_add(g, x, r);
+        rlx_node h = rlx_rms_norm(g, s, rlx_param(g, "n.g", RLX_F32, SHAPE(16)), 1e-6);
+        rlx_output(g, "y", rlx_add(g, s, rlx_tanh(g, h)));
+        check_lowering(g, RLX_OP_ADD_RMS_NORM_KEEP, "add_rms_norm_keep");
+        rlx_graph_free(g);
+    }
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(4, 12));
     rlx_node gt = rlx_matmul(g, x, rlx_param(g, "wg", RLX_F32, SHAPE(12, 20)), 0, 0);

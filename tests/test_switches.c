@@ -216,7 +216,7 @@ static void test_cli_report(void **state)
     while (fgets(line, sizeof line, p)) {
         saw_report |= strstr(line, "dispatch report") != NULL;
         saw_block |= strstr(line, "attention_block") != NULL;
-        saw_fusion |= strstr(line, "fusion: 302 -> 149 nodes") != NULL;
+        saw_fusion |= strstr(line, "fusion: 302 -> 194 nodes") != NULL;
     }
     assert_int_equal(pclose(p), 0);
     assert_true(saw_report && saw_block && saw_fusion);

@@ -127,6 +127,17 @@ rlx_graph *rlx_pass_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx)
                 goto fail;
             if (s.stats)
                 s.stats->fused[nd.op]++;
+            for (int k = 0; k < sp->n_views; k++) { /* views: slice k, without the leading axis */
+                const rlx_node_data *old = &g->nodes[sp->views[k]];
+                int axis0 = 0;
+                int64_t lo = k, hi = k + 1, step = 1;
+                rlx_node v = rlx_slice(out, map[i], 1, &axis0, &lo, &hi, &step);
+                if ((v = rlx_reshape(out, v, old->shape.ndim, old->shape.dims)) < 0)
+                    goto fail;
+                if (old->name)
+                    rlx_node_set_name(out, v, old->name);
+                map[sp->views[k]] = v;
+            }
         } else if (!s.taken[i]) {
             if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
                 goto fail;

@@ -15,6 +15,12 @@ typedef struct fuse_spec {
     rlx_node_data node;
     int n_consts;
     rlx_node_data consts[FUSE_MAX_CONSTS]; /* data owned by the spec */
+    /* Multi-result fused ops stack their results on a new leading axis:
+     * node views[k] of the input graph becomes slice k of the fused node
+     * (views[k] must be read only after the root).  0: the root is replaced
+     * by the fused node itself. */
+    int n_views;
+    rlx_node views[2];
 } fuse_spec;
 
 typedef struct fuse_state {

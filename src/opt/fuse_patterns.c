@@ -316,13 +316,31 @@ bool fuse_add_norm(fuse_state *s, rlx_node root)
         return false;
     rlx_node add = r->in[0];
     const rlx_node_data *an = fs_node(s, add);
-    if (an->op != RLX_OP_ADD || !fs_inner(s, add) || !fs_fusable_dtype(an->dtype))
+    if (an->op != RLX_OP_ADD || s->taken[add] || !fs_fusable_dtype(an->dtype))
         return false;
     const rlx_node_data *x = fs_node(s, an->in[0]), *y = fs_node(s, an->in[1]);
     if (!rlx_shape_equal(&x->shape, &an->shape) || !rlx_shape_equal(&y->shape, &an->shape))
         return false; /* a broadcasting add is not a residual */
+    /* A sum read elsewhere too (the residual stream of a pre-norm block):
+     * RMS norm only, and only if no other reader comes before the norm;
+     * the fused node then gives both the sum and the norm. */
+    bool keep = !fs_inner(s, add);
+    if (keep) {
+        if (r->op != RLX_OP_RMS_NORM || an->shape.ndim >= RLX_MAX_DIMS || rlx_shape_numel(&an->shape) == 0)
+            return false;
+        for (rlx_node i = add + 1; i < root; i++)
+            for (int j = 0; j < s->g->nodes[i].n_in; j++)
+                if (s->g->nodes[i].in[j] == add)
+                    return false;
+    }
     fuse_spec sp;
-    spec_init(&sp, root, r->op == RLX_OP_LAYER_NORM ? RLX_OP_ADD_LAYER_NORM : RLX_OP_ADD_RMS_NORM);
+    spec_init(&sp, root,
+              keep ? RLX_OP_ADD_RMS_NORM_KEEP : (r->op == RLX_OP_LAYER_NORM ? RLX_OP_ADD_LAYER_NORM : RLX_OP_ADD_RMS_NORM));
+    if (keep) {
+        sp.n_views = 2;
+        sp.views[0] = add;
+        sp.views[1] = root;
+    }
     sp.node.attrs.norm = r->attrs.norm;
     spec_in(&sp, an->in[0]);
     spec_in(&sp, an->in[1]);

@@ -149,6 +149,17 @@ rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)
         rlx_node beta = n->attrs.norm.has_beta ? n->in[k++] : -1;
         return rlx_layer_norm(g, s, gamma, beta, n->attrs.norm.eps);
     }
+    case RLX_OP_ADD_RMS_NORM_KEEP: {
+        rlx_node s = rlx_add(g, n->in[0], n->in[1]);
+        rlx_node y = rlx_rms_norm(g, s, n->attrs.norm.has_gamma ? n->in[2] : -1, n->attrs.norm.eps);
+        rlx_shape one = g->nodes[s].shape; /* [1, ...] */
+        for (int i = one.ndim; i > 0; i--)
+            one.dims[i] = one.dims[i - 1];
+        one.dims[0] = 1;
+        one.ndim++;
+        rlx_node parts[2] = {rlx_reshape(g, s, one.ndim, one.dims), rlx_reshape(g, y, one.ndim, one.dims)};
+        return rlx_concat(g, 2, parts, 0);
+    }
     case RLX_OP_SWIGLU:
         return rlx_mul(g, rlx_silu(g, rlx_matmul(g, n->in[0], n->in[1], 0, 0)), rlx_matmul(g, n->in[0], n->in[2], 0, 0));
     case RLX_OP_ATTENTION_BLOCK: return lower_attention_block(g, n);

@@ -45,6 +45,17 @@ static size_t f32_copy_bytes(const rlx_node_data *n)
     return n->dtype == RLX_F32 ? 0 : round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
 }
 
+/* v rounded to what dtype t stores. */
+static inline double round_to_dtype(rlx_dtype t, double v)
+{
+    switch (t) {
+    case RLX_F32: return (float)v;
+    case RLX_F16: return rlx_f16_to_f32(rlx_f32_to_f16((float)v));
+    case RLX_BF16: return rlx_bf16_to_f32(rlx_f32_to_bf16((float)v));
+    default: return v;
+    }
+}
+
 static inline double act_f(int act, double x)
 {
     switch (act) {
@@ -177,14 +188,17 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------ residual add + norm */
 
+/* The sum is rounded to the dtype first, as the unfused add would store it;
+ * add_rms_norm_keep also writes that sum (first half of its [2, ...] output). */
 static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node, *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
-    int is_layer = n->op == RLX_OP_ADD_LAYER_NORM;
+    int is_layer = n->op == RLX_OP_ADD_LAYER_NORM, keep = n->op == RLX_OP_ADD_RMS_NORM_KEEP;
     double eps = n->attrs.norm.eps;
     int64_t d = xn->shape.dims[xn->shape.ndim - 1];
-    int64_t rows = d ? rlx_shape_numel(&xn->shape) / d : 0;
+    int64_t total = rlx_shape_numel(&xn->shape), rows = d ? total / d : 0;
+    int64_t yoff = keep ? total : 0; /* where the normalised half starts */
     int k = 2;
     const void *gamma = n->attrs.norm.has_gamma ? t->in[k++] : NULL;
     const void *beta = (is_layer && n->attrs.norm.has_beta) ? t->in[k++] : NULL;
@@ -198,19 +212,24 @@ static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
         if (dt == RLX_F32) {
             const float *x = (const float *)t->in[0] + base, *res = (const float *)t->in[1] + base;
             const float *g = gamma, *bb = beta;
-            float *y = (float *)t->out + base;
+            float *y = (float *)t->out + yoff + base;
+            if (keep) {
+                float *sum = (float *)t->out + base;
+                for (int64_t i = 0; i < d; i++)
+                    sum[i] = x[i] + res[i];
+            }
             if (is_layer) {
                 for (int64_t i = 0; i < d; i++)
-                    mean += (double)x[i] + res[i];
+                    mean += (float)(x[i] + res[i]);
                 mean /= (double)d;
             }
             for (int64_t i = 0; i < d; i++) {
-                double v = (double)x[i] + res[i] - mean;
+                double v = (float)(x[i] + res[i]) - mean;
                 var += v * v;
             }
             double inv = 1.0 / sqrt(var / (double)d + eps);
             for (int64_t i = 0; i < d; i++) {
-                double v = ((double)x[i] + res[i] - mean) * inv;
+                double v = ((float)(x[i] + res[i]) - mean) * inv;
                 if (g)
                     v *= g[i];
                 if (bb)
@@ -218,28 +237,29 @@ static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 y[i] = (float)v;
             }
         } else {
-            for (int64_t i = 0; i < d; i++) {
-                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
-                mean += is_layer ? s : 0;
+#define SUM(i) round_to_dtype(dt, rlx_load(t->in[0], dt, base + (i)) + rlx_load(t->in[1], dt, base + (i)))
+            if (keep)
+                for (int64_t i = 0; i < d; i++)
+                    rlx_store(t->out, dt, base + i, SUM(i));
+            if (is_layer) {
+                for (int64_t i = 0; i < d; i++)
+                    mean += SUM(i);
+                mean /= (double)d;
             }
-            mean /= (double)d;
-            if (!is_layer)
-                mean = 0;
             for (int64_t i = 0; i < d; i++) {
-                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
-                double v = s - mean;
+                double v = SUM(i) - mean;
                 var += v * v;
             }
             double inv = 1.0 / sqrt(var / (double)d + eps);
             for (int64_t i = 0; i < d; i++) {
-                double s = rlx_load(t->in[0], dt, base + i) + rlx_load(t->in[1], dt, base + i);
-                double v = (s - mean) * inv;
+                double v = (SUM(i) - mean) * inv;
                 if (gamma)
                     v *= rlx_load(gamma, dt, i);
                 if (beta)
                     v += rlx_load(beta, dt, i);
-                rlx_store(t->out, dt, base + i, v);
+                rlx_store(t->out, dt, yoff + base + i, v);
             }
+#undef SUM
         }
     }
     return RLX_OK;
@@ -572,10 +592,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
                 rlx_op op = (rlx_op)ins[0];
                 double v = rlx_op_is_unary(op) ? ew_unary(op, reg[ins[1]]) : ew_binary(op, reg[ins[1]], reg[ins[2]]);
                 /* each step rounds to the dtype, as the unfused node's store would */
-                reg[nin + i] = dt == RLX_F32    ? (double)(float)v
-                               : dt == RLX_F16  ? (double)rlx_f16_to_f32(rlx_f32_to_f16((float)v))
-                               : dt == RLX_BF16 ? (double)rlx_bf16_to_f32(rlx_f32_to_bf16((float)v))
-                                                : v;
+                reg[nin + i] = round_to_dtype(dt, v);
             }
             double v = reg[nin + nops - 1];
             if (dt == RLX_F32)
@@ -683,6 +700,7 @@ void rlx_cpu_register_fused(rlx_cpu_kernel *table)
     table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){k_matmul_bias_act, mm_act_scratch};
     table[RLX_OP_ADD_LAYER_NORM].fn = k_add_norm;
     table[RLX_OP_ADD_RMS_NORM].fn = k_add_norm;
+    table[RLX_OP_ADD_RMS_NORM_KEEP].fn = k_add_norm;
     table[RLX_OP_SWIGLU] = (rlx_cpu_kernel){k_swiglu, swiglu_scratch};
     table[RLX_OP_ATTENTION_BLOCK] = (rlx_cpu_kernel){k_attention_block, attn_block_scratch};
     table[RLX_OP_ELEMENTWISE_CHAIN].fn = k_elementwise_chain;
