@@ -44,8 +44,8 @@ void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, co
         tl += low;
         tm += missing[op];
     }
-    fprintf(f, "  %-20s %7d %7d %8d %8d\n", "total compute", tb, tn, tl, tm);
-    fprintf(f, "  leaves (inputs, params, constants): %d\n", leaves);
+    fprintf(f, "  %-20s %7d %7d %8d %8d\n", "total", tb, tn, tl, tm);
+    fprintf(f, "  leaves (inputs, params, constants): %d; reshapes and contiguous slices become views\n", leaves);
     if (!st)
         return;
     if (st->nodes_before_fusion) {
