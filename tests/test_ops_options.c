@@ -246,6 +246,111 @@ static void test_output_aliases(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Ops whose operands are all constants: the compile folds them (the
+ * simplify pass evaluates them once); the folded values must equal the
+ * reference, with folding on and off. */
+static void test_folded_ops(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int nofold = 0; nofold < 2; nofold++) {
+        rt_graph *rg = rt_graph_new();
+        rg->opts.no_simplify = nofold;
+        rg->opts.ignore_env = 1;
+        rlx_graph *g = rg->g;
+        rt_tensor *a = rt_rand(RT_SHAPE(3, 4, 5), -2, 2), *b = rt_rand(RT_SHAPE(5, 6), -1, 1);
+        rt_tensor *idx = rt_randi(RT_SHAPE(2, 2), -3, 3), *img = rt_rand(RT_SHAPE(1, 2, 6, 6), -1, 1);
+        rt_tensor *w = rt_rand(RT_SHAPE(3, 2, 3, 3), -1, 1);
+        rt_tensor *ib = rt_randi(RT_SHAPE(3, 4), -50, 50), *jb = rt_randi(RT_SHAPE(4), 1, 9);
+        rlx_node an = rt_const(rg, RLX_F32, a), bnode = rt_const(rg, RLX_F32, b), in = rt_const(rg, RLX_I64, idx);
+        rlx_node imn = rt_const(rg, RLX_F32, img), wn = rt_const(rg, RLX_F32, w);
+        rlx_node ibn = rt_const(rg, RLX_I32, ib), jbn = rt_const(rg, RLX_I32, jb);
+        rlx_conv_params cp;
+        rlx_conv_params_init(&cp);
+        cp.pads[0] = cp.pads[1] = cp.pads[2] = cp.pads[3] = 1;
+        rlx_pool_params pp;
+        rlx_pool_params_init(&pp, 2);
+        const int perm[3] = {2, 0, 1};
+        rlx_node outs[12] = {
+            rlx_matmul(g, an, bnode, 0, 0),
+            rlx_reduce_sum(g, an, 2, (int[]){0, -1}, 1),
+            rlx_softmax(g, an, 1),
+            rlx_transpose(g, an, perm),
+            rlx_gather(g, an, in, 1),
+            rlx_slice(g, an, 1, (int[]){2}, (int64_t[]){-1}, (int64_t[]){INT64_MIN}, (int64_t[]){-2}),
+            rlx_conv(g, imn, wn, -1, &cp),
+            rlx_max_pool(g, imn, &pp),
+            rlx_layer_norm(g, an, -1, -1, 1e-5),
+            rlx_div(g, ibn, jbn),
+            rlx_mod(g, ibn, jbn, 0),
+            rlx_argmax(g, an, -1, 0),
+        };
+        rt_tensor *got[12] = {0};
+        rlx_status st = rt_run(rg, 12, outs, got);
+        rt_tensor *want[12] = {
+            rt_ref_matmul(a, b, 0, 0),
+            rt_ref_reduce(a, RT_SUM, 2, (int[]){0, -1}, 1),
+            rt_ref_softmax(a, 1, 0),
+            rt_ref_transpose(a, perm),
+            rt_ref_gather(a, idx, 1),
+            rt_ref_slice(a, 1, (int[]){2}, (int64_t[]){-1}, (int64_t[]){INT64_MIN}, (int64_t[]){-2}),
+            rt_ref_conv(img, w, NULL, &cp),
+            rt_ref_pool(img, &pp, 1),
+            rt_ref_layer_norm(a, NULL, NULL, 1e-5),
+            rt_zip(ib, jb, rt_f_idiv),
+            rt_zip(ib, jb, rt_f_mod_py),
+            rt_ref_arg(a, -1, 0, 1),
+        };
+        const char *names[12] = {"matmul", "reduce_sum", "softmax", "transpose", "gather", "slice",
+                                 "conv", "max_pool", "layer_norm", "i32 div", "i32 mod", "argmax"};
+        const rlx_dtype dts[12] = {RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32,
+                                   RLX_F32, RLX_F32, RLX_F32, RLX_I32, RLX_I32, RLX_I64};
+        for (int i = 0; i < 12; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s of constants (%s)", names[i], nofold ? "no simplify" : "folded");
+            bad += !rt_check(what, st == RLX_OK ? got[i] : NULL, want[i], dts[i]);
+            rt_free(got[i]);
+            rt_free(want[i]);
+        }
+        rt_tensor *all[] = {a, b, idx, img, w, ib, jb};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            rt_free(all[i]);
+        rt_graph_free(rg);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Constants and scalars of every dtype come back exactly. */
+static void test_constants_all_dtypes(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
+        rt_graph *rg = rt_graph_new();
+        rt_tensor *c = dt == RLX_BOOL ? rt_randb(RT_SHAPE(2, 3), 0.5) : rt_randi(RT_SHAPE(2, 3), dt == RLX_U8 ? 0 : -100, 100);
+        rlx_node cn = rt_const(rg, (rlx_dtype)dt, c);
+        double sv = dt == RLX_BOOL ? 1 : dt == RLX_U8 ? 7 : -7;
+        rlx_node sn = rlx_scalar(rg->g, (rlx_dtype)dt, sv);
+        rlx_node outs[2] = {cn, rlx_expand(rg->g, sn, 2, (int64_t[]){2, 2})};
+        rt_tensor *got[2] = {0};
+        rlx_status st = rt_run(rg, 2, outs, got);
+        rt_tensor *sw = rt_new(2, (int64_t[]){2, 2});
+        for (int i = 0; i < 4; i++)
+            sw->d[i] = sv;
+        char what[64];
+        snprintf(what, sizeof what, "constant %s", rlx_dtype_name((rlx_dtype)dt));
+        bad += !rt_check_tol(what, st == RLX_OK ? got[0] : NULL, c, 0, 0);
+        snprintf(what, sizeof what, "scalar %s", rlx_dtype_name((rlx_dtype)dt));
+        bad += !rt_check_tol(what, st == RLX_OK ? got[1] : NULL, sw, 0, 0);
+        rt_free(got[0]);
+        rt_free(got[1]);
+        rt_free(sw);
+        rt_free(c);
+        rt_graph_free(rg);
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +358,8 @@ int main(void)
         cmocka_unit_test_setup(test_precision, rt_setup),
         cmocka_unit_test_setup(test_repeated_runs, rt_setup),
         cmocka_unit_test_setup(test_output_aliases, rt_setup),
+        cmocka_unit_test_setup(test_folded_ops, rt_setup),
+        cmocka_unit_test_setup(test_constants_all_dtypes, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
