@@ -469,6 +469,51 @@ static void test_elementwise_large(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* pow beyond positive bases: negative bases with integral exponents,
+ * zero bases, zero exponents (C pow / numpy float semantics). */
+static void test_pow_special(void **state)
+{
+    (void)state;
+    int bad = 0;
+    int64_t n = 200;
+    rt_tensor *a = rt_new(1, &n), *b = rt_new(1, &n);
+    for (int64_t i = 0; i < n; i++) {
+        switch (i % 4) {
+        case 0: a->d[i] = rt_uniform(-3, -0.2); b->d[i] = (double)rt_randint(-3, 4); break; /* negative base */
+        case 1: a->d[i] = 0.0; b->d[i] = (double)rt_randint(0, 3); break;                    /* 0^0 = 1, 0^k = 0 */
+        case 2: a->d[i] = rt_uniform(-3, 3); b->d[i] = 0.0; break;                          /* x^0 = 1 */
+        default: a->d[i] = rt_uniform(0.1, 3); b->d[i] = rt_uniform(-2, 2); break;
+        }
+    }
+    rt_graph *rg = rt_graph_new();
+    rlx_node y = rlx_pow(rg->g, rt_input(rg, RLX_F32, a), rt_input(rg, RLX_F32, b));
+    rt_tensor *got = rt_run1(rg, y), *want = rt_zip(a, b, rt_f_pow);
+    bad += !rt_check("pow with negative and zero bases", got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_graph_free(rg);
+    /* integer pow: small non-negative exponents, exact */
+    const rlx_dtype its[] = {RLX_I64, RLX_I32};
+    for (int t = 0; t < 2; t++) {
+        rt_tensor *ia = rt_randi(1, &n, -9, 10), *ib = rt_randi(1, &n, 0, 6);
+        rg = rt_graph_new();
+        y = rlx_pow(rg->g, rt_input(rg, its[t], ia), rt_input(rg, its[t], ib));
+        got = rt_run1(rg, y);
+        want = rt_zip(ia, ib, rt_f_pow);
+        char what[64];
+        snprintf(what, sizeof what, "pow %s", rlx_dtype_name(its[t]));
+        bad += !rt_check(what, got, want, its[t]);
+        rt_free(got);
+        rt_free(want);
+        rt_free(ia);
+        rt_free(ib);
+        rt_graph_free(rg);
+    }
+    rt_free(a);
+    rt_free(b);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +529,7 @@ int main(void)
         cmocka_unit_test_setup(test_elementwise_chain, rt_setup),
         cmocka_unit_test_setup(test_binary_constants, rt_setup),
         cmocka_unit_test_setup(test_elementwise_large, rt_setup),
+        cmocka_unit_test_setup(test_pow_special, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
