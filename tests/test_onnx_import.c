@@ -4,7 +4,8 @@
  * shape chains folded with a symbolic batch, unsorted nodes, If, per-opset
  * Softmax; and the error paths: cycles, dangling names, unsupported ops
  * (one message for all), external data that leaves the folder or the
- * file, wrong raw sizes, huge dims, truncated and garbage files.  Also the
+ * file, wrong raw sizes, huge dims, graphs nested thousands deep,
+ * truncated and garbage files.  Also the
  * .npy reader/writer. */
 #include <math.h>
 #include <setjmp.h>
@@ -187,6 +188,8 @@ static void test_errors(void **state) {
     assert_int_equal(import("huge.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
     assert_null(g);
     assert_int_equal(import("no_such_file.onnx", NULL, 0, &g), RLX_ERR_IO);
+    assert_int_equal(import("deep.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("nests messages"));
 }
 
 static void test_truncated(void **state) {

@@ -130,4 +130,25 @@ huge.name, huge.data_type = "w", TensorProto.FLOAT
 huge.dims.extend([1 << 40, 1 << 40])
 g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "huge", [vi("x", [2])], [vi("y", [2])], [huge])
 save("huge", g, check=False)
+# 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
+# without limit; the importer must refuse it cleanly
+def varint(v):
+    b = bytearray()
+    while True:
+        c = v & 0x7F
+        v >>= 7
+        b.append(c | (0x80 if v else 0))
+        if not v:
+            return bytes(b)
+
+
+def ld(field, payload):
+    return varint((field << 3) | 2) + varint(len(payload)) + payload
+
+
+g = b""
+for _ in range(3000):
+    g = ld(1, ld(4, b"If") + ld(5, ld(1, b"a") + ld(6, g)))
+with open(os.path.join(out, "deep.onnx"), "wb") as f:
+    f.write(varint(1 << 3) + varint(8) + ld(7, g))
 print("ok")

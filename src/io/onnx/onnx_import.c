@@ -727,6 +727,10 @@ done:
 }
 
 static Onnx__ModelProto *unpack_model(const void *data, size_t size) {
+    if (!ox_pb_depth_ok(data, size, &onnx__model_proto__descriptor)) {
+        rlx_set_error(RLX_ERR_FORMAT, "the model nests messages deeper than %d levels", OX_MAX_PB_DEPTH);
+        return NULL;
+    }
     return onnx__model_proto__unpack(NULL, size, data);
 }
 
@@ -735,7 +739,10 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
     if (!out || (!data && size)) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
     *out = NULL;
     Onnx__ModelProto *m = unpack_model(data, size);
-    if (!m) return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
+    if (!m) {
+        if (strstr(rlx_last_error(), "nests messages")) return RLX_ERR_FORMAT;
+        return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
+    }
     rlx_status st = import_model(m, base_dir, o, out);
     onnx__model_proto__free_unpacked(m, NULL);
     return st;
@@ -757,9 +764,13 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     size_t n;
     rlx_status st = ox_read_file(path, OX_MAX_MODEL_BYTES, &buf, &n);
     if (st != RLX_OK) return st;
+    rlx_clear_error();
     *m = unpack_model(buf, n);
     free(buf);
-    if (!*m) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
+    if (!*m) {
+        if (strstr(rlx_last_error(), "nests messages")) return rlx_set_error(RLX_ERR_FORMAT, "'%s': %s", path, "the model nests messages too deeply");
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
+    }
     if (dir) *dir = dir_of(path);
     return RLX_OK;
 }

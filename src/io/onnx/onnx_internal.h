@@ -47,6 +47,11 @@ const char *ox_onnx_type_name(int onnx_type);
  * allowed).  Checks every size against the declared dims. */
 rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, ox_tensor **out);
 
+/* Deepest nesting of protobuf messages accepted (graphs in attributes of
+ * nodes in graphs...); checked before protobuf-c unpacks recursively. */
+#define OX_MAX_PB_DEPTH 100
+bool ox_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d);
+
 /* Reads a whole file (bounded by max_bytes). */
 rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
 

@@ -353,6 +353,58 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
     return RLX_OK;
 }
 
+/* protobuf-c unpacks nested messages recursively with no depth limit, so a
+ * small file of deeply nested graphs would overflow the stack.  This pass
+ * walks the wire format, guided by the generated descriptors, and only
+ * measures how deep message fields nest; malformed input is left for
+ * protobuf-c to reject. */
+static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+    *v = 0;
+    for (int s = 0; s < 64 && *i < n; s += 7) {
+        uint8_t b = p[(*i)++];
+        *v |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
+    if (depth > OX_MAX_PB_DEPTH) return false;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t tag, v;
+        if (!rd_varint(p, n, &i, &tag)) return true;
+        switch (tag & 7) {
+        case 0:
+            if (!rd_varint(p, n, &i, &v)) return true;
+            break;
+        case 1:
+            if (n - i < 8) return true;
+            i += 8;
+            break;
+        case 5:
+            if (n - i < 4) return true;
+            i += 4;
+            break;
+        case 2: {
+            if (!rd_varint(p, n, &i, &v) || v > n - i) return true;
+            const ProtobufCFieldDescriptor *f =
+                d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && !depth_ok(p + i, (size_t)v, f->descriptor, depth + 1))
+                return false;
+            i += (size_t)v;
+            break;
+        }
+        default: return true;
+        }
+    }
+    return true;
+}
+
+bool ox_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d) {
+    return depth_ok(data, size, d, 0);
+}
+
 rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
                                 size_t *bytes) {
     if (!path || !t || !ndim || !dims || !data || !bytes)
@@ -362,6 +414,10 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
     size_t n;
     rlx_status st = ox_read_file(path, (size_t)1 << 34, &buf, &n);
     if (st != RLX_OK) return st;
+    if (!ox_pb_depth_ok(buf, n, &onnx__tensor_proto__descriptor)) {
+        free(buf);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s': messages nested deeper than %d levels", path, OX_MAX_PB_DEPTH);
+    }
     Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, n, buf);
     free(buf);
     if (!p) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
