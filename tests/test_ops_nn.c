@@ -467,6 +467,36 @@ static void test_nn_storage_types(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Empty batches (and an empty query length) flow through as empty results. */
+static void test_nn_empty(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const attn_case attn[] = {
+        {0, 2, 2, 4, 4, 8, 8, 0, MASK_NONE, {0}, 0},
+        {1, 2, 1, 0, 5, 8, 8, 1, MASK_NONE, {0}, 0},
+        {0, 2, 2, 3, 3, 8, 8, 0, MASK_BOOL, {0, 1, 1, 3}, 0},
+    };
+    for (size_t i = 0; i < sizeof attn / sizeof attn[0]; i++)
+        bad += run_attention(&attn[i], RLX_F32);
+    const conv_case conv[] = {
+        {2, 0, 3, {8, 8}, 4, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 1), 1},
+        {1, 0, 2, {9, 0}, 3, {3, 0}, cp(2, 1, 1, 1, 0, 0, 0, 0, 1), 0},
+    };
+    for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++)
+        bad += run_conv(&conv[i]);
+    const pool_case pool = {2, 0, 2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0};
+    bad += run_pool(&pool, 1);
+    bad += run_pool(&pool, 0);
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand(RT_SHAPE(0, 8), -1, 1);
+    rlx_node y = rlx_rope(rg->g, rt_input(rg, RLX_F32, x), 10000.0, 0, 1);
+    bad += !rt_check("rope [0, 8]", rt_run1(rg, y), x, RLX_F32);
+    rt_graph_free(rg);
+    rt_free(x);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup(test_global_avg_pool, rt_setup),
         cmocka_unit_test_setup(test_nn_large, rt_setup),
         cmocka_unit_test_setup(test_nn_storage_types, rt_setup),
+        cmocka_unit_test_setup(test_nn_empty, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -312,6 +312,8 @@ static void test_random_shapes(void **state)
     rlx_node e = rlx_random_uniform(g, RLX_F32, 2, (int64_t[]){0, 3}, 0, 1);
     rlx_node s = rlx_random_normal(g, RLX_F32, 0, NULL, 2, 0.001);
     rlx_node one = rlx_random_uniform(g, RLX_F32, 3, (int64_t[]){1, 1, 1}, 4, 5);
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){3, 0});
+    assert_int_equal(rlx_output(g, "d", rlx_dropout(g, x, 0.5)), RLX_OK); /* dropout of an empty tensor */
     assert_int_equal(rlx_output(g, "e", e), RLX_OK);
     assert_int_equal(rlx_output(g, "s", s), RLX_OK);
     assert_int_equal(rlx_output(g, "one", one), RLX_OK);
@@ -320,11 +322,13 @@ static void test_random_shapes(void **state)
     o.seed = rt_next_u64();
     rlx_session *sess = NULL;
     assert_int_equal(rlx_compile(g, &o, &sess), RLX_OK);
+    float v = 0, w = 0, dummy = 0;
+    assert_int_equal(rlx_session_set_input(sess, "x", &dummy, 0), RLX_OK);
     assert_int_equal(rlx_session_run(sess), RLX_OK);
-    float v = 0, w = 0, dummy;
     assert_int_equal(rlx_session_get_output(sess, "e", &dummy, 0), RLX_OK);
     assert_int_equal(rlx_session_get_output(sess, "s", &v, 4), RLX_OK);
     assert_int_equal(rlx_session_get_output(sess, "one", &w, 4), RLX_OK);
+    assert_int_equal(rlx_session_get_output(sess, "d", &dummy, 0), RLX_OK);
     assert_true(fabs(v - 2) < 0.01);
     assert_true(w >= 4 && w <= 5);
     rlx_session_free(sess);
