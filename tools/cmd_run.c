@@ -173,11 +173,13 @@ typedef struct loaded_tensor {
 
 static bool is_model_file(const char *model) { return strchr(model, '/') || strstr(model, ".onnx"); }
 
+#ifdef RLX_HAVE_ONNX
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && !strcmp(s + a - b, suffix);
 }
+#endif
 
 /* Reads every --input file; false (message printed) on the first failure. */
 static bool load_inputs(const run_args *a, loaded_tensor *out)
@@ -201,6 +203,7 @@ static bool load_inputs(const run_args *a, loaded_tensor *out)
     return true;
 }
 
+#ifdef RLX_HAVE_ONNX
 /* "1x3x224x224" -> dims; false if malformed. */
 static bool parse_dims(const char *text, int *ndim, int64_t *dims)
 {
@@ -220,6 +223,8 @@ static bool parse_dims(const char *text, int *ndim, int64_t *dims)
     }
     return *ndim > 0;
 }
+
+#endif
 
 static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
 {
