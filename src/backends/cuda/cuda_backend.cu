@@ -475,6 +475,10 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
         st = cuda_prepare(&view, &s->thunks[j]);
     }
     free(redo);
+    const char *vb = getenv("RLX_VERBOSE");
+    if (vb && *vb && strcmp(vb, "0") != 0)
+        fprintf(stderr, "[rlx cuda] prologue: %d param casts run once per param upload (%zu B cached)\n", gs->n_pre,
+                total);
     gs->dirty = 1;
     gs->next = registry;
     registry = gs;

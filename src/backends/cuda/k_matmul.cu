@@ -427,34 +427,42 @@ typedef struct conv_state {
 /* Small outputs make poor per-image GEMMs: gather the batch into one. */
 static int conv_gathered(int64_t N, int64_t OHW) { return N > 1 && OHW < 1024; }
 
-template <typename T>
-__global__ void im2col_gathered(const T *x, T *col, int64_t N, int64_t C, int64_t c0, int64_t Cg, win2d w)
+template <typename T, typename I>
+__global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
-    int64_t K = Cg * w.KH * w.KW, OHW = w.OH * w.OW, NP = N * OHW;
-    int64_t total = K * NP;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t pa = i % NP, r = i / NP, n = pa / OHW, p = pa % OHW;
-        int64_t c = r / (w.KH * w.KW), kh = (r / w.KW) % w.KH, kw = r % w.KW;
-        int64_t oh = p / w.OW, ow = p % w.OW;
-        int64_t ih = oh * w.sh - w.ph + kh * w.dh, iw = ow * w.sw - w.pw + kw * w.dw;
+    const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW;
+    const long long H = w64.H, W = w64.W;
+    I K = Cg * KH * KW, OHW = (I)(w64.OH * w64.OW), NP = N * OHW;
+    I total = K * NP;
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        I pa = i % NP, r = i / NP, n = pa / OHW, p = pa % OHW;
+        I c = r / (KH * KW), kk = r % (KH * KW), kh = kk / KW, kw = kk % KW;
+        I oh = p / OW, ow = p % OW;
+        long long ih = (long long)oh * w64.sh - w64.ph + (long long)kh * w64.dh;
+        long long iw = (long long)ow * w64.sw - w64.pw + (long long)kw * w64.dw;
         T v = cu_fromf<T>(0.0f);
-        if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
-            v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+            v = x[(((int64_t)n * C + c0 + c) * H + ih) * W + iw];
         col[i] = v;
     }
 }
 
 /* col[n][K][OHW] for channels c0.. of one group, every image. */
-template <typename T>
-__global__ void im2col_kernel(const T *x, T *col, int64_t N, int64_t C, int64_t c0, int64_t Cg, win2d w)
+/* Index arithmetic in I: 32-bit where every index fits (far fewer
+ * instructions per division than 64-bit). */
+template <typename T, typename I>
+__global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
-    int64_t K = Cg * w.KH * w.KW, OHW = w.OH * w.OW;
-    int64_t total = N * K * OHW;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t p = i % OHW, r = (i / OHW) % K, n = i / (OHW * K);
-        int64_t c = r / (w.KH * w.KW), kh = (r / w.KW) % w.KH, kw = r % w.KW;
-        int64_t oh = p / w.OW, ow = p % w.OW;
-        int64_t ih = oh * w.sh - w.ph + kh * w.dh, iw = ow * w.sw - w.pw + kw * w.dw;
+    const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW, H = (I)w64.H, W = (I)w64.W;
+    I K = Cg * KH * KW, OHW = (I)(w64.OH * w64.OW);
+    I total = N * K * OHW;
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        I p = i % OHW, q = i / OHW, r = q % K, n = q / K;
+        I c = r / (KH * KW), kk = r % (KH * KW), kh = kk / KW, kw = kk % KW;
+        I oh = p / OW, ow = p % OW;
+        long long ih = (long long)oh * w64.sh - w64.ph + (long long)kh * w64.dh;
+        long long iw = (long long)ow * w64.sw - w64.pw + (long long)kw * w64.dw;
+        struct { long long H, W; } w = {H, W};
         T v = cu_fromf<T>(0.0f);
         if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
             v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
@@ -462,12 +470,12 @@ __global__ void im2col_kernel(const T *x, T *col, int64_t N, int64_t C, int64_t 
     }
 }
 
-template <typename T>
-__global__ void permute_bias_act(const T *yg, const T *bias, T *out, int64_t N, int64_t O, int64_t OHW, int act)
+template <typename T, typename I>
+__global__ void permute_bias_act(const T *yg, const T *bias, T *out, I N, I O, I OHW, int act)
 {
-    int64_t total = N * O * OHW;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t p = i % OHW, o = (i / OHW) % O, n = i / (O * OHW);
+    I total = N * O * OHW;
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        I p = i % OHW, q = i / OHW, o = q % O, n = q / O;
         float v = cu_tof<T>(yg[(o * N + n) * OHW + p]);
         if (bias)
             v += cu_tof<T>(bias[o]);
@@ -475,9 +483,9 @@ __global__ void permute_bias_act(const T *yg, const T *bias, T *out, int64_t N, 
     }
 }
 
-template <typename T> __global__ void bias_nchw(T *y, const T *bias, int64_t total, int64_t O, int64_t HW, int act)
+template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias, I total, I O, I HW, int act)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         float v = cu_tof<T>(y[i]);
         if (bias)
             v += cu_tof<T>(bias[(i / HW) % O]);
@@ -577,6 +585,13 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     rlx_dtype dt = t->node->dtype;
     size_t es = rlx_dtype_size(dt);
+    /* 32-bit indices when every index (columns, outputs, input) fits */
+    int64_t biggest = s->N * s->K * s->OHW;
+    if (s->N * s->O * s->OHW > biggest)
+        biggest = s->N * s->O * s->OHW;
+    if (s->N * s->C * s->HW > biggest)
+        biggest = s->N * s->C * s->HW;
+    bool small = biggest < (1LL << 31);
     int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
     if (s->gathered) {
         int64_t NP = s->N * s->OHW;
@@ -585,7 +600,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         char *col = (char *)t->scratch, *yg = col + col_b, *ws = yg + y_b;
         for (int64_t g = 0; g < s->G; g++) {
             int64_t total = s->K * NP;
-            CU_FLOAT_DISPATCH(dt, T, im2col_gathered<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w));
+            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_gathered<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else im2col_gathered<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -595,7 +610,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, permute_bias_act<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act));
+        CU_FLOAT_DISPATCH(dt, T, { if (small) permute_bias_act<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, (unsigned)s->N, (unsigned)s->O, (unsigned)s->OHW, act); else permute_bias_act<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act); });
         return rlx_cu_check(t, "conv output launch");
     }
     size_t col_bytes = s->pw ? 0 : round256((size_t)(s->N * s->K * s->OHW) * es);
@@ -606,7 +621,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
             B = (const char *)t->in[0] + (size_t)(g * s->Cg * s->HW) * es;
         } else {
             int64_t total = s->N * s->K * s->OHW;
-            CU_FLOAT_DISPATCH(dt, T, im2col_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w));
+            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_kernel<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else im2col_kernel<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -621,7 +636,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (t->node->attrs.conv.has_bias || act != RLX_ACT_NONE) {
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, bias_nchw<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act));
+        CU_FLOAT_DISPATCH(dt, T, { if (small) bias_nchw<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else bias_nchw<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
         return rlx_cu_check(t, "conv bias launch");
     }
     return RLX_OK;
