@@ -4,8 +4,10 @@
 
 int rlx_cmd_run(int argc, char **argv);
 int rlx_cmd_dump(int argc, char **argv);
-/* From the ONNX module (tools/cmd_onnx.c) when it is built. */
-int rlx_cmd_info(int argc, char **argv) __attribute__((weak));
-int rlx_cmd_onnx_test(int argc, char **argv) __attribute__((weak));
+#ifdef RLX_HAVE_ONNX
+/* tools/cmd_onnx.c, in builds with the ONNX importer. */
+int rlx_cmd_info(int argc, char **argv);
+int rlx_cmd_onnx_test(int argc, char **argv);
+#endif
 
 #endif

@@ -33,12 +33,12 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "dump"))
         return rlx_cmd_dump(argc - 1, argv + 1);
     if (!strcmp(cmd, "info") || !strcmp(cmd, "onnx-test")) {
-        int (*fn)(int, char **) = !strcmp(cmd, "info") ? rlx_cmd_info : rlx_cmd_onnx_test;
-        if (!fn) {
-            fprintf(stderr, "rlx %s: this build has no ONNX support\n", cmd);
-            return 2;
-        }
-        return fn(argc - 1, argv + 1);
+#ifdef RLX_HAVE_ONNX
+        return !strcmp(cmd, "info") ? rlx_cmd_info(argc - 1, argv + 1) : rlx_cmd_onnx_test(argc - 1, argv + 1);
+#else
+        fprintf(stderr, "rlx %s: this build has no ONNX support\n", cmd);
+        return 2;
+#endif
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);

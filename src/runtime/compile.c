@@ -233,21 +233,20 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 
     /* 3. fusion, aware of what the backend claims */
     rlx_graph *before_fusion = s->opts.dispatch_report ? rlx_graph_clone(s->graph) : NULL;
-    if (!s->opts.no_fusion && rlx_opt_fuse && !advance(&s->graph, rlx_opt_fuse(s->graph, &pc))) {
+    if (!s->opts.no_fusion && !advance(&s->graph, rlx_opt_fuse(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
         return RLX_ERR_INTERNAL;
     }
     st->nodes_after_fusion = s->graph->n_nodes;
     STAGE_DONE(RLX_STAGE_FUSE);
     say(s, "fuse: %d -> %d nodes%s", st->nodes_after_simplify, st->nodes_after_fusion,
-        s->opts.no_fusion ? " (disabled)" : (rlx_opt_fuse ? "" : " (no fusion pass built)"));
+        s->opts.no_fusion ? " (disabled)" : "");
 
     /* 4. automatic mixed precision, after fusion */
     if (s->opts.precision != RLX_PRECISION_F32) {
-        if (s->opts.no_amp || !rlx_opt_amp) {
-            fprintf(stderr, "[rlx] note: precision %s requested but mixed precision is %s; running f32\n",
-                    s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16",
-                    s->opts.no_amp ? "disabled" : "not built");
+        if (s->opts.no_amp) {
+            fprintf(stderr, "[rlx] note: precision %s requested but mixed precision is disabled; running f32\n",
+                    s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16");
             s->opts.precision = RLX_PRECISION_F32;
         } else if (!advance(&s->graph, rlx_opt_amp(s->graph, &pc))) {
             rlx_graph_free(before_fusion);
@@ -259,7 +258,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         s->opts.precision == RLX_PRECISION_F32 ? "f32" : (s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16"));
 
     /* 5. lowering of what the backend cannot run natively */
-    if (rlx_opt_lower && !advance(&s->graph, rlx_opt_lower(s->graph, &pc))) {
+    if (!advance(&s->graph, rlx_opt_lower(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
         return RLX_ERR_INTERNAL;
     }
@@ -268,7 +267,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     say(s, "lower: %d nodes", st->nodes_final);
 
     /* 6. the backend's claim covers every node */
-    if (s->opts.dispatch_report && rlx_opt_dispatch_report)
+    if (s->opts.dispatch_report)
         rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, stderr);
     rlx_graph_free(before_fusion);
     if ((rc = check_claim(s, s->graph)) != RLX_OK)

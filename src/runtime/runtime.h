@@ -56,15 +56,14 @@ int rlx_env_int(const char *name, int def);
 /* Online processors. */
 long rlx_cpu_count(void);
 
-/* Optimizer stages (src/opt); each returns a new graph or NULL.  Hooks that
- * are not linked in are skipped (weak). */
-rlx_graph *rlx_opt_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
-rlx_graph *rlx_opt_amp(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
-rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx) __attribute__((weak));
-/* Per-op dispatch report (optional, from the optimizer module). */
+/* Optimizer stages (src/opt/fuse.c, amp.c, lower.c); each returns a new
+ * graph or NULL with the error set. */
+rlx_graph *rlx_opt_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx);
+rlx_graph *rlx_opt_amp(const rlx_graph *g, const rlx_pass_ctx *ctx);
+rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Per-op dispatch report (src/opt/report.c). */
 void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, const rlx_backend *be,
-                             const rlx_opt_stats *stats, FILE *f)
-    __attribute__((weak));
+                             const rlx_opt_stats *stats, FILE *f);
 
 /* Runs the simplify passes (dce, cse, fold, dce). */
 rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx);

@@ -22,10 +22,7 @@ static void build_table(void)
     rlx_cpu_register_shape(kernel_table);
     rlx_cpu_register_nn(kernel_table);
     rlx_cpu_register_random(kernel_table);
-    if (rlx_cpu_register_fused)
-        rlx_cpu_register_fused(kernel_table);
-    if (rlx_cpu_register_onnx)
-        rlx_cpu_register_onnx(kernel_table);
+    rlx_cpu_register_fused(kernel_table);
 }
 
 static const rlx_cpu_kernel *kernel_of(rlx_op op)

@@ -27,9 +27,7 @@ void rlx_cpu_register_norm(rlx_cpu_kernel *table);
 void rlx_cpu_register_shape(rlx_cpu_kernel *table);
 void rlx_cpu_register_nn(rlx_cpu_kernel *table);
 void rlx_cpu_register_random(rlx_cpu_kernel *table);
-/* Optional families (other modules): weak, may be absent. */
-void rlx_cpu_register_fused(rlx_cpu_kernel *table) __attribute__((weak));
-void rlx_cpu_register_onnx(rlx_cpu_kernel *table) __attribute__((weak));
+void rlx_cpu_register_fused(rlx_cpu_kernel *table);
 
 /* Element access by dtype (index in elements). */
 static inline double rlx_load(const void *p, rlx_dtype t, int64_t i)
