@@ -84,7 +84,12 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------- attention */
 
-/* Per head, in the compute type T (double for f64, float otherwise):
+/* softmax(scale * q k^T + mask) v per (batch, head, query), keys causal-cut
+ * at s + (T - S).  A query whose keys are all masked (bool false, -inf, or
+ * the causal cut before key 0) gets zeros, not 0/0.  Scores and the
+ * weighted sum run in f32 (f64 for f64 tensors), the softmax sum in double.
+ *
+ * Per head, in the compute type T (double for f64, float otherwise):
  *   kT [D][T]  keys transposed (so the score loop runs over t, vectorised)
  *   vb [T][Dv] values
  *   qr [D], sc [T], acc [Dv]
