@@ -213,6 +213,7 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int in
  * v [B, Hkv, T, Dv], H a multiple of Hkv (grouped-query heads).
  * mask: -1 for none, else bool (true = keep) or float (added to the scores),
  * broadcastable to [B, H, S, T].  causal masks key t > s + (T - S).
+ * A query whose keys are all masked gives zeros.
  * scale <= 0 means 1/sqrt(D). Result [B, H, S, Dv]. */
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
                        double scale);
