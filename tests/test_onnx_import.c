@@ -7,6 +7,7 @@
  * file, wrong raw sizes, huge dims, graphs nested thousands deep,
  * truncated and garbage files.  Also the
  * .npy reader/writer. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

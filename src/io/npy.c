@@ -2,6 +2,7 @@
  * C order, dtypes f4 f2 f8 i8 i4 i1 u1 b1 (and <u2 read as bfloat16 is not
  * guessed: it is refused).  Every size in the header is checked against the
  * file before anything is allocated. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -4,6 +4,10 @@
 
 #include "io/onnx/onnx_internal.h"
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 rlx_node oxo_in(ox_node *n, int i);                 /* node of input i (-1 if absent) */
 int oxo_shape(ox_node *n, rlx_node x, int64_t *dims);
 int oxo_in_shape(ox_node *n, int i, int64_t *dims);
