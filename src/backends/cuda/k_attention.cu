@@ -115,24 +115,20 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
     }
 }
 
-/* Small heads (D, Dv <= 64): each query row is shared by SPL threads that
- * take every SPL-th key; q and the output accumulator live in registers,
- * keys and values of a tile in shared memory (rows padded so the SPL keys
- * read at once fall in different banks); scores in base-2 units, softmax
- * rescaled once per 16 keys; the SPL partial results merge through warp
- * shuffles at the end. */
-#define SQB 32 /* queries per block */
-#define SPL 4  /* threads per query */
-#define SKT 64 /* keys per tile: SPL * 16 */
+/* Small heads (D, Dv <= 64): one thread per query row, q and the output
+ * accumulator in registers, keys and values of a tile in shared memory read
+ * as broadcasts; scores in base-2 units, softmax rescaled once per chunk of
+ * 16 keys. */
+#define SQB 64 /* queries (threads) per block */
+#define SKT 64 /* keys per tile */
 
 template <typename T, int D, int DV>
-__global__ void __launch_bounds__(SQB * SPL) flash_small(const T *q, const T *k, const T *v, T *out, attn_params p)
+__global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const T *v, T *out, attn_params p)
 {
-    __shared__ __align__(16) float ks[SKT][D + 4];
-    __shared__ __align__(16) float vs[SKT][DV + 4];
-    const int qi = threadIdx.x / SPL, part = threadIdx.x % SPL;
+    __shared__ float ks[SKT][D];
+    __shared__ float vs[SKT][DV];
     const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (int64_t)blockIdx.x * SQB, s = s0 + qi;
+    const int64_t s0 = (int64_t)blockIdx.x * SQB, s = s0 + threadIdx.x;
     const bool active = s < p.S;
     const float LOG2E = 1.4426950408889634f;
     const float sl2 = p.scale * LOG2E;
@@ -155,11 +151,11 @@ __global__ void __launch_bounds__(SQB * SPL) flash_small(const T *q, const T *k,
     }
     for (int64_t t0 = 0; t0 < t_end; t0 += SKT) {
         __syncthreads();
-        for (int i = threadIdx.x; i < SKT * D; i += SQB * SPL) {
+        for (int i = threadIdx.x; i < SKT * D; i += SQB) {
             int j = i / D, d = i % D;
             ks[j][d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * D + d]) : 0.0f;
         }
-        for (int i = threadIdx.x; i < SKT * DV; i += SQB * SPL) {
+        for (int i = threadIdx.x; i < SKT * DV; i += SQB) {
             int j = i / DV, e = i % DV;
             vs[j][e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * DV + e]) : 0.0f;
         }
@@ -167,71 +163,55 @@ __global__ void __launch_bounds__(SQB * SPL) flash_small(const T *q, const T *k,
         if (!active)
             continue;
         int jn = (int)(p.T - t0 < SKT ? p.T - t0 : SKT);
-        float sc[16];
-        float mc = -INFINITY;
+        for (int c = 0; c < jn; c += 16) {
+            float sc[16];
+            float mc = -INFINITY;
 #pragma unroll
-        for (int u = 0; u < 16; u++) {
-            int j = part + SPL * u;
-            int64_t t = t0 + j;
-            float x = -INFINITY;
-            if (j < jn && (!p.causal || t <= s + shift)) {
-                float a = 0.0f;
+            for (int u = 0; u < 16; u++) {
+                int j = c + u;
+                int64_t t = t0 + j;
+                float x = -INFINITY;
+                if (j < jn && (!p.causal || t <= s + shift)) {
+                    float a = 0.0f;
 #pragma unroll
-                for (int d = 0; d < D; d++)
-                    a += qr[d] * ks[j][d];
-                bool vis = true;
-                if (p.mask_dt >= 0) {
-                    int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
-                    if (p.mask_dt == RLX_BOOL)
-                        vis = ((const unsigned char *)p.mask)[mo] != 0;
-                    else
-                        a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E;
+                    for (int d = 0; d < D; d++)
+                        a += qr[d] * ks[j][d];
+                    bool vis = true;
+                    if (p.mask_dt >= 0) {
+                        int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                        if (p.mask_dt == RLX_BOOL)
+                            vis = ((const unsigned char *)p.mask)[mo] != 0;
+                        else
+                            a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E;
+                    }
+                    if (vis)
+                        x = a;
                 }
-                if (vis)
-                    x = a;
+                sc[u] = x;
+                mc = fmaxf(mc, x);
             }
-            sc[u] = x;
-            mc = fmaxf(mc, x);
-        }
-        float mn = fmaxf(m, mc);
-        if (mn == -INFINITY)
-            continue;
-        float corr = exp2f(m - mn);
-        l *= corr;
+            float mn = fmaxf(m, mc);
+            if (mn == -INFINITY)
+                continue;
+            float corr = exp2f(m - mn);
+            l *= corr;
 #pragma unroll
-        for (int e = 0; e < DV; e++)
-            acc[e] *= corr;
+            for (int e = 0; e < DV; e++)
+                acc[e] *= corr;
 #pragma unroll
-        for (int u = 0; u < 16; u++) {
-            float pu = exp2f(sc[u] - mn);
-            if (pu > 0.0f) {
+            for (int u = 0; u < 16; u++) {
+                float pu = exp2f(sc[u] - mn);
                 l += pu;
-                const float *vr = vs[part + SPL * u];
+                if (c + u < jn) {
 #pragma unroll
-                for (int e = 0; e < DV; e++)
-                    acc[e] += pu * vr[e];
+                    for (int e = 0; e < DV; e++)
+                        acc[e] += pu * vs[c + u][e];
+                }
             }
+            m = mn;
         }
-        m = mn;
     }
-    /* merge the SPL partial softmaxes of this query (adjacent lanes) */
-    float mall = m;
-#pragma unroll
-    for (int o = 1; o < SPL; o <<= 1)
-        mall = fmaxf(mall, __shfl_xor_sync(0xffffffffu, mall, o));
-    float f = (m == -INFINITY) ? 0.0f : exp2f(m - mall);
-    l *= f;
-#pragma unroll
-    for (int e = 0; e < DV; e++)
-        acc[e] *= f;
-#pragma unroll
-    for (int o = 1; o < SPL; o <<= 1) {
-        l += __shfl_xor_sync(0xffffffffu, l, o);
-#pragma unroll
-        for (int e = 0; e < DV; e++)
-            acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], o);
-    }
-    if (!active || part != 0)
+    if (!active)
         return;
     float inv = l > 0 ? 1.0f / l : 0.0f;
     T *o = out + (bh * p.S + s) * DV;
@@ -297,9 +277,9 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
         dim3 sg((unsigned)((p.S + SQB - 1) / SQB), (unsigned)(p.B * p.H));
         if (p.D == 32)
-            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 32, 32><<<sg, SQB * SPL, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 32, 32><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
         else
-            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 64, 64><<<sg, SQB * SPL, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 64, 64><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
         return rlx_cu_check(t, "attention launch");
     }
     size_t smem = attn_smem(p.D, p.Dv);

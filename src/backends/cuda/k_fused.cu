@@ -191,8 +191,45 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
     }
 }
 
+/* Small flat programs (<= 4 inputs, <= 8 instructions, every input dense
+ * and of the output's shape): the register file is unrolled so it stays
+ * in registers; results live at 4 + j. */
+#define EWS_IN 4
+#define EWS_OPS 8
+
+template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
+        float r[EWS_IN + EWS_OPS];
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            r[k] = k < p.nin ? cu_tof<T>(((const T *)p.in[k])[i]) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < EWS_OPS; j++) {
+            r[EWS_IN + j] = 0.0f;
+            if (j < p.nops) {
+                int op = p.code[3 * j], a = p.code[3 * j + 1], b = p.code[3 * j + 2];
+                float va = 0.0f, vb = 0.0f;
+#pragma unroll
+                for (int q = 0; q < EWS_IN + j; q++) {
+                    va = q == a ? r[q] : va;
+                    vb = q == b ? r[q] : vb;
+                }
+                r[EWS_IN + j] = (op >= RLX_OP_ADD) ? ew_binary(op, va, vb) : ew_unary(op, va);
+            }
+        }
+        float out = 0.0f;
+#pragma unroll
+        for (int j = 0; j < EWS_OPS; j++)
+            out = j == p.nops - 1 ? r[EWS_IN + j] : out;
+        y[i] = cu_fromf<T>(out);
+    }
+}
+
 typedef struct ew_state {
     ew_prog prog;
+    ew_prog small; /* the program renumbered for ew_chain_small */
+    int use_small;
 } ew_state;
 
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
@@ -236,6 +273,18 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
     p->nd = nd;
     for (int k = 0; k < p->nin; k++)
         p->in[k] = t->in[k];
+    bool flat = p->nd <= 1;
+    for (int k = 0; k < p->nin && flat; k++)
+        flat = p->nd == 0 || p->st[k][0] == 1;
+    if (flat && p->nin <= EWS_IN && p->nops <= EWS_OPS) {
+        s->small = *p;
+        for (int j = 0; j < p->nops; j++)
+            for (int k = 1; k <= 2; k++) {
+                int r = p->code[3 * j + k];
+                s->small.code[3 * j + k] = (uint8_t)(r < p->nin ? r : EWS_IN + (r - p->nin));
+            }
+        s->use_small = 1;
+    }
     return RLX_OK;
 }
 
@@ -250,7 +299,9 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool flat = s->prog.nd <= 1;
     for (int k = 0; k < s->prog.nin && flat; k++)
         flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
-    if (flat)
+    if (s->use_small)
+        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_small<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->small, (T *)t->out));
+    else if (flat)
         CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, true><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
     else
         CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, false><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));

@@ -8,6 +8,17 @@
 
 #include "backends/cuda/cuda_gemm.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* cuDNN, when its header was there at build time and its library loads at
+ * run time (dlopen: no link dependency), runs convolutions; otherwise (or
+ * with RLX_CUDA_NO_CUDNN=1, or asymmetric padding) im2col + cuBLASLt. */
+#if __has_include(<cudnn.h>)
+#include <cudnn.h>
+#define RLX_CUDNN 1
+#endif
+
 static cublasLtHandle_t lt;
 
 static cudaDataType_t cuda_type(rlx_dtype dt)
@@ -414,7 +425,73 @@ static bool pointwise(const win2d *w)
            w->OW == w->W;
 }
 
+#ifdef RLX_CUDNN
+static struct dnn_api {
+    cudnnHandle_t h;
+#define DNN_FN(name) decltype(&::name) name
+    DNN_FN(cudnnCreate);
+    DNN_FN(cudnnSetStream);
+    DNN_FN(cudnnCreateTensorDescriptor);
+    DNN_FN(cudnnSetTensor4dDescriptor);
+    DNN_FN(cudnnDestroyTensorDescriptor);
+    DNN_FN(cudnnCreateFilterDescriptor);
+    DNN_FN(cudnnSetFilter4dDescriptor);
+    DNN_FN(cudnnDestroyFilterDescriptor);
+    DNN_FN(cudnnCreateConvolutionDescriptor);
+    DNN_FN(cudnnSetConvolution2dDescriptor);
+    DNN_FN(cudnnSetConvolutionGroupCount);
+    DNN_FN(cudnnSetConvolutionMathType);
+    DNN_FN(cudnnDestroyConvolutionDescriptor);
+    DNN_FN(cudnnFindConvolutionForwardAlgorithmEx);
+    DNN_FN(cudnnConvolutionForward);
+#undef DNN_FN
+} dnn;
+static int dnn_ok;
+static pthread_once_t dnn_once = PTHREAD_ONCE_INIT;
+
+static void dnn_load(void)
+{
+    const char *off = getenv("RLX_CUDA_NO_CUDNN");
+    if (off && *off && strcmp(off, "0") != 0)
+        return;
+    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return;
+    bool ok = true;
+#define DNN_LOAD(name) ok = ok && (*(void **)&dnn.name = dlsym(lib, #name)) != NULL
+    DNN_LOAD(cudnnCreate);
+    DNN_LOAD(cudnnSetStream);
+    DNN_LOAD(cudnnCreateTensorDescriptor);
+    DNN_LOAD(cudnnSetTensor4dDescriptor);
+    DNN_LOAD(cudnnDestroyTensorDescriptor);
+    DNN_LOAD(cudnnCreateFilterDescriptor);
+    DNN_LOAD(cudnnSetFilter4dDescriptor);
+    DNN_LOAD(cudnnDestroyFilterDescriptor);
+    DNN_LOAD(cudnnCreateConvolutionDescriptor);
+    DNN_LOAD(cudnnSetConvolution2dDescriptor);
+    DNN_LOAD(cudnnSetConvolutionGroupCount);
+    DNN_LOAD(cudnnSetConvolutionMathType);
+    DNN_LOAD(cudnnDestroyConvolutionDescriptor);
+    DNN_LOAD(cudnnFindConvolutionForwardAlgorithmEx);
+    DNN_LOAD(cudnnConvolutionForward);
+#undef DNN_LOAD
+    if (!ok || dnn.cudnnCreate(&dnn.h) != CUDNN_STATUS_SUCCESS || dnn.cudnnSetStream(dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
+        return;
+    dnn_ok = 1;
+}
+#endif
+
 typedef struct conv_state {
+#ifdef RLX_CUDNN
+    int use_dnn;
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t dnn_ws;
+#endif
     cu_gemm gemm;
     win2d w;
     int64_t N, C, G, Cg, O, Og, K, OHW, HW;
@@ -493,6 +570,71 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
     }
 }
 
+#ifdef RLX_CUDNN
+static void release_dnn(conv_state *s)
+{
+    if (s->xd)
+        dnn.cudnnDestroyTensorDescriptor(s->xd);
+    if (s->yd)
+        dnn.cudnnDestroyTensorDescriptor(s->yd);
+    if (s->wd)
+        dnn.cudnnDestroyFilterDescriptor(s->wd);
+    if (s->cd)
+        dnn.cudnnDestroyConvolutionDescriptor(s->cd);
+    s->xd = s->yd = NULL;
+    s->wd = NULL;
+    s->cd = NULL;
+    s->use_dnn = 0;
+}
+
+/* Sets up the cuDNN path and picks its fastest algorithm that fits the
+ * scratch; false (and the im2col path) when anything does not fit. */
+static bool prep_dnn(rlx_thunk *t, conv_state *s)
+{
+    pthread_once(&dnn_once, dnn_load);
+    if (!dnn_ok || !t->scratch)
+        return false;
+    const rlx_node_data *n = t->node;
+    const int64_t *pads = n->attrs.conv.p.pads;
+    int sp = t->in_node[0]->shape.ndim - 2;
+    if (sp == 2 ? (pads[0] != pads[2] || pads[1] != pads[3]) : pads[0] != pads[1])
+        return false;
+    rlx_dtype dt = n->dtype;
+    cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    const win2d &w = s->w;
+    bool ok = dnn.cudnnCreateTensorDescriptor(&s->xd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NCHW, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetTensor4dDescriptor(s->yd, CUDNN_TENSOR_NCHW, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetFilter4dDescriptor(s->wd, ty, CUDNN_TENSOR_NCHW, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
+              /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
+              dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int found = 0;
+    if (ok)
+        ok = dnn.cudnnFindConvolutionForwardAlgorithmEx(dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out, 8,
+                                                        &found, perf, t->scratch, t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
+    int pick = -1;
+    for (int i = 0; ok && i < found && pick < 0; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes)
+            pick = i;
+    cudaGetLastError();
+    if (!ok || pick < 0) {
+        release_dnn(s);
+        return false;
+    }
+    s->algo = perf[pick].algo;
+    s->dnn_ws = perf[pick].memory;
+    s->use_dnn = 1;
+    return true;
+}
+#endif
+
 static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
@@ -515,6 +657,10 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
     s->gathered = conv_gathered(s->N, s->OHW);
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
+#ifdef RLX_CUDNN
+    if (prep_dnn(t, s))
+        return RLX_OK;
+#endif
     if (s->gathered) {
         int64_t NP = s->N * s->OHW;
         size_t es0 = rlx_dtype_size(t->node->dtype);
@@ -553,6 +699,10 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
 static void release_conv(rlx_thunk *t)
 {
     conv_state *s = (conv_state *)t->state;
+#ifdef RLX_CUDNN
+    if (s->use_dnn)
+        release_dnn(s);
+#endif
     rlx_cu_gemm_free(&s->gemm);
     free(s);
 }
@@ -593,6 +743,21 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         biggest = s->N * s->C * s->HW;
     bool small = biggest < (1LL << 31);
     int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
+#ifdef RLX_CUDNN
+    if (s->use_dnn) {
+        float one = 1.0f, zero = 0.0f;
+        cudnnStatus_t ds = dnn.cudnnConvolutionForward(dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo,
+                                                       t->scratch, s->dnn_ws, &zero, s->yd, t->out);
+        if (ds != CUDNN_STATUS_SUCCESS)
+            return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward failed (status %d)", (int)ds);
+        if (!t->node->attrs.conv.has_bias && act == RLX_ACT_NONE)
+            return RLX_OK;
+        int64_t total = s->N * s->O * s->OHW;
+        const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+        CU_FLOAT_DISPATCH(dt, T, { if (small) bias_nchw<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else bias_nchw<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
+        return rlx_cu_check(t, "conv bias launch");
+    }
+#endif
     if (s->gathered) {
         int64_t NP = s->N * s->OHW;
         size_t col_b = round256((size_t)(s->N * s->K * s->OHW) * es);
