@@ -19,6 +19,18 @@ typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
 
 static const rlx_dtype k_floats[] = {RLX_F16, RLX_BF16, RLX_F64};
 
+/* Per-element tolerances for elementwise results stored in dt: relative to
+ * each element, with an absolute floor near zero. */
+static int check_elem(const char *what, const rt_tensor *got, const rt_tensor *want, rlx_dtype dt)
+{
+    switch (dt) {
+    case RLX_F16: return rt_check_abs(what, got, want, 1e-3, 1e-7);
+    case RLX_BF16: return rt_check_abs(what, got, want, 1e-2, 1e-12);
+    case RLX_F64: return rt_check_abs(what, got, want, 1e-10, 1e-14);
+    default: return rt_check(what, got, want, dt);
+    }
+}
+
 /* ------------------------------------------------------------ float storage */
 
 static void test_float_storage_unary(void **state)
@@ -56,7 +68,7 @@ static void test_float_storage_unary(void **state)
                 char what[128];
                 snprintf(what, sizeof what, "%s %s %s", cases[c].name, rlx_dtype_name(k_floats[d]),
                          rt_shape_str(x->ndim, x->dims));
-                bad += !rt_check(what, got, want, k_floats[d]);
+                bad += !check_elem(what, got, want, k_floats[d]);
                 rt_free(got);
                 rt_free(want);
                 rt_free(x);
@@ -94,7 +106,7 @@ static void test_float_storage_binary(void **state)
                 snprintf(what, sizeof what, "%s %s %s x %s", cases[c].name, rlx_dtype_name(k_floats[d]),
                          rt_shape_str(a->ndim, a->dims), rt_shape_str(b->ndim, b->dims));
                 rlx_dtype out = cases[c].f == rt_f_less ? RLX_BOOL : k_floats[d];
-                bad += !rt_check(what, got, want, out);
+                bad += !check_elem(what, got, want, out);
                 rt_free(got);
                 rt_free(want);
                 rt_free(a);

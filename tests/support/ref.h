@@ -107,6 +107,9 @@ void rt_default_tol(rlx_dtype dt, double *rtol, double *atol);
 bool rt_check(const char *what, const rt_tensor *got, const rt_tensor *want, rlx_dtype dt);
 bool rt_check_tol(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol,
                   double atol);
+/* Like rt_check_tol but atol is absolute (not scaled by the largest |want|):
+ * for elementwise results, where each element's error follows its own size. */
+bool rt_check_abs(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol);
 
 /* --------------------------------------------------------- harness */
 
