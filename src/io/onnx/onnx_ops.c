@@ -101,6 +101,9 @@ static rlx_status out_reshaped(ox_node *n, int i, int nd, const int64_t *dims) {
         for (int d = 0; d < nd; d++) y->dims[d] = dims[d];
         return ox_out_const(n, 0, y);
     }
+    for (int d = 0; d < nd; d++)
+        if (dims[d] == 0) /* an empty result (RLX's reshape reads 0 as "keep this dim") */
+            return ox_out_const(n, 0, ox_tensor_new(oxo_in_dtype(n, i), nd, dims));
     return ox_out_node(n, 0, oxo_reshape(n, oxo_in(n, i), nd, dims));
 }
 
