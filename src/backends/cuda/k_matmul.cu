@@ -635,6 +635,32 @@ static bool prep_dnn(rlx_thunk *t, conv_state *s)
 }
 #endif
 
+static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx);
+static rlx_status prep_conv_gemm(rlx_thunk *t, conv_state *s);
+
+/* Device time of a few runs of this convolution as prepared (compile time,
+ * outside any capture). */
+static float time_conv(rlx_thunk *t)
+{
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    float ms = 1e30f;
+    if (k_conv(t, NULL) == RLX_OK) {
+        cudaEventRecord(a, rlx_cu_stream);
+        rlx_status st = RLX_OK;
+        for (int i = 0; i < 3 && st == RLX_OK; i++)
+            st = k_conv(t, NULL);
+        cudaEventRecord(b, rlx_cu_stream);
+        if (st != RLX_OK || cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
+            ms = 1e30f;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaGetLastError();
+    return ms;
+}
+
 static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
@@ -657,10 +683,25 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
     s->gathered = conv_gathered(s->N, s->OHW);
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
+    rlx_status st = prep_conv_gemm(t, s);
 #ifdef RLX_CUDNN
-    if (prep_dnn(t, s))
-        return RLX_OK;
+    /* both paths ready: keep whichever runs this convolution faster */
+    if (prep_dnn(t, s) && st == RLX_OK) {
+        float t_dnn = time_conv(t);
+        s->use_dnn = 0;
+        float t_gemm = time_conv(t);
+        s->use_dnn = t_dnn < t_gemm;
+        if (!s->use_dnn)
+            release_dnn(s);
+    } else if (s->use_dnn) {
+        st = RLX_OK;
+    }
 #endif
+    return st;
+}
+
+static rlx_status prep_conv_gemm(rlx_thunk *t, conv_state *s)
+{
     if (s->gathered) {
         int64_t NP = s->N * s->OHW;
         size_t es0 = rlx_dtype_size(t->node->dtype);
