@@ -251,6 +251,30 @@ static void test_if(void **state) {
     }
 }
 
+static void test_loop_runtime_cond(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("loop_cond.onnx", NULL, 0, &g), RLX_OK);
+    const float starts[4] = {1, 3, 11, 0.25f};
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < 2; c++) {
+            float v = starts[k], want = v;
+            for (int it = 0, go = c; it < 5 && go; it++) {
+                want *= 2;
+                go = want < 10;
+            }
+            uint8_t cv = (uint8_t)c;
+            const char *names[] = {"c", "v0"};
+            void *data[] = {&cv, &v};
+            size_t bytes[] = {1, 4}, ob;
+            float *out = run1(g, 2, names, data, bytes, "v", &ob);
+            assert_close(out, &want, 1);
+            free(out);
+        }
+    rlx_graph_free(g);
+}
+
 static void test_softmax_opsets(void **state) {
     (void)state;
     NEED_MODELS();
@@ -312,6 +336,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
+        cmocka_unit_test(test_loop_runtime_cond),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -130,6 +130,19 @@ huge.name, huge.data_type = "w", TensorProto.FLOAT
 huge.dims.extend([1 << 40, 1 << 40])
 g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "huge", [vi("x", [2])], [vi("y", [2])], [huge])
 save("huge", g, check=False)
+# 11b. Loop with a run-time condition: v doubles while v < 10, at most 5 times
+body = helper.make_graph(
+    [helper.make_node("Mul", ["v_in", "two"], ["v_out"]),
+     helper.make_node("Less", ["v_out", "ten"], ["c_out"])],
+    "body", [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("v_in", [1])],
+    [vi("c_out", [], TensorProto.BOOL), vi("v_out", [1])],
+    [numpy_helper.from_array(np.array([2], np.float32), "two"),
+     numpy_helper.from_array(np.array([10], np.float32), "ten")])
+g = helper.make_graph([helper.make_node("Loop", ["M", "c", "v0"], ["v"], body=body)], "loop",
+                      [vi("c", [], TensorProto.BOOL), vi("v0", [1])], [vi("v", [1])],
+                      [numpy_helper.from_array(np.array(5, np.int64), "M")])
+save("loop_cond", g)
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

@@ -144,7 +144,13 @@ rlx_status oxo_h_loop(ox_node *n) {
         M = ox_get_i(n->in[0]->k, 0);
     }
     int cond_known = 1, cond = 1;
-    if (n->n_in > 1 && n->in[1]) {
+    /* A condition only known at run time (input or body output) is carried
+     * as a bool node: once false, later iterations leave the state alone.
+     * That needs a known trip count and no scan outputs. */
+    rlx_node active = -1;
+    if (n->n_in > 1 && n->in[1] && !n->in[1]->k && M >= 0 && (int)graph_attr(n, "body")->n_output - 1 - (n->n_in - 2) == 0) {
+        active = rlx_reshape(G, oxo_in(n, 1), 0, NULL);
+    } else if (n->n_in > 1 && n->in[1]) {
         if (!n->in[1]->k) cond_known = 0;
         else if (n->in[1]->k->numel != 1) return ox_fail(n, RLX_ERR_SHAPE, "cond must have one element");
         else cond = ox_get_i(n->in[1]->k, 0) != 0;
@@ -184,7 +190,7 @@ rlx_status oxo_h_loop(ox_node *n) {
         *(int64_t *)itk->data = it;
         *(uint8_t *)ck->data = 1;
         args[0] = temp_value(&store[0], -1, itk);
-        args[1] = temp_value(&store[1], -1, ck);
+        args[1] = active >= 0 ? temp_value(&store[1], active, NULL) : temp_value(&store[1], -1, ck);
         for (int i = 0; i < nv; i++) args[2 + i] = temp_value(&store[2 + i], cur[i].node, cur[i].k);
         sub_result out[32];
         memset(out, 0, sizeof out);
@@ -195,12 +201,26 @@ rlx_status oxo_h_loop(ox_node *n) {
             free_res(out, nbody_out);
             break;
         }
-        if (!out[0].k) {
+        if (!out[0].k && (M < 0 || nscan > 0)) {
             free_res(out, nbody_out);
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "the loop condition depends on run-time values");
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED,
+                         "the loop condition depends on run-time values (supported with a known trip count and no scan outputs)");
             break;
         }
-        cond = out[0].k->numel == 1 && ox_get_i(out[0].k, 0) != 0;
+        rlx_node was_active = active;
+        if (!out[0].k) {
+            rlx_node c = rlx_reshape(G, rlx_cast(G, res_node(n, &out[0]), RLX_BOOL), 0, NULL);
+            active = active >= 0 ? rlx_and(G, active, c) : c;
+        } else {
+            cond = out[0].k->numel == 1 && ox_get_i(out[0].k, 0) != 0;
+        }
+        for (int i = 0; i < nv && was_active >= 0; i++) {
+            /* this iteration counts only where the loop was still running */
+            rlx_node nw = res_node(n, &out[1 + i]), old = res_node(n, &cur[i]);
+            ox_tensor_free(out[1 + i].k);
+            out[1 + i].k = NULL;
+            out[1 + i].node = rlx_where(G, was_active, nw, old);
+        }
         free_res(cur, nv);
         for (int i = 0; i < nv; i++) {
             cur[i] = out[1 + i];
