@@ -275,6 +275,30 @@ static void test_loop_runtime_cond(void **state) {
     rlx_graph_free(g);
 }
 
+/* The conformance runner on cases with numpy references: all pass, and the
+ * summary line has the documented form. */
+static void test_runner(void **state) {
+    (void)state;
+    NEED_MODELS();
+    const char *cli = getenv("RLX_CLI");
+    if (!cli) skip();
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "%s onnx-test %s/cases 2>&1", cli, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512], last[512] = "";
+    int pass_lines = 0;
+    while (fgets(line, sizeof line, p)) {
+        fputs(line, stderr);
+        if (!strncmp(line, "PASS ", 5)) pass_lines++;
+        snprintf(last, sizeof last, "%s", line);
+    }
+    int rc = pclose(p);
+    assert_int_equal(rc, 0);
+    assert_int_equal(pass_lines, 3);
+    assert_string_equal(last, "3 passed, 0 failed, 0 skipped\n");
+}
+
 static void test_softmax_opsets(void **state) {
     (void)state;
     NEED_MODELS();
@@ -336,7 +360,7 @@ int main(void) {
         cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
-        cmocka_unit_test(test_loop_runtime_cond),
+        cmocka_unit_test(test_loop_runtime_cond), cmocka_unit_test(test_runner),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

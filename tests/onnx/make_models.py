@@ -143,6 +143,56 @@ g = helper.make_graph([helper.make_node("Loop", ["M", "c", "v0"], ["v"], body=bo
                       [numpy_helper.from_array(np.array(5, np.int64), "M")])
 save("loop_cond", g)
 
+# 12. cases in the backend-test layout (model.onnx + test_data_set_0) with
+# numpy references, for the `rlx onnx-test` runner itself
+def case(name, graph, inputs, outputs, opset=17):
+    d = os.path.join(out, "cases", name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for kind, arrs in (("input", inputs), ("output", outputs)):
+        for k, a in enumerate(arrs):
+            with open(os.path.join(d, "test_data_set_0", "%s_%d.pb" % (kind, k)), "wb") as f:
+                f.write(numpy_helper.from_array(a).SerializeToString())
+
+
+xg = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+sc = rng.standard_normal(3).astype(np.float32)
+bi = rng.standard_normal(3).astype(np.float32)
+xv = xg.reshape(2, 3, -1)
+yg = ((xv - xv.mean(-1, keepdims=True)) / np.sqrt(xv.var(-1, keepdims=True) + 1e-5)).reshape(2, 6, 3, 4)
+yg = yg * np.repeat(sc, 2).reshape(1, 6, 1, 1) + np.repeat(bi, 2).reshape(1, 6, 1, 1)
+case("groupnorm", helper.make_graph(
+    [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3)], "gn",
+    [vi("x", [2, 6, 3, 4])], [vi("y", [2, 6, 3, 4])],
+    [numpy_helper.from_array(sc, "s"), numpy_helper.from_array(bi, "b")]), [xg], [yg.astype(np.float32)], opset=18)
+# symbolic batch bound from the input file's shape; a shape chain
+xs = rng.standard_normal((3, 2, 5)).astype(np.float32)
+case("flatten_symbolic", helper.make_graph(nodes, "sc", [vi("x", ["N", 2, 5])], [vi("y", ["N", 10])]),
+     [xs], [xs.reshape(3, 10)])
+# LSTM against a numpy recurrence
+T, B, I, H = 4, 2, 3, 5
+xl = rng.standard_normal((T, B, I)).astype(np.float32)
+W = (rng.standard_normal((1, 4 * H, I)) * 0.5).astype(np.float32)
+R = (rng.standard_normal((1, 4 * H, H)) * 0.5).astype(np.float32)
+Bb = (rng.standard_normal((1, 8 * H)) * 0.5).astype(np.float32)
+sig = lambda z: 1 / (1 + np.exp(-z))
+h = np.zeros((B, H), np.float32)
+c = np.zeros((B, H), np.float32)
+ys = []
+for t in range(T):
+    gts = xl[t] @ W[0].T + h @ R[0].T + Bb[0, :4 * H] + Bb[0, 4 * H:]
+    i_, o_, f_, c_ = np.split(gts, 4, axis=1)
+    c = sig(f_) * c + sig(i_) * np.tanh(c_)
+    h = sig(o_) * np.tanh(c)
+    ys.append(h)
+case("lstm_numpy", helper.make_graph(
+    [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=H)], "lstm",
+    [vi("x", [T, B, I])], [vi("Y", [T, 1, B, H]), vi("Yh", [1, B, H])],
+    [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(Bb, "B")]),
+    [xl], [np.stack(ys)[:, None].astype(np.float32), h[None].astype(np.float32)])
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

@@ -405,7 +405,7 @@ static int min_inputs(const char *op, int opset) {
         {"Or", 2}, {"Xor", 2}, {"PRelu", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
         {"Expand", 2}, {"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"Tile", 2}, {"CumSum", 2},
         {"OneHot", 3}, {"Range", 3}, {"Where", 3}, {"ScatterElements", 3}, {"Scatter", 3}, {"ScatterND", 3},
-        {"BatchNormalization", 5}, {"InstanceNormalization", 3}, {"LayerNormalization", 2},
+        {"BatchNormalization", 5}, {"InstanceNormalization", 3}, {"GroupNormalization", 3}, {"LayerNormalization", 2},
         {"NegativeLogLikelihoodLoss", 2}, {"SoftmaxCrossEntropyLoss", 2}, {"CastLike", 2},
         {"MatMulInteger", 2}, {"QLinearMatMul", 8}, {"QLinearConv", 8}, {"ConvInteger", 2},
         {"DequantizeLinear", 2}, {"QuantizeLinear", 2}, {"LSTM", 3}, {"GRU", 3}, {"RNN", 3}, {"Compress", 2}, {"ReverseSequence", 2}, {"GridSample", 2}, {"MelWeightMatrix", 5}, {"STFT", 2}, {"MaxUnpool", 2}, {"RoiAlign", 3},

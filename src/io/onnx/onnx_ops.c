@@ -767,6 +767,39 @@ static rlx_status h_layernorm(ox_node *n) {
     return st;
 }
 
+/* GroupNormalization: statistics over each group of channels; scale and
+ * bias per group (opset 18) or per channel (later opsets). */
+static rlx_status h_groupnorm(ox_node *n) {
+    rlx_graph *g = n->c->g;
+    rlx_node x = oxo_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS], sd[RLX_MAX_DIMS];
+    int xr = oxo_shape(n, x, xd);
+    int64_t G = ox_attr_i(n, "num_groups", 0);
+    if (xr < 2 || G < 1 || xd[1] % G) return ox_fail(n, RLX_ERR_SHAPE, "channels not divisible into %lld groups", (long long)G);
+    rlx_dtype t = oxo_in_dtype(n, 0);
+    double eps = ox_attr_f(n, "epsilon", 1e-5);
+    int64_t N = xd[0], C = xd[1], rest = 1;
+    for (int i = 2; i < xr; i++) rest *= xd[i];
+    rlx_node v = rlx_reshape(g, x, 3, (int64_t[]){N, G, C / G * rest});
+    int ax = 2;
+    rlx_node mean = rlx_reduce_mean(g, v, 1, &ax, 1);
+    rlx_node d = rlx_sub(g, v, mean);
+    rlx_node var = rlx_reduce_mean(g, rlx_mul(g, d, d), 1, &ax, 1);
+    rlx_node y = rlx_mul(g, d, rlx_rsqrt(g, rlx_add(g, var, oxo_scalar(n, t, eps))));
+    y = rlx_reshape(g, y, 3, (int64_t[]){N, C, rest});
+    rlx_node sb[2] = {oxo_in(n, 1), oxo_in(n, 2)};
+    for (int k = 0; k < 2; k++) {
+        int sr = oxo_shape(n, sb[k], sd);
+        if (sr != 1 || (sd[0] != G && sd[0] != C)) return ox_fail(n, RLX_ERR_SHAPE, "scale/bias must have num_groups or C values");
+        rlx_node p = sb[k];
+        if (sd[0] == G && G != C) /* per group -> per channel */
+            p = rlx_reshape(g, rlx_expand(g, rlx_reshape(g, p, 2, (int64_t[]){G, 1}), 2, (int64_t[]){G, C / G}), 1, &C);
+        p = rlx_reshape(g, p, 2, (int64_t[]){C, 1});
+        y = k == 0 ? rlx_mul(g, y, p) : rlx_add(g, y, p);
+    }
+    return ox_out_node(n, 0, rlx_reshape(g, y, xr, xd));
+}
+
 static rlx_status h_lpnorm(ox_node *n) {
     rlx_graph *g = n->c->g;
     rlx_node x = oxo_in(n, 0);
@@ -1478,7 +1511,7 @@ static const struct {
     {"MaxPool", h_pool}, {"AveragePool", h_pool}, {"LpPool", h_pool},
     {"GlobalAveragePool", h_global_pool}, {"GlobalMaxPool", h_global_pool}, {"GlobalLpPool", h_global_pool},
     {"BatchNormalization", h_batchnorm}, {"InstanceNormalization", h_instancenorm},
-    {"LayerNormalization", h_layernorm}, {"LpNormalization", h_lpnorm},
+    {"LayerNormalization", h_layernorm}, {"LpNormalization", h_lpnorm}, {"GroupNormalization", h_groupnorm},
     {"MeanVarianceNormalization", h_mvn},
     {"Softmax", h_softmax}, {"LogSoftmax", h_softmax}, {"Hardmax", h_softmax},
     {"ReduceSum", h_reduce}, {"ReduceMean", h_reduce}, {"ReduceMax", h_reduce}, {"ReduceMin", h_reduce},
