@@ -31,7 +31,23 @@ int oxo_in_shape(ox_node *n, int i, int64_t *dims) {
 
 rlx_dtype oxo_in_dtype(ox_node *n, int i) { return i < n->n_in && n->in[i] ? ox_dtype(n->c, n->in[i]) : RLX_F32; }
 
-rlx_node oxo_scalar(ox_node *n, rlx_dtype t, double v) { return rlx_scalar(n->c->g, t, v); }
+/* A 0-d constant; integer values are saturated to the type first (casting
+ * an out-of-range double to an integer type is undefined in C). */
+rlx_node oxo_scalar(ox_node *n, rlx_dtype t, double v) {
+    double lo = 0, hi = 0;
+    switch (t) {
+    case RLX_I8: lo = -128, hi = 127; break;
+    case RLX_U8: lo = 0, hi = 255; break;
+    case RLX_BOOL: lo = 0, hi = 1; break;
+    case RLX_I32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case RLX_I64: lo = -9.2e18, hi = 9.2e18; break;
+    default: return rlx_scalar(n->c->g, t, v);
+    }
+    if (t == RLX_BOOL) v = v != 0;
+    if (isnan(v)) v = 0;
+    v = v < lo ? lo : (v > hi ? hi : v);
+    return rlx_scalar(n->c->g, t, v);
+}
 
 int oxo_const_ints(ox_node *n, int i, int64_t *out, int max) {
     if (i >= n->n_in || !n->in[i]) return -1;
