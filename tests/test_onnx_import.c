@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -221,6 +222,38 @@ static void test_truncated(void **state) {
     assert_int_not_equal(rlx_onnx_import_buffer(buf, n, NULL, &o, &g), RLX_OK);
 }
 
+/* Inputs the fuzzer once crashed the importer with (tests/fuzz/regressions):
+ * each must now import or fail cleanly. */
+static void test_fuzz_regressions(void **state) {
+    (void)state;
+    const char *src = getenv("RLX_SOURCE_DIR");
+    if (!src) skip();
+    char d[700];
+    snprintf(d, sizeof d, "%s/tests/fuzz/regressions", src);
+    DIR *dh = opendir(d);
+    assert_non_null(dh);
+    struct dirent *e;
+    int n = 0;
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    o.default_dim = 2;
+    while ((e = readdir(dh))) {
+        if (e->d_name[0] == '.') continue;
+        char p[1400];
+        snprintf(p, sizeof p, "%s/%s", d, e->d_name);
+        rlx_graph *g = NULL;
+        rlx_status st = rlx_onnx_import(p, &o, &g);
+        if (st != RLX_OK) {
+            assert_null(g);
+            assert_true(strlen(rlx_last_error()) > 0);
+        }
+        rlx_graph_free(g);
+        n++;
+    }
+    closedir(dh);
+    assert_true(n > 0);
+}
+
 static void test_if(void **state) {
     (void)state;
     NEED_MODELS();
@@ -361,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
         cmocka_unit_test(test_loop_runtime_cond), cmocka_unit_test(test_runner),
+        cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -25,6 +25,8 @@ if [ -d "$DATA" ] && [ -z "$(ls -A "$CORPUS")" ]; then
   done
   echo "seed corpus: $i models"
 fi
+# inputs that once crashed the importer stay in the corpus
+cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
 set +e
 "$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -max_total_time="$SECS" -rss_limit_mb=2048 \
