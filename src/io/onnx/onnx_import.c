@@ -904,7 +904,9 @@ rlx_status rlx_onnx_print_info(const char *path, void *file) {
     int nseen = 0;
     count_ops(gp, seen, &nseen, 256, 0);
     qsort(seen, (size_t)nseen, sizeof seen[0], cmp_seen);
-    fprintf(f, "nodes: %zu, op types: %d\n", gp->n_node, nseen);
+    long total = 0;
+    for (int i = 0; i < nseen; i++) total += seen[i].count;
+    fprintf(f, "nodes: %zu at the top level, %ld with subgraphs; op types: %d\n", gp->n_node, total, nseen);
     for (int i = 0; i < nseen; i++) {
         bool std_domain = !strchr(seen[i].op, '.');
         fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
