@@ -328,8 +328,8 @@ static void test_runner(void **state) {
     }
     int rc = pclose(p);
     assert_int_equal(rc, 0);
-    assert_int_equal(pass_lines, 3);
-    assert_string_equal(last, "3 passed, 0 failed, 0 skipped\n");
+    assert_int_equal(pass_lines, 4);
+    assert_string_equal(last, "4 passed, 0 failed, 0 skipped\n");
 }
 
 static void test_softmax_opsets(void **state) {

@@ -193,6 +193,25 @@ case("lstm_numpy", helper.make_graph(
     [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(Bb, "B")]),
     [xl], [np.stack(ys)[:, None].astype(np.float32), h[None].astype(np.float32)])
 
+# the same LSTM with per-batch lengths [4, 2]: entry 1 stops after 2 steps
+lens = np.array([4, 2], np.int32)
+h = np.zeros((B, H), np.float32)
+c = np.zeros((B, H), np.float32)
+ys = []
+for t in range(T):
+    gts = xl[t] @ W[0].T + h @ R[0].T + Bb[0, :4 * H] + Bb[0, 4 * H:]
+    i_, o_, f_, c_ = np.split(gts, 4, axis=1)
+    c2 = sig(f_) * c + sig(i_) * np.tanh(c_)
+    h2 = sig(o_) * np.tanh(c2)
+    live = (t < lens)[:, None]
+    ys.append(np.where(live, h2, 0))
+    h, c = np.where(live, h2, h), np.where(live, c2, c)
+case("lstm_seq_lens_numpy", helper.make_graph(
+    [helper.make_node("LSTM", ["x", "W", "R", "B", "lens"], ["Y", "Yh"], hidden_size=H)], "lstm",
+    [vi("x", [T, B, I]), vi("lens", [B], TensorProto.INT32)], [vi("Y", [T, 1, B, H]), vi("Yh", [1, B, H])],
+    [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(Bb, "B")]),
+    [xl, lens], [np.stack(ys)[:, None].astype(np.float32), h[None].astype(np.float32)])
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

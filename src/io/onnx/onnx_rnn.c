@@ -60,12 +60,21 @@ rlx_status oxo_h_rnn(ox_node *n) {
     if (S < 1) return ox_fail(n, RLX_ERR_SHAPE, "empty sequence");
     if (S > 4096) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence of %lld steps is too long to unroll", (long long)S);
     rlx_dtype t = oxo_in_dtype(n, 0);
-    /* sequence_lens: only the trivial case (every length == S) */
+    /* sequence_lens: every length == S needs nothing; otherwise (forward
+     * only) steps past a batch entry's length keep its state and output 0 */
+    rlx_node lens = -1;
     if (n->n_in > 4 && n->in[4]) {
         const ox_tensor *k = n->in[4]->k;
-        if (!k) return oxo_need_const(n, 4, "sequence_lens");
-        for (int64_t i = 0; i < k->numel; i++)
-            if (ox_get_i(k, i) != S) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
+        bool full = k != NULL;
+        for (int64_t i = 0; k && i < k->numel; i++) full &= ox_get_i(k, i) == S;
+        if (!full) {
+            char db[32];
+            if (strcmp(ox_attr_s(n, "direction", "forward", db, sizeof db), "forward"))
+                return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence with a reverse direction");
+            int64_t ld[RLX_MAX_DIMS];
+            if (oxo_in_shape(n, 4, ld) != 1) return ox_fail(n, RLX_ERR_SHAPE, "sequence_lens must be 1-d");
+            lens = rlx_reshape(G, rlx_cast(G, oxo_in(n, 4), RLX_I64), 2, (int64_t[]){ld[0], 1});
+        }
     }
     double clip = ox_attr_f(n, "clip", -1);
     int lbr = (int)ox_attr_i(n, "linear_before_reset", 0);
@@ -137,6 +146,7 @@ rlx_status oxo_h_rnn(ox_node *n) {
         for (int64_t k = 0; k < S; k++) {
             int64_t s = reverse ? S - 1 - k : k;
             rlx_node xw = rlx_reshape(G, slice1(n, XW, 0, s, s + 1), 2, (int64_t[]){B, ng * H});
+            rlx_node h_prev = h, c_prev = c;
             if (kind == 0) {
                 h = ACT(f, ai, CLIP(rlx_add(G, xw, rlx_matmul(G, h, Rd, 0, 1))));
             } else if (kind == 2) {
@@ -180,7 +190,12 @@ rlx_status oxo_h_rnn(ox_node *n) {
                 rlx_node ht = ACT(g, ai + 1, CLIP(hpre));
                 h = rlx_add(G, rlx_mul(G, rlx_sub(G, oxo_scalar(n, t, 1), z), ht), rlx_mul(G, z, h));
             }
-            steps[s] = rlx_reshape(G, h, 4, (int64_t[]){1, 1, B, H});
+            if (lens >= 0) {
+                rlx_node live = rlx_less(G, oxo_scalar(n, RLX_I64, (double)s), lens); /* [B, 1] */
+                steps[s] = rlx_reshape(G, rlx_where(G, live, h, oxo_scalar(n, t, 0)), 4, (int64_t[]){1, 1, B, H});
+                h = rlx_where(G, live, h, h_prev);
+                if (kind == 2) c = rlx_where(G, live, c, c_prev);
+            } else steps[s] = rlx_reshape(G, h, 4, (int64_t[]){1, 1, B, H});
         }
 #undef ACT
 #undef CLIP
