@@ -151,7 +151,7 @@ ox_tensor *oxh_unary(oxh_op op, const ox_tensor *a) {
             case OXH_ABS: r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; break;
             case OXH_SIGN: r = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
             case OXH_NOT: r = x == 0; break;
-            case OXH_SQRT: r = (int64_t)sqrt((double)x); break;
+            case OXH_SQRT: r = x > 0 ? (int64_t)sqrt((double)x) : 0; break;
             case OXH_RELU: r = x > 0 ? x : 0; break;
             default: break;
             }

@@ -152,7 +152,13 @@ int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def) {
     const Onnx__AttributeProto *a = ox_attr(n, name);
     if (!a) return def;
     if (a->has_i) return a->i;
-    if (a->has_f) return (int64_t)a->f;
+    if (a->has_f) { /* a float where an int belongs: saturate (the cast is UB out of range) */
+        double f = a->f;
+        if (f != f) return def;
+        if (f >= 9.2e18) return INT64_MAX;
+        if (f <= -9.2e18) return INT64_MIN;
+        return (int64_t)f;
+    }
     return def;
 }
 

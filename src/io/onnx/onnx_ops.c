@@ -1344,7 +1344,7 @@ static rlx_status h_range(ox_node *n) {
     if (d == 0) return ox_fail(n, RLX_ERR_FORMAT, "delta is 0");
     double cnt = ceil((l - s) / d);
     if (cnt < 0) cnt = 0;
-    if (cnt > (double)OX_FOLD_MAX_NUMEL * 8) return ox_fail(n, RLX_ERR_SHAPE, "range too long");
+    if (!(cnt <= (double)OX_FOLD_MAX_NUMEL * 8)) return ox_fail(n, RLX_ERR_SHAPE, "range too long (or not a number)");
     int64_t len = (int64_t)cnt;
     rlx_dtype t = oxo_in_dtype(n, 0);
     ox_tensor *y = ox_tensor_new(t, 1, &len);

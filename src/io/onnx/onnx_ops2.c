@@ -351,6 +351,7 @@ static rlx_status h_onehot(ox_node *n) {
     int r = oxo_in_shape(n, 0, id);
     if (r + 1 > RLX_MAX_DIMS) return ox_fail(n, RLX_ERR_UNSUPPORTED, "rank");
     int axis = oxo_norm_axis(ox_attr_i(n, "axis", -1), r + 1);
+    if (!(depth >= 1 && depth <= (double)OX_FOLD_MAX_NUMEL)) return ox_fail(n, RLX_ERR_SHAPE, "bad depth");
     int64_t D = (int64_t)depth;
     if (D < 1 || axis < 0 || axis > r) return ox_fail(n, RLX_ERR_SHAPE, "bad depth or axis");
     rlx_node idx = to_i64(n, oxo_in(n, 0));
@@ -453,6 +454,7 @@ static rlx_status h_eyelike(ox_node *n) {
 static rlx_status h_window(ox_node *n) {
     double size;
     if (!oxo_const_scalar(n, 0, &size)) return oxo_need_const(n, 0, "size");
+    if (!(size >= 0 && size <= (double)(1 << 24))) return ox_fail(n, RLX_ERR_SHAPE, "bad size");
     int64_t N = (int64_t)size;
     if (N < 0 || N > (1 << 24)) return ox_fail(n, RLX_ERR_SHAPE, "bad size");
     rlx_dtype t = RLX_F32;
@@ -529,6 +531,7 @@ static rlx_status resize_axis(ox_node *n, rlx_node *x, int axis, int64_t in, int
                          : 0.5 * (roi_s + roi_e) * (double)(in - 1);
             ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
         } else return ox_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
+        if (!(xo > -1e9 && xo < 1e9)) xo = 0; /* NaN or absurd roi/scale: keep the casts defined */
         if (taps == 1) {
             double f = floor(xo), fr = xo - f;
             int64_t k;
@@ -649,7 +652,11 @@ static rlx_status h_resize(ox_node *n) {
         for (int i = 0; i < 2 * r; i++) roi[i] = ox_get_f(n->in[ri]->k, i);
     for (int i = 0; i < r; i++) {
         if (!(scales[i] > 0)) return ox_fail(n, RLX_ERR_FORMAT, "scale %g", scales[i]);
-        if (!have_sizes) sizes[i] = (int64_t)floor((double)xd[i] * scales[i] + 1e-9);
+        if (!have_sizes) {
+            double sz = floor((double)xd[i] * scales[i] + 1e-9);
+            if (!(sz >= 1 && sz <= (double)(INT64_C(1) << 24))) return ox_fail(n, RLX_ERR_SHAPE, "output size out of range");
+            sizes[i] = (int64_t)sz;
+        }
         if (sizes[i] < 1 || sizes[i] > (INT64_C(1) << 24)) return ox_fail(n, RLX_ERR_SHAPE, "output size %lld", (long long)sizes[i]);
     }
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
@@ -1212,6 +1219,7 @@ static rlx_status h_mel(ox_node *n) {
     if (!oxo_const_scalar(n, 0, &nm) || !oxo_const_scalar(n, 1, &dl) || !oxo_const_scalar(n, 2, &sr) ||
         !oxo_const_scalar(n, 3, &lo) || !oxo_const_scalar(n, 4, &hi))
         return oxo_need_const(n, 0, "all inputs");
+    if (!(nm >= 1 && nm <= 4096 && dl >= 1 && dl <= (1 << 20))) return ox_fail(n, RLX_ERR_SHAPE, "bad sizes");
     int64_t M = (int64_t)nm, DL = (int64_t)dl, S = DL / 2 + 1;
     if (M < 1 || DL < 1 || sr <= 0 || M > 4096 || DL > (1 << 20)) return ox_fail(n, RLX_ERR_SHAPE, "bad sizes");
     rlx_dtype t = RLX_F32;
@@ -1226,7 +1234,8 @@ static rlx_status h_mel(ox_node *n) {
     double lm = 2595 * log10(1 + lo / 700), hm = 2595 * log10(1 + hi / 700), step = (hm - lm) / (double)(M + 2);
     for (int64_t i = 0; i < M + 2; i++) {
         double hz = 700 * (pow(10, ((double)i * step + lm) / 2595) - 1);
-        bins[i] = (int64_t)floor((double)(DL + 1) * hz / sr);
+        double bin = floor((double)(DL + 1) * hz / sr);
+        bins[i] = bin >= -1 && bin <= (double)S ? (int64_t)bin : -1; /* out of range: rejected below */
     }
     rlx_status st = RLX_OK;
     for (int64_t i = 0; i < M && st == RLX_OK; i++) {
