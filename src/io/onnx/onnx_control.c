@@ -180,7 +180,7 @@ rlx_status oxo_h_loop(ox_node *n) {
             break;
         }
         ox_value store[16], *args[16];
-        ox_tensor *itk = ox_tensor_new(RLX_I64, 0, NULL), *ck = ox_tensor_new(RLX_BOOL, 0, NULL);
+        ox_tensor *itk = oxo_tensor(RLX_I64, 0, NULL), *ck = oxo_tensor(RLX_BOOL, 0, NULL);
         if (!itk || !ck) {
             ox_tensor_free(itk);
             ox_tensor_free(ck);

@@ -31,6 +31,10 @@ typedef struct ox_tensor {
 } ox_tensor;
 
 ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims); /* zeroed */
+/* The same for tables an op handler derives from shapes (indices, masks,
+ * DFT matrices): capped at OX_MAX_DERIVED_BYTES. */
+#define OX_MAX_DERIVED_BYTES (INT64_C(1) << 26)
+ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims);
 void ox_tensor_free(ox_tensor *t);
 ox_tensor *ox_tensor_clone(const ox_tensor *t);
 double ox_get_f(const ox_tensor *t, int64_t i);

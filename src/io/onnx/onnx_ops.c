@@ -119,7 +119,7 @@ static rlx_status out_reshaped(ox_node *n, int i, int nd, const int64_t *dims) {
     }
     for (int d = 0; d < nd; d++)
         if (dims[d] == 0) /* an empty result (RLX's reshape reads 0 as "keep this dim") */
-            return ox_out_const(n, 0, ox_tensor_new(oxo_in_dtype(n, i), nd, dims));
+            return ox_out_const(n, 0, oxo_tensor(oxo_in_dtype(n, i), nd, dims));
     return ox_out_node(n, 0, oxo_reshape(n, oxo_in(n, i), nd, dims));
 }
 
@@ -237,7 +237,7 @@ static rlx_status h_dropout(ox_node *n) {
     if (st != RLX_OK || n->n_out < 2) return st;
     int64_t dims[RLX_MAX_DIMS];
     int nd = oxo_in_shape(n, 0, dims);
-    ox_tensor *m = ox_tensor_new(RLX_BOOL, nd, dims);
+    ox_tensor *m = oxo_tensor(RLX_BOOL, nd, dims);
     if (m) memset(m->data, 1, m->bytes);
     return ox_out_const(n, 1, m);
 }
@@ -869,7 +869,7 @@ static rlx_status h_softmax(ox_node *n) {
         int64_t vd[RLX_MAX_DIMS];
         int vr = oxo_shape(n, v, vd);
         rlx_node am = rlx_argmax(g, v, ax, 1);
-        ox_tensor *rg = ox_tensor_new(RLX_I64, 1, &vd[ax]);
+        ox_tensor *rg = oxo_tensor(RLX_I64, 1, &vd[ax]);
         if (!rg) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
         for (int64_t i = 0; i < vd[ax]; i++) ((int64_t *)rg->data)[i] = i;
         int64_t rs[RLX_MAX_DIMS];
@@ -970,7 +970,7 @@ static rlx_status h_shape(ox_node *n) {
     if (start < 0) start = 0;
     if (end > r) end = r;
     int64_t len = end > start ? end - start : 0;
-    ox_tensor *k = ox_tensor_new(RLX_I64, 1, &len);
+    ox_tensor *k = oxo_tensor(RLX_I64, 1, &len);
     if (k)
         for (int64_t i = 0; i < len; i++) ((int64_t *)k->data)[i] = d[start + i];
     return ox_out_const(n, 0, k);
@@ -981,7 +981,7 @@ static rlx_status h_size(ox_node *n) {
     int r = oxo_in_shape(n, 0, d);
     int64_t s = 1;
     for (int i = 0; i < r; i++) s *= d[i];
-    ox_tensor *k = ox_tensor_new(RLX_I64, 0, NULL);
+    ox_tensor *k = oxo_tensor(RLX_I64, 0, NULL);
     if (k) *(int64_t *)k->data = s;
     return ox_out_const(n, 0, k);
 }
@@ -1292,7 +1292,7 @@ static rlx_status h_constant_of_shape(ox_node *n) {
             numel *= sh[i];
         }
         if (numel <= OX_FOLD_MAX_NUMEL) {
-            ox_tensor *y = ox_tensor_new(t, ns, sh);
+            ox_tensor *y = oxo_tensor(t, ns, sh);
             if (y)
                 for (int64_t i = 0; i < y->numel; i++) {
                     if (ox_dtype_is_float(t)) ox_set_f(y, i, v);
@@ -1306,7 +1306,7 @@ static rlx_status h_constant_of_shape(ox_node *n) {
             if (sh[i] < 0) return ox_fail(n, RLX_ERR_SHAPE, "negative dim");
             numel *= sh[i];
         }
-        if (numel <= OX_FOLD_MAX_NUMEL) return ox_out_const(n, 0, ox_tensor_new(RLX_F32, ns, sh));
+        if (numel <= OX_FOLD_MAX_NUMEL) return ox_out_const(n, 0, oxo_tensor(RLX_F32, ns, sh));
     }
     return ox_out_node(n, 0, rlx_expand(n->c->g, oxo_scalar(n, t, v), ns, sh));
 }
@@ -1320,18 +1320,18 @@ static rlx_status h_constant(ox_node *n) {
     if (!strcmp(a->name, "value") && a->t) {
         if (ox_tensor_from_proto(a->t, n->c->base_dir, &k) != RLX_OK) return ox_fail(n, RLX_ERR_FORMAT, "%s", rlx_last_error());
     } else if (!strcmp(a->name, "value_float")) {
-        k = ox_tensor_new(RLX_F32, 0, NULL);
+        k = oxo_tensor(RLX_F32, 0, NULL);
         if (k) ((float *)k->data)[0] = a->f;
     } else if (!strcmp(a->name, "value_int")) {
-        k = ox_tensor_new(RLX_I64, 0, NULL);
+        k = oxo_tensor(RLX_I64, 0, NULL);
         if (k) ((int64_t *)k->data)[0] = a->i;
     } else if (!strcmp(a->name, "value_floats")) {
         int64_t d = (int64_t)a->n_floats;
-        k = ox_tensor_new(RLX_F32, 1, &d);
+        k = oxo_tensor(RLX_F32, 1, &d);
         if (k && d) memcpy(k->data, a->floats, sizeof(float) * (size_t)d);
     } else if (!strcmp(a->name, "value_ints")) {
         int64_t d = (int64_t)a->n_ints;
-        k = ox_tensor_new(RLX_I64, 1, &d);
+        k = oxo_tensor(RLX_I64, 1, &d);
         if (k && d) memcpy(k->data, a->ints, sizeof(int64_t) * (size_t)d);
     } else return ox_fail(n, RLX_ERR_UNSUPPORTED, "Constant with attribute '%s'", a->name);
     return ox_out_const(n, 0, k);
@@ -1347,7 +1347,7 @@ static rlx_status h_range(ox_node *n) {
     if (!(cnt <= (double)OX_FOLD_MAX_NUMEL * 8)) return ox_fail(n, RLX_ERR_SHAPE, "range too long (or not a number)");
     int64_t len = (int64_t)cnt;
     rlx_dtype t = oxo_in_dtype(n, 0);
-    ox_tensor *y = ox_tensor_new(t, 1, &len);
+    ox_tensor *y = oxo_tensor(t, 1, &len);
     if (y) {
         if (ox_dtype_is_float(t))
             for (int64_t i = 0; i < len; i++) ox_set_f(y, i, s + (double)i * d);

@@ -44,7 +44,7 @@ rlx_node oxo_gather_elements(ox_node *n, rlx_node data, rlx_node idx, int axis) 
         ds[i] = s;
         s *= dd[i];
     }
-    ox_tensor *base = ox_tensor_new(RLX_I64, ri, id);
+    ox_tensor *base = oxo_tensor(RLX_I64, ri, id);
     if (!base) return -1;
     int64_t pos[RLX_MAX_DIMS] = {0};
     for (int64_t f = 0; f < base->numel; f++) {
@@ -78,7 +78,7 @@ static rlx_node scatter_rows(ox_node *n, rlx_node data2, rlx_node pos, rlx_node 
     if (U * P > (INT64_C(1) << 26)) return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
     rlx_dtype t = rlx_node_dtype(G, data2);
     rlx_dtype ct = (t == RLX_F32 || t == RLX_F64) ? t : RLX_F64;
-    ox_tensor *rg = ox_tensor_new(RLX_I64, 2, (int64_t[]){1, P});
+    ox_tensor *rg = oxo_tensor(RLX_I64, 2, (int64_t[]){1, P});
     if (!rg) return -1;
     for (int64_t i = 0; i < P; i++) ((int64_t *)rg->data)[i] = i;
     rlx_node oh = rlx_equal(G, rlx_reshape(G, pos, 2, (int64_t[]){U, 1}), const_node(n, rg)); /* [U, P] */
@@ -129,7 +129,7 @@ static rlx_status h_scatter_elements(ox_node *n) {
         ds[i] = s;
         s *= dd[i];
     }
-    ox_tensor *base = ox_tensor_new(RLX_I64, ri, id);
+    ox_tensor *base = oxo_tensor(RLX_I64, ri, id);
     if (!base) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     int64_t pos[RLX_MAX_DIMS] = {0};
     for (int64_t f = 0; f < base->numel; f++) {
@@ -161,8 +161,8 @@ static rlx_node nd_rows(ox_node *n, rlx_node idx, const int64_t *dd, int b, int 
         s *= dd[b + j];
     }
     *rows_per_batch = s;
-    ox_tensor *strides = ox_tensor_new(RLX_I64, 1, (int64_t[]){k});
-    ox_tensor *dims = ox_tensor_new(RLX_I64, 1, (int64_t[]){k});
+    ox_tensor *strides = oxo_tensor(RLX_I64, 1, (int64_t[]){k});
+    ox_tensor *dims = oxo_tensor(RLX_I64, 1, (int64_t[]){k});
     if (!strides || !dims) return -1;
     for (int j = 0; j < k; j++) {
         ((int64_t *)strides->data)[j] = st[j];
@@ -176,7 +176,7 @@ static rlx_node nd_rows(ox_node *n, rlx_node idx, const int64_t *dd, int b, int 
         /* add batch offsets: batch number (over the first b dims of idx) * rows */
         int64_t bd[RLX_MAX_DIMS];
         for (int i = 0; i < ri - 1; i++) bd[i] = id[i];
-        ox_tensor *off = ox_tensor_new(RLX_I64, ri - 1, bd);
+        ox_tensor *off = oxo_tensor(RLX_I64, ri - 1, bd);
         if (!off) return -1;
         int64_t inner = 1;
         for (int i = b; i < ri - 1; i++) inner *= id[i];
@@ -302,7 +302,7 @@ static rlx_status h_trilu(ox_node *n) {
     }
     int upper = (int)ox_attr_i(n, "upper", 1);
     int64_t N = xd[r - 2], M = xd[r - 1];
-    ox_tensor *m = ox_tensor_new(RLX_BOOL, 2, (int64_t[]){N, M});
+    ox_tensor *m = oxo_tensor(RLX_BOOL, 2, (int64_t[]){N, M});
     if (!m) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < M; j++) ((uint8_t *)m->data)[i * M + j] = upper ? (j - i >= k) : (j - i <= k);
@@ -323,7 +323,7 @@ static rlx_status h_cumsum(ox_node *n) {
     rlx_dtype t = oxo_in_dtype(n, 0);
     rlx_dtype ct = t == RLX_F32 || t == RLX_F64 ? t : RLX_F64;
     int64_t L = xd[axis];
-    ox_tensor *m = ox_tensor_new(ct, 2, (int64_t[]){L, L});
+    ox_tensor *m = oxo_tensor(ct, 2, (int64_t[]){L, L});
     if (!m) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < L; i++)
         for (int64_t j = 0; j < L; j++) {
@@ -363,7 +363,7 @@ static rlx_status h_onehot(ox_node *n) {
         rd[i] = i == axis ? D : 1;
         if (i != axis) k++;
     }
-    ox_tensor *rg = ox_tensor_new(RLX_I64, r + 1, rd);
+    ox_tensor *rg = oxo_tensor(RLX_I64, r + 1, rd);
     if (!rg) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < D; i++) ((int64_t *)rg->data)[i] = i;
     rlx_node eq = rlx_equal(G, rlx_reshape(G, idx, r + 1, ud), const_node(n, rg));
@@ -391,7 +391,7 @@ static rlx_status h_compress(ox_node *n) {
     if (axis < 0 || axis >= r) return ox_fail(n, RLX_ERR_SHAPE, "axis out of range");
     int64_t cnt = 0;
     for (int64_t i = 0; i < c->numel && i < xd[axis]; i++) cnt += ox_get_i(c, i) != 0;
-    ox_tensor *ix = ox_tensor_new(RLX_I64, 1, &cnt);
+    ox_tensor *ix = oxo_tensor(RLX_I64, 1, &cnt);
     if (!ix) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     int64_t k = 0;
     for (int64_t i = 0; i < c->numel && i < xd[axis]; i++)
@@ -419,7 +419,7 @@ static rlx_status h_topk(ox_node *n) {
     if (t == RLX_I32) fill = largest ? -2147483648.0 : 2147483647.0;
     int64_t rd[RLX_MAX_DIMS];
     for (int i = 0; i < r; i++) rd[i] = i == axis ? xd[axis] : 1;
-    ox_tensor *rg = ox_tensor_new(RLX_I64, r, rd);
+    ox_tensor *rg = oxo_tensor(RLX_I64, r, rd);
     if (!rg) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < xd[axis]; i++) ((int64_t *)rg->data)[i] = i;
     rlx_node range = const_node(n, rg);
@@ -444,7 +444,7 @@ static rlx_status h_eyelike(ox_node *n) {
     const Onnx__AttributeProto *a = ox_attr(n, "dtype");
     if (a && !ox_dtype_from_onnx((int)a->i, &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
     int64_t k = ox_attr_i(n, "k", 0);
-    ox_tensor *y = ox_tensor_new(t, 2, xd);
+    ox_tensor *y = oxo_tensor(t, 2, xd);
     if (!y) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < xd[0]; i++)
         if (i + k >= 0 && i + k < xd[1]) ox_set_f(y, i * xd[1] + i + k, 1);
@@ -461,7 +461,7 @@ static rlx_status h_window(ox_node *n) {
     if (!ox_dtype_from_onnx((int)ox_attr_i(n, "output_datatype", 1), &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
     int periodic = (int)ox_attr_i(n, "periodic", 1);
     double den = periodic ? (double)N : (double)(N - 1);
-    ox_tensor *y = ox_tensor_new(t, 1, &N);
+    ox_tensor *y = oxo_tensor(t, 1, &N);
     if (!y) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     const char *op = n->p->op_type;
     for (int64_t i = 0; i < N; i++) {
@@ -514,11 +514,11 @@ static rlx_status resize_axis(ox_node *n, rlx_node *x, int axis, int64_t in, int
     ox_tensor *valid = NULL;
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
     for (int t = 0; t < taps; t++) {
-        idx[t] = ox_tensor_new(RLX_I64, 1, &out);
-        w[t] = ox_tensor_new(RLX_F32, 1, &out);
+        idx[t] = oxo_tensor(RLX_I64, 1, &out);
+        w[t] = oxo_tensor(RLX_F32, 1, &out);
         if (!idx[t] || !w[t]) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     }
-    if (crop) valid = ox_tensor_new(RLX_F32, 1, &out);
+    if (crop) valid = oxo_tensor(RLX_F32, 1, &out);
     for (int64_t o = 0; o < out; o++) {
         double xo;
         if (!strcmp(ctm, "half_pixel")) xo = ((double)o + 0.5) / scale - 0.5;
@@ -769,7 +769,7 @@ static rlx_status h_einsum(ox_node *n) {
                     rlx_node v = rlx_transpose(G, ops[t], perm);
                     nd[k] = d[i] * d[i];
                     v = rlx_reshape(G, v, k + 1, nd);
-                    ox_tensor *ix = ox_tensor_new(RLX_I64, 1, &d[i]);
+                    ox_tensor *ix = oxo_tensor(RLX_I64, 1, &d[i]);
                     if (!ix) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
                     for (int64_t q = 0; q < d[i]; q++) ((int64_t *)ix->data)[q] = q * (d[i] + 1);
                     ops[t] = rlx_gather(G, v, const_node(n, ix), k);
@@ -1018,7 +1018,7 @@ static rlx_status h_nonzero(ox_node *n) {
     int64_t cnt = 0;
     for (int64_t i = 0; i < x->numel; i++) cnt += ox_get_f(x, i) != 0;
     int64_t d[2] = {x->ndim, cnt};
-    ox_tensor *y = ox_tensor_new(RLX_I64, 2, d);
+    ox_tensor *y = oxo_tensor(RLX_I64, 2, d);
     if (!y) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     int64_t k = 0;
     for (int64_t i = 0; i < x->numel; i++) {
@@ -1063,7 +1063,7 @@ static rlx_status h_reverse_sequence(ox_node *n) {
     if (r < 2 || ta < 0 || ta > 1 || ba < 0 || ba > 1 || ta == ba || lens->numel != xd[ba])
         return ox_fail(n, RLX_ERR_SHAPE, "bad axes or sequence_lens");
     if (numel_of(r, xd) > OX_FOLD_MAX_NUMEL * 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "input too large");
-    ox_tensor *idx = ox_tensor_new(RLX_I64, r, xd);
+    ox_tensor *idx = oxo_tensor(RLX_I64, r, xd);
     if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     int64_t inner = numel_of(r - 2, xd + 2);
     for (int64_t f = 0; f < idx->numel; f++) {
@@ -1137,7 +1137,7 @@ static rlx_status h_grid_sample(ox_node *n) {
     /* the data as rows [N*H*W, C] */
     rlx_node rows = rlx_reshape(G, rlx_transpose(G, rlx_reshape(G, X, 3, (int64_t[]){N, C, H * W}), (int[]){0, 2, 1}), 2,
                                 (int64_t[]){N * H * W, C});
-    ox_tensor *base = ox_tensor_new(RLX_F32, 3, (int64_t[]){N, 1, 1});
+    ox_tensor *base = oxo_tensor(RLX_F32, 3, (int64_t[]){N, 1, 1});
     if (!base) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < N; i++) ((float *)base->data)[i] = (float)(i * H * W);
     rlx_node basen = const_node(n, base);
@@ -1225,7 +1225,7 @@ static rlx_status h_mel(ox_node *n) {
     rlx_dtype t = RLX_F32;
     if (!ox_dtype_from_onnx((int)ox_attr_i(n, "output_datatype", 1), &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
     int64_t *bins = malloc(sizeof(int64_t) * (size_t)(M + 2));
-    ox_tensor *y = ox_tensor_new(t, 2, (int64_t[]){S, M});
+    ox_tensor *y = oxo_tensor(t, 2, (int64_t[]){S, M});
     if (!bins || !y) {
         free(bins);
         ox_tensor_free(y);
@@ -1262,7 +1262,7 @@ static rlx_status h_mel(ox_node *n) {
  * cos/sin matrices [L, K]; returns [..., K, 2]. */
 static rlx_node dft_last(ox_node *n, rlx_node xr, rlx_node xi, int64_t L, int64_t K, bool inverse) {
     rlx_dtype t = rlx_node_dtype(G, xr);
-    ox_tensor *cm = ox_tensor_new(t, 2, (int64_t[]){L, K}), *sm = ox_tensor_new(t, 2, (int64_t[]){L, K});
+    ox_tensor *cm = oxo_tensor(t, 2, (int64_t[]){L, K}), *sm = oxo_tensor(t, 2, (int64_t[]){L, K});
     if (!cm || !sm) {
         ox_tensor_free(cm);
         ox_tensor_free(sm);
@@ -1364,7 +1364,7 @@ static rlx_status h_stft(ox_node *n) {
     int64_t F = (S - L) / step + 1;
     if (F * L > OX_FOLD_MAX_NUMEL * 4) return ox_fail(n, RLX_ERR_UNSUPPORTED, "too many frames");
     int onesided = (int)ox_attr_i(n, "onesided", 1);
-    ox_tensor *idx = ox_tensor_new(RLX_I64, 2, (int64_t[]){F, L});
+    ox_tensor *idx = oxo_tensor(RLX_I64, 2, (int64_t[]){F, L});
     if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t f = 0; f < F; f++)
         for (int64_t j = 0; j < L; j++) ((int64_t *)idx->data)[f * L + j] = f * step + j;
@@ -1460,7 +1460,7 @@ static rlx_status h_roi_align(ox_node *n) {
     rlx_node start[2] = {rc[1], rc[0]}, len[2] = {rh, rw};
     for (int d = 0; d < 2; d++) {
         int64_t M = cnt[d] * SR;
-        ox_tensor *f = ox_tensor_new(RLX_F32, 2, (int64_t[]){1, M});
+        ox_tensor *f = oxo_tensor(RLX_F32, 2, (int64_t[]){1, M});
         if (!f) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
         for (int64_t p = 0; p < cnt[d]; p++)
             for (int64_t q = 0; q < SR; q++)

@@ -151,7 +151,7 @@ rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max) {
     }
     if (!is_max) {
         /* divide by the window's depth count: all of it, or the non-pad part */
-        ox_tensor *cnt = ox_tensor_new(t == RLX_F64 ? RLX_F64 : RLX_F32, 5, (int64_t[]){1, 1, Do, 1, 1});
+        ox_tensor *cnt = oxo_tensor(t == RLX_F64 ? RLX_F64 : RLX_F32, 5, (int64_t[]){1, 1, Do, 1, 1});
         if (!cnt) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
         for (int64_t o = 0; o < Do; o++) {
             int64_t c = 0;
@@ -204,9 +204,10 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
         pads[2 + i] = pd[i];
         pads[4 + 2 + i] = need > 0 ? need : 0;
     }
-    if (N * C * out[0] * out[1] > OX_FOLD_MAX_NUMEL * 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "output too large");
+    if (!oxo_dims_ok(4, (int64_t[]){N, C, out[0], out[1]}) || N * C * out[0] * out[1] > OX_FOLD_MAX_NUMEL * 16)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "output too large");
     rlx_node xp = rlx_pad(G, x, pads, RLX_PAD_CONSTANT, -INFINITY);
-    ox_tensor *bt = ox_tensor_new(RLX_I64, 4, (int64_t[]){N, C, 1, 1});
+    ox_tensor *bt = oxo_tensor(RLX_I64, 4, (int64_t[]){N, C, 1, 1});
     if (!bt) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < N * C; i++) ((int64_t *)bt->data)[i] = i * H * W;
     rlx_node base = rlx_constant(G, RLX_I64, 4, bt->dims, bt->data, bt->bytes);
@@ -221,7 +222,7 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
             rlx_node v = rlx_slice(G, xp, 2, axes, s0, e0, sp);
             /* index = (n*C + c)*H*W + offset of (h, w): a [N, C, 1, 1] base
              * plus a [1, 1, Ho, Wo] offset per tap */
-            ox_tensor *idx = ox_tensor_new(RLX_I64, 4, (int64_t[]){1, 1, out[0], out[1]});
+            ox_tensor *idx = oxo_tensor(RLX_I64, 4, (int64_t[]){1, 1, out[0], out[1]});
             if (!idx) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
             for (int64_t f = 0; f < idx->numel; f++) {
                 int64_t ox = f % out[1], oy = f / out[1];

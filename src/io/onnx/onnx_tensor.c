@@ -53,6 +53,22 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
     return x;
 }
 
+ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim && i < RLX_MAX_DIMS; i++) {
+        if (dims[i] < 0 || (dims[i] && n > OX_MAX_DERIVED_BYTES / dims[i])) {
+            rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table would be too large");
+            return NULL;
+        }
+        n *= dims[i];
+    }
+    if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_DERIVED_BYTES) {
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table of %lld elements is too large", (long long)n);
+        return NULL;
+    }
+    return ox_tensor_new(t, ndim, dims);
+}
+
 void ox_tensor_free(ox_tensor *t) {
     if (!t) return;
     free(t->data);
