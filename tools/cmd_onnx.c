@@ -84,7 +84,7 @@ static char **list_dirs(const char *dir, const char *prefix, int *n) {
         if (e->d_name[0] == '.') continue;
         if (strncmp(e->d_name, prefix, strlen(prefix))) continue;
         char p[4096];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
         struct stat st;
         if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
         if (*n == cap) {
@@ -157,7 +157,10 @@ static bool only_sequence_ops(const char *msg) {
 static int run_case(const char *dir, int verbose) {
     const char *name = case_name(dir);
     char model[4096];
-    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    if (snprintf(model, sizeof model, "%s/model.onnx", dir) >= (int)sizeof model) {
+        printf("ERROR %s: path too long\n", name);
+        return R_ERROR;
+    }
     rlx_onnx_input *ins = NULL;
     char **outs = NULL;
     int nin = 0, nout = 0, rc = R_ERROR;
@@ -208,7 +211,7 @@ static int run_case(const char *dir, int verbose) {
             free(inputs[i].data);
             memset(&inputs[i], 0, sizeof inputs[i]);
             inputs[i].ndim = -1;
-            snprintf(p, sizeof p, "%s/%s/input_%d.pb", dir, sets[si], i);
+            if (snprintf(p, sizeof p, "%s/%s/input_%d.pb", dir, sets[si], i) >= (int)sizeof p) continue;
             if (!file_exists(p)) continue; /* optional input left out */
             if (read_pb(p, &inputs[i]) != RLX_OK) {
                 rc = R_ERROR;
@@ -278,7 +281,7 @@ static int run_case(const char *dir, int verbose) {
         }
         for (int k = 0; k < nout; k++) {
             char p[4096];
-            snprintf(p, sizeof p, "%s/%s/output_%d.pb", dir, sets[si], k);
+            if (snprintf(p, sizeof p, "%s/%s/output_%d.pb", dir, sets[si], k) >= (int)sizeof p) continue;
             if (!file_exists(p)) continue;
             tensor e;
             if (read_pb(p, &e) != RLX_OK) {
@@ -437,7 +440,7 @@ static void run_one_forked(const char *dir, int use_fork, int verbose, int timeo
 
 static void run_path(const char *path, int use_fork, int verbose, int timeout, const char *filter, tally *t, int depth) {
     char model[4096];
-    snprintf(model, sizeof model, "%s/model.onnx", path);
+    if (snprintf(model, sizeof model, "%s/model.onnx", path) >= (int)sizeof model) return;
     if (file_exists(model)) {
         if (!filter || strstr(case_name(path), filter)) run_one_forked(path, use_fork, verbose, timeout, t);
         return;
@@ -447,7 +450,7 @@ static void run_path(const char *path, int use_fork, int verbose, int timeout, c
     char **subs = list_dirs(path, "", &n);
     for (int i = 0; i < n; i++) {
         char p[4096];
-        snprintf(p, sizeof p, "%s/%s", path, subs[i]);
+        if (snprintf(p, sizeof p, "%s/%s", path, subs[i]) >= (int)sizeof p) continue;
         run_path(p, use_fork, verbose, timeout, filter, t, depth + 1);
     }
     free_list(subs, n);
