@@ -46,6 +46,13 @@ static void test_huge_results_refused(void **state)
     assert_true(rlx_input(g, "y", RLX_F32, 3, (int64_t[]){INT64_C(1) << 30, INT64_C(1) << 30, 4}) < 0);
     assert_true(rlx_input(g, "z", RLX_F32, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}) < 0);
     assert_true(rlx_input(g, "n", RLX_F32, 1, (int64_t[]){-3}) < 0);
+    /* integer scalars must be values of their type */
+    assert_true(rlx_scalar(g, RLX_I8, 300) < 0);
+    assert_non_null(strstr(rlx_last_error(), "300 is not a value of i8"));
+    assert_true(rlx_scalar(g, RLX_U8, -1) < 0);
+    assert_true(rlx_scalar(g, RLX_I64, 1e19) < 0);
+    assert_true(rlx_scalar(g, RLX_I32, 0.0 / 0.0) < 0);
+    assert_true(rlx_scalar(g, RLX_I8, -128) >= 0);
     rlx_graph_free(g);
 }
 

@@ -114,6 +114,14 @@ rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, 
 rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double v)
 {
     unsigned char buf[8];
+    /* an integer scalar must be a value of its type (the cast below would
+     * be undefined otherwise) */
+    static const double lo[RLX_DTYPE_COUNT] = {[RLX_I64] = -9223372036854775808.0, [RLX_I32] = -2147483648.0,
+                                               [RLX_I8] = -128.0, [RLX_U8] = 0.0};
+    static const double hi[RLX_DTYPE_COUNT] = {[RLX_I64] = 9223372036854775808.0, [RLX_I32] = 2147483648.0,
+                                               [RLX_I8] = 128.0, [RLX_U8] = 256.0};
+    if ((t == RLX_I64 || t == RLX_I32 || t == RLX_I8 || t == RLX_U8) && !(v >= lo[t] && v < hi[t]))
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "scalar: %g is not a value of %s", v, rlx_dtype_name(t));
     switch (t) {
     case RLX_F32: { float f = (float)v; memcpy(buf, &f, 4); break; }
     case RLX_F16: { uint16_t h = rlx_f32_to_f16((float)v); memcpy(buf, &h, 2); break; }
