@@ -348,6 +348,16 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
 /* Same from memory; base_dir (may be NULL) is where external data lives. */
 rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
                                   const rlx_onnx_options *o, rlx_graph **out);
+/* A model file kept for running at several input shapes (a shape-keyed
+ * compile cache): rlx_model_session returns the session compiled for these
+ * bindings (as for rlx_onnx_import: by input name or by symbolic dim name),
+ * compiling on the first request for a shape and reusing it afterwards.
+ * Sessions belong to the model and are freed with it. */
+typedef struct rlx_model rlx_model;
+rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model **out);
+rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out);
+int rlx_model_cached_sessions(const rlx_model *m);
+void rlx_model_free(rlx_model *m);
 /* `rlx info`: inputs, outputs (with symbolic dims), opsets and op counts. */
 rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */);
 

@@ -1,0 +1,175 @@
+/* model.c - a model file kept for compiling at several input shapes: each
+ * distinct set of shape bindings compiles once, and its session is cached
+ * under a key made from those bindings.  Sits above io (the importer) and
+ * runtime (compile), which know nothing of each other. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "rlx.h"
+
+#ifdef RLX_HAVE_ONNX
+
+typedef struct cached_session {
+    char *key;
+    rlx_session *session;
+} cached_session;
+
+struct rlx_model {
+    char *path;
+    char *dir;         /* where external data lives */
+    void *bytes;       /* the file, read once */
+    size_t size;
+    rlx_options opts;
+    cached_session *cache;
+    int n_cache;
+};
+
+static void *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        rlx_set_error(RLX_ERR_IO, "cannot open '%s'", path);
+        return NULL;
+    }
+    void *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        fclose(f);
+        *size = (size_t)n;
+        return buf;
+    }
+    free(buf);
+    fclose(f);
+    rlx_set_error(n < 0 ? RLX_ERR_IO : RLX_ERR_OUT_OF_MEMORY, "cannot read '%s'", path);
+    return NULL;
+}
+
+void rlx_model_free(rlx_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_cache; i++) {
+        free(m->cache[i].key);
+        rlx_session_free(m->cache[i].session);
+    }
+    free(m->cache);
+    free(m->bytes);
+    free(m->path);
+    free(m->dir);
+    free(m);
+}
+
+rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model **out)
+{
+    if (!path || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_model_load_onnx: path and out must not be NULL");
+    *out = NULL;
+    rlx_model *m = rlx_calloc(1, sizeof *m);
+    if (!m)
+        return RLX_ERR_OUT_OF_MEMORY;
+    if (o)
+        m->opts = *o;
+    else
+        rlx_options_init(&m->opts);
+    m->path = rlx_strdup(path);
+    m->dir = rlx_strdup(path);
+    if (!m->path || !m->dir || !(m->bytes = read_file(path, &m->size))) {
+        rlx_status s = m->path && m->dir ? RLX_ERR_IO : RLX_ERR_OUT_OF_MEMORY;
+        rlx_model_free(m);
+        return s == RLX_ERR_IO ? rlx_set_error(RLX_ERR_IO, "%s", rlx_last_error()) : s;
+    }
+    char *slash = strrchr(m->dir, '/');
+    if (slash)
+        slash[1] = '\0';
+    else
+        strcpy(m->dir, ".");
+    *out = m;
+    return RLX_OK;
+}
+
+static int cmp_binding(const void *a, const void *b)
+{
+    return strcmp(((const rlx_onnx_binding *)a)->name, ((const rlx_onnx_binding *)b)->name);
+}
+
+/* "name:ndim:d0,d1,...[:v<len>.<fnv>];" for each binding, sorted by name. */
+static char *binding_key(const rlx_onnx_binding *b, int n)
+{
+    rlx_onnx_binding *sorted = rlx_calloc((size_t)n + 1, sizeof *sorted);
+    if (!sorted)
+        return NULL;
+    memcpy(sorted, b, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_binding);
+    size_t cap = 64, len = 0;
+    for (int i = 0; i < n; i++)
+        cap += strlen(sorted[i].name) + 32 + 21 * RLX_MAX_DIMS + 40;
+    char *key = rlx_calloc(cap, 1);
+    for (int i = 0; key && i < n; i++) {
+        const rlx_onnx_binding *x = &sorted[i];
+        len += (size_t)snprintf(key + len, cap - len, "%s:%d:", x->name, x->ndim);
+        int nd = x->ndim < 0 ? 1 : (x->ndim > RLX_MAX_DIMS ? RLX_MAX_DIMS : x->ndim);
+        for (int d = 0; d < nd; d++)
+            len += (size_t)snprintf(key + len, cap - len, "%lld,", (long long)x->dims[d]);
+        if (x->value) {
+            uint64_t h = 1469598103934665603ULL;
+            for (size_t k = 0; k < x->bytes; k++)
+                h = (h ^ ((const unsigned char *)x->value)[k]) * 1099511628211ULL;
+            len += (size_t)snprintf(key + len, cap - len, ":v%zu.%016llx", x->bytes, (unsigned long long)h);
+        }
+        len += (size_t)snprintf(key + len, cap - len, ";");
+    }
+    free(sorted);
+    return key;
+}
+
+rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out)
+{
+    if (!m || !out || n < 0 || (n > 0 && !shapes))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_model_session: bad arguments");
+    *out = NULL;
+    for (int i = 0; i < n; i++)
+        if (!shapes[i].name)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_model_session: binding %d has no name", i);
+    char *key = binding_key(shapes, n);
+    if (!key)
+        return RLX_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < m->n_cache; i++) {
+        if (!strcmp(m->cache[i].key, key)) {
+            free(key);
+            *out = m->cache[i].session;
+            return RLX_OK;
+        }
+    }
+    cached_session *grown = rlx_realloc_array(m->cache, (size_t)m->n_cache + 1, sizeof *grown);
+    if (!grown) {
+        free(key);
+        return RLX_ERR_OUT_OF_MEMORY;
+    }
+    m->cache = grown;
+    rlx_onnx_options io;
+    rlx_onnx_options_init(&io);
+    io.bindings = shapes;
+    io.n_bindings = n;
+    rlx_graph *g = NULL;
+    rlx_session *s = NULL;
+    rlx_status st = rlx_onnx_import_buffer(m->bytes, m->size, m->dir, &io, &g);
+    if (st == RLX_OK)
+        st = rlx_compile(g, &m->opts, &s);
+    rlx_graph_free(g);
+    if (st != RLX_OK) {
+        free(key);
+        return st;
+    }
+    m->cache[m->n_cache].key = key;
+    m->cache[m->n_cache].session = s;
+    m->n_cache++;
+    *out = s;
+    return RLX_OK;
+}
+
+int rlx_model_cached_sessions(const rlx_model *m) { return m ? m->n_cache : 0; }
+
+#endif
