@@ -99,6 +99,62 @@ static inline void rlx_store_i(void *p, rlx_dtype t, int64_t i, int64_t v)
     }
 }
 
+/* The elementwise math in double, shared by the elementwise kernels and the
+ * fused elementwise chain.  fmod_mode only matters for mod (see rlx_mod). */
+static inline double rlx_unary_f64(rlx_op op, double x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabs(x);
+    case RLX_OP_EXP: return exp(x);
+    case RLX_OP_LOG: return log(x);
+    case RLX_OP_SQRT: return sqrt(x);
+    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
+    case RLX_OP_RECIPROCAL: return 1.0 / x;
+    case RLX_OP_TANH: return tanh(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
+    case RLX_OP_ERF: return erf(x);
+    case RLX_OP_SIN: return sin(x);
+    case RLX_OP_COS: return cos(x);
+    case RLX_OP_FLOOR: return floor(x);
+    case RLX_OP_CEIL: return ceil(x);
+    case RLX_OP_ROUND: return nearbyint(x); /* default mode: half to even */
+    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
+    case RLX_OP_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+static inline double rlx_binary_f64(rlx_op op, double a, double b, int fmod_mode)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return pow(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    case RLX_OP_MOD: {
+        double r = fmod(a, b);
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    case RLX_OP_EQUAL: return a == b;
+    case RLX_OP_LESS: return a < b;
+    case RLX_OP_GREATER: return a > b;
+    case RLX_OP_AND: return (a != 0) && (b != 0);
+    case RLX_OP_OR: return (a != 0) || (b != 0);
+    case RLX_OP_XOR: return (a != 0) != (b != 0);
+    default: return 0;
+    }
+}
+
 /* Converts n elements of any dtype to f32 (dst must not alias src unless
  * both are f32). */
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);

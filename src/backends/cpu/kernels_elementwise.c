@@ -8,34 +8,6 @@
 
 #include "backends/cpu/cpu_kernels.h"
 
-static double unary_f(rlx_op op, double x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabs(x);
-    case RLX_OP_EXP: return exp(x);
-    case RLX_OP_LOG: return log(x);
-    case RLX_OP_SQRT: return sqrt(x);
-    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
-    case RLX_OP_RECIPROCAL: return 1.0 / x;
-    case RLX_OP_TANH: return tanh(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    case RLX_OP_ERF: return erf(x);
-    case RLX_OP_SIN: return sin(x);
-    case RLX_OP_COS: return cos(x);
-    case RLX_OP_FLOOR: return floor(x);
-    case RLX_OP_CEIL: return ceil(x);
-    case RLX_OP_ROUND: return nearbyint(x); /* default mode: half to even */
-    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
-    case RLX_OP_NOT: return x == 0;
-    default: return 0;
-    }
-}
-
 /* f32 in, f32 out: single-precision math (each within an ulp or two), which
  * vectorizes and is several times cheaper than going through double. */
 static void unary_f32(rlx_op op, const float *x, float *y, int64_t n)
@@ -54,7 +26,7 @@ static void unary_f32(rlx_op op, const float *x, float *y, int64_t n)
         break;
     case RLX_OP_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
     case RLX_OP_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
-    default: for (int64_t i = 0; i < n; i++) y[i] = (float)unary_f(op, x[i]); break;
+    default: for (int64_t i = 0; i < n; i++) y[i] = (float)rlx_unary_f64(op, x[i]); break;
     }
 }
 
@@ -88,39 +60,13 @@ static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     } else if (rlx_dtype_is_float(dt)) {
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
         for (int64_t i = 0; i < count; i++)
-            rlx_store(y, dt, i, unary_f(n->op, rlx_load(x, dt, i)));
+            rlx_store(y, dt, i, rlx_unary_f64(n->op, rlx_load(x, dt, i)));
     } else {
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count))
         for (int64_t i = 0; i < count; i++)
             rlx_store_i(y, dt, i, unary_i(n->op, rlx_load_i(x, dt, i)));
     }
     return RLX_OK;
-}
-
-static double binary_f(rlx_op op, double a, double b, int fmod_mode)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return pow(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
-    case RLX_OP_MOD: {
-        double r = fmod(a, b);
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    case RLX_OP_EQUAL: return a == b;
-    case RLX_OP_LESS: return a < b;
-    case RLX_OP_GREATER: return a > b;
-    case RLX_OP_AND: return (a != 0) && (b != 0);
-    case RLX_OP_OR: return (a != 0) || (b != 0);
-    case RLX_OP_XOR: return (a != 0) != (b != 0);
-    default: return 0;
-    }
 }
 
 static int64_t ipow(int64_t base, int64_t e)
@@ -227,7 +173,7 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             case RLX_OP_DIV: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] / pb[c * sb]; break;
             default:
                 for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = (float)binary_f(n->op, pa[c * sa], pb[c * sb], fm);
+                    py[c] = (float)rlx_binary_f64(n->op, pa[c * sa], pb[c * sb], fm);
             }
         }
         return RLX_OK;
@@ -238,7 +184,7 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             int64_t oa = row_start(&w, 0, r), ob = row_start(&w, 1, r);
             for (int64_t c = 0; c < w.cols; c++)
                 rlx_store(y, ot, r * w.cols + c,
-                          binary_f(n->op, rlx_load(a, it, oa + c * w.inner[0]), rlx_load(b, it, ob + c * w.inner[1]), fm));
+                          rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]), rlx_load(b, it, ob + c * w.inner[1]), fm));
         }
         return RLX_OK;
     }

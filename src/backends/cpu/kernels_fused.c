@@ -513,47 +513,6 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ----------------------------------------------------- elementwise chain */
 
-static inline double ew_unary(rlx_op op, double x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabs(x);
-    case RLX_OP_EXP: return exp(x);
-    case RLX_OP_LOG: return log(x);
-    case RLX_OP_SQRT: return sqrt(x);
-    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
-    case RLX_OP_RECIPROCAL: return 1.0 / x;
-    case RLX_OP_TANH: return tanh(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case RLX_OP_RELU: return act_f(RLX_ACT_RELU, x);
-    case RLX_OP_GELU: return act_f(RLX_ACT_GELU, x);
-    case RLX_OP_GELU_TANH: return act_f(RLX_ACT_GELU_TANH, x);
-    case RLX_OP_SILU: return act_f(RLX_ACT_SILU, x);
-    case RLX_OP_ERF: return erf(x);
-    case RLX_OP_SIN: return sin(x);
-    case RLX_OP_COS: return cos(x);
-    case RLX_OP_FLOOR: return floor(x);
-    case RLX_OP_CEIL: return ceil(x);
-    case RLX_OP_ROUND: return nearbyint(x);
-    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
-    default: return NAN;
-    }
-}
-
-static inline double ew_binary(rlx_op op, double a, double b)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return pow(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
-    default: return NAN;
-    }
-}
-
 static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -590,7 +549,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
             for (int i = 0; i < nops; i++) {
                 const uint8_t *ins = code + 3 * i;
                 rlx_op op = (rlx_op)ins[0];
-                double v = rlx_op_is_unary(op) ? ew_unary(op, reg[ins[1]]) : ew_binary(op, reg[ins[1]], reg[ins[2]]);
+                double v = rlx_op_is_unary(op) ? rlx_unary_f64(op, reg[ins[1]]) : rlx_binary_f64(op, reg[ins[1]], reg[ins[2]], 0);
                 /* each step rounds to the dtype, as the unfused node's store would */
                 reg[nin + i] = round_to_dtype(dt, v);
             }
