@@ -26,11 +26,12 @@ struct rlx_model {
     int n_cache;
 };
 
-static void *read_file(const char *path, size_t *size)
+/* The whole file; NULL with *st and the error set. */
+static void *read_file(const char *path, size_t *size, rlx_status *st)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        rlx_set_error(RLX_ERR_IO, "cannot open '%s'", path);
+        *st = rlx_set_error(RLX_ERR_IO, "cannot open '%s'", path);
         return NULL;
     }
     void *buf = NULL;
@@ -41,9 +42,10 @@ static void *read_file(const char *path, size_t *size)
         *size = (size_t)n;
         return buf;
     }
+    rlx_status why = (n >= 0 && !buf) ? RLX_ERR_OUT_OF_MEMORY : RLX_ERR_IO;
     free(buf);
     fclose(f);
-    rlx_set_error(n < 0 ? RLX_ERR_IO : RLX_ERR_OUT_OF_MEMORY, "cannot read '%s'", path);
+    *st = rlx_set_error(why, "cannot read '%s'", path);
     return NULL;
 }
 
@@ -74,12 +76,12 @@ rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model
         m->opts = *o;
     else
         rlx_options_init(&m->opts);
+    rlx_status st = RLX_ERR_OUT_OF_MEMORY;
     m->path = rlx_strdup(path);
     m->dir = rlx_strdup(path);
-    if (!m->path || !m->dir || !(m->bytes = read_file(path, &m->size))) {
-        rlx_status s = m->path && m->dir ? RLX_ERR_IO : RLX_ERR_OUT_OF_MEMORY;
+    if (!m->path || !m->dir || !(m->bytes = read_file(path, &m->size, &st))) {
         rlx_model_free(m);
-        return s == RLX_ERR_IO ? rlx_set_error(RLX_ERR_IO, "%s", rlx_last_error()) : s;
+        return st;
     }
     char *slash = strrchr(m->dir, '/');
     if (slash)
