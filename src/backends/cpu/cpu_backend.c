@@ -148,9 +148,24 @@ static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* Thread teams sized by load: with other busy processes on the machine, a
+ * fixed team waits in every parallel region for a worker the OS has not
+ * scheduled (measured: encoder on 2 threads 750 ms vs 140 ms with dynamic
+ * teams).  libgomp then sizes each team by the load average.  A user's
+ * OMP_DYNAMIC wins.  The setting is per thread, so it is made on each run. */
+static void cpu_threads_by_load(void)
+{
+    static int dynamic = -1;
+    if (dynamic < 0)
+        dynamic = getenv("OMP_DYNAMIC") == NULL;
+    if (dynamic)
+        omp_set_dynamic(1);
+}
+
 static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     static int profile = -1;
+    cpu_threads_by_load();
     if (profile < 0) {
         const char *v = getenv("RLX_PROFILE");
         profile = v && *v && strcmp(v, "0") != 0;
