@@ -72,10 +72,13 @@ static rlx_status h_gather_elements(ox_node *n) {
 /* Scatter by one-hot matmul: positions [U] (flat, i64) into rows of a [P, R]
  * view of the data; updates [U, R].  Fine for the sizes models scatter. */
 static rlx_node scatter_rows(ox_node *n, rlx_node data2, rlx_node pos, rlx_node upd2, int64_t P, const char *red) {
-    int64_t pd[RLX_MAX_DIMS];
+    int64_t pd[RLX_MAX_DIMS] = {0};
+    if (pos < 0 || data2 < 0 || upd2 < 0) return -1; /* an operand already failed */
     oxo_shape(n, pos, pd);
     int64_t U = pd[0];
-    if (U * P > (INT64_C(1) << 26)) return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
+    /* checked by division: U and P come from the file and may be huge */
+    if (U < 0 || P < 0 || (P > 0 && U > (INT64_C(1) << 26) / P))
+        return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
     rlx_dtype t = rlx_node_dtype(G, data2);
     rlx_dtype ct = (t == RLX_F32 || t == RLX_F64) ? t : RLX_F64;
     ox_tensor *rg = oxo_tensor(RLX_I64, 2, (int64_t[]){1, P});
@@ -87,10 +90,11 @@ static rlx_node scatter_rows(ox_node *n, rlx_node data2, rlx_node pos, rlx_node 
     rlx_node u = ct == t ? upd2 : rlx_cast(G, upd2, ct);
     rlx_node y;
     if (!strcmp(red, "mul") || !strcmp(red, "max") || !strcmp(red, "min")) {
-        int64_t ud[RLX_MAX_DIMS];
+        int64_t ud[RLX_MAX_DIMS] = {0};
         oxo_shape(n, upd2, ud);
         int64_t R = ud[1];
-        if (U * P * R > (INT64_C(1) << 26)) return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
+        if (R < 0 || (R > 0 && U * P > (INT64_C(1) << 26) / R))
+            return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "scatter too large for the one-hot form");
         rlx_node oh3 = rlx_reshape(G, oh, 3, (int64_t[]){U, P, 1});
         rlx_node u3 = rlx_reshape(G, u, 3, (int64_t[]){U, 1, R});
         double fill = !strcmp(red, "mul") ? 1 : (!strcmp(red, "max") ? -INFINITY : INFINITY);
