@@ -29,7 +29,10 @@ fi
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
 set +e
-"$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -max_total_time="$SECS" -rss_limit_mb=2048 \
+# A fixed seed and run count make the campaign the same on every machine (a
+# slower one stops earlier, on a prefix); RLX_FUZZ_SEED=0 draws a new seed.
+"$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -seed="${RLX_FUZZ_SEED:-1}" -runs="${RLX_FUZZ_RUNS:-1000000}" \
+  -max_total_time="$SECS" -rss_limit_mb=2048 \
   -max_len=65536 -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
 rc=$?
 tail -25 "$BUILD/fuzz.log"
