@@ -406,35 +406,18 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int64_t base = (o / inner) * n * inner + (o % inner);
         int64_t best_i = 0;
         if (is_float) {
-            if (dt == RLX_F32) {
-                const float *p = (const float *)x + base;
-                float best = p[0];
-                if (best == best) {
-                    for (int64_t i = 1; i < n; i++) {
-                        float v = p[i * inner];
-                        if (v != v) {
-                            best_i = i;
-                            break;
-                        }
-                        if (is_max ? v > best : v < best) {
-                            best = v;
-                            best_i = i;
-                        }
+            /* doubles hold every float dtype exactly, so one loop serves all */
+            double best = rlx_load(x, dt, base);
+            if (best == best) {
+                for (int64_t i = 1; i < n; i++) {
+                    double v = rlx_load(x, dt, base + i * inner);
+                    if (v != v) {
+                        best_i = i;
+                        break;
                     }
-                }
-            } else {
-                double best = rlx_load(x, dt, base);
-                if (best == best) {
-                    for (int64_t i = 1; i < n; i++) {
-                        double v = rlx_load(x, dt, base + i * inner);
-                        if (v != v) {
-                            best_i = i;
-                            break;
-                        }
-                        if (is_max ? v > best : v < best) {
-                            best = v;
-                            best_i = i;
-                        }
+                    if (is_max ? v > best : v < best) {
+                        best = v;
+                        best_i = i;
                     }
                 }
             }
