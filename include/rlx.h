@@ -270,6 +270,7 @@ typedef struct rlx_options {
     int no_amp;             /* skip mixed precision (RLX_DISABLE_AMP) */
     int no_simplify;        /* skip dce/cse/fold (RLX_DISABLE_SIMPLIFY) */
     int no_preencode;       /* no graph capture (RLX_DISABLE_CUDA_GRAPH) */
+    int no_layout;          /* keep convolutions NCHW (RLX_DISABLE_LAYOUT, RLX_NO_LAYOUT) */
     int ignore_env;         /* 1 = environment variables do not override */
 } rlx_options;
 

@@ -37,9 +37,9 @@ static const workload workloads[] = {
     {"decoder-small", "logits", build_decoder},
 };
 
-enum { SW_FUSION, SW_INPLACE, SW_PREENCODE, SW_SIMPLIFY, SW_REUSE, SW_COUNT };
+enum { SW_FUSION, SW_INPLACE, SW_PREENCODE, SW_SIMPLIFY, SW_REUSE, SW_LAYOUT, SW_COUNT };
 static const char *sw_env[SW_COUNT] = {"RLX_DISABLE_FUSION", "RLX_DISABLE_INPLACE", "RLX_DISABLE_CUDA_GRAPH",
-                                       "RLX_DISABLE_SIMPLIFY", "RLX_ARENA_NO_REUSE"};
+                                       "RLX_DISABLE_SIMPLIFY", "RLX_ARENA_NO_REUSE", "RLX_DISABLE_LAYOUT"};
 
 static void set_switch(rlx_options *o, int sw)
 {
@@ -49,6 +49,7 @@ static void set_switch(rlx_options *o, int sw)
     case SW_PREENCODE: o->no_preencode = 1; break;
     case SW_SIMPLIFY: o->no_simplify = 1; break;
     case SW_REUSE: o->no_reuse = 1; break;
+    case SW_LAYOUT: o->no_layout = 1; break;
     }
 }
 
@@ -234,6 +235,7 @@ int main(void)
     for (int sw = 0; sw < SW_COUNT; sw++)
         unsetenv(sw_env[sw]);
     unsetenv("RLX_DISABLE_AMP");
+    unsetenv("RLX_NO_LAYOUT");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),

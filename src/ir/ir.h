@@ -132,6 +132,11 @@ typedef enum rlx_op {
 /* Activation of the fused ops. */
 typedef enum rlx_act { RLX_ACT_NONE = 0, RLX_ACT_RELU, RLX_ACT_GELU, RLX_ACT_SILU, RLX_ACT_GELU_TANH, RLX_ACT_COUNT } rlx_act;
 
+/* Data layout of conv and pooling (attrs.conv.layout, attrs.pool.layout).
+ * Channels-last is made only by the layout pass (src/opt/layout.c), for
+ * targets that claim it; lowering turns it back into NCHW with transposes. */
+enum { RLX_LAYOUT_NCHW = 0, RLX_LAYOUT_NHWC = 1 };
+
 /* Elementwise-chain programs: registers 0..n_in-1 are the node's inputs,
  * register n_in+i the result of instruction i; the last one is the output.
  * An instruction is 3 bytes: op (a unary or binary rlx_op), a, b. */
@@ -155,8 +160,10 @@ typedef union rlx_attrs {
     struct { int64_t pads[2 * RLX_MAX_DIMS]; int mode; double value; } pad;
     struct { double theta; int64_t offset; int interleaved; } rope;
     struct { double scale; int causal, has_mask; } attention;
-    struct { rlx_conv_params p; int spatial, has_bias, act; } conv; /* act: conv_bias_act only */
-    struct { rlx_pool_params p; int spatial; } pool;
+    /* act: conv_bias_act only.  layout: RLX_LAYOUT_NCHW (0, the default) or
+     * RLX_LAYOUT_NHWC: x [N, H, W, C], weight [O, KH, KW, C/groups], y [N, OH, OW, O] */
+    struct { rlx_conv_params p; int spatial, has_bias, act, layout; } conv;
+    struct { rlx_pool_params p; int spatial, layout; } pool; /* layout as for conv (max/avg pool) */
     struct { double a, b; } random;                   /* lo/hi or mean/std */
     struct { double p; } dropout;
     struct { double eps; } batch_norm;

@@ -469,8 +469,13 @@ static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil,
 static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *w = IN(1);
-    int sp = x->shape.ndim - 2;
+    int sp = x->shape.ndim - 2, lay = n->attrs.conv.layout;
     const rlx_conv_params *p = &n->attrs.conv.p;
+    if (lay != RLX_LAYOUT_NCHW && lay != RLX_LAYOUT_NHWC)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "conv layout must be 0 (NCHW) or 1 (NHWC), got %d", lay);
+    if (lay == RLX_LAYOUT_NHWC && sp != 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "channels-last conv input must be [N, H, W, C], got %s",
+                             SHAPE_A(&x->shape));
     if (sp < 1 || sp > 2)
         return rlx_set_error(RLX_ERR_SHAPE, "conv input must be [N, C, L] or [N, C, H, W], got %s",
                              SHAPE_A(&x->shape));
@@ -478,10 +483,12 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "weight rank %d differs from input rank %d", w->shape.ndim, x->shape.ndim);
     if (!rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
         return rlx_set_error(RLX_ERR_DTYPE, "conv input and weight must share one float dtype");
-    int64_t C = x->shape.dims[1], O = w->shape.dims[0], G = p->groups;
-    if (G < 1 || C % G || O % G || w->shape.dims[1] * G != C)
-        return rlx_set_error(RLX_ERR_SHAPE, "groups %lld do not fit input channels %lld, weight %s", (long long)G,
-                             (long long)C, SHAPE_A(&w->shape));
+    /* channel and spatial axes of x and w in this layout */
+    int cx = lay ? 3 : 1, cw = lay ? 3 : 1, s0 = lay ? 1 : 2;
+    int64_t C = x->shape.dims[cx], O = w->shape.dims[0], G = p->groups;
+    if (G < 1 || C % G || O % G || w->shape.dims[cw] * G != C)
+        return rlx_set_error(RLX_ERR_SHAPE, "groups %lld do not fit input channels %lld, weight %s%s", (long long)G,
+                             (long long)C, SHAPE_A(&w->shape), lay ? " (channels-last: [O, KH, KW, C/groups])" : "");
     if (n->attrs.conv.has_bias) {
         const rlx_node_data *b = IN(2);
         if (n->n_in != 3 || b->shape.ndim != 1 || b->shape.dims[0] != O || b->dtype != x->dtype)
@@ -490,10 +497,10 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
     n->attrs.conv.spatial = sp;
     n->shape.ndim = x->shape.ndim;
     n->shape.dims[0] = x->shape.dims[0];
-    n->shape.dims[1] = O;
+    n->shape.dims[cx] = O;
     for (int i = 0; i < sp; i++) {
-        rlx_status s = window_out(x->shape.dims[2 + i], w->shape.dims[2 + i], p->stride[i], p->dilation[i],
-                                  p->pads[i], p->pads[sp + i], 0, &n->shape.dims[2 + i]);
+        rlx_status s = window_out(x->shape.dims[s0 + i], w->shape.dims[s0 + i], p->stride[i], p->dilation[i],
+                                  p->pads[i], p->pads[sp + i], 0, &n->shape.dims[s0 + i]);
         if (s != RLX_OK)
             return s;
     }
@@ -504,21 +511,27 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
 static rlx_status infer_pool(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0);
-    int sp = x->shape.ndim - 2;
+    int sp = x->shape.ndim - 2, lay = n->attrs.pool.layout;
     const rlx_pool_params *p = &n->attrs.pool.p;
+    if (lay != RLX_LAYOUT_NCHW && lay != RLX_LAYOUT_NHWC)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pool layout must be 0 (NCHW) or 1 (NHWC), got %d", lay);
+    if (lay == RLX_LAYOUT_NHWC && sp != 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "channels-last pool input must be [N, H, W, C], got %s",
+                             SHAPE_A(&x->shape));
     if (sp < 1 || sp > 2)
         return rlx_set_error(RLX_ERR_SHAPE, "pool input must be [N, C, L] or [N, C, H, W], got %s",
                              SHAPE_A(&x->shape));
     if (!rlx_dtype_is_float(x->dtype))
         return rlx_set_error(RLX_ERR_DTYPE, "pooling takes a float type, got %s", rlx_dtype_name(x->dtype));
+    int s0 = lay ? 1 : 2; /* first spatial axis */
     n->attrs.pool.spatial = sp;
     n->shape = x->shape;
     for (int i = 0; i < sp; i++) {
         if (p->pads[i] >= p->kernel[i] || p->pads[sp + i] >= p->kernel[i])
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pads must be smaller than the kernel on axis %d", i);
-        rlx_status s = window_out(x->shape.dims[2 + i], p->kernel[i], p->stride[i],
+        rlx_status s = window_out(x->shape.dims[s0 + i], p->kernel[i], p->stride[i],
                                   p->dilation[i], p->pads[i], p->pads[sp + i],
-                                  p->ceil_mode, &n->shape.dims[2 + i]);
+                                  p->ceil_mode, &n->shape.dims[s0 + i]);
         if (s != RLX_OK)
             return s;
     }

@@ -7,6 +7,9 @@ void rlx_graph_print_to(const rlx_graph *g, FILE *f)
     for (int i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         fprintf(f, "%%%d = %s", i, rlx_op_name(n->op));
+        if (((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout) ||
+            ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout))
+            fprintf(f, ".nhwc");
         if (n->name)
             fprintf(f, " '%s'", n->name);
         fprintf(f, "(");

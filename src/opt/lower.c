@@ -129,8 +129,39 @@ static rlx_node lower_softmax(rlx_graph *g, const rlx_node_data *n)
     return rlx_softmax(g, x, n->attrs.sm.axis);
 }
 
+static bool channels_last(const rlx_node_data *n)
+{
+    switch (n->op) {
+    case RLX_OP_CONV:
+    case RLX_OP_CONV_BIAS_ACT: return n->attrs.conv.layout == RLX_LAYOUT_NHWC;
+    case RLX_OP_MAX_POOL:
+    case RLX_OP_AVG_POOL: return n->attrs.pool.layout == RLX_LAYOUT_NHWC;
+    default: return false;
+    }
+}
+
+/* Channels-last conv / pool = transpose to NCHW, the NCHW op, transpose
+ * back: the definition the channels-last kernels are tested against. */
+static rlx_node lower_channels_last(rlx_graph *g, const rlx_node_data *n)
+{
+    static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+    rlx_node x = rlx_transpose(g, n->in[0], to_nchw), y;
+    if (n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) {
+        rlx_pool_params p = n->attrs.pool.p;
+        y = n->op == RLX_OP_MAX_POOL ? rlx_max_pool(g, x, &p) : rlx_avg_pool(g, x, &p);
+    } else {
+        rlx_conv_params p = n->attrs.conv.p;
+        y = rlx_conv(g, x, rlx_transpose(g, n->in[1], to_nchw), n->attrs.conv.has_bias ? n->in[2] : -1, &p);
+        if (n->op == RLX_OP_CONV_BIAS_ACT)
+            y = act(g, n->attrs.conv.act, y);
+    }
+    return rlx_transpose(g, y, to_nhwc);
+}
+
 rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)
 {
+    if (channels_last(n))
+        return lower_channels_last(g, n);
     switch (n->op) {
     case RLX_OP_BATCH_NORM: return lower_batch_norm(g, n);
     case RLX_OP_MATMUL_BIAS_ACT: {
@@ -188,7 +219,7 @@ rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx)
     for (int i = 0; i < n; i++) {
         const rlx_node_data *src = &g->nodes[i];
         bool claimed = !ctx || !ctx->supports || ctx->supports(g, i);
-        if (claimed || !rlx_has_decomposition(src->op)) {
+        if (claimed || !(rlx_has_decomposition(src->op) || channels_last(src))) {
             if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
                 goto fail;
             continue;

@@ -15,6 +15,8 @@ typedef struct rlx_opt_stats {
     int fusion_refused;        /* matches dropped because the target does not claim the fused op */
     int lowered[RLX_OP_COUNT]; /* nodes decomposed by lowering, by their op */
     int casts_inserted, casts_removed, amp_low, amp_fallback;
+    /* layout pass: ops made channels-last; its transposes cancelled / left */
+    int layout_convs, layout_pools, layout_transposes_removed, layout_transposes_left;
 } rlx_opt_stats;
 
 typedef struct rlx_pass_ctx {
@@ -45,6 +47,9 @@ rlx_graph *rlx_pass_fold(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_pass_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx);
 /* Automatic mixed precision to ctx->precision (amp.c). */
 rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Channels-last conv / pool where the target claims it, transposes pushed
+ * through elementwise ops and cancelled (layout.c). */
+rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx);
 /* Decomposes what the target does not claim into primitives (lower.c). */
 rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx);
 

@@ -1,6 +1,6 @@
 /* compile.c - the compile step, stage by stage:
  *
- *   verify -> simplify (dce, cse, fold) -> fuse -> amp -> lower -> claim
+ *   verify -> simplify (dce, cse, fold) -> fuse -> amp -> layout -> lower -> claim
  *   -> memory plan -> scratch -> arena -> constants -> thunk schedule
  *   -> slots -> pre-encode
  *
@@ -13,7 +13,7 @@
 #include "runtime/runtime.h"
 
 static const char *stage_names[RLX_STAGE_COUNT] = {
-    "verify", "simplify", "fuse", "amp", "lower", "claim", "plan", "scratch",
+    "verify", "simplify", "fuse", "amp", "layout", "lower", "claim", "plan", "scratch",
     "arena", "constants", "schedule", "slots", "pre-encode",
 };
 
@@ -257,7 +257,18 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     say(s, "amp: %d nodes (precision %s)", s->graph->n_nodes,
         s->opts.precision == RLX_PRECISION_F32 ? "f32" : (s->opts.precision == RLX_PRECISION_F16 ? "f16" : "bf16"));
 
-    /* 5. lowering of what the backend cannot run natively */
+    /* 5. channels-last convolutions where the backend claims them */
+    int nodes_before_layout = s->graph->n_nodes;
+    if (!s->opts.no_layout && !advance(&s->graph, rlx_pass_layout(s->graph, &pc))) {
+        rlx_graph_free(before_fusion);
+        return RLX_ERR_INTERNAL;
+    }
+    STAGE_DONE(RLX_STAGE_LAYOUT);
+    say(s, "layout: %d -> %d nodes (%d conv, %d pool channels-last; transposes %d cancelled, %d left)%s",
+        nodes_before_layout, s->graph->n_nodes, ost.layout_convs, ost.layout_pools, ost.layout_transposes_removed,
+        ost.layout_transposes_left, s->opts.no_layout ? " (disabled)" : "");
+
+    /* 6. lowering of what the backend cannot run natively */
     if (!advance(&s->graph, rlx_opt_lower(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
         return RLX_ERR_INTERNAL;
@@ -266,7 +277,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_LOWER);
     say(s, "lower: %d nodes", st->nodes_final);
 
-    /* 6. the backend's claim covers every node */
+    /* 7. the backend's claim covers every node */
     if (s->opts.dispatch_report)
         rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, stderr);
     rlx_graph_free(before_fusion);
@@ -274,7 +285,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         return rc;
     STAGE_DONE(RLX_STAGE_CLAIM);
 
-    /* 7. memory plan */
+    /* 8. memory plan */
     if ((rc = plan_with_limits(s, s->graph)) != RLX_OK)
         return rc;
     st->persistent_bytes = s->plan.persistent_bytes;
@@ -288,7 +299,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         s->plan.lower_bound ? 100.0 * (double)s->plan.transient_bytes / (double)s->plan.lower_bound - 100.0 : 0.0,
         s->opts.no_reuse ? " [no reuse]" : "");
 
-    /* 8. scratch: one region at the tail, as large as the largest need */
+    /* 9. scratch: one region at the tail, as large as the largest need */
     size_t scratch = 0;
     for (int i = 0; i < s->graph->n_nodes; i++) {
         size_t need = s->backend->scratch_bytes(s->graph, i, s->opts.threads);
@@ -301,14 +312,14 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_SCRATCH);
     say(s, "scratch: %zu B at offset %zu", scratch, s->scratch_offset);
 
-    /* 9. the arena, allocated once */
+    /* 10. the arena, allocated once */
     if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)
         return rc;
     st->arena_bytes = s->arena_bytes;
     STAGE_DONE(RLX_STAGE_ARENA);
     say(s, "arena: %zu B", s->arena_bytes);
 
-    /* 10. constants copied in */
+    /* 11. constants copied in */
     size_t const_bytes = 0;
     for (int i = 0; i < s->graph->n_nodes; i++) {
         const rlx_node_data *n = &s->graph->nodes[i];
@@ -321,7 +332,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_CONSTANTS);
     say(s, "constants: %zu B", const_bytes);
 
-    /* 11. thunk schedule */
+    /* 12. thunk schedule */
     if ((rc = build_schedule(s)) != RLX_OK)
         return rc;
     st->thunks = s->schedule.n_thunks;
@@ -329,7 +340,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_SCHEDULE);
     say(s, "schedule: %d thunks (%d compute, %d no-op)", st->thunks, st->thunks - st->noop_thunks, st->noop_thunks);
 
-    /* 12. slots: names -> arena offsets */
+    /* 13. slots: names -> arena offsets */
     for (int i = 0; i < s->graph->n_nodes; i++) {
         const rlx_node_data *n = &s->graph->nodes[i];
         if ((n->op == RLX_OP_INPUT && (rc = add_io(s, 0, n->name, i)) != RLX_OK) ||
@@ -342,7 +353,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_SLOTS);
     say(s, "slots: %d inputs, %d params, %d outputs", s->n_io[0], s->n_io[1], s->n_io[2]);
 
-    /* 13. pre-encoding (graph capture) where the backend offers it */
+    /* 14. pre-encoding (graph capture) where the backend offers it */
     if (!s->opts.no_preencode && s->backend->finalize &&
         (rc = s->backend->finalize(&s->schedule, &s->run_ctx)) != RLX_OK)
         return rc;

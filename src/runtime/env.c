@@ -51,6 +51,8 @@ void rlx_options_apply_env(rlx_options *o)
     flag(&o->no_amp, "RLX_DISABLE_AMP");
     flag(&o->no_simplify, "RLX_DISABLE_SIMPLIFY");
     flag(&o->no_preencode, "RLX_DISABLE_CUDA_GRAPH");
+    flag(&o->no_layout, "RLX_DISABLE_LAYOUT");
+    flag(&o->no_layout, "RLX_NO_LAYOUT");
     if (o->verbose)
         o->dispatch_report = 1;
     int t = rlx_env_int("RLX_THREADS", 0);

@@ -12,6 +12,7 @@ typedef enum rlx_stage {
     RLX_STAGE_SIMPLIFY,
     RLX_STAGE_FUSE,
     RLX_STAGE_AMP,
+    RLX_STAGE_LAYOUT,
     RLX_STAGE_LOWER,
     RLX_STAGE_CLAIM,
     RLX_STAGE_PLAN,

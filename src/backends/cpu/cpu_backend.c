@@ -77,6 +77,10 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     const rlx_op_info *info = rlx_op_info_of(n->op);
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
         return true;
+    /* channels-last conv and pooling are lowered to NCHW with transposes */
+    if (((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout != RLX_LAYOUT_NCHW) ||
+        ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout != RLX_LAYOUT_NCHW))
+        return false;
     return kernel_of(n->op) != NULL;
 }
 

@@ -1,0 +1,292 @@
+/* layout.c - layout assignment.  Tensor cores want channels-last, so a
+ * conv / conv_bias_act (and max/avg pool) over [N, C, H, W] whose
+ * channels-last form the target claims is rewritten as
+ *
+ *   transpose(x, [0,2,3,1]) -> channels-last op (weight transposed too)
+ *   -> transpose(y, [0,3,1,2])
+ *
+ * and the transposes are then pushed down through elementwise ops and
+ * cancelled against each other until nothing changes, so a chain of
+ * convolutions with residual adds and activations between them stays
+ * channels-last: only the transposes at the chain's ends and those of the
+ * weights remain (param-only: the backend can cache them; constant weights
+ * are transposed here, at compile time). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opt/pass.h"
+
+static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+
+static bool is_conv(rlx_op op) { return op == RLX_OP_CONV || op == RLX_OP_CONV_BIAS_ACT; }
+static bool is_pool(rlx_op op) { return op == RLX_OP_MAX_POOL || op == RLX_OP_AVG_POOL; }
+
+static rlx_shape permuted(const rlx_shape *s, const int *perm)
+{
+    rlx_shape r = *s;
+    for (int i = 0; i < s->ndim; i++)
+        r.dims[i] = s->dims[perm[i]];
+    return r;
+}
+
+/* Would the target run node n of g channels-last? */
+static bool claims_nhwc(const rlx_graph *g, const rlx_node_data *n, const rlx_pass_ctx *ctx)
+{
+    if (!(is_conv(n->op) ? n->attrs.conv.layout == RLX_LAYOUT_NCHW
+                         : is_pool(n->op) && n->attrs.pool.layout == RLX_LAYOUT_NCHW))
+        return false;
+    if (g->nodes[n->in[0]].shape.ndim != 4)
+        return false;
+    rlx_node_data p = *n;
+    rlx_dtype dt[RLX_MAX_INPUTS];
+    rlx_shape sh[RLX_MAX_INPUTS];
+    for (int i = 0; i < n->n_in; i++) {
+        const rlx_node_data *in = &g->nodes[n->in[i]];
+        dt[i] = in->dtype;
+        sh[i] = i < 2 ? permuted(&in->shape, to_nhwc) : in->shape; /* x, weight; bias as is */
+    }
+    if (is_conv(n->op))
+        p.attrs.conv.layout = RLX_LAYOUT_NHWC;
+    else
+        p.attrs.pool.layout = RLX_LAYOUT_NHWC;
+    return rlx_probe_claim(ctx, &p, dt, sh);
+}
+
+/* A 4-D constant with its data permuted by perm (weights: no runtime
+ * transpose at all). */
+static rlx_node permute_constant(rlx_graph *g, const rlx_node_data *c, const int *perm)
+{
+    rlx_shape s = permuted(&c->shape, perm);
+    size_t es = rlx_dtype_size(c->dtype), n = (size_t)rlx_shape_numel(&c->shape);
+    unsigned char *buf = malloc(n * es + 1);
+    if (!buf)
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "layout: no memory to transpose a constant");
+    int64_t st[RLX_MAX_DIMS];
+    rlx_shape_strides(&c->shape, st);
+    const unsigned char *src = c->data;
+    size_t k = 0;
+    for (int64_t a = 0; a < s.dims[0]; a++)
+        for (int64_t b = 0; b < s.dims[1]; b++)
+            for (int64_t d = 0; d < s.dims[2]; d++)
+                for (int64_t e = 0; e < s.dims[3]; e++, k++) {
+                    int64_t idx[4] = {a, b, d, e}, off = 0;
+                    for (int i = 0; i < 4; i++)
+                        off += idx[i] * st[perm[i]];
+                    memcpy(buf + k * es, src + (size_t)off * es, es);
+                }
+    rlx_node r = rlx_constant(g, c->dtype, 4, s.dims, buf, n * es);
+    free(buf);
+    return r;
+}
+
+static rlx_node transpose_of(rlx_graph *g, rlx_node x, const int *perm)
+{
+    if (g->nodes[x].op == RLX_OP_CONSTANT && g->nodes[x].data && g->nodes[x].shape.ndim == 4)
+        return permute_constant(g, &g->nodes[x], perm);
+    return rlx_transpose(g, x, perm);
+}
+
+/* Step 1: every claimed conv / pool becomes its channels-last form between
+ * two transposes. */
+static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *convs, int *pools)
+{
+    rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
+    rlx_graph *out = rlx_graph_new();
+    if (!map || !out)
+        goto fail;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        if (!claims_nhwc(g, n, ctx)) {
+            if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
+                goto fail;
+            continue;
+        }
+        rlx_node_data p = *n;
+        for (int j = 0; j < p.n_in; j++)
+            p.in[j] = map[p.in[j]];
+        p.in[0] = rlx_transpose(out, p.in[0], to_nhwc);
+        if (is_conv(n->op)) {
+            p.in[1] = transpose_of(out, p.in[1], to_nhwc);
+            p.attrs.conv.layout = RLX_LAYOUT_NHWC;
+            (*convs)++;
+        } else {
+            p.attrs.pool.layout = RLX_LAYOUT_NHWC;
+            (*pools)++;
+        }
+        rlx_node y = rlx_graph_add(out, &p);
+        if (y < 0 || (map[i] = rlx_transpose(out, y, to_nchw)) < 0)
+            goto fail;
+    }
+    if (rlx_copy_outputs(out, g, map) != RLX_OK)
+        goto fail;
+    free(map);
+    return out;
+fail:
+    free(map);
+    rlx_graph_free(out);
+    return NULL;
+}
+
+static bool elementwise(const rlx_node_data *n)
+{
+    const rlx_op_info *info = rlx_op_info_of(n->op);
+    if (n->op == RLX_OP_ELEMENTWISE_CHAIN)
+        return true;
+    return info && (info->flags & RLX_OPF_ELEMENTWISE) && !(info->flags & RLX_OPF_RANDOM);
+}
+
+/* Per node of g: is every reader a transpose or an elementwise op (so a
+ * transpose of it can move below its readers without leaving a copy
+ * behind), and is it no graph output? */
+static bool *sinkable_readers(const rlx_graph *g)
+{
+    bool *ok = rlx_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    if (!ok)
+        return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        ok[i] = true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        if (n->op == RLX_OP_TRANSPOSE || elementwise(n))
+            continue;
+        for (int j = 0; j < n->n_in; j++)
+            ok[n->in[j]] = false;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        ok[g->outputs[i].node] = false;
+    return ok;
+}
+
+/* Node n (operands already renamed into out) is elementwise over inputs
+ * that are transposes by one perm, each already of n's shape (no further
+ * broadcasting), or one-element tensors: returns how many are transposes
+ * (0 if the pattern does not hold) and fills perm. */
+static int transposed_inputs(const rlx_graph *out, const rlx_node_data *n, const rlx_node *in, int *perm)
+{
+    int count = 0;
+    for (int j = 0; j < n->n_in; j++) {
+        const rlx_node_data *a = &out->nodes[in[j]];
+        if (a->op != RLX_OP_TRANSPOSE) {
+            if (rlx_shape_numel(&a->shape) != 1)
+                return 0;
+            continue;
+        }
+        if (!rlx_shape_equal(&a->shape, &n->shape))
+            return 0;
+        if (!count)
+            memcpy(perm, a->attrs.transpose.perm, sizeof(int) * RLX_MAX_DIMS);
+        else if (memcmp(perm, a->attrs.transpose.perm, sizeof(int) * (size_t)a->shape.ndim) != 0)
+            return 0;
+        count++;
+    }
+    return count;
+}
+
+/* Step 2, one sweep: transpose(transpose(x)) composes, and an elementwise
+ * op of transposed inputs becomes a transpose of the op.  Returns the new
+ * graph and sets *changed. */
+static rlx_graph *sink(const rlx_graph *g, int *changed)
+{
+    rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
+    bool *ok = sinkable_readers(g);
+    rlx_graph *out = rlx_graph_new();
+    *changed = 0;
+    if (!map || !ok || !out)
+        goto fail;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        rlx_node in[RLX_MAX_INPUTS];
+        for (int j = 0; j < n->n_in; j++)
+            in[j] = map[n->in[j]];
+        if (n->op == RLX_OP_TRANSPOSE && out->nodes[in[0]].op == RLX_OP_TRANSPOSE) {
+            const rlx_node_data *inner = &out->nodes[in[0]];
+            int r[RLX_MAX_DIMS];
+            bool ident = true;
+            for (int k = 0; k < n->shape.ndim; k++) {
+                r[k] = inner->attrs.transpose.perm[n->attrs.transpose.perm[k]];
+                ident &= r[k] == k;
+            }
+            map[i] = ident ? inner->in[0] : rlx_transpose(out, inner->in[0], r);
+            (*changed)++;
+        } else if (elementwise(n) && n->n_in > 0) {
+            int perm[RLX_MAX_DIMS];
+            int count = transposed_inputs(out, n, in, perm);
+            /* one transposed input: move the op only if the transpose
+             * then goes away, not stays behind for another reader */
+            bool single_ok = true;
+            for (int j = 0; j < n->n_in && count == 1; j++)
+                if (out->nodes[in[j]].op == RLX_OP_TRANSPOSE)
+                    single_ok = ok[n->in[j]];
+            if (!count || (count == 1 && !single_ok)) {
+                map[i] = rlx_copy_node(out, g, i, map);
+            } else {
+                rlx_node_data p = *n;
+                for (int j = 0; j < n->n_in; j++)
+                    p.in[j] = out->nodes[in[j]].op == RLX_OP_TRANSPOSE ? out->nodes[in[j]].in[0] : in[j];
+                rlx_node y = rlx_graph_add(out, &p);
+                map[i] = y < 0 ? -1 : rlx_transpose(out, y, perm);
+                (*changed)++;
+            }
+        } else {
+            map[i] = rlx_copy_node(out, g, i, map);
+        }
+        if (map[i] < 0)
+            goto fail;
+    }
+    if (rlx_copy_outputs(out, g, map) != RLX_OK)
+        goto fail;
+    free(map);
+    free(ok);
+    return out;
+fail:
+    free(map);
+    free(ok);
+    rlx_graph_free(out);
+    return NULL;
+}
+
+static int count_op(const rlx_graph *g, rlx_op op)
+{
+    int c = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        c += g->nodes[i].op == op;
+    return c;
+}
+
+rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx)
+{
+    /* without a target to ask there is nothing to gain */
+    if (!ctx || !ctx->supports)
+        return rlx_graph_clone(g);
+    int convs = 0, pools = 0;
+    rlx_graph *cur = convert(g, ctx, &convs, &pools);
+    if (!cur || convs + pools == 0)
+        return cur;
+    int before = count_op(cur, RLX_OP_TRANSPOSE) - count_op(g, RLX_OP_TRANSPOSE);
+    for (int iter = 0; iter < 64; iter++) {
+        int changed;
+        rlx_graph *next = sink(cur, &changed);
+        rlx_graph_free(cur);
+        if (!next)
+            return NULL;
+        cur = next;
+        if (!changed)
+            break;
+    }
+    rlx_graph *next = rlx_pass_dce(cur, ctx);
+    rlx_graph_free(cur);
+    if (!next)
+        return NULL;
+    int left = count_op(next, RLX_OP_TRANSPOSE) - count_op(g, RLX_OP_TRANSPOSE);
+    if (ctx->stats) {
+        ctx->stats->layout_convs += convs;
+        ctx->stats->layout_pools += pools;
+        ctx->stats->layout_transposes_removed += before - left;
+        ctx->stats->layout_transposes_left += left;
+    }
+    if (ctx->verbose)
+        fprintf(stderr, "[rlx] layout: %d conv(s), %d pool(s) channels-last; %d transposes inserted, %d cancelled, %d left\n",
+                convs, pools, before, before - left, left);
+    return next;
+}

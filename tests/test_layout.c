@@ -1,0 +1,489 @@
+/* test_layout.c - channels-last conv and pooling, and the layout pass:
+ * shape inference and its errors; the lowering of channels-last ops (the
+ * CPU does not claim them) against the float64 NCHW reference; the pass,
+ * for a target that claims channels-last convs, turns a small ResNet-like
+ * graph channels-last with only the input's, the head's and the weights'
+ * transposes left, and its outputs still equal the reference; near misses
+ * (broadcasting add, a transpose read by a non-elementwise op) stay put. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "opt_testutil.h"
+#include "support/ref.h"
+
+static const int to_nhwc[4] = {0, 2, 3, 1};
+
+static rlx_node conv_node(rlx_graph *g, rlx_op op, rlx_node x, rlx_node w, rlx_node b, const rlx_conv_params *p,
+                          int act, int layout)
+{
+    rlx_node_data n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.n_in = b >= 0 ? 3 : 2;
+    n.in[0] = x;
+    n.in[1] = w;
+    n.in[2] = b;
+    n.attrs.conv.p = *p;
+    n.attrs.conv.has_bias = b >= 0;
+    n.attrs.conv.act = act;
+    n.attrs.conv.layout = layout;
+    return rlx_graph_add(g, &n);
+}
+
+static rlx_node pool_node(rlx_graph *g, rlx_op op, rlx_node x, const rlx_pool_params *p, int layout)
+{
+    rlx_node_data n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.n_in = 1;
+    n.in[0] = x;
+    n.attrs.pool.p = *p;
+    n.attrs.pool.layout = layout;
+    return rlx_graph_add(g, &n);
+}
+
+static rlx_conv_params conv_p(int64_t stride, int64_t pad, int64_t groups)
+{
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.stride[0] = p.stride[1] = stride;
+    for (int i = 0; i < 4; i++)
+        p.pads[i] = pad;
+    p.groups = groups;
+    return p;
+}
+
+/* Adds a node and expects it to fail with a message containing `want`. */
+static void expect_error(rlx_graph *g, rlx_node id, const char *want)
+{
+    assert_true(id < 0);
+    assert_int_not_equal(rlx_graph_verify(g), RLX_OK);
+    if (!strstr(rlx_last_error(), want))
+        fprintf(stderr, "error was: %s\n", rlx_last_error());
+    assert_non_null(strstr(rlx_last_error(), want));
+}
+
+static void test_infer(void **state)
+{
+    (void)state;
+    rlx_conv_params p = conv_p(2, 1, 2);
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 9, 7, 4});
+    rlx_node w = rlx_param(g, "w", RLX_F32, 4, (int64_t[]){6, 3, 3, 2});
+    rlx_node b = rlx_param(g, "b", RLX_F32, 1, (int64_t[]){6});
+    rlx_node y = conv_node(g, RLX_OP_CONV_BIAS_ACT, x, w, b, &p, RLX_ACT_RELU, RLX_LAYOUT_NHWC);
+    assert_true(y >= 0);
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    assert_int_equal(rlx_node_shape(g, y, &nd, d), RLX_OK);
+    assert_int_equal(nd, 4);
+    assert_true(d[0] == 2 && d[1] == 5 && d[2] == 4 && d[3] == 6); /* [N, OH, OW, O] */
+    rlx_pool_params pp;
+    rlx_pool_params_init(&pp, 3);
+    pp.stride[0] = pp.stride[1] = 2;
+    pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
+    rlx_node m = pool_node(g, RLX_OP_MAX_POOL, y, &pp, RLX_LAYOUT_NHWC);
+    assert_int_equal(rlx_node_shape(g, m, &nd, d), RLX_OK);
+    assert_true(nd == 4 && d[0] == 2 && d[1] == 3 && d[2] == 2 && d[3] == 6);
+    assert_int_equal(rlx_output(g, "m", m), RLX_OK);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    /* default attributes still mean NCHW */
+    rlx_conv_params p1 = conv_p(1, 0, 1);
+    rlx_node xn = rlx_input(g, "xn", RLX_F32, 4, (int64_t[]){1, 4, 5, 5});
+    rlx_node wn = rlx_param(g, "wn", RLX_F32, 4, (int64_t[]){3, 4, 1, 1});
+    rlx_node yn = rlx_conv(g, xn, wn, -1, &p1);
+    assert_int_equal(rlx_node_shape(g, yn, &nd, d), RLX_OK);
+    assert_true(d[1] == 3 && d[2] == 5 && d[3] == 5);
+    rlx_graph_free(g);
+
+    /* errors: each in a fresh graph (the first failure sticks) */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 9, 7, 4});
+    w = rlx_param(g, "w", RLX_F32, 4, (int64_t[]){6, 3, 3, 3}); /* 3 != 4 channels */
+    expect_error(g, conv_node(g, RLX_OP_CONV, x, w, -1, &p1, 0, RLX_LAYOUT_NHWC), "channels-last");
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 9, 4});
+    w = rlx_param(g, "w", RLX_F32, 3, (int64_t[]){6, 3, 4});
+    expect_error(g, conv_node(g, RLX_OP_CONV, x, w, -1, &p1, 0, RLX_LAYOUT_NHWC), "[N, H, W, C]");
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 9, 7, 4});
+    w = rlx_param(g, "w", RLX_F32, 4, (int64_t[]){6, 3, 3, 4});
+    expect_error(g, conv_node(g, RLX_OP_CONV, x, w, -1, &p1, 0, 2), "layout");
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 2, 7, 4}); /* H 2 < kernel 3 */
+    w = rlx_param(g, "w", RLX_F32, 4, (int64_t[]){6, 3, 3, 4});
+    expect_error(g, conv_node(g, RLX_OP_CONV_BIAS_ACT, x, w, -1, &p1, RLX_ACT_RELU, RLX_LAYOUT_NHWC), "window");
+    rlx_graph_free(g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 9, 4});
+    expect_error(g, pool_node(g, RLX_OP_AVG_POOL, x, &pp, RLX_LAYOUT_NHWC), "[N, H, W, C]");
+    rlx_graph_free(g);
+}
+
+static rt_tensor *apply_act(rt_tensor *y, int act)
+{
+    if (act == RLX_ACT_NONE)
+        return y;
+    rt_tensor *r = rt_map(y, act == RLX_ACT_RELU ? rt_f_relu : act == RLX_ACT_GELU ? rt_f_gelu : rt_f_silu);
+    rt_free(y);
+    return r;
+}
+
+/* A channels-last conv (lowered on the CPU) equals the float64 NCHW
+ * reference, transposed. */
+static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t stride,
+                       int64_t groups, int bias, rlx_op op, int act)
+{
+    rlx_conv_params p = conv_p(stride, k / 2, groups);
+    rt_tensor *x = rt_rand_away(RT_SHAPE(N, C, H, W), -1, 1, 0.05);
+    rt_tensor *w = rt_rand_away(RT_SHAPE(O, C / groups, k, k), -0.5, 0.5, 0.02);
+    rt_tensor *b = bias ? rt_rand_away(RT_SHAPE(O), -0.5, 0.5, 0.02) : NULL;
+    rt_tensor *xt = rt_ref_transpose(x, to_nhwc), *wt = rt_ref_transpose(w, to_nhwc);
+    rt_graph *rg = rt_graph_new();
+    rlx_node xn = rt_input(rg, RLX_F32, xt), wn = rt_param(rg, RLX_F32, wt);
+    rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
+    rlx_node y = conv_node(rg->g, op, xn, wn, bn, &p, act, RLX_LAYOUT_NHWC);
+    rt_tensor *got = rt_run1(rg, y);
+    assert_non_null(got);
+    rt_tensor *ref = apply_act(rt_ref_conv(x, w, b, &p), op == RLX_OP_CONV_BIAS_ACT ? act : RLX_ACT_NONE);
+    rt_tensor *want = rt_ref_transpose(ref, to_nhwc);
+    char what[160];
+    snprintf(what, sizeof what, "nhwc %s k%lld s%lld g%lld bias %d act %d", rlx_op_name(op), (long long)k,
+             (long long)stride, (long long)groups, bias, act);
+    assert_true(rt_check(what, got, want, RLX_F32));
+    rt_free(got);
+    rt_free(ref);
+    rt_free(want);
+    rt_free(x);
+    rt_free(w);
+    rt_free(b);
+    rt_free(xt);
+    rt_free(wt);
+    rt_graph_free(rg);
+}
+
+static void test_lowering(void **state)
+{
+    (void)state;
+    check_conv(2, 4, 9, 7, 6, 3, 1, 1, 1, RLX_OP_CONV, 0);
+    check_conv(2, 4, 9, 7, 6, 3, 2, 2, 0, RLX_OP_CONV, 0);
+    check_conv(1, 3, 15, 13, 8, 7, 2, 1, 1, RLX_OP_CONV_BIAS_ACT, RLX_ACT_RELU);
+    check_conv(3, 8, 5, 6, 16, 1, 1, 1, 1, RLX_OP_CONV_BIAS_ACT, RLX_ACT_NONE);
+    check_conv(2, 8, 6, 6, 8, 1, 2, 1, 0, RLX_OP_CONV_BIAS_ACT, RLX_ACT_GELU);
+    check_conv(2, 6, 8, 8, 6, 3, 1, 6, 1, RLX_OP_CONV_BIAS_ACT, RLX_ACT_SILU); /* depthwise */
+    /* pooling */
+    for (int is_max = 0; is_max < 2; is_max++) {
+        rlx_pool_params pp;
+        rlx_pool_params_init(&pp, 3);
+        pp.stride[0] = pp.stride[1] = 2;
+        pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
+        rt_tensor *x = rt_rand_away(RT_SHAPE(2, 5, 9, 8), -1, 1, 0.05), *xt = rt_ref_transpose(x, to_nhwc);
+        rt_graph *rg = rt_graph_new();
+        rlx_node y = pool_node(rg->g, is_max ? RLX_OP_MAX_POOL : RLX_OP_AVG_POOL, rt_input(rg, RLX_F32, xt), &pp,
+                               RLX_LAYOUT_NHWC);
+        rt_tensor *got = rt_run1(rg, y), *ref = rt_ref_pool(x, &pp, is_max), *want = rt_ref_transpose(ref, to_nhwc);
+        assert_non_null(got);
+        assert_true(rt_check(is_max ? "nhwc max_pool" : "nhwc avg_pool", got, want, RLX_F32));
+        rt_free(got);
+        rt_free(ref);
+        rt_free(want);
+        rt_free(x);
+        rt_free(xt);
+        rt_graph_free(rg);
+    }
+}
+
+/* A target that runs everything the CPU runs plus channels-last conv /
+ * conv_bias_act (and, when claim_pool, pooling) over 4-D inputs. */
+static int claim_pool;
+static bool nhwc_target(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if ((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout == RLX_LAYOUT_NHWC)
+        return g->nodes[n->in[0]].shape.ndim == 4;
+    if ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout == RLX_LAYOUT_NHWC)
+        return claim_pool;
+    return rlx_cpu_backend()->supports(g, id);
+}
+
+/* Compiles g for the CPU (which lowers its channels-last ops), binds rg's
+ * tensors, runs, and reads out0.. */
+static void run_graph(rt_graph *rg, const rlx_graph *g, int nout, rt_tensor **res)
+{
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    for (int i = 0; i < rg->n_bind; i++) {
+        size_t bytes;
+        void *buf = rt_pack(rg->bind[i].t, rg->bind[i].dt, &bytes);
+        rlx_status st = rg->bind[i].kind ? rlx_session_set_param(s, rg->bind[i].name, buf, bytes)
+                                         : rlx_session_set_input(s, rg->bind[i].name, buf, bytes);
+        free(buf);
+        assert_int_equal(st, RLX_OK);
+    }
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    for (int i = 0; i < nout; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "out%d", i);
+        rlx_tensor_info info;
+        assert_int_equal(rlx_session_find(s, 2, name, &info), RLX_OK);
+        void *buf = malloc(info.bytes + 8);
+        assert_int_equal(rlx_session_get_output(s, name, buf, info.bytes), RLX_OK);
+        res[i] = rt_unpack(info.dtype, info.ndim, info.dims, buf);
+        free(buf);
+    }
+    rlx_session_free(s);
+}
+
+/* Transposes of g: those of a param (weights) and the others. */
+static void count_transposes(const rlx_graph *g, int *weights, int *others)
+{
+    *weights = *others = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == RLX_OP_TRANSPOSE)
+            (*(g->nodes[g->nodes[i].in[0]].op == RLX_OP_PARAM ? weights : others))++;
+}
+
+static rt_tensor *ref_add(const rt_tensor *a, const rt_tensor *b) { return rt_zip(a, b, rt_f_add); }
+
+/* stem conv (stride 2, relu) -> max pool -> block: conv_bias_act relu ->
+ * conv_bias_act none -> add residual -> relu -> conv stride 2 (bias) ->
+ * conv 1x1 + relu as primitives -> global average pool. */
+static void test_pass_resnet_like(void **state)
+{
+    (void)state;
+    for (claim_pool = 0; claim_pool < 2; claim_pool++) {
+        rt_graph *rg = rt_graph_new();
+        rt_tensor *x = rt_rand_away(RT_SHAPE(2, 3, 18, 18), -1, 1, 0.05);
+        rt_tensor *w0 = rt_rand_away(RT_SHAPE(8, 3, 3, 3), -0.4, 0.4, 0.02), *b0 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w1 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02), *b1 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w2 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02), *b2 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w3 = rt_rand_away(RT_SHAPE(16, 8, 3, 3), -0.3, 0.3, 0.02), *b3 = rt_rand_away(RT_SHAPE(16), -.2, .2, .01);
+        rt_tensor *w4 = rt_rand_away(RT_SHAPE(16, 16, 1, 1), -0.3, 0.3, 0.02);
+        rlx_graph *g = rg->g;
+        rlx_conv_params s2 = conv_p(2, 1, 1), s1 = conv_p(1, 1, 1), pw = conv_p(1, 0, 1);
+        rlx_node h = conv_node(g, RLX_OP_CONV_BIAS_ACT, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w0),
+                               rt_param(rg, RLX_F32, b0), &s2, RLX_ACT_RELU, 0); /* [2, 8, 9, 9] */
+        rlx_pool_params pp;
+        rlx_pool_params_init(&pp, 3);
+        pp.stride[0] = pp.stride[1] = 1;
+        pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
+        h = rlx_max_pool(g, h, &pp);
+        rlx_node a = conv_node(g, RLX_OP_CONV_BIAS_ACT, h, rt_param(rg, RLX_F32, w1), rt_param(rg, RLX_F32, b1), &s1,
+                               RLX_ACT_RELU, 0);
+        a = conv_node(g, RLX_OP_CONV_BIAS_ACT, a, rt_param(rg, RLX_F32, w2), rt_param(rg, RLX_F32, b2), &s1,
+                      RLX_ACT_NONE, 0);
+        rlx_node r = rlx_relu(g, rlx_add(g, a, h));
+        rlx_node c = rlx_conv(g, r, rt_param(rg, RLX_F32, w3), rt_param(rg, RLX_F32, b3), &s2); /* [2, 16, 5, 5] */
+        c = rlx_relu(g, rlx_conv(g, c, rt_param(rg, RLX_F32, w4), -1, &pw));
+        rlx_node y = rlx_global_avg_pool(g, c);
+        rt_tensor *orig[2];
+        rlx_node outs[2] = {y, r};
+        assert_int_equal(rt_run(rg, 2, outs, orig), RLX_OK);
+
+        rlx_opt_stats st;
+        memset(&st, 0, sizeof st);
+        rlx_pass_ctx ctx = ot_cpu_ctx(&st);
+        ctx.supports = nhwc_target;
+        rlx_graph *l = rlx_pass_layout(g, &ctx);
+        assert_non_null(l);
+        assert_int_equal(rlx_graph_verify(l), RLX_OK);
+        int wt, ot;
+        count_transposes(l, &wt, &ot);
+        /* weights: 5.  Others, with channels-last pooling: the input's, the
+         * one before the head's global pool and the one of the second
+         * output r.  With NCHW pooling three more: around the max pool,
+         * and before the residual add, whose other input (the pool's) is
+         * NCHW */
+        assert_int_equal(st.layout_convs, 5);
+        assert_int_equal(st.layout_pools, claim_pool);
+        assert_int_equal(wt, 5);
+        assert_int_equal(ot, claim_pool ? 3 : 6);
+        assert_int_equal(st.layout_transposes_left, wt + ot);
+        for (int i = 0; i < l->n_nodes && claim_pool; i++) {
+            const rlx_node_data *n = &l->nodes[i];
+            if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT)
+                assert_int_equal(n->attrs.conv.layout, RLX_LAYOUT_NHWC);
+            if (n->op == RLX_OP_MAX_POOL)
+                assert_int_equal(n->attrs.pool.layout, RLX_LAYOUT_NHWC);
+            if (n->op == RLX_OP_ADD || n->op == RLX_OP_RELU) /* channels-last: [2, 9, 9, 8] or [2, 5, 5, 16] */
+                assert_true(n->shape.dims[3] == 8 || n->shape.dims[3] == 16);
+            if (n->op == RLX_OP_TRANSPOSE && l->nodes[n->in[0]].op != RLX_OP_PARAM) {
+                /* each activation transpose sits at a boundary: after the
+                 * input, before the head's pool, or on an output */
+                rlx_op src = l->nodes[n->in[0]].op;
+                bool ok = src == RLX_OP_INPUT || rlx_graph_is_output(l, i);
+                for (int j = 0; j < l->n_nodes; j++)
+                    for (int k = 0; k < l->nodes[j].n_in; k++)
+                        if (l->nodes[j].in[k] == i && l->nodes[j].op == RLX_OP_GLOBAL_AVG_POOL)
+                            ok = true;
+                assert_true(ok);
+            }
+        }
+        /* lowered on the CPU, the rewritten graph computes the same */
+        rt_tensor *got[2];
+        run_graph(rg, l, 2, got);
+        assert_true(rt_check("layout pass: pooled head", got[0], orig[0], RLX_F32));
+        assert_true(rt_check("layout pass: block output", got[1], orig[1], RLX_F32));
+        /* and both equal the float64 reference */
+        rt_tensor *t0 = rt_ref_conv(x, w0, b0, &s2), *t1 = rt_map(t0, rt_f_relu), *hp = rt_ref_pool(t1, &pp, 1), *t3;
+        rt_free(t0);
+        t0 = rt_ref_conv(hp, w1, b1, &s1);
+        t3 = rt_map(t0, rt_f_relu);
+        rt_free(t0);
+        t0 = rt_ref_conv(t3, w2, b2, &s1);
+        rt_free(t3);
+        t3 = ref_add(t0, hp);
+        rt_free(t0);
+        rt_tensor *rr = rt_map(t3, rt_f_relu);
+        rt_free(t3);
+        assert_true(rt_check("layout pass vs float64: block output", got[1], rr, RLX_F32));
+        t0 = rt_ref_conv(rr, w3, b3, &s2);
+        t3 = rt_ref_conv(t0, w4, NULL, &pw);
+        rt_free(t0);
+        t0 = rt_map(t3, rt_f_relu);
+        rt_free(t3);
+        rt_tensor *yy = rt_ref_global_avg_pool(t0);
+        rt_free(t0);
+        assert_true(rt_check("layout pass vs float64: pooled head", got[0], yy, RLX_F32));
+        rt_free(yy);
+        rt_free(rr);
+        rt_free(t1);
+        rt_free(hp);
+        for (int i = 0; i < 2; i++) {
+            rt_free(got[i]);
+            rt_free(orig[i]);
+        }
+        rlx_graph_free(l);
+        rt_tensor *all[] = {x, w0, b0, w1, b1, w2, b2, w3, b3, w4};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            rt_free(all[i]);
+        rt_graph_free(rg);
+    }
+    claim_pool = 0;
+}
+
+/* Near misses: an add that broadcasts a [C, 1, 1] tensor, and a relu whose
+ * transposed input is also read by a reduction, stay NCHW behind their
+ * transposes; outputs still agree.  A target claiming nothing
+ * channels-last leaves the graph alone. */
+static void test_near_miss(void **state)
+{
+    (void)state;
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand_away(RT_SHAPE(2, 4, 6, 6), -1, 1, 0.05);
+    rt_tensor *w = rt_rand_away(RT_SHAPE(8, 4, 3, 3), -0.4, 0.4, 0.02);
+    rt_tensor *w2 = rt_rand_away(RT_SHAPE(8, 4, 3, 3), -0.4, 0.4, 0.02);
+    rt_tensor *cb = rt_rand_away(RT_SHAPE(8, 1, 1), -1, 1, 0.05);
+    rlx_graph *g = rg->g;
+    rlx_conv_params p = conv_p(1, 1, 1);
+    rlx_node xn = rt_input(rg, RLX_F32, x);
+    rlx_node c1 = rlx_conv(g, xn, rt_param(rg, RLX_F32, w), -1, &p);
+    rlx_node y0 = rlx_add(g, c1, rt_param(rg, RLX_F32, cb)); /* broadcasting */
+    rlx_node c2 = rlx_conv(g, xn, rt_param(rg, RLX_F32, w2), -1, &p);
+    rlx_node y1 = rlx_relu(g, c2);
+    rlx_node y2 = rlx_reduce_sum(g, c2, 1, (int[]){1}, 0);
+    rt_tensor *orig[3];
+    rlx_node outs[3] = {y0, y1, y2};
+    assert_int_equal(rt_run(rg, 3, outs, orig), RLX_OK);
+
+    rlx_opt_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_pass_ctx ctx = ot_cpu_ctx(&st);
+    rlx_graph *same = rlx_pass_layout(g, &ctx); /* the CPU claims no channels-last op */
+    assert_non_null(same);
+    assert_int_equal(same->n_nodes, g->n_nodes);
+    assert_int_equal(ot_count(same, RLX_OP_TRANSPOSE), 0);
+    assert_int_equal(st.layout_convs, 0);
+    rlx_graph_free(same);
+
+    ctx.supports = nhwc_target;
+    rlx_graph *l = rlx_pass_layout(g, &ctx);
+    assert_non_null(l);
+    assert_int_equal(st.layout_convs, 2);
+    for (int i = 0; i < l->n_nodes; i++) {
+        const rlx_node_data *n = &l->nodes[i];
+        if (n->op == RLX_OP_ADD || n->op == RLX_OP_RELU) {
+            assert_int_equal(n->shape.dims[1], 8); /* still NCHW */
+            assert_int_equal(l->nodes[n->in[0]].op, RLX_OP_TRANSPOSE);
+        }
+        if (n->op == RLX_OP_REDUCE_SUM)
+            assert_int_equal(l->nodes[n->in[0]].op, RLX_OP_TRANSPOSE);
+    }
+    /* one transpose of x is shared by both convs (CSE is not the pass's
+     * job: two), plus one after each conv, plus the weights */
+    int wt, ot;
+    count_transposes(l, &wt, &ot);
+    assert_int_equal(wt, 2);
+    assert_int_equal(ot, 4);
+    rt_tensor *got[3];
+    run_graph(rg, l, 3, got);
+    assert_true(rt_check("near miss: broadcast add", got[0], orig[0], RLX_F32));
+    assert_true(rt_check("near miss: relu", got[1], orig[1], RLX_F32));
+    assert_true(rt_check("near miss: reduction", got[2], orig[2], RLX_F32));
+    for (int i = 0; i < 3; i++) {
+        rt_free(got[i]);
+        rt_free(orig[i]);
+    }
+    rlx_graph_free(l);
+    rt_free(x);
+    rt_free(w);
+    rt_free(w2);
+    rt_free(cb);
+    rt_graph_free(rg);
+}
+
+/* Constant weights are transposed at compile time: no transpose node. */
+static void test_constant_weights(void **state)
+{
+    (void)state;
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand_away(RT_SHAPE(1, 5, 7, 6), -1, 1, 0.05);
+    rt_tensor *w = rt_rand_away(RT_SHAPE(4, 5, 3, 2), -0.4, 0.4, 0.02);
+    rlx_conv_params p = conv_p(1, 0, 1);
+    rlx_node y = rlx_relu(rg->g, rlx_conv(rg->g, rt_input(rg, RLX_F32, x), rt_const(rg, RLX_F32, w), -1, &p));
+    rt_tensor *orig;
+    assert_int_equal(rt_run(rg, 1, &y, &orig), RLX_OK);
+    rlx_pass_ctx ctx = ot_cpu_ctx(NULL);
+    ctx.supports = nhwc_target;
+    rlx_graph *l = rlx_pass_layout(rg->g, &ctx);
+    assert_non_null(l);
+    int wt, ot;
+    count_transposes(l, &wt, &ot);
+    assert_int_equal(wt, 0);
+    assert_int_equal(ot, 2); /* input and output */
+    rt_tensor *got;
+    run_graph(rg, l, 1, &got);
+    assert_true(rt_check("constant weights", got, orig, RLX_F32));
+    rt_free(got);
+    rt_free(orig);
+    rlx_graph_free(l);
+    rt_free(x);
+    rt_free(w);
+    rt_graph_free(rg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_infer, rt_setup),
+        cmocka_unit_test_setup(test_lowering, rt_setup),
+        cmocka_unit_test_setup(test_pass_resnet_like, rt_setup),
+        cmocka_unit_test_setup(test_near_miss, rt_setup),
+        cmocka_unit_test_setup(test_constant_weights, rt_setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
