@@ -312,6 +312,7 @@ typedef struct rlx_compile_stats {
     size_t scratch_bytes;
     int buffers;              /* distinct planned slots */
     int thunks, noop_thunks;
+    int channels_last;        /* convs and pools the layout stage made channels-last */
     double stage_ms[16];
 } rlx_compile_stats;
 rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);

@@ -87,9 +87,10 @@ static rlx_node transpose_of(rlx_graph *g, rlx_node x, const int *perm)
     return rlx_transpose(g, x, perm);
 }
 
-/* Step 1: every claimed conv / pool becomes its channels-last form between
- * two transposes. */
-static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *convs, int *pools)
+/* Step 1: every claimed conv becomes its channels-last form between two
+ * transposes.  (Pooling changes layout only in step 2, where its input
+ * already comes channels-last: a lone pool gains nothing.) */
+static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *convs)
 {
     rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
     rlx_graph *out = rlx_graph_new();
@@ -97,7 +98,7 @@ static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *conv
         goto fail;
     for (int i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
-        if (!claims_nhwc(g, n, ctx)) {
+        if (!is_conv(n->op) || !claims_nhwc(g, n, ctx)) {
             if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
                 goto fail;
             continue;
@@ -106,14 +107,9 @@ static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *conv
         for (int j = 0; j < p.n_in; j++)
             p.in[j] = map[p.in[j]];
         p.in[0] = rlx_transpose(out, p.in[0], to_nhwc);
-        if (is_conv(n->op)) {
-            p.in[1] = transpose_of(out, p.in[1], to_nhwc);
-            p.attrs.conv.layout = RLX_LAYOUT_NHWC;
-            (*convs)++;
-        } else {
-            p.attrs.pool.layout = RLX_LAYOUT_NHWC;
-            (*pools)++;
-        }
+        p.in[1] = transpose_of(out, p.in[1], to_nhwc);
+        p.attrs.conv.layout = RLX_LAYOUT_NHWC;
+        (*convs)++;
         rlx_node y = rlx_graph_add(out, &p);
         if (y < 0 || (map[i] = rlx_transpose(out, y, to_nchw)) < 0)
             goto fail;
@@ -136,10 +132,10 @@ static bool elementwise(const rlx_node_data *n)
     return info && (info->flags & RLX_OPF_ELEMENTWISE) && !(info->flags & RLX_OPF_RANDOM);
 }
 
-/* Per node of g: is every reader a transpose or an elementwise op (so a
- * transpose of it can move below its readers without leaving a copy
- * behind), and is it no graph output? */
-static bool *sinkable_readers(const rlx_graph *g)
+/* Per node of g: is every reader a transpose, an elementwise op or a pool
+ * the target runs channels-last (so a transpose of it can move below its
+ * readers without leaving a copy behind), and is it no graph output? */
+static bool *sinkable_readers(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     bool *ok = rlx_calloc((size_t)g->n_nodes + 1, sizeof(bool));
     if (!ok)
@@ -148,7 +144,7 @@ static bool *sinkable_readers(const rlx_graph *g)
         ok[i] = true;
     for (int i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
-        if (n->op == RLX_OP_TRANSPOSE || elementwise(n))
+        if (n->op == RLX_OP_TRANSPOSE || elementwise(n) || (is_pool(n->op) && claims_nhwc(g, n, ctx)))
             continue;
         for (int j = 0; j < n->n_in; j++)
             ok[n->in[j]] = false;
@@ -183,13 +179,14 @@ static int transposed_inputs(const rlx_graph *out, const rlx_node_data *n, const
     return count;
 }
 
-/* Step 2, one sweep: transpose(transpose(x)) composes, and an elementwise
- * op of transposed inputs becomes a transpose of the op.  Returns the new
- * graph and sets *changed. */
-static rlx_graph *sink(const rlx_graph *g, int *changed)
+/* Step 2, one sweep: transpose(transpose(x)) composes, an elementwise op
+ * of transposed inputs becomes a transpose of the op, and a pool of a
+ * channels-last tensor made NCHW becomes a channels-last pool where the
+ * target claims it.  Returns the new graph and sets *changed. */
+static rlx_graph *sink(const rlx_graph *g, const rlx_pass_ctx *ctx, int *changed, int *pools)
 {
     rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
-    bool *ok = sinkable_readers(g);
+    bool *ok = sinkable_readers(g, ctx);
     rlx_graph *out = rlx_graph_new();
     *changed = 0;
     if (!map || !ok || !out)
@@ -209,6 +206,16 @@ static rlx_graph *sink(const rlx_graph *g, int *changed)
             }
             map[i] = ident ? inner->in[0] : rlx_transpose(out, inner->in[0], r);
             (*changed)++;
+        } else if (is_pool(n->op) && out->nodes[in[0]].op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 &&
+                   !memcmp(out->nodes[in[0]].attrs.transpose.perm, to_nchw, sizeof to_nchw) && ok[n->in[0]] &&
+                   claims_nhwc(g, n, ctx)) {
+            rlx_node_data p = *n;
+            p.in[0] = out->nodes[in[0]].in[0];
+            p.attrs.pool.layout = RLX_LAYOUT_NHWC;
+            rlx_node y = rlx_graph_add(out, &p);
+            map[i] = y < 0 ? -1 : rlx_transpose(out, y, to_nchw);
+            (*changed)++;
+            (*pools)++;
         } else if (elementwise(n) && n->n_in > 0) {
             int perm[RLX_MAX_DIMS];
             int count = transposed_inputs(out, n, in, perm);
@@ -260,13 +267,13 @@ rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx)
     if (!ctx || !ctx->supports)
         return rlx_graph_clone(g);
     int convs = 0, pools = 0;
-    rlx_graph *cur = convert(g, ctx, &convs, &pools);
-    if (!cur || convs + pools == 0)
+    rlx_graph *cur = convert(g, ctx, &convs);
+    if (!cur || convs == 0)
         return cur;
     int before = count_op(cur, RLX_OP_TRANSPOSE) - count_op(g, RLX_OP_TRANSPOSE);
     for (int iter = 0; iter < 64; iter++) {
         int changed;
-        rlx_graph *next = sink(cur, &changed);
+        rlx_graph *next = sink(cur, ctx, &changed, &pools);
         rlx_graph_free(cur);
         if (!next)
             return NULL;

@@ -263,6 +263,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         rlx_graph_free(before_fusion);
         return RLX_ERR_INTERNAL;
     }
+    st->channels_last = ost.layout_convs + ost.layout_pools;
     STAGE_DONE(RLX_STAGE_LAYOUT);
     say(s, "layout: %d -> %d nodes (%d conv, %d pool channels-last; transposes %d cancelled, %d left)%s",
         nodes_before_layout, s->graph->n_nodes, ost.layout_convs, ost.layout_pools, ost.layout_transposes_removed,

@@ -594,6 +594,7 @@ static void test_attention(void)
         }
 }
 
+static void test_conv_nhwc(void);
 static void test_conv_pool(void)
 {
     char nm[128];
@@ -644,6 +645,109 @@ static void test_conv_pool(void)
         g = rlx_graph_new();
         rlx_output(g, "y", rlx_global_avg_pool(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 5, 9, 11))));
         check(NAME("global_avg_pool %s", dn(FLOATS[d])), g);
+    }
+    test_conv_nhwc();
+}
+
+/* Channels-last convolutions: on CUDA the layout stage makes f16/bf16
+ * convs NHWC (cuDNN, bias + ReLU fused where cuDNN can); each case also
+ * checks that it did (stats.channels_last), and that f32 stays NCHW. */
+static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double scale_tol)
+{
+    if (!wanted(name)) {
+        rlx_graph_free(g);
+        return;
+    }
+    char err[1024] = "";
+    outputs a, b;
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0}, ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+    const char *no_dnn = getenv("RLX_CUDA_NO_CUDNN");
+    if (no_dnn && *no_dnn && strcmp(no_dnn, "0") != 0)
+        want_nhwc = 0; /* channels-last runs only through cuDNN */
+    if (!g || rlx_graph_verify(g) != RLX_OK) {
+        snprintf(err, sizeof err, "graph: %s", rlx_last_error());
+        report(name, 0, err);
+    } else if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+        report(name, 0, err);
+    } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
+        report(name, 0, err);
+        outputs_free(&a);
+    } else {
+        int bad = compare(&a, &b, scale_tol, err, sizeof err);
+        int cl = a.stats.channels_last;
+        if (!bad && !getenv("RLX_GPU_TEST_CPU_ONLY") && (want_nhwc ? cl < want_nhwc : cl != 0)) {
+            snprintf(err, sizeof err, "%d ops made channels-last, expected %s%d", a.stats.channels_last,
+                     want_nhwc ? "at least " : "", want_nhwc);
+            bad = 1;
+        }
+        report(name, !bad, err);
+        outputs_free(&a);
+        outputs_free(&b);
+    }
+    rlx_graph_free(g);
+}
+
+static rlx_node act_of(rlx_graph *g, int act, rlx_node y)
+{
+    return act == 1 ? rlx_relu(g, y) : act == 2 ? rlx_gelu(g, y) : act == 3 ? rlx_silu(g, y) : y;
+}
+
+static void test_conv_nhwc(void)
+{
+    static const char *acts[4] = {"none", "relu", "gelu", "silu"};
+    static const struct { int64_t C, O, k, s, g; int bias, act, big; } cv[] = {
+        {16, 32, 3, 1, 1, 1, 1, 0}, {16, 32, 3, 2, 1, 1, 0, 0}, {16, 32, 1, 1, 1, 1, 0, 1},
+        {32, 16, 1, 2, 1, 0, 1, 0}, {3, 16, 7, 2, 1, 1, 1, 1},  {16, 16, 3, 1, 2, 1, 1, 0},
+        {16, 16, 3, 1, 16, 1, 0, 0}, {8, 24, 3, 1, 1, 1, 2, 0}, {8, 24, 1, 1, 1, 0, 3, 1},
+        {8, 8, 3, 1, 1, 0, 0, 0},
+    };
+    char nm[160];
+    for (int d = 0; d < 3; d++)
+        for (size_t k = 0; k < sizeof cv / sizeof cv[0]; k++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_conv_params p;
+            rlx_conv_params_init(&p);
+            p.stride[0] = p.stride[1] = cv[k].s;
+            for (int i = 0; i < 4; i++)
+                p.pads[i] = cv[k].k / 2;
+            p.groups = cv[k].g;
+            rlx_node x = rlx_input(g, "u_x", FLOATS[d], 4, cv[k].big ? DIMS(2, cv[k].C, 40, 41) : DIMS(2, cv[k].C, 17, 19));
+            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
+            rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
+            rlx_output(g, "y", act_of(g, cv[k].act, rlx_conv(g, x, w, b, &p)));
+            check_nhwc(NAME("conv-nhwc %s k%lld s%lld g%lld bias%d %s%s", dn(FLOATS[d]), (long long)cv[k].k,
+                            (long long)cv[k].s, (long long)cv[k].g, cv[k].bias, acts[cv[k].act], cv[k].big ? " big" : ""),
+                       g, FLOATS[d] == RLX_F32 ? 0 : 1, 1.0);
+        }
+    /* a residual block: stem conv + relu, max pool (channels-last too),
+     * conv relu -> conv -> add -> relu, stride-2 conv, global pool */
+    for (int d = 0; d < 3; d++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_dtype t = FLOATS[d];
+        rlx_conv_params p1, p2, p7;
+        rlx_conv_params_init(&p1);
+        p1.pads[0] = p1.pads[1] = p1.pads[2] = p1.pads[3] = 1;
+        p2 = p1;
+        p2.stride[0] = p2.stride[1] = 2;
+        rlx_conv_params_init(&p7);
+        p7.stride[0] = p7.stride[1] = 2;
+        p7.pads[0] = p7.pads[1] = p7.pads[2] = p7.pads[3] = 3;
+        rlx_node h = rlx_relu(g, rlx_conv(g, rlx_input(g, "u_x", t, 4, DIMS(2, 3, 32, 32)),
+                                          rlx_param(g, "u_w0", t, 4, DIMS(16, 3, 7, 7)), rlx_param(g, "u_b0", t, 1, DIMS(16)), &p7));
+        rlx_pool_params pp;
+        rlx_pool_params_init(&pp, 3);
+        pp.stride[0] = pp.stride[1] = 2;
+        pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
+        h = rlx_max_pool(g, h, &pp);
+        rlx_node a = rlx_relu(g, rlx_conv(g, h, rlx_param(g, "u_w1", t, 4, DIMS(16, 16, 3, 3)),
+                                          rlx_param(g, "u_b1", t, 1, DIMS(16)), &p1));
+        a = rlx_conv(g, a, rlx_param(g, "u_w2", t, 4, DIMS(16, 16, 3, 3)), rlx_param(g, "u_b2", t, 1, DIMS(16)), &p1);
+        rlx_node r = rlx_relu(g, rlx_add(g, a, h));
+        rlx_node c = rlx_relu(g, rlx_conv(g, r, rlx_param(g, "u_w3", t, 4, DIMS(32, 16, 3, 3)),
+                                          rlx_param(g, "u_b3", t, 1, DIMS(32)), &p2));
+        rlx_output(g, "y", rlx_global_avg_pool(g, c));
+        rlx_output(g, "r", r);
+        check_nhwc(NAME("conv-nhwc block %s", dn(t)), g, t == RLX_F32 ? 0 : 5, 2.0);
     }
 }
 

@@ -444,6 +444,10 @@ static struct dnn_api {
     DNN_FN(cudnnDestroyConvolutionDescriptor);
     DNN_FN(cudnnFindConvolutionForwardAlgorithmEx);
     DNN_FN(cudnnConvolutionForward);
+    DNN_FN(cudnnConvolutionBiasActivationForward);
+    DNN_FN(cudnnCreateActivationDescriptor);
+    DNN_FN(cudnnSetActivationDescriptor);
+    DNN_FN(cudnnDestroyActivationDescriptor);
 #undef DNN_FN
 } dnn;
 static int dnn_ok;
@@ -476,6 +480,10 @@ static void dnn_load(void)
     DNN_LOAD(cudnnDestroyConvolutionDescriptor);
     DNN_LOAD(cudnnFindConvolutionForwardAlgorithmEx);
     DNN_LOAD(cudnnConvolutionForward);
+    DNN_LOAD(cudnnConvolutionBiasActivationForward);
+    DNN_LOAD(cudnnCreateActivationDescriptor);
+    DNN_LOAD(cudnnSetActivationDescriptor);
+    DNN_LOAD(cudnnDestroyActivationDescriptor);
 #undef DNN_LOAD
     if (!ok || dnn.cudnnCreate(&dnn.h) != CUDNN_STATUS_SUCCESS || dnn.cudnnSetStream(dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
         return;
@@ -491,6 +499,12 @@ typedef struct conv_state {
     cudnnConvolutionDescriptor_t cd;
     cudnnConvolutionFwdAlgo_t algo;
     size_t dnn_ws;
+    /* channels-last: bias + ReLU/identity inside cudnnConvolutionBiasActivationForward */
+    cudnnTensorDescriptor_t bd;
+    cudnnActivationDescriptor_t ad;
+    cudnnConvolutionFwdAlgo_t algo_fused;
+    size_t ws_fused;
+    int fused;
 #endif
     cu_gemm gemm;
     win2d w;
@@ -570,6 +584,17 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
     }
 }
 
+/* channels-last output: the channel is the fastest axis */
+template <typename T, typename I> __global__ void bias_nhwc(T *y, const T *bias, I total, I O, int act)
+{
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        float v = cu_tof<T>(y[i]);
+        if (bias)
+            v += cu_tof<T>(bias[i % O]);
+        y[i] = cu_fromf<T>(act_f(act, v));
+    }
+}
+
 #ifdef RLX_CUDNN
 static void release_dnn(conv_state *s)
 {
@@ -581,6 +606,13 @@ static void release_dnn(conv_state *s)
         dnn.cudnnDestroyFilterDescriptor(s->wd);
     if (s->cd)
         dnn.cudnnDestroyConvolutionDescriptor(s->cd);
+    if (s->bd)
+        dnn.cudnnDestroyTensorDescriptor(s->bd);
+    if (s->ad)
+        dnn.cudnnDestroyActivationDescriptor(s->ad);
+    s->bd = NULL;
+    s->ad = NULL;
+    s->fused = 0;
     s->xd = s->yd = NULL;
     s->wd = NULL;
     s->cd = NULL;
@@ -661,6 +693,139 @@ static float time_conv(rlx_thunk *t)
     return ms;
 }
 
+/* Channels-last (the layout pass makes these only where conv_ok claims
+ * them, i.e. with cuDNN loaded): x [N, H, W, C], w [O, KH, KW, C/G],
+ * y [N, OH, OW, O], all through cuDNN's NHWC format. */
+static void nhwc_dims(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, conv_state *s)
+{
+    const rlx_conv_params *p = &n->attrs.conv.p;
+    s->N = xs->dims[0];
+    s->C = xs->dims[3];
+    s->G = p->groups;
+    s->Cg = s->C / s->G;
+    s->O = ws->dims[0];
+    s->Og = s->O / s->G;
+    s->w = (win2d){xs->dims[1], xs->dims[2], n->shape.dims[1], n->shape.dims[2], ws->dims[1], ws->dims[2],
+                   p->stride[0], p->stride[1], p->dilation[0], p->dilation[1], p->pads[0], p->pads[1]};
+    s->K = s->Cg * s->w.KH * s->w.KW;
+    s->OHW = s->w.OH * s->w.OW;
+    s->HW = s->w.H * s->w.W;
+}
+
+static size_t nhwc_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    conv_state s;
+    nhwc_dims(n, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &s);
+    /* cuDNN's workspace budget: what im2col would have used, plus the GEMM's */
+    return round256((size_t)(s.N * s.K * s.OHW) * rlx_dtype_size(n->dtype)) + CU_GEMM_WORKSPACE;
+}
+
+static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
+{
+    const rlx_node_data *n = t->node;
+    nhwc_dims(n, &t->in_node[0]->shape, &t->in_node[1]->shape, s);
+    if (!s->N || !s->O || !s->OHW)
+        return RLX_OK;
+#ifdef RLX_CUDNN
+    pthread_once(&dnn_once, dnn_load);
+    if (!dnn_ok || !t->scratch)
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN");
+    rlx_dtype dt = n->dtype;
+    cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    const win2d &w = s->w;
+    bool ok = dnn.cudnnCreateTensorDescriptor(&s->xd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NHWC, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetTensor4dDescriptor(s->yd, CUDNN_TENSOR_NHWC, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetFilter4dDescriptor(s->wd, ty, CUDNN_TENSOR_NHWC, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+              dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
+              /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
+              dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int found = 0, pick = -1, precomp = -1;
+    if (ok)
+        ok = dnn.cudnnFindConvolutionForwardAlgorithmEx(dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out, 8,
+                                                        &found, perf, t->scratch, t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
+    for (int i = 0; ok && i < found; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes) {
+            if (pick < 0)
+                pick = i;
+            if (precomp < 0 && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+                precomp = i;
+        }
+    cudaGetLastError();
+    if (!ok || pick < 0) {
+        release_dnn(s);
+        return rlx_cu_fail(t, RLX_ERR_DEVICE, "cuDNN has no channels-last algorithm for this conv within %zu bytes of scratch",
+                           t->scratch_bytes);
+    }
+    s->algo = perf[pick].algo;
+    s->dnn_ws = perf[pick].memory;
+    s->use_dnn = 1;
+    /* bias + ReLU (any algorithm) or bias alone (identity: cuDNN runs it
+     * only with IMPLICIT_PRECOMP_GEMM) fused into the convolution, if that
+     * is faster than the convolution and a bias pass */
+    int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
+    int fused_pick = act == RLX_ACT_RELU ? pick : precomp;
+    if (n->attrs.conv.has_bias && (act == RLX_ACT_RELU || act == RLX_ACT_NONE) && fused_pick >= 0 &&
+        dnn.cudnnCreateTensorDescriptor(&s->bd) == CUDNN_STATUS_SUCCESS &&
+        dnn.cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, ty, 1, (int)s->O, 1, 1) == CUDNN_STATUS_SUCCESS &&
+        dnn.cudnnCreateActivationDescriptor(&s->ad) == CUDNN_STATUS_SUCCESS &&
+        dnn.cudnnSetActivationDescriptor(s->ad, act == RLX_ACT_RELU ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                         CUDNN_PROPAGATE_NAN, 0.0) == CUDNN_STATUS_SUCCESS) {
+        s->algo_fused = perf[fused_pick].algo;
+        s->ws_fused = perf[fused_pick].memory;
+        s->fused = 1;
+        float t_fused = time_conv(t);
+        s->fused = 0;
+        float t_split = time_conv(t);
+        s->fused = t_fused <= t_split && t_fused < 1e30f;
+    }
+    cudaGetLastError();
+    return RLX_OK;
+#else
+    return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN (not in this build)");
+#endif
+}
+
+static rlx_status k_conv_nhwc(const rlx_thunk *t)
+{
+    const conv_state *s = (const conv_state *)t->state;
+    if (!s->N || !s->O || !s->OHW)
+        return RLX_OK;
+#ifdef RLX_CUDNN
+    float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t ds;
+    if (s->fused) {
+        /* y = act(conv(x) + 0 * z + bias), z = y (not read with alpha2 0) */
+        ds = dnn.cudnnConvolutionBiasActivationForward(dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo_fused,
+                                                       t->scratch, s->ws_fused, &zero, s->yd, t->out, s->bd, t->in[2],
+                                                       s->ad, s->yd, t->out);
+        if (ds != CUDNN_STATUS_SUCCESS)
+            return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionBiasActivationForward failed (status %d)", (int)ds);
+        return RLX_OK;
+    }
+    ds = dnn.cudnnConvolutionForward(dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo, t->scratch, s->dnn_ws,
+                                     &zero, s->yd, t->out);
+    if (ds != CUDNN_STATUS_SUCCESS)
+        return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward (channels-last) failed (status %d)", (int)ds);
+    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
+    if (!t->node->attrs.conv.has_bias && act == RLX_ACT_NONE)
+        return RLX_OK;
+    int64_t total = s->N * s->O * s->OHW;
+    const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+    rlx_dtype dt = t->node->dtype;
+    CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) bias_nhwc<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else bias_nhwc<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, act); });
+    return rlx_cu_check(t, "conv bias launch");
+#else
+    return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN");
+#endif
+}
+
 static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
@@ -668,6 +833,8 @@ static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     t->state = s;
+    if (t->node->attrs.conv.layout == RLX_LAYOUT_NHWC)
+        return prep_conv_nhwc(t, s);
     const rlx_shape *xs = &t->in_node[0]->shape, *ws = &t->in_node[1]->shape;
     s->w = conv_window(t->node, xs, ws);
     s->N = xs->dims[0];
@@ -765,12 +932,16 @@ static size_t conv_col_bytes(const rlx_graph *g, const rlx_node_data *n)
 
 static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n)
 {
+    if (n->attrs.conv.layout == RLX_LAYOUT_NHWC)
+        return nhwc_scratch(g, n);
     return conv_col_bytes(g, n) + CU_GEMM_WORKSPACE;
 }
 
 static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
+    if (t->node->attrs.conv.layout == RLX_LAYOUT_NHWC)
+        return k_conv_nhwc(t);
     const conv_state *s = (const conv_state *)t->state;
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
@@ -856,13 +1027,16 @@ typedef struct pool_args {
     int64_t ph_end, pw_end;
 } pool_args;
 
-template <typename T> __global__ void pool_kernel(const T *x, T *y, int64_t total, pool_args a)
+/* NHWC: C channels fastest (element (ih, iw) at (ih * W + iw) * C from the
+ * (n, c) base); NCHW: one plane per (n, c). */
+template <typename T, bool NHWC> __global__ void pool_kernel(const T *x, T *y, int64_t total, pool_args a, int64_t C)
 {
     const win2d &w = a.w;
     int64_t OHW = w.OH * w.OW, HW = w.H * w.W;
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
-        int64_t pl = o / OHW, oh = (o % OHW) / w.OW, ow = o % w.OW;
-        int64_t base = pl * HW, h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
+        int64_t q = NHWC ? o / C : o, es = NHWC ? C : 1;
+        int64_t pl = q / OHW, oh = (q % OHW) / w.OW, ow = q % w.OW;
+        int64_t base = NHWC ? pl * HW * C + o % C : pl * HW, h0 = oh * w.sh - w.ph, w0 = ow * w.sw - w.pw;
         float acc = a.is_max ? -INFINITY : 0.0f;
         int64_t count = 0;
         bool nan = false;
@@ -873,7 +1047,7 @@ template <typename T> __global__ void pool_kernel(const T *x, T *y, int64_t tota
                 int64_t iw = w0 + kw * w.dw;
                 bool in_w = iw >= 0 && iw < w.W;
                 if (in_h && in_w) {
-                    float v = cu_tof<T>(x[base + ih * w.W + iw]);
+                    float v = cu_tof<T>(x[base + (ih * w.W + iw) * es]);
                     if (a.is_max) {
                         nan |= v != v;
                         acc = v > acc ? v : acc;
@@ -902,14 +1076,24 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.count_include_pad = p->count_include_pad;
     int sp = xs->ndim - 2;
     int64_t one[2] = {1, 1};
-    a.w = window_of(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
+    bool nhwc = t->node->attrs.pool.layout == RLX_LAYOUT_NHWC;
+    /* the window over an NCHW view of the same sizes */
+    rlx_shape xv = *xs, yv = t->node->shape;
+    if (nhwc) {
+        xv.dims[1] = xs->dims[3], xv.dims[2] = xs->dims[1], xv.dims[3] = xs->dims[2];
+        yv.dims[1] = yv.dims[3], yv.dims[2] = t->node->shape.dims[1], yv.dims[3] = t->node->shape.dims[2];
+    }
+    a.w = window_of(&xv, &yv, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
                     a.is_max ? p->dilation : one, p->pads);
     a.ph_end = sp == 2 ? p->pads[2] : 0;
     a.pw_end = sp == 2 ? p->pads[3] : p->pads[1];
-    int64_t total = xs->dims[0] * xs->dims[1] * a.w.OH * a.w.OW;
+    int64_t C = xv.dims[1], total = xv.dims[0] * C * a.w.OH * a.w.OW;
     if (!total)
         return RLX_OK;
-    CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, pool_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a));
+    if (nhwc)
+        CU_FLOAT_DISPATCH(t->node->dtype, T, pool_kernel<T, true><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a, C));
+    else
+        CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, pool_kernel<T, false><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a, C));
     return rlx_cu_check(t, "pool launch");
 }
 
@@ -939,9 +1123,32 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "global average pool launch");
 }
 
+/* Channels-last conv: through cuDNN only, so claimed only when it loads
+ * (this is asked at compile time; without it the layout pass keeps NCHW),
+ * for f16/bf16 (f32 stays on the NCHW path), symmetric pads, int sizes. */
 static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    return rlx_cu_float_ok(g, n);
+    if (!rlx_cu_float_ok(g, n))
+        return false;
+    if (n->attrs.conv.layout == RLX_LAYOUT_NCHW)
+        return true;
+#ifdef RLX_CUDNN
+    const rlx_shape *xs = &g->nodes[n->in[0]].shape;
+    const int64_t *pads = n->attrs.conv.p.pads;
+    if (xs->ndim != 4 || (n->dtype != RLX_F16 && n->dtype != RLX_BF16) || pads[0] != pads[2] || pads[1] != pads[3] ||
+        rlx_shape_numel(xs) >= (INT64_C(1) << 31) || rlx_shape_numel(&n->shape) >= (INT64_C(1) << 31))
+        return false;
+    pthread_once(&dnn_once, dnn_load);
+    return dnn_ok != 0;
+#else
+    return false;
+#endif
+}
+
+/* Pooling runs in either layout (its own kernel). */
+static bool pool_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    return rlx_cu_float_ok(g, n) && (n->attrs.pool.layout == RLX_LAYOUT_NCHW || g->nodes[n->in[0]].shape.ndim == 4);
 }
 
 extern "C" void rlx_cuda_register_matmul(cu_kernel *tab)
@@ -950,7 +1157,7 @@ extern "C" void rlx_cuda_register_matmul(cu_kernel *tab)
     tab[RLX_OP_CONV] = (cu_kernel){k_conv, conv_scratch, conv_ok, prep_conv, release_conv};
     tab[RLX_OP_MATMUL_BIAS_ACT] = (cu_kernel){k_mm_act, matmul_scratch, NULL, prep_mm_act, release_matmul};
     tab[RLX_OP_CONV_BIAS_ACT] = (cu_kernel){k_conv, conv_scratch, conv_ok, prep_conv, release_conv};
-    tab[RLX_OP_MAX_POOL] = (cu_kernel){k_pool, NULL, NULL, NULL, NULL};
-    tab[RLX_OP_AVG_POOL] = (cu_kernel){k_pool, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_MAX_POOL] = (cu_kernel){k_pool, NULL, pool_ok, NULL, NULL};
+    tab[RLX_OP_AVG_POOL] = (cu_kernel){k_pool, NULL, pool_ok, NULL, NULL};
     tab[RLX_OP_GLOBAL_AVG_POOL] = (cu_kernel){k_gap, NULL, NULL, NULL, NULL};
 }
