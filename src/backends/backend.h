@@ -32,6 +32,7 @@ typedef struct rlx_thunk {
 } rlx_thunk;
 
 typedef struct rlx_schedule {
+    const struct rlx_graph *graph; /* the compiled graph; thunk i computes its node i */
     rlx_thunk *thunks;
     int n_thunks;
     int n_noop;

@@ -3,9 +3,13 @@
  *
  * Policy, for nodes that compute in f32:
  *   low  (f16/bf16): matmul, conv, attention and their fused forms, rope,
- *                    pooling windows, and cheap elementwise arithmetic;
- *   f32:             reductions, norms (fused or not), softmax and its
- *                    statistics, exp/log/pow/sqrt/rsqrt/reciprocal,
+ *                    pooling windows, cheap elementwise arithmetic, and
+ *                    norms and softmax (fused or not): every backend's norm
+ *                    and softmax kernels keep their statistics in f32 or
+ *                    wider whatever the storage dtype, and their outputs
+ *                    are O(1), so only storage narrows;
+ *   f32:             reductions, log-softmax,
+ *                    exp/log/pow/sqrt/rsqrt/reciprocal,
  *                    comparisons, arg-reductions, anything else unknown;
  *   follow:          data movement (reshape, transpose, slice, concat,
  *                    gather, expand, pad), where, clip, dropout: they run in
@@ -63,6 +67,14 @@ static int amp_class(const rlx_node_data *n)
     case RLX_OP_DIV:
     case RLX_OP_MAX:
     case RLX_OP_MIN:
+    case RLX_OP_SOFTMAX:
+    case RLX_OP_SOFTMAX_SCALE_MASK:
+    case RLX_OP_LAYER_NORM:
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_ADD_LAYER_NORM:
+    case RLX_OP_ADD_RMS_NORM:
+    case RLX_OP_ADD_RMS_NORM_KEEP:
+    case RLX_OP_BATCH_NORM:
         return AMP_LOW;
     case RLX_OP_ELEMENTWISE_CHAIN:
         return chain_is_cheap(n) ? AMP_LOW : AMP_F32;

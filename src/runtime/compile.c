@@ -170,6 +170,7 @@ static rlx_status build_schedule(rlx_session *s)
     s->schedule.thunks = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_thunk));
     if (!s->schedule.thunks)
         return RLX_ERR_OUT_OF_MEMORY;
+    s->schedule.graph = g;
     char *base = s->arena;
     for (int i = 0; i < g->n_nodes; i++) {
         rlx_thunk *t = &s->schedule.thunks[s->schedule.n_thunks++];

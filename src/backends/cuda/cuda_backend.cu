@@ -276,9 +276,10 @@ static void cuda_release(rlx_thunk *t)
 }
 
 /* What finalize builds: the captured graph of the schedule, and a prologue
- * of parameter-only work (casts of params and constants that mixed
- * precision inserts) whose outputs live in a cache buffer of their own:
- * the prologue runs only when a param it reads was uploaded since the last
+ * of parameter-only work (casts that mixed precision inserts, the weight
+ * transposes of the layout pass, any node computed from params and
+ * constants alone) whose outputs live in a cache buffer of their own: the
+ * prologue runs only when a param it reads was uploaded since the last
  * run, not every run. */
 typedef struct cu_range {
     const char *p;
@@ -402,9 +403,42 @@ static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
 
 static bool param_leaf(const rlx_node_data *n) { return n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT; }
 
-/* Picks the prologue (casts of params and constants whose every consumer
- * is a computed thunk), moves their outputs into a cache buffer and points
- * the consumers there (re-preparing them). */
+static bool is_graph_output(const rlx_graph *g, rlx_node id)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].node == id)
+            return true;
+    return false;
+}
+
+/* Whether thunk i computes from params, constants and earlier prologue
+ * thunks alone, so its value changes only when a param is uploaded. */
+static bool param_only(const rlx_schedule *s, const unsigned char *pre, int i)
+{
+    const rlx_thunk *t = &s->thunks[i];
+    const rlx_op_info *info = rlx_op_info_of(t->node->op);
+    if (!t->fn || t->node->n_in == 0 || (info->flags & RLX_OPF_RANDOM) || is_graph_output(s->graph, t->id))
+        return false;
+    for (int k = 0; k < t->node->n_in; k++) {
+        rlx_node in = t->node->in[k];
+        if (!param_leaf(t->in_node[k]) && !pre[in])
+            return false;
+    }
+    /* every consumer must read it through its input pointer: a view
+     * aliasing it would keep pointing into the arena */
+    int consumers = 0;
+    for (int j = i + 1; j < s->n_thunks; j++)
+        for (int k = 0; k < s->thunks[j].node->n_in; k++)
+            if (s->thunks[j].node->in[k] == t->id) {
+                if (!s->thunks[j].fn)
+                    return false;
+                consumers++;
+            }
+    return consumers > 0;
+}
+
+/* Picks the prologue, moves its outputs into a cache buffer and points
+ * their consumers there (re-preparing them). */
 static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
 {
     int n = s->n_thunks;
@@ -412,27 +446,18 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     if (!gs->skip)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     const char *off = getenv("RLX_CUDA_NO_PROLOGUE");
-    if (off && *off && strcmp(off, "0") != 0)
+    if ((off && *off && strcmp(off, "0") != 0) || !s->graph)
         return RLX_OK;
     size_t total = 0;
+    int n_leaf_reads = 0;
     for (int i = 0; i < n; i++) {
-        rlx_thunk *t = &s->thunks[i];
-        if (!t->fn || t->node->op != RLX_OP_CAST || !param_leaf(t->in_node[0]))
-            continue;
-        int consumers = 0;
-        bool ok = true;
-        for (int j = i + 1; j < n && ok; j++)
-            for (int k = 0; k < s->thunks[j].node->n_in; k++)
-                if (s->thunks[j].in_node[k] == t->node) {
-                    consumers++;
-                    if (!s->thunks[j].fn)
-                        ok = false; /* a view aliases it */
-                }
-        if (!ok || !consumers)
+        if (!param_only(s, gs->skip, i))
             continue;
         gs->skip[i] = 1;
         gs->n_pre++;
-        total += (rlx_node_bytes(t->node) + 255) / 256 * 256;
+        total += (rlx_node_bytes(s->thunks[i].node) + 255) / 256 * 256;
+        for (int k = 0; k < s->thunks[i].node->n_in; k++)
+            n_leaf_reads += param_leaf(s->thunks[i].in_node[k]);
     }
     if (!gs->n_pre)
         return RLX_OK;
@@ -440,7 +465,7 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     if (e != cudaSuccess)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no memory for the param cache (%zu B): %s", total,
                              cudaGetErrorString(e));
-    gs->ranges = (cu_range *)calloc((size_t)gs->n_pre, sizeof *gs->ranges);
+    gs->ranges = (cu_range *)calloc((size_t)n_leaf_reads + 1, sizeof *gs->ranges);
     unsigned char *redo = (unsigned char *)calloc((size_t)n + 1, 1);
     if (!gs->ranges || !redo) {
         free(redo);
@@ -451,34 +476,33 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
         if (!gs->skip[i])
             continue;
         rlx_thunk *t = &s->thunks[i];
-        gs->ranges[gs->n_ranges].p = (const char *)t->in[0];
-        gs->ranges[gs->n_ranges++].n = rlx_node_bytes(t->in_node[0]);
+        for (int k = 0; k < t->node->n_in; k++)
+            if (param_leaf(t->in_node[k])) {
+                gs->ranges[gs->n_ranges].p = (const char *)t->in[k];
+                gs->ranges[gs->n_ranges++].n = rlx_node_bytes(t->in_node[k]);
+            }
         t->out = (char *)gs->cache + at;
+        redo[i] = 1;
         at += (rlx_node_bytes(t->node) + 255) / 256 * 256;
         for (int j = i + 1; j < n; j++)
             for (int k = 0; k < s->thunks[j].node->n_in; k++)
-                if (s->thunks[j].in_node[k] == t->node) {
+                if (s->thunks[j].node->in[k] == t->id) {
                     s->thunks[j].in[k] = t->out;
                     redo[j] = 1;
                 }
     }
-    /* the graph the thunks point into, seen from its node array */
-    rlx_graph view;
-    memset(&view, 0, sizeof view);
-    view.nodes = (rlx_node_data *)(s->thunks[0].node - s->thunks[0].id);
-    view.n_nodes = s->thunks[n - 1].id + 1;
     rlx_status st = RLX_OK;
     for (int j = 0; j < n && st == RLX_OK; j++) {
         if (!redo[j])
             continue;
         cuda_release(&s->thunks[j]);
-        st = cuda_prepare(&view, &s->thunks[j]);
+        st = cuda_prepare(s->graph, &s->thunks[j]);
     }
     free(redo);
     const char *vb = getenv("RLX_VERBOSE");
     if (vb && *vb && strcmp(vb, "0") != 0)
-        fprintf(stderr, "[rlx cuda] prologue: %d param casts run once per param upload (%zu B cached)\n", gs->n_pre,
-                total);
+        fprintf(stderr, "[rlx cuda] prologue: %d param-only nodes run once per param upload (%zu B cached)\n",
+                gs->n_pre, total);
     gs->dirty = 1;
     gs->next = registry;
     registry = gs;
