@@ -577,6 +577,10 @@ static void test_attention(void)
         {2, 4, 4, 37, 37, 32, 32, 0, 0},  {2, 4, 2, 37, 45, 32, 32, 1, 0}, {1, 8, 2, 64, 64, 64, 64, 1, 0},
         {2, 4, 4, 16, 45, 32, 32, 0, 1},  {2, 4, 4, 16, 45, 32, 32, 0, 2}, {1, 2, 1, 1, 1000, 128, 128, 1, 0},
         {1, 2, 2, 130, 130, 128, 64, 1, 1}, {1, 2, 2, 20, 20, 256, 256, 0, 0},
+        /* f16/bf16 with D == Dv in {32, 64, 128} run on tensor cores */
+        {2, 12, 12, 128, 128, 32, 32, 0, 0}, {2, 4, 2, 77, 77, 64, 64, 1, 1}, {1, 4, 4, 77, 77, 128, 128, 0, 2},
+        {3, 6, 2, 1, 77, 32, 32, 0, 0},      {2, 4, 4, 128, 128, 128, 128, 1, 0}, {2, 4, 1, 77, 150, 64, 64, 1, 2},
+        {1, 8, 8, 1, 1, 32, 32, 1, 1},       {1, 2, 2, 100, 40, 64, 64, 1, 0}, /* fully masked rows: zeros */
     };
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
         for (int d = 0; d < 3; d++) {
@@ -591,6 +595,121 @@ static void test_attention(void)
                 m = rlx_input(g, "u_m", FLOATS[d], 4, DIMS(at[k].B, 1, at[k].S, at[k].T));
             rlx_output(g, "o", rlx_attention(g, q, kk, v, m, at[k].causal, 0.0));
             check(NAME("attention %s case%zu", dn(FLOATS[d]), k), g);
+        }
+}
+
+/* The fused attention block, built the way the fuser recognises it (as
+ * the encoder layer in src/models/workloads.c): projections (+bias),
+ * reshape, head transpose, attention, transpose back, reshape, output
+ * projection (+bias).  x is scaled by 0.1 first (a node outside the
+ * block) so the scores stay soft and the comparison measures the
+ * kernels, not the rounding of near-ties.  With rope and q/k norm the
+ * CUDA backend does not claim the block: it must stay lowered. */
+typedef struct ab_case {
+    int64_t B, S, hid, H, Hk, D;
+    int bias, causal, rope_norm;
+} ab_case;
+
+/* *fused_nodes: the node count of the graph when the whole block is one node. */
+static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nodes)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    static const char *wn[3] = {"u_wq", "u_wk", "u_wv"}, *bn[3] = {"u_bq", "u_bk", "u_bv"},
+                      *gn[2] = {"p_gq", "p_gk"};
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_mul(g, rlx_input(g, "u_x", t, 3, DIMS(c->B, c->S, c->hid)), rlx_scalar(g, t, 0.1));
+    int n = 3 + 1; /* input, scalar, mul; the block */
+    rlx_node heads[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t h = i == 0 ? c->H : c->Hk;
+        rlx_node y = rlx_matmul(g, x, rlx_param(g, wn[i], t, 2, DIMS(c->hid, h * c->D)), 0, 0);
+        n++;
+        if (c->bias) {
+            y = rlx_add(g, y, rlx_param(g, bn[i], t, 1, DIMS(h * c->D)));
+            n++;
+        }
+        y = rlx_reshape(g, y, 4, DIMS(c->B, c->S, h, c->D));
+        if (c->rope_norm && i < 2) {
+            y = rlx_rms_norm(g, y, rlx_param(g, gn[i], t, 1, DIMS(c->D)), 1e-6);
+            n++;
+        }
+        y = rlx_transpose(g, y, perm);
+        if (c->rope_norm && i < 2)
+            y = rlx_rope(g, y, 10000.0, 0, 0);
+        heads[i] = y;
+    }
+    rlx_node a = rlx_attention(g, heads[0], heads[1], heads[2], -1, c->causal, 0.0);
+    a = rlx_reshape(g, rlx_transpose(g, a, perm), 3, DIMS(c->B, c->S, c->H * c->D));
+    a = rlx_matmul(g, a, rlx_param(g, "u_wo", t, 2, DIMS(c->H * c->D, c->hid)), 0, 0);
+    n++;
+    if (c->bias) {
+        a = rlx_add(g, a, rlx_param(g, "u_bo", t, 1, DIMS(c->hid)));
+        n++;
+    }
+    rlx_output(g, "y", a);
+    *fused_nodes = n;
+    return g;
+}
+
+/* Like check_ex, and the CUDA compile must have made the block one node
+ * (want_fused) or left it lowered (!want_fused). */
+static void check_block(const char *name, rlx_graph *g, int fused_nodes, int want_fused, double scale_tol)
+{
+    if (!wanted(name)) {
+        rlx_graph_free(g);
+        return;
+    }
+    char err[1024] = "";
+    outputs a, b;
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0};
+    run_opts ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+    if (!g || rlx_graph_verify(g) != RLX_OK) {
+        snprintf(err, sizeof err, "graph: %s", rlx_last_error());
+        report(name, 0, err);
+    } else if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+        report(name, 0, err);
+    } else {
+        int nodes = a.stats.nodes_final, fused = nodes == fused_nodes;
+        /* on the CPU-only self-check both sides are the CPU, which fuses every block */
+        int cpu_only = getenv("RLX_GPU_TEST_CPU_ONLY") != NULL;
+        if (fused != want_fused && !(cpu_only && !want_fused)) {
+            snprintf(err, sizeof err, "the block is %s on cuda (%d nodes; %d when fused)",
+                     fused ? "fused" : "not fused", nodes, fused_nodes);
+            report(name, 0, err);
+        } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
+            report(name, 0, err);
+        } else {
+            int bad = compare(&a, &b, scale_tol, err, sizeof err);
+            report(name, !bad, err);
+            outputs_free(&b);
+        }
+        outputs_free(&a);
+    }
+    rlx_graph_free(g);
+}
+
+static void test_attn_block(void)
+{
+    char nm[160];
+    static const ab_case cases[] = {
+        {2, 128, 384, 12, 12, 32, 1, 0, 0}, /* the encoder's layer */
+        {2, 77, 256, 4, 4, 64, 1, 0, 0},    /* tails */
+        {1, 77, 256, 4, 2, 128, 0, 1, 0},   /* grouped heads, causal */
+        {3, 1, 128, 4, 4, 32, 1, 0, 0},     /* one position */
+        {2, 77, 192, 8, 2, 32, 0, 1, 0},    /* 4 heads per kv head, causal */
+        {1, 130, 160, 2, 1, 64, 1, 1, 0},   /* three key tiles, causal */
+        {2, 40, 96, 2, 2, 48, 1, 0, 0},     /* head dim 48: CUDA-core attention */
+        {2, 33, 128, 4, 2, 32, 1, 1, 1},    /* rope + q/k norm: not claimed, lowered */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int d = 0; d < 3; d++) {
+            const ab_case *c = &cases[k];
+            int fused_nodes = 0;
+            rlx_graph *g = attn_block_graph(FLOATS[d], c, &fused_nodes);
+            check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s", dn(FLOATS[d]),
+                             (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
+                             c->bias, c->causal, c->rope_norm ? " rope+norm" : ""),
+                        g, fused_nodes, !c->rope_norm, 1.0);
         }
 }
 
@@ -953,7 +1072,8 @@ int main(void)
     static const struct { const char *name; void (*fn)(void); } groups[] = {
         {"unary", test_unary},     {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
         {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
-        {"matmul", test_matmul},   {"attention", test_attention}, {"conv/pool", test_conv_pool},
+        {"matmul", test_matmul},   {"attention", test_attention}, {"attention block", test_attn_block},
+        {"conv/pool", test_conv_pool},
         {"random", test_random},   {"fused", test_fused}, {"graph replay", test_graph_replay},
         {"workloads", test_workloads},
     };

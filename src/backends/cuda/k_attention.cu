@@ -1,29 +1,31 @@
 /* k_attention.cu - fused scaled-dot-product attention, flash style: keys
- * and values stream through shared memory in tiles of 32, each warp owns
- * one query row and keeps a running max, sum and output accumulator in
- * registers (online softmax), so the score matrix is never materialised.
- * Causal masking, a bool or additive mask broadcast to [B, H, S, T], and
- * grouped-query heads (H a multiple of Hkv). */
+ * and values stream through shared memory in tiles and a running max, sum
+ * and output accumulator are kept per query row (online softmax), so the
+ * score matrix is never materialised.  Causal masking, a bool or additive
+ * mask broadcast to [B, H, S, T], grouped-query heads (H a multiple of
+ * Hkv), and strided views (cuda_attention.h) so the fused attention block
+ * reads q/k/v straight out of its projection buffer.
+ *
+ * f16/bf16 with D == Dv in {32, 64, 128} run on tensor cores (mma.sync
+ * m16n8k16, f32 accumulation); everything else (f32 above all: it stays
+ * real f32) on the CUDA cores. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_attention.h"
+
+#define LOG2E_F 1.4426950408889634f
+
+/* ------------------------------------------------- CUDA cores, any dims */
 
 #define TK 32  /* keys per tile */
 #define QPB 8  /* query rows (warps) per block */
 
-typedef struct attn_params {
-    int64_t B, H, S, D, Hk, T, Dv;
-    float scale;
-    int causal;
-    const void *mask;
-    int mask_dt; /* -1 none */
-    int64_t mst[4];
-} attn_params;
-
+/* One warp per query row (head dims up to 256). */
 template <typename T, int DVL>
-__global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, const T *v, T *out, attn_params p)
+__global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
 {
     extern __shared__ float sh[];
     const int D = (int)p.D, Dv = (int)p.Dv;
@@ -31,15 +33,18 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
     float *vs = ks + TK * (D + 1);       /* [TK][Dv] */
     float *qs = vs + TK * Dv;            /* [QPB][D] */
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (int64_t)blockIdx.x * QPB, s = s0 + warp;
+    const int64_t nq = (p.S + QPB - 1) / QPB, blk = blockIdx.x;
+    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
+    const int64_t s0 = (blk % nq) * QPB, s = s0 + warp;
     const bool active = s < p.S;
-    const T *kb = k + (b * p.Hk + hk) * p.T * D;
-    const T *vb = v + (b * p.Hk + hk) * p.T * Dv;
+    const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
+    const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
     float *qw = qs + warp * D;
-    if (active)
+    if (active) {
+        const T *qr = (const T *)p.q + b * p.qst[0] + h * p.qst[1] + s * p.qst[2];
         for (int d = lane; d < D; d += 32)
-            qw[d] = cu_tof<T>(q[(bh * p.S + s) * D + d]) * p.scale;
+            qw[d] = cu_tof<T>(qr[d]) * p.scale;
+    }
     float acc[DVL];
 #pragma unroll
     for (int r = 0; r < DVL; r++)
@@ -56,11 +61,11 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
         __syncthreads();
         for (int i = threadIdx.x; i < TK * D; i += blockDim.x) {
             int j = i / D, d = i % D;
-            ks[j * (D + 1) + d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * D + d]) : 0.0f;
+            ks[j * (D + 1) + d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + d]) : 0.0f;
         }
         for (int i = threadIdx.x; i < TK * Dv; i += blockDim.x) {
             int j = i / Dv;
-            vs[i] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * Dv + i % Dv]) : 0.0f;
+            vs[i] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + i % Dv]) : 0.0f;
         }
         __syncthreads();
         if (!active)
@@ -71,7 +76,7 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
         for (int d = 0; d < D; d++)
             sc += qw[d] * kr[d];
         bool visible = t < p.T && (!p.causal || t <= s + shift);
-        if (visible && p.mask_dt >= 0) {
+        if (visible && p.mask) {
             int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
             if (p.mask_dt == RLX_BOOL)
                 visible = ((const unsigned char *)p.mask)[mo] != 0;
@@ -106,7 +111,7 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
     if (!active)
         return;
     float inv = l > 0 ? 1.0f / l : 0.0f;
-    T *o = out + (bh * p.S + s) * Dv;
+    T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1] + s * p.ost[2];
 #pragma unroll
     for (int r = 0; r < DVL; r++) {
         int e = lane + 32 * r;
@@ -123,25 +128,26 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(const T *q, const T *k, c
 #define SKT 64 /* keys per tile */
 
 template <typename T, int D, int DV>
-__global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const T *v, T *out, attn_params p)
+__global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
 {
     __shared__ float ks[SKT][D];
     __shared__ float vs[SKT][DV];
-    const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (int64_t)blockIdx.x * SQB, s = s0 + threadIdx.x;
+    const int64_t nq = (p.S + SQB - 1) / SQB, blk = blockIdx.x;
+    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
+    const int64_t s0 = (blk % nq) * SQB, s = s0 + threadIdx.x;
     const bool active = s < p.S;
-    const float LOG2E = 1.4426950408889634f;
-    const float sl2 = p.scale * LOG2E;
+    const float sl2 = p.scale * LOG2E_F;
     float qr[D], acc[DV];
+    const T *qrow = (const T *)p.q + b * p.qst[0] + h * p.qst[1] + (active ? s : 0) * p.qst[2];
 #pragma unroll
     for (int d = 0; d < D; d++)
-        qr[d] = active ? cu_tof<T>(q[(bh * p.S + s) * D + d]) * sl2 : 0.0f;
+        qr[d] = active ? cu_tof<T>(qrow[d]) * sl2 : 0.0f;
 #pragma unroll
     for (int e = 0; e < DV; e++)
         acc[e] = 0.0f;
     float m = -INFINITY, l = 0.0f;
-    const T *kb = k + (b * p.Hk + hk) * p.T * D;
-    const T *vb = v + (b * p.Hk + hk) * p.T * DV;
+    const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
+    const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
     const int64_t shift = p.T - p.S;
     int64_t t_end = p.T;
     if (p.causal) {
@@ -153,11 +159,11 @@ __global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const
         __syncthreads();
         for (int i = threadIdx.x; i < SKT * D; i += SQB) {
             int j = i / D, d = i % D;
-            ks[j][d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * D + d]) : 0.0f;
+            ks[j][d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + d]) : 0.0f;
         }
         for (int i = threadIdx.x; i < SKT * DV; i += SQB) {
             int j = i / DV, e = i % DV;
-            vs[j][e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * DV + e]) : 0.0f;
+            vs[j][e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
         }
         __syncthreads();
         if (!active)
@@ -177,12 +183,12 @@ __global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const
                     for (int d = 0; d < D; d++)
                         a += qr[d] * ks[j][d];
                     bool vis = true;
-                    if (p.mask_dt >= 0) {
+                    if (p.mask) {
                         int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
                         if (p.mask_dt == RLX_BOOL)
                             vis = ((const unsigned char *)p.mask)[mo] != 0;
                         else
-                            a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E;
+                            a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
                     }
                     if (vis)
                         x = a;
@@ -214,11 +220,239 @@ __global__ void __launch_bounds__(SQB) flash_small(const T *q, const T *k, const
     if (!active)
         return;
     float inv = l > 0 ? 1.0f / l : 0.0f;
-    T *o = out + (bh * p.S + s) * DV;
+    T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1] + s * p.ost[2];
 #pragma unroll
     for (int e = 0; e < DV; e++)
         o[e] = cu_fromf<T>(acc[e] * inv);
 }
+
+/* ------------------------------------------------ tensor cores (sm_80+) */
+
+/* A block is 4 warps x 16 query rows; keys and values stream through
+ * shared memory in tiles of 64 rows, stored as loaded (f16/bf16), rows
+ * padded by 8 elements so the fragment reads below hit distinct banks.
+ * Per warp and key tile: S = Q K^T (m16n8k16, Q fragments kept in
+ * registers), scale and masks in f32, online softmax in base 2, then the
+ * probabilities (rounded to the data type, the accumulator layout reused
+ * as the A operand) times V, with V's B fragments read by ldmatrix.trans. */
+#define TCW 4            /* warps per block */
+#define TCQ (TCW * 16)   /* query rows per block */
+#define TCK 64           /* keys per tile */
+
+__device__ __forceinline__ uint32_t tc_pack(float lo, float hi, __half)
+{
+    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+__device__ __forceinline__ uint32_t tc_pack(float lo, float hi, __nv_bfloat16)
+{
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+
+/* d (16x8 f32) += a (16x16, row) * b (16x8, col). */
+__device__ __forceinline__ void tc_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1, __half)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap();
+#endif
+}
+__device__ __forceinline__ void tc_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1, __nv_bfloat16)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap();
+#endif
+}
+
+/* Four 8x8 b16 matrices, transposed on the way: lanes 8i..8i+7 give the
+ * row addresses of matrix i, whose fragment lands in r[i]. */
+__device__ __forceinline__ void tc_ldsm_x4_t(uint32_t *r, const void *p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0;
+    __trap();
+#endif
+}
+
+template <typename T> __device__ __forceinline__ uint32_t tc_lds32(const T *p) { return *(const uint32_t *)p; }
+
+/* rows [r0, r0 + 64) of a [n, D] view with row stride rs into dst [64][D + 8];
+ * rows past n are zeros (their scores are masked, and 0 * garbage could be NaN). */
+template <typename T, int D>
+__device__ __forceinline__ void tc_load_tile(T *dst, const T *src, int64_t rs, int64_t r0, int64_t n, int vec)
+{
+    constexpr int LD = D + 8, CH = D / 8;
+    if (vec) {
+        for (int i = threadIdx.x; i < TCK * CH; i += TCW * 32) {
+            int r = i / CH, c = (i % CH) * 8;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (r0 + r < n)
+                v = *(const uint4 *)(src + (r0 + r) * rs + c);
+            *(uint4 *)(dst + r * LD + c) = v;
+        }
+    } else {
+        for (int i = threadIdx.x; i < TCK * D; i += TCW * 32) {
+            int r = i / D, c = i % D;
+            dst[r * LD + c] = r0 + r < n ? src[(r0 + r) * rs + c] : cu_fromf<T>(0.0f);
+        }
+    }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(TCW * 32) flash_tc(cu_attn p, int vec)
+{
+    constexpr int LD = D + 8, NT = TCK / 8, KD = D / 16, ND = D / 8;
+    __shared__ __align__(16) T ks[TCK * LD];
+    __shared__ __align__(16) T vs[TCK * LD];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+    const int64_t nq = (p.S + TCQ - 1) / TCQ, blk = blockIdx.x;
+    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
+    const int64_t q0 = (blk % nq) * TCQ, w0 = q0 + warp * 16;
+    const T *qb = (const T *)p.q + b * p.qst[0] + h * p.qst[1];
+    const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
+    const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
+
+    /* Q tile through the K buffer into A fragments */
+    tc_load_tile<T, D>(ks, qb, p.qst[2], q0, p.S, vec);
+    __syncthreads();
+    uint32_t qf[KD][4];
+    {
+        const T *qw = ks + warp * 16 * LD;
+#pragma unroll
+        for (int kk = 0; kk < KD; kk++) {
+            qf[kk][0] = tc_lds32(qw + g * LD + kk * 16 + 2 * tg);
+            qf[kk][1] = tc_lds32(qw + (g + 8) * LD + kk * 16 + 2 * tg);
+            qf[kk][2] = tc_lds32(qw + g * LD + kk * 16 + 8 + 2 * tg);
+            qf[kk][3] = tc_lds32(qw + (g + 8) * LD + kk * 16 + 8 + 2 * tg);
+        }
+    }
+    float o[ND][4];
+#pragma unroll
+    for (int n = 0; n < ND; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    const float sl2 = p.scale * LOG2E_F;
+    const int64_t shift = p.T - p.S, rows[2] = {w0 + g, w0 + g + 8};
+    int64_t t_end = p.T;
+    if (p.causal) {
+        int64_t lim = (q0 + TCQ - 1 < p.S - 1 ? q0 + TCQ - 1 : p.S - 1) + shift + 1;
+        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+    }
+    const int64_t w_last = w0 + 15 < p.S - 1 ? w0 + 15 : p.S - 1;
+    for (int64_t t0 = 0; t0 < t_end; t0 += TCK) {
+        __syncthreads(); /* the previous tile (or Q) is no longer read */
+        tc_load_tile<T, D>(ks, kb, p.kst[2], t0, p.T, vec);
+        tc_load_tile<T, D>(vs, vb, p.vst[2], t0, p.T, vec);
+        __syncthreads();
+        /* warp-uniform skips: no valid row, or every key in the future */
+        if (w0 >= p.S || (p.causal && t0 > w_last + shift))
+            continue;
+        float sc[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+            const T *kr = ks + (j * 8 + g) * LD + 2 * tg;
+#pragma unroll
+            for (int kk = 0; kk < KD; kk++)
+                tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
+        }
+        const bool edge = p.causal || t0 + TCK > p.T || p.mask;
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float x = sc[j][e] * sl2;
+                if (edge) {
+                    int64_t s = rows[e >> 1], t = t0 + j * 8 + 2 * tg + (e & 1);
+                    bool vis = t < p.T && (!p.causal || t <= s + shift);
+                    if (vis && p.mask && s < p.S) {
+                        int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                        if (p.mask_dt == RLX_BOOL)
+                            vis = ((const unsigned char *)p.mask)[mo] != 0;
+                        else
+                            x += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
+                    }
+                    if (!vis)
+                        x = -INFINITY;
+                }
+                sc[j][e] = x;
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                mx = fmaxf(mx, fmaxf(sc[j][2 * r], sc[j][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            float mn = fmaxf(m[r], mx);
+            float base = mn == -INFINITY ? 0.0f : mn; /* a row masked so far: no inf - inf */
+            float corr = exp2f(m[r] - base), sum = 0.0f;
+            m[r] = mn;
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    float pv = exp2f(sc[j][2 * r + c] - base);
+                    sc[j][2 * r + c] = pv;
+                    sum += pv;
+                }
+            l[r] = l[r] * corr + sum; /* this thread's columns; the quad is summed at the end */
+#pragma unroll
+            for (int n = 0; n < ND; n++) {
+                o[n][2 * r] *= corr;
+                o[n][2 * r + 1] *= corr;
+            }
+        }
+#pragma unroll
+        for (int kk = 0; kk < TCK / 16; kk++) {
+            uint32_t a[4] = {tc_pack(sc[2 * kk][0], sc[2 * kk][1], T()), tc_pack(sc[2 * kk][2], sc[2 * kk][3], T()),
+                             tc_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1], T()),
+                             tc_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3], T())};
+            const T *vr = vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+#pragma unroll
+            for (int n = 0; n < D / 16; n++) {
+                uint32_t bf[4];
+                tc_ldsm_x4_t(bf, vr + n * 16);
+                tc_mma(o[2 * n], a, bf[0], bf[1], T());
+                tc_mma(o[2 * n + 1], a, bf[2], bf[3], T());
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        if (rows[r] >= p.S)
+            continue;
+        float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+        T *orow = (T *)p.o + b * p.ost[0] + h * p.ost[1] + rows[r] * p.ost[2];
+#pragma unroll
+        for (int n = 0; n < ND; n++) {
+            orow[n * 8 + 2 * tg] = cu_fromf<T>(o[n][2 * r] * inv);
+            orow[n * 8 + 2 * tg + 1] = cu_fromf<T>(o[n][2 * r + 1] * inv);
+        }
+    }
+}
+
+/* ------------------------------------------------------------- host side */
 
 static size_t attn_smem(int64_t D, int64_t Dv) { return (size_t)(TK * (D + 1) + TK * Dv + QPB * D) * sizeof(float); }
 
@@ -234,14 +468,37 @@ template <typename T> static void *attn_fn(int dvl)
 
 static int dvl_of(int64_t Dv) { return Dv <= 32 ? 1 : Dv <= 64 ? 2 : Dv <= 128 ? 4 : 8; }
 
-static rlx_status prep_attention(const rlx_graph *g, rlx_thunk *t)
+/* Tensor cores: sm_80 or newer, unless RLX_CUDA_NO_TC_ATTENTION=1. */
+static bool tc_available(void)
 {
-    (void)g;
-    const rlx_node_data *q = t->in_node[0], *v = t->in_node[2];
-    size_t smem = attn_smem(q->shape.dims[3], v->shape.dims[3]);
+    static int on = -1;
+    if (on < 0) {
+        int dev = 0, major = 0;
+        const char *off = getenv("RLX_CUDA_NO_TC_ATTENTION");
+        on = !(off && *off && strcmp(off, "0") != 0) && cudaGetDevice(&dev) == cudaSuccess &&
+             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 8;
+    }
+    return on != 0;
+}
+
+static bool tc_fits(rlx_dtype dt, int64_t D, int64_t Dv)
+{
+    return (dt == RLX_F16 || dt == RLX_BF16) && D == Dv && (D == 32 || D == 64 || D == 128) && tc_available();
+}
+
+bool rlx_cu_attention_dims_ok(rlx_dtype dt, int64_t D, int64_t Dv)
+{
+    return cu_is_f(dt) && D >= 1 && Dv >= 1 && D <= 256 && Dv <= 256;
+}
+
+rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D, int64_t Dv)
+{
+    if (tc_fits(dt, D, Dv) || (D == 32 && Dv == 32) || (D == 64 && Dv == 64))
+        return RLX_OK; /* static shared memory */
+    size_t smem = attn_smem(D, Dv);
     if (smem > 48 * 1024) {
         void *fn;
-        CU_FLOAT_DISPATCH(q->dtype, T, fn = attn_fn<T>(dvl_of(v->shape.dims[3])));
+        CU_FLOAT_DISPATCH(dt, T, fn = attn_fn<T>(dvl_of(Dv)));
         cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess)
             return rlx_cu_error(t, e, "attention shared memory");
@@ -249,44 +506,64 @@ static rlx_status prep_attention(const rlx_graph *g, rlx_thunk *t)
     return RLX_OK;
 }
 
-static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static bool aligned16(const void *p, const int64_t *st, size_t es)
 {
-    (void)ctx;
-    const rlx_node_data *q = t->in_node[0], *k = t->in_node[1], *v = t->in_node[2];
-    attn_params p;
-    memset(&p, 0, sizeof p);
-    p.B = q->shape.dims[0];
-    p.H = q->shape.dims[1];
-    p.S = q->shape.dims[2];
-    p.D = q->shape.dims[3];
-    p.Hk = k->shape.dims[1];
-    p.T = k->shape.dims[2];
-    p.Dv = v->shape.dims[3];
-    double scale = t->node->attrs.attention.scale;
-    p.scale = (float)(scale > 0 ? scale : 1.0 / sqrt((double)p.D));
-    p.causal = t->node->attrs.attention.causal;
-    p.mask_dt = -1;
-    if (t->node->attrs.attention.has_mask) {
-        rlx_shape full = {4, {p.B, p.H, p.S, p.T}};
-        p.mask = t->in[3];
-        p.mask_dt = t->in_node[3]->dtype;
-        rlx_shape_broadcast_strides(&t->in_node[3]->shape, &full, p.mst);
-    }
-    if (!p.B || !p.H || !p.S || !p.Dv)
+    if ((uintptr_t)p % 16)
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (((size_t)st[i] * es) % 16)
+            return false;
+    return true;
+}
+
+rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn *a)
+{
+    if (!a->B || !a->H || !a->S || !a->Dv)
         return RLX_OK;
+    if (a->Hk < 1 || a->H % a->Hk)
+        return rlx_cu_fail(t, RLX_ERR_INVALID_ARGUMENT, "%lld heads over %lld kv heads", (long long)a->H,
+                           (long long)a->Hk);
+    cu_attn p = *a;
+    int64_t bh = p.B * p.H;
+    if (tc_fits(dt, p.D, p.Dv)) {
+        int64_t blocks = bh * ((p.S + TCQ - 1) / TCQ);
+        if (blocks > INT_MAX)
+            return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
+        size_t es = rlx_dtype_size(dt);
+        int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
+        unsigned grid = (unsigned)blocks;
+#define TC_LAUNCH(TT, DD) flash_tc<TT, DD><<<grid, TCW * 32, 0, rlx_cu_stream>>>(p, vec)
+        if (dt == RLX_F16) {
+            if (p.D == 32) TC_LAUNCH(__half, 32);
+            else if (p.D == 64) TC_LAUNCH(__half, 64);
+            else TC_LAUNCH(__half, 128);
+        } else {
+            if (p.D == 32) TC_LAUNCH(__nv_bfloat16, 32);
+            else if (p.D == 64) TC_LAUNCH(__nv_bfloat16, 64);
+            else TC_LAUNCH(__nv_bfloat16, 128);
+        }
+#undef TC_LAUNCH
+        return rlx_cu_check(t, "attention (tensor cores) launch");
+    }
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
-        dim3 sg((unsigned)((p.S + SQB - 1) / SQB), (unsigned)(p.B * p.H));
+        int64_t blocks = bh * ((p.S + SQB - 1) / SQB);
+        if (blocks > INT_MAX)
+            return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
+        unsigned grid = (unsigned)blocks;
         if (p.D == 32)
-            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 32, 32><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+            CU_FLOAT_DISPATCH(dt, T, flash_small<T, 32, 32><<<grid, SQB, 0, rlx_cu_stream>>>(p));
         else
-            CU_FLOAT_DISPATCH(q->dtype, T, flash_small<T, 64, 64><<<sg, SQB, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, p));
+            CU_FLOAT_DISPATCH(dt, T, flash_small<T, 64, 64><<<grid, SQB, 0, rlx_cu_stream>>>(p));
         return rlx_cu_check(t, "attention launch");
     }
+    int64_t blocks = bh * ((p.S + QPB - 1) / QPB);
+    if (blocks > INT_MAX)
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
+    unsigned grid = (unsigned)blocks;
     size_t smem = attn_smem(p.D, p.Dv);
-    dim3 grid((unsigned)((p.S + QPB - 1) / QPB), (unsigned)(p.B * p.H));
     int dvl = dvl_of(p.Dv);
-#define LAUNCH(TT, N) flash_attn<TT, N><<<grid, QPB * 32, smem, rlx_cu_stream>>>((const TT *)t->in[0], (const TT *)t->in[1], (const TT *)t->in[2], (TT *)t->out, p)
-    CU_FLOAT_DISPATCH(q->dtype, T, {
+#define LAUNCH(TT, N) flash_attn<TT, N><<<grid, QPB * 32, smem, rlx_cu_stream>>>(p)
+    CU_FLOAT_DISPATCH(dt, T, {
         switch (dvl) {
         case 1: LAUNCH(T, 1); break;
         case 2: LAUNCH(T, 2); break;
@@ -298,10 +575,56 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "attention launch");
 }
 
+/* ------------------------------------------------------ the attention op */
+
+static rlx_status prep_attention(const rlx_graph *g, rlx_thunk *t)
+{
+    (void)g;
+    const rlx_node_data *q = t->in_node[0], *v = t->in_node[2];
+    return rlx_cu_attention_prepare(t, q->dtype, q->shape.dims[3], v->shape.dims[3]);
+}
+
+static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *q = t->in_node[0], *k = t->in_node[1], *v = t->in_node[2];
+    cu_attn p;
+    memset(&p, 0, sizeof p);
+    p.B = q->shape.dims[0];
+    p.H = q->shape.dims[1];
+    p.S = q->shape.dims[2];
+    p.D = q->shape.dims[3];
+    p.Hk = k->shape.dims[1];
+    p.T = k->shape.dims[2];
+    p.Dv = v->shape.dims[3];
+    double scale = t->node->attrs.attention.scale;
+    p.scale = (float)(scale > 0 ? scale : 1.0 / sqrt((double)p.D));
+    p.causal = t->node->attrs.attention.causal;
+    /* contiguous [B, H, rows, dim] */
+    const int64_t qst[3] = {p.H * p.S * p.D, p.S * p.D, p.D}, kst[3] = {p.Hk * p.T * p.D, p.T * p.D, p.D},
+                  vst[3] = {p.Hk * p.T * p.Dv, p.T * p.Dv, p.Dv}, ost[3] = {p.H * p.S * p.Dv, p.S * p.Dv, p.Dv};
+    memcpy(p.qst, qst, sizeof qst);
+    memcpy(p.kst, kst, sizeof kst);
+    memcpy(p.vst, vst, sizeof vst);
+    memcpy(p.ost, ost, sizeof ost);
+    p.q = t->in[0];
+    p.k = t->in[1];
+    p.v = t->in[2];
+    p.o = t->out;
+    p.mask_dt = -1;
+    if (t->node->attrs.attention.has_mask) {
+        rlx_shape full = {4, {p.B, p.H, p.S, p.T}};
+        p.mask = t->in[3];
+        p.mask_dt = t->in_node[3]->dtype;
+        rlx_shape_broadcast_strides(&t->in_node[3]->shape, &full, p.mst);
+    }
+    return rlx_cu_attention_run(t, q->dtype, &p);
+}
+
 static bool attention_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     const rlx_node_data *q = &g->nodes[n->in[0]], *v = &g->nodes[n->in[2]];
-    if (!cu_is_f(q->dtype) || q->shape.dims[3] > 256 || v->shape.dims[3] > 256)
+    if (!rlx_cu_attention_dims_ok(q->dtype, q->shape.dims[3], v->shape.dims[3]))
         return false;
     if (n->attrs.attention.has_mask) {
         rlx_dtype md = g->nodes[n->in[3]].dtype;
@@ -314,4 +637,5 @@ static bool attention_ok(const rlx_graph *g, const rlx_node_data *n)
 extern "C" void rlx_cuda_register_attention(cu_kernel *tab)
 {
     tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, NULL, attention_ok, prep_attention, NULL};
+    rlx_cuda_register_attn_block(tab);
 }

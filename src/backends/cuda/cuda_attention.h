@@ -1,0 +1,34 @@
+/* cuda_attention.h - scaled-dot-product attention over strided views, shared
+ * by the attention op (contiguous [B, H, S, D]) and the fused attention
+ * block (q, k and v side by side in one [B*S, (H + 2*Hkv) * D] buffer).
+ * Strides are in elements: batch, head, row; the last dim is contiguous. */
+#ifndef RLX_CUDA_ATTENTION_H
+#define RLX_CUDA_ATTENTION_H
+
+#include "backends/cuda/cuda_common.h"
+
+typedef struct cu_attn {
+    int64_t B, H, Hk, S, T, D, Dv;
+    float scale;
+    int causal;
+    const void *q, *k, *v;
+    void *o;
+    int64_t qst[3], kst[3], vst[3], ost[3]; /* batch, head, row */
+    const void *mask;                       /* NULL: none */
+    int mask_dt;                            /* RLX_BOOL or the data dtype */
+    int64_t mst[4];                         /* mask strides over [B, H, S, T] (0: broadcast) */
+} cu_attn;
+
+/* Whether some kernel here runs these head dims in this dtype. */
+bool rlx_cu_attention_dims_ok(rlx_dtype dt, int64_t D, int64_t Dv);
+/* Once per thunk, before capture: opts kernels into the shared memory they need. */
+rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D, int64_t Dv);
+/* Launches on the backend's stream: tensor cores (f16/bf16, D == Dv in
+ * {32, 64, 128}) or the CUDA-core kernels (everything else). */
+rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn *a);
+
+/* The attention block's table row (k_attn_block.cu), filled from
+ * rlx_cuda_register_attention so the backend's init list stays as it is. */
+extern "C" void rlx_cuda_register_attn_block(cu_kernel *tab);
+
+#endif
