@@ -311,13 +311,52 @@ static void mark_dirty(const void *dst, size_t bytes)
 }
 
 /* RLX_CUDA_PROFILE=1 (with RLX_DISABLE_CUDA_GRAPH=1): device time per op
- * kind, summed over runs, printed when the schedule is released. */
+ * kind and the costliest nodes, summed over runs, printed when the
+ * schedule is released.  Each thunk runs once as usual, then is captured
+ * PROF_REPS times into a graph of its own and replayed between two events,
+ * so what is measured is its time inside a CUDA graph, without the host's
+ * launch gaps.  The repeats rerun in-place kernels: a profiled run's
+ * outputs are not meaningful. */
+#define PROF_REPS 10
 static int profiling = -1;
 static double prof_ms[CU_TABLE_SIZE];
 static long prof_n[CU_TABLE_SIZE];
+static double *prof_thunk_ms; /* per thunk of prof_sched */
+static const rlx_schedule *prof_sched;
+
+static float time_in_graph(const rlx_thunk *t, const rlx_run_ctx *ctx, cudaEvent_t ev[2])
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t e = NULL;
+    float ms = -1;
+    if (cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+        return -1;
+    rlx_status st = RLX_OK;
+    for (int r = 0; r < PROF_REPS && st == RLX_OK; r++)
+        st = t->fn(t, ctx);
+    if (cudaStreamEndCapture(rlx_cu_stream, &g) == cudaSuccess && st == RLX_OK &&
+        cudaGraphInstantiate(&e, g, 0) == cudaSuccess && cudaGraphLaunch(e, rlx_cu_stream) == cudaSuccess) {
+        cudaEventRecord(ev[0], rlx_cu_stream);
+        cudaGraphLaunch(e, rlx_cu_stream);
+        cudaEventRecord(ev[1], rlx_cu_stream);
+        if (cudaEventSynchronize(ev[1]) == cudaSuccess && cudaEventElapsedTime(&ms, ev[0], ev[1]) == cudaSuccess)
+            ms /= PROF_REPS;
+    }
+    if (e)
+        cudaGraphExecDestroy(e);
+    if (g)
+        cudaGraphDestroy(g);
+    cudaGetLastError();
+    return ms;
+}
 
 static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    if (prof_sched != s) {
+        free(prof_thunk_ms);
+        prof_thunk_ms = (double *)calloc((size_t)s->n_thunks + 1, sizeof(double));
+        prof_sched = s;
+    }
     cudaEvent_t ev[2];
     cudaEventCreate(&ev[0]);
     cudaEventCreate(&ev[1]);
@@ -326,16 +365,14 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
             continue;
-        cudaEventRecord(ev[0], rlx_cu_stream);
         st = t->fn(t, ctx);
-        cudaEventRecord(ev[1], rlx_cu_stream);
-        cudaEventSynchronize(ev[1]);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, ev[0], ev[1]);
+        float ms = st == RLX_OK ? time_in_graph(t, ctx, ev) : -1;
         unsigned op = (unsigned)t->node->op;
-        if (op < CU_TABLE_SIZE) {
+        if (ms >= 0 && op < CU_TABLE_SIZE) {
             prof_ms[op] += ms;
             prof_n[op]++;
+            if (prof_thunk_ms)
+                prof_thunk_ms[i] += ms;
         }
     }
     cudaEventDestroy(ev[0]);
@@ -343,14 +380,15 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
     return st;
 }
 
-static void profile_report(void)
+static void profile_report(const rlx_schedule *s)
 {
     double total = 0;
     for (int i = 0; i < CU_TABLE_SIZE; i++)
         total += prof_ms[i];
     if (total <= 0)
         return;
-    fprintf(stderr, "[rlx cuda profile] device ms per op kind (all runs), total %.3f ms:\n", total);
+    fprintf(stderr, "[rlx cuda profile] device ms per op kind (all runs, as inside a CUDA graph), total %.3f ms:\n",
+            total);
     for (;;) {
         int best = -1;
         for (int i = 0; i < CU_TABLE_SIZE; i++)
@@ -363,6 +401,30 @@ static void profile_report(void)
         prof_n[best] = 0;
         prof_ms[best] = 0;
     }
+    if (prof_sched != s || !prof_thunk_ms)
+        return;
+    fprintf(stderr, "[rlx cuda profile] costliest nodes:\n");
+    for (int k = 0; k < 12; k++) {
+        int best = -1;
+        for (int i = 0; i < s->n_thunks; i++)
+            if (prof_thunk_ms[i] > 0 && (best < 0 || prof_thunk_ms[i] > prof_thunk_ms[best]))
+                best = i;
+        if (best < 0)
+            break;
+        const rlx_node_data *n = s->thunks[best].node;
+        char dims[96];
+        int at = 0;
+        dims[0] = 0;
+        for (int d = 0; d < n->shape.ndim && at < (int)sizeof dims - 24; d++)
+            at += snprintf(dims + at, sizeof dims - (size_t)at, d ? "x%lld" : "%lld", (long long)n->shape.dims[d]);
+        fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s\n", prof_thunk_ms[best],
+                100.0 * prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op),
+                rlx_dtype_name(n->dtype), dims, n->name ? " " : "", n->name ? n->name : "");
+        prof_thunk_ms[best] = 0;
+    }
+    free(prof_thunk_ms);
+    prof_thunk_ms = NULL;
+    prof_sched = NULL;
 }
 
 /* Launches the thunks whose skip flag equals `which` (all when skip is NULL). */
@@ -562,7 +624,7 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 static void cuda_release_schedule(rlx_schedule *s)
 {
     if (profiling > 0)
-        profile_report();
+        profile_report(s);
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     if (!gs)
         return;
