@@ -12,7 +12,7 @@
 typedef enum cu_epi { CU_EPI_NONE = 0, CU_EPI_BIAS, CU_EPI_BIAS_RELU, CU_EPI_BIAS_GELU_TANH, CU_EPI_RELU,
                       CU_EPI_GELU_TANH } cu_epi;
 
-#define CU_GEMM_CANDIDATES 8
+#define CU_GEMM_CANDIDATES 16
 
 typedef struct cu_gemm {
     cublasLtMatmulDesc_t op;

@@ -164,23 +164,39 @@ void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const v
     cudaEventCreate(&e1);
     float best = 1e30f;
     int best_i = -1;
+    /* Each candidate is captured TUNE_REPS times into a graph and replayed
+     * between events: small GEMMs take less device time than the host
+     * takes to launch them, so timing plain launches would measure the
+     * host and pick at random. */
+    enum { TUNE_REPS = 8 };
     for (int i = 0; i < g->n_cand; i++) {
-        bool ok = true;
-        for (int r = 0; r < 2 && ok; r++) /* warm-up */
+        if (cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
+                           g->cand_ws[i], rlx_cu_stream) != CUBLAS_STATUS_SUCCESS ||
+            cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        cudaGraph_t gr = NULL;
+        cudaGraphExec_t ex = NULL;
+        bool ok = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+        for (int r = 0; r < TUNE_REPS && ok; r++)
             ok = cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
                                 g->cand_ws[i], rlx_cu_stream) == CUBLAS_STATUS_SUCCESS;
-        if (!ok)
-            continue;
-        cudaEventRecord(e0, rlx_cu_stream);
-        for (int r = 0; r < 5; r++)
-            cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
-                           g->cand_ws[i], rlx_cu_stream);
-        cudaEventRecord(e1, rlx_cu_stream);
+        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
+            ok = false;
         float ms = 0;
-        if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
+        if (ok && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+            cudaEventRecord(e0, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+            cudaEventRecord(e1, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
             best = ms;
             best_i = i;
         }
+        if (ex)
+            cudaGraphExecDestroy(ex);
+        if (gr)
+            cudaGraphDestroy(gr);
+        cudaGetLastError();
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
