@@ -768,9 +768,10 @@ static void test_conv_pool(void)
     test_conv_nhwc();
 }
 
-/* Channels-last convolutions: on CUDA the layout stage makes f16/bf16
- * convs NHWC (cuDNN, bias + ReLU fused where cuDNN can); each case also
- * checks that it did (stats.channels_last), and that f32 stays NCHW. */
+/* Channels-last convolutions (opt-in: RLX_CUDA_NHWC=1, set here around the
+ * CUDA runs): the layout stage makes f16/bf16 convs NHWC (cuBLASLt with a
+ * bias/ReLU epilogue or cuDNN, the faster); each case also checks that it
+ * did (stats.channels_last), and that f32 stays NCHW. */
 static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double scale_tol)
 {
     if (!wanted(name)) {
@@ -786,9 +787,10 @@ static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double sca
     if (!g || rlx_graph_verify(g) != RLX_OK) {
         snprintf(err, sizeof err, "graph: %s", rlx_last_error());
         report(name, 0, err);
-    } else if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+    } else if (setenv("RLX_CUDA_NHWC", "1", 1), run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+        unsetenv("RLX_CUDA_NHWC");
         report(name, 0, err);
-    } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
+    } else if (unsetenv("RLX_CUDA_NHWC"), run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
         report(name, 0, err);
         outputs_free(&a);
     } else {
@@ -809,6 +811,13 @@ static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double sca
 static rlx_node act_of(rlx_graph *g, int act, rlx_node y)
 {
     return act == 1 ? rlx_relu(g, y) : act == 2 ? rlx_gelu(g, y) : act == 3 ? rlx_silu(g, y) : y;
+}
+
+/* A conv weight scaled by 1/sqrt(fan in), so activations stay near 1
+ * through the block and f16/bf16 rounding stays comparable. */
+static rlx_node wparam(rlx_graph *g, const char *name, rlx_dtype t, int64_t O, int64_t C, int64_t k)
+{
+    return rlx_mul(g, rlx_param(g, name, t, 4, DIMS(O, C, k, k)), rlx_scalar(g, t, 1.0 / sqrt((double)(C * k * k))));
 }
 
 static void test_conv_nhwc(void)
@@ -852,22 +861,27 @@ static void test_conv_nhwc(void)
         p7.stride[0] = p7.stride[1] = 2;
         p7.pads[0] = p7.pads[1] = p7.pads[2] = p7.pads[3] = 3;
         rlx_node h = rlx_relu(g, rlx_conv(g, rlx_input(g, "u_x", t, 4, DIMS(2, 3, 32, 32)),
-                                          rlx_param(g, "u_w0", t, 4, DIMS(16, 3, 7, 7)), rlx_param(g, "u_b0", t, 1, DIMS(16)), &p7));
+                                          wparam(g, "u_w0", t, 16, 3, 7), rlx_param(g, "u_b0", t, 1, DIMS(16)), &p7));
         rlx_pool_params pp;
         rlx_pool_params_init(&pp, 3);
         pp.stride[0] = pp.stride[1] = 2;
         pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
         h = rlx_max_pool(g, h, &pp);
-        rlx_node a = rlx_relu(g, rlx_conv(g, h, rlx_param(g, "u_w1", t, 4, DIMS(16, 16, 3, 3)),
+        rlx_node a = rlx_relu(g, rlx_conv(g, h, wparam(g, "u_w1", t, 16, 16, 3),
                                           rlx_param(g, "u_b1", t, 1, DIMS(16)), &p1));
-        a = rlx_conv(g, a, rlx_param(g, "u_w2", t, 4, DIMS(16, 16, 3, 3)), rlx_param(g, "u_b2", t, 1, DIMS(16)), &p1);
+        a = rlx_conv(g, a, wparam(g, "u_w2", t, 16, 16, 3), rlx_param(g, "u_b2", t, 1, DIMS(16)), &p1);
         rlx_node r = rlx_relu(g, rlx_add(g, a, h));
-        rlx_node c = rlx_relu(g, rlx_conv(g, r, rlx_param(g, "u_w3", t, 4, DIMS(32, 16, 3, 3)),
+        rlx_node c = rlx_relu(g, rlx_conv(g, r, wparam(g, "u_w3", t, 32, 16, 3),
                                           rlx_param(g, "u_b3", t, 1, DIMS(32)), &p2));
         rlx_output(g, "y", rlx_global_avg_pool(g, c));
         rlx_output(g, "r", r);
         check_nhwc(NAME("conv-nhwc block %s", dn(t)), g, t == RLX_F32 ? 0 : 5, 2.0);
     }
+    /* resnet50 end to end through the channels-last path */
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
+    setenv("RLX_CUDA_NHWC", "1", 1);
+    check_ex("e2e resnet50 f16 b1 nhwc", rlx_workload_resnet50(1, RLX_F16), 3.0, &cu, NULL);
+    unsetenv("RLX_CUDA_NHWC");
 }
 
 static void test_random(void)

@@ -529,6 +529,9 @@ typedef struct conv_state {
     /* gathered: small images of a batch side by side, one GEMM
      * Y'[O, N*OHW] = W[O, K] col[K, N*OHW], then a permuting bias/act pass */
     int gathered;
+    /* channels-last on cuBLASLt: Y[N*OHW, O] = col[N*OHW, K] W[O, K]^T with
+     * the bias/ReLU epilogue (post: an activation pass follows) */
+    int nhwc_gemm, post;
 } conv_state;
 
 /* Small outputs make poor per-image GEMMs: gather the batch into one. */
@@ -597,6 +600,26 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
         if (bias)
             v += cu_tof<T>(bias[(i / HW) % O]);
         y[i] = cu_fromf<T>(act_f(act, v));
+    }
+}
+
+/* col[m][(kh * KW + kw) * C + c] for output pixel m: the rows of an NHWC
+ * weight [O, KH, KW, C] line up with it (groups 1) */
+template <typename T, typename I>
+__global__ void im2col_nhwc(const T *x, T *col, I total, I C, I K, win2d w64)
+{
+    const I KW = (I)w64.KW, OW = (I)w64.OW, OH = (I)w64.OH;
+    const long long H = w64.H, W = w64.W;
+    for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        I k = i % K, m = i / K;
+        I c = k % C, kk = k / C, kh = kk / KW, kw = kk % KW;
+        I ow = m % OW, q = m / OW, oh = q % OH, n = q / OH;
+        long long ih = (long long)oh * w64.sh - w64.ph + (long long)kh * w64.dh;
+        long long iw = (long long)ow * w64.sw - w64.pw + (long long)kw * w64.dw;
+        T v = cu_fromf<T>(0.0f);
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+            v = x[(((long long)n * H + ih) * W + iw) * C + c];
+        col[i] = v;
     }
 }
 
@@ -736,16 +759,17 @@ static size_t nhwc_scratch(const rlx_graph *g, const rlx_node_data *n)
     return round256((size_t)(s.N * s.K * s.OHW) * rlx_dtype_size(n->dtype)) + CU_GEMM_WORKSPACE;
 }
 
-static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
-{
-    const rlx_node_data *n = t->node;
-    nhwc_dims(n, &t->in_node[0]->shape, &t->in_node[1]->shape, s);
-    if (!s->N || !s->O || !s->OHW)
-        return RLX_OK;
 #ifdef RLX_CUDNN
+/* cuDNN with NHWC descriptors; bias + ReLU (any algorithm) or bias alone
+ * (identity: cuDNN runs it only with IMPLICIT_PRECOMP_GEMM) fused into
+ * cudnnConvolutionBiasActivationForward if that times faster than the
+ * convolution and a bias pass.  False (state released) if it cannot. */
+static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
+{
     pthread_once(&dnn_once, dnn_load);
     if (!dnn_ok || !t->scratch)
-        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN");
+        return false;
+    const rlx_node_data *n = t->node;
     rlx_dtype dt = n->dtype;
     cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     const win2d &w = s->w;
@@ -776,15 +800,11 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
     cudaGetLastError();
     if (!ok || pick < 0) {
         release_dnn(s);
-        return rlx_cu_fail(t, RLX_ERR_DEVICE, "cuDNN has no channels-last algorithm for this conv within %zu bytes of scratch",
-                           t->scratch_bytes);
+        return false;
     }
     s->algo = perf[pick].algo;
     s->dnn_ws = perf[pick].memory;
     s->use_dnn = 1;
-    /* bias + ReLU (any algorithm) or bias alone (identity: cuDNN runs it
-     * only with IMPLICIT_PRECOMP_GEMM) fused into the convolution, if that
-     * is faster than the convolution and a bias pass */
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
     int fused_pick = act == RLX_ACT_RELU ? pick : precomp;
     if (n->attrs.conv.has_bias && (act == RLX_ACT_RELU || act == RLX_ACT_NONE) && fused_pick >= 0 &&
@@ -802,10 +822,55 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
         s->fused = t_fused <= t_split && t_fused < 1e30f;
     }
     cudaGetLastError();
-    return RLX_OK;
-#else
-    return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN (not in this build)");
+    return true;
+}
 #endif
+
+/* Channels-last: cuBLASLt (groups 1: a 1x1 stride-1 conv reads x as it
+ * is, others an NHWC im2col) and cuDNN, each timed, the faster kept. */
+static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
+{
+    const rlx_node_data *n = t->node;
+    nhwc_dims(n, &t->in_node[0]->shape, &t->in_node[1]->shape, s);
+    if (!s->N || !s->O || !s->OHW)
+        return RLX_OK;
+    int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
+    const void *bias = n->attrs.conv.has_bias ? t->in[2] : NULL;
+    rlx_status gst = RLX_ERR_UNSUPPORTED;
+    if (s->G == 1) {
+        s->pw = pointwise(&s->w);
+        cu_epi epi = mm_epilogue(n->attrs.conv.has_bias, act, &s->post);
+        int64_t M = s->N * s->OHW;
+        gst = rlx_cu_gemm_plan(&s->gemm, n->dtype, 0, 1, M, s->O, s->K, s->K, s->K, s->O, 1, 0, 0, 0, epi, 256);
+        if (gst == RLX_OK && t->scratch) {
+            size_t col_b = s->pw ? 0 : round256((size_t)(M * s->K) * rlx_dtype_size(n->dtype));
+            rlx_cu_gemm_tune(&s->gemm, s->pw ? t->in[0] : t->scratch, t->in[1], t->out, bias, (char *)t->scratch + col_b);
+        }
+        if (gst != RLX_OK)
+            rlx_clear_error(); /* cuDNN may still run it */
+    }
+    bool dnn_ready = false;
+#ifdef RLX_CUDNN
+    dnn_ready = prep_dnn_nhwc(t, s);
+#endif
+    if (gst == RLX_OK && dnn_ready) {
+        s->nhwc_gemm = 0;
+        float t_dnn = time_conv(t);
+        s->nhwc_gemm = 1;
+        float t_gemm = time_conv(t);
+        s->nhwc_gemm = t_gemm < t_dnn;
+#ifdef RLX_CUDNN
+        if (s->nhwc_gemm)
+            release_dnn(s);
+#endif
+        return RLX_OK;
+    }
+    if (gst == RLX_OK || dnn_ready) {
+        s->nhwc_gemm = gst == RLX_OK;
+        return RLX_OK;
+    }
+    return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "no channels-last path for this conv (groups %lld needs cuDNN)",
+                       (long long)s->G);
 }
 
 static rlx_status k_conv_nhwc(const rlx_thunk *t)
@@ -813,6 +878,29 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
     const conv_state *s = (const conv_state *)t->state;
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
+    rlx_dtype dt = t->node->dtype;
+    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
+    if (s->nhwc_gemm) {
+        int64_t M = s->N * s->OHW, total_col = M * s->K;
+        const void *A = t->in[0];
+        size_t col_b = 0;
+        if (!s->pw) {
+            bool small = total_col < (1LL << 31) && s->N * s->HW * s->C < (1LL << 31);
+            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_nhwc<T, unsigned><<<cu_blocks(total_col, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->scratch, (unsigned)total_col, (unsigned)s->C, (unsigned)s->K, s->w); else im2col_nhwc<T, int64_t><<<cu_blocks(total_col, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->scratch, total_col, s->C, s->K, s->w); });
+            rlx_status st = rlx_cu_check(t, "im2col launch");
+            if (st != RLX_OK)
+                return st;
+            A = t->scratch;
+            col_b = round256((size_t)total_col * rlx_dtype_size(dt));
+        }
+        rlx_status st = rlx_cu_gemm_run(t, &s->gemm, A, t->in[1], t->out, t->node->attrs.conv.has_bias ? t->in[2] : NULL,
+                                        (char *)t->scratch + col_b);
+        if (st != RLX_OK || !s->post)
+            return st;
+        int64_t total = M * s->O;
+        CU_FLOAT_DISPATCH(dt, T, act_inplace<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, total, act));
+        return rlx_cu_check(t, "conv activation launch");
+    }
 #ifdef RLX_CUDNN
     float one = 1.0f, zero = 0.0f;
     cudnnStatus_t ds;
@@ -829,12 +917,10 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
                                      &zero, s->yd, t->out);
     if (ds != CUDNN_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward (channels-last) failed (status %d)", (int)ds);
-    int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
     if (!t->node->attrs.conv.has_bias && act == RLX_ACT_NONE)
         return RLX_OK;
     int64_t total = s->N * s->O * s->OHW;
     const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-    rlx_dtype dt = t->node->dtype;
     CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) bias_nhwc<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else bias_nhwc<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, act); });
     return rlx_cu_check(t, "conv bias launch");
 #else
@@ -1139,9 +1225,9 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "global average pool launch");
 }
 
-/* Channels-last conv: through cuDNN only, so claimed only when it loads
- * (this is asked at compile time; without it the layout pass keeps NCHW),
- * for f16/bf16 (f32 stays on the NCHW path), symmetric pads, int sizes. */
+/* Channels-last conv: claimed only with RLX_CUDA_NHWC=1 and when cuDNN
+ * loads (asked at compile time; otherwise the layout pass keeps NCHW), for
+ * f16/bf16 (f32 stays on the NCHW path), symmetric pads, int sizes. */
 static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     if (!rlx_cu_float_ok(g, n))
@@ -1149,6 +1235,11 @@ static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
     if (n->attrs.conv.layout == RLX_LAYOUT_NCHW)
         return true;
 #ifdef RLX_CUDNN
+    /* opt-in until measured: on an H200 the cuDNN-only version of this path
+     * ran ResNet-50 slower than NCHW (the cuBLASLt path is not measured yet) */
+    const char *on = getenv("RLX_CUDA_NHWC");
+    if (!on || !*on || !strcmp(on, "0"))
+        return false;
     const rlx_shape *xs = &g->nodes[n->in[0]].shape;
     const int64_t *pads = n->attrs.conv.p.pads;
     if (xs->ndim != 4 || (n->dtype != RLX_F16 && n->dtype != RLX_BF16) || pads[0] != pads[2] || pads[1] != pads[3] ||
