@@ -469,8 +469,8 @@ static void test_norm_softmax(void)
                 rlx_output(g, "y", lg ? rlx_log_softmax(g, x, axes[a]) : rlx_softmax(g, x, axes[a]));
                 check(NAME("%s %s axis%d", lg ? "log_softmax" : "softmax", dn(FLOATS[d]), axes[a]), g);
             }
-        static const int64_t widths[3] = {384, 1000, 31};
-        for (int w = 0; w < 3; w++)
+        static const int64_t widths[4] = {384, 1000, 31, 2048}; /* register paths of 1-8 loads per lane, and none */
+        for (int w = 0; w < 4; w++)
             for (int v = 0; v < 3; v++) {
                 rlx_graph *g = rlx_graph_new();
                 rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(3, 5, widths[w]));
@@ -936,6 +936,18 @@ static void test_fused(void)
         rlx_node y = rlx_input(g, "y", t, 1, DIMS(65)), z = rlx_input(g, "z", t, 3, DIMS(4, 1, 65));
         rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_tanh(g, rlx_sub(g, z, x))));
         check(NAME("fused elementwise_chain %s", dn(t)), g);
+        /* the vector path: innermost dim a multiple of 8, inputs dense or broadcast along it */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
+        y = rlx_input(g, "y", t, 1, DIMS(64));
+        z = rlx_input(g, "z", t, 3, DIMS(4, 1, 64));
+        rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_gelu(g, rlx_sub(g, z, x))));
+        check(NAME("fused elementwise_chain vec broadcast %s", dn(t)), g);
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 4, DIMS(3, 28, 28, 128));
+        r = rlx_input(g, "r", t, 4, DIMS(3, 28, 28, 128));
+        rlx_output(g, "o", rlx_relu(g, rlx_add(g, x, r)));
+        check(NAME("fused elementwise_chain vec residual relu %s", dn(t)), g);
         for (int mk = 0; mk < 3; mk++) {
             g = rlx_graph_new();
             x = rlx_input(g, "x", t, 4, DIMS(2, 3, 17, 40));

@@ -226,10 +226,132 @@ template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
     }
 }
 
+/* Vectorised small programs: each thread runs the program once on V
+ * neighbouring elements (one 16-byte load per input), so the dispatch on
+ * the opcode and on the register numbers, uniform across the grid, is paid
+ * once per V elements instead of once per element.  Inputs must be
+ * 16-byte aligned and, along the innermost collapsed dim (a multiple of V),
+ * dense (stride 1) or broadcast (stride 0); outer dims go through the
+ * usual stride walk once per vector. */
+#define EWV_REGS (EWS_IN + EWS_OPS)
+
+template <int V> struct ew_vec {
+    float v[V];
+};
+
+/* r[q] for a q known only at run time (uniform): a switch with constant
+ * indices keeps the register file in registers. */
+template <int V> __device__ __forceinline__ void ew_pick(const ew_vec<V> (&r)[EWV_REGS], int q, ew_vec<V> &o)
+{
+    switch (q) {
+#define EW_CASE(n) case n: o = r[n]; break;
+        EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5) EW_CASE(6) EW_CASE(7) EW_CASE(8)
+        EW_CASE(9) EW_CASE(10) EW_CASE(11)
+#undef EW_CASE
+    default: break;
+    }
+}
+
+template <typename T, int V> __device__ __forceinline__ void ew_load(const T *p, int stride, ew_vec<V> &o)
+{
+    if (stride == 0) {
+        float x = cu_tof<T>(p[0]);
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            o.v[e] = x;
+        return;
+    }
+    union {
+        uint4 u[V * sizeof(T) / 16];
+        T t[V];
+    } b;
+#pragma unroll
+    for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+        b.u[w] = ((const uint4 *)p)[w];
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        o.v[e] = cu_tof<T>(b.t[e]);
+}
+
+template <typename T, int V> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
+{
+    const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
+        /* offsets of the vector's first element: innermost index from i % inner */
+        int64_t off[EWS_IN];
+        int64_t q = i / inner, first = (i % inner) * V;
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
+        for (int d = p.nd - 2; d >= 0; d--) {
+            int64_t ix = q % p.dims[d];
+            q /= p.dims[d];
+#pragma unroll
+            for (int k = 0; k < EWS_IN; k++)
+                if (k < p.nin)
+                    off[k] += ix * p.st[k][d];
+        }
+        ew_vec<V> r[EWV_REGS];
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            if (k < p.nin)
+                ew_load<T, V>((const T *)p.in[k] + off[k], (inner_stride_mask >> k) & 1, r[k]);
+#pragma unroll
+        for (int j = 0; j < EWS_OPS; j++) {
+            if (j >= p.nops)
+                break;
+            const int op = p.code[3 * j];
+            ew_vec<V> a, b;
+            ew_pick<V>(r, p.code[3 * j + 1], a);
+            if (op >= RLX_OP_ADD) {
+                ew_pick<V>(r, p.code[3 * j + 2], b);
+                switch (op) {
+                case RLX_OP_ADD:
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        r[EWS_IN + j].v[e] = a.v[e] + b.v[e];
+                    break;
+                case RLX_OP_MUL:
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        r[EWS_IN + j].v[e] = a.v[e] * b.v[e];
+                    break;
+                default:
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        r[EWS_IN + j].v[e] = ew_binary(op, a.v[e], b.v[e]);
+                }
+            } else if (op == RLX_OP_RELU) {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    r[EWS_IN + j].v[e] = a.v[e] > 0 ? a.v[e] : (a.v[e] != a.v[e] ? a.v[e] : 0.0f);
+            } else {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    r[EWS_IN + j].v[e] = ew_unary(op, a.v[e]);
+            }
+        }
+        ew_vec<V> o;
+        ew_pick<V>(r, EWS_IN + p.nops - 1, o);
+        union {
+            uint4 u[V * sizeof(T) / 16];
+            T t[V];
+        } b;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            b.t[e] = cu_fromf<T>(o.v[e]);
+        uint4 *dst = (uint4 *)(y + i * V);
+#pragma unroll
+        for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+            dst[w] = b.u[w];
+    }
+}
+
 typedef struct ew_state {
     ew_prog prog;
-    ew_prog small; /* the program renumbered for ew_chain_small */
+    ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec */
     int use_small;
+    int use_vec, inner_stride_mask; /* ew_chain_vec; bit k: input k dense along the innermost dim */
 } ew_state;
 
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
@@ -276,14 +398,25 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
     bool flat = p->nd <= 1;
     for (int k = 0; k < p->nin && flat; k++)
         flat = p->nd == 0 || p->st[k][0] == 1;
-    if (flat && p->nin <= EWS_IN && p->nops <= EWS_OPS) {
+    if (p->nin <= EWS_IN && p->nops <= EWS_OPS && p->nops > 0) {
         s->small = *p;
         for (int j = 0; j < p->nops; j++)
             for (int k = 1; k <= 2; k++) {
                 int r = p->code[3 * j + k];
                 s->small.code[3 * j + k] = (uint8_t)(r < p->nin ? r : EWS_IN + (r - p->nin));
             }
-        s->use_small = 1;
+        s->use_small = flat;
+        /* the vector path: V elements of the innermost dim per thread */
+        int V = rlx_dtype_size(n->dtype) == 4 ? 4 : 8;
+        bool vec = p->nd >= 1 && p->dims[p->nd - 1] % V == 0 && ((uintptr_t)t->out & 15) == 0;
+        for (int k = 0; k < p->nin && vec; k++) {
+            int64_t in_st = p->st[k][p->nd - 1];
+            vec = (in_st == 0 || in_st == 1) && ((uintptr_t)t->in[k] & 15) == 0;
+            for (int d = 0; d < p->nd - 1 && vec; d++)
+                vec = p->st[k][d] % V == 0; /* every vector starts 16-byte aligned */
+            s->inner_stride_mask |= (in_st == 1) << k;
+        }
+        s->use_vec = vec;
     }
     return RLX_OK;
 }
@@ -299,7 +432,16 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool flat = s->prog.nd <= 1;
     for (int k = 0; k < s->prog.nin && flat; k++)
         flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
-    if (s->use_small)
+    if (s->use_vec) {
+        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
+        int64_t nvec = s->prog.total / V;
+        if (V == 4)
+            ew_chain_vec<float, 4><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (float *)t->out);
+        else if (t->node->dtype == RLX_F16)
+            ew_chain_vec<__half, 8><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (__half *)t->out);
+        else
+            ew_chain_vec<__nv_bfloat16, 8><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
+    } else if (s->use_small)
         CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_small<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->small, (T *)t->out));
     else if (flat)
         CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, true><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));

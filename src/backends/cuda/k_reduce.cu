@@ -319,6 +319,121 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
 #undef XV
 }
 
+/* Rows of at most 32 * PER * V elements: one warp per row, the row read
+ * once with 16-byte loads into registers (V elements per load), then the
+ * statistics and the write from registers. */
+template <typename T, int V> struct norm_vec {
+    union {
+        uint4 u[V * sizeof(T) / 16];
+        T t[V];
+    };
+};
+
+template <typename T, int V>
+__device__ __forceinline__ void norm_load(const T *p, float (&o)[V])
+{
+    norm_vec<T, V> b;
+#pragma unroll
+    for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+        b.u[w] = ((const uint4 *)p)[w];
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        o[e] = cu_tof<T>(b.t[e]);
+}
+
+template <typename T, int V, int PER>
+__global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int n,
+                              float eps, int is_layer)
+{
+    int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x & 31;
+    if (row >= rows)
+        return;
+    const int chunks = n / V;
+    float v[PER][V];
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        int c = lane + 32 * j;
+        if (c < chunks) {
+            norm_load<T, V>(x + row * n + c * V, v[j]);
+            if (res) {
+                float r[V];
+                norm_load<T, V>(res + row * n + c * V, r);
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    v[j][e] += r[e];
+            }
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                s += v[j][e];
+        }
+    }
+    const float mean = is_layer ? cu_warp_sum(s) / (float)n : 0.0f;
+    float q = 0;
+#pragma unroll
+    for (int j = 0; j < PER; j++)
+        if (lane + 32 * j < chunks)
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                float d = v[j][e] - mean;
+                q += d * d;
+            }
+    const float inv = rsqrtf(cu_warp_sum(q) / (float)n + eps);
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        int c = lane + 32 * j;
+        if (c >= chunks)
+            continue;
+        float g[V], b[V];
+        if (gamma)
+            norm_load<T, V>(gamma + c * V, g);
+        if (beta)
+            norm_load<T, V>(beta + c * V, b);
+        norm_vec<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            float r = (v[j][e] - mean) * inv;
+            if (gamma)
+                r *= g[e];
+            if (beta)
+                r += b[e];
+            o.t[e] = cu_fromf<T>(r);
+        }
+#pragma unroll
+        for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+            ((uint4 *)(y + row * n + c * V))[w] = o.u[w];
+    }
+}
+
+template <typename T>
+static bool norm_launch_reg(const void *x, const void *res, const void *gamma, const void *beta, void *y, int64_t rows,
+                            int64_t n, float eps, int is_layer)
+{
+    const int V = 16 / (int)sizeof(T);
+    const void *ptrs[5] = {x, res, gamma, beta, y};
+    for (int i = 0; i < 5; i++)
+        if ((uintptr_t)ptrs[i] & 15)
+            return false;
+    if (n % V || n / V > 32 * 8)
+        return false;
+    int per = (int)((n / V + 31) / 32);
+    int blocks = cu_blocks(rows * 32, 128);
+#define NR_LAUNCH(P)                                                                                                   \
+    norm_rows_reg<T, 16 / sizeof(T), P><<<blocks, 128, 0, rlx_cu_stream>>>((const T *)x, (const T *)res, (const T *)gamma, \
+                                                                           (const T *)beta, (T *)y, rows, (int)n, eps, is_layer)
+    if (per <= 1)
+        NR_LAUNCH(1);
+    else if (per <= 2)
+        NR_LAUNCH(2);
+    else if (per <= 4)
+        NR_LAUNCH(4);
+    else
+        NR_LAUNCH(8);
+#undef NR_LAUNCH
+    return true;
+}
+
 static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -335,7 +450,10 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const void *gamma = t->node->attrs.norm.has_gamma ? t->in[k++] : NULL;
     const void *beta = (is_layer && t->node->attrs.norm.has_beta) ? t->in[k++] : NULL;
     float eps = (float)t->node->attrs.norm.eps;
-    CU_FLOAT_DISPATCH(xn->dtype, T, norm_rows<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
+    bool done = false;
+    CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, t->out, rows, n, eps, is_layer));
+    if (!done)
+        CU_FLOAT_DISPATCH(xn->dtype, T, norm_rows<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
     return rlx_cu_check(t, "norm launch");
 }
 
