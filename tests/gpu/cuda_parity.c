@@ -830,8 +830,18 @@ static void test_conv_nhwc(void)
         {8, 8, 3, 1, 1, 0, 0, 0},
     };
     char nm[160];
+    /* each case once per channels-last path (RLX_CUDA_CONV_PATH prefers
+     * one where it can run the conv; "auto" keeps the fastest) */
+    static const char *paths[4] = {"auto", "graph", "gemm", "legacy"};
+    for (int pi = 0; pi < 4; pi++)
     for (int d = 0; d < 3; d++)
         for (size_t k = 0; k < sizeof cv / sizeof cv[0]; k++) {
+            if (pi && FLOATS[d] == RLX_F32)
+                continue; /* f32 stays NCHW */
+            if (pi)
+                setenv("RLX_CUDA_CONV_PATH", paths[pi], 1);
+            else
+                unsetenv("RLX_CUDA_CONV_PATH");
             rlx_graph *g = rlx_graph_new();
             rlx_conv_params p;
             rlx_conv_params_init(&p);
@@ -843,10 +853,12 @@ static void test_conv_nhwc(void)
             rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
             rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
             rlx_output(g, "y", act_of(g, cv[k].act, rlx_conv(g, x, w, b, &p)));
-            check_nhwc(NAME("conv-nhwc %s k%lld s%lld g%lld bias%d %s%s", dn(FLOATS[d]), (long long)cv[k].k,
-                            (long long)cv[k].s, (long long)cv[k].g, cv[k].bias, acts[cv[k].act], cv[k].big ? " big" : ""),
+            check_nhwc(NAME("conv-nhwc %s k%lld s%lld g%lld bias%d %s%s %s", dn(FLOATS[d]), (long long)cv[k].k,
+                            (long long)cv[k].s, (long long)cv[k].g, cv[k].bias, acts[cv[k].act], cv[k].big ? " big" : "",
+                            paths[pi]),
                        g, FLOATS[d] == RLX_F32 ? 0 : 1, 1.0);
         }
+    unsetenv("RLX_CUDA_CONV_PATH");
     /* a residual block: stem conv + relu, max pool (channels-last too),
      * conv relu -> conv -> add -> relu, stride-2 conv, global pool */
     for (int d = 0; d < 3; d++) {
@@ -881,6 +893,9 @@ static void test_conv_nhwc(void)
     run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
     setenv("RLX_CUDA_NHWC", "1", 1);
     check_ex("e2e resnet50 f16 b1 nhwc", rlx_workload_resnet50(1, RLX_F16), 3.0, &cu, NULL);
+    setenv("RLX_CUDA_CONV_PATH", "graph", 1);
+    check_ex("e2e resnet50 f16 b2 nhwc graph", rlx_workload_resnet50(2, RLX_F16), 3.0, &cu, NULL);
+    unsetenv("RLX_CUDA_CONV_PATH");
     unsetenv("RLX_CUDA_NHWC");
 }
 

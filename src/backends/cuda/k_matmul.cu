@@ -464,9 +464,17 @@ static struct dnn_api {
     DNN_FN(cudnnCreateActivationDescriptor);
     DNN_FN(cudnnSetActivationDescriptor);
     DNN_FN(cudnnDestroyActivationDescriptor);
+    /* the backend (graph) API: channels-last convs on the engines the
+     * legacy calls above do not reach */
+    DNN_FN(cudnnBackendCreateDescriptor);
+    DNN_FN(cudnnBackendDestroyDescriptor);
+    DNN_FN(cudnnBackendSetAttribute);
+    DNN_FN(cudnnBackendGetAttribute);
+    DNN_FN(cudnnBackendFinalize);
+    DNN_FN(cudnnBackendExecute);
 #undef DNN_FN
 } dnn;
-static int dnn_ok;
+static int dnn_ok, dnn_graph_ok;
 static pthread_once_t dnn_once = PTHREAD_ONCE_INIT;
 
 static void dnn_load(void)
@@ -500,10 +508,18 @@ static void dnn_load(void)
     DNN_LOAD(cudnnCreateActivationDescriptor);
     DNN_LOAD(cudnnSetActivationDescriptor);
     DNN_LOAD(cudnnDestroyActivationDescriptor);
+    bool legacy = ok;
+    DNN_LOAD(cudnnBackendCreateDescriptor);
+    DNN_LOAD(cudnnBackendDestroyDescriptor);
+    DNN_LOAD(cudnnBackendSetAttribute);
+    DNN_LOAD(cudnnBackendGetAttribute);
+    DNN_LOAD(cudnnBackendFinalize);
+    DNN_LOAD(cudnnBackendExecute);
 #undef DNN_LOAD
-    if (!ok || dnn.cudnnCreate(&dnn.h) != CUDNN_STATUS_SUCCESS || dnn.cudnnSetStream(dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
+    if (!legacy || dnn.cudnnCreate(&dnn.h) != CUDNN_STATUS_SUCCESS || dnn.cudnnSetStream(dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
         return;
     dnn_ok = 1;
+    dnn_graph_ok = ok;
 }
 #endif
 
@@ -521,6 +537,17 @@ typedef struct conv_state {
     cudnnConvolutionFwdAlgo_t algo_fused;
     size_t ws_fused;
     int fused;
+    /* channels-last through cuDNN's backend (graph) API: one execution
+     * plan and its variant pack, built at prepare time (arena addresses
+     * are fixed per thunk); keep[] holds every other descriptor they came
+     * from, released with them */
+    int use_graph;
+    cudnnBackendDescriptor_t plan, pack;
+    cudnnBackendDescriptor_t keep[32];
+    int n_keep;
+    int64_t g_ws;
+    int g_post; /* bias/activation not in the graph: one pass after it */
+    int g_plans;
 #endif
     cu_gemm gemm;
     win2d w;
@@ -709,28 +736,56 @@ static bool prep_dnn(rlx_thunk *t, conv_state *s)
 static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx);
 static rlx_status prep_conv_gemm(rlx_thunk *t, conv_state *s);
 
-/* Device time of a few runs of this convolution as prepared (compile time,
- * outside any capture). */
-static float time_conv(rlx_thunk *t)
+/* Device time of one launch sequence: run once (warm-up, lazy module
+ * loads), then CONV_REPS launches captured into a CUDA graph and replayed
+ * between events, so small convolutions are not timed by their host launch
+ * cost.  1e30 when anything fails (compile time, outside any capture). */
+enum { CONV_REPS = 6 };
+static float time_launches(bool (*launch)(void *), void *arg)
 {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return 1e30f;
     float ms = 1e30f;
-    if (k_conv(t, NULL) == RLX_OK) {
-        cudaEventRecord(a, rlx_cu_stream);
-        rlx_status st = RLX_OK;
-        for (int i = 0; i < 3 && st == RLX_OK; i++)
-            st = k_conv(t, NULL);
-        cudaEventRecord(b, rlx_cu_stream);
-        if (st != RLX_OK || cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
-            ms = 1e30f;
+    if (!launch(arg) || cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
+        cudaGetLastError();
+        return ms;
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
+    cudaEvent_t a = NULL, b = NULL;
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t ex = NULL;
+    bool ok = cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess &&
+              cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (ok) {
+        for (int r = 0; r < CONV_REPS && ok; r++)
+            ok = launch(arg);
+        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
+            ok = false;
+    }
+    float t = 0;
+    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+        cudaEventRecord(a, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+        cudaEventRecord(b, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
+        cudaEventElapsedTime(&t, a, b) == cudaSuccess)
+        ms = t / CONV_REPS;
+    if (ex)
+        cudaGraphExecDestroy(ex);
+    if (gr)
+        cudaGraphDestroy(gr);
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
+    cudaStreamSynchronize(rlx_cu_stream);
     cudaGetLastError();
+    rlx_clear_error();
     return ms;
 }
+
+static bool launch_conv(void *t) { return k_conv((const rlx_thunk *)t, NULL) == RLX_OK; }
+
+/* Device time of one run of this convolution as prepared. */
+static float time_conv(rlx_thunk *t) { return time_launches(launch_conv, t); }
 
 /* Channels-last (the layout pass makes these only where conv_ok claims
  * them, i.e. with cuDNN loaded): x [N, H, W, C], w [O, KH, KW, C/G],
@@ -826,51 +881,428 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
 }
 #endif
 
+#ifdef RLX_CUDNN
+/* ---- channels-last conv through cuDNN's backend (graph) API.
+ * Operation graph: conv (x [N,C,H,W] with NHWC strides, w [O,C/G,KH,KW]
+ * with KRSC strides, f32 compute) -> [add bias [1,O,1,1]] -> [ReLU] -> y,
+ * the intermediates virtual f32 tensors.  Engine configs from the
+ * heuristics (mode A, then B, then the fallback list); the first few that
+ * finalize into a plan whose workspace fits the thunk's scratch are each
+ * timed on the real buffers, the fastest kept with its variant pack.  Any
+ * status other than success: the path is not used for this conv. */
+typedef cudnnBackendDescriptor_t bdesc;
+
+struct graph_build {
+    conv_state *s;
+    cudnnStatus_t st; /* the first failure, and where */
+    const char *where;
+};
+
+static bool gb_ok(graph_build *b, cudnnStatus_t st, const char *where)
+{
+    if (st == CUDNN_STATUS_SUCCESS)
+        return true;
+    if (!b->where) {
+        b->st = st;
+        b->where = where;
+    }
+    return false;
+}
+
+/* A descriptor kept until the conv is released. */
+static bool gb_new(graph_build *b, cudnnBackendDescriptorType_t ty, bdesc *d, const char *what)
+{
+    *d = NULL;
+    conv_state *s = b->s;
+    if (s->n_keep >= (int)(sizeof s->keep / sizeof s->keep[0]))
+        return gb_ok(b, CUDNN_STATUS_NOT_SUPPORTED, "descriptor table full");
+    if (!gb_ok(b, dnn.cudnnBackendCreateDescriptor(ty, d), what)) {
+        *d = NULL;
+        return false;
+    }
+    s->keep[s->n_keep++] = *d;
+    return true;
+}
+
+static bool gb_set(graph_build *b, bdesc d, cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t ty, int64_t n,
+                   const void *v, const char *what)
+{
+    return gb_ok(b, dnn.cudnnBackendSetAttribute(d, a, ty, n, v), what);
+}
+
+static int64_t ptr_align(const void *p)
+{
+    int64_t a = 16;
+    while (a > 1 && (uintptr_t)p % (uintptr_t)a)
+        a /= 2;
+    return a;
+}
+
+static bool gb_tensor(graph_build *b, bdesc *d, int64_t uid, cudnnDataType_t ty, const int64_t *dims,
+                      const int64_t *str, bool virt, const void *p)
+{
+    int64_t al = virt ? 16 : ptr_align(p);
+    return gb_new(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d, "tensor create") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ty, "tensor type") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dims") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, str, "tensor strides") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor id") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &al, "tensor alignment") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, "tensor virtual") &&
+           gb_ok(b, dnn.cudnnBackendFinalize(*d), "tensor finalize");
+}
+
+/* y = mode(x [, bias]) */
+static bool gb_pointwise(graph_build *b, bdesc *op, cudnnPointwiseMode_t mode, bdesc x, bdesc bias, bdesc y)
+{
+    bdesc pw;
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    return gb_new(b, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, "pointwise create") &&
+           gb_set(b, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode") &&
+           gb_set(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, "pointwise precision") &&
+           gb_ok(b, dnn.cudnnBackendFinalize(pw), "pointwise finalize") &&
+           gb_new(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op, "pointwise op create") &&
+           gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw,
+                  "pointwise op desc") &&
+           gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "pointwise x") &&
+           (!bias ||
+            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias, "pointwise b")) &&
+           gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "pointwise y") &&
+           gb_ok(b, dnn.cudnnBackendFinalize(*op), "pointwise op finalize");
+}
+
+static void release_graph(conv_state *s)
+{
+    if (s->pack)
+        dnn.cudnnBackendDestroyDescriptor(s->pack);
+    if (s->plan)
+        dnn.cudnnBackendDestroyDescriptor(s->plan);
+    /* users before what they use: ops before tensors, configs before the graph */
+    for (int i = s->n_keep - 1; i >= 0; i--)
+        dnn.cudnnBackendDestroyDescriptor(s->keep[i]);
+    s->pack = s->plan = NULL;
+    s->n_keep = 0;
+    s->use_graph = 0;
+}
+
+static bool launch_plan(void *arg)
+{
+    bdesc *pp = (bdesc *)arg;
+    return dnn.cudnnBackendExecute(dnn.h, pp[0], pp[1]) == CUDNN_STATUS_SUCCESS;
+}
+
+static bool engine_ok(bdesc cfg, bool allow_rtc)
+{
+    bdesc eng = NULL;
+    if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+        return true;
+    int64_t n = 0;
+    bool ok = true;
+    if (dnn.cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng) ==
+        CUDNN_STATUS_SUCCESS) {
+        cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+        if (dnn.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                         CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
+            for (int64_t i = 0; i < n && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
+                /* f16 accumulation would miss the f32-accumulating reference */
+                if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
+                    notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
+                    ok = false;
+        cudnnBackendBehaviorNote_t bn[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+        /* engines compiled at finalize (NVRTC) cost seconds per conv at compile time */
+        if (!allow_rtc &&
+            dnn.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                         CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn) == CUDNN_STATUS_SUCCESS)
+            for (int64_t i = 0; i < n && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; i++)
+                if (bn[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
+                    ok = false;
+    }
+    dnn.cudnnBackendDestroyDescriptor(eng);
+    return ok;
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Builds and times the graph path; true with s->plan/s->pack set and
+ * s->use_graph 1, false (everything released, a note under RLX_VERBOSE)
+ * otherwise.  */
+static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
+{
+    pthread_once(&dnn_once, dnn_load);
+    if (!dnn_ok || !dnn_graph_ok || !t->scratch || env_on("RLX_CUDA_NO_CUDNN_GRAPH"))
+        return false;
+    const rlx_node_data *n = t->node;
+    rlx_dtype dt = n->dtype;
+    if (dt != RLX_F16 && dt != RLX_BF16)
+        return false; /* f32 stays off the tensor cores (no TF32) */
+    dnn.cudnnSetStream(dnn.h, rlx_cu_stream);
+    cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+    const win2d &w = s->w;
+    int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
+    bool has_bias = n->attrs.conv.has_bias, relu = act == RLX_ACT_RELU;
+    if (!fuse)
+        relu = false;
+    /* not fused: conv in the graph, then one bias/activation pass */
+    s->g_post = (act != RLX_ACT_NONE && !relu) || (has_bias && !fuse);
+    bool fuse_bias = has_bias && !s->g_post;
+    graph_build b = {s, CUDNN_STATUS_SUCCESS, NULL};
+    const int64_t C = s->C, O = s->O, Cg = s->Cg;
+    int64_t xdim[4] = {s->N, C, w.H, w.W}, xstr[4] = {w.H * w.W * C, 1, w.W * C, C};
+    int64_t wdim[4] = {O, Cg, w.KH, w.KW}, wstr[4] = {w.KH * w.KW * Cg, 1, w.KW * Cg, Cg};
+    int64_t ydim[4] = {s->N, O, w.OH, w.OW}, ystr[4] = {w.OH * w.OW * O, 1, w.OW * O, O};
+    int64_t bdim[4] = {1, O, 1, 1}, bstr[4] = {O, 1, O, O};
+    const int64_t *pads = n->attrs.conv.p.pads;
+    int64_t sd = 2, pre[2] = {pads[0], pads[1]}, post[2] = {pads[2], pads[3]}, str[2] = {w.sh, w.sw},
+            dil[2] = {w.dh, w.dw};
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    float alpha = 1.0f, beta = 0.0f;
+    bdesc xt, wt, yt, bt = NULL, ct = NULL, at = NULL, cd, conv, ops[3];
+    int nops = 0;
+    /* the conv writes y directly when nothing follows it in the graph */
+    bool chain = fuse_bias || relu;
+    bool ok = gb_tensor(&b, &xt, 1, ty, xdim, xstr, false, t->in[0]) &&
+              gb_tensor(&b, &wt, 2, ty, wdim, wstr, false, t->in[1]) &&
+              gb_tensor(&b, &yt, 3, ty, ydim, ystr, false, t->out) &&
+              (!fuse_bias || gb_tensor(&b, &bt, 4, ty, bdim, bstr, false, t->in[2])) &&
+              (!chain || gb_tensor(&b, &ct, 5, f32, ydim, ystr, true, NULL)) &&
+              (!(fuse_bias && relu) || gb_tensor(&b, &at, 6, f32, ydim, ystr, true, NULL)) &&
+              gb_new(&b, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd, "conv desc create") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sd, "conv dims") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "conv compute type") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "conv mode") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre, "conv pre pads") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post, "conv post pads") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, str, "conv strides") &&
+              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, "conv dilations") &&
+              gb_ok(&b, dnn.cudnnBackendFinalize(cd), "conv desc finalize") &&
+              gb_new(&b, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &conv, "conv op create") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xt, "conv x") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wt, "conv w") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                     chain ? &ct : &yt, "conv y") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd,
+                     "conv op desc") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "conv alpha") &&
+              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "conv beta") &&
+              gb_ok(&b, dnn.cudnnBackendFinalize(conv), "conv op finalize");
+    if (ok) {
+        ops[nops++] = conv;
+        if (fuse_bias)
+            ok = gb_pointwise(&b, &ops[nops++], CUDNN_POINTWISE_ADD, ct, bt, relu ? at : yt);
+        if (ok && relu)
+            ok = gb_pointwise(&b, &ops[nops++], CUDNN_POINTWISE_RELU_FWD, fuse_bias ? at : ct, NULL, yt);
+    }
+    bdesc og = NULL;
+    ok = ok && gb_new(&b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &og, "op graph create") &&
+         gb_set(&b, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops, "op graph ops");
+    if (ok) {
+        /* the handle attribute is deprecated in newer cuDNN 9 releases but still read by older ones */
+        dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
+        ok = gb_ok(&b, dnn.cudnnBackendFinalize(og), "op graph finalize");
+    }
+    /* engine configs: mode A, else B, else the fallback list */
+    enum { MAX_CFG = 8, MAX_PLANS = 4 };
+    static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK};
+    bool allow_rtc = env_on("RLX_CUDA_CONV_RTC");
+    void *ptrs[4] = {(void *)t->in[0], (void *)t->in[1], t->out, fuse_bias ? (void *)t->in[2] : NULL};
+    int64_t uids[4] = {1, 2, 3, 4};
+    int nptr = fuse_bias ? 4 : 3;
+    float best = 1e30f;
+    int tried = 0;
+    for (int m = 0; ok && m < 3 && !s->plan; m++) {
+        bdesc heur = NULL;
+        if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS)
+            break;
+        int64_t cnt = 0;
+        bdesc cfgs[MAX_CFG] = {NULL};
+        bool hok = gb_set(&b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og,
+                          "heuristics graph") &&
+                   gb_set(&b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m], "heuristics mode") &&
+                   gb_ok(&b, dnn.cudnnBackendFinalize(heur), "heuristics finalize");
+        /* how many configs there are (if cuDNN will not say, ask for MAX_CFG) */
+        if (hok && dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &cnt,
+                                                NULL) != CUDNN_STATUS_SUCCESS)
+            cnt = MAX_CFG;
+        int ncfg = hok ? (int)(cnt < (int64_t)MAX_CFG ? cnt : (int64_t)MAX_CFG) : 0;
+        int made = 0;
+        for (; made < ncfg; made++)
+            if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) != CUDNN_STATUS_SUCCESS)
+                break;
+        if (made && gb_ok(&b, dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                           made, &cnt, cfgs),
+                          "heuristics results")) {
+            for (int i = 0; i < cnt && i < made && tried < MAX_PLANS; i++) {
+                if (!engine_ok(cfgs[i], allow_rtc))
+                    continue;
+                bdesc plan = NULL, pack = NULL;
+                int64_t ws = 0;
+                bool pok = dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ==
+                               CUDNN_STATUS_SUCCESS &&
+                           gb_set(&b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                  &cfgs[i], "plan config");
+                if (pok)
+                    dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
+                int64_t got = 0;
+                void *wsp = t->scratch;
+                pok = pok && gb_ok(&b, dnn.cudnnBackendFinalize(plan), "plan finalize") &&
+                      gb_ok(&b, dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                             CUDNN_TYPE_INT64, 1, &got, &ws),
+                            "plan workspace") &&
+                      ws >= 0 && (size_t)ws <= t->scratch_bytes &&
+                      dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack) == CUDNN_STATUS_SUCCESS &&
+                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, nptr, uids, "pack ids") &&
+                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, nptr, ptrs,
+                             "pack pointers") &&
+                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "pack workspace") &&
+                      gb_ok(&b, dnn.cudnnBackendFinalize(pack), "pack finalize");
+                float ms = 1e30f;
+                if (pok) {
+                    tried++;
+                    bdesc pp[2] = {plan, pack};
+                    ms = time_launches(launch_plan, pp);
+                }
+                if (pok && ms < best) {
+                    if (s->pack)
+                        dnn.cudnnBackendDestroyDescriptor(s->pack);
+                    if (s->plan)
+                        dnn.cudnnBackendDestroyDescriptor(s->plan);
+                    s->plan = plan;
+                    s->pack = pack;
+                    s->g_ws = ws;
+                    best = ms;
+                } else {
+                    if (pack)
+                        dnn.cudnnBackendDestroyDescriptor(pack);
+                    if (plan)
+                        dnn.cudnnBackendDestroyDescriptor(plan);
+                }
+            }
+        }
+        /* configs other than the chosen plan's are no longer needed; the
+         * chosen plan holds its own reference in cuDNN, but keep every
+         * config of the winning round alive with it to be safe */
+        for (int i = 0; i < made; i++) {
+            if (s->plan && s->n_keep < (int)(sizeof s->keep / sizeof s->keep[0]))
+                s->keep[s->n_keep++] = cfgs[i];
+            else
+                dnn.cudnnBackendDestroyDescriptor(cfgs[i]);
+        }
+        if (s->plan && s->n_keep < (int)(sizeof s->keep / sizeof s->keep[0]))
+            s->keep[s->n_keep++] = heur;
+        else
+            dnn.cudnnBackendDestroyDescriptor(heur);
+    }
+    s->g_plans = tried;
+    cudaGetLastError();
+    rlx_clear_error();
+    if (!s->plan) {
+        if (verbose && b.where)
+            fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (%s: status %d)\n", (int)t->id,
+                    chain ? " with bias/ReLU" : "", b.where, (int)b.st);
+        else if (verbose)
+            fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (no engine config passed the notes, "
+                    "fit the scratch and ran; %d plans timed)\n", (int)t->id, chain ? " with bias/ReLU" : "", tried);
+        release_graph(s);
+        return false;
+    }
+    s->use_graph = 1;
+    return true;
+}
+#endif
+
 /* Channels-last: cuBLASLt (groups 1: a 1x1 stride-1 conv reads x as it
- * is, others an NHWC im2col) and cuDNN, each timed, the faster kept. */
+ * is, others an NHWC im2col), cuDNN's graph API and cuDNN's legacy calls,
+ * each timed (captured launches), the fastest kept.  RLX_CUDA_CONV_PATH=
+ * gemm|graph|legacy prefers one where it can run the conv (tests). */
 static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
 {
     const rlx_node_data *n = t->node;
     nhwc_dims(n, &t->in_node[0]->shape, &t->in_node[1]->shape, s);
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
+    const char *vb = getenv("RLX_VERBOSE"), *force = getenv("RLX_CUDA_CONV_PATH");
+    int verbose = vb && *vb && strcmp(vb, "0") != 0;
+    int want = !force ? -1 : !strcmp(force, "gemm") ? 0 : !strcmp(force, "graph") ? 1 : !strcmp(force, "legacy") ? 2 : -1;
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
     const void *bias = n->attrs.conv.has_bias ? t->in[2] : NULL;
-    rlx_status gst = RLX_ERR_UNSUPPORTED;
+    float ms[3] = {1e30f, 1e30f, 1e30f}; /* gemm, graph, legacy */
+    bool ready[3] = {false, false, false};
     if (s->G == 1) {
         s->pw = pointwise(&s->w);
         cu_epi epi = mm_epilogue(n->attrs.conv.has_bias, act, &s->post);
         int64_t M = s->N * s->OHW;
-        gst = rlx_cu_gemm_plan(&s->gemm, n->dtype, 0, 1, M, s->O, s->K, s->K, s->K, s->O, 1, 0, 0, 0, epi, 256);
+        rlx_status gst = rlx_cu_gemm_plan(&s->gemm, n->dtype, 0, 1, M, s->O, s->K, s->K, s->K, s->O, 1, 0, 0, 0, epi, 256);
         if (gst == RLX_OK && t->scratch) {
             size_t col_b = s->pw ? 0 : round256((size_t)(M * s->K) * rlx_dtype_size(n->dtype));
             rlx_cu_gemm_tune(&s->gemm, s->pw ? t->in[0] : t->scratch, t->in[1], t->out, bias, (char *)t->scratch + col_b);
         }
         if (gst != RLX_OK)
             rlx_clear_error(); /* cuDNN may still run it */
+        ready[0] = gst == RLX_OK;
+        if (ready[0]) {
+            s->nhwc_gemm = 1;
+            ms[0] = time_conv(t);
+            s->nhwc_gemm = 0;
+        }
     }
-    bool dnn_ready = false;
 #ifdef RLX_CUDNN
-    dnn_ready = prep_dnn_nhwc(t, s);
+    /* bias/ReLU in the graph where an engine takes them, else conv alone */
+    bool fusable = n->attrs.conv.has_bias || act == RLX_ACT_RELU;
+    if (prep_graph_nhwc(t, s, verbose, true) || (fusable && prep_graph_nhwc(t, s, verbose, false))) {
+        ready[1] = true;
+        ms[1] = time_conv(t);
+        s->use_graph = 0;
+    }
+    /* the legacy calls (RLX_CUDA_CONV_LEGACY=0 skips them where another path runs) */
+    const char *leg = getenv("RLX_CUDA_CONV_LEGACY");
+    if (!leg || strcmp(leg, "0") != 0 || want == 2 || (!ready[0] && !ready[1])) {
+        ready[2] = prep_dnn_nhwc(t, s);
+        if (ready[2])
+            ms[2] = time_conv(t);
+    }
 #endif
-    if (gst == RLX_OK && dnn_ready) {
-        s->nhwc_gemm = 0;
-        float t_dnn = time_conv(t);
-        s->nhwc_gemm = 1;
-        float t_gemm = time_conv(t);
-        s->nhwc_gemm = t_gemm < t_dnn;
+    int pick = -1;
+    for (int i = 0; i < 3; i++)
+        if (ready[i] && (pick < 0 || ms[i] < ms[pick]))
+            pick = i;
+    if (want >= 0 && ready[want])
+        pick = want;
+    if (pick < 0)
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "no channels-last path for this conv (groups %lld needs cuDNN)",
+                           (long long)s->G);
+    s->nhwc_gemm = pick == 0;
 #ifdef RLX_CUDNN
-        if (s->nhwc_gemm)
-            release_dnn(s);
+    s->use_graph = pick == 1;
+    if (ready[1] && pick != 1)
+        release_graph(s);
+    if (ready[2] && pick != 2)
+        release_dnn(s);
 #endif
-        return RLX_OK;
+    if (verbose) {
+        static const char *names[3] = {"cublaslt", "cudnn-graph", "cudnn-legacy"};
+        char alt[160] = "";
+        int at = 0;
+        for (int i = 0; i < 3; i++)
+            if (i != pick && ready[i] && at < (int)sizeof alt)
+                at += snprintf(alt + at, sizeof alt - at, "%s %s %.4f ms", at ? "," : "; vs", names[i],
+                               ms[i] < 1e29f ? ms[i] : -1.0f);
+        char how[96] = "";
+#ifdef RLX_CUDNN
+        if (pick == 1)
+            snprintf(how, sizeof how, " [%s, %d plans timed, workspace %lld B]",
+                     s->g_post ? "conv, then a bias/act pass" : "bias/act in the graph", s->g_plans, (long long)s->g_ws);
+#endif
+        fprintf(stderr,
+                "[rlx cuda] conv node %d nhwc %lldx%lldx%lldx%lld -> %lld k%lldx%lld s%lld g%lld: %s %.4f ms%s%s%s\n",
+                (int)t->id, (long long)s->N, (long long)s->w.H, (long long)s->w.W, (long long)s->C, (long long)s->O,
+                (long long)s->w.KH, (long long)s->w.KW, (long long)s->w.sh, (long long)s->G, names[pick],
+                ms[pick] < 1e29f ? ms[pick] : -1.0f, how, alt, want >= 0 && pick == want ? " (forced)" : "");
     }
-    if (gst == RLX_OK || dnn_ready) {
-        s->nhwc_gemm = gst == RLX_OK;
-        return RLX_OK;
-    }
-    return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "no channels-last path for this conv (groups %lld needs cuDNN)",
-                       (long long)s->G);
+    return RLX_OK;
 }
 
 static rlx_status k_conv_nhwc(const rlx_thunk *t)
@@ -902,6 +1334,17 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
         return rlx_cu_check(t, "conv activation launch");
     }
 #ifdef RLX_CUDNN
+    if (s->use_graph) {
+        cudnnStatus_t gs = dnn.cudnnBackendExecute(dnn.h, s->plan, s->pack);
+        if (gs != CUDNN_STATUS_SUCCESS)
+            return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnBackendExecute (channels-last conv) failed (status %d)", (int)gs);
+        if (!s->g_post)
+            return RLX_OK;
+        int64_t total = s->N * s->O * s->OHW;
+        const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+        CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) bias_nhwc<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else bias_nhwc<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, act); });
+        return rlx_cu_check(t, "conv bias launch");
+    }
     float one = 1.0f, zero = 0.0f;
     cudnnStatus_t ds;
     if (s->fused) {
@@ -1012,6 +1455,8 @@ static void release_conv(rlx_thunk *t)
 #ifdef RLX_CUDNN
     if (s->use_dnn)
         release_dnn(s);
+    if (s->plan || s->n_keep)
+        release_graph(s);
 #endif
     rlx_cu_gemm_free(&s->gemm);
     free(s);
@@ -1225,9 +1670,11 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "global average pool launch");
 }
 
-/* Channels-last conv: claimed only with RLX_CUDA_NHWC=1 and when cuDNN
- * loads (asked at compile time; otherwise the layout pass keeps NCHW), for
- * f16/bf16 (f32 stays on the NCHW path), symmetric pads, int sizes. */
+/* Channels-last conv: claimed when cuDNN loads (asked at compile time;
+ * otherwise the layout pass keeps NCHW), for f16/bf16 (f32 stays on the
+ * NCHW path), symmetric pads, int sizes.  RLX_CUDA_NHWC=0 turns the claim
+ * off, =1 on; unset: NHWC_DEFAULT. */
+#define NHWC_DEFAULT 0
 static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     if (!rlx_cu_float_ok(g, n))
@@ -1235,10 +1682,8 @@ static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
     if (n->attrs.conv.layout == RLX_LAYOUT_NCHW)
         return true;
 #ifdef RLX_CUDNN
-    /* opt-in until measured: on an H200 the cuDNN-only version of this path
-     * ran ResNet-50 slower than NCHW (the cuBLASLt path is not measured yet) */
     const char *on = getenv("RLX_CUDA_NHWC");
-    if (!on || !*on || !strcmp(on, "0"))
+    if (on && *on ? !strcmp(on, "0") : !NHWC_DEFAULT)
         return false;
     const rlx_shape *xs = &g->nodes[n->in[0]].shape;
     const int64_t *pads = n->attrs.conv.p.pads;
