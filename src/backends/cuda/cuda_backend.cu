@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "backends/cuda/cuda_common.h"
 
 extern "C" {
@@ -634,10 +636,22 @@ static void cuda_release_schedule(rlx_schedule *s)
     s->backend_state = NULL;
 }
 
+/* RLX_CUDA_PROFILE_RUN=k: run k of every session is bracketed by
+ * cudaProfilerStart/Stop, for an external profiler started with its
+ * capture off (ncu --profile-from-start off). */
+static long profile_run = -2;
+
 static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     pthread_mutex_lock(&lock);
     rlx_status st = RLX_OK;
+    if (profile_run == -2) {
+        const char *p = getenv("RLX_CUDA_PROFILE_RUN");
+        profile_run = p && *p ? strtol(p, NULL, 10) : -1;
+    }
+    bool bracket = profile_run >= 0 && (long)ctx->run_index == profile_run;
+    if (bracket)
+        cudaProfilerStart();
     /* only random ops read the run index */
     bool random = false;
     for (int i = 0; i < s->n_thunks && !random; i++) {
@@ -667,6 +681,8 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
         }
     }
     e = cudaStreamSynchronize(rlx_cu_stream);
+    if (bracket)
+        cudaProfilerStop();
     if (st == RLX_OK && e != cudaSuccess)
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: run failed: %s", cudaGetErrorString(e));
     pthread_mutex_unlock(&lock);

@@ -233,18 +233,18 @@ template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
  * 16-byte aligned and, along the innermost collapsed dim (a multiple of V),
  * dense (stride 1) or broadcast (stride 0); outer dims go through the
  * usual stride walk once per vector. */
-#define EWV_REGS (EWS_IN + EWS_OPS)
-
 template <int V> struct ew_vec {
     float v[V];
 };
 
 /* r[q] for a q known only at run time (uniform): a switch with constant
- * indices keeps the register file in registers. */
-template <int V> __device__ __forceinline__ void ew_pick(const ew_vec<V> (&r)[EWV_REGS], int q, ew_vec<V> &o)
+ * indices keeps the register file in registers.  R = 4 + NO registers:
+ * the kernel is instantiated for programs of up to 2, 4 and 8
+ * instructions, since the register file's size sets the occupancy. */
+template <int V, int R> __device__ __forceinline__ void ew_pick(const ew_vec<V> (&r)[R], int q, ew_vec<V> &o)
 {
     switch (q) {
-#define EW_CASE(n) case n: o = r[n]; break;
+#define EW_CASE(n) case n: o = r[n < R ? n : 0]; break;
         EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5) EW_CASE(6) EW_CASE(7) EW_CASE(8)
         EW_CASE(9) EW_CASE(10) EW_CASE(11)
 #undef EW_CASE
@@ -273,8 +273,9 @@ template <typename T, int V> __device__ __forceinline__ void ew_load(const T *p,
         o.v[e] = cu_tof<T>(b.t[e]);
 }
 
-template <typename T, int V> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
+template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
 {
+    constexpr int R = EWS_IN + NO;
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         /* offsets of the vector's first element: innermost index from i % inner */
@@ -291,20 +292,20 @@ template <typename T, int V> __global__ void ew_chain_vec(ew_prog p, int inner_s
                 if (k < p.nin)
                     off[k] += ix * p.st[k][d];
         }
-        ew_vec<V> r[EWV_REGS];
+        ew_vec<V> r[R];
 #pragma unroll
         for (int k = 0; k < EWS_IN; k++)
             if (k < p.nin)
                 ew_load<T, V>((const T *)p.in[k] + off[k], (inner_stride_mask >> k) & 1, r[k]);
 #pragma unroll
-        for (int j = 0; j < EWS_OPS; j++) {
+        for (int j = 0; j < NO; j++) {
             if (j >= p.nops)
                 break;
             const int op = p.code[3 * j];
             ew_vec<V> a, b;
-            ew_pick<V>(r, p.code[3 * j + 1], a);
+            ew_pick<V, R>(r, p.code[3 * j + 1], a);
             if (op >= RLX_OP_ADD) {
-                ew_pick<V>(r, p.code[3 * j + 2], b);
+                ew_pick<V, R>(r, p.code[3 * j + 2], b);
                 switch (op) {
                 case RLX_OP_ADD:
 #pragma unroll
@@ -332,7 +333,7 @@ template <typename T, int V> __global__ void ew_chain_vec(ew_prog p, int inner_s
             }
         }
         ew_vec<V> o;
-        ew_pick<V>(r, EWS_IN + p.nops - 1, o);
+        ew_pick<V, R>(r, EWS_IN + p.nops - 1, o);
         union {
             uint4 u[V * sizeof(T) / 16];
             T t[V];
@@ -433,14 +434,27 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int k = 0; k < s->prog.nin && flat; k++)
         flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
     if (s->use_vec) {
-        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
+        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
+        int blocks = cu_blocks(nvec, 256);
+#define EWV_LAUNCH(T, VV, NO) ew_chain_vec<T, VV, NO><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (T *)t->out)
+#define EWV_SIZES(T, VV)                                                                                                \
+    do {                                                                                                               \
+        if (nops <= 2)                                                                                                 \
+            EWV_LAUNCH(T, VV, 2);                                                                                      \
+        else if (nops <= 4)                                                                                            \
+            EWV_LAUNCH(T, VV, 4);                                                                                      \
+        else                                                                                                           \
+            EWV_LAUNCH(T, VV, 8);                                                                                      \
+    } while (0)
         if (V == 4)
-            ew_chain_vec<float, 4><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (float *)t->out);
+            EWV_SIZES(float, 4);
         else if (t->node->dtype == RLX_F16)
-            ew_chain_vec<__half, 8><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (__half *)t->out);
+            EWV_SIZES(__half, 8);
         else
-            ew_chain_vec<__nv_bfloat16, 8><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
+            EWV_SIZES(__nv_bfloat16, 8);
+#undef EWV_SIZES
+#undef EWV_LAUNCH
     } else if (s->use_small)
         CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_small<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->small, (T *)t->out));
     else if (flat)
