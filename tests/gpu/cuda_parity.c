@@ -768,10 +768,11 @@ static void test_conv_pool(void)
     test_conv_nhwc();
 }
 
-/* Channels-last convolutions (opt-in: RLX_CUDA_NHWC=1, set here around the
- * CUDA runs): the layout stage makes f16/bf16 convs NHWC (cuBLASLt with a
- * bias/ReLU epilogue or cuDNN, the faster); each case also checks that it
- * did (stats.channels_last), and that f32 stays NCHW. */
+/* Channels-last convolutions (the default where cuDNN loads; RLX_CUDA_NHWC=1
+ * is set here around the CUDA runs anyway): the layout stage makes f16/bf16
+ * convs NHWC (cuBLASLt with a bias/ReLU epilogue, cuDNN's graph API or its
+ * legacy calls, the fastest); each case also checks that it did
+ * (stats.channels_last), and that f32 stays NCHW. */
 static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double scale_tol)
 {
     if (!wanted(name)) {
