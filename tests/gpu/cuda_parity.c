@@ -581,6 +581,8 @@ static void test_attention(void)
         {2, 12, 12, 128, 128, 32, 32, 0, 0}, {2, 4, 2, 77, 77, 64, 64, 1, 1}, {1, 4, 4, 77, 77, 128, 128, 0, 2},
         {3, 6, 2, 1, 77, 32, 32, 0, 0},      {2, 4, 4, 128, 128, 128, 128, 1, 0}, {2, 4, 1, 77, 150, 64, 64, 1, 2},
         {1, 8, 8, 1, 1, 32, 32, 1, 1},       {1, 2, 2, 100, 40, 64, 64, 1, 0}, /* fully masked rows: zeros */
+        /* enough blocks for the four-warp tensor-core blocks (the cases above get one-warp blocks) */
+        {4, 12, 12, 330, 330, 32, 32, 0, 0}, {4, 12, 4, 300, 300, 64, 64, 1, 1},
     };
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
         for (int d = 0; d < 3; d++) {
@@ -920,13 +922,15 @@ static void test_fused(void)
     char nm[128];
     for (int d = 0; d < 3; d++) {
         rlx_dtype t = FLOATS[d];
-        static unary_fn acts[4] = {NULL, rlx_relu, rlx_gelu, rlx_gelu_tanh};
-        for (int a = 0; a < 4; a++)
-            for (int batched = 0; batched < 2; batched++) {
+        static unary_fn acts[5] = {NULL, rlx_relu, rlx_gelu, rlx_gelu_tanh, rlx_silu};
+        for (int a = 0; a < 5; a++)
+            for (int batched = 0; batched < 3; batched++) {
+                /* batched 2: an output width that is no multiple of the activation pass's vector */
+                int64_t N = batched == 2 ? 135 : 136;
                 rlx_graph *g = rlx_graph_new();
-                rlx_node x = batched ? rlx_input(g, "u_x", t, 3, DIMS(3, 40, 96)) : rlx_input(g, "u_x", t, 2, DIMS(70, 96));
-                rlx_node y = rlx_add(g, rlx_matmul(g, x, rlx_param(g, "u_w", t, 2, DIMS(96, 136)), 0, 0),
-                                     rlx_param(g, "u_b", t, 1, DIMS(136)));
+                rlx_node x = batched == 1 ? rlx_input(g, "u_x", t, 3, DIMS(3, 40, 96)) : rlx_input(g, "u_x", t, 2, DIMS(70, 96));
+                rlx_node y = rlx_add(g, rlx_matmul(g, x, rlx_param(g, "u_w", t, 2, DIMS(96, N)), 0, 0),
+                                     rlx_param(g, "u_b", t, 1, DIMS(N)));
                 if (acts[a])
                     y = acts[a](g, y);
                 rlx_output(g, "y", y);
@@ -964,6 +968,19 @@ static void test_fused(void)
         r = rlx_input(g, "r", t, 4, DIMS(3, 28, 28, 128));
         rlx_output(g, "o", rlx_relu(g, rlx_add(g, x, r)));
         check(NAME("fused elementwise_chain vec residual relu %s", dn(t)), g);
+        /* linear programs: broadcast sums, and an input minus the running value */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
+        y = rlx_input(g, "y", t, 2, DIMS(33, 64));
+        z = rlx_input(g, "z", t, 1, DIMS(64));
+        rlx_output(g, "o", rlx_add(g, rlx_add(g, x, y), z));
+        check(NAME("fused elementwise_chain linear broadcast %s", dn(t)), g);
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 2, DIMS(48, 96));
+        y = rlx_input(g, "y", t, 2, DIMS(48, 96));
+        z = rlx_input(g, "z", t, 2, DIMS(48, 96));
+        rlx_output(g, "o", rlx_sub(g, z, rlx_relu(g, rlx_add(g, x, y))));
+        check(NAME("fused elementwise_chain linear reversed %s", dn(t)), g);
         for (int mk = 0; mk < 3; mk++) {
             g = rlx_graph_new();
             x = rlx_input(g, "x", t, 4, DIMS(2, 3, 17, 40));

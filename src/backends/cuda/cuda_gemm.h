@@ -12,7 +12,8 @@
 typedef enum cu_epi { CU_EPI_NONE = 0, CU_EPI_BIAS, CU_EPI_BIAS_RELU, CU_EPI_BIAS_GELU_TANH, CU_EPI_RELU,
                       CU_EPI_GELU_TANH } cu_epi;
 
-#define CU_GEMM_CANDIDATES 16
+#define CU_GEMM_HEURISTIC 16  /* algorithms asked of cuBLASLt's heuristic */
+#define CU_GEMM_CANDIDATES 32 /* those plus split-K variants, all timed */
 
 typedef struct cu_gemm {
     cublasLtMatmulDesc_t op;

@@ -228,16 +228,14 @@ __global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
 
 /* ------------------------------------------------ tensor cores (sm_80+) */
 
-/* A block is 4 warps x 16 query rows; keys and values stream through
+/* A block is W warps x 16 query rows (W = 4; 1 on request); keys and values stream through
  * shared memory in tiles of 64 rows, stored as loaded (f16/bf16), rows
  * padded by 8 elements so the fragment reads below hit distinct banks.
  * Per warp and key tile: S = Q K^T (m16n8k16, Q fragments kept in
  * registers), scale and masks in f32, online softmax in base 2, then the
  * probabilities (rounded to the data type, the accumulator layout reused
  * as the A operand) times V, with V's B fragments read by ldmatrix.trans. */
-#define TCW 4            /* warps per block */
-#define TCQ (TCW * 16)   /* query rows per block */
-#define TCK 64           /* keys per tile */
+#define TCK 64 /* keys per tile */
 
 __device__ __forceinline__ uint32_t tc_pack(float lo, float hi, __half)
 {
@@ -293,14 +291,23 @@ __device__ __forceinline__ void tc_ldsm_x4_t(uint32_t *r, const void *p)
 
 template <typename T> __device__ __forceinline__ uint32_t tc_lds32(const T *p) { return *(const uint32_t *)p; }
 
+/* Two neighbouring elements of a global row as one 32-bit word (one load
+ * when 4-byte aligned, as every vec view is). */
+template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int vec)
+{
+    if (vec)
+        return *(const uint32_t *)p;
+    return (uint32_t)*(const unsigned short *)p | ((uint32_t) * (const unsigned short *)(p + 1) << 16);
+}
+
 /* rows [r0, r0 + 64) of a [n, D] view with row stride rs into dst [64][D + 8];
  * rows past n are zeros (their scores are masked, and 0 * garbage could be NaN). */
-template <typename T, int D>
+template <typename T, int D, int W>
 __device__ __forceinline__ void tc_load_tile(T *dst, const T *src, int64_t rs, int64_t r0, int64_t n, int vec)
 {
     constexpr int LD = D + 8, CH = D / 8;
     if (vec) {
-        for (int i = threadIdx.x; i < TCK * CH; i += TCW * 32) {
+        for (int i = threadIdx.x; i < TCK * CH; i += W * 32) {
             int r = i / CH, c = (i % CH) * 8;
             uint4 v = make_uint4(0, 0, 0, 0);
             if (r0 + r < n)
@@ -308,40 +315,40 @@ __device__ __forceinline__ void tc_load_tile(T *dst, const T *src, int64_t rs, i
             *(uint4 *)(dst + r * LD + c) = v;
         }
     } else {
-        for (int i = threadIdx.x; i < TCK * D; i += TCW * 32) {
+        for (int i = threadIdx.x; i < TCK * D; i += W * 32) {
             int r = i / D, c = i % D;
             dst[r * LD + c] = r0 + r < n ? src[(r0 + r) * rs + c] : cu_fromf<T>(0.0f);
         }
     }
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(TCW * 32) flash_tc(cu_attn p, int vec)
+template <typename T, int D, int W>
+__global__ void __launch_bounds__(W * 32) flash_tc(cu_attn p, int vec)
 {
     constexpr int LD = D + 8, NT = TCK / 8, KD = D / 16, ND = D / 8;
     __shared__ __align__(16) T ks[TCK * LD];
     __shared__ __align__(16) T vs[TCK * LD];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-    const int64_t nq = (p.S + TCQ - 1) / TCQ, blk = blockIdx.x;
+    const int64_t nq = (p.S + (W * 16) - 1) / (W * 16), blk = blockIdx.x;
     const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t q0 = (blk % nq) * TCQ, w0 = q0 + warp * 16;
+    const int64_t q0 = (blk % nq) * (W * 16), w0 = q0 + warp * 16;
     const T *qb = (const T *)p.q + b * p.qst[0] + h * p.qst[1];
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
 
-    /* Q tile through the K buffer into A fragments */
-    tc_load_tile<T, D>(ks, qb, p.qst[2], q0, p.S, vec);
-    __syncthreads();
+    /* Q's A fragments straight from global memory (rows past S are zeros):
+     * no shared-memory round trip and no barrier before the first key tile */
     uint32_t qf[KD][4];
     {
-        const T *qw = ks + warp * 16 * LD;
+        const int64_t r0 = w0 + g, r1 = w0 + g + 8;
 #pragma unroll
-        for (int kk = 0; kk < KD; kk++) {
-            qf[kk][0] = tc_lds32(qw + g * LD + kk * 16 + 2 * tg);
-            qf[kk][1] = tc_lds32(qw + (g + 8) * LD + kk * 16 + 2 * tg);
-            qf[kk][2] = tc_lds32(qw + g * LD + kk * 16 + 8 + 2 * tg);
-            qf[kk][3] = tc_lds32(qw + (g + 8) * LD + kk * 16 + 8 + 2 * tg);
-        }
+        for (int kk = 0; kk < KD; kk++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                const int col = kk * 16 + c * 8 + 2 * tg;
+                qf[kk][2 * c] = r0 < p.S ? tc_q32(qb + r0 * p.qst[2] + col, vec) : 0u;
+                qf[kk][2 * c + 1] = r1 < p.S ? tc_q32(qb + r1 * p.qst[2] + col, vec) : 0u;
+            }
     }
     float o[ND][4];
 #pragma unroll
@@ -352,14 +359,14 @@ __global__ void __launch_bounds__(TCW * 32) flash_tc(cu_attn p, int vec)
     const int64_t shift = p.T - p.S, rows[2] = {w0 + g, w0 + g + 8};
     int64_t t_end = p.T;
     if (p.causal) {
-        int64_t lim = (q0 + TCQ - 1 < p.S - 1 ? q0 + TCQ - 1 : p.S - 1) + shift + 1;
+        int64_t lim = (q0 + (W * 16) - 1 < p.S - 1 ? q0 + (W * 16) - 1 : p.S - 1) + shift + 1;
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
     const int64_t w_last = w0 + 15 < p.S - 1 ? w0 + 15 : p.S - 1;
     for (int64_t t0 = 0; t0 < t_end; t0 += TCK) {
         __syncthreads(); /* the previous tile (or Q) is no longer read */
-        tc_load_tile<T, D>(ks, kb, p.kst[2], t0, p.T, vec);
-        tc_load_tile<T, D>(vs, vb, p.vst[2], t0, p.T, vec);
+        tc_load_tile<T, D, W>(ks, kb, p.kst[2], t0, p.T, vec);
+        tc_load_tile<T, D, W>(vs, vb, p.vst[2], t0, p.T, vec);
         __syncthreads();
         /* warp-uniform skips: no valid row, or every key in the future */
         if (w0 >= p.S || (p.causal && t0 > w_last + shift))
@@ -526,13 +533,23 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
     if (tc_fits(dt, p.D, p.Dv)) {
-        int64_t blocks = bh * ((p.S + TCQ - 1) / TCQ);
+        /* four warps (64 queries) per block; RLX_CUDA_ATTN_WARPS=1 gives one-warp blocks */
+        const char *we = getenv("RLX_CUDA_ATTN_WARPS");
+        int w = we && !strcmp(we, "1") ? 1 : 4;
+        int64_t blocks = bh * ((p.S + 16 * w - 1) / (16 * w));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         unsigned grid = (unsigned)blocks;
-#define TC_LAUNCH(TT, DD) flash_tc<TT, DD><<<grid, TCW * 32, 0, rlx_cu_stream>>>(p, vec)
+#define TC_LAUNCH_W(TT, DD, W) flash_tc<TT, DD, W><<<grid, W * 32, 0, rlx_cu_stream>>>(p, vec)
+#define TC_LAUNCH(TT, DD)                                                                                              \
+    do {                                                                                                               \
+        if (w == 4)                                                                                                    \
+            TC_LAUNCH_W(TT, DD, 4);                                                                                    \
+        else                                                                                                           \
+            TC_LAUNCH_W(TT, DD, 1);                                                                                    \
+    } while (0)
         if (dt == RLX_F16) {
             if (p.D == 32) TC_LAUNCH(__half, 32);
             else if (p.D == 64) TC_LAUNCH(__half, 64);
@@ -543,6 +560,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
             else TC_LAUNCH(__nv_bfloat16, 128);
         }
 #undef TC_LAUNCH
+#undef TC_LAUNCH_W
         return rlx_cu_check(t, "attention (tensor cores) launch");
     }
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {

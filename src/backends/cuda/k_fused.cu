@@ -280,7 +280,7 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         /* offsets of the vector's first element: innermost index from i % inner */
         int64_t off[EWS_IN];
-        int64_t q = i / inner, first = (i % inner) * V;
+        int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V; /* one dim: no division */
 #pragma unroll
         for (int k = 0; k < EWS_IN; k++)
             off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
@@ -311,6 +311,11 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
 #pragma unroll
                     for (int e = 0; e < V; e++)
                         r[EWS_IN + j].v[e] = a.v[e] + b.v[e];
+                    break;
+                case RLX_OP_SUB:
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        r[EWS_IN + j].v[e] = a.v[e] - b.v[e];
                     break;
                 case RLX_OP_MUL:
 #pragma unroll
@@ -348,11 +353,155 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
     }
 }
 
+/* Linear programs, the common case (residual add + ReLU, embedding sums):
+ * instruction 0 reads inputs only, every later one reads the previous
+ * result and at most one input.  One accumulator instead of a register
+ * file, so few registers and full occupancy.  lin[j] = {op, input or -1,
+ * 1 if the accumulator is the right-hand operand}. */
+typedef struct ew_lin {
+    int n;
+    int8_t op[EWS_OPS], first[EWS_OPS], other[EWS_OPS], rev[EWS_OPS];
+} ew_lin;
+
+template <int V>
+__device__ __forceinline__ void ew_pick_in(const ew_vec<V> (&in)[EWS_IN], int k, ew_vec<V> &o)
+{
+    switch (k) {
+    case 0: o = in[0]; break;
+    case 1: o = in[1]; break;
+    case 2: o = in[2]; break;
+    default: o = in[3]; break;
+    }
+}
+
+__device__ __forceinline__ float ew_cheap(int op, float x, float y)
+{
+    switch (op) {
+    case RLX_OP_ADD: return x + y;
+    case RLX_OP_SUB: return x - y;
+    case RLX_OP_MUL: return x * y;
+    case RLX_OP_MAX: return (x != x || y != y) ? __int_as_float(0x7fc00000) : fmaxf(x, y);
+    case RLX_OP_MIN: return (x != x || y != y) ? __int_as_float(0x7fc00000) : fminf(x, y);
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_OP_NEG: return -x;
+    default: return fabsf(x); /* RLX_OP_ABS */
+    }
+}
+
+template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin, int inner_stride_mask, T *y)
+{
+    const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[EWS_IN];
+        int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V;
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
+        for (int d = p.nd - 2; d >= 0; d--) {
+            int64_t ix = q % p.dims[d];
+            q /= p.dims[d];
+#pragma unroll
+            for (int k = 0; k < EWS_IN; k++)
+                if (k < p.nin)
+                    off[k] += ix * p.st[k][d];
+        }
+        ew_vec<V> in[EWS_IN];
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            if (k < p.nin)
+                ew_load<T, V>((const T *)p.in[k] + off[k], (inner_stride_mask >> k) & 1, in[k]);
+        ew_vec<V> acc;
+        ew_pick_in<V>(in, lin.first[0], acc);
+        for (int j = 0; j < lin.n; j++) {
+            const int op = lin.op[j];
+            ew_vec<V> b;
+            if (lin.other[j] >= 0)
+                ew_pick_in<V>(in, lin.other[j], b);
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                float x = acc.v[e], y = lin.other[j] >= 0 ? b.v[e] : 0.0f;
+                if (lin.rev[j]) {
+                    float t = x;
+                    x = y;
+                    y = t;
+                }
+                acc.v[e] = ew_cheap(op, x, y);
+            }
+        }
+        union {
+            uint4 u[V * sizeof(T) / 16];
+            T t[V];
+        } ob;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            ob.t[e] = cu_fromf<T>(acc.v[e]);
+        uint4 *dst = (uint4 *)(y + i * V);
+#pragma unroll
+        for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+            dst[w] = ob.u[w];
+    }
+}
+
+/* The instructions ew_chain_lin runs: a few cheap ones, so the kernel
+ * stays small (no transcendental code inlined eight times over). */
+static bool ew_is_cheap(int op)
+{
+    return op == RLX_OP_ADD || op == RLX_OP_SUB || op == RLX_OP_MUL || op == RLX_OP_MAX || op == RLX_OP_MIN ||
+           op == RLX_OP_RELU || op == RLX_OP_NEG || op == RLX_OP_ABS;
+}
+
+/* Fills lin if the program (registers numbered as in ew_prog: inputs
+ * 0..nin-1, results nin+j) is linear and cheap. */
+static bool ew_linear(const ew_prog *p, ew_lin *lin)
+{
+    memset(lin, 0, sizeof *lin);
+    lin->n = p->nops;
+    for (int j = 0; j < p->nops; j++) {
+        int op = p->code[3 * j], a = p->code[3 * j + 1], b = p->code[3 * j + 2];
+        bool unary = op < RLX_OP_ADD;
+        int prev = j == 0 ? -1 : p->nin + j - 1;
+        lin->op[j] = (int8_t)op;
+        lin->other[j] = -1;
+        if (!ew_is_cheap(op))
+            return false;
+        if (j == 0) {
+            /* start from operand a (an input); a binary op then takes b */
+            lin->first[0] = (int8_t)a;
+            if (a >= p->nin)
+                return false;
+            if (!unary) {
+                if (b >= p->nin)
+                    return false;
+                lin->other[0] = (int8_t)b;
+            }
+            continue;
+        }
+        if (unary) {
+            if (a != prev)
+                return false;
+            continue;
+        }
+        if (a == prev && b < p->nin) {
+            lin->other[j] = (int8_t)b;
+        } else if (b == prev && a < p->nin) {
+            lin->other[j] = (int8_t)a;
+            lin->rev[j] = 1; /* op(input, acc) */
+        } else {
+            return false;
+        }
+        if (lin->rev[j] && (op == RLX_OP_ADD || op == RLX_OP_MUL))
+            lin->rev[j] = 0; /* commutative */
+    }
+    return true;
+}
+
 typedef struct ew_state {
     ew_prog prog;
     ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec */
     int use_small;
     int use_vec, inner_stride_mask; /* ew_chain_vec; bit k: input k dense along the innermost dim */
+    int use_lin;                    /* ew_chain_lin, a linear program on the vector path */
+    ew_lin lin;
 } ew_state;
 
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
@@ -418,6 +567,8 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
             s->inner_stride_mask |= (in_st == 1) << k;
         }
         s->use_vec = vec;
+        const char *lin_env = getenv("RLX_CUDA_EW_LIN"); /* 0: keep linear programs on the general vector path */
+        s->use_lin = vec && ew_linear(p, &s->lin) && !(lin_env && !strcmp(lin_env, "0"));
     }
     return RLX_OK;
 }
@@ -433,7 +584,16 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool flat = s->prog.nd <= 1;
     for (int k = 0; k < s->prog.nin && flat; k++)
         flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
-    if (s->use_vec) {
+    if (s->use_lin) {
+        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
+        int blocks = cu_blocks(s->prog.total / V, 256);
+        if (V == 4)
+            ew_chain_lin<float, 4><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (float *)t->out);
+        else if (t->node->dtype == RLX_F16)
+            ew_chain_lin<__half, 8><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (__half *)t->out);
+        else
+            ew_chain_lin<__nv_bfloat16, 8><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
+    } else if (s->use_vec) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
         int blocks = cu_blocks(nvec, 256);

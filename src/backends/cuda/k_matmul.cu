@@ -47,6 +47,53 @@ static rlx_status make_layout(cublasLtMatrixLayout_t *l, cudaDataType_t ty, int6
     return RLX_OK;
 }
 
+/* Split-K variants of the heuristic's first algorithms, for GEMMs whose
+ * output tiles cannot fill the GPU (a long K over a small M x N): K is cut
+ * into parts computed in parallel and summed.  Added as candidates only;
+ * the tuner keeps one where it measures faster. */
+static void add_splitk(cu_gemm *g, const cublasLtMatmulHeuristicResult_t *res, int found, int64_t M, int64_t N,
+                       int64_t K)
+{
+    if (K < 256 || M * N > ((int64_t)4 << 20))
+        return;
+    static const int32_t splits[] = {2, 4, 8, 16};
+    for (int i = 0; i < found && i < 4; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS)
+            continue;
+        int32_t sup = 0;
+        uint32_t mask = 0;
+        size_t w = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &sup, sizeof sup, &w) !=
+                CUBLAS_STATUS_SUCCESS ||
+            !sup ||
+            cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &mask, sizeof mask,
+                                              &w) != CUBLAS_STATUS_SUCCESS)
+            continue;
+        uint32_t scheme = (mask & CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)  ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                          : (mask & CUBLASLT_REDUCTION_SCHEME_INPLACE)     ? CUBLASLT_REDUCTION_SCHEME_INPLACE
+                          : (mask & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE) ? CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE
+                                                                           : 0;
+        if (!scheme)
+            continue;
+        for (size_t k = 0; k < sizeof splits / sizeof splits[0] && K / splits[k] >= 64; k++) {
+            if (g->n_cand >= CU_GEMM_CANDIDATES)
+                return;
+            cublasLtMatmulAlgo_t a = res[i].algo;
+            cublasLtMatmulHeuristicResult_t chk;
+            memset(&chk, 0, sizeof chk);
+            if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits[k], sizeof splits[k]) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoCheck(lt, g->op, g->la, g->lb, g->lc, g->lc, &a, &chk) != CUBLAS_STATUS_SUCCESS ||
+                chk.workspaceSize > CU_GEMM_WORKSPACE)
+                continue;
+            g->cand[g->n_cand] = a;
+            g->cand_ws[g->n_cand++] = chk.workspaceSize;
+        }
+    }
+}
+
 rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                             int64_t lda, int64_t ldb, int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b,
                             int64_t stride_c, cu_epi epi, size_t align)
@@ -113,20 +160,21 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
-    cublasLtMatmulHeuristicResult_t res[CU_GEMM_CANDIDATES];
+    cublasLtMatmulHeuristicResult_t res[CU_GEMM_HEURISTIC];
     int found = 0;
-    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_CANDIDATES, res, &found);
+    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_HEURISTIC, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
         g->algo = res[0].algo;
         g->has_algo = 1;
         g->ws_bytes = res[0].workspaceSize;
-        for (int i = 0; i < found && i < CU_GEMM_CANDIDATES; i++) {
+        for (int i = 0; i < found && i < CU_GEMM_HEURISTIC; i++) {
             if (res[i].state != CUBLAS_STATUS_SUCCESS)
                 continue;
             g->cand[g->n_cand] = res[i].algo;
             g->cand_ws[g->n_cand++] = res[i].workspaceSize;
         }
+        add_splitk(g, res, found, M, N, K);
     } else {
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "cuda: cuBLASLt has no algorithm for a %s GEMM %lldx%lldx%lld (batch %lld, status %d)",
@@ -366,6 +414,40 @@ template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
         y[i] = cu_fromf<T>(act_f(act, cu_tof<T>(y[i])));
 }
 
+/* The same on 16-byte vectors (n a multiple of 16 / sizeof(T), y aligned):
+ * one load and one store per 8 halves, the activation a template
+ * argument so no dispatch sits in the loop. */
+template <typename T, int ACT> __global__ void act_inplace_vec(T *y, int64_t nvec)
+{
+    constexpr int V = 16 / sizeof(T);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
+        union {
+            uint4 u;
+            T t[V];
+        } b;
+        b.u = ((const uint4 *)y)[i];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            b.t[e] = cu_fromf<T>(act_f(ACT, cu_tof<T>(b.t[e])));
+        ((uint4 *)y)[i] = b.u;
+    }
+}
+
+/* act over n elements of y in place. */
+template <typename T> static void launch_act(T *y, int64_t n, int act)
+{
+    constexpr int V = 16 / sizeof(T);
+    if (n % V == 0 && (uintptr_t)y % 16 == 0 && (act == RLX_ACT_GELU || act == RLX_ACT_SILU)) {
+        int64_t nvec = n / V;
+        if (act == RLX_ACT_GELU)
+            act_inplace_vec<T, RLX_ACT_GELU><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(y, nvec);
+        else
+            act_inplace_vec<T, RLX_ACT_SILU><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(y, nvec);
+        return;
+    }
+    act_inplace<T><<<cu_blocks(n, 256), 256, 0, rlx_cu_stream>>>(y, n, act);
+}
+
 /* The epilogue cuBLASLt runs, and whether an activation pass follows. */
 static cu_epi mm_epilogue(int has_bias, int act, int *post)
 {
@@ -399,7 +481,7 @@ static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t total = rlx_shape_numel(&n->shape);
     if (!total)
         return RLX_OK;
-    CU_FLOAT_DISPATCH(n->dtype, T, act_inplace<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, total, n->attrs.mm_act.act));
+    CU_FLOAT_DISPATCH(n->dtype, T, launch_act<T>((T *)t->out, total, n->attrs.mm_act.act));
     return rlx_cu_check(t, "activation launch");
 }
 
@@ -1330,7 +1412,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
         if (st != RLX_OK || !s->post)
             return st;
         int64_t total = M * s->O;
-        CU_FLOAT_DISPATCH(dt, T, act_inplace<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, total, act));
+        CU_FLOAT_DISPATCH(dt, T, launch_act<T>((T *)t->out, total, act));
         return rlx_cu_check(t, "conv activation launch");
     }
 #ifdef RLX_CUDNN
