@@ -8,7 +8,8 @@
 # Environment: BUILD (build folder, default build-gpu), JOBS (default 16),
 # LOG (where the full test log goes, default $OUT/gpu_tests.log or
 # build-gpu/gpu_tests.log), RLX_GPU_TEST_FILTER (run only matching cases),
-# PREBUILT (a build folder carried from elsewhere, used when the build here fails).
+# PREBUILT (a build folder carried from elsewhere: used instead of building; with REBUILD=1 only
+# when the build here fails).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-gpu}
@@ -18,7 +19,11 @@ mkdir -p "$BUILD"
 LOG=${LOG:-${OUT:-$BUILD}/gpu_tests.log}
 
 built=0
-if command -v cmake >/dev/null; then
+if [ -n "${PREBUILT:-}" ] && [ -f "$PREBUILT/librlx.so" ] && [ -z "${REBUILD:-}" ]; then
+  echo "using the prebuilt library in $PREBUILT"   # built elsewhere (e.g. carried to the GPU machine)
+  BUILD=$PREBUILT
+  built=1
+elif command -v cmake >/dev/null; then
   if cmake -S . -B "$BUILD" -DRLX_ONNX=OFF -DRLX_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$BUILD/configure.log" 2>&1 &&
      cmake --build "$BUILD" -j"$JOBS" >"$BUILD/build.log" 2>&1; then
     built=1
