@@ -542,6 +542,43 @@ static void test_shape(void)
                 rlx_output(g, "y", rlx_gather(g, data, idx, ax));
                 check(NAME("gather %s idx%s axis%d", dn(FLOATS[d]), it ? "i32" : "i64", ax), g);
             }
+    /* an index out of range fails the run on CUDA as on the CPU, naming the
+     * index; the next run with good indices succeeds (the fault is cleared) */
+    if (wanted("gather out of range")) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node data = rlx_input(g, "x", RLX_F16, 2, DIMS(50, 32));
+        rlx_output(g, "y", rlx_gather(g, data, rlx_input(g, "i", RLX_I64, 1, DIMS(5)), 0));
+        char msg[300] = "";
+        int ok = 0;
+        rlx_options o;
+        rlx_options_init(&o);
+        o.device = RLX_DEVICE_CUDA;
+        o.ignore_env = 1;
+        rlx_session *s = NULL;
+        if (rlx_compile(g, &o, &s) == RLX_OK) {
+            uint16_t x[50 * 32];
+            for (int i = 0; i < 50 * 32; i++)
+                x[i] = (uint16_t)(0x3c00 + i % 512);
+            int64_t bad[5] = {1, 2, 50, 3, 4}, good[5] = {1, 2, 49, -1, 4};
+            rlx_session_set_input(s, "x", x, sizeof x);
+            rlx_session_set_input(s, "i", bad, sizeof bad);
+            rlx_status st1 = rlx_session_run(s);
+            snprintf(msg, sizeof msg, "%s", rlx_last_error());
+            rlx_session_set_input(s, "i", good, sizeof good);
+            rlx_status st2 = rlx_session_run(s);
+            uint16_t y[5 * 32];
+            rlx_session_get_output(s, "y", y, sizeof y);
+            ok = st1 == RLX_ERR_RUNTIME && strstr(msg, "index 50 out of range [0, 50)") && st2 == RLX_OK &&
+                 y[2 * 32] == x[49 * 32] && y[3 * 32 + 5] == x[49 * 32 + 5];
+            if (!ok)
+                snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (bad run %d, good run %d)", (int)st1, (int)st2);
+            rlx_session_free(s);
+        } else {
+            snprintf(msg, sizeof msg, "compile: %s", rlx_last_error());
+        }
+        rlx_graph_free(g);
+        report("gather out of range", ok, msg);
+    }
     for (int d = 0; d < 3; d++)
         for (int inter = 0; inter < 2; inter++) {
             rlx_graph *g = rlx_graph_new();

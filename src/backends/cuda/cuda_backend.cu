@@ -33,6 +33,8 @@ static size_t device_total_mem;
 static void *staging;
 static size_t staging_bytes;
 static unsigned long long *pinned_run_index;
+static cu_fault *host_fault; /* the host's view of rlx_cu_fault */
+cu_fault *rlx_cu_fault;
 
 #define STAGING_CHUNK ((size_t)64 << 20)
 
@@ -49,7 +51,9 @@ static void init_device(void)
         return;
     }
     if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&rlx_cu_stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMallocHost((void **)&pinned_run_index, sizeof(unsigned long long))) != cudaSuccess) {
+        (e = cudaMallocHost((void **)&pinned_run_index, sizeof(unsigned long long))) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&host_fault, sizeof(cu_fault), cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostGetDevicePointer((void **)&rlx_cu_fault, host_fault, 0)) != cudaSuccess) {
         init_error = e;
         snprintf(init_msg, sizeof init_msg, "CUDA device 0 could not be initialised: %s", cudaGetErrorString(e));
         return;
@@ -685,6 +689,16 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
         cudaProfilerStop();
     if (st == RLX_OK && e != cudaSuccess)
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: run failed: %s", cudaGetErrorString(e));
+    if (host_fault->code) {
+        const rlx_graph *g = s->graph;
+        int id = host_fault->node;
+        const rlx_node_data *n = g && id >= 0 && id < g->n_nodes ? &g->nodes[id] : NULL;
+        if (st == RLX_OK)
+            st = rlx_set_error(RLX_ERR_RUNTIME, "cuda: node %d (%s%s%s%s): index %lld out of range [0, %lld)", id,
+                               n ? rlx_op_name(n->op) : "?", n && n->name ? " '" : "", n && n->name ? n->name : "",
+                               n && n->name ? "'" : "", host_fault->value, host_fault->bound);
+        memset(host_fault, 0, sizeof *host_fault);
+    }
     pthread_mutex_unlock(&lock);
     return st;
 }

@@ -47,6 +47,30 @@ extern cudaStream_t rlx_cu_stream;
  * stream, before each run; src must be pinned. */
 cudaError_t rlx_cu_set_run_index(const unsigned long long *src);
 
+/* A kernel that meets bad data it cannot report through its output (an
+ * index out of range) records the first such fault here: a word of mapped
+ * pinned memory the device writes and the host reads after each run, which
+ * then fails with a message naming the node.  rlx_cu_fault is the device
+ * view; NULL until the device is initialised. */
+typedef struct cu_fault {
+    int code; /* 0 none, CU_FAULT_INDEX */
+    int node;
+    long long value, bound;
+} cu_fault;
+enum { CU_FAULT_INDEX = 1 };
+extern cu_fault *rlx_cu_fault;
+
+#ifdef __CUDACC__
+__device__ __forceinline__ void cu_report_index(cu_fault *f, int node, long long value, long long bound)
+{
+    if (f && atomicCAS(&f->code, 0, CU_FAULT_INDEX) == 0) {
+        f->node = node;
+        f->value = value;
+        f->bound = bound;
+    }
+}
+#endif
+
 /* Turns a CUDA error into a status naming the node. */
 rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what);
 rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -278,19 +278,22 @@ static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-/* Gather rows of `row` bytes; an index out of range writes zeros (the CPU
- * reference reports it as a run error instead). */
+/* Gather rows of `row` bytes; an index out of range writes zeros and is
+ * recorded as a fault, so the run fails as the CPU reference's does. */
 template <typename E>
-__global__ void gather_kernel(const E *data, const void *idx, int idx_dt, E *out, int64_t outer, int64_t n, int64_t m, int64_t inner)
+__global__ void gather_kernel(const E *data, const void *idx, int idx_dt, E *out, int64_t outer, int64_t n, int64_t m,
+                              int64_t inner, cu_fault *fault, int node)
 {
     int64_t total = outer * m * inner;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t e = i % inner, r = i / inner;
         int64_t j = r % m, o = r / m;
-        int64_t ix = idx_dt == RLX_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
-        if (ix < 0)
-            ix += n;
-        out[i] = (ix >= 0 && ix < n) ? data[(o * n + ix) * inner + e] : E();
+        int64_t ix0 = idx_dt == RLX_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+        int64_t ix = ix0 < 0 ? ix0 + n : ix0;
+        bool ok = ix >= 0 && ix < n;
+        out[i] = ok ? data[(o * n + ix) * inner + e] : E();
+        if (!ok)
+            cu_report_index(fault, node, ix0, n);
     }
 }
 
@@ -314,15 +317,15 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (bytes_row % 16 == 0 && (uintptr_t)t->in[0] % 16 == 0) {
         int64_t in16 = bytes_row / 16;
         blocks = cu_blocks(outer * m * in16, THREADS);
-        gather_kernel<uint4><<<blocks, THREADS, 0, rlx_cu_stream>>>((const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16);
+        gather_kernel<uint4><<<blocks, THREADS, 0, rlx_cu_stream>>>((const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16, rlx_cu_fault, t->id);
         return rlx_cu_check(t, "gather launch");
     }
     blocks = cu_blocks(total, THREADS);
     switch (es) {
-    case 1: gather_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner); break;
-    case 2: gather_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner); break;
-    case 4: gather_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner); break;
-    default: gather_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner); break;
+    case 1: gather_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 2: gather_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 4: gather_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    default: gather_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
     }
     return rlx_cu_check(t, "gather launch");
 }
