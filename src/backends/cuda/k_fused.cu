@@ -273,30 +273,53 @@ template <typename T, int V> __device__ __forceinline__ void ew_load(const T *p,
         o.v[e] = cu_tof<T>(b.t[e]);
 }
 
+/* Loads vector i of every input: the stride walk gives the offset of its
+ * first element (the innermost index from i % inner; one dim needs no
+ * division). */
+template <typename T, int V, int N>
+__device__ __forceinline__ void ew_load_inputs(const ew_prog &p, int dense_mask, int64_t i, int64_t inner,
+                                               ew_vec<V> (&in)[N])
+{
+    int64_t off[EWS_IN];
+    int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V;
+#pragma unroll
+    for (int k = 0; k < EWS_IN; k++)
+        off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
+    for (int d = p.nd - 2; d >= 0; d--) {
+        int64_t ix = q % p.dims[d];
+        q /= p.dims[d];
+#pragma unroll
+        for (int k = 0; k < EWS_IN; k++)
+            if (k < p.nin)
+                off[k] += ix * p.st[k][d];
+    }
+#pragma unroll
+    for (int k = 0; k < EWS_IN; k++)
+        if (k < p.nin)
+            ew_load<T, V>((const T *)p.in[k] + off[k], (dense_mask >> k) & 1, in[k]);
+}
+
+template <typename T, int V> __device__ __forceinline__ void ew_store(T *y, int64_t i, const ew_vec<V> &o)
+{
+    union {
+        uint4 u[V * sizeof(T) / 16];
+        T t[V];
+    } b;
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        b.t[e] = cu_fromf<T>(o.v[e]);
+#pragma unroll
+    for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+        ((uint4 *)(y + i * V))[w] = b.u[w];
+}
+
 template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
 {
     constexpr int R = EWS_IN + NO;
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
-        /* offsets of the vector's first element: innermost index from i % inner */
-        int64_t off[EWS_IN];
-        int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V; /* one dim: no division */
-#pragma unroll
-        for (int k = 0; k < EWS_IN; k++)
-            off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
-        for (int d = p.nd - 2; d >= 0; d--) {
-            int64_t ix = q % p.dims[d];
-            q /= p.dims[d];
-#pragma unroll
-            for (int k = 0; k < EWS_IN; k++)
-                if (k < p.nin)
-                    off[k] += ix * p.st[k][d];
-        }
         ew_vec<V> r[R];
-#pragma unroll
-        for (int k = 0; k < EWS_IN; k++)
-            if (k < p.nin)
-                ew_load<T, V>((const T *)p.in[k] + off[k], (inner_stride_mask >> k) & 1, r[k]);
+        ew_load_inputs<T, V>(p, inner_stride_mask, i, inner, r);
 #pragma unroll
         for (int j = 0; j < NO; j++) {
             if (j >= p.nops)
@@ -339,17 +362,7 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
         }
         ew_vec<V> o;
         ew_pick<V, R>(r, EWS_IN + p.nops - 1, o);
-        union {
-            uint4 u[V * sizeof(T) / 16];
-            T t[V];
-        } b;
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            b.t[e] = cu_fromf<T>(o.v[e]);
-        uint4 *dst = (uint4 *)(y + i * V);
-#pragma unroll
-        for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
-            dst[w] = b.u[w];
+        ew_store<T, V>(y, i, o);
     }
 }
 
@@ -392,24 +405,8 @@ template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin,
 {
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off[EWS_IN];
-        int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V;
-#pragma unroll
-        for (int k = 0; k < EWS_IN; k++)
-            off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
-        for (int d = p.nd - 2; d >= 0; d--) {
-            int64_t ix = q % p.dims[d];
-            q /= p.dims[d];
-#pragma unroll
-            for (int k = 0; k < EWS_IN; k++)
-                if (k < p.nin)
-                    off[k] += ix * p.st[k][d];
-        }
         ew_vec<V> in[EWS_IN];
-#pragma unroll
-        for (int k = 0; k < EWS_IN; k++)
-            if (k < p.nin)
-                ew_load<T, V>((const T *)p.in[k] + off[k], (inner_stride_mask >> k) & 1, in[k]);
+        ew_load_inputs<T, V>(p, inner_stride_mask, i, inner, in);
         ew_vec<V> acc;
         ew_pick_in<V>(in, lin.first[0], acc);
         for (int j = 0; j < lin.n; j++) {
@@ -428,17 +425,7 @@ template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin,
                 acc.v[e] = ew_cheap(op, x, y);
             }
         }
-        union {
-            uint4 u[V * sizeof(T) / 16];
-            T t[V];
-        } ob;
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            ob.t[e] = cu_fromf<T>(acc.v[e]);
-        uint4 *dst = (uint4 *)(y + i * V);
-#pragma unroll
-        for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
-            dst[w] = ob.u[w];
+        ew_store<T, V>(y, i, acc);
     }
 }
 
