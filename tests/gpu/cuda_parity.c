@@ -618,8 +618,9 @@ static void test_attention(void)
         {2, 12, 12, 128, 128, 32, 32, 0, 0}, {2, 4, 2, 77, 77, 64, 64, 1, 1}, {1, 4, 4, 77, 77, 128, 128, 0, 2},
         {3, 6, 2, 1, 77, 32, 32, 0, 0},      {2, 4, 4, 128, 128, 128, 128, 1, 0}, {2, 4, 1, 77, 150, 64, 64, 1, 2},
         {1, 8, 8, 1, 1, 32, 32, 1, 1},       {1, 2, 2, 100, 40, 64, 64, 1, 0}, /* fully masked rows: zeros */
-        /* enough blocks for the four-warp tensor-core blocks (the cases above get one-warp blocks) */
+        /* larger grids: eight-warp tensor-core blocks once B*H*ceil(S/128) reaches twice the SMs */
         {4, 12, 12, 330, 330, 32, 32, 0, 0}, {4, 12, 4, 300, 300, 64, 64, 1, 1},
+        {8, 12, 12, 300, 300, 32, 32, 0, 0}, {8, 12, 4, 260, 260, 64, 64, 1, 1},
     };
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
         for (int d = 0; d < 3; d++) {

@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
 
 /* ------------------------------------------------ tensor cores (sm_80+) */
 
-/* A block is W = 4 warps x 16 query rows; keys and values stream through
+/* A block is W = 4 or 8 warps x 16 query rows; keys and values stream through
  * shared memory in tiles of 64 rows, stored as loaded (f16/bf16), rows
  * padded by 8 elements so the fragment reads below hit distinct banks.
  * Per warp and key tile: S = Q K^T (m16n8k16, Q fragments kept in
@@ -533,16 +533,28 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
     if (tc_fits(dt, p.D, p.Dv)) {
-        /* four warps (64 queries) per block: one-warp blocks, tried for small
-         * batches, measured slower (each warp then loads whole tiles alone) */
-        const int w = 4;
+        /* four warps (64 queries) per block; eight (128 queries, each key
+         * tile loaded once for twice the queries) when that still leaves two
+         * blocks per SM.  One-warp blocks, tried for small batches, measured
+         * slower (each warp then loads whole tiles alone). */
+        static int sms = 0;
+        if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+            sms = 132;
+        const int w = bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
         int64_t blocks = bh * ((p.S + 16 * w - 1) / (16 * w));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         unsigned grid = (unsigned)blocks;
-#define TC_LAUNCH(TT, DD) flash_tc<TT, DD, w><<<grid, w * 32, 0, rlx_cu_stream>>>(p, vec)
+#define TC_LAUNCH_W(TT, DD, W) flash_tc<TT, DD, W><<<grid, W * 32, 0, rlx_cu_stream>>>(p, vec)
+#define TC_LAUNCH(TT, DD)                                                                                              \
+    do {                                                                                                               \
+        if (w == 8)                                                                                                    \
+            TC_LAUNCH_W(TT, DD, 8);                                                                                    \
+        else                                                                                                           \
+            TC_LAUNCH_W(TT, DD, 4);                                                                                    \
+    } while (0)
         if (dt == RLX_F16) {
             if (p.D == 32) TC_LAUNCH(__half, 32);
             else if (p.D == 64) TC_LAUNCH(__half, 64);
@@ -553,6 +565,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
             else TC_LAUNCH(__nv_bfloat16, 128);
         }
 #undef TC_LAUNCH
+#undef TC_LAUNCH_W
         return rlx_cu_check(t, "attention (tensor cores) launch");
     }
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
