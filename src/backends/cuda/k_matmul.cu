@@ -767,6 +767,31 @@ static void release_dnn(conv_state *s)
     s->use_dnn = 0;
 }
 
+/* The legacy API's descriptors of this convolution in one layout (the
+ * filter in the same one: KCRS for NCHW, KRSC for NHWC). */
+static cudnnDataType_t dnn_type(rlx_dtype dt)
+{
+    return dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+static bool dnn_describe(conv_state *s, rlx_dtype dt, cudnnTensorFormat_t fmt)
+{
+    cudnnDataType_t ty = dnn_type(dt);
+    const win2d &w = s->w;
+    return dnn.cudnnCreateTensorDescriptor(&s->xd) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnSetTensor4dDescriptor(s->xd, fmt, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnSetTensor4dDescriptor(s->yd, fmt, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnSetFilter4dDescriptor(s->wd, ty, fmt, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+           dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
+           /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
+           dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+}
+
 /* Sets up the cuDNN path and picks its fastest algorithm that fits the
  * scratch; false (and the im2col path) when anything does not fit. */
 static bool prep_dnn(rlx_thunk *t, conv_state *s)
@@ -780,20 +805,7 @@ static bool prep_dnn(rlx_thunk *t, conv_state *s)
     if (sp == 2 ? (pads[0] != pads[2] || pads[1] != pads[3]) : pads[0] != pads[1])
         return false;
     rlx_dtype dt = n->dtype;
-    cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    const win2d &w = s->w;
-    bool ok = dnn.cudnnCreateTensorDescriptor(&s->xd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NCHW, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetTensor4dDescriptor(s->yd, CUDNN_TENSOR_NCHW, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetFilter4dDescriptor(s->wd, ty, CUDNN_TENSOR_NCHW, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
-              /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
-              dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+    bool ok = dnn_describe(s, dt, CUDNN_TENSOR_NCHW);
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0;
     if (ok)
@@ -908,20 +920,7 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
         return false;
     const rlx_node_data *n = t->node;
     rlx_dtype dt = n->dtype;
-    cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : dt == RLX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    const win2d &w = s->w;
-    bool ok = dnn.cudnnCreateTensorDescriptor(&s->xd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetTensor4dDescriptor(s->xd, CUDNN_TENSOR_NHWC, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetTensor4dDescriptor(s->yd, CUDNN_TENSOR_NHWC, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetFilter4dDescriptor(s->wd, ty, CUDNN_TENSOR_NHWC, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
-              dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
-              /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
-              dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+    bool ok = dnn_describe(s, dt, CUDNN_TENSOR_NHWC);
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0, pick = -1, precomp = -1;
     if (ok)
@@ -946,7 +945,7 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
     int fused_pick = act == RLX_ACT_RELU ? pick : precomp;
     if (n->attrs.conv.has_bias && (act == RLX_ACT_RELU || act == RLX_ACT_NONE) && fused_pick >= 0 &&
         dnn.cudnnCreateTensorDescriptor(&s->bd) == CUDNN_STATUS_SUCCESS &&
-        dnn.cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, ty, 1, (int)s->O, 1, 1) == CUDNN_STATUS_SUCCESS &&
+        dnn.cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, dnn_type(dt), 1, (int)s->O, 1, 1) == CUDNN_STATUS_SUCCESS &&
         dnn.cudnnCreateActivationDescriptor(&s->ad) == CUDNN_STATUS_SUCCESS &&
         dnn.cudnnSetActivationDescriptor(s->ad, act == RLX_ACT_RELU ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
                                          CUDNN_PROPAGATE_NAN, 0.0) == CUDNN_STATUS_SUCCESS) {
