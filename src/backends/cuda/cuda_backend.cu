@@ -316,11 +316,57 @@ static void mark_dirty(const void *dst, size_t bytes)
                 g->dirty = 1;
 }
 
+/* Device time of one launch sequence: run once (warm-up, lazy module
+ * loads), then `reps` launches captured into a CUDA graph and replayed
+ * between events, so kernels shorter than a host launch are not timed by
+ * it.  1e30 when anything fails or the stream is being captured. */
+float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
+{
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return 1e30f;
+    float ms = 1e30f;
+    if (!launch(arg) || cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
+        cudaGetLastError();
+        return ms;
+    }
+    cudaEvent_t a = NULL, b = NULL;
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t ex = NULL;
+    bool ok = cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess &&
+              cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (ok) {
+        for (int r = 0; r < reps && ok; r++)
+            ok = launch(arg);
+        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
+            ok = false;
+    }
+    float t = 0;
+    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+        cudaEventRecord(a, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
+        cudaEventRecord(b, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
+        cudaEventElapsedTime(&t, a, b) == cudaSuccess)
+        ms = t / reps;
+    if (ex)
+        cudaGraphExecDestroy(ex);
+    if (gr)
+        cudaGraphDestroy(gr);
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
+    cudaStreamSynchronize(rlx_cu_stream);
+    cudaGetLastError();
+    rlx_clear_error();
+    return ms;
+}
+
+
 /* RLX_CUDA_PROFILE=1 (with RLX_DISABLE_CUDA_GRAPH=1): device time per op
  * kind and the costliest nodes, summed over runs, printed when the
- * schedule is released.  Each thunk runs once as usual, then is captured
- * PROF_REPS times into a graph of its own and replayed between two events,
- * so what is measured is its time inside a CUDA graph, without the host's
+ * schedule is released.  Each thunk runs once as usual, then is timed
+ * with rlx_cu_time_captured (PROF_REPS launches replayed in a graph), so
+ * what is measured is its time inside a CUDA graph, without the host's
  * launch gaps.  The repeats rerun in-place kernels: a profiled run's
  * outputs are not meaningful. */
 #define PROF_REPS 10
@@ -330,30 +376,16 @@ static long prof_n[CU_TABLE_SIZE];
 static double *prof_thunk_ms; /* per thunk of prof_sched */
 static const rlx_schedule *prof_sched;
 
-static float time_in_graph(const rlx_thunk *t, const rlx_run_ctx *ctx, cudaEvent_t ev[2])
+/* A thunk and its run context, for rlx_cu_time_captured. */
+typedef struct thunk_run {
+    const rlx_thunk *t;
+    const rlx_run_ctx *ctx;
+} thunk_run;
+
+static bool launch_thunk(void *arg)
 {
-    cudaGraph_t g = NULL;
-    cudaGraphExec_t e = NULL;
-    float ms = -1;
-    if (cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
-        return -1;
-    rlx_status st = RLX_OK;
-    for (int r = 0; r < PROF_REPS && st == RLX_OK; r++)
-        st = t->fn(t, ctx);
-    if (cudaStreamEndCapture(rlx_cu_stream, &g) == cudaSuccess && st == RLX_OK &&
-        cudaGraphInstantiate(&e, g, 0) == cudaSuccess && cudaGraphLaunch(e, rlx_cu_stream) == cudaSuccess) {
-        cudaEventRecord(ev[0], rlx_cu_stream);
-        cudaGraphLaunch(e, rlx_cu_stream);
-        cudaEventRecord(ev[1], rlx_cu_stream);
-        if (cudaEventSynchronize(ev[1]) == cudaSuccess && cudaEventElapsedTime(&ms, ev[0], ev[1]) == cudaSuccess)
-            ms /= PROF_REPS;
-    }
-    if (e)
-        cudaGraphExecDestroy(e);
-    if (g)
-        cudaGraphDestroy(g);
-    cudaGetLastError();
-    return ms;
+    const thunk_run *r = (const thunk_run *)arg;
+    return r->t->fn(r->t, r->ctx) == RLX_OK;
 }
 
 static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
@@ -363,16 +395,16 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
         prof_thunk_ms = (double *)calloc((size_t)s->n_thunks + 1, sizeof(double));
         prof_sched = s;
     }
-    cudaEvent_t ev[2];
-    cudaEventCreate(&ev[0]);
-    cudaEventCreate(&ev[1]);
     rlx_status st = RLX_OK;
     for (int i = 0; i < s->n_thunks && st == RLX_OK; i++) {
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
             continue;
         st = t->fn(t, ctx);
-        float ms = st == RLX_OK ? time_in_graph(t, ctx, ev) : -1;
+        thunk_run r = {t, ctx};
+        float ms = st == RLX_OK ? rlx_cu_time_captured(launch_thunk, &r, PROF_REPS) : -1;
+        if (ms >= 1e29f)
+            ms = -1;
         unsigned op = (unsigned)t->node->op;
         if (ms >= 0 && op < CU_TABLE_SIZE) {
             prof_ms[op] += ms;
@@ -381,8 +413,6 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
                 prof_thunk_ms[i] += ms;
         }
     }
-    cudaEventDestroy(ev[0]);
-    cudaEventDestroy(ev[1]);
     return st;
 }
 

@@ -71,6 +71,13 @@ __device__ __forceinline__ void cu_report_index(cu_fault *f, int node, long long
 }
 #endif
 
+/* Device time (ms) of one call of `launch`, measured as `reps` calls
+ * captured into a CUDA graph and replayed between events (after one
+ * warm-up call); 1e30 when anything fails.  For compile-time choices and
+ * the profiler: kernels shorter than a host launch would otherwise be
+ * timed by the host. */
+float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps);
+
 /* Turns a CUDA error into a status naming the node. */
 rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what);
 rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

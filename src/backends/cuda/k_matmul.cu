@@ -196,6 +196,22 @@ rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, 
     return RLX_OK;
 }
 
+/* One tuning candidate: GEMM g with its candidate algorithm i. */
+typedef struct gemm_try {
+    const cu_gemm *g;
+    const void *A, *B;
+    void *C, *ws;
+    int i;
+} gemm_try;
+
+static bool launch_candidate(void *arg)
+{
+    const gemm_try *c = (const gemm_try *)arg;
+    float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(lt, c->g->op, &alpha, c->B, c->g->la, c->A, c->g->lb, &beta, c->C, c->g->lc, c->C, c->g->lc,
+                          &c->g->cand[c->i], c->ws, c->g->cand_ws[c->i], rlx_cu_stream) == CUBLAS_STATUS_SUCCESS;
+}
+
 void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws)
 {
     const char *env = getenv("RLX_CUDA_AUTOTUNE");
@@ -204,51 +220,22 @@ void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const v
     cudaStreamCaptureStatus cs;
     if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return;
-    float alpha = 1.0f, beta = 0.0f;
     if (bias)
         cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
+    /* Each candidate is timed as launches captured into a graph: small GEMMs
+     * take less device time than the host takes to launch them, so timing
+     * plain launches would measure the host and pick at random. */
+    gemm_try tr = {g, A, B, C, ws, 0};
     float best = 1e30f;
     int best_i = -1;
-    /* Each candidate is captured TUNE_REPS times into a graph and replayed
-     * between events: small GEMMs take less device time than the host
-     * takes to launch them, so timing plain launches would measure the
-     * host and pick at random. */
-    enum { TUNE_REPS = 8 };
     for (int i = 0; i < g->n_cand; i++) {
-        if (cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
-                           g->cand_ws[i], rlx_cu_stream) != CUBLAS_STATUS_SUCCESS ||
-            cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
-            cudaGetLastError();
-            continue;
-        }
-        cudaGraph_t gr = NULL;
-        cudaGraphExec_t ex = NULL;
-        bool ok = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-        for (int r = 0; r < TUNE_REPS && ok; r++)
-            ok = cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, &g->cand[i], ws,
-                                g->cand_ws[i], rlx_cu_stream) == CUBLAS_STATUS_SUCCESS;
-        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
-            ok = false;
-        float ms = 0;
-        if (ok && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-            cudaEventRecord(e0, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-            cudaEventRecord(e1, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-            cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
+        tr.i = i;
+        float ms = rlx_cu_time_captured(launch_candidate, &tr, 8);
+        if (ms < best) {
             best = ms;
             best_i = i;
         }
-        if (ex)
-            cudaGraphExecDestroy(ex);
-        if (gr)
-            cudaGraphDestroy(gr);
-        cudaGetLastError();
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaGetLastError();
     if (best_i >= 0) {
         g->algo = g->cand[best_i];
         g->ws_bytes = g->cand_ws[best_i];
@@ -792,6 +779,34 @@ static bool dnn_describe(conv_state *s, rlx_dtype dt, cudnnTensorFormat_t fmt)
            dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
 }
 
+/* cuDNN's algorithm search on the real buffers (descriptors set): the
+ * fastest result that fits the scratch becomes the thunk's algorithm
+ * (*pick), and *precomp is the first fitting IMPLICIT_PRECOMP_GEMM, the one
+ * algorithm the fused bias call takes with an identity activation (-1
+ * none).  False when nothing fits. */
+static bool dnn_find(rlx_thunk *t, conv_state *s, cudnnConvolutionFwdAlgoPerf_t *perf, int *pick, int *precomp)
+{
+    int found = 0;
+    bool ok = dnn.cudnnFindConvolutionForwardAlgorithmEx(dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out,
+                                                         8, &found, perf, t->scratch,
+                                                         t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
+    *pick = *precomp = -1;
+    for (int i = 0; ok && i < found; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes) {
+            if (*pick < 0)
+                *pick = i;
+            if (*precomp < 0 && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+                *precomp = i;
+        }
+    cudaGetLastError();
+    if (!ok || *pick < 0)
+        return false;
+    s->algo = perf[*pick].algo;
+    s->dnn_ws = perf[*pick].memory;
+    s->use_dnn = 1;
+    return true;
+}
+
 /* Sets up the cuDNN path and picks its fastest algorithm that fits the
  * scratch; false (and the im2col path) when anything does not fit. */
 static bool prep_dnn(rlx_thunk *t, conv_state *s)
@@ -807,22 +822,11 @@ static bool prep_dnn(rlx_thunk *t, conv_state *s)
     rlx_dtype dt = n->dtype;
     bool ok = dnn_describe(s, dt, CUDNN_TENSOR_NCHW);
     cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int found = 0;
-    if (ok)
-        ok = dnn.cudnnFindConvolutionForwardAlgorithmEx(dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out, 8,
-                                                        &found, perf, t->scratch, t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
-    int pick = -1;
-    for (int i = 0; ok && i < found && pick < 0; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes)
-            pick = i;
-    cudaGetLastError();
-    if (!ok || pick < 0) {
+    int pick = -1, precomp = -1;
+    if (!ok || !dnn_find(t, s, perf, &pick, &precomp)) {
         release_dnn(s);
         return false;
     }
-    s->algo = perf[pick].algo;
-    s->dnn_ws = perf[pick].memory;
-    s->use_dnn = 1;
     return true;
 }
 #endif
@@ -830,56 +834,11 @@ static bool prep_dnn(rlx_thunk *t, conv_state *s)
 static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx);
 static rlx_status prep_conv_gemm(rlx_thunk *t, conv_state *s);
 
-/* Device time of one launch sequence: run once (warm-up, lazy module
- * loads), then CONV_REPS launches captured into a CUDA graph and replayed
- * between events, so small convolutions are not timed by their host launch
- * cost.  1e30 when anything fails (compile time, outside any capture). */
-enum { CONV_REPS = 6 };
-static float time_launches(bool (*launch)(void *), void *arg)
-{
-    cudaStreamCaptureStatus cs;
-    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
-        return 1e30f;
-    float ms = 1e30f;
-    if (!launch(arg) || cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
-        cudaGetLastError();
-        return ms;
-    }
-    cudaEvent_t a = NULL, b = NULL;
-    cudaGraph_t gr = NULL;
-    cudaGraphExec_t ex = NULL;
-    bool ok = cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess &&
-              cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-    if (ok) {
-        for (int r = 0; r < CONV_REPS && ok; r++)
-            ok = launch(arg);
-        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
-            ok = false;
-    }
-    float t = 0;
-    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-        cudaEventRecord(a, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-        cudaEventRecord(b, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
-        cudaEventElapsedTime(&t, a, b) == cudaSuccess)
-        ms = t / CONV_REPS;
-    if (ex)
-        cudaGraphExecDestroy(ex);
-    if (gr)
-        cudaGraphDestroy(gr);
-    if (a)
-        cudaEventDestroy(a);
-    if (b)
-        cudaEventDestroy(b);
-    cudaStreamSynchronize(rlx_cu_stream);
-    cudaGetLastError();
-    rlx_clear_error();
-    return ms;
-}
-
+enum { CONV_REPS = 6 }; /* launches per captured timing graph */
 static bool launch_conv(void *t) { return k_conv((const rlx_thunk *)t, NULL) == RLX_OK; }
 
 /* Device time of one run of this convolution as prepared. */
-static float time_conv(rlx_thunk *t) { return time_launches(launch_conv, t); }
+static float time_conv(rlx_thunk *t) { return rlx_cu_time_captured(launch_conv, t, CONV_REPS); }
 
 /* Channels-last (the layout pass makes these only where conv_ok claims
  * them, i.e. with cuDNN loaded): x [N, H, W, C], w [O, KH, KW, C/G],
@@ -922,25 +881,11 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
     rlx_dtype dt = n->dtype;
     bool ok = dnn_describe(s, dt, CUDNN_TENSOR_NHWC);
     cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int found = 0, pick = -1, precomp = -1;
-    if (ok)
-        ok = dnn.cudnnFindConvolutionForwardAlgorithmEx(dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out, 8,
-                                                        &found, perf, t->scratch, t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
-    for (int i = 0; ok && i < found; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes) {
-            if (pick < 0)
-                pick = i;
-            if (precomp < 0 && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
-                precomp = i;
-        }
-    cudaGetLastError();
-    if (!ok || pick < 0) {
+    int pick = -1, precomp = -1;
+    if (!ok || !dnn_find(t, s, perf, &pick, &precomp)) {
         release_dnn(s);
         return false;
     }
-    s->algo = perf[pick].algo;
-    s->dnn_ws = perf[pick].memory;
-    s->use_dnn = 1;
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
     int fused_pick = act == RLX_ACT_RELU ? pick : precomp;
     if (n->attrs.conv.has_bias && (act == RLX_ACT_RELU || act == RLX_ACT_NONE) && fused_pick >= 0 &&
@@ -1244,7 +1189,7 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
                 if (pok) {
                     tried++;
                     bdesc pp[2] = {plan, pack};
-                    ms = time_launches(launch_plan, pp);
+                    ms = rlx_cu_time_captured(launch_plan, pp, CONV_REPS);
                 }
                 if (pok && ms < best) {
                     if (s->pack)
