@@ -607,6 +607,105 @@ static void test_matmul(void)
         }
 }
 
+/* f32 GEMMs on tensor cores (3xTF32) against a float64 product.  Error is
+ * measured as max |y - exact| / (sum_k |a_ik b_kj| + |bias_j|).  The split
+ * form (RLX_CUDA_F32_GEMM=split) must stay within 2e-6 (about 2^-19; the
+ * plain f32 GEMM measures ~5e-8, tensor cores accumulate less exactly than
+ * the CUDA cores' FMAs); plain TF32, the control, must be at least 10x
+ * worse, which shows the check can tell the two apart; and the split run
+ * must differ from the plain one somewhere, which shows the split path
+ * ran. */
+static double split_err(rlx_graph *g, const double *ref, const double *norm, size_t n, float *y_out, char *err,
+                        size_t errn, int *ok)
+{
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0};
+    outputs o;
+    *ok = run_graph(g, &cu, &o, err, errn) == RLX_OK;
+    if (!*ok)
+        return INFINITY;
+    double e = 0;
+    for (size_t i = 0; i < n; i++) {
+        double y = ((const float *)o.data[0])[i], d = fabs(y - ref[i]) / norm[i];
+        if (!(d <= e))
+            e = d; /* NaN propagates */
+        if (y_out)
+            y_out[i] = (float)y;
+    }
+    outputs_free(&o);
+    return e;
+}
+
+static void test_f32_split(void)
+{
+    char nm[160];
+    static const struct { int64_t M, K, N; int ta, tb; } cs[] = {
+        {256, 1536, 384, 0, 0}, /* the encoder's FFN down projection at batch 2 */
+        {100, 384, 1152, 0, 1}, /* B stored [N, K] */
+        {96, 300, 68, 1, 0},    /* A stored [K, M], odd K */
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        int64_t M = cs[k].M, K = cs[k].K, N = cs[k].N;
+        if (!wanted(NAME("f32 gemm 3xtf32 %lldx%lldx%lld ta%d tb%d", (long long)M, (long long)K, (long long)N,
+                         cs[k].ta, cs[k].tb)))
+            continue;
+        rlx_graph *g = rlx_graph_new();
+        int64_t ad[2] = {cs[k].ta ? K : M, cs[k].ta ? M : K}, bd[2] = {cs[k].tb ? N : K, cs[k].tb ? K : N};
+        rlx_node a = rlx_input(g, "a", RLX_F32, 2, ad), b = rlx_input(g, "b", RLX_F32, 2, bd);
+        rlx_node bias = rlx_input(g, "bias", RLX_F32, 1, DIMS(N));
+        rlx_output(g, "y", rlx_add(g, rlx_matmul(g, a, b, cs[k].ta, cs[k].tb), bias));
+        /* the same inputs run_graph fills, and the exact product */
+        rlx_tensor_info ia = {"a", RLX_F32, 2, {ad[0], ad[1]}, (size_t)(M * K) * 4};
+        rlx_tensor_info ib = {"b", RLX_F32, 2, {bd[0], bd[1]}, (size_t)(K * N) * 4};
+        rlx_tensor_info ic = {"bias", RLX_F32, 1, {N}, (size_t)N * 4};
+        float *A = malloc(ia.bytes), *B = malloc(ib.bytes), *C = malloc(ic.bytes), *ys = malloc((size_t)(M * N) * 4),
+              *yp = malloc((size_t)(M * N) * 4);
+        double *ref = malloc((size_t)(M * N) * sizeof(double)), *nrm = malloc((size_t)(M * N) * sizeof(double));
+        fill(&ia, 99, A);
+        fill(&ib, 99, B);
+        fill(&ic, 99, C);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = C[j], mag = fabs(C[j]);
+                for (int64_t q = 0; q < K; q++) {
+                    double x = cs[k].ta ? A[q * M + i] : A[i * K + q], w = cs[k].tb ? B[j * K + q] : B[q * N + j];
+                    acc += x * w;
+                    mag += fabs(x * w);
+                }
+                ref[i * N + j] = acc;
+                nrm[i * N + j] = mag > 0 ? mag : 1;
+            }
+        char err[512] = "";
+        int ok1, ok2, ok3;
+        size_t n = (size_t)(M * N);
+        setenv("RLX_CUDA_F32_GEMM", "sgemm", 1);
+        double e_plain = split_err(g, ref, nrm, n, yp, err, sizeof err, &ok1);
+        setenv("RLX_CUDA_TF32", "1", 1);
+        double e_tf32 = ok1 ? split_err(g, ref, nrm, n, NULL, err, sizeof err, &ok2) : 0;
+        unsetenv("RLX_CUDA_TF32");
+        setenv("RLX_CUDA_F32_GEMM", "split", 1);
+        double e_split = ok1 && ok2 ? split_err(g, ref, nrm, n, ys, err, sizeof err, &ok3) : 0;
+        unsetenv("RLX_CUDA_F32_GEMM");
+        const double bound = 2e-6;
+        if (ok1 && ok2 && ok3) {
+            int differs = memcmp(ys, yp, n * 4) != 0;
+            if (!(e_split <= bound))
+                snprintf(err, sizeof err, "3xTF32 error %.3g above the bound %.3g (plain f32 %.3g)", e_split, bound,
+                         e_plain);
+            else if (!(e_tf32 >= 10 * e_split))
+                snprintf(err, sizeof err, "control: plain TF32 error %.3g is not 10x the split's %.3g", e_tf32,
+                         e_split);
+            else if (!differs)
+                snprintf(err, sizeof err, "the split run matches the plain one bit for bit: split path not taken?");
+            report(nm, e_split <= bound && e_tf32 >= 10 * e_split && differs, err);
+            printf("  %s: error plain f32 %.3g, 3xTF32 %.3g, TF32 %.3g\n", nm, e_plain, e_split, e_tf32);
+        } else {
+            report(nm, 0, err);
+        }
+        free(A), free(B), free(C), free(ys), free(yp), free(ref), free(nrm);
+        rlx_graph_free(g);
+    }
+}
+
 static void test_attention(void)
 {
     char nm[128];
@@ -1056,64 +1155,78 @@ static void test_graph_replay(void)
     check_ex("mlp without fusion", g, 1.0, &nofuse, NULL);
 }
 
-/* Params swapped after a run without recompiling: the cached casts of
- * mixed precision must follow the new values. */
-static void test_param_swap(void)
+/* Params swapped after a run without recompiling: what the prologue
+ * derives from params (the casts of mixed precision, the attention block's
+ * packed q/k/v weights) must follow the new values.  The CUDA session runs
+ * once with params of seed 7, then with seed 8; the CPU one with seed 8. */
+static void param_swap_case(const char *name, rlx_graph *g, rlx_precision prec, double tol)
 {
-    if (!wanted("param swap"))
+    if (!wanted(name)) {
+        rlx_graph_free(g);
         return;
-    rlx_graph *g = rlx_workload_mlp(16, RLX_F32);
+    }
     char err[512] = "";
     int ok = 0;
-    float *a = NULL, *b = NULL;
+    float *res[2] = {NULL, NULL};
     size_t n = 0;
     for (int dev = 0; dev < 2; dev++) {
         rlx_options o;
         rlx_options_init(&o);
         o.ignore_env = 1;
         o.device = dev == 0 && !getenv("RLX_GPU_TEST_CPU_ONLY") ? RLX_DEVICE_CUDA : RLX_DEVICE_CPU;
-        o.precision = dev == 0 ? RLX_PRECISION_F16 : RLX_PRECISION_F32;
+        o.precision = dev == 0 ? prec : RLX_PRECISION_F32;
         rlx_session *s = NULL;
         if (rlx_compile(g, &o, &s) != RLX_OK) {
             snprintf(err, sizeof err, "compile: %s", rlx_last_error());
             break;
         }
-        rlx_tensor_info xi, yi;
-        rlx_session_find(s, 0, "x", &xi);
-        rlx_session_find(s, 2, "y", &yi);
-        float *x = malloc(xi.bytes);
-        fill(&xi, 5, x);
+        int bad = 0;
+        for (int i = 0; i < rlx_session_count(s, 0) && !bad; i++) {
+            rlx_tensor_info xi;
+            rlx_session_info(s, 0, i, &xi);
+            void *x = malloc(xi.bytes + 16);
+            fill(&xi, 5, x);
+            bad |= rlx_session_set_input(s, xi.name, x, xi.bytes) != RLX_OK;
+            free(x);
+        }
+        rlx_tensor_info yi;
+        rlx_session_info(s, 2, 0, &yi);
         n = yi.bytes / 4;
         float *y = malloc(yi.bytes);
-        int bad = 0;
         if (dev == 0) /* a first run with other params */
-            bad |= rlx_workload_init_params(s, 7) != RLX_OK || rlx_session_set_input(s, "x", x, xi.bytes) != RLX_OK ||
-                   rlx_session_run(s) != RLX_OK;
-        bad |= rlx_workload_init_params(s, 8) != RLX_OK || rlx_session_set_input(s, "x", x, xi.bytes) != RLX_OK ||
-               rlx_session_run(s) != RLX_OK || rlx_session_get_output(s, "y", y, yi.bytes) != RLX_OK;
+            bad |= rlx_workload_init_params(s, 7) != RLX_OK || rlx_session_run(s) != RLX_OK;
+        bad |= yi.dtype != RLX_F32 || rlx_workload_init_params(s, 8) != RLX_OK || rlx_session_run(s) != RLX_OK ||
+               rlx_session_get_output(s, yi.name, y, yi.bytes) != RLX_OK;
         if (bad)
             snprintf(err, sizeof err, "run: %s", rlx_last_error());
-        free(x);
         rlx_session_free(s);
-        if (dev == 0)
-            a = y;
-        else
-            b = y;
+        res[dev] = y;
         if (bad)
             break;
     }
-    if (a && b) {
+    if (res[0] && res[1] && !err[0]) {
         size_t off = 0;
         for (size_t i = 0; i < n; i++)
-            if (!(fabs(a[i] - b[i]) <= 3e-2 + 3e-2 * fabs(b[i])))
+            if (!(fabs(res[0][i] - res[1][i]) <= tol + tol * fabs(res[1][i])))
                 off++;
         ok = off == 0;
         snprintf(err, sizeof err, "%zu of %zu elements off after swapping params", off, n);
     }
-    report("param swap (amp f16 mlp)", ok, err);
-    free(a);
-    free(b);
+    report(name, ok, err);
+    free(res[0]);
+    free(res[1]);
     rlx_graph_free(g);
+}
+
+static void test_param_swap(void)
+{
+    param_swap_case("param swap (amp f16 mlp)", rlx_workload_mlp(16, RLX_F32), RLX_PRECISION_F16, 3e-2);
+    rlx_encoder_config ec = rlx_encoder_minilm(2, 32);
+    ec.layers = 2;
+    param_swap_case("param swap (f32 encoder: packed q/k/v weights)", rlx_workload_encoder(&ec), RLX_PRECISION_F32,
+                    1e-3);
+    param_swap_case("param swap (amp f16 encoder: packed casts)", rlx_workload_encoder(&ec), RLX_PRECISION_F16,
+                    6e-2);
 }
 
 static void test_workloads(void)
@@ -1169,7 +1282,7 @@ int main(void)
     static const struct { const char *name; void (*fn)(void); } groups[] = {
         {"unary", test_unary},     {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
         {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
-        {"matmul", test_matmul},   {"attention", test_attention}, {"attention block", test_attn_block},
+        {"matmul", test_matmul},   {"f32 3xtf32", test_f32_split}, {"attention", test_attention}, {"attention block", test_attn_block},
         {"conv/pool", test_conv_pool},
         {"random", test_random},   {"fused", test_fused}, {"graph replay", test_graph_replay},
         {"workloads", test_workloads},

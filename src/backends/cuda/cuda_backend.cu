@@ -295,14 +295,19 @@ typedef struct cu_range {
 typedef struct cu_graph_state {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    unsigned char *skip; /* per thunk: 1 = in the prologue */
+    /* per thunk: CU_IN_GRAPH, CU_IN_PROLOGUE, or CU_PACK_IN_PROLOGUE (in the
+     * graph, its pack hook in the prologue) */
+    unsigned char *skip;
     int n_pre;
+    int n_pack;
     int dirty;
     void *cache;
     cu_range *ranges;
     int n_ranges;
     struct cu_graph_state *next;
 } cu_graph_state;
+
+enum { CU_IN_GRAPH = 0, CU_IN_PROLOGUE = 1, CU_PACK_IN_PROLOGUE = 2 };
 
 static cu_graph_state *registry; /* every state with a prologue (under lock) */
 
@@ -362,6 +367,18 @@ float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
 }
 
 
+/* One thunk, its pack hook first when `pack` (and it has one). */
+static rlx_status launch_one(const rlx_thunk *t, const rlx_run_ctx *ctx, bool pack)
+{
+    const cu_kernel *k = pack ? kernel_of(t->node->op) : NULL;
+    if (k && k->pack) {
+        rlx_status st = k->pack(t);
+        if (st != RLX_OK)
+            return st;
+    }
+    return t->fn(t, ctx);
+}
+
 /* RLX_CUDA_PROFILE=1 (with RLX_DISABLE_CUDA_GRAPH=1): device time per op
  * kind and the costliest nodes, summed over runs, printed when the
  * schedule is released.  Each thunk runs once as usual, then is timed
@@ -400,7 +417,7 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
             continue;
-        st = t->fn(t, ctx);
+        st = launch_one(t, ctx, true);
         thunk_run r = {t, ctx};
         float ms = st == RLX_OK ? rlx_cu_time_captured(launch_thunk, &r, PROF_REPS) : -1;
         if (ms >= 1e29f)
@@ -463,16 +480,26 @@ static void profile_report(const rlx_schedule *s)
     prof_sched = NULL;
 }
 
-/* Launches the thunks whose skip flag equals `which` (all when skip is NULL). */
-static rlx_status launch_some(rlx_schedule *s, const rlx_run_ctx *ctx, const unsigned char *skip, int which)
+/* The graph part (prologue = 0): every thunk not in the prologue, packing
+ * inline those whose packs are not there; or the prologue part (1): its
+ * thunks in order, then the packs it holds. */
+static rlx_status launch_some(rlx_schedule *s, const rlx_run_ctx *ctx, const unsigned char *skip, int prologue)
 {
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];
-        if (!t->fn || (skip ? skip[i] : 0) != which)
+        if (!t->fn || (skip[i] == CU_IN_PROLOGUE) != (prologue != 0))
             continue;
-        rlx_status st = t->fn(t, ctx);
+        rlx_status st = launch_one(t, ctx, skip[i] == CU_IN_GRAPH);
         if (st != RLX_OK)
             return st;
+    }
+    for (int i = 0; prologue && i < s->n_thunks; i++) {
+        const rlx_thunk *t = &s->thunks[i];
+        if (t->fn && skip[i] == CU_PACK_IN_PROLOGUE) {
+            rlx_status st = kernel_of(t->node->op)->pack(t);
+            if (st != RLX_OK)
+                return st;
+        }
     }
     return RLX_OK;
 }
@@ -492,7 +519,7 @@ static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
         const rlx_thunk *t = &s->thunks[i];
         if (!t->fn)
             continue;
-        rlx_status st = t->fn(t, ctx);
+        rlx_status st = launch_one(t, ctx, true);
         if (st != RLX_OK)
             return st;
     }
@@ -519,7 +546,7 @@ static bool param_only(const rlx_schedule *s, const unsigned char *pre, int i)
         return false;
     for (int k = 0; k < t->node->n_in; k++) {
         rlx_node in = t->node->in[k];
-        if (!param_leaf(t->in_node[k]) && !pre[in])
+        if (!param_leaf(t->in_node[k]) && pre[in] != CU_IN_PROLOGUE)
             return false;
     }
     /* every consumer must read it through its input pointer: a view
@@ -535,8 +562,31 @@ static bool param_only(const rlx_schedule *s, const unsigned char *pre, int i)
     return consumers > 0;
 }
 
+/* Whether thunk i's pack hook reads only params and prologue outputs, so
+ * it can run in the prologue; counts the params it reads. */
+static bool pack_in_prologue(const rlx_schedule *s, const unsigned char *skip, int i, int *leaf_reads)
+{
+    const rlx_thunk *t = &s->thunks[i];
+    const cu_kernel *k = t->fn && skip[i] == CU_IN_GRAPH ? kernel_of(t->node->op) : NULL;
+    if (!k || !k->pack)
+        return false;
+    uint32_t mask = k->pack_inputs(t);
+    int leaves = 0;
+    for (int j = 0; j < t->node->n_in; j++) {
+        if (!(mask >> j & 1))
+            continue;
+        if (param_leaf(t->in_node[j]))
+            leaves++;
+        else if (skip[t->node->in[j]] != CU_IN_PROLOGUE)
+            return false;
+    }
+    *leaf_reads += leaves;
+    return true;
+}
+
 /* Picks the prologue, moves its outputs into a cache buffer and points
- * their consumers there (re-preparing them). */
+ * their consumers there (re-preparing them); then moves into it the pack
+ * hooks that read nothing else. */
 static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
 {
     int n = s->n_thunks;
@@ -551,15 +601,20 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     for (int i = 0; i < n; i++) {
         if (!param_only(s, gs->skip, i))
             continue;
-        gs->skip[i] = 1;
+        gs->skip[i] = CU_IN_PROLOGUE;
         gs->n_pre++;
         total += (rlx_node_bytes(s->thunks[i].node) + 255) / 256 * 256;
         for (int k = 0; k < s->thunks[i].node->n_in; k++)
             n_leaf_reads += param_leaf(s->thunks[i].in_node[k]);
     }
-    if (!gs->n_pre)
+    for (int i = 0; i < n; i++)
+        if (pack_in_prologue(s, gs->skip, i, &n_leaf_reads)) {
+            gs->skip[i] = CU_PACK_IN_PROLOGUE;
+            gs->n_pack++;
+        }
+    if (!gs->n_pre && !gs->n_pack)
         return RLX_OK;
-    cudaError_t e = cudaMalloc(&gs->cache, total);
+    cudaError_t e = total ? cudaMalloc(&gs->cache, total) : cudaSuccess;
     if (e != cudaSuccess)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no memory for the param cache (%zu B): %s", total,
                              cudaGetErrorString(e));
@@ -571,14 +626,17 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     }
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        if (!gs->skip[i])
+        if (gs->skip[i] == CU_IN_GRAPH)
             continue;
         rlx_thunk *t = &s->thunks[i];
+        uint32_t mask = gs->skip[i] == CU_IN_PROLOGUE ? ~0u : kernel_of(t->node->op)->pack_inputs(t);
         for (int k = 0; k < t->node->n_in; k++)
-            if (param_leaf(t->in_node[k])) {
+            if ((mask >> k & 1) && param_leaf(t->in_node[k])) {
                 gs->ranges[gs->n_ranges].p = (const char *)t->in[k];
                 gs->ranges[gs->n_ranges++].n = rlx_node_bytes(t->in_node[k]);
             }
+        if (gs->skip[i] != CU_IN_PROLOGUE)
+            continue;
         t->out = (char *)gs->cache + at;
         redo[i] = 1;
         at += (rlx_node_bytes(t->node) + 255) / 256 * 256;
@@ -599,8 +657,10 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     free(redo);
     const char *vb = getenv("RLX_VERBOSE");
     if (vb && *vb && strcmp(vb, "0") != 0)
-        fprintf(stderr, "[rlx cuda] prologue: %d param-only nodes run once per param upload (%zu B cached)\n",
-                gs->n_pre, total);
+        fprintf(stderr,
+                "[rlx cuda] prologue: %d param-only nodes and %d weight packs run once per param upload (%zu B "
+                "cached)\n",
+                gs->n_pre, gs->n_pack, total);
     gs->dirty = 1;
     gs->next = registry;
     registry = gs;
@@ -701,7 +761,7 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
     } else {
         cu_graph_state *gs = (cu_graph_state *)s->backend_state;
-        if (gs && gs->n_pre && gs->dirty) {
+        if (gs && (gs->n_pre || gs->n_pack) && gs->dirty) {
             st = launch_some(s, ctx, gs->skip, 1);
             gs->dirty = st != RLX_OK;
         }

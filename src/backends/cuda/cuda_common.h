@@ -28,6 +28,15 @@ typedef struct cu_kernel {
     /* Optional: prepared state (t->state) and its release. */
     rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
     void (*release)(rlx_thunk *t);
+    /* Optional: copies param inputs into a packed form the kernel reads
+     * instead (the attention block's q/k/v weights side by side), in
+     * memory of the thunk's state; pack_inputs: the mask of input slots it
+     * reads.  The backend runs it before the kernel whenever those inputs
+     * may have changed: in the prologue (after an upload into a param they
+     * come from) when they are params or prologue outputs, otherwise on
+     * every launch. */
+    rlx_status (*pack)(const rlx_thunk *t) = nullptr;
+    uint32_t (*pack_inputs)(const rlx_thunk *t) = nullptr;
 } cu_kernel;
 
 #define CU_TABLE_SIZE 256

@@ -15,16 +15,29 @@ typedef enum cu_epi { CU_EPI_NONE = 0, CU_EPI_BIAS, CU_EPI_BIAS_RELU, CU_EPI_BIA
 #define CU_GEMM_HEURISTIC 16  /* algorithms asked of cuBLASLt's heuristic */
 #define CU_GEMM_CANDIDATES 32 /* those plus split-K variants, all timed */
 
-typedef struct cu_gemm {
+/* One cuBLASLt problem: its descriptors, the algorithm in use and the
+ * heuristic's candidates for the tuner. */
+typedef struct cu_lt_plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     int has_algo;
     size_t ws_bytes;
-    /* the heuristic's candidates, for rlx_cu_gemm_tune */
     cublasLtMatmulAlgo_t cand[CU_GEMM_CANDIDATES];
     size_t cand_ws[CU_GEMM_CANDIDATES];
     int n_cand;
+} cu_lt_plan;
+
+typedef struct cu_gemm {
+    cu_lt_plan p; /* the product as asked */
+    /* f32 only, see rlx_cu_gemm_plan_split: the same product as one TF32
+     * tensor-core GEMM over 3K on operands split into high and low parts */
+    cu_lt_plan s;
+    int has_split, use_split;
+    rlx_dtype dt;
+    int trans_a, trans_b;
+    int64_t M, N, K, lda, ldb, batch;
+    size_t align; /* the caller's bound on C's address */
 } cu_gemm;
 
 #define CU_GEMM_WORKSPACE ((size_t)32 << 20)
@@ -36,6 +49,21 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
 rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,
                            const void *bias, void *ws);
 void rlx_cu_gemm_free(cu_gemm *g);
+
+/* f32 GEMMs on tensor cores at f32 accuracy ("3xTF32"): each operand is
+ * split into x_hi = x rounded to TF32 and x_lo = x - x_hi, and
+ * A_hi B_hi + A_lo B_hi + A_hi B_lo (the dropped A_lo B_lo is below f32's
+ * rounding) runs as one TF32 GEMM over K' = 3K on [A_hi | A_lo | A_hi] and
+ * [B_hi; B_hi; B_lo].  The split copies live in the workspace after the
+ * cuBLASLt part, rlx_cu_gemm_split_bytes more than CU_GEMM_WORKSPACE.
+ * Known difference: an infinite input can give NaN where plain f32 gives
+ * an infinity (inf * 0 in a split term). */
+size_t rlx_cu_gemm_split_bytes(rlx_dtype dt, int64_t M, int64_t N, int64_t K);
+/* Plans the split form beside the plain one (f32, one batch, a workspace of
+ * ws_bytes that holds it); the tuner then times both and keeps the faster.
+ * RLX_CUDA_F32_GEMM=sgemm keeps f32 GEMMs plain, =split forces the split
+ * form wherever it applies (tests). */
+void rlx_cu_gemm_plan_split(cu_gemm *g, size_t ws_bytes);
 /* Times the heuristic's candidates on these buffers (at compile time, not
  * under capture) and keeps the fastest.  RLX_CUDA_AUTOTUNE=0 turns it off. */
 void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws);

@@ -120,21 +120,27 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
     }
 }
 
-/* Small heads (D, Dv <= 64): one thread per query row, q and the output
- * accumulator in registers, keys and values of a tile in shared memory read
- * as broadcasts; scores in base-2 units, softmax rescaled once per chunk of
- * 16 keys. */
-#define SQB 64 /* queries (threads) per block */
-#define SKT 64 /* keys per tile */
+/* Small heads (D, Dv in {32, 64}), any float dtype, f32 arithmetic: G
+ * neighbouring lanes share one query row and split its keys (lane p takes
+ * keys p, p + G, ...), each with its own online softmax over its keys; the
+ * G partial results are merged by shuffles at the end.  G is 4, 8 or 16,
+ * picked so that small batches still fill the card (one thread per row
+ * left most SMs idle at batch 1).  q and the accumulator live in
+ * registers; key and value tiles in shared memory, rows padded by four
+ * floats so the G rows read at once fall in distinct banks. */
+#define GQT 128 /* threads per block */
+#define GKT 64  /* keys per tile */
 
-template <typename T, int D, int DV>
-__global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
+template <typename T, int D, int DV, int G>
+__global__ void __launch_bounds__(GQT, D == 32 ? 4 : 2) flash_grp(cu_attn p)
 {
-    __shared__ float ks[SKT][D];
-    __shared__ float vs[SKT][DV];
-    const int64_t nq = (p.S + SQB - 1) / SQB, blk = blockIdx.x;
+    constexpr int LK = D + 4, LV = DV + 4, NJ = GKT / G, QB = GQT / G;
+    __shared__ __align__(16) float ks[GKT * LK];
+    __shared__ __align__(16) float vs[GKT * LV];
+    const int part = threadIdx.x % G;
+    const int64_t nq = (p.S + QB - 1) / QB, blk = blockIdx.x;
     const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (blk % nq) * SQB, s = s0 + threadIdx.x;
+    const int64_t s0 = (blk % nq) * QB, s = s0 + threadIdx.x / G;
     const bool active = s < p.S;
     const float sl2 = p.scale * LOG2E_F;
     float qr[D], acc[DV];
@@ -151,71 +157,94 @@ __global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
     const int64_t shift = p.T - p.S;
     int64_t t_end = p.T;
     if (p.causal) {
-        int64_t s_last = s0 + SQB - 1 < p.S - 1 ? s0 + SQB - 1 : p.S - 1;
+        int64_t s_last = s0 + QB - 1 < p.S - 1 ? s0 + QB - 1 : p.S - 1;
         int64_t lim = s_last + shift + 1;
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
-    for (int64_t t0 = 0; t0 < t_end; t0 += SKT) {
+    for (int64_t t0 = 0; t0 < t_end; t0 += GKT) {
         __syncthreads();
-        for (int i = threadIdx.x; i < SKT * D; i += SQB) {
+        for (int i = threadIdx.x; i < GKT * D; i += GQT) {
             int j = i / D, d = i % D;
-            ks[j][d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + d]) : 0.0f;
+            ks[j * LK + d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + d]) : 0.0f;
         }
-        for (int i = threadIdx.x; i < SKT * DV; i += SQB) {
+        for (int i = threadIdx.x; i < GKT * DV; i += GQT) {
             int j = i / DV, e = i % DV;
-            vs[j][e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
+            vs[j * LV + e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
         }
         __syncthreads();
         if (!active)
             continue;
-        int jn = (int)(p.T - t0 < SKT ? p.T - t0 : SKT);
-        for (int c = 0; c < jn; c += 16) {
-            float sc[16];
-            float mc = -INFINITY;
+        float sc[NJ];
+        float mc = -INFINITY;
 #pragma unroll
-            for (int u = 0; u < 16; u++) {
-                int j = c + u;
-                int64_t t = t0 + j;
-                float x = -INFINITY;
-                if (j < jn && (!p.causal || t <= s + shift)) {
-                    float a = 0.0f;
+        for (int u = 0; u < NJ; u++) {
+            const int j = part + u * G;
+            const int64_t t = t0 + j;
+            float x = -INFINITY;
+            if (t < p.T && (!p.causal || t <= s + shift)) {
+                const float4 *kr = (const float4 *)(ks + j * LK);
+                float a = 0.0f;
 #pragma unroll
-                    for (int d = 0; d < D; d++)
-                        a += qr[d] * ks[j][d];
-                    bool vis = true;
-                    if (p.mask) {
-                        int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
-                        if (p.mask_dt == RLX_BOOL)
-                            vis = ((const unsigned char *)p.mask)[mo] != 0;
-                        else
-                            a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
-                    }
-                    if (vis)
-                        x = a;
+                for (int d4 = 0; d4 < D / 4; d4++) {
+                    float4 k4 = kr[d4];
+                    a += qr[4 * d4] * k4.x + qr[4 * d4 + 1] * k4.y + qr[4 * d4 + 2] * k4.z + qr[4 * d4 + 3] * k4.w;
                 }
-                sc[u] = x;
-                mc = fmaxf(mc, x);
-            }
-            float mn = fmaxf(m, mc);
-            if (mn == -INFINITY)
-                continue;
-            float corr = exp2f(m - mn);
-            l *= corr;
-#pragma unroll
-            for (int e = 0; e < DV; e++)
-                acc[e] *= corr;
-#pragma unroll
-            for (int u = 0; u < 16; u++) {
-                float pu = exp2f(sc[u] - mn);
-                l += pu;
-                if (c + u < jn) {
-#pragma unroll
-                    for (int e = 0; e < DV; e++)
-                        acc[e] += pu * vs[c + u][e];
+                bool vis = true;
+                if (p.mask) {
+                    int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                    if (p.mask_dt == RLX_BOOL)
+                        vis = ((const unsigned char *)p.mask)[mo] != 0;
+                    else
+                        a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
                 }
+                if (vis)
+                    x = a;
             }
-            m = mn;
+            sc[u] = x;
+            mc = fmaxf(mc, x);
         }
+        float mn = fmaxf(m, mc);
+        if (mn == -INFINITY)
+            continue; /* every key of this lane masked so far */
+        float corr = exp2f(m - mn);
+        l *= corr;
+#pragma unroll
+        for (int e = 0; e < DV; e++)
+            acc[e] *= corr;
+#pragma unroll
+        for (int u = 0; u < NJ; u++) {
+            float pu = exp2f(sc[u] - mn); /* 0 for masked keys */
+            l += pu;
+            const float4 *vr = (const float4 *)(vs + (part + u * G) * LV);
+#pragma unroll
+            for (int e4 = 0; e4 < DV / 4; e4++) {
+                float4 v4 = vr[e4];
+                acc[4 * e4] += pu * v4.x;
+                acc[4 * e4 + 1] += pu * v4.y;
+                acc[4 * e4 + 2] += pu * v4.z;
+                acc[4 * e4 + 3] += pu * v4.w;
+            }
+        }
+        m = mn;
+    }
+    /* merge the G lanes of the row (all lanes take part: shuffles need the
+     * whole warp, and the G lanes of a row share its activity) */
+    float mall = m;
+#pragma unroll
+    for (int o = 1; o < G; o <<= 1)
+        mall = fmaxf(mall, __shfl_xor_sync(0xffffffffu, mall, o));
+    float f = mall == -INFINITY ? 0.0f : exp2f(m - mall);
+    l *= f;
+#pragma unroll
+    for (int o = 1; o < G; o <<= 1)
+        l += __shfl_xor_sync(0xffffffffu, l, o);
+#pragma unroll
+    for (int e = 0; e < DV; e++) {
+        float x = acc[e] * f;
+#pragma unroll
+        for (int o = 1; o < G; o <<= 1)
+            x += __shfl_xor_sync(0xffffffffu, x, o);
+        acc[e] = x;
     }
     if (!active)
         return;
@@ -223,7 +252,8 @@ __global__ void __launch_bounds__(SQB) flash_small(cu_attn p)
     T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1] + s * p.ost[2];
 #pragma unroll
     for (int e = 0; e < DV; e++)
-        o[e] = cu_fromf<T>(acc[e] * inv);
+        if (e % G == part)
+            o[e] = cu_fromf<T>(acc[e] * inv);
 }
 
 /* ------------------------------------------------ tensor cores (sm_80+) */
@@ -569,14 +599,27 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         return rlx_cu_check(t, "attention (tensor cores) launch");
     }
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
-        int64_t blocks = bh * ((p.S + SQB - 1) / SQB);
+        /* lanes per row: the fewest that still give ~64K threads */
+        const int64_t rows = bh * p.S;
+        const int gl = rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
+        int64_t blocks = bh * ((p.S + GQT / gl - 1) / (GQT / gl));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
         unsigned grid = (unsigned)blocks;
+#define GRP_LAUNCH(TT, DD)                                                                                             \
+    do {                                                                                                               \
+        if (gl == 4)                                                                                                   \
+            flash_grp<TT, DD, DD, 4><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                              \
+        else if (gl == 8)                                                                                              \
+            flash_grp<TT, DD, DD, 8><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                              \
+        else                                                                                                           \
+            flash_grp<TT, DD, DD, 16><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                             \
+    } while (0)
         if (p.D == 32)
-            CU_FLOAT_DISPATCH(dt, T, flash_small<T, 32, 32><<<grid, SQB, 0, rlx_cu_stream>>>(p));
+            CU_FLOAT_DISPATCH(dt, T, GRP_LAUNCH(T, 32));
         else
-            CU_FLOAT_DISPATCH(dt, T, flash_small<T, 64, 64><<<grid, SQB, 0, rlx_cu_stream>>>(p));
+            CU_FLOAT_DISPATCH(dt, T, GRP_LAUNCH(T, 64));
+#undef GRP_LAUNCH
         return rlx_cu_check(t, "attention launch");
     }
     int64_t blocks = bh * ((p.S + QPB - 1) / QPB);

@@ -1,10 +1,11 @@
 /* k_attn_block.cu - the fused attention block (RLX_OP_ATTENTION_BLOCK):
- * q, k and v projections as three cuBLASLt GEMMs (bias in the epilogue)
- * writing side by side into one scratch buffer of rows [B*S, (H + 2*Hkv)*D]
- * (ldc = the whole row, so no concat and no head transposes), attention
- * reading its heads from that buffer through strides and writing [B*S, H*Dv]
- * rows, which are already what the output projection (one more GEMM, bias
- * in the epilogue) reads.  Five launches where the lowered form has about a
+ * the q, k and v projections as one cuBLASLt GEMM (bias in the epilogue)
+ * on weights packed side by side ([hid, (H + Hkv) * D + Hkv * Dv], copied
+ * by the backend's pack hook, in the prologue when the weights are
+ * params) into one scratch buffer of rows [B*S, width], attention reading
+ * its heads from that buffer through strides and writing [B*S, H*Dv] rows,
+ * which are already what the output projection (one more GEMM, bias in the
+ * epilogue) reads.  Three launches where the lowered form has about a
  * dozen.  Per-head q/k RMS norm and RoPE are not done here: such blocks are
  * not claimed and the optimizer lowers them to primitives. */
 #include <math.h>
@@ -15,12 +16,14 @@
 #include "backends/cuda/cuda_gemm.h"
 
 typedef struct ab_state {
-    cu_gemm gq, gk, gv, go;
-    int64_t B, S, rows, H, Hk, D, Dv, width, out;
+    cu_gemm gqkv, go;
+    int64_t B, S, rows, hid, H, Hk, D, Dv, width, out;
     size_t qkv_bytes; /* the projection buffer; the attention output follows it */
     size_t o_bytes;
     int empty;
-    int bias[4]; /* input index of bq, bk, bv, bo; -1 absent */
+    int bias[4];  /* input index of bq, bk, bv, bo; -1 absent */
+    void *w_qkv;  /* packed [hid, width] weights (device) */
+    void *b_qkv;  /* packed [width] biases (device); NULL when there are none */
 } ab_state;
 
 static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
@@ -50,16 +53,55 @@ static size_t ab_scratch(const rlx_graph *g, const rlx_node_data *n)
 {
     ab_dims d = dims_of(g, n);
     size_t es = rlx_dtype_size(n->dtype);
-    return round256((size_t)(d.rows * d.width) * es) + round256((size_t)(d.rows * d.H * d.Dv) * es) + CU_GEMM_WORKSPACE;
+    /* room for f32 operands split for tensor cores, the larger of the two GEMMs' */
+    size_t split = rlx_cu_gemm_split_bytes(n->dtype, d.rows, d.width, d.hid);
+    size_t so = rlx_cu_gemm_split_bytes(n->dtype, d.rows, d.out, d.H * d.Dv);
+    split = split > so ? split : so;
+    return round256((size_t)(d.rows * d.width) * es) + round256((size_t)(d.rows * d.H * d.Dv) * es) +
+           CU_GEMM_WORKSPACE + split;
 }
 
-/* Largest power of two (<= 256) dividing every byte offset given. */
-static size_t align_of(const size_t *off, int n)
+/* Column offsets (elements) of the q, k and v parts of a projection row. */
+static void part_cols(const ab_state *s, int64_t *off, int64_t *cols)
 {
-    size_t a = 256;
-    for (int i = 0; i < n; i++)
-        a |= off[i];
-    return a & ~(a - 1);
+    cols[0] = s->H * s->D, cols[1] = s->Hk * s->D, cols[2] = s->Hk * s->Dv;
+    off[0] = 0, off[1] = cols[0], off[2] = cols[0] + cols[1];
+}
+
+/* The pack hook: Wq, Wk, Wv side by side, and their biases (zeros for
+ * any absent). */
+static rlx_status pack_ab(const rlx_thunk *t)
+{
+    const ab_state *s = (const ab_state *)t->state;
+    if (s->empty)
+        return RLX_OK;
+    size_t es = rlx_dtype_size(t->node->dtype);
+    int64_t off[3], cols[3];
+    part_cols(s, off, cols);
+    for (int i = 0; i < 3; i++) {
+        cudaError_t e = cudaMemcpy2DAsync((char *)s->w_qkv + (size_t)off[i] * es, (size_t)s->width * es, t->in[1 + i],
+                                          (size_t)cols[i] * es, (size_t)cols[i] * es, (size_t)s->hid,
+                                          cudaMemcpyDeviceToDevice, rlx_cu_stream);
+        if (e == cudaSuccess && s->b_qkv) {
+            void *dst = (char *)s->b_qkv + (size_t)off[i] * es;
+            e = s->bias[i] >= 0 ? cudaMemcpyAsync(dst, t->in[s->bias[i]], (size_t)cols[i] * es,
+                                                  cudaMemcpyDeviceToDevice, rlx_cu_stream)
+                                : cudaMemsetAsync(dst, 0, (size_t)cols[i] * es, rlx_cu_stream);
+        }
+        if (e != cudaSuccess)
+            return rlx_cu_error(t, e, "packing the q/k/v weights");
+    }
+    return RLX_OK;
+}
+
+static uint32_t pack_ab_inputs(const rlx_thunk *t)
+{
+    const ab_state *s = (const ab_state *)t->state;
+    uint32_t m = 0xeu; /* Wq, Wk, Wv */
+    for (int i = 0; i < 3; i++)
+        if (s->bias[i] >= 0)
+            m |= 1u << s->bias[i];
+    return m;
 }
 
 static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
@@ -70,7 +112,7 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
     t->state = s;
     const rlx_node_data *n = t->node;
     ab_dims d = dims_of(g, n);
-    s->B = d.B, s->S = d.S, s->rows = d.rows, s->H = d.H, s->Hk = d.Hk, s->D = d.D, s->Dv = d.Dv;
+    s->B = d.B, s->S = d.S, s->rows = d.rows, s->hid = d.hid, s->H = d.H, s->Hk = d.Hk, s->D = d.D, s->Dv = d.Dv;
     s->width = d.width, s->out = d.out;
     for (int i = 0; i < 4; i++)
         s->bias[i] = rlx_attn_block_input(n, i + 1);
@@ -84,40 +126,43 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
     if (!t->scratch || t->scratch_bytes < s->qkv_bytes + s->o_bytes + CU_GEMM_WORKSPACE)
         return rlx_cu_fail(t, RLX_ERR_INTERNAL, "attention block scratch of %zu bytes, %zu needed", t->scratch_bytes,
                            s->qkv_bytes + s->o_bytes + CU_GEMM_WORKSPACE);
-    /* byte offsets of k and v inside a row, and the row pitch: they bound the alignment */
-    size_t off[3] = {(size_t)(d.H * d.D) * es, (size_t)((d.H + d.Hk) * d.D) * es, (size_t)d.width * es};
-    size_t al = align_of(off, 3);
+    bool any_bias = s->bias[0] >= 0 || s->bias[1] >= 0 || s->bias[2] >= 0;
+    size_t w_bytes = (size_t)(d.hid * d.width) * es, b_bytes = any_bias ? (size_t)d.width * es : 0;
+    cudaError_t e = cudaMalloc(&s->w_qkv, round256(w_bytes) + b_bytes);
+    if (e != cudaSuccess)
+        return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no device memory for the packed q/k/v weights (%zu B): %s",
+                           w_bytes + b_bytes, cudaGetErrorString(e));
+    if (any_bias)
+        s->b_qkv = (char *)s->w_qkv + round256(w_bytes);
+    /* defined contents for the tuning runs below; pack fills them before any real run */
+    if ((e = cudaMemsetAsync(s->w_qkv, 0, round256(w_bytes) + b_bytes, rlx_cu_stream)) != cudaSuccess)
+        return rlx_cu_error(t, e, "clearing the packed weights");
+    /* k and v start inside a row, and the row pitch: they bound the alignment of the attention views */
     rlx_status st;
-#define EPI(i) (s->bias[i] >= 0 ? CU_EPI_BIAS : CU_EPI_NONE)
-    if ((st = rlx_cu_gemm_plan(&s->gq, dt, 0, 0, d.rows, d.H * d.D, d.hid, d.hid, d.H * d.D, d.width, 1, 0, 0, 0,
-                               EPI(0), al)) != RLX_OK ||
-        (st = rlx_cu_gemm_plan(&s->gk, dt, 0, 0, d.rows, d.Hk * d.D, d.hid, d.hid, d.Hk * d.D, d.width, 1, 0, 0, 0,
-                               EPI(1), al)) != RLX_OK ||
-        (st = rlx_cu_gemm_plan(&s->gv, dt, 0, 0, d.rows, d.Hk * d.Dv, d.hid, d.hid, d.Hk * d.Dv, d.width, 1, 0, 0, 0,
-                               EPI(2), al)) != RLX_OK ||
-        (st = rlx_cu_gemm_plan(&s->go, dt, 0, 0, d.rows, d.out, d.H * d.Dv, d.H * d.Dv, d.out, d.out, 1, 0, 0, 0, EPI(3),
-                               256)) != RLX_OK)
+    if ((st = rlx_cu_gemm_plan(&s->gqkv, dt, 0, 0, d.rows, d.width, d.hid, d.hid, d.width, d.width, 1, 0, 0, 0,
+                               any_bias ? CU_EPI_BIAS : CU_EPI_NONE, 256)) != RLX_OK ||
+        (st = rlx_cu_gemm_plan(&s->go, dt, 0, 0, d.rows, d.out, d.H * d.Dv, d.H * d.Dv, d.out, d.out, 1, 0, 0, 0,
+                               s->bias[3] >= 0 ? CU_EPI_BIAS : CU_EPI_NONE, 256)) != RLX_OK)
         return st;
-#undef EPI
     if ((st = rlx_cu_attention_prepare(t, dt, d.D, d.Dv)) != RLX_OK)
         return st;
     /* pick each GEMM's algorithm on the real buffers (compile time, not captured) */
     char *qkv = (char *)t->scratch, *ob = qkv + s->qkv_bytes, *ws = ob + s->o_bytes;
-#define BIAS(i) (s->bias[i] >= 0 ? t->in[s->bias[i]] : NULL)
-    rlx_cu_gemm_tune(&s->gq, t->in[0], t->in[1], qkv, BIAS(0), ws);
-    rlx_cu_gemm_tune(&s->gk, t->in[0], t->in[2], qkv + off[0], BIAS(1), ws);
-    rlx_cu_gemm_tune(&s->gv, t->in[0], t->in[3], qkv + off[1], BIAS(2), ws);
-    rlx_cu_gemm_tune(&s->go, ob, t->in[4], t->out, BIAS(3), ws);
+    size_t ws_bytes = t->scratch_bytes - s->qkv_bytes - s->o_bytes;
+    rlx_cu_gemm_plan_split(&s->gqkv, ws_bytes);
+    rlx_cu_gemm_plan_split(&s->go, ws_bytes);
+    rlx_cu_gemm_tune(&s->gqkv, t->in[0], s->w_qkv, qkv, s->b_qkv, ws);
+    rlx_cu_gemm_tune(&s->go, ob, t->in[4], t->out, s->bias[3] >= 0 ? t->in[s->bias[3]] : NULL, ws);
     return RLX_OK;
 }
 
 static void release_ab(rlx_thunk *t)
 {
     ab_state *s = (ab_state *)t->state;
-    rlx_cu_gemm_free(&s->gq);
-    rlx_cu_gemm_free(&s->gk);
-    rlx_cu_gemm_free(&s->gv);
+    rlx_cu_gemm_free(&s->gqkv);
     rlx_cu_gemm_free(&s->go);
+    if (s->w_qkv)
+        cudaFree(s->w_qkv);
     free(s);
 }
 
@@ -130,11 +175,10 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const rlx_node_data *n = t->node;
     size_t es = rlx_dtype_size(n->dtype);
     char *qkv = (char *)t->scratch, *ob = qkv + s->qkv_bytes, *ws = ob + s->o_bytes;
-    char *kp = qkv + (size_t)(s->H * s->D) * es, *vp = qkv + (size_t)((s->H + s->Hk) * s->D) * es;
-    rlx_status st;
-    if ((st = rlx_cu_gemm_run(t, &s->gq, t->in[0], t->in[1], qkv, BIAS(0), ws)) != RLX_OK ||
-        (st = rlx_cu_gemm_run(t, &s->gk, t->in[0], t->in[2], kp, BIAS(1), ws)) != RLX_OK ||
-        (st = rlx_cu_gemm_run(t, &s->gv, t->in[0], t->in[3], vp, BIAS(2), ws)) != RLX_OK)
+    int64_t off[3], cols[3];
+    part_cols(s, off, cols);
+    rlx_status st = rlx_cu_gemm_run(t, &s->gqkv, t->in[0], s->w_qkv, qkv, s->b_qkv, ws);
+    if (st != RLX_OK)
         return st;
     cu_attn a;
     memset(&a, 0, sizeof a);
@@ -144,7 +188,7 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.causal = n->attrs.attn_block.causal;
     /* heads are column blocks of the projection rows */
     const int64_t pitch = s->S * s->width;
-    a.q = qkv, a.k = kp, a.v = vp, a.o = ob;
+    a.q = qkv, a.k = qkv + (size_t)off[1] * es, a.v = qkv + (size_t)off[2] * es, a.o = ob;
     a.qst[0] = pitch, a.qst[1] = s->D, a.qst[2] = s->width;
     a.kst[0] = pitch, a.kst[1] = s->D, a.kst[2] = s->width;
     a.vst[0] = pitch, a.vst[1] = s->Dv, a.vst[2] = s->width;
@@ -152,9 +196,8 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.mask_dt = -1;
     if ((st = rlx_cu_attention_run(t, n->dtype, &a)) != RLX_OK)
         return st;
-    return rlx_cu_gemm_run(t, &s->go, ob, t->in[4], t->out, BIAS(3), ws);
+    return rlx_cu_gemm_run(t, &s->go, ob, t->in[4], t->out, s->bias[3] >= 0 ? t->in[s->bias[3]] : NULL, ws);
 }
-#undef BIAS
 
 /* The claim: any float dtype (every input the node's), no q/k norm, no
  * rope, head dims the attention kernels take. */
@@ -178,5 +221,6 @@ static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
 
 extern "C" void rlx_cuda_register_attn_block(cu_kernel *tab)
 {
-    tab[RLX_OP_ATTENTION_BLOCK] = (cu_kernel){k_attn_block, ab_scratch, ab_ok, prep_ab, release_ab};
+    tab[RLX_OP_ATTENTION_BLOCK] =
+        (cu_kernel){k_attn_block, ab_scratch, ab_ok, prep_ab, release_ab, pack_ab, pack_ab_inputs};
 }

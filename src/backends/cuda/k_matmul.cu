@@ -51,7 +51,7 @@ static rlx_status make_layout(cublasLtMatrixLayout_t *l, cudaDataType_t ty, int6
  * output tiles cannot fill the GPU (a long K over a small M x N): K is cut
  * into parts computed in parallel and summed.  Added as candidates only;
  * the tuner keeps one where it measures faster. */
-static void add_splitk(cu_gemm *g, const cublasLtMatmulHeuristicResult_t *res, int found, int64_t M, int64_t N,
+static void add_splitk(cu_lt_plan *g, const cublasLtMatmulHeuristicResult_t *res, int found, int64_t M, int64_t N,
                        int64_t K)
 {
     if (K < 256 || M * N > ((int64_t)4 << 20))
@@ -94,21 +94,29 @@ static void add_splitk(cu_gemm *g, const cublasLtMatmulHeuristicResult_t *res, i
     }
 }
 
-rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                            int64_t lda, int64_t ldb, int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b,
-                            int64_t stride_c, cu_epi epi, size_t align)
+static void lt_plan_free(cu_lt_plan *g)
 {
+    if (g->op)
+        cublasLtMatmulDescDestroy(g->op);
+    if (g->la)
+        cublasLtMatrixLayoutDestroy(g->la);
+    if (g->lb)
+        cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->lc)
+        cublasLtMatrixLayoutDestroy(g->lc);
     memset(g, 0, sizeof *g);
-    if (!lt) {
-        cublasStatus_t s = cublasLtCreate(&lt);
-        if (s != CUBLAS_STATUS_SUCCESS)
-            return lt_fail("create", s);
-    }
-    cudaDataType_t ty = cuda_type(dt);
-    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
-    const char *tf32 = getenv("RLX_CUDA_TF32");
-    if (dt == RLX_F32 && tf32 && *tf32 && strcmp(tf32, "0") != 0)
-        ct = CUBLAS_COMPUTE_32F_FAST_TF32;
+}
+
+/* Descriptors, layouts and the heuristic's candidates for row-major
+ * C = op(A) op(B) with A, B of type `ty` and compute type `ct`.  al: the
+ * largest power of two (<= 256) dividing every byte address and stride.
+ * Returns the heuristic's status (found == 0 counts as a failure). */
+static rlx_status lt_plan(cu_lt_plan *g, cudaDataType_t ty, cublasComputeType_t ct, int trans_a, int trans_b,
+                          int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, int64_t batch,
+                          int64_t stride_a, int64_t stride_b, int64_t stride_c, cu_epi epi, uint32_t al,
+                          cublasStatus_t *heur)
+{
+    *heur = CUBLAS_STATUS_NOT_SUPPORTED;
     cublasStatus_t s = cublasLtMatmulDescCreate(&g->op, ct, CUDA_R_32F);
     if (s != CUBLAS_STATUS_SUCCESS)
         return lt_fail("descriptor", s);
@@ -146,16 +154,6 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
         return lt_fail("preference", s);
     size_t ws = CU_GEMM_WORKSPACE;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    /* strided batches move every pointer: their byte strides bound the alignment too */
-    size_t es = rlx_dtype_size(dt);
-    int64_t strides[3] = {stride_a, stride_b, stride_c};
-    uint32_t al = 256;
-    for (int i = 0; i < 3; i++)
-        if (batch > 1 && strides[i])
-            while (al > 1 && ((size_t)strides[i] * es) % al)
-                al /= 2;
-    while (al > 1 && align % al)
-        al /= 2;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
@@ -164,94 +162,314 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
     int found = 0;
     s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_HEURISTIC, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (s == CUBLAS_STATUS_SUCCESS && found > 0) {
-        g->algo = res[0].algo;
-        g->has_algo = 1;
-        g->ws_bytes = res[0].workspaceSize;
-        for (int i = 0; i < found && i < CU_GEMM_HEURISTIC; i++) {
-            if (res[i].state != CUBLAS_STATUS_SUCCESS)
-                continue;
-            g->cand[g->n_cand] = res[i].algo;
-            g->cand_ws[g->n_cand++] = res[i].workspaceSize;
-        }
-        add_splitk(g, res, found, M, N, K);
-    } else {
+    *heur = s == CUBLAS_STATUS_SUCCESS && found <= 0 ? CUBLAS_STATUS_NOT_SUPPORTED : s;
+    if (*heur != CUBLAS_STATUS_SUCCESS)
+        return RLX_OK;
+    g->algo = res[0].algo;
+    g->has_algo = 1;
+    g->ws_bytes = res[0].workspaceSize;
+    for (int i = 0; i < found && i < CU_GEMM_HEURISTIC; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS)
+            continue;
+        g->cand[g->n_cand] = res[i].algo;
+        g->cand_ws[g->n_cand++] = res[i].workspaceSize;
+    }
+    add_splitk(g, res, found, M, N, K);
+    return RLX_OK;
+}
+
+/* Largest power of two (<= 256) dividing every value given. */
+static uint32_t pow2_dividing(const size_t *v, int n)
+{
+    uint32_t al = 256;
+    for (int i = 0; i < n; i++)
+        while (al > 1 && v[i] % al)
+            al /= 2;
+    return al;
+}
+
+rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                            int64_t lda, int64_t ldb, int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b,
+                            int64_t stride_c, cu_epi epi, size_t align)
+{
+    memset(g, 0, sizeof *g);
+    if (!lt) {
+        cublasStatus_t s = cublasLtCreate(&lt);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return lt_fail("create", s);
+    }
+    g->dt = dt, g->trans_a = trans_a, g->trans_b = trans_b;
+    g->M = M, g->N = N, g->K = K, g->lda = lda, g->ldb = ldb, g->batch = batch;
+    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+    const char *tf32 = getenv("RLX_CUDA_TF32");
+    if (dt == RLX_F32 && tf32 && *tf32 && strcmp(tf32, "0") != 0)
+        ct = CUBLAS_COMPUTE_32F_FAST_TF32;
+    /* strided batches move every pointer: their byte strides bound the alignment too */
+    size_t es = rlx_dtype_size(dt);
+    size_t bounds[4] = {align, batch > 1 ? (size_t)stride_a * es : 0, batch > 1 ? (size_t)stride_b * es : 0,
+                        batch > 1 ? (size_t)stride_c * es : 0};
+    cublasStatus_t heur;
+    rlx_status st = lt_plan(&g->p, cuda_type(dt), ct, trans_a, trans_b, M, N, K, lda, ldb, ldc, batch, stride_a,
+                            stride_b, stride_c, epi, pow2_dividing(bounds, 4), &heur);
+    if (st == RLX_OK && heur != CUBLAS_STATUS_SUCCESS)
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "cuda: cuBLASLt has no algorithm for a %s GEMM %lldx%lldx%lld (batch %lld, status %d)",
-                             rlx_dtype_name(dt), (long long)M, (long long)N, (long long)K, (long long)batch, (int)s);
+                             rlx_dtype_name(dt), (long long)M, (long long)N, (long long)K, (long long)batch, (int)heur);
+    g->align = align;
+    return st;
+}
+
+/* ------------------------------------------------ f32 GEMMs as 3xTF32 */
+
+size_t rlx_cu_gemm_split_bytes(rlx_dtype dt, int64_t M, int64_t N, int64_t K)
+{
+    if (dt != RLX_F32 || M <= 0 || N <= 0 || K <= 0)
+        return 0;
+    return round256((size_t)(M * 3 * K) * 4) + round256((size_t)(3 * K * N) * 4);
+}
+
+/* x rounded to the nearest TF32 value (10 mantissa bits), ties away from
+ * zero; non-finite values, and finite ones that would round to infinity,
+ * are returned truncated. */
+__device__ __forceinline__ float tf32_hi(float x)
+{
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return x;
+    uint32_t r = (u + 0x1000u) & 0xffffe000u;
+    if ((r & 0x7f800000u) == 0x7f800000u)
+        r = u & 0xffffe000u;
+    return __uint_as_float(r);
+}
+
+/* Source rows x cols (row pitch ld) into three copies concatenated along
+ * the columns (dst rows of 3 * cols) or along the rows (3 * rows rows of
+ * cols); copy c holds the high part when (lo_mask >> c & 1) == 0, else the
+ * low part. */
+__global__ void split3(const float *src, int64_t rows, int64_t cols, int64_t ld, float *dst, int along_cols,
+                       int lo_mask)
+{
+    int64_t n = rows * cols;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / cols, c = i % cols;
+        float x = src[r * ld + c];
+        float hi = tf32_hi(x), lo = (hi == x || !isfinite(x)) ? 0.0f : x - hi;
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            float v = (lo_mask >> k) & 1 ? lo : hi;
+            if (along_cols)
+                dst[r * 3 * cols + k * cols + c] = v;
+            else
+                dst[(k * rows + r) * cols + c] = v;
+        }
     }
-    return RLX_OK;
+}
+
+/* The same on four columns at a time (cols and ld multiples of 4, src
+ * 16-byte aligned). */
+__global__ void split3_vec(const float4 *src, int64_t rows, int64_t cols4, int64_t ld4, float4 *dst, int along_cols,
+                           int lo_mask)
+{
+    int64_t n = rows * cols4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / cols4, c = i % cols4;
+        float4 x = src[r * ld4 + c], hi, lo;
+        hi.x = tf32_hi(x.x), hi.y = tf32_hi(x.y), hi.z = tf32_hi(x.z), hi.w = tf32_hi(x.w);
+        lo.x = (hi.x == x.x || !isfinite(x.x)) ? 0.0f : x.x - hi.x;
+        lo.y = (hi.y == x.y || !isfinite(x.y)) ? 0.0f : x.y - hi.y;
+        lo.z = (hi.z == x.z || !isfinite(x.z)) ? 0.0f : x.z - hi.z;
+        lo.w = (hi.w == x.w || !isfinite(x.w)) ? 0.0f : x.w - hi.w;
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            float4 v = (lo_mask >> k) & 1 ? lo : hi;
+            if (along_cols)
+                dst[r * 3 * cols4 + k * cols4 + c] = v;
+            else
+                dst[(k * rows + r) * cols4 + c] = v;
+        }
+    }
+}
+
+static void launch_split3(const float *src, int64_t rows, int64_t cols, int64_t ld, float *dst, int along_cols,
+                          int lo_mask)
+{
+    if (cols % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 16 == 0) {
+        int64_t n = rows * cols / 4;
+        split3_vec<<<cu_blocks(n, 256), 256, 0, rlx_cu_stream>>>((const float4 *)src, rows, cols / 4, ld / 4,
+                                                                  (float4 *)dst, along_cols, lo_mask);
+    } else {
+        split3<<<cu_blocks(rows * cols, 256), 256, 0, rlx_cu_stream>>>(src, rows, cols, ld, dst, along_cols,
+                                                                        lo_mask);
+    }
+}
+
+/* Writes [A_hi | A_lo | A_hi] and [B_hi; B_hi; B_lo] (along K, whichever
+ * way each operand is stored) into ws past the cuBLASLt workspace. */
+static void split_operands(const cu_gemm *g, const void *A, const void *B, void *ws, float **a3, float **b3)
+{
+    *a3 = (float *)((char *)ws + CU_GEMM_WORKSPACE);
+    *b3 = (float *)((char *)*a3 + round256((size_t)(g->M * 3 * g->K) * 4));
+    /* A stored [M, K] (K along columns) or [K, M] (K along rows); B [K, N] or [N, K] */
+    if (g->trans_a)
+        launch_split3((const float *)A, g->K, g->M, g->lda, *a3, 0, 2);
+    else
+        launch_split3((const float *)A, g->M, g->K, g->lda, *a3, 1, 2);
+    if (g->trans_b)
+        launch_split3((const float *)B, g->N, g->K, g->ldb, *b3, 1, 4);
+    else
+        launch_split3((const float *)B, g->K, g->N, g->ldb, *b3, 0, 4);
+}
+
+static int f32_gemm_mode(void)
+{
+    const char *m = getenv("RLX_CUDA_F32_GEMM");
+    if (m && !strcmp(m, "sgemm"))
+        return 0;
+    if (m && !strcmp(m, "split"))
+        return 2;
+    return 1; /* both planned, the tuner picks */
+}
+
+void rlx_cu_gemm_plan_split(cu_gemm *g, size_t ws_bytes)
+{
+    if (g->dt != RLX_F32 || g->batch != 1 || !g->p.has_algo || !f32_gemm_mode() ||
+        ws_bytes < CU_GEMM_WORKSPACE + rlx_cu_gemm_split_bytes(g->dt, g->M, g->N, g->K))
+        return;
+    /* the epilogue and C's layout are the plain plan's */
+    cu_epi epi = CU_EPI_NONE;
+    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_DEFAULT;
+    size_t w = 0;
+    if (cublasLtMatmulDescGetAttribute(g->p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e, &w) ==
+        CUBLAS_STATUS_SUCCESS) {
+        epi = e == CUBLASLT_EPILOGUE_BIAS        ? CU_EPI_BIAS
+              : e == CUBLASLT_EPILOGUE_RELU_BIAS ? CU_EPI_BIAS_RELU
+              : e == CUBLASLT_EPILOGUE_GELU_BIAS ? CU_EPI_BIAS_GELU_TANH
+              : e == CUBLASLT_EPILOGUE_RELU      ? CU_EPI_RELU
+              : e == CUBLASLT_EPILOGUE_GELU      ? CU_EPI_GELU_TANH
+                                                 : CU_EPI_NONE;
+    }
+    int64_t ldc = 0;
+    if (cublasLtMatrixLayoutGetAttribute(g->p.lc, CUBLASLT_MATRIX_LAYOUT_LD, &ldc, sizeof ldc, &w) !=
+        CUBLAS_STATUS_SUCCESS)
+        return;
+    int64_t K3 = 3 * g->K;
+    int64_t lda3 = g->trans_a ? g->M : K3, ldb3 = g->trans_b ? K3 : g->N;
+    /* the split copies sit at 256-byte offsets; C's address keeps the caller's bound */
+    size_t bounds[4] = {g->align, (size_t)lda3 * 4, (size_t)ldb3 * 4, (size_t)ldc * 4};
+    uint32_t al = pow2_dividing(bounds, 4);
+    cublasStatus_t heur;
+    if (lt_plan(&g->s, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, g->trans_a, g->trans_b, g->M, g->N, K3, lda3, ldb3,
+                ldc, 1, 0, 0, 0, epi, al, &heur) != RLX_OK ||
+        heur != CUBLAS_STATUS_SUCCESS) {
+        lt_plan_free(&g->s);
+        rlx_clear_error();
+        return;
+    }
+    g->has_split = 1;
+    g->use_split = f32_gemm_mode() == 2;
+}
+
+static cublasStatus_t lt_matmul(const cu_lt_plan *g, const cublasLtMatmulAlgo_t *algo, size_t ws_bytes, const void *A,
+                                const void *B, void *C, void *ws)
+{
+    float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, algo, ws,
+                          ws ? ws_bytes : 0, rlx_cu_stream);
 }
 
 rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,
                            const void *bias, void *ws)
 {
-    float alpha = 1.0f, beta = 0.0f;
+    const cu_lt_plan *p = g->use_split ? &g->s : &g->p;
     if (bias)
-        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    cublasStatus_t s = cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc,
-                                      g->has_algo ? &g->algo : NULL, ws, ws ? g->ws_bytes : 0, rlx_cu_stream);
+        cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (g->use_split) {
+        float *a3, *b3;
+        split_operands(g, A, B, ws, &a3, &b3);
+        A = a3, B = b3;
+    }
+    cublasStatus_t s = lt_matmul(p, p->has_algo ? &p->algo : NULL, p->ws_bytes, A, B, C, ws);
     if (s != CUBLAS_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cublasLtMatmul failed (status %d)", (int)s);
     return RLX_OK;
 }
 
-/* One tuning candidate: GEMM g with its candidate algorithm i. */
+/* One tuning candidate: candidate i of the plain plan, or of the split one
+ * (its operand splitting included in what is timed). */
 typedef struct gemm_try {
     const cu_gemm *g;
     const void *A, *B;
     void *C, *ws;
-    int i;
+    int split, i;
 } gemm_try;
 
 static bool launch_candidate(void *arg)
 {
     const gemm_try *c = (const gemm_try *)arg;
-    float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, c->g->op, &alpha, c->B, c->g->la, c->A, c->g->lb, &beta, c->C, c->g->lc, c->C, c->g->lc,
-                          &c->g->cand[c->i], c->ws, c->g->cand_ws[c->i], rlx_cu_stream) == CUBLAS_STATUS_SUCCESS;
+    const cu_lt_plan *p = c->split ? &c->g->s : &c->g->p;
+    const void *A = c->A, *B = c->B;
+    if (c->split) {
+        float *a3, *b3;
+        split_operands(c->g, A, B, c->ws, &a3, &b3);
+        A = a3, B = b3;
+    }
+    return lt_matmul(p, &p->cand[c->i], p->cand_ws[c->i], A, B, c->C, c->ws) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* Times plan p's candidates; returns the best time and sets *best_i. */
+static float tune_plan(const cu_gemm *g, int split, const void *A, const void *B, void *C, void *ws, int *best_i)
+{
+    const cu_lt_plan *p = split ? &g->s : &g->p;
+    /* Each candidate is timed as launches captured into a graph: small GEMMs
+     * take less device time than the host takes to launch them, so timing
+     * plain launches would measure the host and pick at random. */
+    gemm_try tr = {g, A, B, C, ws, split, 0};
+    float best = 1e30f;
+    *best_i = -1;
+    for (int i = 0; i < p->n_cand; i++) {
+        tr.i = i;
+        float ms = rlx_cu_time_captured(launch_candidate, &tr, 8);
+        if (ms < best) {
+            best = ms;
+            *best_i = i;
+        }
+    }
+    return best;
 }
 
 void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws)
 {
     const char *env = getenv("RLX_CUDA_AUTOTUNE");
-    if ((env && !strcmp(env, "0")) || g->n_cand < 2 || !ws)
+    if ((env && !strcmp(env, "0")) || !ws)
         return;
     cudaStreamCaptureStatus cs;
     if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return;
-    if (bias)
-        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    /* Each candidate is timed as launches captured into a graph: small GEMMs
-     * take less device time than the host takes to launch them, so timing
-     * plain launches would measure the host and pick at random. */
-    gemm_try tr = {g, A, B, C, ws, 0};
-    float best = 1e30f;
-    int best_i = -1;
-    for (int i = 0; i < g->n_cand; i++) {
-        tr.i = i;
-        float ms = rlx_cu_time_captured(launch_candidate, &tr, 8);
-        if (ms < best) {
-            best = ms;
-            best_i = i;
-        }
+    if (bias) {
+        cublasLtMatmulDescSetAttribute(g->p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        if (g->has_split)
+            cublasLtMatmulDescSetAttribute(g->s.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     }
-    if (best_i >= 0) {
-        g->algo = g->cand[best_i];
-        g->ws_bytes = g->cand_ws[best_i];
+    int forced = g->has_split && f32_gemm_mode() == 2;
+    int bp = -1, bs = -1;
+    float tp = forced || g->p.n_cand < 2 ? 1e30f : tune_plan(g, 0, A, B, C, ws, &bp);
+    float ts = g->has_split ? tune_plan(g, 1, A, B, C, ws, &bs) : 1e30f;
+    if (bp >= 0) {
+        g->p.algo = g->p.cand[bp];
+        g->p.ws_bytes = g->p.cand_ws[bp];
     }
+    if (bs >= 0) {
+        g->s.algo = g->s.cand[bs];
+        g->s.ws_bytes = g->s.cand_ws[bs];
+    }
+    /* the plain f32 GEMM unless the split form measured faster (or is forced) */
+    g->use_split = g->has_split && bs >= 0 && (forced || ts < tp);
 }
 
 void rlx_cu_gemm_free(cu_gemm *g)
 {
-    if (g->op)
-        cublasLtMatmulDescDestroy(g->op);
-    if (g->la)
-        cublasLtMatrixLayoutDestroy(g->la);
-    if (g->lb)
-        cublasLtMatrixLayoutDestroy(g->lb);
-    if (g->lc)
-        cublasLtMatrixLayoutDestroy(g->lc);
+    lt_plan_free(&g->p);
+    lt_plan_free(&g->s);
     memset(g, 0, sizeof *g);
 }
 
@@ -330,7 +548,8 @@ static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
 {
     rlx_status st = prep_mm_plan(t, ta, tb, epi);
     mm_state *s = (mm_state *)t->state;
-    if (st == RLX_OK && s && s->gemm.has_algo) {
+    if (st == RLX_OK && s && s->gemm.p.has_algo) {
+        rlx_cu_gemm_plan_split(&s->gemm, t->scratch_bytes);
         const void *bias = (t->node->op == RLX_OP_MATMUL_BIAS_ACT && t->node->attrs.mm_act.has_bias) ? t->in[2] : NULL;
         rlx_cu_gemm_tune(&s->gemm, t->in[0], t->in[1], t->out, bias, t->scratch);
     }
@@ -472,11 +691,15 @@ static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "activation launch");
 }
 
+/* cuBLASLt's workspace, and room for f32 operands split for tensor cores. */
 static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n)
 {
-    (void)g;
-    (void)n;
-    return CU_GEMM_WORKSPACE;
+    const rlx_node_data *a = &g->nodes[n->in[0]];
+    int ta = n->op == RLX_OP_MATMUL ? n->attrs.matmul.trans_a : n->attrs.mm_act.trans_a;
+    int ra = a->shape.ndim, ro = n->shape.ndim;
+    int64_t N = n->shape.dims[ro - 1], K = a->shape.dims[ta ? ra - 2 : ra - 1];
+    int64_t rows = N ? rlx_shape_numel(&n->shape) / N : 0; /* M, times the batch when it folds into M */
+    return CU_GEMM_WORKSPACE + rlx_cu_gemm_split_bytes(n->dtype, rows, N, K);
 }
 
 /* ------------------------------------------------------------ conv */
