@@ -14,9 +14,83 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "backends/cuda/cuda_attention.h"
 
 #define LOG2E_F 1.4426950408889634f
+
+/* ------------------------------------------------ tile loads, both kinds */
+
+/* 16 bytes global -> shared without a register round trip (sm_80+): every
+ * copy of a tile is in flight at once instead of one load latency per
+ * loop step.  valid == false writes zeros and reads nothing. */
+__device__ __forceinline__ void cp16(void *dst, const void *src, bool valid)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0));
+#else
+    *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void cp_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/* Waits until at most N committed groups are still in flight. */
+template <int N> __device__ __forceinline__ void cp_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* Rows [r0, r0 + R) of a [n, C] view (row stride rs, elements T) into dst
+ * [R][LDS] (elements S) by NT threads: async 16-byte copies when S is T and
+ * vec (16-byte aligned rows), else element by element, converted; rows
+ * past n are zeros (their scores are masked, and 0 * garbage could be
+ * NaN).  Committed as one group; visible after cp_wait and a barrier. */
+template <typename T, typename S, int R, int C, int LDS, int NT>
+__device__ __forceinline__ void load_rows(S *dst, const T *src, int64_t rs, int64_t r0, int64_t n, int vec)
+{
+    if (std::is_same<T, S>::value && vec) {
+        constexpr int E = 16 / sizeof(T), CH = C / E;
+        for (int i = threadIdx.x; i < R * CH; i += NT) {
+            int r = i / CH, c = (i % CH) * E;
+            bool ok = r0 + r < n;
+            cp16(dst + r * LDS + c, ok ? (const void *)(src + (r0 + r) * rs + c) : (const void *)src, ok);
+        }
+    } else {
+        for (int i = threadIdx.x; i < R * C; i += NT) {
+            int r = i / C, c = i % C;
+            dst[r * LDS + c] = cu_fromf<S>(r0 + r < n ? cu_tof<T>(src[(r0 + r) * rs + c]) : 0.0f);
+        }
+    }
+    cp_commit();
+}
+
+/* Block -> batch, head, kv head and first query row, in 32-bit arithmetic
+ * (a 64-bit division costs dozens of instructions; the host keeps grids
+ * under 2^31 blocks).  rows: query rows per block, a compile-time constant
+ * at every call. */
+typedef struct attn_pos {
+    int64_t b, h, hk, q0;
+} attn_pos;
+
+__device__ __forceinline__ attn_pos attn_pos_of(const cu_attn &p, int rows)
+{
+    const unsigned nq = (unsigned)((p.S + rows - 1) / rows), blk = blockIdx.x, H = (unsigned)p.H;
+    const unsigned bh = blk / nq, h = bh % H;
+    attn_pos r;
+    r.b = bh / H;
+    r.h = h;
+    r.hk = h / (H / (unsigned)p.Hk);
+    r.q0 = (int64_t)(blk % nq) * rows;
+    return r;
+}
 
 /* ------------------------------------------------- CUDA cores, any dims */
 
@@ -33,9 +107,8 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
     float *vs = ks + TK * (D + 1);       /* [TK][Dv] */
     float *qs = vs + TK * Dv;            /* [QPB][D] */
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    const int64_t nq = (p.S + QPB - 1) / QPB, blk = blockIdx.x;
-    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (blk % nq) * QPB, s = s0 + warp;
+    const attn_pos ps = attn_pos_of(p, QPB);
+    const int64_t b = ps.b, h = ps.h, hk = ps.hk, s0 = ps.q0, s = s0 + warp;
     const bool active = s < p.S;
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
@@ -131,16 +204,81 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
 #define GQT 128 /* threads per block */
 #define GKT 64  /* keys per tile */
 
+/* One key tile of flash_grp for this lane's keys: scores, online softmax
+ * update of (m, l), accumulation into acc. */
 template <typename T, int D, int DV, int G>
-__global__ void __launch_bounds__(GQT, D == 32 ? 4 : 2) flash_grp(cu_attn p)
+__device__ __forceinline__ void grp_tile(const cu_attn &p, const float *kt, const float *vt, int64_t t0, int64_t b,
+                                         int64_t h, int64_t s, const float (&qr)[D], float (&acc)[DV], float &m,
+                                         float &l)
 {
-    constexpr int LK = D + 4, LV = DV + 4, NJ = GKT / G, QB = GQT / G;
-    __shared__ __align__(16) float ks[GKT * LK];
-    __shared__ __align__(16) float vs[GKT * LV];
+    constexpr int LK = D + 4, LV = DV + 4, NJ = GKT / G;
     const int part = threadIdx.x % G;
-    const int64_t nq = (p.S + QB - 1) / QB, blk = blockIdx.x;
-    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t s0 = (blk % nq) * QB, s = s0 + threadIdx.x / G;
+    const int64_t shift = p.T - p.S;
+    float sc[NJ];
+    float mc = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < NJ; u++) {
+        const int j = part + u * G;
+        const int64_t t = t0 + j;
+        float x = -INFINITY;
+        if (t < p.T && (!p.causal || t <= s + shift)) {
+            const float4 *kr = (const float4 *)(kt + j * LK);
+            float a = 0.0f;
+#pragma unroll
+            for (int d4 = 0; d4 < D / 4; d4++) {
+                float4 k4 = kr[d4];
+                a += qr[4 * d4] * k4.x + qr[4 * d4 + 1] * k4.y + qr[4 * d4 + 2] * k4.z + qr[4 * d4 + 3] * k4.w;
+            }
+            bool vis = true;
+            if (p.mask) {
+                int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                if (p.mask_dt == RLX_BOOL)
+                    vis = ((const unsigned char *)p.mask)[mo] != 0;
+                else
+                    a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
+            }
+            if (vis)
+                x = a;
+        }
+        sc[u] = x;
+        mc = fmaxf(mc, x);
+    }
+    float mn = fmaxf(m, mc);
+    if (mn == -INFINITY)
+        return; /* every key of this lane masked so far */
+    float corr = exp2f(m - mn);
+    l *= corr;
+#pragma unroll
+    for (int e = 0; e < DV; e++)
+        acc[e] *= corr;
+#pragma unroll
+    for (int u = 0; u < NJ; u++) {
+        float pu = exp2f(sc[u] - mn); /* 0 for masked keys */
+        l += pu;
+        const float4 *vr = (const float4 *)(vt + (part + u * G) * LV);
+#pragma unroll
+        for (int e4 = 0; e4 < DV / 4; e4++) {
+            float4 v4 = vr[e4];
+            acc[4 * e4] += pu * v4.x;
+            acc[4 * e4 + 1] += pu * v4.y;
+            acc[4 * e4 + 2] += pu * v4.z;
+            acc[4 * e4 + 3] += pu * v4.w;
+        }
+    }
+    m = mn;
+}
+
+template <typename T, int D, int DV, int G>
+__global__ void __launch_bounds__(GQT, D == 32 ? 3 : 2) flash_grp(cu_attn p, int vec)
+{
+    constexpr int LK = D + 4, LV = DV + 4, QB = GQT / G;
+    /* two buffers (the next tile loads during this one) where they fit */
+    constexpr int NB = 2 * GKT * (LK + LV) * 4 <= 48 * 1024 ? 2 : 1;
+    __shared__ __align__(16) float ks[NB][GKT * LK];
+    __shared__ __align__(16) float vs[NB][GKT * LV];
+    const int part = threadIdx.x % G;
+    const attn_pos ps = attn_pos_of(p, QB);
+    const int64_t b = ps.b, h = ps.h, hk = ps.hk, s0 = ps.q0, s = s0 + threadIdx.x / G;
     const bool active = s < p.S;
     const float sl2 = p.scale * LOG2E_F;
     float qr[D], acc[DV];
@@ -161,71 +299,29 @@ __global__ void __launch_bounds__(GQT, D == 32 ? 4 : 2) flash_grp(cu_attn p)
         int64_t lim = s_last + shift + 1;
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
-    for (int64_t t0 = 0; t0 < t_end; t0 += GKT) {
+    const int n_tiles = (int)((t_end + GKT - 1) / GKT);
+    if (n_tiles > 0) {
+        load_rows<T, float, GKT, D, LK, GQT>(ks[0], kb, p.kst[2], 0, p.T, vec);
+        load_rows<T, float, GKT, DV, LV, GQT>(vs[0], vb, p.vst[2], 0, p.T, vec);
+    }
+    for (int it = 0; it < n_tiles; it++) {
+        const int64_t t0 = (int64_t)it * GKT;
+        const int buf = NB == 2 ? it & 1 : 0;
+        if (NB == 2 && it + 1 < n_tiles) {
+            load_rows<T, float, GKT, D, LK, GQT>(ks[buf ^ 1], kb, p.kst[2], t0 + GKT, p.T, vec);
+            load_rows<T, float, GKT, DV, LV, GQT>(vs[buf ^ 1], vb, p.vst[2], t0 + GKT, p.T, vec);
+            cp_wait<2>(); /* the next tile's two groups may stay in flight */
+        } else {
+            cp_wait<0>();
+        }
         __syncthreads();
-        for (int i = threadIdx.x; i < GKT * D; i += GQT) {
-            int j = i / D, d = i % D;
-            ks[j * LK + d] = t0 + j < p.T ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + d]) : 0.0f;
+        if (active)
+            grp_tile<T, D, DV, G>(p, ks[buf], vs[buf], t0, b, h, s, qr, acc, m, l);
+        __syncthreads(); /* this buffer is refilled next */
+        if (NB == 1 && it + 1 < n_tiles) {
+            load_rows<T, float, GKT, D, LK, GQT>(ks[0], kb, p.kst[2], t0 + GKT, p.T, vec);
+            load_rows<T, float, GKT, DV, LV, GQT>(vs[0], vb, p.vst[2], t0 + GKT, p.T, vec);
         }
-        for (int i = threadIdx.x; i < GKT * DV; i += GQT) {
-            int j = i / DV, e = i % DV;
-            vs[j * LV + e] = t0 + j < p.T ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
-        }
-        __syncthreads();
-        if (!active)
-            continue;
-        float sc[NJ];
-        float mc = -INFINITY;
-#pragma unroll
-        for (int u = 0; u < NJ; u++) {
-            const int j = part + u * G;
-            const int64_t t = t0 + j;
-            float x = -INFINITY;
-            if (t < p.T && (!p.causal || t <= s + shift)) {
-                const float4 *kr = (const float4 *)(ks + j * LK);
-                float a = 0.0f;
-#pragma unroll
-                for (int d4 = 0; d4 < D / 4; d4++) {
-                    float4 k4 = kr[d4];
-                    a += qr[4 * d4] * k4.x + qr[4 * d4 + 1] * k4.y + qr[4 * d4 + 2] * k4.z + qr[4 * d4 + 3] * k4.w;
-                }
-                bool vis = true;
-                if (p.mask) {
-                    int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
-                    if (p.mask_dt == RLX_BOOL)
-                        vis = ((const unsigned char *)p.mask)[mo] != 0;
-                    else
-                        a += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
-                }
-                if (vis)
-                    x = a;
-            }
-            sc[u] = x;
-            mc = fmaxf(mc, x);
-        }
-        float mn = fmaxf(m, mc);
-        if (mn == -INFINITY)
-            continue; /* every key of this lane masked so far */
-        float corr = exp2f(m - mn);
-        l *= corr;
-#pragma unroll
-        for (int e = 0; e < DV; e++)
-            acc[e] *= corr;
-#pragma unroll
-        for (int u = 0; u < NJ; u++) {
-            float pu = exp2f(sc[u] - mn); /* 0 for masked keys */
-            l += pu;
-            const float4 *vr = (const float4 *)(vs + (part + u * G) * LV);
-#pragma unroll
-            for (int e4 = 0; e4 < DV / 4; e4++) {
-                float4 v4 = vr[e4];
-                acc[4 * e4] += pu * v4.x;
-                acc[4 * e4 + 1] += pu * v4.y;
-                acc[4 * e4 + 2] += pu * v4.z;
-                acc[4 * e4 + 3] += pu * v4.w;
-            }
-        }
-        m = mn;
     }
     /* merge the G lanes of the row (all lanes take part: shuffles need the
      * whole warp, and the G lanes of a row share its activity) */
@@ -330,38 +426,18 @@ template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int
     return (uint32_t)*(const unsigned short *)p | ((uint32_t) * (const unsigned short *)(p + 1) << 16);
 }
 
-/* rows [r0, r0 + 64) of a [n, D] view with row stride rs into dst [64][D + 8];
- * rows past n are zeros (their scores are masked, and 0 * garbage could be NaN). */
 template <typename T, int D, int W>
-__device__ __forceinline__ void tc_load_tile(T *dst, const T *src, int64_t rs, int64_t r0, int64_t n, int vec)
-{
-    constexpr int LD = D + 8, CH = D / 8;
-    if (vec) {
-        for (int i = threadIdx.x; i < TCK * CH; i += W * 32) {
-            int r = i / CH, c = (i % CH) * 8;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (r0 + r < n)
-                v = *(const uint4 *)(src + (r0 + r) * rs + c);
-            *(uint4 *)(dst + r * LD + c) = v;
-        }
-    } else {
-        for (int i = threadIdx.x; i < TCK * D; i += W * 32) {
-            int r = i / D, c = i % D;
-            dst[r * LD + c] = r0 + r < n ? src[(r0 + r) * rs + c] : cu_fromf<T>(0.0f);
-        }
-    }
-}
-
-template <typename T, int D, int W>
-__global__ void __launch_bounds__(W * 32) flash_tc(cu_attn p, int vec)
+/* D == 32: up to 128 registers, so two or more blocks fit on an SM. */
+__global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc(cu_attn p, int vec)
 {
     constexpr int LD = D + 8, NT = TCK / 8, KD = D / 16, ND = D / 8;
-    __shared__ __align__(16) T ks[TCK * LD];
-    __shared__ __align__(16) T vs[TCK * LD];
+    /* two buffers (the next tile loads during this one) where they fit */
+    constexpr int NB = 4 * TCK * LD * (int)sizeof(T) <= 48 * 1024 ? 2 : 1;
+    __shared__ __align__(16) T ks[NB][TCK * LD];
+    __shared__ __align__(16) T vs[NB][TCK * LD];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-    const int64_t nq = (p.S + (W * 16) - 1) / (W * 16), blk = blockIdx.x;
-    const int64_t bh = blk / nq, b = bh / p.H, h = bh % p.H, hk = h / (p.H / p.Hk);
-    const int64_t q0 = (blk % nq) * (W * 16), w0 = q0 + warp * 16;
+    const attn_pos ps = attn_pos_of(p, W * 16);
+    const int64_t b = ps.b, h = ps.h, hk = ps.hk, q0 = ps.q0, w0 = q0 + warp * 16;
     const T *qb = (const T *)p.q + b * p.qst[0] + h * p.qst[1];
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
@@ -393,84 +469,102 @@ __global__ void __launch_bounds__(W * 32) flash_tc(cu_attn p, int vec)
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
     const int64_t w_last = w0 + 15 < p.S - 1 ? w0 + 15 : p.S - 1;
-    for (int64_t t0 = 0; t0 < t_end; t0 += TCK) {
-        __syncthreads(); /* the previous tile (or Q) is no longer read */
-        tc_load_tile<T, D, W>(ks, kb, p.kst[2], t0, p.T, vec);
-        tc_load_tile<T, D, W>(vs, vb, p.vst[2], t0, p.T, vec);
+    const int n_tiles = (int)((t_end + TCK - 1) / TCK);
+    if (n_tiles > 0) {
+        load_rows<T, T, TCK, D, LD, W * 32>(ks[0], kb, p.kst[2], 0, p.T, vec);
+        load_rows<T, T, TCK, D, LD, W * 32>(vs[0], vb, p.vst[2], 0, p.T, vec);
+    }
+    for (int it = 0; it < n_tiles; it++) {
+        const int64_t t0 = (int64_t)it * TCK;
+        const int buf = NB == 2 ? it & 1 : 0;
+        if (NB == 2 && it + 1 < n_tiles) {
+            load_rows<T, T, TCK, D, LD, W * 32>(ks[buf ^ 1], kb, p.kst[2], t0 + TCK, p.T, vec);
+            load_rows<T, T, TCK, D, LD, W * 32>(vs[buf ^ 1], vb, p.vst[2], t0 + TCK, p.T, vec);
+            cp_wait<2>(); /* the next tile's two groups may stay in flight */
+        } else {
+            cp_wait<0>();
+        }
         __syncthreads();
-        /* warp-uniform skips: no valid row, or every key in the future */
-        if (w0 >= p.S || (p.causal && t0 > w_last + shift))
-            continue;
-        float sc[NT][4];
+        const T *kt = ks[buf], *vt = vs[buf];
+        /* warp-uniform skip: no valid row, or every key in the future */
+        if (w0 < p.S && !(p.causal && t0 > w_last + shift)) {
+            float sc[NT][4];
 #pragma unroll
-        for (int j = 0; j < NT; j++) {
-            sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
-            const T *kr = ks + (j * 8 + g) * LD + 2 * tg;
+            for (int j = 0; j < NT; j++) {
+                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+                const T *kr = kt + (j * 8 + g) * LD + 2 * tg;
 #pragma unroll
-            for (int kk = 0; kk < KD; kk++)
-                tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
-        }
-        const bool edge = p.causal || t0 + TCK > p.T || p.mask;
+                for (int kk = 0; kk < KD; kk++)
+                    tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
+            }
+            const bool edge = p.causal || t0 + TCK > p.T || p.mask;
 #pragma unroll
-        for (int j = 0; j < NT; j++)
+            for (int j = 0; j < NT; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float x = sc[j][e] * sl2;
-                if (edge) {
-                    int64_t s = rows[e >> 1], t = t0 + j * 8 + 2 * tg + (e & 1);
-                    bool vis = t < p.T && (!p.causal || t <= s + shift);
-                    if (vis && p.mask && s < p.S) {
-                        int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
-                        if (p.mask_dt == RLX_BOOL)
-                            vis = ((const unsigned char *)p.mask)[mo] != 0;
-                        else
-                            x += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
+                for (int e = 0; e < 4; e++) {
+                    float x = sc[j][e] * sl2;
+                    if (edge) {
+                        int64_t s = rows[e >> 1], t = t0 + j * 8 + 2 * tg + (e & 1);
+                        bool vis = t < p.T && (!p.causal || t <= s + shift);
+                        if (vis && p.mask && s < p.S) {
+                            int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
+                            if (p.mask_dt == RLX_BOOL)
+                                vis = ((const unsigned char *)p.mask)[mo] != 0;
+                            else
+                                x += cu_tof<T>(((const T *)p.mask)[mo]) * LOG2E_F;
+                        }
+                        if (!vis)
+                            x = -INFINITY;
                     }
-                    if (!vis)
-                        x = -INFINITY;
+                    sc[j][e] = x;
                 }
-                sc[j][e] = x;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    mx = fmaxf(mx, fmaxf(sc[j][2 * r], sc[j][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                float mn = fmaxf(m[r], mx);
+                float base = mn == -INFINITY ? 0.0f : mn; /* a row masked so far: no inf - inf */
+                float corr = exp2f(m[r] - base), sum = 0.0f;
+                m[r] = mn;
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++) {
+                        float pv = exp2f(sc[j][2 * r + c] - base);
+                        sc[j][2 * r + c] = pv;
+                        sum += pv;
+                    }
+                l[r] = l[r] * corr + sum; /* this thread's columns; the quad is summed at the end */
+#pragma unroll
+                for (int n = 0; n < ND; n++) {
+                    o[n][2 * r] *= corr;
+                    o[n][2 * r + 1] *= corr;
+                }
             }
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float mx = -INFINITY;
+            for (int kk = 0; kk < TCK / 16; kk++) {
+                uint32_t a[4] = {tc_pack(sc[2 * kk][0], sc[2 * kk][1], T()),
+                                 tc_pack(sc[2 * kk][2], sc[2 * kk][3], T()),
+                                 tc_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1], T()),
+                                 tc_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3], T())};
+                const T *vr = vt + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
 #pragma unroll
-            for (int j = 0; j < NT; j++)
-                mx = fmaxf(mx, fmaxf(sc[j][2 * r], sc[j][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            float mn = fmaxf(m[r], mx);
-            float base = mn == -INFINITY ? 0.0f : mn; /* a row masked so far: no inf - inf */
-            float corr = exp2f(m[r] - base), sum = 0.0f;
-            m[r] = mn;
-#pragma unroll
-            for (int j = 0; j < NT; j++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    float pv = exp2f(sc[j][2 * r + c] - base);
-                    sc[j][2 * r + c] = pv;
-                    sum += pv;
+                for (int n = 0; n < D / 16; n++) {
+                    uint32_t bf[4];
+                    tc_ldsm_x4_t(bf, vr + n * 16);
+                    tc_mma(o[2 * n], a, bf[0], bf[1], T());
+                    tc_mma(o[2 * n + 1], a, bf[2], bf[3], T());
                 }
-            l[r] = l[r] * corr + sum; /* this thread's columns; the quad is summed at the end */
-#pragma unroll
-            for (int n = 0; n < ND; n++) {
-                o[n][2 * r] *= corr;
-                o[n][2 * r + 1] *= corr;
             }
         }
-#pragma unroll
-        for (int kk = 0; kk < TCK / 16; kk++) {
-            uint32_t a[4] = {tc_pack(sc[2 * kk][0], sc[2 * kk][1], T()), tc_pack(sc[2 * kk][2], sc[2 * kk][3], T()),
-                             tc_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1], T()),
-                             tc_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3], T())};
-            const T *vr = vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
-#pragma unroll
-            for (int n = 0; n < D / 16; n++) {
-                uint32_t bf[4];
-                tc_ldsm_x4_t(bf, vr + n * 16);
-                tc_mma(o[2 * n], a, bf[0], bf[1], T());
-                tc_mma(o[2 * n + 1], a, bf[2], bf[3], T());
-            }
+        __syncthreads(); /* this buffer is refilled next */
+        if (NB == 1 && it + 1 < n_tiles) {
+            load_rows<T, T, TCK, D, LD, W * 32>(ks[0], kb, p.kst[2], t0 + TCK, p.T, vec);
+            load_rows<T, T, TCK, D, LD, W * 32>(vs[0], vb, p.vst[2], t0 + TCK, p.T, vec);
         }
     }
 #pragma unroll
@@ -481,10 +575,15 @@ __global__ void __launch_bounds__(W * 32) flash_tc(cu_attn p, int vec)
             continue;
         float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
         T *orow = (T *)p.o + b * p.ost[0] + h * p.ost[1] + rows[r] * p.ost[2];
+        const bool pair = (uintptr_t)orow % 4 == 0; /* neighbours as one 32-bit store */
 #pragma unroll
         for (int n = 0; n < ND; n++) {
-            orow[n * 8 + 2 * tg] = cu_fromf<T>(o[n][2 * r] * inv);
-            orow[n * 8 + 2 * tg + 1] = cu_fromf<T>(o[n][2 * r + 1] * inv);
+            if (pair) {
+                *(uint32_t *)(orow + n * 8 + 2 * tg) = tc_pack(o[n][2 * r] * inv, o[n][2 * r + 1] * inv, T());
+            } else {
+                orow[n * 8 + 2 * tg] = cu_fromf<T>(o[n][2 * r] * inv);
+                orow[n * 8 + 2 * tg + 1] = cu_fromf<T>(o[n][2 * r + 1] * inv);
+            }
         }
     }
 }
@@ -570,7 +669,10 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         static int sms = 0;
         if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
             sms = 132;
-        const int w = bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
+        int w = bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
+        const char *ew = getenv("RLX_CUDA_ATTN_WARPS"); /* 2, 4 or 8: overrides the choice (tuning) */
+        if (ew && (atoi(ew) == 2 || atoi(ew) == 4 || atoi(ew) == 8))
+            w = atoi(ew);
         int64_t blocks = bh * ((p.S + 16 * w - 1) / (16 * w));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
@@ -582,8 +684,10 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     do {                                                                                                               \
         if (w == 8)                                                                                                    \
             TC_LAUNCH_W(TT, DD, 8);                                                                                    \
-        else                                                                                                           \
+        else if (w == 4)                                                                                               \
             TC_LAUNCH_W(TT, DD, 4);                                                                                    \
+        else                                                                                                           \
+            TC_LAUNCH_W(TT, DD, 2);                                                                                    \
     } while (0)
         if (dt == RLX_F16) {
             if (p.D == 32) TC_LAUNCH(__half, 32);
@@ -601,7 +705,12 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
         /* lanes per row: the fewest that still give ~64K threads */
         const int64_t rows = bh * p.S;
-        const int gl = rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
+        int gl = rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
+        const char *eg = getenv("RLX_CUDA_ATTN_LANES"); /* 4, 8 or 16: overrides the choice (tuning) */
+        if (eg && (atoi(eg) == 4 || atoi(eg) == 8 || atoi(eg) == 16))
+            gl = atoi(eg);
+        size_t es = rlx_dtype_size(dt);
+        int vec = aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         int64_t blocks = bh * ((p.S + GQT / gl - 1) / (GQT / gl));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
@@ -609,11 +718,11 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
 #define GRP_LAUNCH(TT, DD)                                                                                             \
     do {                                                                                                               \
         if (gl == 4)                                                                                                   \
-            flash_grp<TT, DD, DD, 4><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                              \
+            flash_grp<TT, DD, DD, 4><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                              \
         else if (gl == 8)                                                                                              \
-            flash_grp<TT, DD, DD, 8><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                              \
+            flash_grp<TT, DD, DD, 8><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                              \
         else                                                                                                           \
-            flash_grp<TT, DD, DD, 16><<<grid, GQT, 0, rlx_cu_stream>>>(p);                                             \
+            flash_grp<TT, DD, DD, 16><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                             \
     } while (0)
         if (p.D == 32)
             CU_FLOAT_DISPATCH(dt, T, GRP_LAUNCH(T, 32));
