@@ -791,8 +791,10 @@ static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nod
 }
 
 /* Like check_ex, and the CUDA compile must have made the block one node
- * (want_fused) or left it lowered (!want_fused). */
-static void check_block(const char *name, rlx_graph *g, int fused_nodes, int want_fused, double scale_tol)
+ * (want_fused) or left it lowered (!want_fused).  no_graph: thunk by thunk,
+ * twice (the packed q/k/v weights are then packed before every launch). */
+static void check_block(const char *name, rlx_graph *g, int fused_nodes, int want_fused, double scale_tol,
+                        int no_graph)
 {
     if (!wanted(name)) {
         rlx_graph_free(g);
@@ -800,7 +802,7 @@ static void check_block(const char *name, rlx_graph *g, int fused_nodes, int wan
     }
     char err[1024] = "";
     outputs a, b;
-    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0};
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, no_graph, 0, no_graph ? 2 : 1, 0};
     run_opts ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
     if (!g || rlx_graph_verify(g) != RLX_OK) {
         snprintf(err, sizeof err, "graph: %s", rlx_last_error());
@@ -848,7 +850,13 @@ static void test_attn_block(void)
             check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s", dn(FLOATS[d]),
                              (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
                              c->bias, c->causal, c->rope_norm ? " rope+norm" : ""),
-                        g, fused_nodes, !c->rope_norm, 1.0);
+                        g, fused_nodes, !c->rope_norm, 1.0, 0);
+            if (k < 3) {
+                g = attn_block_graph(FLOATS[d], c, &fused_nodes);
+                check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld no graph", dn(FLOATS[d]), (long long)c->B,
+                                 (long long)c->S, (long long)c->H, (long long)c->Hk),
+                            g, fused_nodes, !c->rope_norm, 1.0, 1);
+            }
         }
 }
 
