@@ -791,10 +791,11 @@ static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nod
 }
 
 /* Like check_ex, and the CUDA compile must have made the block one node
- * (want_fused) or left it lowered (!want_fused).  no_graph: thunk by thunk,
- * twice (the packed q/k/v weights are then packed before every launch). */
-static void check_block(const char *name, rlx_graph *g, int fused_nodes, int want_fused, double scale_tol,
-                        int no_graph)
+ * (want_fused) or left it lowered (!want_fused).  Where the q/k/v weights
+ * get packed: mode 0 in the prologue (the default), 1 before every launch
+ * with the thunks run one by one, 2 inside the captured graph
+ * (RLX_CUDA_NO_PROLOGUE=1); modes 1 and 2 run twice. */
+static void check_block(const char *name, rlx_graph *g, int fused_nodes, int want_fused, double scale_tol, int mode)
 {
     if (!wanted(name)) {
         rlx_graph_free(g);
@@ -802,12 +803,20 @@ static void check_block(const char *name, rlx_graph *g, int fused_nodes, int wan
     }
     char err[1024] = "";
     outputs a, b;
-    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, no_graph, 0, no_graph ? 2 : 1, 0};
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, mode == 1, 0, mode ? 2 : 1, 0};
     run_opts ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+    rlx_status st = RLX_OK;
     if (!g || rlx_graph_verify(g) != RLX_OK) {
         snprintf(err, sizeof err, "graph: %s", rlx_last_error());
         report(name, 0, err);
-    } else if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+        rlx_graph_free(g);
+        return;
+    }
+    if (mode == 2)
+        setenv("RLX_CUDA_NO_PROLOGUE", "1", 1);
+    st = run_graph(g, &cu, &a, err, sizeof err);
+    unsetenv("RLX_CUDA_NO_PROLOGUE");
+    if (st != RLX_OK) {
         report(name, 0, err);
     } else {
         int nodes = a.stats.nodes_final, fused = nodes == fused_nodes;
@@ -851,11 +860,12 @@ static void test_attn_block(void)
                              (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
                              c->bias, c->causal, c->rope_norm ? " rope+norm" : ""),
                         g, fused_nodes, !c->rope_norm, 1.0, 0);
-            if (k < 3) {
+            for (int mode = 1; mode <= 2 && k < 3; mode++) {
                 g = attn_block_graph(FLOATS[d], c, &fused_nodes);
-                check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld no graph", dn(FLOATS[d]), (long long)c->B,
-                                 (long long)c->S, (long long)c->H, (long long)c->Hk),
-                            g, fused_nodes, !c->rope_norm, 1.0, 1);
+                check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld %s", dn(FLOATS[d]), (long long)c->B,
+                                 (long long)c->S, (long long)c->H, (long long)c->Hk,
+                                 mode == 1 ? "no graph" : "no prologue"),
+                            g, fused_nodes, !c->rope_norm, 1.0, mode);
             }
         }
 }
