@@ -642,6 +642,7 @@ static void test_f32_split(void)
         {256, 1536, 384, 0, 0}, /* the encoder's FFN down projection at batch 2 */
         {100, 384, 1152, 0, 1}, /* B stored [N, K] */
         {96, 300, 68, 1, 0},    /* A stored [K, M], odd K */
+        {37, 65, 29, 0, 1},     /* widths not a multiple of 4: the split copies go element by element */
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         int64_t M = cs[k].M, K = cs[k].K, N = cs[k].N;

@@ -242,21 +242,35 @@ __device__ __forceinline__ float tf32_hi(float x)
     return __uint_as_float(r);
 }
 
-/* Source rows x cols (row pitch ld) into three copies concatenated along
- * the columns (dst rows of 3 * cols) or along the rows (3 * rows rows of
- * cols); copy c holds the high part when (lo_mask >> c & 1) == 0, else the
- * low part. */
-__global__ void split3(const float *src, int64_t rows, int64_t cols, int64_t ld, float *dst, int along_cols,
-                       int lo_mask)
+/* x = hi + lo exactly: hi rounded to TF32, lo the rest (0 when x is not finite). */
+__device__ __forceinline__ void tf32_split(float x, float &hi, float &lo)
+{
+    hi = tf32_hi(x);
+    lo = (hi == x || !isfinite(x)) ? 0.0f : x - hi;
+}
+__device__ __forceinline__ void tf32_split(float4 x, float4 &hi, float4 &lo)
+{
+    tf32_split(x.x, hi.x, lo.x);
+    tf32_split(x.y, hi.y, lo.y);
+    tf32_split(x.z, hi.z, lo.z);
+    tf32_split(x.w, hi.w, lo.w);
+}
+
+/* Source rows x cols (row pitch ld; counted in V, a float or four) into
+ * three copies concatenated along the columns (dst rows of 3 * cols) or
+ * along the rows (3 * rows rows of cols); copy c holds the high part when
+ * (lo_mask >> c & 1) == 0, else the low part. */
+template <typename V>
+__global__ void split3(const V *src, int64_t rows, int64_t cols, int64_t ld, V *dst, int along_cols, int lo_mask)
 {
     int64_t n = rows * cols;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / cols, c = i % cols;
-        float x = src[r * ld + c];
-        float hi = tf32_hi(x), lo = (hi == x || !isfinite(x)) ? 0.0f : x - hi;
+        V hi, lo;
+        tf32_split(src[r * ld + c], hi, lo);
 #pragma unroll
         for (int k = 0; k < 3; k++) {
-            float v = (lo_mask >> k) & 1 ? lo : hi;
+            V v = (lo_mask >> k) & 1 ? lo : hi;
             if (along_cols)
                 dst[r * 3 * cols + k * cols + c] = v;
             else
@@ -265,42 +279,15 @@ __global__ void split3(const float *src, int64_t rows, int64_t cols, int64_t ld,
     }
 }
 
-/* The same on four columns at a time (cols and ld multiples of 4, src
- * 16-byte aligned). */
-__global__ void split3_vec(const float4 *src, int64_t rows, int64_t cols4, int64_t ld4, float4 *dst, int along_cols,
-                           int lo_mask)
-{
-    int64_t n = rows * cols4;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / cols4, c = i % cols4;
-        float4 x = src[r * ld4 + c], hi, lo;
-        hi.x = tf32_hi(x.x), hi.y = tf32_hi(x.y), hi.z = tf32_hi(x.z), hi.w = tf32_hi(x.w);
-        lo.x = (hi.x == x.x || !isfinite(x.x)) ? 0.0f : x.x - hi.x;
-        lo.y = (hi.y == x.y || !isfinite(x.y)) ? 0.0f : x.y - hi.y;
-        lo.z = (hi.z == x.z || !isfinite(x.z)) ? 0.0f : x.z - hi.z;
-        lo.w = (hi.w == x.w || !isfinite(x.w)) ? 0.0f : x.w - hi.w;
-#pragma unroll
-        for (int k = 0; k < 3; k++) {
-            float4 v = (lo_mask >> k) & 1 ? lo : hi;
-            if (along_cols)
-                dst[r * 3 * cols4 + k * cols4 + c] = v;
-            else
-                dst[(k * rows + r) * cols4 + c] = v;
-        }
-    }
-}
-
 static void launch_split3(const float *src, int64_t rows, int64_t cols, int64_t ld, float *dst, int along_cols,
                           int lo_mask)
 {
-    if (cols % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 16 == 0) {
-        int64_t n = rows * cols / 4;
-        split3_vec<<<cu_blocks(n, 256), 256, 0, rlx_cu_stream>>>((const float4 *)src, rows, cols / 4, ld / 4,
-                                                                  (float4 *)dst, along_cols, lo_mask);
-    } else {
-        split3<<<cu_blocks(rows * cols, 256), 256, 0, rlx_cu_stream>>>(src, rows, cols, ld, dst, along_cols,
-                                                                        lo_mask);
-    }
+    if (cols % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 16 == 0) /* four columns at a time */
+        split3<float4><<<cu_blocks(rows * cols / 4, 256), 256, 0, rlx_cu_stream>>>(
+            (const float4 *)src, rows, cols / 4, ld / 4, (float4 *)dst, along_cols, lo_mask);
+    else
+        split3<float><<<cu_blocks(rows * cols, 256), 256, 0, rlx_cu_stream>>>(src, rows, cols, ld, dst, along_cols,
+                                                                               lo_mask);
 }
 
 /* Writes [A_hi | A_lo | A_hi] and [B_hi; B_hi; B_lo] (along K, whichever
