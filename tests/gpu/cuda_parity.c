@@ -612,7 +612,8 @@ static void test_matmul(void)
  * form (RLX_CUDA_F32_GEMM=split) must stay within 2e-6 (about 2^-19; the
  * plain f32 GEMM measures ~5e-8, tensor cores accumulate less exactly than
  * the CUDA cores' FMAs); plain TF32, the control, must be at least 10x
- * worse, which shows the check can tell the two apart; and the split run
+ * worse where it runs on tensor cores, which shows the check can tell the
+ * two apart; and the split run
  * must differ from the plain one somewhere, which shows the split path
  * ran. */
 static double split_err(rlx_graph *g, const double *ref, const double *norm, size_t n, float *y_out, char *err,
@@ -638,11 +639,14 @@ static double split_err(rlx_graph *g, const double *ref, const double *norm, siz
 static void test_f32_split(void)
 {
     char nm[160];
-    static const struct { int64_t M, K, N; int ta, tb; } cs[] = {
-        {256, 1536, 384, 0, 0}, /* the encoder's FFN down projection at batch 2 */
-        {100, 384, 1152, 0, 1}, /* B stored [N, K] */
-        {96, 300, 68, 1, 0},    /* A stored [K, M], odd K */
-        {37, 65, 29, 0, 1},     /* widths not a multiple of 4: the split copies go element by element */
+    /* control: whether to ask the TF32 control to be 10x worse; cuBLASLt
+     * may run an odd-width FAST_TF32 GEMM on the CUDA cores (exact f32), so
+     * the last case does not ask it */
+    static const struct { int64_t M, K, N; int ta, tb, control; } cs[] = {
+        {256, 1536, 384, 0, 0, 1}, /* the encoder's FFN down projection at batch 2 */
+        {100, 384, 1152, 0, 1, 1}, /* B stored [N, K] */
+        {96, 300, 68, 1, 0, 1},    /* A stored [K, M], odd K */
+        {37, 65, 29, 0, 1, 0},     /* widths not a multiple of 4: the split copies go element by element */
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         int64_t M = cs[k].M, K = cs[k].K, N = cs[k].N;
@@ -688,16 +692,16 @@ static void test_f32_split(void)
         unsetenv("RLX_CUDA_F32_GEMM");
         const double bound = 2e-6;
         if (ok1 && ok2 && ok3) {
-            int differs = memcmp(ys, yp, n * 4) != 0;
+            int differs = memcmp(ys, yp, n * 4) != 0, control_ok = !cs[k].control || e_tf32 >= 10 * e_split;
             if (!(e_split <= bound))
                 snprintf(err, sizeof err, "3xTF32 error %.3g above the bound %.3g (plain f32 %.3g)", e_split, bound,
                          e_plain);
-            else if (!(e_tf32 >= 10 * e_split))
+            else if (!control_ok)
                 snprintf(err, sizeof err, "control: plain TF32 error %.3g is not 10x the split's %.3g", e_tf32,
                          e_split);
             else if (!differs)
                 snprintf(err, sizeof err, "the split run matches the plain one bit for bit: split path not taken?");
-            report(nm, e_split <= bound && e_tf32 >= 10 * e_split && differs, err);
+            report(nm, e_split <= bound && control_ok && differs, err);
             printf("  %s: error plain f32 %.3g, 3xTF32 %.3g, TF32 %.3g\n", nm, e_plain, e_split, e_tf32);
         } else {
             report(nm, 0, err);
