@@ -36,7 +36,8 @@ typedef struct cu_gemm {
     int has_split, use_split;
     rlx_dtype dt;
     int trans_a, trans_b;
-    int64_t M, N, K, lda, ldb, batch;
+    int64_t M, N, K, lda, ldb, ldc, batch;
+    cu_epi epi;
     size_t align; /* the caller's bound on C's address */
 } cu_gemm;
 

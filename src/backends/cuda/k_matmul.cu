@@ -199,7 +199,7 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
             return lt_fail("create", s);
     }
     g->dt = dt, g->trans_a = trans_a, g->trans_b = trans_b;
-    g->M = M, g->N = N, g->K = K, g->lda = lda, g->ldb = ldb, g->batch = batch;
+    g->M = M, g->N = N, g->K = K, g->lda = lda, g->ldb = ldb, g->ldc = ldc, g->batch = batch, g->epi = epi;
     cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
     const char *tf32 = getenv("RLX_CUDA_TF32");
     if (dt == RLX_F32 && tf32 && *tf32 && strcmp(tf32, "0") != 0)
@@ -322,31 +322,15 @@ void rlx_cu_gemm_plan_split(cu_gemm *g, size_t ws_bytes)
     if (g->dt != RLX_F32 || g->batch != 1 || !g->p.has_algo || !f32_gemm_mode() ||
         ws_bytes < CU_GEMM_WORKSPACE + rlx_cu_gemm_split_bytes(g->dt, g->M, g->N, g->K))
         return;
-    /* the epilogue and C's layout are the plain plan's */
-    cu_epi epi = CU_EPI_NONE;
-    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_DEFAULT;
-    size_t w = 0;
-    if (cublasLtMatmulDescGetAttribute(g->p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e, &w) ==
-        CUBLAS_STATUS_SUCCESS) {
-        epi = e == CUBLASLT_EPILOGUE_BIAS        ? CU_EPI_BIAS
-              : e == CUBLASLT_EPILOGUE_RELU_BIAS ? CU_EPI_BIAS_RELU
-              : e == CUBLASLT_EPILOGUE_GELU_BIAS ? CU_EPI_BIAS_GELU_TANH
-              : e == CUBLASLT_EPILOGUE_RELU      ? CU_EPI_RELU
-              : e == CUBLASLT_EPILOGUE_GELU      ? CU_EPI_GELU_TANH
-                                                 : CU_EPI_NONE;
-    }
-    int64_t ldc = 0;
-    if (cublasLtMatrixLayoutGetAttribute(g->p.lc, CUBLASLT_MATRIX_LAYOUT_LD, &ldc, sizeof ldc, &w) !=
-        CUBLAS_STATUS_SUCCESS)
-        return;
     int64_t K3 = 3 * g->K;
     int64_t lda3 = g->trans_a ? g->M : K3, ldb3 = g->trans_b ? K3 : g->N;
     /* the split copies sit at 256-byte offsets; C's address keeps the caller's bound */
-    size_t bounds[4] = {g->align, (size_t)lda3 * 4, (size_t)ldb3 * 4, (size_t)ldc * 4};
+    size_t bounds[4] = {g->align, (size_t)lda3 * 4, (size_t)ldb3 * 4, (size_t)g->ldc * 4};
     uint32_t al = pow2_dividing(bounds, 4);
     cublasStatus_t heur;
+    /* the same epilogue and C as the plain plan */
     if (lt_plan(&g->s, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, g->trans_a, g->trans_b, g->M, g->N, K3, lda3, ldb3,
-                ldc, 1, 0, 0, 0, epi, al, &heur) != RLX_OK ||
+                g->ldc, 1, 0, 0, 0, g->epi, al, &heur) != RLX_OK ||
         heur != CUBLAS_STATUS_SUCCESS) {
         lt_plan_free(&g->s);
         rlx_clear_error();
