@@ -642,6 +642,15 @@ rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D,
     return RLX_OK;
 }
 
+/* An environment override that must be one of a, b, c; 0 when unset or
+ * anything else.  Read once (static at the call), not on every launch. */
+static int env_choice(const char *name, int a, int b, int c)
+{
+    const char *e = getenv(name);
+    int v = e ? atoi(e) : 0;
+    return v == a || v == b || v == c ? v : 0;
+}
+
 static bool aligned16(const void *p, const int64_t *st, size_t es)
 {
     if ((uintptr_t)p % 16)
@@ -669,10 +678,8 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         static int sms = 0;
         if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
             sms = 132;
-        int w = bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
-        const char *ew = getenv("RLX_CUDA_ATTN_WARPS"); /* 2, 4 or 8: overrides the choice (tuning) */
-        if (ew && (atoi(ew) == 2 || atoi(ew) == 4 || atoi(ew) == 8))
-            w = atoi(ew);
+        static const int w_env = env_choice("RLX_CUDA_ATTN_WARPS", 2, 4, 8); /* overrides the choice (tuning) */
+        const int w = w_env ? w_env : bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
         int64_t blocks = bh * ((p.S + 16 * w - 1) / (16 * w));
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
@@ -705,10 +712,8 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
         /* lanes per row: the fewest that still give ~64K threads */
         const int64_t rows = bh * p.S;
-        int gl = rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
-        const char *eg = getenv("RLX_CUDA_ATTN_LANES"); /* 4, 8 or 16: overrides the choice (tuning) */
-        if (eg && (atoi(eg) == 4 || atoi(eg) == 8 || atoi(eg) == 16))
-            gl = atoi(eg);
+        static const int gl_env = env_choice("RLX_CUDA_ATTN_LANES", 4, 8, 16); /* overrides the choice (tuning) */
+        const int gl = gl_env ? gl_env : rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         int64_t blocks = bh * ((p.S + GQT / gl - 1) / (GQT / gl));
