@@ -39,7 +39,12 @@ def main():
             if d["kind"] == "ceiling":
                 ceil = d
             else:
-                torch_rows.setdefault((d["workload"], d["batch"], d["dtype"]), {}).update(d)
+                # a mode measured twice in one run (eager and graph are timed again
+                # beside torch.compile): its best time, the one RLX must beat
+                t = torch_rows.setdefault((d["workload"], d["batch"], d["dtype"]), {})
+                for x in ("eager_ms", "graph_ms", "compile_ms"):
+                    if d.get(x) and (not t.get(x) or d[x] < t[x]):
+                        t[x] = d[x]
     bw = ceil.get("copy_tbs", 4.25) * 1e12
     rate = ceil.get("bf16_tflops", 780) * 1e12
     out = []

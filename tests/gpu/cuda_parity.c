@@ -1167,6 +1167,38 @@ static void test_fused(void)
 }
 
 /* CUDA Graph replay against eager launches, and against the CPU. */
+/* matmul + bias + GELU/SiLU as one cuDNN graph, in f16 and bf16, with and
+ * without a bias, B stored [K, N] and [N, K], a batch folded into M.
+ * RLX_CUDA_MM_PATH=cudnn requires the path (compile fails where cuDNN has
+ * no plan), so a case cannot pass on the cuBLASLt path instead. */
+static void test_mm_cudnn(void)
+{
+    char nm[128];
+    static unary_fn acts[2] = {rlx_gelu, rlx_silu};
+    static const char *act_names[2] = {"gelu", "silu"};
+    static const struct { int rank; int64_t x[3]; int64_t N; } sh[] = {
+        {2, {70, 96}, 136}, {3, {3, 40, 96}, 200}, {2, {256, 512}, 1024},
+    };
+    setenv("RLX_CUDA_MM_PATH", "cudnn", 1);
+    for (int d = 1; d < 3; d++)
+        for (int a = 0; a < 2; a++)
+            for (int bias = 0; bias < 2; bias++)
+                for (int tb = 0; tb < 2; tb++)
+                    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {
+                        rlx_dtype t = FLOATS[d];
+                        int64_t K = sh[k].x[sh[k].rank - 1], N = sh[k].N;
+                        rlx_graph *g = rlx_graph_new();
+                        rlx_node x = rlx_input(g, "u_x", t, sh[k].rank, sh[k].x);
+                        rlx_node w = rlx_param(g, "u_w", t, 2, tb ? DIMS(N, K) : DIMS(K, N));
+                        rlx_node y = rlx_matmul(g, x, w, 0, tb);
+                        if (bias)
+                            y = rlx_add(g, y, rlx_param(g, "u_b", t, 1, DIMS(N)));
+                        rlx_output(g, "y", acts[a](g, y));
+                        check(NAME("matmul cudnn %s %s bias%d tb%d case%zu", dn(t), act_names[a], bias, tb, k), g);
+                    }
+    unsetenv("RLX_CUDA_MM_PATH");
+}
+
 static void test_graph_replay(void)
 {
     rlx_graph *g = rlx_workload_mlp(32, RLX_F32);
@@ -1307,7 +1339,8 @@ int main(void)
         {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
         {"matmul", test_matmul},   {"f32 3xtf32", test_f32_split}, {"attention", test_attention}, {"attention block", test_attn_block},
         {"conv/pool", test_conv_pool},
-        {"random", test_random},   {"fused", test_fused}, {"graph replay", test_graph_replay},
+        {"random", test_random},   {"fused", test_fused}, {"matmul cudnn", test_mm_cudnn},
+        {"graph replay", test_graph_replay},
         {"workloads", test_workloads},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

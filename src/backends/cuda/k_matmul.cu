@@ -446,8 +446,14 @@ void rlx_cu_gemm_free(cu_gemm *g)
 
 /* ------------------------------------------------------------ matmul */
 
+struct dnn_graph;
+
 typedef struct mm_state {
     cu_gemm gemm;
+    /* matmul + bias + GELU/SiLU as one cuDNN graph (16-bit; cuBLASLt has no
+     * exact epilogue for these): used when it measured faster than
+     * cuBLASLt followed by the activation pass */
+    struct dnn_graph *dnn;
     int loop;                /* 1: one GEMM per batch (general broadcast) */
     int64_t batch, mat_a, mat_b, mat_c;
     rlx_shape bshape;
@@ -533,9 +539,12 @@ static rlx_status prep_matmul(const rlx_graph *g, rlx_thunk *t)
     return prep_mm(t, t->node->attrs.matmul.trans_a, t->node->attrs.matmul.trans_b, CU_EPI_NONE);
 }
 
+static void release_mm_dnn(mm_state *s);
+
 static void release_matmul(rlx_thunk *t)
 {
     mm_state *s = (mm_state *)t->state;
+    release_mm_dnn(s);
     rlx_cu_gemm_free(&s->gemm);
     free(s);
 }
@@ -637,18 +646,26 @@ static cu_epi mm_epilogue(int has_bias, int act, int *post)
     return has_bias ? CU_EPI_BIAS : CU_EPI_NONE;
 }
 
+static rlx_status prep_mm_dnn(rlx_thunk *t);
+static rlx_status run_mm_dnn(const rlx_thunk *t);
+
 static rlx_status prep_mm_act(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
     int post;
     const rlx_node_data *n = t->node;
     cu_epi epi = mm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
-    return prep_mm(t, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b, epi);
+    rlx_status st = prep_mm(t, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b, epi);
+    if (st == RLX_OK && post)
+        st = prep_mm_dnn(t);
+    return st;
 }
 
 static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
+    if (((const mm_state *)t->state)->dnn)
+        return run_mm_dnn(t);
     const rlx_node_data *n = t->node;
     int post;
     mm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
@@ -784,6 +801,20 @@ static void dnn_load(void)
     dnn_ok = 1;
     dnn_graph_ok = ok;
 }
+
+/* One cuDNN operation graph through the backend API: the execution plan
+ * chosen for it and its variant pack, built at prepare time (arena
+ * addresses are fixed per thunk); keep[] holds every other descriptor they
+ * came from, released with them. */
+typedef struct dnn_graph {
+    cudnnBackendDescriptor_t plan, pack;
+    cudnnBackendDescriptor_t keep[32];
+    int n_keep;
+    int64_t ws;  /* the plan's workspace bytes */
+    int plans;   /* plans timed */
+    int pick;    /* the chosen plan's place among the configs tried (-1 none) */
+    float ms;    /* the chosen plan's time */
+} dnn_graph;
 #endif
 
 typedef struct conv_state {
@@ -800,17 +831,10 @@ typedef struct conv_state {
     cudnnConvolutionFwdAlgo_t algo_fused;
     size_t ws_fused;
     int fused;
-    /* channels-last through cuDNN's backend (graph) API: one execution
-     * plan and its variant pack, built at prepare time (arena addresses
-     * are fixed per thunk); keep[] holds every other descriptor they came
-     * from, released with them */
+    /* channels-last through cuDNN's backend (graph) API */
     int use_graph;
-    cudnnBackendDescriptor_t plan, pack;
-    cudnnBackendDescriptor_t keep[32];
-    int n_keep;
-    int64_t g_ws;
+    dnn_graph g;
     int g_post; /* bias/activation not in the graph: one pass after it */
-    int g_plans;
 #endif
     cu_gemm gemm;
     win2d w;
@@ -1113,7 +1137,7 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
 typedef cudnnBackendDescriptor_t bdesc;
 
 struct graph_build {
-    conv_state *s;
+    dnn_graph *d;
     cudnnStatus_t st; /* the first failure, and where */
     const char *where;
 };
@@ -1129,18 +1153,26 @@ static bool gb_ok(graph_build *b, cudnnStatus_t st, const char *where)
     return false;
 }
 
-/* A descriptor kept until the conv is released. */
+/* Keeps a descriptor until the graph is released; false when full. */
+static bool dnn_keep(dnn_graph *g, bdesc d)
+{
+    if (g->n_keep >= (int)(sizeof g->keep / sizeof g->keep[0]))
+        return false;
+    g->keep[g->n_keep++] = d;
+    return true;
+}
+
+/* A descriptor kept until the graph is released. */
 static bool gb_new(graph_build *b, cudnnBackendDescriptorType_t ty, bdesc *d, const char *what)
 {
     *d = NULL;
-    conv_state *s = b->s;
-    if (s->n_keep >= (int)(sizeof s->keep / sizeof s->keep[0]))
+    if (b->d->n_keep >= (int)(sizeof b->d->keep / sizeof b->d->keep[0]))
         return gb_ok(b, CUDNN_STATUS_NOT_SUPPORTED, "descriptor table full");
     if (!gb_ok(b, dnn.cudnnBackendCreateDescriptor(ty, d), what)) {
         *d = NULL;
         return false;
     }
-    s->keep[s->n_keep++] = *d;
+    dnn_keep(b->d, *d);
     return true;
 }
 
@@ -1158,14 +1190,14 @@ static int64_t ptr_align(const void *p)
     return a;
 }
 
-static bool gb_tensor(graph_build *b, bdesc *d, int64_t uid, cudnnDataType_t ty, const int64_t *dims,
+static bool gb_tensor(graph_build *b, bdesc *d, int64_t uid, cudnnDataType_t ty, int ndim, const int64_t *dims,
                       const int64_t *str, bool virt, const void *p)
 {
     int64_t al = virt ? 16 : ptr_align(p);
     return gb_new(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d, "tensor create") &&
            gb_set(b, *d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ty, "tensor type") &&
-           gb_set(b, *d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dims") &&
-           gb_set(b, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, str, "tensor strides") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, ndim, dims, "tensor dims") &&
+           gb_set(b, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, ndim, str, "tensor strides") &&
            gb_set(b, *d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor id") &&
            gb_set(b, *d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &al, "tensor alignment") &&
            gb_set(b, *d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, "tensor virtual") &&
@@ -1177,9 +1209,12 @@ static bool gb_pointwise(graph_build *b, bdesc *op, cudnnPointwiseMode_t mode, b
 {
     bdesc pw;
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    double beta = 1.0; /* SiLU: swish with beta 1 */
     return gb_new(b, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw, "pointwise create") &&
            gb_set(b, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode") &&
            gb_set(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, "pointwise precision") &&
+           (mode != CUDNN_POINTWISE_SWISH_FWD ||
+            gb_set(b, pw, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &beta, "swish beta")) &&
            gb_ok(b, dnn.cudnnBackendFinalize(pw), "pointwise finalize") &&
            gb_new(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op, "pointwise op create") &&
            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw,
@@ -1191,18 +1226,16 @@ static bool gb_pointwise(graph_build *b, bdesc *op, cudnnPointwiseMode_t mode, b
            gb_ok(b, dnn.cudnnBackendFinalize(*op), "pointwise op finalize");
 }
 
-static void release_graph(conv_state *s)
+static void release_graph(dnn_graph *g)
 {
-    if (s->pack)
-        dnn.cudnnBackendDestroyDescriptor(s->pack);
-    if (s->plan)
-        dnn.cudnnBackendDestroyDescriptor(s->plan);
+    if (g->pack)
+        dnn.cudnnBackendDestroyDescriptor(g->pack);
+    if (g->plan)
+        dnn.cudnnBackendDestroyDescriptor(g->plan);
     /* users before what they use: ops before tensors, configs before the graph */
-    for (int i = s->n_keep - 1; i >= 0; i--)
-        dnn.cudnnBackendDestroyDescriptor(s->keep[i]);
-    s->pack = s->plan = NULL;
-    s->n_keep = 0;
-    s->use_graph = 0;
+    for (int i = g->n_keep - 1; i >= 0; i--)
+        dnn.cudnnBackendDestroyDescriptor(g->keep[i]);
+    memset(g, 0, sizeof *g);
 }
 
 static bool launch_plan(void *arg)
@@ -1247,7 +1280,110 @@ static bool env_on(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Builds and times the graph path; true with s->plan/s->pack set and
+/* Engine configs for op graph `og` from the heuristics (mode A, else B,
+ * else the fallback list); the first max_plans that pass the numerical
+ * notes (and, unless allow_rtc, need no compiling at finalize), finalize
+ * and fit the scratch are each timed on the real buffers (uids[i] ->
+ * ptrs[i]), the fastest kept in g with its variant pack (g->pick its place
+ * among the configs that passed the notes; only >= 0: that one config
+ * alone).  Returns its time (1e30 when none ran). */
+static float dnn_pick_plan(graph_build *b, bdesc og, void *const *ptrs, const int64_t *uids, int nptr, void *scratch,
+                           size_t scratch_bytes, bool allow_rtc, int max_plans, int only, int reps)
+{
+    int idx = -1; /* place of the config among those that pass the notes */
+    enum { MAX_CFG = 12 };
+    static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK};
+    dnn_graph *g = b->d;
+    float best = 1e30f;
+    int tried = 0;
+    g->pick = -1;
+    for (int m = 0; m < 3 && !g->plan; m++) {
+        bdesc heur = NULL;
+        if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS)
+            break;
+        int64_t cnt = 0;
+        bdesc cfgs[MAX_CFG] = {NULL};
+        bool hok = gb_set(b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og,
+                          "heuristics graph") &&
+                   gb_set(b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m], "heuristics mode") &&
+                   gb_ok(b, dnn.cudnnBackendFinalize(heur), "heuristics finalize");
+        /* how many configs there are (if cuDNN will not say, ask for MAX_CFG) */
+        if (hok && dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &cnt,
+                                                NULL) != CUDNN_STATUS_SUCCESS)
+            cnt = MAX_CFG;
+        int ncfg = hok ? (int)(cnt < (int64_t)MAX_CFG ? cnt : (int64_t)MAX_CFG) : 0;
+        int made = 0;
+        for (; made < ncfg; made++)
+            if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) != CUDNN_STATUS_SUCCESS)
+                break;
+        if (made && gb_ok(b, dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                          made, &cnt, cfgs),
+                          "heuristics results")) {
+            for (int i = 0; i < cnt && i < made && tried < max_plans; i++) {
+                if (!engine_ok(cfgs[i], allow_rtc) || (++idx != only && only >= 0))
+                    continue;
+                bdesc plan = NULL, pack = NULL;
+                int64_t ws = 0;
+                bool pok = dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ==
+                               CUDNN_STATUS_SUCCESS &&
+                           gb_set(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                  &cfgs[i], "plan config");
+                if (pok)
+                    dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
+                int64_t got = 0;
+                void *wsp = scratch;
+                pok = pok && gb_ok(b, dnn.cudnnBackendFinalize(plan), "plan finalize") &&
+                      gb_ok(b, dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                            CUDNN_TYPE_INT64, 1, &got, &ws),
+                            "plan workspace") &&
+                      ws >= 0 && (size_t)ws <= scratch_bytes &&
+                      dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack) == CUDNN_STATUS_SUCCESS &&
+                      gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, nptr, uids, "pack ids") &&
+                      gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, nptr, ptrs,
+                             "pack pointers") &&
+                      gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "pack workspace") &&
+                      gb_ok(b, dnn.cudnnBackendFinalize(pack), "pack finalize");
+                float ms = 1e30f;
+                if (pok) {
+                    tried++;
+                    bdesc pp[2] = {plan, pack};
+                    ms = rlx_cu_time_captured(launch_plan, pp, reps);
+                }
+                if (pok && ms < best) {
+                    if (g->pack)
+                        dnn.cudnnBackendDestroyDescriptor(g->pack);
+                    if (g->plan)
+                        dnn.cudnnBackendDestroyDescriptor(g->plan);
+                    g->plan = plan;
+                    g->pack = pack;
+                    g->ws = ws;
+                    g->pick = idx;
+                    best = ms;
+                } else {
+                    if (pack)
+                        dnn.cudnnBackendDestroyDescriptor(pack);
+                    if (plan)
+                        dnn.cudnnBackendDestroyDescriptor(plan);
+                }
+            }
+        }
+        /* configs other than the chosen plan's are no longer needed; the
+         * chosen plan holds its own reference in cuDNN, but keep every
+         * config of the winning round alive with it to be safe */
+        for (int i = 0; i < made; i++)
+            if (!g->plan || !dnn_keep(g, cfgs[i]))
+                dnn.cudnnBackendDestroyDescriptor(cfgs[i]);
+        if (!g->plan || !dnn_keep(g, heur))
+            dnn.cudnnBackendDestroyDescriptor(heur);
+    }
+    g->plans = tried;
+    g->ms = best;
+    cudaGetLastError();
+    rlx_clear_error();
+    return best;
+}
+
+/* Builds and times the graph path; true with s->g.plan/s->g.pack set and
  * s->use_graph 1, false (everything released, a note under RLX_VERBOSE)
  * otherwise.  */
 static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
@@ -1269,7 +1405,7 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
     /* not fused: conv in the graph, then one bias/activation pass */
     s->g_post = (act != RLX_ACT_NONE && !relu) || (has_bias && !fuse);
     bool fuse_bias = has_bias && !s->g_post;
-    graph_build b = {s, CUDNN_STATUS_SUCCESS, NULL};
+    graph_build b = {&s->g, CUDNN_STATUS_SUCCESS, NULL};
     const int64_t C = s->C, O = s->O, Cg = s->Cg;
     int64_t xdim[4] = {s->N, C, w.H, w.W}, xstr[4] = {w.H * w.W * C, 1, w.W * C, C};
     int64_t wdim[4] = {O, Cg, w.KH, w.KW}, wstr[4] = {w.KH * w.KW * Cg, 1, w.KW * Cg, Cg};
@@ -1284,12 +1420,12 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
     int nops = 0;
     /* the conv writes y directly when nothing follows it in the graph */
     bool chain = fuse_bias || relu;
-    bool ok = gb_tensor(&b, &xt, 1, ty, xdim, xstr, false, t->in[0]) &&
-              gb_tensor(&b, &wt, 2, ty, wdim, wstr, false, t->in[1]) &&
-              gb_tensor(&b, &yt, 3, ty, ydim, ystr, false, t->out) &&
-              (!fuse_bias || gb_tensor(&b, &bt, 4, ty, bdim, bstr, false, t->in[2])) &&
-              (!chain || gb_tensor(&b, &ct, 5, f32, ydim, ystr, true, NULL)) &&
-              (!(fuse_bias && relu) || gb_tensor(&b, &at, 6, f32, ydim, ystr, true, NULL)) &&
+    bool ok = gb_tensor(&b, &xt, 1, ty, 4, xdim, xstr, false, t->in[0]) &&
+              gb_tensor(&b, &wt, 2, ty, 4, wdim, wstr, false, t->in[1]) &&
+              gb_tensor(&b, &yt, 3, ty, 4, ydim, ystr, false, t->out) &&
+              (!fuse_bias || gb_tensor(&b, &bt, 4, ty, 4, bdim, bstr, false, t->in[2])) &&
+              (!chain || gb_tensor(&b, &ct, 5, f32, 4, ydim, ystr, true, NULL)) &&
+              (!(fuse_bias && relu) || gb_tensor(&b, &at, 6, f32, 4, ydim, ystr, true, NULL)) &&
               gb_new(&b, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd, "conv desc create") &&
               gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sd, "conv dims") &&
               gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "conv compute type") &&
@@ -1324,114 +1460,192 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
         dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
         ok = gb_ok(&b, dnn.cudnnBackendFinalize(og), "op graph finalize");
     }
-    /* engine configs: mode A, else B, else the fallback list */
-    enum { MAX_CFG = 8, MAX_PLANS = 4 };
-    static const cudnnBackendHeurMode_t modes[3] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK};
     bool allow_rtc = env_on("RLX_CUDA_CONV_RTC");
     void *ptrs[4] = {(void *)t->in[0], (void *)t->in[1], t->out, fuse_bias ? (void *)t->in[2] : NULL};
     int64_t uids[4] = {1, 2, 3, 4};
-    int nptr = fuse_bias ? 4 : 3;
-    float best = 1e30f;
-    int tried = 0;
-    for (int m = 0; ok && m < 3 && !s->plan; m++) {
-        bdesc heur = NULL;
-        if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS)
-            break;
-        int64_t cnt = 0;
-        bdesc cfgs[MAX_CFG] = {NULL};
-        bool hok = gb_set(&b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og,
-                          "heuristics graph") &&
-                   gb_set(&b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m], "heuristics mode") &&
-                   gb_ok(&b, dnn.cudnnBackendFinalize(heur), "heuristics finalize");
-        /* how many configs there are (if cuDNN will not say, ask for MAX_CFG) */
-        if (hok && dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &cnt,
-                                                NULL) != CUDNN_STATUS_SUCCESS)
-            cnt = MAX_CFG;
-        int ncfg = hok ? (int)(cnt < (int64_t)MAX_CFG ? cnt : (int64_t)MAX_CFG) : 0;
-        int made = 0;
-        for (; made < ncfg; made++)
-            if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) != CUDNN_STATUS_SUCCESS)
-                break;
-        if (made && gb_ok(&b, dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                           made, &cnt, cfgs),
-                          "heuristics results")) {
-            for (int i = 0; i < cnt && i < made && tried < MAX_PLANS; i++) {
-                if (!engine_ok(cfgs[i], allow_rtc))
-                    continue;
-                bdesc plan = NULL, pack = NULL;
-                int64_t ws = 0;
-                bool pok = dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ==
-                               CUDNN_STATUS_SUCCESS &&
-                           gb_set(&b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                  &cfgs[i], "plan config");
-                if (pok)
-                    dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
-                int64_t got = 0;
-                void *wsp = t->scratch;
-                pok = pok && gb_ok(&b, dnn.cudnnBackendFinalize(plan), "plan finalize") &&
-                      gb_ok(&b, dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                             CUDNN_TYPE_INT64, 1, &got, &ws),
-                            "plan workspace") &&
-                      ws >= 0 && (size_t)ws <= t->scratch_bytes &&
-                      dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack) == CUDNN_STATUS_SUCCESS &&
-                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, nptr, uids, "pack ids") &&
-                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, nptr, ptrs,
-                             "pack pointers") &&
-                      gb_set(&b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "pack workspace") &&
-                      gb_ok(&b, dnn.cudnnBackendFinalize(pack), "pack finalize");
-                float ms = 1e30f;
-                if (pok) {
-                    tried++;
-                    bdesc pp[2] = {plan, pack};
-                    ms = rlx_cu_time_captured(launch_plan, pp, CONV_REPS);
-                }
-                if (pok && ms < best) {
-                    if (s->pack)
-                        dnn.cudnnBackendDestroyDescriptor(s->pack);
-                    if (s->plan)
-                        dnn.cudnnBackendDestroyDescriptor(s->plan);
-                    s->plan = plan;
-                    s->pack = pack;
-                    s->g_ws = ws;
-                    best = ms;
-                } else {
-                    if (pack)
-                        dnn.cudnnBackendDestroyDescriptor(pack);
-                    if (plan)
-                        dnn.cudnnBackendDestroyDescriptor(plan);
-                }
-            }
-        }
-        /* configs other than the chosen plan's are no longer needed; the
-         * chosen plan holds its own reference in cuDNN, but keep every
-         * config of the winning round alive with it to be safe */
-        for (int i = 0; i < made; i++) {
-            if (s->plan && s->n_keep < (int)(sizeof s->keep / sizeof s->keep[0]))
-                s->keep[s->n_keep++] = cfgs[i];
-            else
-                dnn.cudnnBackendDestroyDescriptor(cfgs[i]);
-        }
-        if (s->plan && s->n_keep < (int)(sizeof s->keep / sizeof s->keep[0]))
-            s->keep[s->n_keep++] = heur;
-        else
-            dnn.cudnnBackendDestroyDescriptor(heur);
-    }
-    s->g_plans = tried;
-    cudaGetLastError();
-    rlx_clear_error();
-    if (!s->plan) {
+    if (ok)
+        dnn_pick_plan(&b, og, ptrs, uids, fuse_bias ? 4 : 3, t->scratch, t->scratch_bytes, allow_rtc, 4, -1, CONV_REPS);
+    int tried = s->g.plans;
+    if (!s->g.plan) {
         if (verbose && b.where)
             fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (%s: status %d)\n", (int)t->id,
                     chain ? " with bias/ReLU" : "", b.where, (int)b.st);
         else if (verbose)
             fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (no engine config passed the notes, "
                     "fit the scratch and ran; %d plans timed)\n", (int)t->id, chain ? " with bias/ReLU" : "", tried);
-        release_graph(s);
+        release_graph(&s->g);
         return false;
     }
     s->use_graph = 1;
     return true;
 }
+#endif
+
+/* ---- matmul + bias + GELU/SiLU through cuDNN's graph API.
+ * Operation graph: matmul (A [1, M, K], B [1, K, N] in either stored
+ * layout, f32 compute) -> [add bias [1, 1, N]] -> GELU (erf form) or
+ * SiLU -> y, the intermediates virtual f32 tensors.  cuDNN compiles these
+ * fused kernels at plan time (NVRTC), so only GEMMs whose activation
+ * cuBLASLt cannot fuse come here; the plan is kept when it measured
+ * faster than cuBLASLt plus the activation pass (RLX_CUDA_MM_PATH=cudnn
+ * keeps it wherever it builds, =cublaslt never tries it). */
+#ifdef RLX_CUDNN
+enum { MM_REPS = 8 }; /* launches per captured timing graph */
+
+/* What the tuning of one GEMM shape chose, for the rest of the process:
+ * identical GEMMs (an encoder's layers) then build one plan, or none,
+ * instead of compiling every candidate again. */
+typedef struct mm_choice {
+    int64_t key[10];
+    int pick; /* -1: cuBLASLt and the activation pass */
+} mm_choice;
+static mm_choice mm_choices[64];
+static int n_mm_choices;
+static pthread_mutex_t mm_choice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int mm_choice_find(const int64_t *key)
+{
+    int pick = -2; /* not tuned yet */
+    pthread_mutex_lock(&mm_choice_lock);
+    for (int i = 0; i < n_mm_choices && pick == -2; i++)
+        if (!memcmp(mm_choices[i].key, key, sizeof mm_choices[i].key))
+            pick = mm_choices[i].pick;
+    pthread_mutex_unlock(&mm_choice_lock);
+    return pick;
+}
+
+static void mm_choice_add(const int64_t *key, int pick)
+{
+    pthread_mutex_lock(&mm_choice_lock);
+    if (n_mm_choices < (int)(sizeof mm_choices / sizeof mm_choices[0])) {
+        memcpy(mm_choices[n_mm_choices].key, key, sizeof mm_choices[0].key);
+        mm_choices[n_mm_choices++].pick = pick;
+    }
+    pthread_mutex_unlock(&mm_choice_lock);
+}
+
+static bool launch_mm_act(void *t) { return k_mm_act((const rlx_thunk *)t, NULL) == RLX_OK; }
+
+static void release_mm_dnn(mm_state *s)
+{
+    if (!s->dnn)
+        return;
+    release_graph(s->dnn);
+    free(s->dnn);
+    s->dnn = NULL;
+}
+
+static rlx_status run_mm_dnn(const rlx_thunk *t)
+{
+    const dnn_graph *d = ((const mm_state *)t->state)->dnn;
+    cudnnStatus_t st = dnn.cudnnBackendExecute(dnn.h, d->plan, d->pack);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return rlx_cu_fail(t, RLX_ERR_DEVICE, "cuDNN matmul graph failed (status %d)", (int)st);
+    return rlx_cu_check(t, "cuDNN matmul graph");
+}
+
+static rlx_status prep_mm_dnn(rlx_thunk *t)
+{
+    mm_state *s = (mm_state *)t->state;
+    const rlx_node_data *n = t->node;
+    const char *path = getenv("RLX_CUDA_MM_PATH");
+    bool forced = path && !strcmp(path, "cudnn");
+    if ((path && !strcmp(path, "cublaslt")) || (n->dtype != RLX_F16 && n->dtype != RLX_BF16) || s->loop ||
+        !s->gemm.p.has_algo || s->gemm.batch != 1 || s->gemm.trans_a || !t->scratch)
+        return RLX_OK;
+    int act = n->attrs.mm_act.act;
+    if (act != RLX_ACT_GELU && act != RLX_ACT_SILU)
+        return RLX_OK;
+    pthread_once(&dnn_once, dnn_load);
+    if (!dnn_ok || !dnn_graph_ok || env_on("RLX_CUDA_NO_CUDNN_GRAPH"))
+        return forced ? rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "RLX_CUDA_MM_PATH=cudnn: cuDNN's graph API is not loaded")
+                      : RLX_OK;
+    const cu_gemm *g = &s->gemm;
+    const int64_t M = g->M, N = g->N, K = g->K;
+    bool has_bias = n->attrs.mm_act.has_bias;
+    /* the shape, layout, epilogue and operand alignments (a plan's validity depends on them) */
+    int64_t key[10] = {n->dtype, M, N, K, g->lda, g->ldb, g->ldc, g->trans_b | has_bias << 1 | act << 2,
+                       ptr_align(t->in[0]) << 16 | ptr_align(t->in[1]) << 8 | ptr_align(t->out),
+                       has_bias ? ptr_align(t->in[2]) : 0};
+    int known = forced ? -2 : mm_choice_find(key);
+    if (known == -1)
+        return RLX_OK; /* cuBLASLt won for this shape before */
+    dnn.cudnnSetStream(dnn.h, rlx_cu_stream);
+    /* the path as it stands: cuBLASLt (tuned) and the activation pass */
+    float lt_ms = forced || known >= 0 ? 1e30f : rlx_cu_time_captured(launch_mm_act, t, MM_REPS);
+    dnn_graph *d = (dnn_graph *)calloc(1, sizeof *d);
+    if (!d)
+        return RLX_ERR_OUT_OF_MEMORY;
+    cudnnDataType_t ty = n->dtype == RLX_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+    int64_t adim[3] = {1, M, K}, astr[3] = {M * g->lda, g->lda, 1};
+    int64_t bdim[3] = {1, K, N}, bstr_kn[3] = {K * g->ldb, g->ldb, 1}, bstr_nk[3] = {N * g->ldb, 1, g->ldb};
+    int64_t ydim[3] = {1, M, N}, ystr[3] = {M * g->ldc, g->ldc, 1};
+    int64_t cdim[3] = {1, M, N}, cstr[3] = {M * N, N, 1};
+    int64_t vdim[3] = {1, 1, N}, vstr[3] = {N, N, 1};
+    cudnnPointwiseMode_t mode = act == RLX_ACT_GELU ? CUDNN_POINTWISE_GELU_FWD : CUDNN_POINTWISE_SWISH_FWD;
+    graph_build b = {d, CUDNN_STATUS_SUCCESS, NULL};
+    bdesc at, bt, yt, vt = NULL, ct, dt = NULL, mm, mmop, ops[3], og = NULL;
+    int nops = 0;
+    bool ok = gb_tensor(&b, &at, 1, ty, 3, adim, astr, false, t->in[0]) &&
+              gb_tensor(&b, &bt, 2, ty, 3, bdim, g->trans_b ? bstr_nk : bstr_kn, false, t->in[1]) &&
+              gb_tensor(&b, &yt, 3, ty, 3, ydim, ystr, false, t->out) &&
+              (!has_bias || gb_tensor(&b, &vt, 4, ty, 3, vdim, vstr, false, t->in[2])) &&
+              gb_tensor(&b, &ct, 5, f32, 3, cdim, cstr, true, NULL) &&
+              (!has_bias || gb_tensor(&b, &dt, 6, f32, 3, cdim, cstr, true, NULL)) &&
+              gb_new(&b, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm, "matmul desc create") &&
+              gb_set(&b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "matmul compute type") &&
+              gb_ok(&b, dnn.cudnnBackendFinalize(mm), "matmul desc finalize") &&
+              gb_new(&b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &mmop, "matmul op create") &&
+              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &at, "matmul a") &&
+              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bt, "matmul b") &&
+              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ct, "matmul c") &&
+              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm, "matmul op desc") &&
+              gb_ok(&b, dnn.cudnnBackendFinalize(mmop), "matmul op finalize");
+    if (ok) {
+        ops[nops++] = mmop;
+        if (has_bias)
+            ok = gb_pointwise(&b, &ops[nops++], CUDNN_POINTWISE_ADD, ct, vt, dt);
+        ok = ok && gb_pointwise(&b, &ops[nops++], mode, has_bias ? dt : ct, NULL, yt);
+    }
+    ok = ok && gb_new(&b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &og, "op graph create") &&
+         gb_set(&b, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops, "op graph ops");
+    if (ok) {
+        dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &dnn.h);
+        ok = gb_ok(&b, dnn.cudnnBackendFinalize(og), "op graph finalize");
+    }
+    void *ptrs[4] = {(void *)t->in[0], (void *)t->in[1], t->out, has_bias ? (void *)t->in[2] : NULL};
+    int64_t uids[4] = {1, 2, 3, 4};
+    /* these engines are compiled at finalize: a few candidates only (the
+     * first that runs when forced, as the tests do) */
+    float ms = ok ? dnn_pick_plan(&b, og, ptrs, uids, has_bias ? 4 : 3, t->scratch, t->scratch_bytes, true,
+                                  forced ? 1 : 6, known, MM_REPS)
+                  : 1e30f;
+    if (!forced && known == -2)
+        mm_choice_add(key, d->plan && ms < lt_ms ? d->pick : -1);
+    const char *vb = getenv("RLX_VERBOSE");
+    if (vb && *vb && strcmp(vb, "0") != 0)
+        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: cuBLASLt + %s pass %.2f us, cuDNN graph %s%.2f us "
+                "(%d plans%s%s%s)\n",
+                (int)t->id, (long long)M, (long long)N, (long long)K, act == RLX_ACT_GELU ? "GELU" : "SiLU",
+                lt_ms < 1e29f ? lt_ms * 1e3f : -1.0f, ms < lt_ms ? "(kept) " : "", ms < 1e29f ? ms * 1e3f : -1.0f,
+                d->plans, known >= 0 ? ", the one chosen for this shape before" : "", b.where ? ", first failure: " : "",
+                b.where ? b.where : "");
+    if (d->plan && ms < lt_ms) {
+        s->dnn = d;
+        return RLX_OK;
+    }
+    rlx_status st = RLX_OK;
+    if (forced)
+        st = rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "RLX_CUDA_MM_PATH=cudnn: no cuDNN plan for this matmul (%s%s%d plans)",
+                         b.where ? b.where : "", b.where ? ", " : "", d->plans);
+    release_graph(d);
+    free(d);
+    return st;
+}
+#else
+static void release_mm_dnn(mm_state *s) { (void)s; }
+static rlx_status run_mm_dnn(const rlx_thunk *t) { (void)t; return RLX_OK; }
+static rlx_status prep_mm_dnn(rlx_thunk *t) { (void)t; return RLX_OK; }
 #endif
 
 /* Channels-last: cuBLASLt (groups 1: a 1x1 stride-1 conv reads x as it
@@ -1498,7 +1712,7 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
 #ifdef RLX_CUDNN
     s->use_graph = pick == 1;
     if (ready[1] && pick != 1)
-        release_graph(s);
+        release_graph(&s->g);
     if (ready[2] && pick != 2)
         release_dnn(s);
 #endif
@@ -1514,7 +1728,7 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
 #ifdef RLX_CUDNN
         if (pick == 1)
             snprintf(how, sizeof how, " [%s, %d plans timed, workspace %lld B]",
-                     s->g_post ? "conv, then a bias/act pass" : "bias/act in the graph", s->g_plans, (long long)s->g_ws);
+                     s->g_post ? "conv, then a bias/act pass" : "bias/act in the graph", s->g.plans, (long long)s->g.ws);
 #endif
         fprintf(stderr,
                 "[rlx cuda] conv node %d nhwc %lldx%lldx%lldx%lld -> %lld k%lldx%lld s%lld g%lld: %s %.4f ms%s%s%s\n",
@@ -1555,7 +1769,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
     }
 #ifdef RLX_CUDNN
     if (s->use_graph) {
-        cudnnStatus_t gs = dnn.cudnnBackendExecute(dnn.h, s->plan, s->pack);
+        cudnnStatus_t gs = dnn.cudnnBackendExecute(dnn.h, s->g.plan, s->g.pack);
         if (gs != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnBackendExecute (channels-last conv) failed (status %d)", (int)gs);
         if (!s->g_post)
@@ -1675,8 +1889,8 @@ static void release_conv(rlx_thunk *t)
 #ifdef RLX_CUDNN
     if (s->use_dnn)
         release_dnn(s);
-    if (s->plan || s->n_keep)
-        release_graph(s);
+    if (s->g.plan || s->g.n_keep)
+        release_graph(&s->g);
 #endif
     rlx_cu_gemm_free(&s->gemm);
     free(s);
