@@ -29,6 +29,8 @@ typedef struct rlx_thunk {
     size_t scratch_bytes;
     rlx_kernel_fn fn;                           /* NULL: no-op (leaf or view) */
     void *state;                                /* backend's prepared state */
+    void *keep;                                 /* the node's keep region (see keep_bytes); NULL if none */
+    size_t keep_bytes;
 } rlx_thunk;
 
 typedef struct rlx_schedule {
@@ -64,6 +66,10 @@ typedef struct rlx_backend {
     rlx_status (*finalize)(rlx_schedule *s, const rlx_run_ctx *ctx);
     void (*release_schedule)(rlx_schedule *s);
     rlx_status (*run)(rlx_schedule *s, const rlx_run_ctx *ctx);
+    /* Optional: arena bytes a node keeps across runs (what the backend
+     * derives from params once, such as packed weights or a cached cast),
+     * one region per node after the scratch; NULL = none. */
+    size_t (*keep_bytes)(const rlx_graph *g, rlx_node id);
 } rlx_backend;
 
 /* The backends built into this library; NULL if that device's backend was

@@ -189,6 +189,8 @@ static rlx_status build_schedule(rlx_session *s)
         }
         t->scratch_bytes = s->backend->scratch_bytes(g, i, s->opts.threads);
         t->scratch = t->scratch_bytes ? base + s->scratch_offset : NULL;
+        t->keep_bytes = s->keep_offset ? s->backend->keep_bytes(g, i) : 0;
+        t->keep = t->keep_bytes ? base + s->keep_offset[i] : NULL;
         rlx_status st = s->backend->prepare(g, t);
         if (st != RLX_OK)
             return st;
@@ -311,8 +313,20 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     s->scratch_offset = align_up(s->plan.arena_bytes, s->backend->alignment);
     s->arena_bytes = s->scratch_offset + align_up(scratch, s->backend->alignment);
     st->scratch_bytes = scratch;
+    /* then one region per node that keeps something across runs */
+    size_t keep = 0;
+    if (s->backend->keep_bytes) {
+        if (!(s->keep_offset = rlx_calloc((size_t)s->graph->n_nodes + 1, sizeof *s->keep_offset)))
+            return RLX_ERR_OUT_OF_MEMORY;
+        for (int i = 0; i < s->graph->n_nodes; i++) {
+            size_t need = s->backend->keep_bytes(s->graph, i);
+            s->keep_offset[i] = s->arena_bytes + keep;
+            keep += align_up(need, s->backend->alignment);
+        }
+        s->arena_bytes += keep;
+    }
     STAGE_DONE(RLX_STAGE_SCRATCH);
-    say(s, "scratch: %zu B at offset %zu", scratch, s->scratch_offset);
+    say(s, "scratch: %zu B at offset %zu; kept across runs: %zu B", scratch, s->scratch_offset, keep);
 
     /* 10. the arena, allocated once */
     if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)

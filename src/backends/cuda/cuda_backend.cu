@@ -14,6 +14,9 @@
 #include <cuda_profiler_api.h>
 
 #include "backends/cuda/cuda_common.h"
+extern "C" {
+#include "plan/plan.h"
+}
 
 extern "C" {
 #include "core/error.h"
@@ -174,6 +177,72 @@ static size_t cuda_scratch(const rlx_graph *g, rlx_node id, int threads)
     return (k && k->scratch) ? k->scratch(g, &g->nodes[id]) : 0;
 }
 
+static bool param_leaf(const rlx_node_data *n) { return n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT; }
+
+static bool is_graph_output(const rlx_graph *g, rlx_node id)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].node == id)
+            return true;
+    return false;
+}
+
+/* The planner's no-ops: aliases of their operand, and empty nodes. */
+static bool no_op(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    size_t off;
+    return rlx_node_bytes(n) == 0 || n->op == RLX_OP_RESHAPE ||
+           (n->op == RLX_OP_SLICE && rlx_slice_is_contiguous(g, id, &off));
+}
+
+/* Whether the prologue (build_prologue) may cache node id: the graph-level
+ * form of param_only below, so the arena holds a region for every node
+ * the prologue can take (and for few it then does not). */
+static bool may_prologue(const rlx_graph *g, rlx_node id)
+{
+    unsigned char *ok = (unsigned char *)calloc((size_t)id + 1, 1);
+    if (!ok)
+        return false;
+    for (rlx_node i = 0; i <= id; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        bool yes = !param_leaf(n) && n->op != RLX_OP_INPUT && n->n_in > 0 && !no_op(g, i) &&
+                   !(rlx_op_info_of(n->op)->flags & RLX_OPF_RANDOM) && !is_graph_output(g, i);
+        for (int k = 0; yes && k < n->n_in; k++)
+            yes = n->in[k] < i && (param_leaf(&g->nodes[n->in[k]]) || ok[n->in[k]]);
+        ok[i] = yes;
+    }
+    bool yes = ok[id];
+    free(ok);
+    if (!yes)
+        return false;
+    /* every consumer reads it through its input pointer (no view of it) */
+    int consumers = 0;
+    for (rlx_node j = id + 1; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++)
+            if (g->nodes[j].in[k] == id) {
+                if (no_op(g, j))
+                    return false;
+                consumers++;
+            }
+    return consumers > 0;
+}
+
+/* A thunk's keep region: the kernel's own bytes first, then room for the
+ * node's value when the prologue may cache it. */
+static size_t kernel_keep(const rlx_graph *g, rlx_node id)
+{
+    const cu_kernel *k = kernel_of(g->nodes[id].op);
+    size_t b = (k && k->keep) ? k->keep(g, &g->nodes[id]) : 0;
+    return (b + 255) / 256 * 256;
+}
+
+static size_t cuda_keep_bytes(const rlx_graph *g, rlx_node id)
+{
+    pthread_once(&init_once, init_device);
+    return kernel_keep(g, id) + (may_prologue(g, id) ? rlx_node_bytes(&g->nodes[id]) : 0);
+}
+
 static rlx_status cuda_alloc(size_t bytes, void **ptr)
 {
     rlx_status st = cuda_available();
@@ -301,7 +370,6 @@ typedef struct cu_graph_state {
     int n_pre;
     int n_pack;
     int dirty;
-    void *cache;
     cu_range *ranges;
     int n_ranges;
     struct cu_graph_state *next;
@@ -526,16 +594,6 @@ static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-static bool param_leaf(const rlx_node_data *n) { return n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT; }
-
-static bool is_graph_output(const rlx_graph *g, rlx_node id)
-{
-    for (int i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i].node == id)
-            return true;
-    return false;
-}
-
 /* Whether thunk i computes from params, constants and earlier prologue
  * thunks alone, so its value changes only when a param is uploaded. */
 static bool param_only(const rlx_schedule *s, const unsigned char *pre, int i)
@@ -584,9 +642,17 @@ static bool pack_in_prologue(const rlx_schedule *s, const unsigned char *skip, i
     return true;
 }
 
-/* Picks the prologue, moves its outputs into a cache buffer and points
- * their consumers there (re-preparing them); then moves into it the pack
- * hooks that read nothing else. */
+/* Whether thunk i's keep region has room for its value after what the
+ * kernel keeps itself. */
+static bool cache_room(const rlx_schedule *s, int i)
+{
+    const rlx_thunk *t = &s->thunks[i];
+    return t->keep && t->keep_bytes >= kernel_keep(s->graph, t->id) + rlx_node_bytes(t->node);
+}
+
+/* Picks the prologue, moves its outputs into their keep regions in the
+ * arena and points their consumers there (re-preparing them); then moves
+ * into it the pack hooks that read nothing else. */
 static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
 {
     int n = s->n_thunks;
@@ -599,7 +665,7 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     size_t total = 0;
     int n_leaf_reads = 0;
     for (int i = 0; i < n; i++) {
-        if (!param_only(s, gs->skip, i))
+        if (!param_only(s, gs->skip, i) || !cache_room(s, i))
             continue;
         gs->skip[i] = CU_IN_PROLOGUE;
         gs->n_pre++;
@@ -614,17 +680,12 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
         }
     if (!gs->n_pre && !gs->n_pack)
         return RLX_OK;
-    cudaError_t e = total ? cudaMalloc(&gs->cache, total) : cudaSuccess;
-    if (e != cudaSuccess)
-        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no memory for the param cache (%zu B): %s", total,
-                             cudaGetErrorString(e));
     gs->ranges = (cu_range *)calloc((size_t)n_leaf_reads + 1, sizeof *gs->ranges);
     unsigned char *redo = (unsigned char *)calloc((size_t)n + 1, 1);
     if (!gs->ranges || !redo) {
         free(redo);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     }
-    size_t at = 0;
     for (int i = 0; i < n; i++) {
         if (gs->skip[i] == CU_IN_GRAPH)
             continue;
@@ -637,9 +698,8 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
             }
         if (gs->skip[i] != CU_IN_PROLOGUE)
             continue;
-        t->out = (char *)gs->cache + at;
+        t->out = (char *)t->keep + kernel_keep(s->graph, t->id);
         redo[i] = 1;
-        at += (rlx_node_bytes(t->node) + 255) / 256 * 256;
         for (int j = i + 1; j < n; j++)
             for (int k = 0; k < s->thunks[j].node->n_in; k++)
                 if (s->thunks[j].node->in[k] == t->id) {
@@ -659,7 +719,7 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
     if (vb && *vb && strcmp(vb, "0") != 0)
         fprintf(stderr,
                 "[rlx cuda] prologue: %d param-only nodes and %d weight packs run once per param upload (%zu B "
-                "cached)\n",
+                "kept in the arena)\n",
                 gs->n_pre, gs->n_pack, total);
     gs->dirty = 1;
     gs->next = registry;
@@ -678,8 +738,6 @@ static void free_state(cu_graph_state *gs)
         cudaGraphExecDestroy(gs->exec);
     if (gs->graph)
         cudaGraphDestroy(gs->graph);
-    if (gs->cache)
-        cudaFree(gs->cache);
     free(gs->ranges);
     free(gs->skip);
     free(gs);
@@ -811,6 +869,7 @@ static const rlx_backend cuda_backend = {
     /* .finalize */ cuda_finalize,
     /* .release_schedule */ cuda_release_schedule,
     /* .run */ cuda_run,
+    /* .keep_bytes */ cuda_keep_bytes,
 };
 
 extern "C" const rlx_backend *rlx_cuda_backend(void) { return &cuda_backend; }

@@ -37,6 +37,9 @@ typedef struct cu_kernel {
      * every launch. */
     rlx_status (*pack)(const rlx_thunk *t) = nullptr;
     uint32_t (*pack_inputs)(const rlx_thunk *t) = nullptr;
+    /* Optional: bytes the kernel keeps across runs (what pack fills), at
+     * the start of the thunk's keep region (t->keep) in the arena. */
+    size_t (*keep)(const rlx_graph *g, const rlx_node_data *n) = nullptr;
 } cu_kernel;
 
 #define CU_TABLE_SIZE 256
