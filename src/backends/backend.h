@@ -66,10 +66,11 @@ typedef struct rlx_backend {
     rlx_status (*finalize)(rlx_schedule *s, const rlx_run_ctx *ctx);
     void (*release_schedule)(rlx_schedule *s);
     rlx_status (*run)(rlx_schedule *s, const rlx_run_ctx *ctx);
-    /* Optional: arena bytes a node keeps across runs (what the backend
+    /* Optional: arena bytes each node keeps across runs (what the backend
      * derives from params once, such as packed weights or a cached cast),
-     * one region per node after the scratch; NULL = none. */
-    size_t (*keep_bytes)(const rlx_graph *g, rlx_node id);
+     * written to bytes[0..n_nodes) (0 = none); one region per node after
+     * the scratch.  NULL = none anywhere. */
+    void (*keep_bytes)(const rlx_graph *g, size_t *bytes);
 } rlx_backend;
 
 /* The backends built into this library; NULL if that device's backend was

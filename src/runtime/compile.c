@@ -189,7 +189,7 @@ static rlx_status build_schedule(rlx_session *s)
         }
         t->scratch_bytes = s->backend->scratch_bytes(g, i, s->opts.threads);
         t->scratch = t->scratch_bytes ? base + s->scratch_offset : NULL;
-        t->keep_bytes = s->keep_offset ? s->backend->keep_bytes(g, i) : 0;
+        t->keep_bytes = s->keep_bytes ? s->keep_bytes[i] : 0;
         t->keep = t->keep_bytes ? base + s->keep_offset[i] : NULL;
         rlx_status st = s->backend->prepare(g, t);
         if (st != RLX_OK)
@@ -316,12 +316,14 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     /* then one region per node that keeps something across runs */
     size_t keep = 0;
     if (s->backend->keep_bytes) {
-        if (!(s->keep_offset = rlx_calloc((size_t)s->graph->n_nodes + 1, sizeof *s->keep_offset)))
+        size_t n = (size_t)s->graph->n_nodes + 1;
+        if (!(s->keep_bytes = rlx_calloc(n, sizeof *s->keep_bytes)) ||
+            !(s->keep_offset = rlx_calloc(n, sizeof *s->keep_offset)))
             return RLX_ERR_OUT_OF_MEMORY;
+        s->backend->keep_bytes(s->graph, s->keep_bytes);
         for (int i = 0; i < s->graph->n_nodes; i++) {
-            size_t need = s->backend->keep_bytes(s->graph, i);
             s->keep_offset[i] = s->arena_bytes + keep;
-            keep += align_up(need, s->backend->alignment);
+            keep += align_up(s->keep_bytes[i], s->backend->alignment);
         }
         s->arena_bytes += keep;
     }

@@ -43,7 +43,8 @@ struct rlx_session {
     void *arena;
     size_t arena_bytes;
     size_t scratch_offset;
-    size_t *keep_offset; /* per node: its keep region's offset (NULL: the backend keeps none) */
+    size_t *keep_bytes;  /* per node: its keep region's size (NULL: the backend keeps none) */
+    size_t *keep_offset; /* and its offset in the arena */
     rlx_schedule schedule;
     rlx_io_slot *io[3]; /* 0 inputs, 1 params, 2 outputs */
     int n_io[3];

@@ -19,6 +19,7 @@ void rlx_session_free(rlx_session *s)
                 s->backend->release(&s->schedule.thunks[i]);
     }
     free(s->schedule.thunks);
+    free(s->keep_bytes);
     free(s->keep_offset);
     if (s->arena && s->backend)
         s->backend->free(s->arena);

@@ -196,15 +196,12 @@ static bool no_op(const rlx_graph *g, rlx_node id)
            (n->op == RLX_OP_SLICE && rlx_slice_is_contiguous(g, id, &off));
 }
 
-/* Whether the prologue (build_prologue) may cache node id: the graph-level
- * form of param_only below, so the arena holds a region for every node
- * the prologue can take (and for few it then does not). */
-static bool may_prologue(const rlx_graph *g, rlx_node id)
+/* Marks ok[i] for every node the prologue (build_prologue) may cache: the
+ * graph-level form of param_only below, so the arena holds a region for
+ * every node the prologue can take (and for few it then does not). */
+static void may_prologue(const rlx_graph *g, unsigned char *ok)
 {
-    unsigned char *ok = (unsigned char *)calloc((size_t)id + 1, 1);
-    if (!ok)
-        return false;
-    for (rlx_node i = 0; i <= id; i++) {
+    for (rlx_node i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         bool yes = !param_leaf(n) && n->op != RLX_OP_INPUT && n->n_in > 0 && !no_op(g, i) &&
                    !(rlx_op_info_of(n->op)->flags & RLX_OPF_RANDOM) && !is_graph_output(g, i);
@@ -212,20 +209,20 @@ static bool may_prologue(const rlx_graph *g, rlx_node id)
             yes = n->in[k] < i && (param_leaf(&g->nodes[n->in[k]]) || ok[n->in[k]]);
         ok[i] = yes;
     }
-    bool yes = ok[id];
-    free(ok);
-    if (!yes)
-        return false;
-    /* every consumer reads it through its input pointer (no view of it) */
-    int consumers = 0;
-    for (rlx_node j = id + 1; j < g->n_nodes; j++)
-        for (int k = 0; k < g->nodes[j].n_in; k++)
-            if (g->nodes[j].in[k] == id) {
-                if (no_op(g, j))
-                    return false;
-                consumers++;
-            }
-    return consumers > 0;
+    /* every consumer reads it through its input pointer (no view of it),
+     * and there is one */
+    unsigned char *read = (unsigned char *)calloc((size_t)g->n_nodes + 1, 1);
+    for (rlx_node j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++) {
+            rlx_node in = g->nodes[j].in[k];
+            if (no_op(g, j))
+                ok[in] = 0;
+            else if (read)
+                read[in] = 1;
+        }
+    for (rlx_node i = 0; i < g->n_nodes; i++)
+        ok[i] = ok[i] && read && read[i];
+    free(read);
 }
 
 /* A thunk's keep region: the kernel's own bytes first, then room for the
@@ -237,10 +234,15 @@ static size_t kernel_keep(const rlx_graph *g, rlx_node id)
     return (b + 255) / 256 * 256;
 }
 
-static size_t cuda_keep_bytes(const rlx_graph *g, rlx_node id)
+static void cuda_keep_bytes(const rlx_graph *g, size_t *bytes)
 {
     pthread_once(&init_once, init_device);
-    return kernel_keep(g, id) + (may_prologue(g, id) ? rlx_node_bytes(&g->nodes[id]) : 0);
+    unsigned char *ok = (unsigned char *)calloc((size_t)g->n_nodes + 1, 1);
+    if (ok)
+        may_prologue(g, ok);
+    for (rlx_node i = 0; i < g->n_nodes; i++)
+        bytes[i] = kernel_keep(g, i) + (ok && ok[i] ? rlx_node_bytes(&g->nodes[i]) : 0);
+    free(ok);
 }
 
 static rlx_status cuda_alloc(size_t bytes, void **ptr)

@@ -104,6 +104,19 @@ static uint32_t pack_ab_inputs(const rlx_thunk *t)
     return m;
 }
 
+/* The packed q/k/v weights and biases (pack_ab), kept in the arena. */
+static size_t ab_keep(const rlx_graph *g, const rlx_node_data *n)
+{
+    ab_dims d = dims_of(g, n);
+    size_t es = rlx_dtype_size(n->dtype);
+    bool any_bias = false;
+    for (int i = 1; i <= 3; i++)
+        any_bias = any_bias || rlx_attn_block_input(n, i) >= 0;
+    if (d.rows == 0 || d.out == 0)
+        return 0;
+    return round256((size_t)(d.hid * d.width) * es) + (any_bias ? (size_t)d.width * es : 0);
+}
+
 static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
 {
     ab_state *s = (ab_state *)calloc(1, sizeof *s);
@@ -127,16 +140,16 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
         return rlx_cu_fail(t, RLX_ERR_INTERNAL, "attention block scratch of %zu bytes, %zu needed", t->scratch_bytes,
                            s->qkv_bytes + s->o_bytes + CU_GEMM_WORKSPACE);
     bool any_bias = s->bias[0] >= 0 || s->bias[1] >= 0 || s->bias[2] >= 0;
-    size_t w_bytes = (size_t)(d.hid * d.width) * es, b_bytes = any_bias ? (size_t)d.width * es : 0;
-    /* the packed weights live in the thunk's keep region of the arena (ab_keep) */
-    if (!t->keep || t->keep_bytes < round256(w_bytes) + b_bytes)
+    /* the packed weights live in the thunk's keep region of the arena */
+    size_t need = ab_keep(g, n);
+    if (!t->keep || t->keep_bytes < need)
         return rlx_cu_fail(t, RLX_ERR_INTERNAL, "attention block keep region of %zu bytes, %zu needed", t->keep_bytes,
-                           round256(w_bytes) + b_bytes);
+                           need);
     s->w_qkv = t->keep;
     if (any_bias)
-        s->b_qkv = (char *)s->w_qkv + round256(w_bytes);
+        s->b_qkv = (char *)s->w_qkv + round256((size_t)(d.hid * d.width) * es);
     /* defined contents for the tuning runs below; pack fills them before any real run */
-    cudaError_t e = cudaMemsetAsync(s->w_qkv, 0, round256(w_bytes) + b_bytes, rlx_cu_stream);
+    cudaError_t e = cudaMemsetAsync(s->w_qkv, 0, need, rlx_cu_stream);
     if (e != cudaSuccess)
         return rlx_cu_error(t, e, "clearing the packed weights");
     /* k and v start inside a row, and the row pitch: they bound the alignment of the attention views */
@@ -197,19 +210,6 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if ((st = rlx_cu_attention_run(t, n->dtype, &a)) != RLX_OK)
         return st;
     return rlx_cu_gemm_run(t, &s->go, ob, t->in[4], t->out, s->bias[3] >= 0 ? t->in[s->bias[3]] : NULL, ws);
-}
-
-/* The packed q/k/v weights and biases (pack_ab), kept in the arena. */
-static size_t ab_keep(const rlx_graph *g, const rlx_node_data *n)
-{
-    ab_dims d = dims_of(g, n);
-    size_t es = rlx_dtype_size(n->dtype);
-    bool any_bias = false;
-    for (int i = 1; i <= 3; i++)
-        any_bias = any_bias || rlx_attn_block_input(n, i) >= 0;
-    if (d.rows == 0 || d.out == 0)
-        return 0;
-    return round256((size_t)(d.hid * d.width) * es) + (any_bias ? (size_t)d.width * es : 0);
 }
 
 /* The claim: any float dtype (every input the node's), no q/k norm, no
