@@ -346,6 +346,8 @@ static void test_binary(void)
     static const struct { int ra; int64_t a[3]; int rb; int64_t b[3]; } sh[] = {
         {2, {33, 65}, 2, {33, 65}}, {2, {33, 65}, 1, {65}}, {1, {65}, 2, {33, 65}},
         {3, {4, 1, 6}, 2, {5, 1}},  {1, {1}, 2, {3, 7}},    {3, {2, 3, 4}, 3, {2, 1, 4}},
+        /* multiples of 8 (16-bit kernels take 8-wide vectors): same shape, row vector right, left */
+        {2, {24, 72}, 2, {24, 72}}, {2, {24, 72}, 1, {72}}, {1, {72}, 2, {24, 72}},
     };
     char nm[128];
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)

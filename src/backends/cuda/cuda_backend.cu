@@ -374,12 +374,24 @@ typedef struct cu_graph_state {
     int dirty;
     cu_range *ranges;
     int n_ranges;
+    bool random; /* a random op reads the run index */
     struct cu_graph_state *next;
 } cu_graph_state;
 
 enum { CU_IN_GRAPH = 0, CU_IN_PROLOGUE = 1, CU_PACK_IN_PROLOGUE = 2 };
 
 static cu_graph_state *registry; /* every state with a prologue (under lock) */
+
+/* Whether a random op of the schedule reads the run index. */
+static bool has_random(const rlx_schedule *s)
+{
+    for (int i = 0; i < s->n_thunks; i++) {
+        rlx_op op = s->thunks[i].node ? s->thunks[i].node->op : RLX_OP_INPUT;
+        if (op == RLX_OP_RANDOM_UNIFORM || op == RLX_OP_RANDOM_NORMAL || op == RLX_OP_DROPOUT)
+            return true;
+    }
+    return false;
+}
 
 /* Called with the lock held: an upload into a param a prologue reads. */
 static void mark_dirty(const void *dst, size_t bytes)
@@ -753,6 +765,7 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
     cu_graph_state *gs = (cu_graph_state *)calloc(1, sizeof *gs);
     if (!gs)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    gs->random = has_random(s);
     pthread_mutex_lock(&lock);
     rlx_status st = build_prologue(s, gs);
     cudaError_t e = cudaSuccess;
@@ -806,21 +819,15 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
     bool bracket = profile_run >= 0 && (long)ctx->run_index == profile_run;
     if (bracket)
         cudaProfilerStart();
-    /* only random ops read the run index */
-    bool random = false;
-    for (int i = 0; i < s->n_thunks && !random; i++) {
-        rlx_op op = s->thunks[i].node ? s->thunks[i].node->op : RLX_OP_INPUT;
-        random = op == RLX_OP_RANDOM_UNIFORM || op == RLX_OP_RANDOM_NORMAL || op == RLX_OP_DROPOUT;
-    }
+    cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     cudaError_t e = cudaSuccess;
-    if (random) {
+    if (gs ? gs->random : has_random(s)) {
         *pinned_run_index = ctx->run_index;
         e = rlx_cu_set_run_index(pinned_run_index);
     }
     if (e != cudaSuccess) {
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
     } else {
-        cu_graph_state *gs = (cu_graph_state *)s->backend_state;
         if (gs && (gs->n_pre || gs->n_pack) && gs->dirty) {
             st = launch_some(s, ctx, gs->skip, 1);
             gs->dirty = st != RLX_OK;

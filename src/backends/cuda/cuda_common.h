@@ -219,6 +219,56 @@ __device__ __forceinline__ void cu_walk_offsets(const cu_walk &w, int64_t flat, 
     }
 }
 
+/* The float math of the elementwise ops, computed in f32 for f32, f16 and
+ * bf16 alike: one definition for the single-op kernels and the fused
+ * chains.  fm: MOD's fmod flag (C's sign rule instead of Python's). */
+__device__ __forceinline__ float cu_unary_f(int op, float x)
+{
+    switch (op) {
+    case RLX_OP_NEG: return -x;
+    case RLX_OP_ABS: return fabsf(x);
+    case RLX_OP_EXP: return expf(x);
+    case RLX_OP_LOG: return logf(x);
+    case RLX_OP_SQRT: return sqrtf(x);
+    case RLX_OP_RSQRT: return 1.0f / sqrtf(x);
+    case RLX_OP_RECIPROCAL: return 1.0f / x;
+    case RLX_OP_TANH: return tanhf(x);
+    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
+    case RLX_OP_ERF: return erff(x);
+    case RLX_OP_SIN: return sinf(x);
+    case RLX_OP_COS: return cosf(x);
+    case RLX_OP_FLOOR: return floorf(x);
+    case RLX_OP_CEIL: return ceilf(x);
+    case RLX_OP_ROUND: return rintf(x);
+    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
+__device__ __forceinline__ float cu_binary_f(int op, float a, float b, int fm)
+{
+    switch (op) {
+    case RLX_OP_ADD: return a + b;
+    case RLX_OP_SUB: return a - b;
+    case RLX_OP_MUL: return a * b;
+    case RLX_OP_DIV: return a / b;
+    case RLX_OP_POW: return powf(a, b);
+    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
+    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
+    case RLX_OP_MOD: {
+        float r = fmodf(a, b);
+        if (!fm && r != 0 && ((r < 0) != (b < 0)))
+            r += b;
+        return r;
+    }
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
 /* Counter-based random numbers, the same function as the CPU backend's. */
 __device__ __forceinline__ unsigned long long cu_mix64(unsigned long long x)
 {

@@ -15,33 +15,6 @@
 
 /* ------------------------------------------------------------ unary */
 
-__device__ __forceinline__ float unary_f(int op, float x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabsf(x);
-    case RLX_OP_EXP: return expf(x);
-    case RLX_OP_LOG: return logf(x);
-    case RLX_OP_SQRT: return sqrtf(x);
-    case RLX_OP_RSQRT: return 1.0f / sqrtf(x);
-    case RLX_OP_RECIPROCAL: return 1.0f / x;
-    case RLX_OP_TANH: return tanhf(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
-    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
-    case RLX_OP_ERF: return erff(x);
-    case RLX_OP_SIN: return sinf(x);
-    case RLX_OP_COS: return cosf(x);
-    case RLX_OP_FLOOR: return floorf(x);
-    case RLX_OP_CEIL: return ceilf(x);
-    case RLX_OP_ROUND: return rintf(x);
-    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
-    default: return 0;
-    }
-}
-
 __device__ __forceinline__ double unary_d(int op, double x)
 {
     switch (op) {
@@ -85,7 +58,7 @@ __device__ __forceinline__ int64_t unary_i(int op, int64_t x)
 template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(unary_f(op, cu_tof<T>(x[i])));
+        y[i] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(x[i])));
 }
 
 /* 16-byte vectors of 16-bit floats (8 per thread). */
@@ -96,7 +69,7 @@ template <typename T> __global__ void unary_kernel_v8(int op, const uint4 *x, ui
         T *e = (T *)&v;
 #pragma unroll
         for (int k = 0; k < 8; k++)
-            e[k] = cu_fromf<T>(unary_f(op, cu_tof<T>(e[k])));
+            e[k] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(e[k])));
         y[i] = v;
     }
 }
@@ -143,26 +116,6 @@ static bool unary_ok(const rlx_graph *g, const rlx_node_data *n)
 }
 
 /* ------------------------------------------------------------ binary */
-
-__device__ __forceinline__ float binary_f(int op, float a, float b, int fm)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return powf(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
-    case RLX_OP_MOD: {
-        float r = fmodf(a, b);
-        if (!fm && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    default: return 0;
-    }
-}
 
 __device__ __forceinline__ double binary_d(int op, double a, double b, int fm)
 {
@@ -245,7 +198,7 @@ static bool is_compare(int op)
 template <typename T> __global__ void binary_flat(int op, int fm, const T *a, const T *b, T *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(binary_f(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
+        y[i] = cu_fromf<T>(cu_binary_f(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
 }
 
 /* [rows, cols] op [cols] (bias-like): the second operand repeats per row. */
@@ -253,7 +206,26 @@ template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, 
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float x = cu_tof<T>(a[i]), v = cu_tof<T>(b[i % cols]);
-        y[i] = cu_fromf<T>(swap ? binary_f(op, v, x, fm) : binary_f(op, x, v, fm));
+        y[i] = cu_fromf<T>(swap ? cu_binary_f(op, v, x, fm) : cu_binary_f(op, x, v, fm));
+    }
+}
+
+/* 16-byte vectors of 16-bit floats (8 per thread): a full operand and a
+ * second one that is full too (vcols 0) or a row vector of vcols vectors;
+ * swap: the row vector is the left operand. */
+template <typename T>
+__global__ void binary_v8(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
+        uint4 va = a[i], vb = b[vcols ? i % vcols : i];
+        T *x = (T *)&va;
+        const T *v = (const T *)&vb;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float p = cu_tof<T>(x[k]), q = cu_tof<T>(v[k]);
+            x[k] = cu_fromf<T>(swap ? cu_binary_f(op, q, p, fm) : cu_binary_f(op, p, q, fm));
+        }
+        y[i] = va;
     }
 }
 
@@ -262,7 +234,7 @@ template <typename T> __global__ void binary_walk(int op, int fm, const T *a, co
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
-        y[i] = cu_fromf<T>(binary_f(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
+        y[i] = cu_fromf<T>(cu_binary_f(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
     }
 }
 
@@ -313,6 +285,27 @@ static rlx_status prep_binary(const rlx_graph *g, rlx_thunk *t)
 
 static void free_state(rlx_thunk *t) { free(t->state); }
 
+/* The 16-bit flat and row-vector cases in 8-wide vectors, when sizes and
+ * addresses allow; false when they do not. */
+static bool binary_vectorised(const rlx_thunk *t, const bin_state *s, int fm, int64_t count)
+{
+    rlx_dtype dt = t->node->dtype;
+    int full = s->mode == 2 ? 1 : 0;
+    const void *a = t->in[full], *b = t->in[1 - full];
+    if (dt == RLX_F32 || s->mode > 2 || count % 8 || (s->mode && s->cols % 8) || (uintptr_t)a % 16 || (uintptr_t)b % 16 ||
+        (uintptr_t)t->out % 16)
+        return false;
+    int64_t nv = count / 8, vcols = s->mode ? s->cols / 8 : 0;
+    int blocks = cu_blocks(nv, THREADS);
+    if (dt == RLX_F16)
+        binary_v8<__half><<<blocks, THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b,
+                                                                 (uint4 *)t->out, nv, vcols, full);
+    else
+        binary_v8<__nv_bfloat16><<<blocks, THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b,
+                                                                        (uint4 *)t->out, nv, vcols, full);
+    return true;
+}
+
 static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -324,7 +317,9 @@ static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype it = t->in_node[0]->dtype, ot = n->dtype;
     int fm = n->op == RLX_OP_MOD ? n->attrs.mod.fmod : 0;
     int blocks = cu_blocks(count, THREADS);
-    if (cu_is_f(it) && it == ot && !is_compare(n->op)) {
+    if (cu_is_f(it) && it == ot && !is_compare(n->op) && binary_vectorised(t, s, fm, count)) {
+        /* launched */
+    } else if (cu_is_f(it) && it == ot && !is_compare(n->op)) {
         switch (s->mode) {
         case 0:
             CU_FLOAT_DISPATCH(it, T, binary_flat<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count));

@@ -119,47 +119,6 @@ typedef struct ew_prog {
     uint8_t code[3 * RLX_EW_MAX_OPS];
 } ew_prog;
 
-__device__ __forceinline__ float ew_unary(int op, float x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabsf(x);
-    case RLX_OP_EXP: return expf(x);
-    case RLX_OP_LOG: return logf(x);
-    case RLX_OP_SQRT: return sqrtf(x);
-    case RLX_OP_RSQRT: return rsqrtf(x);
-    case RLX_OP_RECIPROCAL: return 1.0f / x;
-    case RLX_OP_TANH: return tanhf(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
-    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
-    case RLX_OP_ERF: return erff(x);
-    case RLX_OP_SIN: return sinf(x);
-    case RLX_OP_COS: return cosf(x);
-    case RLX_OP_FLOOR: return floorf(x);
-    case RLX_OP_CEIL: return ceilf(x);
-    case RLX_OP_ROUND: return rintf(x);
-    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
-    default: return __int_as_float(0x7fc00000);
-    }
-}
-
-__device__ __forceinline__ float ew_binary(int op, float a, float b)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return powf(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
-    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
-    default: return __int_as_float(0x7fc00000);
-    }
-}
-
 /* FLAT: every input dense and of the output's shape (no index math). */
 template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y)
 {
@@ -184,7 +143,7 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
             reg[k] = cu_tof<T>(((const T *)p.in[k])[off[k]]);
         for (int j = 0; j < p.nops; j++) {
             int op = p.code[3 * j], a = p.code[3 * j + 1], b = p.code[3 * j + 2];
-            float v = (op >= RLX_OP_ADD) ? ew_binary(op, reg[a], reg[b]) : ew_unary(op, reg[a]);
+            float v = (op >= RLX_OP_ADD) ? cu_binary_f(op, reg[a], reg[b], 0) : cu_unary_f(op, reg[a]);
             reg[p.nin + j] = v;
         }
         y[i] = cu_fromf<T>(reg[p.nin + p.nops - 1]);
@@ -215,7 +174,7 @@ template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
                     va = q == a ? r[q] : va;
                     vb = q == b ? r[q] : vb;
                 }
-                r[EWS_IN + j] = (op >= RLX_OP_ADD) ? ew_binary(op, va, vb) : ew_unary(op, va);
+                r[EWS_IN + j] = (op >= RLX_OP_ADD) ? cu_binary_f(op, va, vb, 0) : cu_unary_f(op, va);
             }
         }
         float out = 0.0f;
@@ -348,7 +307,7 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
                 default:
 #pragma unroll
                     for (int e = 0; e < V; e++)
-                        r[EWS_IN + j].v[e] = ew_binary(op, a.v[e], b.v[e]);
+                        r[EWS_IN + j].v[e] = cu_binary_f(op, a.v[e], b.v[e], 0);
                 }
             } else if (op == RLX_OP_RELU) {
 #pragma unroll
@@ -357,7 +316,7 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
             } else {
 #pragma unroll
                 for (int e = 0; e < V; e++)
-                    r[EWS_IN + j].v[e] = ew_unary(op, a.v[e]);
+                    r[EWS_IN + j].v[e] = cu_unary_f(op, a.v[e]);
             }
         }
         ew_vec<V> o;
