@@ -217,7 +217,8 @@ template <typename T>
 __global__ void binary_v8(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
-        uint4 va = a[i], vb = b[vcols ? i % vcols : i];
+        int64_t j = !vcols ? i : nv <= UINT32_MAX ? (int64_t)((uint32_t)i % (uint32_t)vcols) : i % vcols;
+        uint4 va = a[i], vb = b[j];
         T *x = (T *)&va;
         const T *v = (const T *)&vb;
 #pragma unroll
