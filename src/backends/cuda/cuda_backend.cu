@@ -67,6 +67,7 @@ static void init_device(void)
     rlx_cuda_register_reduce(table);
     rlx_cuda_register_shape(table);
     rlx_cuda_register_matmul(table);
+    rlx_cuda_register_conv(table);
     rlx_cuda_register_attention(table);
     rlx_cuda_register_fused(table);
 }

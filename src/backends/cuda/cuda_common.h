@@ -12,6 +12,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 #include "backends/backend.h"
@@ -49,6 +51,7 @@ void rlx_cuda_register_elementwise(cu_kernel *tab);
 void rlx_cuda_register_reduce(cu_kernel *tab);
 void rlx_cuda_register_shape(cu_kernel *tab);
 void rlx_cuda_register_matmul(cu_kernel *tab);
+void rlx_cuda_register_conv(cu_kernel *tab);
 void rlx_cuda_register_attention(cu_kernel *tab);
 void rlx_cuda_register_fused(cu_kernel *tab);
 }
@@ -102,6 +105,24 @@ static inline rlx_status rlx_cu_check(const rlx_thunk *t, const char *what)
 
 static inline bool cu_is_f(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }
 bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and every input float */
+
+static inline size_t cu_round256(size_t b) { return (b + 255) / 256 * 256; }
+
+/* An environment switch: set, not empty and not "0". */
+static inline bool cu_env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The largest power of two (<= 16) dividing an address. */
+static inline int64_t cu_ptr_align(const void *p)
+{
+    int64_t a = 16;
+    while (a > 1 && (uintptr_t)p % (uintptr_t)a)
+        a /= 2;
+    return a;
+}
 
 static inline int cu_blocks(int64_t n, int threads)
 {
@@ -266,6 +287,18 @@ __device__ __forceinline__ float cu_binary_f(int op, float a, float b, int fm)
         return r;
     }
     default: return __int_as_float(0x7fc00000);
+    }
+}
+
+/* The activations fused ops carry (RLX_ACT_*), on the same math. */
+__device__ __forceinline__ float cu_act_f(int act, float x)
+{
+    switch (act) {
+    case RLX_ACT_RELU: return cu_unary_f(RLX_OP_RELU, x);
+    case RLX_ACT_GELU: return cu_unary_f(RLX_OP_GELU, x);
+    case RLX_ACT_GELU_TANH: return cu_unary_f(RLX_OP_GELU_TANH, x);
+    case RLX_ACT_SILU: return cu_unary_f(RLX_OP_SILU, x);
+    default: return x;
     }
 }
 

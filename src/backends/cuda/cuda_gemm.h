@@ -69,4 +69,10 @@ void rlx_cu_gemm_plan_split(cu_gemm *g, size_t ws_bytes);
  * under capture) and keeps the fastest.  RLX_CUDA_AUTOTUNE=0 turns it off. */
 void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws);
 
+/* The epilogue cuBLASLt runs for bias + act, and whether an activation
+ * pass (*post) must follow it (exact GELU, SiLU). */
+cu_epi rlx_cu_gemm_epilogue(int has_bias, int act, int *post);
+/* act over n elements of y (dtype dt) in place, on the stream. */
+void rlx_cu_act_pass(rlx_dtype dt, void *y, int64_t n, int act);
+
 #endif

@@ -1,10 +1,10 @@
 /* k_fused.cu - kernels for the inference batch norm and some of the
  * optimizer's fused ops: SwiGLU (two cuBLASLt GEMMs and one combining pass)
  * and elementwise chains (one kernel runs the whole small program per
- * element, registers in f32).  matmul_bias_act and conv_bias_act live with
- * the GEMMs (k_matmul.cu), add+norm and softmax(scale, mask) with the norms
- * (k_reduce.cu).  A fused op without a kernel (attention_block) is not
- * claimed, and the optimizer lowers it to primitives. */
+ * element, registers in f32).  The other fused ops live with their
+ * primitives: matmul_bias_act in k_matmul.cu, conv_bias_act in k_conv.cu,
+ * add+norm and softmax(scale, mask) in k_reduce.cu, the attention block in
+ * k_attn_block.cu. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
