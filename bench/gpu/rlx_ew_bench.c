@@ -1,5 +1,5 @@
-/* rlx_ew_bench.c - times one 16-bit binary elementwise op on the CUDA
- * backend: mul of two f16 [8192, 4096] tensors, then of one [8192, 4096]
+/* rlx_ew_bench.c - times one binary elementwise op on the CUDA backend, in
+ * f16 and f32: mul of two [8192, 4096] tensors, then of one [8192, 4096]
  * and a [4096] row vector; median of 200 runs after 20 warm-up runs, and
  * the bandwidth that implies (operands read once, output written once).
  *
@@ -36,11 +36,14 @@ static int fail(const char *what)
 
 int main(void)
 {
-    for (int row_vector = 0; row_vector < 2; row_vector++) {
+    for (int c = 0; c < 4; c++) {
+        int row_vector = c & 1;
+        rlx_dtype dt = c < 2 ? RLX_F16 : RLX_F32;
+        size_t es = rlx_dtype_size(dt);
         rlx_graph *g = rlx_graph_new();
-        rlx_node x = rlx_input(g, "x", RLX_F16, 2, (int64_t[]){ROWS, COLS});
-        rlx_node y = row_vector ? rlx_input(g, "y", RLX_F16, 1, (int64_t[]){COLS})
-                                : rlx_input(g, "y", RLX_F16, 2, (int64_t[]){ROWS, COLS});
+        rlx_node x = rlx_input(g, "x", dt, 2, (int64_t[]){ROWS, COLS});
+        rlx_node y = row_vector ? rlx_input(g, "y", dt, 1, (int64_t[]){COLS})
+                                : rlx_input(g, "y", dt, 2, (int64_t[]){ROWS, COLS});
         rlx_output(g, "z", rlx_mul(g, x, y));
         rlx_options o;
         rlx_options_init(&o);
@@ -51,11 +54,16 @@ int main(void)
         for (int i = 0; i < 2; i++) {
             rlx_tensor_info info;
             rlx_session_info(s, 0, i, &info);
-            unsigned short *b = malloc(info.bytes);
+            void *b = malloc(info.bytes);
             if (!b)
                 return 1;
-            for (size_t k = 0; k < info.bytes / 2; k++) /* values in [-1, 1), never zero throughout */
-                b[k] = rlx_f32_to_f16((float)((k * 7919) % 1000) / 500.0f - 1.0f);
+            for (size_t k = 0; k < info.bytes / es; k++) { /* values in [-1, 1), never zero throughout */
+                float v = (float)((k * 7919) % 1000) / 500.0f - 1.0f;
+                if (dt == RLX_F16)
+                    ((unsigned short *)b)[k] = rlx_f32_to_f16(v);
+                else
+                    ((float *)b)[k] = v;
+            }
             if (rlx_session_set_input(s, info.name, b, info.bytes) != RLX_OK)
                 return fail("input");
             free(b);
@@ -71,9 +79,9 @@ int main(void)
             t[i] = now_ms() - a;
         }
         qsort(t, RUNS, sizeof t[0], cmp);
-        double bytes = (double)ROWS * COLS * 2 * (row_vector ? 2 : 3);
-        printf("mul f16 %dx%d %s: median %.4f ms, %.2f TB/s\n", ROWS, COLS, row_vector ? "row vector" : "same shape",
-               t[RUNS / 2], bytes / t[RUNS / 2] / 1e9);
+        double bytes = (double)ROWS * COLS * (double)es * (row_vector ? 2 : 3);
+        printf("mul %s %dx%d %s: median %.4f ms, %.2f TB/s\n", dt == RLX_F16 ? "f16" : "f32", ROWS, COLS,
+               row_vector ? "row vector" : "same shape", t[RUNS / 2], bytes / t[RUNS / 2] / 1e9);
         rlx_session_free(s);
         rlx_graph_free(g);
     }

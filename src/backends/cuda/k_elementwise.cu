@@ -61,14 +61,15 @@ template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int
         y[i] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(x[i])));
 }
 
-/* 16-byte vectors of 16-bit floats (8 per thread). */
-template <typename T> __global__ void unary_kernel_v8(int op, const uint4 *x, uint4 *y, int64_t nv)
+/* 16-byte vectors: 16 / sizeof(T) elements per load and store. */
+template <typename T> __global__ void unary_kernel_vec(int op, const uint4 *x, uint4 *y, int64_t nv)
 {
+    constexpr int V = 16 / sizeof(T);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
         uint4 v = x[i];
         T *e = (T *)&v;
 #pragma unroll
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < V; k++)
             e[k] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(e[k])));
         y[i] = v;
     }
@@ -93,12 +94,10 @@ static rlx_status k_unary(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     rlx_dtype dt = n->dtype;
     if (cu_is_f(dt) && n->op != RLX_OP_NOT) {
-        if (dt != RLX_F32 && count % 8 == 0 && ((uintptr_t)t->in[0] % 16 == 0) && ((uintptr_t)t->out % 16 == 0)) {
-            int64_t nv = count / 8;
-            if (dt == RLX_F16)
-                unary_kernel_v8<__half><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv);
-            else
-                unary_kernel_v8<__nv_bfloat16><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv);
+        int64_t v = 16 / (int64_t)rlx_dtype_size(dt);
+        if (count % v == 0 && (uintptr_t)t->in[0] % 16 == 0 && (uintptr_t)t->out % 16 == 0) {
+            int64_t nv = count / v;
+            CU_FLOAT_DISPATCH(dt, T, unary_kernel_vec<T><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv));
         } else {
             CU_FLOAT_DISPATCH(dt, T, unary_kernel<T><<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const T *)t->in[0], (T *)t->out, count));
         }
@@ -210,19 +209,20 @@ template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, 
     }
 }
 
-/* 16-byte vectors of 16-bit floats (8 per thread): a full operand and a
- * second one that is full too (vcols 0) or a row vector of vcols vectors;
- * swap: the row vector is the left operand. */
+/* 16-byte vectors (16 / sizeof(T) elements): a full operand and a second
+ * one that is full too (vcols 0) or a row vector of vcols vectors; swap:
+ * the row vector is the left operand. */
 template <typename T>
-__global__ void binary_v8(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
+__global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
 {
+    constexpr int V = 16 / sizeof(T);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t j = !vcols ? i : nv <= UINT32_MAX ? (int64_t)((uint32_t)i % (uint32_t)vcols) : i % vcols;
         uint4 va = a[i], vb = b[j];
         T *x = (T *)&va;
         const T *v = (const T *)&vb;
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < V; k++) {
             float p = cu_tof<T>(x[k]), q = cu_tof<T>(v[k]);
             x[k] = cu_fromf<T>(swap ? cu_binary_f(op, q, p, fm) : cu_binary_f(op, p, q, fm));
         }
@@ -286,24 +286,19 @@ static rlx_status prep_binary(const rlx_graph *g, rlx_thunk *t)
 
 static void free_state(rlx_thunk *t) { free(t->state); }
 
-/* The 16-bit flat and row-vector cases in 8-wide vectors, when sizes and
+/* The flat and row-vector cases in 16-byte vectors, when sizes and
  * addresses allow; false when they do not. */
 static bool binary_vectorised(const rlx_thunk *t, const bin_state *s, int fm, int64_t count)
 {
     rlx_dtype dt = t->node->dtype;
     int full = s->mode == 2 ? 1 : 0;
     const void *a = t->in[full], *b = t->in[1 - full];
-    if (dt == RLX_F32 || s->mode > 2 || count % 8 || (s->mode && s->cols % 8) || (uintptr_t)a % 16 || (uintptr_t)b % 16 ||
+    int64_t v = 16 / (int64_t)rlx_dtype_size(dt);
+    if (s->mode > 2 || count % v || (s->mode && s->cols % v) || (uintptr_t)a % 16 || (uintptr_t)b % 16 ||
         (uintptr_t)t->out % 16)
         return false;
-    int64_t nv = count / 8, vcols = s->mode ? s->cols / 8 : 0;
-    int blocks = cu_blocks(nv, THREADS);
-    if (dt == RLX_F16)
-        binary_v8<__half><<<blocks, THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b,
-                                                                 (uint4 *)t->out, nv, vcols, full);
-    else
-        binary_v8<__nv_bfloat16><<<blocks, THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b,
-                                                                        (uint4 *)t->out, nv, vcols, full);
+    int64_t nv = count / v, vcols = s->mode ? s->cols / v : 0;
+    CU_FLOAT_DISPATCH(dt, T, binary_vec<T><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b, (uint4 *)t->out, nv, vcols, full));
     return true;
 }
 
