@@ -1,5 +1,6 @@
-/* test_passes.c - each simplify pass on its own: what it removes, what it
- * keeps, and that the graph computes the same values afterwards. */
+/* test_passes.c - each simplify pass on its own: what it removes (or, for
+ * canon, rewrites), what it keeps, and that the graph computes the same
+ * values afterwards. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,6 +196,92 @@ static void test_simplify_pipeline_same_results(void **state)
     rlx_graph_free(g);
 }
 
+/* GELU written out with Erf, in the groupings exporters emit. */
+enum { GELU_TORCH, GELU_HF, GELU_MUL_INV, GELU_OTHER_ARG, GELU_NOT_HALF, GELU_BROADCAST };
+
+static rlx_graph *erf_gelu_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){16});
+    rlx_node h = rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)); /* x is computed, not a leaf */
+    rlx_node arg = form == GELU_MUL_INV ? rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), h)
+                   : form == GELU_OTHER_ARG ? rlx_div(g, x, rlx_scalar(g, RLX_F32, 1.4142135623730951))
+                                            : rlx_div(g, h, rlx_scalar(g, RLX_F32, 1.4142135623730951));
+    rlx_node erf = rlx_erf(g, arg);
+    /* one element, but rank 2: the product becomes [1, 16] */
+    rlx_node half = form == GELU_BROADCAST ? rlx_constant(g, RLX_F32, 2, (int64_t[]){1, 1}, (float[]){0.5f}, 4)
+                                           : rlx_scalar(g, RLX_F32, form == GELU_NOT_HALF ? 0.4 : 0.5);
+    rlx_node y;
+    if (form == GELU_HF) /* x * 0.5 * (1 + erf(x / sqrt 2)) */
+        y = rlx_mul(g, rlx_mul(g, h, half), rlx_add(g, rlx_scalar(g, RLX_F32, 1), erf));
+    else /* (x * (erf(x / sqrt 2) + 1)) * 0.5 */
+        y = rlx_mul(g, rlx_mul(g, h, rlx_add(g, erf, rlx_scalar(g, RLX_F32, 1))), half);
+    rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){16}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_rewrites_erf_gelu(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    for (int form = GELU_TORCH; form <= GELU_BROADCAST; form++) {
+        rlx_graph *g = erf_gelu_graph(form);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        bool rewrite = form == GELU_TORCH || form == GELU_HF || form == GELU_MUL_INV;
+        assert_int_equal(count_op(s, RLX_OP_GELU), rewrite ? 1 : 0);
+        assert_int_equal(count_op(s, RLX_OP_ERF), rewrite ? 0 : 1);
+        rlx_graph_free(s);
+        /* the same values either way (against the graph as written) */
+        size_t ny = 16;
+        float xv[16], y1[16], y2[16];
+        random_floats(xv, 16, 11 + (unsigned)form);
+        for (int k = 0; k < 16; k++)
+            xv[k] *= 3.0f;
+        run(g, 0, xv, 16, y1, ny);
+        run(g, 1, xv, 16, y2, ny);
+        for (size_t k = 0; k < ny; k++)
+            assert_float_equal(y1[k], y2[k], 1e-6 * (1 + fabsf(y2[k])));
+        rlx_graph_free(g);
+    }
+}
+
+/* After the rewrite, a matmul + bias + GELU written out fuses into one node. */
+static void test_canon_gelu_then_fuses(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 8});
+    float wv[40], bv[5];
+    random_floats(wv, 40, 21);
+    random_floats(bv, 5, 22);
+    rlx_node w = rlx_constant(g, RLX_F32, 2, (int64_t[]){8, 5}, wv, sizeof wv);
+    rlx_node h = rlx_add(g, rlx_matmul(g, x, w, 0, 0), rlx_constant(g, RLX_F32, 1, (int64_t[]){5}, bv, sizeof bv));
+    rlx_node erf = rlx_erf(g, rlx_div(g, h, rlx_scalar(g, RLX_F32, 1.4142135623730951)));
+    rlx_node y = rlx_mul(g, rlx_mul(g, h, rlx_add(g, erf, rlx_scalar(g, RLX_F32, 1))), rlx_scalar(g, RLX_F32, 0.5));
+    rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){20}));
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    rlx_graph *s = rlx_simplify(g, &ctx);
+    assert_non_null(s);
+    rlx_graph *f = rlx_pass_fuse(s, &ctx);
+    assert_non_null(f);
+    assert_int_equal(count_op(f, RLX_OP_MATMUL_BIAS_ACT), 1);
+    assert_int_equal(count_op(f, RLX_OP_ERF) + count_op(f, RLX_OP_ELEMENTWISE_CHAIN), 0);
+    for (int i = 0; i < f->n_nodes; i++)
+        if (f->nodes[i].op == RLX_OP_MATMUL_BIAS_ACT)
+            assert_int_equal(f->nodes[i].attrs.mm_act.act, RLX_ACT_GELU);
+    rlx_graph_free(f);
+    rlx_graph_free(s);
+    float xv[32], y1[20], y2[20];
+    random_floats(xv, 32, 23);
+    run(g, 0, xv, 32, y1, 20);
+    run(g, 1, xv, 32, y2, 20);
+    for (int k = 0; k < 20; k++)
+        assert_float_equal(y1[k], y2[k], 1e-6 * (1 + fabsf(y2[k])));
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +291,8 @@ int main(void)
         cmocka_unit_test(test_fold_evaluates_constant_subgraphs),
         cmocka_unit_test(test_fold_respects_size_limit),
         cmocka_unit_test(test_simplify_pipeline_same_results),
+        cmocka_unit_test(test_canon_rewrites_erf_gelu),
+        cmocka_unit_test(test_canon_gelu_then_fuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,6 +43,9 @@ typedef struct rlx_pass {
 rlx_graph *rlx_pass_dce(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_pass_cse(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_pass_fold(const rlx_graph *g, const rlx_pass_ctx *ctx);
+/* Decompositions of native ops rewritten into them (canon.c): GELU written
+ * out with Erf. */
+rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx);
 /* Target-aware pattern fusion (fuse.c, patterns in fuse_patterns.c). */
 rlx_graph *rlx_pass_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx);
 /* Automatic mixed precision to ctx->precision (amp.c). */

@@ -37,7 +37,8 @@ static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     static const rlx_pass passes[] = {
-        {"dce", rlx_pass_dce}, {"cse", rlx_pass_cse}, {"fold", rlx_pass_fold}, {"dce", rlx_pass_dce}};
+        {"dce", rlx_pass_dce}, {"cse", rlx_pass_cse}, {"fold", rlx_pass_fold}, {"canon", rlx_pass_canon},
+        {"dce", rlx_pass_dce}};
     rlx_graph *cur = NULL;
     for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
         rlx_graph *next = passes[i].run(cur ? cur : g, ctx);
