@@ -196,53 +196,78 @@ static void test_simplify_pipeline_same_results(void **state)
     rlx_graph_free(g);
 }
 
-/* GELU written out with Erf, in the groupings exporters emit. */
-enum { GELU_TORCH, GELU_HF, GELU_MUL_INV, GELU_OTHER_ARG, GELU_NOT_HALF, GELU_BROADCAST };
+/* Activations written out, in the groupings exporters emit, and near
+ * misses that must stay as they are. */
+enum {
+    GELU_TORCH, GELU_HF, GELU_MUL_INV, TANH_TORCH, TANH_POW, SILU, SILU_SWAPPED, /* rewritten */
+    GELU_OTHER_ARG, GELU_NOT_HALF, GELU_BROADCAST, TANH_BAD_KAPPA, SILU_OTHER_ARG, N_FORMS
+};
+static const rlx_op form_op[N_FORMS] = {RLX_OP_GELU, RLX_OP_GELU, RLX_OP_GELU, RLX_OP_GELU_TANH, RLX_OP_GELU_TANH,
+                                        RLX_OP_SILU, RLX_OP_SILU};
 
-static rlx_graph *erf_gelu_graph(int form)
+static rlx_graph *act_graph(int form)
 {
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){16});
     rlx_node h = rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)); /* x is computed, not a leaf */
-    rlx_node arg = form == GELU_MUL_INV ? rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), h)
-                   : form == GELU_OTHER_ARG ? rlx_div(g, x, rlx_scalar(g, RLX_F32, 1.4142135623730951))
-                                            : rlx_div(g, h, rlx_scalar(g, RLX_F32, 1.4142135623730951));
-    rlx_node erf = rlx_erf(g, arg);
-    /* one element, but rank 2: the product becomes [1, 16] */
+    rlx_node one = rlx_scalar(g, RLX_F32, 1);
+    /* one element, but rank 2 in GELU_BROADCAST: the product becomes [1, 16] */
     rlx_node half = form == GELU_BROADCAST ? rlx_constant(g, RLX_F32, 2, (int64_t[]){1, 1}, (float[]){0.5f}, 4)
                                            : rlx_scalar(g, RLX_F32, form == GELU_NOT_HALF ? 0.4 : 0.5);
     rlx_node y;
-    if (form == GELU_HF) /* x * 0.5 * (1 + erf(x / sqrt 2)) */
-        y = rlx_mul(g, rlx_mul(g, h, half), rlx_add(g, rlx_scalar(g, RLX_F32, 1), erf));
-    else /* (x * (erf(x / sqrt 2) + 1)) * 0.5 */
-        y = rlx_mul(g, rlx_mul(g, h, rlx_add(g, erf, rlx_scalar(g, RLX_F32, 1))), half);
+    if (form == SILU || form == SILU_SWAPPED || form == SILU_OTHER_ARG) {
+        rlx_node sg = rlx_sigmoid(g, form == SILU_OTHER_ARG ? x : h);
+        y = form == SILU_SWAPPED ? rlx_mul(g, sg, h) : rlx_mul(g, h, sg);
+    } else if (form == TANH_TORCH || form == TANH_POW || form == TANH_BAD_KAPPA) {
+        /* 0.5 * (x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))) */
+        rlx_node cube = form == TANH_POW ? rlx_pow(g, h, rlx_scalar(g, RLX_F32, 3)) : rlx_mul(g, h, rlx_mul(g, h, h));
+        rlx_node inner = rlx_add(g, h, rlx_mul(g, rlx_scalar(g, RLX_F32, form == TANH_BAD_KAPPA ? 0.05 : 0.044715), cube));
+        rlx_node t = rlx_tanh(g, rlx_mul(g, rlx_scalar(g, RLX_F32, 0.7978845608028654), inner));
+        y = form == TANH_POW ? rlx_mul(g, rlx_mul(g, half, h), rlx_add(g, one, t))
+                             : rlx_mul(g, half, rlx_mul(g, h, rlx_add(g, one, t)));
+    } else {
+        rlx_node arg = form == GELU_MUL_INV ? rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), h)
+                       : form == GELU_OTHER_ARG ? rlx_div(g, x, rlx_scalar(g, RLX_F32, 1.4142135623730951))
+                                                : rlx_div(g, h, rlx_scalar(g, RLX_F32, 1.4142135623730951));
+        rlx_node erf = rlx_erf(g, arg);
+        if (form == GELU_HF) /* x * 0.5 * (1 + erf(x / sqrt 2)) */
+            y = rlx_mul(g, rlx_mul(g, h, half), rlx_add(g, one, erf));
+        else /* (x * (erf(x / sqrt 2) + 1)) * 0.5 */
+            y = rlx_mul(g, rlx_mul(g, h, rlx_add(g, erf, one)), half);
+    }
     rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){16}));
     assert_int_equal(rlx_graph_verify(g), RLX_OK);
     return g;
 }
 
-static void test_canon_rewrites_erf_gelu(void **state)
+static void test_canon_rewrites_written_out_activations(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    for (int form = GELU_TORCH; form <= GELU_BROADCAST; form++) {
-        rlx_graph *g = erf_gelu_graph(form);
+    static const rlx_op parts[4] = {RLX_OP_ERF, RLX_OP_TANH, RLX_OP_SIGMOID, RLX_OP_POW};
+    for (int form = 0; form < N_FORMS; form++) {
+        rlx_graph *g = act_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
-        bool rewrite = form == GELU_TORCH || form == GELU_HF || form == GELU_MUL_INV;
-        assert_int_equal(count_op(s, RLX_OP_GELU), rewrite ? 1 : 0);
-        assert_int_equal(count_op(s, RLX_OP_ERF), rewrite ? 0 : 1);
+        bool rewritten = form <= SILU_SWAPPED;
+        rlx_op want = form_op[form];
+        assert_int_equal(count_op(s, RLX_OP_GELU) + count_op(s, RLX_OP_GELU_TANH) + count_op(s, RLX_OP_SILU),
+                         rewritten ? 1 : 0);
+        if (rewritten) {
+            assert_int_equal(count_op(s, want), 1);
+            for (int p = 0; p < 4; p++)
+                assert_int_equal(count_op(s, parts[p]), 0);
+        }
         rlx_graph_free(s);
         /* the same values either way (against the graph as written) */
-        size_t ny = 16;
         float xv[16], y1[16], y2[16];
         random_floats(xv, 16, 11 + (unsigned)form);
         for (int k = 0; k < 16; k++)
             xv[k] *= 3.0f;
-        run(g, 0, xv, 16, y1, ny);
-        run(g, 1, xv, 16, y2, ny);
-        for (size_t k = 0; k < ny; k++)
-            assert_float_equal(y1[k], y2[k], 1e-6 * (1 + fabsf(y2[k])));
+        run(g, 0, xv, 16, y1, 16);
+        run(g, 1, xv, 16, y2, 16);
+        for (int k = 0; k < 16; k++)
+            assert_float_equal(y1[k], y2[k], 2e-6 * (1 + fabsf(y2[k])));
         rlx_graph_free(g);
     }
 }
@@ -291,7 +316,7 @@ int main(void)
         cmocka_unit_test(test_fold_evaluates_constant_subgraphs),
         cmocka_unit_test(test_fold_respects_size_limit),
         cmocka_unit_test(test_simplify_pipeline_same_results),
-        cmocka_unit_test(test_canon_rewrites_erf_gelu),
+        cmocka_unit_test(test_canon_rewrites_written_out_activations),
         cmocka_unit_test(test_canon_gelu_then_fuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
