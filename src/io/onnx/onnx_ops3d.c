@@ -206,6 +206,11 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
     }
     if (!oxo_dims_ok(4, (int64_t[]){N, C, out[0], out[1]}) || N * C * out[0] * out[1] > OX_FOLD_MAX_NUMEL * 16)
         return ox_fail(n, RLX_ERR_UNSUPPORTED, "output too large");
+    /* one [Ho, Wo] index constant per window tap (N * C may be 0) */
+    int64_t cap = OX_FOLD_MAX_NUMEL * 16, taps = k[0] * k[1];
+    if (out[0] > 0 && out[1] > 0 && (out[0] > cap / out[1] || out[0] * out[1] > cap / taps))
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "MaxPool indices: %lld window taps of %lld x %lld indices each, too many to expand",
+                       (long long)taps, (long long)out[0], (long long)out[1]);
     rlx_node xp = rlx_pad(G, x, pads, RLX_PAD_CONSTANT, -INFINITY);
     ox_tensor *bt = oxo_tensor(RLX_I64, 4, (int64_t[]){N, C, 1, 1});
     if (!bt) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
