@@ -8,3 +8,11 @@ target_include_directories(test_cuda_parity PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(test_cuda_parity PRIVATE rlx m)
 add_test(NAME test_cuda_parity COMMAND test_cuda_parity)
 set_tests_properties(test_cuda_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
+# Every kernel launched through cu_launch may start while the one before it
+# drains, so each must begin with cu_grid_wait(): checked on the sources,
+# with or without a GPU.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cuda_kernel_lint COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/lint_kernels.py
+                                         ${CMAKE_SOURCE_DIR}/src/backends/cuda)
+endif()

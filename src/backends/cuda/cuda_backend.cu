@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h>
 #include <cuda_profiler_api.h>
 
 #include "backends/cuda/cuda_common.h"
@@ -23,6 +24,7 @@ extern "C" {
 }
 
 cudaStream_t rlx_cu_stream;
+bool rlx_cu_pdl;
 
 static cu_kernel table[CU_TABLE_SIZE];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -61,6 +63,9 @@ static void init_device(void)
         snprintf(init_msg, sizeof init_msg, "CUDA device 0 could not be initialised: %s", cudaGetErrorString(e));
         return;
     }
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    rlx_cu_pdl = major >= 9 && !cu_env_on("RLX_CUDA_NO_PDL");
     size_t free_b = 0;
     cudaMemGetInfo(&free_b, &device_total_mem);
     rlx_cuda_register_elementwise(table);
@@ -758,6 +763,78 @@ static void free_state(cu_graph_state *gs)
     free(gs);
 }
 
+/* ---- what the captured graph holds (RLX_VERBOSE): how many of its
+ * kernel-to-kernel edges let a kernel start while the one before drains
+ * (cu_launch; cuDNN's own launches), and with RLX_VERBOSE=2 every such
+ * edge with the kernels' names and launch shapes. */
+typedef CUresult (*cu_node_params_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+typedef CUresult (*cu_func_name_fn)(const char **, CUfunction);
+typedef CUresult (*cu_kern_name_fn)(const char **, CUkernel);
+
+/* The kernel a graph node launches, with its launch shape; library kernels
+ * are named through the driver. */
+static void describe_kernel_node(cudaGraphNode_t nd, char *buf, size_t cap)
+{
+    static cu_node_params_fn node_params;
+    static cu_func_name_fn func_name;
+    static cu_kern_name_fn kern_name;
+    static int looked;
+    if (!looked) {
+        cudaDriverEntryPointQueryResult q;
+        looked = 1;
+        cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", (void **)&node_params, 12000, cudaEnableDefault, &q);
+        cudaGetDriverEntryPointByVersion("cuFuncGetName", (void **)&func_name, 12030, cudaEnableDefault, &q);
+        cudaGetDriverEntryPointByVersion("cuKernelGetName", (void **)&kern_name, 12030, cudaEnableDefault, &q);
+    }
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    const char *name = NULL;
+    if (!node_params || node_params((CUgraphNode)nd, &p) != CUDA_SUCCESS) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    if (p.func && func_name)
+        func_name(&name, p.func);
+    if (!name && p.kern && kern_name)
+        kern_name(&name, p.kern);
+    snprintf(buf, cap, "%.90s grid %ux%ux%u block %u smem %u", name ? name : "?", p.gridDimX, p.gridDimY, p.gridDimZ,
+             p.blockDimX * p.blockDimY * p.blockDimZ, p.sharedMemBytes);
+}
+
+static void report_graph(cudaGraph_t g, bool each)
+{
+    size_t ne = 0;
+    if (cudaGraphGetEdges(g, NULL, NULL, NULL, &ne) != cudaSuccess || ne == 0) {
+        cudaGetLastError();
+        return;
+    }
+    cudaGraphNode_t *from = (cudaGraphNode_t *)malloc(ne * sizeof *from), *to = (cudaGraphNode_t *)malloc(ne * sizeof *to);
+    cudaGraphEdgeData *data = (cudaGraphEdgeData *)calloc(ne, sizeof *data);
+    if (from && to && data && cudaGraphGetEdges(g, from, to, data, &ne) == cudaSuccess) {
+        int kk = 0, prog = 0;
+        for (size_t i = 0; i < ne; i++) {
+            cudaGraphNodeType a, b;
+            if (cudaGraphNodeGetType(from[i], &a) != cudaSuccess || cudaGraphNodeGetType(to[i], &b) != cudaSuccess ||
+                a != cudaGraphNodeTypeKernel || b != cudaGraphNodeTypeKernel)
+                continue;
+            kk++;
+            prog += data[i].type == cudaGraphDependencyTypeProgrammatic;
+            if (!each)
+                continue;
+            char x[160], y[160];
+            describe_kernel_node(from[i], x, sizeof x);
+            describe_kernel_node(to[i], y, sizeof y);
+            fprintf(stderr, "[rlx cuda] %s -> %s%s\n", x, y,
+                    data[i].type == cudaGraphDependencyTypeProgrammatic ? " (starts early)" : "");
+        }
+        fprintf(stderr, "[rlx cuda] graph: %zu edges, %d from kernel to kernel, %d of them starting early\n", ne, kk, prog);
+    }
+    cudaGetLastError();
+    free(from);
+    free(to);
+    free(data);
+}
+
 static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     const char *off = getenv("RLX_DISABLE_CUDA_GRAPH");
@@ -777,6 +854,9 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
         e = cudaStreamEndCapture(rlx_cu_stream, &gs->graph);
         if (st == RLX_OK && e != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph capture failed: %s", cudaGetErrorString(e));
+        const char *vb = getenv("RLX_VERBOSE");
+        if (st == RLX_OK && cu_env_on("RLX_VERBOSE"))
+            report_graph(gs->graph, atoi(vb) >= 2);
         if (st == RLX_OK && (e = cudaGraphInstantiate(&gs->exec, gs->graph, 0)) != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph instantiation failed: %s", cudaGetErrorString(e));
     }

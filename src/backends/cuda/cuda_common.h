@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utility>
+
 extern "C" {
 #include "backends/backend.h"
 }
@@ -130,6 +132,45 @@ static inline int cu_blocks(int64_t n, int threads)
     if (b > (1 << 20))
         b = 1 << 20; /* grid-stride loops cover the rest */
     return b < 1 ? 1 : (int)b;
+}
+
+/* ---------------------------------------------------- launching our kernels
+ * Programmatic dependent launch (sm_90 and later): each of our kernels is
+ * launched so that its blocks may start while the kernel before it drains,
+ * and each begins with cu_grid_wait(), which holds every thread until that
+ * kernel has finished and its writes are visible, before the kernel reads
+ * or writes anything.  The overlap is the launch and the block start-up.
+ * Library kernels are launched by their libraries: cuDNN asks for the same
+ * overlap where its kernels wait; cuBLASLt's do not wait, so nothing is
+ * ever made to overlap into them.  RLX_CUDA_NO_PDL=1 turns it off. */
+extern bool rlx_cu_pdl;
+
+__device__ __forceinline__ void cu_grid_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* the next kernel may start launching now: it waits in turn */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Launches kernel on the backend's stream; errors surface through
+ * cudaGetLastError like those of a <<<>>> launch.  Every kernel launched
+ * here must begin with cu_grid_wait() (tests/lint_cuda_kernels.py checks). */
+template <typename K, typename... A>
+static inline void cu_launch(K kernel, dim3 grid, dim3 block, size_t smem, A &&...args)
+{
+    cudaLaunchAttribute at = {};
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = rlx_cu_pdl;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = rlx_cu_stream;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
 
 /* ---------------------------------------------------------- device helpers */

@@ -249,6 +249,7 @@ __device__ __forceinline__ void tf32_split(float4 x, float4 &hi, float4 &lo)
 template <typename V>
 __global__ void split3(const V *src, int64_t rows, int64_t cols, int64_t ld, V *dst, int along_cols, int lo_mask)
 {
+    cu_grid_wait();
     int64_t n = rows * cols;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / cols, c = i % cols;
@@ -269,11 +270,10 @@ static void launch_split3(const float *src, int64_t rows, int64_t cols, int64_t 
                           int lo_mask)
 {
     if (cols % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 16 == 0) /* four columns at a time */
-        split3<float4><<<cu_blocks(rows * cols / 4, 256), 256, 0, rlx_cu_stream>>>(
-            (const float4 *)src, rows, cols / 4, ld / 4, (float4 *)dst, along_cols, lo_mask);
+        cu_launch(split3<float4>, cu_blocks(rows * cols / 4, 256), 256, 0, (const float4 *)src, rows, cols / 4, ld / 4,
+                  (float4 *)dst, along_cols, lo_mask);
     else
-        split3<float><<<cu_blocks(rows * cols, 256), 256, 0, rlx_cu_stream>>>(src, rows, cols, ld, dst, along_cols,
-                                                                               lo_mask);
+        cu_launch(split3<float>, cu_blocks(rows * cols, 256), 256, 0, src, rows, cols, ld, dst, along_cols, lo_mask);
 }
 
 /* Writes [A_hi | A_lo | A_hi] and [B_hi; B_hi; B_lo] (along K, whichever
@@ -448,6 +448,7 @@ cu_epi rlx_cu_gemm_epilogue(int has_bias, int act, int *post)
  * in place. */
 template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = cu_fromf<T>(cu_act_f(act, cu_tof<T>(y[i])));
 }
@@ -457,6 +458,7 @@ template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
  * argument so no dispatch sits in the loop. */
 template <typename T, int ACT> __global__ void act_inplace_vec(T *y, int64_t nvec)
 {
+    cu_grid_wait();
     constexpr int V = 16 / sizeof(T);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         union {
@@ -478,12 +480,12 @@ template <typename T> static void launch_act(T *y, int64_t n, int act)
     if (n % V == 0 && (uintptr_t)y % 16 == 0 && (act == RLX_ACT_GELU || act == RLX_ACT_SILU)) {
         int64_t nvec = n / V;
         if (act == RLX_ACT_GELU)
-            act_inplace_vec<T, RLX_ACT_GELU><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(y, nvec);
+            cu_launch(act_inplace_vec<T, RLX_ACT_GELU>, cu_blocks(nvec, 256), 256, 0, y, nvec);
         else
-            act_inplace_vec<T, RLX_ACT_SILU><<<cu_blocks(nvec, 256), 256, 0, rlx_cu_stream>>>(y, nvec);
+            cu_launch(act_inplace_vec<T, RLX_ACT_SILU>, cu_blocks(nvec, 256), 256, 0, y, nvec);
         return;
     }
-    act_inplace<T><<<cu_blocks(n, 256), 256, 0, rlx_cu_stream>>>(y, n, act);
+    cu_launch(act_inplace<T>, cu_blocks(n, 256), 256, 0, y, n, act);
 }
 
 void rlx_cu_act_pass(rlx_dtype dt, void *y, int64_t n, int act)

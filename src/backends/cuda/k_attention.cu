@@ -101,6 +101,7 @@ __device__ __forceinline__ attn_pos attn_pos_of(const cu_attn &p, int rows)
 template <typename T, int DVL>
 __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
 {
+    cu_grid_wait();
     extern __shared__ float sh[];
     const int D = (int)p.D, Dv = (int)p.Dv;
     float *ks = sh;                      /* [TK][D + 1] */
@@ -271,6 +272,7 @@ __device__ __forceinline__ void grp_tile(const cu_attn &p, const float *kt, cons
 template <typename T, int D, int DV, int G>
 __global__ void __launch_bounds__(GQT, D == 32 ? 3 : 2) flash_grp(cu_attn p, int vec)
 {
+    cu_grid_wait();
     constexpr int LK = D + 4, LV = DV + 4, QB = GQT / G;
     /* two buffers (the next tile loads during this one) where they fit */
     constexpr int NB = 2 * GKT * (LK + LV) * 4 <= 48 * 1024 ? 2 : 1;
@@ -430,6 +432,7 @@ template <typename T, int D, int W>
 /* D == 32: up to 128 registers, so two or more blocks fit on an SM. */
 __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc(cu_attn p, int vec)
 {
+    cu_grid_wait();
     constexpr int LD = D + 8, NT = TCK / 8, KD = D / 16, ND = D / 8;
     /* two buffers (the next tile loads during this one) where they fit */
     constexpr int NB = 4 * TCK * LD * (int)sizeof(T) <= 48 * 1024 ? 2 : 1;
@@ -686,7 +689,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         unsigned grid = (unsigned)blocks;
-#define TC_LAUNCH_W(TT, DD, W) flash_tc<TT, DD, W><<<grid, W * 32, 0, rlx_cu_stream>>>(p, vec)
+#define TC_LAUNCH_W(TT, DD, W) cu_launch(flash_tc<TT, DD, W>, grid, W * 32, 0, p, vec)
 #define TC_LAUNCH(TT, DD)                                                                                              \
     do {                                                                                                               \
         if (w == 8)                                                                                                    \
@@ -723,11 +726,11 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
 #define GRP_LAUNCH(TT, DD)                                                                                             \
     do {                                                                                                               \
         if (gl == 4)                                                                                                   \
-            flash_grp<TT, DD, DD, 4><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                              \
+            cu_launch(flash_grp<TT, DD, DD, 4>, grid, GQT, 0, p, vec);                                                 \
         else if (gl == 8)                                                                                              \
-            flash_grp<TT, DD, DD, 8><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                              \
+            cu_launch(flash_grp<TT, DD, DD, 8>, grid, GQT, 0, p, vec);                                                 \
         else                                                                                                           \
-            flash_grp<TT, DD, DD, 16><<<grid, GQT, 0, rlx_cu_stream>>>(p, vec);                                             \
+            cu_launch(flash_grp<TT, DD, DD, 16>, grid, GQT, 0, p, vec);                                                \
     } while (0)
         if (p.D == 32)
             CU_FLOAT_DISPATCH(dt, T, GRP_LAUNCH(T, 32));
@@ -742,7 +745,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     unsigned grid = (unsigned)blocks;
     size_t smem = attn_smem(p.D, p.Dv);
     int dvl = dvl_of(p.Dv);
-#define LAUNCH(TT, N) flash_attn<TT, N><<<grid, QPB * 32, smem, rlx_cu_stream>>>(p)
+#define LAUNCH(TT, N) cu_launch(flash_attn<TT, N>, grid, QPB * 32, smem, p)
     CU_FLOAT_DISPATCH(dt, T, {
         switch (dvl) {
         case 1: LAUNCH(T, 1); break;

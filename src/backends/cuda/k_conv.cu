@@ -76,6 +76,7 @@ static int conv_gathered(int64_t N, int64_t OHW) { return N > 1 && OHW < 1024; }
 template <typename T, typename I>
 __global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
+    cu_grid_wait();
     const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW;
     const long long H = w64.H, W = w64.W;
     I K = Cg * KH * KW, OHW = (I)(w64.OH * w64.OW), NP = N * OHW;
@@ -99,6 +100,7 @@ __global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d 
 template <typename T, typename I>
 __global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
+    cu_grid_wait();
     const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW, H = (I)w64.H, W = (I)w64.W;
     I K = Cg * KH * KW, OHW = (I)(w64.OH * w64.OW);
     I total = N * K * OHW;
@@ -119,6 +121,7 @@ __global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w6
 template <typename T, typename I>
 __global__ void permute_bias_act(const T *yg, const T *bias, T *out, I N, I O, I OHW, int act)
 {
+    cu_grid_wait();
     I total = N * O * OHW;
     for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         I p = i % OHW, q = i / OHW, o = q % O, n = q / O;
@@ -131,6 +134,7 @@ __global__ void permute_bias_act(const T *yg, const T *bias, T *out, I N, I O, I
 
 template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias, I total, I O, I HW, int act)
 {
+    cu_grid_wait();
     for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         float v = cu_tof<T>(y[i]);
         if (bias)
@@ -144,6 +148,7 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
 template <typename T, typename I>
 __global__ void im2col_nhwc(const T *x, T *col, I total, I C, I K, win2d w64)
 {
+    cu_grid_wait();
     const I KW = (I)w64.KW, OW = (I)w64.OW, OH = (I)w64.OH;
     const long long H = w64.H, W = w64.W;
     for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -162,6 +167,7 @@ __global__ void im2col_nhwc(const T *x, T *col, I total, I C, I K, win2d w64)
 /* channels-last output: the channel is the fastest axis */
 template <typename T, typename I> __global__ void bias_nhwc(T *y, const T *bias, I total, I O, int act)
 {
+    cu_grid_wait();
     for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
         float v = cu_tof<T>(y[i]);
         if (bias)
@@ -548,7 +554,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
         size_t col_b = 0;
         if (!s->pw) {
             bool small = total_col < (1LL << 31) && s->N * s->HW * s->C < (1LL << 31);
-            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_nhwc<T, unsigned><<<cu_blocks(total_col, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->scratch, (unsigned)total_col, (unsigned)s->C, (unsigned)s->K, s->w); else im2col_nhwc<T, int64_t><<<cu_blocks(total_col, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->scratch, total_col, s->C, s->K, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_nhwc<T, unsigned>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0], (T *)t->scratch, (unsigned)total_col, (unsigned)s->C, (unsigned)s->K, s->w); else cu_launch(im2col_nhwc<T, int64_t>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0], (T *)t->scratch, total_col, s->C, s->K, s->w); });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -572,7 +578,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
             return RLX_OK;
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) bias_nhwc<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else bias_nhwc<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, act); });
+        CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, act); });
         return rlx_cu_check(t, "conv bias launch");
     }
     float one = 1.0f, zero = 0.0f;
@@ -594,7 +600,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
         return RLX_OK;
     int64_t total = s->N * s->O * s->OHW;
     const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-    CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) bias_nhwc<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else bias_nhwc<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, act); });
+    CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, act); });
     return rlx_cu_check(t, "conv bias launch");
 #else
     return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN");
@@ -743,7 +749,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
             return RLX_OK;
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) bias_nchw<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else bias_nchw<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
         return rlx_cu_check(t, "conv bias launch");
     }
 #endif
@@ -754,7 +760,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         char *col = (char *)t->scratch, *yg = col + col_b, *ws = yg + y_b;
         for (int64_t g = 0; g < s->G; g++) {
             int64_t total = s->K * NP;
-            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_gathered<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else im2col_gathered<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_gathered<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else cu_launch(im2col_gathered<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -764,7 +770,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) permute_bias_act<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, (unsigned)s->N, (unsigned)s->O, (unsigned)s->OHW, act); else permute_bias_act<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(permute_bias_act<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias, (T *)t->out, (unsigned)s->N, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(permute_bias_act<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act); });
         return rlx_cu_check(t, "conv output launch");
     }
     size_t col_bytes = s->pw ? 0 : cu_round256((size_t)(s->N * s->K * s->OHW) * es);
@@ -775,7 +781,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
             B = (const char *)t->in[0] + (size_t)(g * s->Cg * s->HW) * es;
         } else {
             int64_t total = s->N * s->K * s->OHW;
-            CU_FLOAT_DISPATCH(dt, T, { if (small) im2col_kernel<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else im2col_kernel<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_kernel<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else cu_launch(im2col_kernel<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -790,7 +796,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (t->node->attrs.conv.has_bias || act != RLX_ACT_NONE) {
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) bias_nchw<T, unsigned><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else bias_nchw<T, int64_t><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
         return rlx_cu_check(t, "conv bias launch");
     }
     return RLX_OK;
@@ -808,6 +814,7 @@ typedef struct pool_args {
  * (n, c) base); NCHW: one plane per (n, c). */
 template <typename T, bool NHWC> __global__ void pool_kernel(const T *x, T *y, int64_t total, pool_args a, int64_t C)
 {
+    cu_grid_wait();
     const win2d &w = a.w;
     int64_t OHW = w.OH * w.OW, HW = w.H * w.W;
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
@@ -868,14 +875,15 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     if (nhwc)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, pool_kernel<T, true><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a, C));
+        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(pool_kernel<T, true>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)t->out, total, a, C));
     else
-        CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, pool_kernel<T, false><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, total, a, C));
+        CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, cu_launch(pool_kernel<T, false>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)t->out, total, a, C));
     return rlx_cu_check(t, "pool launch");
 }
 
 template <typename T> __global__ void gap_kernel(const T *x, T *y, int64_t planes, int64_t n)
 {
+    cu_grid_wait();
     int64_t pl = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (pl >= planes)
@@ -896,7 +904,7 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
     if (!planes)
         return RLX_OK;
-    CU_FLOAT_DISPATCH(xn->dtype, T, gap_kernel<T><<<cu_blocks(planes * 32, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, planes, n));
+    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(gap_kernel<T>, cu_blocks(planes * 32, 256), 256, 0, (const T *)t->in[0], (T *)t->out, planes, n));
     return rlx_cu_check(t, "global average pool launch");
 }
 

@@ -57,6 +57,7 @@ __device__ __forceinline__ int64_t unary_i(int op, int64_t x)
 
 template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(x[i])));
 }
@@ -64,6 +65,7 @@ template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int
 /* 16-byte vectors: 16 / sizeof(T) elements per load and store. */
 template <typename T> __global__ void unary_kernel_vec(int op, const uint4 *x, uint4 *y, int64_t nv)
 {
+    cu_grid_wait();
     constexpr int V = 16 / sizeof(T);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
         uint4 v = x[i];
@@ -77,6 +79,7 @@ template <typename T> __global__ void unary_kernel_vec(int op, const uint4 *x, u
 
 __global__ void unary_any_kernel(int op, int dt, int is_float, const void *x, void *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (is_float)
             cu_st(y, dt, i, unary_d(op, cu_ld(x, dt, i)));
@@ -97,13 +100,13 @@ static rlx_status k_unary(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int64_t v = 16 / (int64_t)rlx_dtype_size(dt);
         if (count % v == 0 && (uintptr_t)t->in[0] % 16 == 0 && (uintptr_t)t->out % 16 == 0) {
             int64_t nv = count / v;
-            CU_FLOAT_DISPATCH(dt, T, unary_kernel_vec<T><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv));
+            CU_FLOAT_DISPATCH(dt, T, cu_launch(unary_kernel_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv));
         } else {
-            CU_FLOAT_DISPATCH(dt, T, unary_kernel<T><<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, (const T *)t->in[0], (T *)t->out, count));
+            CU_FLOAT_DISPATCH(dt, T, cu_launch(unary_kernel<T>, cu_blocks(count, THREADS), THREADS, 0, n->op, (const T *)t->in[0], (T *)t->out, count));
         }
     } else {
         int isf = rlx_dtype_is_float(dt);
-        unary_any_kernel<<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(n->op, dt, isf, t->in[0], t->out, count);
+        cu_launch(unary_any_kernel, cu_blocks(count, THREADS), THREADS, 0, n->op, dt, isf, t->in[0], t->out, count);
     }
     return rlx_cu_check(t, "unary launch");
 }
@@ -196,6 +199,7 @@ static bool is_compare(int op)
 /* Same shape: flat. */
 template <typename T> __global__ void binary_flat(int op, int fm, const T *a, const T *b, T *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = cu_fromf<T>(cu_binary_f(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
 }
@@ -203,6 +207,7 @@ template <typename T> __global__ void binary_flat(int op, int fm, const T *a, co
 /* [rows, cols] op [cols] (bias-like): the second operand repeats per row. */
 template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, const T *b, T *y, int64_t n, int64_t cols, int swap)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float x = cu_tof<T>(a[i]), v = cu_tof<T>(b[i % cols]);
         y[i] = cu_fromf<T>(swap ? cu_binary_f(op, v, x, fm) : cu_binary_f(op, x, v, fm));
@@ -215,6 +220,7 @@ template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, 
 template <typename T>
 __global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
 {
+    cu_grid_wait();
     constexpr int V = 16 / sizeof(T);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t j = !vcols ? i : nv <= UINT32_MAX ? (int64_t)((uint32_t)i % (uint32_t)vcols) : i % vcols;
@@ -232,6 +238,7 @@ __global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4
 
 template <typename T> __global__ void binary_walk(int op, int fm, const T *a, const T *b, T *y, cu_walk w)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
@@ -241,6 +248,7 @@ template <typename T> __global__ void binary_walk(int op, int fm, const T *a, co
 
 __global__ void binary_any(int op, int fm, int it, int ot, int isf, const void *a, const void *b, void *y, cu_walk w)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
@@ -298,7 +306,7 @@ static bool binary_vectorised(const rlx_thunk *t, const bin_state *s, int fm, in
         (uintptr_t)t->out % 16)
         return false;
     int64_t nv = count / v, vcols = s->mode ? s->cols / v : 0;
-    CU_FLOAT_DISPATCH(dt, T, binary_vec<T><<<cu_blocks(nv, THREADS), THREADS, 0, rlx_cu_stream>>>(t->node->op, fm, (const uint4 *)a, (const uint4 *)b, (uint4 *)t->out, nv, vcols, full));
+    CU_FLOAT_DISPATCH(dt, T, cu_launch(binary_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, t->node->op, fm, (const uint4 *)a, (const uint4 *)b, (uint4 *)t->out, nv, vcols, full));
     return true;
 }
 
@@ -318,19 +326,19 @@ static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
     } else if (cu_is_f(it) && it == ot && !is_compare(n->op)) {
         switch (s->mode) {
         case 0:
-            CU_FLOAT_DISPATCH(it, T, binary_flat<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count));
+            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_flat<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count));
             break;
         case 1:
-            CU_FLOAT_DISPATCH(it, T, binary_rowvec<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count, s->cols, 0));
+            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count, s->cols, 0));
             break;
         case 2:
-            CU_FLOAT_DISPATCH(it, T, binary_rowvec<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[1], (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
+            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[1], (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
             break;
         default:
-            CU_FLOAT_DISPATCH(it, T, binary_walk<T><<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, s->w));
+            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_walk<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, s->w));
         }
     } else {
-        binary_any<<<blocks, THREADS, 0, rlx_cu_stream>>>(n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out, s->w);
+        cu_launch(binary_any, blocks, THREADS, 0, n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out, s->w);
     }
     return rlx_cu_check(t, "binary launch");
 }
@@ -352,6 +360,7 @@ template <> struct elem_t<8> { typedef unsigned long long T; };
 
 template <typename E> __global__ void where_kernel(const unsigned char *c, const E *a, const E *b, E *y, cu_walk w)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
@@ -379,10 +388,10 @@ static rlx_status k_where(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int blocks = cu_blocks(w->total, THREADS);
     const unsigned char *c = (const unsigned char *)t->in[0];
     switch (rlx_dtype_size(t->node->dtype)) {
-    case 1: where_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned char *)t->in[1], (const unsigned char *)t->in[2], (unsigned char *)t->out, *w); break;
-    case 2: where_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned short *)t->in[1], (const unsigned short *)t->in[2], (unsigned short *)t->out, *w); break;
-    case 4: where_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned int *)t->in[1], (const unsigned int *)t->in[2], (unsigned int *)t->out, *w); break;
-    default: where_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>(c, (const unsigned long long *)t->in[1], (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w); break;
+    case 1: cu_launch(where_kernel<unsigned char>, blocks, THREADS, 0, c, (const unsigned char *)t->in[1], (const unsigned char *)t->in[2], (unsigned char *)t->out, *w); break;
+    case 2: cu_launch(where_kernel<unsigned short>, blocks, THREADS, 0, c, (const unsigned short *)t->in[1], (const unsigned short *)t->in[2], (unsigned short *)t->out, *w); break;
+    case 4: cu_launch(where_kernel<unsigned int>, blocks, THREADS, 0, c, (const unsigned int *)t->in[1], (const unsigned int *)t->in[2], (unsigned int *)t->out, *w); break;
+    default: cu_launch(where_kernel<unsigned long long>, blocks, THREADS, 0, c, (const unsigned long long *)t->in[1], (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w); break;
     }
     return rlx_cu_check(t, "where launch");
 }
@@ -391,12 +400,14 @@ static rlx_status k_where(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 template <typename A, typename B> __global__ void cast_ff(const A *x, B *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         y[i] = cu_fromf<B>(cu_tof<A>(x[i]));
 }
 
 __global__ void cast_any(int from, int to, int mode, const void *x, void *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (mode == 0)
             cu_sti(y, to, i, cu_ldi(x, from, i));
@@ -411,11 +422,11 @@ template <typename A> static void cast_from(rlx_dtype to, const void *x, void *y
 {
     int blocks = cu_blocks(n, THREADS);
     if (to == RLX_F32)
-        cast_ff<A, float><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (float *)y, n);
+        cu_launch(cast_ff<A, float>, blocks, THREADS, 0, (const A *)x, (float *)y, n);
     else if (to == RLX_F16)
-        cast_ff<A, __half><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (__half *)y, n);
+        cu_launch(cast_ff<A, __half>, blocks, THREADS, 0, (const A *)x, (__half *)y, n);
     else
-        cast_ff<A, __nv_bfloat16><<<blocks, THREADS, 0, rlx_cu_stream>>>((const A *)x, (__nv_bfloat16 *)y, n);
+        cu_launch(cast_ff<A, __nv_bfloat16>, blocks, THREADS, 0, (const A *)x, (__nv_bfloat16 *)y, n);
 }
 
 static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -438,13 +449,14 @@ static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
     } else {
         bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
         int mode = exact_int ? 0 : (from == RLX_I64 && rlx_dtype_is_float(to)) ? 1 : 2;
-        cast_any<<<cu_blocks(n, THREADS), THREADS, 0, rlx_cu_stream>>>(from, to, mode, t->in[0], t->out, n);
+        cu_launch(cast_any, cu_blocks(n, THREADS), THREADS, 0, from, to, mode, t->in[0], t->out, n);
     }
     return rlx_cu_check(t, "cast launch");
 }
 
 __global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, void *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (isf) {
             double v = cu_ld(x, dt, i);
@@ -471,8 +483,8 @@ static rlx_status k_clip(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!n)
         return RLX_OK;
     rlx_dtype dt = t->node->dtype;
-    clip_any<<<cu_blocks(n, THREADS), THREADS, 0, rlx_cu_stream>>>(dt, rlx_dtype_is_float(dt), t->node->attrs.clip.lo,
-                                                                   t->node->attrs.clip.hi, t->in[0], t->out, n);
+    cu_launch(clip_any, cu_blocks(n, THREADS), THREADS, 0, dt, rlx_dtype_is_float(dt), t->node->attrs.clip.lo,
+              t->node->attrs.clip.hi, t->in[0], t->out, n);
     return rlx_cu_check(t, "clip launch");
 }
 
@@ -490,6 +502,7 @@ cudaError_t rlx_cu_set_run_index(const unsigned long long *src)
 __global__ void random_kernel(int kind, int dt, unsigned long long seed, unsigned long long node_id, double a, double b,
                               const void *x, void *y, int64_t n)
 {
+    cu_grid_wait();
     unsigned long long stream = (node_id << 32) ^ rlx_cu_run_index;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (kind == 0) {
@@ -529,9 +542,8 @@ static rlx_status k_random(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         return RLX_OK;
     }
-    random_kernel<<<cu_blocks(count, THREADS), THREADS, 0, rlx_cu_stream>>>(
-        kind, n->dtype, (unsigned long long)ctx->seed, (unsigned long long)(uint32_t)t->id, a, b,
-        kind == 2 ? t->in[0] : NULL, t->out, count);
+    cu_launch(random_kernel, cu_blocks(count, THREADS), THREADS, 0, kind, n->dtype, (unsigned long long)ctx->seed,
+              (unsigned long long)(uint32_t)t->id, a, b, kind == 2 ? t->in[0] : NULL, t->out, count);
     return rlx_cu_check(t, "random launch");
 }
 

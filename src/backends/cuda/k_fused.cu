@@ -17,6 +17,7 @@ template <typename T>
 __global__ void batch_norm_kernel(const T *x, const T *scale, const T *bias, const T *mean, const T *var, T *y,
                                   int64_t total, int64_t C, int64_t inner, float eps)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t c = (i / inner) % C;
         float s = cu_tof<T>(scale[c]) * rsqrtf(cu_tof<T>(var[c]) + eps);
@@ -34,7 +35,7 @@ static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     float eps = (float)t->node->attrs.batch_norm.eps;
-    CU_FLOAT_DISPATCH(xn->dtype, T, batch_norm_kernel<T><<<cu_blocks(total, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (const T *)t->in[3], (const T *)t->in[4], (T *)t->out, total, C, inner, eps));
+    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(batch_norm_kernel<T>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (const T *)t->in[3], (const T *)t->in[4], (T *)t->out, total, C, inner, eps));
     return rlx_cu_check(t, "batch norm launch");
 }
 
@@ -74,6 +75,7 @@ static void release_swiglu(rlx_thunk *t)
 
 template <typename T> __global__ void swiglu_combine(const T *g, const T *u, T *y, int64_t n)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float x = cu_tof<T>(g[i]);
         float si = x >= 0 ? x / (1.0f + __expf(-x)) : x * __expf(x) / (1.0f + __expf(x));
@@ -99,7 +101,7 @@ static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
         st = rlx_cu_gemm_run(t, &s->g, t->in[0], t->in[2], U, NULL, ws);
     if (st != RLX_OK)
         return st;
-    CU_FLOAT_DISPATCH(t->node->dtype, T, swiglu_combine<T><<<cu_blocks(s->total, 256), 256, 0, rlx_cu_stream>>>((const T *)G, (const T *)U, (T *)t->out, s->total));
+    CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(swiglu_combine<T>, cu_blocks(s->total, 256), 256, 0, (const T *)G, (const T *)U, (T *)t->out, s->total));
     return rlx_cu_check(t, "swiglu launch");
 }
 
@@ -122,6 +124,7 @@ typedef struct ew_prog {
 /* FLAT: every input dense and of the output's shape (no index math). */
 template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
         float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
         int64_t off[RLX_MAX_INPUTS];
@@ -158,6 +161,7 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
 
 template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
         float r[EWS_IN + EWS_OPS];
 #pragma unroll
@@ -274,6 +278,7 @@ template <typename T, int V> __device__ __forceinline__ void ew_store(T *y, int6
 
 template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
 {
+    cu_grid_wait();
     constexpr int R = EWS_IN + NO;
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
@@ -362,6 +367,7 @@ __device__ __forceinline__ float ew_cheap(int op, float x, float y)
 
 template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin, int inner_stride_mask, T *y)
 {
+    cu_grid_wait();
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         ew_vec<V> in[EWS_IN];
@@ -534,16 +540,16 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
         int blocks = cu_blocks(s->prog.total / V, 256);
         if (V == 4)
-            ew_chain_lin<float, 4><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (float *)t->out);
+            cu_launch(ew_chain_lin<float, 4>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (float *)t->out);
         else if (t->node->dtype == RLX_F16)
-            ew_chain_lin<__half, 8><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (__half *)t->out);
+            cu_launch(ew_chain_lin<__half, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (__half *)t->out);
         else
-            ew_chain_lin<__nv_bfloat16, 8><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->lin, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
+            cu_launch(ew_chain_lin<__nv_bfloat16, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
     } else if (s->use_vec) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
         int blocks = cu_blocks(nvec, 256);
-#define EWV_LAUNCH(T, VV, NO) ew_chain_vec<T, VV, NO><<<blocks, 256, 0, rlx_cu_stream>>>(s->small, s->inner_stride_mask, (T *)t->out)
+#define EWV_LAUNCH(T, VV, NO) cu_launch(ew_chain_vec<T, VV, NO>, blocks, 256, 0, s->small, s->inner_stride_mask, (T *)t->out)
 #define EWV_SIZES(T, VV)                                                                                                \
     do {                                                                                                               \
         if (nops <= 2)                                                                                                 \
@@ -562,11 +568,11 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #undef EWV_SIZES
 #undef EWV_LAUNCH
     } else if (s->use_small)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_small<T><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->small, (T *)t->out));
+        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_small<T>, cu_blocks(s->prog.total, 256), 256, 0, s->small, (T *)t->out));
     else if (flat)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, true><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
+        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_kernel<T, true>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
     else
-        CU_FLOAT_DISPATCH(t->node->dtype, T, ew_chain_kernel<T, false><<<cu_blocks(s->prog.total, 256), 256, 0, rlx_cu_stream>>>(s->prog, (T *)t->out));
+        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_kernel<T, false>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
     return rlx_cu_check(t, "elementwise chain launch");
 }
 

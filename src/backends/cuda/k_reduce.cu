@@ -73,6 +73,7 @@ __device__ __forceinline__ double red_combine(int op, double a, double v)
 /* One warp per output element. */
 __global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state s)
 {
+    cu_grid_wait();
     int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (warp >= s.n_out)
@@ -108,7 +109,7 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!s->n_out)
         return RLX_OK;
     int64_t threads = s->n_out * 32;
-    reduce_kernel<<<cu_blocks(threads, 256), 256, 0, rlx_cu_stream>>>(t->node->op, t->node->dtype, t->in[0], t->out, *s);
+    cu_launch(reduce_kernel, cu_blocks(threads, 256), 256, 0, t->node->op, t->node->dtype, t->in[0], t->out, *s);
     return rlx_cu_check(t, "reduce launch");
 }
 
@@ -122,6 +123,7 @@ static bool reduce_ok(const rlx_graph *g, const rlx_node_data *n)
 
 __global__ void arg_kernel(int is_max, int dt, const void *x, long long *y, int64_t n_out, int64_t n, int64_t inner)
 {
+    cu_grid_wait();
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n_out; o += (int64_t)gridDim.x * blockDim.x) {
         int64_t base = (o / inner) * n * inner + (o % inner);
         int64_t best_i = 0;
@@ -156,8 +158,8 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t n_out = outer * inner;
     if (!n_out || !n)
         return RLX_OK;
-    arg_kernel<<<cu_blocks(n_out, 256), 256, 0, rlx_cu_stream>>>(t->node->op == RLX_OP_ARGMAX, xn->dtype, t->in[0],
-                                                                 (long long *)t->out, n_out, n, inner);
+    cu_launch(arg_kernel, cu_blocks(n_out, 256), 256, 0, t->node->op == RLX_OP_ARGMAX, xn->dtype, t->in[0],
+              (long long *)t->out, n_out, n, inner);
     return rlx_cu_check(t, "arg launch");
 }
 
@@ -173,6 +175,7 @@ static bool arg_ok(const rlx_graph *g, const rlx_node_data *n)
 template <typename T>
 __global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
 {
+    cu_grid_wait();
     int64_t row = blockIdx.x;
     const T *xr = x + row * n;
     T *yr = y + row * n;
@@ -237,6 +240,7 @@ __global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
 template <typename T>
 __global__ void softmax_strided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int logsm)
 {
+    cu_grid_wait();
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outer * inner; o += (int64_t)gridDim.x * blockDim.x) {
         int64_t base = (o / inner) * n * inner + (o % inner);
         float m = -INFINITY;
@@ -274,9 +278,9 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype dt = xn->dtype;
     if (inner == 1 && outer < (1LL << 31)) {
         int threads = n >= 1024 ? 256 : n >= 256 ? 128 : 32;
-        CU_FLOAT_DISPATCH(dt, T, softmax_rows<T><<<(unsigned)outer, threads, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, n, logsm));
+        CU_FLOAT_DISPATCH(dt, T, cu_launch(softmax_rows<T>, (unsigned)outer, threads, 0, (const T *)t->in[0], (T *)t->out, n, logsm));
     } else {
-        CU_FLOAT_DISPATCH(dt, T, softmax_strided<T><<<cu_blocks(outer * inner, 256), 256, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, outer, n, inner, logsm));
+        CU_FLOAT_DISPATCH(dt, T, cu_launch(softmax_strided<T>, cu_blocks(outer * inner, 256), 256, 0, (const T *)t->in[0], (T *)t->out, outer, n, inner, logsm));
     }
     return rlx_cu_check(t, "softmax launch");
 }
@@ -288,6 +292,7 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 template <typename T>
 __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int64_t n, float eps, int is_layer)
 {
+    cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (row >= rows)
@@ -345,6 +350,7 @@ template <typename T, int V, int PER>
 __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int n,
                               float eps, int is_layer)
 {
+    cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (row >= rows)
@@ -420,7 +426,7 @@ static bool norm_launch_reg(const void *x, const void *res, const void *gamma, c
     int per = (int)((n / V + 31) / 32);
     int blocks = cu_blocks(rows * 32, 128);
 #define NR_LAUNCH(P)                                                                                                   \
-    norm_rows_reg<T, 16 / sizeof(T), P><<<blocks, 128, 0, rlx_cu_stream>>>((const T *)x, (const T *)res, (const T *)gamma, \
+    cu_launch(norm_rows_reg<T, 16 / sizeof(T), P>, blocks, 128, 0, (const T *)x, (const T *)res, (const T *)gamma, \
                                                                            (const T *)beta, (T *)y, rows, (int)n, eps, is_layer)
     if (per <= 1)
         NR_LAUNCH(1);
@@ -453,7 +459,7 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool done = false;
     CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, t->out, rows, n, eps, is_layer));
     if (!done)
-        CU_FLOAT_DISPATCH(xn->dtype, T, norm_rows<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
+        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(norm_rows<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
     return rlx_cu_check(t, "norm launch");
 }
 
@@ -487,6 +493,7 @@ __device__ __forceinline__ float ssm_val(const T *x, const void *mask, int mdt, 
 template <typename T>
 __global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_state s, float scale)
 {
+    cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     if (row >= s.outer * s.inner)
@@ -548,7 +555,7 @@ static rlx_status k_ssm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int mdt = t->node->attrs.sm.has_mask ? (int)t->in_node[1]->dtype : -1;
     const void *mask = mdt >= 0 ? t->in[1] : NULL;
     float scale = (float)t->node->attrs.sm.scale;
-    CU_FLOAT_DISPATCH(t->node->dtype, T, ssm_kernel<T><<<cu_blocks(rows * 32, 128), 128, 0, rlx_cu_stream>>>((const T *)t->in[0], mask, mdt, (T *)t->out, *s, scale));
+    CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ssm_kernel<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], mask, mdt, (T *)t->out, *s, scale));
     return rlx_cu_check(t, "softmax launch");
 }
 

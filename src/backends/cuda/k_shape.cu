@@ -21,6 +21,7 @@ static bool any_ok(const rlx_graph *g, const rlx_node_data *n)
 /* dst (dense) = src read through walk strides (operand 0). */
 template <typename E> __global__ void strided_copy(const E *src, E *dst, cu_walk w)
 {
+    cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off = 0, q = i;
         for (int d = w.nd - 1; d >= 0; d--) {
@@ -41,6 +42,7 @@ typedef struct walk32 {
 
 template <typename E> __global__ void strided_copy32(const E *src, E *dst, walk32 w)
 {
+    cu_grid_wait();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < w.total; i += gridDim.x * blockDim.x) {
         int off = 0;
         unsigned q = i;
@@ -55,6 +57,7 @@ template <typename E> __global__ void strided_copy32(const E *src, E *dst, walk3
 /* 2-d transpose of the last two collapsed dims through a shared tile. */
 template <typename E> __global__ void transpose_tile(const E *src, E *dst, int64_t batch, int64_t R, int64_t C)
 {
+    cu_grid_wait();
     /* src [batch][R][C] -> dst [batch][C][R] */
     __shared__ E tile[32][33];
     int64_t b = blockIdx.z;
@@ -115,20 +118,20 @@ static rlx_status launch_strided(const rlx_thunk *t, const void *src, const cu_w
         }
         int b32 = cu_blocks(v.total, THREADS);
         switch (ves) {
-        case 1: strided_copy32<unsigned char><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)src, (unsigned char *)t->out, w32); break;
-        case 2: strided_copy32<unsigned short><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)src, (unsigned short *)t->out, w32); break;
-        case 4: strided_copy32<unsigned int><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)src, (unsigned int *)t->out, w32); break;
-        case 8: strided_copy32<unsigned long long><<<b32, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)src, (unsigned long long *)t->out, w32); break;
-        default: strided_copy32<uint4><<<b32, THREADS, 0, rlx_cu_stream>>>((const uint4 *)src, (uint4 *)t->out, w32); break;
+        case 1: cu_launch(strided_copy32<unsigned char>, b32, THREADS, 0, (const unsigned char *)src, (unsigned char *)t->out, w32); break;
+        case 2: cu_launch(strided_copy32<unsigned short>, b32, THREADS, 0, (const unsigned short *)src, (unsigned short *)t->out, w32); break;
+        case 4: cu_launch(strided_copy32<unsigned int>, b32, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out, w32); break;
+        case 8: cu_launch(strided_copy32<unsigned long long>, b32, THREADS, 0, (const unsigned long long *)src, (unsigned long long *)t->out, w32); break;
+        default: cu_launch(strided_copy32<uint4>, b32, THREADS, 0, (const uint4 *)src, (uint4 *)t->out, w32); break;
         }
         return rlx_cu_check(t, "strided copy launch");
     }
     int blocks = cu_blocks(w->total, THREADS);
     switch (es) {
-    case 1: strided_copy<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)src, (unsigned char *)t->out, *w); break;
-    case 2: strided_copy<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)src, (unsigned short *)t->out, *w); break;
-    case 4: strided_copy<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)src, (unsigned int *)t->out, *w); break;
-    default: strided_copy<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)src, (unsigned long long *)t->out, *w); break;
+    case 1: cu_launch(strided_copy<unsigned char>, blocks, THREADS, 0, (const unsigned char *)src, (unsigned char *)t->out, *w); break;
+    case 2: cu_launch(strided_copy<unsigned short>, blocks, THREADS, 0, (const unsigned short *)src, (unsigned short *)t->out, *w); break;
+    case 4: cu_launch(strided_copy<unsigned int>, blocks, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out, *w); break;
+    default: cu_launch(strided_copy<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)src, (unsigned long long *)t->out, *w); break;
     }
     return rlx_cu_check(t, "strided copy launch");
 }
@@ -192,9 +195,9 @@ static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (tile && batch < 65536 && (R + 31) / 32 < 65536 && (es == 2 || es == 4)) {
         dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
         if (es == 2)
-            transpose_tile<unsigned short><<<grid, block, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], (unsigned short *)t->out, batch, R, C);
+            cu_launch(transpose_tile<unsigned short>, grid, block, 0, (const unsigned short *)t->in[0], (unsigned short *)t->out, batch, R, C);
         else
-            transpose_tile<unsigned int><<<grid, block, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], (unsigned int *)t->out, batch, R, C);
+            cu_launch(transpose_tile<unsigned int>, grid, block, 0, (const unsigned int *)t->in[0], (unsigned int *)t->out, batch, R, C);
         return rlx_cu_check(t, "transpose launch");
     }
     return launch_strided(t, t->in[0], w, es);
@@ -284,6 +287,7 @@ template <typename E>
 __global__ void gather_kernel(const E *data, const void *idx, int idx_dt, E *out, int64_t outer, int64_t n, int64_t m,
                               int64_t inner, cu_fault *fault, int node)
 {
+    cu_grid_wait();
     int64_t total = outer * m * inner;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t e = i % inner, r = i / inner;
@@ -317,15 +321,15 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (bytes_row % 16 == 0 && (uintptr_t)t->in[0] % 16 == 0) {
         int64_t in16 = bytes_row / 16;
         blocks = cu_blocks(outer * m * in16, THREADS);
-        gather_kernel<uint4><<<blocks, THREADS, 0, rlx_cu_stream>>>((const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16, rlx_cu_fault, t->id);
+        cu_launch(gather_kernel<uint4>, blocks, THREADS, 0, (const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16, rlx_cu_fault, t->id);
         return rlx_cu_check(t, "gather launch");
     }
     blocks = cu_blocks(total, THREADS);
     switch (es) {
-    case 1: gather_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    case 2: gather_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    case 4: gather_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    default: gather_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 1: cu_launch(gather_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 2: cu_launch(gather_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 4: cu_launch(gather_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    default: cu_launch(gather_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
     }
     return rlx_cu_check(t, "gather launch");
 }
@@ -365,6 +369,7 @@ __device__ __forceinline__ int64_t pad_src(int64_t i, int64_t n, int64_t b, int 
 
 template <typename E> __global__ void pad_kernel(const E *x, E *y, int64_t total, pad_state s)
 {
+    cu_grid_wait();
     E fill;
     memcpy(&fill, &s.fill, sizeof(E));
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
@@ -429,10 +434,10 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
     size_t es = rlx_dtype_size(t->node->dtype);
     int blocks = cu_blocks(total, THREADS);
     switch (es) {
-    case 1: pad_kernel<unsigned char><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned char *)t->in[0], (unsigned char *)t->out, total, *s); break;
-    case 2: pad_kernel<unsigned short><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned short *)t->in[0], (unsigned short *)t->out, total, *s); break;
-    case 4: pad_kernel<unsigned int><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned int *)t->in[0], (unsigned int *)t->out, total, *s); break;
-    default: pad_kernel<unsigned long long><<<blocks, THREADS, 0, rlx_cu_stream>>>((const unsigned long long *)t->in[0], (unsigned long long *)t->out, total, *s); break;
+    case 1: cu_launch(pad_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0], (unsigned char *)t->out, total, *s); break;
+    case 2: cu_launch(pad_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0], (unsigned short *)t->out, total, *s); break;
+    case 4: cu_launch(pad_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], (unsigned int *)t->out, total, *s); break;
+    default: cu_launch(pad_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0], (unsigned long long *)t->out, total, *s); break;
     }
     return rlx_cu_check(t, "pad launch");
 }
@@ -443,6 +448,7 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 template <typename T>
 __global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset, int inter)
 {
+    cu_grid_wait();
     int64_t half = D / 2;
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = p % half, rs = p / half, s = rs % S;
@@ -468,7 +474,7 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     int64_t pairs = total / 2;
     const rlx_node_data *n = t->node;
-    CU_FLOAT_DISPATCH(xn->dtype, T, rope_kernel<T><<<cu_blocks(pairs, THREADS), THREADS, 0, rlx_cu_stream>>>((const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
+    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_kernel<T>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
     return rlx_cu_check(t, "rope launch");
 }
 
