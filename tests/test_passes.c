@@ -311,6 +311,101 @@ static void test_canon_gelu_then_fuses(void **state)
     rlx_graph_free(g);
 }
 
+/* Normalisations written out, and near misses. */
+enum {
+    LN_TORCH, LN_BARE, LN_RSQRT_GAMMA, LN_BETA_ONLY, RMS_GAMMA, RMS_RECIP, RMS_ONE_OVER, /* rewritten */
+    RMS_OF_SHIFTED, RMS_WITH_BETA, LN_FULL_GAMMA,                                     /* partly */
+    NORM_FIRST_AXIS, NORM_CUBE, NORM_NEG_EPS, N_NORMS
+};
+
+static rlx_graph *norm_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 16});
+    rlx_node h = rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)); /* x is computed, not a leaf */
+    float gv[64], bv[16];
+    random_floats(gv, 64, 31);
+    random_floats(bv, 16, 32);
+    rlx_node gamma = form == LN_FULL_GAMMA ? rlx_constant(g, RLX_F32, 2, (int64_t[]){4, 16}, gv, sizeof gv)
+                                           : rlx_constant(g, RLX_F32, 1, (int64_t[]){16}, gv, 16 * sizeof(float));
+    rlx_node beta = rlx_constant(g, RLX_F32, 1, (int64_t[]){16}, bv, sizeof bv);
+    int last = form == NORM_FIRST_AXIS ? 0 : 1;
+    rlx_node eps = rlx_scalar(g, RLX_F32, form == NORM_NEG_EPS ? -1e-5 : 1e-5);
+    bool centred = form <= LN_BETA_ONLY || form == LN_FULL_GAMMA || form == NORM_FIRST_AXIS || form == NORM_CUBE ||
+                   form == NORM_NEG_EPS;
+    rlx_node v = h;
+    if (centred) /* d = h - mean(h) */
+        v = rlx_sub(g, h, rlx_reduce_mean(g, h, 1, &last, 1));
+    else if (form == RMS_OF_SHIFTED) /* the mean of another tensor: not a LayerNorm */
+        v = rlx_sub(g, h, rlx_reduce_mean(g, x, 1, &last, 1));
+    rlx_node sq = form == NORM_CUBE ? rlx_pow(g, v, rlx_scalar(g, RLX_F32, 3))
+                  : form == LN_RSQRT_GAMMA || form == RMS_RECIP ? rlx_mul(g, v, v)
+                                                                : rlx_pow(g, v, rlx_scalar(g, RLX_F32, 2));
+    rlx_node ms = rlx_reduce_mean(g, sq, 1, &last, 1);
+    rlx_node var = form == LN_RSQRT_GAMMA ? rlx_add(g, eps, ms) : rlx_add(g, ms, eps);
+    rlx_node y;
+    if (form == LN_RSQRT_GAMMA || form == RMS_GAMMA)
+        y = rlx_mul(g, rlx_rsqrt(g, var), v);
+    else if (form == RMS_RECIP)
+        y = rlx_mul(g, v, rlx_reciprocal(g, rlx_sqrt(g, var)));
+    else if (form == RMS_ONE_OVER)
+        y = rlx_mul(g, v, rlx_div(g, rlx_scalar(g, RLX_F32, 1), rlx_sqrt(g, var)));
+    else
+        y = rlx_div(g, v, rlx_sqrt(g, var));
+    if (form == LN_TORCH || form == LN_RSQRT_GAMMA || form == RMS_GAMMA || form == RMS_WITH_BETA ||
+        form == LN_FULL_GAMMA)
+        y = form == LN_RSQRT_GAMMA ? rlx_mul(g, gamma, y) : rlx_mul(g, y, gamma);
+    if (form == LN_TORCH || form == LN_BETA_ONLY || form == RMS_WITH_BETA)
+        y = rlx_add(g, y, beta);
+    rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){64}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_rewrites_written_out_norms(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    /* per form: layer_norm and rms_norm nodes after simplify, their gamma
+     * and beta, and the products and sums left beside them */
+    static const struct { int ln, rms, has_gamma, has_beta, muls, adds; } want[N_NORMS] = {
+        [LN_TORCH] = {1, 0, 1, 1, 1, 0},       [LN_BARE] = {1, 0, 0, 0, 1, 0},
+        [LN_RSQRT_GAMMA] = {1, 0, 1, 0, 1, 0}, [LN_BETA_ONLY] = {1, 0, 0, 1, 1, 0},
+        [RMS_GAMMA] = {0, 1, 1, 0, 1, 0},      [RMS_RECIP] = {0, 1, 0, 0, 1, 0},
+        [RMS_ONE_OVER] = {0, 1, 0, 0, 1, 0},   [RMS_OF_SHIFTED] = {0, 1, 0, 0, 1, 0},
+        [RMS_WITH_BETA] = {0, 1, 1, 0, 1, 1},  [LN_FULL_GAMMA] = {1, 0, 0, 0, 2, 0},
+    };
+    for (int form = 0; form < N_NORMS; form++) {
+        rlx_graph *g = norm_graph(form);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        print_message("norm form %d\n", form);
+        assert_int_equal(count_op(s, RLX_OP_LAYER_NORM), want[form].ln);
+        assert_int_equal(count_op(s, RLX_OP_RMS_NORM), want[form].rms);
+        if (want[form].ln || want[form].rms) {
+            /* nothing of the decomposition is left; the products left are
+             * the scale of h (and a gamma not absorbed) */
+            assert_int_equal(count_op(s, RLX_OP_REDUCE_MEAN), form == RMS_OF_SHIFTED);
+            assert_int_equal(count_op(s, RLX_OP_SQRT) + count_op(s, RLX_OP_RSQRT) + count_op(s, RLX_OP_POW) +
+                                 count_op(s, RLX_OP_DIV) + count_op(s, RLX_OP_RECIPROCAL),
+                             0);
+            assert_int_equal(count_op(s, RLX_OP_MUL), want[form].muls);
+            assert_int_equal(count_op(s, RLX_OP_ADD), want[form].adds);
+            for (int i = 0; i < s->n_nodes; i++)
+                if (s->nodes[i].op == RLX_OP_LAYER_NORM || s->nodes[i].op == RLX_OP_RMS_NORM) {
+                    assert_int_equal(s->nodes[i].attrs.norm.has_gamma, want[form].has_gamma);
+                    assert_int_equal(s->nodes[i].attrs.norm.has_beta, want[form].has_beta);
+                    assert_float_equal(s->nodes[i].attrs.norm.eps, 1e-5, 1e-9);
+                }
+        }
+        rlx_graph_free(s);
+        float xv[64];
+        random_floats(xv, 64, 41 + (unsigned)form);
+        assert_simplify_keeps_values(g, xv, 64, 64, 2e-5, 2e-5);
+        rlx_graph_free(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_simplify_pipeline_same_results),
         cmocka_unit_test(test_canon_rewrites_written_out_activations),
         cmocka_unit_test(test_canon_gelu_then_fuses),
+        cmocka_unit_test(test_canon_rewrites_written_out_norms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

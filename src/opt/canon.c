@@ -7,12 +7,18 @@
  *   GELU tanh  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
  *              with x^3 as x * (x * x), (x * x) * x or pow(x, 3)
  *   SiLU       x * sigmoid(x)
+ *   LayerNorm  d / sqrt(mean(d^2) + eps) with d = x - mean(x)
+ *              [* gamma] [+ beta]   (PyTorch before opset 17)
+ *   RMSNorm    x / sqrt(mean(x^2) + eps) [* gamma]
  *
  * in any grouping of the three GELU factors, either operand order of every
- * product and sum, and x * (1 / sqrt 2) for the division.  The rewritten
- * product must keep x's shape and dtype (a constant that broadcasts x is
- * not a scalar factor).  What the rewrite leaves unused, the next dce
- * removes. */
+ * product and sum, and x * (1 / sqrt 2) for the division.  In the norms the
+ * means are over the last axis with the axis kept, a square is pow(v, 2) or
+ * v * v, eps is a scalar constant >= 0, and the division may be a product
+ * with rsqrt(...), 1 / sqrt(...) or reciprocal(sqrt(...)); gamma and beta
+ * are vectors the size of the last axis.  The rewritten node must keep x's
+ * shape and dtype (a constant that broadcasts x is not a scalar factor).
+ * What the rewrite leaves unused, the next dce removes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +158,143 @@ static rlx_node match(const rlx_graph *g, rlx_node id, rlx_op *op)
     return keeps ? x : -1;
 }
 
+/* ---- normalisations */
+
+typedef struct norm_form {
+    rlx_op op; /* RLX_OP_LAYER_NORM or RLX_OP_RMS_NORM */
+    rlx_node x, gamma, beta;
+    double eps;
+} norm_form;
+
+/* v when id is the mean of v over its last axis, kept; else -1. */
+static rlx_node mean_last(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_REDUCE_MEAN || !n->attrs.reduce.keepdims)
+        return -1;
+    int r = g->nodes[n->in[0]].shape.ndim;
+    return r >= 1 && n->attrs.reduce.axes == 1u << (r - 1) ? n->in[0] : -1;
+}
+
+/* v when id is pow(v, 2) or v * v; else -1. */
+static rlx_node square_of(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op == RLX_OP_POW)
+        return is_scalar(g, n->in[1], 2.0, 0) ? n->in[0] : -1;
+    return n->op == RLX_OP_MUL && n->in[0] == n->in[1] ? n->in[0] : -1;
+}
+
+/* v when id is mean(v^2) + eps (*eps set); else -1. */
+static rlx_node mean_square_eps(const rlx_graph *g, rlx_node id, double *eps)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_ADD)
+        return -1;
+    for (int j = 0; j < 2; j++) {
+        rlx_node m = mean_last(g, n->in[1 - j]);
+        if (m >= 0 && rlx_scalar_value(&g->nodes[n->in[j]], eps) && *eps >= 0)
+            return square_of(g, m);
+    }
+    return -1;
+}
+
+/* v when id is sqrt(mean(v^2) + eps) (inverse false) or its reciprocal,
+ * written as rsqrt(...), 1 / sqrt(...) or reciprocal(sqrt(...)) (inverse
+ * true); else -1. */
+static rlx_node root_mean_square(const rlx_graph *g, rlx_node id, bool inverse, double *eps)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (!inverse)
+        return n->op == RLX_OP_SQRT ? mean_square_eps(g, n->in[0], eps) : -1;
+    if (n->op == RLX_OP_RSQRT)
+        return mean_square_eps(g, n->in[0], eps);
+    if (n->op == RLX_OP_RECIPROCAL)
+        return root_mean_square(g, n->in[0], false, eps);
+    if (n->op == RLX_OP_DIV && is_scalar(g, n->in[0], 1.0, 0))
+        return root_mean_square(g, n->in[1], false, eps);
+    return -1;
+}
+
+/* v when id is v divided by its own root mean square; else -1. */
+static rlx_node over_rms(const rlx_graph *g, rlx_node id, double *eps)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op == RLX_OP_DIV && root_mean_square(g, n->in[1], false, eps) == n->in[0])
+        return n->in[0];
+    if (n->op == RLX_OP_MUL)
+        for (int j = 0; j < 2; j++)
+            if (root_mean_square(g, n->in[1 - j], true, eps) == n->in[j])
+                return n->in[j];
+    return -1;
+}
+
+/* Whether id is a normalisation without gamma or beta: d / rms(d) with
+ * d = x - mean(x) is LayerNorm of x, v / rms(v) otherwise RMSNorm of v. */
+static bool norm_core(const rlx_graph *g, rlx_node id, norm_form *f)
+{
+    rlx_node v = over_rms(g, id, &f->eps);
+    if (v < 0)
+        return false;
+    const rlx_node_data *d = &g->nodes[v];
+    bool centred = d->op == RLX_OP_SUB && mean_last(g, d->in[1]) == d->in[0];
+    f->op = centred ? RLX_OP_LAYER_NORM : RLX_OP_RMS_NORM;
+    f->x = centred ? d->in[0] : v;
+    f->gamma = f->beta = -1;
+    return true;
+}
+
+/* Whether id is a vector for x's last axis, of x's dtype. */
+static bool last_axis_vector(const rlx_graph *g, rlx_node id, rlx_node x)
+{
+    const rlx_node_data *v = &g->nodes[id], *xn = &g->nodes[x];
+    return v->shape.ndim == 1 && xn->shape.ndim >= 1 && v->shape.dims[0] == xn->shape.dims[xn->shape.ndim - 1] &&
+           v->dtype == xn->dtype;
+}
+
+/* One of the operands of the product or sum id is a normalisation (with
+ * what it absorbed so far, found by inner) and the other a last-axis
+ * vector: that vector, f filled; else -1. */
+static rlx_node around_norm(const rlx_graph *g, rlx_node id, rlx_op op,
+                            bool (*inner)(const rlx_graph *, rlx_node, norm_form *), norm_form *f)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != op)
+        return -1;
+    for (int j = 0; j < 2; j++)
+        if (inner(g, n->in[j], f) && last_axis_vector(g, n->in[1 - j], f->x))
+            return n->in[1 - j];
+    return -1;
+}
+
+/* A normalisation with or without gamma. */
+static bool norm_scaled(const rlx_graph *g, rlx_node id, norm_form *f)
+{
+    if (norm_core(g, id, f))
+        return true;
+    rlx_node gamma = around_norm(g, id, RLX_OP_MUL, norm_core, f);
+    if (gamma < 0)
+        return false;
+    f->gamma = gamma;
+    return true;
+}
+
+/* id as a normalisation with what it absorbs (gamma, then beta for
+ * LayerNorm), keeping x's shape and dtype. */
+static bool norm_match(const rlx_graph *g, rlx_node id, norm_form *f)
+{
+    bool found = norm_scaled(g, id, f);
+    if (!found) {
+        rlx_node beta = around_norm(g, id, RLX_OP_ADD, norm_scaled, f);
+        found = beta >= 0 && f->op == RLX_OP_LAYER_NORM;
+        f->beta = beta;
+    }
+    if (!found)
+        return false;
+    const rlx_node_data *xn = &g->nodes[f->x], *r = &g->nodes[id];
+    return rlx_dtype_is_float(xn->dtype) && xn->dtype == r->dtype && rlx_shape_equal(&xn->shape, &r->shape);
+}
+
 rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     int n = g->n_nodes, rewritten = 0;
@@ -161,10 +304,17 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
         goto fail;
     for (int i = 0; i < n; i++) {
         rlx_op op;
+        norm_form f;
         rlx_node x = match(g, i, &op);
         if (x >= 0) {
             map[i] = op == RLX_OP_SILU ? rlx_silu(out, map[x])
                      : op == RLX_OP_GELU_TANH ? rlx_gelu_tanh(out, map[x]) : rlx_gelu(out, map[x]);
+            rewritten++;
+        } else if (norm_match(g, i, &f)) {
+            rlx_node gamma = f.gamma >= 0 ? map[f.gamma] : -1;
+            map[i] = f.op == RLX_OP_RMS_NORM
+                         ? rlx_rms_norm(out, map[f.x], gamma, f.eps)
+                         : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
             rewritten++;
         } else {
             map[i] = rlx_copy_node(out, g, i, map);
@@ -175,8 +325,8 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
     if (rlx_copy_outputs(out, g, map) != RLX_OK)
         goto fail;
     if (rewritten && ctx && ctx->verbose)
-        fprintf(stderr, "[rlx canon] %d activation%s written out (GELU, GELU tanh, SiLU) rewritten as one op\n",
-                rewritten, rewritten == 1 ? "" : "s");
+        fprintf(stderr, "[rlx canon] %d activation%s or norm%s written out rewritten as one op\n", rewritten,
+                rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s");
     free(map);
     return out;
 fail:

@@ -392,8 +392,8 @@ static cu_graph_state *registry; /* every state with a prologue (under lock) */
 static bool has_random(const rlx_schedule *s)
 {
     for (int i = 0; i < s->n_thunks; i++) {
-        rlx_op op = s->thunks[i].node ? s->thunks[i].node->op : RLX_OP_INPUT;
-        if (op == RLX_OP_RANDOM_UNIFORM || op == RLX_OP_RANDOM_NORMAL || op == RLX_OP_DROPOUT)
+        const rlx_op_info *info = s->thunks[i].node ? rlx_op_info_of(s->thunks[i].node->op) : NULL;
+        if (info && (info->flags & RLX_OPF_RANDOM))
             return true;
     }
     return false;
