@@ -406,6 +406,77 @@ static void test_canon_rewrites_written_out_norms(void **state)
     }
 }
 
+/* Attention written out, and near misses. */
+enum {
+    ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, /* rewritten */
+    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, N_ATTS
+};
+
+static rlx_graph *attn_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 8, 8});
+    const int64_t bshd[4] = {2, 8, 2, 4};
+    const int to_heads[4] = {0, 2, 1, 3}, swap_last[4] = {0, 1, 3, 2}, merged[4] = {0, 2, 3, 1};
+    rlx_node q = rlx_transpose(g, rlx_reshape(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)), 4, bshd), to_heads);
+    rlx_node kr = rlx_reshape(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, -0.7)), 4, bshd);
+    rlx_node v = rlx_transpose(g, rlx_reshape(g, rlx_tanh(g, x), 4, bshd), to_heads);
+    rlx_node kt;
+    if (form == ATT_MERGED_T) {
+        kt = rlx_transpose(g, kr, merged);
+    } else if (form == ATT_K_NOT_TRANSPOSED) {
+        float kv[2 * 2 * 4 * 8];
+        random_floats(kv, 128, 51);
+        kt = rlx_constant(g, RLX_F32, 4, (int64_t[]){2, 2, 4, 8}, kv, sizeof kv);
+    } else {
+        kt = rlx_transpose(g, rlx_transpose(g, kr, to_heads), swap_last);
+    }
+    rlx_node sc = rlx_matmul(g, q, kt, 0, 0);
+    float mv[8] = {0, 0, -1e4f, 0, 0, -1e4f, 0, 0};
+    rlx_node mask = rlx_constant(g, RLX_F32, 4, (int64_t[]){1, 1, 1, 8}, mv, sizeof mv);
+    switch (form) {
+    case ATT_MUL_MASK: sc = rlx_add(g, rlx_mul(g, sc, rlx_scalar(g, RLX_F32, 0.5)), mask); break;
+    case ATT_MASK_FIRST: sc = rlx_add(g, mask, rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2))); break;
+    case ATT_MASK_SCALED: sc = rlx_div(g, rlx_add(g, sc, mask), rlx_scalar(g, RLX_F32, 2)); break;
+    case ATT_NEG_SCALE: sc = rlx_mul(g, rlx_scalar(g, RLX_F32, -0.5), sc); break;
+    case ATT_UNSCALED: break;
+    default: sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)); break;
+    }
+    rlx_node p = rlx_softmax(g, sc, form == ATT_AXIS2 ? 2 : -1);
+    rlx_node o = rlx_transpose(g, rlx_matmul(g, p, v, 0, 0), to_heads);
+    rlx_output(g, "y", rlx_reshape(g, o, 1, (int64_t[]){128}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_rewrites_written_out_attention(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0};
+    for (int form = 0; form < N_ATTS; form++) {
+        rlx_graph *g = attn_graph(form);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        print_message("attention form %d\n", form);
+        bool rewritten = form <= ATT_UNSCALED;
+        assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
+        assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
+        for (int i = 0; i < s->n_nodes; i++)
+            if (s->nodes[i].op == RLX_OP_ATTENTION) {
+                assert_int_equal(count_op(s, RLX_OP_MATMUL), 0);
+                assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-12);
+                assert_int_equal(s->nodes[i].attrs.attention.has_mask, form == ATT_MUL_MASK || form == ATT_MASK_FIRST);
+                assert_int_equal(s->nodes[i].attrs.attention.causal, 0);
+            }
+        rlx_graph_free(s);
+        float xv[128];
+        random_floats(xv, 128, 61 + (unsigned)form);
+        assert_simplify_keeps_values(g, xv, 128, 128, 2e-6, 2e-6);
+        rlx_graph_free(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_canon_rewrites_written_out_activations),
         cmocka_unit_test(test_canon_gelu_then_fuses),
         cmocka_unit_test(test_canon_rewrites_written_out_norms),
+        cmocka_unit_test(test_canon_rewrites_written_out_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,10 @@
  *   LayerNorm  d / sqrt(mean(d^2) + eps) with d = x - mean(x)
  *              [* gamma] [+ beta]   (PyTorch before opset 17)
  *   RMSNorm    x / sqrt(mean(x^2) + eps) [* gamma]
+ *   attention  softmax(q k^T * c [+ mask]) v   (the scale as a product
+ *              with c or a division by 1 / c; k^T a transpose of a
+ *              [B, H, T, D] tensor or of one RLX transposes to it; the
+ *              mask added to the scaled scores, of q's dtype)
  *
  * in any grouping of the three GELU factors, either operand order of every
  * product and sum, and x * (1 / sqrt 2) for the division.  In the norms the
@@ -18,10 +22,13 @@
  * with rsqrt(...), 1 / sqrt(...) or reciprocal(sqrt(...)); gamma and beta
  * are vectors the size of the last axis.  The rewritten node must keep x's
  * shape and dtype (a constant that broadcasts x is not a scalar factor).
- * What the rewrite leaves unused, the next dce removes. */
+ * What the rewrite leaves unused, the next dce removes.  One difference
+ * is accepted: a query row whose scores the mask makes all -inf gives
+ * zeros in RLX's attention where the softmax gives NaN. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "opt/pass.h"
 
@@ -295,6 +302,108 @@ static bool norm_match(const rlx_graph *g, rlx_node id, norm_form *f)
     return rlx_dtype_is_float(xn->dtype) && xn->dtype == r->dtype && rlx_shape_equal(&xn->shape, &r->shape);
 }
 
+/* ---- attention */
+
+typedef struct attn_form {
+    rlx_node q, k, v, mask; /* k: the transpose's input; mask -1 for none */
+    int k_perm[4];          /* k's transpose to [B, H, T, D] (identity: none) */
+    double scale;
+} attn_form;
+
+static bool same_dims(const rlx_node_data *a, const rlx_node_data *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a->shape.dims[i] != b->shape.dims[i])
+            return false;
+    return true;
+}
+
+/* q k^T scaled by c > 0 (or not at all): sets f->q, f->k, f->k_perm and
+ * f->scale. */
+static bool scaled_qk(const rlx_graph *g, rlx_node id, attn_form *f)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    double c;
+    f->scale = 1.0;
+    if (n->op == RLX_OP_DIV && rlx_scalar_value(&g->nodes[n->in[1]], &c) && c > 0) {
+        f->scale = 1.0 / c;
+        n = &g->nodes[n->in[0]];
+    } else if (n->op == RLX_OP_MUL) {
+        int j = rlx_scalar_value(&g->nodes[n->in[0]], &c) ? 0 : rlx_scalar_value(&g->nodes[n->in[1]], &c) ? 1 : -1;
+        if (j < 0 || !(c > 0))
+            return false;
+        f->scale = c;
+        n = &g->nodes[n->in[1 - j]];
+    }
+    if (n->op != RLX_OP_MATMUL || n->attrs.matmul.trans_a || n->attrs.matmul.trans_b)
+        return false;
+    const rlx_node_data *kt = &g->nodes[n->in[1]];
+    if (kt->op != RLX_OP_TRANSPOSE || kt->shape.ndim != 4)
+        return false;
+    /* k^T = transpose(src, perm): k = transpose(src, perm with its last
+     * two entries swapped) */
+    memcpy(f->k_perm, kt->attrs.transpose.perm, sizeof f->k_perm);
+    int t = f->k_perm[2];
+    f->k_perm[2] = f->k_perm[3];
+    f->k_perm[3] = t;
+    f->q = n->in[0];
+    f->k = kt->in[0];
+    return true;
+}
+
+/* The scores before the softmax: scaled_qk, or scaled_qk + mask. */
+static bool attention_scores(const rlx_graph *g, rlx_node id, attn_form *f)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    f->mask = -1;
+    if (n->op == RLX_OP_ADD)
+        for (int j = 0; j < 2; j++)
+            if (scaled_qk(g, n->in[1 - j], f)) {
+                f->mask = n->in[j];
+                return true;
+            }
+    return scaled_qk(g, id, f);
+}
+
+/* id as softmax(scores) v with shapes attention takes as they are. */
+static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
+{
+    const rlx_node_data *o = &g->nodes[id];
+    if (o->op != RLX_OP_MATMUL || o->attrs.matmul.trans_a || o->attrs.matmul.trans_b)
+        return false;
+    const rlx_node_data *p = &g->nodes[o->in[0]];
+    if (p->op != RLX_OP_SOFTMAX || p->shape.ndim != 4 || p->attrs.softmax.axis != 3 ||
+        !attention_scores(g, p->in[0], f))
+        return false;
+    f->v = o->in[1];
+    const rlx_node_data *q = &g->nodes[f->q], *v = &g->nodes[f->v], *s = &g->nodes[p->in[0]];
+    if (q->shape.ndim != 4 || v->shape.ndim != 4 || !rlx_dtype_is_float(q->dtype) || v->dtype != q->dtype ||
+        o->dtype != q->dtype)
+        return false;
+    /* the scores [B, H, S, T] and the output [B, H, S, Dv] exactly as the
+     * products make them (no broadcast of q or v), key heads H or 1 */
+    int64_t B = q->shape.dims[0], H = q->shape.dims[1], S = q->shape.dims[2], T = s->shape.dims[3];
+    int64_t Hv = v->shape.dims[1];
+    if (s->shape.dims[0] != B || s->shape.dims[1] != H || s->shape.dims[2] != S || v->shape.dims[0] != B ||
+        v->shape.dims[2] != T || (Hv != H && Hv != 1) || !same_dims(o, q, 3) || o->shape.dims[3] != v->shape.dims[3])
+        return false;
+    const rlx_node_data *k = &g->nodes[f->k];
+    int64_t kd[4];
+    for (int i = 0; i < 4; i++)
+        kd[i] = k->shape.dims[f->k_perm[i]];
+    if (k->shape.ndim != 4 || k->dtype != q->dtype || kd[0] != B || kd[1] != Hv || kd[2] != T ||
+        kd[3] != q->shape.dims[3])
+        return false;
+    if (f->mask >= 0) {
+        const rlx_node_data *m = &g->nodes[f->mask];
+        rlx_shape full = {4, {B, H, S, T}}, b;
+        if (m->dtype != q->dtype || m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) ||
+            !rlx_shape_equal(&b, &full))
+            return false;
+    }
+    return true;
+}
+
 rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     int n = g->n_nodes, rewritten = 0;
@@ -305,6 +414,7 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
     for (int i = 0; i < n; i++) {
         rlx_op op;
         norm_form f;
+        attn_form a;
         rlx_node x = match(g, i, &op);
         if (x >= 0) {
             map[i] = op == RLX_OP_SILU ? rlx_silu(out, map[x])
@@ -316,6 +426,12 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
                          ? rlx_rms_norm(out, map[f.x], gamma, f.eps)
                          : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
             rewritten++;
+        } else if (attention_match(g, i, &a)) {
+            static const int same[4] = {0, 1, 2, 3};
+            rlx_node k = memcmp(a.k_perm, same, sizeof same) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
+            map[i] = k < 0 ? -1
+                           : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, 0, a.scale);
+            rewritten++;
         } else {
             map[i] = rlx_copy_node(out, g, i, map);
         }
@@ -325,8 +441,8 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
     if (rlx_copy_outputs(out, g, map) != RLX_OK)
         goto fail;
     if (rewritten && ctx && ctx->verbose)
-        fprintf(stderr, "[rlx canon] %d activation%s or norm%s written out rewritten as one op\n", rewritten,
-                rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s");
+        fprintf(stderr, "[rlx canon] %d activation%s, norm%s or attention%s written out rewritten as one op\n",
+                rewritten, rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s");
     free(map);
     return out;
 fail:
