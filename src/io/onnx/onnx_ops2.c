@@ -486,13 +486,21 @@ static rlx_status h_lrn(ox_node *n) {
     double alpha = ox_attr_f(n, "alpha", 1e-4), beta = ox_attr_f(n, "beta", 0.75), bias = ox_attr_f(n, "bias", 1.0);
     if (r < 3 || size < 1) return ox_fail(n, RLX_ERR_SHAPE, "bad input or size");
     rlx_dtype t = oxo_in_dtype(n, 0);
+    /* the window reaches lo channels back and hi ahead; past C - 1 either
+     * way it only adds zeros, so it is clipped there (the scale keeps size) */
+    int64_t C = xd[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+    if (lo > C - 1) lo = C - 1;
+    if (hi > C - 1) hi = C - 1;
+    if (C < 1 || lo + hi + 1 > 4096)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "window of %lld over %lld channels: %lld taps, too many to expand",
+                       (long long)size, (long long)C, (long long)(lo + hi + 1));
     int64_t pads[2 * RLX_MAX_DIMS] = {0};
-    pads[1] = (size - 1) / 2;
-    pads[r + 1] = size - 1 - (size - 1) / 2;
+    pads[1] = lo;
+    pads[r + 1] = hi;
     rlx_node sq = rlx_pad(G, rlx_mul(G, x, x), pads, RLX_PAD_CONSTANT, 0);
     rlx_node sum = -1;
     int ax = 1;
-    for (int64_t i = 0; i < size; i++) {
+    for (int64_t i = 0; i < lo + hi + 1; i++) {
         int64_t s = i, e = i + xd[1];
         rlx_node sl = rlx_slice(G, sq, 1, &ax, &s, &e, NULL);
         sum = sum < 0 ? sl : rlx_add(G, sum, sl);
