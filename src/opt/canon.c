@@ -404,49 +404,38 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
     return true;
 }
 
+/* Node id as the one op it writes out, or a copy; *arg counts rewrites. */
+static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
+{
+    rlx_op op;
+    norm_form f;
+    attn_form a;
+    rlx_node x = match(g, id, &op), y;
+    if (x >= 0) {
+        y = op == RLX_OP_SILU        ? rlx_silu(out, map[x])
+            : op == RLX_OP_GELU_TANH ? rlx_gelu_tanh(out, map[x])
+                                     : rlx_gelu(out, map[x]);
+    } else if (norm_match(g, id, &f)) {
+        rlx_node gamma = f.gamma >= 0 ? map[f.gamma] : -1;
+        y = f.op == RLX_OP_RMS_NORM ? rlx_rms_norm(out, map[f.x], gamma, f.eps)
+                                    : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
+    } else if (attention_match(g, id, &a)) {
+        static const int same[4] = {0, 1, 2, 3};
+        rlx_node k = memcmp(a.k_perm, same, sizeof same) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
+        y = k < 0 ? -1 : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, 0, a.scale);
+    } else {
+        return RLX_REBUILD_COPY;
+    }
+    (*(int *)arg)++;
+    return y < 0 ? RLX_REBUILD_FAIL : y;
+}
+
 rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
-    int n = g->n_nodes, rewritten = 0;
-    rlx_node *map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
-    rlx_graph *out = rlx_graph_new();
-    if (!map || !out)
-        goto fail;
-    for (int i = 0; i < n; i++) {
-        rlx_op op;
-        norm_form f;
-        attn_form a;
-        rlx_node x = match(g, i, &op);
-        if (x >= 0) {
-            map[i] = op == RLX_OP_SILU ? rlx_silu(out, map[x])
-                     : op == RLX_OP_GELU_TANH ? rlx_gelu_tanh(out, map[x]) : rlx_gelu(out, map[x]);
-            rewritten++;
-        } else if (norm_match(g, i, &f)) {
-            rlx_node gamma = f.gamma >= 0 ? map[f.gamma] : -1;
-            map[i] = f.op == RLX_OP_RMS_NORM
-                         ? rlx_rms_norm(out, map[f.x], gamma, f.eps)
-                         : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
-            rewritten++;
-        } else if (attention_match(g, i, &a)) {
-            static const int same[4] = {0, 1, 2, 3};
-            rlx_node k = memcmp(a.k_perm, same, sizeof same) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
-            map[i] = k < 0 ? -1
-                           : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, 0, a.scale);
-            rewritten++;
-        } else {
-            map[i] = rlx_copy_node(out, g, i, map);
-        }
-        if (map[i] < 0)
-            goto fail;
-    }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
-    if (rewritten && ctx && ctx->verbose)
+    int rewritten = 0;
+    rlx_graph *out = rlx_rebuild(g, canon_node, &rewritten);
+    if (out && rewritten && ctx && ctx->verbose)
         fprintf(stderr, "[rlx canon] %d activation%s, norm%s or attention%s written out rewritten as one op\n",
                 rewritten, rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s");
-    free(map);
     return out;
-fail:
-    free(map);
-    rlx_graph_free(out);
-    return NULL;
 }

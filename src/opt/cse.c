@@ -35,53 +35,41 @@ static bool same_node(const rlx_node_data *a, const rlx_node_data *b)
            (a->data_bytes == 0 || memcmp(a->data, b->data, a->data_bytes) == 0);
 }
 
+typedef struct cse_table {
+    rlx_node *slots; /* new ids, -1 empty */
+    size_t cap;      /* a power of two */
+} cse_table;
+
+/* An earlier node of out equal to node id (operands renamed), or a copy
+ * of it that later equal nodes will find. */
+static rlx_node merge_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
+{
+    cse_table *t = (cse_table *)arg;
+    const rlx_node_data *src = &g->nodes[id];
+    const rlx_op_info *info = rlx_op_info_of(src->op);
+    if (src->op == RLX_OP_INPUT || src->op == RLX_OP_PARAM || (info->flags & RLX_OPF_RANDOM))
+        return RLX_REBUILD_COPY;
+    rlx_node_data probe = *src;
+    for (int j = 0; j < probe.n_in; j++)
+        probe.in[j] = map[probe.in[j]];
+    size_t slot = node_hash(&probe) & (t->cap - 1);
+    for (; t->slots[slot] >= 0; slot = (slot + 1) & (t->cap - 1))
+        if (same_node(&out->nodes[t->slots[slot]], &probe))
+            return t->slots[slot];
+    return t->slots[slot] = rlx_copy_node(out, g, id, map);
+}
+
 rlx_graph *rlx_pass_cse(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     (void)ctx;
-    int n = g->n_nodes;
-    size_t cap = 16;
-    while (cap < (size_t)n * 2)
-        cap *= 2;
-    rlx_node *map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
-    rlx_node *table = rlx_calloc(cap, sizeof(rlx_node)); /* new ids, -1 empty */
-    rlx_graph *out = rlx_graph_new();
-    if (!map || !table || !out)
-        goto fail;
-    for (size_t i = 0; i < cap; i++)
-        table[i] = -1;
-    for (int i = 0; i < n; i++) {
-        const rlx_node_data *src = &g->nodes[i];
-        const rlx_op_info *info = rlx_op_info_of(src->op);
-        bool mergeable = src->op != RLX_OP_INPUT && src->op != RLX_OP_PARAM && !(info->flags & RLX_OPF_RANDOM);
-        rlx_node_data probe = *src;
-        for (int j = 0; j < probe.n_in; j++)
-            probe.in[j] = map[probe.in[j]];
-        size_t slot = 0;
-        if (mergeable) {
-            slot = node_hash(&probe) & (cap - 1);
-            while (table[slot] >= 0) {
-                if (same_node(&out->nodes[table[slot]], &probe))
-                    break;
-                slot = (slot + 1) & (cap - 1);
-            }
-            if (table[slot] >= 0) {
-                map[i] = table[slot];
-                continue;
-            }
-        }
-        if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
-            goto fail;
-        if (mergeable)
-            table[slot] = map[i];
-    }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
-    free(map);
-    free(table);
+    cse_table t = {NULL, 16};
+    while (t.cap < (size_t)g->n_nodes * 2)
+        t.cap *= 2;
+    if (!(t.slots = rlx_calloc(t.cap, sizeof(rlx_node))))
+        return NULL;
+    for (size_t i = 0; i < t.cap; i++)
+        t.slots[i] = -1;
+    rlx_graph *out = rlx_rebuild(g, merge_node, &t);
+    free(t.slots);
     return out;
-fail:
-    free(map);
-    free(table);
-    rlx_graph_free(out);
-    return NULL;
 }

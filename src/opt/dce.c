@@ -4,15 +4,19 @@
 
 #include "opt/pass.h"
 
+static rlx_node keep_live(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *live)
+{
+    (void)out, (void)g, (void)map;
+    return ((const bool *)live)[id] ? RLX_REBUILD_COPY : RLX_REBUILD_DROP;
+}
+
 rlx_graph *rlx_pass_dce(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     (void)ctx;
     int n = g->n_nodes;
     bool *live = rlx_calloc((size_t)n + 1, sizeof(bool));
-    rlx_node *map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
-    rlx_graph *out = rlx_graph_new();
-    if (!live || !map || !out)
-        goto fail;
+    if (!live)
+        return NULL;
     for (int i = 0; i < g->n_outputs; i++)
         live[g->outputs[i].node] = true;
     for (int i = n - 1; i >= 0; i--) {
@@ -23,19 +27,7 @@ rlx_graph *rlx_pass_dce(const rlx_graph *g, const rlx_pass_ctx *ctx)
             for (int j = 0; j < g->nodes[i].n_in; j++)
                 live[g->nodes[i].in[j]] = true;
     }
-    for (int i = 0; i < n; i++) {
-        map[i] = -1;
-        if (live[i] && (map[i] = rlx_copy_node(out, g, i, map)) < 0)
-            goto fail;
-    }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
+    rlx_graph *out = rlx_rebuild(g, keep_live, live);
     free(live);
-    free(map);
     return out;
-fail:
-    free(live);
-    free(map);
-    rlx_graph_free(out);
-    return NULL;
 }

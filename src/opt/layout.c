@@ -87,41 +87,30 @@ static rlx_node transpose_of(rlx_graph *g, rlx_node x, const int *perm)
     return rlx_transpose(g, x, perm);
 }
 
+typedef struct layout_step {
+    const rlx_pass_ctx *ctx;
+    const bool *ok; /* sink: nodes whose readers all take a sunk transpose */
+    int convs, pools, changed;
+} layout_step;
+
 /* Step 1: every claimed conv becomes its channels-last form between two
  * transposes.  (Pooling changes layout only in step 2, where its input
  * already comes channels-last: a lone pool gains nothing.) */
-static rlx_graph *convert(const rlx_graph *g, const rlx_pass_ctx *ctx, int *convs)
+static rlx_node convert_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {
-    rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
-    rlx_graph *out = rlx_graph_new();
-    if (!map || !out)
-        goto fail;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const rlx_node_data *n = &g->nodes[i];
-        if (!is_conv(n->op) || !claims_nhwc(g, n, ctx)) {
-            if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
-                goto fail;
-            continue;
-        }
-        rlx_node_data p = *n;
-        for (int j = 0; j < p.n_in; j++)
-            p.in[j] = map[p.in[j]];
-        p.in[0] = rlx_transpose(out, p.in[0], to_nhwc);
-        p.in[1] = transpose_of(out, p.in[1], to_nhwc);
-        p.attrs.conv.layout = RLX_LAYOUT_NHWC;
-        (*convs)++;
-        rlx_node y = rlx_graph_add(out, &p);
-        if (y < 0 || (map[i] = rlx_transpose(out, y, to_nchw)) < 0)
-            goto fail;
-    }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
-    free(map);
-    return out;
-fail:
-    free(map);
-    rlx_graph_free(out);
-    return NULL;
+    layout_step *st = (layout_step *)arg;
+    const rlx_node_data *n = &g->nodes[id];
+    if (!is_conv(n->op) || !claims_nhwc(g, n, st->ctx))
+        return RLX_REBUILD_COPY;
+    rlx_node_data p = *n;
+    for (int j = 0; j < p.n_in; j++)
+        p.in[j] = map[p.in[j]];
+    p.in[0] = rlx_transpose(out, p.in[0], to_nhwc);
+    p.in[1] = transpose_of(out, p.in[1], to_nhwc);
+    p.attrs.conv.layout = RLX_LAYOUT_NHWC;
+    st->convs++;
+    rlx_node y = rlx_graph_add(out, &p);
+    return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, to_nchw);
 }
 
 static bool elementwise(const rlx_node_data *n)
@@ -182,75 +171,54 @@ static int transposed_inputs(const rlx_graph *out, const rlx_node_data *n, const
 /* Step 2, one sweep: transpose(transpose(x)) composes, an elementwise op
  * of transposed inputs becomes a transpose of the op, and a pool of a
  * channels-last tensor made NCHW becomes a channels-last pool where the
- * target claims it.  Returns the new graph and sets *changed. */
-static rlx_graph *sink(const rlx_graph *g, const rlx_pass_ctx *ctx, int *changed, int *pools)
+ * target claims it.  Counts what changed in st. */
+static rlx_node sink_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {
-    rlx_node *map = rlx_calloc((size_t)g->n_nodes + 1, sizeof(rlx_node));
-    bool *ok = sinkable_readers(g, ctx);
-    rlx_graph *out = rlx_graph_new();
-    *changed = 0;
-    if (!map || !ok || !out)
-        goto fail;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const rlx_node_data *n = &g->nodes[i];
-        rlx_node in[RLX_MAX_INPUTS];
-        for (int j = 0; j < n->n_in; j++)
-            in[j] = map[n->in[j]];
-        if (n->op == RLX_OP_TRANSPOSE && out->nodes[in[0]].op == RLX_OP_TRANSPOSE) {
-            const rlx_node_data *inner = &out->nodes[in[0]];
-            int r[RLX_MAX_DIMS];
-            bool ident = true;
-            for (int k = 0; k < n->shape.ndim; k++) {
-                r[k] = inner->attrs.transpose.perm[n->attrs.transpose.perm[k]];
-                ident &= r[k] == k;
-            }
-            map[i] = ident ? inner->in[0] : rlx_transpose(out, inner->in[0], r);
-            (*changed)++;
-        } else if (is_pool(n->op) && out->nodes[in[0]].op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 &&
-                   !memcmp(out->nodes[in[0]].attrs.transpose.perm, to_nchw, sizeof to_nchw) && ok[n->in[0]] &&
-                   claims_nhwc(g, n, ctx)) {
-            rlx_node_data p = *n;
-            p.in[0] = out->nodes[in[0]].in[0];
-            p.attrs.pool.layout = RLX_LAYOUT_NHWC;
-            rlx_node y = rlx_graph_add(out, &p);
-            map[i] = y < 0 ? -1 : rlx_transpose(out, y, to_nchw);
-            (*changed)++;
-            (*pools)++;
-        } else if (elementwise(n) && n->n_in > 0) {
-            int perm[RLX_MAX_DIMS];
-            int count = transposed_inputs(out, n, in, perm);
-            /* one transposed input: move the op only if the transpose
-             * then goes away, not stays behind for another reader */
-            bool single_ok = true;
-            for (int j = 0; j < n->n_in && count == 1; j++)
-                if (out->nodes[in[j]].op == RLX_OP_TRANSPOSE)
-                    single_ok = ok[n->in[j]];
-            if (!count || (count == 1 && !single_ok)) {
-                map[i] = rlx_copy_node(out, g, i, map);
-            } else {
-                rlx_node_data p = *n;
-                for (int j = 0; j < n->n_in; j++)
-                    p.in[j] = out->nodes[in[j]].op == RLX_OP_TRANSPOSE ? out->nodes[in[j]].in[0] : in[j];
-                rlx_node y = rlx_graph_add(out, &p);
-                map[i] = y < 0 ? -1 : rlx_transpose(out, y, perm);
-                (*changed)++;
-            }
-        } else {
-            map[i] = rlx_copy_node(out, g, i, map);
+    layout_step *st = (layout_step *)arg;
+    const rlx_node_data *n = &g->nodes[id];
+    rlx_node in[RLX_MAX_INPUTS], y;
+    for (int j = 0; j < n->n_in; j++)
+        in[j] = map[n->in[j]];
+    if (n->op == RLX_OP_TRANSPOSE && out->nodes[in[0]].op == RLX_OP_TRANSPOSE) {
+        const rlx_node_data *inner = &out->nodes[in[0]];
+        int r[RLX_MAX_DIMS];
+        bool ident = true;
+        for (int k = 0; k < n->shape.ndim; k++) {
+            r[k] = inner->attrs.transpose.perm[n->attrs.transpose.perm[k]];
+            ident &= r[k] == k;
         }
-        if (map[i] < 0)
-            goto fail;
+        st->changed++;
+        return ident ? inner->in[0] : rlx_transpose(out, inner->in[0], r);
     }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
-    free(map);
-    free(ok);
-    return out;
-fail:
-    free(map);
-    free(ok);
-    rlx_graph_free(out);
-    return NULL;
+    if (is_pool(n->op) && out->nodes[in[0]].op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 &&
+        !memcmp(out->nodes[in[0]].attrs.transpose.perm, to_nchw, sizeof to_nchw) && st->ok[n->in[0]] &&
+        claims_nhwc(g, n, st->ctx)) {
+        rlx_node_data p = *n;
+        p.in[0] = out->nodes[in[0]].in[0];
+        p.attrs.pool.layout = RLX_LAYOUT_NHWC;
+        st->changed++;
+        st->pools++;
+        y = rlx_graph_add(out, &p);
+        return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, to_nchw);
+    }
+    if (!elementwise(n) || n->n_in == 0)
+        return RLX_REBUILD_COPY;
+    int perm[RLX_MAX_DIMS];
+    int count = transposed_inputs(out, n, in, perm);
+    /* one transposed input: move the op only if the transpose then goes
+     * away, not stays behind for another reader */
+    bool single_ok = true;
+    for (int j = 0; j < n->n_in && count == 1; j++)
+        if (out->nodes[in[j]].op == RLX_OP_TRANSPOSE)
+            single_ok = st->ok[n->in[j]];
+    if (!count || (count == 1 && !single_ok))
+        return RLX_REBUILD_COPY;
+    rlx_node_data p = *n;
+    for (int j = 0; j < n->n_in; j++)
+        p.in[j] = out->nodes[in[j]].op == RLX_OP_TRANSPOSE ? out->nodes[in[j]].in[0] : in[j];
+    st->changed++;
+    y = rlx_graph_add(out, &p);
+    return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, perm);
 }
 
 static int count_op(const rlx_graph *g, rlx_op op)
@@ -266,19 +234,22 @@ rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx)
     /* without a target to ask there is nothing to gain */
     if (!ctx || !ctx->supports)
         return rlx_graph_clone(g);
-    int convs = 0, pools = 0;
-    rlx_graph *cur = convert(g, ctx, &convs);
-    if (!cur || convs == 0)
+    layout_step st = {ctx, NULL, 0, 0, 0};
+    rlx_graph *cur = rlx_rebuild(g, convert_node, &st);
+    if (!cur || st.convs == 0)
         return cur;
     int before = count_op(cur, RLX_OP_TRANSPOSE) - count_op(g, RLX_OP_TRANSPOSE);
     for (int iter = 0; iter < 64; iter++) {
-        int changed;
-        rlx_graph *next = sink(cur, ctx, &changed, &pools);
+        bool *ok = sinkable_readers(cur, ctx);
+        st.ok = ok;
+        st.changed = 0;
+        rlx_graph *next = ok ? rlx_rebuild(cur, sink_node, &st) : NULL;
+        free(ok);
         rlx_graph_free(cur);
         if (!next)
             return NULL;
         cur = next;
-        if (!changed)
+        if (!st.changed)
             break;
     }
     rlx_graph *next = rlx_pass_dce(cur, ctx);
@@ -287,13 +258,13 @@ rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx)
         return NULL;
     int left = count_op(next, RLX_OP_TRANSPOSE) - count_op(g, RLX_OP_TRANSPOSE);
     if (ctx->stats) {
-        ctx->stats->layout_convs += convs;
-        ctx->stats->layout_pools += pools;
+        ctx->stats->layout_convs += st.convs;
+        ctx->stats->layout_pools += st.pools;
         ctx->stats->layout_transposes_removed += before - left;
         ctx->stats->layout_transposes_left += left;
     }
     if (ctx->verbose)
         fprintf(stderr, "[rlx] layout: %d conv(s), %d pool(s) channels-last; %d transposes inserted, %d cancelled, %d left\n",
-                convs, pools, before, before - left, left);
+                st.convs, st.pools, before, before - left, left);
     return next;
 }

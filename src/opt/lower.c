@@ -209,48 +209,38 @@ bool rlx_has_decomposition(rlx_op op)
     return op == RLX_OP_BATCH_NORM || (op >= RLX_OP_FIRST_FUSED && op < RLX_OP_COUNT);
 }
 
+/* Node id as its decomposition into primitives when the target does not
+ * claim it (and it has one, or is a channels-last node). */
+static rlx_node lower_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
+{
+    const rlx_pass_ctx *ctx = (const rlx_pass_ctx *)arg;
+    const rlx_node_data *src = &g->nodes[id];
+    bool claimed = !ctx || !ctx->supports || ctx->supports(g, id);
+    if (claimed || !(rlx_has_decomposition(src->op) || channels_last(src)))
+        return RLX_REBUILD_COPY;
+    rlx_node_data m = *src;
+    for (int j = 0; j < m.n_in; j++)
+        m.in[j] = map[m.in[j]];
+    int before = out->n_nodes;
+    rlx_node y = rlx_decompose(out, &m);
+    if (y < 0 || out->error != RLX_OK) {
+        char label[160];
+        rlx_set_error(out->error ? out->error : RLX_ERR_INTERNAL, "lowering %s: %s",
+                      rlx_node_label(g, id, label, sizeof label), out->error_msg);
+        return RLX_REBUILD_FAIL;
+    }
+    if (src->name && y >= before)
+        rlx_node_set_name(out, y, src->name);
+    if (ctx && ctx->stats)
+        ctx->stats->lowered[src->op]++;
+    if (ctx && ctx->verbose)
+        fprintf(stderr, "[rlx] lower: %s -> %d primitive nodes\n", rlx_op_name(src->op), out->n_nodes - before);
+    return y;
+}
+
 rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
-    int n = g->n_nodes;
-    rlx_node *map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
-    rlx_graph *out = rlx_graph_new();
-    if (!map || !out)
-        goto fail;
-    for (int i = 0; i < n; i++) {
-        const rlx_node_data *src = &g->nodes[i];
-        bool claimed = !ctx || !ctx->supports || ctx->supports(g, i);
-        if (claimed || !(rlx_has_decomposition(src->op) || channels_last(src))) {
-            if ((map[i] = rlx_copy_node(out, g, i, map)) < 0)
-                goto fail;
-            continue;
-        }
-        rlx_node_data m = *src;
-        for (int j = 0; j < m.n_in; j++)
-            m.in[j] = map[m.in[j]];
-        int before = out->n_nodes;
-        rlx_node y = rlx_decompose(out, &m);
-        if (y < 0 || out->error != RLX_OK) {
-            char label[160];
-            rlx_set_error(out->error ? out->error : RLX_ERR_INTERNAL, "lowering %s: %s",
-                          rlx_node_label(g, i, label, sizeof label), out->error_msg);
-            goto fail;
-        }
-        if (src->name && y >= before)
-            rlx_node_set_name(out, y, src->name);
-        map[i] = y;
-        if (ctx && ctx->stats)
-            ctx->stats->lowered[src->op]++;
-        if (ctx && ctx->verbose)
-            fprintf(stderr, "[rlx] lower: %s -> %d primitive nodes\n", rlx_op_name(src->op), out->n_nodes - before);
-    }
-    if (rlx_copy_outputs(out, g, map) != RLX_OK)
-        goto fail;
-    free(map);
-    return out;
-fail:
-    free(map);
-    rlx_graph_free(out);
-    return NULL;
+    return rlx_rebuild(g, lower_node, (void *)ctx);
 }
 
 /* The runtime's lowering stage. */

@@ -76,4 +76,14 @@ rlx_node rlx_copy_node(rlx_graph *dst, const rlx_graph *src, rlx_node id, const 
 /* Declares src's outputs on dst through map. */
 rlx_status rlx_copy_outputs(rlx_graph *dst, const rlx_graph *src, const rlx_node *map);
 
+/* Rebuilding a graph node by node, the shape of most passes: for each node
+ * id of g in order, fn returns its id in out (built there from map, which
+ * holds the new ids of earlier nodes), RLX_REBUILD_COPY for an unchanged
+ * copy, RLX_REBUILD_DROP to leave it out (nothing kept may read it), or
+ * RLX_REBUILD_FAIL with the error set.  Then g's outputs are declared on
+ * out.  Returns out, or NULL on failure. */
+enum { RLX_REBUILD_FAIL = -1, RLX_REBUILD_COPY = -2, RLX_REBUILD_DROP = -3 };
+typedef rlx_node (*rlx_rebuild_fn)(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg);
+rlx_graph *rlx_rebuild(const rlx_graph *g, rlx_rebuild_fn fn, void *arg);
+
 #endif
