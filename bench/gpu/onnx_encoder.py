@@ -1,0 +1,65 @@
+"""onnx_encoder.py - the WORKLOADS.md encoder (b1, seq 128) exported to ONNX
+by PyTorch at opset 14 (LayerNorm written out) and opset 17, run by `rlx run
+--device cuda` in f32 and f16, each output compared with PyTorch's (f32, on
+the CPU) and each time set beside the C-API encoder's (bench/gpu/rlx_gpu_bench.c).
+
+    python3 bench/gpu/onnx_encoder.py RLX_BIN [RUNS]
+
+Prints one line per (opset, precision): median latency, the canon and
+fusion summary, and max |rlx - torch| / rms(torch)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cpu"))
+import torch_workloads as tw  # noqa: E402
+
+
+def export(net, x, path, opset):
+    kw = dict(input_names=["input_ids"], output_names=["out"], opset_version=opset)
+    try:
+        torch.onnx.export(net, (x,), path, dynamo=False, **kw)
+    except TypeError:  # PyTorch without the dynamo switch
+        torch.onnx.export(net, (x,), path, **kw)
+
+
+def main():
+    rlx, runs = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "200"
+    work = tempfile.mkdtemp(prefix="rlx-onnx-gpu-")
+    torch.manual_seed(1)
+    net = tw.normal_(tw.Encoder()).eval()
+    x = torch.randint(0, 30000, (1, 128))
+    inp = os.path.join(work, "in.npy")
+    np.save(inp, x.numpy())
+    with torch.no_grad():
+        ref = net(x).numpy().astype(np.float64)
+        for opset in (14, 17):
+            export(net, x, os.path.join(work, "enc%d.onnx" % opset), opset)
+    rms = float(np.sqrt((ref ** 2).mean()))
+    for opset in (14, 17):
+        for prec in ("f32", "f16"):
+            model, odir = os.path.join(work, "enc%d.onnx" % opset), os.path.join(work, "o%d%s" % (opset, prec))
+            os.makedirs(odir, exist_ok=True)
+            cmd = [rlx, "run", model, "--input", "input_ids=" + inp, "--device", "cuda", "--precision", prec,
+                   "--repeat", runs, "--output-dir", odir]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RLX_VERBOSE="1"))
+            lat = re.search(r"latency: median ([0-9.]+) ms", r.stdout)
+            if r.returncode != 0 or not lat:
+                print("opset %d %s: FAILED (%d)\n%s" % (opset, prec, r.returncode, (r.stdout + r.stderr)[-1500:]))
+                continue
+            canon = re.search(r"\[rlx canon\] (\d+)", r.stderr)
+            fusion = re.search(r"fusion: ([^\n]*)", r.stderr)
+            got = np.load(os.path.join(odir, "out.npy")).astype(np.float64)
+            print("ONNX opset %d %s: median %s ms, canon rewrites %s, fusion %s, max |rlx - torch| / rms %.2e" % (
+                opset, prec, lat.group(1), canon.group(1) if canon else "0", fusion.group(1) if fusion else "?",
+                float(np.abs(got - ref).max()) / rms))
+
+
+if __name__ == "__main__":
+    main()
