@@ -448,6 +448,9 @@ static rlx_status h_eyelike(ox_node *n) {
     const Onnx__AttributeProto *a = ox_attr(n, "dtype");
     if (a && !ox_dtype_from_onnx((int)a->i, &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
     int64_t k = ox_attr_i(n, "k", 0);
+    /* past either edge the diagonal is empty; clipped so i + k cannot overflow */
+    if (k > xd[1]) k = xd[1];
+    if (k < -xd[0]) k = -xd[0];
     ox_tensor *y = oxo_tensor(t, 2, xd);
     if (!y) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t i = 0; i < xd[0]; i++)
@@ -980,6 +983,10 @@ static rlx_status conv_params(ox_node *n, rlx_node x, rlx_node w, rlx_conv_param
         for (int i = 0; i < ns; i++) p->dilation[i] = tmp[i];
     if (ox_attr_ints(n, "pads", tmp, 8) == 2 * ns)
         for (int i = 0; i < 2 * ns; i++) p->pads[i] = tmp[i];
+    for (int i = 0; i < ns; i++)
+        if (p->stride[i] < 1 || p->dilation[i] < 1 || p->stride[i] > (1 << 20) || p->dilation[i] > (1 << 20) ||
+            wd[2 + i] > (1 << 20))
+            return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride or dilation");
     char buf[32];
     const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
     if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
@@ -1408,7 +1415,12 @@ static rlx_status h_maxunpool(ox_node *n) {
      * (at least as large) adds zeros at the end of each spatial dim */
     od[0] = xd[0];
     od[1] = xd[1];
-    for (int i = 0; i < ns; i++) od[2 + i] = (xd[2 + i] - 1) * st[i] + k[i] - pd[i] - pd[ns + i];
+    for (int i = 0; i < ns; i++) {
+        if (st[i] < 1 || k[i] < 1 || st[i] > (1 << 20) || k[i] > (1 << 20) || pd[i] < 0 || pd[ns + i] < 0 ||
+            pd[i] > (1 << 20) || pd[ns + i] > (1 << 20) || xd[2 + i] > OX_MAX_NUMEL)
+            return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride or pads");
+        od[2 + i] = (xd[2 + i] - 1) * st[i] + k[i] - pd[i] - pd[ns + i];
+    }
     if (!oxo_dims_ok(r, od)) return ox_fail(n, RLX_ERR_SHAPE, "bad output shape");
     int64_t want[RLX_MAX_DIMS];
     memcpy(want, od, sizeof want);
@@ -1449,7 +1461,10 @@ static rlx_status h_roi_align(ox_node *n) {
     int64_t OH = ox_attr_i(n, "output_height", 1), OW = ox_attr_i(n, "output_width", 1), SR = ox_attr_i(n, "sampling_ratio", 0);
     double scale = ox_attr_f(n, "spatial_scale", 1.0);
     if (SR < 1) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sampling_ratio 0 (adaptive, data-dependent)");
-    if (OH < 1 || OW < 1 || OH * SR > 4096 || OW * SR > 4096) return ox_fail(n, RLX_ERR_SHAPE, "bad output size");
+    /* each factor bounded first: the products must not overflow */
+    if (OH < 1 || OW < 1 || OH > 4096 || OW > 4096 || SR > 4096 || OH * SR > 4096 || OW * SR > 4096)
+        return ox_fail(n, RLX_ERR_SHAPE, "output %lld x %lld with sampling ratio %lld: more than 4096 samples a side",
+                       (long long)OH, (long long)OW, (long long)SR);
     bool is_max = !strcmp(mode, "max");
     int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], R = rd[0];
     rlx_dtype t = RLX_F32;

@@ -21,7 +21,8 @@ static rlx_status attrs3(ox_node *n, const int64_t *xd, const int64_t *k, int64_
     if (ox_attr_ints(n, "dilations", tmp, 8) == 3) memcpy(dl, tmp, 3 * sizeof *dl);
     if (ox_attr_ints(n, "pads", tmp, 8) == 6) memcpy(pd, tmp, 6 * sizeof *pd);
     for (int i = 0; i < 3; i++)
-        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || pd[i] < 0 || pd[3 + i] < 0 || k[i] > (1 << 20))
+        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || pd[i] < 0 || pd[3 + i] < 0 || k[i] > (1 << 20) || st[i] > (1 << 20) ||
+            dl[i] > (1 << 20) || pd[i] > (1 << 20) || pd[3 + i] > (1 << 20))
             return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride, dilation or pads");
     char buf[32];
     const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
@@ -184,7 +185,8 @@ rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k) {
     const char *ap = ox_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
     int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], in[2] = {H, W}, out[2];
     for (int i = 0; i < 2; i++) {
-        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || k[i] > 64 || pd[i] < 0 || pd[2 + i] < 0)
+        if (st[i] < 1 || dl[i] < 1 || k[i] < 1 || k[i] > 64 || pd[i] < 0 || pd[2 + i] < 0 || st[i] > (1 << 20) ||
+            dl[i] > (1 << 20) || pd[i] > (1 << 20) || pd[2 + i] > (1 << 20))
             return ox_fail(n, RLX_ERR_FORMAT, "bad kernel, stride, dilation or pads");
         int64_t ek = (k[i] - 1) * dl[i] + 1;
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
