@@ -1474,7 +1474,7 @@ static rlx_status h_depth_space(ox_node *n) {
     int r = oxo_in_shape(n, 0, in);
     if (r != 4) return ox_fail(n, RLX_ERR_SHAPE, "needs rank 4");
     int64_t b = ox_attr_i(n, "blocksize", 0);
-    if (b < 1) return ox_fail(n, RLX_ERR_FORMAT, "bad blocksize");
+    if (b < 1 || b > (1 << 20)) return ox_fail(n, RLX_ERR_FORMAT, "bad blocksize %lld", (long long)b);
     int64_t N = in[0], C = in[1], H = in[2], W = in[3];
     rlx_node x = oxo_in(n, 0), y;
     if (!strcmp(n->p->op_type, "DepthToSpace")) {
