@@ -1148,10 +1148,11 @@ static rlx_status h_slice(ox_node *n) {
         int a = oxo_norm_axis(ax[i], r);
         if (a < 0 || a >= r || (seen & (1u << a))) return ox_fail(n, RLX_ERR_SHAPE, "bad axis %lld", (long long)ax[i]);
         seen |= 1u << a;
-        if (sp[i] == 0) return ox_fail(n, RLX_ERR_FORMAT, "step 0");
+        if (sp[i] == 0 || sp[i] == INT64_MIN) return ox_fail(n, RLX_ERR_FORMAT, "step %lld", (long long)sp[i]);
         axes[i] = a;
         int64_t s = clamp_b(st[i], in[a], sp[i]), e = clamp_b(en[i], in[a], sp[i]);
-        int64_t cnt = sp[i] > 0 ? (e > s ? (e - s + sp[i] - 1) / sp[i] : 0) : (s > e ? (s - e - sp[i] - 1) / (-sp[i]) : 0);
+        /* (distance - 1) / |step| + 1: no overflow for any step */
+        int64_t cnt = sp[i] > 0 ? (e > s ? (e - s - 1) / sp[i] + 1 : 0) : (s > e ? (s - e - 1) / (-sp[i]) + 1 : 0);
         od[a] = cnt;
         start[a] = cnt ? s : 0;
         step[a] = sp[i];
