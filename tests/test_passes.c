@@ -408,8 +408,9 @@ static void test_canon_rewrites_written_out_norms(void **state)
 
 /* Attention written out, and near misses. */
 enum {
-    ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, /* rewritten */
-    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, N_ATTS
+    ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, ATT_SPLIT_SCALE,
+    ATT_SPLIT_NEG, /* rewritten (a negative factor on q stays on q) */
+    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, N_ATTS
 };
 
 static rlx_graph *attn_graph(int form)
@@ -431,6 +432,13 @@ static rlx_graph *attn_graph(int form)
     } else {
         kt = rlx_transpose(g, rlx_transpose(g, kr, to_heads), swap_last);
     }
+    if (form == ATT_SPLIT_SCALE || form == ATT_SPLIT_NEG) { /* (q * sqrt c) (k^T * sqrt c), c = 0.5 */
+        q = rlx_mul(g, q, rlx_scalar(g, RLX_F32, form == ATT_SPLIT_NEG ? -0.70710678118654752 : 0.70710678118654752));
+        kt = rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), kt);
+    } else if (form == ATT_KT_TIMES_TENSOR) { /* a factor per key: not a scale */
+        float fv[8] = {0.5f, 1, 1.5f, 2, 0.25f, 1, 3, 0.75f};
+        kt = rlx_mul(g, kt, rlx_constant(g, RLX_F32, 4, (int64_t[]){1, 1, 1, 8}, fv, sizeof fv));
+    }
     rlx_node sc = rlx_matmul(g, q, kt, 0, 0);
     float mv[8] = {0, 0, -1e4f, 0, 0, -1e4f, 0, 0};
     rlx_node mask = rlx_constant(g, RLX_F32, 4, (int64_t[]){1, 1, 1, 8}, mv, sizeof mv);
@@ -440,6 +448,8 @@ static rlx_graph *attn_graph(int form)
     case ATT_MASK_SCALED: sc = rlx_div(g, rlx_add(g, sc, mask), rlx_scalar(g, RLX_F32, 2)); break;
     case ATT_NEG_SCALE: sc = rlx_mul(g, rlx_scalar(g, RLX_F32, -0.5), sc); break;
     case ATT_UNSCALED: break;
+    case ATT_SPLIT_SCALE:
+    case ATT_SPLIT_NEG: sc = rlx_add(g, sc, mask); break;
     default: sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)); break;
     }
     rlx_node p = rlx_softmax(g, sc, form == ATT_AXIS2 ? 2 : -1);
@@ -453,20 +463,24 @@ static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
         print_message("attention form %d\n", form);
-        bool rewritten = form <= ATT_UNSCALED;
+        bool rewritten = form <= ATT_SPLIT_NEG;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
         assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
         for (int i = 0; i < s->n_nodes; i++)
             if (s->nodes[i].op == RLX_OP_ATTENTION) {
                 assert_int_equal(count_op(s, RLX_OP_MATMUL), 0);
-                assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-12);
-                assert_int_equal(s->nodes[i].attrs.attention.has_mask, form == ATT_MUL_MASK || form == ATT_MASK_FIRST);
+                /* the products left: the scales of q, k (and q's negative factor) */
+                assert_int_equal(count_op(s, RLX_OP_MUL), form == ATT_SPLIT_NEG ? 3 : 2);
+                assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-7);
+                assert_int_equal(s->nodes[i].attrs.attention.has_mask,
+                                 form == ATT_MUL_MASK || form == ATT_MASK_FIRST || form == ATT_SPLIT_SCALE ||
+                                     form == ATT_SPLIT_NEG);
                 assert_int_equal(s->nodes[i].attrs.attention.causal, 0);
             }
         rlx_graph_free(s);

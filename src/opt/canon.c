@@ -11,9 +11,10 @@
  *              [* gamma] [+ beta]   (PyTorch before opset 17)
  *   RMSNorm    x / sqrt(mean(x^2) + eps) [* gamma]
  *   attention  softmax(q k^T * c [+ mask]) v   (the scale as a product
- *              with c or a division by 1 / c; k^T a transpose of a
- *              [B, H, T, D] tensor or of one RLX transposes to it; the
- *              mask added to the scaled scores, of q's dtype)
+ *              with c or a division by 1 / c, or split as (q * a) (k^T *
+ *              b); k^T a transpose of a [B, H, T, D] tensor or of one RLX
+ *              transposes to it; the mask added to the scaled scores, of
+ *              q's dtype)
  *
  * in any grouping of the three GELU factors, either operand order of every
  * product and sum, and x * (1 / sqrt 2) for the division.  In the norms the
@@ -318,26 +319,49 @@ static bool same_dims(const rlx_node_data *a, const rlx_node_data *b, int n)
     return true;
 }
 
-/* q k^T scaled by c > 0 (or not at all): sets f->q, f->k, f->k_perm and
- * f->scale. */
+/* c when id is x * c or c * x with c a scalar constant > 0 (*x set);
+ * else 0. */
+static double positive_factor(const rlx_graph *g, rlx_node id, rlx_node *x)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    double c;
+    if (n->op == RLX_OP_MUL)
+        for (int j = 0; j < 2; j++)
+            if (rlx_scalar_value(&g->nodes[n->in[j]], &c) && c > 0) {
+                *x = n->in[1 - j];
+                return c;
+            }
+    return 0;
+}
+
+/* q k^T scaled by c > 0 (or not at all), the scale on the product or split
+ * between q and k^T (PyTorch's export of scaled_dot_product_attention:
+ * (q * sqrt c) (k^T * sqrt c)): sets f->q, f->k, f->k_perm and f->scale. */
 static bool scaled_qk(const rlx_graph *g, rlx_node id, attn_form *f)
 {
     const rlx_node_data *n = &g->nodes[id];
     double c;
+    rlx_node x;
     f->scale = 1.0;
     if (n->op == RLX_OP_DIV && rlx_scalar_value(&g->nodes[n->in[1]], &c) && c > 0) {
         f->scale = 1.0 / c;
         n = &g->nodes[n->in[0]];
-    } else if (n->op == RLX_OP_MUL) {
-        int j = rlx_scalar_value(&g->nodes[n->in[0]], &c) ? 0 : rlx_scalar_value(&g->nodes[n->in[1]], &c) ? 1 : -1;
-        if (j < 0 || !(c > 0))
-            return false;
+    } else if ((c = positive_factor(g, id, &x)) > 0) {
         f->scale = c;
-        n = &g->nodes[n->in[1 - j]];
+        n = &g->nodes[x];
     }
     if (n->op != RLX_OP_MATMUL || n->attrs.matmul.trans_a || n->attrs.matmul.trans_b)
         return false;
-    const rlx_node_data *kt = &g->nodes[n->in[1]];
+    rlx_node q = n->in[0], ktid = n->in[1];
+    if ((c = positive_factor(g, q, &x)) > 0) {
+        f->scale *= c;
+        q = x;
+    }
+    if ((c = positive_factor(g, ktid, &x)) > 0) {
+        f->scale *= c;
+        ktid = x;
+    }
+    const rlx_node_data *kt = &g->nodes[ktid];
     if (kt->op != RLX_OP_TRANSPOSE || kt->shape.ndim != 4)
         return false;
     /* k^T = transpose(src, perm): k = transpose(src, perm with its last
@@ -346,7 +370,7 @@ static bool scaled_qk(const rlx_graph *g, rlx_node id, attn_form *f)
     int t = f->k_perm[2];
     f->k_perm[2] = f->k_perm[3];
     f->k_perm[3] = t;
-    f->q = n->in[0];
+    f->q = q;
     f->k = kt->in[0];
     return true;
 }
