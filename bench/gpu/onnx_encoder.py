@@ -1,7 +1,9 @@
 """onnx_encoder.py - the WORKLOADS.md encoder (b1, seq 128) exported to ONNX
-by PyTorch at opset 14 (LayerNorm written out) and opset 17, run by `rlx run
---device cuda` in f32 and f16, each output compared with PyTorch's (f32, on
-the CPU) and each time set beside the C-API encoder's (bench/gpu/rlx_gpu_bench.c).
+by PyTorch at opset 14 (LayerNorm written out) and opset 17, and once more at
+opset 17 with its attention as F.scaled_dot_product_attention (exported with
+the scale split between q and k^T), run by `rlx run --device cuda` in f32 and
+f16, each output compared with PyTorch's (f32, on the CPU) and each time set
+beside the C-API encoder's (bench/gpu/rlx_gpu_bench.c).
 
     python3 bench/gpu/onnx_encoder.py RLX_BIN [RUNS]
 
@@ -29,6 +31,16 @@ def export(net, x, path, opset):
         torch.onnx.export(net, (x,), path, **kw)
 
 
+def sdpa_forward(self, x):
+    """tw.Layer.forward with the attention as one scaled_dot_product_attention call."""
+    b, s, h = x.shape
+    d = h // self.heads
+    q, k, v = (m(x).view(b, s, self.heads, d).transpose(1, 2) for m in (self.q, self.k, self.v))
+    a = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    x = self.ln1(x + self.o(a.transpose(1, 2).reshape(b, s, h)))
+    return self.ln2(x + self.f2(torch.nn.functional.gelu(self.f1(x))))
+
+
 def main():
     rlx, runs = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "200"
     work = tempfile.mkdtemp(prefix="rlx-onnx-gpu-")
@@ -37,26 +49,33 @@ def main():
     x = torch.randint(0, 30000, (1, 128))
     inp = os.path.join(work, "in.npy")
     np.save(inp, x.numpy())
+    variants = [14, 17]
     with torch.no_grad():
         ref = net(x).numpy().astype(np.float64)
         for opset in (14, 17):
             export(net, x, os.path.join(work, "enc%d.onnx" % opset), opset)
+        if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+            plain = tw.Layer.forward
+            tw.Layer.forward = sdpa_forward
+            export(net, x, os.path.join(work, "enc17sdpa.onnx"), 17)
+            tw.Layer.forward = plain
+            variants.append("17sdpa")
     rms = float(np.sqrt((ref ** 2).mean()))
-    for opset in (14, 17):
+    for opset in variants:
         for prec in ("f32", "f16"):
-            model, odir = os.path.join(work, "enc%d.onnx" % opset), os.path.join(work, "o%d%s" % (opset, prec))
+            model, odir = os.path.join(work, "enc%s.onnx" % opset), os.path.join(work, "o%s%s" % (opset, prec))
             os.makedirs(odir, exist_ok=True)
             cmd = [rlx, "run", model, "--input", "input_ids=" + inp, "--device", "cuda", "--precision", prec,
                    "--repeat", runs, "--output-dir", odir]
             r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RLX_VERBOSE="1"))
             lat = re.search(r"latency: median ([0-9.]+) ms", r.stdout)
             if r.returncode != 0 or not lat:
-                print("opset %d %s: FAILED (%d)\n%s" % (opset, prec, r.returncode, (r.stdout + r.stderr)[-1500:]))
+                print("opset %s %s: FAILED (%d)\n%s" % (opset, prec, r.returncode, (r.stdout + r.stderr)[-1500:]))
                 continue
             canon = re.search(r"\[rlx canon\] (\d+)", r.stderr)
             fusion = re.search(r"fusion: ([^\n]*)", r.stderr)
             got = np.load(os.path.join(odir, "out.npy")).astype(np.float64)
-            print("ONNX opset %d %s: median %s ms, canon rewrites %s, fusion %s, max |rlx - torch| / rms %.2e" % (
+            print("ONNX opset %s %s: median %s ms, canon rewrites %s, fusion %s, max |rlx - torch| / rms %.2e" % (
                 opset, prec, lat.group(1), canon.group(1) if canon else "0", fusion.group(1) if fusion else "?",
                 float(np.abs(got - ref).max()) / rms))
 
