@@ -410,6 +410,8 @@ static void test_canon_rewrites_written_out_norms(void **state)
 enum {
     ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, ATT_SPLIT_SCALE,
     ATT_SPLIT_NEG, /* rewritten (a negative factor on q stays on q) */
+    ATT_CAUSAL, ATT_CAUSAL_FINITE, ATT_CAUSAL_WRONG, /* rewritten: the first with the causal flag, the
+                                                        others keep their mask */
     ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, N_ATTS
 };
 
@@ -442,6 +444,14 @@ static rlx_graph *attn_graph(int form)
     rlx_node sc = rlx_matmul(g, q, kt, 0, 0);
     float mv[8] = {0, 0, -1e4f, 0, 0, -1e4f, 0, 0};
     rlx_node mask = rlx_constant(g, RLX_F32, 4, (int64_t[]){1, 1, 1, 8}, mv, sizeof mv);
+    if (form == ATT_CAUSAL || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG) {
+        float cm[64]; /* 0 where key t <= query s, else masked */
+        for (int i = 0; i < 64; i++)
+            cm[i] = i % 8 <= i / 8 ? 0.0f : form == ATT_CAUSAL_FINITE ? -1e4f : -INFINITY;
+        if (form == ATT_CAUSAL_WRONG)
+            cm[8 * 5 + 2] = -INFINITY; /* query 5 may not see key 2 */
+        mask = rlx_constant(g, RLX_F32, 4, (int64_t[]){1, 1, 8, 8}, cm, sizeof cm);
+    }
     switch (form) {
     case ATT_MUL_MASK: sc = rlx_add(g, rlx_mul(g, sc, rlx_scalar(g, RLX_F32, 0.5)), mask); break;
     case ATT_MASK_FIRST: sc = rlx_add(g, mask, rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2))); break;
@@ -450,6 +460,9 @@ static rlx_graph *attn_graph(int form)
     case ATT_UNSCALED: break;
     case ATT_SPLIT_SCALE:
     case ATT_SPLIT_NEG: sc = rlx_add(g, sc, mask); break;
+    case ATT_CAUSAL:
+    case ATT_CAUSAL_FINITE:
+    case ATT_CAUSAL_WRONG: sc = rlx_add(g, rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)), mask); break;
     default: sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)); break;
     }
     rlx_node p = rlx_softmax(g, sc, form == ATT_AXIS2 ? 2 : -1);
@@ -463,13 +476,13 @@ static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
         print_message("attention form %d\n", form);
-        bool rewritten = form <= ATT_SPLIT_NEG;
+        bool rewritten = form <= ATT_CAUSAL_WRONG;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
         assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
         for (int i = 0; i < s->n_nodes; i++)
@@ -480,8 +493,8 @@ static void test_canon_rewrites_written_out_attention(void **state)
                 assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-7);
                 assert_int_equal(s->nodes[i].attrs.attention.has_mask,
                                  form == ATT_MUL_MASK || form == ATT_MASK_FIRST || form == ATT_SPLIT_SCALE ||
-                                     form == ATT_SPLIT_NEG);
-                assert_int_equal(s->nodes[i].attrs.attention.causal, 0);
+                                     form == ATT_SPLIT_NEG || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG);
+                assert_int_equal(s->nodes[i].attrs.attention.causal, form == ATT_CAUSAL);
             }
         rlx_graph_free(s);
         float xv[128];

@@ -14,7 +14,8 @@
  *              with c or a division by 1 / c, or split as (q * a) (k^T *
  *              b); k^T a transpose of a [B, H, T, D] tensor or of one RLX
  *              transposes to it; the mask added to the scaled scores, of
- *              q's dtype)
+ *              q's dtype; a constant causal mask becomes the causal
+ *              flag)
  *
  * in any grouping of the three GELU factors, either operand order of every
  * product and sum, and x * (1 / sqrt 2) for the division.  In the norms the
@@ -309,7 +310,36 @@ typedef struct attn_form {
     rlx_node q, k, v, mask; /* k: the transpose's input; mask -1 for none */
     int k_perm[4];          /* k's transpose to [B, H, T, D] (identity: none) */
     double scale;
+    int causal; /* the mask was the causal one, taken as the flag */
 } attn_form;
+
+/* Whether the mask m, to be added to [.., S, T] scores, is the causal one:
+ * a constant [S, T] (leading dims 1) that is 0 where key t <= s + (T - S)
+ * and above it -inf or a value no score can offset (the dtype's lowest,
+ * or below -1e30 in f32), so the softmax gives those keys nothing. */
+static bool causal_mask(const rlx_node_data *m, int64_t S, int64_t T)
+{
+    int r = m->shape.ndim;
+    if (m->op != RLX_OP_CONSTANT || !m->data || r < 2 || T < S || S * T > ((int64_t)1 << 24) ||
+        m->shape.dims[r - 2] != S || m->shape.dims[r - 1] != T)
+        return false;
+    for (int i = 0; i < r - 2; i++)
+        if (m->shape.dims[i] != 1)
+            return false;
+    double lowest = m->dtype == RLX_F32 ? -1e30 : m->dtype == RLX_F16 ? -65504.0 : m->dtype == RLX_BF16 ? -3.38e38 : 0;
+    if (lowest == 0)
+        return false;
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t t = 0; t < T; t++) {
+            int64_t i = s * T + t;
+            double v = m->dtype == RLX_F32   ? ((const float *)m->data)[i]
+                       : m->dtype == RLX_F16 ? rlx_f16_to_f32(((const uint16_t *)m->data)[i])
+                                             : rlx_bf16_to_f32(((const uint16_t *)m->data)[i]);
+            if (t <= s + (T - S) ? v != 0 : !(v <= lowest))
+                return false;
+        }
+    return true;
+}
 
 static bool same_dims(const rlx_node_data *a, const rlx_node_data *b, int n)
 {
@@ -418,12 +448,17 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
     if (k->shape.ndim != 4 || k->dtype != q->dtype || kd[0] != B || kd[1] != Hv || kd[2] != T ||
         kd[3] != q->shape.dims[3])
         return false;
+    f->causal = 0;
     if (f->mask >= 0) {
         const rlx_node_data *m = &g->nodes[f->mask];
         rlx_shape full = {4, {B, H, S, T}}, b;
         if (m->dtype != q->dtype || m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) ||
             !rlx_shape_equal(&b, &full))
             return false;
+        if (causal_mask(m, S, T)) {
+            f->causal = 1;
+            f->mask = -1;
+        }
     }
     return true;
 }
@@ -446,7 +481,8 @@ static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
     } else if (attention_match(g, id, &a)) {
         static const int same[4] = {0, 1, 2, 3};
         rlx_node k = memcmp(a.k_perm, same, sizeof same) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
-        y = k < 0 ? -1 : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, 0, a.scale);
+        y = k < 0 ? -1
+                  : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, a.causal, a.scale);
     } else {
         return RLX_REBUILD_COPY;
     }
