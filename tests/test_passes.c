@@ -412,7 +412,9 @@ enum {
     ATT_SPLIT_NEG, /* rewritten (a negative factor on q stays on q) */
     ATT_CAUSAL, ATT_CAUSAL_FINITE, ATT_CAUSAL_WRONG, /* rewritten: the first with the causal flag, the
                                                         others keep their mask */
-    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, N_ATTS
+    ATT_WHERE_KEEP, ATT_WHERE_FILL,                  /* masked_fill: rewritten with the causal flag */
+    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, ATT_WHERE_OTHER,
+    ATT_WHERE_SMALL_FILL, N_ATTS
 };
 
 static rlx_graph *attn_graph(int form)
@@ -463,6 +465,23 @@ static rlx_graph *attn_graph(int form)
     case ATT_CAUSAL:
     case ATT_CAUSAL_FINITE:
     case ATT_CAUSAL_WRONG: sc = rlx_add(g, rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)), mask); break;
+    case ATT_WHERE_KEEP:
+    case ATT_WHERE_FILL:
+    case ATT_WHERE_OTHER:
+    case ATT_WHERE_SMALL_FILL: {
+        /* where(keys up to the query, scores, -inf), or where(the keys after it, -inf, scores) */
+        unsigned char sel[64];
+        bool fill_true = form == ATT_WHERE_FILL;
+        for (int i = 0; i < 64; i++)
+            sel[i] = (i % 8 <= i / 8) != fill_true;
+        if (form == ATT_WHERE_OTHER)
+            sel[8 * 6 + 1] = 0; /* query 6 may not see key 1 */
+        rlx_node c = rlx_constant(g, RLX_BOOL, 2, (int64_t[]){8, 8}, sel, sizeof sel);
+        rlx_node fill = rlx_scalar(g, RLX_F32, form == ATT_WHERE_SMALL_FILL ? -100.0 : -INFINITY);
+        sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2));
+        sc = fill_true ? rlx_where(g, c, fill, sc) : rlx_where(g, c, sc, fill);
+        break;
+    }
     default: sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)); break;
     }
     rlx_node p = rlx_softmax(g, sc, form == ATT_AXIS2 ? 2 : -1);
@@ -476,13 +495,13 @@ static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
         print_message("attention form %d\n", form);
-        bool rewritten = form <= ATT_CAUSAL_WRONG;
+        bool rewritten = form <= ATT_WHERE_FILL;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
         assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
         for (int i = 0; i < s->n_nodes; i++)
@@ -494,7 +513,8 @@ static void test_canon_rewrites_written_out_attention(void **state)
                 assert_int_equal(s->nodes[i].attrs.attention.has_mask,
                                  form == ATT_MUL_MASK || form == ATT_MASK_FIRST || form == ATT_SPLIT_SCALE ||
                                      form == ATT_SPLIT_NEG || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG);
-                assert_int_equal(s->nodes[i].attrs.attention.causal, form == ATT_CAUSAL);
+                assert_int_equal(s->nodes[i].attrs.attention.causal,
+                                 form == ATT_CAUSAL || form == ATT_WHERE_KEEP || form == ATT_WHERE_FILL);
             }
         rlx_graph_free(s);
         float xv[128];

@@ -14,8 +14,9 @@
  *              with c or a division by 1 / c, or split as (q * a) (k^T *
  *              b); k^T a transpose of a [B, H, T, D] tensor or of one RLX
  *              transposes to it; the mask added to the scaled scores, of
- *              q's dtype; a constant causal mask becomes the causal
- *              flag)
+ *              q's dtype; a constant causal mask, or a where() that
+ *              fills the keys after the causal ones with -inf, becomes
+ *              the causal flag)
  *
  * in any grouping of the three GELU factors, either operand order of every
  * product and sum, and x * (1 / sqrt 2) for the division.  In the norms the
@@ -310,34 +311,64 @@ typedef struct attn_form {
     rlx_node q, k, v, mask; /* k: the transpose's input; mask -1 for none */
     int k_perm[4];          /* k's transpose to [B, H, T, D] (identity: none) */
     double scale;
-    int causal; /* the mask was the causal one, taken as the flag */
+    rlx_node select; /* where(select, scores, fill) or where(select, fill, scores); -1 for none */
+    int keep;        /* the select's true entries keep their score */
+    int causal;      /* the mask or the select was the causal one, taken as the flag */
 } attn_form;
 
-/* Whether the mask m, to be added to [.., S, T] scores, is the causal one:
- * a constant [S, T] (leading dims 1) that is 0 where key t <= s + (T - S)
- * and above it -inf or a value no score can offset (the dtype's lowest,
- * or below -1e30 in f32), so the softmax gives those keys nothing. */
-static bool causal_mask(const rlx_node_data *m, int64_t S, int64_t T)
+/* The lowest value a mask may hold to take a key out whatever its score:
+ * -inf, or the dtype's lowest finite value (below -1e30 in f32); 0 for a
+ * dtype that has none. */
+static double masked_below(rlx_dtype t)
+{
+    return t == RLX_F32 ? -1e30 : t == RLX_F16 ? -65504.0 : t == RLX_BF16 ? -3.38e38 : 0;
+}
+
+/* m's data when m is a constant [S, T] (leading dims 1, at most 2^24
+ * elements); else NULL. */
+static const void *score_plane(const rlx_node_data *m, int64_t S, int64_t T)
 {
     int r = m->shape.ndim;
-    if (m->op != RLX_OP_CONSTANT || !m->data || r < 2 || T < S || S * T > ((int64_t)1 << 24) ||
-        m->shape.dims[r - 2] != S || m->shape.dims[r - 1] != T)
-        return false;
+    if (m->op != RLX_OP_CONSTANT || !m->data || r < 2 || S * T > ((int64_t)1 << 24) || m->shape.dims[r - 2] != S ||
+        m->shape.dims[r - 1] != T)
+        return NULL;
     for (int i = 0; i < r - 2; i++)
         if (m->shape.dims[i] != 1)
-            return false;
-    double lowest = m->dtype == RLX_F32 ? -1e30 : m->dtype == RLX_F16 ? -65504.0 : m->dtype == RLX_BF16 ? -3.38e38 : 0;
-    if (lowest == 0)
+            return NULL;
+    return m->data;
+}
+
+/* Whether the mask m, added to [.., S, T] scores, is the causal one: 0
+ * where key t <= s + (T - S), masked_below() or less above. */
+static bool causal_mask(const rlx_node_data *m, int64_t S, int64_t T)
+{
+    const void *d = score_plane(m, S, T);
+    double low = masked_below(m->dtype);
+    if (!d || low == 0 || T < S)
         return false;
     for (int64_t s = 0; s < S; s++)
         for (int64_t t = 0; t < T; t++) {
             int64_t i = s * T + t;
-            double v = m->dtype == RLX_F32   ? ((const float *)m->data)[i]
-                       : m->dtype == RLX_F16 ? rlx_f16_to_f32(((const uint16_t *)m->data)[i])
-                                             : rlx_bf16_to_f32(((const uint16_t *)m->data)[i]);
-            if (t <= s + (T - S) ? v != 0 : !(v <= lowest))
+            double v = m->dtype == RLX_F32   ? ((const float *)d)[i]
+                       : m->dtype == RLX_F16 ? rlx_f16_to_f32(((const uint16_t *)d)[i])
+                                             : rlx_bf16_to_f32(((const uint16_t *)d)[i]);
+            if (t <= s + (T - S) ? v != 0 : !(v <= low))
                 return false;
         }
+    return true;
+}
+
+/* Whether the bool constant c selects the causal keys: true exactly where
+ * key t <= s + (T - S) (keep), or exactly where it is not (!keep). */
+static bool causal_select(const rlx_node_data *c, int64_t S, int64_t T, bool keep)
+{
+    const unsigned char *d = c->dtype == RLX_BOOL ? (const unsigned char *)score_plane(c, S, T) : NULL;
+    if (!d || T < S)
+        return false;
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t t = 0; t < T; t++)
+            if ((d[s * T + t] != 0) != ((t <= s + (T - S)) == keep))
+                return false;
     return true;
 }
 
@@ -409,7 +440,18 @@ static bool scaled_qk(const rlx_graph *g, rlx_node id, attn_form *f)
 static bool attention_scores(const rlx_graph *g, rlx_node id, attn_form *f)
 {
     const rlx_node_data *n = &g->nodes[id];
-    f->mask = -1;
+    f->mask = f->select = -1;
+    if (n->op == RLX_OP_WHERE) { /* masked_fill: the scores where a select keeps them, else a fill no score offsets */
+        double fill, low = masked_below(n->dtype);
+        for (int j = 1; j <= 2; j++)
+            if (low != 0 && rlx_scalar_value(&g->nodes[n->in[3 - j]], &fill) && fill <= low &&
+                scaled_qk(g, n->in[j], f)) {
+                f->select = n->in[0];
+                f->keep = j == 1;
+                return true;
+            }
+        return false;
+    }
     if (n->op == RLX_OP_ADD)
         for (int j = 0; j < 2; j++)
             if (scaled_qk(g, n->in[1 - j], f)) {
@@ -459,6 +501,11 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
             f->causal = 1;
             f->mask = -1;
         }
+    }
+    if (f->select >= 0) { /* only the causal select has an equivalent */
+        if (!causal_select(&g->nodes[f->select], S, T, f->keep))
+            return false;
+        f->causal = 1;
     }
     return true;
 }
