@@ -620,14 +620,8 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
                                      name, i, sym ? sym : "?", sym ? sym : "dim", name);
         }
     }
-    {
-        int64_t numel = 1;
-        for (int i = 0; i < nd; i++) {
-            if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL || (dims[i] && numel > OX_MAX_NUMEL / dims[i]))
-                return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
-            numel *= dims[i];
-        }
-    }
+    if (!ox_dims_fit(nd, dims, NULL))
+        return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
     if (b && b->value) {
         ox_tensor *k = ox_tensor_new(t, nd, dims);
         if (!k) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());

@@ -30,6 +30,9 @@ typedef struct ox_tensor {
     size_t bytes;
 } ox_tensor;
 
+/* Whether dims are each in [0, OX_MAX_NUMEL] and their non-zero ones
+ * multiply to at most OX_MAX_NUMEL; *numel (if not NULL) gets the count. */
+bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel);
 ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims); /* zeroed */
 /* The same for tables an op handler derives from shapes (indices, masks,
  * DFT matrices): capped at OX_MAX_DERIVED_BYTES. */

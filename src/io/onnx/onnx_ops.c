@@ -76,14 +76,7 @@ rlx_status oxo_need_const(ox_node *n, int i, const char *what) {
                    i, what);
 }
 
-bool oxo_dims_ok(int nd, const int64_t *dims) {
-    int64_t numel = 1;
-    for (int i = 0; i < nd; i++) {
-        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL || (dims[i] && numel > OX_MAX_NUMEL / dims[i])) return false;
-        numel *= dims[i];
-    }
-    return true;
-}
+bool oxo_dims_ok(int nd, const int64_t *dims) { return ox_dims_fit(nd, dims, NULL); }
 
 rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims) {
     int64_t cur[RLX_MAX_DIMS];

@@ -13,14 +13,21 @@
 
 bool ox_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
 
-static bool numel_of(int ndim, const int64_t *dims, int64_t *out) {
-    int64_t n = 1;
+bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel) {
+    /* the product of the non-zero dims is bounded too, so that no product
+     * of some of the dims overflows where a zero dim makes the count 0 */
+    int64_t nz = 1;
+    bool zero = false;
     for (int i = 0; i < ndim; i++) {
         if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL) return false;
-        if (dims[i] != 0 && n > OX_MAX_NUMEL / dims[i]) return false;
-        n *= dims[i];
+        if (dims[i] == 0) {
+            zero = true;
+            continue;
+        }
+        if (nz > OX_MAX_NUMEL / dims[i]) return false;
+        nz *= dims[i];
     }
-    *out = n;
+    if (numel) *numel = zero ? 0 : nz;
     return true;
 }
 
@@ -30,7 +37,7 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
         return NULL;
     }
     int64_t n;
-    if (!numel_of(ndim, dims, &n)) {
+    if (!ox_dims_fit(ndim, dims, &n)) {
         rlx_set_error(RLX_ERR_FORMAT, "tensor dimensions negative or too large");
         return NULL;
     }
@@ -285,7 +292,7 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': rank %zu (at most %d)", tn, p->n_dims, RLX_MAX_DIMS);
     if (p->segment) return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", tn);
     int64_t numel;
-    if (!numel_of((int)p->n_dims, p->dims, &numel))
+    if (!ox_dims_fit((int)p->n_dims, p->dims, &numel))
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': dimensions negative or too large", tn);
     size_t es = rlx_dtype_size(t), want = (size_t)numel * es;
     /* stored element size (differs from es for widened types) */
