@@ -348,11 +348,8 @@ static bool causal_mask(const rlx_node_data *m, int64_t S, int64_t T)
         return false;
     for (int64_t s = 0; s < S; s++)
         for (int64_t t = 0; t < T; t++) {
-            int64_t i = s * T + t;
-            double v = m->dtype == RLX_F32   ? ((const float *)d)[i]
-                       : m->dtype == RLX_F16 ? rlx_f16_to_f32(((const uint16_t *)d)[i])
-                                             : rlx_bf16_to_f32(((const uint16_t *)d)[i]);
-            if (t <= s + (T - S) ? v != 0 : !(v <= low))
+            double v;
+            if (!rlx_const_element(m, s * T + t, &v) || (t <= s + (T - S) ? v != 0 : !(v <= low)))
                 return false;
         }
     return true;

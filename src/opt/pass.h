@@ -69,6 +69,8 @@ bool rlx_probe_claim(const rlx_pass_ctx *ctx, const rlx_node_data *proto, const 
                      const rlx_shape *shapes);
 /* Value of a one-element float constant node; false if n is not one. */
 bool rlx_scalar_value(const rlx_node_data *n, double *v);
+/* Element i (row-major) of a float constant node; false if n is not one. */
+bool rlx_const_element(const rlx_node_data *n, int64_t i, double *v);
 
 /* Copies node `id` of src into dst with operands renamed through map
  * (old id -> new id); shape inference runs again.  Returns the new id. */
