@@ -406,6 +406,72 @@ static void test_canon_rewrites_written_out_norms(void **state)
     }
 }
 
+/* A 16-bit tensor's normalisation computed in f32 between casts (Hugging
+ * Face's RMSNorm in f16/bf16 models), and a near miss. */
+enum { CAST_RMS_GAMMA, CAST_RMS_BARE, CAST_LN_GAMMA, CAST_BACK_TO_OTHER, N_CAST_NORMS };
+
+static rlx_graph *cast_norm_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){4, 16});
+    rlx_node h = rlx_cast(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)), RLX_F16);
+    rlx_dtype back = form == CAST_BACK_TO_OTHER ? RLX_BF16 : RLX_F16;
+    float gv[16];
+    random_floats(gv, 16, 51);
+    rlx_node gamma = rlx_cast(g, rlx_constant(g, RLX_F32, 1, (int64_t[]){16}, gv, sizeof gv), back);
+    int last = 1;
+    rlx_node hf = rlx_cast(g, h, RLX_F32), v = hf;
+    if (form == CAST_LN_GAMMA)
+        v = rlx_sub(g, hf, rlx_reduce_mean(g, hf, 1, &last, 1));
+    rlx_node ms = rlx_reduce_mean(g, rlx_pow(g, v, rlx_scalar(g, RLX_F32, 2)), 1, &last, 1);
+    rlx_node n = rlx_mul(g, v, rlx_rsqrt(g, rlx_add(g, ms, rlx_scalar(g, RLX_F32, 1e-6))));
+    rlx_node y = rlx_cast(g, n, back);
+    if (form != CAST_RMS_BARE)
+        y = rlx_mul(g, gamma, y);
+    rlx_output(g, "y", rlx_reshape(g, rlx_cast(g, y, RLX_F32), 1, (int64_t[]){64}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_norm_between_casts(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    /* per form: norm nodes, their dtype and gamma, and the casts left */
+    static const struct { int ln, rms, has_gamma, casts; rlx_dtype dt; } want[N_CAST_NORMS] = {
+        [CAST_RMS_GAMMA] = {0, 1, 1, 2, RLX_F16},
+        [CAST_RMS_BARE] = {0, 1, 0, 2, RLX_F16},
+        [CAST_LN_GAMMA] = {1, 0, 1, 2, RLX_F16},
+        /* cast back to another dtype: only the f32 core is taken, its casts stay */
+        [CAST_BACK_TO_OTHER] = {0, 1, 0, 4, RLX_F32},
+    };
+    for (int form = 0; form < N_CAST_NORMS; form++) {
+        rlx_graph *g = cast_norm_graph(form);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        print_message("cast norm form %d\n", form);
+        assert_int_equal(count_op(s, RLX_OP_LAYER_NORM), want[form].ln);
+        assert_int_equal(count_op(s, RLX_OP_RMS_NORM), want[form].rms);
+        /* the input's and output's casts, the gamma's folded; the product
+         * left is the scale of x (and, on the near miss, gamma's) */
+        assert_int_equal(count_op(s, RLX_OP_CAST), want[form].casts);
+        assert_int_equal(count_op(s, RLX_OP_MUL), form == CAST_BACK_TO_OTHER ? 2 : 1);
+        for (int i = 0; i < s->n_nodes; i++)
+            if (s->nodes[i].op == RLX_OP_LAYER_NORM || s->nodes[i].op == RLX_OP_RMS_NORM) {
+                assert_int_equal(s->nodes[i].dtype, want[form].dt);
+                assert_int_equal(s->nodes[i].attrs.norm.has_gamma, want[form].has_gamma);
+                assert_float_equal(s->nodes[i].attrs.norm.eps, 1e-6, 1e-10);
+            }
+        rlx_graph_free(s);
+        float xv[64];
+        random_floats(xv, 64, 61 + (unsigned)form);
+        /* one rounding to 16 bits instead of two */
+        double tol = form == CAST_BACK_TO_OTHER ? 1e-2 : 2e-3;
+        assert_simplify_keeps_values(g, xv, 64, 64, tol, tol);
+        rlx_graph_free(g);
+    }
+}
+
 /* Attention written out, and near misses. */
 enum {
     ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, ATT_SPLIT_SCALE,
@@ -536,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_canon_rewrites_written_out_activations),
         cmocka_unit_test(test_canon_gelu_then_fuses),
         cmocka_unit_test(test_canon_rewrites_written_out_norms),
+        cmocka_unit_test(test_canon_norm_between_casts),
         cmocka_unit_test(test_canon_rewrites_written_out_attention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

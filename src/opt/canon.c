@@ -254,6 +254,34 @@ static bool norm_core(const rlx_graph *g, rlx_node id, norm_form *f)
     return true;
 }
 
+/* x when id is x cast to f32 from f16 or bf16; else -1. */
+static rlx_node widened(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_CAST || n->dtype != RLX_F32)
+        return -1;
+    rlx_dtype from = g->nodes[n->in[0]].dtype;
+    return from == RLX_F16 || from == RLX_BF16 ? n->in[0] : -1;
+}
+
+/* norm_core, or a 16-bit tensor's normalisation computed in f32 between
+ * casts, cast(core(cast(x, f32)), x's dtype), as Hugging Face's RMSNorm
+ * writes it for f16 and bf16 models: then f->x is x, and the one op
+ * computes in f32 inside as the casts did. */
+static bool norm_core_any(const rlx_graph *g, rlx_node id, norm_form *f)
+{
+    if (norm_core(g, id, f))
+        return true;
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_CAST || !norm_core(g, n->in[0], f))
+        return false;
+    rlx_node x = widened(g, f->x);
+    if (x < 0 || g->nodes[x].dtype != n->dtype)
+        return false;
+    f->x = x;
+    return true;
+}
+
 /* Whether id is a vector for x's last axis, of x's dtype. */
 static bool last_axis_vector(const rlx_graph *g, rlx_node id, rlx_node x)
 {
@@ -280,9 +308,9 @@ static rlx_node around_norm(const rlx_graph *g, rlx_node id, rlx_op op,
 /* A normalisation with or without gamma. */
 static bool norm_scaled(const rlx_graph *g, rlx_node id, norm_form *f)
 {
-    if (norm_core(g, id, f))
+    if (norm_core_any(g, id, f))
         return true;
-    rlx_node gamma = around_norm(g, id, RLX_OP_MUL, norm_core, f);
+    rlx_node gamma = around_norm(g, id, RLX_OP_MUL, norm_core_any, f);
     if (gamma < 0)
         return false;
     f->gamma = gamma;
