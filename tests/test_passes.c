@@ -479,8 +479,9 @@ enum {
     ATT_CAUSAL, ATT_CAUSAL_FINITE, ATT_CAUSAL_WRONG, /* rewritten: the first with the causal flag, the
                                                         others keep their mask */
     ATT_WHERE_KEEP, ATT_WHERE_FILL,                  /* masked_fill: rewritten with the causal flag */
-    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, ATT_WHERE_OTHER,
-    ATT_WHERE_SMALL_FILL, N_ATTS
+    ATT_WHERE_OTHER, ATT_WHERE_OTHER_FILL,           /* another select: rewritten with it as a bool mask
+                                                        (negated when its true entries are filled) */
+    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, ATT_WHERE_SMALL_FILL, N_ATTS
 };
 
 static rlx_graph *attn_graph(int form)
@@ -534,14 +535,15 @@ static rlx_graph *attn_graph(int form)
     case ATT_WHERE_KEEP:
     case ATT_WHERE_FILL:
     case ATT_WHERE_OTHER:
+    case ATT_WHERE_OTHER_FILL:
     case ATT_WHERE_SMALL_FILL: {
         /* where(keys up to the query, scores, -inf), or where(the keys after it, -inf, scores) */
         unsigned char sel[64];
-        bool fill_true = form == ATT_WHERE_FILL;
+        bool fill_true = form == ATT_WHERE_FILL || form == ATT_WHERE_OTHER_FILL;
         for (int i = 0; i < 64; i++)
             sel[i] = (i % 8 <= i / 8) != fill_true;
-        if (form == ATT_WHERE_OTHER)
-            sel[8 * 6 + 1] = 0; /* query 6 may not see key 1 */
+        if (form == ATT_WHERE_OTHER || form == ATT_WHERE_OTHER_FILL)
+            sel[8 * 6 + 1] = fill_true; /* query 6 may not see key 1 either */
         rlx_node c = rlx_constant(g, RLX_BOOL, 2, (int64_t[]){8, 8}, sel, sizeof sel);
         rlx_node fill = rlx_scalar(g, RLX_F32, form == ATT_WHERE_SMALL_FILL ? -100.0 : -INFINITY);
         sc = rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2));
@@ -561,13 +563,13 @@ static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
         print_message("attention form %d\n", form);
-        bool rewritten = form <= ATT_WHERE_FILL;
+        bool rewritten = form <= ATT_WHERE_OTHER_FILL;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
         assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
         for (int i = 0; i < s->n_nodes; i++)
@@ -576,9 +578,14 @@ static void test_canon_rewrites_written_out_attention(void **state)
                 /* the products left: the scales of q, k (and q's negative factor) */
                 assert_int_equal(count_op(s, RLX_OP_MUL), form == ATT_SPLIT_NEG ? 3 : 2);
                 assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-7);
+                bool bool_mask = form == ATT_WHERE_OTHER || form == ATT_WHERE_OTHER_FILL;
                 assert_int_equal(s->nodes[i].attrs.attention.has_mask,
                                  form == ATT_MUL_MASK || form == ATT_MASK_FIRST || form == ATT_SPLIT_SCALE ||
-                                     form == ATT_SPLIT_NEG || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG);
+                                     form == ATT_SPLIT_NEG || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG ||
+                                     bool_mask);
+                if (bool_mask)
+                    assert_int_equal(s->nodes[s->nodes[i].in[3]].dtype, RLX_BOOL);
+                assert_int_equal(count_op(s, RLX_OP_NOT), form == ATT_WHERE_OTHER_FILL);
                 assert_int_equal(s->nodes[i].attrs.attention.causal,
                                  form == ATT_CAUSAL || form == ATT_WHERE_KEEP || form == ATT_WHERE_FILL);
             }
@@ -586,6 +593,57 @@ static void test_canon_rewrites_written_out_attention(void **state)
         float xv[128];
         random_floats(xv, 128, 61 + (unsigned)form);
         assert_simplify_keeps_values(g, xv, 128, 128, 2e-6, 2e-6);
+        rlx_graph_free(g);
+    }
+}
+
+/* Grouped-query heads written out as Hugging Face's repeat_kv does (each
+ * of k's and v's 2 heads repeated twice in a row for 4 query heads), and
+ * the repeat the other way round (heads tiled), which attention's grouping
+ * does not match. */
+static rlx_graph *gqa_graph(bool tiled)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 8, 16});
+    const int to_heads[4] = {0, 2, 1, 3}, swap_last[4] = {0, 1, 3, 2};
+    rlx_node q = rlx_transpose(g, rlx_reshape(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)), 4, (int64_t[]){2, 8, 4, 4}),
+                               to_heads);
+    rlx_node halves[2];
+    assert_int_equal(rlx_split(g, x, 2, 2, (int64_t[]){8, 8}, halves), RLX_OK);
+    rlx_node kv[2] = {rlx_mul(g, halves[0], rlx_scalar(g, RLX_F32, -0.7)), rlx_tanh(g, halves[1])};
+    for (int j = 0; j < 2; j++) { /* [2, 8, 8] -> heads [2, 2, 8, 4] -> repeated [2, 4, 8, 4] */
+        rlx_node h = rlx_transpose(g, rlx_reshape(g, kv[j], 4, (int64_t[]){2, 8, 2, 4}), to_heads);
+        rlx_node u = tiled ? rlx_reshape(g, h, 5, (int64_t[]){2, 1, 2, 8, 4}) : rlx_reshape(g, h, 5, (int64_t[]){2, 2, 1, 8, 4});
+        rlx_node e = rlx_expand(g, u, 5, (int64_t[]){2, 2, 2, 8, 4});
+        kv[j] = rlx_reshape(g, e, 4, (int64_t[]){2, 4, 8, 4});
+    }
+    rlx_node sc = rlx_div(g, rlx_matmul(g, q, rlx_transpose(g, kv[0], swap_last), 0, 0), rlx_scalar(g, RLX_F32, 2));
+    rlx_node o = rlx_transpose(g, rlx_matmul(g, rlx_softmax(g, sc, -1), kv[1], 0, 0), to_heads);
+    rlx_output(g, "y", rlx_reshape(g, o, 1, (int64_t[]){256}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_attention_grouped_heads(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    for (int tiled = 0; tiled < 2; tiled++) {
+        rlx_graph *g = gqa_graph(tiled);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        assert_int_equal(count_op(s, RLX_OP_ATTENTION), 1);
+        /* the repeats are gone where attention's grouping reads the same heads */
+        assert_int_equal(count_op(s, RLX_OP_EXPAND), tiled ? 2 : 0);
+        for (int i = 0; i < s->n_nodes; i++)
+            if (s->nodes[i].op == RLX_OP_ATTENTION) {
+                assert_int_equal(s->nodes[s->nodes[i].in[1]].shape.dims[1], tiled ? 4 : 2);
+                assert_int_equal(s->nodes[s->nodes[i].in[2]].shape.dims[1], tiled ? 4 : 2);
+            }
+        rlx_graph_free(s);
+        float xv[256];
+        random_floats(xv, 256, 71 + (unsigned)tiled);
+        assert_simplify_keeps_values(g, xv, 256, 256, 2e-6, 2e-6);
         rlx_graph_free(g);
     }
 }
@@ -604,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_canon_rewrites_written_out_norms),
         cmocka_unit_test(test_canon_norm_between_casts),
         cmocka_unit_test(test_canon_rewrites_written_out_attention),
+        cmocka_unit_test(test_canon_attention_grouped_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -335,6 +335,8 @@ static bool norm_match(const rlx_graph *g, rlx_node id, norm_form *f)
 
 /* ---- attention */
 
+static const int no_perm[4] = {0, 1, 2, 3};
+
 typedef struct attn_form {
     rlx_node q, k, v, mask; /* k: the transpose's input; mask -1 for none */
     int k_perm[4];          /* k's transpose to [B, H, T, D] (identity: none) */
@@ -342,6 +344,7 @@ typedef struct attn_form {
     rlx_node select; /* where(select, scores, fill) or where(select, fill, scores); -1 for none */
     int keep;        /* the select's true entries keep their score */
     int causal;      /* the mask or the select was the causal one, taken as the flag */
+    int mask_not;    /* the mask is the select's negation (its true entries drop their key) */
 } attn_form;
 
 /* The lowest value a mask may hold to take a key out whatever its score:
@@ -486,6 +489,45 @@ static bool attention_scores(const rlx_graph *g, rlx_node id, attn_form *f)
     return scaled_qk(g, id, f);
 }
 
+/* k0 when id repeats each head of k0 [B, Hk, T, D] n times in a row, as
+ * Hugging Face's repeat_kv writes grouped-query heads out (reshape to
+ * [B, Hk, 1, T, D], expand to [B, Hk, n, T, D], reshape to [B, Hk n, T,
+ * D]): query head h then reads head h / n, as attention's grouped heads
+ * do.  Else -1. */
+static rlx_node repeated_heads(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *r = &g->nodes[id];
+    if (r->op != RLX_OP_RESHAPE || r->shape.ndim != 4)
+        return -1;
+    const rlx_node_data *e = &g->nodes[r->in[0]];
+    if (e->op != RLX_OP_EXPAND || e->shape.ndim != 5)
+        return -1;
+    const rlx_node_data *u = &g->nodes[e->in[0]];
+    rlx_node k0 = u->in[0];
+    if (u->op != RLX_OP_RESHAPE || u->shape.ndim != 5 || g->nodes[k0].shape.ndim != 4)
+        return -1;
+    const int64_t *kd = g->nodes[k0].shape.dims, *ud = u->shape.dims, *ed = e->shape.dims, *rd = r->shape.dims;
+    bool ok = ud[0] == kd[0] && ud[1] == kd[1] && ud[2] == 1 && ud[3] == kd[2] && ud[4] == kd[3] &&
+              ed[0] == kd[0] && ed[1] == kd[1] && ed[3] == kd[2] && ed[4] == kd[3] && rd[0] == kd[0] &&
+              rd[1] == kd[1] * ed[2] && rd[2] == kd[2] && rd[3] == kd[3];
+    return ok ? k0 : -1;
+}
+
+/* The select as attention's bool mask (true keeps the key; mask_not when
+ * its true entries drop the key instead), if it is bool and broadcasts to
+ * the scores [B, H, S, T]. */
+static bool select_as_mask(const rlx_graph *g, attn_form *f, const rlx_shape *full)
+{
+    const rlx_node_data *c = &g->nodes[f->select];
+    rlx_shape b;
+    if (c->dtype != RLX_BOOL || c->shape.ndim > 4 || !rlx_shape_broadcast(&c->shape, full, &b) ||
+        !rlx_shape_equal(&b, full))
+        return false;
+    f->mask = f->select;
+    f->mask_not = !f->keep;
+    return true;
+}
+
 /* id as softmax(scores) v with shapes attention takes as they are. */
 static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
 {
@@ -515,10 +557,11 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
     if (k->shape.ndim != 4 || k->dtype != q->dtype || kd[0] != B || kd[1] != Hv || kd[2] != T ||
         kd[3] != q->shape.dims[3])
         return false;
-    f->causal = 0;
+    f->causal = f->mask_not = 0;
+    rlx_shape full = {4, {B, H, S, T}};
     if (f->mask >= 0) {
         const rlx_node_data *m = &g->nodes[f->mask];
-        rlx_shape full = {4, {B, H, S, T}}, b;
+        rlx_shape b;
         if (m->dtype != q->dtype || m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) ||
             !rlx_shape_equal(&b, &full))
             return false;
@@ -527,10 +570,17 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
             f->mask = -1;
         }
     }
-    if (f->select >= 0) { /* only the causal select has an equivalent */
-        if (!causal_select(&g->nodes[f->select], S, T, f->keep))
+    if (f->select >= 0) { /* the causal select becomes the flag, another bool one the mask */
+        if (causal_select(&g->nodes[f->select], S, T, f->keep))
+            f->causal = 1;
+        else if (!select_as_mask(g, f, &full))
             return false;
-        f->causal = 1;
+    }
+    /* grouped-query heads written out as repeats of k and v: the heads before */
+    rlx_node k0 = memcmp(f->k_perm, no_perm, sizeof no_perm) ? -1 : repeated_heads(g, f->k), v0 = repeated_heads(g, f->v);
+    if (k0 >= 0 && v0 >= 0 && g->nodes[k0].shape.dims[1] == g->nodes[v0].shape.dims[1]) {
+        f->k = k0;
+        f->v = v0;
     }
     return true;
 }
@@ -551,10 +601,9 @@ static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
         y = f.op == RLX_OP_RMS_NORM ? rlx_rms_norm(out, map[f.x], gamma, f.eps)
                                     : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
     } else if (attention_match(g, id, &a)) {
-        static const int same[4] = {0, 1, 2, 3};
-        rlx_node k = memcmp(a.k_perm, same, sizeof same) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
-        y = k < 0 ? -1
-                  : rlx_attention(out, map[a.q], k, map[a.v], a.mask >= 0 ? map[a.mask] : -1, a.causal, a.scale);
+        rlx_node k = memcmp(a.k_perm, no_perm, sizeof no_perm) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
+        rlx_node m = a.mask < 0 ? -1 : a.mask_not ? rlx_not(out, map[a.mask]) : map[a.mask];
+        y = k < 0 || (a.mask >= 0 && m < 0) ? -1 : rlx_attention(out, map[a.q], k, map[a.v], m, a.causal, a.scale);
     } else {
         return RLX_REBUILD_COPY;
     }
