@@ -481,6 +481,8 @@ enum {
     ATT_WHERE_KEEP, ATT_WHERE_FILL,                  /* masked_fill: rewritten with the causal flag */
     ATT_WHERE_OTHER, ATT_WHERE_OTHER_FILL,           /* another select: rewritten with it as a bool mask
                                                         (negated when its true entries are filled) */
+    ATT_WHERE_NOT_INPUT,                             /* masked_fill(~keep, -inf) on a computed keep: the
+                                                        mask is keep, no negation left */
     ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, ATT_WHERE_SMALL_FILL, N_ATTS
 };
 
@@ -532,6 +534,13 @@ static rlx_graph *attn_graph(int form)
     case ATT_CAUSAL:
     case ATT_CAUSAL_FINITE:
     case ATT_CAUSAL_WRONG: sc = rlx_add(g, rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)), mask); break;
+    case ATT_WHERE_NOT_INPUT: { /* keys kept where x[0] > -0.9 (about 95% of them) */
+        rlx_node x0 = rlx_slice(g, x, 1, (int[]){0}, (int64_t[]){0}, (int64_t[]){1}, (int64_t[]){1});
+        rlx_node keep = rlx_greater(g, x0, rlx_scalar(g, RLX_F32, -0.9));
+        rlx_node sel = rlx_reshape(g, rlx_not(g, keep), 4, (int64_t[]){1, 1, 8, 8});
+        sc = rlx_where(g, sel, rlx_scalar(g, RLX_F32, -INFINITY), rlx_div(g, sc, rlx_scalar(g, RLX_F32, 2)));
+        break;
+    }
     case ATT_WHERE_KEEP:
     case ATT_WHERE_FILL:
     case ATT_WHERE_OTHER:
@@ -563,13 +572,13 @@ static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = rlx_simplify(g, &ctx);
         assert_non_null(s);
         print_message("attention form %d\n", form);
-        bool rewritten = form <= ATT_WHERE_OTHER_FILL;
+        bool rewritten = form <= ATT_WHERE_NOT_INPUT;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
         assert_int_equal(count_op(s, RLX_OP_SOFTMAX), !rewritten);
         for (int i = 0; i < s->n_nodes; i++)
@@ -578,7 +587,7 @@ static void test_canon_rewrites_written_out_attention(void **state)
                 /* the products left: the scales of q, k (and q's negative factor) */
                 assert_int_equal(count_op(s, RLX_OP_MUL), form == ATT_SPLIT_NEG ? 3 : 2);
                 assert_float_equal(s->nodes[i].attrs.attention.scale, scale[form], 1e-7);
-                bool bool_mask = form == ATT_WHERE_OTHER || form == ATT_WHERE_OTHER_FILL;
+                bool bool_mask = form == ATT_WHERE_OTHER || form == ATT_WHERE_OTHER_FILL || form == ATT_WHERE_NOT_INPUT;
                 assert_int_equal(s->nodes[i].attrs.attention.has_mask,
                                  form == ATT_MUL_MASK || form == ATT_MASK_FIRST || form == ATT_SPLIT_SCALE ||
                                      form == ATT_SPLIT_NEG || form == ATT_CAUSAL_FINITE || form == ATT_CAUSAL_WRONG ||

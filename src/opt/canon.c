@@ -585,6 +585,20 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
     return true;
 }
 
+/* The mask for a select whose true entries drop their key: its negation,
+ * with a negation the select already holds undone (masked_fill(~m, -inf)
+ * exports as where(reshape(not(m)), -inf, scores); the mask is then
+ * reshape(m)). */
+static rlx_node negated(rlx_graph *out, const rlx_graph *g, rlx_node sel, const rlx_node *map)
+{
+    const rlx_node_data *n = &g->nodes[sel];
+    if (n->op == RLX_OP_NOT)
+        return map[n->in[0]];
+    if (n->op == RLX_OP_RESHAPE && g->nodes[n->in[0]].op == RLX_OP_NOT)
+        return rlx_reshape(out, map[g->nodes[n->in[0]].in[0]], n->shape.ndim, n->shape.dims);
+    return rlx_not(out, map[sel]);
+}
+
 /* Node id as the one op it writes out, or a copy; *arg counts rewrites. */
 static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {
@@ -602,7 +616,7 @@ static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
                                     : rlx_layer_norm(out, map[f.x], gamma, f.beta >= 0 ? map[f.beta] : -1, f.eps);
     } else if (attention_match(g, id, &a)) {
         rlx_node k = memcmp(a.k_perm, no_perm, sizeof no_perm) ? rlx_transpose(out, map[a.k], a.k_perm) : map[a.k];
-        rlx_node m = a.mask < 0 ? -1 : a.mask_not ? rlx_not(out, map[a.mask]) : map[a.mask];
+        rlx_node m = a.mask < 0 ? -1 : a.mask_not ? negated(out, g, a.mask, map) : map[a.mask];
         y = k < 0 || (a.mask >= 0 && m < 0) ? -1 : rlx_attention(out, map[a.q], k, map[a.v], m, a.causal, a.scale);
     } else {
         return RLX_REBUILD_COPY;
