@@ -221,6 +221,7 @@ typedef struct attn_cfg {
     int bias, qnorm, knorm, rope, causal;
     int bad_perm;    /* transpose k with a wrong permutation */
     int k_is_output; /* the k projection has another reader */
+    int mask;        /* 1: an additive f32 mask input [B, 1, 1, S]; 2: a bool one [B, 1, S, S] */
 } attn_cfg;
 
 static rlx_node proj(rlx_graph *g, const attn_cfg *c, rlx_node x, const char *name, int h, int norm, int rope,
@@ -255,7 +256,10 @@ static rlx_graph *attn_graph(const attn_cfg *c)
     rlx_node v = proj(g, c, x, "v", c->Hk, 0, 0, 0);
     if (c->k_is_output)
         rlx_output(g, "k", k);
-    rlx_node a = rlx_attention(g, q, k, v, -1, c->causal, 0.0);
+    rlx_node m = c->mask == 1   ? rlx_input(g, "m", RLX_F32, SHAPE(c->B, 1, 1, c->S))
+                 : c->mask == 2 ? rlx_input(g, "m", RLX_BOOL, SHAPE(c->B, 1, c->S, c->S))
+                                : -1;
+    rlx_node a = rlx_attention(g, q, k, v, m, c->causal, 0.0);
     a = rlx_reshape(g, rlx_transpose(g, a, perm), SHAPE(c->B, c->S, (int64_t)c->H * c->D));
     a = rlx_matmul(g, a, rlx_param(g, "o.w", RLX_F32, SHAPE((int64_t)c->H * c->D, c->out)), 0, 0);
     if (c->bias)
@@ -270,11 +274,14 @@ static void test_attention_block(void **state)
     (void)state;
     const attn_cfg cfgs[] = {
         /* encoder-like: biases, no norms, no rope, full attention */
-        {2, 5, 24, 4, 4, 6, 24, 1, 0, 0, 0, 0, 0, 0},
+        {2, 5, 24, 4, 4, 6, 24, 1, 0, 0, 0, 0, 0, 0, 0},
         /* decoder-like: grouped heads, q/k norm, rope, causal */
-        {1, 7, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0},
+        {1, 7, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0, 0},
         /* q norm only, rope, biases, output width differs */
-        {2, 3, 16, 2, 1, 4, 12, 1, 1, 0, 1, 0, 0, 0},
+        {2, 3, 16, 2, 1, 4, 12, 1, 1, 0, 1, 0, 0, 0, 0},
+        /* an additive padding mask; a bool mask with grouped heads and causal */
+        {2, 5, 24, 4, 4, 6, 24, 1, 0, 0, 0, 0, 0, 0, 1},
+        {2, 6, 32, 4, 2, 8, 32, 0, 0, 0, 0, 1, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         rlx_graph *g = attn_graph(&cfgs[i]);
@@ -459,7 +466,7 @@ static bool no_attn_block_claim(const rlx_graph *g, rlx_node id)
 static void test_target_claim(void **state)
 {
     (void)state;
-    attn_cfg cfg = {1, 6, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0};
+    attn_cfg cfg = {1, 6, 32, 4, 2, 8, 32, 0, 1, 1, 1, 1, 0, 0, 0};
     rlx_graph *g = attn_graph(&cfg);
     rlx_opt_stats st;
     memset(&st, 0, sizeof st);

@@ -126,7 +126,8 @@ static void test_lower_matmul_norms_swiglu(void **state)
 }
 
 /* A decoder-style attention layer over S tokens. */
-static rlx_graph *attn_layer(int S, int bias)
+/* mask: 0 none, 1 an additive f32 input [B, 1, 1, S], 2 a bool one [B, 1, S, S] */
+static rlx_graph *attn_layer(int S, int bias, int mask)
 {
     static const int perm[4] = {0, 2, 1, 3};
     const int64_t B = 1, hid = 32, H = 4, Hk = 2, D = 8;
@@ -151,7 +152,10 @@ static rlx_graph *attn_layer(int S, int bias)
         y = rlx_transpose(g, y, perm);
         hs[i] = i < 2 ? rlx_rope(g, y, 1e6, 0, 0) : y;
     }
-    rlx_node a = rlx_attention(g, hs[0], hs[1], hs[2], -1, 1, 0.0);
+    rlx_node m = mask == 1   ? rlx_input(g, "m", RLX_F32, SHAPE(B, 1, 1, S))
+                 : mask == 2 ? rlx_input(g, "m", RLX_BOOL, SHAPE(B, 1, S, S))
+                             : -1;
+    rlx_node a = rlx_attention(g, hs[0], hs[1], hs[2], m, 1, 0.0);
     a = rlx_reshape(g, rlx_transpose(g, a, perm), SHAPE(B, S, H * D));
     rlx_output(g, "y", rlx_matmul(g, a, rlx_param(g, "o.w", RLX_F32, SHAPE(H * D, hid)), 0, 0));
     assert_int_equal(rlx_graph_verify(g), RLX_OK);
@@ -161,11 +165,12 @@ static rlx_graph *attn_layer(int S, int bias)
 static void test_lower_attention_block(void **state)
 {
     (void)state;
-    for (int bias = 0; bias < 2; bias++) {
-        rlx_graph *g = attn_layer(6, bias);
-        check_lowering(g, RLX_OP_ATTENTION_BLOCK, "attention_block");
-        rlx_graph_free(g);
-    }
+    for (int bias = 0; bias < 2; bias++)
+        for (int mask = 0; mask < 3; mask++) {
+            rlx_graph *g = attn_layer(6, bias, mask);
+            check_lowering(g, RLX_OP_ATTENTION_BLOCK, "attention_block");
+            rlx_graph_free(g);
+        }
 }
 
 static void test_lower_chain_softmax_conv_bn(void **state)
@@ -230,7 +235,7 @@ static void test_lower_by_shape(void **state)
 {
     (void)state;
     for (int S = 3; S <= 6; S += 3) {
-        rlx_graph *g = attn_layer(S, 0);
+        rlx_graph *g = attn_layer(S, 0, 0);
         rlx_pass_ctx cpu = ot_cpu_ctx(NULL);
         rlx_graph *fused = rlx_pass_fuse(g, &cpu);
         assert_int_equal(ot_count(fused, RLX_OP_ATTENTION_BLOCK), 1);
@@ -254,7 +259,7 @@ static void test_lower_by_shape(void **state)
 static void test_lower_leaves_missing_primitives(void **state)
 {
     (void)state;
-    rlx_graph *g = attn_layer(4, 1);
+    rlx_graph *g = attn_layer(4, 1, 0);
     rlx_pass_ctx c = ot_cpu_ctx(NULL);
     c.supports = refuse_matmul;
     rlx_graph *low = rlx_pass_lower(g, &c);
@@ -275,7 +280,7 @@ static void test_lower_leaves_missing_primitives(void **state)
 static void test_report(void **state)
 {
     (void)state;
-    rlx_graph *g = attn_layer(4, 0);
+    rlx_graph *g = attn_layer(4, 0, 0);
     rlx_pass_ctx cpu = ot_cpu_ctx(NULL);
     rlx_graph *fused = rlx_pass_fuse(g, &cpu);
     rlx_opt_stats st;

@@ -172,10 +172,12 @@ typedef union rlx_attrs {
     struct { int n_ops; uint8_t code[3 * RLX_EW_MAX_OPS]; } ew;
     struct { double scale; int axis, has_mask; } sm;
     /* attention block inputs: x, wq, wk, wv, wo, then those flagged, in this
-     * order: bq, bk, bv, bo (has_bias bits 1, 2, 4, 8), q gamma, k gamma */
+     * order: bq, bk, bv, bo (has_bias bits 1, 2, 4, 8), q gamma, k gamma,
+     * mask (bool, true keeps the key, or added to the scores in the block's
+     * dtype; broadcast to [B, H, S, S]) */
     struct {
         int heads, kv_heads, head_dim, v_head_dim;
-        int has_bias, has_qnorm, has_knorm, has_rope, rope_interleaved, causal;
+        int has_bias, has_qnorm, has_knorm, has_rope, rope_interleaved, causal, has_mask;
         double norm_eps, rope_theta, scale;
         int64_t rope_offset;
     } attn_block;
@@ -238,8 +240,8 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
-/* Index of the attention block's optional input (1..8 bias bits 1,2,4,8 as
- * 1..4, 5 q gamma, 6 k gamma), or -1 when absent. */
+/* Index of the attention block's optional input (bias bits 1,2,4,8 as
+ * 1..4, 5 q gamma, 6 k gamma, 7 mask), or -1 when absent. */
 int rlx_attn_block_input(const rlx_node_data *n, int which);
 const char *rlx_op_name(rlx_op op);
 bool rlx_op_is_unary(rlx_op op);

@@ -637,7 +637,7 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_ADD_LAYER_NORM] = {"add_layer_norm", 2, 4, RLX_OPF_FUSED, rlx_infer_add_norm},
     [RLX_OP_ADD_RMS_NORM] = {"add_rms_norm", 2, 3, RLX_OPF_FUSED, rlx_infer_add_norm},
     [RLX_OP_SWIGLU] = {"swiglu", 3, 3, RLX_OPF_FUSED, rlx_infer_swiglu},
-    [RLX_OP_ATTENTION_BLOCK] = {"attention_block", 5, 11, RLX_OPF_FUSED, rlx_infer_attention_block},
+    [RLX_OP_ATTENTION_BLOCK] = {"attention_block", 5, 12, RLX_OPF_FUSED, rlx_infer_attention_block},
     [RLX_OP_ELEMENTWISE_CHAIN] = {"elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_FUSED | RLX_OPF_ELEMENTWISE,
                                   rlx_infer_elementwise_chain},
     [RLX_OP_SOFTMAX_SCALE_MASK] = {"softmax_scale_mask", 1, 2, RLX_OPF_FUSED, rlx_infer_softmax_scale_mask},

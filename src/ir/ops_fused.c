@@ -136,9 +136,11 @@ rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n)
 int rlx_attn_block_input(const rlx_node_data *n, int which)
 {
     int k = 5;
-    for (int i = 1; i <= 6; i++) {
+    for (int i = 1; i <= 7; i++) {
         int present = i <= 4 ? (n->attrs.attn_block.has_bias >> (i - 1)) & 1
-                             : (i == 5 ? n->attrs.attn_block.has_qnorm : n->attrs.attn_block.has_knorm);
+                      : i == 5 ? n->attrs.attn_block.has_qnorm
+                      : i == 6 ? n->attrs.attn_block.has_knorm
+                               : n->attrs.attn_block.has_mask;
         if (i == which)
             return present ? k : -1;
         k += present != 0;
@@ -174,7 +176,7 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
                              (long long)H, (long long)Hk, (long long)D, (long long)Dv);
     if (a->has_rope && (D % 2 || !(a->rope_theta > 0)))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope needs an even head dim and theta > 0");
-    int expected = 5 + (a->has_qnorm != 0) + (a->has_knorm != 0);
+    int expected = 5 + (a->has_qnorm != 0) + (a->has_knorm != 0) + (a->has_mask != 0);
     for (int i = 0; i < 4; i++)
         expected += (a->has_bias >> i) & 1;
     if (n->n_in != expected || (a->has_bias & ~15))
@@ -195,6 +197,18 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
         int k = rlx_attn_block_input(n, i);
         if (k >= 0 && (s = check_vec(g, n->in[k], i <= 4 ? blen[i - 1] : D, t, i <= 4 ? "bias" : "norm gamma")) != RLX_OK)
             return s;
+    }
+    int km = rlx_attn_block_input(n, 7);
+    if (km >= 0) {
+        const rlx_node_data *m = IN(km);
+        int64_t S = x->shape.dims[1];
+        rlx_shape full = {4, {x->shape.dims[0], H, S, S}}, b;
+        if (m->dtype != RLX_BOOL && m->dtype != t)
+            return rlx_set_error(RLX_ERR_DTYPE, "attention block mask must be bool or %s, got %s", rlx_dtype_name(t),
+                                 rlx_dtype_name(m->dtype));
+        if (m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) || !rlx_shape_equal(&b, &full))
+            return rlx_set_error(RLX_ERR_SHAPE, "attention block mask %s does not broadcast to [B, H, S, S] = %s",
+                                 SHAPE_A(&m->shape), SHAPE_B(&full));
     }
     n->shape.ndim = 3;
     n->shape.dims[0] = x->shape.dims[0];

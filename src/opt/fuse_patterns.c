@@ -167,7 +167,7 @@ bool fuse_attention_block(fuse_state *s, rlx_node root)
         return false;
     rlx_node at = trn->in[0];
     const rlx_node_data *atn = fs_node(s, at);
-    if (atn->op != RLX_OP_ATTENTION || !fs_inner(s, at) || atn->attrs.attention.has_mask)
+    if (atn->op != RLX_OP_ATTENTION || !fs_inner(s, at))
         return false;
     nodes[nn++] = rs;
     nodes[nn++] = tr;
@@ -211,14 +211,15 @@ bool fuse_attention_block(fuse_state *s, rlx_node root)
     a->rope_offset = q.offset;
     a->rope_interleaved = q.interleaved;
     a->causal = atn->attrs.attention.causal;
+    a->has_mask = atn->attrs.attention.has_mask;
     a->scale = atn->attrs.attention.scale;
     spec_in(&sp, q.x);
     spec_in(&sp, q.w);
     spec_in(&sp, k.w);
     spec_in(&sp, v.w);
     spec_in(&sp, m->in[1]);
-    const rlx_node opt[6] = {q.bias, k.bias, v.bias, bo, q.gamma, k.gamma};
-    for (int i = 0; i < 6; i++)
+    const rlx_node opt[7] = {q.bias, k.bias, v.bias, bo, q.gamma, k.gamma, a->has_mask ? atn->in[3] : -1};
+    for (int i = 0; i < 7; i++)
         if (opt[i] >= 0)
             spec_in(&sp, opt[i]);
 #undef a

@@ -69,8 +69,8 @@ static rlx_node lower_attention_block(rlx_graph *g, const rlx_node_data *n)
 {
     static const int perm[4] = {0, 2, 1, 3};
 #define a (&n->attrs.attn_block)
-    rlx_node opt[7];
-    for (int i = 1; i <= 6; i++) {
+    rlx_node opt[8];
+    for (int i = 1; i <= 7; i++) {
         int k = rlx_attn_block_input(n, i);
         opt[i] = k >= 0 ? n->in[k] : -1;
     }
@@ -79,7 +79,7 @@ static rlx_node lower_attention_block(rlx_graph *g, const rlx_node_data *n)
     rlx_node q = heads_of(g, n, x, n->in[1], opt[1], opt[5], a->heads, a->head_dim, true);
     rlx_node k = heads_of(g, n, x, n->in[2], opt[2], opt[6], a->kv_heads, a->head_dim, true);
     rlx_node v = heads_of(g, n, x, n->in[3], opt[3], -1, a->kv_heads, a->v_head_dim, false);
-    rlx_node o = rlx_attention(g, q, k, v, -1, a->causal, a->scale);
+    rlx_node o = rlx_attention(g, q, k, v, opt[7], a->causal, a->scale);
     o = rlx_reshape(g, rlx_transpose(g, o, perm), 3, (int64_t[]){B, S, (int64_t)a->heads * a->v_head_dim});
     o = rlx_matmul(g, o, n->in[4], 0, 0);
     if (opt[4] >= 0)

@@ -750,10 +750,12 @@ static void test_attention(void)
  * projection (+bias).  x is scaled by 0.1 first (a node outside the
  * block) so the scores stay soft and the comparison measures the
  * kernels, not the rounding of near-ties.  With rope and q/k norm the
- * CUDA backend does not claim the block: it must stay lowered. */
+ * CUDA backend does not claim the block: it must stay lowered.  mask: 1 a
+ * bool padding mask [B, 1, 1, S], 2 an additive one [B, 1, S, S] (inputs
+ * of the block either way). */
 typedef struct ab_case {
     int64_t B, S, hid, H, Hk, D;
-    int bias, causal, rope_norm;
+    int bias, causal, rope_norm, mask;
 } ab_case;
 
 /* *fused_nodes: the node count of the graph when the whole block is one node. */
@@ -784,7 +786,13 @@ static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nod
             y = rlx_rope(g, y, 10000.0, 0, 0);
         heads[i] = y;
     }
-    rlx_node a = rlx_attention(g, heads[0], heads[1], heads[2], -1, c->causal, 0.0);
+    rlx_node m = -1;
+    if (c->mask == 1)
+        m = rlx_input(g, "m", RLX_BOOL, 4, DIMS(c->B, 1, 1, c->S));
+    else if (c->mask == 2)
+        m = rlx_input(g, "u_m", t, 4, DIMS(c->B, 1, c->S, c->S));
+    n += c->mask != 0;
+    rlx_node a = rlx_attention(g, heads[0], heads[1], heads[2], m, c->causal, 0.0);
     a = rlx_reshape(g, rlx_transpose(g, a, perm), 3, DIMS(c->B, c->S, c->H * c->D));
     a = rlx_matmul(g, a, rlx_param(g, "u_wo", t, 2, DIMS(c->H * c->D, c->hid)), 0, 0);
     n++;
@@ -849,23 +857,27 @@ static void test_attn_block(void)
 {
     char nm[160];
     static const ab_case cases[] = {
-        {2, 128, 384, 12, 12, 32, 1, 0, 0}, /* the encoder's layer */
-        {2, 77, 256, 4, 4, 64, 1, 0, 0},    /* tails */
-        {1, 77, 256, 4, 2, 128, 0, 1, 0},   /* grouped heads, causal */
-        {3, 1, 128, 4, 4, 32, 1, 0, 0},     /* one position */
-        {2, 77, 192, 8, 2, 32, 0, 1, 0},    /* 4 heads per kv head, causal */
-        {1, 130, 160, 2, 1, 64, 1, 1, 0},   /* three key tiles, causal */
-        {2, 40, 96, 2, 2, 48, 1, 0, 0},     /* head dim 48: CUDA-core attention */
-        {2, 33, 128, 4, 2, 32, 1, 1, 1},    /* rope + q/k norm: not claimed, lowered */
+        {2, 128, 384, 12, 12, 32, 1, 0, 0, 0}, /* the encoder's layer */
+        {2, 77, 256, 4, 4, 64, 1, 0, 0, 0},    /* tails */
+        {1, 77, 256, 4, 2, 128, 0, 1, 0, 0},   /* grouped heads, causal */
+        {3, 1, 128, 4, 4, 32, 1, 0, 0, 0},     /* one position */
+        {2, 77, 192, 8, 2, 32, 0, 1, 0, 0},    /* 4 heads per kv head, causal */
+        {1, 130, 160, 2, 1, 64, 1, 1, 0, 0},   /* three key tiles, causal */
+        {2, 40, 96, 2, 2, 48, 1, 0, 0, 0},     /* head dim 48: CUDA-core attention */
+        {2, 33, 128, 4, 2, 32, 1, 1, 1, 0},    /* rope + q/k norm: not claimed, lowered */
+        {2, 128, 384, 12, 12, 32, 1, 0, 0, 1}, /* the encoder's layer with a padding mask */
+        {2, 77, 192, 8, 2, 32, 0, 1, 0, 2},    /* an additive mask, grouped heads, causal */
+        {2, 40, 96, 2, 2, 48, 1, 0, 0, 1},     /* a padding mask on the CUDA-core attention */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int d = 0; d < 3; d++) {
             const ab_case *c = &cases[k];
             int fused_nodes = 0;
             rlx_graph *g = attn_block_graph(FLOATS[d], c, &fused_nodes);
-            check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s", dn(FLOATS[d]),
+            check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s%s", dn(FLOATS[d]),
                              (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
-                             c->bias, c->causal, c->rope_norm ? " rope+norm" : ""),
+                             c->bias, c->causal, c->rope_norm ? " rope+norm" : "",
+                             c->mask == 1 ? " bool mask" : c->mask == 2 ? " additive mask" : ""),
                         g, fused_nodes, !c->rope_norm, 1.0, 0);
             for (int mode = 1; mode <= 2 && k < 3; mode++) {
                 g = attn_block_graph(FLOATS[d], c, &fused_nodes);

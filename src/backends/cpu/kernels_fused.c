@@ -433,8 +433,8 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_sgemm(0, 0, d.rows, d.H * D, d.hid, 1.0f, X, d.hid, Wq, d.H * D, 0.0f, Q, d.H * D, th);
     rlx_sgemm(0, 0, d.rows, d.Hk * D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * D, 0.0f, K, d.Hk * D, th);
     rlx_sgemm(0, 0, d.rows, d.Hk * Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * Dv, 0.0f, V, d.Hk * Dv, th);
-    int ib[7];
-    for (int i = 1; i <= 6; i++)
+    int ib[8];
+    for (int i = 1; i <= 7; i++)
         ib[i] = rlx_attn_block_input(n, i);
 #define OPT_IN(i) (ib[i] >= 0 ? t->in[ib[i]] : NULL)
 #define OPT_DT(i) (ib[i] >= 0 ? t->in_node[ib[i]]->dtype : RLX_F32)
@@ -450,6 +450,14 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
     float scale = (float)n->attrs.attn_block.scale;
     int causal = n->attrs.attn_block.causal;
+    /* mask: bool (false drops the key) or added to the scores, broadcast over [B, H, S, S] */
+    const void *mask = OPT_IN(7);
+    rlx_dtype mask_dt = OPT_DT(7);
+    int64_t mst[RLX_MAX_DIMS] = {0};
+    if (mask) {
+        rlx_shape full = {4, {d.B, d.H, S, S}};
+        rlx_shape_broadcast_strides(&t->in_node[ib[7]]->shape, &full, mst);
+    }
     int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
     int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
     if (at > nth)
@@ -479,9 +487,24 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 for (int64_t j = 0; j < cnt; j++)
                     sc[j] += qe * ke[j];
             }
+            if (mask) {
+                int64_t mb = bb * mst[0] + h * mst[1] + s * mst[2];
+                for (int64_t j = 0; j < cnt; j++) {
+                    int64_t mo = mb + j * mst[3];
+                    if (mask_dt == RLX_BOOL)
+                        sc[j] = ((const uint8_t *)mask)[mo] ? sc[j] : -INFINITY;
+                    else
+                        sc[j] += (float)rlx_load(mask, mask_dt, mo);
+                }
+            }
             float m = -INFINITY;
             for (int64_t j = 0; j < cnt; j++)
                 m = sc[j] > m ? sc[j] : m;
+            float *o = O + (bb * S + s) * ow + h * Dv;
+            if (m == -INFINITY) { /* every key masked: zeros, as the attention op gives */
+                memset(o, 0, (size_t)Dv * sizeof(float));
+                continue;
+            }
             double sum = 0;
             for (int64_t j = 0; j < cnt; j++) {
                 sc[j] = expf(sc[j] - m);
@@ -497,7 +520,6 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     acc[e] += p * vj[e];
             }
             float inv = (float)(1.0 / sum);
-            float *o = O + (bb * S + s) * ow + h * Dv;
             for (int64_t e = 0; e < Dv; e++)
                 o[e] = acc[e] * inv;
         }

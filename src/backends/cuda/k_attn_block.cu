@@ -5,8 +5,9 @@
  * params) into one scratch buffer of rows [B*S, width], attention reading
  * its heads from that buffer through strides and writing [B*S, H*Dv] rows,
  * which are already what the output projection (one more GEMM, bias in the
- * epilogue) reads.  Three launches where the lowered form has about a
- * dozen.  Per-head q/k RMS norm and RoPE are not done here: such blocks are
+ * epilogue) reads.  A mask input (bool or additive) goes to the attention
+ * kernels as the attention op's does.  Three launches where the lowered
+ * form has about a dozen.  Per-head q/k RMS norm and RoPE are not done here: such blocks are
  * not claimed and the optimizer lowers them to primitives. */
 #include <math.h>
 #include <stdlib.h>
@@ -207,19 +208,27 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.vst[0] = pitch, a.vst[1] = s->Dv, a.vst[2] = s->width;
     a.ost[0] = s->S * s->H * s->Dv, a.ost[1] = s->Dv, a.ost[2] = s->H * s->Dv;
     a.mask_dt = -1;
+    int km = rlx_attn_block_input(n, 7);
+    if (km >= 0) {
+        rlx_shape full = {4, {a.B, a.H, a.S, a.T}};
+        a.mask = t->in[km];
+        a.mask_dt = t->in_node[km]->dtype;
+        rlx_shape_broadcast_strides(&t->in_node[km]->shape, &full, a.mst);
+    }
     if ((st = rlx_cu_attention_run(t, n->dtype, &a)) != RLX_OK)
         return st;
     return rlx_cu_gemm_run(t, &s->go, ob, t->in[4], t->out, s->bias[3] >= 0 ? t->in[s->bias[3]] : NULL, ws);
 }
 
-/* The claim: any float dtype (every input the node's), no q/k norm, no
- * rope, head dims the attention kernels take. */
+/* The claim: any float dtype (every input the node's, a mask also bool),
+ * no q/k norm, no rope, head dims the attention kernels take. */
 static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    if (!rlx_cu_float_ok(g, n))
+    if (!cu_is_f(n->dtype))
         return false;
+    int km = rlx_attn_block_input(n, 7);
     for (int i = 0; i < n->n_in; i++)
-        if (g->nodes[n->in[i]].dtype != n->dtype)
+        if (g->nodes[n->in[i]].dtype != n->dtype && !(i == km && g->nodes[n->in[i]].dtype == RLX_BOOL))
             return false;
     const rlx_node_data *x = &g->nodes[n->in[0]];
     if (x->shape.ndim != 3 || n->shape.ndim != 3)
