@@ -187,15 +187,7 @@ def main():
     import torch_bench
     m, x = torch_bench.build(name, batch, {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dts])
     with torch.inference_mode():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                m(x)
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            m(x)
+        g, _ = torch_bench.capture_graph(m, x)
         replay = lambda: (g.replay(), torch.cuda.synchronize())
         report(f"PyTorch CUDA graph {name} b{batch} {dts}", trace(torch, replay), host_us(replay))
 

@@ -134,22 +134,28 @@ def time_fn(fn, runs, warm=20):
     return statistics.median(ts), min(ts)
 
 
+def capture_graph(m, x):
+    """m(x) captured into one CUDA graph after three warm-up calls on a side
+    stream (as torch.cuda.graphs asks); returns the graph and its output."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            m(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = m(x)
+    return g, out
+
+
 def bench(name, batch, dts, runs, do_compile):
     dtype = DT[dts]
     m, x = build(name, batch, dtype)
     res = {"kind": "torch", "workload": name, "batch": batch, "dtype": dts}
     with torch.inference_mode():
         res["eager_ms"], _ = time_fn(lambda: m(x), runs)
-        # eager captured into one CUDA graph
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                m(x)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = m(x)
+        g, out = capture_graph(m, x)  # eager captured into one CUDA graph
         res["graph_ms"], _ = time_fn(g.replay, runs)
         res["out_abs_mean"] = float(out.float().abs().mean())
         del g
