@@ -1,0 +1,20 @@
+/* canon.h - the canon pass's families of rewrites (canon.c drives them):
+ * each recognises node id of g as the one op a decomposition writes out
+ * and, when it does, builds that op in out from the mapped operands (*y;
+ * -1 when building failed). */
+#ifndef RLX_OPT_CANON_H
+#define RLX_OPT_CANON_H
+
+#include "opt/pass.h"
+
+/* GELU (erf and tanh forms) and SiLU: canon_act.c */
+bool canon_activation(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
+/* LayerNorm and RMSNorm: canon_norm.c */
+bool canon_norm(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
+/* attention: canon_attn.c */
+bool canon_attention(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
+
+/* A one-element constant equal to want within rel (relative). */
+bool canon_is_scalar(const rlx_graph *g, rlx_node id, double want, double rel);
+
+#endif
