@@ -7,8 +7,9 @@
  * which are already what the output projection (one more GEMM, bias in the
  * epilogue) reads.  A mask input (bool or additive) goes to the attention
  * kernels as the attention op's does.  Three launches where the lowered
- * form has about a dozen.  Per-head q/k RMS norm and RoPE are not done here: such blocks are
- * not claimed and the optimizer lowers them to primitives. */
+ * form has about a dozen.  Per-head q/k RMS norm and RoPE are not done
+ * here: such blocks are not claimed and the optimizer lowers them to
+ * primitives. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
