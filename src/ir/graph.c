@@ -14,6 +14,12 @@ int64_t rlx_shape_numel(const rlx_shape *s)
     return n;
 }
 
+bool rlx_shape_broadcasts_to(const rlx_shape *s, const rlx_shape *to)
+{
+    rlx_shape b;
+    return s->ndim <= to->ndim && rlx_shape_broadcast(s, to, &b) && rlx_shape_equal(&b, to);
+}
+
 bool rlx_shape_equal(const rlx_shape *a, const rlx_shape *b)
 {
     if (a->ndim != b->ndim)

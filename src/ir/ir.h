@@ -21,6 +21,8 @@ int64_t rlx_shape_numel(const rlx_shape *s);
 bool rlx_shape_equal(const rlx_shape *a, const rlx_shape *b);
 /* numpy broadcast of a and b into out; false if incompatible. */
 bool rlx_shape_broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out);
+/* Whether s broadcasts to exactly `to` (a mask over scores, say). */
+bool rlx_shape_broadcasts_to(const rlx_shape *s, const rlx_shape *to);
 /* Row-major strides (in elements) of s. */
 void rlx_shape_strides(const rlx_shape *s, int64_t strides[RLX_MAX_DIMS]);
 /* Strides of `in` read as if broadcast to `out` (0 on broadcast dims). */

@@ -430,11 +430,11 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
         if (n->n_in != 4)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "mask flag set but no mask input");
         const rlx_node_data *m = IN(3);
-        rlx_shape full = {4, {B, H, S, T}}, b;
+        rlx_shape full = {4, {B, H, S, T}};
         if (m->dtype != RLX_BOOL && m->dtype != q->dtype)
             return rlx_set_error(RLX_ERR_DTYPE, "mask must be bool or %s, got %s", rlx_dtype_name(q->dtype),
                                  rlx_dtype_name(m->dtype));
-        if (m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) || !rlx_shape_equal(&b, &full))
+        if (!rlx_shape_broadcasts_to(&m->shape, &full))
             return rlx_set_error(RLX_ERR_SHAPE, "mask %s does not broadcast to [B, H, S, T] = %s", SHAPE_A(&m->shape),
                                  SHAPE_B(&full));
     } else if (n->n_in != 3) {

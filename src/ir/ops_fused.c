@@ -202,11 +202,11 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
     if (km >= 0) {
         const rlx_node_data *m = IN(km);
         int64_t S = x->shape.dims[1];
-        rlx_shape full = {4, {x->shape.dims[0], H, S, S}}, b;
+        rlx_shape full = {4, {x->shape.dims[0], H, S, S}};
         if (m->dtype != RLX_BOOL && m->dtype != t)
             return rlx_set_error(RLX_ERR_DTYPE, "attention block mask must be bool or %s, got %s", rlx_dtype_name(t),
                                  rlx_dtype_name(m->dtype));
-        if (m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) || !rlx_shape_equal(&b, &full))
+        if (!rlx_shape_broadcasts_to(&m->shape, &full))
             return rlx_set_error(RLX_ERR_SHAPE, "attention block mask %s does not broadcast to [B, H, S, S] = %s",
                                  SHAPE_A(&m->shape), SHAPE_B(&full));
     }
@@ -265,11 +265,10 @@ rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "mask flag and input count disagree");
     if (n->n_in == 2) {
         const rlx_node_data *m = IN(1);
-        rlx_shape b;
         if (m->dtype != RLX_BOOL && m->dtype != x->dtype)
             return rlx_set_error(RLX_ERR_DTYPE, "mask must be bool or %s, got %s", rlx_dtype_name(x->dtype),
                                  rlx_dtype_name(m->dtype));
-        if (!rlx_shape_broadcast(&m->shape, &x->shape, &b) || !rlx_shape_equal(&b, &x->shape))
+        if (!rlx_shape_broadcasts_to(&m->shape, &x->shape))
             return rlx_set_error(RLX_ERR_SHAPE, "mask %s does not broadcast to %s", SHAPE_A(&m->shape),
                                  SHAPE_B(&x->shape));
     }

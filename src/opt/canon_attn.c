@@ -188,9 +188,7 @@ static rlx_node repeated_heads(const rlx_graph *g, rlx_node id)
 static bool select_as_mask(const rlx_graph *g, attn_form *f, const rlx_shape *full)
 {
     const rlx_node_data *c = &g->nodes[f->select];
-    rlx_shape b;
-    if (c->dtype != RLX_BOOL || c->shape.ndim > 4 || !rlx_shape_broadcast(&c->shape, full, &b) ||
-        !rlx_shape_equal(&b, full))
+    if (c->dtype != RLX_BOOL || !rlx_shape_broadcasts_to(&c->shape, full))
         return false;
     f->mask = f->select;
     f->mask_not = !f->keep;
@@ -230,9 +228,7 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
     rlx_shape full = {4, {B, H, S, T}};
     if (f->mask >= 0) {
         const rlx_node_data *m = &g->nodes[f->mask];
-        rlx_shape b;
-        if (m->dtype != q->dtype || m->shape.ndim > 4 || !rlx_shape_broadcast(&m->shape, &full, &b) ||
-            !rlx_shape_equal(&b, &full))
+        if (m->dtype != q->dtype || !rlx_shape_broadcasts_to(&m->shape, &full))
             return false;
         if (causal_mask(m, S, T)) {
             f->causal = 1;

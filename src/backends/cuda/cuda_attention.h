@@ -19,6 +19,16 @@ typedef struct cu_attn {
     int64_t mst[4];                         /* mask strides over [B, H, S, T] (0: broadcast) */
 } cu_attn;
 
+/* a's mask: m's values (node mn, bool or the data dtype) read as if
+ * broadcast to [B, H, S, T]. */
+static inline void cu_attn_mask(cu_attn *a, const void *m, const rlx_node_data *mn)
+{
+    rlx_shape full = {4, {a->B, a->H, a->S, a->T}};
+    a->mask = m;
+    a->mask_dt = mn->dtype;
+    rlx_shape_broadcast_strides(&mn->shape, &full, a->mst);
+}
+
 /* Whether some kernel here runs these head dims in this dtype. */
 bool rlx_cu_attention_dims_ok(rlx_dtype dt, int64_t D, int64_t Dv);
 /* Once per thunk, before capture: opts kernels into the shared memory they need. */

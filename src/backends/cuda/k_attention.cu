@@ -795,12 +795,8 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.v = t->in[2];
     p.o = t->out;
     p.mask_dt = -1;
-    if (t->node->attrs.attention.has_mask) {
-        rlx_shape full = {4, {p.B, p.H, p.S, p.T}};
-        p.mask = t->in[3];
-        p.mask_dt = t->in_node[3]->dtype;
-        rlx_shape_broadcast_strides(&t->in_node[3]->shape, &full, p.mst);
-    }
+    if (t->node->attrs.attention.has_mask)
+        cu_attn_mask(&p, t->in[3], t->in_node[3]);
     return rlx_cu_attention_run(t, q->dtype, &p);
 }
 

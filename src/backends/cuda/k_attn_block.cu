@@ -210,12 +210,8 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.ost[0] = s->S * s->H * s->Dv, a.ost[1] = s->Dv, a.ost[2] = s->H * s->Dv;
     a.mask_dt = -1;
     int km = rlx_attn_block_input(n, 7);
-    if (km >= 0) {
-        rlx_shape full = {4, {a.B, a.H, a.S, a.T}};
-        a.mask = t->in[km];
-        a.mask_dt = t->in_node[km]->dtype;
-        rlx_shape_broadcast_strides(&t->in_node[km]->shape, &full, a.mst);
-    }
+    if (km >= 0)
+        cu_attn_mask(&a, t->in[km], t->in_node[km]);
     if ((st = rlx_cu_attention_run(t, n->dtype, &a)) != RLX_OK)
         return st;
     return rlx_cu_gemm_run(t, &s->go, ob, t->in[4], t->out, s->bias[3] >= 0 ? t->in[s->bias[3]] : NULL, ws);
