@@ -3,10 +3,11 @@
  * warm up, then time each run (rlx_session_run returns when the device is
  * done) and print the median.
  *
- *   rlx_gpu_bench mlp|encoder|resnet50 BATCH f32|f16|bf16 [RUNS]
+ *   rlx_gpu_bench mlp|encoder|resnet50|decoder BATCH f32|f16|bf16 [RUNS]
  *
- * mlp and resnet50 are built in the given dtype; the encoder is built in
- * f32 and f16/bf16 runs it through the mixed-precision pass.  Prints
+ * mlp, resnet50 and the decoder (decoder-small, a prefill of 128 tokens)
+ * are built in the given dtype; the encoder is built in f32 and f16/bf16
+ * runs it through the mixed-precision pass.  Prints
  * "RESULT <workload> <batch> <dtype> median_ms <x> min_ms <y> compile_ms <z>". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: rlx_gpu_bench mlp|encoder|resnet50 BATCH f32|f16|bf16 [RUNS]\n");
+        fprintf(stderr, "usage: rlx_gpu_bench mlp|encoder|resnet50|decoder BATCH f32|f16|bf16 [RUNS]\n");
         return 2;
     }
     const char *wl = argv[1], *dts = argv[3];
@@ -56,6 +57,11 @@ int main(int argc, char **argv)
         o.precision = dt == RLX_F16 ? RLX_PRECISION_F16 : dt == RLX_BF16 ? RLX_PRECISION_BF16 : RLX_PRECISION_F32;
     } else if (!strcmp(wl, "resnet50")) {
         g = rlx_workload_resnet50(batch, dt);
+    } else if (!strcmp(wl, "decoder")) {
+        rlx_decoder_config c = rlx_decoder_small(128); /* a prefill of 128 tokens */
+        c.batch = batch;
+        c.dtype = dt;
+        g = rlx_workload_decoder(&c);
     }
     if (!g)
         return fail("building the workload");

@@ -6,10 +6,10 @@
  * its heads from that buffer through strides and writing [B*S, H*Dv] rows,
  * which are already what the output projection (one more GEMM, bias in the
  * epilogue) reads.  A mask input (bool or additive) goes to the attention
- * kernels as the attention op's does.  Three launches where the lowered
- * form has about a dozen.  Per-head q/k RMS norm and RoPE are not done
- * here: such blocks are not claimed and the optimizer lowers them to
- * primitives. */
+ * kernels as the attention op's does.  Per-head q/k RMS norm and RoPE,
+ * where the block has them, run as one more kernel over the q and k heads
+ * of the projection buffer, in place, before attention.  Three or four
+ * launches where the lowered form has about a dozen. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,7 @@ typedef struct ab_state {
     size_t o_bytes;
     int empty;
     int bias[4];  /* input index of bq, bk, bv, bo; -1 absent */
+    int gamma[2]; /* input index of the q and k norms' gammas; -1 absent */
     void *w_qkv;  /* packed [hid, width] weights (device) */
     void *b_qkv;  /* packed [width] biases (device); NULL when there are none */
 } ab_state;
@@ -119,6 +120,74 @@ static size_t ab_keep(const rlx_graph *g, const rlx_node_data *n)
     return round256((size_t)(d.hid * d.width) * es) + (any_bias ? (size_t)d.width * es : 0);
 }
 
+/* Per-head RMS norm (gq on the H q heads, gk on the k heads after them;
+ * NULL: none) then rotary embedding (rope != 0) of the q and k head
+ * vectors of the projection rows, in place, in f32 as the CPU kernel
+ * does (the angles in double).  One warp per head vector of D <= 256. */
+#define QK_WARPS 4
+template <typename T>
+__global__ void __launch_bounds__(QK_WARPS * 32)
+    qk_norm_rope(T *qkv, int64_t vectors, int heads, int H, int D, int64_t S, int64_t width, const T *gq, const T *gk,
+                 float eps, int rope, double theta, int64_t offset, int inter)
+{
+    cu_grid_wait();
+    __shared__ float sv[QK_WARPS][256];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = D / 2;
+    float *v = sv[warp];
+    for (int64_t w = (int64_t)blockIdx.x * QK_WARPS + warp; w < vectors; w += (int64_t)gridDim.x * QK_WARPS) {
+        const int64_t r = w / heads;
+        const int hh = (int)(w % heads);
+        T *x = qkv + r * width + (int64_t)hh * D;
+        const T *g = hh < H ? gq : gk;
+        float ss = 0.0f;
+        for (int i = lane; i < D; i += 32) {
+            float f = cu_tof<T>(x[i]);
+            v[i] = f;
+            ss += f * f;
+        }
+        if (g) {
+            ss = cu_warp_sum(ss);
+            const float inv = 1.0f / sqrtf(ss / (float)D + eps);
+            for (int i = lane; i < D; i += 32)
+                v[i] = v[i] * inv * cu_tof<T>(g[i]);
+        }
+        __syncwarp();
+        if (rope) {
+            const int64_t pos = offset + r % S;
+            for (int i = lane; i < half; i += 32) {
+                double sn, c;
+                sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
+                const int ia = inter ? 2 * i : i, ib = ia + (inter ? 1 : half);
+                const float x1 = v[ia], x2 = v[ib];
+                v[ia] = (float)(x1 * c - x2 * sn);
+                v[ib] = (float)(x2 * c + x1 * sn);
+            }
+            __syncwarp();
+        }
+        for (int i = lane; i < D; i += 32)
+            x[i] = cu_fromf<T>(v[i]);
+        __syncwarp(); /* v is this warp's next vector */
+    }
+}
+
+static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *qkv)
+{
+    const rlx_node_data *n = t->node;
+    const bool rope = n->attrs.attn_block.has_rope;
+    if (s->gamma[0] < 0 && s->gamma[1] < 0 && !rope)
+        return RLX_OK;
+    const int64_t vectors = s->rows * (s->H + s->Hk);
+    const int64_t want = (vectors + QK_WARPS - 1) / QK_WARPS;
+    const int blocks = (int)(want < 65536 ? want : 65536);
+    const void *gq = s->gamma[0] >= 0 ? t->in[s->gamma[0]] : NULL, *gk = s->gamma[1] >= 0 ? t->in[s->gamma[1]] : NULL;
+    CU_FLOAT_DISPATCH(n->dtype, T,
+                      cu_launch(qk_norm_rope<T>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, (int)(s->H + s->Hk),
+                                (int)s->H, (int)s->D, s->S, s->width, (const T *)gq, (const T *)gk,
+                                (float)n->attrs.attn_block.norm_eps, (int)rope, n->attrs.attn_block.rope_theta,
+                                n->attrs.attn_block.rope_offset, n->attrs.attn_block.rope_interleaved));
+    return rlx_cu_check(t, "q/k norm and rope launch");
+}
+
 static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
 {
     ab_state *s = (ab_state *)calloc(1, sizeof *s);
@@ -131,6 +200,8 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
     s->width = d.width, s->out = d.out;
     for (int i = 0; i < 4; i++)
         s->bias[i] = rlx_attn_block_input(n, i + 1);
+    for (int i = 0; i < 2; i++)
+        s->gamma[i] = rlx_attn_block_input(n, i + 5);
     rlx_dtype dt = n->dtype;
     size_t es = rlx_dtype_size(dt);
     s->qkv_bytes = round256((size_t)(d.rows * d.width) * es);
@@ -193,6 +264,8 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t off[3], cols[3];
     part_cols(s, off, cols);
     rlx_status st = rlx_cu_gemm_run(t, &s->gqkv, t->in[0], s->w_qkv, qkv, s->b_qkv, ws);
+    if (st == RLX_OK)
+        st = run_qk_norm_rope(t, s, qkv);
     if (st != RLX_OK)
         return st;
     cu_attn a;
@@ -218,10 +291,11 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 }
 
 /* The claim: any float dtype (every input the node's, a mask also bool),
- * no q/k norm, no rope, head dims the attention kernels take. */
+ * head dims the attention kernels take (and qk_norm_rope's 256).
+ * RLX_CUDA_NO_ATTN_BLOCK=1 declines every block (they are lowered). */
 static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    if (!cu_is_f(n->dtype))
+    if (!cu_is_f(n->dtype) || cu_env_on("RLX_CUDA_NO_ATTN_BLOCK"))
         return false;
     int km = rlx_attn_block_input(n, 7);
     for (int i = 0; i < n->n_in; i++)
@@ -230,7 +304,8 @@ static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
     const rlx_node_data *x = &g->nodes[n->in[0]];
     if (x->shape.ndim != 3 || n->shape.ndim != 3)
         return false;
-    if (n->attrs.attn_block.has_qnorm || n->attrs.attn_block.has_knorm || n->attrs.attn_block.has_rope)
+    const bool prep = n->attrs.attn_block.has_qnorm || n->attrs.attn_block.has_knorm || n->attrs.attn_block.has_rope;
+    if (prep && n->attrs.attn_block.head_dim > 256)
         return false;
     int64_t H = n->attrs.attn_block.heads, Hk = n->attrs.attn_block.kv_heads;
     if (H < 1 || Hk < 1 || H % Hk)
