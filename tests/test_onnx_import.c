@@ -5,7 +5,7 @@
  * Softmax; and the error paths: cycles, dangling names, unsupported ops
  * (one message for all), external data that leaves the folder or the
  * file, wrong raw sizes, huge dims, graphs nested thousands deep,
- * truncated and garbage files.  Also the
+ * truncated and garbage files; a Llama-style attention layer fused whole.  Also the
  * .npy reader/writer. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -68,13 +68,16 @@ static void *npy(const char *name, size_t *bytes, int *ndim, int64_t *dims) {
     return d;
 }
 
-/* Compiles g, feeds inputs, returns the named output (malloc'd). */
-static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out, size_t *obytes) {
+/* Compiles g, feeds inputs, returns the named output (malloc'd); the
+ * compile's stats in *st where st is not NULL. */
+static float *run1_stats(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out,
+                         size_t *obytes, rlx_compile_stats *st) {
     rlx_options o;
     rlx_options_init(&o);
     rlx_session *s = NULL;
     if (rlx_compile(g, &o, &s) != RLX_OK) fprintf(stderr, "compile: %s\n", rlx_last_error());
     assert_non_null(s);
+    if (st) assert_int_equal(rlx_session_stats(s, st), RLX_OK);
     for (int i = 0; i < nin; i++) assert_int_equal(rlx_session_set_input(s, names[i], data[i], bytes[i]), RLX_OK);
     assert_int_equal(rlx_session_run(s), RLX_OK);
     rlx_tensor_info info;
@@ -84,6 +87,10 @@ static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_
     *obytes = info.bytes;
     rlx_session_free(s);
     return y;
+}
+
+static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out, size_t *obytes) {
+    return run1_stats(g, nin, names, data, bytes, out, obytes, NULL);
 }
 
 static void assert_close(const float *a, const float *b, size_t n) {
@@ -113,6 +120,32 @@ static void test_mlp(void **state) {
     float *y = run1(g, 1, names, &x, &xb, "y", &ob);
     assert_int_equal(ob, yb);
     assert_close(y, want, yb / 4);
+    free(x);
+    free(want);
+    free(y);
+    rlx_graph_free(g);
+}
+
+/* A Llama/Qwen3-style attention layer as exporters write it (q/k RMSNorm,
+ * RoPE with rotate_half and folded tables, repeat_kv, a causal mask):
+ * matches numpy and compiles to one attention block beside its leaves
+ * (x, four weights, two gammas). */
+static void test_llama_attention(void **state) {
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("llama_attention.onnx", NULL, 0, &g), RLX_OK);
+    size_t xb, yb, ob;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("llama_attention_x.npy", &xb, &nd, d);
+    float *want = npy("llama_attention_y.npy", &yb, &nd, d);
+    const char *names[] = {"x"};
+    rlx_compile_stats st;
+    float *y = run1_stats(g, 1, names, &x, &xb, "y", &ob, &st);
+    assert_int_equal(ob, yb);
+    assert_close(y, want, yb / 4);
+    assert_int_equal(st.nodes_final, 8);
     free(x);
     free(want);
     free(y);
@@ -390,7 +423,7 @@ static void test_npy_roundtrip(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp),          cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
+        cmocka_unit_test(test_mlp),          cmocka_unit_test(test_llama_attention), cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
         cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
         cmocka_unit_test(test_loop_runtime_cond), cmocka_unit_test(test_runner),

@@ -657,6 +657,72 @@ static void test_canon_attention_grouped_heads(void **state)
     }
 }
 
+/* Rotary embedding written out as Hugging Face's Llama code does, x * cos
+ * + rotate_half(x) * sin on x [1, 2, S, 8], with the tables computed in
+ * f32 as an export folds them.  form 0: theta 10000 from position 0,
+ * tables [1, 1, S, 8]; 1: every product and the sum the other way round,
+ * theta 1e6 from position 5, tables [S, 8]; then forms the rope op is not:
+ * 2 frequencies i / D instead of theta^(-2i/D), 3 positions 0, 2, 4, ...,
+ * 4 the halves rotated the other way (cat(x1, -x2)). */
+static rlx_graph *rope_graph(int form, int64_t S)
+{
+    enum { D = 8, H = D / 2 };
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_mul(g, rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 2, S, D}), rlx_scalar(g, RLX_F32, 1.5));
+    float *c = malloc((size_t)(S * D) * sizeof *c), *sn = malloc((size_t)(S * D) * sizeof *sn);
+    assert_non_null(c);
+    assert_non_null(sn);
+    const float theta = form == 1 ? 1e6f : 1e4f;
+    for (int64_t p = 0; p < S; p++)
+        for (int i = 0; i < D; i++) {
+            float freq = form == 2 ? (float)(i % H) / D : 1.0f / powf(theta, (float)(2 * (i % H)) / D);
+            float pos = form == 1 ? (float)(p + 5) : form == 3 ? (float)(2 * p) : (float)p;
+            c[p * D + i] = cosf(pos * freq);
+            sn[p * D + i] = sinf(pos * freq);
+        }
+    const int64_t *tdims = form == 1 ? (int64_t[]){S, D} : (int64_t[]){1, 1, S, D};
+    int tr = form == 1 ? 2 : 4;
+    size_t tb = (size_t)(S * D) * sizeof(float);
+    rlx_node ct = rlx_constant(g, RLX_F32, tr, tdims, c, tb), st = rlx_constant(g, RLX_F32, tr, tdims, sn, tb);
+    free(c);
+    free(sn);
+    const int last[1] = {3};
+    rlx_node lo = rlx_slice(g, x, 1, last, (int64_t[]){0}, (int64_t[]){H}, (int64_t[]){1});
+    rlx_node hi = rlx_slice(g, x, 1, last, (int64_t[]){H}, (int64_t[]){D}, (int64_t[]){1});
+    rlx_node halves[2] = {rlx_neg(g, hi), lo}, other_way[2] = {lo, rlx_neg(g, hi)};
+    rlx_node rot = rlx_concat(g, 2, form == 4 ? other_way : halves, 3);
+    rlx_node y = form == 1 ? rlx_add(g, rlx_mul(g, st, rot), rlx_mul(g, ct, x))
+                           : rlx_add(g, rlx_mul(g, x, ct), rlx_mul(g, rot, st));
+    rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){2 * S * D}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_rope(void **state)
+{
+    (void)state;
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    const int64_t S = 40;
+    for (int form = 0; form < 5; form++) {
+        rlx_graph *g = rope_graph(form, S);
+        rlx_graph *s = rlx_simplify(g, &ctx);
+        assert_non_null(s);
+        assert_int_equal(count_op(s, RLX_OP_ROPE), form < 2);
+        assert_int_equal(count_op(s, RLX_OP_CONCAT), form >= 2);
+        for (int i = 0; i < s->n_nodes; i++)
+            if (s->nodes[i].op == RLX_OP_ROPE) {
+                assert_true(fabs(s->nodes[i].attrs.rope.theta / (form == 1 ? 1e6 : 1e4) - 1) < 1e-5);
+                assert_int_equal(s->nodes[i].attrs.rope.offset, form == 1 ? 5 : 0);
+                assert_int_equal(s->nodes[i].attrs.rope.interleaved, 0);
+            }
+        rlx_graph_free(s);
+        float xv[2 * 40 * 8];
+        random_floats(xv, 2 * S * 8, 81 + (unsigned)form);
+        assert_simplify_keeps_values(g, xv, 2 * S * 8, 2 * S * 8, 2e-5, 2e-5);
+        rlx_graph_free(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -672,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_canon_norm_between_casts),
         cmocka_unit_test(test_canon_rewrites_written_out_attention),
         cmocka_unit_test(test_canon_attention_grouped_heads),
+        cmocka_unit_test(test_canon_rope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* canon.c - canonical forms: a decomposition of an op RLX has natively is
  * rewritten into that op, so that fusion and the backends see it.  This
  * file drives the pass; the families of rewrites are canon_act.c,
- * canon_norm.c and canon_attn.c (canon.h).  The forms are those exporters
+ * canon_norm.c, canon_rope.c and canon_attn.c (canon.h).  The forms are those exporters
  * write for ONNX opsets without the op:
  *
  *   GELU       x * 0.5 * (1 + erf(x / sqrt 2))
@@ -15,6 +15,10 @@
  *              (either norm of a 16-bit x also computed in f32 between
  *              casts, gamma * cast(norm(cast(x, f32)), x's dtype), as
  *              Hugging Face's RMSNorm writes it)
+ *   RoPE       x * cos + cat(-x[..., D/2:], x[..., :D/2]) * sin with
+ *              constant cos/sin tables over x's last two axes that hold
+ *              consecutive positions and theta^(-2i/D) frequencies (checked
+ *              entry by entry; canon_rope.c)
  *   attention  softmax(q k^T * c [+ mask]) v   (the scale as a product
  *              with c or a division by 1 / c, or split as (q * a) (k^T *
  *              b); k^T a transpose of a [B, H, T, D] tensor or of one RLX
@@ -52,7 +56,7 @@ static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
 {
     rlx_node y;
     if (!canon_activation(out, g, id, map, &y) && !canon_norm(out, g, id, map, &y) &&
-        !canon_attention(out, g, id, map, &y))
+        !canon_rope(out, g, id, map, &y) && !canon_attention(out, g, id, map, &y))
         return RLX_REBUILD_COPY;
     (*(int *)arg)++;
     return y < 0 ? RLX_REBUILD_FAIL : y;
@@ -63,7 +67,8 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
     int rewritten = 0;
     rlx_graph *out = rlx_rebuild(g, canon_node, &rewritten);
     if (out && rewritten && ctx && ctx->verbose)
-        fprintf(stderr, "[rlx canon] %d activation%s, norm%s or attention%s written out rewritten as one op\n",
-                rewritten, rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s");
+        fprintf(stderr, "[rlx canon] %d activation%s, norm%s, rope%s or attention%s written out rewritten as one op\n",
+                rewritten, rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s",
+                rewritten == 1 ? "" : "s");
     return out;
 }

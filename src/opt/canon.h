@@ -11,6 +11,8 @@
 bool canon_activation(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 /* LayerNorm and RMSNorm: canon_norm.c */
 bool canon_norm(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
+/* rotary position embedding: canon_rope.c */
+bool canon_rope(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 /* attention: canon_attn.c */
 bool canon_attention(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 

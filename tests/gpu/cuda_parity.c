@@ -814,12 +814,12 @@ static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nod
     return g;
 }
 
-/* Like check_ex, and the CUDA compile must have made the block one node
- * (fused_nodes nodes in all).  Where the q/k/v weights
+/* Like check_ex, and the CUDA compile must have fused the graph down to
+ * fused_nodes nodes in all.  For attention blocks, where the q/k/v weights
  * get packed: mode 0 in the prologue (the default), 1 before every launch
  * with the thunks run one by one, 2 inside the captured graph
  * (RLX_CUDA_NO_PROLOGUE=1); modes 1 and 2 run twice. */
-static void check_block(const char *name, rlx_graph *g, int fused_nodes, double scale_tol, int mode)
+static void check_fused(const char *name, rlx_graph *g, int fused_nodes, double scale_tol, int mode)
 {
     if (!wanted(name)) {
         rlx_graph_free(g);
@@ -845,7 +845,7 @@ static void check_block(const char *name, rlx_graph *g, int fused_nodes, double 
     } else {
         int nodes = a.stats.nodes_final;
         if (nodes != fused_nodes) {
-            snprintf(err, sizeof err, "the block is not fused on cuda (%d nodes; %d when fused)", nodes, fused_nodes);
+            snprintf(err, sizeof err, "not fused on cuda (%d nodes; %d when fused)", nodes, fused_nodes);
             report(name, 0, err);
         } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
             report(name, 0, err);
@@ -886,7 +886,7 @@ static void test_attn_block(void)
             int fused_nodes = 0;
             rlx_graph *g = attn_block_graph(FLOATS[d], c, &fused_nodes);
             const int rn = c->rope_norm;
-            check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s%s%s", dn(FLOATS[d]),
+            check_fused(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s%s%s", dn(FLOATS[d]),
                              (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
                              c->bias, c->causal,
                              rn & RN_NORM ? (rn & RN_QONLY ? " q norm" : " q/k norm") : "",
@@ -895,7 +895,7 @@ static void test_attn_block(void)
                         g, fused_nodes, 1.0, 0);
             for (int mode = 1; mode <= 2 && k < 3; mode++) {
                 g = attn_block_graph(FLOATS[d], c, &fused_nodes);
-                check_block(NAME("attention_block %s B%lld S%lld H%lld/%lld %s", dn(FLOATS[d]), (long long)c->B,
+                check_fused(NAME("attention_block %s B%lld S%lld H%lld/%lld %s", dn(FLOATS[d]), (long long)c->B,
                                  (long long)c->S, (long long)c->H, (long long)c->Hk,
                                  mode == 1 ? "no graph" : "no prologue"),
                             g, fused_nodes, 1.0, mode);
@@ -1134,6 +1134,19 @@ static void test_fused(void)
         r = rlx_input(g, "r", t, 2, DIMS(9, 512));
         rlx_output(g, "rms", rlx_rms_norm(g, rlx_add(g, x, r), rlx_param(g, "g", t, 1, DIMS(512)), 1e-6));
         check(NAME("fused add_rms_norm %s", dn(t)), g);
+        /* a pre-norm residual stream: the sum is read again after its norm
+         * (add_rms_norm_keep, its two halves views: 11 nodes, 8 unfused);
+         * rows of 512 go through registers, of 197 the plain kernel */
+        for (int64_t w = 512; w >= 197; w -= 315) {
+            g = rlx_graph_new();
+            x = rlx_input(g, "x", t, 3, DIMS(2, 9, w));
+            r = rlx_input(g, "r", t, 3, DIMS(2, 9, w));
+            rlx_node sum = rlx_add(g, x, r);
+            rlx_node h = rlx_rms_norm(g, sum, rlx_param(g, "g", t, 1, DIMS(w)), 1e-6);
+            h = rlx_matmul(g, h, rlx_param(g, "u_w", t, 2, DIMS(w, w)), 0, 0);
+            rlx_output(g, "y", rlx_add(g, sum, h));
+            check_fused(NAME("fused add_rms_norm_keep %s width %lld", dn(t), (long long)w), g, 11, 1.0, 0);
+        }
         g = rlx_graph_new();
         x = rlx_input(g, "u_x", t, 3, DIMS(2, 11, 128));
         rlx_node wg = rlx_param(g, "u_wg", t, 2, DIMS(128, 344)), wu = rlx_param(g, "u_wu", t, 2, DIMS(128, 344));

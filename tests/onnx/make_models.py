@@ -212,6 +212,68 @@ case("lstm_seq_lens_numpy", helper.make_graph(
     [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(Bb, "B")]),
     [xl, lens], [np.stack(ys)[:, None].astype(np.float32), h[None].astype(np.float32)])
 
+# 10b. a Llama/Qwen3-style attention layer as Hugging Face's code exports
+# it: q/k RMSNorm per head, RoPE as x * cos + rotate_half(x) * sin with the
+# tables folded (positions 0..S-1, theta 1e6, computed in f32), repeat_kv,
+# an additive causal mask; RLX makes it one attention block
+S, HID, NH, NK, HD = 16, 64, 4, 2, 16
+xa = rng.standard_normal((1, S, HID)).astype(np.float32)
+W = {n: (rng.standard_normal((HID if n != "wo" else NH * HD, c)) * 0.2).astype(np.float32)
+     for n, c in (("wq", NH * HD), ("wk", NK * HD), ("wv", NK * HD), ("wo", HID))}
+gam = {n: (rng.random(HD) + 0.5).astype(np.float32) for n in ("gq", "gk")}
+inv = (1.0 / (np.float32(1e6) ** (np.arange(0, HD, 2, dtype=np.float32) / np.float32(HD)))).astype(np.float32)
+fr = np.outer(np.arange(S, dtype=np.float32), inv).astype(np.float32)
+emb = np.concatenate([fr, fr], -1)
+cos_t, sin_t = np.cos(emb)[None, None].astype(np.float32), np.sin(emb)[None, None].astype(np.float32)
+causal = np.triu(np.full((S, S), -np.inf, np.float32), 1)
+C = lambda name, a: numpy_helper.from_array(np.asarray(a), name)
+nodes, inits = [], [C(k, v) for k, v in list(W.items()) + list(gam.items())]
+inits += [C("cos", cos_t), C("sin", sin_t), C("mask", causal), C("two", np.float32(2)), C("eps", np.float32(1e-6)),
+          C("sqd", np.float32(np.sqrt(HD))), C("ax_last", np.array([-1], np.int64)), C("ax2", np.array([2], np.int64)),
+          C("h0", np.array([0], np.int64)), C("h1", np.array([HD // 2], np.int64)), C("h2", np.array([HD], np.int64)),
+          C("shq", np.array([1, S, NH, HD], np.int64)), C("shk", np.array([1, S, NK, HD], np.int64)),
+          C("shx", np.array([1, NK, NH // NK, S, HD], np.int64)), C("shr", np.array([1, NH, S, HD], np.int64)),
+          C("sho", np.array([1, S, NH * HD], np.int64))]
+N = lambda op, i, o, **kw: nodes.append(helper.make_node(op, i, [o], **kw)) or o
+for p, w, sh, g in (("q", "wq", "shq", "gq"), ("k", "wk", "shk", "gk")):
+    h = N("Reshape", [N("MatMul", ["x", w], p + "_mm"), sh], p + "_h")
+    ms = N("ReduceMean", [N("Pow", [h, "two"], p + "_sq")], p + "_ms", axes=[-1], keepdims=1)
+    nrm = N("Mul", [N("Div", [h, N("Sqrt", [N("Add", [ms, "eps"], p + "_e")], p + "_rt")], p + "_n"), g], p + "_g")
+    t = N("Transpose", [nrm], p + "_t", perm=[0, 2, 1, 3])
+    lo = N("Slice", [t, "h0", "h1", "ax_last"], p + "_lo")
+    hi = N("Neg", [N("Slice", [t, "h1", "h2", "ax_last"], p + "_hi")], p + "_nh")
+    rot = N("Concat", [hi, lo], p + "_rot", axis=-1)
+    N("Add", [N("Mul", [t, "cos"], p + "_c"), N("Mul", [rot, "sin"], p + "_s")], p + "_r")
+v = N("Transpose", [N("Reshape", [N("MatMul", ["x", "wv"], "v_mm"), "shk"], "v_h")], "v_t", perm=[0, 2, 1, 3])
+rep = {}
+for p, src in (("k", "k_r"), ("v", v)):
+    u = N("Unsqueeze", [src, "ax2"], p + "_u")
+    rep[p] = N("Reshape", [N("Expand", [u, "shx"], p + "_x"), "shr"], p + "_rep")
+sc = N("Div", [N("MatMul", ["q_r", N("Transpose", [rep["k"]], "kT", perm=[0, 1, 3, 2])], "qk"), "sqd"], "sc")
+pr = N("Softmax", [N("Add", [sc, "mask"], "scm")], "pr", axis=-1)
+o = N("Reshape", [N("Transpose", [N("MatMul", [pr, rep["v"]], "pv")], "pvt", perm=[0, 2, 1, 3]), "sho"], "o")
+N("MatMul", [o, "wo"], "y")
+save("llama_attention", helper.make_graph(nodes, "llama_attention", [vi("x", [1, S, HID])], [vi("y", [1, S, HID])],
+                                          inits))
+
+
+def head_norm_rope(x, w, heads, g):
+    h = (x @ w).reshape(1, S, heads, HD).astype(np.float64)
+    h = (h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6) * g).transpose(0, 2, 1, 3)
+    rot = np.concatenate([-h[..., HD // 2:], h[..., :HD // 2]], -1)
+    return h * cos_t + rot * sin_t
+
+
+qa = head_norm_rope(xa, W["wq"], NH, gam["gq"])
+ka = np.repeat(head_norm_rope(xa, W["wk"], NK, gam["gk"]), NH // NK, axis=1)
+va = np.repeat((xa @ W["wv"]).reshape(1, S, NK, HD).transpose(0, 2, 1, 3), NH // NK, axis=1).astype(np.float64)
+sa = qa @ ka.transpose(0, 1, 3, 2) / np.sqrt(HD) + causal
+pa = np.exp(sa - sa.max(-1, keepdims=True))
+pa /= pa.sum(-1, keepdims=True)
+ya = (pa @ va).transpose(0, 2, 1, 3).reshape(1, S, NH * HD) @ W["wo"]
+np.save(os.path.join(out, "llama_attention_x.npy"), xa)
+np.save(os.path.join(out, "llama_attention_y.npy"), ya.astype(np.float32))
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

@@ -287,10 +287,14 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------ norms */
 
+/* Norms of x, or of the residual sum x + res rounded to T (as the unfused
+ * add would store it); sum (NULL: not wanted) also gets that sum. */
+
 /* One warp per row: mean, then variance about the mean (second read hits
  * L1), then the scaled write. */
 template <typename T>
-__global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int64_t n, float eps, int is_layer)
+__global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *beta, T *y, T *sum, int64_t rows,
+                          int64_t n, float eps, int is_layer)
 {
     cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
@@ -298,8 +302,8 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
     if (row >= rows)
         return;
     const T *xr = x + row * n, *rr = res ? res + row * n : NULL;
-    T *yr = y + row * n;
-#define XV(i) (rr ? cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]) : cu_tof<T>(xr[i]))
+    T *yr = y + row * n, *sr = sum ? sum + row * n : NULL;
+#define XV(i) (rr ? cu_tof<T>(cu_fromf<T>(cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]))) : cu_tof<T>(xr[i]))
     float mean = 0;
     if (is_layer) {
         float s = 0;
@@ -309,8 +313,10 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
     }
     float v = 0;
     for (int64_t i = lane; i < n; i += 32) {
-        float d = XV(i) - mean;
+        float xi = XV(i), d = xi - mean;
         v += d * d;
+        if (sr)
+            sr[i] = cu_fromf<T>(xi);
     }
     float inv = rsqrtf(cu_warp_sum(v) / (float)n + eps);
     for (int64_t i = lane; i < n; i += 32) {
@@ -347,8 +353,8 @@ __device__ __forceinline__ void norm_load(const T *p, float (&o)[V])
 }
 
 template <typename T, int V, int PER>
-__global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T *beta, T *y, int64_t rows, int n,
-                              float eps, int is_layer)
+__global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T *beta, T *y, T *sum, int64_t rows,
+                              int n, float eps, int is_layer)
 {
     cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
@@ -366,9 +372,16 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
             if (res) {
                 float r[V];
                 norm_load<T, V>(res + row * n + c * V, r);
+                norm_vec<T, V> o;
 #pragma unroll
-                for (int e = 0; e < V; e++)
-                    v[j][e] += r[e];
+                for (int e = 0; e < V; e++) {
+                    o.t[e] = cu_fromf<T>(v[j][e] + r[e]);
+                    v[j][e] = cu_tof<T>(o.t[e]);
+                }
+                if (sum)
+#pragma unroll
+                    for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+                        ((uint4 *)(sum + row * n + c * V))[w] = o.u[w];
             }
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -413,12 +426,12 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
 }
 
 template <typename T>
-static bool norm_launch_reg(const void *x, const void *res, const void *gamma, const void *beta, void *y, int64_t rows,
-                            int64_t n, float eps, int is_layer)
+static bool norm_launch_reg(const void *x, const void *res, const void *gamma, const void *beta, void *y, void *sum,
+                            int64_t rows, int64_t n, float eps, int is_layer)
 {
     const int V = 16 / (int)sizeof(T);
-    const void *ptrs[5] = {x, res, gamma, beta, y};
-    for (int i = 0; i < 5; i++)
+    const void *ptrs[6] = {x, res, gamma, beta, y, sum};
+    for (int i = 0; i < 6; i++)
         if ((uintptr_t)ptrs[i] & 15)
             return false;
     if (n % V || n / V > 32 * 8)
@@ -427,7 +440,7 @@ static bool norm_launch_reg(const void *x, const void *res, const void *gamma, c
     int blocks = cu_blocks(rows * 32, 128);
 #define NR_LAUNCH(P)                                                                                                   \
     cu_launch(norm_rows_reg<T, 16 / sizeof(T), P>, blocks, 128, 0, (const T *)x, (const T *)res, (const T *)gamma, \
-                                                                           (const T *)beta, (T *)y, rows, (int)n, eps, is_layer)
+                                                                           (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer)
     if (per <= 1)
         NR_LAUNCH(1);
     else if (per <= 2)
@@ -446,9 +459,10 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const rlx_node_data *xn = t->in_node[0];
     rlx_op op = t->node->op;
     int is_layer = op == RLX_OP_LAYER_NORM || op == RLX_OP_ADD_LAYER_NORM;
-    int fused = op == RLX_OP_ADD_LAYER_NORM || op == RLX_OP_ADD_RMS_NORM;
+    int keep = op == RLX_OP_ADD_RMS_NORM_KEEP; /* out is [2, ...]: the sum, then its norm */
+    int fused = op == RLX_OP_ADD_LAYER_NORM || op == RLX_OP_ADD_RMS_NORM || keep;
     int64_t n = xn->shape.dims[xn->shape.ndim - 1];
-    int64_t rows = n ? rlx_shape_numel(&xn->shape) / n : 0;
+    int64_t total = rlx_shape_numel(&xn->shape), rows = n ? total / n : 0;
     if (!rows || !n)
         return RLX_OK;
     int k = fused ? 2 : 1;
@@ -456,10 +470,12 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const void *gamma = t->node->attrs.norm.has_gamma ? t->in[k++] : NULL;
     const void *beta = (is_layer && t->node->attrs.norm.has_beta) ? t->in[k++] : NULL;
     float eps = (float)t->node->attrs.norm.eps;
+    void *sum = keep ? t->out : NULL;
+    void *y = keep ? (char *)t->out + (size_t)total * rlx_dtype_size(xn->dtype) : t->out;
     bool done = false;
-    CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, t->out, rows, n, eps, is_layer));
+    CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, y, sum, rows, n, eps, is_layer));
     if (!done)
-        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(norm_rows<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)t->out, rows, n, eps, is_layer));
+        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(norm_rows<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, n, eps, is_layer));
     return rlx_cu_check(t, "norm launch");
 }
 
@@ -582,5 +598,6 @@ extern "C" void rlx_cuda_register_reduce(cu_kernel *tab)
     tab[RLX_OP_RMS_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
     tab[RLX_OP_ADD_LAYER_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
     tab[RLX_OP_ADD_RMS_NORM] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_ADD_RMS_NORM_KEEP] = (cu_kernel){k_norm, NULL, NULL, NULL, NULL};
     tab[RLX_OP_SOFTMAX_SCALE_MASK] = (cu_kernel){k_ssm, NULL, ssm_ok, prep_ssm, free_state};
 }

@@ -1,0 +1,75 @@
+"""onnx_qwen3.py - a small Qwen3 decoder from Hugging Face transformers
+(random weights, 2 layers, hidden 256, 4 query heads and 2 kv heads of dim
+64, q/k RMSNorm, RoPE theta 1e6, eager attention) exported to ONNX at
+opset 17 by PyTorch, run by `rlx run` on the given devices and precisions,
+the logits compared with PyTorch's (f32, CPU), with the canon and fusion
+summary of each compile.
+
+    python3 bench/gpu/onnx_qwen3.py RLX_BIN [cpu,cuda] [RUNS]
+
+Prints one line per (device, precision): median latency, the summary, and
+max |rlx - torch| / rms(torch)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from transformers import Qwen3Config, Qwen3ForCausalLM
+
+
+class Logits(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids):
+        # an all-ones padding mask: without one, transformers looks for packed
+        # sequences in the positions with torch.diff, which ONNX export lacks
+        return self.m(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
+
+
+def main():
+    rlx = sys.argv[1]
+    devices = (sys.argv[2] if len(sys.argv) > 2 else "cpu,cuda").split(",")
+    runs = sys.argv[3] if len(sys.argv) > 3 else "50"
+    torch.manual_seed(0)
+    cfg = Qwen3Config(vocab_size=2048, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=1024,
+                      rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=True)
+    cfg._attn_implementation = "eager"
+    net = Logits(Qwen3ForCausalLM(cfg).eval())
+    ids = torch.randint(0, cfg.vocab_size, (1, 128))
+    with torch.no_grad():
+        ref = net(ids).numpy()
+    tmp = tempfile.mkdtemp()
+    path, ids_file = os.path.join(tmp, "qwen3.onnx"), os.path.join(tmp, "ids.npy")
+    kw = dict(input_names=["input_ids"], output_names=["logits"], opset_version=17)
+    try:
+        torch.onnx.export(net, (ids,), path, dynamo=False, **kw)
+    except TypeError:  # PyTorch without the dynamo switch
+        torch.onnx.export(net, (ids,), path, **kw)
+    np.save(ids_file, ids.numpy())
+    rms = float(np.sqrt((ref.astype(np.float64) ** 2).mean()))
+    for dev in devices:
+        for prec in ("f32", "bf16") if dev == "cuda" else ("f32",):
+            cmd = [rlx, "run", path, "--input", "input_ids=" + ids_file, "--device", dev, "--precision", prec,
+                   "--output-dir", tmp, "--repeat", runs]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RLX_VERBOSE="1"))
+            text = r.stdout + r.stderr
+            if r.returncode:
+                print("%s %s: failed: %s" % (dev, prec, text.strip().splitlines()[-3:]))
+                continue
+            lat = re.search(r"latency: median ([0-9.]+) ms", text)
+            canon = re.search(r"\[rlx canon\] (\d+)", text)
+            fus = re.search(r"fusion: (.*)", text)
+            y = np.load(os.path.join(tmp, "logits.npy")).astype(np.float64)
+            print("%s %s: median %s ms, canon rewrites %s, %s, max |rlx - torch| / rms %.2e" %
+                  (dev, prec, lat.group(1) if lat else "?", canon.group(1) if canon else 0,
+                   fus.group(1).strip() if fus else "no fusion line", np.abs(y - ref).max() / rms))
+
+
+if __name__ == "__main__":
+    main()
