@@ -8,7 +8,9 @@ summary of each compile.
     python3 bench/gpu/onnx_qwen3.py RLX_BIN [cpu,cuda] [RUNS]
 
 Prints one line per (device, precision): median latency, the summary, and
-max |rlx - torch| / rms(torch)."""
+max |rlx - torch| / rms(torch); and the same measure for PyTorch's own bf16
+model on the GPU, the yardstick for RLX's bf16 row."""
+import copy
 import os
 import re
 import subprocess
@@ -44,6 +46,10 @@ def main():
     ids = torch.randint(0, cfg.vocab_size, (1, 128))
     with torch.no_grad():
         ref = net(ids).numpy()
+        # PyTorch's own bf16 model on the GPU, as a yardstick for RLX's bf16 error
+        peer = None
+        if torch.cuda.is_available():  # a copy: casting buffers (RoPE's inv_freq) there and back would round them
+            peer = copy.deepcopy(net).to("cuda", torch.bfloat16)(ids.cuda()).float().cpu().numpy()
     tmp = tempfile.mkdtemp()
     path, ids_file = os.path.join(tmp, "qwen3.onnx"), os.path.join(tmp, "ids.npy")
     kw = dict(input_names=["input_ids"], output_names=["logits"], opset_version=17)
@@ -53,6 +59,8 @@ def main():
         torch.onnx.export(net, (ids,), path, **kw)
     np.save(ids_file, ids.numpy())
     rms = float(np.sqrt((ref.astype(np.float64) ** 2).mean()))
+    if peer is not None:
+        print("torch bf16 on cuda: max |torch bf16 - torch f32| / rms %.2e" % (np.abs(peer - ref).max() / rms))
     for dev in devices:
         for prec in ("f32", "bf16") if dev == "cuda" else ("f32",):
             cmd = [rlx, "run", path, "--input", "input_ids=" + ids_file, "--device", dev, "--precision", prec,

@@ -428,7 +428,11 @@ template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int
     return (uint32_t)*(const unsigned short *)p | ((uint32_t) * (const unsigned short *)(p + 1) << 16);
 }
 
-template <typename T, int D, int W>
+/* KM: p's mask is the same for every query row (a padding mask, [B, 1, 1,
+ * T] and the like); it is read once per key tile into shared memory, as
+ * what it adds to the base-2 scores (-inf where a key is hidden or past T).
+ * A template flag, so that the other instances carry none of it. */
+template <typename T, int D, int W, bool KM>
 /* D == 32: up to 128 registers, so two or more blocks fit on an SM. */
 __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc(cu_attn p, int vec)
 {
@@ -438,15 +442,10 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
     constexpr int NB = 4 * TCK * LD * (int)sizeof(T) <= 48 * 1024 ? 2 : 1;
     __shared__ __align__(16) T ks[NB][TCK * LD];
     __shared__ __align__(16) T vs[NB][TCK * LD];
-    /* A mask that is the same for every query row (a padding mask, [B, 1,
-     * 1, T] and the like) is read once per key tile into mk, as what it
-     * adds to the base-2 scores (-inf where a key is hidden or past T). */
-    __shared__ float mk[TCK];
+    __shared__ float mk[KM ? TCK : 1];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
     const attn_pos ps = attn_pos_of(p, W * 16);
     const int64_t b = ps.b, h = ps.h, hk = ps.hk, q0 = ps.q0, w0 = q0 + warp * 16;
-    const bool key_mask = p.mask && p.mst[2] == 0;
-    const int64_t mrow = p.mask ? b * p.mst[0] + h * p.mst[1] : 0; /* the mask's offset for this (b, h) */
     const T *qb = (const T *)p.q + b * p.qst[0] + h * p.qst[1];
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
@@ -493,11 +492,11 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
         } else {
             cp_wait<0>();
         }
-        if (key_mask && threadIdx.x < TCK) { /* the last tile's readers are past the barrier below */
+        if (KM && threadIdx.x < TCK) { /* the last tile's readers are past the barrier below */
             const int64_t t = t0 + threadIdx.x;
             float add = -INFINITY;
             if (t < p.T) {
-                const int64_t mo = mrow + t * p.mst[3];
+                const int64_t mo = b * p.mst[0] + h * p.mst[1] + t * p.mst[3];
                 if (p.mask_dt == RLX_BOOL)
                     add = ((const unsigned char *)p.mask)[mo] ? 0.0f : -INFINITY;
                 else
@@ -519,19 +518,19 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
                     tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
             }
             /* the staged key mask also hides the keys past T */
-            const bool edge = p.causal || (!key_mask && (t0 + TCK > p.T || p.mask));
+            const bool edge = p.causal || (!KM && (t0 + TCK > p.T || p.mask));
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     float x = sc[j][e] * sl2;
-                    if (key_mask)
+                    if (KM)
                         x += mk[j * 8 + 2 * tg + (e & 1)];
                     if (edge) {
                         int64_t s = rows[e >> 1], t = t0 + j * 8 + 2 * tg + (e & 1);
                         bool vis = t < p.T && (!p.causal || t <= s + shift);
-                        if (vis && p.mask && !key_mask && s < p.S) {
-                            int64_t mo = mrow + s * p.mst[2] + t * p.mst[3];
+                        if (vis && p.mask && !KM && s < p.S) {
+                            int64_t mo = b * p.mst[0] + h * p.mst[1] + s * p.mst[2] + t * p.mst[3];
                             if (p.mask_dt == RLX_BOOL)
                                 vis = ((const unsigned char *)p.mask)[mo] != 0;
                             else
@@ -710,7 +709,10 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         unsigned grid = (unsigned)blocks;
-#define TC_LAUNCH_W(TT, DD, W) cu_launch(flash_tc<TT, DD, W>, grid, W * 32, 0, p, vec)
+        const bool km = p.mask && p.mst[2] == 0;
+#define TC_LAUNCH_W(TT, DD, W)                                                                                         \
+    (km ? cu_launch(flash_tc<TT, DD, W, true>, grid, W * 32, 0, p, vec)                                                \
+        : cu_launch(flash_tc<TT, DD, W, false>, grid, W * 32, 0, p, vec))
 #define TC_LAUNCH(TT, DD)                                                                                              \
     do {                                                                                                               \
         if (w == 8)                                                                                                    \
