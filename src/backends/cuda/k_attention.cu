@@ -517,8 +517,10 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
                 for (int kk = 0; kk < KD; kk++)
                     tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
             }
-            /* the staged key mask also hides the keys past T */
-            const bool edge = p.causal || (!KM && (t0 + TCK > p.T || p.mask));
+            /* the staged key mask also hides the keys past T.  (Written so
+             * that the !KM instance is the plain form: a short-circuit here
+             * put a branch between the two matrix products and cost 7%.) */
+            const bool edge = KM ? (bool)p.causal : p.causal || t0 + TCK > p.T || p.mask;
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll

@@ -287,12 +287,14 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------ norms */
 
-/* Norms of x, or of the residual sum x + res rounded to T (as the unfused
- * add would store it); sum (NULL: not wanted) also gets that sum. */
+/* Norms of x, or of the residual sum x + res.  KEEP (add_rms_norm_keep):
+ * the sum is rounded to T, as the unfused add would store it, written to
+ * sum and normalised as rounded; a template flag, so that the other
+ * instances carry none of it. */
 
 /* One warp per row: mean, then variance about the mean (second read hits
  * L1), then the scaled write. */
-template <typename T>
+template <typename T, bool KEEP>
 __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *beta, T *y, T *sum, int64_t rows,
                           int64_t n, float eps, int is_layer)
 {
@@ -302,8 +304,10 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
     if (row >= rows)
         return;
     const T *xr = x + row * n, *rr = res ? res + row * n : NULL;
-    T *yr = y + row * n, *sr = sum ? sum + row * n : NULL;
-#define XV(i) (rr ? cu_tof<T>(cu_fromf<T>(cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]))) : cu_tof<T>(xr[i]))
+    T *yr = y + row * n, *sr = KEEP ? sum + row * n : NULL;
+#define XV(i)                                                                                                          \
+    (KEEP ? cu_tof<T>(cu_fromf<T>(cu_tof<T>(xr[i]) + cu_tof<T>(rr[i])))                                                \
+          : rr ? cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]) : cu_tof<T>(xr[i]))
     float mean = 0;
     if (is_layer) {
         float s = 0;
@@ -315,7 +319,7 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
     for (int64_t i = lane; i < n; i += 32) {
         float xi = XV(i), d = xi - mean;
         v += d * d;
-        if (sr)
+        if (KEEP)
             sr[i] = cu_fromf<T>(xi);
     }
     float inv = rsqrtf(cu_warp_sum(v) / (float)n + eps);
@@ -352,7 +356,7 @@ __device__ __forceinline__ void norm_load(const T *p, float (&o)[V])
         o[e] = cu_tof<T>(b.t[e]);
 }
 
-template <typename T, int V, int PER>
+template <typename T, int V, int PER, bool KEEP>
 __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T *beta, T *y, T *sum, int64_t rows,
                               int n, float eps, int is_layer)
 {
@@ -369,7 +373,7 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
         int c = lane + 32 * j;
         if (c < chunks) {
             norm_load<T, V>(x + row * n + c * V, v[j]);
-            if (res) {
+            if (KEEP) {
                 float r[V];
                 norm_load<T, V>(res + row * n + c * V, r);
                 norm_vec<T, V> o;
@@ -378,10 +382,15 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
                     o.t[e] = cu_fromf<T>(v[j][e] + r[e]);
                     v[j][e] = cu_tof<T>(o.t[e]);
                 }
-                if (sum)
 #pragma unroll
-                    for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
-                        ((uint4 *)(sum + row * n + c * V))[w] = o.u[w];
+                for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+                    ((uint4 *)(sum + row * n + c * V))[w] = o.u[w];
+            } else if (res) {
+                float r[V];
+                norm_load<T, V>(res + row * n + c * V, r);
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    v[j][e] += r[e];
             }
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -439,8 +448,10 @@ static bool norm_launch_reg(const void *x, const void *res, const void *gamma, c
     int per = (int)((n / V + 31) / 32);
     int blocks = cu_blocks(rows * 32, 128);
 #define NR_LAUNCH(P)                                                                                                   \
-    cu_launch(norm_rows_reg<T, 16 / sizeof(T), P>, blocks, 128, 0, (const T *)x, (const T *)res, (const T *)gamma, \
-                                                                           (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer)
+    (sum ? cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, true>, blocks, 128, 0, (const T *)x, (const T *)res,        \
+                     (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer)                    \
+         : cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, false>, blocks, 128, 0, (const T *)x, (const T *)res,       \
+                     (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer))
     if (per <= 1)
         NR_LAUNCH(1);
     else if (per <= 2)
@@ -475,7 +486,13 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool done = false;
     CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, y, sum, rows, n, eps, is_layer));
     if (!done)
-        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(norm_rows<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], (const T *)res, (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, n, eps, is_layer));
+        CU_FLOAT_DISPATCH(xn->dtype, T,
+                          (keep ? cu_launch(norm_rows<T, true>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0],
+                                            (const T *)res, (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows,
+                                            n, eps, is_layer)
+                                : cu_launch(norm_rows<T, false>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0],
+                                            (const T *)res, (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows,
+                                            n, eps, is_layer)));
     return rlx_cu_check(t, "norm launch");
 }
 
