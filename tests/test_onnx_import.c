@@ -106,24 +106,34 @@ static int msg_has(const char *w) {
     return strstr(m, w) != NULL;
 }
 
-static void test_mlp(void **state) {
-    (void)state;
-    NEED_MODELS();
+/* STEM.onnx run on STEM_x.npy (input "x") matches STEM_y.npy (output "y");
+ * the compile's stats in *st where st is not NULL. */
+static void check_x_y(const char *stem, rlx_compile_stats *st) {
+    char name[3][128];
+    snprintf(name[0], sizeof name[0], "%s.onnx", stem);
+    snprintf(name[1], sizeof name[1], "%s_x.npy", stem);
+    snprintf(name[2], sizeof name[2], "%s_y.npy", stem);
     rlx_graph *g;
-    assert_int_equal(import("mlp.onnx", NULL, 0, &g), RLX_OK);
+    assert_int_equal(import(name[0], NULL, 0, &g), RLX_OK);
     size_t xb, yb, ob;
     int nd;
     int64_t d[RLX_MAX_DIMS];
-    void *x = npy("mlp_x.npy", &xb, &nd, d);
-    float *want = npy("mlp_y.npy", &yb, &nd, d);
+    void *x = npy(name[1], &xb, &nd, d);
+    float *want = npy(name[2], &yb, &nd, d);
     const char *names[] = {"x"};
-    float *y = run1(g, 1, names, &x, &xb, "y", &ob);
+    float *y = run1_stats(g, 1, names, &x, &xb, "y", &ob, st);
     assert_int_equal(ob, yb);
     assert_close(y, want, yb / 4);
     free(x);
     free(want);
     free(y);
     rlx_graph_free(g);
+}
+
+static void test_mlp(void **state) {
+    (void)state;
+    NEED_MODELS();
+    check_x_y("mlp", NULL);
 }
 
 /* A Llama/Qwen3-style attention layer as exporters write it (q/k RMSNorm,
@@ -133,23 +143,9 @@ static void test_mlp(void **state) {
 static void test_llama_attention(void **state) {
     (void)state;
     NEED_MODELS();
-    rlx_graph *g;
-    assert_int_equal(import("llama_attention.onnx", NULL, 0, &g), RLX_OK);
-    size_t xb, yb, ob;
-    int nd;
-    int64_t d[RLX_MAX_DIMS];
-    void *x = npy("llama_attention_x.npy", &xb, &nd, d);
-    float *want = npy("llama_attention_y.npy", &yb, &nd, d);
-    const char *names[] = {"x"};
     rlx_compile_stats st;
-    float *y = run1_stats(g, 1, names, &x, &xb, "y", &ob, &st);
-    assert_int_equal(ob, yb);
-    assert_close(y, want, yb / 4);
+    check_x_y("llama_attention", &st);
     assert_int_equal(st.nodes_final, 8);
-    free(x);
-    free(want);
-    free(y);
-    rlx_graph_free(g);
 }
 
 static void check_shape_chain(const char *model) {

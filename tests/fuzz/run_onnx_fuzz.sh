@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the ONNX importer fuzz target with clang (libFuzzer + ASan/UBSan,
 # library instrumented for coverage) and runs it for SECONDS seconds from a
-# seed corpus of the ONNX test suite's model.onnx files.
+# seed corpus of the ONNX test suite's model.onnx files (and a Llama-style
+# attention layer from tests/onnx/make_models.py).
 # Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
 set -e
 SECS=${1:-60}
@@ -24,6 +25,12 @@ if [ -d "$DATA" ] && [ -z "$(ls -A "$CORPUS")" ]; then
     cp "$m" "$CORPUS/seed_$i.onnx"; i=$((i+1))
   done
   echo "seed corpus: $i models"
+fi
+# forms the canon pass rewrites whole (a Llama-style attention layer: RMSNorm,
+# RoPE, repeat_kv, attention), so that mutations reach those matchers
+if [ ! -f "$CORPUS/seed_llama_attention.onnx" ] &&
+   /usr/bin/python3 "$SRC/tests/onnx/make_models.py" "$BUILD/onnx_models" >/dev/null 2>&1; then
+  cp "$BUILD/onnx_models/llama_attention.onnx" "$CORPUS/seed_llama_attention.onnx"
 fi
 # inputs that once crashed the importer stay in the corpus
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
