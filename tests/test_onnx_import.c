@@ -139,12 +139,16 @@ static void test_mlp(void **state) {
 /* A Llama/Qwen3-style attention layer as exporters write it (q/k RMSNorm,
  * RoPE with rotate_half and folded tables, repeat_kv, a causal mask):
  * matches numpy and compiles to one attention block beside its leaves
- * (x, four weights, two gammas). */
+ * (x, four weights, two gammas); also with q, k and v from one fused
+ * projection. */
 static void test_llama_attention(void **state) {
     (void)state;
     NEED_MODELS();
     rlx_compile_stats st;
     check_x_y("llama_attention", &st);
+    assert_int_equal(st.nodes_final, 8);
+    /* q, k and v from one projection cut by Split: the same block */
+    check_x_y("fused_qkv_attention", &st);
     assert_int_equal(st.nodes_final, 8);
 }
 

@@ -59,6 +59,26 @@ static void random_floats(float *v, size_t n, unsigned seed)
         v[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
 }
 
+/* g simplified with constants folded by the CPU kernels (never NULL). */
+static rlx_graph *simplified(const rlx_graph *g)
+{
+    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
+    rlx_graph *s = rlx_simplify(g, &ctx);
+    assert_non_null(s);
+    return s;
+}
+
+/* assert_simplify_keeps_values on n random inputs from seed. */
+static void assert_keeps_values_on_random(const rlx_graph *g, size_t n, size_t ny, unsigned seed, double atol,
+                                          double rel)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    random_floats(x, n, seed);
+    assert_simplify_keeps_values(g, x, n, ny, atol, rel);
+    free(x);
+}
+
 static void test_dce_removes_dead_keeps_inputs_and_params(void **state)
 {
     (void)state;
@@ -365,7 +385,6 @@ static rlx_graph *norm_graph(int form)
 static void test_canon_rewrites_written_out_norms(void **state)
 {
     (void)state;
-    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
     /* per form: layer_norm and rms_norm nodes after simplify, their gamma
      * and beta, and the products and sums left beside them */
     static const struct { int ln, rms, has_gamma, has_beta, muls, adds; } want[N_NORMS] = {
@@ -377,8 +396,7 @@ static void test_canon_rewrites_written_out_norms(void **state)
     };
     for (int form = 0; form < N_NORMS; form++) {
         rlx_graph *g = norm_graph(form);
-        rlx_graph *s = rlx_simplify(g, &ctx);
-        assert_non_null(s);
+        rlx_graph *s = simplified(g);
         print_message("norm form %d\n", form);
         assert_int_equal(count_op(s, RLX_OP_LAYER_NORM), want[form].ln);
         assert_int_equal(count_op(s, RLX_OP_RMS_NORM), want[form].rms);
@@ -399,9 +417,7 @@ static void test_canon_rewrites_written_out_norms(void **state)
                 }
         }
         rlx_graph_free(s);
-        float xv[64];
-        random_floats(xv, 64, 41 + (unsigned)form);
-        assert_simplify_keeps_values(g, xv, 64, 64, 2e-5, 2e-5);
+        assert_keeps_values_on_random(g, 64, 64, 41 + (unsigned)form, 2e-5, 2e-5);
         rlx_graph_free(g);
     }
 }
@@ -571,12 +587,10 @@ static rlx_graph *attn_graph(int form)
 static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
-    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
     static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
-        rlx_graph *s = rlx_simplify(g, &ctx);
-        assert_non_null(s);
+        rlx_graph *s = simplified(g);
         print_message("attention form %d\n", form);
         bool rewritten = form <= ATT_WHERE_NOT_INPUT;
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), rewritten);
@@ -599,9 +613,7 @@ static void test_canon_rewrites_written_out_attention(void **state)
                                  form == ATT_CAUSAL || form == ATT_WHERE_KEEP || form == ATT_WHERE_FILL);
             }
         rlx_graph_free(s);
-        float xv[128];
-        random_floats(xv, 128, 61 + (unsigned)form);
-        assert_simplify_keeps_values(g, xv, 128, 128, 2e-6, 2e-6);
+        assert_keeps_values_on_random(g, 128, 128, 61 + (unsigned)form, 2e-6, 2e-6);
         rlx_graph_free(g);
     }
 }
@@ -636,11 +648,9 @@ static rlx_graph *gqa_graph(bool tiled)
 static void test_canon_attention_grouped_heads(void **state)
 {
     (void)state;
-    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
     for (int tiled = 0; tiled < 2; tiled++) {
         rlx_graph *g = gqa_graph(tiled);
-        rlx_graph *s = rlx_simplify(g, &ctx);
-        assert_non_null(s);
+        rlx_graph *s = simplified(g);
         assert_int_equal(count_op(s, RLX_OP_ATTENTION), 1);
         /* the repeats are gone where attention's grouping reads the same heads */
         assert_int_equal(count_op(s, RLX_OP_EXPAND), tiled ? 2 : 0);
@@ -650,9 +660,7 @@ static void test_canon_attention_grouped_heads(void **state)
                 assert_int_equal(s->nodes[s->nodes[i].in[2]].shape.dims[1], tiled ? 4 : 2);
             }
         rlx_graph_free(s);
-        float xv[256];
-        random_floats(xv, 256, 71 + (unsigned)tiled);
-        assert_simplify_keeps_values(g, xv, 256, 256, 2e-6, 2e-6);
+        assert_keeps_values_on_random(g, 256, 256, 71 + (unsigned)tiled, 2e-6, 2e-6);
         rlx_graph_free(g);
     }
 }
@@ -701,12 +709,10 @@ static rlx_graph *rope_graph(int form, int64_t S)
 static void test_canon_rope(void **state)
 {
     (void)state;
-    rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
     const int64_t S = 40;
     for (int form = 0; form < 5; form++) {
         rlx_graph *g = rope_graph(form, S);
-        rlx_graph *s = rlx_simplify(g, &ctx);
-        assert_non_null(s);
+        rlx_graph *s = simplified(g);
         assert_int_equal(count_op(s, RLX_OP_ROPE), form < 2);
         assert_int_equal(count_op(s, RLX_OP_CONCAT), form >= 2);
         for (int i = 0; i < s->n_nodes; i++)
@@ -716,9 +722,51 @@ static void test_canon_rope(void **state)
                 assert_int_equal(s->nodes[i].attrs.rope.interleaved, 0);
             }
         rlx_graph_free(s);
-        float xv[2 * 40 * 8];
-        random_floats(xv, 2 * S * 8, 81 + (unsigned)form);
-        assert_simplify_keeps_values(g, xv, 2 * S * 8, 2 * S * 8, 2e-5, 2e-5);
+        assert_keeps_values_on_random(g, 2 * S * 8, 2 * S * 8, 81 + (unsigned)form, 2e-5, 2e-5);
+        rlx_graph_free(g);
+    }
+}
+
+/* One projection cut three ways along its last axis, as a fused qkv
+ * projection exports (x [2, 5, 16] @ W, 24 columns, slices of 8).  form 0:
+ * W [16, 24] and a bias; 1: W [24, 16] read transposed, and a bias; 2: no
+ * bias; 3: the product also read whole (a sum over it), which stays one
+ * product. */
+static rlx_graph *cut_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 5, 16});
+    float w[16 * 24], b[24];
+    random_floats(w, 16 * 24, 91 + (unsigned)form);
+    random_floats(b, 24, 97);
+    rlx_node wc = form == 1 ? rlx_constant(g, RLX_F32, 2, (int64_t[]){24, 16}, w, sizeof w)
+                            : rlx_constant(g, RLX_F32, 2, (int64_t[]){16, 24}, w, sizeof w);
+    rlx_node p = rlx_matmul(g, x, wc, 0, form == 1);
+    if (form != 2)
+        p = form == 1 ? rlx_add(g, rlx_constant(g, RLX_F32, 1, (int64_t[]){24}, b, sizeof b), p)
+                      : rlx_add(g, p, rlx_constant(g, RLX_F32, 1, (int64_t[]){24}, b, sizeof b));
+    rlx_node cut[3];
+    const int last[1] = {2};
+    for (int i = 0; i < 3; i++)
+        cut[i] = rlx_slice(g, p, 1, last, (int64_t[]){8 * i}, (int64_t[]){8 * i + 8}, (int64_t[]){1});
+    rlx_node y = rlx_add(g, rlx_tanh(g, cut[0]), rlx_mul(g, cut[1], cut[2]));
+    if (form == 3)
+        y = rlx_add(g, y, rlx_reduce_sum(g, p, 1, last, 1));
+    rlx_output(g, "y", rlx_reshape(g, y, 1, (int64_t[]){80}));
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_cut_projection(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 4; form++) {
+        rlx_graph *g = cut_graph(form);
+        rlx_graph *s = simplified(g);
+        assert_int_equal(count_op(s, RLX_OP_MATMUL), form < 3 ? 3 : 1);
+        assert_int_equal(count_op(s, RLX_OP_SLICE), form < 3 ? 0 : 3);
+        rlx_graph_free(s);
+        assert_keeps_values_on_random(g, 160, 80, 101 + (unsigned)form, 2e-6, 2e-6);
         rlx_graph_free(g);
     }
 }
@@ -739,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_canon_rewrites_written_out_attention),
         cmocka_unit_test(test_canon_attention_grouped_heads),
         cmocka_unit_test(test_canon_rope),
+        cmocka_unit_test(test_canon_cut_projection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* canon.c - canonical forms: a decomposition of an op RLX has natively is
  * rewritten into that op, so that fusion and the backends see it.  This
  * file drives the pass; the families of rewrites are canon_act.c,
- * canon_norm.c, canon_rope.c and canon_attn.c (canon.h).  The forms are those exporters
+ * canon_norm.c, canon_rope.c, canon_split.c and canon_attn.c (canon.h).  The forms are those exporters
  * write for ONNX opsets without the op:
  *
  *   GELU       x * 0.5 * (1 + erf(x / sqrt 2))
@@ -19,6 +19,10 @@
  *              constant cos/sin tables over x's last two axes that hold
  *              consecutive positions and theta^(-2i/D) frequencies (checked
  *              entry by entry; canon_rope.c)
+ *   projection slice(x @ W [+ b], last axis) where every reader of the
+ *   cut        product is such a slice (a fused qkv or gate/up projection)
+ *              becomes x @ W[:, cut] [+ b[cut]], W and b constants
+ *              (canon_split.c)
  *   attention  softmax(q k^T * c [+ mask]) v   (the scale as a product
  *              with c or a division by 1 / c, or split as (q * a) (k^T *
  *              b); k^T a transpose of a [B, H, T, D] tensor or of one RLX
@@ -51,12 +55,35 @@ bool canon_is_scalar(const rlx_graph *g, rlx_node id, double want, double rel)
     return rlx_scalar_value(&g->nodes[id], &v) && fabs(v - want) <= rel * fabs(want);
 }
 
+/* x when id slices only x's last axis, with step 1, from *start for *len
+ * elements; else -1. */
+rlx_node canon_last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, int64_t *len)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_SLICE)
+        return -1;
+    const rlx_shape *in = &g->nodes[n->in[0]].shape;
+    int r = in->ndim;
+    if (r < 1 || n->shape.ndim != r)
+        return -1;
+    for (int a = 0; a < r; a++) {
+        if (n->attrs.slice.step[a] != 1)
+            return -1;
+        if (a < r - 1 && (n->attrs.slice.start[a] != 0 || n->shape.dims[a] != in->dims[a]))
+            return -1;
+    }
+    *start = n->attrs.slice.start[r - 1];
+    *len = n->shape.dims[r - 1];
+    return n->in[0];
+}
+
 /* Node id as the one op it writes out, or a copy; *arg counts rewrites. */
 static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {
     rlx_node y;
     if (!canon_activation(out, g, id, map, &y) && !canon_norm(out, g, id, map, &y) &&
-        !canon_rope(out, g, id, map, &y) && !canon_attention(out, g, id, map, &y))
+        !canon_rope(out, g, id, map, &y) && !canon_split_projection(out, g, id, map, &y) &&
+        !canon_attention(out, g, id, map, &y))
         return RLX_REBUILD_COPY;
     (*(int *)arg)++;
     return y < 0 ? RLX_REBUILD_FAIL : y;
@@ -67,8 +94,7 @@ rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
     int rewritten = 0;
     rlx_graph *out = rlx_rebuild(g, canon_node, &rewritten);
     if (out && rewritten && ctx && ctx->verbose)
-        fprintf(stderr, "[rlx canon] %d activation%s, norm%s, rope%s or attention%s written out rewritten as one op\n",
-                rewritten, rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s", rewritten == 1 ? "" : "s",
-                rewritten == 1 ? "" : "s");
+        fprintf(stderr, "[rlx canon] %d form%s rewritten (activations, norms, ropes, cut projections, attention)\n",
+                rewritten, rewritten == 1 ? "" : "s");
     return out;
 }

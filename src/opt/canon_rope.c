@@ -14,28 +14,6 @@
 
 #include "opt/canon.h"
 
-/* x when id slices only x's last axis, with step 1, from *start for *len
- * elements; else -1. */
-static rlx_node last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, int64_t *len)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    if (n->op != RLX_OP_SLICE)
-        return -1;
-    const rlx_shape *in = &g->nodes[n->in[0]].shape;
-    int r = in->ndim;
-    if (r < 1 || n->shape.ndim != r)
-        return -1;
-    for (int a = 0; a < r; a++) {
-        if (n->attrs.slice.step[a] != 1)
-            return -1;
-        if (a < r - 1 && (n->attrs.slice.start[a] != 0 || n->shape.dims[a] != in->dims[a]))
-            return -1;
-    }
-    *start = n->attrs.slice.start[r - 1];
-    *len = n->shape.dims[r - 1];
-    return n->in[0];
-}
-
 /* x when id is cat(-x[..., h:], x[..., :h]) along the last axis with
  * D = 2h the size of x's last axis; else -1. */
 static rlx_node rotate_half_of(const rlx_graph *g, rlx_node id)
@@ -47,8 +25,8 @@ static rlx_node rotate_half_of(const rlx_graph *g, rlx_node id)
     if (neg->op != RLX_OP_NEG)
         return -1;
     int64_t s_hi, n_hi, s_lo, n_lo;
-    rlx_node x = last_axis_slice(g, neg->in[0], &s_hi, &n_hi);
-    if (x < 0 || last_axis_slice(g, n->in[1], &s_lo, &n_lo) != x)
+    rlx_node x = canon_last_axis_slice(g, neg->in[0], &s_hi, &n_hi);
+    if (x < 0 || canon_last_axis_slice(g, n->in[1], &s_lo, &n_lo) != x)
         return -1;
     int64_t D = g->nodes[x].shape.dims[g->nodes[x].shape.ndim - 1];
     return D % 2 == 0 && s_lo == 0 && n_lo == D / 2 && s_hi == D / 2 && n_hi == D / 2 ? x : -1;

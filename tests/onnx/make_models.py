@@ -255,6 +255,17 @@ o = N("Reshape", [N("Transpose", [N("MatMul", [pr, rep["v"]], "pv")], "pvt", per
 N("MatMul", [o, "wo"], "y")
 save("llama_attention", helper.make_graph(nodes, "llama_attention", [vi("x", [1, S, HID])], [vi("y", [1, S, HID])],
                                           inits))
+# the same layer with q, k and v from one fused projection cut by Split (as
+# Phi-3's qkv_proj exports): RLX cuts the product back into three
+cut = {"q_mm", "k_mm", "v_mm"}
+fused_nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"]),
+               helper.make_node("Split", ["qkv", "qkv_sizes"], ["q_mm", "k_mm", "v_mm"], axis=-1)]
+fused_nodes += [nd for nd in nodes if nd.output[0] not in cut]
+fused_inits = [t for t in inits if t.name not in ("wq", "wk", "wv")]
+fused_inits += [C("wqkv", np.concatenate([W["wq"], W["wk"], W["wv"]], 1)),
+                C("qkv_sizes", np.array([NH * HD, NK * HD, NK * HD], np.int64))]
+save("fused_qkv_attention", helper.make_graph(fused_nodes, "fused_qkv_attention", [vi("x", [1, S, HID])],
+                                              [vi("y", [1, S, HID])], fused_inits))
 
 
 def head_norm_rope(x, w, heads, g):
@@ -273,6 +284,8 @@ pa /= pa.sum(-1, keepdims=True)
 ya = (pa @ va).transpose(0, 2, 1, 3).reshape(1, S, NH * HD) @ W["wo"]
 np.save(os.path.join(out, "llama_attention_x.npy"), xa)
 np.save(os.path.join(out, "llama_attention_y.npy"), ya.astype(np.float32))
+np.save(os.path.join(out, "fused_qkv_attention_x.npy"), xa)
+np.save(os.path.join(out, "fused_qkv_attention_y.npy"), ya.astype(np.float32))
 
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
