@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "cpu"))
 import torch_workloads as tw  # noqa: E402
 
 
-def export(net, args, path, opset, names=("input_ids",)):
-    kw = dict(input_names=list(names), output_names=["out"], opset_version=opset)
+def export(net, args, path, opset, names=("input_ids",), output="out"):
+    kw = dict(input_names=list(names), output_names=[output], opset_version=opset)
     try:
         torch.onnx.export(net, args, path, dynamo=False, **kw)
     except TypeError:  # PyTorch without the dynamo switch

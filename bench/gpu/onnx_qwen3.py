@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
+from onnx_encoder import export  # the same legacy-exporter call
+
 
 class Logits(torch.nn.Module):
     def __init__(self, m):
@@ -52,11 +54,7 @@ def main():
             peer = copy.deepcopy(net).to("cuda", torch.bfloat16)(ids.cuda()).float().cpu().numpy()
     tmp = tempfile.mkdtemp()
     path, ids_file = os.path.join(tmp, "qwen3.onnx"), os.path.join(tmp, "ids.npy")
-    kw = dict(input_names=["input_ids"], output_names=["logits"], opset_version=17)
-    try:
-        torch.onnx.export(net, (ids,), path, dynamo=False, **kw)
-    except TypeError:  # PyTorch without the dynamo switch
-        torch.onnx.export(net, (ids,), path, **kw)
+    export(net, (ids,), path, 17, output="logits")
     np.save(ids_file, ids.numpy())
     rms = float(np.sqrt((ref.astype(np.float64) ** 2).mean()))
     if peer is not None:
