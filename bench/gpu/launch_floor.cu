@@ -1,8 +1,10 @@
 // launch_floor.cu - the host's time per run (launch + synchronise) of small
 // CUDA graphs: empty kernels, one-element-per-thread exp kernels (with and
 // without programmatic dependent launch), a kernel shaped like RLX's
-// vectorised unary kernel (one block, 16-byte vectors, an op switch), and
-// an RLX session running the same chain of exp nodes.  Medians of 3000 runs.
+// vectorised unary kernel (one block, 16-byte vectors) with the op
+// dispatched per element, fixed at compile time, or dispatched once before
+// the loop, and an RLX session running the same chain of exp nodes.
+// Medians of 3000 runs.
 //
 //   nvcc -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -Iinclude bench/gpu/launch_floor.cu
 //        -LBUILD -lrlx -Xlinker -rpath -Xlinker BUILD -o launch_floor      (one line)
@@ -70,6 +72,42 @@ __global__ void vec_k(int op, const uint4 *x, uint4 *y, int64_t nv)
     }
 }
 
+/* The same loop with the op fixed at compile time ... */
+template <int OP> __device__ __forceinline__ void vec_body(const uint4 *x, uint4 *y, int64_t nv)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
+        uint4 v = x[i];
+        __half *e = (__half *)&v;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            e[k] = __float2half(unary(OP, __half2float(e[k])));
+        y[i] = v;
+    }
+}
+
+template <int OP> __global__ void vec_t_k(const uint4 *x, uint4 *y, int64_t nv)
+{
+    wait_previous(true);
+    vec_body<OP>(x, y, nv);
+}
+
+/* ... and chosen by one switch before the loop instead of one per element */
+__global__ void vec_hoist_k(int op, const uint4 *x, uint4 *y, int64_t nv)
+{
+    wait_previous(true);
+    switch (op) {
+    case 1: vec_body<1>(x, y, nv); break;
+    case 2: vec_body<2>(x, y, nv); break;
+    case 3: vec_body<3>(x, y, nv); break;
+    case 4: vec_body<4>(x, y, nv); break;
+    case 5: vec_body<5>(x, y, nv); break;
+    case 6: vec_body<6>(x, y, nv); break;
+    case 7: vec_body<7>(x, y, nv); break;
+    case 8: vec_body<8>(x, y, nv); break;
+    case 9: vec_body<9>(x, y, nv); break;
+    }
+}
+
 template <class F> static double median_us(F f, int n = 3000)
 {
     for (int i = 0; i < 200; i++)
@@ -84,7 +122,7 @@ template <class F> static double median_us(F f, int n = 3000)
     return v[n / 2];
 }
 
-enum { EMPTY, EXP, EXP_WAIT, VEC };
+enum { EMPTY, EXP, EXP_WAIT, VEC, VEC_T, VEC_HOIST };
 
 static double raw_graph(int k, int kind, int pdl)
 {
@@ -114,6 +152,13 @@ static double raw_graph(int k, int kind, int pdl)
             c.gridDim = 1;
             c.blockDim = 256;
             cudaLaunchKernelEx(&c, vec_k, 3, (const uint4 *)in, (uint4 *)out, (int64_t)128);
+        } else if (kind == VEC_T || kind == VEC_HOIST) {
+            c.gridDim = 1;
+            c.blockDim = 256;
+            if (kind == VEC_T)
+                cudaLaunchKernelEx(&c, vec_t_k<3>, (const uint4 *)in, (uint4 *)out, (int64_t)128);
+            else
+                cudaLaunchKernelEx(&c, vec_hoist_k, 3, (const uint4 *)in, (uint4 *)out, (int64_t)128);
         } else {
             c.gridDim = 4;
             c.blockDim = 256;
@@ -162,10 +207,10 @@ static double rlx_chain(int k)
 int main()
 {
     cudaFree(0);
-    printf("kernels | empty | exp | exp, PDL, no wait | exp, PDL + wait | vec+switch, PDL + wait | vec+switch | RLX exp chain (us)\n");
+    printf("kernels | empty | exp | exp, PDL, no wait | exp, PDL + wait | vec+switch, PDL + wait | vec+switch | vec, op fixed, PDL + wait | vec, switch hoisted, PDL + wait | RLX exp chain (us)\n");
     for (int k : {1, 3, 10})
-        printf("%7d | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f\n", k, raw_graph(k, EMPTY, 0),
+        printf("%7d | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f\n", k, raw_graph(k, EMPTY, 0),
                raw_graph(k, EXP, 0), raw_graph(k, EXP, 1), raw_graph(k, EXP_WAIT, 1), raw_graph(k, VEC, 1),
-               raw_graph(k, VEC, 0), rlx_chain(k));
+               raw_graph(k, VEC, 0), raw_graph(k, VEC_T, 1), raw_graph(k, VEC_HOIST, 1), rlx_chain(k));
     return 0;
 }

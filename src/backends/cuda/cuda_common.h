@@ -331,6 +331,71 @@ __device__ __forceinline__ float cu_binary_f(int op, float a, float b, int fm)
     }
 }
 
+/* The ops cu_unary_f and cu_binary_f compute, as X-macro lists. */
+#define CU_FLOAT_UNARY_OPS(X)                                                                                    \
+    X(RLX_OP_NEG) X(RLX_OP_ABS) X(RLX_OP_EXP) X(RLX_OP_LOG) X(RLX_OP_SQRT) X(RLX_OP_RSQRT) X(RLX_OP_RECIPROCAL) \
+    X(RLX_OP_TANH) X(RLX_OP_SIGMOID) X(RLX_OP_RELU) X(RLX_OP_GELU) X(RLX_OP_GELU_TANH) X(RLX_OP_SILU)          \
+    X(RLX_OP_ERF) X(RLX_OP_SIN) X(RLX_OP_COS) X(RLX_OP_FLOOR) X(RLX_OP_CEIL) X(RLX_OP_ROUND) X(RLX_OP_SIGN)
+#define CU_FLOAT_BINARY_OPS(X)                                                                          \
+    X(RLX_OP_ADD) X(RLX_OP_SUB) X(RLX_OP_MUL) X(RLX_OP_DIV) X(RLX_OP_POW) X(RLX_OP_MAX) X(RLX_OP_MIN) \
+    X(RLX_OP_MOD)
+
+/* y[e] = op(x[e]) for V values, dispatched once on op for all V (y may be
+ * x).  A switch per element, unrolled over a vector, puts V copies of the
+ * dispatch into the kernel; the code one launch runs is then spread over
+ * the whole kernel, and fetching it cost about 1 us per launch on an H200
+ * (bench/gpu/launch_floor.cu). */
+template <int V> __device__ __forceinline__ void cu_unary_fv(int op, const float *x, float *y)
+{
+    switch (op) {
+#define CU_UNARY_CASE(o)                  \
+    case o:                               \
+        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = cu_unary_f(o, x[e]); \
+        return;
+        CU_FLOAT_UNARY_OPS(CU_UNARY_CASE)
+#undef CU_UNARY_CASE
+    default:
+        for (int e = 0; e < V; e++)
+            y[e] = __int_as_float(0x7fc00000);
+    }
+}
+
+/* y[e] = a[e] op b[e] for V values, dispatched once (y may be a or b). */
+template <int V> __device__ __forceinline__ void cu_binary_fv(int op, const float *a, const float *b, float *y, int fm)
+{
+    switch (op) {
+#define CU_BINARY_CASE(o)                 \
+    case o:                               \
+        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = cu_binary_f(o, a[e], b[e], fm); \
+        return;
+        CU_FLOAT_BINARY_OPS(CU_BINARY_CASE)
+#undef CU_BINARY_CASE
+    default:
+        for (int e = 0; e < V; e++)
+            y[e] = __int_as_float(0x7fc00000);
+    }
+}
+
+/* Rotary embedding, for the rope op and the attention block's prologue
+ * alike.  Pair i of a D-vector: elements 2i and 2i + 1 (interleaved) or i
+ * and i + D/2. */
+__device__ __forceinline__ void cu_rope_pair(int64_t i, int64_t D, int inter, int64_t *ia, int64_t *ib)
+{
+    *ia = inter ? 2 * i : i;
+    *ib = *ia + (inter ? 1 : D / 2);
+}
+
+/* Rotates pair i at position pos by pos * theta^(-2i/D), the angle in
+ * double as the CPU reference computes it. */
+__device__ __forceinline__ void cu_rope_rotate(int64_t i, int64_t D, int64_t pos, double theta, float *x1, float *x2)
+{
+    double sn, c;
+    sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
+    const float a = *x1, b = *x2;
+    *x1 = (float)(a * c - b * sn);
+    *x2 = (float)(b * c + a * sn);
+}
+
 /* The activations fused ops carry (RLX_ACT_*), on the same math. */
 __device__ __forceinline__ float cu_act_f(int act, float x)
 {

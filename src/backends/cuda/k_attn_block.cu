@@ -155,12 +155,9 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
         if (rope) {
             const int64_t pos = offset + r % S;
             for (int i = lane; i < half; i += 32) {
-                double sn, c;
-                sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
-                const int ia = inter ? 2 * i : i, ib = ia + (inter ? 1 : half);
-                const float x1 = v[ia], x2 = v[ib];
-                v[ia] = (float)(x1 * c - x2 * sn);
-                v[ib] = (float)(x2 * c + x1 * sn);
+                int64_t ia, ib;
+                cu_rope_pair(i, D, inter, &ia, &ib);
+                cu_rope_rotate(i, D, pos, theta, &v[ia], &v[ib]);
             }
             __syncwarp();
         }

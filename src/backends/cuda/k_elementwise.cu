@@ -70,9 +70,14 @@ template <typename T> __global__ void unary_kernel_vec(int op, const uint4 *x, u
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
         uint4 v = x[i];
         T *e = (T *)&v;
+        float f[V];
 #pragma unroll
         for (int k = 0; k < V; k++)
-            e[k] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(e[k])));
+            f[k] = cu_tof<T>(e[k]);
+        cu_unary_fv<V>(op, f, f);
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            e[k] = cu_fromf<T>(f[k]);
         y[i] = v;
     }
 }
@@ -227,11 +232,17 @@ __global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4
         uint4 va = a[i], vb = b[j];
         T *x = (T *)&va;
         const T *v = (const T *)&vb;
+        float l[V], r[V];
 #pragma unroll
         for (int k = 0; k < V; k++) {
             float p = cu_tof<T>(x[k]), q = cu_tof<T>(v[k]);
-            x[k] = cu_fromf<T>(swap ? cu_binary_f(op, q, p, fm) : cu_binary_f(op, p, q, fm));
+            l[k] = swap ? q : p;
+            r[k] = swap ? p : q;
         }
+        cu_binary_fv<V>(op, l, r, l, fm);
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            x[k] = cu_fromf<T>(l[k]);
         y[i] = va;
     }
 }

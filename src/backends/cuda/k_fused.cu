@@ -293,35 +293,9 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
             ew_pick<V, R>(r, p.code[3 * j + 1], a);
             if (op >= RLX_OP_ADD) {
                 ew_pick<V, R>(r, p.code[3 * j + 2], b);
-                switch (op) {
-                case RLX_OP_ADD:
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        r[EWS_IN + j].v[e] = a.v[e] + b.v[e];
-                    break;
-                case RLX_OP_SUB:
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        r[EWS_IN + j].v[e] = a.v[e] - b.v[e];
-                    break;
-                case RLX_OP_MUL:
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        r[EWS_IN + j].v[e] = a.v[e] * b.v[e];
-                    break;
-                default:
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        r[EWS_IN + j].v[e] = cu_binary_f(op, a.v[e], b.v[e], 0);
-                }
-            } else if (op == RLX_OP_RELU) {
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    r[EWS_IN + j].v[e] = a.v[e] > 0 ? a.v[e] : (a.v[e] != a.v[e] ? a.v[e] : 0.0f);
+                cu_binary_fv<V>(op, a.v, b.v, r[EWS_IN + j].v, 0);
             } else {
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    r[EWS_IN + j].v[e] = cu_unary_f(op, a.v[e]);
+                cu_unary_fv<V>(op, a.v, r[EWS_IN + j].v);
             }
         }
         ew_vec<V> o;
@@ -365,6 +339,24 @@ __device__ __forceinline__ float ew_cheap(int op, float x, float y)
     }
 }
 
+/* ew_cheap on V values, dispatched once for all V (see cu_unary_fv). */
+template <int V> __device__ __forceinline__ void ew_cheap_v(int op, const float *x, const float *y, float *o)
+{
+    switch (op) {
+#define EW_CHEAP_CASE(c)                                                         \
+    case c:                                                                      \
+        _Pragma("unroll") for (int e = 0; e < V; e++) o[e] = ew_cheap(c, x[e], y[e]); \
+        return;
+        EW_CHEAP_CASE(RLX_OP_ADD) EW_CHEAP_CASE(RLX_OP_SUB) EW_CHEAP_CASE(RLX_OP_MUL) EW_CHEAP_CASE(RLX_OP_MAX)
+        EW_CHEAP_CASE(RLX_OP_MIN) EW_CHEAP_CASE(RLX_OP_RELU) EW_CHEAP_CASE(RLX_OP_NEG)
+#undef EW_CHEAP_CASE
+    default:
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            o[e] = ew_cheap(RLX_OP_ABS, x[e], y[e]);
+    }
+}
+
 template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin, int inner_stride_mask, T *y)
 {
     cu_grid_wait();
@@ -379,16 +371,14 @@ template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin,
             ew_vec<V> b;
             if (lin.other[j] >= 0)
                 ew_pick_in<V>(in, lin.other[j], b);
+            float l[V], r[V];
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 float x = acc.v[e], y = lin.other[j] >= 0 ? b.v[e] : 0.0f;
-                if (lin.rev[j]) {
-                    float t = x;
-                    x = y;
-                    y = t;
-                }
-                acc.v[e] = ew_cheap(op, x, y);
+                l[e] = lin.rev[j] ? y : x;
+                r[e] = lin.rev[j] ? x : y;
             }
+            ew_cheap_v<V>(op, l, r, acc.v);
         }
         ew_store<T, V>(y, i, acc);
     }

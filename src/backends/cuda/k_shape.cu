@@ -444,22 +444,21 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------ rope */
 
-/* One thread per rotated pair; angle in double like the reference. */
+/* One thread per rotated pair. */
 template <typename T>
 __global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset, int inter)
 {
     cu_grid_wait();
     int64_t half = D / 2;
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = p % half, rs = p / half, s = rs % S;
-        double inv_freq = pow(theta, -2.0 * (double)i / (double)D);
-        double a = (double)(offset + s) * inv_freq;
-        double sn, c;
-        sincos(a, &sn, &c);
-        int64_t ia = rs * D + (inter ? 2 * i : i), ib = ia + (inter ? 1 : half);
+        int64_t i = p % half, rs = p / half, ia, ib;
+        cu_rope_pair(i, D, inter, &ia, &ib);
+        ia += rs * D;
+        ib += rs * D;
         float x1 = cu_tof<T>(x[ia]), x2 = cu_tof<T>(x[ib]);
-        y[ia] = cu_fromf<T>((float)(x1 * c - x2 * sn));
-        y[ib] = cu_fromf<T>((float)(x2 * c + x1 * sn));
+        cu_rope_rotate(i, D, offset + rs % S, theta, &x1, &x2);
+        y[ia] = cu_fromf<T>(x1);
+        y[ib] = cu_fromf<T>(x2);
     }
 }
 
