@@ -150,6 +150,11 @@ static void test_llama_attention(void **state) {
     /* q, k and v from one projection cut by Split: the same block */
     check_x_y("fused_qkv_attention", &st);
     assert_int_equal(st.nodes_final, 8);
+    /* GPT-2's Conv1D projections (Gemm on flattened rows, reshaped back),
+     * qkv cut by Split, a bool causal mask: the whole layer is one block
+     * and its leaves (23 nodes without the unflatten rule) */
+    check_x_y("gpt2_attention", &st);
+    assert_int_equal(st.nodes_final, 10);
 }
 
 static void check_shape_chain(const char *model) {

@@ -771,6 +771,65 @@ static void test_canon_cut_projection(void **state)
     }
 }
 
+/* A projection of x [2, 5, 16] flattened to rows [10, 16] and reshaped
+ * back to [2, 5, 24] (GPT-2's Conv1D).  form 0: W [16, 24] and a bias [24];
+ * 1: W [24, 16] read transposed, a bias [1, 24] added on the left; 2: no
+ * bias, the result cut three ways (the cut rule then takes it, a round
+ * later); 3: reshaped back to [5, 2, 24], not x's leading dims; 4: the
+ * flat product also read by a sum.  Forms 0-2 become products of x
+ * itself; 3 and 4 keep their reshapes. */
+static rlx_graph *flat_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 5, 16});
+    float w[16 * 24], b[24];
+    random_floats(w, 16 * 24, 111 + (unsigned)form);
+    random_floats(b, 24, 113);
+    rlx_node rows = rlx_reshape(g, x, 2, (int64_t[]){10, 16});
+    rlx_node wc = form == 1 ? rlx_constant(g, RLX_F32, 2, (int64_t[]){24, 16}, w, sizeof w)
+                            : rlx_constant(g, RLX_F32, 2, (int64_t[]){16, 24}, w, sizeof w);
+    rlx_node p = rlx_matmul(g, rows, wc, 0, form == 1), flat = p;
+    if (form == 0 || form >= 3)
+        p = rlx_add(g, p, rlx_constant(g, RLX_F32, 1, (int64_t[]){24}, b, sizeof b));
+    else if (form == 1)
+        p = rlx_add(g, rlx_constant(g, RLX_F32, 2, (int64_t[]){1, 24}, b, sizeof b), p);
+    rlx_node r = rlx_reshape(g, p, 3, form == 3 ? (int64_t[]){5, 2, 24} : (int64_t[]){2, 5, 24});
+    rlx_node y;
+    if (form == 2) {
+        const int last[1] = {2};
+        rlx_node cut[3];
+        for (int i = 0; i < 3; i++)
+            cut[i] = rlx_slice(g, r, 1, last, (int64_t[]){8 * i}, (int64_t[]){8 * i + 8}, (int64_t[]){1});
+        y = rlx_concat(g, 3, (rlx_node[]){rlx_tanh(g, cut[0]), rlx_mul(g, cut[1], cut[2]), rlx_exp(g, cut[2])}, 2);
+    } else {
+        y = rlx_tanh(g, r);
+    }
+    if (form == 4)
+        y = rlx_add(g, y, rlx_reduce_sum(g, flat, 1, (int[]){0}, 0));
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_canon_unflatten_projection(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 5; form++) {
+        rlx_graph *g = flat_graph(form);
+        rlx_graph *s = simplified(g);
+        bool taken = form < 3;
+        assert_int_equal(count_op(s, RLX_OP_RESHAPE), taken ? 0 : 2);
+        assert_int_equal(count_op(s, RLX_OP_MATMUL), form == 2 ? 3 : 1);
+        assert_int_equal(count_op(s, RLX_OP_SLICE), 0);
+        for (int i = 0; i < s->n_nodes; i++)
+            if (s->nodes[i].op == RLX_OP_MATMUL) /* a product of x [2, 5, 16] itself, or of its rows */
+                assert_int_equal(s->nodes[s->nodes[i].in[0]].shape.ndim, taken ? 3 : 2);
+        rlx_graph_free(s);
+        assert_keeps_values_on_random(g, 160, 240, 121 + (unsigned)form, 2e-6, 2e-6);
+        rlx_graph_free(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -788,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_canon_attention_grouped_heads),
         cmocka_unit_test(test_canon_rope),
         cmocka_unit_test(test_canon_cut_projection),
+        cmocka_unit_test(test_canon_unflatten_projection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /* canon.c - canonical forms: a decomposition of an op RLX has natively is
  * rewritten into that op, so that fusion and the backends see it.  This
  * file drives the pass; the families of rewrites are canon_act.c,
- * canon_norm.c, canon_rope.c, canon_split.c and canon_attn.c (canon.h).  The forms are those exporters
- * write for ONNX opsets without the op:
+ * canon_norm.c, canon_rope.c, canon_flat.c, canon_split.c and canon_attn.c
+ * (canon.h).  The forms are those exporters write for ONNX opsets without
+ * the op:
  *
  *   GELU       x * 0.5 * (1 + erf(x / sqrt 2))
  *              (PyTorch: (x * (erf(x / sqrt 2) + 1)) * 0.5)
@@ -19,6 +20,8 @@
  *              constant cos/sin tables over x's last two axes that hold
  *              consecutive positions and theta^(-2i/D) frequencies (checked
  *              entry by entry; canon_rope.c)
+ *   flattened  reshape(reshape(x, [M, K]) @ W [+ b], x's leading dims + [N])
+ *   projection becomes x @ W [+ b] (GPT-2's Conv1D; canon_flat.c)
  *   projection slice(x @ W [+ b], last axis) where every reader of the
  *   cut        product is such a slice (a fused qkv or gate/up projection)
  *              becomes x @ W[:, cut] [+ b[cut]], W and b constants
@@ -77,24 +80,64 @@ rlx_node canon_last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, 
     return n->in[0];
 }
 
+int canon_readers(const rlx_graph *g, rlx_node id, int *cuts)
+{
+    if (cuts)
+        *cuts = 0;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].node == id)
+            return -1;
+    int readers = 0;
+    int64_t s, n;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            if (g->nodes[i].in[j] == id) {
+                readers++;
+                if (cuts)
+                    *cuts += canon_last_axis_slice(g, i, &s, &n) == id;
+            }
+    return readers;
+}
+
 /* Node id as the one op it writes out, or a copy; *arg counts rewrites. */
 static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {
     rlx_node y;
     if (!canon_activation(out, g, id, map, &y) && !canon_norm(out, g, id, map, &y) &&
-        !canon_rope(out, g, id, map, &y) && !canon_split_projection(out, g, id, map, &y) &&
-        !canon_attention(out, g, id, map, &y))
+        !canon_rope(out, g, id, map, &y) && !canon_unflatten_projection(out, g, id, map, &y) &&
+        !canon_split_projection(out, g, id, map, &y) && !canon_attention(out, g, id, map, &y))
         return RLX_REBUILD_COPY;
     (*(int *)arg)++;
     return y < 0 ? RLX_REBUILD_FAIL : y;
 }
 
+/* A rewrite can make another form visible (a projection unflattened is
+ * then a product the cut rule takes), so the pass runs in rounds, dead
+ * nodes removed between them, until a round rewrites nothing. */
+#define CANON_ROUNDS 4
+
 rlx_graph *rlx_pass_canon(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
-    int rewritten = 0;
-    rlx_graph *out = rlx_rebuild(g, canon_node, &rewritten);
-    if (out && rewritten && ctx && ctx->verbose)
-        fprintf(stderr, "[rlx canon] %d form%s rewritten (activations, norms, ropes, cut projections, attention)\n",
-                rewritten, rewritten == 1 ? "" : "s");
-    return out;
+    rlx_graph *cur = NULL;
+    int total = 0;
+    for (int round = 0; round < CANON_ROUNDS; round++) {
+        int rewritten = 0;
+        rlx_graph *next = rlx_rebuild(cur ? cur : g, canon_node, &rewritten);
+        if (next && rewritten) {
+            rlx_graph *clean = rlx_pass_dce(next, ctx);
+            rlx_graph_free(next);
+            next = clean;
+        }
+        rlx_graph_free(cur);
+        if (!next)
+            return NULL;
+        cur = next;
+        total += rewritten;
+        if (!rewritten)
+            break;
+    }
+    if (total && ctx && ctx->verbose)
+        fprintf(stderr, "[rlx canon] %d form%s rewritten (activations, norms, ropes, projections, attention)\n", total,
+                total == 1 ? "" : "s");
+    return cur;
 }

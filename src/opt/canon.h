@@ -13,6 +13,8 @@ bool canon_activation(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx
 bool canon_norm(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 /* rotary position embedding: canon_rope.c */
 bool canon_rope(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
+/* a projection of flattened rows reshaped back: canon_flat.c */
+bool canon_unflatten_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 /* one projection cut along its last axis: canon_split.c */
 bool canon_split_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 /* attention: canon_attn.c */
@@ -21,6 +23,9 @@ bool canon_attention(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_
 /* x when id slices only x's last axis, with step 1, from *start for *len
  * elements; else -1. */
 rlx_node canon_last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, int64_t *len);
+/* How many nodes read id (-1 when id is a graph output); with cuts, *cuts
+ * of them slice its last axis. */
+int canon_readers(const rlx_graph *g, rlx_node id, int *cuts);
 /* A one-element constant equal to want within rel (relative). */
 bool canon_is_scalar(const rlx_graph *g, rlx_node id, double want, double rel);
 

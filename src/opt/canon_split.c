@@ -14,25 +14,6 @@
 
 #include "opt/canon.h"
 
-/* How many nodes read id (-1 when id is a graph output); *cuts of them
- * slice its last axis. */
-static int readers_of(const rlx_graph *g, rlx_node id, int *cuts)
-{
-    *cuts = 0;
-    for (int i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i].node == id)
-            return -1;
-    int readers = 0;
-    int64_t s, n;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int j = 0; j < g->nodes[i].n_in; j++)
-            if (g->nodes[i].in[j] == id) {
-                readers++;
-                *cuts += canon_last_axis_slice(g, i, &s, &n) == id;
-            }
-    return readers;
-}
-
 /* Rows r0..r0+nr of a constant [R, C] (rows of bytes es * C), or, by_cols,
  * its columns c0..c0+nc of every row, as a new constant in out. */
 static rlx_node cut_constant(rlx_graph *out, const rlx_node_data *w, bool by_cols, int64_t from, int64_t count)
@@ -81,14 +62,13 @@ bool canon_split_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, con
                 mm = pn->in[1 - j];
             }
         }
-        int cuts;
-        if (bias < 0 || readers_of(g, mm, &cuts) != 1)
+        if (bias < 0 || canon_readers(g, mm, NULL) != 1)
             return false;
     }
     const rlx_node_data *m = &g->nodes[mm];
     int cuts;
     if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || !is_constant(g, m->in[1]) ||
-        g->nodes[m->in[1]].shape.ndim != 2 || readers_of(g, p, &cuts) != cuts)
+        g->nodes[m->in[1]].shape.ndim != 2 || canon_readers(g, p, &cuts) != cuts)
         return false; /* the whole product must go: every reader a cut */
     /* W is [K, N], or [N, K] read transposed: the cut is its columns or its rows */
     bool by_cols = !m->attrs.matmul.trans_b;

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds the ONNX importer fuzz target with clang (libFuzzer + ASan/UBSan,
 # library instrumented for coverage) and runs it for SECONDS seconds from a
-# seed corpus of the ONNX test suite's model.onnx files (and Llama-style
-# attention layers from tests/onnx/make_models.py).
+# seed corpus of the ONNX test suite's model.onnx files (and the Llama- and
+# GPT-2-style attention layers from tests/onnx/make_models.py).
 # Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
 set -e
 SECS=${1:-60}
@@ -27,11 +27,13 @@ if [ -d "$DATA" ] && [ -z "$(ls -A "$CORPUS")" ]; then
   echo "seed corpus: $i models"
 fi
 # forms the canon pass rewrites whole (a Llama-style attention layer: RMSNorm,
-# RoPE, repeat_kv, attention; and with a fused qkv projection), so that
-# mutations reach those matchers
-if [ ! -f "$CORPUS/seed_fused_qkv_attention.onnx" ] &&
+# RoPE, repeat_kv, attention; with a fused qkv projection; GPT-2's flattened
+# projections), so that mutations reach those matchers
+if [ ! -f "$CORPUS/seed_gpt2_attention.onnx" ] &&
    /usr/bin/python3 "$SRC/tests/onnx/make_models.py" "$BUILD/onnx_models" >/dev/null 2>&1; then
-  for m in llama_attention fused_qkv_attention; do cp "$BUILD/onnx_models/$m.onnx" "$CORPUS/seed_$m.onnx"; done
+  for m in llama_attention fused_qkv_attention gpt2_attention; do
+    cp "$BUILD/onnx_models/$m.onnx" "$CORPUS/seed_$m.onnx"
+  done
 fi
 # inputs that once crashed the importer stay in the corpus
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true

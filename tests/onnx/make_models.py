@@ -287,6 +287,42 @@ np.save(os.path.join(out, "llama_attention_y.npy"), ya.astype(np.float32))
 np.save(os.path.join(out, "fused_qkv_attention_x.npy"), xa)
 np.save(os.path.join(out, "fused_qkv_attention_y.npy"), ya.astype(np.float32))
 
+# 10c. a GPT-2-style attention layer as Hugging Face's Conv1D exports it:
+# each projection a Gemm on the tokens flattened to rows and reshaped back,
+# q/k/v cut from one product by Split, a bool causal mask filled with the
+# dtype's lowest value; RLX makes it one attention block
+S, HID, NH = 16, 64, 4
+HD = HID // NH
+xg = rng.standard_normal((1, S, HID)).astype(np.float32)
+wqkv = (rng.standard_normal((HID, 3 * HID)) * 0.2).astype(np.float32)
+bqkv = (rng.standard_normal(3 * HID) * 0.1).astype(np.float32)
+wo = (rng.standard_normal((HID, HID)) * 0.2).astype(np.float32)
+bo = (rng.standard_normal(HID) * 0.1).astype(np.float32)
+keep = np.tril(np.ones((S, S), bool))[None, None]
+nodes = []
+inits = [C("wqkv", wqkv), C("bqkv", bqkv), C("wo", wo), C("bo", bo), C("keep", keep),
+         C("lowest", np.float32(np.finfo(np.float32).min)), C("sqd", np.float32(np.sqrt(HD))),
+         C("rows", np.array([-1, HID], np.int64)), C("sh3", np.array([1, S, 3 * HID], np.int64)),
+         C("shh", np.array([1, S, NH, HD], np.int64)), C("sho", np.array([1, S, HID], np.int64)),
+         C("qkv_sizes", np.array([HID, HID, HID], np.int64))]
+qkv = N("Reshape", [N("Gemm", [N("Reshape", ["x", "rows"], "xf"), "wqkv", "bqkv"], "qkv2"), "sh3"], "qkv")
+nodes.append(helper.make_node("Split", [qkv, "qkv_sizes"], ["q", "k", "v"], axis=2))
+hd = {p: N("Transpose", [N("Reshape", [p, "shh"], p + "_h")], p + "_t", perm=[0, 2, 1, 3]) for p in "qkv"}
+sc = N("Div", [N("MatMul", [hd["q"], N("Transpose", [hd["k"]], "kT", perm=[0, 1, 3, 2])], "qk"), "sqd"], "sc")
+pr = N("Softmax", [N("Where", ["keep", sc, "lowest"], "scm")], "pr", axis=-1)
+o = N("Reshape", [N("Transpose", [N("MatMul", [pr, hd["v"]], "pv")], "pvt", perm=[0, 2, 1, 3]), "sho"], "o")
+N("Reshape", [N("Gemm", [N("Reshape", [o, "rows"], "of"), "wo", "bo"], "y2"), "sho"], "y")
+save("gpt2_attention", helper.make_graph(nodes, "gpt2_attention", [vi("x", [1, S, HID])], [vi("y", [1, S, HID])],
+                                         inits))
+qg, kg, vg = [(h.reshape(1, S, NH, HD).transpose(0, 2, 1, 3)) for h in
+              np.split(xg.astype(np.float64) @ wqkv + bqkv, 3, axis=-1)]
+sg = np.where(keep, qg @ kg.transpose(0, 1, 3, 2) / np.sqrt(HD), -np.inf)
+pg = np.exp(sg - sg.max(-1, keepdims=True))
+pg /= pg.sum(-1, keepdims=True)
+yg = (pg @ vg).transpose(0, 2, 1, 3).reshape(1, S, HID) @ wo + bo
+np.save(os.path.join(out, "gpt2_attention_x.npy"), xg)
+np.save(os.path.join(out, "gpt2_attention_y.npy"), yg.astype(np.float32))
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):
