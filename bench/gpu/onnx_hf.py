@@ -1,11 +1,15 @@
-"""onnx_qwen3.py - a small Qwen3 decoder from Hugging Face transformers
-(random weights, 2 layers, hidden 256, 4 query heads and 2 kv heads of dim
-64, q/k RMSNorm, RoPE theta 1e6, eager attention) exported to ONNX at
-opset 17 by PyTorch, run by `rlx run` on the given devices and precisions,
-the logits compared with PyTorch's (f32, CPU), with the canon and fusion
-summary of each compile.
+"""onnx_hf.py - a small decoder from Hugging Face transformers (random
+weights, 2 layers, eager attention) exported to ONNX at opset 17 by
+PyTorch, run by `rlx run` on the given devices and precisions, the logits
+compared with PyTorch's (f32, CPU), with the canon and fusion summary of
+each compile.
 
-    python3 bench/gpu/onnx_qwen3.py RLX_BIN [cpu,cuda] [RUNS]
+  qwen3  hidden 256, 4 query heads and 2 kv heads of dim 64, q/k RMSNorm,
+         RoPE theta 1e6
+  gpt2   hidden 256, 4 heads, Conv1D projections (flattened rows), fused
+         qkv, tanh GELU, learned positions
+
+    python3 bench/gpu/onnx_hf.py qwen3|gpt2 RLX_BIN [cpu,cuda] [RUNS]
 
 Prints one line per (device, precision): median latency, the summary, and
 max |rlx - torch| / rms(torch); and the same measure for PyTorch's own bf16
@@ -19,7 +23,7 @@ import tempfile
 
 import numpy as np
 import torch
-from transformers import Qwen3Config, Qwen3ForCausalLM
+import transformers
 
 from onnx_encoder import export  # the same legacy-exporter call
 
@@ -35,17 +39,31 @@ class Logits(torch.nn.Module):
         return self.m(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
 
 
-def main():
-    rlx = sys.argv[1]
-    devices = (sys.argv[2] if len(sys.argv) > 2 else "cpu,cuda").split(",")
-    runs = sys.argv[3] if len(sys.argv) > 3 else "50"
+def build(name):
+    """The model with random weights (seeded) and its vocabulary size."""
     torch.manual_seed(0)
-    cfg = Qwen3Config(vocab_size=2048, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=1024,
-                      rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=True)
+    if name == "qwen3":
+        cfg = transformers.Qwen3Config(vocab_size=2048, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                       max_position_embeddings=1024, rope_theta=1e6, rms_norm_eps=1e-6,
+                                       tie_word_embeddings=True)
+        cls = transformers.Qwen3ForCausalLM
+    elif name == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=2048, n_positions=1024, n_embd=256, n_layer=2, n_head=4,
+                                      activation_function="gelu_new")
+        cls = transformers.GPT2LMHeadModel
+    else:
+        sys.exit("unknown model %r (qwen3 or gpt2)" % name)
     cfg._attn_implementation = "eager"
-    net = Logits(Qwen3ForCausalLM(cfg).eval())
-    ids = torch.randint(0, cfg.vocab_size, (1, 128))
+    return Logits(cls(cfg).eval()), cfg.vocab_size
+
+
+def main():
+    name, rlx = sys.argv[1], sys.argv[2]
+    devices = (sys.argv[3] if len(sys.argv) > 3 else "cpu,cuda").split(",")
+    runs = sys.argv[4] if len(sys.argv) > 4 else "50"
+    net, vocab = build(name)
+    ids = torch.randint(0, vocab, (1, 128))
     with torch.no_grad():
         ref = net(ids).numpy()
         # PyTorch's own bf16 model on the GPU, as a yardstick for RLX's bf16 error
@@ -53,7 +71,7 @@ def main():
         if torch.cuda.is_available():  # a copy: casting buffers (RoPE's inv_freq) there and back would round them
             peer = copy.deepcopy(net).to("cuda", torch.bfloat16)(ids.cuda()).float().cpu().numpy()
     tmp = tempfile.mkdtemp()
-    path, ids_file = os.path.join(tmp, "qwen3.onnx"), os.path.join(tmp, "ids.npy")
+    path, ids_file = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, "ids.npy")
     export(net, (ids,), path, 17, output="logits")
     np.save(ids_file, ids.numpy())
     rms = float(np.sqrt((ref.astype(np.float64) ** 2).mean()))
