@@ -115,6 +115,40 @@ static void test_matmul_bias_act(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* GELU and SiLU down to x = -8, where they are tiny, as the fused matmul
+ * epilogue (x times an identity, so the product is exact) and the unary op
+ * compute them in f32: checked relative to each value, with no absolute
+ * slack.  GELU as 1 + erf(x / sqrt 2) in f32 would lose every digit there
+ * (0 at x = -8, where GELU is -5e-15). */
+static void test_act_tails(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int acts[2] = {2, 4}; /* gelu, silu */
+    rt_tensor *eye = rt_new(RT_SHAPE(64, 64));
+    for (int i = 0; i < 64; i++)
+        eye->d[i * 64 + i] = 1.0;
+    for (int a = 0; a < 2; a++)
+        for (int fused = 0; fused < 2; fused++) {
+            rt_tensor *x = rt_rand(RT_SHAPE(4, 64), -8, 8);
+            rt_graph *rg = rt_graph_new();
+            rg->opts.ignore_env = 1;
+            rlx_node xn = rt_input(rg, RLX_F32, x);
+            rlx_node pre = fused ? rlx_matmul(rg->g, xn, rt_const(rg, RLX_F32, eye), 0, 0) : xn;
+            rt_tensor *got = rt_run1(rg, act_node(rg->g, pre, acts[a])), *want = act_ref(x, acts[a]);
+            char what[96];
+            snprintf(what, sizeof what, "%s tails (%s)", acts[a] == 2 ? "gelu" : "silu",
+                     fused ? "matmul epilogue" : "unary op");
+            bad += !rt_check_tol(what, got, want, 1e-5, 0);
+            rt_free(got);
+            rt_free(want);
+            rt_free(x);
+            rt_graph_free(rg);
+        }
+    rt_free(eye);
+    assert_int_equal(bad, 0);
+}
+
 /* ------------------------------------------------------------ add + norm */
 
 static void test_add_norm(void **state)
@@ -496,6 +530,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_matmul_bias_act, rt_setup),
+        cmocka_unit_test_setup(test_act_tails, rt_setup),
         cmocka_unit_test_setup(test_add_norm, rt_setup),
         cmocka_unit_test_setup(test_softmax_scale_mask, rt_setup),
         cmocka_unit_test_setup(test_swiglu, rt_setup),

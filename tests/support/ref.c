@@ -649,7 +649,8 @@ double rt_f_reciprocal(double x) { return 1.0 / x; }
 double rt_f_tanh(double x) { return tanh(x); }
 double rt_f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 double rt_f_relu(double x) { return x > 0 ? x : 0.0; }
-double rt_f_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+/* through erfc: 1 + erf(x / sqrt 2) loses its digits where GELU is tiny (x < -5) */
+double rt_f_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
 double rt_f_gelu_tanh(double x)
 {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));

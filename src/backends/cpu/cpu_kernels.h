@@ -114,7 +114,7 @@ static inline double rlx_unary_f64(rlx_op op, double x)
     case RLX_OP_TANH: return tanh(x);
     case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_OP_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
     case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
     case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
     case RLX_OP_ERF: return erf(x);
@@ -157,6 +157,15 @@ static inline double rlx_binary_f64(rlx_op op, double a, double b, int fmod_mode
 
 /* Converts n elements of any dtype to f32 (dst must not alias src unless
  * both are f32). */
+/* One query row of f32 attention against one head's keys (kernels_nn.c),
+ * for the attention op and the attention block alike: sc[j] = qr . k_j for
+ * the first Te keys of kT [D][T] (keys transposed); then, after the caller
+ * masked sc, softmax_pv turns sc into unnormalised probabilities, sets
+ * acc [Dv] = sum_j p_j v_j over vb [T][Dv] and returns sum_j p_j (0 when
+ * every key is masked). */
+void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te, int64_t T, int64_t D);
+double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv);
+
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
 void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n);
 

@@ -252,6 +252,16 @@ RLX_VEC_END
 ATTN_HEAD(f32, float)
 ATTN_HEAD(f64, double)
 
+void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te, int64_t T, int64_t D)
+{
+    attn_scores_f32(qr, kT, sc, Te, T, D);
+}
+
+double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv)
+{
+    return attn_softmax_pv_f32(sc, vb, acc, Te, Dv);
+}
+
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *q = t->in_node[0], *k = t->in_node[1], *v = t->in_node[2];
