@@ -419,6 +419,35 @@ typedef struct block_case {
     int bias, qk_norm, rope, causal;
 } block_case;
 
+/* An f32 chain of the ops the CPU runs in f32 blocks (add, sub, mul,
+ * div, max, min, relu, neg, abs) with one that goes through double (exp),
+ * a row vector and a scalar, rows of 300 (a block of 256 and a tail): bit
+ * for bit what the unfused nodes give. */
+static void test_chain_f32_exact(void **state)
+{
+    (void)state;
+    rt_tensor *x = rt_rand(RT_SHAPE(3, 300), -3, 3), *y = rt_rand(RT_SHAPE(3, 300), 0.5, 2);
+    rt_tensor *row = rt_rand(RT_SHAPE(300), -1, 1), *got[2] = {0};
+    for (int fuse = 1; fuse >= 0; fuse--) {
+        rt_graph *rg = rt_graph_new();
+        rg->opts.no_fusion = !fuse;
+        rg->opts.ignore_env = 1;
+        rlx_graph *g = rg->g;
+        rlx_node xn = rt_input(rg, RLX_F32, x), yn = rt_input(rg, RLX_F32, y), rn = rt_param(rg, RLX_F32, row);
+        rlx_node a = rlx_div(g, rlx_sub(g, rlx_mul(g, xn, rn), rlx_scalar(g, RLX_F32, 0.3)), yn);
+        rlx_node b = rlx_max(g, rlx_relu(g, a), rlx_neg(g, rlx_abs(g, rn)));
+        rlx_node c = rlx_min(g, rlx_add(g, b, rlx_exp(g, rlx_neg(g, yn))), xn);
+        assert_int_equal(rt_run(rg, 1, &c, &got[fuse]), RLX_OK);
+        rt_graph_free(rg);
+    }
+    assert_true(rt_check_tol("f32 chain, fused against unfused", got[1], got[0], 0, 0));
+    rt_free(got[0]);
+    rt_free(got[1]);
+    rt_free(x);
+    rt_free(y);
+    rt_free(row);
+}
+
 /* Projection: x [B,S,E] @ w [E, h*d] (+ b) -> [B,S,h,d] -> [rms norm over d] -> [B,h,S,d] -> [rope]. */
 static rlx_node proj_node(rlx_graph *g, rlx_node x, rlx_node w, rlx_node b, rlx_node gamma, const block_case *c,
                           int64_t heads, int rope)
@@ -536,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup(test_swiglu, rt_setup),
         cmocka_unit_test_setup(test_conv_bn_act, rt_setup),
         cmocka_unit_test_setup(test_elementwise_chains, rt_setup),
+        cmocka_unit_test_setup(test_chain_f32_exact, rt_setup),
         cmocka_unit_test_setup(test_attention_block, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

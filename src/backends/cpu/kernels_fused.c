@@ -544,6 +544,88 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ----------------------------------------------------- elementwise chain */
 
+/* f32 chains run a block of columns at a time: each instruction over the
+ * whole block, its op dispatched once, so the loops vectorise (element by
+ * element through double, a residual add + ReLU took 14 ns per value).
+ * The ops computed in f32 below give exactly the double-then-round result
+ * of the general path: one correctly rounded operation either way.  Any
+ * other op goes through the same double math. */
+#define EW_BLOCK 256
+
+static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y, int64_t n)
+{
+    switch (op) {
+    case RLX_OP_ADD:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] + b[j];
+        break;
+    case RLX_OP_SUB:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] - b[j];
+        break;
+    case RLX_OP_MUL:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] * b[j];
+        break;
+    case RLX_OP_DIV:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] / b[j];
+        break;
+    case RLX_OP_MAX:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (a[j] != a[j] || b[j] != b[j]) ? NAN : (a[j] > b[j] ? a[j] : b[j]);
+        break;
+    case RLX_OP_MIN:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (a[j] != a[j] || b[j] != b[j]) ? NAN : (a[j] < b[j] ? a[j] : b[j]);
+        break;
+    case RLX_OP_RELU:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = a[j] > 0 ? a[j] : (a[j] != a[j] ? a[j] : 0.0f);
+        break;
+    case RLX_OP_NEG:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = -a[j];
+        break;
+    case RLX_OP_ABS:
+        for (int64_t j = 0; j < n; j++)
+            y[j] = fabsf(a[j]);
+        break;
+    default:
+        if (rlx_op_is_unary(op))
+            for (int64_t j = 0; j < n; j++)
+                y[j] = (float)rlx_unary_f64(op, a[j]);
+        else
+            for (int64_t j = 0; j < n; j++)
+                y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
+    }
+}
+
+/* Columns c0 .. c0 + n of one row: src[k] points at input k's values
+ * (stride inner[k]: 1, or 0 for a broadcast value). */
+static void ew_block_f32(const uint8_t *code, int nin, int nops, const float *const *src, const int64_t *inner,
+                         int64_t n, float *out)
+{
+    float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
+    const float *r[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+    for (int k = 0; k < nin; k++) {
+        if (inner[k] == 1) {
+            r[k] = src[k];
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++)
+            reg[k][j] = src[k][j * inner[k]];
+        r[k] = reg[k];
+    }
+    for (int i = 0; i < nops; i++) {
+        const uint8_t *ins = code + 3 * i;
+        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], reg[nin + i], n);
+        r[nin + i] = reg[nin + i];
+    }
+    /* through a register, not into out directly: out may be an input's buffer */
+    memcpy(out, r[nin + nops - 1], (size_t)n * sizeof(float));
+}
+
 static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -564,6 +646,20 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     }
     const uint8_t *code = n->attrs.ew.code;
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
+    if (dt == RLX_F32) { /* blocks of a row spread over the threads */
+        int64_t per_row = (cols + EW_BLOCK - 1) / EW_BLOCK, blocks = rows * per_row;
+        if (blocks < threads)
+            threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t bl = 0; bl < blocks; bl++) {
+            int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK, len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
+            const float *src[RLX_MAX_INPUTS];
+            for (int k = 0; k < nin; k++)
+                src[k] = (const float *)t->in[k] + rlx_bcast_offset(r, &outer, st[k]) + c0 * inner[k];
+            ew_block_f32(code, nin, nops, src, inner, len, (float *)t->out + r * cols + c0);
+        }
+        return RLX_OK;
+    }
     if (rows < threads)
         threads = 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -575,7 +671,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
         for (int64_t c = 0; c < cols; c++) {
             for (int k = 0; k < nin; k++) {
                 int64_t off = start[k] + c * inner[k];
-                reg[k] = dt == RLX_F32 ? ((const float *)t->in[k])[off] : rlx_load(t->in[k], dt, off);
+                reg[k] = rlx_load(t->in[k], dt, off);
             }
             for (int i = 0; i < nops; i++) {
                 const uint8_t *ins = code + 3 * i;
@@ -584,11 +680,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
                 /* each step rounds to the dtype, as the unfused node's store would */
                 reg[nin + i] = round_to_dtype(dt, v);
             }
-            double v = reg[nin + nops - 1];
-            if (dt == RLX_F32)
-                ((float *)t->out)[r * cols + c] = (float)v;
-            else
-                rlx_store(t->out, dt, r * cols + c, v);
+            rlx_store(t->out, dt, r * cols + c, reg[nin + nops - 1]);
         }
     }
     return RLX_OK;
