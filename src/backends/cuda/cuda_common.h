@@ -156,7 +156,7 @@ __device__ __forceinline__ void cu_grid_wait(void)
 
 /* Launches kernel on the backend's stream; errors surface through
  * cudaGetLastError like those of a <<<>>> launch.  Every kernel launched
- * here must begin with cu_grid_wait() (tests/lint_cuda_kernels.py checks). */
+ * here must begin with cu_grid_wait() (tests/gpu/lint_kernels.py checks). */
 template <typename K, typename... A>
 static inline void cu_launch(K kernel, dim3 grid, dim3 block, size_t smem, A &&...args)
 {
