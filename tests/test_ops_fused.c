@@ -419,10 +419,10 @@ typedef struct block_case {
     int bias, qk_norm, rope, causal;
 } block_case;
 
-/* An f32 chain of the ops the CPU runs in f32 blocks (add, sub, mul,
- * div, max, min, relu, neg, abs) with one that goes through double (exp),
- * a row vector and a scalar, rows of 300 (a block of 256 and a tail): bit
- * for bit what the unfused nodes give. */
+/* An f32 chain of the ops the CPU computes in f32 blocks (add, sub, mul,
+ * div, max, min, relu, neg, abs) and a transcendental one (exp, through
+ * the unary kernel's f32 math), a row vector and a scalar, rows of 300 (a
+ * block of 256 and a tail): bit for bit what the unfused nodes give. */
 static void test_chain_f32_exact(void **state)
 {
     (void)state;

@@ -157,6 +157,9 @@ static inline double rlx_binary_f64(rlx_op op, double a, double b, int fmod_mode
 
 /* Converts n elements of any dtype to f32 (dst must not alias src unless
  * both are f32). */
+/* y = op(x) for n f32 values, the unary kernel's f32 math (kernels_elementwise.c). */
+void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n);
+
 /* One query row of f32 attention against one head's keys (kernels_nn.c),
  * for the attention op and the attention block alike: sc[j] = qr . k_j for
  * the first Te keys of kT [D][T] (keys transposed); then, after the caller

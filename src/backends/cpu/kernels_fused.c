@@ -1,11 +1,12 @@
 /* kernels_fused.c - reference CPU kernels of the fused ops and of the
  * inference batch norm.
  *
- * Fused kernels compute in f32 (GEMMs through BLAS) or double (statistics,
- * elementwise programs) whatever the storage dtype: operands of other float
- * dtypes are widened into scratch first, and results are narrowed once on
- * store (elementwise chains round every step to the dtype, as the unfused
- * nodes would, so rounding-sensitive graphs give the same result).  They are
+ * Fused kernels compute in f32 (GEMMs through BLAS, activations) or double
+ * (statistics, 16-bit elementwise programs) whatever the storage dtype:
+ * operands of other float dtypes are widened into scratch first, and
+ * results are narrowed once on store (elementwise chains compute every step
+ * as the unfused node would and round it to the dtype, so rounding-sensitive
+ * graphs give the same result).  They are
  * the reference other backends' fused kernels are tested
  * against; each one also has a decomposition into primitives (opt/lower.c)
  * that must agree with it. */
@@ -547,9 +548,10 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 /* f32 chains run a block of columns at a time: each instruction over the
  * whole block, its op dispatched once, so the loops vectorise (element by
  * element through double, a residual add + ReLU took 14 ns per value).
- * The ops computed in f32 below give exactly the double-then-round result
- * of the general path: one correctly rounded operation either way.  Any
- * other op goes through the same double math. */
+ * Each step computes what the unfused f32 node would: the binary ops below
+ * in f32 (one correctly rounded operation, the same as the binary kernel's
+ * double-then-round), other binary ops through the same double math, and
+ * unary ops through the unary kernel's f32 math. */
 #define EW_BLOCK 256
 
 static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y, int64_t n)
@@ -593,8 +595,7 @@ static void ew_step_f32(rlx_op op, const float *restrict a, const float *restric
         break;
     default:
         if (rlx_op_is_unary(op))
-            for (int64_t j = 0; j < n; j++)
-                y[j] = (float)rlx_unary_f64(op, a[j]);
+            rlx_cpu_unary_f32(op, a, y, n);
         else
             for (int64_t j = 0; j < n; j++)
                 y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
