@@ -99,6 +99,28 @@ int canon_readers(const rlx_graph *g, rlx_node id, int *cuts)
     return readers;
 }
 
+rlx_node canon_biased_product(const rlx_graph *g, rlx_node p, bool constant_vector, rlx_node *mm)
+{
+    const rlx_node_data *pn = &g->nodes[p];
+    if (pn->op != RLX_OP_ADD || pn->shape.ndim < 1)
+        return -1;
+    int64_t n = pn->shape.dims[pn->shape.ndim - 1];
+    for (int j = 0; j < 2; j++) {
+        const rlx_node_data *b = &g->nodes[pn->in[j]], *m = &g->nodes[pn->in[1 - j]];
+        bool bias = b->shape.ndim >= 1 && b->shape.dims[b->shape.ndim - 1] == n;
+        for (int a = 0; a + 1 < b->shape.ndim; a++)
+            bias = bias && b->shape.dims[a] == 1;
+        if (constant_vector)
+            bias = bias && b->op == RLX_OP_CONSTANT && b->data && b->shape.ndim == 1;
+        if (bias && m->op == RLX_OP_MATMUL && rlx_shape_equal(&m->shape, &pn->shape) &&
+            canon_readers(g, pn->in[1 - j], NULL) == 1) {
+            *mm = pn->in[1 - j];
+            return pn->in[j];
+        }
+    }
+    return -1;
+}
+
 /* Node id as the one op it writes out, or a copy; *arg counts rewrites. */
 static rlx_node canon_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
 {

@@ -26,6 +26,10 @@ rlx_node canon_last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, 
 /* How many nodes read id (-1 when id is a graph output); with cuts, *cuts
  * of them slice its last axis. */
 int canon_readers(const rlx_graph *g, rlx_node id, int *cuts);
+/* p as a product plus a bias, in either order: the bias (a vector of p's
+ * last axis, [N] or [1, ..., 1, N]; with constant_vector, a constant [N])
+ * and *mm, a matmul of p's shape that p alone reads; -1 when p is not. */
+rlx_node canon_biased_product(const rlx_graph *g, rlx_node p, bool constant_vector, rlx_node *mm);
 /* A one-element constant equal to want within rel (relative). */
 bool canon_is_scalar(const rlx_graph *g, rlx_node id, double want, double rel);
 

@@ -14,18 +14,6 @@
  * back, so nothing is computed twice. */
 #include "opt/canon.h"
 
-/* b as a bias of n columns: a vector [n], or [1, ..., 1, n]. */
-static bool is_bias(const rlx_graph *g, rlx_node b, int64_t n)
-{
-    const rlx_shape *s = &g->nodes[b].shape;
-    if (s->ndim < 1 || s->dims[s->ndim - 1] != n)
-        return false;
-    for (int a = 0; a + 1 < s->ndim; a++)
-        if (s->dims[a] != 1)
-            return false;
-    return true;
-}
-
 bool canon_unflatten_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y)
 {
     const rlx_node_data *r = &g->nodes[id];
@@ -34,18 +22,8 @@ bool canon_unflatten_projection(rlx_graph *out, const rlx_graph *g, rlx_node id,
     /* r's input: x2 @ W, or (x2 @ W) + b, read by r alone */
     rlx_node p = r->in[0], mm = p, bias = -1;
     const rlx_node_data *pn = &g->nodes[p];
-    if (pn->op == RLX_OP_ADD) {
-        if (pn->shape.ndim != 2)
-            return false;
-        for (int j = 0; j < 2 && bias < 0; j++)
-            if (g->nodes[pn->in[1 - j]].op == RLX_OP_MATMUL && is_bias(g, pn->in[j], pn->shape.dims[1]) &&
-                rlx_shape_equal(&g->nodes[pn->in[1 - j]].shape, &pn->shape)) {
-                bias = pn->in[j];
-                mm = pn->in[1 - j];
-            }
-        if (bias < 0 || canon_readers(g, mm, NULL) != 1)
-            return false;
-    }
+    if (pn->op == RLX_OP_ADD && (pn->shape.ndim != 2 || (bias = canon_biased_product(g, p, false, &mm)) < 0))
+        return false;
     const rlx_node_data *m = &g->nodes[mm];
     if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || m->shape.ndim != 2 ||
         g->nodes[m->in[1]].shape.ndim != 2 || canon_readers(g, p, NULL) != 1)

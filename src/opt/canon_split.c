@@ -50,21 +50,8 @@ bool canon_split_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, con
         return false;
     /* p: x @ W, or (x @ W) + b with b a vector of the last axis */
     rlx_node mm = p, bias = -1;
-    const rlx_node_data *pn = &g->nodes[p];
-    if (pn->op == RLX_OP_ADD) {
-        int64_t N = pn->shape.dims[pn->shape.ndim - 1];
-        for (int j = 0; j < 2 && bias < 0; j++) {
-            const rlx_node_data *b = &g->nodes[pn->in[j]];
-            if (is_constant(g, pn->in[j]) && b->shape.ndim == 1 && b->shape.dims[0] == N &&
-                g->nodes[pn->in[1 - j]].op == RLX_OP_MATMUL &&
-                rlx_shape_equal(&g->nodes[pn->in[1 - j]].shape, &pn->shape)) {
-                bias = pn->in[j];
-                mm = pn->in[1 - j];
-            }
-        }
-        if (bias < 0 || canon_readers(g, mm, NULL) != 1)
-            return false;
-    }
+    if (g->nodes[p].op == RLX_OP_ADD && (bias = canon_biased_product(g, p, true, &mm)) < 0)
+        return false;
     const rlx_node_data *m = &g->nodes[mm];
     int cuts;
     if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || !is_constant(g, m->in[1]) ||
