@@ -238,6 +238,8 @@ static void test_conv2d(void **state)
         {2, 1, 2, {1, 1}, 3, {1, 1}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},   /* 1x1 image */
         {2, 1, 3, {16, 16}, 8, {7, 7}, cp(2, 2, 1, 1, 3, 3, 3, 3, 1), 1}, /* a stem conv */
         {2, 1, 6, {5, 6}, 6, {3, 3}, cp(2, 1, 2, 2, 2, 2, 2, 2, 3), 0},   /* everything at once */
+        {2, 1, 2, {3, 2}, 3, {3, 3}, cp(1, 3, 1, 1, 4, 4, 4, 4, 1), 1},   /* pads wider than the image */
+        {2, 1, 2, {3, 1}, 3, {3, 3}, cp(1, 1, 1, 1, 1, 4, 1, 0, 1), 1},   /* columns all on the padding */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad += run_conv(&cases[i]);

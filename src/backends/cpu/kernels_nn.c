@@ -375,8 +375,26 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
     return bytes;
 }
 
+/* First and one-past-last tap k in [0, K) whose position start + k*dil lies
+ * in [lo, hi). */
+static inline int64_t tap_lo(int64_t start, int64_t lo, int64_t dil)
+{
+    return start >= lo ? 0 : (lo - start + dil - 1) / dil;
+}
+
+static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
+{
+    if (start >= hi)
+        return 0;
+    int64_t k = (hi - start + dil - 1) / dil;
+    return k < K ? k : K;
+}
+
 /* col[K][OH*OW] from one image's channels c0..c0+Cg (source element type
- * ST, converted to CT). */
+ * ST, converted to CT).  One row of col per (channel, kh, kw): for each output row,
+ * the taps that fall on the image are copied (a plain copy at stride 1) and
+ * those on the padding are zero; the bounds are worked out once per row
+ * rather than tested per element. */
 #define IM2COL(NAME, ST, CT, CONV)                                                                          \
     static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                      \
     {                                                                                                       \
@@ -386,6 +404,10 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
             int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                      \
             const ST *xc = x + c * w->H * w->W;                                                             \
             CT *dst = col + r * OHW;                                                                        \
+            int64_t iw0 = -w->pw + kw * w->dw;                                                              \
+            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);                        \
+            lo = lo < w->OW ? lo : w->OW;                                                                   \
+            hi = hi > lo ? hi : lo;                                                                         \
             for (int64_t oh = 0; oh < w->OH; oh++) {                                                        \
                 int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                               \
                 CT *drow = dst + oh * w->OW;                                                                \
@@ -394,12 +416,19 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
                         drow[ow] = 0;                                                                       \
                     continue;                                                                               \
                 }                                                                                           \
-                const ST *xr = xc + ih * w->W;                                                              \
-                int64_t iw0 = -w->pw + kw * w->dw;                                                          \
-                for (int64_t ow = 0; ow < w->OW; ow++) {                                                    \
-                    int64_t iw = iw0 + ow * w->sw;                                                          \
-                    drow[ow] = (iw >= 0 && iw < w->W) ? (CT)CONV(xr[iw]) : (CT)0;                           \
+                /* the first tap on the image: iw0 + lo * sw >= 0 */                                      \
+                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);                           \
+                for (int64_t ow = 0; ow < lo; ow++)                                                         \
+                    drow[ow] = 0;                                                                           \
+                if (w->sw == 1) {                                                                           \
+                    for (int64_t j = 0; j < hi - lo; j++)                                                   \
+                        drow[lo + j] = (CT)CONV(xr[j]);                                                     \
+                } else {                                                                                    \
+                    for (int64_t j = 0; j < hi - lo; j++)                                                   \
+                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                                             \
                 }                                                                                           \
+                for (int64_t ow = hi; ow < w->OW; ow++)                                                     \
+                    drow[ow] = 0;                                                                           \
             }                                                                                               \
         }                                                                                                   \
     }
@@ -503,20 +532,6 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ---------------------------------------------------------------- pooling */
 
-/* First and one-past-last tap k in [0, K) whose position start + k*dil lies
- * in [lo, hi). */
-static inline int64_t tap_lo(int64_t start, int64_t lo, int64_t dil)
-{
-    return start >= lo ? 0 : (lo - start + dil - 1) / dil;
-}
-
-static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
-{
-    if (start >= hi)
-        return 0;
-    int64_t k = (hi - start + dil - 1) / dil;
-    return k < K ? k : K;
-}
 
 /* Max pool: padded cells never win; a window with no cell inside the input
  * (possible only at odd pad/dilation corners) gives -inf.  Average pool
