@@ -448,6 +448,60 @@ static void test_chain_f32_exact(void **state)
     rt_free(row);
 }
 
+/* Chains whose operands broadcast along other dims than the last (a
+ * per-channel [C, 1, 1] operand, a middle broadcast, two operands each
+ * smaller than the result, dims of 1): the CPU merges dims where every
+ * operand allows, and each form must match the float64 reference, and the
+ * unfused nodes bit for bit. */
+static void test_chain_broadcasts(void **state)
+{
+    (void)state;
+    const struct {
+        int nd[4];
+        int64_t d[4][4]; /* x, c, m, y */
+    } cases[] = {
+        {{4, 3, 2, 4}, {{2, 4, 5, 3}, {4, 1, 1}, {5, 1}, {2, 4, 5, 3}}},
+        {{4, 4, 1, 4}, {{2, 4, 5, 3}, {2, 1, 5, 3}, {3}, {2, 4, 5, 3}}},
+        {{4, 4, 1, 4}, {{1, 4, 1, 3}, {2, 1, 5, 1}, {1}, {1, 1, 5, 3}}},
+        {{4, 4, 4, 4}, {{2, 4, 1, 1}, {2, 4, 1, 1}, {1, 4, 1, 1}, {2, 1, 1, 1}}},
+        {{4, 1, 1, 4}, {{1, 64, 7, 7}, {1}, {1}, {1, 64, 7, 7}}},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rt_tensor *in[4];
+        for (int k = 0; k < 4; k++)
+            in[k] = rt_rand(cases[i].nd[k], cases[i].d[k], -2, 2);
+        /* (relu(x + c) * m - y) then exp(-|.|) */
+        rt_tensor *a = rt_zip(in[0], in[1], rt_f_add), *b = rt_map(a, rt_f_relu), *d = rt_zip(b, in[2], rt_f_mul);
+        rt_tensor *want = rt_zip(d, in[3], rt_f_sub);
+        for (int64_t j = 0; j < want->n; j++)
+            want->d[j] = exp(-fabs(want->d[j]));
+        rt_tensor *got[2] = {0};
+        for (int fuse = 1; fuse >= 0; fuse--) {
+            rt_graph *rg = rt_graph_new();
+            rlx_graph *g = rg->g;
+            rlx_node n[4];
+            for (int k = 0; k < 4; k++)
+                n[k] = k % 2 ? rt_param(rg, RLX_F32, in[k]) : rt_input(rg, RLX_F32, in[k]);
+            rlx_node e = rlx_sub(g, rlx_mul(g, rlx_relu(g, rlx_add(g, n[0], n[1])), n[2]), n[3]);
+            e = rlx_exp(g, rlx_neg(g, rlx_abs(g, e)));
+            char what[96];
+            snprintf(what, sizeof what, "broadcast chain %s + %s (fusion %s)", rt_shape_str(in[0]->ndim, in[0]->dims),
+                     rt_shape_str(in[1]->ndim, in[1]->dims), fuse ? "on" : "off");
+            rg->opts.no_fusion = !fuse;
+            rg->opts.ignore_env = 1;
+            rlx_status st = rt_run(rg, 1, &e, &got[fuse]);
+            bad += !rt_check(what, st == RLX_OK ? got[fuse] : NULL, want, RLX_F32);
+            rt_graph_free(rg);
+        }
+        if (got[0] && got[1])
+            bad += !rt_check_tol("broadcast chain, fused against unfused", got[1], got[0], 0, 0);
+        rt_tensor *tmp[] = {a, b, d, want, got[0], got[1], in[0], in[1], in[2], in[3]};
+        free_all(tmp, 10);
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* Projection: x [B,S,E] @ w [E, h*d] (+ b) -> [B,S,h,d] -> [rms norm over d] -> [B,h,S,d] -> [rope]. */
 static rlx_node proj_node(rlx_graph *g, rlx_node x, rlx_node w, rlx_node b, rlx_node gamma, const block_case *c,
                           int64_t heads, int rope)
@@ -566,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup(test_conv_bn_act, rt_setup),
         cmocka_unit_test_setup(test_elementwise_chains, rt_setup),
         cmocka_unit_test_setup(test_chain_f32_exact, rt_setup),
+        cmocka_unit_test_setup(test_chain_broadcasts, rt_setup),
         cmocka_unit_test_setup(test_attention_block, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

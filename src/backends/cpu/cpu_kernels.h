@@ -184,6 +184,46 @@ static inline int64_t rlx_bcast_offset(int64_t flat, const rlx_shape *out, const
     return off;
 }
 
+/* Merges adjacent dims of out where every operand's broadcast strides
+ * allow it (contiguous across the pair, or broadcast along both) and drops
+ * dims of 1, rewriting out and strides[0..n) to match: an elementwise loop
+ * over the result then has its innermost run as long as it can be (NCHW
+ * [1, C, 7, 7] plus the same shape is one run of C*49, not C*7 runs of 7). */
+static inline void rlx_collapse_dims(rlx_shape *out, int n, int64_t (*strides)[RLX_MAX_DIMS])
+{
+    int64_t dims[RLX_MAX_DIMS], st[RLX_MAX_INPUTS][RLX_MAX_DIMS];
+    int m = 0; /* merged dims, innermost first */
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        if (out->dims[d] == 1 && out->ndim > 1)
+            continue;
+        bool merge = m > 0;
+        for (int k = 0; merge && k < n; k++)
+            merge = strides[k][d] == st[k][m - 1] * dims[m - 1];
+        if (merge) {
+            dims[m - 1] *= out->dims[d];
+            continue;
+        }
+        dims[m] = out->dims[d];
+        for (int k = 0; k < n; k++)
+            st[k][m] = strides[k][d];
+        m++;
+    }
+    if (m == 0 && out->ndim > 0) { /* every dim was 1 */
+        dims[0] = 1;
+        for (int k = 0; k < n; k++)
+            st[k][0] = 0;
+        m = 1;
+    }
+    if (out->ndim == 0)
+        return;
+    out->ndim = m;
+    for (int i = 0; i < m; i++) {
+        out->dims[i] = dims[m - 1 - i];
+        for (int k = 0; k < n; k++)
+            strides[k][i] = st[k][m - 1 - i];
+    }
+}
+
 /* Counter-based random numbers: the same (seed, stream, index) always gives
  * the same value, so results do not depend on threading or device. */
 static inline uint64_t rlx_mix64(uint64_t x)

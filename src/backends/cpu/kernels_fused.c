@@ -632,19 +632,19 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     const rlx_node_data *n = t->node;
     rlx_dtype dt = n->dtype;
     int nin = n->n_in, nops = n->attrs.ew.n_ops;
-    const rlx_shape *os = &n->shape;
+    rlx_shape shape = n->shape; /* collapsed below: the rows and columns walked */
+    const rlx_shape *os = &shape;
+    int64_t st[RLX_MAX_INPUTS][RLX_MAX_DIMS], inner[RLX_MAX_INPUTS];
+    for (int k = 0; k < nin; k++)
+        rlx_shape_broadcast_strides(&t->in_node[k]->shape, &n->shape, st[k]);
+    rlx_collapse_dims(&shape, nin, st);
+    for (int k = 0; k < nin; k++)
+        inner[k] = os->ndim ? st[k][os->ndim - 1] : 0;
     int64_t cols = os->ndim ? os->dims[os->ndim - 1] : 1;
     int64_t rows = cols ? rlx_shape_numel(os) / cols : 0;
     rlx_shape outer = *os;
     if (outer.ndim)
         outer.ndim--;
-    int64_t st[RLX_MAX_INPUTS][RLX_MAX_DIMS], inner[RLX_MAX_INPUTS];
-    for (int k = 0; k < nin; k++) {
-        int64_t s[RLX_MAX_DIMS];
-        rlx_shape_broadcast_strides(&t->in_node[k]->shape, os, s);
-        inner[k] = os->ndim ? s[os->ndim - 1] : 0;
-        memcpy(st[k], s, sizeof s);
-    }
     const uint8_t *code = n->attrs.ew.code;
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
     if (dt == RLX_F32) { /* blocks of a row spread over the threads */
