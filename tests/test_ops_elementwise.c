@@ -168,6 +168,9 @@ static const shape_pair k_pairs[] = {
     {{1, {0}}, {0, {0}}},                   /* empty with scalar */
     {{2, {33, 65}}, {2, {33, 65}}},         /* odd lengths */
     {{2, {65, 1}}, {1, {129}}},             /* larger broadcast */
+    {{2, {3, 12288}}, {0, {0}}},            /* one long run, cut into rows for the threads */
+    {{3, {2, 5, 9001}}, {3, {2, 5, 9001}}}, /* one long run with no cut of 1024-8192 */
+    {{4, {2, 3, 40, 50}}, {3, {3, 1, 1}}},  /* per-channel, NCHW */
 };
 #define N_PAIRS (int)(sizeof k_pairs / sizeof k_pairs[0])
 

@@ -129,19 +129,40 @@ typedef struct {
     rlx_shape outer;             /* output shape without its innermost dim */
 } row_walk;
 
-static void row_walk_init(row_walk *w, const rlx_shape *out, int n_ops, const rlx_shape *const *ins)
+static void row_walk_init(row_walk *w, const rlx_shape *out_shape, int n_ops, const rlx_shape *const *ins)
 {
+    int64_t s[3][RLX_MAX_DIMS];
+    for (int k = 0; k < n_ops; k++)
+        rlx_shape_broadcast_strides(ins[k], out_shape, s[k]);
+    rlx_shape shape = *out_shape, *out = &shape; /* dims merged where the operands allow */
+    rlx_collapse_dims(out, n_ops, s);
+    /* rows are what the threads share: a long innermost run is cut into
+     * rows of 1024-8192 where its length allows */
+    int64_t last = out->ndim ? out->dims[out->ndim - 1] : 1;
+    if (last > 8192 && out->ndim < RLX_MAX_DIMS) {
+        int64_t b = 8192;
+        while (b >= 1024 && last % b)
+            b--;
+        if (b >= 1024) {
+            int d = out->ndim - 1;
+            out->dims[d] = last / b;
+            out->dims[d + 1] = b;
+            out->ndim++;
+            for (int k = 0; k < n_ops; k++) {
+                s[k][d + 1] = s[k][d];
+                s[k][d] *= b;
+            }
+        }
+    }
     w->cols = out->ndim ? out->dims[out->ndim - 1] : 1;
     w->outer = *out;
     if (w->outer.ndim)
         w->outer.ndim--;
     w->rows = w->cols ? rlx_shape_numel(out) / w->cols : 0;
     for (int k = 0; k < n_ops; k++) {
-        int64_t s[RLX_MAX_DIMS];
-        rlx_shape_broadcast_strides(ins[k], out, s);
-        w->inner[k] = out->ndim ? s[out->ndim - 1] : 0;
+        w->inner[k] = out->ndim ? s[k][out->ndim - 1] : 0;
         for (int d = 0; d < w->outer.ndim; d++)
-            w->st[k][d] = s[d];
+            w->st[k][d] = s[k][d];
     }
 }
 
