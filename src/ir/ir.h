@@ -245,6 +245,12 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 /* Index of the attention block's optional input (bias bits 1,2,4,8 as
  * 1..4, 5 q gamma, 6 k gamma, 7 mask), or -1 when absent. */
 int rlx_attn_block_input(const rlx_node_data *n, int which);
+
+/* RoPE's angles, as every backend applies them: tab[(s * D/2 + i) * 2] and
+ * [.. + 1] are the cosine and sine of (offset + s) * theta^(-2i / D), for
+ * positions s < S and pairs i < D / 2 (computed in double, positions
+ * shared among `threads`). */
+void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads);
 const char *rlx_op_name(rlx_op op);
 bool rlx_op_is_unary(rlx_op op);
 bool rlx_op_is_binary(rlx_op op);

@@ -1,6 +1,7 @@
 /* ops.c - the op table: one row per op with its arity, flags and shape/dtype
  * inference.  Inference functions fill n->shape and n->dtype, or return an
  * error whose message says what does not fit. */
+#include <math.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -660,3 +661,16 @@ const char *rlx_op_name(rlx_op op)
 
 bool rlx_op_is_unary(rlx_op op) { return op >= RLX_OP_NEG && op <= RLX_OP_NOT; }
 bool rlx_op_is_binary(rlx_op op) { return op >= RLX_OP_ADD && op <= RLX_OP_XOR; }
+
+void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads)
+{
+    int64_t half = D / 2;
+    (void)threads; /* unused where OpenMP is not */
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = (double)(offset + s) * pow(theta, -2.0 * (double)i / (double)D);
+            tab[(s * half + i) * 2] = cos(a);
+            tab[(s * half + i) * 2 + 1] = sin(a);
+        }
+}

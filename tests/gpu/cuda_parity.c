@@ -46,20 +46,22 @@ static uint64_t hash_str(const char *s)
 }
 
 /* Input names carry how to fill them: "name" uniform [-2, 2), "p_name"
- * positive [0.2, 2.2), "u_name" [-1, 1) small, "i<N>_name" integers in
+ * positive [0.2, 2.2), "u_name" [-1, 1) small, "t_name" [-9, -1) (where
+ * GELU and the like are tiny), "i<N>_name" integers in
  * [0, N), "nz_name" integers in [1, 9] with random sign, bools 0/1. */
 static void fill(const rlx_tensor_info *info, uint64_t seed, void *buf)
 {
     size_t n = info->bytes / rlx_dtype_size(info->dtype);
     uint64_t h0 = hash_str(info->name) ^ seed;
     int pos = !strncmp(info->name, "p_", 2), small = !strncmp(info->name, "u_", 2), nz = !strncmp(info->name, "nz_", 3);
+    int tail = !strncmp(info->name, "t_", 2);
     long ihi = 0;
     if (info->name[0] == 'i' && info->name[1] >= '0' && info->name[1] <= '9')
         ihi = strtol(info->name + 1, NULL, 10);
     for (size_t i = 0; i < n; i++) {
         uint64_t r = mix(h0 ^ mix(i));
         double u = (double)(r >> 11) / 9007199254740992.0; /* [0, 1) */
-        double v = pos ? 0.2 + 2.0 * u : small ? 2.0 * u - 1.0 : 4.0 * u - 2.0;
+        double v = pos ? 0.2 + 2.0 * u : small ? 2.0 * u - 1.0 : tail ? 8.0 * u - 9.0 : 4.0 * u - 2.0;
         int64_t iv = ihi > 0 ? (int64_t)(r % (uint64_t)ihi) : nz ? (int64_t)(1 + r % 9) * ((r >> 40) & 1 ? -1 : 1)
                                                                   : (int64_t)(r % 41) - 20;
         switch (info->dtype) {
@@ -328,6 +330,46 @@ static void test_unary(void)
     rlx_graph *g = rlx_graph_new();
     rlx_output(g, "y", rlx_not(g, rlx_input(g, "x", RLX_BOOL, 2, DIMS(9, 31))));
     check("unary not bool", g);
+}
+
+/* GELU where it is tiny (x in [-9, -1)), alone and at the end of a fused
+ * chain, in f32: CUDA against the CPU reference relative to each value
+ * (the dtype tolerance's absolute part would accept anything there). */
+static void test_gelu_tails(void)
+{
+    char nm[128];
+    for (int chain = 0; chain < 2; chain++) {
+        const char *name = NAME("unary gelu f32 tails%s", chain ? " (fused chain)" : "");
+        if (!wanted(name))
+            continue;
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "t_x", RLX_F32, 1, DIMS(4099));
+        if (chain)
+            x = rlx_add(g, x, rlx_scalar(g, RLX_F32, 0.25));
+        rlx_output(g, "y", rlx_gelu(g, x));
+        outputs a, b;
+        char err[256] = "";
+        run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0}, ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+        if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
+            report(name, 0, err);
+        } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
+            report(name, 0, err);
+            outputs_free(&a);
+        } else {
+            const float *ya = (const float *)a.data[0], *yb = (const float *)b.data[0];
+            double worst = 0;
+            for (int i = 0; i < 4099; i++) {
+                double r = fabs((double)ya[i] - yb[i]) / fabs((double)yb[i]);
+                if (!(r <= worst))
+                    worst = r; /* NaN sticks */
+            }
+            snprintf(err, sizeof err, "max relative difference %.3g (want <= 1e-5)", worst);
+            report(name, worst <= 1e-5, err);
+            outputs_free(&a);
+            outputs_free(&b);
+        }
+        rlx_graph_free(g);
+    }
 }
 
 typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
@@ -1383,7 +1425,7 @@ int main(void)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     static const struct { const char *name; void (*fn)(void); } groups[] = {
-        {"unary", test_unary},     {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
+        {"unary", test_unary},     {"gelu tails", test_gelu_tails}, {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
         {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
         {"matmul", test_matmul},   {"f32 3xtf32", test_f32_split}, {"attention", test_attention}, {"attention block", test_attn_block},
         {"conv/pool", test_conv_pool},

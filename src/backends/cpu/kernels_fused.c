@@ -454,15 +454,8 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     double *rope_tab = NULL;
     if (n->attrs.attn_block.has_rope) {
         rope_tab = take(&b, (size_t)(S * half) * 2 * sizeof(double));
-        double theta = n->attrs.attn_block.rope_theta;
-        int64_t offset = n->attrs.attn_block.rope_offset;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, S * half * 16)) schedule(static)
-        for (int64_t s = 0; s < S; s++)
-            for (int64_t i = 0; i < half; i++) {
-                double a = (double)(offset + s) * pow(theta, -2.0 * (double)i / (double)D);
-                rope_tab[(s * half + i) * 2] = cos(a);
-                rope_tab[(s * half + i) * 2 + 1] = sin(a);
-            }
+        rlx_rope_table(rope_tab, S, D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset,
+                       rlx_cpu_threads(ctx, S * half * 16));
     }
     int nth = ab_threads(th, &d);
     char *blocks = take(&b, 0);

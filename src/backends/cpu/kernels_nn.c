@@ -39,21 +39,11 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int inter = t->node->attrs.rope.interleaved;
     double *tab = (double *)t->scratch; /* [S][half][cos, sin] */
 
-    int threads = rlx_cpu_threads(ctx, S * half * 16);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t s = 0; s < S; s++) {
-        double pos = (double)(offset + s);
-        for (int64_t i = 0; i < half; i++) {
-            double inv_freq = pow(theta, -2.0 * (double)i / (double)D);
-            double a = pos * inv_freq;
-            tab[(s * half + i) * 2] = cos(a);
-            tab[(s * half + i) * 2 + 1] = sin(a);
-        }
-    }
+    rlx_rope_table(tab, S, D, theta, offset, rlx_cpu_threads(ctx, S * half * 16));
 
     /* element offsets of the two members of pair i */
     int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
-    threads = rlx_cpu_threads(ctx, total * 4);
+    int threads = rlx_cpu_threads(ctx, total * 4);
     if (rows * S < threads)
         threads = 1;
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -297,7 +297,8 @@ __device__ __forceinline__ float cu_unary_f(int op, float x)
     case RLX_OP_TANH: return tanhf(x);
     case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
     case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
-    case RLX_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    /* through erfc: 1 + erf(x / sqrt 2) loses every digit where GELU is tiny */
+    case RLX_OP_GELU: return 0.5f * x * erfcf(x * -0.70710678118654752440f);
     case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
     case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
     case RLX_OP_ERF: return erff(x);
@@ -385,15 +386,22 @@ __device__ __forceinline__ void cu_rope_pair(int64_t i, int64_t D, int inter, in
     *ib = *ia + (inter ? 1 : D / 2);
 }
 
+/* Rotates a pair by the angle whose cosine and sine are c and sn, in
+ * double as the CPU reference does. */
+__device__ __forceinline__ void cu_rope_apply(double c, double sn, float *x1, float *x2)
+{
+    const float a = *x1, b = *x2;
+    *x1 = (float)(a * c - b * sn);
+    *x2 = (float)(b * c + a * sn);
+}
+
 /* Rotates pair i at position pos by pos * theta^(-2i/D), the angle in
  * double as the CPU reference computes it. */
 __device__ __forceinline__ void cu_rope_rotate(int64_t i, int64_t D, int64_t pos, double theta, float *x1, float *x2)
 {
     double sn, c;
     sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
-    const float a = *x1, b = *x2;
-    *x1 = (float)(a * c - b * sn);
-    *x2 = (float)(b * c + a * sn);
+    cu_rope_apply(c, sn, x1, x2);
 }
 
 /* The activations fused ops carry (RLX_ACT_*), on the same math. */

@@ -27,6 +27,7 @@ typedef struct ab_state {
     int gamma[2]; /* input index of the q and k norms' gammas; -1 absent */
     void *w_qkv;  /* packed [hid, width] weights (device) */
     void *b_qkv;  /* packed [width] biases (device); NULL when there are none */
+    void *rope_tab; /* the RoPE table (device, rope_table_bytes); NULL without RoPE */
 } ab_state;
 
 static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
@@ -107,7 +108,15 @@ static uint32_t pack_ab_inputs(const rlx_thunk *t)
     return m;
 }
 
-/* The packed q/k/v weights and biases (pack_ab), kept in the arena. */
+/* Bytes of the RoPE table: cos and sin (double) of every position's angle
+ * for each of the D / 2 pairs. */
+static size_t rope_table_bytes(const rlx_node_data *n, const ab_dims *d)
+{
+    return n->attrs.attn_block.has_rope ? (size_t)(d->S * (d->D / 2)) * 2 * sizeof(double) : 0;
+}
+
+/* The keep region: the packed q/k/v weights and biases (pack_ab), then the
+ * RoPE table (filled once at prepare, since it depends on shapes alone). */
 static size_t ab_keep(const rlx_graph *g, const rlx_node_data *n)
 {
     ab_dims d = dims_of(g, n);
@@ -117,18 +126,20 @@ static size_t ab_keep(const rlx_graph *g, const rlx_node_data *n)
         any_bias = any_bias || rlx_attn_block_input(n, i) >= 0;
     if (d.rows == 0 || d.out == 0)
         return 0;
-    return round256((size_t)(d.hid * d.width) * es) + (any_bias ? (size_t)d.width * es : 0);
+    return round256((size_t)(d.hid * d.width) * es) + (any_bias ? round256((size_t)d.width * es) : 0) +
+           rope_table_bytes(n, &d);
 }
 
 /* Per-head RMS norm (gq on the H q heads, gk on the k heads after them;
- * NULL: none) then rotary embedding (rope != 0) of the q and k head
- * vectors of the projection rows, in place, in f32 as the CPU kernel
- * does (the angles in double).  One warp per head vector of D <= 256. */
+ * NULL: none) then rotary embedding (tab: the cos and sin of each
+ * position's angles, rope_table_bytes; NULL: none) of the q and k head
+ * vectors of the projection rows, in place, in f32 as the CPU kernel does
+ * (the rotation in double).  One warp per head vector of D <= 256. */
 #define QK_WARPS 4
 template <typename T>
 __global__ void __launch_bounds__(QK_WARPS * 32)
     qk_norm_rope(T *qkv, int64_t vectors, int heads, int H, int D, int64_t S, int64_t width, const T *gq, const T *gk,
-                 float eps, int rope, double theta, int64_t offset, int inter)
+                 float eps, const double *tab, int inter)
 {
     cu_grid_wait();
     __shared__ float sv[QK_WARPS][256];
@@ -152,12 +163,12 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
                 v[i] = v[i] * inv * cu_tof<T>(g[i]);
         }
         __syncwarp();
-        if (rope) {
-            const int64_t pos = offset + r % S;
+        if (tab) {
+            const double *cs = tab + (r % S) * half * 2;
             for (int i = lane; i < half; i += 32) {
                 int64_t ia, ib;
                 cu_rope_pair(i, D, inter, &ia, &ib);
-                cu_rope_rotate(i, D, pos, theta, &v[ia], &v[ib]);
+                cu_rope_apply(cs[2 * i], cs[2 * i + 1], &v[ia], &v[ib]);
             }
             __syncwarp();
         }
@@ -180,8 +191,8 @@ static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *
     CU_FLOAT_DISPATCH(n->dtype, T,
                       cu_launch(qk_norm_rope<T>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, (int)(s->H + s->Hk),
                                 (int)s->H, (int)s->D, s->S, s->width, (const T *)gq, (const T *)gk,
-                                (float)n->attrs.attn_block.norm_eps, (int)rope, n->attrs.attn_block.rope_theta,
-                                n->attrs.attn_block.rope_offset, n->attrs.attn_block.rope_interleaved));
+                                (float)n->attrs.attn_block.norm_eps, rope ? (const double *)s->rope_tab : NULL,
+                                n->attrs.attn_block.rope_interleaved));
     return rlx_cu_check(t, "q/k norm and rope launch");
 }
 
@@ -216,12 +227,30 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
         return rlx_cu_fail(t, RLX_ERR_INTERNAL, "attention block keep region of %zu bytes, %zu needed", t->keep_bytes,
                            need);
     s->w_qkv = t->keep;
-    if (any_bias)
-        s->b_qkv = (char *)s->w_qkv + round256((size_t)(d.hid * d.width) * es);
+    size_t at = round256((size_t)(d.hid * d.width) * es);
+    if (any_bias) {
+        s->b_qkv = (char *)s->w_qkv + at;
+        at += round256((size_t)d.width * es);
+    }
     /* defined contents for the tuning runs below; pack fills them before any real run */
     cudaError_t e = cudaMemsetAsync(s->w_qkv, 0, need, rlx_cu_stream);
     if (e != cudaSuccess)
         return rlx_cu_error(t, e, "clearing the packed weights");
+    size_t tab_bytes = rope_table_bytes(n, &d);
+    if (tab_bytes) {
+        /* the angles the CPU reference uses */
+        double *tab = (double *)malloc(tab_bytes);
+        if (!tab)
+            return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
+        rlx_rope_table(tab, d.S, d.D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset, 1);
+        s->rope_tab = (char *)s->w_qkv + at;
+        e = cudaMemcpyAsync(s->rope_tab, tab, tab_bytes, cudaMemcpyHostToDevice, rlx_cu_stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(rlx_cu_stream);
+        free(tab);
+        if (e != cudaSuccess)
+            return rlx_cu_error(t, e, "uploading the RoPE table");
+    }
     /* k and v start inside a row, and the row pitch: they bound the alignment of the attention views */
     rlx_status st;
     if ((st = rlx_cu_gemm_plan(&s->gqkv, dt, 0, 0, d.rows, d.width, d.hid, d.hid, d.width, d.width, 1, 0, 0, 0,

@@ -28,7 +28,7 @@ __device__ __forceinline__ double unary_d(int op, double x)
     case RLX_OP_TANH: return tanh(x);
     case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_OP_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    case RLX_OP_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
     case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
     case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
     case RLX_OP_ERF: return erf(x);
