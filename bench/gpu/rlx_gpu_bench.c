@@ -3,10 +3,10 @@
  * warm up, then time each run (rlx_session_run returns when the device is
  * done) and print the median.
  *
- *   rlx_gpu_bench mlp|encoder|resnet50|decoder BATCH f32|f16|bf16 [RUNS]
+ *   rlx_gpu_bench mlp|encoder|resnet50|decoder|decoder-small BATCH f32|f16|bf16 [RUNS]
  *
- * mlp, resnet50 and the decoder (decoder-small, a prefill of 128 tokens)
- * are built in the given dtype; the encoder is built in f32 and f16/bf16
+ * mlp, resnet50 and the decoders (prefills: `decoder` 512 tokens of the
+ * Qwen3-0.6B shape, `decoder-small` 128 tokens) are built in the given dtype; the encoder is built in f32 and f16/bf16
  * runs it through the mixed-precision pass.  Prints
  * "RESULT <workload> <batch> <dtype> median_ms <x> min_ms <y> compile_ms <z>". */
 #include <stdio.h>
@@ -39,7 +39,7 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: rlx_gpu_bench mlp|encoder|resnet50|decoder BATCH f32|f16|bf16 [RUNS]\n");
+        fprintf(stderr, "usage: rlx_gpu_bench mlp|encoder|resnet50|decoder|decoder-small BATCH f32|f16|bf16 [RUNS]\n");
         return 2;
     }
     const char *wl = argv[1], *dts = argv[3];
@@ -57,8 +57,9 @@ int main(int argc, char **argv)
         o.precision = dt == RLX_F16 ? RLX_PRECISION_F16 : dt == RLX_BF16 ? RLX_PRECISION_BF16 : RLX_PRECISION_F32;
     } else if (!strcmp(wl, "resnet50")) {
         g = rlx_workload_resnet50(batch, dt);
-    } else if (!strcmp(wl, "decoder")) {
-        rlx_decoder_config c = rlx_decoder_small(128); /* a prefill of 128 tokens */
+    } else if (!strcmp(wl, "decoder") || !strcmp(wl, "decoder-small")) {
+        /* prefills: 512 tokens of the Qwen3-0.6B shape, 128 of the small one */
+        rlx_decoder_config c = !strcmp(wl, "decoder") ? rlx_decoder_qwen3_06b(512) : rlx_decoder_small(128);
         c.batch = batch;
         c.dtype = dt;
         g = rlx_workload_decoder(&c);

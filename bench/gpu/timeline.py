@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernel-by-kernel timeline of one forward pass on the GPU, RLX and PyTorch.
 
-    python3 bench/gpu/timeline.py BUILD_DIR mlp|encoder|resnet50 BATCH f32|f16|bf16 [--no-torch]
+    python3 bench/gpu/timeline.py BUILD_DIR mlp|encoder|resnet50|decoder BATCH f32|f16|bf16 [--no-torch] [--compile]
 
 RLX runs the WORKLOADS.md graph built through the C API (librlx from
 BUILD_DIR, through ctypes); PyTorch runs the same model from
@@ -12,7 +12,8 @@ by idle gaps over 4 us; for the forwards of the most common form it prints
 each kernel's median duration and the median gap before it (short graphs),
 the total per kernel name, the median span from the first kernel's start
 to the last one's end, and the host's median time per run (through
-ctypes or Python, so a few us above bench/gpu/run.sh's figures).  CUPTI's
+ctypes or Python, so a few us above bench/gpu/run.sh's figures).  With
+--compile it traces torch.compile(mode="reduce-overhead") too.  CUPTI's
 tracing adds a little to every kernel, so spans of graphs with many kernels
 come out longer than untraced runs; compare figures of this tool with each
 other.
@@ -38,6 +39,13 @@ class EncoderConfig(ctypes.Structure):
                 ("eps", ctypes.c_double)]
 
 
+class DecoderConfig(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int), ("seq", ctypes.c_int), ("layers", ctypes.c_int), ("hidden", ctypes.c_int),
+                ("heads", ctypes.c_int), ("kv_heads", ctypes.c_int), ("head_dim", ctypes.c_int), ("ffn", ctypes.c_int),
+                ("vocab", ctypes.c_int), ("rope_theta", ctypes.c_double), ("eps", ctypes.c_double),
+                ("dtype", ctypes.c_int)]
+
+
 class TensorInfo(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
                 ("dims", ctypes.c_int64 * 8), ("bytes", ctypes.c_size_t)]
@@ -53,6 +61,10 @@ def load_rlx(build):
     lib.rlx_encoder_minilm.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.rlx_workload_encoder.restype = ctypes.c_void_p
     lib.rlx_workload_encoder.argtypes = [ctypes.POINTER(EncoderConfig)]
+    lib.rlx_decoder_qwen3_06b.restype = DecoderConfig
+    lib.rlx_decoder_qwen3_06b.argtypes = [ctypes.c_int]
+    lib.rlx_workload_decoder.restype = ctypes.c_void_p
+    lib.rlx_workload_decoder.argtypes = [ctypes.POINTER(DecoderConfig)]
     lib.rlx_options_init.argtypes = [ctypes.c_void_p]
     lib.rlx_compile.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.rlx_last_error.restype = ctypes.c_char_p
@@ -75,6 +87,10 @@ def compile_rlx(lib, name, batch, dts):
         g = lib.rlx_workload_mlp(batch, dt)
     elif name == "resnet50":
         g = lib.rlx_workload_resnet50(batch, dt)
+    elif name == "decoder":  # the prefill of 512 tokens
+        cfg = lib.rlx_decoder_qwen3_06b(512)
+        cfg.batch, cfg.dtype = batch, dt
+        g = lib.rlx_workload_decoder(ctypes.byref(cfg))
     else:
         cfg = lib.rlx_encoder_minilm(batch, 128)
         g = lib.rlx_workload_encoder(ctypes.byref(cfg))
@@ -190,6 +206,13 @@ def main():
         g, _ = torch_bench.capture_graph(m, x)
         replay = lambda: (g.replay(), torch.cuda.synchronize())
         report(f"PyTorch CUDA graph {name} b{batch} {dts}", trace(torch, replay), host_us(replay))
+        del g
+        if "--compile" in sys.argv:  # torch.compile(mode="reduce-overhead") as well
+            cm = torch.compile(m, mode="reduce-overhead")
+            for _ in range(5):
+                cm(x)
+            call = lambda: (cm(x), torch.cuda.synchronize())
+            report(f"PyTorch compiled {name} b{batch} {dts}", trace(torch, call), host_us(call))
 
 
 if __name__ == "__main__":

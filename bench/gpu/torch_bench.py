@@ -2,7 +2,8 @@
 ceilings measured in the same run.
 
 Runs the WORKLOADS.md models (mlp, MiniLM-shaped encoder, ResNet-50 v1.5
-with BatchNorm folded) in PyTorch: eager, eager captured into a CUDA graph,
+with BatchNorm folded, the Qwen3-0.6B-shaped decoder's prefill of 512
+tokens) in PyTorch: eager, eager captured into a CUDA graph,
 and (with --compile) torch.compile(mode="reduce-overhead").  Each figure is
 the median over repeated runs after warm-up, timed per run with a device
 synchronisation, the same way bench/gpu/rlx_gpu_bench.c times RLX.
@@ -99,6 +100,61 @@ def resnet50():
     return m
 
 
+class DecoderLayer(nn.Module):
+    """Qwen3-shaped: pre-RMSNorm grouped-query attention with q/k RMSNorm per
+    head and RoPE (rotate-half form), a SwiGLU FFN, residuals."""
+
+    def __init__(self, h=1024, heads=16, kv=8, d=128, ffn=3072, eps=1e-6):
+        super().__init__()
+        self.heads, self.kv, self.d = heads, kv, d
+        self.attn_norm, self.ffn_norm = nn.RMSNorm(h, eps=eps), nn.RMSNorm(h, eps=eps)
+        self.q_norm, self.k_norm = nn.RMSNorm(d, eps=eps), nn.RMSNorm(d, eps=eps)
+        self.q, self.o = nn.Linear(h, heads * d, bias=False), nn.Linear(heads * d, h, bias=False)
+        self.k, self.v = nn.Linear(h, kv * d, bias=False), nn.Linear(h, kv * d, bias=False)
+        self.gate, self.up = nn.Linear(h, ffn, bias=False), nn.Linear(h, ffn, bias=False)
+        self.down = nn.Linear(ffn, h, bias=False)
+
+    @staticmethod
+    def rope(x, cos, sin):
+        x1, x2 = x.chunk(2, -1)
+        return x * cos + torch.cat((-x2, x1), -1) * sin
+
+    def forward(self, x, cos, sin):
+        B, S, _ = x.shape
+        h = self.attn_norm(x)
+        q = self.rope(self.q_norm(self.q(h).view(B, S, self.heads, self.d)).transpose(1, 2), cos, sin)
+        k = self.rope(self.k_norm(self.k(h).view(B, S, self.kv, self.d)).transpose(1, 2), cos, sin)
+        v = self.v(h).view(B, S, self.kv, self.d).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).reshape(B, S, -1))
+        h = self.ffn_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Decoder(nn.Module):
+    """WORKLOADS.md `decoder` (Qwen3-0.6B-shaped), the prefill forward: 28
+    layers, hidden 1024, logits through the tied embedding."""
+
+    def __init__(self, layers=28, h=1024, d=128, vocab=151936, seq=512, theta=1e6, eps=1e-6):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, h)
+        self.layers = nn.ModuleList(DecoderLayer(h, d=d, eps=eps) for _ in range(layers))
+        self.final_norm = nn.RMSNorm(h, eps=eps)
+        inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        f = torch.outer(torch.arange(seq, dtype=torch.float64), inv)
+        f = torch.cat((f, f), -1)
+        self.register_buffer("cos", f.cos().float(), persistent=False)
+        self.register_buffer("sin", f.sin().float(), persistent=False)
+
+    def forward(self, ids):
+        S = ids.shape[1]
+        cos, sin = self.cos[:S].to(self.embed.weight.dtype), self.sin[:S].to(self.embed.weight.dtype)
+        x = self.embed(ids)
+        for l in self.layers:
+            x = l(x, cos, sin)
+        return self.final_norm(x) @ self.embed.weight.t()
+
+
 def build(name, batch, dtype):
     dev = "cuda"
     if name == "mlp":
@@ -109,6 +165,10 @@ def build(name, batch, dtype):
         m = Encoder()
         init_weights(m)
         x = torch.randint(0, 30000, (batch, 128))
+    elif name == "decoder":  # a prefill of 512 tokens
+        m = Decoder()
+        init_weights(m)
+        x = torch.randint(0, 30000, (batch, 512))
     else:
         m = resnet50()
         x = torch.randn(batch, 3, 224, 224)
