@@ -921,6 +921,7 @@ static void test_attn_block(void)
         {2, 40, 96, 2, 2, 48, 1, 0, RN_NORM | RN_QONLY, 0},            /* q norm only, CUDA-core attention */
         {2, 64, 256, 8, 2, 64, 0, 1, RN_NORM | RN_ROPE, 1},            /* a decoder layer's shape, padding mask */
         {1, 130, 512, 4, 4, 128, 1, 0, RN_NORM, 0},                    /* q/k norm only */
+        {2, 40, 72, 2, 2, 36, 1, 0, RN_NORM | RN_ROPE, 0}, /* head dim 36: 16-bit norm + rope element by element */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int d = 0; d < 3; d++) {
@@ -1189,11 +1190,14 @@ static void test_fused(void)
             rlx_output(g, "y", rlx_add(g, sum, h));
             check_fused(NAME("fused add_rms_norm_keep %s width %lld", dn(t), (long long)w), g, 11, 1.0, 0);
         }
-        g = rlx_graph_new();
-        x = rlx_input(g, "u_x", t, 3, DIMS(2, 11, 128));
-        rlx_node wg = rlx_param(g, "u_wg", t, 2, DIMS(128, 344)), wu = rlx_param(g, "u_wu", t, 2, DIMS(128, 344));
-        rlx_output(g, "y", rlx_mul(g, rlx_silu(g, rlx_matmul(g, x, wg, 0, 0)), rlx_matmul(g, x, wu, 0, 0)));
-        check(NAME("fused swiglu %s", dn(t)), g);
+        /* 344 columns: 16-byte vectors; 343: element by element */
+        for (int64_t f = 344; f >= 343; f--) {
+            g = rlx_graph_new();
+            x = rlx_input(g, "u_x", t, 3, DIMS(2, 11, 128));
+            rlx_node wg = rlx_param(g, "u_wg", t, 2, DIMS(128, f)), wu = rlx_param(g, "u_wu", t, 2, DIMS(128, f));
+            rlx_output(g, "y", rlx_mul(g, rlx_silu(g, rlx_matmul(g, x, wg, 0, 0)), rlx_matmul(g, x, wu, 0, 0)));
+            check(NAME("fused swiglu %s ffn %lld", dn(t), (long long)f), g);
+        }
         g = rlx_graph_new();
         x = rlx_input(g, "x", t, 3, DIMS(4, 33, 65));
         rlx_node y = rlx_input(g, "y", t, 1, DIMS(65)), z = rlx_input(g, "z", t, 3, DIMS(4, 1, 65));
