@@ -137,21 +137,20 @@ static void row_walk_init(row_walk *w, const rlx_shape *out_shape, int n_ops, co
     rlx_shape shape = *out_shape, *out = &shape; /* dims merged where the operands allow */
     rlx_collapse_dims(out, n_ops, s);
     /* rows are what the threads share: a long innermost run is cut into
-     * rows of 1024-8192 where its length allows */
-    int64_t last = out->ndim ? out->dims[out->ndim - 1] : 1;
-    if (last > 8192 && out->ndim < RLX_MAX_DIMS) {
-        int64_t b = 8192;
-        while (b >= 1024 && last % b)
-            b--;
-        if (b >= 1024) {
-            int d = out->ndim - 1;
-            out->dims[d] = last / b;
-            out->dims[d + 1] = b;
-            out->ndim++;
-            for (int k = 0; k < n_ops; k++) {
-                s[k][d + 1] = s[k][d];
-                s[k][d] *= b;
-            }
+     * rows of 1024-8192 where its length allows (a few lengths tried: this
+     * runs on every call) */
+    static const int64_t cuts[] = {8192, 6144, 4096, 3072, 2048, 1536, 1024};
+    int64_t last = out->ndim ? out->dims[out->ndim - 1] : 1, b = 0;
+    for (size_t i = 0; last > 8192 && !b && i < sizeof cuts / sizeof cuts[0]; i++)
+        b = last % cuts[i] ? 0 : cuts[i];
+    if (b && out->ndim < RLX_MAX_DIMS) {
+        int d = out->ndim - 1;
+        out->dims[d] = last / b;
+        out->dims[d + 1] = b;
+        out->ndim++;
+        for (int k = 0; k < n_ops; k++) {
+            s[k][d + 1] = s[k][d];
+            s[k][d] *= b;
         }
     }
     w->cols = out->ndim ? out->dims[out->ndim - 1] : 1;
