@@ -3,7 +3,11 @@
 // f32 accumulation), laid out the way the CUDA backend calls cuBLASLt.
 //
 //   nvcc -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 bench/gpu/lt_sweep.cu -lcublasLt -o lt_sweep
-//   ./lt_sweep M N K
+//   ./lt_sweep M N K [nn|tn] [quick]
+//
+// nn (default): W stored [K, N] as the backend keeps a weight; tn: W stored
+// transposed, [N, K], so that both operands run along K.  quick: the
+// heuristic's candidates only.
 //
 // Times the heuristic's candidates, then every configuration that
 // cublasLtMatmulAlgoCheck accepts among variations of the best one (each
@@ -17,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <algorithm>
 #include <vector>
 
@@ -129,8 +134,8 @@ struct Found {
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: lt_sweep M N K\n");
+    if (argc < 4 || argc > 6) {
+        fprintf(stderr, "usage: lt_sweep M N K [nn|tn] [quick]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -138,6 +143,7 @@ int main(int argc, char **argv)
     g.M = atoi(argv[1]);
     g.N = atoi(argv[2]);
     g.K = atoi(argv[3]);
+    const bool tn = argc > 4 && !strcmp(argv[4], "tn"), quick = argc > 5 && !strcmp(argv[5], "quick");
     CK(cudaStreamCreate(&st));
     cublasLtCreate(&lt);
     CK(cudaMalloc(&ws, WS));
@@ -153,8 +159,15 @@ int main(int argc, char **argv)
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias);
-    /* column-major view of the row-major product: C^T[N, M] = W^T[N, K] X^T[K, M] */
-    cublasLtMatrixLayoutCreate(&g.lw, CUDA_R_16F, g.N, g.K, g.N);
+    /* column-major view of the row-major product: C^T[N, M] = W^T[N, K] X^T[K, M];
+     * tn: W^T is the transpose of a column-major [K, N] with leading dim K */
+    if (tn) {
+        cublasOperation_t t = CUBLAS_OP_T;
+        cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+        cublasLtMatrixLayoutCreate(&g.lw, CUDA_R_16F, g.K, g.N, g.K);
+    } else {
+        cublasLtMatrixLayoutCreate(&g.lw, CUDA_R_16F, g.N, g.K, g.N);
+    }
     cublasLtMatrixLayoutCreate(&g.lx, CUDA_R_16F, g.K, g.M, g.K);
     cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16F, g.N, g.M, g.N);
 
@@ -182,8 +195,10 @@ int main(int argc, char **argv)
         printf("no heuristic candidate ran\n");
         return 1;
     }
-    printf("%dx%dx%d heuristic best: %.2f us warm, %.2f us cold\n", g.M, g.N, g.K, hbest,
+    printf("%dx%dx%d %s heuristic best: %.2f us warm, %.2f us cold\n", g.M, g.N, g.K, tn ? "tn" : "nn", hbest,
            cold_us(g, &hr[hi].algo, hr[hi].workspaceSize));
+    if (quick)
+        return 0;
 
     /* variations of the best candidate: every tile its algorithm offers,
      * cluster shapes, split-K */

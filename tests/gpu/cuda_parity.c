@@ -771,6 +771,10 @@ static void test_attention(void)
         {8, 12, 12, 300, 300, 32, 32, 0, 0}, {8, 12, 4, 260, 260, 64, 64, 1, 1},
         /* additive masks the same for every query row: [B, 1, 1, T], and per head [B, H, 1, T] */
         {2, 4, 4, 16, 45, 32, 32, 0, 3},     {2, 12, 12, 128, 128, 32, 32, 0, 3}, {2, 4, 2, 77, 150, 64, 64, 1, 4},
+        /* keys split into chunks merged by tc_combine (few blocks, 4+ key tiles): the decoder's prefill shape
+         * (first query blocks unsplit), T not a multiple of the tile, rows that see no key (T < S, causal) */
+        {1, 16, 8, 512, 512, 128, 128, 1, 0}, {1, 2, 2, 40, 300, 64, 64, 0, 0}, {1, 2, 2, 400, 260, 128, 128, 1, 0},
+        {1, 4, 2, 300, 300, 64, 64, 1, 3},
     };
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
         for (int d = 0; d < 3; d++) {

@@ -17,6 +17,8 @@ typedef struct cu_attn {
     const void *mask;                       /* NULL: none */
     int mask_dt;                            /* RLX_BOOL or the data dtype */
     int64_t mst[4];                         /* mask strides over [B, H, S, T] (0: broadcast) */
+    void *ws;                               /* device scratch of rlx_cu_attention_scratch bytes, */
+    size_t ws_bytes;                        /* or less: the kernels then do without */
 } cu_attn;
 
 /* a's mask: m's values (node mn, bool or the data dtype) read as if
@@ -33,6 +35,9 @@ static inline void cu_attn_mask(cu_attn *a, const void *m, const rlx_node_data *
 bool rlx_cu_attention_dims_ok(rlx_dtype dt, int64_t D, int64_t Dv);
 /* Once per thunk, before capture: opts kernels into the shared memory they need. */
 rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D, int64_t Dv);
+/* Device scratch the kernels use for these dims (the tensor-core kernel's
+ * key split when the heads and queries alone leave SMs idle); 0 = none. */
+size_t rlx_cu_attention_scratch(rlx_dtype dt, int64_t B, int64_t H, int64_t S, int64_t T, int64_t D, int64_t Dv);
 /* Launches on the backend's stream: tensor cores (f16/bf16, D == Dv in
  * {32, 64, 128}) or the CUDA-core kernels (everything else). */
 rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn *a);

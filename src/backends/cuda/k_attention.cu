@@ -80,15 +80,17 @@ typedef struct attn_pos {
     int64_t b, h, hk, q0;
 } attn_pos;
 
-__device__ __forceinline__ attn_pos attn_pos_of(const cu_attn &p, int rows)
+__device__ __forceinline__ attn_pos attn_pos_of(const cu_attn &p, int rows, unsigned blk)
 {
-    const unsigned nq = (unsigned)((p.S + rows - 1) / rows), blk = blockIdx.x, H = (unsigned)p.H;
-    const unsigned bh = blk / nq, h = bh % H;
+    const unsigned nq = (unsigned)((p.S + rows - 1) / rows), H = (unsigned)p.H;
+    const unsigned bh = blk / nq, h = bh % H, qb = blk % nq;
     attn_pos r;
     r.b = bh / H;
     r.h = h;
     r.hk = h / (H / (unsigned)p.Hk);
-    r.q0 = (int64_t)(blk % nq) * rows;
+    /* causal: the last query rows (the most keys) first, so that the
+     * heaviest blocks are not the ones left for a last partial wave */
+    r.q0 = (int64_t)(p.causal ? nq - 1 - qb : qb) * rows;
     return r;
 }
 
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
     float *vs = ks + TK * (D + 1);       /* [TK][Dv] */
     float *qs = vs + TK * Dv;            /* [QPB][D] */
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    const attn_pos ps = attn_pos_of(p, QPB);
+    const attn_pos ps = attn_pos_of(p, QPB, blockIdx.x);
     const int64_t b = ps.b, h = ps.h, hk = ps.hk, s0 = ps.q0, s = s0 + warp;
     const bool active = s < p.S;
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(GQT, D == 32 ? 3 : 2) flash_grp(cu_attn p, int
     __shared__ __align__(16) float ks[NB][GKT * LK];
     __shared__ __align__(16) float vs[NB][GKT * LV];
     const int part = threadIdx.x % G;
-    const attn_pos ps = attn_pos_of(p, QB);
+    const attn_pos ps = attn_pos_of(p, QB, blockIdx.x);
     const int64_t b = ps.b, h = ps.h, hk = ps.hk, s0 = ps.q0, s = s0 + threadIdx.x / G;
     const bool active = s < p.S;
     const float sl2 = p.scale * LOG2E_F;
@@ -419,6 +421,22 @@ __device__ __forceinline__ void tc_ldsm_x4_t(uint32_t *r, const void *p)
 
 template <typename T> __device__ __forceinline__ uint32_t tc_lds32(const T *p) { return *(const uint32_t *)p; }
 
+/* Four 8x8 b16 matrices as stored (rows of 8 neighbours): the B fragments
+ * of two m16n8k16 products whose B rows are the matrices' rows. */
+__device__ __forceinline__ void tc_ldsm_x4(uint32_t *r, const void *p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0;
+    __trap();
+#endif
+}
+
 /* Two neighbouring elements of a global row as one 32-bit word (one load
  * when 4-byte aligned, as every vec view is). */
 template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int vec)
@@ -432,19 +450,50 @@ template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int
  * T] and the like); it is read once per key tile into shared memory, as
  * what it adds to the base-2 scores (-inf where a key is hidden or past T).
  * A template flag, so that the other instances carry none of it. */
+/* Split keys: each query block's key tiles are cut into chunks of `chunk`
+ * tiles, one block each (ns per query block), when the query blocks alone
+ * would leave SMs idle or each SM one warp per scheduler.  Each writes its
+ * unnormalised output rows, running max and sum (f32) to part; tc_combine
+ * then merges them.  ns == 1: no split, the output is written directly. */
+typedef struct tc_split {
+    int ns, chunk;
+    float *part; /* per split block: [R][D] output, then [R] (max, sum) pairs */
+} tc_split;
+
+/* Key tiles the query block at row q0 (rows rows) reads: all of them, or
+ * causal, up to its last row's diagonal. */
+__device__ __forceinline__ int tc_tiles(const cu_attn &p, int64_t q0, int rows)
+{
+    int64_t t_end = p.T;
+    if (p.causal) {
+        int64_t lim = (q0 + rows - 1 < p.S - 1 ? q0 + rows - 1 : p.S - 1) + (p.T - p.S) + 1;
+        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+    }
+    return (int)((t_end + TCK - 1) / TCK);
+}
+
+#define TC_LD(D) ((D) + 8)
+/* Dynamic shared memory of flash_tc: two buffers each of keys and values
+ * (the next tile loads during this one), then the key mask row. */
+static constexpr size_t tc_smem(int D, int es) { return (size_t)4 * TCK * TC_LD(D) * es + TCK * sizeof(float); }
+
 template <typename T, int D, int W, bool KM>
 /* D == 32: up to 128 registers, so two or more blocks fit on an SM. */
-__global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc(cu_attn p, int vec)
+__global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc(cu_attn p, int vec, tc_split sp)
 {
     cu_grid_wait();
-    constexpr int LD = D + 8, NT = TCK / 8, KD = D / 16, ND = D / 8;
-    /* two buffers (the next tile loads during this one) where they fit */
-    constexpr int NB = 4 * TCK * LD * (int)sizeof(T) <= 48 * 1024 ? 2 : 1;
-    __shared__ __align__(16) T ks[NB][TCK * LD];
-    __shared__ __align__(16) T vs[NB][TCK * LD];
-    __shared__ float mk[KM ? TCK : 1];
+    constexpr int LD = TC_LD(D), NT = TCK / 8, KD = D / 16, ND = D / 8, NB = 2;
+    extern __shared__ __align__(16) unsigned char tc_sh[];
+    T(*ks)[TCK * LD] = (T(*)[TCK * LD])tc_sh;
+    T(*vs)[TCK * LD] = (T(*)[TCK * LD])(tc_sh + (size_t)NB * TCK * LD * sizeof(T));
+    float *mk = (float *)(tc_sh + (size_t)2 * NB * TCK * LD * sizeof(T));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-    const attn_pos ps = attn_pos_of(p, W * 16);
+    /* head dim 32 never splits (tc_plan_of): its 128-register cap has no
+     * room for the bookkeeping */
+    constexpr bool SPLIT = D >= 64;
+    const int ns = SPLIT ? sp.ns : 1, chunk = SPLIT ? sp.chunk : INT_MAX;
+    const unsigned spi = SPLIT ? blockIdx.x % (unsigned)ns : 0; /* this block's key chunk */
+    const attn_pos ps = attn_pos_of(p, W * 16, SPLIT ? blockIdx.x / (unsigned)ns : blockIdx.x);
     const int64_t b = ps.b, h = ps.h, hk = ps.hk, q0 = ps.q0, w0 = q0 + warp * 16;
     const T *qb = (const T *)p.q + b * p.qst[0] + h * p.qst[1];
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
@@ -471,21 +520,21 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     const float sl2 = p.scale * LOG2E_F;
     const int64_t shift = p.T - p.S, rows[2] = {w0 + g, w0 + g + 8};
-    int64_t t_end = p.T;
-    if (p.causal) {
-        int64_t lim = (q0 + (W * 16) - 1 < p.S - 1 ? q0 + (W * 16) - 1 : p.S - 1) + shift + 1;
-        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
-    }
     const int64_t w_last = w0 + 15 < p.S - 1 ? w0 + 15 : p.S - 1;
-    const int n_tiles = (int)((t_end + TCK - 1) / TCK);
-    if (n_tiles > 0) {
-        load_rows<T, T, TCK, D, LD, W * 32>(ks[0], kb, p.kst[2], 0, p.T, vec);
-        load_rows<T, T, TCK, D, LD, W * 32>(vs[0], vb, p.vst[2], 0, p.T, vec);
+    const int n_tiles = tc_tiles(p, q0, W * 16);
+    const int it0 = (int)spi * chunk, it1 = chunk < n_tiles - it0 ? it0 + chunk : n_tiles;
+    if (spi > 0 && it0 >= it1)
+        return; /* a chunk past this block's keys: tc_combine skips it */
+    /* the first chunk holds every key of this block's rows: the output */
+    const bool part = ns > 1 && n_tiles > chunk;
+    if (it0 < it1) {
+        load_rows<T, T, TCK, D, LD, W * 32>(ks[0], kb, p.kst[2], (int64_t)it0 * TCK, p.T, vec);
+        load_rows<T, T, TCK, D, LD, W * 32>(vs[0], vb, p.vst[2], (int64_t)it0 * TCK, p.T, vec);
     }
-    for (int it = 0; it < n_tiles; it++) {
+    for (int it = it0; it < it1; it++) {
         const int64_t t0 = (int64_t)it * TCK;
-        const int buf = NB == 2 ? it & 1 : 0;
-        if (NB == 2 && it + 1 < n_tiles) {
+        const int buf = (it - it0) & 1;
+        if (it + 1 < it1) {
             load_rows<T, T, TCK, D, LD, W * 32>(ks[buf ^ 1], kb, p.kst[2], t0 + TCK, p.T, vec);
             load_rows<T, T, TCK, D, LD, W * 32>(vs[buf ^ 1], vb, p.vst[2], t0 + TCK, p.T, vec);
             cp_wait<2>(); /* the next tile's two groups may stay in flight */
@@ -512,15 +561,30 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
-                const T *kr = kt + (j * 8 + g) * LD + 2 * tg;
+                /* lanes 8i..8i+7 address matrix i: keys j*8.., dims
+                 * kk*16 + 8i (i = 0..3 covers kk and kk + 1) */
+                const T *kr = kt + (j * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
+                const T *kw = kt + (j * 8 + g) * LD + 2 * tg;
 #pragma unroll
-                for (int kk = 0; kk < KD; kk++)
-                    tc_mma(sc[j], qf[kk], tc_lds32(kr + kk * 16), tc_lds32(kr + kk * 16 + 8), T());
+                for (int kk = 0; kk < KD; kk += 2) {
+                    uint32_t bf[4];
+                    if (D == 32) { /* fewer live registers where 128 is the cap */
+                        bf[0] = tc_lds32(kw + kk * 16), bf[1] = tc_lds32(kw + kk * 16 + 8);
+                        bf[2] = tc_lds32(kw + kk * 16 + 16), bf[3] = tc_lds32(kw + kk * 16 + 24);
+                    } else {
+                        tc_ldsm_x4(bf, kr + kk * 16);
+                    }
+                    tc_mma(sc[j], qf[kk], bf[0], bf[1], T());
+                    tc_mma(sc[j], qf[kk + 1], bf[2], bf[3], T());
+                }
             }
-            /* the staged key mask also hides the keys past T.  (Written so
-             * that the !KM instance is the plain form: a short-circuit here
-             * put a branch between the two matrix products and cost 7%.) */
-            const bool edge = KM ? (bool)p.causal : p.causal || t0 + TCK > p.T || p.mask;
+            /* the staged key mask also hides the keys past T; causal masks
+             * only the tiles that reach past this warp's first row.
+             * (Written so that the !KM instance is the plain form: a
+             * short-circuit here put a branch between the two matrix
+             * products and cost 7%.) */
+            const bool diag = p.causal && t0 + TCK - 1 > w0 + shift;
+            const bool edge = KM ? diag : diag || t0 + TCK > p.T || p.mask;
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll
@@ -587,10 +651,6 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
             }
         }
         __syncthreads(); /* this buffer is refilled next */
-        if (NB == 1 && it + 1 < n_tiles) {
-            load_rows<T, T, TCK, D, LD, W * 32>(ks[0], kb, p.kst[2], t0 + TCK, p.T, vec);
-            load_rows<T, T, TCK, D, LD, W * 32>(vs[0], vb, p.vst[2], t0 + TCK, p.T, vec);
-        }
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -598,6 +658,16 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
         if (rows[r] >= p.S)
             continue;
+        if (part) { /* this chunk's part, merged by tc_combine */
+            const int rr = warp * 16 + g + 8 * r;
+            float *po = sp.part + (size_t)blockIdx.x * (W * 16) * (D + 2);
+#pragma unroll
+            for (int n = 0; n < ND; n++)
+                *(float2 *)(po + rr * D + n * 8 + 2 * tg) = make_float2(o[n][2 * r], o[n][2 * r + 1]);
+            if (tg == 0)
+                *(float2 *)(po + (W * 16) * D + 2 * rr) = make_float2(m[r], l[r]);
+            continue;
+        }
         float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
         T *orow = (T *)p.o + b * p.ost[0] + h * p.ost[1] + rows[r] * p.ost[2];
         const bool pair = (uintptr_t)orow % 4 == 0; /* neighbours as one 32-bit store */
@@ -611,6 +681,60 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
             }
         }
     }
+}
+
+/* Merges the key chunks of split flash_tc blocks where there are two or
+ * more (up to 32): one warp per query row, lane i reads chunk i's max and
+ * sum, then each lane D / 32 columns of every chunk's output.  rows: query
+ * rows per flash_tc block. */
+template <typename T, int D>
+__global__ void __launch_bounds__(128) tc_combine(cu_attn p, tc_split sp, int rows)
+{
+    cu_grid_wait();
+    constexpr int CPL = D / 32; /* columns per lane: 2 or 4 */
+    const int lane = threadIdx.x & 31;
+    const int64_t gr = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (gr >= p.B * p.H * p.S)
+        return;
+    const int64_t bh = gr / p.S, s = gr % p.S, nq = (p.S + rows - 1) / rows, qi = s / rows;
+    const int nv = (tc_tiles(p, qi * rows, rows) + sp.chunk - 1) / sp.chunk;
+    if (nv < 2)
+        return; /* flash_tc wrote this row */
+    const int64_t blk = bh * nq + (p.causal ? nq - 1 - qi : qi); /* flash_tc's block order */
+    const int rr = (int)(s - qi * rows);
+    const size_t rec = (size_t)rows * (D + 2);
+    const float *base = sp.part + (size_t)blk * sp.ns * rec;
+    float2 ml = make_float2(-INFINITY, 0.0f);
+    if (lane < nv)
+        ml = *(const float2 *)(base + lane * rec + (size_t)rows * D + 2 * rr);
+    float mx = ml.x;
+#pragma unroll
+    for (int o = 16; o; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    /* a chunk whose keys are all hidden from this row weighs nothing */
+    const float f = ml.x == -INFINITY ? 0.0f : exp2f(ml.x - mx);
+    float l = ml.y * f;
+#pragma unroll
+    for (int o = 16; o; o >>= 1)
+        l += __shfl_xor_sync(0xffffffffu, l, o);
+    float acc[CPL] = {};
+#pragma unroll 4
+    for (int i = 0; i < nv; i++) {
+        const float fi = __shfl_sync(0xffffffffu, f, i);
+        const float *pr = base + i * rec + rr * D + lane * CPL;
+        if constexpr (CPL == 4) {
+            const float4 v = *(const float4 *)pr;
+            acc[0] += v.x * fi, acc[1] += v.y * fi, acc[2] += v.z * fi, acc[3] += v.w * fi;
+        } else {
+            const float2 v = *(const float2 *)pr;
+            acc[0] += v.x * fi, acc[1] += v.y * fi;
+        }
+    }
+    const float inv = l > 0 ? 1.0f / l : 0.0f;
+    T *orow = (T *)p.o + (bh / p.H) * p.ost[0] + (bh % p.H) * p.ost[1] + s * p.ost[2];
+#pragma unroll
+    for (int c = 0; c < CPL; c++)
+        orow[lane * CPL + c] = cu_fromf<T>(acc[c] * inv);
 }
 
 /* ------------------------------------------------------------- host side */
@@ -652,9 +776,33 @@ bool rlx_cu_attention_dims_ok(rlx_dtype dt, int64_t D, int64_t Dv)
     return cu_is_f(dt) && D >= 1 && Dv >= 1 && D <= 256 && Dv <= 256;
 }
 
+/* Lets every flash_tc instance of head dim D take its shared memory (above
+ * the default 48 KB at D = 128). */
+template <typename T, int D> static cudaError_t tc_allow_smem(void)
+{
+    const int bytes = (int)tc_smem(D, sizeof(T));
+    if (bytes <= 48 * 1024)
+        return cudaSuccess;
+    const void *fns[] = {(const void *)flash_tc<T, D, 2, false>, (const void *)flash_tc<T, D, 2, true>,
+                         (const void *)flash_tc<T, D, 4, false>, (const void *)flash_tc<T, D, 4, true>,
+                         (const void *)flash_tc<T, D, 8, false>, (const void *)flash_tc<T, D, 8, true>};
+    for (const void *fn : fns) {
+        cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
 rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D, int64_t Dv)
 {
-    if (tc_fits(dt, D, Dv) || (D == 32 && Dv == 32) || (D == 64 && Dv == 64))
+    if (tc_fits(dt, D, Dv)) {
+        cudaError_t e = cudaSuccess;
+        if (D == 128)
+            e = dt == RLX_F16 ? tc_allow_smem<__half, 128>() : tc_allow_smem<__nv_bfloat16, 128>();
+        return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "attention shared memory");
+    }
+    if ((D == 32 && Dv == 32) || (D == 64 && Dv == 64))
         return RLX_OK; /* static shared memory */
     size_t smem = attn_smem(D, Dv);
     if (smem > 48 * 1024) {
@@ -674,6 +822,59 @@ static int env_choice(const char *name, int a, int b, int c)
     const char *e = getenv(name);
     int v = e ? atoi(e) : 0;
     return v == a || v == b || v == c ? v : 0;
+}
+
+static int sm_count(void)
+{
+    static int sms = 0;
+    if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+        sms = 132;
+    return sms;
+}
+
+/* How flash_tc runs B x H heads of S queries over T keys: warps per block
+ * (W), query blocks per head, and the key split. */
+typedef struct tc_plan {
+    int w, ns, chunk;
+    int64_t nq;
+    size_t part_bytes; /* scratch of the split's parts (0: no split) */
+} tc_plan;
+
+static tc_plan tc_plan_of(int64_t B, int64_t H, int64_t S, int64_t T, int64_t D)
+{
+    /* four warps (64 queries) per block; eight (128 queries, each key tile
+     * loaded once for twice the queries) when that still leaves two blocks
+     * per SM.  One-warp blocks, tried for small batches, measured slower
+     * (each warp then loads whole tiles alone). */
+    const int64_t sms = sm_count(), bh = B * H;
+    static const int w_env = env_choice("RLX_CUDA_ATTN_WARPS", 2, 4, 8); /* overrides the choice (tuning) */
+    /* the most key chunks per query block (1: no split; tuning) */
+    static const int ns_env = getenv("RLX_CUDA_ATTN_SPLIT") ? atoi(getenv("RLX_CUDA_ATTN_SPLIT")) : 0;
+    tc_plan pl;
+    pl.w = w_env ? w_env : bh * ((S + 127) / 128) >= 2 * sms ? 8 : 4;
+    pl.nq = (S + 16 * pl.w - 1) / (16 * pl.w);
+    /* halve the key chunks until the blocks fill two per SM: one block per
+     * SM leaves each scheduler one warp, and the block with the most keys
+     * alone sets the time (decoder prefill, causal S = 512: 128 blocks of
+     * 1-8 tiles).  Chunks keep two tiles or more: one-tile chunks did not
+     * repay the parts' traffic and tc_combine (encoder b1, T = 128). */
+    const int64_t blocks = bh * pl.nq, tiles = (T + TCK - 1) / TCK;
+    int ns = 1;
+    while (D >= 64 && 4 * ns <= tiles && ns < 32 && blocks * ns < 2 * sms && (ns_env <= 0 || 2 * ns <= ns_env))
+        ns *= 2;
+    pl.chunk = (int)((tiles + ns - 1) / ns);
+    pl.ns = ns > 1 ? (int)((tiles + pl.chunk - 1) / pl.chunk) : 1;
+    if (pl.ns == 1)
+        pl.chunk = INT_MAX;
+    pl.part_bytes = pl.ns > 1 ? (size_t)(blocks * pl.ns) * (size_t)(16 * pl.w) * (size_t)(D + 2) * sizeof(float) : 0;
+    return pl;
+}
+
+size_t rlx_cu_attention_scratch(rlx_dtype dt, int64_t B, int64_t H, int64_t S, int64_t T, int64_t D, int64_t Dv)
+{
+    if (!tc_fits(dt, D, Dv) || B * H * S == 0)
+        return 0;
+    return tc_plan_of(B, H, S, T, D).part_bytes;
 }
 
 static bool aligned16(const void *p, const int64_t *st, size_t es)
@@ -696,25 +897,21 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
     if (tc_fits(dt, p.D, p.Dv)) {
-        /* four warps (64 queries) per block; eight (128 queries, each key
-         * tile loaded once for twice the queries) when that still leaves two
-         * blocks per SM.  One-warp blocks, tried for small batches, measured
-         * slower (each warp then loads whole tiles alone). */
-        static int sms = 0;
-        if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
-            sms = 132;
-        static const int w_env = env_choice("RLX_CUDA_ATTN_WARPS", 2, 4, 8); /* overrides the choice (tuning) */
-        const int w = w_env ? w_env : bh * ((p.S + 127) / 128) >= 2 * (int64_t)sms ? 8 : 4;
-        int64_t blocks = bh * ((p.S + 16 * w - 1) / (16 * w));
-        if (blocks > INT_MAX)
+        const tc_plan pl = tc_plan_of(p.B, p.H, p.S, p.T, p.D);
+        tc_split sp = {1, INT_MAX, NULL};
+        if (pl.ns > 1 && p.ws && p.ws_bytes >= pl.part_bytes) /* else unsplit: the caller gave no room */
+            sp = (tc_split){pl.ns, pl.chunk, (float *)p.ws};
+        const int w = pl.w;
+        int64_t blocks = bh * pl.nq * sp.ns;
+        if (blocks > INT_MAX || bh * p.S / 4 + 1 > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
-        unsigned grid = (unsigned)blocks;
+        unsigned grid = (unsigned)blocks, cgrid = (unsigned)((bh * p.S + 3) / 4);
         const bool km = p.mask && p.mst[2] == 0;
 #define TC_LAUNCH_W(TT, DD, W)                                                                                         \
-    (km ? cu_launch(flash_tc<TT, DD, W, true>, grid, W * 32, 0, p, vec)                                                \
-        : cu_launch(flash_tc<TT, DD, W, false>, grid, W * 32, 0, p, vec))
+    (km ? cu_launch(flash_tc<TT, DD, W, true>, grid, W * 32, tc_smem(DD, sizeof(TT)), p, vec, sp)                      \
+        : cu_launch(flash_tc<TT, DD, W, false>, grid, W * 32, tc_smem(DD, sizeof(TT)), p, vec, sp))
 #define TC_LAUNCH(TT, DD)                                                                                              \
     do {                                                                                                               \
         if (w == 8)                                                                                                    \
@@ -723,6 +920,8 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
             TC_LAUNCH_W(TT, DD, 4);                                                                                    \
         else                                                                                                           \
             TC_LAUNCH_W(TT, DD, 2);                                                                                    \
+        if (DD >= 64 && sp.ns > 1)                                                                                     \
+            cu_launch(tc_combine<TT, DD >= 64 ? DD : 64>, cgrid, 128, 0, p, sp, 16 * w);                               \
     } while (0)
         if (dt == RLX_F16) {
             if (p.D == 32) TC_LAUNCH(__half, 32);
@@ -792,6 +991,13 @@ static rlx_status prep_attention(const rlx_graph *g, rlx_thunk *t)
     return rlx_cu_attention_prepare(t, q->dtype, q->shape.dims[3], v->shape.dims[3]);
 }
 
+static size_t attention_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *q = &g->nodes[n->in[0]], *k = &g->nodes[n->in[1]], *v = &g->nodes[n->in[2]];
+    return rlx_cu_attention_scratch(q->dtype, q->shape.dims[0], q->shape.dims[1], q->shape.dims[2], k->shape.dims[2],
+                                    q->shape.dims[3], v->shape.dims[3]);
+}
+
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -819,6 +1025,8 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.k = t->in[1];
     p.v = t->in[2];
     p.o = t->out;
+    p.ws = t->scratch;
+    p.ws_bytes = t->scratch_bytes;
     p.mask_dt = -1;
     if (t->node->attrs.attention.has_mask)
         cu_attn_mask(&p, t->in[3], t->in_node[3]);
@@ -840,6 +1048,6 @@ static bool attention_ok(const rlx_graph *g, const rlx_node_data *n)
 
 extern "C" void rlx_cuda_register_attention(cu_kernel *tab)
 {
-    tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, NULL, attention_ok, prep_attention, NULL};
+    tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, attention_scratch, attention_ok, prep_attention, NULL};
     rlx_cuda_register_attn_block(tab);
 }

@@ -61,8 +61,10 @@ static size_t ab_scratch(const rlx_graph *g, const rlx_node_data *n)
     size_t split = rlx_cu_gemm_split_bytes(n->dtype, d.rows, d.width, d.hid);
     size_t so = rlx_cu_gemm_split_bytes(n->dtype, d.rows, d.out, d.H * d.Dv);
     split = split > so ? split : so;
+    /* the attention's own scratch shares the GEMMs' workspace: it runs between them */
+    size_t ws = CU_GEMM_WORKSPACE + split, wa = rlx_cu_attention_scratch(n->dtype, d.B, d.H, d.S, d.S, d.D, d.Dv);
     return round256((size_t)(d.rows * d.width) * es) + round256((size_t)(d.rows * d.H * d.Dv) * es) +
-           CU_GEMM_WORKSPACE + split;
+           (ws > wa ? ws : wa);
 }
 
 /* Column offsets (elements) of the q, k and v parts of a projection row. */
@@ -307,6 +309,8 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.kst[0] = pitch, a.kst[1] = s->D, a.kst[2] = s->width;
     a.vst[0] = pitch, a.vst[1] = s->Dv, a.vst[2] = s->width;
     a.ost[0] = s->S * s->H * s->Dv, a.ost[1] = s->Dv, a.ost[2] = s->H * s->Dv;
+    a.ws = ws;
+    a.ws_bytes = t->scratch_bytes - s->qkv_bytes - s->o_bytes;
     a.mask_dt = -1;
     int km = rlx_attn_block_input(n, 7);
     if (km >= 0)
