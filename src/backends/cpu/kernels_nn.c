@@ -447,6 +447,20 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (K < im_threads)
         im_threads = 1;
 
+    /* f32/f64: the bias is C's starting value and the GEMMs add onto it
+     * (beta = 1): BLAS passes over C before its product when beta is not 1,
+     * so the bias then costs no pass of its own */
+    if (bias && (dt == RLX_F32 || dt == RLX_F64)) {
+        int bt = rlx_cpu_threads(ctx, N * O * OHW);
+#pragma omp parallel for num_threads(bt) schedule(static)
+        for (int64_t i = 0; i < N * O; i++)
+            if (dt == RLX_F32)
+                for (int64_t j = 0; j < OHW; j++)
+                    ((float *)t->out)[i * OHW + j] = ((const float *)bias)[i % O];
+            else
+                for (int64_t j = 0; j < OHW; j++)
+                    ((double *)t->out)[i * OHW + j] = ((const double *)bias)[i % O];
+    }
     if (dt == RLX_F64) {
         const double *x = t->in[0], *w = t->in[1];
         double *y = t->out, *col = t->scratch;
@@ -458,14 +472,8 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     im2col_f64(col, xg, Cg, &win, im_threads);
                     B = col;
                 }
-                rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, 0.0, y + (n * O + g * Og) * OHW, OHW,
-                          threads);
-            }
-        if (bias)
-            for (int64_t i = 0; i < N * O; i++) {
-                double bv = ((const double *)bias)[i % O];
-                for (int64_t j = 0; j < OHW; j++)
-                    y[i * OHW + j] += bv;
+                rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, bias ? 1.0 : 0.0,
+                          y + (n * O + g * Og) * OHW, OHW, threads);
             }
         return RLX_OK;
     }
@@ -482,18 +490,9 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     im2col_f32(col, xg, Cg, &win, im_threads);
                     B = col;
                 }
-                rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, 0.0f, y + (n * O + g * Og) * OHW, OHW,
-                          threads);
+                rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, bias ? 1.0f : 0.0f,
+                          y + (n * O + g * Og) * OHW, OHW, threads);
             }
-        if (bias) {
-            int bt = rlx_cpu_threads(ctx, N * O * OHW);
-#pragma omp parallel for num_threads(bt) schedule(static)
-            for (int64_t i = 0; i < N * O; i++) {
-                float bv = ((const float *)bias)[i % O];
-                for (int64_t j = 0; j < OHW; j++)
-                    y[i * OHW + j] += bv;
-            }
-        }
         return RLX_OK;
     }
 
