@@ -123,10 +123,14 @@ static rlx_status cpu_prepare(const rlx_graph *g, rlx_thunk *t)
     if (!k)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "cpu backend has no kernel for %s", rlx_op_name(n->op));
     t->fn = k->fn;
-    return RLX_OK;
+    return k->prepare ? k->prepare(g, t) : RLX_OK;
 }
 
-static void cpu_release(rlx_thunk *t) { (void)t; }
+static void cpu_release(rlx_thunk *t)
+{
+    free(t->state);
+    t->state = NULL;
+}
 
 /* RLX_PROFILE=1: time per op kind for each run, on stderr. */
 static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)

@@ -17,7 +17,14 @@ typedef struct rlx_cpu_kernel {
     rlx_kernel_fn fn;
     /* Workspace per call (may depend on the thread count); NULL = none. */
     size_t (*scratch)(const rlx_graph *g, const rlx_node_data *n, int threads);
+    /* Optional: what the kernel derives once from the node, malloc'd into
+     * t->state (the backend's release frees it). */
+    rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
 } rlx_cpu_kernel;
+
+/* t->state = RoPE's cos/sin table [S][D/2][2] (double, rlx_rope_table),
+ * for a rope op or an attention block, once at prepare. */
+rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, int64_t offset);
 
 /* Registration, one per family file. */
 void rlx_cpu_register_elementwise(rlx_cpu_kernel *table);

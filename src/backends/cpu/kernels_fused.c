@@ -368,6 +368,15 @@ static size_t ab_block_bytes(const ab_dims *d)
     return round64((size_t)(d->D * d->S + d->S * d->Dv + d->D + d->S + d->Dv) * sizeof(float));
 }
 
+static rlx_status attn_block_prepare(const rlx_graph *g, rlx_thunk *t)
+{
+    const rlx_node_data *n = t->node;
+    if (!n->attrs.attn_block.has_rope)
+        return RLX_OK;
+    ab_dims d = ab_dims_of(NODE_IN(g, n, 0), n);
+    return rlx_cpu_rope_state(t, d.S, d.D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset);
+}
+
 static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     ab_dims d = ab_dims_of(NODE_IN(g, n, 0), n);
@@ -378,8 +387,6 @@ static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int
          round64((size_t)(d.rows * d.Hk * d.Dv) * 4) + round64((size_t)(d.rows * d.H * d.Dv) * 4);
     if (n->dtype != RLX_F32)
         b += round64((size_t)(d.rows * d.out) * 4);
-    if (n->attrs.attn_block.has_rope)
-        b += round64((size_t)(d.S * (d.D / 2)) * 2 * sizeof(double));
     b += (size_t)ab_threads(threads, &d) * ab_block_bytes(&d);
     return b;
 }
@@ -450,13 +457,8 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     float *Q = take(&b, (size_t)(d.rows * d.H * d.D) * 4), *K = take(&b, (size_t)(d.rows * d.Hk * d.D) * 4);
     float *V = take(&b, (size_t)(d.rows * d.Hk * d.Dv) * 4), *O = take(&b, (size_t)(d.rows * d.H * d.Dv) * 4);
     float *Y = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)(d.rows * d.out) * 4);
-    int64_t S = d.S, D = d.D, Dv = d.Dv, half = D / 2, group = d.H / d.Hk;
-    double *rope_tab = NULL;
-    if (n->attrs.attn_block.has_rope) {
-        rope_tab = take(&b, (size_t)(S * half) * 2 * sizeof(double));
-        rlx_rope_table(rope_tab, S, D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset,
-                       rlx_cpu_threads(ctx, S * half * 16));
-    }
+    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
+    const double *rope_tab = n->attrs.attn_block.has_rope ? (const double *)t->state : NULL; /* attn_block_prepare */
     int nth = ab_threads(th, &d);
     char *blocks = take(&b, 0);
     size_t blk = ab_block_bytes(&d);
@@ -776,16 +778,17 @@ static rlx_status k_conv_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 void rlx_cpu_register_fused(rlx_cpu_kernel *table)
 {
     table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
-    table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){k_matmul_bias_act, mm_act_scratch};
+    table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_matmul_bias_act, .scratch = mm_act_scratch};
     table[RLX_OP_ADD_LAYER_NORM].fn = k_add_norm;
     table[RLX_OP_ADD_RMS_NORM].fn = k_add_norm;
     table[RLX_OP_ADD_RMS_NORM_KEEP].fn = k_add_norm;
-    table[RLX_OP_SWIGLU] = (rlx_cpu_kernel){k_swiglu, swiglu_scratch};
-    table[RLX_OP_ATTENTION_BLOCK] = (rlx_cpu_kernel){k_attention_block, attn_block_scratch};
+    table[RLX_OP_SWIGLU] = (rlx_cpu_kernel){.fn = k_swiglu, .scratch = swiglu_scratch};
+    table[RLX_OP_ATTENTION_BLOCK] =
+        (rlx_cpu_kernel){.fn = k_attention_block, .scratch = attn_block_scratch, .prepare = attn_block_prepare};
     table[RLX_OP_ELEMENTWISE_CHAIN].fn = k_elementwise_chain;
     table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
     if (table[RLX_OP_CONV].fn) {
         conv_kernel = table[RLX_OP_CONV];
-        table[RLX_OP_CONV_BIAS_ACT] = (rlx_cpu_kernel){k_conv_bias_act, conv_act_scratch};
+        table[RLX_OP_CONV_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_conv_bias_act, .scratch = conv_act_scratch};
     }
 }

@@ -3,7 +3,10 @@
  * pooling and global average pooling.
  *
  * Workspace comes from t->scratch, sized by each kernel's scratch callback
- * for the run's thread count; nothing is allocated while running. */
+ * for the run's thread count; the RoPE table is made once at prepare
+ * (t->state); nothing is allocated while running. */
+#include <stdlib.h>
+
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_expf.h"
 
@@ -15,13 +18,24 @@ static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 /* ------------------------------------------------------------------ rope */
 
-/* Scratch: a table of cos/sin (double) per position and frequency. */
-static size_t rope_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, int64_t offset)
 {
-    (void)threads;
-    const rlx_shape *s = &IN_NODE(g, n, 0)->shape;
-    int64_t S = s->dims[s->ndim - 2], D = s->dims[s->ndim - 1];
-    return round64((size_t)(S * (D / 2)) * 2 * sizeof(double));
+    size_t bytes = (size_t)(S * (D / 2)) * 2 * sizeof(double);
+    if (!bytes)
+        return RLX_OK;
+    double *tab = malloc(bytes);
+    if (!tab)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "no memory for a RoPE table of %zu bytes", bytes);
+    rlx_rope_table(tab, S, D, theta, offset, 1);
+    t->state = tab;
+    return RLX_OK;
+}
+
+static rlx_status rope_prepare(const rlx_graph *g, rlx_thunk *t)
+{
+    const rlx_shape *s = &IN_NODE(g, t->node, 0)->shape;
+    return rlx_cpu_rope_state(t, s->dims[s->ndim - 2], s->dims[s->ndim - 1], t->node->attrs.rope.theta,
+                              t->node->attrs.rope.offset);
 }
 
 static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -34,12 +48,8 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (total == 0)
         return RLX_OK;
     int64_t rows = total / (S * D);
-    double theta = t->node->attrs.rope.theta;
-    int64_t offset = t->node->attrs.rope.offset;
     int inter = t->node->attrs.rope.interleaved;
-    double *tab = (double *)t->scratch; /* [S][half][cos, sin] */
-
-    rlx_rope_table(tab, S, D, theta, offset, rlx_cpu_threads(ctx, S * half * 16));
+    const double *tab = (const double *)t->state; /* [S][half][cos, sin], from rope_prepare */
 
     /* element offsets of the two members of pair i */
     int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
@@ -650,9 +660,9 @@ static rlx_status k_global_avg_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 void rlx_cpu_register_nn(rlx_cpu_kernel *table)
 {
-    table[RLX_OP_ROPE] = (rlx_cpu_kernel){k_rope, rope_scratch};
-    table[RLX_OP_ATTENTION] = (rlx_cpu_kernel){k_attention, attention_scratch};
-    table[RLX_OP_CONV] = (rlx_cpu_kernel){k_conv, conv_scratch};
+    table[RLX_OP_ROPE] = (rlx_cpu_kernel){.fn = k_rope, .prepare = rope_prepare};
+    table[RLX_OP_ATTENTION] = (rlx_cpu_kernel){.fn = k_attention, .scratch = attention_scratch};
+    table[RLX_OP_CONV] = (rlx_cpu_kernel){.fn = k_conv, .scratch = conv_scratch};
     table[RLX_OP_MAX_POOL].fn = k_pool;
     table[RLX_OP_AVG_POOL].fn = k_pool;
     table[RLX_OP_GLOBAL_AVG_POOL].fn = k_global_avg_pool;
