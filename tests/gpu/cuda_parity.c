@@ -926,6 +926,7 @@ static void test_attn_block(void)
         {2, 64, 256, 8, 2, 64, 0, 1, RN_NORM | RN_ROPE, 1},            /* a decoder layer's shape, padding mask */
         {1, 130, 512, 4, 4, 128, 1, 0, RN_NORM, 0},                    /* q/k norm only */
         {2, 40, 72, 2, 2, 36, 1, 0, RN_NORM | RN_ROPE, 0}, /* head dim 36: 16-bit norm + rope element by element */
+        {1, 320, 256, 4, 2, 128, 0, 1, RN_NORM | RN_ROPE, 0}, /* keys split (5 tiles, 20 query blocks), in the GEMM workspace */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int d = 0; d < 3; d++) {
