@@ -231,6 +231,25 @@ static inline void rlx_collapse_dims(rlx_shape *out, int n, int64_t (*strides)[R
     }
 }
 
+/* An elementwise result walked as rows of its innermost run, with the
+ * operands' dims merged wherever they all allow (rlx_collapse_dims); row r
+ * of operand k starts at rlx_row_start(w, k, r) and steps by inner[k].
+ * cut: a long run is cut into rows of 1024-8192 where its length allows, so
+ * that threads can share it (for callers that hand whole rows to threads). */
+typedef struct rlx_row_walk {
+    int64_t rows, cols;
+    int64_t st[RLX_MAX_INPUTS][RLX_MAX_DIMS]; /* per operand broadcast strides over outer */
+    int64_t inner[RLX_MAX_INPUTS];            /* per operand stride along a row */
+    rlx_shape outer;                          /* the walked shape without its innermost dim */
+} rlx_row_walk;
+
+void rlx_row_walk_init(rlx_row_walk *w, const rlx_shape *out_shape, int n_ops, const rlx_shape *const *ins, bool cut);
+
+static inline int64_t rlx_row_start(const rlx_row_walk *w, int k, int64_t row)
+{
+    return rlx_bcast_offset(row, &w->outer, w->st[k]);
+}
+
 /* Counter-based random numbers: the same (seed, stream, index) always gives
  * the same value, so results do not depend on threading or device. */
 static inline uint64_t rlx_mix64(uint64_t x)

@@ -121,27 +121,17 @@ static bool binary_i(rlx_op op, int64_t a, int64_t b, int fmod_mode, int64_t *ou
     }
 }
 
-/* Row-wise walk over the output: rows of the innermost dim. */
-typedef struct {
-    int64_t rows, cols;
-    int64_t st[3][RLX_MAX_DIMS]; /* per operand broadcast strides */
-    int64_t inner[3];            /* per operand stride of the innermost dim */
-    rlx_shape outer;             /* output shape without its innermost dim */
-} row_walk;
-
-static void row_walk_init(row_walk *w, const rlx_shape *out_shape, int n_ops, const rlx_shape *const *ins)
+void rlx_row_walk_init(rlx_row_walk *w, const rlx_shape *out_shape, int n_ops, const rlx_shape *const *ins, bool cut)
 {
-    int64_t s[3][RLX_MAX_DIMS];
+    int64_t s[RLX_MAX_INPUTS][RLX_MAX_DIMS];
     for (int k = 0; k < n_ops; k++)
         rlx_shape_broadcast_strides(ins[k], out_shape, s[k]);
     rlx_shape shape = *out_shape, *out = &shape; /* dims merged where the operands allow */
     rlx_collapse_dims(out, n_ops, s);
-    /* rows are what the threads share: a long innermost run is cut into
-     * rows of 1024-8192 where its length allows (a few lengths tried: this
-     * runs on every call) */
+    /* a few lengths tried: this runs on every call */
     static const int64_t cuts[] = {8192, 6144, 4096, 3072, 2048, 1536, 1024};
     int64_t last = out->ndim ? out->dims[out->ndim - 1] : 1, b = 0;
-    for (size_t i = 0; last > 8192 && !b && i < sizeof cuts / sizeof cuts[0]; i++)
+    for (size_t i = 0; cut && last > 8192 && !b && i < sizeof cuts / sizeof cuts[0]; i++)
         b = last % cuts[i] ? 0 : cuts[i];
     if (b && out->ndim < RLX_MAX_DIMS) {
         int d = out->ndim - 1;
@@ -165,11 +155,6 @@ static void row_walk_init(row_walk *w, const rlx_shape *out_shape, int n_ops, co
     }
 }
 
-static inline int64_t row_start(const row_walk *w, int k, int64_t row)
-{
-    return rlx_bcast_offset(row, &w->outer, w->st[k]);
-}
-
 static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -177,8 +162,8 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype it = na->dtype, ot = n->dtype;
     int fm = n->op == RLX_OP_MOD ? n->attrs.mod.fmod : 0;
     const rlx_shape *ins[2] = {&na->shape, &nb->shape};
-    row_walk w;
-    row_walk_init(&w, &n->shape, 2, ins);
+    rlx_row_walk w; /* rows are what the threads share */
+    rlx_row_walk_init(&w, &n->shape, 2, ins, true);
     const void *a = t->in[0], *b = t->in[1];
     void *y = t->out;
     int threads = rlx_cpu_threads(ctx, w.rows * w.cols * 2);
@@ -187,7 +172,7 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
         float *yf = y;
 #pragma omp parallel for num_threads(threads)
         for (int64_t r = 0; r < w.rows; r++) {
-            const float *pa = af + row_start(&w, 0, r), *pb = bf + row_start(&w, 1, r);
+            const float *pa = af + rlx_row_start(&w, 0, r), *pb = bf + rlx_row_start(&w, 1, r);
             float *py = yf + r * w.cols;
             int64_t sa = w.inner[0], sb = w.inner[1];
             switch (n->op) {
@@ -205,7 +190,7 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (rlx_dtype_is_float(it)) {
 #pragma omp parallel for num_threads(threads)
         for (int64_t r = 0; r < w.rows; r++) {
-            int64_t oa = row_start(&w, 0, r), ob = row_start(&w, 1, r);
+            int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
             for (int64_t c = 0; c < w.cols; c++)
                 rlx_store(y, ot, r * w.cols + c,
                           rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]), rlx_load(b, it, ob + c * w.inner[1]), fm));
@@ -215,7 +200,7 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int bad = 0;
 #pragma omp parallel for num_threads(threads) reduction(| : bad)
     for (int64_t r = 0; r < w.rows; r++) {
-        int64_t oa = row_start(&w, 0, r), ob = row_start(&w, 1, r);
+        int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
         for (int64_t c = 0; c < w.cols; c++) {
             int64_t v;
             if (!binary_i(n->op, rlx_load_i(a, it, oa + c * w.inner[0]), rlx_load_i(b, it, ob + c * w.inner[1]), fm,
@@ -235,15 +220,15 @@ static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
     const rlx_shape *ins[3] = {&t->in_node[0]->shape, &t->in_node[1]->shape, &t->in_node[2]->shape};
-    row_walk w;
-    row_walk_init(&w, &n->shape, 3, ins);
+    rlx_row_walk w;
+    rlx_row_walk_init(&w, &n->shape, 3, ins, true);
     const uint8_t *c = t->in[0];
     size_t es = rlx_dtype_size(n->dtype);
     const uint8_t *a = t->in[1], *b = t->in[2];
     uint8_t *y = t->out;
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, w.rows * w.cols))
     for (int64_t r = 0; r < w.rows; r++) {
-        int64_t oc = row_start(&w, 0, r), oa = row_start(&w, 1, r), ob = row_start(&w, 2, r);
+        int64_t oc = rlx_row_start(&w, 0, r), oa = rlx_row_start(&w, 1, r), ob = rlx_row_start(&w, 2, r);
         for (int64_t k = 0; k < w.cols; k++) {
             const uint8_t *src = c[oc + k * w.inner[0]] ? a + (size_t)(oa + k * w.inner[1]) * es
                                                          : b + (size_t)(ob + k * w.inner[2]) * es;

@@ -627,19 +627,12 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     const rlx_node_data *n = t->node;
     rlx_dtype dt = n->dtype;
     int nin = n->n_in, nops = n->attrs.ew.n_ops;
-    rlx_shape shape = n->shape; /* collapsed below: the rows and columns walked */
-    const rlx_shape *os = &shape;
-    int64_t st[RLX_MAX_INPUTS][RLX_MAX_DIMS], inner[RLX_MAX_INPUTS];
+    const rlx_shape *shapes[RLX_MAX_INPUTS];
     for (int k = 0; k < nin; k++)
-        rlx_shape_broadcast_strides(&t->in_node[k]->shape, &n->shape, st[k]);
-    rlx_collapse_dims(&shape, nin, st);
-    for (int k = 0; k < nin; k++)
-        inner[k] = os->ndim ? st[k][os->ndim - 1] : 0;
-    int64_t cols = os->ndim ? os->dims[os->ndim - 1] : 1;
-    int64_t rows = cols ? rlx_shape_numel(os) / cols : 0;
-    rlx_shape outer = *os;
-    if (outer.ndim)
-        outer.ndim--;
+        shapes[k] = &t->in_node[k]->shape;
+    rlx_row_walk w; /* uncut: the f32 path below spreads blocks of a row over the threads */
+    rlx_row_walk_init(&w, &n->shape, nin, shapes, false);
+    const int64_t rows = w.rows, cols = w.cols;
     const uint8_t *code = n->attrs.ew.code;
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
     if (dt == RLX_F32) { /* blocks of a row spread over the threads */
@@ -651,8 +644,8 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
             int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK, len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
             const float *src[RLX_MAX_INPUTS];
             for (int k = 0; k < nin; k++)
-                src[k] = (const float *)t->in[k] + rlx_bcast_offset(r, &outer, st[k]) + c0 * inner[k];
-            ew_block_f32(code, nin, nops, src, inner, len, (float *)t->out + r * cols + c0);
+                src[k] = (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
+            ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0);
         }
         return RLX_OK;
     }
@@ -663,10 +656,10 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
         int64_t start[RLX_MAX_INPUTS];
         double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
         for (int k = 0; k < nin; k++)
-            start[k] = rlx_bcast_offset(r, &outer, st[k]);
+            start[k] = rlx_row_start(&w, k, r);
         for (int64_t c = 0; c < cols; c++) {
             for (int k = 0; k < nin; k++) {
-                int64_t off = start[k] + c * inner[k];
+                int64_t off = start[k] + c * w.inner[k];
                 reg[k] = rlx_load(t->in[k], dt, off);
             }
             for (int i = 0; i < nops; i++) {
