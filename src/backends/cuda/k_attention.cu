@@ -403,15 +403,22 @@ __device__ __forceinline__ void tc_mma(float *d, const uint32_t *a, uint32_t b0,
 #endif
 }
 
-/* Four 8x8 b16 matrices, transposed on the way: lanes 8i..8i+7 give the
- * row addresses of matrix i, whose fragment lands in r[i]. */
-__device__ __forceinline__ void tc_ldsm_x4_t(uint32_t *r, const void *p)
+/* Four 8x8 b16 matrices from shared memory: lanes 8i..8i+7 give the row
+ * addresses of matrix i, whose fragment lands in r[i].  As stored (rows of
+ * 8 neighbours), they are the B fragments of two m16n8k16 products whose B
+ * rows are the matrices' rows; TRANS transposes each on the way. */
+template <bool TRANS> __device__ __forceinline__ void tc_ldsm_x4(uint32_t *r, const void *p)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned addr = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
 #else
     (void)p;
     r[0] = r[1] = r[2] = r[3] = 0;
@@ -420,22 +427,6 @@ __device__ __forceinline__ void tc_ldsm_x4_t(uint32_t *r, const void *p)
 }
 
 template <typename T> __device__ __forceinline__ uint32_t tc_lds32(const T *p) { return *(const uint32_t *)p; }
-
-/* Four 8x8 b16 matrices as stored (rows of 8 neighbours): the B fragments
- * of two m16n8k16 products whose B rows are the matrices' rows. */
-__device__ __forceinline__ void tc_ldsm_x4(uint32_t *r, const void *p)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned addr = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-#else
-    (void)p;
-    r[0] = r[1] = r[2] = r[3] = 0;
-    __trap();
-#endif
-}
 
 /* Two neighbouring elements of a global row as one 32-bit word (one load
  * when 4-byte aligned, as every vec view is). */
@@ -572,7 +563,7 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
                         bf[0] = tc_lds32(kw + kk * 16), bf[1] = tc_lds32(kw + kk * 16 + 8);
                         bf[2] = tc_lds32(kw + kk * 16 + 16), bf[3] = tc_lds32(kw + kk * 16 + 24);
                     } else {
-                        tc_ldsm_x4(bf, kr + kk * 16);
+                        tc_ldsm_x4<false>(bf, kr + kk * 16);
                     }
                     tc_mma(sc[j], qf[kk], bf[0], bf[1], T());
                     tc_mma(sc[j], qf[kk + 1], bf[2], bf[3], T());
@@ -644,7 +635,7 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
 #pragma unroll
                 for (int n = 0; n < D / 16; n++) {
                     uint32_t bf[4];
-                    tc_ldsm_x4_t(bf, vr + n * 16);
+                    tc_ldsm_x4<true>(bf, vr + n * 16);
                     tc_mma(o[2 * n], a, bf[0], bf[1], T());
                     tc_mma(o[2 * n + 1], a, bf[2], bf[3], T());
                 }
