@@ -134,14 +134,25 @@ typedef struct attn_args {
     {                                                                                                                   \
         int64_t j0 = 0;                                                                                                 \
         for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB) {                                                                     \
-            CT r[ATTN_JB] = {0};                                                                                        \
-            for (int64_t d = 0; d < D; d++) {                                                                           \
+            /* two accumulators (even and odd d): twice the independent                                                 \
+             * multiply-adds in flight of one chain through every d */                                                  \
+            CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0};                                                                     \
+            int64_t d = 0;                                                                                              \
+            for (; d + 1 < D; d += 2) {                                                                                 \
+                CT qd = qr[d], qe = qr[d + 1];                                                                          \
+                const CT *restrict kd = kT + d * T + j0, *restrict ke = kd + T;                                         \
+                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                              \
+                    r[jj] += qd * kd[jj];                                                                               \
+                    r2[jj] += qe * ke[jj];                                                                              \
+                }                                                                                                       \
+            }                                                                                                           \
+            if (d < D) {                                                                                                \
                 CT qd = qr[d];                                                                                          \
                 const CT *restrict kd = kT + d * T + j0;                                                                \
                 _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += qd * kd[jj];                          \
             }                                                                                                           \
             for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
-                sc[j0 + jj] = r[jj];                                                                                    \
+                sc[j0 + jj] = r[jj] + r2[jj];                                                                           \
         }                                                                                                               \
         for (int64_t j = j0; j < Te; j++) {                                                                             \
             CT r = 0;                                                                                                   \
@@ -169,14 +180,23 @@ typedef struct attn_args {
         }                                                                                                               \
         int64_t e0 = 0;                                                                                                 \
         for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB) {                                                                     \
-            CT r[ATTN_JB] = {0};                                                                                        \
-            for (int64_t j = 0; j < Te; j++) {                                                                          \
+            CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0}; /* even and odd keys, as in attn_scores */                          \
+            int64_t j = 0;                                                                                              \
+            for (; j + 1 < Te; j += 2) {                                                                                \
+                CT p = sc[j], q = sc[j + 1];                                                                            \
+                const CT *restrict vj = vb + j * Dv + e0, *restrict vk = vj + Dv;                                       \
+                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                              \
+                    r[jj] += p * vj[jj];                                                                                \
+                    r2[jj] += q * vk[jj];                                                                               \
+                }                                                                                                       \
+            }                                                                                                           \
+            if (j < Te) {                                                                                               \
                 CT p = sc[j];                                                                                           \
                 const CT *restrict vj = vb + j * Dv + e0;                                                               \
                 _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += p * vj[jj];                           \
             }                                                                                                           \
             for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
-                acc[e0 + jj] = r[jj];                                                                                   \
+                acc[e0 + jj] = r[jj] + r2[jj];                                                                          \
         }                                                                                                               \
         for (int64_t e = e0; e < Dv; e++) {                                                                             \
             CT r = 0;                                                                                                   \
