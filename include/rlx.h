@@ -54,6 +54,10 @@ const char *rlx_last_error(void);
 /* Short name of a status code, e.g. "shape error". */
 const char *rlx_status_name(rlx_status s);
 const char *rlx_version(void);
+/* The CPU backend's GEMM library and the kernels it runs, e.g.
+ * "libopenblas.so.0, core SkylakeX"; says so when OPENBLAS_CORETYPE names
+ * a core below what this processor runs (OpenBLAS obeys it). */
+const char *rlx_cpu_gemm_info(void);
 
 /* ---------------------------------------------------------------- dtypes */
 

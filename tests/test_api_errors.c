@@ -175,6 +175,8 @@ static void test_names(void **state)
     assert_int_equal(rlx_dtype_size((rlx_dtype)99), 0);
     assert_non_null(rlx_last_error());
     assert_non_null(rlx_version());
+    /* the GEMM library named, whatever is installed ("builtin loops" without one) */
+    assert_true(strlen(rlx_cpu_gemm_info()) > 0);
 }
 
 /* ------------------------------------------------------------ node ids */

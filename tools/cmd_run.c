@@ -456,6 +456,8 @@ int rlx_cmd_run(int argc, char **argv)
            st.arena_bytes / 1048576.0, st.persistent_bytes / 1048576.0, st.transient_bytes / 1048576.0,
            st.transient_lower_bound / 1048576.0, st.scratch_bytes / 1048576.0, st.buffers);
     printf("schedule: %d thunks (%d compute, %d no-op)\n", st.thunks, st.thunks - st.noop_thunks, st.noop_thunks);
+    if (a.opts.device == RLX_DEVICE_CPU)
+        printf("cpu gemm: %s\n", rlx_cpu_gemm_info());
     if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
         fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", rlx_last_error());
         goto done;

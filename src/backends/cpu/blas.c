@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,11 +28,15 @@ static set_threads_fn blas_set_threads;
 static const char *blas_name = "builtin loops";
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
+static const char *(*blas_corename)(void);
+static bool core_from_user; /* OPENBLAS_CORETYPE was set before we loaded OpenBLAS */
+
 static void load_blas(void)
 {
     if (getenv("RLX_NO_BLAS"))
         return;
-    if (!getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx512f"))
+    core_from_user = getenv("OPENBLAS_CORETYPE") != NULL;
+    if (!core_from_user && __builtin_cpu_supports("avx512f"))
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
     static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -41,6 +46,7 @@ static void load_blas(void)
         blas_sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
         blas_dgemm = (dgemm_fn)dlsym(h, "cblas_dgemm");
         blas_set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
+        *(void **)&blas_corename = dlsym(h, "openblas_get_corename");
         if (blas_sgemm && blas_dgemm) {
             /* We split large products across our own threads and call BLAS
              * single-threaded in each: its threaded path allocates per call. */
@@ -59,6 +65,30 @@ const char *rlx_blas_name(void)
 {
     pthread_once(&blas_once, load_blas);
     return blas_name;
+}
+
+static char gemm_info[192];
+static pthread_once_t gemm_info_once = PTHREAD_ONCE_INIT;
+
+static void fill_gemm_info(void)
+{
+    const char *core = blas_corename ? blas_corename() : NULL;
+    if (!core) {
+        snprintf(gemm_info, sizeof gemm_info, "%s", blas_name);
+        return;
+    }
+    /* a core type named by the user wins, even one below this processor's */
+    bool below = core_from_user && __builtin_cpu_supports("avx512f") && strcmp(core, "SkylakeX") != 0 &&
+                 strcmp(core, "Cooperlake") != 0 && strcmp(core, "SapphireRapids") != 0;
+    snprintf(gemm_info, sizeof gemm_info, "%s, core %s%s", blas_name, core,
+             below ? " (set by OPENBLAS_CORETYPE; this processor runs the faster SkylakeX kernels)" : "");
+}
+
+const char *rlx_cpu_gemm_info(void)
+{
+    pthread_once(&blas_once, load_blas);
+    pthread_once(&gemm_info_once, fill_gemm_info);
+    return gemm_info;
 }
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
