@@ -30,6 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RLX = os.environ.get("RLX_BIN", os.path.join(ROOT, "build", "rlx"))
 ORT_DIR = os.environ.get("ORT_DIR", "/tmp/rlx-ort-peer")
 LAT = re.compile(r"latency: median ([0-9.]+) ms")
+GEMM = re.compile(r"cpu gemm: (.*)")
+gemm_seen = []  # RLX's "cpu gemm:" line, printed with the table
 
 # (model, batch, repeat per round)
 SPECS = {"mlp": (256, 10), "encoder": (1, 20), "resnet50": (1, 5)}
@@ -40,6 +42,9 @@ def latency(cmd, env=None):
     m = LAT.search(out.stdout)
     if out.returncode != 0 or not m:
         raise SystemExit("command failed: %s\n%s%s" % (" ".join(cmd), out.stdout[-2000:], out.stderr[-2000:]))
+    g = GEMM.search(out.stdout)
+    if g and g.group(1) not in gemm_seen:
+        gemm_seen.append(g.group(1))
     return float(m.group(1))
 
 
@@ -88,6 +93,7 @@ def main():
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((name + "-b%d" % batch, med, diff_ort, diff_torch))
     print("\nCPU, %d threads, medians of %d interleaved rounds (ms); ratio = peer / rlx" % (a.threads, a.rounds))
+    print("RLX's GEMM: %s" % "; ".join(gemm_seen))
     print("%-12s %9s %9s %9s %9s %9s %9s   %s" % ("workload", "rlx", "rlx-onnx", "ort", "torch", "ort/rlx",
                                               "torch/rlx", "max|rlx-onnx - peer| / rms (ort, torch)"))
     for name, m, d1, d2 in rows:
