@@ -1,5 +1,5 @@
 # cuda.cmake - the CUDA backend, built when nvcc is found (optional otherwise).
-# Kernels: sm_80 and sm_90 machine code plus sm_90 PTX for newer parts.
+# Kernels: sm_80 and sm_90a machine code plus sm_90 PTX for newer parts.
 include(CheckLanguage)
 if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
   set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -10,7 +10,8 @@ if(NOT CMAKE_CUDA_COMPILER)
   return()
 endif()
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-  set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+  # 90a: the sm_90 machine code with the Hopper-only instructions (wgmma) our GEMM uses
+  set(CMAKE_CUDA_ARCHITECTURES "80-real;90a-real;90-virtual")
 endif()
 enable_language(CUDA)
 set(CMAKE_CUDA_STANDARD 17)
@@ -28,5 +29,8 @@ set_target_properties(rlx PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTU
   CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
 target_link_libraries(rlx PRIVATE CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
 target_compile_definitions(rlx PUBLIC RLX_HAVE_CUDA=1)
+if("${CMAKE_CUDA_ARCHITECTURES}" MATCHES "90a")
+  target_compile_definitions(rlx PRIVATE RLX_HAVE_SM90A=1)
+endif()
 set(RLX_HAVE_CUDA ON CACHE INTERNAL "CUDA backend built")
 message(STATUS "RLX: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")

@@ -31,6 +31,10 @@ typedef struct rlx_thunk {
     void *state;                                /* backend's prepared state */
     void *keep;                                 /* the node's keep region (see keep_bytes); NULL if none */
     size_t keep_bytes;
+    /* Bit k: input k is fixed for a run, written by no kernel of it (a
+     * param, a constant, a value the backend caches across runs), so a
+     * kernel may read it before the kernel ahead has finished. */
+    uint32_t in_fixed;
 } rlx_thunk;
 
 typedef struct rlx_schedule {

@@ -1291,6 +1291,72 @@ static void test_mm_cudnn(void)
     unsetenv("RLX_CUDA_MM_PATH");
 }
 
+/* Our Hopper GEMM (wgmma): RLX_CUDA_MM_PATH=wgmma requires it (compile
+ * fails where it does not apply, so a case cannot pass on another path).
+ * f16 and bf16; plain, + bias, + bias + GELU/SiLU/ReLU fused into its
+ * store; rows not a multiple of its 128-row tile; a batch folded into M;
+ * B an input (read after the wait) and a param (its first stages read
+ * before it); every K split (a cluster adding parts through shared
+ * memory) and both pipeline depths.  Off sm_90 the compile fails with
+ * the path's message, and these cases say so. */
+static void wg_case(const char *name, int rank, const int64_t *xd, int64_t N, rlx_dtype t, int act, int bias,
+                    int b_param, double tol)
+{
+    unary_fn acts[4] = {NULL, rlx_gelu, rlx_silu, rlx_relu};
+    int64_t K = xd[rank - 1];
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "u_x", t, rank, xd);
+    rlx_node w = b_param ? rlx_param(g, "u_w", t, 2, DIMS(K, N)) : rlx_input(g, "u_w", t, 2, DIMS(K, N));
+    rlx_node y = rlx_matmul(g, x, w, 0, 0);
+    if (bias)
+        y = rlx_add(g, y, rlx_param(g, "u_b", t, 1, DIMS(N)));
+    rlx_output(g, "y", act ? acts[act](g, y) : y);
+    check_ex(name, g, tol, NULL, NULL);
+}
+
+static void test_mm_wgmma(void)
+{
+    char nm[160];
+    static const char *act_names[4] = {"none", "gelu", "silu", "relu"};
+    static const struct { int rank; int64_t x[3]; int64_t N; } sh[] = {
+        {2, {256, 1024}, 256}, {2, {70, 256}, 128}, {3, {3, 40, 192}, 64}, {2, {300, 512}, 192},
+    };
+    setenv("RLX_CUDA_MM_PATH", "wgmma", 1);
+    for (int d = 1; d < 3; d++) {
+        rlx_dtype t = FLOATS[d];
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++)
+            for (int a = 0; a < 4; a++)
+                for (int bias = 0; bias < 2; bias++) {
+                    if (a && !bias && k % 2) /* activations without a bias on half the shapes */
+                        continue;
+                    wg_case(NAME("matmul wgmma %s %s bias%d case%zu", dn(t), act_names[a], bias, k), sh[k].rank,
+                            sh[k].x, sh[k].N, t, a, bias, (int)(k + a) % 2, 1.0);
+                }
+        /* each K split and pipeline depth, B a param and an input */
+        for (int split = 1; split <= 8; split *= 2)
+            for (int stages = 4; stages <= 6; stages += 2)
+                for (int bp = 0; bp < 2; bp++) {
+                    char v[16];
+                    snprintf(v, sizeof v, "%d", split);
+                    setenv("RLX_CUDA_WGMMA_SPLIT", v, 1);
+                    snprintf(v, sizeof v, "%d", stages);
+                    setenv("RLX_CUDA_WGMMA_STAGES", v, 1);
+                    wg_case(NAME("matmul wgmma %s split%d stages%d bparam%d", dn(t), split, stages, bp), 2,
+                            DIMS(200, 2048), 128, t, 1, 1, bp, 2.0);
+                }
+        unsetenv("RLX_CUDA_WGMMA_SPLIT");
+        unsetenv("RLX_CUDA_WGMMA_STAGES");
+        /* the mlp workload end to end, and under mixed precision (its weights cast by the prologue) */
+        run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
+        check_ex(NAME("matmul wgmma e2e mlp %s b64", dn(t)), rlx_workload_mlp(64, t), 2.0, &cu, NULL);
+        run_opts amp = {RLX_DEVICE_CUDA, t == RLX_F16 ? RLX_PRECISION_F16 : RLX_PRECISION_BF16, 0, 0, 2, 1};
+        run_opts ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 2, 1};
+        check_ex(NAME("matmul wgmma e2e mlp amp %s b256", dn(t)), rlx_workload_mlp(256, RLX_F32),
+                 t == RLX_F16 ? 100.0 : 200.0, &amp, &ref);
+    }
+    unsetenv("RLX_CUDA_MM_PATH");
+}
+
 static void test_graph_replay(void)
 {
     rlx_graph *g = rlx_workload_mlp(32, RLX_F32);
@@ -1439,6 +1505,7 @@ int main(void)
         {"matmul", test_matmul},   {"f32 3xtf32", test_f32_split}, {"attention", test_attention}, {"attention block", test_attn_block},
         {"conv/pool", test_conv_pool},
         {"random", test_random},   {"fused", test_fused}, {"matmul cudnn", test_mm_cudnn},
+        {"matmul wgmma", test_mm_wgmma},
         {"graph replay", test_graph_replay},
         {"workloads", test_workloads},
     };

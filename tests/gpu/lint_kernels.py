@@ -3,7 +3,8 @@
 
 Our kernels are launched through cu_launch (cuda_common.h), which lets each
 start while the kernel before it drains; that is only correct when the
-kernel begins with cu_grid_wait().  This check fails when a kernel in
+kernel begins with cu_grid_wait() (or cu_prefetch_then_wait(), which reads
+only memory no kernel of the run writes before it waits).  This check fails when a kernel in
 src/backends/cuda does not begin with it, or when a kernel is launched
 another way (<<<...>>>).
 
@@ -28,8 +29,8 @@ def check(path):
         name = re.findall(r"([A-Za-z_]\w*)\s*\(", text[m.end():body])
         name = [n for n in name if n != "__launch_bounds__"]
         kernels += 1
-        if not re.match(r"\s*cu_grid_wait\(\);", text[body + 1:]):
-            problems.append("%s:%d: kernel %s does not begin with cu_grid_wait();"
+        if not re.match(r"\s*(cu_grid_wait\(\);|cu_prefetch_then_wait\()", text[body + 1:]):
+            problems.append("%s:%d: kernel %s does not begin with cu_grid_wait(); or cu_prefetch_then_wait("
                             % (path, line, name[0] if name else "?"))
     for m in re.finditer(r"<<<", text):
         line = text.count("\n", 0, m.start()) + 1

@@ -343,6 +343,9 @@ static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "cuda backend has no kernel for %s", rlx_op_name(n->op));
     t->fn = k->fn;
     t->state = NULL;
+    for (int i = 0; i < n->n_in; i++)
+        if (param_leaf(t->in_node[i]))
+            t->in_fixed |= 1u << i;
     if (k->prepare)
         return k->prepare(g, t);
     return RLX_OK;
@@ -724,6 +727,7 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
             for (int k = 0; k < s->thunks[j].node->n_in; k++)
                 if (s->thunks[j].node->in[k] == t->id) {
                     s->thunks[j].in[k] = t->out;
+                    s->thunks[j].in_fixed |= 1u << k; /* the prologue's value: fixed during a run */
                     redo[j] = 1;
                 }
     }

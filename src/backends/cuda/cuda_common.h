@@ -154,6 +154,17 @@ __device__ __forceinline__ void cu_grid_wait(void)
 #endif
 }
 
+/* The one exception to "wait first": a kernel may read, before it waits,
+ * memory no kernel of the run writes (a param, a constant, a value the
+ * prologue caches; rlx_thunk.in_fixed says which inputs are), to overlap
+ * its loads with the kernel ahead.  prefetch runs only when fixed is set. */
+template <typename F> __device__ __forceinline__ void cu_prefetch_then_wait(bool fixed, F &&prefetch)
+{
+    if (fixed)
+        prefetch();
+    cu_grid_wait();
+}
+
 /* Launches kernel on the backend's stream; errors surface through
  * cudaGetLastError like those of a <<<>>> launch.  Every kernel launched
  * here must begin with cu_grid_wait() (tests/gpu/lint_kernels.py checks). */
@@ -170,6 +181,28 @@ static inline void cu_launch(K kernel, dim3 grid, dim3 block, size_t smem, A &&.
     cfg.stream = rlx_cu_stream;
     cfg.attrs = &at;
     cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+}
+
+/* The same with the blocks grouped into clusters of cluster_z along z
+ * (blocks of one cluster run at once and share their shared memory). */
+template <typename K, typename... A>
+static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t smem, int cluster_z, A &&...args)
+{
+    cudaLaunchAttribute at[2] = {};
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = rlx_cu_pdl;
+    at[1].id = cudaLaunchAttributeClusterDimension;
+    at[1].val.clusterDim.x = 1;
+    at[1].val.clusterDim.y = 1;
+    at[1].val.clusterDim.z = (unsigned)cluster_z;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = rlx_cu_stream;
+    cfg.attrs = at;
+    cfg.numAttrs = cluster_z > 1 ? 2 : 1;
     cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
 

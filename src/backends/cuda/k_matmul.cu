@@ -1,8 +1,9 @@
 /* k_matmul.cu - matmul and matmul + bias + activation (batched,
  * transposes, broadcast batch dims, f32/f16/bf16 with f32 accumulation)
- * on cuBLASLt (gemm.cu), and, for 16-bit matmuls whose exact GELU/SiLU
- * cuBLASLt cannot fuse, one cuDNN-compiled kernel where it measures
- * faster. */
+ * on cuBLASLt (gemm.cu); for 16-bit matmuls whose exact GELU/SiLU
+ * cuBLASLt cannot fuse, one cuDNN-compiled kernel; on Hopper, for 16-bit
+ * single GEMMs, our own (gemm_wgmma.cu).  Each is kept where it measures
+ * fastest. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,10 @@ typedef struct mm_state {
      * exact epilogue for these): used when it measured faster than
      * cuBLASLt followed by the activation pass */
     struct dnn_graph *dnn;
+    /* our Hopper GEMM (bias and activation fused), when it measured faster
+     * than the above */
+    cu_wg_plan wg;
+    int use_wg;
     int loop;                /* 1: one GEMM per batch (general broadcast) */
     int64_t batch, mat_a, mat_b, mat_c;
     rlx_shape bshape;
@@ -97,10 +102,13 @@ static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
     return st;
 }
 
+static rlx_status prep_mm_wg(rlx_thunk *t);
+
 static rlx_status prep_matmul(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    return prep_mm(t, t->node->attrs.matmul.trans_a, t->node->attrs.matmul.trans_b, CU_EPI_NONE);
+    rlx_status st = prep_mm(t, t->node->attrs.matmul.trans_a, t->node->attrs.matmul.trans_b, CU_EPI_NONE);
+    return st == RLX_OK ? prep_mm_wg(t) : st;
 }
 
 static void release_mm_dnn(mm_state *s);
@@ -113,11 +121,23 @@ static void release_matmul(rlx_thunk *t)
     free(s);
 }
 
+/* Our GEMM for this thunk's one product; act 0 for a plain matmul. */
+static rlx_status run_mm_wg(const rlx_thunk *t, const void *bias, int act)
+{
+    const mm_state *s = (const mm_state *)t->state;
+    const cu_gemm *g = &s->gemm;
+    rlx_cu_wg_launch(&s->wg, g->dt, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, t->in[0], t->in[1], t->out, bias, act,
+                     (t->in_fixed >> 1) & 1);
+    return rlx_cu_check(t, "wgmma GEMM launch");
+}
+
 static rlx_status run_mm(const rlx_thunk *t, const void *bias)
 {
     const mm_state *s = (const mm_state *)t->state;
     if (!s->mat_c || !s->batch)
         return RLX_OK;
+    if (s->use_wg)
+        return run_mm_wg(t, bias, 0);
     if (!s->loop)
         return rlx_cu_gemm_run(t, &s->gemm, t->in[0], t->in[1], t->out, bias, t->scratch);
     size_t es = rlx_dtype_size(t->node->dtype);
@@ -160,15 +180,18 @@ static rlx_status prep_mm_act(const rlx_graph *g, rlx_thunk *t)
     rlx_status st = prep_mm(t, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b, epi);
     if (st == RLX_OK && post)
         st = prep_mm_dnn(t);
-    return st;
+    return st == RLX_OK ? prep_mm_wg(t) : st;
 }
 
 static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
-    if (((const mm_state *)t->state)->dnn)
-        return run_mm_dnn(t);
+    const mm_state *s = (const mm_state *)t->state;
     const rlx_node_data *n = t->node;
+    if (s->use_wg && s->mat_c)
+        return run_mm_wg(t, n->attrs.mm_act.has_bias ? t->in[2] : NULL, n->attrs.mm_act.act);
+    if (s->dnn)
+        return run_mm_dnn(t);
     int post;
     rlx_cu_gemm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
     rlx_status st = run_mm(t, n->attrs.mm_act.has_bias ? t->in[2] : NULL);
@@ -357,6 +380,65 @@ static void release_mm_dnn(mm_state *s) { (void)s; }
 static rlx_status run_mm_dnn(const rlx_thunk *t) { (void)t; return RLX_OK; }
 static rlx_status prep_mm_dnn(rlx_thunk *t) { (void)t; return RLX_OK; }
 #endif
+
+/* ---- our Hopper GEMM: timed against the path chosen above (cuBLASLt,
+ * with its activation pass, or cuDNN's fused kernel), each of its plans
+ * as 8 launches captured into a graph, and kept when faster.
+ * RLX_CUDA_MM_PATH=wgmma requires it for every 16-bit matmul (compile
+ * fails where it does not apply, so a test cannot pass on another path);
+ * =cublaslt or =cudnn never try it. */
+static bool launch_mm_any(void *t)
+{
+    const rlx_thunk *th = (const rlx_thunk *)t;
+    return th->fn(th, NULL) == RLX_OK;
+}
+
+static rlx_status prep_mm_wg(rlx_thunk *t)
+{
+    mm_state *s = (mm_state *)t->state;
+    const char *path = getenv("RLX_CUDA_MM_PATH");
+    bool forced = path && !strcmp(path, "wgmma");
+    if (!s || (path && *path && !forced) || (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
+        return RLX_OK;
+    const cu_gemm *g = &s->gemm;
+    bool fits = s->mat_c && s->batch && !s->loop && g->p.has_algo && g->batch == 1 && !g->trans_a && !g->trans_b &&
+                rlx_cu_wg_fits(t->node->dtype, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, t->in[0], t->in[1], t->out);
+    if (!fits)
+        return forced ? rlx_cu_fail(t, RLX_ERR_UNSUPPORTED,
+                                    "RLX_CUDA_MM_PATH=wgmma: this matmul does not suit the wgmma GEMM "
+                                    "(sm_90 device, one GEMM, N %% 64 == 0, K %% 64 == 0, B not transposed)")
+                      : RLX_OK;
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return RLX_OK;
+    enum { REPS = 8 };
+    float best = forced ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
+    cu_wg_plan cand[8], pick = {0, 0}, fastest = {0, 0};
+    float wg_best = 1e30f;
+    int nc = rlx_cu_wg_candidates(g->M, g->N, g->K, cand, 8);
+    for (int i = 0; i < nc; i++) {
+        s->wg = cand[i];
+        s->use_wg = 1;
+        float ms = rlx_cu_time_captured(launch_mm_any, t, REPS);
+        if (ms < wg_best) {
+            wg_best = ms;
+            fastest = cand[i];
+        }
+    }
+    if (wg_best < best)
+        pick = fastest;
+    s->use_wg = pick.split > 0;
+    s->wg = pick;
+    if (cu_env_on("RLX_VERBOSE"))
+        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us (split %d, "
+                "%d stages, B %s)\n",
+                (int)t->id, (long long)g->M, (long long)g->N, (long long)g->K, before < 1e29f ? before * 1e3f : -1.0f,
+                s->use_wg ? "(kept) " : "", wg_best < 1e29f ? wg_best * 1e3f : -1.0f, fastest.split, fastest.stages,
+                (t->in_fixed >> 1 & 1) ? "fixed" : "computed");
+    if (forced && !s->use_wg)
+        return rlx_cu_fail(t, RLX_ERR_DEVICE, "RLX_CUDA_MM_PATH=wgmma: no wgmma plan ran (%d candidates)", nc);
+    return RLX_OK;
+}
 
 extern "C" void rlx_cuda_register_matmul(cu_kernel *tab)
 {
