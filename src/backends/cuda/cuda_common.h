@@ -154,14 +154,14 @@ __device__ __forceinline__ void cu_grid_wait(void)
 #endif
 }
 
-/* The one exception to "wait first": a kernel may read, before it waits,
- * memory no kernel of the run writes (a param, a constant, a value the
- * prologue caches; rlx_thunk.in_fixed says which inputs are), to overlap
- * its loads with the kernel ahead.  prefetch runs only when fixed is set. */
-template <typename F> __device__ __forceinline__ void cu_prefetch_then_wait(bool fixed, F &&prefetch)
+/* The one exception to "wait first": a kernel may, before it waits, set
+ * up its shared memory and read memory no kernel of the run writes (a
+ * param, a constant, a value the prologue caches; rlx_thunk.in_fixed says
+ * which inputs are), to overlap its loads with the kernel ahead.  before
+ * does that, in every thread; then the wait. */
+template <typename F> __device__ __forceinline__ void cu_prefetch_then_wait(F &&before)
 {
-    if (fixed)
-        prefetch();
+    before();
     cu_grid_wait();
 }
 

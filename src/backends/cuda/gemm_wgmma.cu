@@ -2,34 +2,43 @@
  * C [M, N] = A [M, K] B [K, N] (+ bias [N]) (-> activation), f32
  * accumulation on the warpgroup tensor-core instructions (wgmma).
  *
- * Why ours beside cuBLASLt: at small M (the mlp's batch of 256) every
- * library kernel runs one wave of blocks whose pipeline fill and drain
- * are a large part of the time.  This kernel
- *   - loads the weights B of its first stages before it waits for the
+ * Why ours beside cuBLASLt and cuDNN: at small M (the mlp's batch of 256)
+ * every library kernel runs one wave of blocks whose pipeline fill and
+ * drain are a large part of the time.  These kernels
+ *   - load the weights B of their first stages before they wait for the
  *     kernel ahead (programmatic dependent launch), when B is fixed for
- *     the run (a param or a value the prologue caches), so its fill
+ *     the run (a param or a value the prologue caches), so the fill
  *     overlaps the previous kernel's tail;
- *   - splits K across a cluster of blocks that add their partial tiles
+ *   - split K across a cluster of blocks that add their partial tiles
  *     through distributed shared memory (no workspace, no second kernel,
  *     the same sum order every run);
- *   - fuses bias and any activation (exact GELU included) into the store.
+ *   - fuse bias and any activation (exact GELU included) into the store.
  *
- * Tile: 128 x 64 per block of two warpgroups (each 64 rows, m64n64k16),
- * K in steps of 64; STAGES buffers of A (128 x 64) and B (64 x 64) in
- * shared memory, filled with cp.async into the 128-byte swizzled layout
- * wgmma reads (A K-major, B N-major: wgmma's transposed-B form).
- * Requirements (rlx_cu_wg_fits): N % 64 == 0, K % (64 * split) == 0,
- * 16-byte aligned rows and bases; any M. */
+ * Two forms, both timed by the tuner:
+ *   wg_gemm  (kind 0): 128 x 64 tiles, two warpgroups that both copy
+ *            (cp.async into the swizzled layout) and compute, one block
+ *            barrier per K step;
+ *   ws_gemm  (kind 1): 128 x 64 or 128 x 128 tiles, warp-specialised: one
+ *            producer thread moves tiles with the tensor memory
+ *            accelerator (TMA) into a ring of stages guarded by
+ *            mbarriers, two consumer warpgroups only compute, so copies
+ *            and products never wait on a block barrier.
+ * Shared memory holds A K-major and B N-major (wgmma's transposed-B form)
+ * in the 128-byte swizzle: row r of 128 bytes has its 16-byte chunk c at
+ * c ^ (r % 8), the pattern repeating every 1024 bytes.
+ * Requirements (rlx_cu_wg_fits): N % 64 == 0 (128 for 128-wide tiles),
+ * K % (64 * split) == 0, 16-byte aligned rows and bases; any M. */
 #include <cooperative_groups.h>
+#include <cudaTypedefs.h> /* CUtensorMap and the driver's encoder type; the driver is reached at run time */
 
 #include "backends/cuda/cuda_gemm.h"
 
 namespace cg = cooperative_groups;
 
 enum { WG_BM = 128, WG_BN = 64, WG_BK = 64, WG_THREADS = 256 };
+enum { WS_THREADS = 288, WS_PRODUCER = 256 }; /* ws_gemm: two consumer warpgroups, then the producer warp */
+static_assert(sizeof(CUtensorMap) == sizeof(((cu_wg_plan *)0)->maps[0]), "tensor map size");
 enum { WG_A_BYTES = WG_BM * WG_BK * 2, WG_B_BYTES = WG_BK * WG_BN * 2, WG_STAGE_BYTES = WG_A_BYTES + WG_B_BYTES };
-
-static size_t wg_smem_bytes(int stages) { return (size_t)stages * WG_STAGE_BYTES + 1024; /* + alignment slack */ }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WG_DEVICE_OK 1
@@ -50,31 +59,52 @@ __device__ __forceinline__ void wg_cp16(uint32_t dst, const void *src, bool vali
                  : "memory");
 }
 
-/* D (64 x 64, f32) += A (64 x 16, from desc a) * B (16 x 64, from desc b). */
-template <typename T> __device__ __forceinline__ void wg_mma(float (&d)[32], uint64_t a, uint64_t b);
+/* D (64 x N, f32) += A (64 x 16, from desc a) * B (16 x N, from desc b);
+ * B transposed (N-major).  Accumulator i of a thread: row 16 w + lane / 4
+ * (+ 8 for i % 4 >= 2), column 8 (i / 4) + 2 (lane % 4) + i % 2, w its
+ * warp in the warpgroup. */
+template <typename T, int N> __device__ __forceinline__ void wg_mma(float (&d)[N / 2], uint64_t a, uint64_t b);
 
-#define WG_MMA_ASM(TY)                                                                                               \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                          \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " "                                         \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                           \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                 \
-                 "%32, %33, p, 1, 1, 0, 1;\n}\n"                                                                     \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),          \
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),        \
-                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),        \
-                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                             \
+#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                 "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_MMA64_ASM(TY) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n" \
+                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24) \
+                 : "l"(a), "l"(b))
+#define WG_MMA128_ASM(TY) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+                 "}, %64, %65, p, 1, 1, 0, 1;\n}\n" \
+                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56) \
                  : "l"(a), "l"(b))
 
-template <> __device__ __forceinline__ void wg_mma<__half>(float (&d)[32], uint64_t a, uint64_t b)
+template <> __device__ __forceinline__ void wg_mma<__half, 64>(float (&d)[32], uint64_t a, uint64_t b)
 {
-    WG_MMA_ASM("f16");
+    WG_MMA64_ASM("f16");
 }
-template <> __device__ __forceinline__ void wg_mma<__nv_bfloat16>(float (&d)[32], uint64_t a, uint64_t b)
+template <> __device__ __forceinline__ void wg_mma<__nv_bfloat16, 64>(float (&d)[32], uint64_t a, uint64_t b)
 {
-    WG_MMA_ASM("bf16");
+    WG_MMA64_ASM("bf16");
 }
-#undef WG_MMA_ASM
+template <> __device__ __forceinline__ void wg_mma<__half, 128>(float (&d)[64], uint64_t a, uint64_t b)
+{
+    WG_MMA128_ASM("f16");
+}
+template <> __device__ __forceinline__ void wg_mma<__nv_bfloat16, 128>(float (&d)[64], uint64_t a, uint64_t b)
+{
+    WG_MMA128_ASM("bf16");
+}
+#undef WG_MMA64_ASM
+#undef WG_MMA128_ASM
+#undef WG_D8
 
 /* Issues the copies of A's tile (rows m0.., columns k0..) into stage
  * buffer sa: chunk c of row r lands at chunk c ^ (r % 8) of its 128-byte
@@ -140,6 +170,95 @@ __device__ __forceinline__ void wg_store2(T *C, int64_t ldc, int64_t M, int64_t 
     p.t[1] = cu_fromf<T>(v1);
     *(uint32_t *)(C + row * ldc + col) = p.u;
 }
+
+/* The end of both kernels: the consumers' accumulators (NQ groups of 4
+ * per thread, threads 0..255) go to C with bias and activation.  With K
+ * split over a cluster (gridDim.z blocks), each block leaves its part in
+ * its shared memory (base: free by now), and block z adds groups z,
+ * z + S, ... of every part, in the order of the blocks, and stores them.
+ * Every thread of the block calls this (the cluster barriers count them). */
+template <typename T, int NQ>
+__device__ __forceinline__ void wg_finish(const float (&d)[4 * NQ], bool consumer, uint32_t base, T *C,
+                                          const T *bias, int64_t M, int64_t ldc, int64_t m0, int64_t n0, int act)
+{
+    const int t = threadIdx.x, lane = t & 31, warp = (t >> 5) & 3, wg = (t >> 7) & 1;
+    const int64_t row = m0 + wg * 64 + warp * 16 + (lane >> 2), col = n0 + (lane & 3) * 2;
+    if (gridDim.z == 1) {
+        if (consumer) {
+#pragma unroll
+            for (int q = 0; q < NQ; q++) {
+                wg_store2(C, ldc, M, row, col + q * 8, d[4 * q], d[4 * q + 1], bias, act);
+                wg_store2(C, ldc, M, row + 8, col + q * 8, d[4 * q + 2], d[4 * q + 3], bias, act);
+            }
+        }
+        return;
+    }
+    __syncthreads();
+    float4 *part = wg_smem_ptr(base);
+    if (consumer) {
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+            part[q * WG_THREADS + t] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    const int S = (int)gridDim.z, z = (int)blockIdx.z;
+    for (int q = z; consumer && q < NQ; q += S) {
+        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int r = 0; r < S; r++) {
+            const float4 *p = cl.map_shared_rank(part, r);
+            float4 v = p[q * WG_THREADS + t];
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        wg_store2(C, ldc, M, row, col + q * 8, s.x, s.y, bias, act);
+        wg_store2(C, ldc, M, row + 8, col + q * 8, s.z, s.w, bias, act);
+    }
+    cl.sync(); /* no block leaves while another reads its part */
+}
+
+/* ---- mbarriers and the tensor memory accelerator (ws_gemm) */
+__device__ __forceinline__ void ws_bar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* The producer's arrival, announcing the bytes its copies will bring. */
+__device__ __forceinline__ void ws_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void ws_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+/* Waits until the barrier's phase of this parity has completed. */
+__device__ __forceinline__ void ws_wait(uint32_t bar, int parity)
+{
+    asm volatile("{\n.reg .pred P1;\nWS_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra WS_DONE;\n"
+                 "bra WS_WAIT;\n"
+                 "WS_DONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* One box of a 2-d tensor map (coordinates innermost first) into shared
+ * memory at dst, completing bytes on bar. */
+__device__ __forceinline__ void ws_tma(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], "
+                 "[%2];" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
+/* B's stage: BN / 64 boxes of 64 columns x 64 rows, 8 KB apart (the
+ * descriptor's leading byte offset). */
+template <int BN>
+__device__ __forceinline__ void ws_load_b(const CUtensorMap *map, uint32_t dst, uint32_t bar, int64_t n0, int64_t k0)
+{
+#pragma unroll
+    for (int j = 0; j < BN / 64; j++)
+        ws_tma(dst + j * 8192, map, bar, (int)(n0 + 64 * j), (int)k0);
+}
 #endif
 
 /* One block: the 128 x 64 tile (blockIdx.y, blockIdx.x) of C over K range
@@ -149,8 +268,10 @@ __global__ void __launch_bounds__(WG_THREADS) wg_gemm(const T *A, const T *B, T 
                                                       int64_t K, int64_t lda, int64_t ldb, int64_t ldc, int act,
                                                       int b_fixed)
 {
-    cu_prefetch_then_wait(b_fixed != 0, [&] {
+    cu_prefetch_then_wait([&] {
 #ifdef WG_DEVICE_OK
+        if (!b_fixed)
+            return;
         /* B is fixed for the run: its first stages load before the wait */
         const uint32_t base = wg_smem_base();
         const int64_t kpart = K / gridDim.z, kb = blockIdx.z * kpart;
@@ -202,47 +323,109 @@ __global__ void __launch_bounds__(WG_THREADS) wg_gemm(const T *A, const T *B, T 
         for (int k16 = 0; k16 < WG_BK / 16; k16++)
             /* A: +32 bytes per 16 columns inside its swizzled rows; B: two
              * 8-row groups (2 x 1024 bytes) per 16 rows */
-            wg_mma<T>(d, wg_desc(sa + k16 * 32, 16, 1024), wg_desc(sb + k16 * 2048, 1024, 1024));
+            wg_mma<T, 64>(d, wg_desc(sa + k16 * 32, 16, 1024), wg_desc(sb + k16 * 2048, 8192, 1024));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 
-    /* accumulator i of this thread: row 16 w + lane / 4 (+ 8 for i % 4 >= 2),
-     * column 8 (i / 4) + 2 (lane % 4) + i % 2, w the warp in its warpgroup */
-    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-    const int64_t row = m0 + wg * 64 + warp * 16 + (lane >> 2), col = n0 + (lane & 3) * 2;
-    if (gridDim.z == 1) {
-#pragma unroll
-        for (int q = 0; q < 8; q++) {
-            wg_store2(C, ldc, M, row, col + q * 8, d[4 * q], d[4 * q + 1], bias, act);
-            wg_store2(C, ldc, M, row + 8, col + q * 8, d[4 * q + 2], d[4 * q + 3], bias, act);
+    wg_finish<T, 8>(d, true, base, C, bias, M, ldc, m0, n0, act);
+#endif
+}
+
+/* One block of ws_gemm: the 128 x BN tile (blockIdx.y, blockIdx.x) of C over
+ * K range blockIdx.z of gridDim.z.  Shared memory: STAGES stages of A
+ * (128 x 64) and B (64 x BN), then per stage a "full" barrier (the
+ * producer's arrival and the bytes of its copies) and an "empty" one (one
+ * arrival per consumer warpgroup once its products have read the stage).
+ * Use u of stage s is phase u of both barriers: consumers wait on full
+ * with parity u & 1, the producer on empty with parity (u - 1) & 1. */
+template <int BN> struct ws_size {
+    static constexpr uint32_t b_bytes = WG_BK * BN * 2, stage = WG_A_BYTES + b_bytes;
+};
+
+template <typename T, int BN, int STAGES>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    ws_gemm(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T *C, const T *bias,
+            int64_t M, int64_t K, int64_t ldc, int act, int b_fixed)
+{
+    cu_prefetch_then_wait([&] {
+#ifdef WG_DEVICE_OK
+        constexpr uint32_t STAGE = ws_size<BN>::stage;
+        /* the barriers (shared memory only), then, when B is fixed for the
+         * run, the producer's copies of B for the first stages */
+        const uint32_t base = wg_smem_base(), bars = base + STAGES * STAGE;
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; s++) {
+                ws_bar_init(bars + 8 * s, 1);
+                ws_bar_init(bars + 8 * (STAGES + s), 2);
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         }
-        return;
-    }
-    /* split K: every block of the cluster leaves its part in its shared
-     * memory; block z adds fragments z, z + S, ... of all parts in the
-     * order of z and stores them */
-    __syncthreads();
-    float4 *part = wg_smem_ptr(base);
-#pragma unroll
-    for (int q = 0; q < 8; q++)
-        part[q * WG_THREADS + threadIdx.x] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    const int S = (int)gridDim.z, z = (int)blockIdx.z;
-    for (int q = z; q < 8; q += S) {
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int r = 0; r < S; r++) {
-            const float4 *p = cl.map_shared_rank(part, r);
-            float4 v = p[q * WG_THREADS + threadIdx.x];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        __syncthreads();
+        if (b_fixed && threadIdx.x == WS_PRODUCER) {
+            const int64_t kpart = K / gridDim.z, kb = blockIdx.z * kpart;
+            const int nk = (int)(kpart / WG_BK);
+            for (int s = 0; s < STAGES && s < nk; s++) {
+                ws_expect(bars + 8 * s, STAGE);
+                ws_load_b<BN>(&map_b, base + s * STAGE + WG_A_BYTES, bars + 8 * s, blockIdx.x * (int64_t)BN,
+                              kb + s * WG_BK);
+            }
         }
-        wg_store2(C, ldc, M, row, col + q * 8, s.x, s.y, bias, act);
-        wg_store2(C, ldc, M, row + 8, col + q * 8, s.z, s.w, bias, act);
+#endif
+    });
+#ifdef WG_DEVICE_OK
+    constexpr uint32_t STAGE = ws_size<BN>::stage;
+    const uint32_t base = wg_smem_base(), bars = base + STAGES * STAGE;
+    const int64_t m0 = blockIdx.y * (int64_t)WG_BM, n0 = blockIdx.x * (int64_t)BN;
+    const int64_t kpart = K / gridDim.z, kb = blockIdx.z * kpart;
+    const int nk = (int)(kpart / WG_BK);
+    const bool consumer = threadIdx.x < WS_PRODUCER;
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.0f;
+
+    if (!consumer) {
+        /* the producer warp walks the ring together; its first lane issues */
+        const bool leader = threadIdx.x == WS_PRODUCER;
+        for (int kt = 0; kt < nk; kt++) {
+            const int s = kt % STAGES;
+            const uint32_t full = bars + 8 * s, st = base + s * STAGE;
+            const bool early = b_fixed && kt < STAGES; /* B already on its way, its bytes announced */
+            if (kt >= STAGES)
+                ws_wait(bars + 8 * (STAGES + s), (kt / STAGES - 1) & 1);
+            if (leader) {
+                if (!early)
+                    ws_expect(full, STAGE);
+                ws_tma(st, &map_a, full, (int)(kb + kt * WG_BK), (int)m0);
+                if (!early)
+                    ws_load_b<BN>(&map_b, st + WG_A_BYTES, full, n0, kb + kt * WG_BK);
+            }
+            __syncwarp();
+        }
+    } else {
+        const int wg = threadIdx.x >> 7;
+        for (int kt = 0; kt < nk; kt++) {
+            const int s = kt % STAGES;
+            ws_wait(bars + 8 * s, (kt / STAGES) & 1);
+            __syncwarp(); /* converged for the warpgroup instructions */
+            const uint32_t sa = base + s * STAGE + wg * (64 * 128), sb = base + s * STAGE + WG_A_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int k16 = 0; k16 < WG_BK / 16; k16++)
+                wg_mma<T, BN>(d, wg_desc(sa + k16 * 32, 16, 1024), wg_desc(sb + k16 * 2048, 8192, 1024));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            /* the products of step kt - 1 are done: its stage goes back */
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (kt > 0 && (threadIdx.x & 127) == 0)
+                ws_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
+            __syncwarp();
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    cl.sync(); /* no block leaves while another reads its part */
+    wg_finish<T, BN / 8>(d, consumer, base, C, bias, M, ldc, m0, n0, act);
 #endif
 }
 
@@ -271,48 +454,134 @@ bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, 
 {
     return (dt == RLX_F16 || dt == RLX_BF16) && M > 0 && N > 0 && K > 0 && N % WG_BN == 0 && K % WG_BK == 0 &&
            lda % 8 == 0 && ldb % 8 == 0 && ldc % 2 == 0 && cu_ptr_align(A) == 16 && cu_ptr_align(B) == 16 &&
-           cu_ptr_align(C) >= 4 && (M + WG_BM - 1) / WG_BM <= 65535 && rlx_cu_wg_available();
+           cu_ptr_align(C) >= 4 && (M + WG_BM - 1) / WG_BM <= 65535 && M < INT32_MAX && N < INT32_MAX &&
+           K < INT32_MAX && rlx_cu_wg_available();
 }
 
-int rlx_cu_wg_candidates(int64_t M, int64_t N, int64_t K, cu_wg_plan *out, int max)
+/* The driver's tensor-map encoder, reached through the runtime (no link
+ * to the driver library); NULL where the driver lacks it. */
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    static bool tried;
+    if (!tried) {
+        tried = true;
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+        cudaGetLastError();
+    }
+    return fn;
+}
+
+/* A row-major [rows, cols] matrix (leading dim ld) as boxes of
+ * box_rows x 64 columns (128 bytes: the swizzle's width); rows past the
+ * end read as zeros. */
+static bool encode_map(unsigned char *out, rlx_dtype dt, const void *ptr, int64_t rows, int64_t cols, int64_t ld,
+                       uint32_t box_rows)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    if (!enc)
+        return false;
+    alignas(64) CUtensorMap m;
+    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)ld * 2};
+    cuuint32_t box[2] = {64, box_rows}, step[2] = {1, 1};
+    CUresult r = enc(&m, dt == RLX_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                     (void *)ptr, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    memcpy(out, &m, sizeof m);
+    return r == CUDA_SUCCESS;
+}
+
+int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, const void *A,
+                         const void *B, cu_wg_plan *out, int max)
 {
     static const int splits[] = {1, 2, 4, 8}, stages[] = {4, 6};
+    /* kind, tile width */
+    static const int forms[][2] = {{0, 64}, {1, 64}, {1, 128}};
+    const char *fk = getenv("RLX_CUDA_WGMMA_KIND"), *fb = getenv("RLX_CUDA_WGMMA_BN");
     const char *fs = getenv("RLX_CUDA_WGMMA_SPLIT"), *fst = getenv("RLX_CUDA_WGMMA_STAGES");
     int n = 0;
-    (void)M, (void)N;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 2; j++) {
-            int s = splits[i];
-            if (K % (WG_BK * s) || (fs && *fs && atoi(fs) != s) || (fst && *fst && atoi(fst) != stages[j]))
-                continue;
-            if (n < max)
-                out[n++] = (cu_wg_plan){s, stages[j]};
-        }
+    for (int f = 0; f < 3; f++) {
+        int kind = forms[f][0], bn = forms[f][1];
+        if (N % bn || (fk && *fk && atoi(fk) != kind) || (fb && *fb && atoi(fb) != bn))
+            continue;
+        cu_wg_plan p = {};
+        p.kind = kind;
+        p.bn = bn;
+        if (kind == 1 && !(encode_map(p.maps[0], dt, A, M, K, lda, WG_BM) && encode_map(p.maps[1], dt, B, K, N, ldb, 64)))
+            continue;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++) {
+                int sp = splits[i];
+                if (K % (WG_BK * sp) || (fs && *fs && atoi(fs) != sp) || (fst && *fst && atoi(fst) != stages[j]))
+                    continue;
+                p.split = sp;
+                p.stages = stages[j];
+                if (n < max)
+                    out[n++] = p;
+            }
+    }
     return n;
+}
+
+/* Raises a kernel's shared-memory limit once. */
+template <typename K> static void allow_smem(K kernel, size_t bytes, bool *done)
+{
+    if (!*done) {
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        *done = true;
+    }
 }
 
 template <typename T, int STAGES>
 static void wg_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
                         const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
 {
-    size_t smem = wg_smem_bytes(STAGES);
+    size_t smem = (size_t)STAGES * WG_STAGE_BYTES + 1024; /* + room to align the start to 1024 */
     static bool attr_set;
-    if (!attr_set) {
-        cudaFuncSetAttribute(wg_gemm<T, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        attr_set = true;
-    }
+    allow_smem(wg_gemm<T, STAGES>, smem, &attr_set);
     dim3 grid((unsigned)(N / WG_BN), (unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)p->split);
     cu_launch_cluster(wg_gemm<T, STAGES>, grid, dim3(WG_THREADS), smem, p->split, (const T *)A, (const T *)B, (T *)C,
                       (const T *)bias, M, K, lda, ldb, ldc, act, (int)b_fixed);
+}
+
+template <typename T, int BN, int STAGES>
+static void ws_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t ldc, void *C, const void *bias,
+                        int act, bool b_fixed)
+{
+    size_t smem = (size_t)STAGES * (ws_size<BN>::stage + 16) + 1024;
+    static bool attr_set;
+    allow_smem(ws_gemm<T, BN, STAGES>, smem, &attr_set);
+    alignas(64) CUtensorMap ma, mb;
+    memcpy(&ma, p->maps[0], sizeof ma);
+    memcpy(&mb, p->maps[1], sizeof mb);
+    dim3 grid((unsigned)(N / BN), (unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)p->split);
+    cu_launch_cluster(ws_gemm<T, BN, STAGES>, grid, dim3(WS_THREADS), smem, p->split, ma, mb, (T *)C, (const T *)bias, M,
+                      K, ldc, act, (int)b_fixed);
+}
+
+template <typename T>
+static void launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
+                     const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
+{
+    bool six = p->stages == 6;
+    if (p->kind == 0)
+        (six ? wg_launch_t<T, 6> : wg_launch_t<T, 4>)(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
+    else if (p->bn == 128)
+        (six ? ws_launch_t<T, 128, 6> : ws_launch_t<T, 128, 4>)(p, M, N, K, ldc, C, bias, act, b_fixed);
+    else
+        (six ? ws_launch_t<T, 64, 6> : ws_launch_t<T, 64, 4>)(p, M, N, K, ldc, C, bias, act, b_fixed);
 }
 
 void rlx_cu_wg_launch(const cu_wg_plan *p, rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
                       int64_t ldc, const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
 {
     if (dt == RLX_F16)
-        (p->stages == 6 ? wg_launch_t<__half, 6> : wg_launch_t<__half, 4>)(p, M, N, K, lda, ldb, ldc, A, B, C, bias,
-                                                                           act, b_fixed);
+        launch_t<__half>(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
     else
-        (p->stages == 6 ? wg_launch_t<__nv_bfloat16, 6> : wg_launch_t<__nv_bfloat16, 4>)(
-            p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
+        launch_t<__nv_bfloat16>(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
 }
