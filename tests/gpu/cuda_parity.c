@@ -1296,8 +1296,8 @@ static void test_mm_cudnn(void)
  * f16 and bf16; plain, + bias, + bias + GELU/SiLU/ReLU fused into its
  * store; rows not a multiple of its 128-row tile; a batch folded into M;
  * B an input (read after the wait) and a param (its first stages read
- * before it); both kernel forms and tile widths, every K split (a
- * cluster adding parts through shared memory) and both pipeline depths.  Off sm_90 the compile fails with
+ * before it); both tile widths, every K split (a cluster adding parts
+ * through shared memory) and both pipeline depths.  Off sm_90 the compile fails with
  * the path's message, and these cases say so. */
 static void wg_case(const char *name, int rank, const int64_t *xd, int64_t N, rlx_dtype t, int act, int bias,
                     int b_param, double tol)
@@ -1332,28 +1332,22 @@ static void test_mm_wgmma(void)
                     wg_case(NAME("matmul wgmma %s %s bias%d case%zu", dn(t), act_names[a], bias, k), sh[k].rank,
                             sh[k].x, sh[k].N, t, a, bias, (int)(k + a) % 2, 1.0);
                 }
-        /* each form (cp.async; TMA producer with 64- and 128-wide tiles),
-         * K split and pipeline depth, B a param and an input; 200 rows: the
-         * second row of tiles runs past M */
-        static const int forms[3][2] = {{0, 64}, {1, 64}, {1, 128}};
-        for (int f = 0; f < 3; f++)
+        /* each tile width, K split and pipeline depth, B a param and an
+         * input; 200 rows: the second row of tiles runs past M */
+        for (int bn = 64; bn <= 128; bn *= 2)
             for (int split = 1; split <= 8; split *= 2)
                 for (int stages = 4; stages <= 6; stages += 2)
                     for (int bp = 0; bp < 2; bp++) {
                         char v[16];
-                        snprintf(v, sizeof v, "%d", forms[f][0]);
-                        setenv("RLX_CUDA_WGMMA_KIND", v, 1);
-                        snprintf(v, sizeof v, "%d", forms[f][1]);
+                        snprintf(v, sizeof v, "%d", bn);
                         setenv("RLX_CUDA_WGMMA_BN", v, 1);
                         snprintf(v, sizeof v, "%d", split);
                         setenv("RLX_CUDA_WGMMA_SPLIT", v, 1);
                         snprintf(v, sizeof v, "%d", stages);
                         setenv("RLX_CUDA_WGMMA_STAGES", v, 1);
-                        wg_case(NAME("matmul wgmma %s kind%d bn%d split%d stages%d bparam%d", dn(t), forms[f][0],
-                                     forms[f][1], split, stages, bp),
+                        wg_case(NAME("matmul wgmma %s bn%d split%d stages%d bparam%d", dn(t), bn, split, stages, bp),
                                 2, DIMS(200, 2048), 256, t, 1, 1, bp, 2.0);
                     }
-        unsetenv("RLX_CUDA_WGMMA_KIND");
         unsetenv("RLX_CUDA_WGMMA_BN");
         unsetenv("RLX_CUDA_WGMMA_SPLIT");
         unsetenv("RLX_CUDA_WGMMA_STAGES");

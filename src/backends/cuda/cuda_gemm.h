@@ -76,14 +76,12 @@ cu_epi rlx_cu_gemm_epilogue(int has_bias, int act, int *post);
 void rlx_cu_act_pass(rlx_dtype dt, void *y, int64_t n, int act);
 
 /* ---- our Hopper GEMM (gemm_wgmma.cu): 16-bit, row-major A [M, K] and
- * B [K, N], C = A B (+ bias [N]) (-> act), f32 accumulation.  A plan: the
- * kernel form (0: every thread copies and computes; 1: a producer moves
- * tiles with the TMA, consumers compute; its tensor maps for this A and
- * B), the tile width bn, K split over a cluster of `split` blocks,
- * `stages` shared-memory buffers. */
+ * B [K, N], C = A B (+ bias [N]) (-> act), f32 accumulation.  A plan:
+ * tile width bn (64 or 128), K split over a cluster of `split` blocks,
+ * `stages` shared-memory buffers, and the tensor maps of its A and B. */
 typedef struct cu_wg_plan {
-    int kind, bn, split, stages;
-    unsigned char maps[2][128]; /* kind 1: CUtensorMaps of A and B (bytes: copied to aligned ones to use) */
+    int bn, split, stages;
+    unsigned char maps[2][128]; /* CUtensorMaps of A and B (bytes: copied to aligned ones to use) */
 } cu_wg_plan;
 
 /* Whether this process's device runs it (sm_90, a build with sm_90a code). */
@@ -92,14 +90,14 @@ bool rlx_cu_wg_available(void);
 bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
                     const void *A, const void *B, const void *C);
 /* The plans worth timing for a problem on these operands (the tensor maps
- * hold their addresses); RLX_CUDA_WGMMA_KIND, _BN, _SPLIT and _STAGES
- * restrict them.  Returns how many. */
+ * hold their addresses); RLX_CUDA_WGMMA_BN, _SPLIT and _STAGES restrict
+ * them.  Returns how many. */
 int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, const void *A,
                          const void *B, cu_wg_plan *out, int max);
-/* Launches on the stream (A and B the plan's).  b_fixed: no kernel of the
- * run writes B, so its first stages may load before the kernel ahead has
- * finished. */
-void rlx_cu_wg_launch(const cu_wg_plan *p, rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
-                      int64_t ldc, const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed);
+/* Launches plan p (on its A and B) on the stream.  b_fixed: no kernel of
+ * the run writes B, so its first stages may load before the kernel ahead
+ * has finished. */
+void rlx_cu_wg_launch(const cu_wg_plan *p, rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t ldc, void *C,
+                      const void *bias, int act, bool b_fixed);
 
 #endif

@@ -4,30 +4,32 @@
  *
  * Why ours beside cuBLASLt and cuDNN: at small M (the mlp's batch of 256)
  * every library kernel runs one wave of blocks whose pipeline fill and
- * drain are a large part of the time.  These kernels
- *   - load the weights B of their first stages before they wait for the
+ * drain are a large part of the time.  This kernel
+ *   - loads the weights B of its first stages before it waits for the
  *     kernel ahead (programmatic dependent launch), when B is fixed for
  *     the run (a param or a value the prologue caches), so the fill
  *     overlaps the previous kernel's tail;
- *   - split K across a cluster of blocks that add their partial tiles
+ *   - splits K across a cluster of blocks that add their partial tiles
  *     through distributed shared memory (no workspace, no second kernel,
  *     the same sum order every run);
- *   - fuse bias and any activation (exact GELU included) into the store.
+ *   - fuses bias and any activation (exact GELU included) into the store.
  *
- * Two forms, both timed by the tuner:
- *   wg_gemm  (kind 0): 128 x 64 tiles, two warpgroups that both copy
- *            (cp.async into the swizzled layout) and compute, one block
- *            barrier per K step;
- *   ws_gemm  (kind 1): 128 x 64 or 128 x 128 tiles, warp-specialised: one
- *            producer thread moves tiles with the tensor memory
- *            accelerator (TMA) into a ring of stages guarded by
- *            mbarriers, two consumer warpgroups only compute, so copies
- *            and products never wait on a block barrier.
+ * Form: warp-specialised.  One producer thread moves 128 x 64 tiles of A
+ * and 64 x BN tiles of B (BN 64 or 128) with the tensor memory
+ * accelerator (TMA) into a ring of shared-memory stages guarded by
+ * mbarriers; two consumer warpgroups only compute (64 rows each,
+ * m64nBNk16), so copies and products never wait on a block barrier.
  * Shared memory holds A K-major and B N-major (wgmma's transposed-B form)
  * in the 128-byte swizzle: row r of 128 bytes has its 16-byte chunk c at
  * c ^ (r % 8), the pattern repeating every 1024 bytes.
  * Requirements (rlx_cu_wg_fits): N % 64 == 0 (128 for 128-wide tiles),
- * K % (64 * split) == 0, 16-byte aligned rows and bases; any M. */
+ * K % (64 * split) == 0, 16-byte aligned rows and bases; any M (rows past
+ * it read as zeros and are not stored).
+ *
+ * Measured on the H200 (bench/results/gpu-2026-12-02-NOTES.md): slower
+ * than cuDNN's and cuBLASLt's kernels on every shape tried (the mlp's
+ * GEMMs 11.5/23.7/11.5 us against 7.9/15.7/8.7), so the tuner considers
+ * it only when asked (RLX_CUDA_WGMMA=1). */
 #include <cooperative_groups.h>
 #include <cudaTypedefs.h> /* CUtensorMap and the driver's encoder type; the driver is reached at run time */
 
@@ -35,10 +37,10 @@
 
 namespace cg = cooperative_groups;
 
-enum { WG_BM = 128, WG_BN = 64, WG_BK = 64, WG_THREADS = 256 };
-enum { WS_THREADS = 288, WS_PRODUCER = 256 }; /* ws_gemm: two consumer warpgroups, then the producer warp */
+enum { WG_BM = 128, WG_BK = 64, WG_A_BYTES = WG_BM * WG_BK * 2 };
+/* two consumer warpgroups (the threads the accumulators live in), then the producer warp */
+enum { WG_CONSUMERS = 256, WS_THREADS = 288, WS_PRODUCER = 256 };
 static_assert(sizeof(CUtensorMap) == sizeof(((cu_wg_plan *)0)->maps[0]), "tensor map size");
-enum { WG_A_BYTES = WG_BM * WG_BK * 2, WG_B_BYTES = WG_BK * WG_BN * 2, WG_STAGE_BYTES = WG_A_BYTES + WG_B_BYTES };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WG_DEVICE_OK 1
@@ -51,12 +53,6 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32
 {
     return (uint64_t)((saddr & 0x3FFFF) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 |
            (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | (uint64_t)1 << 62;
-}
-
-__device__ __forceinline__ void wg_cp16(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-                 : "memory");
 }
 
 /* D (64 x N, f32) += A (64 x 16, from desc a) * B (16 x N, from desc b);
@@ -106,33 +102,6 @@ template <> __device__ __forceinline__ void wg_mma<__nv_bfloat16, 128>(float (&d
 #undef WG_MMA128_ASM
 #undef WG_D8
 
-/* Issues the copies of A's tile (rows m0.., columns k0..) into stage
- * buffer sa: chunk c of row r lands at chunk c ^ (r % 8) of its 128-byte
- * row (the swizzle wgmma's descriptor names).  Rows past M read zeros. */
-template <typename T>
-__device__ __forceinline__ void wg_load_a(uint32_t sa, const T *A, int64_t lda, int64_t M, int64_t m0, int64_t k0)
-{
-#pragma unroll
-    for (int i = 0; i < WG_BM * 8 / WG_THREADS; i++) {
-        int c = threadIdx.x + i * WG_THREADS, r = c >> 3, ch = c & 7;
-        bool ok = m0 + r < M;
-        const T *src = A + (ok ? m0 + r : 0) * lda + k0 + ch * 8;
-        wg_cp16(sa + r * 128 + ((ch ^ (r & 7)) << 4), src, ok);
-    }
-}
-
-/* B's tile (rows k0.. of 64, columns n0..): one row of 64 columns per 128
- * bytes, swizzled the same way. */
-template <typename T>
-__device__ __forceinline__ void wg_load_b(uint32_t sb, const T *B, int64_t ldb, int64_t k0, int64_t n0)
-{
-#pragma unroll
-    for (int i = 0; i < WG_BK * 8 / WG_THREADS; i++) {
-        int c = threadIdx.x + i * WG_THREADS, r = c >> 3, ch = c & 7;
-        wg_cp16(sb + r * 128 + ((ch ^ (r & 7)) << 4), B + (k0 + r) * ldb + n0 + ch * 8, true);
-    }
-}
-
 /* The dynamic shared memory, its start rounded up to 1024 bytes (the
  * swizzle pattern repeats every 1024), as a shared-window address, and
  * that address as a pointer. */
@@ -171,7 +140,7 @@ __device__ __forceinline__ void wg_store2(T *C, int64_t ldc, int64_t M, int64_t 
     *(uint32_t *)(C + row * ldc + col) = p.u;
 }
 
-/* The end of both kernels: the consumers' accumulators (NQ groups of 4
+/* The end of the kernel: the consumers' accumulators (NQ groups of 4
  * per thread, threads 0..255) go to C with bias and activation.  With K
  * split over a cluster (gridDim.z blocks), each block leaves its part in
  * its shared memory (base: free by now), and block z adds groups z,
@@ -198,7 +167,7 @@ __device__ __forceinline__ void wg_finish(const float (&d)[4 * NQ], bool consume
     if (consumer) {
 #pragma unroll
         for (int q = 0; q < NQ; q++)
-            part[q * WG_THREADS + t] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+            part[q * WG_CONSUMERS + t] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
     }
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
@@ -207,7 +176,7 @@ __device__ __forceinline__ void wg_finish(const float (&d)[4 * NQ], bool consume
         float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
         for (int r = 0; r < S; r++) {
             const float4 *p = cl.map_shared_rank(part, r);
-            float4 v = p[q * WG_THREADS + t];
+            float4 v = p[q * WG_CONSUMERS + t];
             s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
         }
         wg_store2(C, ldc, M, row, col + q * 8, s.x, s.y, bias, act);
@@ -260,79 +229,6 @@ __device__ __forceinline__ void ws_load_b(const CUtensorMap *map, uint32_t dst, 
         ws_tma(dst + j * 8192, map, bar, (int)(n0 + 64 * j), (int)k0);
 }
 #endif
-
-/* One block: the 128 x 64 tile (blockIdx.y, blockIdx.x) of C over K range
- * blockIdx.z of gridDim.z (a cluster along z adds the parts). */
-template <typename T, int STAGES>
-__global__ void __launch_bounds__(WG_THREADS) wg_gemm(const T *A, const T *B, T *C, const T *bias, int64_t M,
-                                                      int64_t K, int64_t lda, int64_t ldb, int64_t ldc, int act,
-                                                      int b_fixed)
-{
-    cu_prefetch_then_wait([&] {
-#ifdef WG_DEVICE_OK
-        if (!b_fixed)
-            return;
-        /* B is fixed for the run: its first stages load before the wait */
-        const uint32_t base = wg_smem_base();
-        const int64_t kpart = K / gridDim.z, kb = blockIdx.z * kpart;
-        const int nk = (int)(kpart / WG_BK);
-        for (int s = 0; s < STAGES - 2 && s < nk; s++)
-            wg_load_b(base + s * WG_STAGE_BYTES + WG_A_BYTES, B, ldb, kb + s * WG_BK, blockIdx.x * (int64_t)WG_BN);
-#endif
-    });
-#ifdef WG_DEVICE_OK
-    const uint32_t base = wg_smem_base();
-    const int64_t m0 = blockIdx.y * (int64_t)WG_BM, n0 = blockIdx.x * (int64_t)WG_BN;
-    const int64_t kpart = K / gridDim.z, kb = blockIdx.z * kpart;
-    const int nk = (int)(kpart / WG_BK);
-    constexpr int AHEAD = STAGES - 2; /* stages in flight while one is computed and one may still be read */
-    const int wg = threadIdx.x >> 7;
-
-    for (int s = 0; s < AHEAD; s++) {
-        if (s < nk) {
-            uint32_t st = base + s * WG_STAGE_BYTES;
-            wg_load_a(st, A, lda, M, m0, kb + s * WG_BK);
-            if (!b_fixed)
-                wg_load_b(st + WG_A_BYTES, B, ldb, kb + s * WG_BK, n0);
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
-    }
-
-    float d[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        d[i] = 0.0f;
-
-    for (int kt = 0; kt < nk; kt++) {
-        /* stage kt has landed (AHEAD - 1 younger groups may be pending) */
-        asm volatile("cp.async.wait_group %0;" ::"n"(AHEAD - 1) : "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-        /* every warpgroup is past its wait for stage kt - 2: refill that buffer */
-        int ld = kt + AHEAD;
-        if (ld < nk) {
-            uint32_t st = base + (ld % STAGES) * WG_STAGE_BYTES;
-            wg_load_a(st, A, lda, M, m0, kb + ld * WG_BK);
-            wg_load_b(st + WG_A_BYTES, B, ldb, kb + ld * WG_BK, n0);
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
-
-        uint32_t sa = base + (kt % STAGES) * WG_STAGE_BYTES + wg * (64 * 128), sb = base + (kt % STAGES) * WG_STAGE_BYTES + WG_A_BYTES;
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int k16 = 0; k16 < WG_BK / 16; k16++)
-            /* A: +32 bytes per 16 columns inside its swizzled rows; B: two
-             * 8-row groups (2 x 1024 bytes) per 16 rows */
-            wg_mma<T, 64>(d, wg_desc(sa + k16 * 32, 16, 1024), wg_desc(sb + k16 * 2048, 8192, 1024));
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-
-    wg_finish<T, 8>(d, true, base, C, bias, M, ldc, m0, n0, act);
-#endif
-}
 
 /* One block of ws_gemm: the 128 x BN tile (blockIdx.y, blockIdx.x) of C over
  * K range blockIdx.z of gridDim.z.  Shared memory: STAGES stages of A
@@ -452,7 +348,7 @@ bool rlx_cu_wg_available(void)
 bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
                     const void *A, const void *B, const void *C)
 {
-    return (dt == RLX_F16 || dt == RLX_BF16) && M > 0 && N > 0 && K > 0 && N % WG_BN == 0 && K % WG_BK == 0 &&
+    return (dt == RLX_F16 || dt == RLX_BF16) && M > 0 && N > 0 && K > 0 && N % 64 == 0 && K % WG_BK == 0 &&
            lda % 8 == 0 && ldb % 8 == 0 && ldc % 2 == 0 && cu_ptr_align(A) == 16 && cu_ptr_align(B) == 16 &&
            cu_ptr_align(C) >= 4 && (M + WG_BM - 1) / WG_BM <= 65535 && M < INT32_MAX && N < INT32_MAX &&
            K < INT32_MAX && rlx_cu_wg_available();
@@ -499,32 +395,26 @@ static bool encode_map(unsigned char *out, rlx_dtype dt, const void *ptr, int64_
 int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, const void *A,
                          const void *B, cu_wg_plan *out, int max)
 {
-    static const int splits[] = {1, 2, 4, 8}, stages[] = {4, 6};
-    /* kind, tile width */
-    static const int forms[][2] = {{0, 64}, {1, 64}, {1, 128}};
-    const char *fk = getenv("RLX_CUDA_WGMMA_KIND"), *fb = getenv("RLX_CUDA_WGMMA_BN");
-    const char *fs = getenv("RLX_CUDA_WGMMA_SPLIT"), *fst = getenv("RLX_CUDA_WGMMA_STAGES");
+    static const int widths[] = {64, 128}, splits[] = {1, 2, 4, 8}, stages[] = {4, 6};
+    const char *fb = getenv("RLX_CUDA_WGMMA_BN"), *fs = getenv("RLX_CUDA_WGMMA_SPLIT"),
+               *fst = getenv("RLX_CUDA_WGMMA_STAGES");
+    cu_wg_plan p = {};
+    if (!encode_map(p.maps[0], dt, A, M, K, lda, WG_BM) || !encode_map(p.maps[1], dt, B, K, N, ldb, 64))
+        return 0;
     int n = 0;
-    for (int f = 0; f < 3; f++) {
-        int kind = forms[f][0], bn = forms[f][1];
-        if (N % bn || (fk && *fk && atoi(fk) != kind) || (fb && *fb && atoi(fb) != bn))
-            continue;
-        cu_wg_plan p = {};
-        p.kind = kind;
-        p.bn = bn;
-        if (kind == 1 && !(encode_map(p.maps[0], dt, A, M, K, lda, WG_BM) && encode_map(p.maps[1], dt, B, K, N, ldb, 64)))
-            continue;
+    for (int w = 0; w < 2; w++)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 2; j++) {
-                int sp = splits[i];
-                if (K % (WG_BK * sp) || (fs && *fs && atoi(fs) != sp) || (fst && *fst && atoi(fst) != stages[j]))
+                int bn = widths[w], sp = splits[i];
+                if (N % bn || K % (WG_BK * sp) || (fb && *fb && atoi(fb) != bn) || (fs && *fs && atoi(fs) != sp) ||
+                    (fst && *fst && atoi(fst) != stages[j]))
                     continue;
+                p.bn = bn;
                 p.split = sp;
                 p.stages = stages[j];
                 if (n < max)
                     out[n++] = p;
             }
-    }
     return n;
 }
 
@@ -535,18 +425,6 @@ template <typename K> static void allow_smem(K kernel, size_t bytes, bool *done)
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         *done = true;
     }
-}
-
-template <typename T, int STAGES>
-static void wg_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
-                        const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
-{
-    size_t smem = (size_t)STAGES * WG_STAGE_BYTES + 1024; /* + room to align the start to 1024 */
-    static bool attr_set;
-    allow_smem(wg_gemm<T, STAGES>, smem, &attr_set);
-    dim3 grid((unsigned)(N / WG_BN), (unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)p->split);
-    cu_launch_cluster(wg_gemm<T, STAGES>, grid, dim3(WG_THREADS), smem, p->split, (const T *)A, (const T *)B, (T *)C,
-                      (const T *)bias, M, K, lda, ldb, ldc, act, (int)b_fixed);
 }
 
 template <typename T, int BN, int STAGES>
@@ -565,23 +443,21 @@ static void ws_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, in
 }
 
 template <typename T>
-static void launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
-                     const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
+static void launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t ldc, void *C, const void *bias,
+                     int act, bool b_fixed)
 {
     bool six = p->stages == 6;
-    if (p->kind == 0)
-        (six ? wg_launch_t<T, 6> : wg_launch_t<T, 4>)(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
-    else if (p->bn == 128)
+    if (p->bn == 128)
         (six ? ws_launch_t<T, 128, 6> : ws_launch_t<T, 128, 4>)(p, M, N, K, ldc, C, bias, act, b_fixed);
     else
         (six ? ws_launch_t<T, 64, 6> : ws_launch_t<T, 64, 4>)(p, M, N, K, ldc, C, bias, act, b_fixed);
 }
 
-void rlx_cu_wg_launch(const cu_wg_plan *p, rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
-                      int64_t ldc, const void *A, const void *B, void *C, const void *bias, int act, bool b_fixed)
+void rlx_cu_wg_launch(const cu_wg_plan *p, rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t ldc, void *C,
+                      const void *bias, int act, bool b_fixed)
 {
     if (dt == RLX_F16)
-        launch_t<__half>(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
+        launch_t<__half>(p, M, N, K, ldc, C, bias, act, b_fixed);
     else
-        launch_t<__nv_bfloat16>(p, M, N, K, lda, ldb, ldc, A, B, C, bias, act, b_fixed);
+        launch_t<__nv_bfloat16>(p, M, N, K, ldc, C, bias, act, b_fixed);
 }

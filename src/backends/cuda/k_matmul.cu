@@ -1,9 +1,9 @@
 /* k_matmul.cu - matmul and matmul + bias + activation (batched,
  * transposes, broadcast batch dims, f32/f16/bf16 with f32 accumulation)
  * on cuBLASLt (gemm.cu); for 16-bit matmuls whose exact GELU/SiLU
- * cuBLASLt cannot fuse, one cuDNN-compiled kernel; on Hopper, for 16-bit
- * single GEMMs, our own (gemm_wgmma.cu).  Each is kept where it measures
- * fastest. */
+ * cuBLASLt cannot fuse, one cuDNN-compiled kernel; on request, on Hopper,
+ * for 16-bit single GEMMs, our own (gemm_wgmma.cu).  Each is kept where it
+ * measures fastest. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +126,7 @@ static rlx_status run_mm_wg(const rlx_thunk *t, const void *bias, int act)
 {
     const mm_state *s = (const mm_state *)t->state;
     const cu_gemm *g = &s->gemm;
-    rlx_cu_wg_launch(&s->wg, g->dt, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, t->in[0], t->in[1], t->out, bias, act,
-                     (t->in_fixed >> 1) & 1);
+    rlx_cu_wg_launch(&s->wg, g->dt, g->M, g->N, g->K, g->ldc, t->out, bias, act, (t->in_fixed >> 1) & 1);
     return rlx_cu_check(t, "wgmma GEMM launch");
 }
 
@@ -381,12 +380,14 @@ static rlx_status run_mm_dnn(const rlx_thunk *t) { (void)t; return RLX_OK; }
 static rlx_status prep_mm_dnn(rlx_thunk *t) { (void)t; return RLX_OK; }
 #endif
 
-/* ---- our Hopper GEMM: timed against the path chosen above (cuBLASLt,
- * with its activation pass, or cuDNN's fused kernel), each of its plans
- * as 8 launches captured into a graph, and kept when faster.
- * RLX_CUDA_MM_PATH=wgmma requires it for every 16-bit matmul (compile
- * fails where it does not apply, so a test cannot pass on another path);
- * =cublaslt or =cudnn never try it. */
+/* ---- our Hopper GEMM (gemm_wgmma.cu), on request: RLX_CUDA_WGMMA=1 times
+ * it against the path chosen above (cuBLASLt, with its activation pass,
+ * or cuDNN's fused kernel), each of its plans as 8 launches captured into
+ * a graph, and keeps it when faster; it measured slower on every shape
+ * tried, so by default it is not timed (its 16 plans would cost compile
+ * time for nothing).  RLX_CUDA_MM_PATH=wgmma requires it for every 16-bit
+ * matmul (compile fails where it does not apply, so a test cannot pass on
+ * another path); =cublaslt or =cudnn never try it. */
 static bool launch_mm_any(void *t)
 {
     const rlx_thunk *th = (const rlx_thunk *)t;
@@ -398,7 +399,7 @@ static bool launch_mm_any(void *t)
  * plan again. */
 typedef struct wg_choice {
     int64_t key[8];
-    int kept, kind, bn, split, stages;
+    int kept, bn, split, stages;
 } wg_choice;
 static wg_choice wg_choices[64];
 static int n_wg_choices;
@@ -430,7 +431,8 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     mm_state *s = (mm_state *)t->state;
     const char *path = getenv("RLX_CUDA_MM_PATH");
     bool forced = path && !strcmp(path, "wgmma");
-    if (!s || (path && *path && !forced) || (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
+    if (!s || (path && *path && !forced) || (!forced && !cu_env_on("RLX_CUDA_WGMMA")) ||
+        (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
         return RLX_OK;
     const cu_gemm *g = &s->gemm;
     bool fits = s->mat_c && s->batch && !s->loop && g->p.has_algo && g->batch == 1 && !g->trans_a && !g->trans_b &&
@@ -446,11 +448,11 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     const rlx_node_data *n = t->node;
     int act_bias = n->op == RLX_OP_MATMUL_BIAS_ACT ? n->attrs.mm_act.act | n->attrs.mm_act.has_bias << 4 | 1 << 5 : 0;
     wg_choice known = {{n->dtype, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, act_bias | (int)(t->in_fixed >> 1 & 1) << 6},
-                       0, 0, 0, 0, 0};
+                       0, 0, 0, 0};
     bool reuse = !forced && wg_choice_find(known.key, &known);
     if (reuse && !known.kept)
         return RLX_OK; /* the path above won for this shape before */
-    enum { REPS = 8, MAX_PLANS = 24 };
+    enum { REPS = 8, MAX_PLANS = 16 };
     float best = forced || reuse ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
     cu_wg_plan *cand = (cu_wg_plan *)malloc(MAX_PLANS * sizeof *cand);
     if (!cand)
@@ -460,7 +462,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     int nc = rlx_cu_wg_candidates(n->dtype, g->M, g->N, g->K, g->lda, g->ldb, t->in[0], t->in[1], cand, MAX_PLANS);
     for (int i = 0; i < nc; i++) {
         const cu_wg_plan *c = &cand[i];
-        if (reuse && (c->kind != known.kind || c->bn != known.bn || c->split != known.split || c->stages != known.stages))
+        if (reuse && (c->bn != known.bn || c->split != known.split || c->stages != known.stages))
             continue;
         s->wg = *c;
         s->use_wg = 1;
@@ -477,15 +479,15 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     s->wg = pick;
     if (!forced && !reuse) {
         known.kept = s->use_wg;
-        known.kind = pick.kind, known.bn = pick.bn, known.split = pick.split, known.stages = pick.stages;
+        known.bn = pick.bn, known.split = pick.split, known.stages = pick.stages;
         wg_choice_add(&known);
     }
     if (cu_env_on("RLX_VERBOSE") && !reuse)
-        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us (%s, "
+        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us ("
                 "tile 128x%d, split %d, %d stages, B %s)\n",
                 (int)t->id, (long long)g->M, (long long)g->N, (long long)g->K, before < 1e29f ? before * 1e3f : -1.0f,
-                s->use_wg ? "(kept) " : "", wg_best < 1e29f ? wg_best * 1e3f : -1.0f,
-                fastest.kind ? "TMA producer" : "cp.async", fastest.bn, fastest.split, fastest.stages,
+                s->use_wg ? "(kept) " : "", wg_best < 1e29f ? wg_best * 1e3f : -1.0f, fastest.bn, fastest.split,
+                fastest.stages,
                 (t->in_fixed >> 1 & 1) ? "fixed" : "computed");
     if (forced && !s->use_wg)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "RLX_CUDA_MM_PATH=wgmma: no wgmma plan ran (%d candidates)", nc);
