@@ -165,8 +165,6 @@ static rlx_status k_matmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------- matmul + bias + act */
 
-/* ------------------------------------------------- matmul + bias + act */
-
 static rlx_status prep_mm_dnn(rlx_thunk *t);
 static rlx_status run_mm_dnn(const rlx_thunk *t);
 
