@@ -432,13 +432,17 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     if (!s || (path && *path && !forced) || (!forced && !cu_env_on("RLX_CUDA_WGMMA")) ||
         (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
         return RLX_OK;
+    if (forced && !rlx_cu_wg_available())
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED,
+                           "RLX_CUDA_MM_PATH=wgmma: no wgmma GEMM here (it needs an sm_90 device and a build with "
+                           "sm_90a code)");
     const cu_gemm *g = &s->gemm;
     bool fits = s->mat_c && s->batch && !s->loop && g->p.has_algo && g->batch == 1 && !g->trans_a && !g->trans_b &&
                 rlx_cu_wg_fits(t->node->dtype, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, t->in[0], t->in[1], t->out);
     if (!fits)
         return forced ? rlx_cu_fail(t, RLX_ERR_UNSUPPORTED,
                                     "RLX_CUDA_MM_PATH=wgmma: this matmul does not suit the wgmma GEMM "
-                                    "(sm_90 device, one GEMM, N %% 64 == 0, K %% 64 == 0, B not transposed)")
+                                    "(one GEMM, N %% 64 == 0, K %% 64 == 0, B not transposed, 16-byte aligned)")
                       : RLX_OK;
     cudaStreamCaptureStatus cs;
     if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
