@@ -165,27 +165,11 @@ template <typename F> __device__ __forceinline__ void cu_prefetch_then_wait(F &&
     cu_grid_wait();
 }
 
-/* Launches kernel on the backend's stream; errors surface through
+/* Launches kernel on the backend's stream with its blocks grouped into
+ * clusters of cluster_z along z (blocks of one cluster run at once and
+ * share their shared memory; 1: no clusters); errors surface through
  * cudaGetLastError like those of a <<<>>> launch.  Every kernel launched
  * here must begin with cu_grid_wait() (tests/gpu/lint_kernels.py checks). */
-template <typename K, typename... A>
-static inline void cu_launch(K kernel, dim3 grid, dim3 block, size_t smem, A &&...args)
-{
-    cudaLaunchAttribute at = {};
-    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at.val.programmaticStreamSerializationAllowed = rlx_cu_pdl;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = rlx_cu_stream;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
-    cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
-}
-
-/* The same with the blocks grouped into clusters of cluster_z along z
- * (blocks of one cluster run at once and share their shared memory). */
 template <typename K, typename... A>
 static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t smem, int cluster_z, A &&...args)
 {
@@ -204,6 +188,13 @@ static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t sme
     cfg.attrs = at;
     cfg.numAttrs = cluster_z > 1 ? 2 : 1;
     cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+}
+
+/* The same without clusters: how most of our kernels are launched. */
+template <typename K, typename... A>
+static inline void cu_launch(K kernel, dim3 grid, dim3 block, size_t smem, A &&...args)
+{
+    cu_launch_cluster(kernel, grid, block, smem, 1, std::forward<A>(args)...);
 }
 
 /* ---------------------------------------------------------- device helpers */

@@ -212,6 +212,42 @@ static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n)
     return CU_GEMM_WORKSPACE + rlx_cu_gemm_split_bytes(n->dtype, rows, N, K);
 }
 
+/* What the tuning chose for a GEMM shape, for the rest of the process:
+ * identical GEMMs (an encoder's layers) reuse it instead of building or
+ * timing every candidate again.  One table per choice; a key is the
+ * shape, layout, epilogue and what else the choice depends on. */
+typedef struct mm_memo {
+    struct {
+        int64_t key[10];
+        int val[4];
+    } e[64];
+    int n;
+    pthread_mutex_t lock;
+} mm_memo;
+
+static bool mm_memo_find(mm_memo *m, const int64_t *key, int *val)
+{
+    bool found = false;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->n && !found; i++)
+        if (!memcmp(m->e[i].key, key, sizeof m->e[i].key)) {
+            memcpy(val, m->e[i].val, sizeof m->e[i].val);
+            found = true;
+        }
+    pthread_mutex_unlock(&m->lock);
+    return found;
+}
+
+static void mm_memo_add(mm_memo *m, const int64_t *key, const int *val)
+{
+    pthread_mutex_lock(&m->lock);
+    if (m->n < (int)(sizeof m->e / sizeof m->e[0])) {
+        memcpy(m->e[m->n].key, key, sizeof m->e[0].key);
+        memcpy(m->e[m->n++].val, val, sizeof m->e[0].val);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- matmul + bias + GELU/SiLU through cuDNN's graph API.
  * Operation graph: matmul (A [1, M, K], B [1, K, N] in either stored
  * layout, f32 compute) -> [add bias [1, 1, N]] -> GELU (erf form) or
@@ -222,38 +258,8 @@ static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n)
  * keeps it wherever it builds, =cublaslt never tries it). */
 #ifdef RLX_CUDNN
 enum { MM_REPS = 8 }; /* launches per captured timing graph */
-
-/* What the tuning of one GEMM shape chose, for the rest of the process:
- * identical GEMMs (an encoder's layers) then build one plan, or none,
- * instead of compiling every candidate again. */
-typedef struct mm_choice {
-    int64_t key[10];
-    int pick; /* -1: cuBLASLt and the activation pass */
-} mm_choice;
-static mm_choice mm_choices[64];
-static int n_mm_choices;
-static pthread_mutex_t mm_choice_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int mm_choice_find(const int64_t *key)
-{
-    int pick = -2; /* not tuned yet */
-    pthread_mutex_lock(&mm_choice_lock);
-    for (int i = 0; i < n_mm_choices && pick == -2; i++)
-        if (!memcmp(mm_choices[i].key, key, sizeof mm_choices[i].key))
-            pick = mm_choices[i].pick;
-    pthread_mutex_unlock(&mm_choice_lock);
-    return pick;
-}
-
-static void mm_choice_add(const int64_t *key, int pick)
-{
-    pthread_mutex_lock(&mm_choice_lock);
-    if (n_mm_choices < (int)(sizeof mm_choices / sizeof mm_choices[0])) {
-        memcpy(mm_choices[n_mm_choices].key, key, sizeof mm_choices[0].key);
-        mm_choices[n_mm_choices++].pick = pick;
-    }
-    pthread_mutex_unlock(&mm_choice_lock);
-}
+/* per shape: the cuDNN plan chosen, -1 for cuBLASLt and the activation pass */
+static mm_memo dnn_memo = {{}, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static bool launch_mm_act(void *t) { return k_mm_act((const rlx_thunk *)t, NULL) == RLX_OK; }
 
@@ -297,7 +303,7 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     int64_t key[10] = {n->dtype, M, N, K, g->lda, g->ldb, g->ldc, g->trans_b | has_bias << 1 | act << 2,
                        cu_ptr_align(t->in[0]) << 16 | cu_ptr_align(t->in[1]) << 8 | cu_ptr_align(t->out),
                        has_bias ? cu_ptr_align(t->in[2]) : 0};
-    int known = forced ? -2 : mm_choice_find(key);
+    int memo[4], known = !forced && mm_memo_find(&dnn_memo, key, memo) ? memo[0] : -2; /* -2: not tuned yet */
     if (known == -1)
         return RLX_OK; /* cuBLASLt won for this shape before */
     rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream);
@@ -350,8 +356,10 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     float ms = ok ? dnn_pick_plan(&b, og, ptrs, uids, has_bias ? 4 : 3, t->scratch, t->scratch_bytes, true,
                                   forced ? 1 : 6, known, MM_REPS)
                   : 1e30f;
-    if (!forced && known == -2)
-        mm_choice_add(key, d->plan && ms < lt_ms ? d->pick : -1);
+    if (!forced && known == -2) {
+        int chosen[4] = {d->plan && ms < lt_ms ? d->pick : -1};
+        mm_memo_add(&dnn_memo, key, chosen);
+    }
     const char *vb = getenv("RLX_VERBOSE");
     if (vb && *vb && strcmp(vb, "0") != 0)
         fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: cuBLASLt + %s pass %.2f us, cuDNN graph %s%.2f us "
@@ -392,37 +400,8 @@ static bool launch_mm_any(void *t)
     return th->fn(th, NULL) == RLX_OK;
 }
 
-/* What the timing chose for a GEMM shape, for the rest of the process:
- * identical GEMMs (an encoder's layers) reuse it instead of timing every
- * plan again. */
-typedef struct wg_choice {
-    int64_t key[8];
-    int kept, bn, split, stages;
-} wg_choice;
-static wg_choice wg_choices[64];
-static int n_wg_choices;
-static pthread_mutex_t wg_choice_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool wg_choice_find(const int64_t *key, wg_choice *out)
-{
-    bool found = false;
-    pthread_mutex_lock(&wg_choice_lock);
-    for (int i = 0; i < n_wg_choices && !found; i++)
-        if (!memcmp(wg_choices[i].key, key, sizeof wg_choices[i].key)) {
-            *out = wg_choices[i];
-            found = true;
-        }
-    pthread_mutex_unlock(&wg_choice_lock);
-    return found;
-}
-
-static void wg_choice_add(const wg_choice *c)
-{
-    pthread_mutex_lock(&wg_choice_lock);
-    if (n_wg_choices < (int)(sizeof wg_choices / sizeof wg_choices[0]))
-        wg_choices[n_wg_choices++] = *c;
-    pthread_mutex_unlock(&wg_choice_lock);
-}
+/* per shape: {kept, bn, split, stages} of the wgmma plan timed */
+static mm_memo wg_memo = {{}, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static rlx_status prep_mm_wg(rlx_thunk *t)
 {
@@ -449,10 +428,12 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
         return RLX_OK;
     const rlx_node_data *n = t->node;
     int act_bias = n->op == RLX_OP_MATMUL_BIAS_ACT ? n->attrs.mm_act.act | n->attrs.mm_act.has_bias << 4 | 1 << 5 : 0;
-    wg_choice known = {{n->dtype, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, act_bias | (int)(t->in_fixed >> 1 & 1) << 6},
-                       0, 0, 0, 0};
-    bool reuse = !forced && wg_choice_find(known.key, &known);
-    if (reuse && !known.kept)
+    const int64_t key[10] = {n->dtype, g->M,   g->N,
+                             g->K,     g->lda, g->ldb,
+                             g->ldc,   act_bias | (int)(t->in_fixed >> 1 & 1) << 6};
+    int known[4] = {0}; /* kept, bn, split, stages */
+    bool reuse = !forced && mm_memo_find(&wg_memo, key, known);
+    if (reuse && !known[0])
         return RLX_OK; /* the path above won for this shape before */
     enum { REPS = 8, MAX_PLANS = 16 };
     float best = forced || reuse ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
@@ -464,7 +445,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     int nc = rlx_cu_wg_candidates(n->dtype, g->M, g->N, g->K, g->lda, g->ldb, t->in[0], t->in[1], cand, MAX_PLANS);
     for (int i = 0; i < nc; i++) {
         const cu_wg_plan *c = &cand[i];
-        if (reuse && (c->bn != known.bn || c->split != known.split || c->stages != known.stages))
+        if (reuse && (c->bn != known[1] || c->split != known[2] || c->stages != known[3]))
             continue;
         s->wg = *c;
         s->use_wg = 1;
@@ -480,9 +461,8 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     s->use_wg = pick.split > 0;
     s->wg = pick;
     if (!forced && !reuse) {
-        known.kept = s->use_wg;
-        known.bn = pick.bn, known.split = pick.split, known.stages = pick.stages;
-        wg_choice_add(&known);
+        int chosen[4] = {s->use_wg, pick.bn, pick.split, pick.stages};
+        mm_memo_add(&wg_memo, key, chosen);
     }
     if (cu_env_on("RLX_VERBOSE") && !reuse)
         fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us ("
