@@ -436,6 +436,8 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     if (reuse && !known[0])
         return RLX_OK; /* the path above won for this shape before */
     enum { REPS = 8, MAX_PLANS = 16 };
+    const char *vb = getenv("RLX_VERBOSE");
+    bool each = vb && atoi(vb) >= 2; /* RLX_VERBOSE=2: every plan's time too */
     float best = forced || reuse ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
     cu_wg_plan *cand = (cu_wg_plan *)malloc(MAX_PLANS * sizeof *cand);
     if (!cand)
@@ -450,6 +452,9 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
         s->wg = *c;
         s->use_wg = 1;
         float ms = reuse ? 0.0f : rlx_cu_time_captured(launch_mm_any, t, REPS);
+        if (each && !reuse)
+            fprintf(stderr, "[rlx cuda]   wgmma 128x%d split %d, %d stages: %.2f us\n", c->bn, c->split, c->stages,
+                    ms * 1e3f);
         if (ms < wg_best) {
             wg_best = ms;
             fastest = *c;
