@@ -128,32 +128,37 @@ typedef struct attn_args {
 #define EXP_F64(y, x) ((y) = exp(x))
 
 #define ATTN_CORE(SFX, CT, EXPSTMT)                                                                                     \
+    /* out[jj] = sum_i w[i] base[i * stride + jj] for one register block of                                             \
+     * ATTN_JB columns, with two accumulators (even and odd i): twice the                                               \
+     * independent multiply-adds in flight of one chain through every i */                                             \
+    RLX_CLONES static void attn_block_##SFX(const CT *restrict w, int64_t n, const CT *restrict base, int64_t stride,   \
+                                            CT *restrict out)                                                           \
+    {                                                                                                                   \
+        CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0};                                                                         \
+        int64_t i = 0;                                                                                                  \
+        for (; i + 1 < n; i += 2) {                                                                                     \
+            CT wi = w[i], wk = w[i + 1];                                                                                \
+            const CT *restrict bi = base + i * stride, *restrict bk = bi + stride;                                      \
+            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                                  \
+                r[jj] += wi * bi[jj];                                                                                   \
+                r2[jj] += wk * bk[jj];                                                                                  \
+            }                                                                                                           \
+        }                                                                                                               \
+        if (i < n) {                                                                                                    \
+            CT wi = w[i];                                                                                               \
+            const CT *restrict bi = base + i * stride;                                                                  \
+            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += wi * bi[jj];                              \
+        }                                                                                                               \
+        for (int jj = 0; jj < ATTN_JB; jj++)                                                                            \
+            out[jj] = r[jj] + r2[jj];                                                                                   \
+    }                                                                                                                   \
     /* sc[j] = q . k_j for the first Te keys, ATTN_JB keys per register block */                                        \
     RLX_CLONES static void attn_scores_##SFX(const CT *restrict qr, const CT *restrict kT, CT *restrict sc, int64_t Te, \
                                              int64_t T, int64_t D)                                                      \
     {                                                                                                                   \
         int64_t j0 = 0;                                                                                                 \
-        for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB) {                                                                     \
-            /* two accumulators (even and odd d): twice the independent                                                 \
-             * multiply-adds in flight of one chain through every d */                                                  \
-            CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0};                                                                     \
-            int64_t d = 0;                                                                                              \
-            for (; d + 1 < D; d += 2) {                                                                                 \
-                CT qd = qr[d], qe = qr[d + 1];                                                                          \
-                const CT *restrict kd = kT + d * T + j0, *restrict ke = kd + T;                                         \
-                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                              \
-                    r[jj] += qd * kd[jj];                                                                               \
-                    r2[jj] += qe * ke[jj];                                                                              \
-                }                                                                                                       \
-            }                                                                                                           \
-            if (d < D) {                                                                                                \
-                CT qd = qr[d];                                                                                          \
-                const CT *restrict kd = kT + d * T + j0;                                                                \
-                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += qd * kd[jj];                          \
-            }                                                                                                           \
-            for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
-                sc[j0 + jj] = r[jj] + r2[jj];                                                                           \
-        }                                                                                                               \
+        for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB)                                                                       \
+            attn_block_##SFX(qr, D, kT + j0, T, sc + j0);                                                               \
         for (int64_t j = j0; j < Te; j++) {                                                                             \
             CT r = 0;                                                                                                   \
             for (int64_t d = 0; d < D; d++)                                                                             \
@@ -179,25 +184,8 @@ typedef struct attn_args {
             sum += p;                                                                                                   \
         }                                                                                                               \
         int64_t e0 = 0;                                                                                                 \
-        for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB) {                                                                     \
-            CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0}; /* even and odd keys, as in attn_scores */                          \
-            int64_t j = 0;                                                                                              \
-            for (; j + 1 < Te; j += 2) {                                                                                \
-                CT p = sc[j], q = sc[j + 1];                                                                            \
-                const CT *restrict vj = vb + j * Dv + e0, *restrict vk = vj + Dv;                                       \
-                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                              \
-                    r[jj] += p * vj[jj];                                                                                \
-                    r2[jj] += q * vk[jj];                                                                               \
-                }                                                                                                       \
-            }                                                                                                           \
-            if (j < Te) {                                                                                               \
-                CT p = sc[j];                                                                                           \
-                const CT *restrict vj = vb + j * Dv + e0;                                                               \
-                _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += p * vj[jj];                           \
-            }                                                                                                           \
-            for (int jj = 0; jj < ATTN_JB; jj++)                                                                        \
-                acc[e0 + jj] = r[jj] + r2[jj];                                                                          \
-        }                                                                                                               \
+        for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB)                                                                       \
+            attn_block_##SFX(sc, Te, vb + e0, Dv, acc + e0);                                                            \
         for (int64_t e = e0; e < Dv; e++) {                                                                             \
             CT r = 0;                                                                                                   \
             for (int64_t j = 0; j < Te; j++)                                                                            \
