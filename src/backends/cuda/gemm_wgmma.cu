@@ -28,7 +28,7 @@
  *
  * Measured on the H200 (bench/results/gpu-2026-12-02-NOTES.md): slower
  * than cuDNN's and cuBLASLt's kernels on every shape tried (the mlp's
- * GEMMs 11.5/23.7/11.5 us against 7.9/15.7/8.7), so the tuner considers
+ * GEMMs 10.1/20.9/12.1 us against 7.6/15.5/8.4), so the tuner considers
  * it only when asked (RLX_CUDA_WGMMA=1). */
 #include <cooperative_groups.h>
 #include <cudaTypedefs.h> /* CUtensorMap and the driver's encoder type; the driver is reached at run time */
@@ -39,7 +39,12 @@ namespace cg = cooperative_groups;
 
 enum { WG_BM = 128, WG_BK = 64, WG_A_BYTES = WG_BM * WG_BK * 2 };
 /* two consumer warpgroups (the threads the accumulators live in), then the producer warp */
-enum { WG_CONSUMERS = 256, WS_THREADS = 288, WS_PRODUCER = 256 };
+enum { WS_THREADS = 288, WS_PRODUCER = 256 };
+/* The output tile staged in shared memory at the end (wg_finish): f32 rows of BN + 8. */
+template <int BN> struct wg_tile {
+    static constexpr int ld = BN + 8; /* floats per staged row: the pad spreads a warp's rows over the banks */
+};
+
 static_assert(sizeof(CUtensorMap) == sizeof(((cu_wg_plan *)0)->maps[0]), "tensor map size");
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -116,73 +121,79 @@ __device__ __forceinline__ float4 *wg_smem_ptr(uint32_t base)
     return (float4 *)(wg_raw + (base - (uint32_t)__cvta_generic_to_shared(wg_raw)));
 }
 
-/* Bias, activation, conversion and the store of one accumulator pair. */
-template <typename T>
-__device__ __forceinline__ void wg_store2(T *C, int64_t ldc, int64_t M, int64_t row, int64_t col, float v0, float v1,
-                                          const T *bias, int act)
+/* The end of the kernel.  The consumers' accumulators (thread t's
+ * accumulator i: see wg_mma) go to shared memory as a row-major f32 tile
+ * (the ring's space: every stage has been read by now); then the whole
+ * block walks that tile in rows of 8 columns, adds bias, applies the
+ * activation and stores 16 bytes per step, so the stores are whole lines
+ * and the activation's switch is decided once, outside the loop.  With K
+ * split over a cluster (gridDim.z blocks), block z takes rows z, z + S, ...
+ * of the tile and adds the parts of every block of the cluster, in the
+ * order of the blocks (the same sum every run).  Every thread of the block
+ * calls this (the barriers count them). */
+/* One activation, fixed at compile time (0: none). */
+template <int ACT> struct wg_act {
+    __device__ __forceinline__ float operator()(float x) const { return ACT ? cu_act_f(ACT, x) : x; }
+};
+
+template <typename T, int BN, typename F>
+__device__ __forceinline__ void wg_store_rows(const float *part, cg::cluster_group &cl, T *C, const T *bias,
+                                              int64_t M, int64_t ldc, int64_t m0, int64_t n0, F act)
 {
-    if (row >= M)
-        return;
-    if (bias) {
-        v0 += cu_tof<T>(bias[col]);
-        v1 += cu_tof<T>(bias[col + 1]);
+    constexpr int LD = wg_tile<BN>::ld, CHUNKS = BN / 8;
+    const int S = (int)gridDim.z, z = (int)blockIdx.z;
+    for (int i = threadIdx.x; i < (WG_BM / S) * CHUNKS; i += blockDim.x) {
+        const int row = z + S * (i / CHUNKS), c8 = (i % CHUNKS) * 8;
+        if (m0 + row >= M)
+            continue;
+        float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int r = 0; r < S; r++) {
+            const float4 *p = (const float4 *)((S > 1 ? cl.map_shared_rank(part, r) : part) + row * LD + c8);
+            float4 a = p[0], b = p[1];
+            v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w, v[4] += b.x, v[5] += b.y, v[6] += b.z, v[7] += b.w;
+        }
+        union {
+            uint4 u;
+            T t[8];
+        } o;
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            o.t[j] = cu_fromf<T>(act(bias ? v[j] + cu_tof<T>(bias[n0 + c8 + j]) : v[j]));
+        *(uint4 *)(C + (m0 + row) * ldc + n0 + c8) = o.u;
     }
-    if (act) {
-        v0 = cu_act_f(act, v0);
-        v1 = cu_act_f(act, v1);
-    }
-    union {
-        uint32_t u;
-        T t[2];
-    } p;
-    p.t[0] = cu_fromf<T>(v0);
-    p.t[1] = cu_fromf<T>(v1);
-    *(uint32_t *)(C + row * ldc + col) = p.u;
 }
 
-/* The end of the kernel: the consumers' accumulators (NQ groups of 4
- * per thread, threads 0..255) go to C with bias and activation.  With K
- * split over a cluster (gridDim.z blocks), each block leaves its part in
- * its shared memory (base: free by now), and block z adds groups z,
- * z + S, ... of every part, in the order of the blocks, and stores them.
- * Every thread of the block calls this (the cluster barriers count them). */
-template <typename T, int NQ>
-__device__ __forceinline__ void wg_finish(const float (&d)[4 * NQ], bool consumer, uint32_t base, T *C,
+template <typename T, int BN>
+__device__ __forceinline__ void wg_finish(const float (&d)[BN / 2], bool consumer, uint32_t base, T *C,
                                           const T *bias, int64_t M, int64_t ldc, int64_t m0, int64_t n0, int act)
 {
-    const int t = threadIdx.x, lane = t & 31, warp = (t >> 5) & 3, wg = (t >> 7) & 1;
-    const int64_t row = m0 + wg * 64 + warp * 16 + (lane >> 2), col = n0 + (lane & 3) * 2;
-    if (gridDim.z == 1) {
-        if (consumer) {
-#pragma unroll
-            for (int q = 0; q < NQ; q++) {
-                wg_store2(C, ldc, M, row, col + q * 8, d[4 * q], d[4 * q + 1], bias, act);
-                wg_store2(C, ldc, M, row + 8, col + q * 8, d[4 * q + 2], d[4 * q + 3], bias, act);
-            }
-        }
-        return;
-    }
-    __syncthreads();
-    float4 *part = wg_smem_ptr(base);
-    if (consumer) {
-#pragma unroll
-        for (int q = 0; q < NQ; q++)
-            part[q * WG_CONSUMERS + t] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
-    }
+    constexpr int LD = wg_tile<BN>::ld;
+    float *part = (float *)wg_smem_ptr(base);
     cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    const int S = (int)gridDim.z, z = (int)blockIdx.z;
-    for (int q = z; consumer && q < NQ; q += S) {
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int r = 0; r < S; r++) {
-            const float4 *p = cl.map_shared_rank(part, r);
-            float4 v = p[q * WG_CONSUMERS + t];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+    __syncthreads(); /* every warpgroup's products have read their stages */
+    if (consumer) {
+        const int t = threadIdx.x, lane = t & 31;
+        const int row = (t >> 7) * 64 + ((t >> 5) & 3) * 16 + (lane >> 2), col = (lane & 3) * 2;
+#pragma unroll
+        for (int q = 0; q < BN / 8; q++) {
+            *(float2 *)(part + row * LD + col + q * 8) = make_float2(d[4 * q], d[4 * q + 1]);
+            *(float2 *)(part + (row + 8) * LD + col + q * 8) = make_float2(d[4 * q + 2], d[4 * q + 3]);
         }
-        wg_store2(C, ldc, M, row, col + q * 8, s.x, s.y, bias, act);
-        wg_store2(C, ldc, M, row + 8, col + q * 8, s.z, s.w, bias, act);
     }
-    cl.sync(); /* no block leaves while another reads its part */
+    if (gridDim.z > 1)
+        cl.sync();
+    else
+        __syncthreads();
+    auto store = [&](auto f) { wg_store_rows<T, BN>(part, cl, C, bias, M, ldc, m0, n0, f); };
+    switch (act) {
+    case RLX_ACT_RELU: store(wg_act<RLX_ACT_RELU>()); break;
+    case RLX_ACT_GELU: store(wg_act<RLX_ACT_GELU>()); break;
+    case RLX_ACT_GELU_TANH: store(wg_act<RLX_ACT_GELU_TANH>()); break;
+    case RLX_ACT_SILU: store(wg_act<RLX_ACT_SILU>()); break;
+    default: store(wg_act<0>()); break;
+    }
+    if (gridDim.z > 1)
+        cl.sync(); /* no block leaves while another reads its part */
 }
 
 /* ---- mbarriers and the tensor memory accelerator (ws_gemm) */
@@ -321,7 +332,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    wg_finish<T, BN / 8>(d, consumer, base, C, bias, M, ldc, m0, n0, act);
+    wg_finish<T, BN>(d, consumer, base, C, bias, M, ldc, m0, n0, act);
 #endif
 }
 
@@ -349,8 +360,8 @@ bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, 
                     const void *A, const void *B, const void *C)
 {
     return (dt == RLX_F16 || dt == RLX_BF16) && M > 0 && N > 0 && K > 0 && N % 64 == 0 && K % WG_BK == 0 &&
-           lda % 8 == 0 && ldb % 8 == 0 && ldc % 2 == 0 && cu_ptr_align(A) == 16 && cu_ptr_align(B) == 16 &&
-           cu_ptr_align(C) >= 4 && (M + WG_BM - 1) / WG_BM <= 65535 && M < INT32_MAX && N < INT32_MAX &&
+           lda % 8 == 0 && ldb % 8 == 0 && ldc % 8 == 0 && cu_ptr_align(A) == 16 && cu_ptr_align(B) == 16 &&
+           cu_ptr_align(C) == 16 && (M + WG_BM - 1) / WG_BM <= 65535 && M < INT32_MAX && N < INT32_MAX &&
            K < INT32_MAX && rlx_cu_wg_available();
 }
 
@@ -431,6 +442,7 @@ template <typename T, int BN, int STAGES>
 static void ws_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, int64_t ldc, void *C, const void *bias,
                         int act, bool b_fixed)
 {
+    static_assert(WG_BM * wg_tile<BN>::ld * 4 <= STAGES * ws_size<BN>::stage, "the staged tile fits in the ring");
     size_t smem = (size_t)STAGES * (ws_size<BN>::stage + 16) + 1024;
     static bool attr_set;
     allow_smem(ws_gemm<T, BN, STAGES>, smem, &attr_set);
