@@ -844,14 +844,16 @@ static tc_plan tc_plan_of(int64_t B, int64_t H, int64_t S, int64_t T, int64_t D)
     tc_plan pl;
     pl.w = w_env ? w_env : bh * ((S + 127) / 128) >= 2 * sms ? 8 : 4;
     pl.nq = (S + 16 * pl.w - 1) / (16 * pl.w);
-    /* halve the key chunks until the blocks fill two per SM: one block per
-     * SM leaves each scheduler one warp, and the block with the most keys
+    /* halve the key chunks while the blocks still fit two per SM: one block
+     * per SM leaves each scheduler one warp, and the block with the most keys
      * alone sets the time (decoder prefill, causal S = 512: 128 blocks of
-     * 1-8 tiles).  Chunks keep two tiles or more: one-tile chunks did not
-     * repay the parts' traffic and tc_combine (encoder b1, T = 128). */
+     * 1-8 tiles).  Not past one wave: 512 blocks of two tiles each took the
+     * decoder 2.686 ms against 2.633 with 256 of four (H200).  Chunks keep
+     * two tiles or more: one-tile chunks did not repay the parts' traffic
+     * and tc_combine (encoder b1, T = 128). */
     const int64_t blocks = bh * pl.nq, tiles = (T + TCK - 1) / TCK;
     int ns = 1;
-    while (D >= 64 && 4 * ns <= tiles && ns < 32 && blocks * ns < 2 * sms && (ns_env <= 0 || 2 * ns <= ns_env))
+    while (D >= 64 && 4 * ns <= tiles && ns < 32 && 2 * blocks * ns <= 2 * sms && (ns_env <= 0 || 2 * ns <= ns_env))
         ns *= 2;
     pl.chunk = (int)((tiles + ns - 1) / ns);
     pl.ns = ns > 1 ? (int)((tiles + pl.chunk - 1) / pl.chunk) : 1;

@@ -180,6 +180,76 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
     }
 }
 
+/* The same for head dims D = 32 E with E even (64, 128, 256): lane l holds
+ * elements [l E, l E + E) in registers, loaded and stored as one vector;
+ * a rotated pair is two of its own elements (interleaved) or its element
+ * and the one of lane l ^ 16 (halves).  No shared memory, one pass. */
+template <typename T, int E>
+__global__ void __launch_bounds__(QK_WARPS * 32)
+    qk_norm_rope_v(T *qkv, int64_t vectors, int heads, int H, int64_t S, int64_t width, const T *gq, const T *gk,
+                   float eps, const double *tab, int inter)
+{
+    cu_grid_wait();
+    constexpr int D = 32 * E, HALF = D / 2;
+    struct alignas(E * sizeof(T)) vec {
+        T t[E];
+    };
+    const int lane = threadIdx.x & 31, i0 = lane * E;
+    for (int64_t w = (int64_t)blockIdx.x * QK_WARPS + (threadIdx.x >> 5); w < vectors;
+         w += (int64_t)gridDim.x * QK_WARPS) {
+        const int64_t r = w / heads;
+        const int hh = (int)(w - r * heads);
+        vec *x = (vec *)(qkv + r * width + (int64_t)hh * D) + lane;
+        const vec in = *x;
+        float v[E];
+        float ss = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            v[e] = cu_tof<T>(in.t[e]);
+            ss += v[e] * v[e];
+        }
+        const T *g = hh < H ? gq : gk;
+        if (g) {
+            const float inv = 1.0f / sqrtf(cu_warp_sum(ss) / (float)D + eps);
+            const vec gv = ((const vec *)g)[lane];
+#pragma unroll
+            for (int e = 0; e < E; e++)
+                v[e] = v[e] * inv * cu_tof<T>(gv.t[e]);
+        }
+        if (tab) {
+            const double *cs = tab + (r % S) * HALF * 2;
+            if (inter) {
+#pragma unroll
+                for (int e = 0; e < E; e += 2) {
+                    const int i = (i0 + e) / 2;
+                    cu_rope_apply(cs[2 * i], cs[2 * i + 1], &v[e], &v[e + 1]);
+                }
+            } else {
+                /* lane l < 16 holds the first elements of pairs i0 .. i0 + E - 1,
+                 * lane l + 16 their second elements; lane l rotates the pairs of
+                 * its first E / 2 elements, lane l + 16 those of the rest, and
+                 * each hands the other its half of the results */
+                const bool first = lane < 16;
+#pragma unroll
+                for (int j = 0; j < E / 2; j++) {
+                    const int e = first ? j : j + E / 2, i = (first ? i0 : i0 - HALF) + e;
+                    const float other = __shfl_xor_sync(0xffffffffu, first ? v[j + E / 2] : v[j], 16);
+                    float a = first ? v[e] : other, b = first ? other : v[e];
+                    cu_rope_apply(cs[2 * i], cs[2 * i + 1], &a, &b);
+                    const float back = __shfl_xor_sync(0xffffffffu, first ? b : a, 16);
+                    v[e] = first ? a : b;
+                    v[first ? j + E / 2 : j] = back;
+                }
+            }
+        }
+        vec out;
+#pragma unroll
+        for (int e = 0; e < E; e++)
+            out.t[e] = cu_fromf<T>(v[e]);
+        *x = out;
+    }
+}
+
 static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *qkv)
 {
     const rlx_node_data *n = t->node;
@@ -190,11 +260,25 @@ static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *
     const int64_t want = (vectors + QK_WARPS - 1) / QK_WARPS;
     const int blocks = (int)(want < 65536 ? want : 65536);
     const void *gq = s->gamma[0] >= 0 ? t->in[s->gamma[0]] : NULL, *gk = s->gamma[1] >= 0 ? t->in[s->gamma[1]] : NULL;
-    CU_FLOAT_DISPATCH(n->dtype, T,
-                      cu_launch(qk_norm_rope<T>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, (int)(s->H + s->Hk),
-                                (int)s->H, (int)s->D, s->S, s->width, (const T *)gq, (const T *)gk,
-                                (float)n->attrs.attn_block.norm_eps, rope ? (const double *)s->rope_tab : NULL,
-                                n->attrs.attn_block.rope_interleaved));
+    const int heads = (int)(s->H + s->Hk), inter = n->attrs.attn_block.rope_interleaved;
+    const float eps = (float)n->attrs.attn_block.norm_eps;
+    const double *tab = rope ? (const double *)s->rope_tab : NULL;
+    /* the vector form: whole vectors of 2E bytes per lane (rows, heads and gammas aligned to them) */
+    const size_t es = rlx_dtype_size(n->dtype), vb = (size_t)s->D / 32 * es;
+    const bool vec = s->D % 64 == 0 && s->D <= 256 && (uintptr_t)qkv % vb == 0 && (size_t)s->width * es % vb == 0 &&
+                     (uintptr_t)gq % vb == 0 && (uintptr_t)gk % vb == 0;
+#define QK_V(E)                                                                                                            CU_FLOAT_DISPATCH(n->dtype, T,                                                                                                           cu_launch(qk_norm_rope_v<T, E>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H,                                   s->S, s->width, (const T *)gq, (const T *)gk, eps, tab, inter))
+    if (vec && s->D == 64)
+        QK_V(2);
+    else if (vec && s->D == 128)
+        QK_V(4);
+    else if (vec && s->D == 256)
+        QK_V(8);
+    else
+        CU_FLOAT_DISPATCH(n->dtype, T,
+                          cu_launch(qk_norm_rope<T>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H,
+                                    (int)s->D, s->S, s->width, (const T *)gq, (const T *)gk, eps, tab, inter));
+#undef QK_V
     return rlx_cu_check(t, "q/k norm and rope launch");
 }
 

@@ -366,31 +366,41 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
     if (row >= rows)
         return;
     const int chunks = n / V;
+    /* every load of the row is issued before any store (a store to sum
+     * between them would order each chunk's loads after the previous
+     * chunk's store: four round trips instead of one) */
     float v[PER][V];
-    float s = 0;
+    norm_vec<T, V> rv[PER];
 #pragma unroll
     for (int j = 0; j < PER; j++) {
         int c = lane + 32 * j;
         if (c < chunks) {
             norm_load<T, V>(x + row * n + c * V, v[j]);
+            if (res)
+#pragma unroll
+                for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
+                    rv[j].u[w] = ((const uint4 *)(res + row * n + c * V))[w];
+        }
+    }
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        int c = lane + 32 * j;
+        if (c < chunks) {
             if (KEEP) {
-                float r[V];
-                norm_load<T, V>(res + row * n + c * V, r);
                 norm_vec<T, V> o;
 #pragma unroll
                 for (int e = 0; e < V; e++) {
-                    o.t[e] = cu_fromf<T>(v[j][e] + r[e]);
+                    o.t[e] = cu_fromf<T>(v[j][e] + cu_tof<T>(rv[j].t[e]));
                     v[j][e] = cu_tof<T>(o.t[e]);
                 }
 #pragma unroll
                 for (int w = 0; w < (int)(V * sizeof(T) / 16); w++)
                     ((uint4 *)(sum + row * n + c * V))[w] = o.u[w];
             } else if (res) {
-                float r[V];
-                norm_load<T, V>(res + row * n + c * V, r);
 #pragma unroll
                 for (int e = 0; e < V; e++)
-                    v[j][e] += r[e];
+                    v[j][e] += cu_tof<T>(rv[j].t[e]);
             }
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -408,24 +418,33 @@ __global__ void norm_rows_reg(const T *x, const T *res, const T *gamma, const T 
                 q += d * d;
             }
     const float inv = rsqrtf(cu_warp_sum(q) / (float)n + eps);
+    /* gamma and beta, all loaded before the first store for the same reason */
+    norm_vec<T, V> gv[PER], bv[PER];
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        int c = lane + 32 * j;
+        if (c < chunks)
+#pragma unroll
+            for (int w = 0; w < (int)(V * sizeof(T) / 16); w++) {
+                if (gamma)
+                    gv[j].u[w] = ((const uint4 *)(gamma + c * V))[w];
+                if (beta)
+                    bv[j].u[w] = ((const uint4 *)(beta + c * V))[w];
+            }
+    }
 #pragma unroll
     for (int j = 0; j < PER; j++) {
         int c = lane + 32 * j;
         if (c >= chunks)
             continue;
-        float g[V], b[V];
-        if (gamma)
-            norm_load<T, V>(gamma + c * V, g);
-        if (beta)
-            norm_load<T, V>(beta + c * V, b);
         norm_vec<T, V> o;
 #pragma unroll
         for (int e = 0; e < V; e++) {
             float r = (v[j][e] - mean) * inv;
             if (gamma)
-                r *= g[e];
+                r *= cu_tof<T>(gv[j].t[e]);
             if (beta)
-                r += b[e];
+                r += cu_tof<T>(bv[j].t[e]);
             o.t[e] = cu_fromf<T>(r);
         }
 #pragma unroll
