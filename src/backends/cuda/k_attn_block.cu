@@ -263,22 +263,21 @@ static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *
     const int heads = (int)(s->H + s->Hk), inter = n->attrs.attn_block.rope_interleaved;
     const float eps = (float)n->attrs.attn_block.norm_eps;
     const double *tab = rope ? (const double *)s->rope_tab : NULL;
-    /* the vector form: whole vectors of 2E bytes per lane (rows, heads and gammas aligned to them) */
+    /* the vector form: a lane's D / 32 elements as one vector (rows, heads and gammas aligned to it) */
     const size_t es = rlx_dtype_size(n->dtype), vb = (size_t)s->D / 32 * es;
-    const bool vec = s->D % 64 == 0 && s->D <= 256 && (uintptr_t)qkv % vb == 0 && (size_t)s->width * es % vb == 0 &&
-                     (uintptr_t)gq % vb == 0 && (uintptr_t)gk % vb == 0;
-#define QK_V(E)                                                                                                            CU_FLOAT_DISPATCH(n->dtype, T,                                                                                                           cu_launch(qk_norm_rope_v<T, E>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H,                                   s->S, s->width, (const T *)gq, (const T *)gk, eps, tab, inter))
-    if (vec && s->D == 64)
-        QK_V(2);
-    else if (vec && s->D == 128)
-        QK_V(4);
-    else if (vec && s->D == 256)
-        QK_V(8);
-    else
+    const bool vec = (s->D == 64 || s->D == 128 || s->D == 256) && (uintptr_t)qkv % vb == 0 &&
+                     (size_t)s->width * es % vb == 0 && (uintptr_t)gq % vb == 0 && (uintptr_t)gk % vb == 0;
+    if (vec) {
+        CU_FLOAT_DISPATCH(n->dtype, T, {
+            auto fn = s->D == 64 ? qk_norm_rope_v<T, 2> : s->D == 128 ? qk_norm_rope_v<T, 4> : qk_norm_rope_v<T, 8>;
+            cu_launch(fn, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H, s->S, s->width,
+                      (const T *)gq, (const T *)gk, eps, tab, inter);
+        });
+    } else {
         CU_FLOAT_DISPATCH(n->dtype, T,
                           cu_launch(qk_norm_rope<T>, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H,
                                     (int)s->D, s->S, s->width, (const T *)gq, (const T *)gk, eps, tab, inter));
-#undef QK_V
+    }
     return rlx_cu_check(t, "q/k norm and rope launch");
 }
 
