@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "support/ref.h"
@@ -387,6 +388,50 @@ static void test_clip(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Clip of integer tensors with bounds past the dtype's range, infinite, or
+ * crossed (an ONNX file may carry any; the fuzzer found one): the result
+ * saturates to the dtype, with no out-of-range conversion on the way (the
+ * sanitizer build checks that). */
+static int clip_int_case(rlx_dtype dt, const void *x, const void *want, size_t es, double lo, double hi)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_output(g, "y", rlx_clip(g, rlx_input(g, "x", dt, 1, (int64_t[]){5}), lo, hi));
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    rlx_session *sess = NULL;
+    unsigned char got[5 * 8] = {0};
+    int ok = rlx_compile(g, &o, &sess) == RLX_OK && rlx_session_set_input(sess, "x", x, 5 * es) == RLX_OK &&
+             rlx_session_run(sess) == RLX_OK && rlx_session_get_output(sess, "y", got, 5 * es) == RLX_OK &&
+             memcmp(got, want, 5 * es) == 0;
+    if (!ok)
+        printf("clip %s [%g, %g]: wrong or failed (%s)\n", rlx_dtype_name(dt), lo, hi, rlx_last_error());
+    rlx_session_free(sess);
+    rlx_graph_free(g);
+    return !ok;
+}
+
+static void test_clip_int_bounds(void **state)
+{
+    (void)state;
+    const double bounds[][2] = {{-1e30, 1e30}, {1e30, 2e30}, {-2e30, -1e30}, {4.25e37, 0.5}, {INFINITY, INFINITY}};
+    const int8_t x8[5] = {-128, -5, 0, 7, 127};
+    const int8_t w8[][5] = {{-128, -5, 0, 7, 127}, {127, 127, 127, 127, 127}, {-128, -128, -128, -128, -128},
+                            {0, 0, 0, 0, 0}, {127, 127, 127, 127, 127}};
+    const int64_t x64[5] = {INT64_MIN, -5, 0, 7, INT64_MAX};
+    const int64_t w64[][5] = {{INT64_MIN, -5, 0, 7, INT64_MAX},
+                              {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX},
+                              {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN},
+                              {0, 0, 0, 0, 0},
+                              {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}};
+    int bad = 0;
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        bad += clip_int_case(RLX_I8, x8, w8[b], 1, bounds[b][0], bounds[b][1]);
+        bad += clip_int_case(RLX_I64, x64, w64[b], 8, bounds[b][0], bounds[b][1]);
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* A chain of elementwise ops whose intermediates die early (in-place reuse
  * by the planner) plus a value read again at the end. */
 static void test_elementwise_chain(void **state)
@@ -530,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup(test_logic, rt_setup),
         cmocka_unit_test_setup(test_where, rt_setup),
         cmocka_unit_test_setup(test_clip, rt_setup),
+        cmocka_unit_test_setup(test_clip_int_bounds, rt_setup),
         cmocka_unit_test_setup(test_elementwise_chain, rt_setup),
         cmocka_unit_test_setup(test_binary_constants, rt_setup),
         cmocka_unit_test_setup(test_elementwise_large, rt_setup),

@@ -263,6 +263,21 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* A bound that clipped an integer value (ceil of lo or floor of hi, whole
+ * but maybe beyond the dtype or infinite), saturated to dt's range: no
+ * out-of-range conversion, whatever the model's bounds. */
+static int64_t clip_bound_i(double c, rlx_dtype dt)
+{
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (dt == RLX_I32)
+        lo = INT32_MIN, hi = INT32_MAX;
+    else if (dt == RLX_I8)
+        lo = INT8_MIN, hi = INT8_MAX;
+    else if (dt == RLX_U8)
+        lo = 0, hi = UINT8_MAX;
+    return c <= (double)lo ? lo : c >= (double)hi ? hi : (int64_t)c;
+}
+
 static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -281,9 +296,9 @@ static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
         } else {
             int64_t v = rlx_load_i(t->in[0], dt, i);
             if ((double)v < lo)
-                v = (int64_t)ceil(lo);
+                v = clip_bound_i(ceil(lo), dt);
             if ((double)v > hi)
-                v = (int64_t)floor(hi);
+                v = clip_bound_i(floor(hi), dt);
             rlx_store_i(t->out, dt, i, v);
         }
     }

@@ -465,6 +465,20 @@ static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "cast launch");
 }
 
+/* A bound that clipped an integer value, saturated to dt's range (as the
+ * CPU kernel's clip_bound_i). */
+__device__ __forceinline__ int64_t cu_clip_bound_i(double c, int dt)
+{
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (dt == RLX_I32)
+        lo = INT32_MIN, hi = INT32_MAX;
+    else if (dt == RLX_I8)
+        lo = INT8_MIN, hi = INT8_MAX;
+    else if (dt == RLX_U8)
+        lo = 0, hi = UINT8_MAX;
+    return c <= (double)lo ? lo : c >= (double)hi ? hi : (int64_t)c;
+}
+
 __global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, void *y, int64_t n)
 {
     cu_grid_wait();
@@ -479,9 +493,9 @@ __global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, v
         } else {
             int64_t v = cu_ldi(x, dt, i);
             if ((double)v < lo)
-                v = (int64_t)ceil(lo);
+                v = cu_clip_bound_i(ceil(lo), dt);
             if ((double)v > hi)
-                v = (int64_t)floor(hi);
+                v = cu_clip_bound_i(floor(hi), dt);
             cu_sti(y, dt, i, v);
         }
     }
