@@ -115,10 +115,10 @@ __device__ __forceinline__ uint32_t wg_smem_base(void)
     extern __shared__ uint8_t wg_raw[];
     return ((uint32_t)__cvta_generic_to_shared(wg_raw) + 1023) & ~1023u;
 }
-__device__ __forceinline__ float4 *wg_smem_ptr(uint32_t base)
+__device__ __forceinline__ float *wg_smem_ptr(uint32_t base)
 {
     extern __shared__ uint8_t wg_raw[];
-    return (float4 *)(wg_raw + (base - (uint32_t)__cvta_generic_to_shared(wg_raw)));
+    return (float *)(wg_raw + (base - (uint32_t)__cvta_generic_to_shared(wg_raw)));
 }
 
 /* The end of the kernel.  The consumers' accumulators (thread t's
@@ -168,7 +168,7 @@ __device__ __forceinline__ void wg_finish(const float (&d)[BN / 2], bool consume
                                           const T *bias, int64_t M, int64_t ldc, int64_t m0, int64_t n0, int act)
 {
     constexpr int LD = wg_tile<BN>::ld;
-    float *part = (float *)wg_smem_ptr(base);
+    float *part = wg_smem_ptr(base);
     cg::cluster_group cl = cg::this_cluster();
     __syncthreads(); /* every warpgroup's products have read their stages */
     if (consumer) {

@@ -853,7 +853,7 @@ static tc_plan tc_plan_of(int64_t B, int64_t H, int64_t S, int64_t T, int64_t D)
      * and tc_combine (encoder b1, T = 128). */
     const int64_t blocks = bh * pl.nq, tiles = (T + TCK - 1) / TCK;
     int ns = 1;
-    while (D >= 64 && 4 * ns <= tiles && ns < 32 && 2 * blocks * ns <= 2 * sms && (ns_env <= 0 || 2 * ns <= ns_env))
+    while (D >= 64 && 4 * ns <= tiles && ns < 32 && blocks * (2 * ns) <= 2 * sms && (ns_env <= 0 || 2 * ns <= ns_env))
         ns *= 2;
     pl.chunk = (int)((tiles + ns - 1) / ns);
     pl.ns = ns > 1 ? (int)((tiles + pl.chunk - 1) / pl.chunk) : 1;
