@@ -3,13 +3,15 @@
 set -euo pipefail
 # compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
-# suite; NumPy and onnx for independent references; clang for libFuzzer.
+# suite; cJSON (safetensors headers, config.json); NumPy and onnx for
+# independent references; clang for libFuzzer.
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
   libcmocka-dev
   protobuf-c-compiler libprotobuf-c-dev
   libonnx-dev
+  libcjson-dev
   libonnx-testdata
   python3-numpy python3-onnx
   clang

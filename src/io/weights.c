@@ -1,0 +1,140 @@
+/* weights.c - file maps, the view's dtype check, and the opener over GGUF
+ * and safetensors (see weights.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "io/weights.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
+
+rlx_status rlx_file_map_open(const char *path, const char *what, rlx_file_map *m)
+{
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rlx_set_error(RLX_ERR_IO, "%s: cannot open '%s': %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return rlx_set_error(RLX_ERR_IO, "%s: '%s' is not a regular file", what, path);
+    }
+    if (sb.st_size == 0) {
+        close(fd);
+        return rlx_set_error(RLX_ERR_FORMAT, "%s '%s': the file is empty", what, path);
+    }
+    if ((unsigned long long)sb.st_size > (unsigned long long)SIZE_MAX) {
+        close(fd);
+        return rlx_set_error(RLX_ERR_IO, "%s: '%s' is too large to map", what, path);
+    }
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return rlx_set_error(RLX_ERR_IO, "%s: cannot map '%s': %s", what, path, strerror(err));
+    m->data = p;
+    m->size = (size_t)sb.st_size;
+    m->owned = 1;
+    return RLX_OK;
+}
+
+void rlx_file_map_release(rlx_file_map *m)
+{
+    if (m && m->owned && m->data)
+        munmap((void *)m->data, m->size);
+    if (m)
+        memset(m, 0, sizeof *m);
+}
+
+rlx_status rlx_weight_view_dtype(const rlx_weight_view *v, rlx_dtype *out)
+{
+    if (!v)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_weight_view_dtype: NULL view");
+    if (v->dtype == RLX_WEIGHT_NO_DTYPE || (unsigned)v->dtype >= RLX_DTYPE_COUNT) {
+        if (v->ggml_type >= 0)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                                 "tensor '%s' has type %s (ggml type %d), which rlx cannot load as a tensor dtype yet",
+                                 v->name ? v->name : "?", v->type_name ? v->type_name : "?", v->ggml_type);
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s' has dtype %s, which rlx cannot load as a tensor dtype",
+                             v->name ? v->name : "?", v->type_name ? v->type_name : "?");
+    }
+    if (out)
+        *out = v->dtype;
+    return RLX_OK;
+}
+
+/* ---------------------------------------------------------------- either format */
+
+struct rlx_weights {
+    rlx_gguf *gguf;
+    rlx_safetensors *st;
+};
+
+static int starts_with_gguf(const char *path)
+{
+    unsigned char b[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(b, 1, 4, f);
+    fclose(f);
+    return n == 4 && !memcmp(b, "GGUF", 4);
+}
+
+rlx_status rlx_weights_open(const char *path, rlx_weights **out)
+{
+    if (!path || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_weights_open: NULL argument");
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    rlx_weights *w = rlx_calloc(1, sizeof *w);
+    if (!w)
+        return RLX_ERR_OUT_OF_MEMORY;
+    rlx_status s = S_ISREG(sb.st_mode) && starts_with_gguf(path) ? rlx_gguf_open(path, &w->gguf)
+                                                                   : rlx_safetensors_open(path, &w->st);
+    if (s != RLX_OK) {
+        free(w);
+        return s;
+    }
+    *out = w;
+    return RLX_OK;
+}
+
+void rlx_weights_close(rlx_weights *w)
+{
+    if (!w)
+        return;
+    rlx_gguf_close(w->gguf);
+    rlx_safetensors_close(w->st);
+    free(w);
+}
+
+int64_t rlx_weights_count(const rlx_weights *w)
+{
+    return !w ? 0 : w->gguf ? rlx_gguf_tensor_count(w->gguf) : rlx_safetensors_count(w->st);
+}
+
+const rlx_weight_view *rlx_weights_get(const rlx_weights *w, int64_t i)
+{
+    return !w ? NULL : w->gguf ? rlx_gguf_tensor(w->gguf, i) : rlx_safetensors_get(w->st, i);
+}
+
+rlx_status rlx_weights_find(const rlx_weights *w, const char *name, const rlx_weight_view **out)
+{
+    if (!w)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_weights_find: NULL argument");
+    return w->gguf ? rlx_gguf_find_tensor(w->gguf, name, out) : rlx_safetensors_find(w->st, name, out);
+}
+
+struct rlx_gguf *rlx_weights_gguf(const rlx_weights *w) { return w ? w->gguf : NULL; }
+struct rlx_safetensors *rlx_weights_safetensors(const rlx_weights *w) { return w ? w->st : NULL; }
