@@ -14,5 +14,5 @@ endif()
 if(RLX_HAVE_ONNX AND NOT RLX_SANITIZE)
   add_test(NAME onnx_fuzz
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_onnx_fuzz.sh 60 ${CMAKE_BINARY_DIR}/fuzz-build)
-  set_tests_properties(onnx_fuzz PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
+  set_tests_properties(onnx_fuzz PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500 RESOURCE_LOCK rlx_fuzz_build)
 endif()

@@ -478,6 +478,8 @@ static rlx_status parse(rlx_gguf *g)
         rlx_status s = read_string(&c, &e->key, &e->key_len, what);
         if (s != RLX_OK)
             return s;
+        if (strlen(e->key) != e->key_len)
+            return fail(g, RLX_ERR_FORMAT, "metadata key %llu ('%s') contains a NUL byte", (unsigned long long)i, e->key);
         uint32_t t;
         if (read_u32(&c, &t, e->key) != RLX_OK)
             return RLX_ERR_FORMAT;
