@@ -43,7 +43,7 @@ set +e
 # slower one stops earlier, on a prefix); RLX_FUZZ_SEED=0 draws a new seed.
 "$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -seed="${RLX_FUZZ_SEED:-1}" -runs="${RLX_FUZZ_RUNS:-1000000}" \
   -max_total_time="$SECS" -rss_limit_mb=2048 \
-  -max_len=65536 -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
+  -max_len=65536 -timeout=20 -error_exitcode=1 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
 rc=$?
 tail -25 "$BUILD/fuzz.log"
 [ $rc -eq 0 ] && echo "fuzz: clean after $SECS s" || echo "fuzz: FAILED (exit $rc; see $BUILD/fuzz.log and $BUILD/crash-*)"
