@@ -244,6 +244,8 @@ static rlx_status parse_file(rlx_safetensors *st, int fi)
         return s;
     /* this file's tensors in data order; no two share bytes */
     int64_t n = st->n - first;
+    if (n == 0)
+        return RLX_OK;
     int64_t *ord = rlx_calloc((size_t)n, sizeof *ord);
     if (!ord)
         return RLX_ERR_OUT_OF_MEMORY;
