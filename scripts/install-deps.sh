@@ -3,7 +3,8 @@
 set -euo pipefail
 # compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
-# suite; NumPy and onnx for independent references; clang for libFuzzer.
+# suite; NumPy and onnx for independent references; clang for libFuzzer;
+# PCRE2, utf8proc and cJSON for the LLM tokenizers (regex, NFC, tokenizer.json).
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
@@ -13,6 +14,7 @@ packages=(
   libonnx-testdata
   python3-numpy python3-onnx
   clang
+  libpcre2-dev libutf8proc-dev libcjson-dev
 )
 missing=()
 for p in "${packages[@]}"; do
