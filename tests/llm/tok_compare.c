@@ -6,6 +6,9 @@
  *   SOURCE: json:PATH                  a tokenizer.json
  *           arrays:PATH:MODEL:PRE      the same file's vocabulary and merges
  *                                      given as GGUF stores them
+ *           arrays:PATH:llama:PRE:scores  no merges but scores: the piece
+ *                                      merge r makes scores -r (SentencePiece's
+ *                                      scores are what such merges come from)
  *           gpt2:ENCODER_JSON:VOCAB_BPE  OpenAI's GPT-2 files, as GGUF arrays
  * --nfc-only: texts that NFC changes are left out (a GGUF tokenizer does not
  * normalize).  Prints the counts; exits 1 on any difference. */
@@ -100,6 +103,8 @@ static rlx_tokenizer *load(const char *source)
     rlx_tokenizer *t = NULL;
     char *src = dup(source);
     char *kind = strtok(src, ":"), *p1 = strtok(NULL, ":"), *p2 = strtok(NULL, ":"), *p3 = strtok(NULL, ":");
+    char *p4 = strtok(NULL, ":");
+    float *scores = NULL;
     rlx_status st = RLX_ERR_INVALID_ARGUMENT;
     arrays a = {0};
     rlx_tokenizer_spec spec;
@@ -148,6 +153,28 @@ static rlx_tokenizer *load(const char *source)
             spec.token_types = a.types;
             spec.merges = (const char *const *)a.merges;
             spec.n_merges = a.n_merges;
+            if (p4 && strcmp(p4, "scores") == 0) {
+                scores = calloc((size_t)a.n, sizeof *scores);
+                for (int64_t i = 0; i < a.n; i++) /* one character: 0; made by no merge: last */
+                    scores[i] = utf8proc_iterate((const utf8proc_uint8_t *)a.tokens[i], -1, &(utf8proc_int32_t){0}) ==
+                                        (utf8proc_ssize_t)strlen(a.tokens[i]) ? 0.0f : -1e9f;
+                /* the pieces by name, to find what each merge makes */
+                rlx_tokenizer *plain = NULL;
+                if (rlx_tokenizer_from_arrays(&spec, &plain) == RLX_OK) {
+                    for (int64_t r = a.n_merges - 1; r >= 0; r--) {
+                        char *m = dup(a.merges[r]), *sp = strchr(m, ' ');
+                        memmove(sp, sp + 1, strlen(sp));
+                        int32_t id = rlx_tokenizer_token_id(plain, m, strlen(m));
+                        if (id >= 0)
+                            scores[id] = -(float)r;
+                        free(m);
+                    }
+                    rlx_tokenizer_free(plain);
+                }
+                spec.scores = scores;
+                spec.merges = NULL;
+                spec.n_merges = 0;
+            }
             st = rlx_tokenizer_from_arrays(&spec, &t);
             cJSON_Delete(root);
         }
@@ -184,6 +211,7 @@ static rlx_tokenizer *load(const char *source)
     if (st != RLX_OK)
         fprintf(stderr, "cannot load %s: %s\n", source, rlx_last_error());
     arrays_free(&a);
+    free(scores);
     free(src);
     return t;
 }
