@@ -3,8 +3,9 @@
 set -euo pipefail
 # compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
-# suite; cJSON (safetensors headers, config.json); NumPy and onnx for
-# independent references; clang for libFuzzer.
+# suite; NumPy and onnx for independent references; clang for libFuzzer;
+# cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
+# utf8proc for the LLM tokenizers (pre-tokenizer regexes, NFC).
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
@@ -15,6 +16,7 @@ packages=(
   libonnx-testdata
   python3-numpy python3-onnx
   clang
+  libpcre2-dev libutf8proc-dev
 )
 missing=()
 for p in "${packages[@]}"; do
