@@ -22,9 +22,10 @@ The library side:
                                     RoPE for 'llama', NeoX for the others)
   tokenizer_json(config)         -> the HF tokenizer.json of the byte vocab
 
-GGUF metadata is a list of (key, type name, value); type names are the GGUF
-value types ('uint32', 'float32', 'string', 'bool', ...) and, for arrays,
-'array[T]' with a Python list as the value.
+GGUF metadata is a list of (key, type name, value) as tests/llm/formats.py's
+write_gguf takes it: type names are the GGUF value types ('uint32',
+'float32', 'string', 'bool', ...); an array is ('array', (element type,
+items)).
 
 The vocabulary: id i < 256 is the single byte i, written as GPT-2's
 bytes_to_unicode() character for it; ids from 256 up (when vocab_size is
@@ -561,8 +562,9 @@ def to_gguf(cfg, weights):
             t["output.weight"] = weights["lm_head.weight"]
     toks, types = vocab_tokens(cfg["vocab_size"])
     meta += [("tokenizer.ggml.model", "string", "gpt2"), ("tokenizer.ggml.pre", "string", "default"),
-             ("tokenizer.ggml.tokens", "array[string]", toks), ("tokenizer.ggml.token_type", "array[int32]", types),
-             ("tokenizer.ggml.merges", "array[string]", []),
+             ("tokenizer.ggml.tokens", "array", ("string", toks)),
+             ("tokenizer.ggml.token_type", "array", ("int32", types)),
+             ("tokenizer.ggml.merges", "array", ("string", [])),
              ("tokenizer.ggml.bos_token_id", "uint32", cfg["bos_token_id"]),
              ("tokenizer.ggml.eos_token_id", "uint32", cfg["eos_token_id"]),
              ("tokenizer.ggml.add_bos_token", "bool", add_bos(cfg))]
@@ -648,16 +650,7 @@ def _file_tensor(a, dtype, formats):
         return np.ascontiguousarray(a, dtype=np.float32)
     if dtype == "f16":
         return np.ascontiguousarray(a, dtype=np.float16)
-    if hasattr(formats, "bf16"):
-        return formats.bf16(round_to(a, "bf16"))
-    raise SystemExit("formats.py offers no bf16 tensor form (expected formats.bf16(float32 array))")
-
-
-def _sharded_writer(formats):
-    for name in ("write_safetensors_sharded", "write_sharded_safetensors", "write_safetensors_shards"):
-        if hasattr(formats, name):
-            return getattr(formats, name)
-    raise SystemExit("formats.py has no sharded safetensors writer")
+    return (formats.bf16(a), "BF16")  # bit pattern, rounded to nearest even
 
 
 def write_model(arch, fmt, out, seed, dtype="f32", overrides=None):
@@ -684,7 +677,7 @@ def write_model(arch, fmt, out, seed, dtype="f32", overrides=None):
     if fmt == "safetensors":
         formats.write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
     elif fmt == "safetensors-sharded":
-        _sharded_writer(formats)(out, tensors)
+        formats.write_safetensors_sharded(out, tensors, metadata={"format": "pt"})
     else:
         raise SystemExit("unknown format %r" % fmt)
     files = {"config.json": cfg_file, "tokenizer.json": tokenizer_json(cfg),
@@ -709,6 +702,90 @@ def load_model(spec, seed=0, dtype="f32", fmt="safetensors", overrides=None):
     with open(side) as f:
         d = json.load(f)
     return d["config"], stored_weights(d["config"], d["seed"], d["dtype"], d["format"])
+
+
+# --------------------------------------------------------------- reading back
+# Small readers for what write_model writes (F32, F16, BF16 only), so the
+# selftest can check that a file holds exactly the weights logits rebuilds.
+
+_BF16_F32 = lambda bits: (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    head = json.loads(data[8:8 + n])
+    out = {}
+    for name, d in head.items():
+        if name == "__metadata__":
+            continue
+        a, b = d["data_offsets"]
+        raw = data[8 + n + a:8 + n + b]
+        if d["dtype"] == "BF16":
+            arr = _BF16_F32(np.frombuffer(raw, dtype=np.uint16))
+        else:
+            arr = np.frombuffer(raw, dtype={"F32": np.float32, "F16": np.float16}[d["dtype"]]).astype(np.float32)
+        out[name] = arr.reshape(d["shape"])
+    return out
+
+
+def read_gguf(path):
+    """(metadata dict key -> value, tensors as float32 in NumPy order)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = [0]
+
+    def take(fmt):
+        v = struct.unpack_from("<" + fmt, data, pos[0])
+        pos[0] += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        n = take("Q")
+        pos[0] += n
+        return data[pos[0] - n:pos[0]].decode("utf-8")
+
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("I"), take("Q")
+            return [value(et) for _ in range(n)]
+        return take(scalar[t])
+
+    if data[:4] != b"GGUF":
+        raise ValueError("%s: not a GGUF file" % path)
+    pos[0] = 4
+    take("I")
+    n_t, n_kv = take("Q"), take("Q")
+    meta = {}
+    for _ in range(n_kv):
+        k = string()
+        meta[k] = value(take("I"))
+    infos = []
+    for _ in range(n_t):
+        name = string()
+        ne = [take("Q") for _ in range(take("I"))]
+        infos.append((name, ne[::-1], take("I"), take("Q")))
+    align = meta.get("general.alignment", 32)
+    base = (pos[0] + align - 1) // align * align
+    out = {}
+    for name, shape, t, off in infos:
+        n = int(np.prod(shape))
+        if t == 0:
+            a = np.frombuffer(data, np.float32, n, base + off)
+        elif t == 1:
+            a = np.frombuffer(data, np.float16, n, base + off).astype(np.float32)
+        elif t == 30:
+            a = _BF16_F32(np.frombuffer(data, np.uint16, n, base + off))
+        else:
+            raise ValueError("%s: ggml type %d not read here" % (name, t))
+        out[name] = a.reshape(shape)
+    return meta, out
 
 
 # --------------------------------------------------------------- self-checks
@@ -842,20 +919,36 @@ def selftest():
     meta, _ = to_gguf(make_config("qwen3", vocab_size=260), make_weights(make_config("qwen3", vocab_size=260), 1))
     m = {k: v for k, _, v in meta}
     check(len(tj["model"]["vocab"]) == 260 and tj["model"]["vocab"]["\u0120"] == 32 and len(tj["added_tokens"]) == 4
-          and m["tokenizer.ggml.tokens"][32] == "\u0120" and m["tokenizer.ggml.token_type"][259] == 3
+          and m["tokenizer.ggml.tokens"][1][32] == "\u0120" and m["tokenizer.ggml.token_type"][1][259] == 3
           and m["qwen3.attention.key_length"] == 32, "tokenizer: byte i is id i in both forms; extras are control")
 
     # writing files when the writers are there
     if os.path.exists(os.path.join(HERE, "formats.py")):
         import tempfile
         with tempfile.TemporaryDirectory() as d:
-            for arch in ARCHS:
-                write_model(arch, "gguf", os.path.join(d, arch + ".gguf"), 1)
-                write_model(arch, "safetensors", os.path.join(d, arch), 1, "f16")
-                c2, w2 = load_model(os.path.join(d, arch + ".gguf"))
-                check(os.path.getsize(os.path.join(d, arch + ".gguf")) > 0 and
-                      close(forward(c2, w2, ids), forward(c2, make_weights(c2, 1), ids)),
-                      arch + ": written as GGUF and safetensors; logits rebuilt from the description")
+            for arch, dtype in zip(ARCHS, ("f32", "f16", "bf16", "f16", "bf16")):
+                gg, st, sh = os.path.join(d, arch + ".gguf"), os.path.join(d, arch), os.path.join(d, arch + "-sh")
+                write_model(arch, "gguf", gg, 1, dtype)
+                write_model(arch, "safetensors", st, 1, dtype)
+                write_model(arch, "safetensors-sharded", sh, 1, dtype)
+                c2, w2 = load_model(gg)
+                m2, t2 = read_gguf(gg)
+                meta2, want = to_gguf(c2, w2)
+                same = sorted(t2) == sorted(want) and all(np.array_equal(t2[k], want[k]) for k in want)
+                check(same and m2["general.architecture"] == GGUF_ARCH[arch] and
+                      close(forward_gguf([(k, None, v) for k, v in m2.items()], t2, ids), forward(c2, w2, ids)),
+                      "%s %s: the GGUF file holds the weights `logits` rebuilds, and they give its logits" % (arch, dtype))
+                c3, w3 = load_model(st)
+                r3 = read_safetensors(os.path.join(st, "model.safetensors"))
+                r4 = {}
+                for fn in sorted(os.listdir(sh)):
+                    if fn.endswith(".safetensors"):
+                        r4.update(read_safetensors(os.path.join(sh, fn)))
+                check(sorted(r3) == sorted(w3) == sorted(r4) and
+                      all(np.array_equal(r3[k], w3[k]) and np.array_equal(r4[k], w3[k]) for k in w3),
+                      "%s %s: safetensors (single and sharded) hold the weights `logits` rebuilds" % (arch, dtype))
+                tj = json.load(open(os.path.join(st, "tokenizer.json")))
+                check(len(tj["model"]["vocab"]) == c3["vocab_size"], arch + ": tokenizer.json beside it")
     else:
         print("note  formats.py not present: file writing not checked")
 
