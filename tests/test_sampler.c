@@ -419,9 +419,18 @@ static void test_nonfinite(void **state)
     assert_int_equal(rlx_sampler_probs(s, l, NULL, 0, pr), RLX_OK);
     assert_true(pr[0] == 0.5f && pr[5] == 0.5f && pr[3] == 0.0f && pr[4] == 0.0f);
     rlx_sampler_free(s);
-    /* top_k 1 among +inf: the lowest id; temperature +inf: uniform over the finite */
+    /* top_k 1 among +inf: the lowest id; top_p 0.5 of two: the lower id;
+     * top_k 3 over two +inf: those two; temperature +inf: uniform over the finite */
     s = make(1.0f, 1, 1.0f, 0.0f, 9, V);
     assert_int_equal(rlx_sampler_sample(s, l, NULL, 0), 0);
+    rlx_sampler_free(s);
+    s = make(1.0f, 0, 0.5f, 0.0f, 9, V);
+    assert_int_equal(rlx_sampler_probs(s, l, NULL, 0, pr), RLX_OK);
+    assert_true(pr[0] == 1.0f && pr[5] == 0.0f);
+    rlx_sampler_free(s);
+    s = make(1.0f, 3, 1.0f, 0.0f, 9, V);
+    assert_int_equal(rlx_sampler_probs(s, l, NULL, 0, pr), RLX_OK);
+    assert_true(pr[0] == 0.5f && pr[5] == 0.5f && pr[3] == 0.0f && pr[4] == 0.0f);
     rlx_sampler_free(s);
     s = make(INFINITY, 0, 1.0f, 0.0f, 9, V);
     l[0] = l[5] = 7.0f;

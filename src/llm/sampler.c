@@ -8,14 +8,19 @@
 
 #include "core/error.h"
 
+#define RLX_SAMPLER_BINS 1024
+
 struct rlx_sampler {
     rlx_sampler_params p;
     int n;
     uint64_t rng[4];
     float *val;    /* [n] penalised logits, NaN replaced by -inf */
     float *w;      /* [n] weights exp((val - max) / T) */
-    int32_t *idx;  /* [n] candidates; a heap while top-k/top-p take from it */
+    int32_t *idx;  /* [n] the kept tokens; heaps while top-k/top-p pick them */
     uint8_t *seen; /* [n] all zero between calls */
+    double mass[RLX_SAMPLER_BINS]; /* top-p's weight per bin of -ln(w) */
+    int32_t best;  /* the best token of the current call */
+    int n_finite;  /* its count of values above -inf */
 };
 
 /* ------------------------------------------------------------ random */
@@ -145,16 +150,18 @@ static void penalize(rlx_sampler *s, const float *logits, const int32_t *hist, i
 /* a ranks before b: larger value, then lower id. */
 static inline int before(const float *v, int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); }
 
-static void sift_down(const float *v, int32_t *h, int n, int i)
+/* Max-heap (root ranks first) when best_first, else min-heap (root ranks
+ * last), over h[0, n). */
+static void sift_down(const float *v, int32_t *h, int n, int i, int best_first)
 {
     int32_t x = h[i];
     for (;;) {
         int c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && before(v, h[c + 1], h[c]))
+        if (c + 1 < n && before(v, h[c + 1], h[c]) == best_first)
             c++;
-        if (!before(v, h[c], x))
+        if (before(v, h[c], x) != best_first)
             break;
         h[i] = h[c];
         i = c;
@@ -169,98 +176,179 @@ static int32_t prepare(rlx_sampler *s, const float *logits, const int32_t *hist,
     float *v = s->val;
     penalize(s, logits, hist, n_hist, v);
     int32_t best = -1;
+    float vbest = -INFINITY;
+    int n_finite = 0;
     for (int i = 0; i < s->n; i++) {
-        if (isnan(v[i]))
-            v[i] = -INFINITY;
-        if (v[i] != -INFINITY && (best < 0 || v[i] > v[best]))
+        float x = v[i];
+        if (x != x) /* NaN */
+            v[i] = x = -INFINITY;
+        n_finite += x != -INFINITY;
+        if (x > vbest) {
+            vbest = x;
             best = i;
+        }
     }
+    s->n_finite = n_finite;
     return best;
 }
 
-/* Steps 3-6.  Leaves the kept tokens in s->idx[*lo, *hi) with weights in
- * s->w and returns the sum of their weights. */
-static double select_tokens(rlx_sampler *s, int32_t best, int *lo, int *hi)
+/* The k best of the tokens above -inf, in ranked order, into idx[0, k)
+ * (fewer when fewer are above -inf): a min-heap of the k best so far, so a
+ * token that does not beat the worst of them costs one comparison. */
+static int top_k_ranked(rlx_sampler *s, int k)
 {
     const float *v = s->val;
-    float *w = s->w;
-    int32_t *idx = s->idx;
-    const float vmax = v[best];
-    const float inv_t = 1.0f / s->p.temperature;
-    const int use_k = s->p.top_k > 0, use_p = s->p.top_p < 1.0f;
-    const float min_p = s->p.min_p;
-    /* min-p cuts a prefix of the ranked order, so it commutes with top-k and
-     * may drop tokens before the heap; not before top-p, whose total counts
-     * every token. */
-    const float cut = use_p ? 0.0f : min_p;
-    double total = 0.0;
-    int nc = 0;
+    int32_t *h = s->idx;
+    int n = 0;
     for (int i = 0; i < s->n; i++) {
-        float wi;
-        if (vmax == INFINITY)
-            wi = v[i] == INFINITY ? 1.0f : 0.0f;
-        else if (v[i] == vmax)
-            wi = 1.0f;
-        else {
-            float d = v[i] - vmax; /* < 0, or -inf (also when it overflows) */
-            wi = d == -INFINITY ? 0.0f : expf(d * inv_t);
+        if (v[i] == -INFINITY)
+            continue;
+        if (n < k) {
+            h[n++] = i;
+            if (n == k)
+                for (int j = k / 2 - 1; j >= 0; j--)
+                    sift_down(v, h, k, j, 0);
+        } else if (before(v, i, h[0])) {
+            h[0] = i;
+            sift_down(v, h, k, 0, 0);
         }
-        w[i] = wi;
-        total += wi;
-        if (wi > 0.0f && wi >= cut)
-            idx[nc++] = i;
     }
-    if (!use_k && !use_p) {
-        if (min_p > 0.0f) {
-            total = 0.0;
-            for (int j = 0; j < nc; j++)
-                total += w[idx[j]];
-        }
-        *lo = 0;
-        *hi = nc;
-        return total;
+    if (n < k) /* fewer candidates than k: heapify what there is */
+        for (int j = n / 2 - 1; j >= 0; j--)
+            sift_down(v, h, n, j, 0);
+    /* Heap sort: the worst goes to the end each time, so h ends best first. */
+    for (int m = n - 1; m > 0; m--) {
+        int32_t t = h[0];
+        h[0] = h[m];
+        h[m] = t;
+        sift_down(v, h, m, 0, 0);
     }
-    /* A max-heap over the candidates; each pop moves the next best to the
-     * tail, so idx[nc - taken, nc) holds the taken ones, best last. */
-    for (int i = nc / 2 - 1; i >= 0; i--)
-        sift_down(v, idx, nc, i);
-    int limit = use_k && s->p.top_k < nc ? s->p.top_k : nc;
-    double want = use_k ? INFINITY : (double)s->p.top_p * total;
+    return n;
+}
+
+/* Top-p alone: the tokens whose mass, taken in ranked order, first reaches
+ * want (of total).  Weights are binned by -ln(w) (RLX_SAMPLER_BINS bins of
+ * 1/32 nat; the last takes the rest); every token in a bin before the one
+ * where the running mass reaches want is kept as is, and only that bin's
+ * tokens are ranked, through a heap taken from until the mass is reached.
+ * Leaves the kept tokens in idx[0, return value). */
+static int top_p_kept(rlx_sampler *s, double want)
+{
+    const float *v = s->val, *w = s->w;
+    int32_t *idx = s->idx;
+    double *mass = s->mass;
+    const int n = s->n;
+    const float vmax = v[s->best], scale = 32.0f / s->p.temperature;
+    memset(mass, 0, RLX_SAMPLER_BINS * sizeof *mass);
+#define BIN_OF(i)                                                                                                  \
+    (v[i] == vmax ? 0 : ((vmax - v[i]) * scale < (float)(RLX_SAMPLER_BINS - 1) ? (int)((vmax - v[i]) * scale)       \
+                                                                                 : RLX_SAMPLER_BINS - 1))
+    for (int i = 0; i < n; i++)
+        if (w[i] > 0.0f)
+            mass[BIN_OF(i)] += w[i];
     double cum = 0.0;
-    int taken = 0, heap_n = nc;
-    while (taken < limit) {
-        int32_t t = idx[0];
-        idx[0] = idx[--heap_n];
-        idx[heap_n] = t;
-        sift_down(v, idx, heap_n, 0);
+    int cross = RLX_SAMPLER_BINS - 1;
+    for (int b = 0; b < RLX_SAMPLER_BINS; b++) {
+        if (mass[b] > 0.0 && cum + mass[b] >= want) {
+            cross = b;
+            break;
+        }
+        cum += mass[b];
+    }
+    /* Bins before `cross` to the front, the crossing bin's tokens to the back. */
+    int front = 0, back = n;
+    for (int i = 0; i < n; i++) {
+        if (!(w[i] > 0.0f))
+            continue;
+        int b = BIN_OF(i);
+        if (b < cross)
+            idx[front++] = i;
+        else if (b == cross)
+            idx[--back] = i;
+    }
+#undef BIN_OF
+    int32_t *h = idx + back;
+    int m = n - back, taken = 0;
+    for (int j = m / 2 - 1; j >= 0; j--)
+        sift_down(v, h, m, j, 1);
+    /* Each pop moves the next best to the heap's end: h[m - taken, m). */
+    while (taken < m) {
+        int32_t t = h[0];
+        h[0] = h[m - 1 - taken];
+        h[m - 1 - taken] = t;
         taken++;
+        sift_down(v, h, m - taken, 0, 1);
         cum += w[t];
         if (cum >= want)
             break;
     }
-    /* Ranked order from best: idx[nc - 1], idx[nc - 2], ... */
-    int keep = taken;
-    if (use_k && use_p) {
-        double want_k = (double)s->p.top_p * cum;
-        double c = 0.0;
-        for (keep = 0; keep < taken;) {
-            c += w[idx[nc - 1 - keep]];
-            keep++;
-            if (c >= want_k)
-                break;
+    memmove(idx + front, h + m - taken, (size_t)taken * sizeof *idx);
+    return front + taken;
+}
+
+/* exp((x - vmax) / T), exactly 1 for the best; with vmax = +inf, 1 for the
+ * +inf tokens and 0 for the rest. */
+static inline float weight(float x, float vmax, float inv_t)
+{
+    if (vmax == INFINITY)
+        return x == INFINITY ? 1.0f : 0.0f;
+    if (x == vmax)
+        return 1.0f;
+    float d = x - vmax; /* < 0, or -inf (also when it overflows) */
+    return d == -INFINITY ? 0.0f : expf(d * inv_t);
+}
+
+/* Steps 3-6: the weights into s->w (those of the top k only when top-k
+ * cuts), the kept tokens into s->idx[0, *n_kept); returns the sum of their
+ * weights. */
+static double select_tokens(rlx_sampler *s, int *n_kept)
+{
+    const float *v = s->val;
+    float *w = s->w;
+    int32_t *idx = s->idx;
+    const float vmax = v[s->best];
+    const float inv_t = 1.0f / s->p.temperature;
+    const int use_k = s->p.top_k > 0 && s->p.top_k < s->n_finite, use_p = s->p.top_p < 1.0f;
+    const float min_p = s->p.min_p;
+    int n = 0;
+    if (use_k) {
+        n = top_k_ranked(s, s->p.top_k);
+        for (int j = 0; j < n; j++)
+            w[idx[j]] = weight(v[idx[j]], vmax, inv_t);
+        if (use_p) {
+            double zk = 0.0, c = 0.0;
+            for (int j = 0; j < n; j++)
+                zk += w[idx[j]];
+            double want = (double)s->p.top_p * zk;
+            int keep = 0;
+            while (keep < n) {
+                c += w[idx[keep++]];
+                if (c >= want)
+                    break;
+            }
+            n = keep;
         }
+    } else {
+        /* (a top_k at or above the count of tokens keeps them all) */
+        double total = 0.0;
+        for (int i = 0; i < s->n; i++)
+            total += w[i] = weight(v[i], vmax, inv_t);
+        if (use_p)
+            n = top_p_kept(s, (double)s->p.top_p * total);
+        else
+            for (int i = 0; i < s->n; i++)
+                if (w[i] > 0.0f)
+                    idx[n++] = i;
     }
-    if (min_p > 0.0f) {
-        int k = 1; /* the best token has weight 1 */
-        while (k < keep && w[idx[nc - 1 - k]] >= min_p)
-            k++;
-        keep = k;
-    }
+    /* min-p keeps w >= min_p (p_max has weight 1): a filter, order kept */
     double sum = 0.0;
-    for (int j = nc - keep; j < nc; j++)
-        sum += w[idx[j]];
-    *lo = nc - keep;
-    *hi = nc;
+    int k = 0;
+    for (int j = 0; j < n; j++)
+        if (w[idx[j]] > 0.0f && w[idx[j]] >= min_p) {
+            idx[k++] = idx[j];
+            sum += w[idx[j]];
+        }
+    *n_kept = k;
     return sum;
 }
 
@@ -272,27 +360,24 @@ int32_t rlx_sampler_sample(rlx_sampler *s, const float *logits, const int32_t *h
         rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_sampler_sample: NULL %s", s ? "logits" : "sampler");
         return -1;
     }
-    int32_t best = prepare(s, logits, history, n_history);
-    if (best < 0) {
+    s->best = prepare(s, logits, history, n_history);
+    if (s->best < 0) {
         rlx_set_error(RLX_ERR_RUNTIME, "rlx_sampler_sample: every logit is NaN or -inf");
         return -1;
     }
     if (greedy_mode(s))
-        return best;
-    int lo, hi;
-    double sum = select_tokens(s, best, &lo, &hi);
+        return s->best;
+    int n;
+    double sum = select_tokens(s, &n);
     double target = next_unit(s->rng) * sum, c = 0.0;
-    /* From the best down where the heap ranked them (the tail, best last). */
-    for (int j = hi - 1; j >= lo; j--) {
+    for (int j = 0; j < n; j++) {
         c += s->w[s->idx[j]];
         if (c > target)
             return s->idx[j];
     }
-    /* Rounding left target at the very top: the last token with weight. */
-    for (int j = lo; j < hi; j++)
-        if (s->w[s->idx[j]] > 0.0f)
-            return s->idx[j];
-    return best;
+    /* Rounding left target at the very top: the last kept token (all
+     * have weight > 0; the best is always kept). */
+    return n > 0 ? s->idx[n - 1] : s->best;
 }
 
 rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t *history, int n_history,
@@ -300,17 +385,17 @@ rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t 
 {
     if (!s || !logits || !probs)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_sampler_probs: NULL argument");
-    int32_t best = prepare(s, logits, history, n_history);
-    if (best < 0)
+    s->best = prepare(s, logits, history, n_history);
+    if (s->best < 0)
         return rlx_set_error(RLX_ERR_RUNTIME, "rlx_sampler_probs: every logit is NaN or -inf");
     memset(probs, 0, (size_t)s->n * sizeof *probs);
     if (greedy_mode(s)) {
-        probs[best] = 1.0f;
+        probs[s->best] = 1.0f;
         return RLX_OK;
     }
-    int lo, hi;
-    double sum = select_tokens(s, best, &lo, &hi);
-    for (int j = lo; j < hi; j++)
+    int n;
+    double sum = select_tokens(s, &n);
+    for (int j = 0; j < n; j++)
         probs[s->idx[j]] = (float)(s->w[s->idx[j]] / sum);
     return RLX_OK;
 }
