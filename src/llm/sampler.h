@@ -20,10 +20,14 @@
  *   6. min-p: tokens with p_i < min_p * p_max are dropped;
  *   7. one draw from what remains, in proportion to w.
  *
- * Costs per call: O(V) for the penalty, the weights and the draw; top-k and
- * top-p build a binary heap over the candidates in O(V) and take out only
- * the tokens they keep, O(k log V), so no full sort of the vocabulary is
- * made unless top_p keeps most of it.
+ * Costs per call, V the vocabulary: O(V) for the penalty and the draw.
+ * Top-k is one pass keeping a min-heap of the k best so far (a token that
+ * does not beat the worst of them costs one comparison), and only those k
+ * are weighed.  Top-p without top-k weighs every token, bins the weights by
+ * -ln(w) (1024 bins of 1/32 nat) and ranks only the tokens of the bin
+ * where the running mass reaches top_p, through a heap taken from until it
+ * does.  No call sorts the vocabulary, except in effect when that one bin
+ * holds most of it (logits nearly all equal).
  *
  * Non-finite logits: a NaN logit is treated as -inf (never chosen).  When
  * some logits are +inf, the choice is among those alone, with equal
