@@ -35,7 +35,8 @@ The command line:
   reference.py write --arch A --format gguf|safetensors|safetensors-sharded
                      --out PATH --seed N [--dtype f32|f16|bf16] [--set key=json]
   reference.py logits --model ARCH|PATH --ids 1,2,3[;4,5,6] --out logits.npy
-  reference.py greedy --model ARCH|PATH --ids 1,2,3 --n 8
+  reference.py greedy --model ARCH|PATH --ids 1,2,3 --n 8   (prints the new ids)
+  (--text "..." in place of --ids: the UTF-8 bytes, after bos for llama/mistral)
   reference.py selftest
 
 `write` leaves a description beside the model (PATH.ref.json for a GGUF
@@ -471,6 +472,12 @@ def tokenizer_json(cfg):
     }
 
 
+def encode(cfg, text):
+    """The ids of text in the byte vocab: its UTF-8 bytes, after bos for
+    the models whose tokenizer adds one (llama, mistral)."""
+    return ([cfg["bos_token_id"]] if add_bos(cfg) else []) + list(text.encode("utf-8"))
+
+
 def tokenizer_config(cfg):
     toks, _ = vocab_tokens(cfg["vocab_size"])
     return {"add_bos_token": add_bos(cfg), "add_eos_token": False, "bos_token": toks[cfg["bos_token_id"]],
@@ -857,7 +864,7 @@ def selftest():
         ("llama", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}),
         ("llama", {"head_dim": 32}), ("llama", {"num_key_value_heads": 1}),
         ("mistral", {"num_key_value_heads": 4}), ("qwen3", {"num_key_value_heads": 1, "rope_theta": 10000.0}),
-        ("mistral", {"sliding_window": 4}),
+        ("mistral", {"sliding_window": 4}), ("llama", {"attention_bias": True}),
     ]
     for arch, ov in variants:
         name = arch + (" " + json.dumps(ov) if ov else "")
@@ -993,7 +1000,9 @@ def main(argv):
     for name in ("logits", "greedy"):
         p = sub.add_parser(name)
         p.add_argument("--model", required=True, help="an architecture name or a model written by `write`")
-        p.add_argument("--ids", required=True, help="comma-separated ids; ';' between rows of a batch (logits)")
+        g = p.add_mutually_exclusive_group(required=True)
+        g.add_argument("--ids", help="comma-separated ids; ';' between rows of a batch (logits)")
+        g.add_argument("--text", help="UTF-8 text: its bytes are the ids (after bos where the model adds one)")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--dtype", default="f32", choices=["f32", "f16", "bf16"])
         p.add_argument("--format", default="safetensors", choices=["gguf", "safetensors"])
@@ -1010,7 +1019,7 @@ def main(argv):
         write_model(a.arch, a.format, a.out, a.seed, a.dtype, _parse_sets(a.set))
         return 0
     cfg, weights = load_model(a.model, a.seed, a.dtype, a.format, _parse_sets(a.set))
-    rows = _parse_ids(a.ids)
+    rows = _parse_ids(a.ids) if a.ids is not None else [encode(cfg, a.text)]
     if a.cmd == "logits":
         np.save(a.out, forward(cfg, weights, rows))
     else:
