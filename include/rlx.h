@@ -222,6 +222,14 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int in
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
                        double scale);
 
+/* KV-cache write: update [B, H, S, D] goes into cache [B, H, T, D] at rows
+ * pos[b] .. pos[b] + S - 1 of each sequence b (pos: i64 or i32 [B]); rows
+ * outside [0, T) are skipped.  Returns the cache with the rows written.  The
+ * result shares the cache's memory, so when the cache is a param the rows
+ * stay there across runs (and across sessions that share the param, see
+ * rlx_compile_shared): read the result, not the param, to see them. */
+rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos);
+
 /* Convolution over 1 or 2 spatial dims: x [N, C, *spatial], w [O, C/groups,
  * *kernel], bias [O] or -1.  Arrays have one entry per spatial dim; pads
  * has 2 per spatial dim (all begins, then all ends). */
@@ -285,6 +293,14 @@ typedef struct rlx_session rlx_session;
 /* Optimizes, plans and prepares the graph for the device.  The graph is
  * copied; it may be freed or changed afterwards. */
 rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out);
+/* As rlx_compile, but every param of g that `params_from` also has (same
+ * name, dtype and shape) is not allocated: the new session reads and writes
+ * that session's memory in place (weights loaded once, a KV cache written
+ * by one graph and read by another).  Setting such a param through either
+ * session sets it for both.  params_from must be on the same device and
+ * outlive the new session. */
+rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rlx_session *params_from,
+                              rlx_session **out);
 void rlx_session_free(rlx_session *s);
 
 /* Tensors are host memory, dense, row-major, of the node's dtype; `bytes`
@@ -394,6 +410,92 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
                         size_t *bytes);
 rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
                          const void *data, size_t bytes);
+
+/* ------------------------------------------------------------ decoder LLMs
+ *
+ * A model: a GGUF file, or a folder holding config.json and safetensors
+ * (model.safetensors, or shards listed in model.safetensors.index.json);
+ * NULL loads the embedded default (the decoder-small shape of
+ * bench/WORKLOADS.md with seeded weights and a byte tokenizer).  The
+ * architectures: Llama, Mistral, Qwen2, Qwen3 and GPT-2. */
+typedef struct rlx_llm rlx_llm;
+rlx_status rlx_llm_load(const char *path, rlx_llm **out);
+void rlx_llm_free(rlx_llm *m);
+
+typedef struct rlx_llm_info {
+    const char *arch; /* as the checkpoint names it */
+    int layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
+    int max_ctx;      /* positions the model was made for */
+    int bos, eos;     /* -1 when the model has none */
+} rlx_llm_info;
+rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
+
+/* Text -> token ids.  Returns the number of ids (which may exceed cap: call
+ * again with more room), or -1 with the error set.  add_special: the
+ * model's begin-of-sequence token first, where it uses one. */
+int rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_special, int32_t *ids, int cap);
+/* The bytes of one token (a piece of UTF-8 that may end mid-character:
+ * concatenate pieces to get the text).  Returns the length (which may
+ * exceed cap), or -1 for an id outside the vocabulary. */
+int rlx_llm_token_piece(const rlx_llm *m, int32_t id, char *buf, size_t cap);
+/* Whether id ends generation (end of sequence, end of turn). */
+int rlx_llm_is_eog(const rlx_llm *m, int32_t id);
+
+/* A generation context: the model compiled twice (a prefill graph over
+ * `prefill_chunk` tokens and a decode graph over one token per sequence)
+ * sharing the weights and a KV cache of `ctx` positions for `batch`
+ * sequences. */
+typedef struct rlx_llm_options {
+    rlx_device device;
+    rlx_precision precision;
+    int threads;       /* 0 = all cores */
+    int ctx;           /* positions per sequence (0 = min(model's, 2048)) */
+    int batch;         /* sequences decoded together (>= 1) */
+    int prefill_chunk; /* tokens per prefill run (0 = min(ctx, 512)) */
+    int verbose;
+} rlx_llm_options;
+void rlx_llm_options_init(rlx_llm_options *o);
+typedef struct rlx_llm_context rlx_llm_context;
+rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *o, rlx_llm_context **out);
+void rlx_llm_context_free(rlx_llm_context *c);
+
+/* Starts sequences 0 .. n_seqs-1 afresh with the prompts ids[i] of n_ids[i]
+ * (>= 1) tokens; other sequences keep their state.  Afterwards
+ * rlx_llm_logits(c, i) is the distribution after the prompt's last token. */
+rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const *ids, const int *n_ids);
+/* Appends one token to each sequence i with tokens[i] >= 0 (-1: leave it
+ * idle), and computes their next logits. */
+rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens);
+/* The last logits of sequence seq ([vocab] f32), or NULL. */
+const float *rlx_llm_logits(const rlx_llm_context *c, int seq);
+/* Tokens in sequence seq's cache. */
+int rlx_llm_position(const rlx_llm_context *c, int seq);
+
+/* Sampling and generation. temperature 0: greedy. */
+typedef struct rlx_generate_params {
+    int max_tokens;
+    float temperature;
+    int top_k;            /* 0 = off */
+    float top_p;          /* 1 = off */
+    float min_p;          /* 0 = off */
+    float repeat_penalty; /* 1 = off */
+    int repeat_last_n;
+    uint64_t seed;
+    const char *const *stop; /* stop strings, or NULL */
+    int n_stop;
+    int ignore_eos;
+} rlx_generate_params;
+void rlx_generate_params_init(rlx_generate_params *p);
+/* Called for each generated token with its text (the bytes it completes);
+ * a nonzero return stops generation. */
+typedef int (*rlx_token_fn)(void *user, int32_t id, const char *text, size_t len);
+typedef struct rlx_generate_stats {
+    int prompt_tokens, generated_tokens;
+    double prefill_ms, decode_ms;
+} rlx_generate_stats;
+/* Generates from one prompt in sequence 0 of c. */
+rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt, const rlx_generate_params *p,
+                            rlx_token_fn fn, void *user, rlx_generate_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -566,6 +566,13 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int in
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos)
+{
+    rlx_node in[3] = {cache, update, pos};
+    rlx_node_data p = proto(RLX_OP_CACHE_WRITE, 3, in);
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal, double scale)
 {
     rlx_node in[4] = {q, k, v, mask};

@@ -115,6 +115,12 @@ typedef enum rlx_op {
     RLX_OP_DROPOUT,
     /* inference batch norm over axis 1: inputs x, scale, bias, mean, var */
     RLX_OP_BATCH_NORM,
+    /* state: cache_write(cache, update, pos) writes update [B, H, S, D] into
+     * cache [B, H, T, D] at rows pos[b] .. pos[b] + S - 1 of sequence b and
+     * returns the cache.  Its output is the cache's own memory (the planner
+     * aliases it), so a param used as the cache keeps what was written
+     * across runs: a KV cache.  Rows outside [0, T) are not written. */
+    RLX_OP_CACHE_WRITE,
     /* fused ops, produced by the fusion pass (src/opt/fuse*.c); each has a
      * reference CPU kernel and a decomposition into the primitives above
      * (src/opt/lower.c) */
@@ -221,6 +227,7 @@ typedef enum rlx_op_flags {
     RLX_OPF_VIEW = 1 << 2,        /* may alias its first input (reshape) */
     RLX_OPF_RANDOM = 1 << 3,      /* not pure: never CSE'd or folded */
     RLX_OPF_FUSED = 1 << 4,       /* produced by fusion */
+    RLX_OPF_STATEFUL = 1 << 5,    /* writes into its first input's memory: never CSE'd, folded or moved */
 } rlx_op_flags;
 
 typedef struct rlx_op_info {

@@ -447,6 +447,26 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *c = IN(0), *u = IN(1), *p = IN(2);
+    if (c->shape.ndim != 4 || u->shape.ndim != 4)
+        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: cache and update must be rank 4 [B, H, T, D] and [B, H, S, D]");
+    if (u->dtype != c->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "cache_write: update is %s, the cache %s", rlx_dtype_name(u->dtype),
+                             rlx_dtype_name(c->dtype));
+    if (u->shape.dims[0] != c->shape.dims[0] || u->shape.dims[1] != c->shape.dims[1] ||
+        u->shape.dims[3] != c->shape.dims[3] || u->shape.dims[2] > c->shape.dims[2])
+        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: update %s does not fit the cache %s", SHAPE_A(&u->shape),
+                             SHAPE_B(&c->shape));
+    if ((p->dtype != RLX_I64 && p->dtype != RLX_I32) || p->shape.ndim != 1 || p->shape.dims[0] != c->shape.dims[0])
+        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: positions must be i64 or i32 [B] with B = %lld",
+                             (long long)c->shape.dims[0]);
+    n->shape = c->shape;
+    n->dtype = c->dtype;
+    return RLX_OK;
+}
+
 static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe, int ceil_mode,
                              int64_t *out)
 {
@@ -633,6 +653,7 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_RANDOM_NORMAL] = {"random_normal", 0, 0, RLX_OPF_RANDOM, infer_leaf},
     [RLX_OP_DROPOUT] = {"dropout", 1, 1, RLX_OPF_RANDOM, infer_dropout},
     [RLX_OP_BATCH_NORM] = {"batch_norm", 5, 5, 0, rlx_infer_batch_norm},
+    [RLX_OP_CACHE_WRITE] = {"cache_write", 3, 3, RLX_OPF_STATEFUL, infer_cache_write},
     /* fused ops (inference in ops_fused.c) */
     [RLX_OP_MATMUL_BIAS_ACT] = {"matmul_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_matmul_bias_act},
     [RLX_OP_ADD_LAYER_NORM] = {"add_layer_norm", 2, 4, RLX_OPF_FUSED, rlx_infer_add_norm},

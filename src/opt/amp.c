@@ -238,6 +238,17 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
             st.map[i] = y;
             continue;
         }
+        /* a cache is written in its own dtype: the update is converted, the
+         * cache never (a cast would write into a copy of it) */
+        if (src->op == RLX_OP_CACHE_WRITE) {
+            rlx_node_data p = *src;
+            p.in[0] = st.map[src->in[0]];
+            p.in[1] = to_dtype(&st, src->in[1], st.out->nodes[p.in[0]].dtype);
+            p.in[2] = st.map[src->in[2]];
+            if (p.in[1] < 0 || (st.map[i] = rlx_graph_add(st.out, &p)) < 0)
+                goto fail;
+            continue;
+        }
         /* the dtype this node's f32 operands should arrive in */
         rlx_dtype t = RLX_F32;
         int cls = amp_class(src);

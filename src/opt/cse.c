@@ -47,7 +47,7 @@ static rlx_node merge_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
     cse_table *t = (cse_table *)arg;
     const rlx_node_data *src = &g->nodes[id];
     const rlx_op_info *info = rlx_op_info_of(src->op);
-    if (src->op == RLX_OP_INPUT || src->op == RLX_OP_PARAM || (info->flags & RLX_OPF_RANDOM))
+    if (src->op == RLX_OP_INPUT || src->op == RLX_OP_PARAM || (info->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)))
         return RLX_REBUILD_COPY;
     rlx_node_data probe = *src;
     for (int j = 0; j < probe.n_in; j++)

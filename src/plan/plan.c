@@ -44,6 +44,7 @@ bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offse
 static bool is_persistent_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_PARAM || op == RLX_OP_CONSTANT; }
 
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
+enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
 
 static const rlx_buffer *sort_bufs;
 static int cmp_size_desc(const void *pa, const void *pb)
@@ -159,6 +160,24 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
                        (nd->op == RLX_OP_RESHAPE || (nd->op == RLX_OP_SLICE && rlx_slice_is_contiguous(g, i, &view_off)));
         if (s->bytes == 0)
             continue;
+        if (o->external && o->external[i]) {
+            pt[i].buffer = EXTERNAL;
+            pt[i].rel = 0;
+            s->external = true;
+            s->root = i;
+            continue;
+        }
+        /* an alias of external memory is external too */
+        if ((is_view || nd->op == RLX_OP_CACHE_WRITE) && pt[nd->in[0]].buffer == EXTERNAL) {
+            pt[i].buffer = EXTERNAL;
+            pt[i].rel = pt[nd->in[0]].rel + view_off;
+            s->external = true;
+            s->root = out->slots[nd->in[0]].root;
+            s->offset = pt[i].rel;
+            s->view = is_view;
+            s->inplace = !is_view;
+            continue;
+        }
         if (is_view && pt[nd->in[0]].buffer >= 0) {
             int b = pt[nd->in[0]].buffer;
             pt[i].buffer = b;
@@ -167,6 +186,17 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
                 out->buffers[b].last = last_use[i];
             s->view = true;
             out->n_views++;
+            continue;
+        }
+        /* cache_write's result is its cache operand's memory (that is what
+         * makes a KV cache persist), whatever the reuse options say */
+        if (nd->op == RLX_OP_CACHE_WRITE && pt[nd->in[0]].buffer >= 0) {
+            int b = pt[nd->in[0]].buffer;
+            pt[i] = pt[nd->in[0]];
+            if (out->buffers[b].last < last_use[i])
+                out->buffers[b].last = last_use[i];
+            s->inplace = true;
+            out->n_inplace++;
             continue;
         }
         if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && info && (info->flags & RLX_OPF_ELEMENTWISE)) {

@@ -15,6 +15,10 @@ typedef struct rlx_plan_options {
     bool no_inplace;           /* no output written over a dying input */
     bool pin_output_ancestors; /* every ancestor of an output lives to the end */
     bool inplace_elementwise;  /* the backend's kernels accept out == in */
+    /* Per node, or NULL: params whose memory lies outside the arena (another
+     * session's, see rlx_compile_shared).  They take no arena bytes; views of
+     * them and cache writes into them are external too. */
+    const bool *external;
 } rlx_plan_options;
 
 typedef enum rlx_region { RLX_REGION_NONE = 0, RLX_REGION_PERSISTENT, RLX_REGION_TRANSIENT } rlx_region;
@@ -26,6 +30,8 @@ typedef struct rlx_tensor_slot {
     int buffer;     /* index of the buffer it lives in, -1 if empty */
     bool view;      /* aliases an operand's buffer (reshape, contiguous slice) */
     bool inplace;   /* written over a dying operand */
+    bool external;  /* in an external param's memory: offset is from that param (root) */
+    rlx_node root;
 } rlx_tensor_slot;
 
 typedef struct rlx_buffer {

@@ -111,6 +111,50 @@ static rlx_status check_claim(const rlx_session *s, const rlx_graph *g)
                          msg, missing > 16 ? "; ..." : "");
 }
 
+/* Where node i's value lives: the arena, or a shared param's memory. */
+static char *node_ptr(const rlx_session *s, rlx_node i)
+{
+    const rlx_tensor_slot *sl = &s->plan.slots[i];
+    return (sl->external ? (char *)s->ext[sl->root] : (char *)s->arena) + sl->offset;
+}
+
+/* rlx_compile_shared: marks the params that the other session has (same
+ * name, dtype and shape) as external and records their addresses. */
+static rlx_status find_shared_params(rlx_session *s, bool **external)
+{
+    const rlx_session *o = s->params_from;
+    const rlx_graph *g = s->graph;
+    *external = NULL;
+    if (!o)
+        return RLX_OK;
+    if (o->backend != s->backend)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "shared params: the sessions are on different devices (%s, %s)",
+                             o->backend->name, s->backend->name);
+    if (!(*external = rlx_calloc((size_t)g->n_nodes + 1, sizeof(bool))) ||
+        !(s->ext = rlx_calloc((size_t)g->n_nodes + 1, sizeof(void *))))
+        return RLX_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        if (n->op != RLX_OP_PARAM || !n->name)
+            continue;
+        for (int k = 0; k < o->n_io[1]; k++) {
+            const rlx_io_slot *p = &o->io[1][k];
+            if (strcmp(p->name, n->name) != 0)
+                continue;
+            const rlx_node_data *pn = &o->graph->nodes[p->node];
+            if (pn->dtype != n->dtype || !rlx_shape_equal(&pn->shape, &n->shape)) {
+                char a[128], b[128];
+                return rlx_set_error(RLX_ERR_SHAPE, "shared param '%s' is %s%s here and %s%s in the other session",
+                                     n->name, rlx_dtype_name(n->dtype), rlx_shape_str(&n->shape, a, sizeof a),
+                                     rlx_dtype_name(pn->dtype), rlx_shape_str(&pn->shape, b, sizeof b));
+            }
+            (*external)[i] = true;
+            s->ext[i] = p->ptr;
+        }
+    }
+    return RLX_OK;
+}
+
 static rlx_status add_io(rlx_session *s, int kind, const char *name, rlx_node node)
 {
     int k = s->n_io[kind];
@@ -123,13 +167,14 @@ static rlx_status add_io(rlx_session *s, int kind, const char *name, rlx_node no
     if (!p[k].name)
         return RLX_ERR_OUT_OF_MEMORY;
     p[k].node = node;
-    p[k].offset = s->plan.slots[node].offset;
+    p[k].ptr = node_ptr(s, node);
     p[k].bytes = s->plan.slots[node].bytes;
+    p[k].set = s->plan.slots[node].external; /* its owner session sets it */
     s->n_io[kind]++;
     return RLX_OK;
 }
 
-static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g)
+static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g, const bool *external)
 {
     rlx_plan_options po = {
         .alignment = s->backend->alignment,
@@ -137,6 +182,7 @@ static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g)
         .no_inplace = s->opts.no_inplace != 0,
         .pin_output_ancestors = s->opts.pin_output_ancestors != 0,
         .inplace_elementwise = s->backend->inplace_elementwise,
+        .external = external,
     };
     rlx_status st = rlx_plan_memory(g, &po, &s->plan);
     if (st != RLX_OK)
@@ -172,16 +218,15 @@ static rlx_status build_schedule(rlx_session *s)
     if (!s->schedule.thunks)
         return RLX_ERR_OUT_OF_MEMORY;
     s->schedule.graph = g;
-    char *base = s->arena;
     for (int i = 0; i < g->n_nodes; i++) {
         rlx_thunk *t = &s->schedule.thunks[s->schedule.n_thunks++];
         const rlx_node_data *n = &g->nodes[i];
         t->id = i;
         t->node = n;
-        t->out = base + s->plan.slots[i].offset;
+        t->out = node_ptr(s, i);
         for (int j = 0; j < n->n_in; j++) {
             t->in_node[j] = &g->nodes[n->in[j]];
-            t->in[j] = base + s->plan.slots[n->in[j]].offset;
+            t->in[j] = node_ptr(s, n->in[j]);
         }
         if (s->plan.slots[i].view || s->plan.slots[i].bytes == 0) {
             t->fn = NULL; /* an alias: nothing to compute */
@@ -189,9 +234,9 @@ static rlx_status build_schedule(rlx_session *s)
             continue;
         }
         t->scratch_bytes = s->backend->scratch_bytes(g, i, s->opts.threads);
-        t->scratch = t->scratch_bytes ? base + s->scratch_offset : NULL;
+        t->scratch = t->scratch_bytes ? (char *)s->arena + s->scratch_offset : NULL;
         t->keep_bytes = s->keep_bytes ? s->keep_bytes[i] : 0;
-        t->keep = t->keep_bytes ? base + s->keep_offset[i] : NULL;
+        t->keep = t->keep_bytes ? (char *)s->arena + s->keep_offset[i] : NULL;
         rlx_status st = s->backend->prepare(g, t);
         if (st != RLX_OK)
             return st;
@@ -291,7 +336,11 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_CLAIM);
 
     /* 8. memory plan */
-    if ((rc = plan_with_limits(s, s->graph)) != RLX_OK)
+    bool *external = NULL;
+    if ((rc = find_shared_params(s, &external)) == RLX_OK)
+        rc = plan_with_limits(s, s->graph, external);
+    free(external);
+    if (rc != RLX_OK)
         return rc;
     st->persistent_bytes = s->plan.persistent_bytes;
     st->transient_bytes = s->plan.transient_bytes;
@@ -394,12 +443,19 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 
 rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out)
 {
+    return rlx_compile_shared(g, o, NULL, out);
+}
+
+rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rlx_session *params_from,
+                              rlx_session **out)
+{
     if (!g || !out)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: graph and out must not be NULL");
     *out = NULL;
     rlx_session *s = rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
+    s->params_from = params_from;
     if (o)
         s->opts = *o;
     else

@@ -30,7 +30,7 @@ const char *rlx_stage_name(rlx_stage s);
 typedef struct rlx_io_slot {
     char *name;      /* owned */
     rlx_node node;
-    size_t offset;   /* in the arena */
+    void *ptr;       /* device address (in the arena, or a shared param's owner's) */
     size_t bytes;
     bool set;        /* inputs and params: written since compile */
 } rlx_io_slot;
@@ -50,6 +50,10 @@ struct rlx_session {
     int n_io[3];
     rlx_run_ctx run_ctx;
     rlx_compile_stats stats;
+    /* rlx_compile_shared: the session whose params this one reads in place
+     * (ext[i]: the address of external param node i, else NULL) */
+    const rlx_session *params_from;
+    void **ext;
 };
 
 /* Applies RLX_* environment variables on top of o (unless o->ignore_env). */

@@ -21,6 +21,7 @@ void rlx_session_free(rlx_session *s)
     free(s->schedule.thunks);
     free(s->keep_bytes);
     free(s->keep_offset);
+    free(s->ext);
     if (s->arena && s->backend)
         s->backend->free(s->arena);
     for (int k = 0; k < 3; k++) {
@@ -62,7 +63,7 @@ static rlx_status set_tensor(rlx_session *s, int kind, const char *name, const v
     rlx_status st = check_bytes(s, kind, slot, bytes);
     if (st != RLX_OK)
         return st;
-    if (bytes && (st = s->backend->upload((char *)s->arena + slot->offset, data, bytes)) != RLX_OK)
+    if (bytes && (st = s->backend->upload(slot->ptr, data, bytes)) != RLX_OK)
         return st;
     slot->set = true;
     return RLX_OK;
@@ -106,7 +107,7 @@ rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, 
         return RLX_OK;
     /* A constant output lives in the persistent region; anything else was
      * written by the last run. */
-    return s->backend->download(data, (const char *)s->arena + slot->offset, bytes);
+    return s->backend->download(data, slot->ptr, bytes);
 }
 
 int rlx_session_count(const rlx_session *s, int kind)

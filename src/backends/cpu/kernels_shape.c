@@ -268,6 +268,30 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* The cache's memory is the output's (the planner aliases them); a copy
+ * first only where it did not. */
+static rlx_status k_cache_write(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *c = t->in_node[0], *u = t->in_node[1], *p = t->in_node[2];
+    int64_t B = c->shape.dims[0], H = c->shape.dims[1], T = c->shape.dims[2], D = c->shape.dims[3];
+    int64_t S = u->shape.dims[2];
+    size_t row = (size_t)D * rlx_dtype_size(c->dtype);
+    if (t->out != t->in[0])
+        memcpy(t->out, t->in[0], rlx_node_bytes(c));
+    for (int64_t b = 0; b < B; b++) {
+        int64_t p0 = rlx_load_i(t->in[2], p->dtype, b);
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++) {
+                if (p0 + s < 0 || p0 + s >= T)
+                    continue;
+                memcpy((char *)t->out + (size_t)((b * H + h) * T + p0 + s) * row,
+                       (const char *)t->in[1] + (size_t)((b * H + h) * S + s) * row, row);
+            }
+    }
+    return RLX_OK;
+}
+
 /* Source index of padded index i on an axis of n elements with begin pad b;
  * -1 where the constant fills. */
 static inline int64_t pad_src(int64_t i, int64_t n, int64_t b, int mode)
@@ -355,4 +379,5 @@ void rlx_cpu_register_shape(rlx_cpu_kernel *table)
     table[RLX_OP_GATHER].fn = k_gather;
     table[RLX_OP_EXPAND].fn = k_expand;
     table[RLX_OP_PAD].fn = k_pad;
+    table[RLX_OP_CACHE_WRITE].fn = k_cache_write;
 }

@@ -210,7 +210,7 @@ static void may_prologue(const rlx_graph *g, unsigned char *ok)
     for (rlx_node i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         bool yes = !param_leaf(n) && n->op != RLX_OP_INPUT && n->n_in > 0 && !no_op(g, i) &&
-                   !(rlx_op_info_of(n->op)->flags & RLX_OPF_RANDOM) && !is_graph_output(g, i);
+                   !(rlx_op_info_of(n->op)->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) && !is_graph_output(g, i);
         for (int k = 0; yes && k < n->n_in; k++)
             yes = n->in[k] < i && (param_leaf(&g->nodes[n->in[k]]) || ok[n->in[k]]);
         ok[i] = yes;
@@ -343,7 +343,9 @@ static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "cuda backend has no kernel for %s", rlx_op_name(n->op));
     t->fn = k->fn;
     t->state = NULL;
-    for (int i = 0; i < n->n_in; i++)
+    /* a stateful op's first input is written by it: not fixed */
+    bool stateful = (rlx_op_info_of(n->op)->flags & RLX_OPF_STATEFUL) != 0;
+    for (int i = stateful ? 1 : 0; i < n->n_in; i++)
         if (param_leaf(t->in_node[i]))
             t->in_fixed |= 1u << i;
     if (k->prepare)
@@ -623,7 +625,8 @@ static bool param_only(const rlx_schedule *s, const unsigned char *pre, int i)
 {
     const rlx_thunk *t = &s->thunks[i];
     const rlx_op_info *info = rlx_op_info_of(t->node->op);
-    if (!t->fn || t->node->n_in == 0 || (info->flags & RLX_OPF_RANDOM) || is_graph_output(s->graph, t->id))
+    if (!t->fn || t->node->n_in == 0 || (info->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) ||
+        is_graph_output(s->graph, t->id))
         return false;
     for (int k = 0; k < t->node->n_in; k++) {
         rlx_node in = t->node->in[k];

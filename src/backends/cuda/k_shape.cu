@@ -477,6 +477,60 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "rope launch");
 }
 
+/* ------------------------------------------------------------ cache write */
+
+/* update [B, H, S, W] into cache [B, H, T, W] at rows pos[b] + s (W in
+ * elements of E); rows outside [0, T) are skipped, as on the CPU. */
+template <typename E>
+__global__ void cache_write_kernel(E *cache, const E *upd, const void *pos, int pos_dt, int64_t BH, int64_t H,
+                                   int64_t S, int64_t T, int64_t W)
+{
+    cu_grid_wait();
+    int64_t total = BH * S * W;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t w = i % W, r = i / W;
+        int64_t s = r % S, bh = r / S;
+        int64_t b = bh / H;
+        int64_t p = (pos_dt == RLX_I64 ? ((const long long *)pos)[b] : ((const int *)pos)[b]) + s;
+        if (p >= 0 && p < T)
+            cache[(bh * T + p) * W + w] = upd[i];
+    }
+}
+
+static rlx_status k_cache_write(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *c = t->in_node[0], *u = t->in_node[1], *p = t->in_node[2];
+    int64_t B = c->shape.dims[0], H = c->shape.dims[1], T = c->shape.dims[2], D = c->shape.dims[3];
+    int64_t S = u->shape.dims[2];
+    size_t es = rlx_dtype_size(c->dtype);
+    if (t->out != t->in[0]) {
+        cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], rlx_node_bytes(c), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+        if (e != cudaSuccess)
+            return rlx_set_error(RLX_ERR_DEVICE, "cuda: cache_write copy: %s", cudaGetErrorString(e));
+    }
+    if (B * H * S * D == 0)
+        return RLX_OK;
+    int64_t row = D * (int64_t)es;
+    if (row % 16 == 0) {
+        int64_t W = row / 16;
+        cu_launch(cache_write_kernel<uint4>, cu_blocks(B * H * S * W, THREADS), THREADS, 0, (uint4 *)t->out, (const uint4 *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, W);
+    } else {
+        switch (es) {
+        case 2: cu_launch(cache_write_kernel<unsigned short>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned short *)t->out, (const unsigned short *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
+        case 4: cu_launch(cache_write_kernel<unsigned int>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned int *)t->out, (const unsigned int *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
+        default: cu_launch(cache_write_kernel<unsigned long long>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned long long *)t->out, (const unsigned long long *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
+        }
+    }
+    return rlx_cu_check(t, "cache_write launch");
+}
+
+static bool cache_write_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    size_t es = rlx_dtype_size(g->nodes[n->in[0]].dtype);
+    return es == 2 || es == 4 || es == 8;
+}
+
 extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
 {
     tab[RLX_OP_RESHAPE] = (cu_kernel){k_reshape, NULL, any_ok, NULL, NULL};
@@ -487,4 +541,5 @@ extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
     tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
     tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
     tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_CACHE_WRITE] = (cu_kernel){k_cache_write, NULL, cache_write_ok, NULL, NULL};
 }

@@ -1,0 +1,303 @@
+/* context.c - a generation context: the step graph compiled for prefill
+ * (prefill_chunk tokens per sequence) and for decode (one token), the
+ * decode session reading the prefill session's weights and KV cache in
+ * place (rlx_compile_shared), and the positions of each sequence. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "llm/llm_internal.h"
+
+void rlx_llm_options_init(rlx_llm_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->device = RLX_DEVICE_CPU;
+    o->precision = RLX_PRECISION_F32;
+    o->batch = 1;
+}
+
+/* Element i of checkpoint data, which may be unaligned (safetensors does
+ * not pad tensors). */
+static float to_f32(const void *p, rlx_dtype t, size_t i)
+{
+    const char *c = p;
+    uint16_t h;
+    float f;
+    double d;
+    switch (t) {
+    case RLX_F16: memcpy(&h, c + 2 * i, 2); return rlx_f16_to_f32(h);
+    case RLX_BF16: memcpy(&h, c + 2 * i, 2); return rlx_bf16_to_f32(h);
+    case RLX_F64: memcpy(&d, c + 8 * i, 8); return (float)d;
+    default: memcpy(&f, c + 4 * i, 4); return f;
+    }
+}
+
+static void store(void *p, rlx_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case RLX_F16: ((uint16_t *)p)[i] = rlx_f32_to_f16(v); break;
+    case RLX_BF16: ((uint16_t *)p)[i] = rlx_f32_to_bf16(v); break;
+    default: ((float *)p)[i] = v; break;
+    }
+}
+
+/* Copies checkpoint tensor t into buf as the param `info` wants it: its
+ * dtype, and [out, in] for a projection stored [in, out]. */
+static rlx_status convert_weight(const llm_tensor *t, const rlx_tensor_info *info, void *buf)
+{
+    int64_t want = 1, have = 1;
+    for (int d = 0; d < info->ndim; d++)
+        want *= info->dims[d];
+    for (int d = 0; d < t->ndim; d++)
+        have *= t->dims[d];
+    bool same_dims = t->ndim == info->ndim;
+    for (int d = 0; same_dims && d < t->ndim; d++)
+        same_dims = t->in_out ? t->dims[d] == info->dims[info->ndim - 1 - d] : t->dims[d] == info->dims[d];
+    if (!same_dims || want != have) {
+        char a[96] = "", b[96] = "";
+        for (int d = 0, k = 0; d < t->ndim; d++)
+            k += snprintf(a + k, sizeof a - (size_t)k, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+        for (int d = 0, k = 0; d < info->ndim; d++)
+            k += snprintf(b + k, sizeof b - (size_t)k, "%s%lld", d ? ", " : "", (long long)info->dims[d]);
+        return rlx_set_error(RLX_ERR_SHAPE, "weight '%s' is [%s] in the checkpoint; the model's config needs [%s]%s",
+                             info->name, a, b, t->in_out ? " (transposed)" : "");
+    }
+    if (t->dtype != RLX_F32 && t->dtype != RLX_F16 && t->dtype != RLX_BF16 && t->dtype != RLX_F64)
+        return rlx_set_error(RLX_ERR_DTYPE, "weight '%s' is %s; f32, f16 and bf16 weights are supported", info->name,
+                             rlx_dtype_name(t->dtype));
+    if (t->in_out && t->ndim == 2) {
+        int64_t rows = info->dims[0], cols = info->dims[1]; /* want [rows = out, cols = in] from [in, out] */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                store(buf, info->dtype, (size_t)(r * cols + c), to_f32(t->data, t->dtype, (size_t)(c * rows + r)));
+        return RLX_OK;
+    }
+    if (t->dtype == info->dtype) {
+        memcpy(buf, t->data, info->bytes);
+        return RLX_OK;
+    }
+    for (int64_t i = 0; i < want; i++)
+        store(buf, info->dtype, (size_t)i, to_f32(t->data, t->dtype, (size_t)i));
+    return RLX_OK;
+}
+
+/* Every param of the prefill session: weights from the checkpoint, the
+ * cache zeroed (masked keys then read zeros, never stale NaNs). */
+static rlx_status load_params(rlx_llm_context *c)
+{
+    rlx_session *s = c->prefill;
+    size_t cap = 0;
+    void *buf = NULL;
+    rlx_status st = RLX_OK;
+    for (int i = 0; i < rlx_session_count(s, 1) && st == RLX_OK; i++) {
+        rlx_tensor_info info;
+        if ((st = rlx_session_info(s, 1, i, &info)) != RLX_OK)
+            break;
+        if (info.bytes > cap) {
+            free(buf);
+            cap = info.bytes;
+            if (!(buf = malloc(cap))) {
+                st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm: no memory to convert '%s' (%zu bytes)", info.name, cap);
+                break;
+            }
+        }
+        if (!strncmp(info.name, "cache.", 6)) {
+            memset(buf, 0, info.bytes);
+        } else {
+            llm_tensor t;
+            if ((st = c->model->src.get(c->model->src.ctx, info.name, &t)) != RLX_OK)
+                break;
+            if ((st = convert_weight(&t, &info, buf)) != RLX_OK)
+                break;
+        }
+        st = rlx_session_set_param(s, info.name, buf, info.bytes);
+    }
+    free(buf);
+    return st;
+}
+
+void rlx_llm_context_free(rlx_llm_context *c)
+{
+    if (!c)
+        return;
+    rlx_session_free(c->decode);
+    rlx_session_free(c->prefill);
+    free(c->pos);
+    free(c->logits);
+    free(c->step_logits);
+    free(c->tokens);
+    free(c->in_pos);
+    free(c->in_last);
+    free(c);
+}
+
+rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_context **out)
+{
+    if (!m || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_llm_context_new: model and out must not be NULL");
+    *out = NULL;
+    rlx_llm_options o;
+    if (opts)
+        o = *opts;
+    else
+        rlx_llm_options_init(&o);
+    const llm_hparams *hp = &m->hp;
+    if (o.ctx <= 0)
+        o.ctx = hp->max_ctx < 2048 ? hp->max_ctx : 2048;
+    if (o.ctx > (1 << 22) || o.batch < 1 || o.batch > 4096 || o.prefill_chunk < 0)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "llm context: ctx %d, batch %d or prefill chunk %d out of range",
+                             o.ctx, o.batch, o.prefill_chunk);
+    if (hp->learned_pos && o.ctx > hp->max_ctx)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "llm context: %d positions asked, the model has %d (learned positions)",
+                             o.ctx, hp->max_ctx);
+    if (o.prefill_chunk == 0)
+        o.prefill_chunk = o.ctx < 512 ? o.ctx : 512;
+    if (o.prefill_chunk > o.ctx)
+        o.prefill_chunk = o.ctx;
+    rlx_llm_context *c = rlx_calloc(1, sizeof *c);
+    if (!c)
+        return RLX_ERR_OUT_OF_MEMORY;
+    c->model = m;
+    c->opts = o;
+    int B = o.batch, S = o.prefill_chunk;
+    c->pos = rlx_calloc((size_t)B, sizeof *c->pos);
+    c->logits = rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits);
+    c->step_logits = B > 1 ? rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits) : NULL;
+    c->tokens = rlx_calloc((size_t)B * (size_t)S, sizeof *c->tokens);
+    c->in_pos = rlx_calloc((size_t)B, sizeof *c->in_pos);
+    c->in_last = rlx_calloc((size_t)B, sizeof *c->in_last);
+    if (!c->pos || !c->logits || (B > 1 && !c->step_logits) || !c->tokens || !c->in_pos || !c->in_last) {
+        rlx_llm_context_free(c);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm context: no memory for %d sequences of %d logits", B, hp->vocab);
+    }
+    rlx_options so;
+    rlx_options_init(&so);
+    so.device = o.device;
+    so.precision = o.precision;
+    so.threads = o.threads;
+    so.verbose = o.verbose;
+    /* weights and cache in the 16-bit type the model computes in */
+    rlx_dtype wdtype = o.precision == RLX_PRECISION_BF16 ? RLX_BF16 : o.precision == RLX_PRECISION_F16 ? RLX_F16 : RLX_F32;
+    rlx_status st = RLX_OK;
+    rlx_graph *gp = llm_build_step(hp, B, S, o.ctx, wdtype);
+    rlx_graph *gd = gp ? llm_build_step(hp, B, 1, o.ctx, wdtype) : NULL;
+    if (!gp || !gd)
+        st = rlx_last_error()[0] ? RLX_ERR_INVALID_ARGUMENT : RLX_ERR_OUT_OF_MEMORY;
+    if (st == RLX_OK)
+        st = rlx_compile(gp, &so, &c->prefill);
+    if (st == RLX_OK)
+        st = rlx_compile_shared(gd, &so, c->prefill, &c->decode);
+    rlx_graph_free(gp);
+    rlx_graph_free(gd);
+    if (st == RLX_OK)
+        st = load_params(c);
+    if (st != RLX_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", rlx_last_error());
+        rlx_llm_context_free(c);
+        return rlx_set_error(st, "%s", msg);
+    }
+    *out = c;
+    return RLX_OK;
+}
+
+/* Runs one step session over the staged inputs; copies the logits of the
+ * sequences in `take` (NULL: none). */
+static rlx_status run_step(rlx_llm_context *c, rlx_session *s, int S, const bool *take)
+{
+    int B = c->opts.batch, V = c->model->hp.vocab;
+    rlx_status st;
+    if ((st = rlx_session_set_input(s, "tokens", c->tokens, (size_t)B * (size_t)S * sizeof(int64_t))) != RLX_OK ||
+        (st = rlx_session_set_input(s, "pos", c->in_pos, (size_t)B * sizeof(int64_t))) != RLX_OK ||
+        (st = rlx_session_set_input(s, "last", c->in_last, (size_t)B * sizeof(int64_t))) != RLX_OK ||
+        (st = rlx_session_run(s)) != RLX_OK)
+        return st;
+    bool any = false;
+    for (int b = 0; take && b < B; b++)
+        any = any || take[b];
+    if (!any)
+        return RLX_OK;
+    if (B == 1)
+        return rlx_session_get_output(s, "logits", c->logits, (size_t)V * sizeof(float));
+    st = rlx_session_get_output(s, "logits", c->step_logits, (size_t)B * (size_t)V * sizeof(float));
+    for (int b = 0; st == RLX_OK && b < B; b++)
+        if (take[b])
+            memcpy(c->logits + (size_t)b * V, c->step_logits + (size_t)b * V, (size_t)V * sizeof(float));
+    return st;
+}
+
+rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const *ids, const int *n_ids)
+{
+    if (!c || !ids || !n_ids || n_seqs < 1 || n_seqs > c->opts.batch)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "prefill: %d sequences asked, the context has %d", n_seqs,
+                             c ? c->opts.batch : 0);
+    int B = c->opts.batch, S = c->opts.prefill_chunk, T = c->opts.ctx, V = c->model->hp.vocab;
+    int longest = 0;
+    for (int b = 0; b < n_seqs; b++) {
+        if (!ids[b] || n_ids[b] < 1 || n_ids[b] > T)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "prefill: sequence %d has %d tokens; 1 to %d fit the context", b,
+                                 n_ids[b], T);
+        for (int i = 0; i < n_ids[b]; i++)
+            if (ids[b][i] < 0 || ids[b][i] >= V)
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "prefill: token %d of sequence %d is %d, outside the vocabulary of %d",
+                                     i, b, (int)ids[b][i], V);
+        if (n_ids[b] > longest)
+            longest = n_ids[b];
+    }
+    bool take[4096];
+    for (int start = 0; start < longest; start += S) {
+        for (int b = 0; b < B; b++) {
+            bool active = b < n_seqs && start < n_ids[b];
+            int n = active ? n_ids[b] - start : 0;
+            for (int i = 0; i < S; i++)
+                c->tokens[(size_t)b * S + i] = i < n ? ids[b][start + i] : 0;
+            c->in_pos[b] = active ? start : T; /* an idle row writes nothing */
+            c->in_last[b] = active ? (n < S ? n : S) - 1 : 0;
+            take[b] = active && n <= S;
+        }
+        rlx_status st = run_step(c, c->prefill, S, take);
+        if (st != RLX_OK)
+            return st;
+    }
+    for (int b = 0; b < n_seqs; b++)
+        c->pos[b] = n_ids[b];
+    return RLX_OK;
+}
+
+rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens)
+{
+    if (!c || !tokens)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: context and tokens must not be NULL");
+    int B = c->opts.batch, T = c->opts.ctx, V = c->model->hp.vocab;
+    bool take[4096];
+    for (int b = 0; b < B; b++) {
+        take[b] = tokens[b] >= 0;
+        if (take[b] && tokens[b] >= V)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: token %d of sequence %d is outside the vocabulary of %d",
+                                 (int)tokens[b], b, V);
+        if (take[b] && c->pos[b] >= T)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: sequence %d is full (%d positions)", b, T);
+        c->tokens[b] = take[b] ? tokens[b] : 0;
+        c->in_pos[b] = take[b] ? c->pos[b] : T;
+        c->in_last[b] = 0;
+    }
+    rlx_status st = run_step(c, c->decode, 1, take);
+    if (st != RLX_OK)
+        return st;
+    for (int b = 0; b < B; b++)
+        c->pos[b] += take[b];
+    return RLX_OK;
+}
+
+const float *rlx_llm_logits(const rlx_llm_context *c, int seq)
+{
+    if (!c || seq < 0 || seq >= c->opts.batch)
+        return NULL;
+    return c->logits + (size_t)seq * (size_t)c->model->hp.vocab;
+}
+
+int rlx_llm_position(const rlx_llm_context *c, int seq)
+{
+    return c && seq >= 0 && seq < c->opts.batch ? c->pos[seq] : -1;
+}

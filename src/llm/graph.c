@@ -1,0 +1,237 @@
+/* graph.c - a decoder LLM as one RLX graph per step shape: `seq` new tokens
+ * for each of `batch` sequences, read against (and appended to) a KV cache
+ * of `ctx` positions.  The same builder gives the prefill graph (seq > 1)
+ * and the decode graph (seq = 1); positions are run-time inputs, so one
+ * compiled graph serves every position up to ctx. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/llm.h"
+
+typedef struct builder {
+    rlx_graph *g;
+    const llm_hparams *hp;
+    rlx_dtype wdtype;
+    int64_t B, S, T;
+} builder;
+
+static rlx_node weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    rlx_node w = d1 ? rlx_param(b->g, name, b->wdtype, 2, (int64_t[]){d0, d1})
+                    : rlx_param(b->g, name, b->wdtype, 1, (int64_t[]){d0});
+    return b->wdtype == RLX_F32 ? w : rlx_cast(b->g, w, RLX_F32);
+}
+
+/* x [.., in] @ W^T (+ bias): W is [out, in], as GGUF and torch.nn.Linear store it. */
+static rlx_node linear(builder *b, rlx_node x, int64_t out, int64_t in, const char *wfmt, const char *bfmt, int layer)
+{
+    rlx_node y = rlx_matmul(b->g, x, weight(b, out, in, wfmt, layer), 0, 1);
+    return bfmt ? rlx_add(b->g, y, weight(b, out, 0, bfmt, layer)) : y;
+}
+
+static rlx_node norm(builder *b, rlx_node x, int64_t n, const char *wfmt, const char *bfmt, int layer)
+{
+    if (b->hp->layer_norm)
+        return rlx_layer_norm(b->g, x, weight(b, n, 0, wfmt, layer), weight(b, n, 0, bfmt, layer), b->hp->norm_eps);
+    return rlx_rms_norm(b->g, x, weight(b, n, 0, wfmt, layer), b->hp->norm_eps);
+}
+
+static rlx_node iota(rlx_graph *g, int64_t n, int64_t from, int ndim, int axis)
+{
+    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) {
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm graph: no memory for a position table");
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = from + i;
+    int64_t dims[4] = {1, 1, 1, 1};
+    dims[axis] = n;
+    rlx_node c = rlx_constant(g, RLX_I64, ndim, dims, v, (size_t)n * sizeof *v);
+    free(v);
+    return c;
+}
+
+/* Inverse frequencies of RoPE with the config's scaling. */
+static double inv_freq(const llm_hparams *hp, int i)
+{
+    double inv = pow(hp->rope_theta, -2.0 * i / hp->head_dim);
+    if (hp->rope_freq_factors)
+        return inv / hp->rope_freq_factors[i];
+    if (hp->rope_scaling == LLM_ROPE_LINEAR)
+        return inv / hp->rope_factor;
+    if (hp->rope_scaling == LLM_ROPE_LLAMA3) {
+        double wavelen = 2.0 * M_PI / inv;
+        double low_wl = hp->rope_orig_ctx / hp->rope_low_freq, high_wl = hp->rope_orig_ctx / hp->rope_high_freq;
+        if (wavelen < high_wl)
+            return inv;
+        if (wavelen > low_wl)
+            return inv / hp->rope_factor;
+        double smooth = (hp->rope_orig_ctx / wavelen - hp->rope_low_freq) / (hp->rope_high_freq - hp->rope_low_freq);
+        return (1.0 - smooth) * inv / hp->rope_factor + smooth * inv;
+    }
+    return inv;
+}
+
+/* cos or sin of every position < T and frequency: f32 [T, D/2]. */
+static rlx_node rope_table(builder *b, int want_sin)
+{
+    int64_t half = b->hp->head_dim / 2;
+    float *t = malloc((size_t)(b->T * half) * sizeof *t);
+    if (!t) {
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm graph: no memory for the RoPE table");
+        return -1;
+    }
+    for (int64_t p = 0; p < b->T; p++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = (double)p * inv_freq(b->hp, (int)i);
+            t[p * half + i] = (float)(want_sin ? sin(a) : cos(a));
+        }
+    rlx_node c = rlx_constant(b->g, RLX_F32, 2, (int64_t[]){b->T, half}, t, (size_t)(b->T * half) * sizeof *t);
+    free(t);
+    return c;
+}
+
+/* x [B, h, S, D] rotated by the angles of each row's position; cs and sn
+ * are [B, 1, S, D/2]. */
+static rlx_node rope(builder *b, rlx_node x, int64_t h, rlx_node cs, rlx_node sn)
+{
+    rlx_graph *g = b->g;
+    int64_t D = b->hp->head_dim, half = D / 2;
+    if (!b->hp->rope_interleaved) { /* halves: (x1, x2) -> (x1 c - x2 s, x2 c + x1 s) */
+        rlx_node x1 = rlx_slice(g, x, 1, (int[]){3}, (int64_t[]){0}, (int64_t[]){half}, NULL);
+        rlx_node x2 = rlx_slice(g, x, 1, (int[]){3}, (int64_t[]){half}, (int64_t[]){D}, NULL);
+        rlx_node o1 = rlx_sub(g, rlx_mul(g, x1, cs), rlx_mul(g, x2, sn));
+        rlx_node o2 = rlx_add(g, rlx_mul(g, x2, cs), rlx_mul(g, x1, sn));
+        return rlx_concat(g, 2, (rlx_node[]){o1, o2}, 3);
+    }
+    /* adjacent pairs (x[2i], x[2i+1]) */
+    rlx_node xp = rlx_reshape(g, x, 5, (int64_t[]){b->B, h, b->S, half, 2});
+    rlx_node c5 = rlx_reshape(g, cs, 5, (int64_t[]){b->B, 1, b->S, half, 1});
+    rlx_node s5 = rlx_reshape(g, sn, 5, (int64_t[]){b->B, 1, b->S, half, 1});
+    rlx_node xe = rlx_slice(g, xp, 1, (int[]){4}, (int64_t[]){0}, (int64_t[]){1}, NULL);
+    rlx_node xo = rlx_slice(g, xp, 1, (int[]){4}, (int64_t[]){1}, (int64_t[]){2}, NULL);
+    rlx_node oe = rlx_sub(g, rlx_mul(g, xe, c5), rlx_mul(g, xo, s5));
+    rlx_node oo = rlx_add(g, rlx_mul(g, xo, c5), rlx_mul(g, xe, s5));
+    return rlx_reshape(g, rlx_concat(g, 2, (rlx_node[]){oe, oo}, 4), 4, (int64_t[]){b->B, h, b->S, D});
+}
+
+/* [B, S, h * D] -> [B, h, S, D], with the per-head norm where the model has one */
+static rlx_node to_heads(builder *b, rlx_node x, int64_t h, const char *norm_fmt, int layer)
+{
+    rlx_node y = rlx_reshape(b->g, x, 4, (int64_t[]){b->B, b->S, h, b->hp->head_dim});
+    if (norm_fmt)
+        y = rlx_rms_norm(b->g, y, weight(b, b->hp->head_dim, 0, norm_fmt, layer), b->hp->norm_eps);
+    return rlx_transpose(b->g, y, (int[]){0, 2, 1, 3});
+}
+
+static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node mask, rlx_node cs, rlx_node sn)
+{
+    const llm_hparams *hp = b->hp;
+    rlx_graph *g = b->g;
+    int64_t H = hp->hidden, D = hp->head_dim, Hq = hp->heads, Hk = hp->kv_heads;
+    rlx_node q, k, v;
+    if (hp->fused_qkv) {
+        rlx_node qkv = linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight",
+                              hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL, l);
+        rlx_node parts[3];
+        rlx_split(g, qkv, 2, 3, (int64_t[]){Hq * D, Hk * D, Hk * D}, parts);
+        q = parts[0], k = parts[1], v = parts[2];
+    } else {
+        q = linear(b, x, Hq * D, H, "blk.%d.attn_q.weight", hp->qkv_bias ? "blk.%d.attn_q.bias" : NULL, l);
+        k = linear(b, x, Hk * D, H, "blk.%d.attn_k.weight", hp->qkv_bias ? "blk.%d.attn_k.bias" : NULL, l);
+        v = linear(b, x, Hk * D, H, "blk.%d.attn_v.weight", hp->qkv_bias ? "blk.%d.attn_v.bias" : NULL, l);
+    }
+    q = to_heads(b, q, Hq, hp->qk_norm ? "blk.%d.attn_q_norm.weight" : NULL, l);
+    k = to_heads(b, k, Hk, hp->qk_norm ? "blk.%d.attn_k_norm.weight" : NULL, l);
+    v = to_heads(b, v, Hk, NULL, l);
+    if (!hp->learned_pos) {
+        q = rope(b, q, Hq, cs, sn);
+        k = rope(b, k, Hk, cs, sn);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "cache.%d.k", l);
+    rlx_node kc = rlx_param(g, name, b->wdtype, 4, (int64_t[]){b->B, Hk, b->T, D});
+    snprintf(name, sizeof name, "cache.%d.v", l);
+    rlx_node vc = rlx_param(g, name, b->wdtype, 4, (int64_t[]){b->B, Hk, b->T, D});
+    if (b->wdtype != RLX_F32) { /* the cache is kept in the weights' 16-bit type */
+        k = rlx_cast(g, k, b->wdtype);
+        v = rlx_cast(g, v, b->wdtype);
+    }
+    kc = rlx_cache_write(g, kc, k, pos);
+    vc = rlx_cache_write(g, vc, v, pos);
+    if (b->wdtype != RLX_F32) {
+        kc = rlx_cast(g, kc, RLX_F32);
+        vc = rlx_cast(g, vc, RLX_F32);
+    }
+    rlx_node a = rlx_attention(g, q, kc, vc, mask, 0, 0.0);
+    a = rlx_reshape(g, rlx_transpose(g, a, (int[]){0, 2, 1, 3}), 3, (int64_t[]){b->B, b->S, Hq * D});
+    return linear(b, a, H, Hq * D, "blk.%d.attn_output.weight", hp->out_bias ? "blk.%d.attn_output.bias" : NULL, l);
+}
+
+static rlx_node ffn(builder *b, rlx_node x, int l)
+{
+    const llm_hparams *hp = b->hp;
+    int64_t H = hp->hidden, F = hp->ffn;
+    if (hp->gelu_ffn) {
+        rlx_node u = linear(b, x, F, H, "blk.%d.ffn_up.weight", hp->ffn_bias ? "blk.%d.ffn_up.bias" : NULL, l);
+        return linear(b, rlx_gelu_tanh(b->g, u), H, F, "blk.%d.ffn_down.weight",
+                      hp->ffn_bias ? "blk.%d.ffn_down.bias" : NULL, l);
+    }
+    rlx_node gt = rlx_silu(b->g, linear(b, x, F, H, "blk.%d.ffn_gate.weight", NULL, l));
+    rlx_node up = linear(b, x, F, H, "blk.%d.ffn_up.weight", NULL, l);
+    return linear(b, rlx_mul(b->g, gt, up), H, F, "blk.%d.ffn_down.weight", NULL, l);
+}
+
+rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype)
+{
+    rlx_graph *g = rlx_graph_new();
+    if (!g)
+        return NULL;
+    builder b = {g, hp, wdtype, batch, seq, ctx};
+    int64_t B = batch, S = seq, T = ctx, H = hp->hidden;
+    rlx_node tokens = rlx_input(g, "tokens", RLX_I64, 2, (int64_t[]){B, S});
+    rlx_node pos = rlx_input(g, "pos", RLX_I64, 1, (int64_t[]){B});
+    rlx_node last = rlx_input(g, "last", RLX_I64, 1, (int64_t[]){B});
+
+    /* position of row s of sequence b: pos[b] + s, clamped into the tables
+     * (an idle sequence's rows, pos = ctx, read the last entry and write
+     * nothing) */
+    rlx_node p = rlx_add(g, rlx_reshape(g, pos, 2, (int64_t[]){B, 1}), iota(g, S, 0, 2, 1));
+    rlx_node pc = rlx_min(g, p, rlx_scalar(g, RLX_I64, (double)(T - 1)));
+    /* key t is visible to row s when t <= pos[b] + s */
+    rlx_node lim = rlx_reshape(g, rlx_add(g, p, rlx_scalar(g, RLX_I64, 1.0)), 4, (int64_t[]){B, 1, S, 1});
+    rlx_node mask = rlx_less(g, iota(g, T, 0, 4, 3), lim);
+
+    rlx_node x = rlx_gather(g, weight(&b, hp->vocab, H, "token_embd.weight", 0), tokens, 0);
+    rlx_node cs = -1, sn = -1;
+    if (hp->learned_pos) {
+        x = rlx_add(g, x, rlx_gather(g, weight(&b, hp->max_ctx, H, "position_embd.weight", 0), pc, 0));
+    } else {
+        int64_t half = hp->head_dim / 2;
+        cs = rlx_reshape(g, rlx_gather(g, rope_table(&b, 0), pc, 0), 4, (int64_t[]){B, 1, S, half});
+        sn = rlx_reshape(g, rlx_gather(g, rope_table(&b, 1), pc, 0), 4, (int64_t[]){B, 1, S, half});
+    }
+    for (int l = 0; l < hp->layers; l++) {
+        rlx_node h = norm(&b, x, H, "blk.%d.attn_norm.weight", "blk.%d.attn_norm.bias", l);
+        x = rlx_add(g, x, attention(&b, h, l, pos, mask, cs, sn));
+        h = norm(&b, x, H, "blk.%d.ffn_norm.weight", "blk.%d.ffn_norm.bias", l);
+        x = rlx_add(g, x, ffn(&b, h, l));
+    }
+    /* the row of each sequence whose logits are wanted: b * S + last[b] */
+    rlx_node rows = rlx_add(g, last, rlx_mul(g, iota(g, B, 0, 1, 0), rlx_scalar(g, RLX_I64, (double)S)));
+    x = rlx_gather(g, rlx_reshape(g, x, 2, (int64_t[]){B * S, H}), rows, 0);
+    x = norm(&b, x, H, "output_norm.weight", "output_norm.bias", 0);
+    rlx_node out = hp->tied ? weight(&b, hp->vocab, H, "token_embd.weight", 0)
+                            : weight(&b, hp->vocab, H, "output.weight", 0);
+    rlx_output(g, "logits", rlx_matmul(g, x, out, 0, 1));
+    if (rlx_graph_verify(g) != RLX_OK) {
+        rlx_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
