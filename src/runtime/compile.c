@@ -201,6 +201,29 @@ static rlx_status build_schedule(rlx_session *s)
     return RLX_OK;
 }
 
+/* The arena's size is known before it is allocated: refuse one over the
+ * option's (or RLX_MAX_ARENA's) limit, and on the CPU one over the memory
+ * the machine has available, naming the sizes. */
+static rlx_status check_arena_limits(rlx_session *s)
+{
+    size_t need = s->arena_bytes;
+    if (s->opts.max_arena_bytes && need > s->opts.max_arena_bytes)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY,
+                             "the arena needs %zu bytes (%.1f MiB), over the limit of %zu bytes (%.1f MiB) "
+                             "set by max_arena_bytes / RLX_MAX_ARENA / --max-memory",
+                             need, (double)need / 1048576.0, s->opts.max_arena_bytes,
+                             (double)s->opts.max_arena_bytes / 1048576.0);
+    if (s->opts.device == RLX_DEVICE_CPU) {
+        size_t avail = rlx_available_memory();
+        if (avail && need > avail)
+            return rlx_set_error(RLX_ERR_OUT_OF_MEMORY,
+                                 "the arena needs %zu bytes (%.1f MiB), more than the %zu bytes (%.1f MiB) of "
+                                 "memory available",
+                                 need, (double)need / 1048576.0, avail, (double)avail / 1048576.0);
+    }
+    return RLX_OK;
+}
+
 static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 {
     rlx_compile_stats *st = &s->stats;
@@ -331,7 +354,9 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_SCRATCH);
     say(s, "scratch: %zu B at offset %zu; kept across runs: %zu B", scratch, s->scratch_offset, keep);
 
-    /* 10. the arena, allocated once */
+    /* 10. the arena, allocated once, if it fits the limits */
+    if ((rc = check_arena_limits(s)) != RLX_OK)
+        return rc;
     if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)
         return rc;
     st->arena_bytes = s->arena_bytes;
@@ -405,6 +430,12 @@ rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **o
     else
         rlx_options_init(&s->opts);
     rlx_options_apply_env(&s->opts);
+    if (s->opts.threads < 0 || s->opts.threads > 1024) {
+        int t = s->opts.threads;
+        rlx_session_free(s);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: threads %d is out of range (0 = all cores, "
+                             "at most 1024)", t);
+    }
     if (s->opts.threads <= 0)
         s->opts.threads = rlx_env_int("RLX_THREADS", 0);
     if (s->opts.threads <= 0) {

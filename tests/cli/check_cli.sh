@@ -31,6 +31,9 @@ expect bad-option 2 "unknown option '--bogus'" -- "$rlx" run --bogus
 expect bad-threads 2 '--threads needs an integer' -- "$rlx" run --threads zero
 expect missing-file 1 "cannot open '$tmp/none.npy'" -- "$rlx" run "$tmp/m.onnx" --input x="$tmp/none.npy"
 expect dump-dot 0 'wrote .*after.dot' -- "$rlx" dump --dot mlp --batch 2 -o "$tmp/g"
+expect dump-no-overwrite 1 "rlx dump: '$tmp/g.before.dot' exists; not replaced \(pass --force to overwrite\)" -- \
+  "$rlx" dump --dot mlp --batch 2 -o "$tmp/g"
+expect dump-force 0 'wrote .*after.dot' -- "$rlx" dump --dot mlp --batch 2 -o "$tmp/g" --force
 if ! grep -q 'digraph' "$tmp/g.before.dot" 2>/dev/null; then
   echo "FAIL dump-dot: $tmp/g.before.dot is not Graphviz"
   fails=$((fails + 1))
