@@ -84,8 +84,12 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
         s = rlx_set_error(RLX_ERR_FORMAT, "'%s': bad header length %zu", path, hlen);
         goto out;
     }
-    hdr = malloc(hlen + 1);
-    if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
+    hdr = rlx_malloc(hlen + 1);
+    if (!hdr) {
+        s = RLX_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (fread(hdr, 1, hlen, f) != hlen) {
         s = rlx_set_error(RLX_ERR_FORMAT, "'%s': truncated header", path);
         goto out;
     }
@@ -111,7 +115,8 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
         }
     }
     if (!found) {
-        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.8s' is not supported", path, p);
+        size_t dl = strcspn(p, "'\"");
+        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.*s' is not supported", path, (int)(dl < 16 ? dl : 16), p);
         goto out;
     }
     p = find_key(hdr, "fortran_order");
@@ -160,7 +165,7 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
                           (size_t)st.st_size - pre - hlen);
         goto out;
     }
-    buf = malloc(need ? need : 1);
+    buf = rlx_malloc(need ? need : 1);
     if (!buf) {
         s = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "'%s': cannot allocate %zu bytes", path, need);
         goto out;
