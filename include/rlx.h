@@ -425,6 +425,11 @@ rlx_status rlx_file_commit(rlx_file *f);
 void rlx_file_discard(rlx_file *f);
 /* The checks of rlx_file_open without opening: to refuse before work is done. */
 rlx_status rlx_file_check_target(const char *path, int flags);
+/* Async-signal-safe: unlinks the temporary file of every rlx_file not yet
+ * committed or discarded, for a SIGINT/SIGTERM handler, so that an
+ * interrupted program leaves no temporary behind either (after SIGKILL one
+ * may remain, named .NAME.rlx-XXXXXX; the target is never half-written). */
+void rlx_file_remove_pending(void);
 /* Opens, writes `bytes` and commits. */
 rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t bytes);
 

@@ -1,6 +1,7 @@
 /* Allocation failures: every heap allocation of the library goes through
  * one place (src/core/error.c), which a test can make fail.  For each
- * workload below the test counts the allocations of one whole pass (build,
+ * workload below (mlp, the encoder and a small decoder through the C API,
+ * an ONNX model through the importer) the test counts the allocations of one whole pass (build,
  * compile, set, run, read, free), then repeats the pass once for every N,
  * failing the Nth allocation.  Each pass must either succeed with the same
  * outputs as the unfailed one, or fail with an out-of-memory status and a
@@ -98,14 +99,26 @@ static rlx_status pass_mlp(float **out, size_t *n)
 
 static rlx_status pass_encoder(float **out, size_t *n)
 {
-    rlx_encoder_config c = rlx_encoder_minilm(1, 8);
-    c.layers = 2;
+    rlx_encoder_config c = rlx_encoder_minilm(1, 8); /* all six layers, narrower */
     c.hidden = 64;
     c.heads = 4;
     c.ffn = 128;
     c.vocab = 100;
     c.max_pos = 16;
     return compile_and_run(rlx_workload_encoder(&c), 1, out, n);
+}
+
+static rlx_status pass_decoder(float **out, size_t *n)
+{
+    rlx_decoder_config c = rlx_decoder_small(8);
+    c.layers = 2;
+    c.hidden = 64;
+    c.heads = 4;
+    c.kv_heads = 2;
+    c.head_dim = 16;
+    c.ffn = 128;
+    c.vocab = 100;
+    return compile_and_run(rlx_workload_decoder(&c), 1, out, n);
 }
 
 static char model_path[1024], input_path[1024], out_dir[1024];
@@ -235,6 +248,12 @@ static void test_encoder(void **state)
     run_all("encoder", pass_encoder);
 }
 
+static void test_decoder(void **state)
+{
+    (void)state;
+    run_all("decoder", pass_decoder);
+}
+
 static void test_onnx(void **state)
 {
     (void)state;
@@ -263,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_onnx),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),
+        cmocka_unit_test(test_decoder),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(out_dir);

@@ -205,6 +205,12 @@ static void test_writer_matrix(void **state)
     assert_int_equal(rlx_file_open(path_of("w/b.bin"), 0, &w), RLX_OK);
     assert_int_equal(rlx_file_write(w, "partial", 7), RLX_OK);
     rlx_file_discard(w);
+    /* what a signal handler calls: the temporary of a pending file goes */
+    assert_int_equal(rlx_file_open(path_of("w/d.bin"), 0, &w), RLX_OK);
+    assert_int_equal(rlx_file_write(w, "interrupted", 11), RLX_OK);
+    rlx_file_remove_pending();
+    assert_dir_holds("w", (const char *const[]){"a.bin", NULL});
+    rlx_file_discard(w);
     /* one created meanwhile is not replaced at commit */
     assert_int_equal(rlx_file_open(path_of("w/c.bin"), 0, &w), RLX_OK);
     assert_int_equal(rlx_file_write(w, "late", 4), RLX_OK);

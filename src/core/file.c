@@ -31,12 +31,42 @@ struct rlx_file {
     int failed;  /* errno of the first failed write, or -1 */
 };
 
+/* Temporary files not yet committed or discarded, for
+ * rlx_file_remove_pending (a signal handler's cleanup). */
+#define MAX_PENDING 256
+static char *volatile pending[MAX_PENDING];
+
+static void pending_add(char *tmp)
+{
+    for (int i = 0; i < MAX_PENDING; i++)
+        if (__sync_bool_compare_and_swap(&pending[i], NULL, tmp))
+            return;
+}
+
+static void pending_remove(char *tmp)
+{
+    for (int i = 0; i < MAX_PENDING; i++)
+        if (__sync_bool_compare_and_swap(&pending[i], tmp, NULL))
+            return;
+}
+
+void rlx_file_remove_pending(void)
+{
+    for (int i = 0; i < MAX_PENDING; i++) {
+        char *t = pending[i];
+        if (t)
+            unlink(t);
+    }
+}
+
 static void file_release(rlx_file *w)
 {
     if (w->f)
         fclose(w->f);
-    if (w->tmp)
+    if (w->tmp) {
+        pending_remove(w->tmp);
         unlink(w->tmp);
+    }
     free(w->tmp);
     free(w->path);
     free(w);
@@ -114,6 +144,8 @@ rlx_status rlx_file_open(const char *path, int flags, rlx_file **out)
     }
     snprintf(w->tmp, n, "%.*s.%s.rlx-XXXXXX", (int)dlen, path, base);
     int fd = mkstemp(w->tmp);
+    if (fd >= 0)
+        pending_add(w->tmp);
     if (fd < 0) {
         st = rlx_set_error(RLX_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
         free(w->tmp);
