@@ -284,6 +284,11 @@ typedef struct rlx_options {
     int no_preencode;       /* no graph capture (RLX_DISABLE_CUDA_GRAPH) */
     int no_layout;          /* keep convolutions NCHW (RLX_DISABLE_LAYOUT, RLX_NO_LAYOUT) */
     int ignore_env;         /* 1 = environment variables do not override */
+    /* Largest arena compile may allocate, in bytes; 0 = no limit of its own
+     * (RLX_MAX_ARENA=N, with K/M/G suffixes).  Checked once the plan knows
+     * the size, before the arena is allocated; on the CPU the arena must also
+     * fit the machine's available memory.  A refusal names both sizes. */
+    size_t max_arena_bytes;
 } rlx_options;
 
 void rlx_options_init(rlx_options *o);
@@ -408,8 +413,41 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
 /* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
 rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
                         size_t *bytes);
+/* Writes a new file through rlx_file_open (below): an existing `path` is
+ * refused, and a failed write leaves nothing under `path`. */
 rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
                          const void *data, size_t bytes);
+/* The same into a file opened with rlx_file_open (commit or discard it after). */
+typedef struct rlx_file rlx_file;
+rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims,
+                              const void *data, size_t bytes);
+
+/* ----------------------------------------------------------------- files */
+/* Every file RLX or its program writes goes through these calls, so that
+ * nothing is written or replaced unasked and no failure leaves a partial
+ * file.  rlx_file_open refuses an existing `path` unless flags has
+ * RLX_FILE_FORCE, and a missing or unwritable folder, with a message naming
+ * the path; the data goes to a temporary file beside `path`, which
+ * rlx_file_commit checks (every write, flush, fsync) and moves into place
+ * atomically (without FORCE, never over a file that appeared meanwhile).
+ * rlx_file_discard, or a failed commit, removes the temporary file.  A
+ * forced target that is not a regular file (/dev/null, a FIFO) is written
+ * in place.  The handle is freed by commit and by discard. */
+#define RLX_FILE_FORCE 1
+rlx_status rlx_file_open(const char *path, int flags, rlx_file **out);
+rlx_status rlx_file_write(rlx_file *f, const void *data, size_t bytes);
+void *rlx_file_stream(rlx_file *f); /* FILE* for fprintf; errors surface at commit */
+rlx_status rlx_file_commit(rlx_file *f);
+void rlx_file_discard(rlx_file *f);
+/* The checks of rlx_file_open without opening: to refuse before work is done. */
+rlx_status rlx_file_check_target(const char *path, int flags);
+/* Async-signal-safe: unlinks the temporary file of every rlx_file not yet
+ * committed or discarded, for a SIGINT/SIGTERM handler, so that an
+ * interrupted program leaves no temporary behind either (after SIGKILL one
+ * may remain, named .NAME.rlx-XXXXXX; the target is never half-written). */
+void rlx_file_remove_pending(void);
+/* Opens, writes `bytes` and commits. */
+rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t bytes);
 
 /* ------------------------------------------------------------ decoder LLMs
  *

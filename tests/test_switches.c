@@ -222,7 +222,7 @@ static void test_cli_report(void **state)
     assert_int_equal(pclose(p), 0);
     assert_true(saw_report && saw_block && saw_fusion);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(cmd, sizeof cmd, "'%s' dump --dot decoder-small --seq 4 -o '%s/rlx-opt-dot' >/dev/null 2>&1", cli, tmp);
+    snprintf(cmd, sizeof cmd, "'%s' dump --dot decoder-small --seq 4 --force -o '%s/rlx-opt-dot' >/dev/null 2>&1", cli, tmp);
     assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "grep -q attention_block '%s/rlx-opt-dot.after.dot' && ! grep -q attention_block "
                               "'%s/rlx-opt-dot.before.dot'", tmp, tmp);

@@ -2,11 +2,14 @@
  * time repeated runs; `rlx dump --dot`: the graph before and after
  * optimization as Graphviz. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/error.h"
@@ -27,9 +30,10 @@ typedef struct run_args {
     rlx_options opts;
     int repeat, batch, seq;
     int report;
-    name_value inputs[MAX_FILE_ARGS], shapes[MAX_FILE_ARGS];
-    int n_inputs, n_shapes;
-    const char *output_dir; /* model files: where outputs go as NAME.npy */
+    name_value inputs[MAX_FILE_ARGS], shapes[MAX_FILE_ARGS], outputs[MAX_FILE_ARGS];
+    int n_inputs, n_shapes, n_outputs;
+    const char *output_dir; /* every output as DIR/NAME.npy (only when given) */
+    int force;              /* replace existing files */
 } run_args;
 
 static void run_help(void)
@@ -46,7 +50,7 @@ static void run_help(void)
            "  --device cpu|cuda          device to run on (default cpu)\n"
            "  --precision f32|f16|bf16   compute precision (default f32; f16/bf16 run the\n"
            "                             mixed-precision pass where the device supports it)\n"
-           "  --threads N                CPU threads (default: all cores)\n"
+           "  --threads N                CPU threads, 1 to 1024 (default: all cores)\n"
            "  --repeat N                 time N runs after a warm-up run and print\n"
            "                             'latency: median X ms, min Y ms over N runs'\n"
            "  --seed N                   seed for weights, inputs and random ops (default 1)\n"
@@ -56,22 +60,64 @@ static void run_help(void)
            "                             file; its shape binds the input's symbolic dims\n"
            "  --shape NAME=AxBxC         model files: bind an input's shape (symbolic dims\n"
            "                             left unbound are set to 1, with a note)\n"
-           "  --output-dir DIR           model files: write each output as DIR/NAME.npy\n"
-           "                             (default: the current directory)\n"
+           "  --output-dir DIR           write each output as DIR/NAME.npy (the folder must\n"
+           "                             exist); without it or --output nothing is written\n"
+           "  --output NAME=FILE         write output NAME as a .npy file\n"
+           "  --force                    replace files that exist (else they are refused);\n"
+           "                             every file is written beside and renamed into place\n"
+           "  --max-memory SIZE          refuse to compile a model whose arena exceeds SIZE\n"
+           "                             (bytes, or with K, M, G; also RLX_MAX_ARENA)\n"
            "  --report                   print the per-op dispatch report\n"
            "  --verbose                  print every compile stage (same as RLX_VERBOSE=1)\n"
            "  -h, --help                 this text\n");
 }
 
-static int parse_int(const char *flag, const char *v, int lo, int *out)
+static int parse_int_range(const char *flag, const char *v, int lo, int hi, int *out)
 {
     char *end;
+    errno = 0;
     long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < lo || x > 1 << 30) {
-        fprintf(stderr, "rlx run: %s needs an integer >= %d\n", flag, lo);
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        if (hi == 1 << 30)
+            fprintf(stderr, "rlx run: %s needs an integer >= %d\n", flag, lo);
+        else
+            fprintf(stderr, "rlx run: %s needs an integer from %d to %d\n", flag, lo, hi);
         return -1;
     }
     *out = (int)x;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int *out)
+{
+    return parse_int_range(flag, v, lo, 1 << 30, out);
+}
+
+/* "4096", "512K", "64M", "2G" (powers of 1024) -> bytes; -1 if malformed. */
+static int parse_size(const char *v, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!v || !*v || *v == '-')
+        return -1;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if ((*end == 'B' || *end == 'b') && end[1] == '\0')
+        end++;
+    else if (*end == 'i' && end[1] == 'B' && end[2] == '\0' && shift)
+        end += 2;
+    if (*end || x == 0 || x > (~0ULL >> shift))
+        return -1;
+    *out = (size_t)(x << shift);
     return 0;
 }
 
@@ -107,7 +153,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
                 return fprintf(stderr, "rlx run: --precision takes f32, f16 or bf16\n"), -1;
             i++;
         } else if (!strcmp(f, "--threads")) {
-            if (parse_int(f, v, 1, &a->opts.threads))
+            if (parse_int_range(f, v, 1, 1024, &a->opts.threads))
                 return -1;
             i++;
         } else if (!strcmp(f, "--repeat")) {
@@ -127,15 +173,15 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             if (parse_int(f, v, 1, &a->seq))
                 return -1;
             i++;
-        } else if (!strcmp(f, "--input") || !strcmp(f, "--shape")) {
-            bool is_input = !strcmp(f, "--input");
+        } else if (!strcmp(f, "--input") || !strcmp(f, "--shape") || !strcmp(f, "--output")) {
+            bool is_shape = !strcmp(f, "--shape"), is_input = !strcmp(f, "--input");
             const char *eq = v ? strchr(v, '=') : NULL;
-            int *n = is_input ? &a->n_inputs : &a->n_shapes;
+            int *n = is_input ? &a->n_inputs : is_shape ? &a->n_shapes : &a->n_outputs;
             if (!eq || eq == v || !eq[1])
-                return fprintf(stderr, "rlx run: %s takes NAME=%s\n", f, is_input ? "FILE" : "AxBxC"), -1;
+                return fprintf(stderr, "rlx run: %s takes NAME=%s\n", f, is_shape ? "AxBxC" : "FILE"), -1;
             if (*n == MAX_FILE_ARGS)
                 return fprintf(stderr, "rlx run: at most %d %s options\n", MAX_FILE_ARGS, f), -1;
-            name_value *nv = is_input ? &a->inputs[*n] : &a->shapes[*n];
+            name_value *nv = is_input ? &a->inputs[*n] : is_shape ? &a->shapes[*n] : &a->outputs[*n];
             argv[i + 1][eq - v] = '\0'; /* split NAME=VALUE in place */
             nv->name = v;
             nv->value = eq + 1;
@@ -145,6 +191,12 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             if (!v)
                 return fprintf(stderr, "rlx run: --output-dir takes a folder\n"), -1;
             a->output_dir = v;
+            i++;
+        } else if (!strcmp(f, "--force")) {
+            a->force = 1;
+        } else if (!strcmp(f, "--max-memory")) {
+            if (parse_size(v, &a->opts.max_arena_bytes))
+                return fprintf(stderr, "rlx run: --max-memory takes a size such as 4096, 512M or 2G\n"), -1;
             i++;
         } else if (!strcmp(f, "--report")) {
             a->report = 1;
@@ -389,31 +441,140 @@ static void summarize_outputs(rlx_session *s)
     }
 }
 
-/* Each output as DIR/NAME.npy, the name reduced to [A-Za-z0-9._-]. */
-static int write_outputs(rlx_session *s, const char *dir)
+/* A file asked for: an output and where it goes. */
+typedef struct out_file {
+    const char *name;
+    char *path;
+} out_file;
+
+static void free_out_files(out_file *of, int n)
 {
-    for (int i = 0; i < rlx_session_count(s, 2); i++) {
+    for (int i = 0; i < n; i++)
+        free(of[i].path);
+    free(of);
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 8;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s.npy", dir, name);
+    return p;
+}
+
+/* The files to write: each --output NAME=FILE, and every output as
+ * DIR/NAME.npy under --output-dir (the name reduced to [A-Za-z0-9._-]).
+ * Each target is checked before anything runs (exists without --force, no
+ * such folder, not writable); -1 with the message printed. */
+static int plan_outputs(rlx_session *s, const run_args *a, out_file **out, int *n_out)
+{
+    int n_model = rlx_session_count(s, 2), cap = a->n_outputs + (a->output_dir ? n_model : 0), n = 0;
+    out_file *of = calloc((size_t)cap + 1, sizeof *of);
+    if (!of)
+        return fprintf(stderr, "rlx run: out of memory\n"), -1;
+    for (int i = 0; i < a->n_outputs; i++) {
+        rlx_tensor_info info;
+        if (rlx_session_find(s, 2, a->outputs[i].name, &info) != RLX_OK) {
+            fprintf(stderr, "rlx run: --output %s: the model has no output '%s' (outputs:", a->outputs[i].name,
+                    a->outputs[i].name);
+            for (int k = 0; k < n_model; k++) {
+                rlx_session_info(s, 2, k, &info);
+                fprintf(stderr, " %s", info.name);
+            }
+            fprintf(stderr, ")\n");
+            goto fail;
+        }
+        of[n].name = info.name;
+        if (!(of[n++].path = strdup(a->outputs[i].value)))
+            goto oom;
+    }
+    for (int i = 0; a->output_dir && i < n_model; i++) {
         rlx_tensor_info info;
         rlx_session_info(s, 2, i, &info);
-        char safe[256], path[4096];
+        char safe[256];
         size_t k = 0;
         for (const char *c = info.name; *c && k + 1 < sizeof safe; c++)
             safe[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_') ? *c : '_';
         safe[k] = '\0';
         if (k == 0 || !strcmp(safe, ".") || !strcmp(safe, ".."))
             snprintf(safe, sizeof safe, "output%d", i);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+        of[n].name = info.name;
+        if (!(of[n++].path = path_join(a->output_dir, safe)))
+            goto oom;
+    }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < i; k++)
+            if (!strcmp(of[i].path, of[k].path)) {
+                fprintf(stderr, "rlx run: outputs '%s' and '%s' would both be written to '%s'\n", of[k].name,
+                        of[i].name, of[i].path);
+                goto fail;
+            }
+        if (rlx_file_check_target(of[i].path, a->force ? RLX_FILE_FORCE : 0) != RLX_OK) {
+            fprintf(stderr, "rlx run: output '%s': %s\n", of[i].name, rlx_last_error());
+            goto fail;
+        }
+    }
+    *out = of;
+    *n_out = n;
+    return 0;
+oom:
+    fprintf(stderr, "rlx run: out of memory\n");
+fail:
+    free_out_files(of, n);
+    return -1;
+}
+
+/* Writes every planned file, each beside its path; only when all are
+ * written are they moved into place, so a failure leaves none of them. */
+static int write_outputs(rlx_session *s, const out_file *of, int n, int force)
+{
+    rlx_file **w = calloc((size_t)n + 1, sizeof *w);
+    if (!w)
+        return fprintf(stderr, "rlx run: out of memory\n"), -1;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        rlx_tensor_info info;
+        rlx_session_find(s, 2, of[i].name, &info);
         void *buf = malloc(info.bytes + 1);
         rlx_status st = buf ? rlx_session_get_output(s, info.name, buf, info.bytes) : RLX_ERR_OUT_OF_MEMORY;
+        if (!buf)
+            rlx_set_error(st, "cannot allocate %zu bytes", info.bytes);
         if (st == RLX_OK)
-            st = rlx_npy_write(path, info.dtype, info.ndim, info.dims, buf, info.bytes);
+            st = rlx_file_open(of[i].path, force ? RLX_FILE_FORCE : 0, &w[i]);
+        if (st == RLX_OK)
+            st = rlx_npy_write_file(w[i], info.dtype, info.ndim, info.dims, buf, info.bytes);
         free(buf);
         if (st != RLX_OK) {
             fprintf(stderr, "rlx run: output '%s': %s\n", info.name, rlx_last_error());
-            return -1;
+            rc = -1;
         }
-        printf("wrote %s\n", path);
     }
+    for (int i = 0; i < n; i++) {
+        if (rc != 0) {
+            rlx_file_discard(w[i]);
+        } else if (rlx_file_commit(w[i]) != RLX_OK) {
+            fprintf(stderr, "rlx run: output '%s': %s\n", of[i].name, rlx_last_error());
+            rc = -1;
+        } else {
+            printf("wrote %s\n", of[i].path);
+        }
+    }
+    free(w);
+    return rc;
+}
+
+/* An --output-dir must be a writable folder: checked before any work. */
+static int check_output_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return fprintf(stderr, "rlx run: --output-dir '%s': %s\n", dir,
+                       errno == ENOENT ? "no such folder" : strerror(errno)), -1;
+    if (!S_ISDIR(st.st_mode))
+        return fprintf(stderr, "rlx run: --output-dir '%s': not a folder\n", dir), -1;
+    if (access(dir, W_OK | X_OK) != 0)
+        return fprintf(stderr, "rlx run: --output-dir '%s': not writable (%s)\n", dir, strerror(errno)), -1;
     return 0;
 }
 
@@ -434,6 +595,10 @@ int rlx_cmd_run(int argc, char **argv)
     rlx_session *s = NULL;
     rlx_graph *g = NULL;
     int rc = 1;
+    out_file *outs = NULL;
+    int n_outs = 0;
+    if (a.output_dir && check_output_dir(a.output_dir) != 0)
+        goto done;
     if (!load_inputs(&a, files))
         goto done;
     if (!(g = build_model(&a, files))) {
@@ -458,6 +623,8 @@ int rlx_cmd_run(int argc, char **argv)
     printf("schedule: %d thunks (%d compute, %d no-op)\n", st.thunks, st.thunks - st.noop_thunks, st.noop_thunks);
     if (a.opts.device == RLX_DEVICE_CPU)
         printf("cpu gemm: %s\n", rlx_cpu_gemm_info());
+    if (plan_outputs(s, &a, &outs, &n_outs) != 0)
+        goto done;
     if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
         fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", rlx_last_error());
         goto done;
@@ -469,8 +636,10 @@ int rlx_cmd_run(int argc, char **argv)
     }
     printf("first run: %.2f ms\n", rlx_now_ms() - t0);
     summarize_outputs(s);
-    if (is_model_file(a.model) && write_outputs(s, a.output_dir ? a.output_dir : ".") != 0)
+    if (n_outs > 0 && write_outputs(s, outs, n_outs, a.force) != 0)
         goto done;
+    if (n_outs == 0 && is_model_file(a.model))
+        printf("outputs not written (ask with --output-dir DIR or --output NAME=FILE)\n");
     if (a.repeat > 0) {
         double *times = malloc(sizeof(double) * (size_t)a.repeat);
         if (!times)
@@ -491,6 +660,7 @@ int rlx_cmd_run(int argc, char **argv)
     }
     rc = 0;
 done:
+    free_out_files(outs, n_outs);
     rlx_session_free(s);
     rlx_graph_free(g);
     for (int i = 0; i < a.n_inputs; i++)
@@ -517,7 +687,8 @@ int rlx_cmd_dump(int argc, char **argv)
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: rlx dump --dot [MODEL] [-o PREFIX] [run options]\n"
                    "Writes PREFIX.before.dot (the graph as built) and PREFIX.after.dot (after\n"
-                   "simplify, fusion, mixed precision and lowering).  Default PREFIX: rlx-graph.\n");
+                   "simplify, fusion, mixed precision and lowering).  Default PREFIX: rlx-graph.\n"
+                   "Files that exist are refused unless --force is given.\n");
             free(rest);
             return 0;
         } else
@@ -531,6 +702,21 @@ int rlx_cmd_dump(int argc, char **argv)
         fprintf(stderr, "rlx dump: only --dot output exists; pass --dot\n");
         return 2;
     }
+    /* both files are checked before anything is built, and written beside
+     * their names until both are complete */
+    char path[2][1024];
+    int flags = a.force ? RLX_FILE_FORCE : 0;
+    for (int which = 0; which < 2; which++) {
+        if ((size_t)snprintf(path[which], sizeof path[which], "%s.%s.dot", out, which ? "after" : "before") >=
+            sizeof path[which]) {
+            fprintf(stderr, "rlx dump: -o %s: name too long\n", out);
+            return 1;
+        }
+        if (rlx_file_check_target(path[which], flags) != RLX_OK) {
+            fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
+            return 1;
+        }
+    }
     rlx_graph *g = build_model(&a, NULL);
     if (!g) {
         fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
@@ -542,22 +728,25 @@ int rlx_cmd_dump(int argc, char **argv)
         rlx_graph_free(g);
         return 1;
     }
-    char path[1024];
     int rc = 0;
+    rlx_file *w[2] = {NULL, NULL};
     for (int which = 0; which < 2 && rc == 0; which++) {
-        snprintf(path, sizeof path, "%s.%s.dot", out, which ? "after" : "before");
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "rlx dump: cannot write %s\n", path);
+        if (rlx_file_open(path[which], flags, &w[which]) != RLX_OK) {
+            fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
             rc = 1;
             break;
         }
-        rlx_graph_write_dot(which ? s->graph : g, f, which ? "after optimization" : "as built");
-        if (fclose(f) != 0) {
-            fprintf(stderr, "rlx dump: error writing %s\n", path);
+        rlx_graph_write_dot(which ? s->graph : g, rlx_file_stream(w[which]),
+                            which ? "after optimization" : "as built");
+    }
+    for (int which = 0; which < 2; which++) {
+        if (rc != 0) {
+            rlx_file_discard(w[which]);
+        } else if (rlx_file_commit(w[which]) != RLX_OK) {
+            fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
             rc = 1;
         } else {
-            printf("wrote %s (%d nodes)\n", path, which ? s->graph->n_nodes : g->n_nodes);
+            printf("wrote %s (%d nodes)\n", path[which], which ? s->graph->n_nodes : g->n_nodes);
         }
     }
     rlx_session_free(s);

@@ -1,5 +1,6 @@
 /* rlx.c - the command-line program: `rlx run`, `rlx dump`, and the model
  * file commands when the ONNX module is built. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,19 @@ static void usage(FILE *f)
             "`rlx <command> --help` describes each command's options.\n");
 }
 
+/* An interrupted command leaves no temporary file of a write in progress. */
+static void on_signal(int sig)
+{
+    rlx_file_remove_pending();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
     if (argc < 2) {
         usage(stderr);
         return 2;

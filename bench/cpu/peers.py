@@ -79,7 +79,7 @@ def main():
             times["rlx"].append(latency([RLX, "run", name, "--batch", str(batch), "--threads", str(a.threads),
                                          "--repeat", str(repeat)]))
             times["rlx-onnx"].append(latency([RLX, "run", model, "--input", "%s=%s" % (in_name, inp), "--threads",
-                                              str(a.threads), "--repeat", str(repeat), "--output-dir", work]))
+                                              str(a.threads), "--repeat", str(repeat), "--output-dir", work, "--force"]))
             times["ort"].append(latency(["node", os.path.join(ROOT, "bench", "cpu", "ort_time.js"), ORT_DIR, model,
                                          in_name, inp, str(repeat), str(a.threads),
                                          os.path.join(work, name + "_ort.npy")], env))

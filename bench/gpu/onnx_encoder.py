@@ -100,7 +100,7 @@ def main():
             model, odir = os.path.join(work, "enc%s.onnx" % opset), os.path.join(work, "o%s%s" % (opset, prec))
             os.makedirs(odir, exist_ok=True)
             cmd = [rlx, "run", model, "--input", "input_ids=" + inp, "--device", "cuda", "--precision", prec,
-                   "--repeat", runs, "--output-dir", odir]
+                   "--repeat", runs, "--output-dir", odir, "--force"]
             if opset in refs:
                 cmd += ["--input", "attention_mask=" + mask_file]
             r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RLX_VERBOSE="1"))

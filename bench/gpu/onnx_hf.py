@@ -80,7 +80,7 @@ def main():
     for dev in devices:
         for prec in ("f32", "bf16") if dev == "cuda" else ("f32",):
             cmd = [rlx, "run", path, "--input", "input_ids=" + ids_file, "--device", dev, "--precision", prec,
-                   "--output-dir", tmp, "--repeat", runs]
+                   "--output-dir", tmp, "--force", "--repeat", runs]
             r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RLX_VERBOSE="1"))
             text = r.stdout + r.stderr
             if r.returncode:

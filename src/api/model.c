@@ -37,7 +37,7 @@ static void *read_file(const char *path, size_t *size, rlx_status *st)
     void *buf = NULL;
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        (buf = rlx_malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
         fclose(f);
         *size = (size_t)n;
         return buf;

@@ -8,12 +8,18 @@
 #include <time.h>
 
 static _Thread_local char last_error[1024];
+static _Thread_local rlx_status last_status;
 
 rlx_status rlx_set_errorv(rlx_status s, const char *fmt, va_list ap)
 {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    char msg[sizeof last_error]; /* the arguments may include rlx_last_error() itself */
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
+    last_status = s;
     return s;
 }
+
+rlx_status rlx_last_status_or(rlx_status fallback) { return last_status != RLX_OK ? last_status : fallback; }
 
 rlx_status rlx_set_error(rlx_status s, const char *fmt, ...)
 {
@@ -24,7 +30,11 @@ rlx_status rlx_set_error(rlx_status s, const char *fmt, ...)
     return s;
 }
 
-void rlx_clear_error(void) { last_error[0] = '\0'; }
+void rlx_clear_error(void)
+{
+    last_error[0] = '\0';
+    last_status = RLX_OK;
+}
 
 const char *rlx_last_error(void) { return last_error; }
 
@@ -49,12 +59,50 @@ const char *rlx_status_name(rlx_status s)
 
 const char *rlx_version(void) { return "0.1.0"; }
 
+static _Atomic long alloc_count, alloc_fail_at;
+
+void rlx_alloc_fail_nth(long n)
+{
+    alloc_count = 0;
+    alloc_fail_at = n > 0 ? n : 0;
+}
+
+long rlx_alloc_count(void) { return alloc_count; }
+
+/* Where an injected failure happens: a breakpoint here shows the caller. */
+__attribute__((noinline)) void rlx_alloc_failure_point(void) { __asm__ volatile(""); }
+
+int rlx_alloc_injected_failure(void)
+{
+    long n = ++alloc_count;
+    if (!alloc_fail_at || n != alloc_fail_at)
+        return 0;
+    rlx_alloc_failure_point();
+    return 1;
+}
+
+void *rlx_malloc(size_t bytes)
+{
+    void *p = rlx_alloc_injected_failure() ? NULL : malloc(bytes ? bytes : 1);
+    if (!p)
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
 void *rlx_calloc(size_t n, size_t size)
 {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p = rlx_alloc_injected_failure() ? NULL : calloc(n ? n : 1, size ? size : 1);
     if (!p)
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory allocating %zu x %zu bytes", n, size);
     return p;
+}
+
+void *rlx_realloc(void *p, size_t bytes)
+{
+    void *q = rlx_alloc_injected_failure() ? NULL : realloc(p, bytes ? bytes : 1);
+    if (!q)
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
+    return q;
 }
 
 void *rlx_realloc_array(void *p, size_t n, size_t size)
@@ -63,11 +111,7 @@ void *rlx_realloc_array(void *p, size_t n, size_t size)
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "allocation of %zu x %zu bytes overflows", n, size);
         return NULL;
     }
-    size_t total = n * size;
-    void *q = realloc(p, total ? total : 1);
-    if (!q)
-        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", n * size);
-    return q;
+    return rlx_realloc(p, n * size);
 }
 
 char *rlx_strdup(const char *s)

@@ -48,8 +48,13 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
     if (!f) return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
         fclose(f);
-        return rlx_set_error(RLX_ERR_IO, "'%s' is not a regular file", path);
+        return rlx_set_error(RLX_ERR_IO, "'%s' is %s", path, dir ? "a directory" : "not a regular file");
+    }
+    if (st.st_size == 0) {
+        fclose(f);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' is empty", path);
     }
     unsigned char magic[12];
     rlx_status s = RLX_OK;
@@ -79,8 +84,12 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
         s = rlx_set_error(RLX_ERR_FORMAT, "'%s': bad header length %zu", path, hlen);
         goto out;
     }
-    hdr = malloc(hlen + 1);
-    if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
+    hdr = rlx_malloc(hlen + 1);
+    if (!hdr) {
+        s = RLX_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (fread(hdr, 1, hlen, f) != hlen) {
         s = rlx_set_error(RLX_ERR_FORMAT, "'%s': truncated header", path);
         goto out;
     }
@@ -106,7 +115,8 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
         }
     }
     if (!found) {
-        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.8s' is not supported", path, p);
+        size_t dl = strcspn(p, "'\"");
+        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.*s' is not supported", path, (int)(dl < 16 ? dl : 16), p);
         goto out;
     }
     p = find_key(hdr, "fortran_order");
@@ -150,12 +160,12 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
     }
     *ndim = nd;
     size_t need = (size_t)numel * rlx_dtype_size(*t);
-    if ((size_t)st.st_size - pre - hlen < need) {
-        s = rlx_set_error(RLX_ERR_FORMAT, "'%s': %zu data bytes expected, file has %zu", path, need,
+    if ((size_t)st.st_size - pre - hlen != need) {
+        s = rlx_set_error(RLX_ERR_FORMAT, "'%s': the shape needs %zu data bytes, the file has %zu", path, need,
                           (size_t)st.st_size - pre - hlen);
         goto out;
     }
-    buf = malloc(need ? need : 1);
+    buf = rlx_malloc(need ? need : 1);
     if (!buf) {
         s = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "'%s': cannot allocate %zu bytes", path, need);
         goto out;
@@ -174,8 +184,9 @@ out:
     return s;
 }
 
-rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes) {
-    if (!path || (ndim > 0 && !dims) || (!data && bytes) || ndim < 0 || ndim > RLX_MAX_DIMS)
+rlx_status rlx_npy_write_file(rlx_file *w, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
+                              size_t bytes) {
+    if (!w || (ndim > 0 && !dims) || (!data && bytes) || ndim < 0 || ndim > RLX_MAX_DIMS)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_npy_write: bad argument");
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
@@ -196,26 +207,26 @@ rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t 
                       t == RLX_U8 || t == RLX_I8 || t == RLX_BOOL ? '|' : '<', descr, shape);
     int total = 10 + hl + 1;
     int padn = (64 - total % 64) % 64;
-    /* Written beside the target and renamed into place, so a failed write
-     * never leaves a half-written file under the real name. */
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= sizeof tmp)
-        return rlx_set_error(RLX_ERR_IO, "path too long: '%s'", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return rlx_set_error(RLX_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
     int h2 = hl + padn + 1;
     pre[8] = (unsigned char)(h2 & 0xff);
     pre[9] = (unsigned char)(h2 >> 8);
-    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
-    for (int i = 0; ok && i < padn; i++) ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF;
-    ok = ok && (!bytes || fwrite(data, 1, bytes, f) == bytes);
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int err = errno;
-        remove(tmp);
-        return rlx_set_error(RLX_ERR_IO, "cannot write '%s': %s", path, ok ? strerror(err) : "short write");
+    memset(hdr + hl, ' ', (size_t)padn);
+    hdr[hl + padn] = '\n';
+    rlx_status s = rlx_file_write(w, pre, 10);
+    if (s == RLX_OK) s = rlx_file_write(w, hdr, (size_t)(hl + padn + 1));
+    if (s == RLX_OK) s = rlx_file_write(w, data, bytes);
+    return s;
+}
+
+/* A new file, written beside and moved into place (rlx_file_open). */
+rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes) {
+    rlx_file *w = NULL;
+    rlx_status s = rlx_file_open(path, 0, &w);
+    if (s != RLX_OK) return s;
+    if ((s = rlx_npy_write_file(w, t, ndim, dims, data, bytes)) != RLX_OK) {
+        rlx_file_discard(w);
+        return s;
     }
-    return RLX_OK;
+    return rlx_file_commit(w);
 }

@@ -32,6 +32,11 @@ static int rank_of(rlx_graph *g, rlx_node x, const char *what)
         rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: graph is NULL", what);
         return -1;
     }
+    if (x < 0 && g->error != RLX_OK) {
+        /* an earlier builder failed: its status and message carry on */
+        rlx_set_error(g->error, "%s", g->error_msg);
+        return -1;
+    }
     if (x < 0 || x >= g->n_nodes) {
         rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s: operand is not a valid node (id %d)", what, x);
         return -1;

@@ -141,6 +141,10 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", info->name,
                               info->min_in, info->max_in, proto->n_in);
     for (int i = 0; i < proto->n_in; i++) {
+        if (proto->in[i] < 0 && g->error != RLX_OK) {
+            rlx_set_error(g->error, "%s", g->error_msg); /* the first failure carries on */
+            return -1;
+        }
         if (proto->in[i] < 0 || proto->in[i] >= g->n_nodes)
             return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s: operand %d is not a valid node (id %d)%s",
                                   info->name, i, proto->in[i],
@@ -179,7 +183,7 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
     if (proto->name && !(n.name = rlx_strdup(proto->name)))
         return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory");
     if (proto->data) {
-        n.data = malloc(proto->data_bytes ? proto->data_bytes : 1);
+        n.data = rlx_malloc(proto->data_bytes ? proto->data_bytes : 1);
         if (!n.data) {
             free(n.name);
             return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory copying %zu bytes of constant data",
@@ -212,7 +216,7 @@ rlx_graph *rlx_graph_clone(const rlx_graph *g)
         if (g->nodes[i].name && !(c->nodes[i].name = rlx_strdup(g->nodes[i].name)))
             goto fail;
         if (g->nodes[i].data) {
-            c->nodes[i].data = malloc(g->nodes[i].data_bytes ? g->nodes[i].data_bytes : 1);
+            c->nodes[i].data = rlx_malloc(g->nodes[i].data_bytes ? g->nodes[i].data_bytes : 1);
             if (!c->nodes[i].data)
                 goto fail;
             memcpy(c->nodes[i].data, g->nodes[i].data, g->nodes[i].data_bytes);

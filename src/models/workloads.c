@@ -150,8 +150,8 @@ rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed)
         if (st != RLX_OK)
             return st;
         size_t count = info.bytes / rlx_dtype_size(info.dtype);
-        float *f = malloc(count * sizeof(float) + 1);
-        void *buf = malloc(info.bytes + 1);
+        float *f = rlx_malloc(count * sizeof(float) + 1);
+        void *buf = rlx_malloc(info.bytes + 1);
         if (!f || !buf) {
             free(f);
             free(buf);

@@ -149,7 +149,7 @@ static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
     if (xn->op == RLX_OP_CONSTANT && rlx_dtype_is_float(xn->dtype) && rlx_dtype_is_float(t)) {
         int64_t cnt = rlx_shape_numel(&xn->shape);
         size_t bytes = (size_t)cnt * rlx_dtype_size(t);
-        void *buf = malloc(bytes + 1);
+        void *buf = rlx_malloc(bytes + 1);
         if (!buf)
             return -1;
         for (int64_t i = 0; i < cnt; i++) {

@@ -25,12 +25,17 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     if (tmp < 0)
         return RLX_REBUILD_FAIL;
     size_t bytes = rlx_node_bytes(&out->nodes[tmp]);
-    void *buf = malloc(bytes ? bytes : 1);
+    void *buf = rlx_malloc(bytes ? bytes : 1);
     if (!buf) {
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: out of memory");
         return RLX_REBUILD_FAIL;
     }
-    if (ctx->evaluate(out, tmp, buf) != RLX_OK) { /* leave it to run time, where the error names the node */
+    rlx_status est = ctx->evaluate(out, tmp, buf);
+    if (est == RLX_ERR_OUT_OF_MEMORY) {
+        free(buf);
+        return RLX_REBUILD_FAIL;
+    }
+    if (est != RLX_OK) { /* leave it to run time, where the error names the node */
         free(buf);
         return tmp;
     }

@@ -464,7 +464,7 @@ static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_no
     int64_t O = w->shape.dims[0], per = O ? rlx_shape_numel(&w->shape) / O : 0;
     rlx_dtype t = w->dtype;
     size_t es = rlx_dtype_size(t);
-    void *wd = malloc((size_t)(O * per) * es + 1), *bd = malloc((size_t)O * es + 1);
+    void *wd = rlx_malloc((size_t)(O * per) * es + 1), *bd = rlx_malloc((size_t)O * es + 1);
     if (!wd || !bd) {
         free(wd);
         free(bd);

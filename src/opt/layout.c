@@ -59,7 +59,7 @@ static rlx_node permute_constant(rlx_graph *g, const rlx_node_data *c, const int
 {
     rlx_shape s = permuted(&c->shape, perm);
     size_t es = rlx_dtype_size(c->dtype), n = (size_t)rlx_shape_numel(&c->shape);
-    unsigned char *buf = malloc(n * es + 1);
+    unsigned char *buf = rlx_malloc(n * es + 1);
     if (!buf)
         return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "layout: no memory to transpose a constant");
     int64_t st[RLX_MAX_DIMS];

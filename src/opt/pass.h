@@ -31,6 +31,10 @@ typedef struct rlx_pass_ctx {
     int verbose;
     /* Optional: where fuse, amp and lower record what they did. */
     rlx_opt_stats *stats;
+    /* Optional: a helper that cannot allocate (a claim probe) records
+     * RLX_ERR_OUT_OF_MEMORY here instead of answering "no", and compile
+     * fails with it after the pass rather than go on with another graph. */
+    rlx_status *failure;
 } rlx_pass_ctx;
 
 typedef rlx_graph *(*rlx_pass_fn)(const rlx_graph *g, const rlx_pass_ctx *ctx);

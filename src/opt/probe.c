@@ -8,8 +8,12 @@ bool rlx_probe_claim(const rlx_pass_ctx *ctx, const rlx_node_data *proto, const 
                      const rlx_shape *shapes)
 {
     rlx_graph *p = rlx_graph_new();
-    if (!p)
+    if (!p) {
+        if (ctx && ctx->failure)
+            *ctx->failure = RLX_ERR_OUT_OF_MEMORY;
         return false;
+    }
+    rlx_clear_error();
     rlx_node_data leaf;
     bool ok = true;
     for (int i = 0; i < proto->n_in && ok; i++) {
@@ -28,6 +32,11 @@ bool rlx_probe_claim(const rlx_pass_ctx *ctx, const rlx_node_data *proto, const 
     rlx_node id = ok ? rlx_graph_add(p, &n) : -1;
     ok = id >= 0 && (!ctx || !ctx->supports || ctx->supports(p, id));
     rlx_graph_free(p);
+    if (!ok && rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY) {
+        if (ctx && ctx->failure)
+            *ctx->failure = RLX_ERR_OUT_OF_MEMORY;
+        return false;
+    }
     if (id < 0)
         rlx_clear_error(); /* a probe that does not type-check is only a "no" */
     return ok;

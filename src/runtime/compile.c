@@ -67,7 +67,7 @@ rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out)
     }
     t.scratch_bytes = cpu->scratch_bytes(g, id, 1);
     void *scratch = NULL;
-    if (t.scratch_bytes && !(scratch = malloc(t.scratch_bytes)))
+    if (t.scratch_bytes && !(scratch = rlx_malloc(t.scratch_bytes)))
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: no memory for scratch");
     t.scratch = scratch;
     rlx_status s = cpu->prepare(g, &t);
@@ -246,6 +246,41 @@ static rlx_status build_schedule(rlx_session *s)
     return RLX_OK;
 }
 
+/* The arena's size is known before it is allocated: refuse one over the
+ * option's (or RLX_MAX_ARENA's) limit, and on the CPU one over the memory
+ * the machine has available, naming the sizes. */
+static const char *human_bytes(size_t n, char *buf, size_t cap)
+{
+    if (n >= (size_t)1 << 30)
+        snprintf(buf, cap, "%.1f GiB", (double)n / (1 << 30));
+    else if (n >= (size_t)1 << 20)
+        snprintf(buf, cap, "%.1f MiB", (double)n / (1 << 20));
+    else
+        snprintf(buf, cap, "%.1f KiB", (double)n / 1024);
+    return buf;
+}
+
+static rlx_status check_arena_limits(rlx_session *s)
+{
+    size_t need = s->arena_bytes;
+    char h1[32], h2[32];
+    if (s->opts.max_arena_bytes && need > s->opts.max_arena_bytes)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY,
+                             "the arena needs %zu bytes (%s), over the limit of %zu bytes (%s) "
+                             "set by max_arena_bytes / RLX_MAX_ARENA / --max-memory",
+                             need, human_bytes(need, h1, sizeof h1), s->opts.max_arena_bytes,
+                             human_bytes(s->opts.max_arena_bytes, h2, sizeof h2));
+    if (s->opts.device == RLX_DEVICE_CPU) {
+        size_t avail = rlx_available_memory();
+        if (avail && need > avail)
+            return rlx_set_error(RLX_ERR_OUT_OF_MEMORY,
+                                 "the arena needs %zu bytes (%s), more than the %zu bytes (%s) of memory "
+                                 "available",
+                                 need, human_bytes(need, h1, sizeof h1), avail, human_bytes(avail, h2, sizeof h2));
+    }
+    return RLX_OK;
+}
+
 static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 {
     rlx_compile_stats *st = &s->stats;
@@ -262,6 +297,10 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_VERIFY);
     say(s, "verify: %d nodes, %d outputs", st->nodes_in, user->n_outputs);
 
+    rlx_status pass_failure = RLX_OK; /* a probe that could not allocate */
+#define PASS_FAILED(name)                                                                                            \
+    (pass_failure != RLX_OK ? rlx_set_error(pass_failure, "%s: out of memory while asking the backend's claim", name) \
+                            : RLX_OK)
     rlx_opt_stats ost;
     memset(&ost, 0, sizeof ost);
     rlx_pass_ctx pc = {
@@ -271,11 +310,15 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         .fold_limit = (size_t)64 << 20,
         .verbose = s->opts.verbose,
         .stats = &ost,
+        .failure = &pass_failure,
     };
     /* 2. simplify */
     if (!s->opts.no_simplify && !advance(&s->graph, rlx_simplify(s->graph, &pc)))
-        return RLX_ERR_INTERNAL;
+        return rlx_last_status_or(RLX_ERR_INTERNAL);
     st->nodes_after_simplify = s->graph->n_nodes;
+    if (PASS_FAILED("simplify") != RLX_OK) {
+        return pass_failure;
+    }
     STAGE_DONE(RLX_STAGE_SIMPLIFY);
     say(s, "simplify (dce, cse, fold): %d -> %d nodes%s", st->nodes_in, st->nodes_after_simplify,
         s->opts.no_simplify ? " (disabled)" : "");
@@ -284,9 +327,13 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     rlx_graph *before_fusion = s->opts.dispatch_report ? rlx_graph_clone(s->graph) : NULL;
     if (!s->opts.no_fusion && !advance(&s->graph, rlx_opt_fuse(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
-        return RLX_ERR_INTERNAL;
+        return rlx_last_status_or(RLX_ERR_INTERNAL);
     }
     st->nodes_after_fusion = s->graph->n_nodes;
+    if (PASS_FAILED("fuse") != RLX_OK) {
+        rlx_graph_free(before_fusion);
+        return pass_failure;
+    }
     STAGE_DONE(RLX_STAGE_FUSE);
     say(s, "fuse: %d -> %d nodes%s", st->nodes_after_simplify, st->nodes_after_fusion,
         s->opts.no_fusion ? " (disabled)" : "");
@@ -299,8 +346,12 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
             s->opts.precision = RLX_PRECISION_F32;
         } else if (!advance(&s->graph, rlx_opt_amp(s->graph, &pc))) {
             rlx_graph_free(before_fusion);
-            return RLX_ERR_INTERNAL;
+            return rlx_last_status_or(RLX_ERR_INTERNAL);
         }
+    }
+    if (PASS_FAILED("amp") != RLX_OK) {
+        rlx_graph_free(before_fusion);
+        return pass_failure;
     }
     STAGE_DONE(RLX_STAGE_AMP);
     say(s, "amp: %d nodes (precision %s)", s->graph->n_nodes,
@@ -310,9 +361,13 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     int nodes_before_layout = s->graph->n_nodes;
     if (!s->opts.no_layout && !advance(&s->graph, rlx_pass_layout(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
-        return RLX_ERR_INTERNAL;
+        return rlx_last_status_or(RLX_ERR_INTERNAL);
     }
     st->channels_last = ost.layout_convs + ost.layout_pools;
+    if (PASS_FAILED("layout") != RLX_OK) {
+        rlx_graph_free(before_fusion);
+        return pass_failure;
+    }
     STAGE_DONE(RLX_STAGE_LAYOUT);
     say(s, "layout: %d -> %d nodes (%d conv, %d pool channels-last; transposes %d cancelled, %d left)%s",
         nodes_before_layout, s->graph->n_nodes, ost.layout_convs, ost.layout_pools, ost.layout_transposes_removed,
@@ -321,9 +376,12 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     /* 6. lowering of what the backend cannot run natively */
     if (!advance(&s->graph, rlx_opt_lower(s->graph, &pc))) {
         rlx_graph_free(before_fusion);
-        return RLX_ERR_INTERNAL;
+        return rlx_last_status_or(RLX_ERR_INTERNAL);
     }
     st->nodes_final = s->graph->n_nodes;
+    if (PASS_FAILED("lower") != RLX_OK) {
+        return pass_failure;
+    }
     STAGE_DONE(RLX_STAGE_LOWER);
     say(s, "lower: %d nodes", st->nodes_final);
 
@@ -380,7 +438,9 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     STAGE_DONE(RLX_STAGE_SCRATCH);
     say(s, "scratch: %zu B at offset %zu; kept across runs: %zu B", scratch, s->scratch_offset, keep);
 
-    /* 10. the arena, allocated once */
+    /* 10. the arena, allocated once, if it fits the limits */
+    if ((rc = check_arena_limits(s)) != RLX_OK)
+        return rc;
     if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)
         return rc;
     st->arena_bytes = s->arena_bytes;
@@ -439,6 +499,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     }
     return RLX_OK;
 #undef STAGE_DONE
+#undef PASS_FAILED
 }
 
 rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out)
@@ -452,6 +513,7 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
     if (!g || !out)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: graph and out must not be NULL");
     *out = NULL;
+    rlx_clear_error(); /* a failed stage returns the status it set */
     rlx_session *s = rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
@@ -461,6 +523,12 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
     else
         rlx_options_init(&s->opts);
     rlx_options_apply_env(&s->opts);
+    if (s->opts.threads < 0 || s->opts.threads > 1024) {
+        int t = s->opts.threads;
+        rlx_session_free(s);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: threads %d is out of range (0 = all cores, "
+                             "at most 1024)", t);
+    }
     if (s->opts.threads <= 0)
         s->opts.threads = rlx_env_int("RLX_THREADS", 0);
     if (s->opts.threads <= 0) {

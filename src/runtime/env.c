@@ -1,5 +1,8 @@
 /* env.c - options and the environment variables that override them. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +33,49 @@ int rlx_env_int(const char *name, int def)
 
 long rlx_cpu_count(void) { return sysconf(_SC_NPROCESSORS_ONLN); }
 
+size_t rlx_parse_size(const char *v)
+{
+    if (!v || *v < '0' || *v > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno)
+        return 0;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && end[0] == 'i' && end[1] == 'B')
+        end += 2;
+    else if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || x == 0 || x > (SIZE_MAX >> shift))
+        return 0;
+    return (size_t)x << shift;
+}
+
+size_t rlx_available_memory(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t kb = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+                break;
+        fclose(f);
+    }
+    if (kb)
+        return kb * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
 /* A set switch turns the behaviour on; "0" turns it off again. */
 static void flag(int *field, const char *name)
 {
@@ -55,6 +101,14 @@ void rlx_options_apply_env(rlx_options *o)
     flag(&o->no_layout, "RLX_NO_LAYOUT");
     if (o->verbose)
         o->dispatch_report = 1;
+    const char *lim = getenv("RLX_MAX_ARENA");
+    if (lim && *lim) {
+        size_t b = rlx_parse_size(lim);
+        if (b)
+            o->max_arena_bytes = b;
+        else
+            fprintf(stderr, "[rlx] note: RLX_MAX_ARENA=%s is not a size (such as 512M or 2G); ignored\n", lim);
+    }
     int t = rlx_env_int("RLX_THREADS", 0);
     if (t > 0)
         o->threads = t;

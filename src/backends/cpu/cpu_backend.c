@@ -95,7 +95,7 @@ static rlx_status cpu_alloc(size_t bytes, void **ptr)
     /* 64-byte aligned, zeroed so padding bytes are defined */
     size_t sz = (bytes + 63) / 64 * 64;
     void *p = NULL;
-    if (posix_memalign(&p, 64, sz ? sz : 64) != 0 || !p)
+    if (rlx_alloc_injected_failure() || posix_memalign(&p, 64, sz ? sz : 64) != 0 || !p)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cannot allocate an arena of %zu bytes", bytes);
     memset(p, 0, sz ? sz : 64);
     *ptr = p;

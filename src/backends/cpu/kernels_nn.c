@@ -23,7 +23,7 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
     size_t bytes = (size_t)(S * (D / 2)) * 2 * sizeof(double);
     if (!bytes)
         return RLX_OK;
-    double *tab = malloc(bytes);
+    double *tab = rlx_malloc(bytes);
     if (!tab)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "no memory for a RoPE table of %zu bytes", bytes);
     rlx_rope_table(tab, S, D, theta, offset, 1);

@@ -257,10 +257,20 @@ static rlx_status cuda_alloc(size_t bytes, void **ptr)
     if (st != RLX_OK)
         return st;
     void *p = NULL;
+    /* refused up front, naming the sizes, when the device has not the room */
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && bytes > free_b)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY,
+                             "cuda: the arena needs %zu bytes (%.2f GiB); the device has %zu bytes (%.2f GiB) free "
+                             "of %zu (%.2f GiB)",
+                             bytes, (double)bytes / 1073741824.0, free_b, (double)free_b / 1073741824.0, total_b,
+                             (double)total_b / 1073741824.0);
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
-    if (e != cudaSuccess)
-        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: cannot allocate a device arena of %zu bytes: %s", bytes,
-                             cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* an allocation failure is not sticky: clear it for later calls */
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: cannot allocate a device arena of %zu bytes (%.2f GiB): %s",
+                             bytes, (double)bytes / 1073741824.0, cudaGetErrorString(e));
+    }
     /* zeroed so padding and never-written bytes are defined */
     if ((e = cudaMemsetAsync(p, 0, bytes ? bytes : 256, rlx_cu_stream)) != cudaSuccess ||
         (e = cudaStreamSynchronize(rlx_cu_stream)) != cudaSuccess) {

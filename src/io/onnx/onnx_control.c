@@ -227,7 +227,7 @@ rlx_status oxo_h_loop(ox_node *n) {
             out[1 + i].k = NULL;
         }
         for (int i = 0; i < nscan; i++) {
-            rlx_node *nv2 = realloc(scans[i], sizeof(rlx_node) * (size_t)(it + 1));
+            rlx_node *nv2 = rlx_realloc(scans[i], sizeof(rlx_node) * (size_t)(it + 1));
             if (!nv2) {
                 st = ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
                 break;
@@ -286,7 +286,7 @@ static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body) {
     if (B > 64) return ox_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
     rlx_status st = RLX_OK;
     rlx_node *steps[14];
-    for (int i = 0; i < nso; i++) steps[i] = calloc((size_t)L, sizeof(rlx_node));
+    for (int i = 0; i < nso; i++) steps[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
     for (int64_t b = 0; b < B && st == RLX_OK; b++) {
         sub_result cur[16];
         memset(cur, 0, sizeof cur);
@@ -357,7 +357,7 @@ rlx_status oxo_h_scan(ox_node *n) {
         cur[i].node = v->k ? -1 : v->node;
     }
     rlx_node *outs[14];
-    for (int i = 0; i < nso; i++) outs[i] = calloc((size_t)L, sizeof(rlx_node));
+    for (int i = 0; i < nso; i++) outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
     rlx_status st = RLX_OK;
     for (int64_t t = 0; t < L && st == RLX_OK; t++) {
         ox_value store[32], *args[32];

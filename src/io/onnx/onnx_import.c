@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "ir/ir.h"
 
 #define OX_MAX_MODEL_BYTES ((size_t)1 << 31)
 
@@ -50,7 +51,7 @@ static ox_value *scope_find(ox_scope *s, const char *name) {
 }
 
 static bool scope_rehash(ox_scope *s, int hcap) {
-    int *h = malloc(sizeof(int) * (size_t)hcap);
+    int *h = rlx_malloc(sizeof(int) * (size_t)hcap);
     if (!h) return false;
     for (int i = 0; i < hcap; i++) h[i] = -1;
     for (int i = 0; i < s->n; i++) {
@@ -240,7 +241,7 @@ static void names_push(name_list *l, const char *s) {
     if (!s || !*s) return;
     if (l->n == l->cap) {
         int nc = l->cap ? l->cap * 2 : 16;
-        const char **nv = realloc(l->v, sizeof *nv * (size_t)nc);
+        const char **nv = rlx_realloc(l->v, sizeof *nv * (size_t)nc);
         if (!nv) return;
         l->v = nv;
         l->cap = nc;
@@ -302,11 +303,11 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
         nouts += gp->node[i]->n_output;
     }
     while ((size_t)cap < nouts * 2 + 2) cap *= 2;
-    prod_map m = {calloc((size_t)cap, sizeof(char *)), calloc((size_t)cap, sizeof(int)), cap};
-    int *indeg = calloc((size_t)n + 1, sizeof(int));
-    int *order = calloc((size_t)n + 1, sizeof(int));
-    int **users = calloc((size_t)n + 1, sizeof(int *));
-    int *nusers = calloc((size_t)n + 1, sizeof(int)), *capusers = calloc((size_t)n + 1, sizeof(int));
+    prod_map m = {rlx_calloc((size_t)cap, sizeof(char *)), rlx_calloc((size_t)cap, sizeof(int)), cap};
+    int *indeg = rlx_calloc((size_t)n + 1, sizeof(int));
+    int *order = rlx_calloc((size_t)n + 1, sizeof(int));
+    int **users = rlx_calloc((size_t)n + 1, sizeof(int *));
+    int *nusers = rlx_calloc((size_t)n + 1, sizeof(int)), *capusers = rlx_calloc((size_t)n + 1, sizeof(int));
     name_list l = {0};
     rlx_status st = RLX_OK;
     if (!m.names || !m.node || !indeg || !order || !users || !nusers || !capusers) {
@@ -351,7 +352,7 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
             }
             if (nusers[p] == capusers[p]) {
                 int nc = capusers[p] ? capusers[p] * 2 : 4;
-                int *nu = realloc(users[p], sizeof(int) * (size_t)nc);
+                int *nu = rlx_realloc(users[p], sizeof(int) * (size_t)nc);
                 if (!nu) {
                     st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory sorting nodes");
                     goto done;
@@ -457,6 +458,8 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
         rlx_clear_error();
         st = h(&n);
     }
+    if (st != RLX_OK && c->g->error == RLX_ERR_OUT_OF_MEMORY)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "%s", c->g->error_msg);
     if (st != RLX_OK) return st;
     for (int i = 0; i < n.n_out; i++) {
         const char *nm = nd->output[i];
@@ -624,7 +627,7 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
         return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
     if (b && b->value) {
         ox_tensor *k = ox_tensor_new(t, nd, dims);
-        if (!k) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());
+        if (!k) return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
         if (k->bytes != b->bytes) {
             ox_tensor_free(k);
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "input '%s': value has %zu bytes, its shape and dtype need %zu",
@@ -634,7 +637,7 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
         return ox_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
     }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);
-    if (x < 0) return rlx_set_error(RLX_ERR_SHAPE, "input '%s': %s", name, rlx_last_error());
+    if (x < 0) return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
     return ox_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
@@ -711,7 +714,7 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
         }
         rlx_node nd = ox_node_of(&c, v);
         if (nd < 0 || rlx_output(c.g, vi->name, nd) != RLX_OK) {
-            st = rlx_set_error(RLX_ERR_FORMAT, "graph output '%s': %s", vi->name, rlx_last_error());
+            st = rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", vi->name, rlx_last_error());
             goto done;
         }
     }
@@ -726,12 +729,23 @@ done:
     return RLX_OK;
 }
 
+static void *ox_pb_alloc(void *data, size_t size) {
+    (void)data;
+    return rlx_malloc(size);
+}
+static void ox_pb_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+ProtobufCAllocator ox_pb_allocator = {ox_pb_alloc, ox_pb_free, NULL};
+
 static Onnx__ModelProto *unpack_model(const void *data, size_t size) {
     if (!ox_pb_depth_ok(data, size, &onnx__model_proto__descriptor)) {
         rlx_set_error(RLX_ERR_FORMAT, "the model nests messages deeper than %d levels", OX_MAX_PB_DEPTH);
         return NULL;
     }
-    return onnx__model_proto__unpack(NULL, size, data);
+    rlx_clear_error();
+    return onnx__model_proto__unpack(&ox_pb_allocator, size, data);
 }
 
 rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
@@ -740,11 +754,11 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
     *out = NULL;
     Onnx__ModelProto *m = unpack_model(data, size);
     if (!m) {
-        if (strstr(rlx_last_error(), "nests messages")) return RLX_ERR_FORMAT;
+        if (rlx_last_status_or(RLX_OK) != RLX_OK) return rlx_last_status_or(RLX_OK);
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
     rlx_status st = import_model(m, base_dir, o, out);
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
     return st;
 }
 
@@ -752,7 +766,7 @@ static char *dir_of(const char *path) {
     const char *s = strrchr(path, '/');
     if (!s) return rlx_strdup(".");
     if (s == path) return rlx_strdup("/");
-    char *d = malloc((size_t)(s - path) + 1);
+    char *d = rlx_malloc((size_t)(s - path) + 1);
     if (!d) return NULL;
     memcpy(d, path, (size_t)(s - path));
     d[s - path] = 0;
@@ -768,10 +782,15 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     *m = unpack_model(buf, n);
     free(buf);
     if (!*m) {
+        if (rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY) return RLX_ERR_OUT_OF_MEMORY;
         if (strstr(rlx_last_error(), "nests messages")) return rlx_set_error(RLX_ERR_FORMAT, "'%s': %s", path, "the model nests messages too deeply");
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
     }
-    if (dir) *dir = dir_of(path);
+    if (dir && !(*dir = dir_of(path))) {
+        onnx__model_proto__free_unpacked(*m, &ox_pb_allocator);
+        *m = NULL;
+        return RLX_ERR_OUT_OF_MEMORY;
+    }
     return RLX_OK;
 }
 
@@ -788,7 +807,7 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
         snprintf(msg, sizeof msg, "%s", rlx_last_error());
         rlx_set_error(st, "%s: %s", path, msg);
     }
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
     free(dir);
     return st;
 }
@@ -873,7 +892,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file) {
     fputc('\n', f);
     if (!gp) {
         fprintf(f, "(no graph)\n");
-        onnx__model_proto__free_unpacked(m, NULL);
+        onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
         return RLX_OK;
     }
     size_t ninit = 0;
@@ -912,7 +931,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file) {
         fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
                 std_domain && ox_find_handler(seen[i].op) ? "" : "   (unsupported)");
     }
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
     return RLX_OK;
 }
 
@@ -927,11 +946,11 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     if (st != RLX_OK) return st;
     const Onnx__GraphProto *gp = m->graph;
     if (!gp) {
-        onnx__model_proto__free_unpacked(m, NULL);
+        onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
     }
-    rlx_onnx_input *in = calloc(gp->n_input + 1, sizeof *in);
-    char **outs = calloc(gp->n_output + 1, sizeof *outs);
+    rlx_onnx_input *in = rlx_calloc(gp->n_input + 1, sizeof *in);
+    char **outs = rlx_calloc(gp->n_output + 1, sizeof *outs);
     int k = 0;
     for (size_t i = 0; i < gp->n_input && in; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
@@ -961,7 +980,7 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     int no = 0;
     for (size_t i = 0; i < gp->n_output && outs; i++)
         outs[no++] = rlx_strdup(gp->output[i] && gp->output[i]->name ? gp->output[i]->name : "");
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
     if (!in || !outs) {
         free(in);
         free(outs);

@@ -13,6 +13,10 @@
 #include "rlx.h"
 #include "core/error.h"
 
+/* protobuf-c allocates through the library's helpers (so allocation
+ * failures are reported and can be injected in tests). */
+extern ProtobufCAllocator ox_pb_allocator;
+
 /* Largest tensor the importer accepts (elements), and the largest that the
  * import-time evaluator folds on the host. */
 #define OX_MAX_NUMEL (INT64_C(1) << 34)

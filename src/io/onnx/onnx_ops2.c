@@ -1243,7 +1243,7 @@ static rlx_status h_mel(ox_node *n) {
     if (M < 1 || DL < 1 || sr <= 0 || M > 4096 || DL > (1 << 20)) return ox_fail(n, RLX_ERR_SHAPE, "bad sizes");
     rlx_dtype t = RLX_F32;
     if (!ox_dtype_from_onnx((int)ox_attr_i(n, "output_datatype", 1), &t)) return ox_fail(n, RLX_ERR_UNSUPPORTED, "dtype");
-    int64_t *bins = malloc(sizeof(int64_t) * (size_t)(M + 2));
+    int64_t *bins = rlx_malloc(sizeof(int64_t) * (size_t)(M + 2));
     ox_tensor *y = oxo_tensor(t, 2, (int64_t[]){S, M});
     if (!bins || !y) {
         free(bins);

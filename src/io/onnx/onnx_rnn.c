@@ -139,7 +139,7 @@ rlx_status oxo_h_rnn(ox_node *n) {
 #define ACT(name, k, x) act(n, name, na_alpha > (k) ? alphas[k] : 0, na_beta > (k) ? betas[k] : 0, x, na_alpha > (k), na_beta > (k))
 #define CLIP(x) (clip > 0 ? rlx_clip(G, x, -clip, clip) : (x))
         bool reverse = !strcmp(dir, "reverse") || d == 1;
-        rlx_node *steps = calloc((size_t)S, sizeof(rlx_node));
+        rlx_node *steps = rlx_calloc((size_t)S, sizeof(rlx_node));
         if (!steps) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
         rlx_node Rh = kind == 1 && !lbr ? slice1(n, Rd, 0, 2 * H, 3 * H) : -1;
         rlx_node Rzr = kind == 1 && !lbr ? slice1(n, Rd, 0, 0, 2 * H) : -1;

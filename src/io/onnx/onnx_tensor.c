@@ -196,7 +196,7 @@ rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size
         return rlx_set_error(RLX_ERR_IO, "'%s' is too large (%lld bytes)", path, (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
+    uint8_t *buf = rlx_malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
@@ -246,7 +246,7 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external length %llu, the tensor needs %zu bytes", tn,
                              (unsigned long long)len, want);
     size_t pl = strlen(base_dir) + strlen(loc) + 2;
-    char *path = malloc(pl);
+    char *path = rlx_malloc(pl);
     if (!path) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(path, pl, "%s/%s", base_dir, loc);
     /* Symlinks must not lead out of the folder either. */
@@ -441,12 +441,14 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
         free(buf);
         return rlx_set_error(RLX_ERR_FORMAT, "'%s': messages nested deeper than %d levels", path, OX_MAX_PB_DEPTH);
     }
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, n, buf);
+    rlx_clear_error();
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&ox_pb_allocator, n, buf);
     free(buf);
+    if (!p && rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY) return RLX_ERR_OUT_OF_MEMORY;
     if (!p) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
     ox_tensor *x = NULL;
     st = ox_tensor_from_proto(p, NULL, &x);
-    onnx__tensor_proto__free_unpacked(p, NULL);
+    onnx__tensor_proto__free_unpacked(p, &ox_pb_allocator);
     if (st != RLX_OK) return st;
     *t = x->dtype;
     *ndim = x->ndim;
