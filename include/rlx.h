@@ -522,6 +522,7 @@ typedef struct rlx_generate_params {
     const char *const *stop; /* stop strings, or NULL */
     int n_stop;
     int ignore_eos;
+    float *prompt_logits; /* if set: receives the prompt's last logits ([vocab]) */
 } rlx_generate_params;
 void rlx_generate_params_init(rlx_generate_params *p);
 /* Called for each generated token with its text (the bytes it completes);

@@ -15,3 +15,13 @@ add_test(NAME llm_reference_selftest
   COMMAND sh -c "if [ -x /usr/bin/python3 ]; then exec /usr/bin/python3 \"$0\" selftest; else echo 'skip: /usr/bin/python3 is missing'; exit 77; fi"
           ${CMAKE_CURRENT_SOURCE_DIR}/llm/reference.py)
 set_tests_properties(llm_reference_selftest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# Decoder-LLM parity: every architecture and checkpoint format through the
+# public API (llm_probe) against the float64 reference forward (logits,
+# greedy tokens, KV cache against recomputing, a batch against each alone).
+add_executable(llm_probe ${CMAKE_CURRENT_SOURCE_DIR}/llm/llm_probe.c)
+target_link_libraries(llm_probe PRIVATE rlx m)
+add_test(NAME llm_parity
+  COMMAND sh -c "if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then exec /usr/bin/python3 \"$0\" \"$1\" \"$2\"; else echo 'skip: /usr/bin/python3 with NumPy is missing'; exit 77; fi"
+          ${CMAKE_CURRENT_SOURCE_DIR}/llm/check_models.py $<TARGET_FILE:llm_probe> ${CMAKE_BINARY_DIR}/llm-parity)
+set_tests_properties(llm_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)

@@ -140,7 +140,7 @@ static rlx_status gguf_int(const rlx_gguf *g, const char *arch, const char *key,
     snprintf(full, sizeof full, "%s.%s", arch, key);
     int64_t v;
     rlx_status st = rlx_gguf_get_i64(g, full, def, &v);
-    if (st != RLX_OK)
+    if (st != RLX_OK && st != RLX_ERR_NOT_FOUND) /* absent: the default, checked with the rest later */
         return st;
     if (v < -1 || v > (int64_t)1 << 30)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "gguf: %s = %lld is out of range", full, (long long)v);
@@ -152,7 +152,8 @@ static rlx_status gguf_num(const rlx_gguf *g, const char *arch, const char *key,
 {
     char full[160];
     snprintf(full, sizeof full, "%s.%s", arch, key);
-    return rlx_gguf_get_f64(g, full, def, out);
+    rlx_status st = rlx_gguf_get_f64(g, full, def, out);
+    return st == RLX_ERR_NOT_FOUND ? RLX_OK : st;
 }
 
 static rlx_status hparams_from_gguf(ckpt *c, const rlx_gguf *g, llm_hparams *hp)
@@ -229,7 +230,7 @@ static rlx_status read_rope_freqs(ckpt *c, llm_hparams *hp)
     if (v->dtype != RLX_F32 || v->numel != hp->head_dim / 2)
         return rlx_set_error(RLX_ERR_SHAPE, "rope_freqs.weight: %s with %lld values; f32 with head_dim / 2 = %d expected",
                              v->type_name, (long long)v->numel, hp->head_dim / 2);
-    if (!(c->rope_freqs = malloc((size_t)v->numel * sizeof(float))))
+    if (!(c->rope_freqs = rlx_malloc((size_t)v->numel * sizeof(float))))
         return RLX_ERR_OUT_OF_MEMORY;
     memcpy(c->rope_freqs, v->data, (size_t)v->numel * sizeof(float));
     for (int64_t i = 0; i < v->numel; i++)
@@ -258,8 +259,8 @@ static bool gguf_flag(const rlx_gguf *g, const char *key, bool def)
 static rlx_status gguf_strings(const rlx_gguf_value *v, const char ***ptrs, size_t **lens)
 {
     uint64_t n = v->arr.count;
-    *ptrs = malloc((size_t)(n ? n : 1) * sizeof **ptrs);
-    *lens = malloc((size_t)(n ? n : 1) * sizeof **lens);
+    *ptrs = rlx_malloc((size_t)(n ? n : 1) * sizeof **ptrs);
+    *lens = rlx_malloc((size_t)(n ? n : 1) * sizeof **lens);
     if (!*ptrs || !*lens)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tokenizer: no memory for %llu strings", (unsigned long long)n);
     for (uint64_t i = 0; i < n; i++) {
@@ -301,9 +302,9 @@ static rlx_status gguf_tokenizer(const rlx_gguf *g, int vocab, rlx_tokenizer **o
     if (st == RLX_OK && merges)
         st = gguf_strings(merges, &mp, &ml);
     size_t n = (size_t)tokens->arr.count;
-    if (st == RLX_OK && scores && (sc = malloc((n ? n : 1) * sizeof *sc)))
+    if (st == RLX_OK && scores && (sc = rlx_malloc((n ? n : 1) * sizeof *sc)))
         memcpy(sc, scores->arr.raw, n * sizeof *sc);
-    if (st == RLX_OK && types && (ty = malloc((n ? n : 1) * sizeof *ty)))
+    if (st == RLX_OK && types && (ty = rlx_malloc((n ? n : 1) * sizeof *ty)))
         memcpy(ty, types->arr.raw, n * sizeof *ty);
     if (st == RLX_OK && ((scores && !sc) || (types && !ty)))
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tokenizer: no memory for %zu scores", n);
@@ -314,7 +315,7 @@ static rlx_status gguf_tokenizer(const rlx_gguf *g, int vocab, rlx_tokenizer **o
         sp.scores = sc;
         sp.token_types = ty;
         sp.n_merges = merges ? (int64_t)merges->arr.count : 0;
-        sp.merges = mp;
+        sp.merges = merges ? (mp ? mp : (const char *const *)tp) : NULL; /* an empty list stays a list */
         sp.merge_lens = ml;
         sp.bos_id = (int32_t)gguf_id(g, "tokenizer.ggml.bos_token_id");
         sp.eos_id = (int32_t)gguf_id(g, "tokenizer.ggml.eos_token_id");
@@ -359,8 +360,8 @@ rlx_status llm_open_checkpoint(const char *path, llm_hparams *hp, llm_source *sr
     rlx_status st = rlx_weights_open(path, &c->w);
     const rlx_gguf *g = st == RLX_OK ? rlx_weights_gguf(c->w) : NULL;
     if (st == RLX_OK && g) {
-        if ((st = hparams_from_gguf(c, g, hp)) == RLX_OK && (st = read_rope_freqs(c, hp)) == RLX_OK &&
-            (st = llm_hparams_check(hp)) == RLX_OK)
+        if ((st = hparams_from_gguf(c, g, hp)) == RLX_OK && (st = llm_hparams_check(hp)) == RLX_OK &&
+            (st = read_rope_freqs(c, hp)) == RLX_OK)
             st = gguf_tokenizer(g, hp->vocab, tok);
     } else if (st == RLX_OK) {
         cJSON *cfg = NULL;
@@ -376,8 +377,10 @@ rlx_status llm_open_checkpoint(const char *path, llm_hparams *hp, llm_source *sr
             if (!hp->tied && !has_tensor(c->w, stored))
                 st = rlx_set_error(RLX_ERR_NOT_FOUND, "config.json says the output embedding is separate, but the checkpoint has no '%s'",
                                    stored);
-            if (!c->gpt2)
-                hp->qkv_bias = hp->qkv_bias || has_tensor(c->w, "model.layers.0.self_attn.q_proj.bias");
+            if (!c->gpt2) { /* biases as the checkpoint has them (Qwen2: q/k/v only) */
+                hp->qkv_bias = has_tensor(c->w, "model.layers.0.self_attn.q_proj.bias");
+                hp->out_bias = has_tensor(c->w, "model.layers.0.self_attn.o_proj.bias");
+            }
         }
         if (st == RLX_OK)
             st = hf_tokenizer(path, tok);

@@ -97,7 +97,7 @@ static rlx_status load_params(rlx_llm_context *c)
         if (info.bytes > cap) {
             free(buf);
             cap = info.bytes;
-            if (!(buf = malloc(cap))) {
+            if (!(buf = rlx_malloc(cap))) {
                 st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm: no memory to convert '%s' (%zu bytes)", info.name, cap);
                 break;
             }
@@ -245,7 +245,7 @@ rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const 
         if (n_ids[b] > longest)
             longest = n_ids[b];
     }
-    bool take[4096];
+    bool take[4096] = {false};
     for (int start = 0; start < longest; start += S) {
         for (int b = 0; b < B; b++) {
             bool active = b < n_seqs && start < n_ids[b];
@@ -270,7 +270,7 @@ rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens)
     if (!c || !tokens)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: context and tokens must not be NULL");
     int B = c->opts.batch, T = c->opts.ctx, V = c->model->hp.vocab;
-    bool take[4096];
+    bool take[4096] = {false};
     for (int b = 0; b < B; b++) {
         take[b] = tokens[b] >= 0;
         if (take[b] && tokens[b] >= V)

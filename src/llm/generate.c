@@ -63,10 +63,10 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
     rlx_status st = rlx_sampler_new(&sp, V, &smp);
     if (st != RLX_OK)
         return st;
-    int32_t *hist = malloc((size_t)total * sizeof *hist);
+    int32_t *hist = rlx_malloc((size_t)total * sizeof *hist);
     /* the text so far, for stop strings (only when there are any) */
     size_t cap = p.n_stop ? 256 : 0, len = 0;
-    char *text = cap ? malloc(cap) : NULL;
+    char *text = cap ? rlx_malloc(cap) : NULL;
     if (!hist || (cap && !text)) {
         free(hist), free(text), rlx_sampler_free(smp);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "generate: no memory for %d tokens of history", total);
@@ -76,9 +76,11 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
     double t0 = rlx_now_ms();
     st = rlx_llm_prefill(c, 1, &prompt, &n_prompt);
     s.prefill_ms = rlx_now_ms() - t0;
+    if (st == RLX_OK && p.prompt_logits)
+        memcpy(p.prompt_logits, rlx_llm_logits(c, 0), (size_t)V * sizeof(float));
     t0 = rlx_now_ms();
     int n = n_prompt;
-    int32_t *step = calloc((size_t)c->opts.batch, sizeof *step);
+    int32_t *step = rlx_calloc((size_t)c->opts.batch, sizeof *step);
     if (!step && st == RLX_OK)
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "generate: no memory");
     for (int b = 1; step && b < c->opts.batch; b++)
@@ -101,7 +103,7 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
         if (p.n_stop) {
             if (len + (size_t)k > cap) {
                 size_t nc = (len + (size_t)k) * 2;
-                char *t = realloc(text, nc);
+                char *t = rlx_realloc(text, nc);
                 if (!t) {
                     st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "generate: no memory for the text");
                     break;

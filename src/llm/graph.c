@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "llm/llm.h"
 
 typedef struct builder {
@@ -42,7 +43,7 @@ static rlx_node norm(builder *b, rlx_node x, int64_t n, const char *wfmt, const 
 
 static rlx_node iota(rlx_graph *g, int64_t n, int64_t from, int ndim, int axis)
 {
-    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    int64_t *v = rlx_malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) {
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm graph: no memory for a position table");
         return -1;
@@ -81,7 +82,7 @@ static double inv_freq(const llm_hparams *hp, int i)
 static rlx_node rope_table(builder *b, int want_sin)
 {
     int64_t half = b->hp->head_dim / 2;
-    float *t = malloc((size_t)(b->T * half) * sizeof *t);
+    float *t = rlx_malloc((size_t)(b->T * half) * sizeof *t);
     if (!t) {
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm graph: no memory for the RoPE table");
         return -1;
@@ -207,7 +208,8 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     rlx_node lim = rlx_reshape(g, rlx_add(g, p, rlx_scalar(g, RLX_I64, 1.0)), 4, (int64_t[]){B, 1, S, 1});
     rlx_node mask = rlx_less(g, iota(g, T, 0, 4, 3), lim);
 
-    rlx_node x = rlx_gather(g, weight(&b, hp->vocab, H, "token_embd.weight", 0), tokens, 0);
+    rlx_node emb = weight(&b, hp->vocab, H, "token_embd.weight", 0);
+    rlx_node x = rlx_gather(g, emb, tokens, 0);
     rlx_node cs = -1, sn = -1;
     if (hp->learned_pos) {
         x = rlx_add(g, x, rlx_gather(g, weight(&b, hp->max_ctx, H, "position_embd.weight", 0), pc, 0));
@@ -226,8 +228,7 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     rlx_node rows = rlx_add(g, last, rlx_mul(g, iota(g, B, 0, 1, 0), rlx_scalar(g, RLX_I64, (double)S)));
     x = rlx_gather(g, rlx_reshape(g, x, 2, (int64_t[]){B * S, H}), rows, 0);
     x = norm(&b, x, H, "output_norm.weight", "output_norm.bias", 0);
-    rlx_node out = hp->tied ? weight(&b, hp->vocab, H, "token_embd.weight", 0)
-                            : weight(&b, hp->vocab, H, "output.weight", 0);
+    rlx_node out = hp->tied ? emb : weight(&b, hp->vocab, H, "output.weight", 0);
     rlx_output(g, "logits", rlx_matmul(g, x, out, 0, 1));
     if (rlx_graph_verify(g) != RLX_OK) {
         rlx_graph_free(g);

@@ -79,7 +79,7 @@ static rlx_status default_get(void *ctx, const char *name, llm_tensor *t)
     t->dtype = RLX_F32;
     size_t n = (size_t)t->dims[0] * (size_t)(nd == 2 ? t->dims[1] : 1);
     if (n > d->cap) {
-        float *p = realloc(d->buf, n * sizeof *p);
+        float *p = rlx_realloc(d->buf, n * sizeof *p);
         if (!p)
             return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "default model: no memory for '%s'", name);
         d->buf = p;

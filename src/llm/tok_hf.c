@@ -462,7 +462,7 @@ rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const c
     spec.tokens = v.text;
     spec.token_types = v.type;
     spec.n_merges = n_merges;
-    spec.merges = n_merges ? merges : NULL;
+    spec.merges = cJSON_IsArray(mj) ? merges : NULL; /* present and empty: no merges */
     pre.regex = NULL; /* cfg.regex points at it; freed below */
     char *regex = (char *)cfg.regex;
     rlx_tokenizer *t = NULL;

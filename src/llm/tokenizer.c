@@ -433,7 +433,7 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
     if (spec->merges && spec->n_merges > 0) {
         if ((st = build_merges(t, spec)) != RLX_OK)
             goto fail;
-    } else if (t->cfg.byte_level) {
+    } else if (t->cfg.byte_level && !spec->merges) { /* a present, empty list: no merges (bytes stay tokens) */
         st = rlx_set_error(RLX_ERR_FORMAT, "tokenizer: a byte-level BPE tokenizer needs merges");
         goto fail;
     } else {
