@@ -52,7 +52,7 @@ static int byte_char(int b, char *out)
 
 enum { BL_HE = 256, BL_LL, BL_HELL, BL_HELLO, BL_GW, BL_END, BL_THINK, BL_N };
 
-static rlx_tokenizer *byte_level(int add_bos, int with_bytes)
+static rlx_tokenizer *byte_level_pre(int add_bos, int with_bytes, const char *pre)
 {
     static char bytes[256][3];
     const char *tokens[BL_N];
@@ -74,7 +74,7 @@ static rlx_tokenizer *byte_level(int add_bos, int with_bytes)
     rlx_tokenizer_spec spec;
     rlx_tokenizer_spec_init(&spec);
     spec.model = "gpt2";
-    spec.pre = "gpt2";
+    spec.pre = pre;
     spec.n_tokens = BL_N;
     spec.tokens = tokens;
     spec.token_types = types;
@@ -87,6 +87,8 @@ static rlx_tokenizer *byte_level(int add_bos, int with_bytes)
         fprintf(stderr, "byte-level vocabulary: %s\n", rlx_last_error());
     return t;
 }
+
+static rlx_tokenizer *byte_level(int add_bos, int with_bytes) { return byte_level_pre(add_bos, with_bytes, "gpt2"); }
 
 static int encode(const rlx_tokenizer *t, const char *s, size_t n, unsigned flags, int32_t *ids, int cap)
 {
@@ -389,6 +391,28 @@ static void test_long_inputs(void **state)
     }
     rlx_tokenizer_free(bl);
     rlx_tokenizer_free(sp);
+    /* the three pre-tokenizer regexes on runs that make a backtracking
+     * matcher work hard: whitespace before a letter, newlines mixed with
+     * spaces, punctuation, digits, apostrophes, emoji */
+    static const char *const pres[] = {"gpt2", "llama3", "qwen2"};
+    static const char *const units[] = {" ", " \n", "\t \r\n", "!?", "0123456789", "'s'", "\xf0\x9f\x98\x80"};
+    size_t m = 256 << 10;
+    for (int p = 0; p < 3; p++) {
+        rlx_tokenizer *t = byte_level_pre(0, 1, pres[p]);
+        assert_non_null(t);
+        double t0 = rlx_now_ms();
+        for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+            size_t ul = strlen(units[u]), k = 0;
+            while (k + ul <= m - 1) {
+                memcpy(s + k, units[u], ul);
+                k += ul;
+            }
+            s[k++] = 'x';
+            assert_round_trip(t, s, k, 0);
+        }
+        fprintf(stderr, "pre-tokenizer %s: 7 texts of 256 KiB in %.0f ms\n", pres[p], rlx_now_ms() - t0);
+        rlx_tokenizer_free(t);
+    }
     free(s);
 }
 
@@ -557,6 +581,31 @@ static void test_hf_spm_json(void **state)
     assert_int_equal(ids[4], 0);
     assert_round_trip(t, "x x! x", 6, 0);
     assert_true(rlx_tokenizer_add_bos(t));
+    rlx_tokenizer_free(t);
+
+    /* the Metaspace form (Mistral's later files): U+2581 prepended only to
+     * the text's first section and only when not there already */
+    const char *meta =
+        "{\"added_tokens\": [{\"id\": 1, \"content\": \"<s>\", \"special\": true}],"
+        " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"prepend_scheme\": "
+        "\"first\", \"split\": false},"
+        " \"decoder\": {\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"prepend_scheme\": \"first\"},"
+        " \"model\": {\"type\": \"BPE\", \"byte_fallback\": true,"
+        " \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"\xe2\x96\x81\": 2, \"x\": 3, \"\xe2\x96\x81x\": 4},"
+        " \"merges\": [\"\xe2\x96\x81 x\"]}}";
+    assert_int_equal(rlx_tokenizer_from_hf_json_text(meta, strlen(meta), NULL, &t), RLX_OK);
+    n = encode(t, "x x", 3, 0, ids, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 4);
+    assert_int_equal(ids[1], 4);
+    n = encode(t, " x", 2, 0, ids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 4);
+    n = encode(t, "<s>x", 4, RLX_TOK_PARSE_SPECIAL, ids, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 3);
+    assert_round_trip(t, "x x", 3, 0);
     rlx_tokenizer_free(t);
 }
 

@@ -161,8 +161,13 @@ static rlx_status read_pre(const cJSON *n, tok_config *cfg, pre_info *p)
         const char *scheme = jstr(n, "prepend_scheme");
         int prepend = scheme ? strcmp(scheme, "never") != 0 : jbool(n, "add_prefix_space", 1);
         rlx_status st = add_norm(cfg, TOK_NORM_REPLACE, " ", "\xe2\x96\x81");
-        if (st == RLX_OK && prepend)
+        if (st == RLX_OK && prepend) {
             st = add_norm(cfg, TOK_NORM_PREPEND, "\xe2\x96\x81", NULL);
+            if (st == RLX_OK) {
+                cfg->norm[cfg->n_norm - 1].first_only = scheme && strcmp(scheme, "first") == 0;
+                cfg->norm[cfg->n_norm - 1].if_absent = 1;
+            }
+        }
         cfg->metaspace_split = jbool(n, "split", 1);
         return st;
     }

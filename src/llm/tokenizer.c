@@ -523,7 +523,7 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
     } else if (strcmp(model, "llama") == 0) {
         cfg.byte_fallback = 1;
         if (spec->add_space_prefix) {
-            cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_PREPEND, rlx_strdup(" "), NULL, 1, 0};
+            cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_PREPEND, rlx_strdup(" "), NULL, 1, 0, 0, 0};
             if (!cfg.norm[0].a)
                 return RLX_ERR_OUT_OF_MEMORY;
             cfg.strip_leading_space = 1;
@@ -535,7 +535,7 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
             tok_config_free(&cfg);
             return RLX_ERR_OUT_OF_MEMORY;
         }
-        cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_REPLACE, a, b, 1, 3};
+        cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_REPLACE, a, b, 1, 3, 0, 0};
     } else {
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "tokenizer: model \"%s\" (tokenizer.ggml.model) is not supported; known: gpt2 "
@@ -596,7 +596,8 @@ static rlx_status enc_piece(void *p, const char *s, size_t n)
     return tok_bpe_word(c->t, (const uint8_t *)s, n, c->sc, c->out);
 }
 
-static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n, tok_buf *norm, enc_ctx *c)
+static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n, int at_start, tok_buf *norm,
+                                 enc_ctx *c)
 {
     if (n == 0)
         return RLX_OK;
@@ -608,7 +609,7 @@ static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n
             return RLX_ERR_OUT_OF_MEMORY;
         if (t->cfg.n_norm > 0) {
             tok_buf tmp = {0};
-            rlx_status st = tok_normalize(t, s, n, &tmp);
+            rlx_status st = tok_normalize(t, s, n, at_start, &tmp);
             if (st == RLX_OK && tok_buf_append(norm, tmp.p, tmp.n))
                 st = RLX_ERR_OUT_OF_MEMORY;
             free(tmp.p);
@@ -668,7 +669,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
         if (hit->lstrip)
             while (end > seg && is_ws(text[end - 1]))
                 end--;
-        if ((st = encode_section(t, text + seg, end - seg, &norm, &c)) != RLX_OK)
+        if ((st = encode_section(t, text + seg, end - seg, seg == 0, &norm, &c)) != RLX_OK)
             goto done;
         if (tok_ivec_push(&out, hit->id)) {
             st = RLX_ERR_OUT_OF_MEMORY;
@@ -680,7 +681,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
                 pos++;
         seg = pos;
     }
-    if ((st = encode_section(t, text + seg, len - seg, &norm, &c)) != RLX_OK)
+    if ((st = encode_section(t, text + seg, len - seg, seg == 0, &norm, &c)) != RLX_OK)
         goto done;
     if ((flags & RLX_TOK_ADD_SPECIAL) && t->add_eos && tok_ivec_push(&out, t->eos)) {
         st = RLX_ERR_OUT_OF_MEMORY;
