@@ -238,7 +238,6 @@ static rlx_status build_merges(rlx_tokenizer *t, const rlx_tokenizer_spec *spec)
                              (long long)spec->n_merges);
     memset(m->key, 0xff, cap * sizeof *m->key);
     m->mask = cap - 1;
-    int use_raw = t->cfg.byte_level;
     tok_buf tmp = {0};
     for (int64_t r = 0; r < spec->n_merges; r++) {
         const char *s = spec->merges[r];
@@ -264,7 +263,6 @@ static rlx_status build_merges(rlx_tokenizer *t, const rlx_tokenizer_spec *spec)
         int32_t c = tok_strmap_get(&t->text_map, t->blob, t->tokens, 0, tmp.p, tmp.n);
         if (a < 0 || b < 0 || c < 0)
             continue; /* a merge of pieces not in the vocabulary can never apply */
-        (void)use_raw;
         uint64_t k = pair_key(a, b);
         for (uint32_t i = (uint32_t)tok_hash(&k, sizeof k) & m->mask;; i = (i + 1) & m->mask) {
             if (m->key[i] == k)
@@ -430,6 +428,11 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
     }
 
     /* merges, or merging by score */
+    if (spec->n_merges < 0 || spec->n_merges > INT32_MAX / 4) {
+        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "tokenizer: %lld merges (need 0 .. 2^29)",
+                           (long long)spec->n_merges);
+        goto fail;
+    }
     if (spec->merges && spec->n_merges > 0) {
         if ((st = build_merges(t, spec)) != RLX_OK)
             goto fail;
@@ -451,9 +454,6 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
             goto fail;
         }
         *ids[k] = given[k] < 0 ? -1 : given[k];
-    }
-    if (t->unk < 0 && !spec->token_types) {
-        /* nothing */
     }
     t->add_bos = spec->add_bos && t->bos >= 0;
     t->add_eos = spec->add_eos && t->eos >= 0;
