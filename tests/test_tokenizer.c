@@ -609,6 +609,92 @@ static void test_hf_spm_json(void **state)
     rlx_tokenizer_free(t);
 }
 
+/* Every prefix and many one-byte changes of a valid tokenizer.json: an
+ * error or a tokenizer, never a crash (ASan checks the reads). */
+static void test_hf_json_damaged(void **state)
+{
+    (void)state;
+    const char *tail = "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}]},"
+                       " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"decoder\": {\"type\": \"ByteLevel\"}}";
+    size_t n = strlen(HF_HEAD) + strlen(tail);
+    char *full = malloc(n + 1), *s = malloc(n + 1);
+    snprintf(full, n + 1, "%s%s", HF_HEAD, tail);
+    rlx_tokenizer *t = NULL;
+    assert_int_equal(rlx_tokenizer_from_hf_json_text(full, n, NULL, &t), RLX_OK);
+    rlx_tokenizer_free(t);
+    int ok = 0;
+    for (size_t k = 0; k < n; k++) {
+        t = NULL;
+        if (rlx_tokenizer_from_hf_json_text(full, k, NULL, &t) == RLX_OK)
+            ok++;
+        rlx_tokenizer_free(t);
+    }
+    assert_int_equal(ok, 0);
+    static const char subst[] = "\"{}[],:0-9 x\\";
+    uint32_t r = 12345;
+    for (int k = 0; k < 3000; k++) {
+        memcpy(s, full, n + 1);
+        r = r * 1103515245u + 12345u;
+        size_t at = (r >> 8) % n;
+        r = r * 1103515245u + 12345u;
+        s[at] = subst[(r >> 8) % (sizeof subst - 1)];
+        t = NULL;
+        rlx_status st = rlx_tokenizer_from_hf_json_text(s, n, NULL, &t);
+        if (st == RLX_OK) {
+            /* what loads must still work */
+            int32_t ids[32];
+            int got = 0;
+            rlx_tokenizer_encode(t, "ab ab\xff", 6, RLX_TOK_PARSE_SPECIAL, ids, 32, &got);
+            rlx_tokenizer_free(t);
+        } else {
+            assert_null(t);
+            assert_true(rlx_last_error()[0] != '\0');
+        }
+    }
+    free(full);
+    free(s);
+}
+
+/* Random byte strings round-trip through byte-level BPE; random ids decode
+ * to their pieces' concatenation. */
+static void test_random_round_trips(void **state)
+{
+    (void)state;
+    rlx_tokenizer *t = byte_level(0, 1), *sp = spm(1, 1, 1);
+    assert_non_null(t);
+    assert_non_null(sp);
+    uint32_t r = 777;
+    char s[200], a[4096], b[4096];
+    for (int k = 0; k < 2000; k++) {
+        r = r * 1103515245u + 12345u;
+        size_t n = (r >> 8) % sizeof s;
+        for (size_t i = 0; i < n; i++) {
+            r = r * 1103515245u + 12345u;
+            /* mostly letters, spaces and UTF-8 lead/continuation bytes */
+            static const char pool[] = "hel o wr\t\n\xc3\xa9\xe2\x96\x81\xf0\x9f\x98\x80'sx1";
+            s[i] = (r >> 20) & 1 ? (char)(r >> 8) : pool[(r >> 8) % (sizeof pool - 1)];
+        }
+        assert_round_trip(t, s, n, k & 1 ? RLX_TOK_PARSE_SPECIAL : 0);
+        int32_t ids[64];
+        for (int i = 0; i < 64; i++) {
+            r = r * 1103515245u + 12345u;
+            ids[i] = (int32_t)((r >> 8) % (uint32_t)rlx_tokenizer_n_vocab(sp));
+        }
+        size_t la = 0, lb = 0;
+        assert_int_equal(rlx_tokenizer_decode(sp, ids, 64, a, sizeof a, &la), RLX_OK);
+        for (int i = 0; i < 64; i++) {
+            size_t l = 0;
+            assert_int_equal(rlx_tokenizer_token_piece(sp, ids[i], i ? 0 : RLX_TOK_DECODE_FIRST, b + lb, sizeof b - lb, &l),
+                             RLX_OK);
+            lb += l;
+        }
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+    }
+    rlx_tokenizer_free(t);
+    rlx_tokenizer_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +708,8 @@ int main(void)
         cmocka_unit_test(test_malformed_arrays),
         cmocka_unit_test(test_hf_json),
         cmocka_unit_test(test_hf_spm_json),
+        cmocka_unit_test(test_hf_json_damaged),
+        cmocka_unit_test(test_random_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
