@@ -7,7 +7,9 @@
  * pre_tokenizer null, ByteLevel, Split (regex or string, Isolated), Metaspace,
  * Sequence of those; decoder ByteLevel, Metaspace, or a Sequence of Replace,
  * ByteFallback, Fuse, Strip; post_processor TemplateProcessing (BOS/EOS),
- * ByteLevel, null.  Anything else is an error naming the component. */
+ * ByteLevel, null.  Anything else is an error naming the component.
+ * Added tokens honour lstrip/rstrip; single_word and normalized are not
+ * read (the tokens are matched as the plain strings they are). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
