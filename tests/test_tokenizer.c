@@ -512,6 +512,17 @@ static void test_hf_json(void **state)
     assert_int_equal(rlx_tokenizer_n_vocab(t), 6); /* the vocabulary and the added token */
     rlx_tokenizer_free(t);
 
+    /* ByteLevel's add_prefix_space: "ab" is encoded as " ab" */
+    const char *prefix = "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true}}";
+    assert_int_equal(hf(prefix, &t), RLX_OK);
+    n = encode(t, "ab", 2, 0, ids, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 4);
+    n = encode(t, " ab", 3, 0, ids, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 4);
+    rlx_tokenizer_free(t);
+
     /* unsupported components are named */
     struct {
         const char *tail, *word;

@@ -603,21 +603,22 @@ static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n
         return RLX_OK;
     const char *p = s;
     size_t pn = n;
-    if (t->cfg.n_norm > 0 || (t->cfg.prefix_space && s[0] != ' ')) {
-        norm->n = 0;
-        if (t->cfg.prefix_space && s[0] != ' ' && tok_buf_append(norm, " ", 1))
-            return RLX_ERR_OUT_OF_MEMORY;
-        if (t->cfg.n_norm > 0) {
-            tok_buf tmp = {0};
-            rlx_status st = tok_normalize(t, s, n, at_start, &tmp);
-            if (st == RLX_OK && tok_buf_append(norm, tmp.p, tmp.n))
-                st = RLX_ERR_OUT_OF_MEMORY;
+    if (t->cfg.n_norm > 0) {
+        rlx_status st = tok_normalize(t, s, n, at_start, norm);
+        if (st != RLX_OK)
+            return st;
+        p = norm->p;
+        pn = norm->n;
+    }
+    /* ByteLevel's add_prefix_space, after the normalizers */
+    if (t->cfg.prefix_space && pn > 0 && p[0] != ' ') {
+        tok_buf tmp = {0};
+        if (tok_buf_append(&tmp, " ", 1) || tok_buf_append(&tmp, p, pn)) {
             free(tmp.p);
-            if (st != RLX_OK)
-                return st;
-        } else if (tok_buf_append(norm, s, n)) {
             return RLX_ERR_OUT_OF_MEMORY;
         }
+        free(norm->p);
+        *norm = tmp;
         p = norm->p;
         pn = norm->n;
     }
