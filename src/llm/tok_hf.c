@@ -7,7 +7,9 @@
  * pre_tokenizer null, ByteLevel, Split (regex or string, Isolated), Metaspace,
  * Sequence of those; decoder ByteLevel, Metaspace, or a Sequence of Replace,
  * ByteFallback, Fuse, Strip; post_processor TemplateProcessing (BOS/EOS),
- * ByteLevel, null.  Anything else is an error naming the component. */
+ * ByteLevel, null.  Anything else is an error naming the component.
+ * Added tokens honour lstrip/rstrip; single_word and normalized are not
+ * read (the tokens are matched as the plain strings they are). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,8 +163,13 @@ static rlx_status read_pre(const cJSON *n, tok_config *cfg, pre_info *p)
         const char *scheme = jstr(n, "prepend_scheme");
         int prepend = scheme ? strcmp(scheme, "never") != 0 : jbool(n, "add_prefix_space", 1);
         rlx_status st = add_norm(cfg, TOK_NORM_REPLACE, " ", "\xe2\x96\x81");
-        if (st == RLX_OK && prepend)
+        if (st == RLX_OK && prepend) {
             st = add_norm(cfg, TOK_NORM_PREPEND, "\xe2\x96\x81", NULL);
+            if (st == RLX_OK) {
+                cfg->norm[cfg->n_norm - 1].first_only = scheme && strcmp(scheme, "first") == 0;
+                cfg->norm[cfg->n_norm - 1].if_absent = 1;
+            }
+        }
         cfg->metaspace_split = jbool(n, "split", 1);
         return st;
     }

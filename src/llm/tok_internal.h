@@ -44,6 +44,8 @@ typedef struct tok_norm {
     int kind;
     char *a, *b; /* PREPEND: a; REPLACE: a -> b */
     size_t alen, blen;
+    int first_only; /* PREPEND: only to the text's first section (Metaspace's "first") */
+    int if_absent;  /* PREPEND: only when the text does not start with it (Metaspace) */
 } tok_norm;
 
 #define TOK_MAX_NORM 8
@@ -112,8 +114,9 @@ rlx_status tok_bpe_word(const rlx_tokenizer *t, const uint8_t *s, size_t n, tok_
 /* tok_pretok.c */
 rlx_status tok_regex_compile(rlx_tokenizer *t, const char *pattern);
 void tok_regex_free(rlx_tokenizer *t);
-/* Applies the normalizers to s[0..n) into out (replacing its contents). */
-rlx_status tok_normalize(const rlx_tokenizer *t, const char *s, size_t n, tok_buf *out);
+/* Applies the normalizers to s[0..n) into out (replacing its contents);
+ * at_start: s begins the whole text (no special token before it). */
+rlx_status tok_normalize(const rlx_tokenizer *t, const char *s, size_t n, int at_start, tok_buf *out);
 /* Splits s[0..n) into pieces, calling fn on each in order. */
 typedef rlx_status (*tok_piece_fn)(void *ctx, const char *s, size_t n);
 rlx_status tok_pretokenize(const rlx_tokenizer *t, const char *s, size_t n, tok_piece_fn fn, void *ctx);

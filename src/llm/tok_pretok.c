@@ -77,7 +77,7 @@ static rlx_status nfc(const char *s, size_t n, tok_buf *out)
     return rc ? RLX_ERR_OUT_OF_MEMORY : RLX_OK;
 }
 
-rlx_status tok_normalize(const rlx_tokenizer *t, const char *s, size_t n, tok_buf *out)
+rlx_status tok_normalize(const rlx_tokenizer *t, const char *s, size_t n, int at_start, tok_buf *out)
 {
     tok_buf a = {0}, b = {0};
     out->n = 0;
@@ -90,7 +90,9 @@ rlx_status tok_normalize(const rlx_tokenizer *t, const char *s, size_t n, tok_bu
         if (op->kind == TOK_NORM_NFC) {
             st = nfc(a.p, a.n, &b);
         } else if (op->kind == TOK_NORM_PREPEND) {
-            if (a.n && (tok_buf_append(&b, op->a, op->alen) || tok_buf_append(&b, a.p, a.n)))
+            int present = a.n >= op->alen && memcmp(a.p, op->a, op->alen) == 0;
+            int add = a.n && (at_start || !op->first_only) && !(op->if_absent && present);
+            if ((add && tok_buf_append(&b, op->a, op->alen)) || tok_buf_append(&b, a.p, a.n))
                 st = RLX_ERR_OUT_OF_MEMORY;
         } else if (op->kind == TOK_NORM_REPLACE) {
             size_t j = 0;
@@ -130,6 +132,8 @@ static rlx_status split_regex(const rlx_tokenizer *t, const char *s, size_t n, t
     size_t off = 0, last = 0;
     while (off < n) {
         int rc = pcre2_match(re, (PCRE2_SPTR)s, n, off, 0, md, NULL);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its stack on the heap */
+            rc = pcre2_match(re, (PCRE2_SPTR)s, n, off, PCRE2_NO_JIT, md, NULL);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0) {

@@ -238,7 +238,6 @@ static rlx_status build_merges(rlx_tokenizer *t, const rlx_tokenizer_spec *spec)
                              (long long)spec->n_merges);
     memset(m->key, 0xff, cap * sizeof *m->key);
     m->mask = cap - 1;
-    int use_raw = t->cfg.byte_level;
     tok_buf tmp = {0};
     for (int64_t r = 0; r < spec->n_merges; r++) {
         const char *s = spec->merges[r];
@@ -264,7 +263,6 @@ static rlx_status build_merges(rlx_tokenizer *t, const rlx_tokenizer_spec *spec)
         int32_t c = tok_strmap_get(&t->text_map, t->blob, t->tokens, 0, tmp.p, tmp.n);
         if (a < 0 || b < 0 || c < 0)
             continue; /* a merge of pieces not in the vocabulary can never apply */
-        (void)use_raw;
         uint64_t k = pair_key(a, b);
         for (uint32_t i = (uint32_t)tok_hash(&k, sizeof k) & m->mask;; i = (i + 1) & m->mask) {
             if (m->key[i] == k)
@@ -430,6 +428,11 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
     }
 
     /* merges, or merging by score */
+    if (spec->n_merges < 0 || spec->n_merges > INT32_MAX / 4) {
+        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "tokenizer: %lld merges (need 0 .. 2^29)",
+                           (long long)spec->n_merges);
+        goto fail;
+    }
     if (spec->merges && spec->n_merges > 0) {
         if ((st = build_merges(t, spec)) != RLX_OK)
             goto fail;
@@ -451,9 +454,6 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
             goto fail;
         }
         *ids[k] = given[k] < 0 ? -1 : given[k];
-    }
-    if (t->unk < 0 && !spec->token_types) {
-        /* nothing */
     }
     t->add_bos = spec->add_bos && t->bos >= 0;
     t->add_eos = spec->add_eos && t->eos >= 0;
@@ -523,7 +523,7 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
     } else if (strcmp(model, "llama") == 0) {
         cfg.byte_fallback = 1;
         if (spec->add_space_prefix) {
-            cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_PREPEND, rlx_strdup(" "), NULL, 1, 0};
+            cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_PREPEND, rlx_strdup(" "), NULL, 1, 0, 0, 0};
             if (!cfg.norm[0].a)
                 return RLX_ERR_OUT_OF_MEMORY;
             cfg.strip_leading_space = 1;
@@ -535,7 +535,7 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
             tok_config_free(&cfg);
             return RLX_ERR_OUT_OF_MEMORY;
         }
-        cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_REPLACE, a, b, 1, 3};
+        cfg.norm[cfg.n_norm++] = (tok_norm){TOK_NORM_REPLACE, a, b, 1, 3, 0, 0};
     } else {
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "tokenizer: model \"%s\" (tokenizer.ggml.model) is not supported; known: gpt2 "
@@ -596,27 +596,29 @@ static rlx_status enc_piece(void *p, const char *s, size_t n)
     return tok_bpe_word(c->t, (const uint8_t *)s, n, c->sc, c->out);
 }
 
-static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n, tok_buf *norm, enc_ctx *c)
+static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n, int at_start, tok_buf *norm,
+                                 enc_ctx *c)
 {
     if (n == 0)
         return RLX_OK;
     const char *p = s;
     size_t pn = n;
-    if (t->cfg.n_norm > 0 || (t->cfg.prefix_space && s[0] != ' ')) {
-        norm->n = 0;
-        if (t->cfg.prefix_space && s[0] != ' ' && tok_buf_append(norm, " ", 1))
-            return RLX_ERR_OUT_OF_MEMORY;
-        if (t->cfg.n_norm > 0) {
-            tok_buf tmp = {0};
-            rlx_status st = tok_normalize(t, s, n, &tmp);
-            if (st == RLX_OK && tok_buf_append(norm, tmp.p, tmp.n))
-                st = RLX_ERR_OUT_OF_MEMORY;
+    if (t->cfg.n_norm > 0) {
+        rlx_status st = tok_normalize(t, s, n, at_start, norm);
+        if (st != RLX_OK)
+            return st;
+        p = norm->p;
+        pn = norm->n;
+    }
+    /* ByteLevel's add_prefix_space, after the normalizers */
+    if (t->cfg.prefix_space && pn > 0 && p[0] != ' ') {
+        tok_buf tmp = {0};
+        if (tok_buf_append(&tmp, " ", 1) || tok_buf_append(&tmp, p, pn)) {
             free(tmp.p);
-            if (st != RLX_OK)
-                return st;
-        } else if (tok_buf_append(norm, s, n)) {
             return RLX_ERR_OUT_OF_MEMORY;
         }
+        free(norm->p);
+        *norm = tmp;
         p = norm->p;
         pn = norm->n;
     }
@@ -668,7 +670,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
         if (hit->lstrip)
             while (end > seg && is_ws(text[end - 1]))
                 end--;
-        if ((st = encode_section(t, text + seg, end - seg, &norm, &c)) != RLX_OK)
+        if ((st = encode_section(t, text + seg, end - seg, seg == 0, &norm, &c)) != RLX_OK)
             goto done;
         if (tok_ivec_push(&out, hit->id)) {
             st = RLX_ERR_OUT_OF_MEMORY;
@@ -680,7 +682,7 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
                 pos++;
         seg = pos;
     }
-    if ((st = encode_section(t, text + seg, len - seg, &norm, &c)) != RLX_OK)
+    if ((st = encode_section(t, text + seg, len - seg, seg == 0, &norm, &c)) != RLX_OK)
         goto done;
     if ((flags & RLX_TOK_ADD_SPECIAL) && t->add_eos && tok_ivec_push(&out, t->eos)) {
         st = RLX_ERR_OUT_OF_MEMORY;

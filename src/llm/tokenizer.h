@@ -38,7 +38,11 @@ enum {
  * their lengths are given.  Nothing is kept: the tokenizer copies. */
 typedef struct rlx_tokenizer_spec {
     const char *model;            /* tokenizer.ggml.model: "gpt2" or "llama" */
-    const char *pre;              /* tokenizer.ggml.pre; NULL = "default" */
+    const char *pre;              /* tokenizer.ggml.pre, for "gpt2": the split regex.  GPT-2's for
+                                     NULL, "default", "gpt2", "gpt-2", "mpt", "olmo"; Llama 3's
+                                     (and ignore_merges) for "llama3", "llama-bpe", "llama-v3",
+                                     "smaug-bpe"; Qwen2's for "qwen2", "qwen3", "deepseek-r1-qwen";
+                                     another name is an error.  Unused for "llama". */
     int64_t n_tokens;
     const char *const *tokens;    /* tokenizer.ggml.tokens */
     const size_t *token_lens;     /* NULL: tokens are NUL-terminated */

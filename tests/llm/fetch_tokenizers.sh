@@ -32,7 +32,7 @@ for entry in $PKGS; do
   spec=${entry%%:*}; dir=$CACHE/${entry#*:}
   [ -f "$dir/package.json" ] && continue
   echo "fetching $spec"
-  if ! (cd "$tmp" && timeout 300 npm pack --silent "$spec" > name.txt 2> err.txt); then
+  if ! (cd "$tmp" && timeout 180 npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$spec" > name.txt 2> err.txt); then
     echo "skipped: could not fetch $spec from the npm registry: $(tail -2 "$tmp/err.txt")"
     exit 77
   fi

@@ -122,7 +122,11 @@ def fixed():
                 "日本語のテキスト", "中文分词测试", "Ωμέγα", "Ёжик", "ﬁ ﬂ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
                 "\u200b\u200c\u200d", "a\u00a0b", "a\u3000b", "tab\t\tend", " " * 40, "\t" * 9,
                 "-" * 30, "=" * 17 + ">", "....", "!!!???", "'''", '"""', "```python",
-                "a" * 200, "ab" * 150, "😀" * 30, "9" * 100, "\n" * 12 + "x"]
+                "a" * 200, "ab" * 150, "😀" * 30, "9" * 100, "\n" * 12 + "x",
+                # characters some regex engines count as whitespace and others not
+                "a\u0085b", "a \u0085 b", "x\ufeffy", " \ufeff z", "a\u180eb", "a\u200bb", "a\u2028b",
+                "a\u00a0\u00a0b", "a\u3000 b", "1\u00a0000", "a \u2009 b", "ab\u000bcd", "x\u001cy\u001f",
+                "\u0000nul\u0000", "\x7f\u0080\u009f"]
     for w in CODE:
         yield w
     for lang, ws in WORDS.items():

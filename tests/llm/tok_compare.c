@@ -2,7 +2,7 @@
  * encoders (tests/llm/make_refs.js), text by text, and the round trip
  * decode(encode(x)) == x with the per-token pieces adding up to the decode.
  *
- *   tok_compare NAME SOURCE CORPUS REFS [--parse-special] [--nfc-only]
+ *   tok_compare NAME SOURCE CORPUS REFS [--parse-special] [--nfc-only] [--special-refs FILE] [--long]
  *   SOURCE: json:PATH                  a tokenizer.json
  *           arrays:PATH:MODEL:PRE      the same file's vocabulary and merges
  *                                      given as GGUF stores them
@@ -11,7 +11,10 @@
  *                                      scores are what such merges come from)
  *           gpt2:ENCODER_JSON:VOCAB_BPE  OpenAI's GPT-2 files, as GGUF arrays
  * --nfc-only: texts that NFC changes are left out (a GGUF tokenizer does not
- * normalize).  Prints the counts; exits 1 on any difference. */
+ * normalize).  --special-refs: the first texts' ids with BOS/EOS added as
+ * the tokenizer's files ask (RLX_TOK_ADD_SPECIAL).  --long: the whole corpus
+ * three times over as one text (1.2 MB) must round-trip.  Prints the
+ * counts; exits 1 on any difference. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +242,14 @@ int main(int argc, char **argv)
     }
     const char *name = argv[1];
     int parse = 0, nfc_only = 0;
+    const char *special_refs = NULL;
+    int long_text = 0;
     for (int i = 5; i < argc; i++) {
+        long_text |= strcmp(argv[i], "--long") == 0;
         parse |= strcmp(argv[i], "--parse-special") == 0;
         nfc_only |= strcmp(argv[i], "--nfc-only") == 0;
+        if (strcmp(argv[i], "--special-refs") == 0 && i + 1 < argc)
+            special_refs = argv[++i];
     }
     double t0 = rlx_now_ms();
     rlx_tokenizer *t = load(argv[2]);
@@ -348,6 +356,84 @@ int main(int argc, char **argv)
     if (skipped)
         printf(" (%d texts that NFC changes left out)", skipped);
     printf("; load %.0f ms, encode+decode %.0f ms\n", t_load, t_run);
+    int ok = match == compared && rt_ok == rt_n && compared > 0;
+
+    /* BOS/EOS */
+    if (special_refs) {
+        size_t slen;
+        char *sr = slurp(special_refs, &slen);
+        int sm = 0, sn = 0;
+        ci = 0;
+        for (char *q = sr; sr && ci < clen && *q;) {
+            char *end;
+            size_t n = strtoul(corpus + ci, &end, 10);
+            const char *text = end + 1;
+            ci = (size_t)(text - corpus) + n + 1;
+            int nw = 0;
+            while (*q && *q != '\n') {
+                want[nw++] = (int32_t)strtol(q, &q, 10);
+                while (*q == ' ')
+                    q++;
+            }
+            if (*q)
+                q++;
+            int got = 0;
+            sn++;
+            if (rlx_tokenizer_encode(t, text, n, RLX_TOK_ADD_SPECIAL | RLX_TOK_PARSE_SPECIAL, ids, cap, &got) ==
+                    RLX_OK &&
+                got == nw && memcmp(ids, want, sizeof *ids * (size_t)nw) == 0)
+                sm++;
+        }
+        printf("%s: %d/%d texts give the reference ids with BOS/EOS added (bos %d, eos %d, add_bos %d)\n", name, sm,
+               sn, rlx_tokenizer_bos(t), rlx_tokenizer_eos(t), rlx_tokenizer_add_bos(t));
+        ok &= sm == sn && sn > 0;
+        free(sr);
+    }
+
+    /* the corpus as one long text */
+    if (long_text) {
+        size_t total = 0;
+        char *big = malloc(3 * clen + 1);
+        for (int rep = 0; rep < 3; rep++)
+            for (ci = 0; ci < clen;) {
+                char *end;
+                size_t n = strtoul(corpus + ci, &end, 10);
+                const char *text = end + 1;
+                ci = (size_t)(text - corpus) + n + 1;
+                memcpy(big + total, text, n);
+                total += n;
+            }
+        int need = 0;
+        double t1 = rlx_now_ms();
+        rlx_tokenizer_encode(t, big, total, 0, NULL, 0, &need);
+        int32_t *bids = malloc(sizeof *bids * (size_t)(need + 1));
+        char *back = malloc(total + 1);
+        size_t bl = 0;
+        int got = 0;
+        int rt = rlx_tokenizer_encode(t, big, total, 0, bids, need, &got) == RLX_OK &&
+                 rlx_tokenizer_decode(t, bids, got, back, total + 1, &bl) == RLX_OK;
+        double t2 = rlx_now_ms();
+        /* the normalized text when the tokenizer normalizes (NFC) */
+        utf8proc_uint8_t *norm = NULL;
+        const char *x = big;
+        size_t xn = total;
+        if (strstr(argv[2], "qwen") && strncmp(argv[2], "json:", 5) == 0) {
+            utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)big, (utf8proc_ssize_t)total, &norm,
+                                              UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (m >= 0) {
+                x = (const char *)norm;
+                xn = (size_t)m;
+            }
+        }
+        rt = rt && bl == xn && memcmp(back, x, xn) == 0;
+        printf("%s: one text of %zu bytes, %d tokens: %s (counted, encoded and decoded in %.0f ms)\n", name, total,
+               got, rt ? "round trip" : "DIFFERS", t2 - t1);
+        ok &= rt;
+        free(norm);
+        free(big);
+        free(bids);
+        free(back);
+    }
     rlx_tokenizer_free(t);
     free(ids);
     free(want);
@@ -355,5 +441,5 @@ int main(int argc, char **argv)
     free(stream);
     free(corpus);
     free(refs);
-    return match == compared && rt_ok == rt_n && compared > 0 ? 0 : 1;
+    return ok ? 0 : 1;
 }
