@@ -453,9 +453,9 @@ rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t 
  *
  * A model: a GGUF file, or a folder holding config.json and safetensors
  * (model.safetensors, or shards listed in model.safetensors.index.json);
- * NULL loads the embedded default (the decoder-small shape of
- * bench/WORKLOADS.md with seeded weights and a byte tokenizer).  The
- * architectures: Llama, Mistral, Qwen2, Qwen3 and GPT-2. */
+ * or the name of a built-in shape of bench/WORKLOADS.md, "decoder-small"
+ * (NULL: the default) or "decoder" (Qwen3-0.6B), with seeded weights and a
+ * byte tokenizer.  The architectures: Llama, Mistral, Qwen2, Qwen3, GPT-2. */
 typedef struct rlx_llm rlx_llm;
 rlx_status rlx_llm_load(const char *path, rlx_llm **out);
 void rlx_llm_free(rlx_llm *m);

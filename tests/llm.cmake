@@ -25,3 +25,9 @@ add_test(NAME llm_parity
   COMMAND sh -c "if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then exec /usr/bin/python3 \"$0\" \"$1\" \"$2\"; else echo 'skip: /usr/bin/python3 with NumPy is missing'; exit 77; fi"
           ${CMAKE_CURRENT_SOURCE_DIR}/llm/check_models.py $<TARGET_FILE:llm_probe> ${CMAKE_BINARY_DIR}/llm-parity)
 set_tests_properties(llm_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
+
+# The decoder-LLM benchmark (bench/llm_bench.c): built here, run by hand or
+# by bench/gpu/llm_run.sh; a short run in ctest keeps it working.
+add_executable(llm_bench ${CMAKE_SOURCE_DIR}/bench/llm_bench.c)
+target_link_libraries(llm_bench PRIVATE rlx)
+add_test(NAME llm_bench_smoke COMMAND llm_bench decoder-small --prompt 16 --decode 4 --batches 1,3 --repeat 1)

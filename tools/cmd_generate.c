@@ -14,9 +14,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: rlx generate [MODEL] [options]\n"
             "\n"
-            "MODEL is a .gguf file or a folder with config.json, safetensors and tokenizer.json;\n"
-            "without it, the embedded default (the decoder-small shape with seeded weights and\n"
-            "a byte tokenizer: its text is noise, its speed is real).\n"
+            "MODEL is a .gguf file or a folder with config.json, safetensors and tokenizer.json,\n"
+            "or a built-in shape: decoder-small (the default) or decoder (Qwen3-0.6B), with\n"
+            "seeded weights and a byte tokenizer (their text is noise, their speed is real).\n"
             "\n"
             "options:\n"
             "  --prompt TEXT              the prompt (default: \"Once upon a time\")\n"

@@ -130,6 +130,10 @@ rlx_status llm_hparams_from_hf(const cJSON *root, llm_hparams *hp)
             goto done;
         }
         hp->qk_norm = hp->arch == LLM_QWEN3;
+        /* a window only matters past its length: contexts are limited to it */
+        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+        if (cJSON_IsNumber(sw) && sw->valuedouble >= 1 && flag(root, "use_sliding_window", 1))
+            hp->sliding_window = (int)sw->valuedouble;
         if ((st = read_rope_scaling(root, hp)) != RLX_OK)
             goto done;
     }

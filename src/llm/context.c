@@ -151,6 +151,14 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     if (hp->learned_pos && o.ctx > hp->max_ctx)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "llm context: %d positions asked, the model has %d (learned positions)",
                              o.ctx, hp->max_ctx);
+    if (hp->sliding_window > 0 && o.ctx > hp->sliding_window) {
+        if (opts && opts->ctx > 0)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                                 "llm context: %d positions asked; %s attends within a sliding window of %d, which "
+                                 "RLX does not implement, so contexts are limited to the window",
+                                 o.ctx, hp->arch_name, hp->sliding_window);
+        o.ctx = hp->sliding_window;
+    }
     if (o.prefill_chunk == 0)
         o.prefill_chunk = o.ctx < 512 ? o.ctx : 512;
     if (o.prefill_chunk > o.ctx)

@@ -24,6 +24,7 @@ typedef struct llm_hparams {
     char arch_name[64];   /* as the checkpoint names it (LlamaForCausalLM, qwen3, ...) */
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
     int max_ctx;          /* positions the model was trained for (learned positions: the table's size) */
+    int sliding_window;   /* Mistral's attention window (0: none); contexts are kept within it */
     double norm_eps;
     double rope_theta;
     llm_rope_scaling rope_scaling;
@@ -76,9 +77,9 @@ int llm_canonical_shape(const llm_hparams *hp, const char *name, int64_t *dims);
 /* Sets the derived defaults and checks the numbers are usable. */
 rlx_status llm_hparams_check(llm_hparams *hp);
 
-/* The embedded default: the decoder-small shape (WORKLOADS.md) with seeded
- * weights held in memory. */
-rlx_status llm_default_model(uint64_t seed, llm_hparams *hp, llm_source *src);
+/* A built-in model: the `decoder` (Qwen3-0.6B) or `decoder-small` shape of
+ * WORKLOADS.md with seeded weights, made as they are read. */
+rlx_status llm_default_model(const char *shape, uint64_t seed, llm_hparams *hp, llm_source *src);
 
 /* The step graph: `batch` sequences of `seq` new tokens each.
  * inputs:  tokens i64 [batch, seq]; pos i64 [batch] (the position of each

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "llm/llm_internal.h"
@@ -104,13 +105,20 @@ static void default_close(void *ctx)
     free(d);
 }
 
-rlx_status llm_default_model(uint64_t seed, llm_hparams *hp, llm_source *src)
+rlx_status llm_default_model(const char *shape, uint64_t seed, llm_hparams *hp, llm_source *src)
 {
     memset(hp, 0, sizeof *hp);
-    snprintf(hp->arch_name, sizeof hp->arch_name, "qwen3 (embedded decoder-small, seeded)");
     hp->arch = LLM_QWEN3;
-    hp->layers = 8, hp->hidden = 512, hp->heads = 8, hp->kv_heads = 4, hp->head_dim = 64, hp->ffn = 1536;
-    hp->vocab = 32000, hp->max_ctx = 4096;
+    if (!strcmp(shape, "decoder")) { /* Qwen3-0.6B */
+        hp->layers = 28, hp->hidden = 1024, hp->heads = 16, hp->kv_heads = 8, hp->head_dim = 128, hp->ffn = 3072;
+        hp->vocab = 151936, hp->max_ctx = 40960;
+    } else if (!strcmp(shape, "decoder-small")) {
+        hp->layers = 8, hp->hidden = 512, hp->heads = 8, hp->kv_heads = 4, hp->head_dim = 64, hp->ffn = 1536;
+        hp->vocab = 32000, hp->max_ctx = 4096;
+    } else {
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "no built-in model '%s' (decoder, decoder-small)", shape);
+    }
+    snprintf(hp->arch_name, sizeof hp->arch_name, "qwen3 (built-in %s, seeded)", shape);
     hp->rope_theta = 1e6, hp->norm_eps = 1e-6;
     hp->qk_norm = hp->tied = true;
     hp->bos = hp->eos = -1;
@@ -148,7 +156,10 @@ rlx_status rlx_llm_load(const char *path, rlx_llm **out)
     rlx_llm *m = rlx_calloc(1, sizeof *m);
     if (!m)
         return RLX_ERR_OUT_OF_MEMORY;
-    rlx_status st = path ? llm_open_checkpoint(path, &m->hp, &m->src, &m->tok) : llm_default_model(1, &m->hp, &m->src);
+    /* a built-in shape by name, unless a file or folder of that name exists */
+    bool builtin = !path || ((!strcmp(path, "decoder") || !strcmp(path, "decoder-small")) && access(path, F_OK) != 0);
+    rlx_status st = builtin ? llm_default_model(path ? path : "decoder-small", 1, &m->hp, &m->src)
+                            : llm_open_checkpoint(path, &m->hp, &m->src, &m->tok);
     if (st != RLX_OK) {
         rlx_llm_free(m);
         return st;

@@ -629,6 +629,20 @@ static void test_shape(void)
             rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16)), 10000.0, 5, inter));
             check(NAME("rope %s interleaved%d", dn(FLOATS[d]), inter), g);
         }
+    /* KV-cache writes: rows at random positions (some outside the cache,
+     * which both backends skip); head dims of 16-byte rows and of odd ones */
+    static const int64_t cw_dims[2] = {64, 6};
+    static const rlx_dtype cw_pos[2] = {RLX_I64, RLX_I32};
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k < 2; k++) {
+            rlx_graph *g = rlx_graph_new();
+            int64_t D = cw_dims[k];
+            rlx_node cache = rlx_param(g, "cache", FLOATS[d], 4, DIMS(3, 2, 17, D));
+            rlx_node upd = rlx_input(g, "u", FLOATS[d], 4, DIMS(3, 2, 4, D));
+            rlx_node pos = rlx_input(g, "pos", cw_pos[k], 1, DIMS(3));
+            rlx_output(g, "y", rlx_mul(g, rlx_cache_write(g, cache, upd, pos), rlx_scalar(g, FLOATS[d], 1.0)));
+            check(NAME("cache_write %s head dim %lld pos %s", dn(FLOATS[d]), (long long)D, dn(cw_pos[k])), g);
+        }
 }
 
 static void test_matmul(void)

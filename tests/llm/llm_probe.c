@@ -61,7 +61,7 @@ static int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    const char *model = NULL, *out = NULL, *ids_arg = NULL;
+    const char *model = NULL, *out = NULL, *ids_arg = NULL, *ref = NULL, *expect = NULL;
     int greedy = 0;
     rlx_llm_options o;
     rlx_llm_options_init(&o);
@@ -70,6 +70,10 @@ int main(int argc, char **argv)
             ids_arg = argv[++i];
         else if (!strcmp(argv[i], "--greedy") && i + 1 < argc)
             greedy = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ref") && i + 1 < argc)
+            ref = argv[++i];
+        else if (!strcmp(argv[i], "--expect-ids") && i + 1 < argc)
+            expect = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
@@ -158,6 +162,40 @@ int main(int argc, char **argv)
         printf("batch: max diff %.3g of the logits' rms (3 sequences of %d, %d, %d tokens, %d steps)\n", batch_worst, n,
                n - 1, n - 2, greedy);
         rlx_llm_context_free(cb);
+    }
+    /* --ref: float64 reference logits [prompt + greedy, vocab] over the same
+     * ids (another device's run checked against it here) */
+    if (ref) {
+        rlx_dtype rt;
+        int rnd;
+        int64_t rd[8];
+        void *rv = NULL;
+        size_t rb;
+        if (rlx_npy_read(ref, &rt, &rnd, rd, &rv, &rb) != RLX_OK || rt != RLX_F64 || rd[rnd - 1] != V)
+            return fail("--ref");
+        const double *r = rv;
+        int64_t rows_in_ref = (int64_t)(rb / sizeof(double)) / V;
+        double worst = 0;
+        for (int k = 0; k <= greedy && n - 1 + k < rows_in_ref; k++) {
+            const double *rr = r + (size_t)(n - 1 + k) * V;
+            double m = 0, ss = 0;
+            for (int j = 0; j < V; j++) {
+                double d = fabs(rows[(size_t)k * V + j] - rr[j]);
+                m = d > m ? d : m;
+                ss += rr[j] * rr[j];
+            }
+            double e = m / sqrt(ss / V);
+            worst = e > worst ? e : worst;
+        }
+        printf("reference: max diff %.3g of the logits' rms\n", worst);
+        free(rv);
+    }
+    if (expect) {
+        int32_t want[4096];
+        int nw = parse_ids(expect, want, 4096), same = nw == greedy;
+        for (int k = 0; same && k < greedy; k++)
+            same = want[k] == seq[n + k];
+        printf("greedy: %s\n", same ? "same tokens" : "tokens differ");
     }
     char path[1024];
     snprintf(path, sizeof path, "%s.npy", out);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# llm_run.sh - the decoder LLM on the GPU machine: builds RLX with CUDA,
+# runs the GPU parity suite's cache_write cases (or all, FULL=1), checks
+# the LLM on CUDA against float64 references prepared on a CPU machine
+# (DATA: llm_probe outputs and reference.py logits, see below), then times
+# the `decoder` workload (Qwen3-0.6B shape, bf16, prefill 512, decode 128
+# at batch 1, 8, 32) in RLX and in PyTorch (bench/gpu/llm_torch.py).
+#
+#   bench/gpu/llm_run.sh [DATA]
+#
+# DATA holds, per model NAME: NAME.gguf or folder NAME, NAME.cpu.ids (the
+# CPU's 32 greedy tokens after the prompt below) and NAME.ref.f64 (.npy, the
+# float64 logits over prompt + those tokens), made with
+#   tests/llm/reference.py write / llm_probe --greedy 32 / reference.py logits.
+# DEPS (default gpu-deps, if present): lib/ and include/ of PCRE2, utf8proc
+# and cJSON for a GPU machine whose package manager cannot reach them.
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+DATA=${1:-gpu-llm}
+BUILD=${BUILD:-build-gpu}
+OUTD=${OUT:-$BUILD}
+PROMPT=9,150,33,201,77,5,18,240,61
+export PATH=/usr/local/cuda/bin:$PATH
+mkdir -p "$BUILD"
+DEPS=${DEPS:-gpu-deps}
+extra=()
+if [ -d "$DEPS/lib" ]; then
+  extra=(-DCMAKE_PREFIX_PATH="$PWD/$DEPS")
+  export LD_LIBRARY_PATH="$PWD/$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+t0=$(date +%s)
+cmake -S . -B "$BUILD" -DRLX_ONNX=OFF -DRLX_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >"$BUILD/configure.log" 2>&1 &&
+  cmake --build "$BUILD" -j"${JOBS:-16}" >"$BUILD/build.log" 2>&1 || { tail -30 "$BUILD/configure.log" "$BUILD/build.log"; exit 1; }
+for p in tests/llm/llm_probe.c bench/llm_bench.c; do
+  cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L "$p" -Iinclude -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx -lm \
+     -o "$BUILD/$(basename "$p" .c)" || exit 1
+done
+echo "build: $(( $(date +%s) - t0 )) s"
+
+echo "== GPU parity (${FULL:+all cases}${FULL:-cache_write cases})"
+if [ -n "${FULL:-}" ]; then
+  PREBUILT=$BUILD tests/gpu/run_all.sh 2>&1 | tail -3
+else
+  PREBUILT=$BUILD RLX_GPU_TEST_FILTER=cache_write tests/gpu/run_all.sh 2>&1 | grep -E "FAIL|passed" | tail -4
+fi
+
+echo "== LLM on CUDA against the float64 reference"
+for ids in "$DATA"/*.cpu.ids; do
+  name=$(basename "$ids" .cpu.ids)
+  model="$DATA/$name"; [ -f "$model.gguf" ] && model="$model.gguf"
+  for prec in f32 bf16; do
+    res=$("$BUILD/llm_probe" "$model" --device cuda --precision $prec --ids $PROMPT --greedy 32 \
+          --out "$OUTD/$name.cuda.$prec" --ref "$DATA/$name.ref.f64" --expect-ids "$(cat "$ids")" 2>&1 | tr '\n' ' ')
+    echo "$name $prec: $res"
+  done
+done
+
+echo "== decoder (Qwen3-0.6B shape), bf16: RLX"
+"$BUILD/llm_bench" decoder --device cuda --precision bf16 --prompt 512 --decode 128 --batches 1,8,32 --repeat 3 \
+  2>&1 | tee "$OUTD/llm_bench_rlx.txt"
+echo "== decoder, bf16: PyTorch"
+python3 bench/gpu/llm_torch.py --batches 1,8,32 2>&1 | tail -25 | tee "$OUTD/llm_bench_torch.txt"
