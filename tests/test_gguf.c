@@ -243,6 +243,8 @@ static void check_tensors(const rlx_gguf *g)
         assert_int_equal(((const unsigned char *)t->data)[i], i);
     rlx_dtype dt;
     EXPECT_ERR(rlx_weight_view_dtype(t, &dt), RLX_ERR_UNSUPPORTED, "'q8' has type Q8_0");
+    float f32buf[32];
+    EXPECT_ERR(rlx_weight_view_read(t, RLX_F32, f32buf, sizeof f32buf), RLX_ERR_UNSUPPORTED, "type Q8_0 (ggml type 8)");
     EXPECT_ERR(rlx_gguf_find_tensor(g, "nope", &t), RLX_ERR_NOT_FOUND, "'nope'");
     assert_null(t);
     for (int64_t i = 0; i < 4; i++)
