@@ -156,7 +156,7 @@ static void check_metadata(const rlx_gguf *g, int n_kv)
 
     v = rlx_gguf_find(g, "t.arr_str");
     assert_int_equal(v->arr.elem_type, RLX_GGUF_STRING);
-    const char *want[3] = {"a", "", "\xc3\xbc" "ber"};
+    const char *want[3] = {"a", "", ("\xc3\xbc" "ber")};
     for (int i = 0; i < 3; i++) {
         EXPECT_OK(rlx_gguf_array_get(v, (uint64_t)i, &e));
         assert_int_equal(e.type, RLX_GGUF_STRING);
