@@ -485,6 +485,9 @@ static void test_weights_open(void **state)
     EXPECT_OK(rlx_weights_open(path, &w));
     assert_int_equal(rlx_weights_count(w), 7);
     rlx_weights_close(w);
+    snprintf(path, sizeof path, "%s/x.gguf", dir); /* named .gguf: the GGUF reader's message */
+    write_file(path, "{}", 2);
+    EXPECT_ERR(rlx_weights_open(path, &w), RLX_ERR_FORMAT, "gguf '");
     snprintf(path, sizeof path, "%s/missing", dir);
     EXPECT_ERR(rlx_weights_open(path, &w), RLX_ERR_IO, "missing");
     assert_null(w);

@@ -181,8 +181,9 @@ rlx_status rlx_weights_open(const char *path, rlx_weights **out)
     rlx_weights *w = rlx_calloc(1, sizeof *w);
     if (!w)
         return RLX_ERR_OUT_OF_MEMORY;
-    rlx_status s = S_ISREG(sb.st_mode) && starts_with_gguf(path) ? rlx_gguf_open(path, &w->gguf)
-                                                                   : rlx_safetensors_open(path, &w->st);
+    size_t n = strlen(path);
+    bool gguf = S_ISREG(sb.st_mode) && (starts_with_gguf(path) || (n >= 5 && !strcmp(path + n - 5, ".gguf")));
+    rlx_status s = gguf ? rlx_gguf_open(path, &w->gguf) : rlx_safetensors_open(path, &w->st);
     if (s != RLX_OK) {
         free(w);
         return s;

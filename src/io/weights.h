@@ -65,8 +65,9 @@ struct rlx_gguf;
 struct rlx_safetensors;
 
 /* Opens a checkpoint: a folder (safetensors: model.safetensors.index.json
- * when present, else model.safetensors), a file that starts with "GGUF", or
- * any other file as safetensors (single file or index json). */
+ * when present, else model.safetensors), a file that starts with "GGUF" or
+ * is named *.gguf, or any other file as safetensors (single file or index
+ * json). */
 rlx_status rlx_weights_open(const char *path, rlx_weights **out);
 void rlx_weights_close(rlx_weights *w);
 int64_t rlx_weights_count(const rlx_weights *w);
