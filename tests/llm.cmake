@@ -31,3 +31,14 @@ set_tests_properties(llm_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
 add_executable(llm_bench ${CMAKE_SOURCE_DIR}/bench/llm_bench.c)
 target_link_libraries(llm_bench PRIVATE rlx)
 add_test(NAME llm_bench_smoke COMMAND llm_bench decoder-small --prompt 16 --decode 4 --batches 1,3 --repeat 1)
+
+# GGUF parity with llama.cpp itself: the prebuilt libllama of node-llama-cpp
+# (npm, fetched once into third_party_models/node-llama-cpp by
+# tests/llm/fetch_llamacpp.sh) and RLX run the same seeded GGUF files on the
+# same prompt ids: last-position logits (f32 within 1e-3 of their rms) and
+# greedy tokens.  Skipped (77, with the reason) when it cannot be fetched or
+# built, or without /usr/bin/python3 and NumPy.
+add_test(NAME llm_llamacpp_parity
+  COMMAND sh -c "if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then exec /usr/bin/python3 \"$0\" \"$1\" \"$2\" \"$3\"; else echo 'skip: /usr/bin/python3 with NumPy is missing'; exit 77; fi"
+          ${CMAKE_CURRENT_SOURCE_DIR}/llm/check_llamacpp.py $<TARGET_FILE:rlx_cli> $<TARGET_FILE:llm_probe> ${CMAKE_BINARY_DIR}/llm-llamacpp)
+set_tests_properties(llm_llamacpp_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

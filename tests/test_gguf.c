@@ -156,7 +156,7 @@ static void check_metadata(const rlx_gguf *g, int n_kv)
 
     v = rlx_gguf_find(g, "t.arr_str");
     assert_int_equal(v->arr.elem_type, RLX_GGUF_STRING);
-    const char *want[3] = {"a", "", "\xc3\xbc" "ber"};
+    const char *want[3] = {"a", "", ("\xc3\xbc" "ber")};
     for (int i = 0; i < 3; i++) {
         EXPECT_OK(rlx_gguf_array_get(v, (uint64_t)i, &e));
         assert_int_equal(e.type, RLX_GGUF_STRING);
@@ -243,6 +243,8 @@ static void check_tensors(const rlx_gguf *g)
         assert_int_equal(((const unsigned char *)t->data)[i], i);
     rlx_dtype dt;
     EXPECT_ERR(rlx_weight_view_dtype(t, &dt), RLX_ERR_UNSUPPORTED, "'q8' has type Q8_0");
+    float f32buf[32];
+    EXPECT_ERR(rlx_weight_view_read(t, RLX_F32, f32buf, sizeof f32buf), RLX_ERR_UNSUPPORTED, "type Q8_0 (ggml type 8)");
     EXPECT_ERR(rlx_gguf_find_tensor(g, "nope", &t), RLX_ERR_NOT_FOUND, "'nope'");
     assert_null(t);
     for (int64_t i = 0; i < 4; i++)

@@ -414,6 +414,46 @@ static void test_malformed(void **state)
     b_free(&b);
 }
 
+/* rlx_weight_view_read: copies, float conversions, refusals. */
+static void test_view_read(void **state)
+{
+    (void)state;
+    bytes b = {0};
+    all_file(&b, 8);
+    rlx_safetensors *st = NULL;
+    EXPECT_OK(rlx_safetensors_open_buffer(b.p, b.n, &st));
+    const rlx_weight_view *t;
+    float f[6];
+    EXPECT_OK(rlx_safetensors_find(st, "w.f16", &t));
+    EXPECT_OK(rlx_weight_view_read(t, RLX_F32, f, 3 * sizeof(float)));
+    for (int i = 0; i < 3; i++)
+        assert_true(f[i] == (float)i - 1.5f);
+    EXPECT_OK(rlx_safetensors_find(st, "w.bf16", &t));
+    EXPECT_OK(rlx_weight_view_read(t, RLX_F32, f, 4 * sizeof(float)));
+    for (int i = 0; i < 4; i++)
+        assert_true(f[i] == (float)i * 3.0f);
+    double d[4];
+    EXPECT_OK(rlx_weight_view_read(t, RLX_F64, d, sizeof d));
+    assert_true(d[3] == 9.0);
+    EXPECT_OK(rlx_safetensors_find(st, "w.f32", &t));
+    uint16_t h[6];
+    EXPECT_OK(rlx_weight_view_read(t, RLX_BF16, h, sizeof h));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(h[i], rlx_f32_to_bf16((float)i / 4));
+    EXPECT_OK(rlx_weight_view_read(t, RLX_F32, f, sizeof f));
+    assert_true(f[5] == 1.25f);
+    EXPECT_ERR(rlx_weight_view_read(t, RLX_F32, f, sizeof f - 4), RLX_ERR_INVALID_ARGUMENT, "'w.f32': 20 bytes");
+    int64_t v[2];
+    EXPECT_OK(rlx_safetensors_find(st, "w.i64", &t));
+    EXPECT_OK(rlx_weight_view_read(t, RLX_I64, v, sizeof v));
+    assert_int_equal(v[1], INT64_C(1) << 40);
+    EXPECT_ERR(rlx_weight_view_read(t, RLX_F32, f, 2 * sizeof(float)), RLX_ERR_UNSUPPORTED, "from i64 to f32");
+    EXPECT_OK(rlx_safetensors_find(st, "w.i16", &t));
+    EXPECT_ERR(rlx_weight_view_read(t, RLX_I32, v, 8), RLX_ERR_UNSUPPORTED, "dtype I16");
+    rlx_safetensors_close(st);
+    b_free(&b);
+}
+
 /* The opener tells GGUF from safetensors by the magic. */
 static void test_weights_open(void **state)
 {
@@ -445,6 +485,9 @@ static void test_weights_open(void **state)
     EXPECT_OK(rlx_weights_open(path, &w));
     assert_int_equal(rlx_weights_count(w), 7);
     rlx_weights_close(w);
+    snprintf(path, sizeof path, "%s/x.gguf", dir); /* named .gguf: the GGUF reader's message */
+    write_file(path, "{}", 2);
+    EXPECT_ERR(rlx_weights_open(path, &w), RLX_ERR_FORMAT, "gguf '");
     snprintf(path, sizeof path, "%s/missing", dir);
     EXPECT_ERR(rlx_weights_open(path, &w), RLX_ERR_IO, "missing");
     assert_null(w);
@@ -524,6 +567,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sharded_errors),
         cmocka_unit_test(test_truncated_everywhere),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_view_read),
         cmocka_unit_test(test_weights_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

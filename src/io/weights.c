@@ -4,6 +4,7 @@
 #include "io/weights.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,86 @@ rlx_status rlx_weight_view_dtype(const rlx_weight_view *v, rlx_dtype *out)
     return RLX_OK;
 }
 
+static bool is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
+
+static float load_f32(rlx_dtype t, const unsigned char *p)
+{
+    switch (t) {
+    case RLX_F16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return rlx_f16_to_f32(h);
+    }
+    case RLX_BF16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return rlx_bf16_to_f32(h);
+    }
+    case RLX_F64: {
+        double d;
+        memcpy(&d, p, 8);
+        return (float)d;
+    }
+    default: {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    }
+}
+
+static void store_f32(rlx_dtype t, unsigned char *p, float f)
+{
+    switch (t) {
+    case RLX_F16: {
+        uint16_t h = rlx_f32_to_f16(f);
+        memcpy(p, &h, 2);
+        break;
+    }
+    case RLX_BF16: {
+        uint16_t h = rlx_f32_to_bf16(f);
+        memcpy(p, &h, 2);
+        break;
+    }
+    case RLX_F64: {
+        double d = f;
+        memcpy(p, &d, 8);
+        break;
+    }
+    default:
+        memcpy(p, &f, 4);
+        break;
+    }
+}
+
+rlx_status rlx_weight_view_read(const rlx_weight_view *v, rlx_dtype to, void *dst, size_t dst_bytes)
+{
+    rlx_dtype from;
+    rlx_status s = rlx_weight_view_dtype(v, &from);
+    if (s != RLX_OK)
+        return s;
+    if ((unsigned)to >= RLX_DTYPE_COUNT)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "tensor '%s': bad target dtype %d", v->name, (int)to);
+    size_t want = (size_t)v->numel * rlx_dtype_size(to);
+    if (dst_bytes != want || (!dst && want))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "tensor '%s': %zu bytes given for %lld %s elements (%zu bytes)",
+                             v->name, dst_bytes, (long long)v->numel, rlx_dtype_name(to), want);
+    if (from == to) {
+        if (want)
+            memcpy(dst, v->data, want);
+        return RLX_OK;
+    }
+    if (!is_float(from) || !is_float(to))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': no conversion from %s to %s", v->name,
+                             rlx_dtype_name(from), rlx_dtype_name(to));
+    size_t a = rlx_dtype_size(from), b = rlx_dtype_size(to);
+    const unsigned char *src = v->data;
+    unsigned char *d = dst;
+    for (int64_t i = 0; i < v->numel; i++)
+        store_f32(to, d + (size_t)i * b, load_f32(from, src + (size_t)i * a));
+    return RLX_OK;
+}
+
 /* ---------------------------------------------------------------- either format */
 
 struct rlx_weights {
@@ -100,8 +181,9 @@ rlx_status rlx_weights_open(const char *path, rlx_weights **out)
     rlx_weights *w = rlx_calloc(1, sizeof *w);
     if (!w)
         return RLX_ERR_OUT_OF_MEMORY;
-    rlx_status s = S_ISREG(sb.st_mode) && starts_with_gguf(path) ? rlx_gguf_open(path, &w->gguf)
-                                                                   : rlx_safetensors_open(path, &w->st);
+    size_t n = strlen(path);
+    bool gguf = S_ISREG(sb.st_mode) && (starts_with_gguf(path) || (n >= 5 && !strcmp(path + n - 5, ".gguf")));
+    rlx_status s = gguf ? rlx_gguf_open(path, &w->gguf) : rlx_safetensors_open(path, &w->st);
     if (s != RLX_OK) {
         free(w);
         return s;

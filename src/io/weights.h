@@ -38,6 +38,14 @@ typedef struct rlx_weight_view {
  * tensor and its stored type when that type is not an rlx dtype. */
 rlx_status rlx_weight_view_dtype(const rlx_weight_view *v, rlx_dtype *out);
 
+/* Copies the view's elements into dst (dst_bytes = numel * the size of
+ * `to`), converting between the float dtypes (F32, F16, BF16, F64; through
+ * f32, rounding to nearest even); other dtypes only to themselves.  Errors:
+ * RLX_ERR_UNSUPPORTED for a type with no dtype or a conversion it does
+ * not do, RLX_ERR_INVALID_ARGUMENT for a wrong dst_bytes; both name the
+ * tensor. */
+rlx_status rlx_weight_view_read(const rlx_weight_view *v, rlx_dtype to, void *dst, size_t dst_bytes);
+
 /* A read-only memory map of a whole file (or a caller's buffer, not owned). */
 typedef struct rlx_file_map {
     const unsigned char *data;
@@ -57,8 +65,9 @@ struct rlx_gguf;
 struct rlx_safetensors;
 
 /* Opens a checkpoint: a folder (safetensors: model.safetensors.index.json
- * when present, else model.safetensors), a file that starts with "GGUF", or
- * any other file as safetensors (single file or index json). */
+ * when present, else model.safetensors), a file that starts with "GGUF" or
+ * is named *.gguf, or any other file as safetensors (single file or index
+ * json). */
 rlx_status rlx_weights_open(const char *path, rlx_weights **out);
 void rlx_weights_close(rlx_weights *w);
 int64_t rlx_weights_count(const rlx_weights *w);

@@ -2,9 +2,10 @@
  * with a clean error (no crash, no out-of-bounds read, no leak).  What
  * opens is walked whole: every key through every typed getter, every array
  * element (nested ones too), every tensor found by name, its dtype asked
- * for and its first and last data bytes read. */
+ * for, its first and last data bytes read, and a small one converted to f32. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "io/gguf.h"
 
@@ -74,6 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (t->nbytes) {
             const unsigned char *p = t->data;
             sink += p[0] + p[t->nbytes - 1];
+        }
+        /* small float tensors converted to f32 */
+        if (t->numel <= 4096 && rlx_weight_view_dtype(t, &dt) == RLX_OK) {
+            float *buf = malloc((size_t)t->numel * sizeof(float) + 1);
+            if (buf && rlx_weight_view_read(t, RLX_F32, buf, (size_t)t->numel * sizeof(float)) == RLX_OK && t->numel)
+                sink += (unsigned)(buf[t->numel - 1] == 0);
+            free(buf);
         }
     }
     rlx_gguf_close(g);

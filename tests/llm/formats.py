@@ -2,11 +2,11 @@
 their specs, with NumPy only.  Tests write seeded models with them:
 
     import sys; sys.path.insert(0, "<repo>/tests/llm")
-    from formats import write_gguf, write_safetensors, write_safetensors_sharded, bf16
+    from formats import write_gguf, write_safetensors, write_safetensors_sharded, bf16_bits
 
 GGUF (v2 or v3, little-endian):
 
-    write_gguf(path, metadata, tensors, version=3, alignment=32)
+    write_gguf(path, metadata, tensors, version=3, alignment=32, bf16=())
 
   metadata: a list of (key, type, value) triples, or a dict key -> (type,
   value), or key -> value (type inferred: bool -> bool, int -> uint32 when
@@ -19,7 +19,8 @@ GGUF (v2 or v3, little-endian):
 
   tensors: dict name -> array (kept in order).  float32 -> F32, float16 ->
   F16, float64 -> F64, int8/int16/int32/int64 -> I8/I16/I32/I64; a tuple
-  (uint16 array, "BF16") holds bfloat16 bits (see bf16()); a tuple
+  (uint16 array, "BF16"), or a uint16 array whose name is in the bf16
+  argument, holds bfloat16 bits (see bf16_bits()); a tuple
   (uint8 array, "Q8_0", shape) writes raw blocks of a quantized type
   (size checked against the type's block).  The NumPy shape (row-major,
   outermost first) is written reversed into ne[], so ne[0] is the last,
@@ -27,11 +28,12 @@ GGUF (v2 or v3, little-endian):
 
 safetensors:
 
-    write_safetensors(path, tensors, metadata=None)
-    write_safetensors_sharded(folder, tensors, shards=2, metadata=None)
+    write_safetensors(path, tensors, metadata=None, bf16=())
+    write_safetensors_sharded(folder, tensors, shards=2, metadata=None, bf16=())
 
   tensors as above (float32 float16 float64 int8 uint8 int16 int32 int64
-  bool; (uint16 array, "BF16") for bfloat16).  The sharded writer splits
+  bool; (uint16 array, "BF16"), or a uint16 array named in bf16, for
+  bfloat16).  The sharded writer splits
   tensors in order into model-0000N-of-0000M.safetensors files and writes
   model.safetensors.index.json ({"metadata": {"total_size"}, "weight_map"}).
   write_json(path, obj) writes a config.json.
@@ -76,7 +78,7 @@ _NP_ST = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.
           np.dtype(np.int32): "I32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}
 
 
-def bf16(x):
+def bf16_bits(x):
     """bfloat16 bits (uint16) of x, rounded to nearest even."""
     u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -139,7 +141,7 @@ def _gguf_tensor(v):
         if len(v) == 2 and v[1] == "BF16":
             a = np.ascontiguousarray(v[0])
             if a.dtype != np.uint16:
-                raise TypeError("BF16 tensors are uint16 bit arrays (see bf16())")
+                raise TypeError("BF16 tensors are uint16 bit arrays (see bf16_bits())")
             return "BF16", a.shape, a.tobytes()
         raw, tname, shape = v
         _, blk, bb = GGML_TYPES[tname]
@@ -160,14 +162,25 @@ def _pad(n, a):
     return (a - n % a) % a
 
 
-def write_gguf(path, metadata, tensors, version=3, alignment=32):
+def _flag_bf16(tensors, bf16):
+    """tensors with the uint16 arrays named in bf16 as (array, "BF16")."""
+    names = set(bf16 or ())
+    missing = names - set(tensors or {})
+    if missing:
+        raise KeyError("bf16 names tensors that are not given: %s" % sorted(missing))
+    return {k: (v, "BF16") if k in names else v for k, v in (tensors or {}).items()}
+
+
+def write_gguf(path, metadata, tensors, version=3, alignment=32, bf16=()):
     """Writes a GGUF file (see the module docstring); returns path."""
     if version not in (2, 3):
         raise ValueError("GGUF version must be 2 or 3")
+    if alignment <= 0 or alignment & (alignment - 1):
+        raise ValueError("the alignment must be a power of two")
     kvs = _kv_list(metadata)
     if alignment != 32 and not any(k == "general.alignment" for k, _, _ in kvs):
         kvs.append(("general.alignment", "uint32", alignment))
-    tinfo = [(name,) + _gguf_tensor(v) for name, v in (tensors or {}).items()]
+    tinfo = [(name,) + _gguf_tensor(v) for name, v in _flag_bf16(tensors, bf16).items()]
     head = b"GGUF" + struct.pack("<IQQ", version, len(tinfo), len(kvs))
     for k, t, v in kvs:
         head += _gguf_str(k) + struct.pack("<I", GGUF_TYPES[t]) + _gguf_value(t, v)
@@ -202,8 +215,9 @@ def _st_tensor(v):
     return _NP_ST[a.dtype], a.shape, a.astype(a.dtype.newbyteorder("<") if a.dtype.itemsize > 1 else a.dtype).tobytes()
 
 
-def write_safetensors(path, tensors, metadata=None):
+def write_safetensors(path, tensors, metadata=None, bf16=()):
     """Writes one .safetensors file; returns the data bytes written."""
+    tensors = _flag_bf16(tensors, bf16)
     header = {}
     if metadata is not None:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -223,9 +237,10 @@ def write_safetensors(path, tensors, metadata=None):
     return off
 
 
-def write_safetensors_sharded(folder, tensors, shards=2, metadata=None):
+def write_safetensors_sharded(folder, tensors, shards=2, metadata=None, bf16=()):
     """Splits tensors (in order) into `shards` files plus the index json;
     returns the list of shard file names."""
+    tensors = _flag_bf16(tensors, bf16)
     os.makedirs(folder, exist_ok=True)
     names = list(tensors)
     per = max(1, -(-len(names) // shards))
@@ -274,7 +289,7 @@ def fixture_tensors():
     return {
         "f32": (np.arange(24, dtype=np.float32) * 0.25 - 1).reshape(2, 3, 4),
         "f16": (np.arange(15, dtype=np.float32) * 0.5).astype(np.float16).reshape(3, 5),
-        "bf16": (bf16((np.arange(8, dtype=np.float32) * 1.5 - 2)).reshape(4, 2), "BF16"),
+        "bf16": (bf16_bits((np.arange(8, dtype=np.float32) * 1.5 - 2)).reshape(4, 2), "BF16"),
         "q8": (q8, "Q8_0", (1, 32)),
     }
 
