@@ -351,7 +351,8 @@ def hf_modules():
     return transformers, Qwen3Config, Qwen3ForCausalLM
 
 
-def hf_config(c):
+def hf_configs(c):
+    """Qwen3Config candidates, keyword sets of several transformers versions."""
     _, Qwen3Config, _ = hf_modules()
     base = dict(vocab_size=c["vocab"], hidden_size=c["hidden"], intermediate_size=c["ffn"],
                 num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
@@ -364,22 +365,35 @@ def hf_config(c):
     last = None
     for attn, more, rope in [(x, y, z) for y in (extra, {}) for x in (dict(attn_implementation="sdpa"), {})
                              for z in ropes]:
-            try:
-                cfg = Qwen3Config(**base, **more, **rope, **attn)
-            except Exception as e:  # another transformers version's keywords
-                last = e
-                continue
-            try:
-                cfg._attn_implementation = "sdpa"
-            except Exception:
-                pass
-            return cfg
-    raise RuntimeError("Qwen3Config: no known keyword set works: %r" % (last,))
+        try:
+            cfg = Qwen3Config(**base, **more, **rope, **attn)
+        except Exception as e:  # another transformers version's keywords
+            last = e
+            continue
+        try:
+            cfg._attn_implementation = "sdpa"
+        except Exception:
+            pass
+        yield cfg
+    if last is not None:
+        log("a Qwen3Config keyword set was refused: %r" % (last,))
 
 
 def build_hf(c, sd, dtype, device):
+    errs = []
+    for cfg in hf_configs(c):
+        try:
+            return build_hf_from(c, cfg, sd, dtype, device)
+        except Exception as e:
+            errs.append(repr(e)[:200])
+            log("transformers model from one config failed: %s" % errs[-1])
+            if str(device).startswith("cuda"):
+                torch.cuda.empty_cache()
+    raise RuntimeError("no Qwen3Config keyword set gave a usable model: " + ("; ".join(errs) or "all refused"))
+
+
+def build_hf_from(c, cfg, sd, dtype, device):
     _, _, Qwen3ForCausalLM = hf_modules()
-    cfg = hf_config(c)
     try:
         with torch.device(device):
             m = Qwen3ForCausalLM(cfg)
