@@ -5,6 +5,7 @@
 # (DATA: llm_probe outputs and reference.py logits, see below), then times
 # the `decoder` workload (Qwen3-0.6B shape, bf16, prefill 512, decode 128
 # at batch 1, 8, 32) in RLX and in PyTorch (bench/gpu/llm_torch.py).
+# SKIP_BENCH=1 / SKIP_TORCH=1 leave out RLX's or PyTorch's timing.
 #
 #   bench/gpu/llm_run.sh [DATA]
 #
@@ -55,8 +56,13 @@ for ids in "$DATA"/*.cpu.ids; do
   done
 done
 
-echo "== decoder (Qwen3-0.6B shape), bf16: RLX"
-"$BUILD/llm_bench" decoder --device cuda --precision bf16 --prompt 512 --decode 128 --batches 1,8,32 --repeat 3 \
-  2>&1 | tee "$OUTD/llm_bench_rlx.txt"
-echo "== decoder, bf16: PyTorch"
-python3 bench/gpu/llm_torch.py --batches 1,8,32 2>&1 | tail -25 | tee "$OUTD/llm_bench_torch.txt"
+if [ -z "${SKIP_BENCH:-}" ]; then
+  echo "== decoder (Qwen3-0.6B shape), bf16: RLX"
+  "$BUILD/llm_bench" decoder --device cuda --precision bf16 --prompt 512 --decode 128 --batches 1,8,32 --repeat 3 \
+    2>&1 | tee "$OUTD/llm_bench_rlx.txt"
+fi
+if [ -z "${SKIP_TORCH:-}" ]; then
+  echo "== decoder, bf16: PyTorch (eager, and static cache + torch.compile reduce-overhead)"
+  PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=16 python3 bench/gpu/llm_torch.py --batches 1,8,32 \
+    --json "$OUTD/llm_torch.json" 2>"$OUTD/llm_torch.log" | tail -25 | tee "$OUTD/llm_bench_torch.txt"
+fi
