@@ -93,34 +93,6 @@ static int parse_int(const char *flag, const char *v, int lo, int *out)
     return parse_int_range(flag, v, lo, 1 << 30, out);
 }
 
-/* "4096", "512K", "64M", "2G" (powers of 1024) -> bytes; -1 if malformed. */
-static int parse_size(const char *v, size_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!v || !*v || *v == '-')
-        return -1;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v)
-        return -1;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default: break;
-    }
-    if ((*end == 'B' || *end == 'b') && end[1] == '\0')
-        end++;
-    else if (*end == 'i' && end[1] == 'B' && end[2] == '\0' && shift)
-        end += 2;
-    if (*end || x == 0 || x > (~0ULL >> shift))
-        return -1;
-    *out = (size_t)(x << shift);
-    return 0;
-}
-
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -195,7 +167,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         } else if (!strcmp(f, "--force")) {
             a->force = 1;
         } else if (!strcmp(f, "--max-memory")) {
-            if (parse_size(v, &a->opts.max_arena_bytes))
+            if (!(a->opts.max_arena_bytes = rlx_parse_size(v)))
                 return fprintf(stderr, "rlx run: --max-memory takes a size such as 4096, 512M or 2G\n"), -1;
             i++;
         } else if (!strcmp(f, "--report")) {
