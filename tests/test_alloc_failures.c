@@ -10,7 +10,8 @@
  *
  * RLX_ALLOC_STRIDE=K tries every Kth N only (1 = every N, the default);
  * RLX_ALLOC_MAX=M stops after M passes per workload; RLX_ALLOC_ONLY=N tries
- * that N alone (break on rlx_alloc_failure_point in a debugger). */
+ * that N alone (break on rlx_alloc_failure_point in a debugger);
+ * RLX_ALLOC_ONNX=MODEL.onnx:X.npy another ONNX model (input x, output y). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,12 @@ int main(void)
     const char *src = getenv("RLX_SOURCE_DIR") ? getenv("RLX_SOURCE_DIR") : ".";
     snprintf(model_path, sizeof model_path, "%s/tests/cli/data/tiny.onnx", src);
     snprintf(input_path, sizeof input_path, "%s/tests/cli/data/x.npy", src);
+    /* RLX_ALLOC_ONNX=MODEL.onnx:X.npy tries another model (input x, output y) */
+    const char *other = getenv("RLX_ALLOC_ONNX");
+    if (other && strchr(other, ':')) {
+        snprintf(model_path, sizeof model_path, "%.*s", (int)(strchr(other, ':') - other), other);
+        snprintf(input_path, sizeof input_path, "%s", strchr(other, ':') + 1);
+    }
     snprintf(out_dir, sizeof out_dir, "%s/rlx-alloc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(out_dir)) {
         perror("mkdtemp");
