@@ -340,6 +340,8 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
         if (!buf || !f) {
             free(buf);
             free(f);
+            rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "input '%s': cannot allocate %zu bytes for its values", info.name,
+                          info.bytes + n * sizeof(float));
             return -1;
         }
         rlx_fill_normal(f, (int64_t)n, 1.0, seed + 77 + (uint64_t)i);
@@ -371,6 +373,7 @@ static void summarize_outputs(rlx_session *s)
         size_t n = info.bytes / rlx_dtype_size(info.dtype);
         unsigned char *buf = malloc(info.bytes + 1);
         if (!buf || rlx_session_get_output(s, info.name, buf, info.bytes) != RLX_OK) {
+            printf("output %s: not summarized (%s)\n", info.name, buf ? rlx_last_error() : "out of memory");
             free(buf);
             continue;
         }
@@ -614,8 +617,10 @@ int rlx_cmd_run(int argc, char **argv)
         printf("outputs not written (ask with --output-dir DIR or --output NAME=FILE)\n");
     if (a.repeat > 0) {
         double *times = malloc(sizeof(double) * (size_t)a.repeat);
-        if (!times)
+        if (!times) {
+            fprintf(stderr, "rlx run: --repeat %d: cannot allocate the timing table\n", a.repeat);
             goto done;
+        }
         for (int i = 0; i < a.repeat; i++) {
             t0 = rlx_now_ms();
             if (rlx_session_run(s) != RLX_OK) {
