@@ -311,6 +311,32 @@ static void test_onnx(void **state)
     leftover_check();
 }
 
+/* The Llama-style attention layer that tests/onnx/make_models.py writes for
+ * test_onnx_import (run before this one): the importer's folding and the
+ * attention rewrites under failure.  Skipped when it is not there. */
+static void test_onnx_attention(void **state)
+{
+    (void)state;
+    char keep_model[1024], keep_input[1024];
+    const char *bin = getenv("RLX_BINARY_DIR");
+    snprintf(keep_model, sizeof keep_model, "%s", model_path);
+    snprintf(keep_input, sizeof keep_input, "%s", input_path);
+    snprintf(model_path, sizeof model_path, "%s/onnx_unit_models/llama_attention.onnx", bin ? bin : ".");
+    snprintf(input_path, sizeof input_path, "%s/onnx_unit_models/llama_attention_x.npy", bin ? bin : ".");
+    int have = access(model_path, R_OK) == 0 && access(input_path, R_OK) == 0;
+#ifndef RLX_HAVE_ONNX
+    have = 0;
+#endif
+    if (have)
+        run_all("onnx attention", pass_onnx);
+    else
+        print_message("skipped: %s not found (test_onnx_import writes it)\n", model_path);
+    snprintf(model_path, sizeof model_path, "%s", keep_model);
+    snprintf(input_path, sizeof input_path, "%s", keep_input);
+    if (!have)
+        skip();
+}
+
 int main(void)
 {
     const char *src = getenv("RLX_SOURCE_DIR") ? getenv("RLX_SOURCE_DIR") : ".";
@@ -329,6 +355,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onnx),
+        cmocka_unit_test(test_onnx_attention),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_decoder),
