@@ -1,7 +1,7 @@
 /* Allocation failures: every heap allocation of the library goes through
  * one place (src/core/error.c), which a test can make fail.  For each
- * workload below (mlp, the encoder and a small decoder through the C API,
- * an ONNX model through the importer) the test counts the allocations of one whole pass (build,
+ * workload below (mlp, the encoder, a small decoder and a small conv net
+ * through the C API, an ONNX model through the importer) the test counts the allocations of one whole pass (build,
  * compile, set, run, read, free), then repeats the pass once for every N,
  * failing the Nth allocation.  Each pass must either succeed with the same
  * outputs as the unfailed one, or fail with an out-of-memory status and a
@@ -10,7 +10,8 @@
  *
  * RLX_ALLOC_STRIDE=K tries every Kth N only (1 = every N, the default);
  * RLX_ALLOC_MAX=M stops after M passes per workload; RLX_ALLOC_ONLY=N tries
- * that N alone (break on rlx_alloc_failure_point in a debugger). */
+ * that N alone (break on rlx_alloc_failure_point in a debugger);
+ * RLX_ALLOC_ONNX=MODEL.onnx:X.npy another ONNX model (input x, output y). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,42 @@ static rlx_status pass_decoder(float **out, size_t *n)
     c.ffn = 128;
     c.vocab = 100;
     return compile_and_run(rlx_workload_decoder(&c), 1, out, n);
+}
+
+/* A small convolution net with constant weights: conv + batch norm (folded
+ * at compile time), ReLU, max pool, conv, global pooling. */
+static rlx_status pass_convnet(float **out, size_t *n)
+{
+    rlx_graph *g = rlx_graph_new();
+    if (!g)
+        return RLX_ERR_OUT_OF_MEMORY;
+    static float w1[8 * 3 * 3 * 3], w2[4 * 8 * 3 * 3], gamma[8], beta[8], mean[8], var[8];
+    for (size_t i = 0; i < sizeof w1 / sizeof w1[0]; i++)
+        w1[i] = (float)((int)(i % 7) - 3) * 0.1f;
+    for (size_t i = 0; i < sizeof w2 / sizeof w2[0]; i++)
+        w2[i] = (float)((int)(i % 5) - 2) * 0.1f;
+    for (int i = 0; i < 8; i++) {
+        gamma[i] = 1.0f + 0.1f * (float)i;
+        beta[i] = 0.05f * (float)i;
+        mean[i] = 0.01f * (float)i;
+        var[i] = 1.0f + 0.2f * (float)i;
+    }
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.pads[0] = cp.pads[1] = cp.pads[2] = cp.pads[3] = 1;
+    rlx_pool_params pp;
+    rlx_pool_params_init(&pp, 2);
+    int64_t c8[1] = {8};
+    rlx_node x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 3, 8, 8});
+    rlx_node h = rlx_conv(g, x, rlx_constant(g, RLX_F32, 4, (int64_t[]){8, 3, 3, 3}, w1, sizeof w1), -1, &cp);
+    h = rlx_batch_norm(g, h, rlx_constant(g, RLX_F32, 1, c8, gamma, sizeof gamma),
+                       rlx_constant(g, RLX_F32, 1, c8, beta, sizeof beta),
+                       rlx_constant(g, RLX_F32, 1, c8, mean, sizeof mean),
+                       rlx_constant(g, RLX_F32, 1, c8, var, sizeof var), 1e-5);
+    h = rlx_max_pool(g, rlx_relu(g, h), &pp);
+    h = rlx_conv(g, h, rlx_constant(g, RLX_F32, 4, (int64_t[]){4, 8, 3, 3}, w2, sizeof w2), -1, &cp);
+    rlx_output(g, "y", rlx_global_avg_pool(g, rlx_relu(g, h)));
+    return compile_and_run(g, 0, out, n);
 }
 
 static char model_path[1024], input_path[1024], out_dir[1024];
@@ -254,6 +291,12 @@ static void test_decoder(void **state)
     run_all("decoder", pass_decoder);
 }
 
+static void test_convnet(void **state)
+{
+    (void)state;
+    run_all("convnet", pass_convnet);
+}
+
 static void test_onnx(void **state)
 {
     (void)state;
@@ -268,11 +311,43 @@ static void test_onnx(void **state)
     leftover_check();
 }
 
+/* The Llama-style attention layer that tests/onnx/make_models.py writes for
+ * test_onnx_import (run before this one): the importer's folding and the
+ * attention rewrites under failure.  Skipped when it is not there. */
+static void test_onnx_attention(void **state)
+{
+    (void)state;
+    char keep_model[1024], keep_input[1024];
+    const char *bin = getenv("RLX_BINARY_DIR");
+    snprintf(keep_model, sizeof keep_model, "%s", model_path);
+    snprintf(keep_input, sizeof keep_input, "%s", input_path);
+    snprintf(model_path, sizeof model_path, "%s/onnx_unit_models/llama_attention.onnx", bin ? bin : ".");
+    snprintf(input_path, sizeof input_path, "%s/onnx_unit_models/llama_attention_x.npy", bin ? bin : ".");
+    int have = access(model_path, R_OK) == 0 && access(input_path, R_OK) == 0;
+#ifndef RLX_HAVE_ONNX
+    have = 0;
+#endif
+    if (have)
+        run_all("onnx attention", pass_onnx);
+    else
+        print_message("skipped: %s not found (test_onnx_import writes it)\n", model_path);
+    snprintf(model_path, sizeof model_path, "%s", keep_model);
+    snprintf(input_path, sizeof input_path, "%s", keep_input);
+    if (!have)
+        skip();
+}
+
 int main(void)
 {
     const char *src = getenv("RLX_SOURCE_DIR") ? getenv("RLX_SOURCE_DIR") : ".";
     snprintf(model_path, sizeof model_path, "%s/tests/cli/data/tiny.onnx", src);
     snprintf(input_path, sizeof input_path, "%s/tests/cli/data/x.npy", src);
+    /* RLX_ALLOC_ONNX=MODEL.onnx:X.npy tries another model (input x, output y) */
+    const char *other = getenv("RLX_ALLOC_ONNX");
+    if (other && strchr(other, ':')) {
+        snprintf(model_path, sizeof model_path, "%.*s", (int)(strchr(other, ':') - other), other);
+        snprintf(input_path, sizeof input_path, "%s", strchr(other, ':') + 1);
+    }
     snprintf(out_dir, sizeof out_dir, "%s/rlx-alloc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(out_dir)) {
         perror("mkdtemp");
@@ -280,9 +355,11 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onnx),
+        cmocka_unit_test(test_onnx_attention),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_decoder),
+        cmocka_unit_test(test_convnet),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(out_dir);

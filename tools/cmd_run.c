@@ -93,34 +93,6 @@ static int parse_int(const char *flag, const char *v, int lo, int *out)
     return parse_int_range(flag, v, lo, 1 << 30, out);
 }
 
-/* "4096", "512K", "64M", "2G" (powers of 1024) -> bytes; -1 if malformed. */
-static int parse_size(const char *v, size_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!v || !*v || *v == '-')
-        return -1;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v)
-        return -1;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default: break;
-    }
-    if ((*end == 'B' || *end == 'b') && end[1] == '\0')
-        end++;
-    else if (*end == 'i' && end[1] == 'B' && end[2] == '\0' && shift)
-        end += 2;
-    if (*end || x == 0 || x > (~0ULL >> shift))
-        return -1;
-    *out = (size_t)(x << shift);
-    return 0;
-}
-
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -195,7 +167,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         } else if (!strcmp(f, "--force")) {
             a->force = 1;
         } else if (!strcmp(f, "--max-memory")) {
-            if (parse_size(v, &a->opts.max_arena_bytes))
+            if (!(a->opts.max_arena_bytes = rlx_parse_size(v)))
                 return fprintf(stderr, "rlx run: --max-memory takes a size such as 4096, 512M or 2G\n"), -1;
             i++;
         } else if (!strcmp(f, "--report")) {
@@ -368,6 +340,8 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
         if (!buf || !f) {
             free(buf);
             free(f);
+            rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "input '%s': cannot allocate %zu bytes for its values", info.name,
+                          info.bytes + n * sizeof(float));
             return -1;
         }
         rlx_fill_normal(f, (int64_t)n, 1.0, seed + 77 + (uint64_t)i);
@@ -399,6 +373,7 @@ static void summarize_outputs(rlx_session *s)
         size_t n = info.bytes / rlx_dtype_size(info.dtype);
         unsigned char *buf = malloc(info.bytes + 1);
         if (!buf || rlx_session_get_output(s, info.name, buf, info.bytes) != RLX_OK) {
+            printf("output %s: not summarized (%s)\n", info.name, buf ? rlx_last_error() : "out of memory");
             free(buf);
             continue;
         }
@@ -642,8 +617,10 @@ int rlx_cmd_run(int argc, char **argv)
         printf("outputs not written (ask with --output-dir DIR or --output NAME=FILE)\n");
     if (a.repeat > 0) {
         double *times = malloc(sizeof(double) * (size_t)a.repeat);
-        if (!times)
+        if (!times) {
+            fprintf(stderr, "rlx run: --repeat %d: cannot allocate the timing table\n", a.repeat);
             goto done;
+        }
         for (int i = 0; i < a.repeat; i++) {
             t0 = rlx_now_ms();
             if (rlx_session_run(s) != RLX_OK) {

@@ -238,6 +238,8 @@ rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n)
 {
     if (!g || !name)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_output: graph and name must not be NULL");
+    if (n < 0 && g->error != RLX_OK)
+        return rlx_set_error(g->error, "%s", g->error_msg); /* an earlier builder failed: its error carries on */
     if (n < 0 || n >= g->n_nodes) {
         rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "output '%s': not a valid node (id %d)", name, n);
         return RLX_ERR_INVALID_ARGUMENT;
@@ -248,14 +250,16 @@ rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n)
     if (g->n_outputs == g->cap_outputs) {
         int cap = g->cap_outputs ? g->cap_outputs * 2 : 8;
         rlx_output_ref *p = rlx_realloc_array(g->outputs, (size_t)cap, sizeof *p);
-        if (!p)
-            return RLX_ERR_OUT_OF_MEMORY;
+        if (!p) /* kept as the graph's error, so that verify and compile report it */
+            return (rlx_status)(rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "output '%s': out of memory", name),
+                                RLX_ERR_OUT_OF_MEMORY);
         g->outputs = p;
         g->cap_outputs = cap;
     }
     char *copy = rlx_strdup(name);
     if (!copy)
-        return RLX_ERR_OUT_OF_MEMORY;
+        return (rlx_status)(rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "output '%s': out of memory", name),
+                            RLX_ERR_OUT_OF_MEMORY);
     g->outputs[g->n_outputs].name = copy;
     g->outputs[g->n_outputs].node = n;
     g->n_outputs++;

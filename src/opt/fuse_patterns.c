@@ -468,6 +468,8 @@ static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_no
     if (!wd || !bd) {
         free(wd);
         free(bd);
+        if (s->ctx && s->ctx->failure) /* fail the compile rather than leave the batch norm unfolded */
+            *s->ctx->failure = RLX_ERR_OUT_OF_MEMORY;
         return false;
     }
     for (int64_t o = 0; o < O; o++) {

@@ -132,6 +132,14 @@ if "$rlx" info "$model" >/dev/null 2>&1; then
   make_npy "$tmp/rank.npy" '<f4' False '(2, 4, 1)' 32
   bad in-rank 1 "^rlx run: $model: input 'x' has rank 2, the binding gives rank 3$" -- \
     "$rlx" run "$model" --input x="$tmp/rank.npy" "${o[@]}"
+  bad model-missing 1 "^rlx run: cannot open '$tmp/none.onnx': No such file or directory$" -- \
+    "$rlx" run "$tmp/none.onnx" "${o[@]}"
+  bad model-directory 1 "^rlx run: '$out' is a directory$" -- "$rlx" run "$out" "${o[@]}"
+  : >"$tmp/empty.onnx"
+  bad model-empty 1 "^rlx run: '$tmp/empty.onnx' is empty$" -- "$rlx" run "$tmp/empty.onnx" "${o[@]}"
+  printf '\377\377\377' >"$tmp/junk.onnx"
+  bad model-junk 1 "^rlx run: '$tmp/junk.onnx' is not a valid ONNX model \(protobuf decoding failed\)$" -- \
+    "$rlx" run "$tmp/junk.onnx" "${o[@]}"
   bad in-name 1 "^rlx run: cannot set params/inputs: the compiled graph has no input named 'nosuch'$" -- \
     "$rlx" run "$model" --input nosuch="$x" "${o[@]}"
   bad out-name 1 "^rlx run: --output nosuch: the model has no output 'nosuch' \(outputs: y p\)$" -- \

@@ -217,7 +217,7 @@ static void may_prologue(const rlx_graph *g, unsigned char *ok)
     }
     /* every consumer reads it through its input pointer (no view of it),
      * and there is one */
-    unsigned char *read = (unsigned char *)calloc((size_t)g->n_nodes + 1, 1);
+    unsigned char *read = (unsigned char *)rlx_calloc((size_t)g->n_nodes + 1, 1);
     for (rlx_node j = 0; j < g->n_nodes; j++)
         for (int k = 0; k < g->nodes[j].n_in; k++) {
             rlx_node in = g->nodes[j].in[k];
@@ -243,7 +243,7 @@ static size_t kernel_keep(const rlx_graph *g, rlx_node id)
 static void cuda_keep_bytes(const rlx_graph *g, size_t *bytes)
 {
     pthread_once(&init_once, init_device);
-    unsigned char *ok = (unsigned char *)calloc((size_t)g->n_nodes + 1, 1);
+    unsigned char *ok = (unsigned char *)rlx_calloc((size_t)g->n_nodes + 1, 1);
     if (ok)
         may_prologue(g, ok);
     for (rlx_node i = 0; i < g->n_nodes; i++)
@@ -512,7 +512,7 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     if (prof_sched != s) {
         free(prof_thunk_ms);
-        prof_thunk_ms = (double *)calloc((size_t)s->n_thunks + 1, sizeof(double));
+        prof_thunk_ms = (double *)rlx_calloc((size_t)s->n_thunks + 1, sizeof(double));
         prof_sched = s;
     }
     rlx_status st = RLX_OK;
@@ -692,7 +692,7 @@ static bool cache_room(const rlx_schedule *s, int i)
 static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
 {
     int n = s->n_thunks;
-    gs->skip = (unsigned char *)calloc((size_t)n + 1, 1);
+    gs->skip = (unsigned char *)rlx_calloc((size_t)n + 1, 1);
     if (!gs->skip)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     const char *off = getenv("RLX_CUDA_NO_PROLOGUE");
@@ -716,8 +716,8 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
         }
     if (!gs->n_pre && !gs->n_pack)
         return RLX_OK;
-    gs->ranges = (cu_range *)calloc((size_t)n_leaf_reads + 1, sizeof *gs->ranges);
-    unsigned char *redo = (unsigned char *)calloc((size_t)n + 1, 1);
+    gs->ranges = (cu_range *)rlx_calloc((size_t)n_leaf_reads + 1, sizeof *gs->ranges);
+    unsigned char *redo = (unsigned char *)rlx_calloc((size_t)n + 1, 1);
     if (!gs->ranges || !redo) {
         free(redo);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
@@ -825,8 +825,8 @@ static void report_graph(cudaGraph_t g, bool each)
         cudaGetLastError();
         return;
     }
-    cudaGraphNode_t *from = (cudaGraphNode_t *)malloc(ne * sizeof *from), *to = (cudaGraphNode_t *)malloc(ne * sizeof *to);
-    cudaGraphEdgeData *data = (cudaGraphEdgeData *)calloc(ne, sizeof *data);
+    cudaGraphNode_t *from = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *from), *to = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *to);
+    cudaGraphEdgeData *data = (cudaGraphEdgeData *)rlx_calloc(ne, sizeof *data);
     if (from && to && data && cudaGraphGetEdges(g, from, to, data, &ne) == cudaSuccess) {
         int kk = 0, prog = 0;
         for (size_t i = 0; i < ne; i++) {
@@ -857,7 +857,7 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
     const char *off = getenv("RLX_DISABLE_CUDA_GRAPH");
     if ((off && *off && strcmp(off, "0") != 0) || s->n_thunks == 0)
         return RLX_OK;
-    cu_graph_state *gs = (cu_graph_state *)calloc(1, sizeof *gs);
+    cu_graph_state *gs = (cu_graph_state *)rlx_calloc(1, sizeof *gs);
     if (!gs)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     gs->random = has_random(s);

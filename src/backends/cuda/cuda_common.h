@@ -19,6 +19,7 @@
 
 extern "C" {
 #include "backends/backend.h"
+#include "core/error.h" /* host allocations through rlx_malloc/rlx_calloc, as the rest of the library */
 }
 
 #define CU_MAX_DIMS RLX_MAX_DIMS

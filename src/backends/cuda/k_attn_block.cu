@@ -283,7 +283,7 @@ static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *
 
 static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
 {
-    ab_state *s = (ab_state *)calloc(1, sizeof *s);
+    ab_state *s = (ab_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the attention block state");
     t->state = s;
@@ -324,7 +324,7 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
     size_t tab_bytes = rope_table_bytes(n, &d);
     if (tab_bytes) {
         /* the angles the CPU reference uses */
-        double *tab = (double *)malloc(tab_bytes);
+        double *tab = (double *)rlx_malloc(tab_bytes);
         if (!tab)
             return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
         rlx_rope_table(tab, d.S, d.D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset, 1);

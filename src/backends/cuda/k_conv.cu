@@ -610,7 +610,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
 static rlx_status prep_conv(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    conv_state *s = (conv_state *)calloc(1, sizeof *s);
+    conv_state *s = (conv_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     t->state = s;

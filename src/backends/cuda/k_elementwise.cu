@@ -287,7 +287,7 @@ static void walk_for(const rlx_node_data *out, int nops, const rlx_node_data *co
 static rlx_status prep_binary(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    bin_state *s = (bin_state *)calloc(1, sizeof *s);
+    bin_state *s = (bin_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     walk_for(t->node, 2, t->in_node, &s->w);
@@ -382,7 +382,7 @@ template <typename E> __global__ void where_kernel(const unsigned char *c, const
 static rlx_status prep_where(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    cu_walk *w = (cu_walk *)calloc(1, sizeof *w);
+    cu_walk *w = (cu_walk *)rlx_calloc(1, sizeof *w);
     if (!w)
         return RLX_ERR_OUT_OF_MEMORY;
     walk_for(t->node, 3, t->in_node, w);

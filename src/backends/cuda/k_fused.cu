@@ -52,7 +52,7 @@ static size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 static rlx_status prep_swiglu(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    swiglu_state *s = (swiglu_state *)calloc(1, sizeof *s);
+    swiglu_state *s = (swiglu_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     t->state = s;
@@ -480,7 +480,7 @@ typedef struct ew_state {
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    ew_state *s = (ew_state *)calloc(1, sizeof *s);
+    ew_state *s = (ew_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     t->state = s;

@@ -50,7 +50,7 @@ static int batch_kind(const int64_t *st, const rlx_shape *bshape)
 /* matmul and matmul_bias_act share this; epi applies to every GEMM. */
 static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
 {
-    mm_state *s = (mm_state *)calloc(1, sizeof *s);
+    mm_state *s = (mm_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     t->state = s;
@@ -309,7 +309,7 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream);
     /* the path as it stands: cuBLASLt (tuned) and the activation pass */
     float lt_ms = forced || known >= 0 ? 1e30f : rlx_cu_time_captured(launch_mm_act, t, MM_REPS);
-    dnn_graph *d = (dnn_graph *)calloc(1, sizeof *d);
+    dnn_graph *d = (dnn_graph *)rlx_calloc(1, sizeof *d);
     if (!d)
         return RLX_ERR_OUT_OF_MEMORY;
     cudnnDataType_t ty = n->dtype == RLX_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
@@ -439,7 +439,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     const char *vb = getenv("RLX_VERBOSE");
     bool each = vb && atoi(vb) >= 2; /* RLX_VERBOSE=2: every plan's time too */
     float best = forced || reuse ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
-    cu_wg_plan *cand = (cu_wg_plan *)malloc(MAX_PLANS * sizeof *cand);
+    cu_wg_plan *cand = (cu_wg_plan *)rlx_malloc(MAX_PLANS * sizeof *cand);
     if (!cand)
         return RLX_ERR_OUT_OF_MEMORY;
     cu_wg_plan pick = {}, fastest = {};

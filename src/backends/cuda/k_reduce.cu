@@ -19,7 +19,7 @@ typedef struct red_state {
 static rlx_status prep_reduce(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    red_state *s = (red_state *)calloc(1, sizeof *s);
+    red_state *s = (red_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     const rlx_shape *xs = &t->in_node[0]->shape;
@@ -574,7 +574,7 @@ __global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_stat
 static rlx_status prep_ssm(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    ssm_state *s = (ssm_state *)calloc(1, sizeof *s);
+    ssm_state *s = (ssm_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     const rlx_node_data *xn = t->in_node[0];

@@ -153,7 +153,7 @@ typedef struct copy_state {
 static rlx_status prep_transpose(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    copy_state *s = (copy_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     const rlx_node_data *xn = t->in_node[0];
@@ -206,7 +206,7 @@ static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
 static rlx_status prep_slice(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    copy_state *s = (copy_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     const rlx_node_data *xn = t->in_node[0];
@@ -236,7 +236,7 @@ static rlx_status k_slice(const rlx_thunk *t, const rlx_run_ctx *ctx)
 static rlx_status prep_expand(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    copy_state *s = (copy_state *)calloc(1, sizeof *s);
+    copy_state *s = (copy_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     int64_t str[1][CU_MAX_DIMS];
@@ -407,7 +407,7 @@ static void host_store(void *p, rlx_dtype t, double v)
 static rlx_status prep_pad(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    pad_state *s = (pad_state *)calloc(1, sizeof *s);
+    pad_state *s = (pad_state *)rlx_calloc(1, sizeof *s);
     if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
     const rlx_shape *is = &t->in_node[0]->shape, *os = &t->node->shape;

@@ -778,6 +778,10 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     size_t n;
     rlx_status st = ox_read_file(path, OX_MAX_MODEL_BYTES, &buf, &n);
     if (st != RLX_OK) return st;
+    if (n == 0) {
+        free(buf);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' is empty", path);
+    }
     rlx_clear_error();
     *m = unpack_model(buf, n);
     free(buf);

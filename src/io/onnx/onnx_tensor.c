@@ -188,8 +188,9 @@ rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size
     if (!f) return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
         fclose(f);
-        return rlx_set_error(RLX_ERR_IO, "'%s' is not a regular file", path);
+        return rlx_set_error(RLX_ERR_IO, "'%s' is %s", path, dir ? "a directory" : "not a regular file");
     }
     if ((uint64_t)st.st_size > max_bytes) {
         fclose(f);
