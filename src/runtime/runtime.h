@@ -50,6 +50,7 @@ struct rlx_session {
     int n_io[3];
     rlx_run_ctx run_ctx;
     rlx_compile_stats stats;
+    char *report; /* the dispatch report when asked for (opts.dispatch_report) */
 };
 
 /* Applies RLX_* environment variables on top of o (unless o->ignore_env). */
