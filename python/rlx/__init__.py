@@ -184,9 +184,12 @@ class InferenceSession:
         return list(self._inputs)
 
     def get_outputs(self) -> List[TensorInfo]:
-        """The model's outputs; shapes and dtypes once a shape has been
-        compiled (by a run, or at construction when every input dim is
-        fixed), else None."""
+        """The model's outputs; shapes and dtypes of the last shapes run
+        (or, before any run, of the declared shapes when every input dim
+        is fixed), else None."""
+        last = self._model.last_outputs()
+        if last is not None:
+            self._last_outputs = [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in last]
         if self._last_outputs is None and all(
                 i.shape is not None and None not in i.shape for i in self._inputs):
             try:

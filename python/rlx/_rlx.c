@@ -949,6 +949,23 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
     return res;
 }
 
+static PyObject *model_last_outputs(ModelObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    PyObject *res;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    Py_END_ALLOW_THREADS
+    if (self->last) {
+        res = info_list(self->last, 2);
+    } else {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    }
+    pthread_mutex_unlock(&self->lock);
+    return res;
+}
+
 static PyObject *model_cached(ModelObject *self, PyObject *noargs)
 {
     (void)noargs;
@@ -964,6 +981,7 @@ static PyObject *model_cached(ModelObject *self, PyObject *noargs)
 static PyMethodDef model_methods[] = {
     {"run", (PyCFunction)model_run, METH_VARARGS, "run(inputs, output_names=None) -> list of arrays"},
     {"compiled_info", (PyCFunction)model_compiled_info, METH_VARARGS, "(inputs, outputs) of the session for these inputs"},
+    {"last_outputs", (PyCFunction)model_last_outputs, METH_NOARGS, "outputs of the last shapes run, or None"},
     {"cached_sessions", (PyCFunction)model_cached, METH_NOARGS, "number of compiled shapes"},
     {NULL, NULL, 0, NULL}};
 
