@@ -3,7 +3,8 @@
 set -euo pipefail
 # compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
-# suite; NumPy and onnx for independent references; clang for libFuzzer.
+# suite; NumPy and onnx for independent references; clang for libFuzzer;
+# Python headers, setuptools, venv and pytest for the Python package.
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
@@ -12,6 +13,7 @@ packages=(
   libonnx-dev
   libonnx-testdata
   python3-numpy python3-onnx
+  python3-dev python3-setuptools python3-venv python3-pytest python3-pip
   clang
 )
 missing=()
