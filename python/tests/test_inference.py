@@ -177,3 +177,17 @@ def test_cuda_says_why():
         assert "cuda" in str(e).lower()
     except rlx.DeviceError as e:  # built with CUDA, no usable GPU
         assert str(e)
+
+
+def test_every_public_name_documented_and_stubbed():
+    import inspect
+    stub = open(os.path.join(os.path.dirname(rlx.__file__), "__init__.pyi")).read()
+    for name in rlx.__all__:
+        obj = getattr(rlx, name)
+        assert obj.__doc__, name
+        assert name in stub, name
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            for m, f in vars(obj).items():
+                if not m.startswith("_") and callable(f):
+                    assert f.__doc__, f"{name}.{m}"
+                    assert f"def {m}(" in stub, f"{name}.{m}"
