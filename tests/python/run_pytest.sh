@@ -11,7 +11,7 @@ mkdir -p "$out"
 cd "$src/python"
 "$py" setup.py -q build --build-base "$out/build" --build-lib "$out/lib" >"$out/build.log" 2>&1 || {
   cat "$out/build.log"; exit 1; }
-if grep -E "warning:|error:" "$out/build.log"; then echo "the extension does not build cleanly"; exit 1; fi
+if grep -E "warning:|error:" "$out/build.log" | grep -v "byte-compiling is disabled"; then echo "the extension does not build cleanly"; exit 1; fi
 export PYTHONPATH="$out/lib:$src/python/tests"
 cd "$out"
 "$py" -m pytest -q -p no:cacheprovider -rs "$src/python/tests"
