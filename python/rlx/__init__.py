@@ -131,7 +131,11 @@ class InferenceSession:
     path_or_bytes: a .onnx file path, or the model's bytes (external data
     then comes from base_dir).  device: "cpu" or "cuda" (an UnsupportedError
     says why where CUDA is not available).  precision: "f32", "f16" or
-    "bf16".  threads: CPU threads, 0 for all cores.
+    "bf16".  threads: CPU threads, 0 for all cores.  value_inputs: names of
+    inputs bound by value at import (they become constants, so shape
+    computations reading them fold; each distinct value compiles once):
+    what a model needs when a Reshape target or a Range limit is a graph
+    input.
 
     Thread safety: run() may be called from several threads at once; runs of
     one session are serialised by a lock of its own (the GIL is released
@@ -139,7 +143,8 @@ class InferenceSession:
     """
 
     def __init__(self, path_or_bytes: Union[str, bytes, os.PathLike], device: str = "cpu",
-                 precision: str = "f32", threads: int = 0, base_dir: Optional[str] = None):
+                 precision: str = "f32", threads: int = 0, base_dir: Optional[str] = None,
+                 value_inputs: Sequence[str] = ()):
         self.device = str(device)
         self.precision = precision
         dev, prec, thr = _device_code(device), _precision_code(precision), _check_threads(threads)
@@ -165,8 +170,12 @@ class InferenceSession:
         self._inputs = [TensorInfo(n, None if dims is None else tuple(dims), _np_name(dt))
                         for n, dt, dims, _t, _o in ins]
         self._output_names = list(outs)
-        self._model = _rlx._Model(source, [(n, dt, dims) for n, dt, dims, _t, _o in ins], dev, prec, thr,
-                                  base_dir)
+        value_inputs = set(value_inputs)
+        unknown = value_inputs - {i[0] for i in ins}
+        if unknown:
+            raise NotFoundError(f"value_inputs: {sorted(unknown)} not inputs of the model")
+        self._model = _rlx._Model(source, [(n, dt, dims, n in value_inputs) for n, dt, dims, _t, _o in ins], dev,
+                                  prec, thr, base_dir)
         self._last_outputs: Optional[List[TensorInfo]] = None
         if dev == 1:  # compile once now where the shapes allow, so a missing GPU shows here
             if all(i.shape is not None and None not in i.shape for i in self._inputs):

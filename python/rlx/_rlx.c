@@ -763,6 +763,8 @@ typedef struct {
     rlx_session *last;
     int64_t (*last_dims)[RLX_MAX_DIMS];
     int *last_ndims;
+    int *by_value; /* per input: bound by value at import (a constant; each value compiles once) */
+    int any_by_value;
 } ModelObject;
 
 static void model_dealloc(ModelObject *self)
@@ -776,11 +778,12 @@ static void model_dealloc(ModelObject *self)
     free(self->in_dims);
     free(self->last_dims);
     free(self->last_ndims);
+    free(self->by_value);
     pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* _Model(source: str|bytes, inputs: [(name, dtype, dims-or-None)], device, precision, threads, base_dir) */
+/* _Model(source: str|bytes, inputs: [(name, dtype, dims-or-None, by_value)], device, precision, threads, base_dir) */
 static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"source", "inputs", "device", "precision", "threads", "base_dir", NULL};
@@ -807,15 +810,19 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
     self->in_dims = calloc((size_t)n + 1, sizeof *self->in_dims);
     self->last_dims = calloc((size_t)n + 1, sizeof *self->last_dims);
     self->last_ndims = calloc((size_t)n + 1, sizeof *self->last_ndims);
-    if (!self->in_names || !self->in_dtypes || !self->in_ndims || !self->in_dims || !self->last_dims ||
+    self->by_value = calloc((size_t)n + 1, sizeof *self->by_value);
+    if (!self->by_value || !self->in_names || !self->in_dtypes || !self->in_ndims || !self->in_dims || !self->last_dims ||
         !self->last_ndims)
         return PyErr_NoMemory(), -1;
     for (int i = 0; i < n; i++) {
         const char *name;
         int dt;
         PyObject *dims;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(inputs, i), "siO", &name, &dt, &dims))
+        int by_value = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(inputs, i), "siO|p", &name, &dt, &dims, &by_value))
             return -1;
+        self->by_value[i] = by_value;
+        self->any_by_value |= by_value;
         if (!(self->in_names[i] = strdup(name)))
             return PyErr_NoMemory(), -1;
         self->n_in++;
@@ -862,7 +869,7 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
 /* The session for these input shapes (lock held, no GIL). */
 static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_session **out)
 {
-    int same = self->last != NULL;
+    int same = self->last != NULL && !self->any_by_value;
     for (int i = 0; same && i < self->n_in; i++) {
         int nd = PyArray_NDIM(p[i].arr);
         same = nd == self->last_ndims[i];
@@ -881,6 +888,10 @@ static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_se
         b[i].ndim = PyArray_NDIM(p[i].arr);
         for (int d = 0; d < b[i].ndim && d < RLX_MAX_DIMS; d++)
             b[i].dims[d] = PyArray_DIM(p[i].arr, d);
+        if (self->by_value[i]) {
+            b[i].value = PyArray_DATA(p[i].arr);
+            b[i].bytes = (size_t)PyArray_NBYTES(p[i].arr);
+        }
     }
     rlx_status st = rlx_model_session(self->m, b, n, out);
     if (st == RLX_OK) {
