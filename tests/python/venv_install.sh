@@ -10,7 +10,7 @@ py=${RLX_PYTHON:-/usr/bin/python3}
 rm -rf "$work"
 mkdir -p "$work"
 cp -r "$src/python" "$work/pkg"
-rm -rf "$work/pkg/build" "$work/pkg"/*.egg-info
+rm -rf "$work/pkg/build" "$work/pkg"/*.egg-info "$work/pkg"/rlx/*.so "$work/pkg"/rlx/*.so.* "$work/pkg"/rlx/__pycache__
 "$py" -m venv --system-site-packages "$work/venv"
 RLX_INCLUDE_DIR="$src/include" "$work/venv/bin/pip" install -q --no-build-isolation --no-index "$work/pkg"
 cd "$work"
