@@ -399,6 +399,7 @@ typedef struct rlx_onnx_input {
     rlx_dtype dtype;
     int ndim;       /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
+    char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
 } rlx_onnx_input;
 rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
                            char ***outputs, int *n_outputs);

@@ -163,10 +163,12 @@ class InferenceSession:
             ins, outs = _rlx.onnx_inputs(source)
             if base_dir is None:
                 base_dir = os.path.dirname(os.path.abspath(source))
-        for name, _dt, _dims, is_tensor, onnx_type in ins:
+        for name, dt, _dims, is_tensor, onnx_type in ins:
             if not is_tensor or onnx_type == 8:
                 raise UnsupportedError(f"input '{name}' is not a numeric tensor (sequence, map, optional or "
                                        "string inputs are not supported)")
+            if not 0 <= dt < len(_DTYPE_NAMES):
+                raise UnsupportedError(f"input '{name}' has ONNX element type {onnx_type}, which RLX lacks")
         self._inputs = [TensorInfo(n, None if dims is None else tuple(dims), _np_name(dt))
                         for n, dt, dims, _t, _o in ins]
         self._output_names = list(outs)
@@ -189,7 +191,8 @@ class InferenceSession:
         self._last_outputs = [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in outs]
 
     def get_inputs(self) -> List[TensorInfo]:
-        """The model's graph inputs as declared (symbolic dims are None)."""
+        """The model's graph inputs as declared: a symbolic dim is its name
+        (a str), or None where the model leaves it unnamed."""
         return list(self._inputs)
 
     def get_outputs(self) -> List[TensorInfo]:

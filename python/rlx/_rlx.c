@@ -1634,9 +1634,15 @@ static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
         } else {
             dims = PyTuple_New(ins[i].ndim);
             for (int d = 0; dims && d < ins[i].ndim; d++) {
-                PyObject *v = ins[i].dims[d] < 0 ? Py_None : PyLong_FromLongLong(ins[i].dims[d]);
-                if (v == Py_None)
+                PyObject *v;
+                if (ins[i].dims[d] >= 0) {
+                    v = PyLong_FromLongLong(ins[i].dims[d]);
+                } else if (ins[i].dim_names[d]) {
+                    v = PyUnicode_FromString(ins[i].dim_names[d]);
+                } else {
+                    v = Py_None;
                     Py_INCREF(v);
+                }
                 PyTuple_SET_ITEM(dims, d, v);
             }
         }

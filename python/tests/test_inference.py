@@ -58,7 +58,7 @@ def onnx_model_symbolic(tmp_path):
 def test_symbolic_dims_and_shape_cache(tmp_path):
     s = rlx.InferenceSession(onnx_model_symbolic(tmp_path), threads=1)
     (inp,) = s.get_inputs()
-    assert inp.name == "x" and inp.shape == (None, 4) and inp.dtype == "float32"
+    assert inp.name == "x" and inp.shape == ("N", 4) and inp.dtype == "float32"
     w = np.arange(16, dtype=np.float32).reshape(4, 4)
     b = np.array([0.5, -1, 2, 0], np.float32)
     for n in (1, 3, 1, 3, 7):
