@@ -58,6 +58,8 @@ const char *rlx_version(void);
  * "libopenblas.so.0, core SkylakeX"; says so when OPENBLAS_CORETYPE names
  * a core below what this processor runs (OpenBLAS obeys it). */
 const char *rlx_cpu_gemm_info(void);
+/* Frees memory the library allocated for the caller (the strings below). */
+void rlx_free(void *p);
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -100,6 +102,9 @@ int rlx_graph_node_count(const rlx_graph *g);
 rlx_status rlx_graph_verify(const rlx_graph *g);
 /* Human-readable listing of the graph, one node per line. */
 rlx_status rlx_graph_print(const rlx_graph *g, void *file /* FILE* */);
+/* The graph as Graphviz text (what `rlx dump --dot` writes); *out is
+ * allocated, free it with rlx_free.  title may be NULL. */
+rlx_status rlx_graph_to_dot(const rlx_graph *g, const char *title, char **out);
 
 /* Shape and dtype of a node (after inference). */
 rlx_status rlx_node_shape(const rlx_graph *g, rlx_node n, int *ndim, int64_t dims[RLX_MAX_DIMS]);
@@ -274,7 +279,8 @@ typedef struct rlx_options {
     int threads;            /* 0 = all cores */
     uint64_t seed;          /* random ops */
     int verbose;            /* 1 = stage report on stderr (RLX_VERBOSE) */
-    int dispatch_report;    /* per-op dispatch report (RLX_DISPATCH_REPORT) */
+    int dispatch_report;    /* per-op dispatch report: 1 on stderr and kept (RLX_DISPATCH_REPORT),
+                             * 2 kept only; read it with rlx_session_report */
     int no_reuse;           /* every buffer its own slot (RLX_ARENA_NO_REUSE) */
     int no_inplace;         /* no in-place reuse (RLX_DISABLE_INPLACE) */
     int pin_output_ancestors; /* ancestors of outputs live to the end (RLX_PIN_OUTPUT_ANCESTORS) */
@@ -341,6 +347,19 @@ typedef struct rlx_compile_stats {
     double stage_ms[16];
 } rlx_compile_stats;
 rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
+/* The dispatch report of a session compiled with dispatch_report set, as
+ * text ("" when it was not asked for).  Owned by the session. */
+const char *rlx_session_report(const rlx_session *s);
+/* The compiled (optimized) graph as Graphviz text; free *out with rlx_free. */
+rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, char **out);
+
+/* ------------------------------------------------------------- workloads */
+/* The built-in workloads of bench/WORKLOADS.md, as `rlx run NAME` builds
+ * them: "encoder", "mlp", "resnet50", "decoder-small", "decoder"; batch and
+ * seq 0 take each one's default.  Their weights are params: after compiling,
+ * rlx_workload_set_params fills them from a seeded generator. */
+rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out);
+rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed);
 
 /* ------------------------------------------------------------------ ONNX */
 /* Present when the library was built with the ONNX importer (RLX_HAVE_ONNX;
@@ -382,6 +401,10 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
  * Sessions belong to the model and are freed with it. */
 typedef struct rlx_model rlx_model;
 rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model **out);
+/* The same from a model in memory (copied); base_dir (may be NULL: the
+ * current directory) is where external data lives. */
+rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char *base_dir, const rlx_options *o,
+                                      rlx_model **out);
 rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out);
 int rlx_model_cached_sessions(const rlx_model *m);
 void rlx_model_free(rlx_model *m);
@@ -397,6 +420,7 @@ typedef struct rlx_onnx_input {
     rlx_dtype dtype;
     int ndim;       /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
+    char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
 } rlx_onnx_input;
 rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
                            char ***outputs, int *n_outputs);

@@ -6,6 +6,7 @@ set -euo pipefail
 # suite; NumPy and onnx for independent references; clang for libFuzzer;
 # cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
 # utf8proc for the LLM tokenizers (pre-tokenizer regexes, NFC).
+# Python headers, setuptools, venv and pytest for the Python package.
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
@@ -15,6 +16,7 @@ packages=(
   libcjson-dev
   libonnx-testdata
   python3-numpy python3-onnx
+  python3-dev python3-setuptools python3-venv python3-pytest python3-pip
   clang
   libpcre2-dev libutf8proc-dev
 )

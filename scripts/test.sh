@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
-# Builds RLX and runs the whole test suite twice: a Release build, then a
-# build under AddressSanitizer + UndefinedBehaviorSanitizer.
-# RLX_TEST_CONFIGS="release" (or "asan") runs only one of them.
+# Builds RLX and runs the whole test suite twice: a Release build (with the
+# Python package's tests), then a build under AddressSanitizer +
+# UndefinedBehaviorSanitizer; then the library under ThreadSanitizer with
+# the concurrency test alone (sessions compiled and run from threads).
+# RLX_TEST_CONFIGS="release" (or "asan", "tsan") runs only one of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 status=0
-for config in ${RLX_TEST_CONFIGS:-release asan}; do
+for config in ${RLX_TEST_CONFIGS:-release asan tsan}; do
+  targets=()
+  select=()
+  extra_env=()
   case "$config" in
     release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
     # The CUDA backend needs a GPU to run and its device code cannot be
     # sanitized: the Release build compiles it, tests/gpu/run_all.sh tests it.
     asan) flags=(-DCMAKE_BUILD_TYPE=Debug -DRLX_SANITIZE=ON -DRLX_CUDA=OFF) ;;
+    # Only the library and the concurrency test: OpenMP teams stay at one
+    # thread there (libgomp is not instrumented) and OpenBLAS is not loaded.
+    tsan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_TSAN=ON -DRLX_CUDA=OFF -DRLX_ONNX=OFF)
+          targets=(--target test_concurrency)
+          select=(-R '^test_concurrency$')
+          extra_env=(RLX_NO_BLAS=1) ;;
     *) echo "unknown config $config" >&2; exit 2 ;;
   esac
   dir=build-test-$config
   echo "== $config: configure and build ($dir)"
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-  cmake --build "$dir" -j"$jobs" 2>&1 | grep -E "warning|error" || true
-  cmake --build "$dir" -j"$jobs" >/dev/null
+  cmake --build "$dir" -j"$jobs" "${targets[@]}" 2>&1 | grep -E "warning|error" || true
+  cmake --build "$dir" -j"$jobs" "${targets[@]}" >/dev/null
   echo "== $config: ctest"
-  if ! ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 1500; then
+  if ! env "${extra_env[@]}" ASAN_OPTIONS=detect_leaks=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+      ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 1500 "${select[@]}"; then
     status=1
   fi
 done

@@ -92,6 +92,32 @@ rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model
     return RLX_OK;
 }
 
+rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char *base_dir, const rlx_options *o,
+                                      rlx_model **out)
+{
+    if (!data || !size || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_model_load_onnx_buffer: data (non-empty) and out must not be NULL");
+    *out = NULL;
+    rlx_model *m = rlx_calloc(1, sizeof *m);
+    if (!m)
+        return RLX_ERR_OUT_OF_MEMORY;
+    if (o)
+        m->opts = *o;
+    else
+        rlx_options_init(&m->opts);
+    m->path = rlx_strdup("<memory>");
+    m->dir = rlx_strdup(base_dir && *base_dir ? base_dir : ".");
+    m->bytes = rlx_calloc(size + 1, 1);
+    if (!m->path || !m->dir || !m->bytes) {
+        rlx_model_free(m);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "rlx_model_load_onnx_buffer: no memory for %zu bytes", size);
+    }
+    memcpy(m->bytes, data, size);
+    m->size = size;
+    *out = m;
+    return RLX_OK;
+}
+
 static int cmp_binding(const void *a, const void *b)
 {
     return strcmp(((const rlx_onnx_binding *)a)->name, ((const rlx_onnx_binding *)b)->name);

@@ -131,3 +131,5 @@ double rlx_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+
+void rlx_free(void *p) { free(p); }

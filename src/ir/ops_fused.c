@@ -8,7 +8,7 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-static char sa[128], sb[128];
+static _Thread_local char sa[128], sb[128];
 #define SHAPE_A(s) rlx_shape_str((s), sa, sizeof sa)
 #define SHAPE_B(s) rlx_shape_str((s), sb, sizeof sb)
 

@@ -1,4 +1,7 @@
 /* print.c - text listing and Graphviz export of a graph. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "ir/ir.h"
 
 void rlx_graph_print_to(const rlx_graph *g, FILE *f)
@@ -48,4 +51,22 @@ void rlx_graph_write_dot(const rlx_graph *g, FILE *f, const char *title)
         fprintf(f, "  out%d [label=\"%s\", shape=ellipse];\n  n%d -> out%d;\n", i, g->outputs[i].name,
                 g->outputs[i].node, i);
     fprintf(f, "}\n");
+}
+
+rlx_status rlx_graph_to_dot(const rlx_graph *g, const char *title, char **out)
+{
+    if (!g || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_graph_to_dot: graph and out must not be NULL");
+    *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    if (!f)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "rlx_graph_to_dot: no memory for the text");
+    rlx_graph_write_dot(g, f, title);
+    if (fclose(f) != 0 || !*out) {
+        free(*out);
+        *out = NULL;
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "rlx_graph_to_dot: no memory for the text");
+    }
+    return RLX_OK;
 }

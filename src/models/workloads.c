@@ -174,3 +174,35 @@ rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed)
     }
     return RLX_OK;
 }
+
+/* The public entry points (rlx.h) over the builders above. */
+rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out)
+{
+    if (!name || !out || batch < 0 || seq < 0)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_workload_graph: name and out must not be NULL, batch and seq >= 0");
+    *out = NULL;
+    rlx_graph *g = NULL;
+    if (!strcmp(name, "encoder")) {
+        rlx_encoder_config c = rlx_encoder_minilm(batch ? batch : 1, seq ? seq : 128);
+        g = rlx_workload_encoder(&c);
+    } else if (!strcmp(name, "mlp")) {
+        g = rlx_workload_mlp(batch ? batch : 256, RLX_F32);
+    } else if (!strcmp(name, "decoder-small") || !strcmp(name, "decoder")) {
+        rlx_decoder_config c = !strcmp(name, "decoder-small") ? rlx_decoder_small(seq ? seq : 128)
+                                                              : rlx_decoder_qwen3_06b(seq ? seq : 512);
+        if (batch)
+            c.batch = batch;
+        g = rlx_workload_decoder(&c);
+    } else if (!strcmp(name, "resnet50")) {
+        g = rlx_workload_resnet50(batch ? batch : 1, RLX_F32);
+    } else {
+        return rlx_set_error(RLX_ERR_NOT_FOUND,
+                             "unknown workload '%s' (built-in: encoder, mlp, resnet50, decoder-small, decoder)", name);
+    }
+    if (!g)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "workload '%s': the graph could not be built", name);
+    *out = g;
+    return RLX_OK;
+}
+
+rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed) { return rlx_workload_init_params(s, seed); }

@@ -46,7 +46,7 @@ static bool is_persistent_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == R
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
 enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
 
-static const rlx_buffer *sort_bufs;
+static _Thread_local const rlx_buffer *sort_bufs; /* qsort key: one per compiling thread */
 static int cmp_size_desc(const void *pa, const void *pb)
 {
     int a = *(const int *)pa, b = *(const int *)pb;

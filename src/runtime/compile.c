@@ -386,8 +386,21 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     say(s, "lower: %d nodes", st->nodes_final);
 
     /* 7. the backend's claim covers every node */
-    if (s->opts.dispatch_report)
-        rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, stderr);
+    if (s->opts.dispatch_report) {
+        /* kept as text for rlx_session_report; 1 also prints it */
+        size_t len = 0;
+        FILE *mf = open_memstream(&s->report, &len);
+        if (mf) {
+            rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, mf);
+            fclose(mf);
+        }
+        if (s->opts.dispatch_report == 1) {
+            if (s->report)
+                fputs(s->report, stderr);
+            else
+                rlx_opt_dispatch_report(before_fusion ? before_fusion : s->graph, s->graph, s->backend, &ost, stderr);
+        }
+    }
     rlx_graph_free(before_fusion);
     if ((rc = check_claim(s, s->graph)) != RLX_OK)
         return rc;

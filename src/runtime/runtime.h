@@ -54,6 +54,7 @@ struct rlx_session {
      * (ext[i]: the address of external param node i, else NULL) */
     const rlx_session *params_from;
     void **ext;
+    char *report; /* the dispatch report when asked for (opts.dispatch_report) */
 };
 
 /* Applies RLX_* environment variables on top of o (unless o->ignore_env). */

@@ -29,6 +29,7 @@ void rlx_session_free(rlx_session *s)
             free(s->io[k][i].name);
         free(s->io[k]);
     }
+    free(s->report);
     rlx_plan_free(&s->plan);
     rlx_graph_free(s->graph);
     free(s);
@@ -153,4 +154,13 @@ rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "stats: NULL argument");
     *st = s->stats;
     return RLX_OK;
+}
+
+const char *rlx_session_report(const rlx_session *s) { return s && s->report ? s->report : ""; }
+
+rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, char **out)
+{
+    if (!s)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_session_to_dot: session is NULL");
+    return rlx_graph_to_dot(s->graph, title, out);
 }

@@ -45,8 +45,11 @@ float tanhf(float);
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
-/* AVX2/FMA builds of hot loops picked at load time where the CPU has them. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+/* AVX2/FMA builds of hot loops picked at load time where the CPU has them.
+ * Not under ThreadSanitizer: the ifunc resolvers would be instrumented and
+ * run while the loader relocates the library, before TSan is set up. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define RLX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define RLX_CLONES

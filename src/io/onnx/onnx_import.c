@@ -974,10 +974,14 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
             if (!ox_dtype_from_onnx(ot, &x->dtype)) x->dtype = RLX_DTYPE_COUNT;
             if (nd >= 0 && nd <= RLX_MAX_DIMS) {
                 x->ndim = nd;
-                for (int d = 0; d < nd; d++)
+                for (int d = 0; d < nd; d++) {
                     x->dims[d] = sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
                                      ? sh->dim[d]->dim_value
                                      : -1;
+                    if (sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                        sh->dim[d]->dim_param && *sh->dim[d]->dim_param)
+                        x->dim_names[d] = strdup(sh->dim[d]->dim_param); /* NULL on no memory: unnamed */
+                }
             }
         }
     }
@@ -999,7 +1003,10 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
 }
 
 void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs) {
-    for (int i = 0; inputs && i < n_inputs; i++) free(inputs[i].name);
+    for (int i = 0; inputs && i < n_inputs; i++) {
+        free(inputs[i].name);
+        for (int d = 0; d < RLX_MAX_DIMS; d++) free(inputs[i].dim_names[d]);
+    }
     free(inputs);
     for (int i = 0; outputs && i < n_outputs; i++) free(outputs[i]);
     free(outputs);

@@ -1,0 +1,638 @@
+"""RLX from Python: run ONNX models and graphs built here, on the CPU (and on
+CUDA where the library was built with it and a GPU is present).
+
+    import numpy as np, rlx
+    sess = rlx.InferenceSession("model.onnx")
+    (y,) = sess.run(None, {"x": np.ones((1, 4), np.float32)})
+
+    g = rlx.Graph()
+    x = g.input("x", "float32", (2, 3))
+    g.output("y", g.relu(x))
+    (y,) = g.compile().run({"x": np.ones((2, 3), np.float32)})
+
+Every error of the C library is raised as an RLXError subclass carrying the
+library's message.  Runs release the GIL; one session is safe to use from
+several threads (its runs are serialised by a lock of its own), and
+different sessions run in parallel.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _rlx
+from ._rlx import (  # noqa: F401  (re-exported)
+    DeviceError,
+    DTypeError,
+    FormatError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OutOfMemoryError,
+    RLXError,
+    RLXIOError,
+    RLXRuntimeError,
+    ShapeError,
+    UnsupportedError,
+)
+
+__version__ = _rlx.version()
+
+__all__ = [
+    "InferenceSession", "Graph", "Node", "CompiledGraph", "TensorInfo", "Tensor", "from_dlpack",
+    "read_tensor", "version", "cpu_gemm_info", "RLXError", "InvalidArgumentError", "ShapeError",
+    "DTypeError", "NotFoundError", "UnsupportedError", "RLXIOError", "FormatError", "OutOfMemoryError",
+    "DeviceError", "RLXRuntimeError", "InternalError",
+]
+
+_DTYPE_NAMES = _rlx.dtype_names()  # by rlx_dtype: f32 f16 bf16 f64 i64 i32 i8 u8 bool
+_ALIASES = {
+    "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+    "int32": "i32", "int8": "i8", "uint8": "u8", "bool": "bool", "bool_": "bool",
+}
+_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64, "i64": np.int64,
+          "i32": np.int32, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
+_DEVICES = {"cpu": 0, "cuda": 1}
+_PRECISIONS = {"f32": 0, "float32": 0, "f16": 1, "float16": 1, "bf16": 2, "bfloat16": 2}
+
+
+def version() -> str:
+    """The library's version string."""
+    return _rlx.version()
+
+
+def cpu_gemm_info() -> str:
+    """The CPU backend's GEMM library and kernels in use."""
+    return _rlx.cpu_gemm_info()
+
+
+def _dtype_code(dtype: Any) -> int:
+    if isinstance(dtype, str):
+        name = _ALIASES.get(dtype, dtype)
+    else:
+        name = _ALIASES.get(np.dtype(dtype).name)
+    if name not in _DTYPE_NAMES:
+        raise DTypeError(f"unknown dtype {dtype!r} (RLX has {', '.join(_DTYPE_NAMES)})")
+    return _DTYPE_NAMES.index(name)
+
+
+def _device_code(device: str) -> int:
+    d = str(device).split(":")[0].lower()
+    if d not in _DEVICES:
+        raise InvalidArgumentError(f"unknown device {device!r} (cpu or cuda)")
+    return _DEVICES[d]
+
+
+def _precision_code(precision: str) -> int:
+    if precision not in _PRECISIONS:
+        raise InvalidArgumentError(f"unknown precision {precision!r} (f32, f16 or bf16)")
+    return _PRECISIONS[precision]
+
+
+def _check_threads(threads: int) -> int:
+    if not isinstance(threads, int) or threads < 0:
+        raise InvalidArgumentError(f"threads must be an int >= 0 (0: all cores), got {threads!r}")
+    return threads
+
+
+class TensorInfo:
+    """An input or output: name, shape (None or a str for a dimension not
+    known before the input shapes are) and dtype name (numpy spelling;
+    bfloat16 travels as uint16 bit patterns)."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape: Optional[Tuple[Any, ...]], dtype: Optional[str]):
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"TensorInfo(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorInfo) and (self.name, self.shape, self.dtype) == (
+            other.name, other.shape, other.dtype)
+
+
+def _np_name(code_or_name: Union[int, str]) -> str:
+    name = _DTYPE_NAMES[code_or_name] if isinstance(code_or_name, int) else code_or_name
+    return {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i64": "int64",
+            "i32": "int32", "i8": "int8", "u8": "uint8", "bool": "bool"}[name]
+
+
+class InferenceSession:
+    """An ONNX model, compiled once per distinct set of input shapes (the C
+    library's model cache, rlx_model_load_onnx / rlx_model_session).
+
+    path_or_bytes: a .onnx file path, or the model's bytes (external data
+    then comes from base_dir).  device: "cpu" or "cuda" (an UnsupportedError
+    says why where CUDA is not available).  precision: "f32", "f16" or
+    "bf16".  threads: CPU threads, 0 for all cores.  value_inputs: names of
+    inputs bound by value at import (they become constants, so shape
+    computations reading them fold; each distinct value compiles once):
+    what a model needs when a Reshape target or a Range limit is a graph
+    input.
+
+    Thread safety: run() may be called from several threads at once; runs of
+    one session are serialised by a lock of its own (the GIL is released
+    while compiling and running, so other sessions and Python threads go on).
+    """
+
+    def __init__(self, path_or_bytes: Union[str, bytes, os.PathLike], device: str = "cpu",
+                 precision: str = "f32", threads: int = 0, base_dir: Optional[str] = None,
+                 value_inputs: Sequence[str] = ()):
+        self.device = str(device)
+        self.precision = precision
+        dev, prec, thr = _device_code(device), _precision_code(precision), _check_threads(threads)
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            data = bytes(path_or_bytes)
+            fd, tmp = tempfile.mkstemp(suffix=".onnx")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                ins, outs = _rlx.onnx_inputs(tmp)
+            finally:
+                os.unlink(tmp)
+            source: Union[str, bytes] = data
+        else:
+            source = os.fspath(path_or_bytes)
+            ins, outs = _rlx.onnx_inputs(source)
+            if base_dir is None:
+                base_dir = os.path.dirname(os.path.abspath(source))
+        for name, dt, _dims, is_tensor, onnx_type in ins:
+            if not is_tensor or onnx_type == 8:
+                raise UnsupportedError(f"input '{name}' is not a numeric tensor (sequence, map, optional or "
+                                       "string inputs are not supported)")
+            if not 0 <= dt < len(_DTYPE_NAMES):
+                raise UnsupportedError(f"input '{name}' has ONNX element type {onnx_type}, which RLX lacks")
+        self._inputs = [TensorInfo(n, None if dims is None else tuple(dims), _np_name(dt))
+                        for n, dt, dims, _t, _o in ins]
+        self._output_names = list(outs)
+        value_inputs = set(value_inputs)
+        unknown = value_inputs - {i[0] for i in ins}
+        if unknown:
+            raise NotFoundError(f"value_inputs: {sorted(unknown)} not inputs of the model")
+        self._model = _rlx._Model(source, [(n, dt, dims, n in value_inputs) for n, dt, dims, _t, _o in ins], dev,
+                                  prec, thr, base_dir)
+        self._last_outputs: Optional[List[TensorInfo]] = None
+        if dev == 1:  # compile once now where the shapes allow, so a missing GPU shows here
+            if all(i.shape is not None and None not in i.shape for i in self._inputs):
+                self._compile_for(self._zeros())
+
+    def _zeros(self) -> Dict[str, np.ndarray]:
+        return {i.name: np.zeros(i.shape, _NUMPY[_ALIASES.get(i.dtype, i.dtype)]) for i in self._inputs}
+
+    def _compile_for(self, feeds: Dict[str, Any]) -> None:
+        _ins, outs = self._model.compiled_info(feeds)
+        self._last_outputs = [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in outs]
+
+    def get_inputs(self) -> List[TensorInfo]:
+        """The model's graph inputs as declared: a symbolic dim is its name
+        (a str), or None where the model leaves it unnamed."""
+        return list(self._inputs)
+
+    def get_outputs(self) -> List[TensorInfo]:
+        """The model's outputs; shapes and dtypes of the last shapes run
+        (or, before any run, of the declared shapes when every input dim
+        is fixed), else None."""
+        last = self._model.last_outputs()
+        if last is not None:
+            self._last_outputs = [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in last]
+        if self._last_outputs is None and all(
+                i.shape is not None and None not in i.shape for i in self._inputs):
+            try:
+                self._compile_for(self._zeros())
+            except RLXError:
+                pass
+        if self._last_outputs is not None:
+            return list(self._last_outputs)
+        return [TensorInfo(n, None, None) for n in self._output_names]
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any]) -> List[np.ndarray]:
+        """Runs the model on input_feed ({name: array}) and returns the
+        outputs named (all, in model order, for None) as new numpy arrays.
+
+        Arrays that are C-contiguous with the input's dtype are read in
+        place (no copy); other layouts are copied; another dtype is a
+        DTypeError naming the input.  A new set of input shapes compiles
+        once and is kept."""
+        if output_names is not None:
+            output_names = list(output_names)
+        return self._model.run(input_feed, output_names)
+
+    def cached_shapes(self) -> int:
+        """How many input shapes have been compiled."""
+        return self._model.cached_sessions()
+
+
+class CompiledGraph:
+    """A Graph compiled for a device (rlx_compile).  run() is thread-safe
+    (serialised per compiled graph); the GIL is released while it runs."""
+
+    def __init__(self, session: "_rlx._Session"):
+        self._s = session
+
+    def get_inputs(self) -> List[TensorInfo]:
+        """Inputs: name, shape, dtype."""
+        return [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in self._s.info(0)]
+
+    def get_params(self) -> List[TensorInfo]:
+        """Params (weights set with set_param)."""
+        return [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in self._s.info(1)]
+
+    def get_outputs(self) -> List[TensorInfo]:
+        """Outputs: name, shape, dtype."""
+        return [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in self._s.info(2)]
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Copies a param's value in (kept across runs)."""
+        self._s.set_param(name, value)
+
+    def run(self, inputs: Dict[str, Any], output_names: Optional[Sequence[str]] = None) -> List[np.ndarray]:
+        """Runs with inputs {name: array}; returns the outputs (all, or those
+        named) as new numpy arrays."""
+        return self._s.run(inputs, None if output_names is None else list(output_names))
+
+    def report(self) -> str:
+        """The per-op dispatch report (compile with report=True), else ""."""
+        return self._s.report()
+
+    def to_dot(self, title: Optional[str] = None) -> str:
+        """The optimized graph as Graphviz text."""
+        return self._s.to_dot(title)
+
+    def stats(self) -> Dict[str, int]:
+        """Node counts through the stages, arena bytes, thunks."""
+        return self._s.stats()
+
+
+class Node:
+    """A node of a Graph: its id, shape and dtype.  Arithmetic operators
+    (+ - * / @, unary -) build nodes; Python numbers become scalars of the
+    node's dtype."""
+
+    __slots__ = ("graph", "id")
+
+    def __init__(self, graph: "Graph", id: int):
+        self.graph = graph
+        self.id = id
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The inferred shape."""
+        return self.graph._g.node_info(self.id)[0]
+
+    @property
+    def dtype(self) -> str:
+        """The inferred dtype (numpy spelling)."""
+        return _np_name(self.graph._g.node_info(self.id)[1])
+
+    def __repr__(self) -> str:
+        return f"Node({self.id}, shape={self.shape}, dtype={self.dtype})"
+
+    def _other(self, v: Any) -> "Node":
+        if isinstance(v, Node):
+            return v
+        return self.graph.scalar(v, self.dtype)
+
+    def __add__(self, o: Any) -> "Node": return self.graph.add(self, self._other(o))
+    def __radd__(self, o: Any) -> "Node": return self.graph.add(self._other(o), self)
+    def __sub__(self, o: Any) -> "Node": return self.graph.sub(self, self._other(o))
+    def __rsub__(self, o: Any) -> "Node": return self.graph.sub(self._other(o), self)
+    def __mul__(self, o: Any) -> "Node": return self.graph.mul(self, self._other(o))
+    def __rmul__(self, o: Any) -> "Node": return self.graph.mul(self._other(o), self)
+    def __truediv__(self, o: Any) -> "Node": return self.graph.div(self, self._other(o))
+    def __rtruediv__(self, o: Any) -> "Node": return self.graph.div(self._other(o), self)
+    def __matmul__(self, o: "Node") -> "Node": return self.graph.matmul(self, o)
+    def __neg__(self) -> "Node": return self.graph.neg(self)
+
+
+def _ids(nodes: Sequence[Node]) -> List[int]:
+    return [n.id for n in nodes]
+
+
+def _opt(n: Optional[Node]) -> int:
+    return -1 if n is None else n.id
+
+
+class Graph:
+    """A tensor graph built through the C API's builders (rlx.h), one method
+    per builder.  Shapes are static; every method returns a Node (or a tuple
+    of them) and raises an RLXError subclass with the library's message when
+    the builder fails."""
+
+    def __init__(self) -> None:
+        self._g = _rlx._Graph()
+
+    @classmethod
+    def workload(cls, name: str, batch: int = 0, seq: int = 0) -> "Graph":
+        """A built-in workload of bench/WORKLOADS.md ("encoder", "mlp",
+        "resnet50", "decoder-small", "decoder"); its weights are params
+        (CompiledGraph.set_workload_params fills them, seeded)."""
+        g = cls.__new__(cls)
+        g._g = _rlx._Graph.from_workload(name, batch, seq)
+        return g
+
+    def _n(self, i: int) -> Node:
+        return Node(self, i)
+
+    # leaves and outputs
+    def input(self, name: str, dtype: Any, shape: Sequence[int]) -> Node:
+        """A graph input."""
+        return self._n(self._g.leaf(False, name, _dtype_code(dtype), list(shape)))
+
+    def param(self, name: str, dtype: Any, shape: Sequence[int]) -> Node:
+        """A param (a weight, set after compiling with set_param)."""
+        return self._n(self._g.leaf(True, name, _dtype_code(dtype), list(shape)))
+
+    def constant(self, value: Any, dtype: Any = None) -> Node:
+        """A constant holding a copy of value (an array; dtype defaults to its own)."""
+        arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=_NUMPY[_ALIASES.get(
+            dtype, dtype) if isinstance(dtype, str) else _ALIASES[np.dtype(dtype).name]])
+        return self._n(self._g.constant(arr, _dtype_code(arr.dtype) if dtype is None else _dtype_code(dtype)))
+
+    def scalar(self, value: float, dtype: Any = "float32") -> Node:
+        """A 0-d constant."""
+        return self._n(self._g.scalar(_dtype_code(dtype), float(value)))
+
+    def output(self, name: str, node: Node) -> None:
+        """Marks node as the output called name."""
+        self._g.output(name, node.id)
+
+    def set_name(self, node: Node, name: str) -> None:
+        """Names a node (used in messages and reports)."""
+        self._g.set_name(node.id, name)
+
+    # elementwise
+    def mod(self, a: Node, b: Node, fmod: bool = False) -> Node:
+        """Remainder: the divisor's sign (Python), or the dividend's (fmod)."""
+        return self._n(self._g.mod(a.id, b.id, fmod))
+
+    def where(self, cond: Node, a: Node, b: Node) -> Node:
+        """cond ? a : b, broadcast."""
+        return self._n(self._g.where(cond.id, a.id, b.id))
+
+    def cast(self, x: Node, dtype: Any) -> Node:
+        """x converted to dtype."""
+        return self._n(self._g.cast(x.id, _dtype_code(dtype)))
+
+    def clip(self, x: Node, lo: float, hi: float) -> Node:
+        """x clamped to [lo, hi]."""
+        return self._n(self._g.clip(x.id, float(lo), float(hi)))
+
+    # linear algebra, reductions, normalisation
+    def matmul(self, a: Node, b: Node, trans_a: bool = False, trans_b: bool = False) -> Node:
+        """Batched matmul, batch dims broadcast."""
+        return self._n(self._g.matmul(a.id, b.id, trans_a, trans_b))
+
+    def _reduce(self, op: str, x: Node, axes: Optional[Sequence[int]], keepdims: bool) -> Node:
+        return self._n(self._g.reduce(op, x.id, None if axes is None else list(axes), keepdims))
+
+    def reduce_sum(self, x: Node, axes: Optional[Sequence[int]] = None, keepdims: bool = False) -> Node:
+        """Sum over axes (None: all)."""
+        return self._reduce("sum", x, axes, keepdims)
+
+    def reduce_mean(self, x: Node, axes: Optional[Sequence[int]] = None, keepdims: bool = False) -> Node:
+        """Mean over axes (None: all)."""
+        return self._reduce("mean", x, axes, keepdims)
+
+    def reduce_max(self, x: Node, axes: Optional[Sequence[int]] = None, keepdims: bool = False) -> Node:
+        """Max over axes (None: all)."""
+        return self._reduce("max", x, axes, keepdims)
+
+    def reduce_min(self, x: Node, axes: Optional[Sequence[int]] = None, keepdims: bool = False) -> Node:
+        """Min over axes (None: all)."""
+        return self._reduce("min", x, axes, keepdims)
+
+    def reduce_prod(self, x: Node, axes: Optional[Sequence[int]] = None, keepdims: bool = False) -> Node:
+        """Product over axes (None: all)."""
+        return self._reduce("prod", x, axes, keepdims)
+
+    def argmax(self, x: Node, axis: int, keepdims: bool = False) -> Node:
+        """Index (int64) of the first maximum along axis."""
+        return self._n(self._g.arg(True, x.id, axis, keepdims))
+
+    def argmin(self, x: Node, axis: int, keepdims: bool = False) -> Node:
+        """Index (int64) of the first minimum along axis."""
+        return self._n(self._g.arg(False, x.id, axis, keepdims))
+
+    def softmax(self, x: Node, axis: int = -1) -> Node:
+        """Softmax along axis."""
+        return self._n(self._g.softmax(x.id, axis, False))
+
+    def log_softmax(self, x: Node, axis: int = -1) -> Node:
+        """Log-softmax along axis."""
+        return self._n(self._g.softmax(x.id, axis, True))
+
+    def layer_norm(self, x: Node, gamma: Optional[Node] = None, beta: Optional[Node] = None,
+                   eps: float = 1e-5) -> Node:
+        """LayerNorm over the last axis."""
+        return self._n(self._g.norm(False, x.id, _opt(gamma), _opt(beta), eps))
+
+    def rms_norm(self, x: Node, gamma: Optional[Node] = None, eps: float = 1e-6) -> Node:
+        """RMSNorm over the last axis."""
+        return self._n(self._g.norm(True, x.id, _opt(gamma), -1, eps))
+
+    def batch_norm(self, x: Node, scale: Node, bias: Node, mean: Node, var: Node, eps: float = 1e-5) -> Node:
+        """Inference batch norm over axis 1."""
+        return self._n(self._g.batch_norm(x.id, scale.id, bias.id, mean.id, var.id, eps))
+
+    # shapes
+    def reshape(self, x: Node, shape: Sequence[int]) -> Node:
+        """Reshape (one -1 inferred, 0 copies that dim)."""
+        return self._n(self._g.reshape(x.id, list(shape)))
+
+    def transpose(self, x: Node, perm: Sequence[int]) -> Node:
+        """Permute the axes."""
+        return self._n(self._g.transpose(x.id, list(perm)))
+
+    def slice(self, x: Node, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+              steps: Optional[Sequence[int]] = None) -> Node:
+        """Slice the listed axes (start, end clamped; negative steps allowed)."""
+        steps = [1] * len(axes) if steps is None else list(steps)
+        return self._n(self._g.slice(x.id, list(axes), list(starts), list(ends), steps))
+
+    def concat(self, xs: Sequence[Node], axis: int) -> Node:
+        """Concatenate along axis."""
+        return self._n(self._g.concat(_ids(xs), axis))
+
+    def split(self, x: Node, axis: int, sizes: Sequence[int]) -> Tuple[Node, ...]:
+        """Split along axis into parts of the given sizes."""
+        return tuple(self._n(i) for i in self._g.split(x.id, axis, list(sizes)))
+
+    def gather(self, data: Node, indices: Node, axis: int = 0) -> Node:
+        """numpy take."""
+        return self._n(self._g.gather(data.id, indices.id, axis))
+
+    def expand(self, x: Node, shape: Sequence[int]) -> Node:
+        """Broadcast to shape."""
+        return self._n(self._g.expand(x.id, list(shape)))
+
+    def pad(self, x: Node, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Node:
+        """Pad (all begins, then all ends); mode constant, reflect or edge."""
+        modes = {"constant": 0, "reflect": 1, "edge": 2}
+        if mode not in modes:
+            raise InvalidArgumentError(f"pad mode {mode!r}: constant, reflect or edge")
+        return self._n(self._g.pad(x.id, list(pads), modes[mode], float(value)))
+
+    # transformer and convolution ops
+    def rope(self, x: Node, theta: float = 10000.0, offset: int = 0, interleaved: bool = False) -> Node:
+        """Rotary position embedding over x [..., S, D]."""
+        return self._n(self._g.rope(x.id, theta, offset, interleaved))
+
+    def attention(self, q: Node, k: Node, v: Node, mask: Optional[Node] = None, causal: bool = False,
+                  scale: float = 0.0) -> Node:
+        """Scaled dot-product attention (scale 0: 1/sqrt(D))."""
+        return self._n(self._g.attention(q.id, k.id, v.id, _opt(mask), causal, scale))
+
+    def conv(self, x: Node, w: Node, bias: Optional[Node] = None, stride: Sequence[int] = (1, 1),
+             dilation: Sequence[int] = (1, 1), pads: Sequence[int] = (0, 0, 0, 0), groups: int = 1) -> Node:
+        """1-d/2-d convolution."""
+        return self._n(self._g.conv(x.id, w.id, _opt(bias), list(stride), list(dilation), list(pads), groups))
+
+    def _pool(self, is_max: bool, x: Node, kernel: Sequence[int], stride: Optional[Sequence[int]],
+              dilation: Sequence[int], pads: Sequence[int], count_include_pad: bool, ceil_mode: bool) -> Node:
+        stride = list(kernel) if stride is None else list(stride)
+        return self._n(self._g.pool(is_max, x.id, list(kernel), stride, list(dilation), list(pads),
+                                    count_include_pad, ceil_mode))
+
+    def max_pool(self, x: Node, kernel: Sequence[int], stride: Optional[Sequence[int]] = None,
+                 dilation: Sequence[int] = (1, 1), pads: Sequence[int] = (0, 0, 0, 0),
+                 ceil_mode: bool = False) -> Node:
+        """Max pooling (stride defaults to the kernel)."""
+        return self._pool(True, x, kernel, stride, dilation, pads, False, ceil_mode)
+
+    def avg_pool(self, x: Node, kernel: Sequence[int], stride: Optional[Sequence[int]] = None,
+                 dilation: Sequence[int] = (1, 1), pads: Sequence[int] = (0, 0, 0, 0),
+                 count_include_pad: bool = False, ceil_mode: bool = False) -> Node:
+        """Average pooling (stride defaults to the kernel)."""
+        return self._pool(False, x, kernel, stride, dilation, pads, count_include_pad, ceil_mode)
+
+    # random
+    def random_uniform(self, dtype: Any, shape: Sequence[int], lo: float = 0.0, hi: float = 1.0) -> Node:
+        """Uniform random values, new for each run (seeded by compile's seed)."""
+        return self._n(self._g.random(False, _dtype_code(dtype), list(shape), lo, hi))
+
+    def random_normal(self, dtype: Any, shape: Sequence[int], mean: float = 0.0, std: float = 1.0) -> Node:
+        """Normal random values, new for each run."""
+        return self._n(self._g.random(True, _dtype_code(dtype), list(shape), mean, std))
+
+    def dropout(self, x: Node, p: float) -> Node:
+        """Zero with probability p, scale the rest by 1/(1-p)."""
+        return self._n(self._g.dropout(x.id, p))
+
+    # whole graph
+    def node_count(self) -> int:
+        """Number of nodes."""
+        return self._g.node_count()
+
+    def verify(self) -> None:
+        """Raises the first builder or graph error, if any."""
+        self._g.verify()
+
+    def to_dot(self, title: Optional[str] = None) -> str:
+        """Graphviz text of the graph as built."""
+        return self._g.to_dot(title)
+
+    def compile(self, device: str = "cpu", precision: str = "f32", threads: int = 0, report: bool = False,
+                seed: int = 0) -> CompiledGraph:
+        """Optimizes, plans and prepares the graph (the GIL is released).
+        report=True keeps the dispatch report (CompiledGraph.report())."""
+        return CompiledGraph(self._g.compile(_device_code(device), _precision_code(precision),
+                                             _check_threads(threads), report, seed))
+
+    def run(self, inputs: Dict[str, Any], **compile_options: Any) -> List[np.ndarray]:
+        """compile(**compile_options).run(inputs), for one-off use."""
+        return self.compile(**compile_options).run(inputs)
+
+
+def _add_builder(name: str, arity: int) -> None:
+    if arity == 1:
+        def method(self: Graph, x: Node) -> Node:
+            return self._n(self._g.unary(name, x.id))
+    else:
+        def method(self: Graph, a: Node, b: Node) -> Node:  # type: ignore[misc]
+            return self._n(self._g.binary(name, a.id, b.id))
+    method.__name__ = name
+    method.__qualname__ = "Graph." + name
+    method.__doc__ = f"The {name} builder (rlx.h), elementwise" + (
+        "; numpy broadcasting." if arity == 2 else ".")
+    setattr(Graph, name, method)
+
+
+_unary, _binary = _rlx.ops_names()
+for _name in _unary:
+    _add_builder(_name, 1)
+for _name in _binary:
+    _add_builder(_name, 2)
+
+
+def _set_workload_params(self: CompiledGraph, seed: int = 1) -> None:
+    """Fills a built-in workload's params from the seeded generator `rlx run` uses."""
+    self._s.set_workload_params(seed)
+
+
+CompiledGraph.set_workload_params = _set_workload_params  # type: ignore[attr-defined]
+
+
+class Tensor:
+    """Host memory lent through DLPack: wraps a numpy array (no copy).
+    __dlpack__ / __dlpack_device__ export it; rlx.from_dlpack imports."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, array: Any):
+        self._a = np.asarray(array)
+
+    def numpy(self) -> np.ndarray:
+        """The array (shared memory)."""
+        return self._a
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The shape."""
+        return self._a.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype."""
+        return self._a.dtype
+
+    def __array__(self, dtype: Any = None) -> np.ndarray:
+        return self._a if dtype is None else self._a.astype(dtype)
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        """A 'dltensor' capsule lending this memory (CPU; stream unused)."""
+        if stream is not None and stream != -1:
+            raise BufferError("rlx.Tensor is host memory: no stream applies")
+        return _rlx._to_dlpack(self._a)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(1, 0): kDLCPU, device 0."""
+        return (1, 0)
+
+    def __repr__(self) -> str:
+        return f"rlx.Tensor(shape={self._a.shape}, dtype={self._a.dtype})"
+
+
+def from_dlpack(obj: Any) -> np.ndarray:
+    """A numpy array over the memory of obj (any object with __dlpack__, or
+    a 'dltensor' capsule), without a copy; the producer's memory is kept
+    alive as long as the array.  Host memory only: a CUDA tensor raises
+    UnsupportedError (the C API takes host pointers)."""
+    if hasattr(obj, "__dlpack_device__"):
+        dev_type, dev_id = obj.__dlpack_device__()
+        if dev_type not in (1, 3):
+            raise UnsupportedError(f"from_dlpack: the tensor is on device type {dev_type} (id {dev_id}); RLX "
+                                   "reads host memory only, so copy it to the host first")
+    cap = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    return _rlx._from_dlpack_capsule(cap)
+
+
+def read_tensor(path: Union[str, os.PathLike]) -> np.ndarray:
+    """A .npy file or an ONNX TensorProto (.pb) file as a numpy array."""
+    return _rlx.read_tensor(os.fspath(path))

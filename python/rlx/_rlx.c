@@ -1,0 +1,1794 @@
+/* _rlx.c - the CPython extension over librlx (include/rlx.h only).
+ *
+ * Types: _Model (an ONNX model compiled once per input shape, rlx_model),
+ * _Graph (a graph under construction; builders take and return node ids),
+ * _Session (a compiled graph).  Each model and session has a mutex: runs of
+ * one of them are serialised, runs of different ones go in parallel.  The
+ * GIL is released while compiling and running; the mutex is only ever
+ * waited for without the GIL, so the two cannot deadlock.
+ *
+ * Errors: every failed C call raises the exception class of its status
+ * with rlx_last_error()'s text (read on the calling thread, where the C
+ * library keeps it). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "rlx.h"
+
+/* ------------------------------------------------------------ errors */
+
+static PyObject *err_base;
+static PyObject *err_class[RLX_ERR_INTERNAL + 1];
+
+static PyObject *raise_status(rlx_status st)
+{
+    const char *msg = rlx_last_error();
+    PyObject *cls = (st > 0 && st <= RLX_ERR_INTERNAL && err_class[st]) ? err_class[st] : err_base;
+    PyErr_Format(cls, "%s", msg && *msg ? msg : rlx_status_name(st));
+    return NULL;
+}
+
+/* ------------------------------------------------------------ dtypes */
+
+static int npy_of(rlx_dtype t)
+{
+    switch (t) {
+    case RLX_F32: return NPY_FLOAT32;
+    case RLX_F16: return NPY_FLOAT16;
+    case RLX_BF16: return NPY_UINT16; /* bf16 travels as its bit pattern */
+    case RLX_F64: return NPY_FLOAT64;
+    case RLX_I64: return NPY_INT64;
+    case RLX_I32: return NPY_INT32;
+    case RLX_I8: return NPY_INT8;
+    case RLX_U8: return NPY_UINT8;
+    case RLX_BOOL: return NPY_BOOL;
+    default: return -1;
+    }
+}
+
+static int rlx_of_npy(int npy)
+{
+    switch (npy) {
+    case NPY_FLOAT32: return RLX_F32;
+    case NPY_FLOAT16: return RLX_F16;
+    case NPY_FLOAT64: return RLX_F64;
+    case NPY_INT64: return RLX_I64;
+    case NPY_INT32: return RLX_I32;
+    case NPY_INT8: return RLX_I8;
+    case NPY_UINT8: return RLX_U8;
+    case NPY_BOOL: return RLX_BOOL;
+    case NPY_UINT16: return RLX_BF16;
+    default:
+        if (npy == NPY_LONGLONG && sizeof(long long) == 8) return RLX_I64;
+        if (npy == NPY_LONG && sizeof(long) == 8) return RLX_I64;
+        return -1;
+    }
+}
+
+/* ------------------------------------------------------------ DLPack
+ * The DLPack ABI (v0.x), as the protocol defines it. */
+
+typedef struct { int32_t device_type, device_id; } dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed {
+    dl_tensor t;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed *);
+} dl_managed;
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3 };
+enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_BOOL = 6 };
+
+typedef struct {
+    dl_managed m;
+    PyObject *owner; /* the array whose memory is lent */
+    int64_t dims[2 * NPY_MAXDIMS];
+} export_ctx;
+
+static void export_deleter(dl_managed *m)
+{
+    export_ctx *c = (export_ctx *)m;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(c->owner);
+    PyMem_RawFree(c);
+    PyGILState_Release(g);
+}
+
+static void capsule_destructor(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, "dltensor")) { /* never consumed */
+        dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+        if (m && m->deleter)
+            m->deleter(m);
+    } else {
+        PyErr_Clear();
+    }
+}
+
+/* _to_dlpack(ndarray) -> capsule "dltensor" lending the array's memory. */
+static PyObject *py_to_dlpack(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (!PyArray_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "_to_dlpack needs a numpy array, got %s", Py_TYPE(arg)->tp_name);
+    PyArrayObject *a = (PyArrayObject *)arg;
+    dl_dtype dt = {0, (uint8_t)(PyArray_ITEMSIZE(a) * 8), 1};
+    switch (PyArray_TYPE(a)) {
+    case NPY_FLOAT16: case NPY_FLOAT32: case NPY_FLOAT64: dt.code = DL_FLOAT; break;
+    case NPY_INT8: case NPY_INT16: case NPY_INT32: case NPY_INT64: case NPY_LONGLONG: dt.code = DL_INT; break;
+    case NPY_UINT8: case NPY_UINT16: case NPY_UINT32: case NPY_UINT64: dt.code = DL_UINT; break;
+    case NPY_BOOL: dt.code = DL_BOOL; break;
+    default: return PyErr_Format(PyExc_TypeError, "DLPack export: dtype %s has no DLPack code here",
+                                 PyArray_DESCR(a)->typeobj->tp_name);
+    }
+    int nd = PyArray_NDIM(a);
+    export_ctx *c = PyMem_RawCalloc(1, sizeof *c);
+    if (!c)
+        return PyErr_NoMemory();
+    Py_INCREF(arg);
+    c->owner = arg;
+    c->m.t.data = PyArray_DATA(a);
+    c->m.t.device = (dl_device){DL_CPU, 0};
+    c->m.t.ndim = nd;
+    c->m.t.dtype = dt;
+    c->m.t.shape = c->dims;
+    c->m.t.strides = c->dims + NPY_MAXDIMS;
+    for (int i = 0; i < nd; i++) {
+        c->dims[i] = PyArray_DIM(a, i);
+        c->dims[NPY_MAXDIMS + i] = PyArray_STRIDE(a, i) / PyArray_ITEMSIZE(a);
+        if (PyArray_STRIDE(a, i) % PyArray_ITEMSIZE(a)) {
+            Py_DECREF(arg);
+            PyMem_RawFree(c);
+            return PyErr_Format(PyExc_BufferError, "DLPack export: strides that are not whole elements");
+        }
+    }
+    c->m.manager_ctx = c;
+    c->m.deleter = export_deleter;
+    PyObject *cap = PyCapsule_New(&c->m, "dltensor", capsule_destructor);
+    if (!cap) {
+        Py_DECREF(arg);
+        PyMem_RawFree(c);
+    }
+    return cap;
+}
+
+/* Keeps an imported DLManagedTensor alive as an array's base. */
+static void imported_free(PyObject *cap)
+{
+    dl_managed *m = PyCapsule_GetPointer(cap, "rlx.dlpack_import");
+    if (m && m->deleter)
+        m->deleter(m);
+}
+
+/* _from_dlpack_capsule(capsule) -> ndarray over the same memory. */
+static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    if (!PyCapsule_IsValid(cap, "dltensor"))
+        return PyErr_Format(PyExc_TypeError, "from_dlpack: expected an unconsumed 'dltensor' capsule");
+    dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+    dl_tensor *t = &m->t;
+    if (t->device.device_type == DL_CUDA)
+        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
+                            "from_dlpack: the tensor is in CUDA memory (device %d); the C API takes host memory "
+                            "only, so copy it to the host first (e.g. tensor.cpu())", (int)t->device.device_id);
+    if (t->device.device_type != DL_CPU && t->device.device_type != DL_CUDA_HOST)
+        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "from_dlpack: device type %d is not host memory",
+                            (int)t->device.device_type);
+    if (t->ndim < 0 || t->ndim > NPY_MAXDIMS || t->dtype.lanes != 1)
+        return PyErr_Format(PyExc_ValueError, "from_dlpack: rank %d or %d lanes not supported", (int)t->ndim,
+                            (int)t->dtype.lanes);
+    int npy = -1;
+    switch (t->dtype.code) {
+    case DL_FLOAT: npy = t->dtype.bits == 16 ? NPY_FLOAT16 : t->dtype.bits == 32 ? NPY_FLOAT32 : t->dtype.bits == 64 ? NPY_FLOAT64 : -1; break;
+    case DL_INT: npy = t->dtype.bits == 8 ? NPY_INT8 : t->dtype.bits == 16 ? NPY_INT16 : t->dtype.bits == 32 ? NPY_INT32 : t->dtype.bits == 64 ? NPY_INT64 : -1; break;
+    case DL_UINT: npy = t->dtype.bits == 8 ? NPY_UINT8 : t->dtype.bits == 16 ? NPY_UINT16 : t->dtype.bits == 32 ? NPY_UINT32 : t->dtype.bits == 64 ? NPY_UINT64 : -1; break;
+    case DL_BOOL: npy = t->dtype.bits == 8 ? NPY_BOOL : -1; break;
+    case DL_BFLOAT: npy = t->dtype.bits == 16 ? NPY_UINT16 : -1; break; /* bf16 bits */
+    }
+    if (npy < 0)
+        return PyErr_Format(PyExc_TypeError, "from_dlpack: dtype code %d, %d bits not supported", t->dtype.code,
+                            t->dtype.bits);
+    npy_intp dims[NPY_MAXDIMS], strides[NPY_MAXDIMS];
+    int item = (t->dtype.bits + 7) / 8;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        dims[i] = (npy_intp)t->shape[i];
+        strides[i] = t->strides ? (npy_intp)t->strides[i] * item
+                                : (i == t->ndim - 1 ? item : strides[i + 1] * dims[i + 1]);
+    }
+    PyObject *owner = PyCapsule_New(m, "rlx.dlpack_import", imported_free);
+    if (!owner)
+        return NULL;
+    if (PyCapsule_SetName(cap, "used_dltensor") != 0) { /* consumed: the producer's capsule must not free it */
+        PyCapsule_SetDestructor(owner, NULL);
+        Py_DECREF(owner);
+        return NULL;
+    }
+    PyObject *arr = PyArray_New(&PyArray_Type, t->ndim, dims, npy, strides, (char *)t->data + t->byte_offset, 0,
+                                NPY_ARRAY_WRITEABLE, NULL);
+    if (!arr) {
+        Py_DECREF(owner);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, owner) != 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* ------------------------------------------------------------ inputs */
+
+typedef struct {
+    const char *name;        /* borrowed from the session/model */
+    PyArrayObject *arr;      /* a C-contiguous array of the right dtype (a reference held) */
+} prepared;
+
+/* An input as a C-contiguous array of dtype t, without a copy when it is
+ * one already.  Non-contiguous arrays are copied; other dtypes are an
+ * error naming the input; objects with __dlpack__ and buffers are viewed. */
+static PyArrayObject *as_input(PyObject *v, const char *name, rlx_dtype t)
+{
+    PyObject *src = v;
+    PyObject *tmp = NULL;
+    if (!PyArray_Check(v) && PyObject_HasAttrString(v, "__dlpack__")) {
+        PyObject *cap = PyObject_CallMethod(v, "__dlpack__", NULL);
+        if (!cap)
+            return NULL;
+        tmp = py_from_dlpack_capsule(NULL, cap);
+        Py_DECREF(cap);
+        if (!tmp)
+            return NULL;
+        src = tmp;
+    }
+    int want = npy_of(t);
+    PyArrayObject *a;
+    if (PyArray_Check(src)) {
+        a = (PyArrayObject *)src;
+        int have = rlx_of_npy(PyArray_TYPE(a));
+        if (have != (int)t) {
+            PyErr_Format(err_class[RLX_ERR_DTYPE], "input '%s' must be %s%s, got a numpy array of dtype %s", name,
+                         rlx_dtype_name(t), t == RLX_BF16 ? " (as uint16 bit patterns)" : "",
+                         PyArray_DESCR(a)->typeobj->tp_name);
+            Py_XDECREF(tmp);
+            return NULL;
+        }
+        Py_INCREF(a);
+        if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || PyArray_ISBYTESWAPPED(a)) {
+            PyArrayObject *c = (PyArrayObject *)PyArray_FromArray(a, PyArray_DescrFromType(want),
+                                                                  NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
+                                                                      NPY_ARRAY_ENSURECOPY);
+            Py_DECREF(a);
+            a = c;
+        }
+    } else {
+        /* a buffer or a (nested) sequence: converted to the input's dtype */
+        a = (PyArrayObject *)PyArray_FromAny(src, PyArray_DescrFromType(want), 0, 0,
+                                             NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+        if (!a && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyObject *s = ev ? PyObject_Str(ev) : NULL;
+            PyErr_Format(err_class[RLX_ERR_DTYPE], "input '%s': cannot be read as %s: %s", name, rlx_dtype_name(t),
+                         s ? PyUnicode_AsUTF8(s) : "?");
+            Py_XDECREF(s);
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        }
+    }
+    Py_XDECREF(tmp);
+    return a;
+}
+
+static void release_prepared(prepared *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        Py_XDECREF(p[i].arr);
+}
+
+static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
+{
+    size_t len = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < nd && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, i ? ", %lld" : "%lld", (long long)d[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, nd == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* Checks the dict against the declared inputs (n, names, dtypes, ndim and
+ * dims with -1 unknown); fills p (n entries, arr NULL where declared but
+ * optional and absent is not allowed: every input is required). */
+static int prepare_inputs(PyObject *feeds, int n, const char *const *names, const rlx_dtype *dtypes,
+                          const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
+{
+    if (!PyDict_Check(feeds)) {
+        PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}, got %s", Py_TYPE(feeds)->tp_name);
+        return -1;
+    }
+    memset(p, 0, sizeof *p * (size_t)n);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemString(feeds, names[i]);
+        if (!v) {
+            PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "input '%s' is missing (the model takes %d input%s)",
+                         names[i], n, n == 1 ? "" : "s");
+            goto fail;
+        }
+        found++;
+        p[i].name = names[i];
+        if (!(p[i].arr = as_input(v, names[i], dtypes[i])))
+            goto fail;
+        if (ndims[i] >= 0) {
+            int nd = PyArray_NDIM(p[i].arr);
+            int ok = nd == ndims[i];
+            for (int d = 0; ok && d < nd; d++)
+                ok = dims[i][d] < 0 || dims[i][d] == PyArray_DIM(p[i].arr, d);
+            if (!ok) {
+                char want[256], got[256];
+                int64_t g[NPY_MAXDIMS];
+                for (int d = 0; d < nd && d < NPY_MAXDIMS; d++)
+                    g[d] = PyArray_DIM(p[i].arr, d);
+                char *w = want;
+                size_t len = (size_t)snprintf(w, sizeof want, "(");
+                for (int d = 0; d < ndims[i]; d++) {
+                    if (dims[i][d] < 0)
+                        len += (size_t)snprintf(w + len, sizeof want - len, d ? ", ?" : "?");
+                    else
+                        len += (size_t)snprintf(w + len, sizeof want - len, d ? ", %lld" : "%lld",
+                                                (long long)dims[i][d]);
+                }
+                snprintf(w + len, sizeof want - len, ndims[i] == 1 ? ",)" : ")");
+                PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' must have shape %s, got %s", names[i], want,
+                             shape_text(got, sizeof got, nd, g));
+                goto fail;
+            }
+        }
+    }
+    if (found != (int)PyDict_Size(feeds)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(feeds, &pos, &k, &v)) {
+            const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+            if (!ks) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "input names must be str");
+                goto fail;
+            }
+            int known = 0;
+            for (int i = 0; i < n && !known; i++)
+                known = !strcmp(ks, names[i]);
+            if (!known) {
+                PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "'%s' is not an input of the model", ks);
+                goto fail;
+            }
+        }
+    }
+    return 0;
+fail:
+    release_prepared(p, n);
+    memset(p, 0, sizeof *p * (size_t)n);
+    return -1;
+}
+
+/* Sets inputs and runs; called without the GIL, the session's lock held. */
+static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!p[i].arr)
+            continue;
+        rlx_tensor_info ti;
+        if (rlx_session_find(s, 0, p[i].name, &ti) != RLX_OK)
+            continue; /* an input the graph does not read (folded or unused) */
+        rlx_status st = rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr), (size_t)PyArray_NBYTES(p[i].arr));
+        if (st != RLX_OK)
+            return st;
+    }
+    return rlx_session_run(s);
+}
+
+/* The outputs as new arrays (GIL held, the lock held). */
+static PyObject *collect_outputs(rlx_session *s, PyObject *names)
+{
+    int n;
+    PyObject *list = NULL;
+    if (names == Py_None) {
+        n = rlx_session_count(s, 2);
+    } else {
+        if (!PyList_Check(names) && !PyTuple_Check(names))
+            return PyErr_Format(PyExc_TypeError, "output_names must be a list of str or None");
+        n = (int)PySequence_Size(names);
+    }
+    list = PyList_New(n);
+    if (!list)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        rlx_tensor_info ti;
+        rlx_status st;
+        if (names == Py_None) {
+            st = rlx_session_info(s, 2, i, &ti);
+        } else {
+            PyObject *o = PySequence_Fast_GET_ITEM(names, i);
+            const char *nm = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+            if (!nm) {
+                Py_DECREF(list);
+                return PyErr_Format(PyExc_TypeError, "output names must be str");
+            }
+            st = rlx_session_find(s, 2, nm, &ti);
+        }
+        if (st != RLX_OK) {
+            Py_DECREF(list);
+            return raise_status(st);
+        }
+        npy_intp d[RLX_MAX_DIMS];
+        for (int k = 0; k < ti.ndim; k++)
+            d[k] = (npy_intp)ti.dims[k];
+        PyObject *arr = PyArray_SimpleNew(ti.ndim, d, npy_of(ti.dtype));
+        if (!arr) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        if ((st = rlx_session_get_output(s, ti.name, PyArray_DATA((PyArrayObject *)arr), ti.bytes)) != RLX_OK) {
+            Py_DECREF(arr);
+            Py_DECREF(list);
+            return raise_status(st);
+        }
+        PyList_SET_ITEM(list, i, arr);
+    }
+    return list;
+}
+
+/* ------------------------------------------------------------ options */
+
+static int parse_options(rlx_options *o, int device, int precision, int threads, int report)
+{
+    rlx_options_init(o);
+    if (device < 0 || device > 1 || precision < 0 || precision > 2 || threads < 0) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad device %d, precision %d or threads %d", device,
+                     precision, threads);
+        return -1;
+    }
+    o->device = (rlx_device)device;
+    o->precision = (rlx_precision)precision;
+    o->threads = threads;
+    if (report)
+        o->dispatch_report = 2;
+    return 0;
+}
+
+/* ------------------------------------------------------------ _Session */
+
+typedef struct {
+    PyObject_HEAD
+    rlx_session *s;
+    pthread_mutex_t lock;
+    int n_in;
+    char **in_names;
+    rlx_dtype *in_dtypes;
+    int *in_ndims;
+    int64_t (*in_dims)[RLX_MAX_DIMS];
+} SessionObject;
+
+static PyTypeObject SessionType;
+
+static void session_dealloc(SessionObject *self)
+{
+    rlx_session_free(self->s);
+    for (int i = 0; i < self->n_in; i++)
+        free(self->in_names[i]);
+    free(self->in_names);
+    free(self->in_dtypes);
+    free(self->in_ndims);
+    free(self->in_dims);
+    pthread_mutex_destroy(&self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *session_wrap(rlx_session *s)
+{
+    SessionObject *o = PyObject_New(SessionObject, &SessionType);
+    if (!o) {
+        rlx_session_free(s);
+        return NULL;
+    }
+    o->s = s;
+    pthread_mutex_init(&o->lock, NULL);
+    int n = rlx_session_count(s, 0);
+    o->n_in = 0;
+    o->in_names = calloc((size_t)n + 1, sizeof *o->in_names);
+    o->in_dtypes = calloc((size_t)n + 1, sizeof *o->in_dtypes);
+    o->in_ndims = calloc((size_t)n + 1, sizeof *o->in_ndims);
+    o->in_dims = calloc((size_t)n + 1, sizeof *o->in_dims);
+    if (!o->in_names || !o->in_dtypes || !o->in_ndims || !o->in_dims) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < n; i++) {
+        rlx_tensor_info ti;
+        rlx_session_info(s, 0, i, &ti);
+        if (!(o->in_names[i] = strdup(ti.name))) {
+            Py_DECREF(o);
+            return PyErr_NoMemory();
+        }
+        o->n_in++;
+        o->in_dtypes[i] = ti.dtype;
+        o->in_ndims[i] = ti.ndim;
+        memcpy(o->in_dims[i], ti.dims, sizeof ti.dims);
+    }
+    return (PyObject *)o;
+}
+
+static PyObject *session_run(SessionObject *self, PyObject *args)
+{
+    PyObject *feeds, *names = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &feeds, &names))
+        return NULL;
+    prepared p[64];
+    prepared *pp = self->n_in <= 64 ? p : calloc((size_t)self->n_in, sizeof *pp);
+    if (!pp)
+        return PyErr_NoMemory();
+    PyObject *res = NULL;
+    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
+                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
+        rlx_status st;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->lock);
+        st = set_and_run(self->s, pp, self->n_in);
+        Py_END_ALLOW_THREADS
+        res = st == RLX_OK ? collect_outputs(self->s, names) : raise_status(st);
+        pthread_mutex_unlock(&self->lock);
+        release_prepared(pp, self->n_in);
+    }
+    if (pp != p)
+        free(pp);
+    return res;
+}
+
+static PyObject *session_set_param(SessionObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *v;
+    if (!PyArg_ParseTuple(args, "sO", &name, &v))
+        return NULL;
+    rlx_tensor_info ti;
+    rlx_status st = rlx_session_find(self->s, 1, name, &ti);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyArrayObject *a = as_input(v, name, ti.dtype);
+    if (!a)
+        return NULL;
+    if ((size_t)PyArray_NBYTES(a) != ti.bytes) {
+        char want[256], got[256];
+        int64_t g[NPY_MAXDIMS];
+        for (int d = 0; d < PyArray_NDIM(a); d++)
+            g[d] = PyArray_DIM(a, d);
+        PyErr_Format(err_class[RLX_ERR_SHAPE], "param '%s' must have shape %s, got %s", name,
+                     shape_text(want, sizeof want, ti.ndim, ti.dims), shape_text(got, sizeof got, PyArray_NDIM(a), g));
+        Py_DECREF(a);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    st = rlx_session_set_param(self->s, name, PyArray_DATA(a), (size_t)PyArray_NBYTES(a));
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(a);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *info_list(rlx_session *s, int kind)
+{
+    int n = rlx_session_count(s, kind);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        rlx_tensor_info ti;
+        rlx_session_info(s, kind, i, &ti);
+        PyObject *shape = PyTuple_New(ti.ndim);
+        for (int d = 0; shape && d < ti.ndim; d++)
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(ti.dims[d]));
+        PyObject *t = shape ? Py_BuildValue("(sNs)", ti.name, shape, rlx_dtype_name(ti.dtype)) : NULL;
+        if (!t) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, t);
+    }
+    return l;
+}
+
+static PyObject *session_info(SessionObject *self, PyObject *args)
+{
+    int kind;
+    if (!PyArg_ParseTuple(args, "i", &kind))
+        return NULL;
+    if (kind < 0 || kind > 2)
+        return PyErr_Format(PyExc_ValueError, "kind must be 0, 1 or 2");
+    return info_list(self->s, kind);
+}
+
+static PyObject *session_report(SessionObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyUnicode_FromString(rlx_session_report(self->s));
+}
+
+static PyObject *dot_result(rlx_status st, char *text)
+{
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *r = PyUnicode_FromString(text);
+    rlx_free(text);
+    return r;
+}
+
+static PyObject *session_to_dot(SessionObject *self, PyObject *args)
+{
+    const char *title = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &title))
+        return NULL;
+    char *text = NULL;
+    rlx_status st = rlx_session_to_dot(self->s, title, &text);
+    return dot_result(st, text);
+}
+
+static PyObject *session_stats(SessionObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    rlx_compile_stats st;
+    rlx_session_stats(self->s, &st);
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:n,s:n,s:n,s:i,s:i}", "nodes_in", st.nodes_in, "nodes_after_simplify",
+                         st.nodes_after_simplify, "nodes_after_fusion", st.nodes_after_fusion, "nodes_final",
+                         st.nodes_final, "arena_bytes", (Py_ssize_t)st.arena_bytes, "persistent_bytes",
+                         (Py_ssize_t)st.persistent_bytes, "transient_bytes", (Py_ssize_t)st.transient_bytes,
+                         "thunks", st.thunks, "buffers", st.buffers);
+}
+
+static PyObject *session_set_workload_params(SessionObject *self, PyObject *args)
+{
+    unsigned long long seed = 1;
+    if (!PyArg_ParseTuple(args, "|K", &seed))
+        return NULL;
+    rlx_status st;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    st = rlx_workload_set_params(self->s, seed);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* _bench_c(inputs, n): seconds per set-inputs + run + get-outputs through
+ * the C API alone, inputs as given, outputs into reused buffers. */
+static PyObject *session_bench_c(SessionObject *self, PyObject *args)
+{
+    PyObject *feeds;
+    int n;
+    if (!PyArg_ParseTuple(args, "Oi", &feeds, &n))
+        return NULL;
+    prepared pp[64];
+    if (self->n_in > 64)
+        return PyErr_Format(PyExc_ValueError, "too many inputs");
+    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
+                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
+        return NULL;
+    int no = rlx_session_count(self->s, 2);
+    void *bufs[64] = {0};
+    rlx_tensor_info oi[64];
+    for (int i = 0; i < no && i < 64; i++) {
+        rlx_session_info(self->s, 2, i, &oi[i]);
+        bufs[i] = malloc(oi[i].bytes + 1);
+    }
+    rlx_status st = RLX_OK;
+    double t0 = 0, t1 = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    for (int r = -1; r < n && st == RLX_OK; r++) {
+        if (r == 0)
+            t0 = now_s();
+        for (int i = 0; i < self->n_in && st == RLX_OK; i++)
+            st = rlx_session_set_input(self->s, pp[i].name, PyArray_DATA(pp[i].arr), (size_t)PyArray_NBYTES(pp[i].arr));
+        if (st == RLX_OK)
+            st = rlx_session_run(self->s);
+        for (int i = 0; i < no && i < 64 && st == RLX_OK; i++)
+            st = rlx_session_get_output(self->s, oi[i].name, bufs[i], oi[i].bytes);
+    }
+    t1 = now_s();
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < no && i < 64; i++)
+        free(bufs[i]);
+    release_prepared(pp, self->n_in);
+    if (st != RLX_OK)
+        return raise_status(st);
+    return PyFloat_FromDouble(n > 0 ? (t1 - t0) / n : 0.0);
+}
+
+static PyMethodDef session_methods[] = {
+    {"run", (PyCFunction)session_run, METH_VARARGS, "run(inputs, output_names=None) -> list of arrays"},
+    {"set_param", (PyCFunction)session_set_param, METH_VARARGS, "set_param(name, array)"},
+    {"info", (PyCFunction)session_info, METH_VARARGS, "info(kind) -> [(name, shape, dtype)]; 0 in, 1 param, 2 out"},
+    {"report", (PyCFunction)session_report, METH_NOARGS, "the dispatch report text"},
+    {"to_dot", (PyCFunction)session_to_dot, METH_VARARGS, "the compiled graph as Graphviz text"},
+    {"stats", (PyCFunction)session_stats, METH_NOARGS, "compile figures"},
+    {"set_workload_params", (PyCFunction)session_set_workload_params, METH_VARARGS, "seeded workload weights"},
+    {"_bench_c", (PyCFunction)session_bench_c, METH_VARARGS, "seconds per C-API call sequence"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_dealloc = (destructor)session_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A compiled graph (internal; see rlx.CompiledGraph).",
+    .tp_methods = session_methods,
+};
+
+/* ------------------------------------------------------------ _Model */
+
+typedef struct {
+    PyObject_HEAD
+    rlx_model *m;
+    pthread_mutex_t lock;
+    int n_in;
+    char **in_names;
+    rlx_dtype *in_dtypes;
+    int *in_ndims;
+    int64_t (*in_dims)[RLX_MAX_DIMS];
+    /* the last shapes run and their session: a run at the same shapes skips the cache lookup */
+    rlx_session *last;
+    int64_t (*last_dims)[RLX_MAX_DIMS];
+    int *last_ndims;
+    int *by_value; /* per input: bound by value at import (a constant; each value compiles once) */
+    int any_by_value;
+} ModelObject;
+
+static void model_dealloc(ModelObject *self)
+{
+    rlx_model_free(self->m);
+    for (int i = 0; i < self->n_in; i++)
+        free(self->in_names[i]);
+    free(self->in_names);
+    free(self->in_dtypes);
+    free(self->in_ndims);
+    free(self->in_dims);
+    free(self->last_dims);
+    free(self->last_ndims);
+    free(self->by_value);
+    pthread_mutex_destroy(&self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* _Model(source: str|bytes, inputs: [(name, dtype, dims-or-None, by_value)], device, precision, threads, base_dir) */
+static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"source", "inputs", "device", "precision", "threads", "base_dir", NULL};
+    PyObject *source, *inputs;
+    int device = 0, precision = 0, threads = 0;
+    const char *base_dir = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiiz", kwlist, &source, &inputs, &device, &precision, &threads,
+                                     &base_dir))
+        return -1;
+    if (self->m) {
+        PyErr_SetString(PyExc_RuntimeError, "_Model is already initialised");
+        return -1;
+    }
+    pthread_mutex_init(&self->lock, NULL);
+    rlx_options o;
+    if (parse_options(&o, device, precision, threads, 0) != 0)
+        return -1;
+    if (!PyList_Check(inputs))
+        return PyErr_SetString(PyExc_TypeError, "inputs must be a list"), -1;
+    int n = (int)PyList_GET_SIZE(inputs);
+    self->in_names = calloc((size_t)n + 1, sizeof *self->in_names);
+    self->in_dtypes = calloc((size_t)n + 1, sizeof *self->in_dtypes);
+    self->in_ndims = calloc((size_t)n + 1, sizeof *self->in_ndims);
+    self->in_dims = calloc((size_t)n + 1, sizeof *self->in_dims);
+    self->last_dims = calloc((size_t)n + 1, sizeof *self->last_dims);
+    self->last_ndims = calloc((size_t)n + 1, sizeof *self->last_ndims);
+    self->by_value = calloc((size_t)n + 1, sizeof *self->by_value);
+    if (!self->by_value || !self->in_names || !self->in_dtypes || !self->in_ndims || !self->in_dims || !self->last_dims ||
+        !self->last_ndims)
+        return PyErr_NoMemory(), -1;
+    for (int i = 0; i < n; i++) {
+        const char *name;
+        int dt;
+        PyObject *dims;
+        int by_value = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(inputs, i), "siO|p", &name, &dt, &dims, &by_value))
+            return -1;
+        self->by_value[i] = by_value;
+        self->any_by_value |= by_value;
+        if (!(self->in_names[i] = strdup(name)))
+            return PyErr_NoMemory(), -1;
+        self->n_in++;
+        self->in_dtypes[i] = (rlx_dtype)dt;
+        if (dims == Py_None) {
+            self->in_ndims[i] = -1;
+        } else {
+            Py_ssize_t nd = PySequence_Size(dims);
+            if (nd < 0 || nd > RLX_MAX_DIMS)
+                return PyErr_Format(PyExc_ValueError, "input '%s': bad rank", name), -1;
+            self->in_ndims[i] = (int)nd;
+            for (Py_ssize_t d = 0; d < nd; d++) {
+                PyObject *v = PySequence_GetItem(dims, d);
+                self->in_dims[i][d] = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
+                Py_XDECREF(v);
+            }
+        }
+    }
+    rlx_status st;
+    rlx_model *m = NULL;
+    if (PyBytes_Check(source)) {
+        char *data;
+        Py_ssize_t size;
+        PyBytes_AsStringAndSize(source, &data, &size);
+        Py_BEGIN_ALLOW_THREADS
+        st = rlx_model_load_onnx_buffer(data, (size_t)size, base_dir, &o, &m);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyObject *b = NULL;
+        if (!PyUnicode_FSConverter(source, &b))
+            return -1;
+        const char *path = PyBytes_AS_STRING(b);
+        Py_BEGIN_ALLOW_THREADS
+        st = rlx_model_load_onnx(path, &o, &m);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(b);
+    }
+    if (st != RLX_OK)
+        return raise_status(st), -1;
+    self->m = m;
+    return 0;
+}
+
+/* The session for these input shapes (lock held, no GIL). */
+static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_session **out)
+{
+    int same = self->last != NULL && !self->any_by_value;
+    for (int i = 0; same && i < self->n_in; i++) {
+        int nd = PyArray_NDIM(p[i].arr);
+        same = nd == self->last_ndims[i];
+        for (int d = 0; same && d < nd; d++)
+            same = PyArray_DIM(p[i].arr, d) == self->last_dims[i][d];
+    }
+    if (same) {
+        *out = self->last;
+        return RLX_OK;
+    }
+    rlx_onnx_binding b[64];
+    int n = self->n_in < 64 ? self->n_in : 64;
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < n; i++) {
+        b[i].name = p[i].name;
+        b[i].ndim = PyArray_NDIM(p[i].arr);
+        for (int d = 0; d < b[i].ndim && d < RLX_MAX_DIMS; d++)
+            b[i].dims[d] = PyArray_DIM(p[i].arr, d);
+        if (self->by_value[i]) {
+            b[i].value = PyArray_DATA(p[i].arr);
+            b[i].bytes = (size_t)PyArray_NBYTES(p[i].arr);
+        }
+    }
+    rlx_status st = rlx_model_session(self->m, b, n, out);
+    if (st == RLX_OK) {
+        self->last = *out;
+        for (int i = 0; i < n; i++) {
+            self->last_ndims[i] = b[i].ndim;
+            memcpy(self->last_dims[i], b[i].dims, sizeof b[i].dims);
+        }
+    }
+    return st;
+}
+
+static PyObject *model_run(ModelObject *self, PyObject *args)
+{
+    PyObject *feeds, *names = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &feeds, &names))
+        return NULL;
+    if (!self->m)
+        return PyErr_Format(PyExc_RuntimeError, "model not loaded");
+    if (self->n_in > 64)
+        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
+    prepared p[64];
+    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
+                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+        return NULL;
+    for (int i = 0; i < self->n_in; i++)
+        if (PyArray_NDIM(p[i].arr) > RLX_MAX_DIMS) {
+            release_prepared(p, self->n_in);
+            return PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' has rank %d; RLX takes up to %d dims",
+                                p[i].name, PyArray_NDIM(p[i].arr), RLX_MAX_DIMS);
+        }
+    rlx_status st;
+    rlx_session *s = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    st = model_session_for(self, p, &s);
+    if (st == RLX_OK)
+        st = set_and_run(s, p, self->n_in);
+    Py_END_ALLOW_THREADS
+    PyObject *res = st == RLX_OK ? collect_outputs(s, names) : raise_status(st);
+    pthread_mutex_unlock(&self->lock);
+    release_prepared(p, self->n_in);
+    return res;
+}
+
+/* session_info(inputs) -> (inputs info, outputs info) of the session for
+ * these inputs' shapes (compiling it if needed). */
+static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
+{
+    PyObject *feeds;
+    if (!PyArg_ParseTuple(args, "O", &feeds))
+        return NULL;
+    prepared p[64];
+    if (self->n_in > 64 || prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                                          self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+        return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
+    rlx_status st;
+    rlx_session *s = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    st = model_session_for(self, p, &s);
+    Py_END_ALLOW_THREADS
+    PyObject *res = st == RLX_OK ? Py_BuildValue("(NN)", info_list(s, 0), info_list(s, 2)) : raise_status(st);
+    pthread_mutex_unlock(&self->lock);
+    release_prepared(p, self->n_in);
+    return res;
+}
+
+static PyObject *model_last_outputs(ModelObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    PyObject *res;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    Py_END_ALLOW_THREADS
+    if (self->last) {
+        res = info_list(self->last, 2);
+    } else {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    }
+    pthread_mutex_unlock(&self->lock);
+    return res;
+}
+
+static PyObject *model_cached(ModelObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->lock);
+    n = rlx_model_cached_sessions(self->m);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(n);
+}
+
+static PyMethodDef model_methods[] = {
+    {"run", (PyCFunction)model_run, METH_VARARGS, "run(inputs, output_names=None) -> list of arrays"},
+    {"compiled_info", (PyCFunction)model_compiled_info, METH_VARARGS, "(inputs, outputs) of the session for these inputs"},
+    {"last_outputs", (PyCFunction)model_last_outputs, METH_NOARGS, "outputs of the last shapes run, or None"},
+    {"cached_sessions", (PyCFunction)model_cached, METH_NOARGS, "number of compiled shapes"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_dealloc = (destructor)model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An ONNX model compiled once per input shape (internal; see rlx.InferenceSession).",
+    .tp_methods = model_methods,
+    .tp_init = (initproc)model_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------ _Graph */
+
+typedef struct {
+    PyObject_HEAD
+    rlx_graph *g;
+} GraphObject;
+
+static void graph_dealloc(GraphObject *self)
+{
+    rlx_graph_free(self->g);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int graph_init(GraphObject *self, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    if (!self->g && !(self->g = rlx_graph_new())) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static int int64_list(PyObject *o, int64_t *out, int max, int *n, const char *what)
+{
+    PyObject *f = PySequence_Fast(o, what);
+    if (!f)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    if (len > max) {
+        Py_DECREF(f);
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "%s: at most %d values", what, max);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+    }
+    *n = (int)len;
+    Py_DECREF(f);
+    return 0;
+}
+
+static int int_list(PyObject *o, int *out, int max, int *n, const char *what)
+{
+    int64_t tmp[64];
+    if (max > 64)
+        max = 64;
+    if (int64_list(o, tmp, max, n, what) != 0)
+        return -1;
+    for (int i = 0; i < *n; i++)
+        out[i] = (int)tmp[i];
+    return 0;
+}
+
+typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
+typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
+static const struct { const char *name; unary_fn fn; } unary_ops[] = {
+    {"neg", rlx_neg}, {"abs", rlx_abs}, {"exp", rlx_exp}, {"log", rlx_log}, {"sqrt", rlx_sqrt},
+    {"rsqrt", rlx_rsqrt}, {"reciprocal", rlx_reciprocal}, {"tanh", rlx_tanh}, {"sigmoid", rlx_sigmoid},
+    {"relu", rlx_relu}, {"gelu", rlx_gelu}, {"gelu_tanh", rlx_gelu_tanh}, {"silu", rlx_silu}, {"erf", rlx_erf},
+    {"sin", rlx_sin}, {"cos", rlx_cos}, {"floor", rlx_floor}, {"ceil", rlx_ceil}, {"round", rlx_round},
+    {"sign", rlx_sign}, {"logical_not", rlx_not}, {"global_avg_pool", rlx_global_avg_pool}};
+static const struct { const char *name; binary_fn fn; } binary_ops[] = {
+    {"add", rlx_add}, {"sub", rlx_sub}, {"mul", rlx_mul}, {"div", rlx_div}, {"pow", rlx_pow},
+    {"maximum", rlx_max}, {"minimum", rlx_min}, {"equal", rlx_equal}, {"less", rlx_less},
+    {"greater", rlx_greater}, {"logical_and", rlx_and}, {"logical_or", rlx_or}, {"logical_xor", rlx_xor}};
+
+static PyObject *ops_names(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    size_t nu = sizeof unary_ops / sizeof unary_ops[0], nb = sizeof binary_ops / sizeof binary_ops[0];
+    PyObject *u = PyTuple_New((Py_ssize_t)nu), *b = PyTuple_New((Py_ssize_t)nb);
+    for (size_t i = 0; u && i < nu; i++)
+        PyTuple_SET_ITEM(u, (Py_ssize_t)i, PyUnicode_FromString(unary_ops[i].name));
+    for (size_t i = 0; b && i < nb; i++)
+        PyTuple_SET_ITEM(b, (Py_ssize_t)i, PyUnicode_FromString(binary_ops[i].name));
+    return Py_BuildValue("(NN)", u, b);
+}
+
+/* The status of a failed builder: the graph keeps its first error, which
+ * verify reports; the message is already in rlx_last_error. */
+static PyObject *builder_failed(GraphObject *self)
+{
+    rlx_status st = rlx_graph_verify(self->g);
+    const char *msg = rlx_last_error();
+    PyErr_Format(err_class[st != RLX_OK ? st : RLX_ERR_INVALID_ARGUMENT], "%s", msg);
+    return NULL;
+}
+
+#define NODE(expr)                                                                                                 \
+    do {                                                                                                           \
+        rlx_node n_ = (expr);                                                                                      \
+        if (n_ < 0)                                                                                                \
+            return builder_failed(self);                                                                           \
+        return PyLong_FromLong(n_);                                                                                \
+    } while (0)
+
+/* Builders fail on a negative operand; the graph keeps that first error. */
+static PyObject *g_unary(GraphObject *self, PyObject *args)
+{
+    const char *op;
+    int x;
+    if (!PyArg_ParseTuple(args, "si", &op, &x))
+        return NULL;
+    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
+        if (!strcmp(op, unary_ops[i].name))
+            NODE(unary_ops[i].fn(self->g, x));
+    return PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "no unary op '%s'", op);
+}
+
+static PyObject *g_binary(GraphObject *self, PyObject *args)
+{
+    const char *op;
+    int a, b;
+    if (!PyArg_ParseTuple(args, "sii", &op, &a, &b))
+        return NULL;
+    for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++)
+        if (!strcmp(op, binary_ops[i].name))
+            NODE(binary_ops[i].fn(self->g, a, b));
+    return PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "no binary op '%s'", op);
+}
+
+static PyObject *g_leaf(GraphObject *self, PyObject *args)
+{
+    int param, dt;
+    const char *name;
+    PyObject *dims;
+    if (!PyArg_ParseTuple(args, "psiO", &param, &name, &dt, &dims))
+        return NULL;
+    int64_t d[RLX_MAX_DIMS];
+    int nd;
+    if (int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape") != 0)
+        return NULL;
+    NODE(param ? rlx_param(self->g, name, (rlx_dtype)dt, nd, d) : rlx_input(self->g, name, (rlx_dtype)dt, nd, d));
+}
+
+static PyObject *g_constant(GraphObject *self, PyObject *args)
+{
+    PyObject *v;
+    int dt;
+    if (!PyArg_ParseTuple(args, "Oi", &v, &dt))
+        return NULL;
+    PyArrayObject *a = as_input(v, "constant", (rlx_dtype)dt);
+    if (!a)
+        return NULL;
+    if (PyArray_NDIM(a) > RLX_MAX_DIMS) {
+        Py_DECREF(a);
+        return PyErr_Format(err_class[RLX_ERR_SHAPE], "constant: rank above %d", RLX_MAX_DIMS);
+    }
+    int64_t d[RLX_MAX_DIMS];
+    for (int i = 0; i < PyArray_NDIM(a); i++)
+        d[i] = PyArray_DIM(a, i);
+    rlx_node n = rlx_constant(self->g, (rlx_dtype)dt, PyArray_NDIM(a), d, PyArray_DATA(a), (size_t)PyArray_NBYTES(a));
+    Py_DECREF(a);
+    NODE(n);
+}
+
+static PyObject *g_scalar(GraphObject *self, PyObject *args)
+{
+    int dt;
+    double v;
+    if (!PyArg_ParseTuple(args, "id", &dt, &v))
+        return NULL;
+    NODE(rlx_scalar(self->g, (rlx_dtype)dt, v));
+}
+
+static PyObject *g_output(GraphObject *self, PyObject *args)
+{
+    const char *name;
+    int x;
+    if (!PyArg_ParseTuple(args, "si", &name, &x))
+        return NULL;
+    rlx_status st = rlx_output(self->g, name, x);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *g_node_info(GraphObject *self, PyObject *args)
+{
+    int x;
+    if (!PyArg_ParseTuple(args, "i", &x))
+        return NULL;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    rlx_status st = rlx_node_shape(self->g, x, &nd, d);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *shape = PyTuple_New(nd);
+    for (int i = 0; shape && i < nd; i++)
+        PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(d[i]));
+    return shape ? Py_BuildValue("(Ni)", shape, (int)rlx_node_dtype(self->g, x)) : NULL;
+}
+
+static PyObject *g_set_name(GraphObject *self, PyObject *args)
+{
+    int x;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "is", &x, &name))
+        return NULL;
+    rlx_status st = rlx_node_set_name(self->g, x, name);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *g_mod(GraphObject *self, PyObject *args)
+{
+    int a, b, f;
+    if (!PyArg_ParseTuple(args, "iip", &a, &b, &f))
+        return NULL;
+    NODE(rlx_mod(self->g, a, b, f));
+}
+
+static PyObject *g_where(GraphObject *self, PyObject *args)
+{
+    int c, a, b;
+    if (!PyArg_ParseTuple(args, "iii", &c, &a, &b))
+        return NULL;
+    NODE(rlx_where(self->g, c, a, b));
+}
+
+static PyObject *g_cast(GraphObject *self, PyObject *args)
+{
+    int x, t;
+    if (!PyArg_ParseTuple(args, "ii", &x, &t))
+        return NULL;
+    NODE(rlx_cast(self->g, x, (rlx_dtype)t));
+}
+
+static PyObject *g_clip(GraphObject *self, PyObject *args)
+{
+    int x;
+    double lo, hi;
+    if (!PyArg_ParseTuple(args, "idd", &x, &lo, &hi))
+        return NULL;
+    NODE(rlx_clip(self->g, x, lo, hi));
+}
+
+static PyObject *g_matmul(GraphObject *self, PyObject *args)
+{
+    int a, b, ta = 0, tb = 0;
+    if (!PyArg_ParseTuple(args, "ii|pp", &a, &b, &ta, &tb))
+        return NULL;
+    NODE(rlx_matmul(self->g, a, b, ta, tb));
+}
+
+static PyObject *g_reduce(GraphObject *self, PyObject *args)
+{
+    const char *op;
+    int x, keep, axes[RLX_MAX_DIMS], na = 0;
+    PyObject *ax;
+    if (!PyArg_ParseTuple(args, "siOp", &op, &x, &ax, &keep))
+        return NULL;
+    if (ax != Py_None && int_list(ax, axes, RLX_MAX_DIMS, &na, "axes") != 0)
+        return NULL;
+    rlx_node (*fn)(rlx_graph *, rlx_node, int, const int *, int) =
+        !strcmp(op, "sum") ? rlx_reduce_sum : !strcmp(op, "mean") ? rlx_reduce_mean : !strcmp(op, "max") ? rlx_reduce_max
+        : !strcmp(op, "min") ? rlx_reduce_min : !strcmp(op, "prod") ? rlx_reduce_prod : NULL;
+    if (!fn)
+        return PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "no reduction '%s'", op);
+    NODE(fn(self->g, x, na, axes, keep));
+}
+
+static PyObject *g_arg(GraphObject *self, PyObject *args)
+{
+    int x, axis, keep, ismax;
+    if (!PyArg_ParseTuple(args, "piip", &ismax, &x, &axis, &keep))
+        return NULL;
+    NODE(ismax ? rlx_argmax(self->g, x, axis, keep) : rlx_argmin(self->g, x, axis, keep));
+}
+
+static PyObject *g_softmax(GraphObject *self, PyObject *args)
+{
+    int x, axis, logf;
+    if (!PyArg_ParseTuple(args, "iip", &x, &axis, &logf))
+        return NULL;
+    NODE(logf ? rlx_log_softmax(self->g, x, axis) : rlx_softmax(self->g, x, axis));
+}
+
+static PyObject *g_norm(GraphObject *self, PyObject *args)
+{
+    int rms, x, gamma, beta;
+    double eps;
+    if (!PyArg_ParseTuple(args, "piiid", &rms, &x, &gamma, &beta, &eps))
+        return NULL;
+    NODE(rms ? rlx_rms_norm(self->g, x, gamma, eps) : rlx_layer_norm(self->g, x, gamma, beta, eps));
+}
+
+static PyObject *g_batch_norm(GraphObject *self, PyObject *args)
+{
+    int x, s, b, m, v;
+    double eps;
+    if (!PyArg_ParseTuple(args, "iiiiid", &x, &s, &b, &m, &v, &eps))
+        return NULL;
+    NODE(rlx_batch_norm(self->g, x, s, b, m, v, eps));
+}
+
+static PyObject *g_reshape(GraphObject *self, PyObject *args)
+{
+    int x, nd;
+    PyObject *dims;
+    int64_t d[RLX_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "iO", &x, &dims) || int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape") != 0)
+        return NULL;
+    NODE(rlx_reshape(self->g, x, nd, d));
+}
+
+static PyObject *g_expand(GraphObject *self, PyObject *args)
+{
+    int x, nd;
+    PyObject *dims;
+    int64_t d[RLX_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "iO", &x, &dims) || int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape") != 0)
+        return NULL;
+    NODE(rlx_expand(self->g, x, nd, d));
+}
+
+static PyObject *g_transpose(GraphObject *self, PyObject *args)
+{
+    int x, np, perm[RLX_MAX_DIMS], nd;
+    int64_t d[RLX_MAX_DIMS];
+    PyObject *p;
+    if (!PyArg_ParseTuple(args, "iO", &x, &p) || int_list(p, perm, RLX_MAX_DIMS, &np, "perm") != 0)
+        return NULL;
+    rlx_status st = rlx_node_shape(self->g, x, &nd, d);
+    if (st != RLX_OK)
+        return raise_status(st);
+    if (np != nd)
+        return PyErr_Format(err_class[RLX_ERR_SHAPE], "transpose: perm has %d entries, the operand rank %d", np, nd);
+    NODE(rlx_transpose(self->g, x, perm));
+}
+
+static PyObject *g_slice(GraphObject *self, PyObject *args)
+{
+    int x, axes[RLX_MAX_DIMS], na, ns, ne, nst;
+    int64_t starts[RLX_MAX_DIMS], ends[RLX_MAX_DIMS], steps[RLX_MAX_DIMS];
+    PyObject *a, *s, *e, *st;
+    if (!PyArg_ParseTuple(args, "iOOOO", &x, &a, &s, &e, &st) || int_list(a, axes, RLX_MAX_DIMS, &na, "axes") ||
+        int64_list(s, starts, RLX_MAX_DIMS, &ns, "starts") || int64_list(e, ends, RLX_MAX_DIMS, &ne, "ends") ||
+        int64_list(st, steps, RLX_MAX_DIMS, &nst, "steps"))
+        return NULL;
+    if (ns != na || ne != na || nst != na)
+        return PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "slice: axes, starts, ends, steps differ in length");
+    NODE(rlx_slice(self->g, x, na, axes, starts, ends, steps));
+}
+
+static PyObject *g_concat(GraphObject *self, PyObject *args)
+{
+    PyObject *xs;
+    int axis, n;
+    int64_t ids[256];
+    rlx_node nodes[256];
+    if (!PyArg_ParseTuple(args, "Oi", &xs, &axis) || int64_list(xs, ids, 256, &n, "nodes") != 0)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        nodes[i] = (rlx_node)ids[i];
+    NODE(rlx_concat(self->g, n, nodes, axis));
+}
+
+static PyObject *g_split(GraphObject *self, PyObject *args)
+{
+    int x, axis, n;
+    PyObject *sz;
+    int64_t sizes[256];
+    rlx_node outs[256];
+    if (!PyArg_ParseTuple(args, "iiO", &x, &axis, &sz) || int64_list(sz, sizes, 256, &n, "sizes") != 0)
+        return NULL;
+    rlx_status st = rlx_split(self->g, x, axis, n, sizes, outs);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLong(outs[i]));
+    return t;
+}
+
+static PyObject *g_gather(GraphObject *self, PyObject *args)
+{
+    int d, i, axis;
+    if (!PyArg_ParseTuple(args, "iii", &d, &i, &axis))
+        return NULL;
+    NODE(rlx_gather(self->g, d, i, axis));
+}
+
+static PyObject *g_pad(GraphObject *self, PyObject *args)
+{
+    int x, mode, np;
+    PyObject *p;
+    double value;
+    int64_t pads[2 * RLX_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "iOid", &x, &p, &mode, &value) || int64_list(p, pads, 2 * RLX_MAX_DIMS, &np, "pads"))
+        return NULL;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    rlx_status st = rlx_node_shape(self->g, x, &nd, d);
+    if (st != RLX_OK)
+        return raise_status(st);
+    if (np != 2 * nd)
+        return PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "pad: pads needs %d values (begins then ends), got %d",
+                            2 * nd, np);
+    NODE(rlx_pad(self->g, x, pads, (rlx_pad_mode)mode, value));
+}
+
+static PyObject *g_rope(GraphObject *self, PyObject *args)
+{
+    int x, inter;
+    double theta;
+    long long off;
+    if (!PyArg_ParseTuple(args, "idLp", &x, &theta, &off, &inter))
+        return NULL;
+    NODE(rlx_rope(self->g, x, theta, off, inter));
+}
+
+static PyObject *g_attention(GraphObject *self, PyObject *args)
+{
+    int q, k, v, mask, causal;
+    double scale;
+    if (!PyArg_ParseTuple(args, "iiiipd", &q, &k, &v, &mask, &causal, &scale))
+        return NULL;
+    NODE(rlx_attention(self->g, q, k, v, mask, causal, scale));
+}
+
+static PyObject *g_conv(GraphObject *self, PyObject *args)
+{
+    int x, w, b, n1, n2, n3;
+    PyObject *st, *dl, *pd;
+    long long groups;
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    if (!PyArg_ParseTuple(args, "iiiOOOL", &x, &w, &b, &st, &dl, &pd, &groups) ||
+        int64_list(st, p.stride, 2, &n1, "stride") || int64_list(dl, p.dilation, 2, &n2, "dilation") ||
+        int64_list(pd, p.pads, 4, &n3, "pads"))
+        return NULL;
+    p.groups = groups;
+    NODE(rlx_conv(self->g, x, w, b, &p));
+}
+
+static PyObject *g_pool(GraphObject *self, PyObject *args)
+{
+    int ismax, x, n1, n2, n3, n4, cip, ceil;
+    PyObject *k, *st, *dl, *pd;
+    rlx_pool_params p;
+    rlx_pool_params_init(&p, 1);
+    if (!PyArg_ParseTuple(args, "piOOOOpp", &ismax, &x, &k, &st, &dl, &pd, &cip, &ceil) ||
+        int64_list(k, p.kernel, 2, &n1, "kernel") || int64_list(st, p.stride, 2, &n2, "stride") ||
+        int64_list(dl, p.dilation, 2, &n3, "dilation") || int64_list(pd, p.pads, 4, &n4, "pads"))
+        return NULL;
+    p.count_include_pad = cip;
+    p.ceil_mode = ceil;
+    NODE(ismax ? rlx_max_pool(self->g, x, &p) : rlx_avg_pool(self->g, x, &p));
+}
+
+static PyObject *g_random(GraphObject *self, PyObject *args)
+{
+    int normal, dt, nd;
+    PyObject *dims;
+    double a, b;
+    int64_t d[RLX_MAX_DIMS];
+    if (!PyArg_ParseTuple(args, "piOdd", &normal, &dt, &dims, &a, &b) || int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape"))
+        return NULL;
+    NODE(normal ? rlx_random_normal(self->g, (rlx_dtype)dt, nd, d, a, b)
+                : rlx_random_uniform(self->g, (rlx_dtype)dt, nd, d, a, b));
+}
+
+static PyObject *g_dropout(GraphObject *self, PyObject *args)
+{
+    int x;
+    double p;
+    if (!PyArg_ParseTuple(args, "id", &x, &p))
+        return NULL;
+    NODE(rlx_dropout(self->g, x, p));
+}
+
+static PyObject *g_node_count(GraphObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyLong_FromLong(rlx_graph_node_count(self->g));
+}
+
+static PyObject *g_verify(GraphObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    rlx_status st = rlx_graph_verify(self->g);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *g_to_dot(GraphObject *self, PyObject *args)
+{
+    const char *title = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &title))
+        return NULL;
+    char *text = NULL;
+    rlx_status st = rlx_graph_to_dot(self->g, title, &text);
+    return dot_result(st, text);
+}
+
+static PyObject *g_compile(GraphObject *self, PyObject *args)
+{
+    int device = 0, precision = 0, threads = 0, report = 0;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "|iiipK", &device, &precision, &threads, &report, &seed))
+        return NULL;
+    rlx_options o;
+    if (parse_options(&o, device, precision, threads, report) != 0)
+        return NULL;
+    if (seed)
+        o.seed = seed;
+    rlx_session *s = NULL;
+    rlx_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_compile(self->g, &o, &s);
+    Py_END_ALLOW_THREADS
+    if (st != RLX_OK)
+        return raise_status(st);
+    return session_wrap(s);
+}
+
+static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
+{
+    const char *name;
+    int batch = 0, seq = 0;
+    if (!PyArg_ParseTuple(args, "s|ii", &name, &batch, &seq))
+        return NULL;
+    rlx_graph *g = NULL;
+    rlx_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_workload_graph(name, batch, seq, &g);
+    Py_END_ALLOW_THREADS
+    if (st != RLX_OK)
+        return raise_status(st);
+    GraphObject *o = (GraphObject *)type->tp_alloc(type, 0);
+    if (!o) {
+        rlx_graph_free(g);
+        return NULL;
+    }
+    o->g = g;
+    return (PyObject *)o;
+}
+
+static PyMethodDef graph_methods[] = {
+    {"unary", (PyCFunction)g_unary, METH_VARARGS, NULL},
+    {"binary", (PyCFunction)g_binary, METH_VARARGS, NULL},
+    {"leaf", (PyCFunction)g_leaf, METH_VARARGS, NULL},
+    {"constant", (PyCFunction)g_constant, METH_VARARGS, NULL},
+    {"scalar", (PyCFunction)g_scalar, METH_VARARGS, NULL},
+    {"output", (PyCFunction)g_output, METH_VARARGS, NULL},
+    {"node_info", (PyCFunction)g_node_info, METH_VARARGS, NULL},
+    {"set_name", (PyCFunction)g_set_name, METH_VARARGS, NULL},
+    {"mod", (PyCFunction)g_mod, METH_VARARGS, NULL},
+    {"where", (PyCFunction)g_where, METH_VARARGS, NULL},
+    {"cast", (PyCFunction)g_cast, METH_VARARGS, NULL},
+    {"clip", (PyCFunction)g_clip, METH_VARARGS, NULL},
+    {"matmul", (PyCFunction)g_matmul, METH_VARARGS, NULL},
+    {"reduce", (PyCFunction)g_reduce, METH_VARARGS, NULL},
+    {"arg", (PyCFunction)g_arg, METH_VARARGS, NULL},
+    {"softmax", (PyCFunction)g_softmax, METH_VARARGS, NULL},
+    {"norm", (PyCFunction)g_norm, METH_VARARGS, NULL},
+    {"batch_norm", (PyCFunction)g_batch_norm, METH_VARARGS, NULL},
+    {"reshape", (PyCFunction)g_reshape, METH_VARARGS, NULL},
+    {"expand", (PyCFunction)g_expand, METH_VARARGS, NULL},
+    {"transpose", (PyCFunction)g_transpose, METH_VARARGS, NULL},
+    {"slice", (PyCFunction)g_slice, METH_VARARGS, NULL},
+    {"concat", (PyCFunction)g_concat, METH_VARARGS, NULL},
+    {"split", (PyCFunction)g_split, METH_VARARGS, NULL},
+    {"gather", (PyCFunction)g_gather, METH_VARARGS, NULL},
+    {"pad", (PyCFunction)g_pad, METH_VARARGS, NULL},
+    {"rope", (PyCFunction)g_rope, METH_VARARGS, NULL},
+    {"attention", (PyCFunction)g_attention, METH_VARARGS, NULL},
+    {"conv", (PyCFunction)g_conv, METH_VARARGS, NULL},
+    {"pool", (PyCFunction)g_pool, METH_VARARGS, NULL},
+    {"random", (PyCFunction)g_random, METH_VARARGS, NULL},
+    {"dropout", (PyCFunction)g_dropout, METH_VARARGS, NULL},
+    {"node_count", (PyCFunction)g_node_count, METH_NOARGS, NULL},
+    {"verify", (PyCFunction)g_verify, METH_NOARGS, NULL},
+    {"to_dot", (PyCFunction)g_to_dot, METH_VARARGS, NULL},
+    {"compile", (PyCFunction)g_compile, METH_VARARGS, NULL},
+    {"from_workload", (PyCFunction)g_from_workload, METH_VARARGS | METH_CLASS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject GraphType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Graph",
+    .tp_basicsize = sizeof(GraphObject),
+    .tp_dealloc = (destructor)graph_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A graph under construction (internal; see rlx.Graph).",
+    .tp_methods = graph_methods,
+    .tp_init = (initproc)graph_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------ functions */
+
+static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    rlx_onnx_input *ins = NULL;
+    char **outs = NULL;
+    int nin = 0, nout = 0;
+    rlx_status st;
+    const char *path = PyBytes_AS_STRING(b);
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_onnx_inputs(path, &ins, &nin, &outs, &nout);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *li = PyList_New(nin), *lo = PyList_New(nout);
+    for (int i = 0; li && i < nin; i++) {
+        PyObject *dims;
+        if (ins[i].ndim < 0) {
+            dims = Py_None;
+            Py_INCREF(dims);
+        } else {
+            dims = PyTuple_New(ins[i].ndim);
+            for (int d = 0; dims && d < ins[i].ndim; d++) {
+                PyObject *v;
+                if (ins[i].dims[d] >= 0) {
+                    v = PyLong_FromLongLong(ins[i].dims[d]);
+                } else if (ins[i].dim_names[d]) {
+                    v = PyUnicode_FromString(ins[i].dim_names[d]);
+                } else {
+                    v = Py_None;
+                    Py_INCREF(v);
+                }
+                PyTuple_SET_ITEM(dims, d, v);
+            }
+        }
+        PyList_SET_ITEM(li, i, Py_BuildValue("(siNii)", ins[i].name, (int)ins[i].dtype, dims, ins[i].is_tensor,
+                                             ins[i].onnx_type));
+    }
+    for (int i = 0; lo && i < nout; i++)
+        PyList_SET_ITEM(lo, i, PyUnicode_FromString(outs[i]));
+    rlx_onnx_inputs_free(ins, nin, outs, nout);
+    return Py_BuildValue("(NN)", li, lo);
+}
+
+static PyObject *tensor_array(rlx_dtype t, int nd, const int64_t *dims, void *data, size_t bytes)
+{
+    npy_intp d[RLX_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        d[i] = (npy_intp)dims[i];
+    PyObject *a = PyArray_SimpleNew(nd, d, npy_of(t));
+    if (a && bytes)
+        memcpy(PyArray_DATA((PyArrayObject *)a), data, bytes);
+    free(data);
+    return a;
+}
+
+static PyObject *py_read_tensor(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    rlx_dtype t;
+    int nd;
+    int64_t dims[RLX_MAX_DIMS];
+    void *data = NULL;
+    size_t bytes = 0;
+    const char *path = PyBytes_AS_STRING(b);
+    size_t len = strlen(path);
+    rlx_status st = len > 4 && !strcmp(path + len - 4, ".npy") ? rlx_npy_read(path, &t, &nd, dims, &data, &bytes)
+                                                               : rlx_onnx_read_tensor(path, &t, &nd, dims, &data, &bytes);
+    Py_DECREF(b);
+    if (st != RLX_OK)
+        return raise_status(st);
+    return tensor_array(t, nd, dims, data, bytes);
+}
+
+static PyObject *py_print_info(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    fflush(stdout);
+    rlx_status st = rlx_onnx_print_info(PyBytes_AS_STRING(b), stdout);
+    fflush(stdout);
+    Py_DECREF(b);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_version(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyUnicode_FromString(rlx_version());
+}
+
+static PyObject *py_gemm_info(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyUnicode_FromString(rlx_cpu_gemm_info());
+}
+
+static PyObject *py_dtype_names(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    PyObject *t = PyTuple_New(RLX_DTYPE_COUNT);
+    for (int i = 0; t && i < RLX_DTYPE_COUNT; i++)
+        PyTuple_SET_ITEM(t, i, PyUnicode_FromString(rlx_dtype_name((rlx_dtype)i)));
+    return t;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_to_dlpack", py_to_dlpack, METH_O, "capsule lending a numpy array's memory"},
+    {"_from_dlpack_capsule", py_from_dlpack_capsule, METH_O, "numpy array over a DLPack capsule's memory"},
+    {"onnx_inputs", py_onnx_inputs, METH_O, "([(name, dtype, dims, is_tensor, onnx_type)], [output names])"},
+    {"read_tensor", py_read_tensor, METH_O, "a .npy or ONNX TensorProto .pb file as an array"},
+    {"print_info", py_print_info, METH_O, "rlx info MODEL"},
+    {"version", py_version, METH_NOARGS, "library version"},
+    {"cpu_gemm_info", py_gemm_info, METH_NOARGS, "GEMM library"},
+    {"dtype_names", py_dtype_names, METH_NOARGS, "dtype names by rlx_dtype"},
+    {"ops_names", ops_names, METH_NOARGS, "(unary, binary) builder names"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_rlx", "RLX C extension (see the rlx package).",
+                                        -1, module_methods, NULL, NULL, NULL, NULL};
+
+static int add_error(PyObject *m, const char *name, rlx_status st, PyObject *extra, const char *doc)
+{
+    char full[96];
+    snprintf(full, sizeof full, "rlx.%s", name);
+    PyObject *bases = extra ? PyTuple_Pack(2, err_base, extra) : PyTuple_Pack(1, err_base);
+    if (!bases)
+        return -1;
+    PyObject *cls = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+    Py_DECREF(bases);
+    if (!cls)
+        return -1;
+    err_class[st] = cls;
+    Py_INCREF(cls);
+    return PyModule_AddObject(m, name, cls);
+}
+
+PyMODINIT_FUNC PyInit__rlx(void)
+{
+    import_array();
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&ModelType) < 0 || PyType_Ready(&GraphType) < 0)
+        return NULL;
+    Py_INCREF(&SessionType);
+    PyModule_AddObject(m, "_Session", (PyObject *)&SessionType);
+    Py_INCREF(&ModelType);
+    PyModule_AddObject(m, "_Model", (PyObject *)&ModelType);
+    Py_INCREF(&GraphType);
+    PyModule_AddObject(m, "_Graph", (PyObject *)&GraphType);
+    err_base = PyErr_NewExceptionWithDoc("rlx.RLXError", "An error reported by the RLX library (its message).",
+                                         NULL, NULL);
+    if (!err_base)
+        return NULL;
+    Py_INCREF(err_base);
+    PyModule_AddObject(m, "RLXError", err_base);
+    if (add_error(m, "InvalidArgumentError", RLX_ERR_INVALID_ARGUMENT, PyExc_ValueError, "A bad argument.") ||
+        add_error(m, "ShapeError", RLX_ERR_SHAPE, PyExc_ValueError, "Shapes that do not fit.") ||
+        add_error(m, "DTypeError", RLX_ERR_DTYPE, PyExc_TypeError, "Dtypes that do not fit.") ||
+        add_error(m, "NotFoundError", RLX_ERR_NOT_FOUND, PyExc_LookupError, "An unknown name.") ||
+        add_error(m, "UnsupportedError", RLX_ERR_UNSUPPORTED, NULL, "An op, dtype or device not available.") ||
+        add_error(m, "RLXIOError", RLX_ERR_IO, PyExc_OSError, "A file missing, unreadable or unwritable.") ||
+        add_error(m, "FormatError", RLX_ERR_FORMAT, NULL, "A malformed model or tensor file.") ||
+        add_error(m, "OutOfMemoryError", RLX_ERR_OUT_OF_MEMORY, PyExc_MemoryError, "Out of memory.") ||
+        add_error(m, "DeviceError", RLX_ERR_DEVICE, NULL, "A device runtime failure.") ||
+        add_error(m, "RLXRuntimeError", RLX_ERR_RUNTIME, PyExc_RuntimeError, "A kernel found bad data.") ||
+        add_error(m, "InternalError", RLX_ERR_INTERNAL, NULL, "A bug in RLX."))
+        return NULL;
+    return m;
+}
