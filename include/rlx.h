@@ -500,6 +500,10 @@ int rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_spe
  * concatenate pieces to get the text).  Returns the length (which may
  * exceed cap), or -1 for an id outside the vocabulary. */
 int rlx_llm_token_piece(const rlx_llm *m, int32_t id, char *buf, size_t cap);
+/* Token ids -> text (special tokens included).  Returns the length (which
+ * may exceed cap: call again with more room), or -1 with the error set (an
+ * id outside the vocabulary). */
+long rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, int n, char *buf, size_t cap);
 /* Whether id ends generation (end of sequence, end of turn). */
 int rlx_llm_is_eog(const rlx_llm *m, int32_t id);
 

@@ -451,16 +451,16 @@ static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *c = IN(0), *u = IN(1), *p = IN(2);
     if (c->shape.ndim != 4 || u->shape.ndim != 4)
-        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: cache and update must be rank 4 [B, H, T, D] and [B, H, S, D]");
+        return rlx_set_error(RLX_ERR_SHAPE, "cache and update must be rank 4 [B, H, T, D] and [B, H, S, D]");
     if (u->dtype != c->dtype)
-        return rlx_set_error(RLX_ERR_DTYPE, "cache_write: update is %s, the cache %s", rlx_dtype_name(u->dtype),
+        return rlx_set_error(RLX_ERR_DTYPE, "update is %s, the cache %s", rlx_dtype_name(u->dtype),
                              rlx_dtype_name(c->dtype));
     if (u->shape.dims[0] != c->shape.dims[0] || u->shape.dims[1] != c->shape.dims[1] ||
         u->shape.dims[3] != c->shape.dims[3] || u->shape.dims[2] > c->shape.dims[2])
-        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: update %s does not fit the cache %s", SHAPE_A(&u->shape),
+        return rlx_set_error(RLX_ERR_SHAPE, "update %s does not fit the cache %s", SHAPE_A(&u->shape),
                              SHAPE_B(&c->shape));
     if ((p->dtype != RLX_I64 && p->dtype != RLX_I32) || p->shape.ndim != 1 || p->shape.dims[0] != c->shape.dims[0])
-        return rlx_set_error(RLX_ERR_SHAPE, "cache_write: positions must be i64 or i32 [B] with B = %lld",
+        return rlx_set_error(RLX_ERR_SHAPE, "positions must be i64 or i32 [B] with B = %lld",
                              (long long)c->shape.dims[0]);
     n->shape = c->shape;
     n->dtype = c->dtype;

@@ -224,6 +224,30 @@ int rlx_llm_token_piece(const rlx_llm *m, int32_t id, char *buf, size_t cap)
     return (int)len;
 }
 
+long rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, int n, char *buf, size_t cap)
+{
+    if (!m || n < 0 || (!ids && n) || (!buf && cap)) {
+        rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_llm_detokenize: bad argument");
+        return -1;
+    }
+    if (m->tok) {
+        size_t len = 0;
+        rlx_status st = rlx_tokenizer_decode(m->tok, ids, n, buf, cap, &len);
+        return st != RLX_OK && len <= cap ? -1 : (long)len;
+    }
+    size_t len = 0; /* byte tokens: the pieces one after another */
+    for (int i = 0; i < n; i++) {
+        char piece[16];
+        int k = rlx_llm_token_piece(m, ids[i], piece, sizeof piece);
+        if (k < 0)
+            return -1;
+        if (len + (size_t)k <= cap)
+            memcpy(buf + len, piece, (size_t)k);
+        len += (size_t)k;
+    }
+    return (long)len;
+}
+
 int rlx_llm_is_eog(const rlx_llm *m, int32_t id)
 {
     if (!m)
