@@ -657,7 +657,7 @@ def _file_tensor(a, dtype, formats):
         return np.ascontiguousarray(a, dtype=np.float32)
     if dtype == "f16":
         return np.ascontiguousarray(a, dtype=np.float16)
-    return (formats.bf16(a), "BF16")  # bit pattern, rounded to nearest even
+    return (formats.bf16_bits(a), "BF16")  # bit pattern, rounded to nearest even
 
 
 def write_model(arch, fmt, out, seed, dtype="f32", overrides=None):
