@@ -1,6 +1,7 @@
 /* kernels_matmul.c - batched matmul with broadcast batch dims.
  * f32 goes straight to BLAS per batch; f64 to dgemm; f16/bf16 are widened
  * to f32 in scratch, multiplied, and narrowed on store. */
+#include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
 
 typedef struct {
@@ -44,6 +45,51 @@ static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n, int thr
     return (mat_a + mat_b + mat_c) * sizeof(float);
 }
 
+/* y[j] = a . B[j, :] for rows j in [lo, hi): B stored [N, K] (trans_b). */
+RLX_CLONES static void matvec_rows(const float *a, const float *B, int64_t ldb, int64_t K, float *y, int64_t lo,
+                                   int64_t hi)
+{
+    for (int64_t j = lo; j < hi; j++) {
+        const float *b = B + j * ldb;
+        float acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t k = 0; k < K; k++)
+            acc += a[k] * b[k];
+        y[j] = acc;
+    }
+}
+
+/* y[j] = sum_k a[k] B[k, j] for columns j in [lo, hi): B stored [K, N]. */
+RLX_CLONES static void matvec_cols(const float *a, const float *B, int64_t ldb, int64_t K, float *y, int64_t lo,
+                                   int64_t hi)
+{
+    for (int64_t j = lo; j < hi; j++)
+        y[j] = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const float *b = B + k * ldb, ak = a[k];
+#pragma omp simd
+        for (int64_t j = lo; j < hi; j++)
+            y[j] += ak * b[j];
+    }
+}
+
+/* One row times a matrix (decode steps, batch-1 projections): a matrix-vector
+ * product reads the weights once at memory speed, where a GEMM library's
+ * M = 1 path does not; the columns are shared among the threads. */
+static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y,
+                       int threads)
+{
+    int parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+    for (int p = 0; p < parts; p++) {
+        int64_t lo = N * p / parts, hi = N * (p + 1) / parts;
+        if (tb)
+            matvec_rows(a, B, ldb, K, y, lo, hi);
+        else
+            matvec_cols(a, B, ldb, K, y, lo, hi);
+    }
+}
+
 static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -55,7 +101,10 @@ static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int64_t i = 0; i < d.batch; i++) {
         int64_t oa = rlx_bcast_offset(i, &d.bshape, d.a_st) * mat_a;
         int64_t ob = rlx_bcast_offset(i, &d.bshape, d.b_st) * mat_b;
-        if (dt == RLX_F32) {
+        if (dt == RLX_F32 && d.M == 1 && !ta) {
+            matvec_f32(tb, d.N, d.K, (const float *)t->in[0] + oa, (const float *)t->in[1] + ob, d.b_cols,
+                       (float *)t->out + i * mat_c, ctx->threads);
+        } else if (dt == RLX_F32) {
             rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, (const float *)t->in[0] + oa, d.a_cols, (const float *)t->in[1] + ob,
                       d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads);
         } else if (dt == RLX_F64) {
