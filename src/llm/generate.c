@@ -20,22 +20,6 @@ void rlx_generate_params_init(rlx_generate_params *p)
     p->repeat_last_n = 64;
 }
 
-/* The first stop string found in text[0..len) that ends after `from`:
- * where it starts, or -1. */
-static long find_stop(const char *text, size_t len, size_t from, const rlx_generate_params *p)
-{
-    for (int i = 0; i < p->n_stop; i++) {
-        size_t k = p->stop[i] ? strlen(p->stop[i]) : 0;
-        if (!k || k > len)
-            continue;
-        size_t start = from >= k ? from - k + 1 : 0;
-        for (size_t j = start; j + k <= len; j++)
-            if (!memcmp(text + j, p->stop[i], k))
-                return (long)j;
-    }
-    return -1;
-}
-
 rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt, const rlx_generate_params *gp,
                             rlx_token_fn fn, void *user, rlx_generate_stats *stats)
 {
@@ -58,6 +42,11 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
     sp.repeat_penalty = p.repeat_penalty;
     sp.repeat_last_n = p.repeat_last_n;
     sp.seed = p.seed;
+    rlx_stop stops;
+    rlx_stop_init(&stops);
+    for (int i = 0; i < p.n_stop; i++)
+        if (p.stop[i] && p.stop[i][0] && rlx_stop_add_string(&stops, p.stop[i]) != RLX_OK)
+            return RLX_ERR_INVALID_ARGUMENT;
     rlx_sampler *smp = NULL;
     int V = c->model->hp.vocab, total = n_prompt + p.max_tokens;
     rlx_status st = rlx_sampler_new(&sp, V, &smp);
@@ -111,7 +100,7 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
                 text = t, cap = nc;
             }
             memcpy(text + len, piece, (size_t)k);
-            long at = find_stop(text, len + (size_t)k, len, &p);
+            ptrdiff_t at = rlx_stop_find(&stops, text, len + (size_t)k, len, NULL);
             if (at >= 0) { /* give only what precedes the stop string */
                 k = at > (long)len ? (int)(at - (long)len) : 0;
                 stop = true;
