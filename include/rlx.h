@@ -217,6 +217,11 @@ rlx_node rlx_pad(rlx_graph *g, rlx_node x, const int64_t *pads, rlx_pad_mode mod
  * frequency theta^(-2i/D).  interleaved=0 rotates halves (GPT-NeoX, Llama,
  * Qwen); interleaved=1 rotates adjacent pairs (GPT-J). */
 rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int interleaved);
+/* Rotary position embedding by tables: cos_table and sin_table [..., S,
+ * D/2] (the rank of x, each axis 1 or x's) hold the cosines and sines of
+ * each row's angles, so any position and frequency scaling can be given.  Under mixed precision the
+ * tables keep their dtype (f32 tables keep the angles exact). */
+rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, int interleaved);
 
 /* Scaled dot-product attention.  q [B, H, S, D], k [B, Hkv, T, D],
  * v [B, Hkv, T, Dv], H a multiple of Hkv (grouped-query heads).
@@ -226,6 +231,11 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int in
  * scale <= 0 means 1/sqrt(D). Result [B, H, S, Dv]. */
 rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
                        double scale);
+/* Causal attention at per-sequence positions: query row s of sequence b is
+ * at position pos[b] + s (pos: i64 or i32 [B]) and sees the keys t <=
+ * pos[b] + s; later keys are never read (a KV cache longer than the
+ * sequence costs nothing).  Otherwise as rlx_attention. */
+rlx_node rlx_attention_at(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node pos, double scale);
 
 /* KV-cache write: update [B, H, S, D] goes into cache [B, H, T, D] at rows
  * pos[b] .. pos[b] + S - 1 of each sequence b (pos: i64 or i32 [B]); rows

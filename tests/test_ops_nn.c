@@ -1,5 +1,6 @@
 /* Network ops: attention (causal, bool and float masks, grouped-query
- * heads), rotary embedding (both layouts), convolution 1-d/2-d (stride,
+ * heads, per-sequence positions), rotary embedding (both layouts, by theta
+ * and by tables), convolution 1-d/2-d (stride,
  * padding, dilation, groups, bias), max/avg pooling (count_include_pad,
  * ceil_mode, dilation), global average pooling; against the float64
  * reference on random inputs. */
@@ -113,7 +114,107 @@ static void test_attention_half(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Causal attention at per-sequence positions (rlx_attention_at) against the
+ * reference with the equivalent bool mask: key t visible to row s of
+ * sequence b when t <= pos[b] + s. */
+static int run_attention_at(int64_t B, int64_t H, int64_t Hkv, int64_t S, int64_t T, int64_t D, rlx_dtype dt,
+                            rlx_dtype pos_dt, const int64_t *pos)
+{
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *q = rt_rand(RT_SHAPE(B, H, S, D), -1, 1);
+    rt_tensor *k = rt_rand(RT_SHAPE(B, Hkv, T, D), -1, 1);
+    rt_tensor *v = rt_rand(RT_SHAPE(B, Hkv, T, D), -1, 1);
+    rt_tensor *p = rt_new(RT_SHAPE(B));
+    rt_tensor *m = rt_new(RT_SHAPE(B, 1, S, T));
+    for (int64_t b = 0; b < B; b++) {
+        p->d[b] = (double)pos[b];
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t t = 0; t < T; t++)
+                m->d[(b * S + s) * T + t] = t <= pos[b] + s;
+    }
+    rlx_node y = rlx_attention_at(rg->g, rt_input(rg, dt, q), rt_input(rg, dt, k), rt_input(rg, dt, v),
+                                  rt_input(rg, pos_dt, p), 0.0);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_attention(q, k, v, m, 1, 0, 0.0);
+    char what[160];
+    snprintf(what, sizeof what, "attention_at %s B%lld H%lld Hkv%lld S%lld T%lld pos[0] %lld (%s)", rlx_dtype_name(dt),
+             (long long)B, (long long)H, (long long)Hkv, (long long)S, (long long)T, (long long)pos[0],
+             rlx_dtype_name(pos_dt));
+    int ok = rt_check(what, got, want, dt);
+    rt_free(got);
+    rt_free(want);
+    rt_free(q);
+    rt_free(k);
+    rt_free(v);
+    rt_free(p);
+    rt_free(m);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static void test_attention_at(void **state)
+{
+    (void)state;
+    int bad = 0;
+    /* decode (S = 1) and prefill chunks, sequences at different positions,
+     * one past the cache (every key visible) */
+    bad += run_attention_at(3, 4, 2, 1, 40, 16, RLX_F32, RLX_I64, (int64_t[]){0, 17, 39});
+    bad += run_attention_at(2, 2, 1, 5, 37, 8, RLX_F32, RLX_I32, (int64_t[]){0, 9});
+    bad += run_attention_at(2, 4, 4, 8, 24, 32, RLX_F32, RLX_I64, (int64_t[]){16, 24});
+    bad += run_attention_at(1, 2, 2, 3, 70, 8, RLX_F32, RLX_I64, (int64_t[]){rt_randint(0, 67)});
+    bad += run_attention_at(2, 4, 2, 1, 33, 16, RLX_BF16, RLX_I64, (int64_t[]){5, 32});
+    bad += run_attention_at(2, 4, 2, 4, 33, 16, RLX_F16, RLX_I64, (int64_t[]){0, 20});
+    assert_int_equal(bad, 0);
+}
+
 /* ------------------------------------------------------------ rope */
+
+/* RoPE by tables: x [B, H, S, D] with cos/sin [Bt, 1, S, D/2] of random
+ * angles, against the rotation in double. */
+static void test_rope_tables(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int64_t shapes[][4] = {{2, 3, 4, 8}, {1, 2, 1, 16}, {3, 1, 5, 4}, {2, 4, 1, 128}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
+        for (int shared = 0; shared < 2; shared++)
+            for (int il = 0; il < 2; il++) {
+                const int64_t *d = shapes[c];
+                int64_t B = d[0], H = d[1], S = d[2], D = d[3], half = D / 2, Bt = shared ? 1 : B;
+                rt_tensor *x = rt_rand(RT_SHAPE(B, H, S, D), -2, 2);
+                rt_tensor *cs = rt_new(RT_SHAPE(Bt, 1, S, half)), *sn = rt_new(RT_SHAPE(Bt, 1, S, half));
+                for (int64_t i = 0; i < cs->n; i++) {
+                    double a = rt_uniform(-40, 40);
+                    cs->d[i] = (double)(float)cos(a);
+                    sn->d[i] = (double)(float)sin(a);
+                }
+                rt_tensor *want = rt_new(x->ndim, x->dims);
+                for (int64_t row = 0; row < B * H * S; row++) {
+                    int64_t b = row / (H * S), s = row % S, to = ((shared ? 0 : b) * S + s) * half;
+                    for (int64_t i = 0; i < half; i++) {
+                        int64_t ia = row * D + (il ? 2 * i : i), ib = ia + (il ? 1 : half);
+                        double c = cs->d[to + i], si = sn->d[to + i];
+                        want->d[ia] = x->d[ia] * c - x->d[ib] * si;
+                        want->d[ib] = x->d[ib] * c + x->d[ia] * si;
+                    }
+                }
+                rt_graph *rg = rt_graph_new();
+                rlx_node y = rlx_rope_tables(rg->g, rt_input(rg, RLX_F32, x), rt_input(rg, RLX_F32, cs),
+                                             rt_input(rg, RLX_F32, sn), il);
+                rt_tensor *got = rt_run1(rg, y);
+                char what[160];
+                snprintf(what, sizeof what, "rope_tables %s tables [%lld, 1, %lld, %lld] %s",
+                         rt_shape_str(x->ndim, x->dims), (long long)Bt, (long long)S, (long long)half,
+                         il ? "interleaved" : "halves");
+                bad += !rt_check(what, got, want, RLX_F32);
+                rt_free(got);
+                rt_free(want);
+                rt_free(x);
+                rt_free(cs);
+                rt_free(sn);
+                rt_graph_free(rg);
+            }
+    assert_int_equal(bad, 0);
+}
 
 static void test_rope(void **state)
 {
@@ -506,7 +607,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_attention, rt_setup),
         cmocka_unit_test_setup(test_attention_half, rt_setup),
+        cmocka_unit_test_setup(test_attention_at, rt_setup),
         cmocka_unit_test_setup(test_rope, rt_setup),
+        cmocka_unit_test_setup(test_rope_tables, rt_setup),
         cmocka_unit_test_setup(test_conv1d, rt_setup),
         cmocka_unit_test_setup(test_conv2d, rt_setup),
         cmocka_unit_test_setup(test_max_pool, rt_setup),

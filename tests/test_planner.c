@@ -4,6 +4,7 @@
  *  - every tensor lies inside the arena and its buffer,
  *  - outputs equal those of the no-reuse plan, bit for bit,
  *  - the arena is never below the lower bound, and views/in-place happen. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +264,47 @@ static void test_chain_reuses_slots(void **state)
     rlx_graph_free(g);
 }
 
+/* A transpose that moves only axes of length 1 keeps the element order: it
+ * is a view (no copy) and gives the right values; one that swaps two longer
+ * axes is not. */
+static void test_unit_axis_transpose_is_view(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 1, 3, 4});
+    rlx_node t = rlx_transpose(g, rlx_tanh(g, x), (int[]){1, 0, 2, 3}); /* [1, 2, 3, 4]: a view */
+    rlx_node u = rlx_transpose(g, rlx_tanh(g, x), (int[]){0, 1, 3, 2}); /* [2, 1, 4, 3]: a copy */
+    rlx_output(g, "t", t);
+    rlx_output(g, "u", u);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    int views = 0, copies = 0;
+    for (int i = 0; i < s->graph->n_nodes; i++)
+        if (s->graph->nodes[i].op == RLX_OP_TRANSPOSE) {
+            views += s->plan.slots[i].view;
+            copies += !s->plan.slots[i].view;
+        }
+    assert_int_equal(views, 1);
+    assert_int_equal(copies, 1);
+    float in[24], ot[24], ou[24];
+    for (int i = 0; i < 24; i++)
+        in[i] = (float)(i * 0.37 - 4.0);
+    assert_int_equal(rlx_session_set_input(s, "x", in, sizeof in), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "t", ot, sizeof ot), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "u", ou, sizeof ou), RLX_OK);
+    for (int i = 0; i < 24; i++) {
+        int b = i / 12, r = i % 12 / 4, c = i % 4; /* x [b, 0, r, c] */
+        assert_float_equal(ot[i], tanhf(in[i]), 1e-6);
+        assert_float_equal(ou[b * 12 + c * 3 + r], tanhf(in[i]), 1e-6);
+    }
+    rlx_session_free(s);
+    rlx_graph_free(g);
+}
+
 /* Pinning output ancestors keeps every ancestor of an output alive. */
 static void test_pin_output_ancestors(void **state)
 {
@@ -322,6 +364,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_reuses_slots),
+        cmocka_unit_test(test_unit_axis_transpose_is_view),
         cmocka_unit_test(test_pin_output_ancestors),
         cmocka_unit_test(test_replan_when_over_largest_buffer),
         cmocka_unit_test(test_random_graphs),

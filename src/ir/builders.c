@@ -571,6 +571,14 @@ rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int in
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, int interleaved)
+{
+    rlx_node in[3] = {x, cos_table, sin_table};
+    rlx_node_data p = proto(RLX_OP_ROPE, 3, in);
+    p.attrs.rope.interleaved = interleaved != 0;
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos)
 {
     rlx_node in[3] = {cache, update, pos};
@@ -584,6 +592,19 @@ rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_nod
     rlx_node_data p = proto(RLX_OP_ATTENTION, mask >= 0 ? 4 : 3, in);
     p.attrs.attention.causal = causal != 0;
     p.attrs.attention.has_mask = mask >= 0;
+    p.attrs.attention.scale = scale;
+    rlx_node y = rlx_graph_add(g, &p);
+    if (y >= 0 && !(scale > 0))
+        g->nodes[y].attrs.attention.scale = 1.0 / sqrt((double)g->nodes[q].shape.dims[3]);
+    return y;
+}
+
+rlx_node rlx_attention_at(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node pos, double scale)
+{
+    rlx_node in[4] = {q, k, v, pos};
+    rlx_node_data p = proto(RLX_OP_ATTENTION, 4, in);
+    p.attrs.attention.causal = 1;
+    p.attrs.attention.has_pos = 1;
     p.attrs.attention.scale = scale;
     rlx_node y = rlx_graph_add(g, &p);
     if (y >= 0 && !(scale > 0))

@@ -166,8 +166,12 @@ typedef union rlx_attrs {
     struct { int axis; } concat;
     struct { int axis; } gather;
     struct { int64_t pads[2 * RLX_MAX_DIMS]; int mode; double value; } pad;
+    /* rope: with two more inputs, cos and sin tables (see rlx_rope_tables),
+     * theta and offset are unused */
     struct { double theta; int64_t offset; int interleaved; } rope;
-    struct { double scale; int causal, has_mask; } attention;
+    /* has_pos: a last input pos [B] (i64/i32) puts query row s of sequence b
+     * at position pos[b] + s; causal then hides keys t > pos[b] + s */
+    struct { double scale; int causal, has_mask, has_pos; } attention;
     /* act: conv_bias_act only.  layout: RLX_LAYOUT_NCHW (0, the default) or
      * RLX_LAYOUT_NHWC: x [N, H, W, C], weight [O, KH, KW, C/groups], y [N, OH, OW, O] */
     struct { rlx_conv_params p; int spatial, has_bias, act, layout; } conv;
@@ -228,6 +232,7 @@ typedef enum rlx_op_flags {
     RLX_OPF_RANDOM = 1 << 3,      /* not pure: never CSE'd or folded */
     RLX_OPF_FUSED = 1 << 4,       /* produced by fusion */
     RLX_OPF_STATEFUL = 1 << 5,    /* writes into its first input's memory: never CSE'd, folded or moved */
+    RLX_OPF_AUX_KEEP_DTYPE = 1 << 6, /* mixed precision converts input 0 only; the rest keep their dtype */
 } rlx_op_flags;
 
 typedef struct rlx_op_info {

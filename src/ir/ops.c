@@ -403,6 +403,27 @@ static rlx_status infer_rope(const rlx_graph *g, rlx_node_data *n)
     const rlx_node_data *x = IN(0);
     if (x->shape.ndim < 2 || x->shape.dims[x->shape.ndim - 1] % 2)
         return rlx_set_error(RLX_ERR_SHAPE, "rope needs [..., S, D] with D even, got %s", SHAPE_A(&x->shape));
+    if (n->n_in == 3) { /* cos and sin tables: [..., S, D/2] broadcast to x with its last axis halved */
+        rlx_shape want = x->shape;
+        want.dims[want.ndim - 1] /= 2;
+        for (int j = 1; j < 3; j++) {
+            const rlx_node_data *c = IN(j);
+            if (!rlx_dtype_is_float(c->dtype))
+                return rlx_set_error(RLX_ERR_DTYPE, "rope %s table must be float, got %s", j == 1 ? "cos" : "sin",
+                                     rlx_dtype_name(c->dtype));
+            if (c->shape.ndim != x->shape.ndim || !rlx_shape_broadcasts_to(&c->shape, &want) ||
+                c->shape.dims[c->shape.ndim - 1] != want.dims[want.ndim - 1])
+                return rlx_set_error(RLX_ERR_SHAPE, "rope %s table %s does not broadcast to %s", j == 1 ? "cos" : "sin",
+                                     SHAPE_A(&c->shape), SHAPE_B(&want));
+        }
+        n->shape = x->shape;
+        n->dtype = x->dtype;
+        return rlx_dtype_is_float(x->dtype) ? RLX_OK
+                                            : rlx_set_error(RLX_ERR_DTYPE, "rope needs a float x, got %s",
+                                                            rlx_dtype_name(x->dtype));
+    }
+    if (n->n_in != 1)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope takes x alone or x, cos and sin");
     if (!(n->attrs.rope.theta > 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope theta must be > 0");
     if (n->attrs.rope.offset > ((int64_t)1 << 53) || n->attrs.rope.offset < -((int64_t)1 << 53))
@@ -428,7 +449,7 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "query heads %lld are not a multiple of key heads %lld", (long long)H,
                              (long long)Hk);
     if (n->attrs.attention.has_mask) {
-        if (n->n_in != 4)
+        if (n->n_in < 4)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "mask flag set but no mask input");
         const rlx_node_data *m = IN(3);
         rlx_shape full = {4, {B, H, S, T}};
@@ -438,8 +459,17 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
         if (!rlx_shape_broadcasts_to(&m->shape, &full))
             return rlx_set_error(RLX_ERR_SHAPE, "mask %s does not broadcast to [B, H, S, T] = %s", SHAPE_A(&m->shape),
                                  SHAPE_B(&full));
-    } else if (n->n_in != 3) {
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unexpected mask input");
+    }
+    if (n->n_in != 3 + (n->attrs.attention.has_mask != 0) + (n->attrs.attention.has_pos != 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "attention has %d inputs; its flags want %d", n->n_in,
+                             3 + (n->attrs.attention.has_mask != 0) + (n->attrs.attention.has_pos != 0));
+    if (n->attrs.attention.has_pos) {
+        const rlx_node_data *p = IN(n->n_in - 1);
+        if (p->dtype != RLX_I64 && p->dtype != RLX_I32)
+            return rlx_set_error(RLX_ERR_DTYPE, "attention positions must be i64 or i32, got %s", rlx_dtype_name(p->dtype));
+        if (p->shape.ndim != 1 || p->shape.dims[0] != B)
+            return rlx_set_error(RLX_ERR_SHAPE, "attention positions %s must be [B] = [%lld]", SHAPE_A(&p->shape),
+                                 (long long)B);
     }
     n->shape = q->shape;
     n->shape.dims[3] = v->shape.dims[3];
@@ -643,8 +673,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_GATHER] = {"gather", 2, 2, 0, infer_gather},
     [RLX_OP_EXPAND] = {"expand", 1, 1, 0, infer_expand},
     [RLX_OP_PAD] = {"pad", 1, 1, 0, infer_pad},
-    [RLX_OP_ROPE] = {"rope", 1, 1, 0, infer_rope},
-    [RLX_OP_ATTENTION] = {"attention", 3, 4, 0, infer_attention},
+    [RLX_OP_ROPE] = {"rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, infer_rope},
+    [RLX_OP_ATTENTION] = {"attention", 3, 5, 0, infer_attention},
     [RLX_OP_CONV] = {"conv", 2, 3, 0, infer_conv},
     [RLX_OP_MAX_POOL] = {"max_pool", 1, 1, 0, infer_pool},
     [RLX_OP_AVG_POOL] = {"avg_pool", 1, 1, 0, infer_pool},

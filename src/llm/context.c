@@ -82,6 +82,57 @@ static rlx_status convert_weight(const llm_tensor *t, const rlx_tensor_info *inf
     return RLX_OK;
 }
 
+/* Weights the graphs read joined where checkpoints keep them apart (one
+ * product instead of two or three): the parts' rows one after another.
+ * A checkpoint that stores the joined tensor (GPT-2's attn_qkv) gives it
+ * as it is. */
+static const struct {
+    const char *joined, *parts[4];
+} k_joined[] = {
+    {"attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight", NULL}},
+    {"attn_qkv.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias", NULL}},
+    {"ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight", NULL}},
+};
+
+/* Converts weight `info` into buf from the checkpoint, joining its parts
+ * where the checkpoint has them apart. */
+static rlx_status load_weight(rlx_llm_context *c, const rlx_tensor_info *info, void *buf)
+{
+    const llm_source *src = &c->model->src;
+    const char *dot = !strncmp(info->name, "blk.", 4) ? strchr(info->name + 4, '.') : NULL;
+    llm_tensor t;
+    for (size_t j = 0; dot && j < sizeof k_joined / sizeof k_joined[0]; j++) {
+        if (strcmp(dot + 1, k_joined[j].joined))
+            continue;
+        if (c->model->hp.fused_qkv && !strncmp(dot + 1, "attn_qkv", 8))
+            break; /* stored joined */
+        size_t at = 0;
+        for (int k = 0; k_joined[j].parts[k]; k++) {
+            rlx_tensor_info part = *info;
+            char name[128];
+            snprintf(name, sizeof name, "%.*s.%s", (int)(dot - info->name), info->name, k_joined[j].parts[k]);
+            part.name = name;
+            part.ndim = llm_canonical_shape(&c->model->hp, name, part.dims);
+            part.bytes = rlx_dtype_size(info->dtype);
+            for (int d = 0; d < part.ndim; d++)
+                part.bytes *= (size_t)part.dims[d];
+            rlx_status st;
+            if (at + part.bytes > info->bytes)
+                return rlx_set_error(RLX_ERR_SHAPE, "weight '%s' is larger than '%s' holds", name, info->name);
+            if ((st = src->get(src->ctx, name, &t)) != RLX_OK ||
+                (st = convert_weight(&t, &part, (char *)buf + at)) != RLX_OK)
+                return st;
+            at += part.bytes;
+        }
+        if (at != info->bytes)
+            return rlx_set_error(RLX_ERR_SHAPE, "the parts of '%s' hold %zu bytes, it needs %zu", info->name, at,
+                                 info->bytes);
+        return RLX_OK;
+    }
+    rlx_status st = src->get(src->ctx, info->name, &t);
+    return st != RLX_OK ? st : convert_weight(&t, info, buf);
+}
+
 /* Every param of the prefill session: weights from the checkpoint, the
  * cache zeroed (masked keys then read zeros, never stale NaNs). */
 static rlx_status load_params(rlx_llm_context *c)
@@ -104,12 +155,8 @@ static rlx_status load_params(rlx_llm_context *c)
         }
         if (!strncmp(info.name, "cache.", 6)) {
             memset(buf, 0, info.bytes);
-        } else {
-            llm_tensor t;
-            if ((st = c->model->src.get(c->model->src.ctx, info.name, &t)) != RLX_OK)
-                break;
-            if ((st = convert_weight(&t, &info, buf)) != RLX_OK)
-                break;
+        } else if ((st = load_weight(c, &info, buf)) != RLX_OK) {
+            break;
         }
         st = rlx_session_set_param(s, info.name, buf, info.bytes);
     }

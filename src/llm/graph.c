@@ -98,27 +98,10 @@ static rlx_node rope_table(builder *b, int want_sin)
 }
 
 /* x [B, h, S, D] rotated by the angles of each row's position; cs and sn
- * are [B, 1, S, D/2]. */
-static rlx_node rope(builder *b, rlx_node x, int64_t h, rlx_node cs, rlx_node sn)
+ * are [B, 1, S, D/2] (f32, kept so under mixed precision). */
+static rlx_node rope(builder *b, rlx_node x, rlx_node cs, rlx_node sn)
 {
-    rlx_graph *g = b->g;
-    int64_t D = b->hp->head_dim, half = D / 2;
-    if (!b->hp->rope_interleaved) { /* halves: (x1, x2) -> (x1 c - x2 s, x2 c + x1 s) */
-        rlx_node x1 = rlx_slice(g, x, 1, (int[]){3}, (int64_t[]){0}, (int64_t[]){half}, NULL);
-        rlx_node x2 = rlx_slice(g, x, 1, (int[]){3}, (int64_t[]){half}, (int64_t[]){D}, NULL);
-        rlx_node o1 = rlx_sub(g, rlx_mul(g, x1, cs), rlx_mul(g, x2, sn));
-        rlx_node o2 = rlx_add(g, rlx_mul(g, x2, cs), rlx_mul(g, x1, sn));
-        return rlx_concat(g, 2, (rlx_node[]){o1, o2}, 3);
-    }
-    /* adjacent pairs (x[2i], x[2i+1]) */
-    rlx_node xp = rlx_reshape(g, x, 5, (int64_t[]){b->B, h, b->S, half, 2});
-    rlx_node c5 = rlx_reshape(g, cs, 5, (int64_t[]){b->B, 1, b->S, half, 1});
-    rlx_node s5 = rlx_reshape(g, sn, 5, (int64_t[]){b->B, 1, b->S, half, 1});
-    rlx_node xe = rlx_slice(g, xp, 1, (int[]){4}, (int64_t[]){0}, (int64_t[]){1}, NULL);
-    rlx_node xo = rlx_slice(g, xp, 1, (int[]){4}, (int64_t[]){1}, (int64_t[]){2}, NULL);
-    rlx_node oe = rlx_sub(g, rlx_mul(g, xe, c5), rlx_mul(g, xo, s5));
-    rlx_node oo = rlx_add(g, rlx_mul(g, xo, c5), rlx_mul(g, xe, s5));
-    return rlx_reshape(g, rlx_concat(g, 2, (rlx_node[]){oe, oo}, 4), 4, (int64_t[]){b->B, h, b->S, D});
+    return rlx_rope_tables(b->g, x, cs, sn, b->hp->rope_interleaved);
 }
 
 /* [B, S, h * D] -> [B, h, S, D], with the per-head norm where the model has one */
@@ -130,29 +113,24 @@ static rlx_node to_heads(builder *b, rlx_node x, int64_t h, const char *norm_fmt
     return rlx_transpose(b->g, y, (int[]){0, 2, 1, 3});
 }
 
-static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node mask, rlx_node cs, rlx_node sn)
+static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node cs, rlx_node sn)
 {
     const llm_hparams *hp = b->hp;
     rlx_graph *g = b->g;
     int64_t H = hp->hidden, D = hp->head_dim, Hq = hp->heads, Hk = hp->kv_heads;
-    rlx_node q, k, v;
-    if (hp->fused_qkv) {
-        rlx_node qkv = linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight",
-                              hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL, l);
-        rlx_node parts[3];
-        rlx_split(g, qkv, 2, 3, (int64_t[]){Hq * D, Hk * D, Hk * D}, parts);
-        q = parts[0], k = parts[1], v = parts[2];
-    } else {
-        q = linear(b, x, Hq * D, H, "blk.%d.attn_q.weight", hp->qkv_bias ? "blk.%d.attn_q.bias" : NULL, l);
-        k = linear(b, x, Hk * D, H, "blk.%d.attn_k.weight", hp->qkv_bias ? "blk.%d.attn_k.bias" : NULL, l);
-        v = linear(b, x, Hk * D, H, "blk.%d.attn_v.weight", hp->qkv_bias ? "blk.%d.attn_v.bias" : NULL, l);
-    }
+    /* one product for q, k and v (the loader joins separate checkpoint
+     * tensors row-wise), cut along its last axis */
+    rlx_node qkv = linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight", hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL,
+                          l);
+    rlx_node parts[3];
+    rlx_split(g, qkv, 2, 3, (int64_t[]){Hq * D, Hk * D, Hk * D}, parts);
+    rlx_node q = parts[0], k = parts[1], v = parts[2];
     q = to_heads(b, q, Hq, hp->qk_norm ? "blk.%d.attn_q_norm.weight" : NULL, l);
     k = to_heads(b, k, Hk, hp->qk_norm ? "blk.%d.attn_k_norm.weight" : NULL, l);
     v = to_heads(b, v, Hk, NULL, l);
     if (!hp->learned_pos) {
-        q = rope(b, q, Hq, cs, sn);
-        k = rope(b, k, Hk, cs, sn);
+        q = rope(b, q, cs, sn);
+        k = rope(b, k, cs, sn);
     }
     char name[64];
     snprintf(name, sizeof name, "cache.%d.k", l);
@@ -169,7 +147,8 @@ static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node 
         kc = rlx_cast(g, kc, RLX_F32);
         vc = rlx_cast(g, vc, RLX_F32);
     }
-    rlx_node a = rlx_attention(g, q, kc, vc, mask, 0, 0.0);
+    /* row s of sequence b sees the cache up to its own position pos[b] + s */
+    rlx_node a = rlx_attention_at(g, q, kc, vc, pos, 0.0);
     a = rlx_reshape(g, rlx_transpose(g, a, (int[]){0, 2, 1, 3}), 3, (int64_t[]){b->B, b->S, Hq * D});
     return linear(b, a, H, Hq * D, "blk.%d.attn_output.weight", hp->out_bias ? "blk.%d.attn_output.bias" : NULL, l);
 }
@@ -183,9 +162,10 @@ static rlx_node ffn(builder *b, rlx_node x, int l)
         return linear(b, rlx_gelu_tanh(b->g, u), H, F, "blk.%d.ffn_down.weight",
                       hp->ffn_bias ? "blk.%d.ffn_down.bias" : NULL, l);
     }
-    rlx_node gt = rlx_silu(b->g, linear(b, x, F, H, "blk.%d.ffn_gate.weight", NULL, l));
-    rlx_node up = linear(b, x, F, H, "blk.%d.ffn_up.weight", NULL, l);
-    return linear(b, rlx_mul(b->g, gt, up), H, F, "blk.%d.ffn_down.weight", NULL, l);
+    /* gate and up as one product (joined by the loader), cut in two */
+    rlx_node gu[2];
+    rlx_split(b->g, linear(b, x, 2 * F, H, "blk.%d.ffn_gate_up.weight", NULL, l), 2, 2, (int64_t[]){F, F}, gu);
+    return linear(b, rlx_mul(b->g, rlx_silu(b->g, gu[0]), gu[1]), H, F, "blk.%d.ffn_down.weight", NULL, l);
 }
 
 rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype)
@@ -204,12 +184,15 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
      * nothing) */
     rlx_node p = rlx_add(g, rlx_reshape(g, pos, 2, (int64_t[]){B, 1}), iota(g, S, 0, 2, 1));
     rlx_node pc = rlx_min(g, p, rlx_scalar(g, RLX_I64, (double)(T - 1)));
-    /* key t is visible to row s when t <= pos[b] + s */
-    rlx_node lim = rlx_reshape(g, rlx_add(g, p, rlx_scalar(g, RLX_I64, 1.0)), 4, (int64_t[]){B, 1, S, 1});
-    rlx_node mask = rlx_less(g, iota(g, T, 0, 4, 3), lim);
 
-    rlx_node emb = weight(&b, hp->vocab, H, "token_embd.weight", 0);
+    /* the rows of the embedding in its stored dtype, then f32: never the
+     * whole table converted */
+    rlx_node emb = rlx_param(g, "token_embd.weight", wdtype, 2, (int64_t[]){hp->vocab, H});
     rlx_node x = rlx_gather(g, emb, tokens, 0);
+    if (wdtype != RLX_F32) {
+        x = rlx_cast(g, x, RLX_F32);
+        emb = rlx_cast(g, emb, RLX_F32);
+    }
     rlx_node cs = -1, sn = -1;
     if (hp->learned_pos) {
         x = rlx_add(g, x, rlx_gather(g, weight(&b, hp->max_ctx, H, "position_embd.weight", 0), pc, 0));
@@ -220,7 +203,7 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     }
     for (int l = 0; l < hp->layers; l++) {
         rlx_node h = norm(&b, x, H, "blk.%d.attn_norm.weight", "blk.%d.attn_norm.bias", l);
-        x = rlx_add(g, x, attention(&b, h, l, pos, mask, cs, sn));
+        x = rlx_add(g, x, attention(&b, h, l, pos, cs, sn));
         h = norm(&b, x, H, "blk.%d.ffn_norm.weight", "blk.%d.ffn_norm.bias", l);
         x = rlx_add(g, x, ffn(&b, h, l));
     }

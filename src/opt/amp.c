@@ -180,9 +180,10 @@ static bool claims_in(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_nod
 {
     rlx_dtype dt[RLX_MAX_INPUTS];
     rlx_shape sh[RLX_MAX_INPUTS];
+    bool keep_aux = rlx_op_info_of(src->op)->flags & RLX_OPF_AUX_KEEP_DTYPE;
     for (int j = 0; j < src->n_in; j++) {
         const rlx_node_data *in = &g->nodes[src->in[j]];
-        dt[j] = in->dtype == RLX_F32 ? t : in->dtype;
+        dt[j] = in->dtype == RLX_F32 && !(keep_aux && j > 0) ? t : in->dtype;
         sh[j] = in->shape;
     }
     return rlx_probe_claim(ctx, src, dt, sh);
@@ -271,9 +272,10 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
             t = RLX_F32;
         }
         rlx_node_data p = *src;
+        bool keep_aux = info->flags & RLX_OPF_AUX_KEEP_DTYPE;
         for (int j = 0; j < p.n_in; j++) {
             rlx_node in = src->in[j];
-            p.in[j] = g->nodes[in].dtype == RLX_F32 ? to_dtype(&st, in, t) : st.map[in];
+            p.in[j] = g->nodes[in].dtype == RLX_F32 && !(keep_aux && j > 0) ? to_dtype(&st, in, t) : st.map[in];
             if (p.in[j] < 0)
                 goto fail;
         }

@@ -67,6 +67,8 @@ static bool match_proj(const fuse_state *s, rlx_node id, bool allow_rope_norm, p
     rlx_node cur = id;
     const rlx_node_data *n = fs_node(s, cur);
     if (allow_rope_norm && n->op == RLX_OP_ROPE) {
+        if (n->n_in != 1)
+            return false; /* the block computes its angles from theta */
         SWALLOW(cur);
         m->has_rope = 1;
         m->theta = n->attrs.rope.theta;
@@ -167,8 +169,8 @@ bool fuse_attention_block(fuse_state *s, rlx_node root)
         return false;
     rlx_node at = trn->in[0];
     const rlx_node_data *atn = fs_node(s, at);
-    if (atn->op != RLX_OP_ATTENTION || !fs_inner(s, at))
-        return false;
+    if (atn->op != RLX_OP_ATTENTION || atn->attrs.attention.has_pos || !fs_inner(s, at))
+        return false; /* the block has no per-sequence positions */
     nodes[nn++] = rs;
     nodes[nn++] = tr;
     nodes[nn++] = at;

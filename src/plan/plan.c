@@ -41,6 +41,36 @@ bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offse
     return true;
 }
 
+/* The perm keeps the axes longer than 1 in their order. */
+static bool transpose_keeps_order(const rlx_node_data *n, const rlx_shape *in)
+{
+    int last = -1;
+    for (int i = 0; i < n->shape.ndim; i++) {
+        int a = n->attrs.transpose.perm[i];
+        if (in->dims[a] == 1)
+            continue;
+        if (a < last)
+            return false;
+        last = a;
+    }
+    return true;
+}
+
+bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (byte_offset)
+        *byte_offset = 0;
+    if (n->n_in < 1)
+        return false;
+    switch (n->op) {
+    case RLX_OP_RESHAPE: return true;
+    case RLX_OP_SLICE: return rlx_slice_is_contiguous(g, id, byte_offset);
+    case RLX_OP_TRANSPOSE: return transpose_keeps_order(n, &g->nodes[n->in[0]].shape);
+    default: return false;
+    }
+}
+
 static bool is_persistent_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_PARAM || op == RLX_OP_CONSTANT; }
 
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
@@ -156,8 +186,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
         pt[i].buffer = -1;
         const rlx_op_info *info = rlx_op_info_of(nd->op);
         size_t view_off = 0;
-        bool is_view = info && nd->n_in > 0 &&
-                       (nd->op == RLX_OP_RESHAPE || (nd->op == RLX_OP_SLICE && rlx_slice_is_contiguous(g, i, &view_off)));
+        bool is_view = info && rlx_node_is_view(g, i, &view_off);
         if (s->bytes == 0)
             continue;
         if (o->external && o->external[i]) {

@@ -629,6 +629,21 @@ static void test_shape(void)
             rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16)), 10000.0, 5, inter));
             check(NAME("rope %s interleaved%d", dn(FLOATS[d]), inter), g);
         }
+    /* RoPE by tables: f32 tables (as mixed precision keeps them) or of x's
+     * dtype, per sequence [B, 1, S, D/2] or shared [1, 1, S, D/2] */
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k < 4; k++) {
+            rlx_graph *g = rlx_graph_new();
+            int inter = k & 1, shared = k >> 1;
+            rlx_dtype tt = k == 3 ? FLOATS[d] : RLX_F32;
+            rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16));
+            rlx_node cs = rlx_input(g, "cs", tt, 4, DIMS(shared ? 1 : 2, 1, 9, 8));
+            rlx_node sn = rlx_input(g, "sn", tt, 4, DIMS(shared ? 1 : 2, 1, 9, 8));
+            rlx_output(g, "y", rlx_rope_tables(g, x, cs, sn, inter));
+            check(NAME("rope tables %s (%s tables%s) interleaved%d", dn(FLOATS[d]), dn(tt), shared ? ", shared" : "",
+                       inter),
+                  g);
+        }
     /* KV-cache writes: rows at random positions (some outside the cache,
      * which both backends skip); head dims of 16-byte rows and of odd ones */
     static const int64_t cw_dims[2] = {64, 6};
@@ -808,6 +823,30 @@ static void test_attention(void)
             rlx_output(g, "o", rlx_attention(g, q, kk, v, m, at[k].causal, 0.0));
             check(NAME("attention %s case%zu", dn(FLOATS[d]), k), g);
         }
+    /* at per-sequence positions (a KV cache read up to each sequence's
+     * length): decode steps and prefill chunks, each kernel family's dims */
+    static const struct {
+        int64_t B, H, Hk, S, T, D;
+        const char *pos; /* "iN": positions in [0, N) */
+    } ap[] = {
+        {4, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 512, 640, 128, "i129"},
+        {2, 4, 2, 77, 300, 64, "i224"},  {3, 6, 2, 1, 77, 32, "i77"},     {2, 4, 2, 5, 50, 48, "i46"},
+        {8, 4, 4, 3, 200, 64, "i198"},
+    };
+    for (size_t k = 0; k < sizeof ap / sizeof ap[0]; k++)
+        for (int d = 0; d < 3; d++)
+            for (int i32 = 0; i32 < (k == 0 ? 2 : 1); i32++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(ap[k].B, ap[k].H, ap[k].S, ap[k].D));
+                rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
+                rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
+                rlx_node pos = rlx_input(g, ap[k].pos, i32 ? RLX_I32 : RLX_I64, 1, DIMS(ap[k].B));
+                rlx_output(g, "o", rlx_attention_at(g, q, kk, v, pos, 0.0));
+                check(NAME("attention_at %s B%lld H%lld/%lld S%lld T%lld D%lld%s", dn(FLOATS[d]), (long long)ap[k].B,
+                           (long long)ap[k].H, (long long)ap[k].Hk, (long long)ap[k].S, (long long)ap[k].T,
+                           (long long)ap[k].D, i32 ? " i32 positions" : ""),
+                      g);
+            }
 }
 
 /* The fused attention block, built the way the fuser recognises it (as

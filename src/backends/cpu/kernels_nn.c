@@ -33,13 +33,58 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
 
 static rlx_status rope_prepare(const rlx_graph *g, rlx_thunk *t)
 {
+    if (t->node->n_in == 3)
+        return RLX_OK; /* the tables are inputs */
     const rlx_shape *s = &IN_NODE(g, t->node, 0)->shape;
     return rlx_cpu_rope_state(t, s->dims[s->ndim - 2], s->dims[s->ndim - 1], t->node->attrs.rope.theta,
                               t->node->attrs.rope.offset);
 }
 
+/* RoPE with cos and sin tables as inputs: each row of x (all axes but the
+ * last) reads the table row its indices broadcast to. */
+static rlx_status k_rope_tables(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    rlx_dtype dt = xn->dtype;
+    int r = xn->shape.ndim;
+    int64_t D = xn->shape.dims[r - 1], half = D / 2, rows = rlx_shape_numel(&xn->shape) / (D ? D : 1);
+    if (!rows || !D)
+        return RLX_OK;
+    rlx_shape want = xn->shape;
+    want.dims[r - 1] = half;
+    int64_t cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
+    rlx_shape_broadcast_strides(&t->in_node[1]->shape, &want, cst);
+    rlx_shape_broadcast_strides(&t->in_node[2]->shape, &want, sst);
+    rlx_dtype ct = t->in_node[1]->dtype, stt = t->in_node[2]->dtype;
+    int inter = t->node->attrs.rope.interleaved;
+    int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
+    int threads = rlx_cpu_threads(ctx, rows * D * 4);
+    if (rows < threads)
+        threads = 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t co = 0, so = 0, rem = row;
+        for (int d = r - 2; d >= 0; d--) {
+            int64_t i = rem % xn->shape.dims[d];
+            rem /= xn->shape.dims[d];
+            co += i * cst[d];
+            so += i * sst[d];
+        }
+        for (int64_t i = 0; i < half; i++) {
+            int64_t ia = row * D + i * stride_a, ib = ia + off_b;
+            double x1 = rlx_load(t->in[0], dt, ia), x2 = rlx_load(t->in[0], dt, ib);
+            double c = rlx_load(t->in[1], ct, co + i), sn = rlx_load(t->in[2], stt, so + i);
+            rlx_store(t->out, dt, ia, x1 * c - x2 * sn);
+            rlx_store(t->out, dt, ib, x2 * c + x1 * sn);
+        }
+    }
+    return RLX_OK;
+}
+
 static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
+    if (t->node->n_in == 3)
+        return k_rope_tables(t, ctx);
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int r = xn->shape.ndim;
@@ -121,7 +166,24 @@ typedef struct attn_args {
     const void *mask;
     rlx_dtype mask_dt;
     int64_t mstr[RLX_MAX_DIMS];
+    const void *pos; /* [B]: row s of sequence b at position pos[b] + s (NULL: T - S + s) */
+    rlx_dtype pos_dt;
 } attn_args;
+
+/* Keys visible to rows up to `last` of sequence b: the causal cut at the
+ * row's position, all T without causal. */
+static int64_t attn_shift(const attn_args *a, int64_t b)
+{
+    return a->pos ? rlx_load_i(a->pos, a->pos_dt, b) : a->T - a->S;
+}
+
+static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
+{
+    if (!a->causal)
+        return a->T;
+    int64_t lim = last + shift;
+    return lim < 0 ? 0 : lim + 1 < a->T ? lim + 1 : a->T;
+}
 
 /* Keys (or value columns) per register block. */
 #define ATTN_JB 16
@@ -204,26 +266,24 @@ typedef struct attn_args {
         int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                                        \
         CT *kT = blk, *vb = kT + D * T, *qr = vb + T * Dv, *sc = qr + D, *acc = sc + T;                       \
         int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                          \
+        /* causal: keys after a row's position are never visible; the keys     \
+         * no row of this part sees are not even converted */                  \
+        const int64_t shift = attn_shift(a, b), Tb = attn_keys(a, shift, s1 - 1);                             \
         if (dt == RLX_F32) {                                                                                  \
             const float *k = (const float *)t->in[1] + kbase;                                                 \
-            for (int64_t j = 0; j < T; j++)                                                                   \
+            for (int64_t j = 0; j < Tb; j++)                                                                  \
                 for (int64_t d = 0; d < D; d++)                                                               \
                     kT[d * T + j] = (CT)k[j * D + d];                                                         \
         } else {                                                                                              \
-            for (int64_t j = 0; j < T; j++)                                                                   \
+            for (int64_t j = 0; j < Tb; j++)                                                                  \
                 for (int64_t d = 0; d < D; d++)                                                               \
                     kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                            \
         }                                                                                                     \
-        for (int64_t j = 0; j < T * Dv; j++)                                                                  \
+        for (int64_t j = 0; j < Tb * Dv; j++)                                                                 \
             vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                    \
         for (int64_t s = s0; s < s1; s++) {                                                                   \
             int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                      \
-            /* causal: keys after s + (T - S) are never visible, skip them */                                 \
-            int64_t Te = T;                                                                                   \
-            if (a->causal) {                                                                                  \
-                int64_t last = s + (T - S);                                                                   \
-                Te = last < 0 ? 0 : (last + 1 < T ? last + 1 : T);                                            \
-            }                                                                                                 \
+            int64_t Te = attn_keys(a, shift, s);                                                              \
             for (int64_t d = 0; d < D; d++)                                                                   \
                 qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                   \
             attn_scores_##SFX(qr, kT, sc, Te, T, D);                                                          \
@@ -290,6 +350,10 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
         a.mask = t->in[3];
         a.mask_dt = m->dtype;
         rlx_shape_broadcast_strides(&m->shape, &full, a.mstr);
+    }
+    if (t->node->attrs.attention.has_pos) {
+        a.pos = t->in[t->node->n_in - 1];
+        a.pos_dt = t->in_node[t->node->n_in - 1]->dtype;
     }
     int64_t BH = a.B * a.H;
     if (BH == 0 || a.S == 0 || a.Dv == 0)

@@ -17,6 +17,8 @@ typedef struct cu_attn {
     const void *mask;                       /* NULL: none */
     int mask_dt;                            /* RLX_BOOL or the data dtype */
     int64_t mst[4];                         /* mask strides over [B, H, S, T] (0: broadcast) */
+    const void *pos;                        /* [B] positions of row 0 (causal cut pos[b] + s); NULL: T - S */
+    int pos_i32;                            /* pos is i32, else i64 */
     void *ws;                               /* device scratch of rlx_cu_attention_scratch bytes, */
     size_t ws_bytes;                        /* or less: the kernels then do without */
 } cu_attn;

@@ -198,8 +198,7 @@ static bool no_op(const rlx_graph *g, rlx_node id)
 {
     const rlx_node_data *n = &g->nodes[id];
     size_t off;
-    return rlx_node_bytes(n) == 0 || n->op == RLX_OP_RESHAPE ||
-           (n->op == RLX_OP_SLICE && rlx_slice_is_contiguous(g, id, &off));
+    return rlx_node_bytes(n) == 0 || rlx_node_is_view(g, id, &off);
 }
 
 /* Marks ok[i] for every node the prologue (build_prologue) may cache: the

@@ -72,6 +72,14 @@ __device__ __forceinline__ void load_rows(S *dst, const T *src, int64_t rs, int6
     cp_commit();
 }
 
+/* The causal cut of sequence b: row s sees keys t <= s + shift. */
+__device__ __forceinline__ int64_t attn_shift(const cu_attn &p, int64_t b)
+{
+    if (!p.pos)
+        return p.T - p.S;
+    return p.pos_i32 ? (int64_t)((const int32_t *)p.pos)[b] : ((const int64_t *)p.pos)[b];
+}
+
 /* Block -> batch, head, kv head and first query row, in 32-bit arithmetic
  * (a 64-bit division costs dozens of instructions; the host keeps grids
  * under 2^31 blocks).  rows: query rows per block, a compile-time constant
@@ -126,7 +134,7 @@ __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
     for (int r = 0; r < DVL; r++)
         acc[r] = 0.0f;
     float m = -INFINITY, l = 0.0f;
-    const int64_t shift = p.T - p.S;
+    const int64_t shift = attn_shift(p, b);
     int64_t t_end = p.T;
     if (p.causal) {
         int64_t s_last = s0 + QPB - 1 < p.S - 1 ? s0 + QPB - 1 : p.S - 1;
@@ -216,7 +224,7 @@ __device__ __forceinline__ void grp_tile(const cu_attn &p, const float *kt, cons
 {
     constexpr int LK = D + 4, LV = DV + 4, NJ = GKT / G;
     const int part = threadIdx.x % G;
-    const int64_t shift = p.T - p.S;
+    const int64_t shift = attn_shift(p, b);
     float sc[NJ];
     float mc = -INFINITY;
 #pragma unroll
@@ -296,7 +304,7 @@ __global__ void __launch_bounds__(GQT, D == 32 ? 3 : 2) flash_grp(cu_attn p, int
     float m = -INFINITY, l = 0.0f;
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1];
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1];
-    const int64_t shift = p.T - p.S;
+    const int64_t shift = attn_shift(p, b);
     int64_t t_end = p.T;
     if (p.causal) {
         int64_t s_last = s0 + QB - 1 < p.S - 1 ? s0 + QB - 1 : p.S - 1;
@@ -453,11 +461,11 @@ typedef struct tc_split {
 
 /* Key tiles the query block at row q0 (rows rows) reads: all of them, or
  * causal, up to its last row's diagonal. */
-__device__ __forceinline__ int tc_tiles(const cu_attn &p, int64_t q0, int rows)
+__device__ __forceinline__ int tc_tiles(const cu_attn &p, int64_t b, int64_t q0, int rows)
 {
     int64_t t_end = p.T;
     if (p.causal) {
-        int64_t lim = (q0 + rows - 1 < p.S - 1 ? q0 + rows - 1 : p.S - 1) + (p.T - p.S) + 1;
+        int64_t lim = (q0 + rows - 1 < p.S - 1 ? q0 + rows - 1 : p.S - 1) + attn_shift(p, b) + 1;
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
     return (int)((t_end + TCK - 1) / TCK);
@@ -510,9 +518,9 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     const float sl2 = p.scale * LOG2E_F;
-    const int64_t shift = p.T - p.S, rows[2] = {w0 + g, w0 + g + 8};
+    const int64_t shift = attn_shift(p, b), rows[2] = {w0 + g, w0 + g + 8};
     const int64_t w_last = w0 + 15 < p.S - 1 ? w0 + 15 : p.S - 1;
-    const int n_tiles = tc_tiles(p, q0, W * 16);
+    const int n_tiles = tc_tiles(p, b, q0, W * 16);
     const int it0 = (int)spi * chunk, it1 = chunk < n_tiles - it0 ? it0 + chunk : n_tiles;
     if (spi > 0 && it0 >= it1)
         return; /* a chunk past this block's keys: tc_combine skips it */
@@ -688,7 +696,7 @@ __global__ void __launch_bounds__(128) tc_combine(cu_attn p, tc_split sp, int ro
     if (gr >= p.B * p.H * p.S)
         return;
     const int64_t bh = gr / p.S, s = gr % p.S, nq = (p.S + rows - 1) / rows, qi = s / rows;
-    const int nv = (tc_tiles(p, qi * rows, rows) + sp.chunk - 1) / sp.chunk;
+    const int nv = (tc_tiles(p, bh / p.H, qi * rows, rows) + sp.chunk - 1) / sp.chunk;
     if (nv < 2)
         return; /* flash_tc wrote this row */
     const int64_t blk = bh * nq + (p.causal ? nq - 1 - qi : qi); /* flash_tc's block order */
@@ -1023,6 +1031,10 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.mask_dt = -1;
     if (t->node->attrs.attention.has_mask)
         cu_attn_mask(&p, t->in[3], t->in_node[3]);
+    if (t->node->attrs.attention.has_pos) {
+        p.pos = t->in[t->node->n_in - 1];
+        p.pos_i32 = t->in_node[t->node->n_in - 1]->dtype == RLX_I32;
+    }
     return rlx_cu_attention_run(t, q->dtype, &p);
 }
 

@@ -462,9 +462,81 @@ __global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t 
     }
 }
 
+/* RoPE by cos and sin tables (inputs 1 and 2): the leading dims of x and
+ * where each row's table row lies in either table. */
+typedef struct rope_rows {
+    int nd;
+    int64_t dims[RLX_MAX_DIMS], cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
+} rope_rows;
+
+template <typename T, typename C>
+__global__ void rope_tables_kernel(const T *x, const C *cs, const C *sn, T *y, int64_t pairs, int64_t D, int inter,
+                                   rope_rows w)
+{
+    cu_grid_wait();
+    const int64_t half = D / 2;
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = p % half, row = p / half, co = i, so = i, q = row, ia, ib;
+        for (int d = w.nd - 1; d >= 0; d--) {
+            const int64_t k = q % w.dims[d];
+            q /= w.dims[d];
+            co += k * w.cst[d];
+            so += k * w.sst[d];
+        }
+        cu_rope_pair(i, D, inter, &ia, &ib);
+        ia += row * D;
+        ib += row * D;
+        float x1 = cu_tof<T>(x[ia]), x2 = cu_tof<T>(x[ib]);
+        cu_rope_apply((double)cu_tof<C>(cs[co]), (double)cu_tof<C>(sn[so]), &x1, &x2);
+        y[ia] = cu_fromf<T>(x1);
+        y[ib] = cu_fromf<T>(x2);
+    }
+}
+
+static rlx_status k_rope_tables(const rlx_thunk *t)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    const int r = xn->shape.ndim;
+    const int64_t D = xn->shape.dims[r - 1], pairs = rlx_shape_numel(&xn->shape) / 2;
+    if (!pairs)
+        return RLX_OK;
+    rlx_shape want = xn->shape;
+    want.dims[r - 1] = D / 2;
+    int64_t cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
+    rlx_shape_broadcast_strides(&t->in_node[1]->shape, &want, cst);
+    rlx_shape_broadcast_strides(&t->in_node[2]->shape, &want, sst);
+    rope_rows w;
+    memset(&w, 0, sizeof w);
+    w.nd = r - 1;
+    for (int d = 0; d < r - 1; d++)
+        w.dims[d] = xn->shape.dims[d], w.cst[d] = cst[d], w.sst[d] = sst[d];
+    const int inter = t->node->attrs.rope.interleaved;
+    const rlx_dtype ct = t->in_node[1]->dtype;
+    if (t->in_node[2]->dtype != ct || (ct != RLX_F32 && ct != xn->dtype))
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "rope tables of %s and %s over %s x", rlx_dtype_name(ct),
+                           rlx_dtype_name(t->in_node[2]->dtype), rlx_dtype_name(xn->dtype));
+    const unsigned blocks = cu_blocks(pairs, THREADS);
+    if (ct == RLX_F32)
+        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_tables_kernel<T, float>, blocks, THREADS, 0, (const T *)t->in[0], (const float *)t->in[1], (const float *)t->in[2], (T *)t->out, pairs, D, inter, w));
+    else
+        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_tables_kernel<T, T>, blocks, THREADS, 0, (const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, pairs, D, inter, w));
+    return rlx_cu_check(t, "rope launch");
+}
+
+/* Tables of f32 or of x's dtype, both the same. */
+static bool rope_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (n->n_in != 3)
+        return true;
+    rlx_dtype x = g->nodes[n->in[0]].dtype, c = g->nodes[n->in[1]].dtype;
+    return c == g->nodes[n->in[2]].dtype && (c == RLX_F32 || c == x);
+}
+
 static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
+    if (t->node->n_in == 3)
+        return k_rope_tables(t);
     const rlx_node_data *xn = t->in_node[0];
     int r = xn->shape.ndim;
     int64_t S = xn->shape.dims[r - 2], D = xn->shape.dims[r - 1];
@@ -540,6 +612,6 @@ extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
     tab[RLX_OP_CONCAT] = (cu_kernel){k_concat, NULL, any_ok, NULL, NULL};
     tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
     tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
-    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, NULL, NULL, NULL};
+    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, NULL, NULL};
     tab[RLX_OP_CACHE_WRITE] = (cu_kernel){k_cache_write, NULL, cache_write_ok, NULL, NULL};
 }
