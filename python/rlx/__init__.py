@@ -836,8 +836,9 @@ class LLM:
         repetition_penalty 1 (over the last repeat_last_n ids) are off;
         seed fixes the draws.  stream=False returns the whole text;
         stream=True returns an iterator of str pieces as they are made
-        (joined, the same text); closing or dropping it stops the
-        generation."""
+        (joined, the same text) once the first token is ready (what fails
+        before it, such as a prompt that leaves no room for max_tokens in
+        ctx, raises here); closing or dropping it stops the generation."""
         if not isinstance(max_tokens, int) or max_tokens < 0:
             raise InvalidArgumentError(f"max_tokens must be an int >= 0, got {max_tokens!r}")
         stops = [stop] if isinstance(stop, str) else list(stop)

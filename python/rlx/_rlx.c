@@ -2310,9 +2310,10 @@ static PyObject *llm_last_stats(LLMObject *self, PyObject *noargs)
  * One generation run by rlx_llm_generate on a thread of its own; each
  * token's text is handed over through a one-piece slot (the generator
  * waits while the slot is full, so it runs at most one token ahead of the
- * reader).  __next__ waits without the GIL.  close(), or the object's end
- * (an iterator dropped midway), asks the generator to stop at its next
- * token, joins it and gives the LLM back. */
+ * reader).  Starting it waits for the first piece, so that a failure
+ * before any text raises there; __next__ waits without the GIL.  close(),
+ * or the object's end (an iterator dropped midway), asks the generator to
+ * stop at its next token, joins it and gives the LLM back. */
 
 typedef struct {
     PyObject_HEAD
@@ -2446,6 +2447,22 @@ static PyObject *llm_stream(LLMObject *self, PyObject *args)
         return PyErr_Format(err_class[RLX_ERR_INTERNAL], "generate: cannot start a thread: %s", strerror(e));
     }
     s->running = 1;
+    /* wait for the first piece or the end, so that what fails before any
+     * text (the prompt, the settings, the context's size) raises here */
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&s->mu);
+    while (!s->full && !s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    failed = s->done && s->st != RLX_OK;
+    pthread_mutex_unlock(&s->mu);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        stream_finish(s);
+        raise_msg(s->st, s->msg);
+        Py_DECREF(s);
+        return NULL;
+    }
     return (PyObject *)s;
 }
 
