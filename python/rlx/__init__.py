@@ -97,9 +97,13 @@ def _precision_code(precision: str) -> int:
     return _PRECISIONS[precision]
 
 
-def _output_device(device: str) -> bool:
+def _output_device(output_device: str, session_device: str) -> bool:
     """True for outputs in CUDA memory ("cuda"), False for numpy arrays ("cpu")."""
-    return _device_code(device) == 1
+    on_device = _device_code(output_device) == 1
+    if on_device and _device_code(session_device) != 1:
+        raise UnsupportedError(f"output_device={output_device!r} needs a session compiled for CUDA (device='cuda'); "
+                               f"this one runs on {session_device!r}")
+    return on_device
 
 
 def _check_threads(threads: int) -> int:
@@ -247,7 +251,7 @@ class InferenceSession:
         compiles once and is kept."""
         if output_names is not None:
             output_names = list(output_names)
-        on_device = _output_device(output_device)
+        on_device = _output_device(output_device, self.device)
         out = self._model.run(input_feed, output_names, on_device)
         return [DeviceTensor(b) for b in out] if on_device else out
 
@@ -260,8 +264,9 @@ class CompiledGraph:
     """A Graph compiled for a device (rlx_compile).  run() is thread-safe
     (serialised per compiled graph); the GIL is released while it runs."""
 
-    def __init__(self, session: "_rlx._Session"):
+    def __init__(self, session: "_rlx._Session", device: str = "cpu"):
         self._s = session
+        self.device = device
 
     def get_inputs(self) -> List[TensorInfo]:
         """Inputs: name, shape, dtype."""
@@ -284,7 +289,7 @@ class CompiledGraph:
         """Runs with inputs {name: array, or a CUDA tensor for a CUDA
         graph}; returns the outputs (all, or those named) as new numpy
         arrays, or as DeviceTensor objects with output_device="cuda"."""
-        on_device = _output_device(output_device)
+        on_device = _output_device(output_device, self.device)
         out = self._s.run(inputs, None if output_names is None else list(output_names), on_device)
         return [DeviceTensor(b) for b in out] if on_device else out
 
@@ -574,7 +579,7 @@ class Graph:
         """Optimizes, plans and prepares the graph (the GIL is released).
         report=True keeps the dispatch report (CompiledGraph.report())."""
         return CompiledGraph(self._g.compile(_device_code(device), _precision_code(precision),
-                                             _check_threads(threads), report, seed))
+                                             _check_threads(threads), report, seed), str(device))
 
     def run(self, inputs: Dict[str, Any], **compile_options: Any) -> List[np.ndarray]:
         """compile(**compile_options).run(inputs), for one-off use."""
@@ -653,13 +658,18 @@ class Tensor:
 def from_dlpack(obj: Any) -> np.ndarray:
     """A numpy array over the memory of obj (any object with __dlpack__, or
     a 'dltensor' capsule), without a copy; the producer's memory is kept
-    alive as long as the array.  Host memory only: a CUDA tensor raises
-    UnsupportedError (the C API takes host pointers)."""
+    alive as long as the array.  Host memory only, as numpy's: a CUDA
+    tensor raises UnsupportedError (run() of a CUDA session takes CUDA
+    tensors as they are)."""
     if hasattr(obj, "__dlpack_device__"):
         dev_type, dev_id = obj.__dlpack_device__()
+        if dev_type == 2:
+            raise UnsupportedError(f"from_dlpack: the tensor is in CUDA memory (device {dev_id}); numpy arrays are "
+                                   "host memory, so copy it to the host first (e.g. tensor.cpu()), or give it to "
+                                   "run() of a CUDA session")
         if dev_type not in (1, 3):
-            raise UnsupportedError(f"from_dlpack: the tensor is on device type {dev_type} (id {dev_id}); RLX "
-                                   "reads host memory only, so copy it to the host first")
+            raise UnsupportedError(f"from_dlpack: the tensor is on device type {dev_type} (id {dev_id}); numpy "
+                                   "arrays are host memory, so copy it to the host first")
     cap = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
     return _rlx._from_dlpack_capsule(cap)
 

@@ -2,10 +2,12 @@
  *
  * Types: _Model (an ONNX model compiled once per input shape, rlx_model),
  * _Graph (a graph under construction; builders take and return node ids),
- * _Session (a compiled graph).  Each model and session has a mutex: runs of
- * one of them are serialised, runs of different ones go in parallel.  The
- * GIL is released while compiling and running; the mutex is only ever
- * waited for without the GIL, so the two cannot deadlock.
+ * _Session (a compiled graph), _DeviceBuffer (an output in CUDA memory),
+ * _LLM (a decoder LLM and its generation context) and _Stream (one
+ * generation on a thread of its own).  Each model and session has a mutex:
+ * runs of one of them are serialised, runs of different ones go in
+ * parallel.  The GIL is released while compiling and running; the mutex is
+ * only ever waited for without the GIL, so the two cannot deadlock.
  *
  * Errors: every failed C call raises the exception class of its status
  * with rlx_last_error()'s text (read on the calling thread, where the C
@@ -197,8 +199,9 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
     dl_tensor *t = &m->t;
     if (t->device.device_type == DL_CUDA)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
-                            "from_dlpack: the tensor is in CUDA memory (device %d); the C API takes host memory "
-                            "only, so copy it to the host first (e.g. tensor.cpu())", (int)t->device.device_id);
+                            "from_dlpack: the tensor is in CUDA memory (device %d); numpy arrays are host memory, so "
+                            "copy it to the host first (e.g. tensor.cpu()), or give it to run() of a CUDA session",
+                            (int)t->device.device_id);
     if (t->device.device_type != DL_CPU && t->device.device_type != DL_CUDA_HOST)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "from_dlpack: device type %d is not host memory",
                             (int)t->device.device_type);
@@ -339,8 +342,8 @@ static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_i
     }
     if (dt->dtype.code != want.code || dt->dtype.bits != want.bits || dt->dtype.lanes != 1) {
         Py_DECREF(cap);
-        PyErr_Format(err_class[RLX_ERR_DTYPE], "input '%s' must be %s, got a CUDA tensor of DLPack type code %d, %d bits",
-                     name, rlx_dtype_name(t), (int)dt->dtype.code, (int)dt->dtype.bits);
+        PyErr_Format(err_class[RLX_ERR_DTYPE],
+                     "input '%s' must be %s, got a CUDA tensor of DLPack type code %d, %d bits", name, rlx_dtype_name(t), (int)dt->dtype.code, (int)dt->dtype.bits);
         return -1;
     }
     int64_t expect = 1;
@@ -450,8 +453,8 @@ static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
 /* Checks the dict against the declared inputs (n, names, dtypes, ndim and
  * dims with -1 unknown); fills p (n entries, arr NULL where declared but
  * optional and absent is not allowed: every input is required). */
-static int prepare_inputs(PyObject *feeds, int n, const char *const *names, const rlx_dtype *dtypes,
-                          const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
+static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char *const *names,
+                          const rlx_dtype *dtypes, const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
 {
     if (!PyDict_Check(feeds)) {
         PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}, got %s", Py_TYPE(feeds)->tp_name);
@@ -470,6 +473,12 @@ static int prepare_inputs(PyObject *feeds, int n, const char *const *names, cons
         p[i].name = names[i];
         int dev_id, dev = dlpack_device_of(v, &dev_id);
         if (dev == DL_CUDA) {
+            if (device != RLX_DEVICE_CUDA) {
+                PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
+                             "input '%s' is a CUDA tensor; this session runs on the cpu: copy it to the host first "
+                             "(e.g. tensor.cpu()) or use device='cuda'", names[i]);
+                goto fail;
+            }
             if (as_device_input(v, names[i], dtypes[i], dev_id, &p[i]) != 0)
                 goto fail;
         } else if (!(p[i].arr = as_input(v, names[i], dtypes[i]))) {
@@ -709,6 +718,7 @@ typedef struct {
     rlx_dtype *in_dtypes;
     int *in_ndims;
     int64_t (*in_dims)[RLX_MAX_DIMS];
+    rlx_device device;
 } SessionObject;
 
 static PyTypeObject SessionType;
@@ -726,7 +736,7 @@ static void session_dealloc(SessionObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *session_wrap(rlx_session *s)
+static PyObject *session_wrap(rlx_session *s, rlx_device device)
 {
     SessionObject *o = PyObject_New(SessionObject, &SessionType);
     if (!o) {
@@ -734,6 +744,7 @@ static PyObject *session_wrap(rlx_session *s)
         return NULL;
     }
     o->s = s;
+    o->device = device;
     pthread_mutex_init(&o->lock, NULL);
     int n = rlx_session_count(s, 0);
     o->n_in = 0;
@@ -771,8 +782,8 @@ static PyObject *session_run(SessionObject *self, PyObject *args)
     if (!pp)
         return PyErr_NoMemory();
     PyObject *res = NULL;
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
         rlx_status st;
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&self->lock);
@@ -922,8 +933,8 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
     prepared pp[64];
     if (self->n_in > 64)
         return PyErr_Format(PyExc_ValueError, "too many inputs");
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
         return NULL;
     if (any_device_input(pp, self->n_in)) {
         release_prepared(pp, self->n_in);
@@ -999,6 +1010,7 @@ typedef struct {
     int *last_ndims;
     int *by_value; /* per input: bound by value at import (a constant; each value compiles once) */
     int any_by_value;
+    rlx_device device;
 } ModelObject;
 
 static void model_dealloc(ModelObject *self)
@@ -1035,6 +1047,7 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
     rlx_options o;
     if (parse_options(&o, device, precision, threads, 0) != 0)
         return -1;
+    self->device = o.device;
     if (!PyList_Check(inputs))
         return PyErr_SetString(PyExc_TypeError, "inputs must be a list"), -1;
     int n = (int)PyList_GET_SIZE(inputs);
@@ -1149,8 +1162,8 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     if (self->n_in > 64)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
     prepared p[64];
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return NULL;
     for (int i = 0; i < self->n_in; i++) {
         if (p_ndim(&p[i]) > RLX_MAX_DIMS) {
@@ -1187,7 +1200,8 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O", &feeds))
         return NULL;
     prepared p[64];
-    if (self->n_in > 64 || prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+    if (self->n_in > 64 || prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names,
+                                          self->in_dtypes,
                                           self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
     rlx_status st;
@@ -1773,7 +1787,7 @@ static PyObject *g_compile(GraphObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st != RLX_OK)
         return raise_status(st);
-    return session_wrap(s);
+    return session_wrap(s, o.device);
 }
 
 static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
@@ -2292,8 +2306,9 @@ static PyObject *llm_generate(LLMObject *self, PyObject *args)
     self->has_last = 1;
     llm_release(self);
     gen_args_free(&a);
-    PyObject *r = t.oom ? PyErr_NoMemory() : st != RLX_OK ? raise_msg(st, msg)
-                                                          : PyBytes_FromStringAndSize(t.buf ? t.buf : "", (Py_ssize_t)t.len);
+    PyObject *r = t.oom           ? PyErr_NoMemory()
+                  : st != RLX_OK ? raise_msg(st, msg)
+                                 : PyBytes_FromStringAndSize(t.buf ? t.buf : "", (Py_ssize_t)t.len);
     free(t.buf);
     return r;
 }
