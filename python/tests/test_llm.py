@@ -182,6 +182,8 @@ def test_closed_stream_and_busy_llm(llm):
     it.close()
     assert list(it) == []
     assert llm.generate(PROMPT, max_tokens=1, temperature=0) == first
+    llm.generate(PROMPT, max_tokens=N, stream=True).close()  # closed before its first next()
+    assert llm.generate(PROMPT, max_tokens=1, temperature=0) == first
 
 
 def test_stream_memory_is_bounded(llm):
