@@ -331,6 +331,22 @@ rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *d
 rlx_status rlx_session_run(rlx_session *s);
 rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
 
+/* The same with device memory, for a CUDA session: `device_ptr` points into
+ * CUDA device 0's memory (cudaMalloc'd, or another library's tensor on that
+ * device) and is copied device to device, dense and row-major as above.
+ * The copy is ordered after the work queued on CUDA's legacy default stream
+ * (DLPack's stream 1) and has finished when the call returns.  A pointer
+ * that is not device memory of device 0 is RLX_ERR_INVALID_ARGUMENT; a CPU
+ * session gives RLX_ERR_UNSUPPORTED (its tensors are host memory: use the
+ * calls above). */
+rlx_status rlx_session_set_input_device(rlx_session *s, const char *name, const void *device_ptr, size_t bytes);
+rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void *device_ptr, size_t bytes);
+/* Device memory to hand those calls: `bytes` (zeroed) on `device`; free it
+ * with rlx_device_free.  RLX_ERR_UNSUPPORTED for RLX_DEVICE_CPU and where
+ * the library has no CUDA backend; RLX_ERR_DEVICE where it has no GPU. */
+rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out);
+void rlx_device_free(rlx_device device, void *ptr);
+
 /* What the compiled session takes and gives. kind: 0 input, 1 param, 2 output. */
 typedef struct rlx_tensor_info {
     const char *name;
@@ -546,6 +562,8 @@ rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens);
 const float *rlx_llm_logits(const rlx_llm_context *c, int seq);
 /* Tokens in sequence seq's cache. */
 int rlx_llm_position(const rlx_llm_context *c, int seq);
+/* Positions per sequence (the ctx asked for, or its default), or -1. */
+int rlx_llm_context_size(const rlx_llm_context *c);
 
 /* Sampling and generation. temperature 0: greedy. */
 typedef struct rlx_generate_params {

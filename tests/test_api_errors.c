@@ -842,6 +842,36 @@ static void test_unavailable_device(void **state)
     rlx_graph_free(g);
 }
 
+/* Device pointers: a CPU session's tensors are host memory, so the device
+ * calls say so; device memory for the CPU is refused, and for CUDA it is
+ * given only where a GPU is. */
+static void test_device_pointers(void **state)
+{
+    (void)state;
+    rlx_graph *g = graph_with_output();
+    rlx_session *s = compile_ok(g);
+    float buf[6] = {0};
+    EXPECT_STATUS(rlx_session_set_input_device(s, "x", buf, sizeof buf), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("host memory", "'x'"));
+    EXPECT_STATUS(rlx_session_get_output_device(s, "y", buf, sizeof buf), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("host memory", "'y'"));
+    EXPECT_STATUS(rlx_session_set_input_device(NULL, "x", buf, sizeof buf), RLX_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(rlx_session_get_output_device(s, NULL, buf, sizeof buf), RLX_ERR_INVALID_ARGUMENT);
+    void *p = buf;
+    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CPU, 16, &p), RLX_ERR_UNSUPPORTED);
+    assert_null(p);
+    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CUDA, 16, NULL), RLX_ERR_INVALID_ARGUMENT);
+    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, 16, &p);
+    if (st == RLX_OK)
+        assert_non_null(p);
+    else
+        assert_true((st == RLX_ERR_UNSUPPORTED || st == RLX_ERR_DEVICE) && !p && msg_has(NULL, NULL));
+    rlx_device_free(RLX_DEVICE_CUDA, p);
+    rlx_device_free(RLX_DEVICE_CPU, NULL);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+}
+
 /* Extreme attribute and shape values: huge dims, element counts that
  * overflow, extreme slice bounds and steps, huge pads.  Each is either
  * refused with a shape or argument error or computes the right thing;
@@ -1049,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_graph_freed_after_compile),
         cmocka_unit_test(test_gather_out_of_range),
         cmocka_unit_test(test_unavailable_device),
+        cmocka_unit_test(test_device_pointers),
         cmocka_unit_test(test_extreme_values),
         cmocka_unit_test(test_session_info),
     };

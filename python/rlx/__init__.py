@@ -10,6 +10,10 @@ CUDA where the library was built with it and a GPU is present).
     g.output("y", g.relu(x))
     (y,) = g.compile().run({"x": np.ones((2, 3), np.float32)})
 
+    llm = rlx.LLM()                  # the built-in decoder-small, or a .gguf / safetensors folder
+    for piece in llm.generate("Once upon a time", max_tokens=32, stream=True):
+        print(piece, end="")
+
 Every error of the C library is raised as an RLXError subclass carrying the
 library's message.  Runs release the GIL; one session is safe to use from
 several threads (its runs are serialised by a lock of its own), and
@@ -17,9 +21,10 @@ different sessions run in parallel.
 """
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -42,7 +47,7 @@ from ._rlx import (  # noqa: F401  (re-exported)
 __version__ = _rlx.version()
 
 __all__ = [
-    "InferenceSession", "Graph", "Node", "CompiledGraph", "TensorInfo", "Tensor", "from_dlpack",
+    "InferenceSession", "Graph", "Node", "CompiledGraph", "TensorInfo", "Tensor", "DeviceTensor", "LLM", "from_dlpack",
     "read_tensor", "version", "cpu_gemm_info", "RLXError", "InvalidArgumentError", "ShapeError",
     "DTypeError", "NotFoundError", "UnsupportedError", "RLXIOError", "FormatError", "OutOfMemoryError",
     "DeviceError", "RLXRuntimeError", "InternalError",
@@ -90,6 +95,15 @@ def _precision_code(precision: str) -> int:
     if precision not in _PRECISIONS:
         raise InvalidArgumentError(f"unknown precision {precision!r} (f32, f16 or bf16)")
     return _PRECISIONS[precision]
+
+
+def _output_device(output_device: str, session_device: str) -> bool:
+    """True for outputs in CUDA memory ("cuda"), False for numpy arrays ("cpu")."""
+    on_device = _device_code(output_device) == 1
+    if on_device and _device_code(session_device) != 1:
+        raise UnsupportedError(f"output_device={output_device!r} needs a session compiled for CUDA (device='cuda'); "
+                               f"this one runs on {session_device!r}")
+    return on_device
 
 
 def _check_threads(threads: int) -> int:
@@ -140,6 +154,15 @@ class InferenceSession:
     Thread safety: run() may be called from several threads at once; runs of
     one session are serialised by a lock of its own (the GIL is released
     while compiling and running, so other sessions and Python threads go on).
+
+    CUDA memory: with device="cuda", an input may be a CUDA tensor of
+    another library (any object with __dlpack__ whose __dlpack_device__ is
+    (2, 0), e.g. a torch.cuda tensor): it is copied device to device into
+    the session (no host round trip), after the producer's queued work (it
+    is asked for DLPack stream 1).  run(..., output_device="cuda") returns
+    DeviceTensor objects (device memory of their own, for
+    torch.from_dlpack).  A CPU session refuses CUDA tensors with an
+    UnsupportedError.
     """
 
     def __init__(self, path_or_bytes: Union[str, bytes, os.PathLike], device: str = "cpu",
@@ -179,7 +202,9 @@ class InferenceSession:
         self._model = _rlx._Model(source, [(n, dt, dims, n in value_inputs) for n, dt, dims, _t, _o in ins], dev,
                                   prec, thr, base_dir)
         self._last_outputs: Optional[List[TensorInfo]] = None
-        if dev == 1:  # compile once now where the shapes allow, so a missing GPU shows here
+        if dev == 1:  # a missing backend or GPU shows here, whatever the shapes
+            _rlx._check_device(1)
+        if dev == 1:  # compile once now where the shapes allow
             if all(i.shape is not None and None not in i.shape for i in self._inputs):
                 self._compile_for(self._zeros())
 
@@ -212,17 +237,23 @@ class InferenceSession:
             return list(self._last_outputs)
         return [TensorInfo(n, None, None) for n in self._output_names]
 
-    def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any]) -> List[np.ndarray]:
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any],
+            output_device: str = "cpu") -> List[Any]:
         """Runs the model on input_feed ({name: array}) and returns the
-        outputs named (all, in model order, for None) as new numpy arrays.
+        outputs named (all, in model order, for None) as new numpy arrays,
+        or with output_device="cuda" (a CUDA session) as DeviceTensor
+        objects in device memory.
 
         Arrays that are C-contiguous with the input's dtype are read in
         place (no copy); other layouts are copied; another dtype is a
-        DTypeError naming the input.  A new set of input shapes compiles
-        once and is kept."""
+        DTypeError naming the input.  CUDA tensors (DLPack device (2, 0),
+        dense) are copied device to device.  A new set of input shapes
+        compiles once and is kept."""
         if output_names is not None:
             output_names = list(output_names)
-        return self._model.run(input_feed, output_names)
+        on_device = _output_device(output_device, self.device)
+        out = self._model.run(input_feed, output_names, on_device)
+        return [DeviceTensor(b) for b in out] if on_device else out
 
     def cached_shapes(self) -> int:
         """How many input shapes have been compiled."""
@@ -233,8 +264,9 @@ class CompiledGraph:
     """A Graph compiled for a device (rlx_compile).  run() is thread-safe
     (serialised per compiled graph); the GIL is released while it runs."""
 
-    def __init__(self, session: "_rlx._Session"):
+    def __init__(self, session: "_rlx._Session", device: str = "cpu"):
         self._s = session
+        self.device = device
 
     def get_inputs(self) -> List[TensorInfo]:
         """Inputs: name, shape, dtype."""
@@ -252,10 +284,14 @@ class CompiledGraph:
         """Copies a param's value in (kept across runs)."""
         self._s.set_param(name, value)
 
-    def run(self, inputs: Dict[str, Any], output_names: Optional[Sequence[str]] = None) -> List[np.ndarray]:
-        """Runs with inputs {name: array}; returns the outputs (all, or those
-        named) as new numpy arrays."""
-        return self._s.run(inputs, None if output_names is None else list(output_names))
+    def run(self, inputs: Dict[str, Any], output_names: Optional[Sequence[str]] = None,
+            output_device: str = "cpu") -> List[Any]:
+        """Runs with inputs {name: array, or a CUDA tensor for a CUDA
+        graph}; returns the outputs (all, or those named) as new numpy
+        arrays, or as DeviceTensor objects with output_device="cuda"."""
+        on_device = _output_device(output_device, self.device)
+        out = self._s.run(inputs, None if output_names is None else list(output_names), on_device)
+        return [DeviceTensor(b) for b in out] if on_device else out
 
     def report(self) -> str:
         """The per-op dispatch report (compile with report=True), else ""."""
@@ -543,7 +579,7 @@ class Graph:
         """Optimizes, plans and prepares the graph (the GIL is released).
         report=True keeps the dispatch report (CompiledGraph.report())."""
         return CompiledGraph(self._g.compile(_device_code(device), _precision_code(precision),
-                                             _check_threads(threads), report, seed))
+                                             _check_threads(threads), report, seed), str(device))
 
     def run(self, inputs: Dict[str, Any], **compile_options: Any) -> List[np.ndarray]:
         """compile(**compile_options).run(inputs), for one-off use."""
@@ -622,13 +658,18 @@ class Tensor:
 def from_dlpack(obj: Any) -> np.ndarray:
     """A numpy array over the memory of obj (any object with __dlpack__, or
     a 'dltensor' capsule), without a copy; the producer's memory is kept
-    alive as long as the array.  Host memory only: a CUDA tensor raises
-    UnsupportedError (the C API takes host pointers)."""
+    alive as long as the array.  Host memory only, as numpy's: a CUDA
+    tensor raises UnsupportedError (run() of a CUDA session takes CUDA
+    tensors as they are)."""
     if hasattr(obj, "__dlpack_device__"):
         dev_type, dev_id = obj.__dlpack_device__()
+        if dev_type == 2:
+            raise UnsupportedError(f"from_dlpack: the tensor is in CUDA memory (device {dev_id}); numpy arrays are "
+                                   "host memory, so copy it to the host first (e.g. tensor.cpu()), or give it to "
+                                   "run() of a CUDA session")
         if dev_type not in (1, 3):
-            raise UnsupportedError(f"from_dlpack: the tensor is on device type {dev_type} (id {dev_id}); RLX "
-                                   "reads host memory only, so copy it to the host first")
+            raise UnsupportedError(f"from_dlpack: the tensor is on device type {dev_type} (id {dev_id}); numpy "
+                                   "arrays are host memory, so copy it to the host first")
     cap = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
     return _rlx._from_dlpack_capsule(cap)
 
@@ -636,3 +677,187 @@ def from_dlpack(obj: Any) -> np.ndarray:
 def read_tensor(path: Union[str, os.PathLike]) -> np.ndarray:
     """A .npy file or an ONNX TensorProto (.pb) file as a numpy array."""
     return _rlx.read_tensor(os.fspath(path))
+
+
+class DeviceTensor:
+    """A run's output in CUDA device memory of its own (run(...,
+    output_device="cuda")), lent through DLPack: torch.from_dlpack(t) gives
+    a CUDA tensor over the same memory, with no host copy.  The data is
+    complete when run() returns, so any consumer stream may read it.  The
+    memory is freed when this object and every tensor made from it are
+    gone."""
+
+    __slots__ = ("_b", "shape", "dtype", "nbytes")
+
+    def __init__(self, buffer: "_rlx._DeviceBuffer"):
+        shape, dtype, nbytes = buffer.info()
+        self._b = buffer
+        self.shape: Tuple[int, ...] = tuple(shape)
+        self.dtype: str = _np_name(dtype)
+        self.nbytes: int = nbytes
+
+    @property
+    def device(self) -> str:
+        """Where the memory is: "cuda:0"."""
+        return "cuda:0"
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        """A 'dltensor' capsule lending the device memory (kDLCUDA, device 0)."""
+        return self._b.dlpack()
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(2, 0): kDLCUDA, device 0."""
+        return (2, 0)
+
+    def __repr__(self) -> str:
+        return f"rlx.DeviceTensor(shape={self.shape}, dtype={self.dtype}, device=cuda:0)"
+
+
+def _pieces(stream: "_rlx._Stream") -> Iterator[str]:
+    """The text of a stream's byte pieces, decoded as UTF-8 incrementally (a
+    character split across tokens comes out whole; invalid bytes as U+FFFD,
+    as in the full text)."""
+    dec = codecs.getincrementaldecoder("utf-8")("replace")
+    try:
+        for b in stream:
+            text = dec.decode(b)
+            if text:
+                yield text
+        text = dec.decode(b"", True)
+        if text:
+            yield text
+    finally:
+        stream.close()
+
+
+class LLM:
+    """A decoder LLM with one generation context (rlx_llm_load and
+    rlx_llm_context_new).
+
+    path: a .gguf file, a folder holding config.json, safetensors and
+    tokenizer.json, or a built-in shape ("decoder-small", "decoder": seeded
+    weights and a byte tokenizer, so their text is noise); None is the
+    built-in "decoder-small" that `rlx generate` runs without a model.
+    device: "cpu" or "cuda"; precision: "f32", "f16" or "bf16"; ctx:
+    positions of the context (None: the model's, at most 2048), which bounds
+    prompt + max_tokens; threads: CPU threads, 0 for all cores;
+    prefill_chunk: prompt tokens per prefill run (None: min(ctx, 512)).
+
+    Text goes in as str (UTF-8) and comes out as str; token pieces are
+    bytes, since a token may end inside a character.  Generation releases
+    the GIL.  One LLM runs one generation at a time (callers on other
+    threads wait their turn); LLM objects run in parallel.  A stream holds
+    the LLM until it is exhausted, closed or dropped.  Errors are RLXError
+    subclasses with the library's message.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike, None] = None, device: str = "cpu", precision: str = "f32",
+                 ctx: Optional[int] = None, threads: int = 0, prefill_chunk: Optional[int] = None):
+        self.device = str(device)
+        self.precision = precision
+        dev, prec, thr = _device_code(device), _precision_code(precision), _check_threads(threads)
+        for name, v in (("ctx", ctx), ("prefill_chunk", prefill_chunk)):
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise InvalidArgumentError(f"{name} must be an int >= 1 or None, got {v!r}")
+        self._m = _rlx._LLM(None if path is None else os.fspath(path), dev, prec, ctx or 0, thr, prefill_chunk or 0)
+        self._info: Dict[str, Any] = self._m.info()
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """The model's figures (architecture, layers, hidden, heads, kv_heads,
+        head_dim, ffn, vocab_size, context_length, bos, eos) and ctx."""
+        return dict(self._info)
+
+    @property
+    def architecture(self) -> str:
+        """The architecture as the checkpoint names it."""
+        return self._info["architecture"]
+
+    @property
+    def vocab_size(self) -> int:
+        """Tokens in the vocabulary."""
+        return self._info["vocab_size"]
+
+    @property
+    def context_length(self) -> int:
+        """Positions the model was made for."""
+        return self._info["context_length"]
+
+    @property
+    def ctx(self) -> int:
+        """Positions of this LLM's context (prompt + generated tokens fit in it)."""
+        return self._info["ctx"]
+
+    @property
+    def bos(self) -> Optional[int]:
+        """The begin-of-sequence id, or None."""
+        return None if self._info["bos"] < 0 else self._info["bos"]
+
+    @property
+    def eos(self) -> Optional[int]:
+        """The end-of-sequence id, or None."""
+        return None if self._info["eos"] < 0 else self._info["eos"]
+
+    @property
+    def last_stats(self) -> Optional[Dict[str, Any]]:
+        """The last generation's figures: prompt_tokens, generated_tokens,
+        prefill_ms, decode_ms (None before any)."""
+        return self._m.last_stats()
+
+    def tokenize(self, text: Union[str, bytes], add_special: bool = True) -> List[int]:
+        """Token ids of text; add_special: the model's begin-of-sequence
+        token first, where it has one."""
+        return self._m.tokenize(text.encode("utf-8") if isinstance(text, str) else bytes(text), bool(add_special))
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of token ids (special tokens included; bytes that are
+        not UTF-8 become U+FFFD)."""
+        return self._m.detokenize(list(ids)).decode("utf-8", "replace")
+
+    def token_piece(self, id: int) -> bytes:
+        """The bytes of one token (possibly part of a character)."""
+        return self._m.token_piece(int(id))
+
+    def is_eog(self, id: int) -> bool:
+        """Whether the token ends generation (end of sequence or turn)."""
+        return self._m.is_eog(int(id))
+
+    def _ids(self, prompt: Union[str, Sequence[int]]) -> List[int]:
+        if isinstance(prompt, (str, bytes)):
+            return self.tokenize(prompt)
+        return [int(i) for i in prompt]
+
+    def logits(self, prompt: Union[str, Sequence[int]]) -> np.ndarray:
+        """The logits after the prompt's last token (float32 [vocab_size]):
+        the prompt (text, tokenized with add_special, or token ids) is
+        prefilled into the context, as generate() does first."""
+        return self._m.logits(self._ids(prompt))
+
+    def generate(self, prompt: Union[str, Sequence[int]], max_tokens: int = 128, temperature: float = 0.8,
+                 top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05, repetition_penalty: float = 1.0,
+                 repeat_last_n: int = 64, seed: int = 0, stop: Union[str, Sequence[str]] = (),
+                 ignore_eos: bool = False, stream: bool = False) -> Union[str, Iterator[str]]:
+        """Text generated after prompt (text, tokenized with add_special, or
+        token ids), up to max_tokens tokens, an end-of-generation token
+        (unless ignore_eos) or a stop string (the text ends before it).
+
+        Sampling as `rlx generate` does (the same settings give the same
+        text): temperature 0 is greedy; top_k 0, top_p 1, min_p 0 and
+        repetition_penalty 1 (over the last repeat_last_n ids) are off;
+        seed fixes the draws.  stream=False returns the whole text;
+        stream=True returns an iterator of str pieces as they are made
+        (joined, the same text) once the first token is ready (what fails
+        before it, such as a prompt that leaves no room for max_tokens in
+        ctx, raises here); closing or dropping it stops the generation."""
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            raise InvalidArgumentError(f"max_tokens must be an int >= 0, got {max_tokens!r}")
+        stops = [stop] if isinstance(stop, str) else list(stop)
+        args = (self._ids(prompt), max_tokens, float(temperature), int(top_k), float(top_p), float(min_p),
+                float(repetition_penalty), int(repeat_last_n), int(seed),
+                [s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in stops], bool(ignore_eos))
+        if stream:
+            return _pieces(self._m.stream(*args))
+        return self._m.generate(*args).decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        return f"rlx.LLM({self.architecture!r}, vocab_size={self.vocab_size}, ctx={self.ctx}, device={self.device!r})"

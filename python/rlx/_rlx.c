@@ -2,10 +2,12 @@
  *
  * Types: _Model (an ONNX model compiled once per input shape, rlx_model),
  * _Graph (a graph under construction; builders take and return node ids),
- * _Session (a compiled graph).  Each model and session has a mutex: runs of
- * one of them are serialised, runs of different ones go in parallel.  The
- * GIL is released while compiling and running; the mutex is only ever
- * waited for without the GIL, so the two cannot deadlock.
+ * _Session (a compiled graph), _DeviceBuffer (an output in CUDA memory),
+ * _LLM (a decoder LLM and its generation context) and _Stream (one
+ * generation on a thread of its own).  Each model and session has a mutex:
+ * runs of one of them are serialised, runs of different ones go in
+ * parallel.  The GIL is released while compiling and running; the mutex is
+ * only ever waited for without the GIL, so the two cannot deadlock.
  *
  * Errors: every failed C call raises the exception class of its status
  * with rlx_last_error()'s text (read on the calling thread, where the C
@@ -118,6 +120,40 @@ static void capsule_destructor(PyObject *cap)
     }
 }
 
+/* A "dltensor" capsule lending `data` (kept alive by a reference to owner);
+ * strides in elements, NULL for dense row-major. */
+static PyObject *make_capsule(PyObject *owner, void *data, dl_device dev, int nd, const int64_t *dims,
+                              const int64_t *strides, dl_dtype dt)
+{
+    if (nd < 0 || nd > NPY_MAXDIMS)
+        return PyErr_Format(PyExc_BufferError, "DLPack export: rank %d", nd);
+    export_ctx *c = PyMem_RawCalloc(1, sizeof *c);
+    if (!c)
+        return PyErr_NoMemory();
+    Py_INCREF(owner);
+    c->owner = owner;
+    c->m.t.data = data;
+    c->m.t.device = dev;
+    c->m.t.ndim = nd;
+    c->m.t.dtype = dt;
+    c->m.t.shape = c->dims;
+    c->m.t.strides = c->dims + NPY_MAXDIMS;
+    int64_t step = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        c->dims[i] = dims[i];
+        c->dims[NPY_MAXDIMS + i] = strides ? strides[i] : step;
+        step *= dims[i];
+    }
+    c->m.manager_ctx = c;
+    c->m.deleter = export_deleter;
+    PyObject *cap = PyCapsule_New(&c->m, "dltensor", capsule_destructor);
+    if (!cap) {
+        Py_DECREF(owner);
+        PyMem_RawFree(c);
+    }
+    return cap;
+}
+
 /* _to_dlpack(ndarray) -> capsule "dltensor" lending the array's memory. */
 static PyObject *py_to_dlpack(PyObject *self, PyObject *arg)
 {
@@ -135,34 +171,14 @@ static PyObject *py_to_dlpack(PyObject *self, PyObject *arg)
                                  PyArray_DESCR(a)->typeobj->tp_name);
     }
     int nd = PyArray_NDIM(a);
-    export_ctx *c = PyMem_RawCalloc(1, sizeof *c);
-    if (!c)
-        return PyErr_NoMemory();
-    Py_INCREF(arg);
-    c->owner = arg;
-    c->m.t.data = PyArray_DATA(a);
-    c->m.t.device = (dl_device){DL_CPU, 0};
-    c->m.t.ndim = nd;
-    c->m.t.dtype = dt;
-    c->m.t.shape = c->dims;
-    c->m.t.strides = c->dims + NPY_MAXDIMS;
+    int64_t dims[NPY_MAXDIMS], strides[NPY_MAXDIMS];
     for (int i = 0; i < nd; i++) {
-        c->dims[i] = PyArray_DIM(a, i);
-        c->dims[NPY_MAXDIMS + i] = PyArray_STRIDE(a, i) / PyArray_ITEMSIZE(a);
-        if (PyArray_STRIDE(a, i) % PyArray_ITEMSIZE(a)) {
-            Py_DECREF(arg);
-            PyMem_RawFree(c);
+        dims[i] = PyArray_DIM(a, i);
+        strides[i] = PyArray_STRIDE(a, i) / PyArray_ITEMSIZE(a);
+        if (PyArray_STRIDE(a, i) % PyArray_ITEMSIZE(a))
             return PyErr_Format(PyExc_BufferError, "DLPack export: strides that are not whole elements");
-        }
     }
-    c->m.manager_ctx = c;
-    c->m.deleter = export_deleter;
-    PyObject *cap = PyCapsule_New(&c->m, "dltensor", capsule_destructor);
-    if (!cap) {
-        Py_DECREF(arg);
-        PyMem_RawFree(c);
-    }
-    return cap;
+    return make_capsule(arg, PyArray_DATA(a), (dl_device){DL_CPU, 0}, nd, dims, strides, dt);
 }
 
 /* Keeps an imported DLManagedTensor alive as an array's base. */
@@ -183,8 +199,9 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
     dl_tensor *t = &m->t;
     if (t->device.device_type == DL_CUDA)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
-                            "from_dlpack: the tensor is in CUDA memory (device %d); the C API takes host memory "
-                            "only, so copy it to the host first (e.g. tensor.cpu())", (int)t->device.device_id);
+                            "from_dlpack: the tensor is in CUDA memory (device %d); numpy arrays are host memory, so "
+                            "copy it to the host first (e.g. tensor.cpu()), or give it to run() of a CUDA session",
+                            (int)t->device.device_id);
     if (t->device.device_type != DL_CPU && t->device.device_type != DL_CUDA_HOST)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "from_dlpack: device type %d is not host memory",
                             (int)t->device.device_type);
@@ -234,8 +251,121 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
 
 typedef struct {
     const char *name;        /* borrowed from the session/model */
-    PyArrayObject *arr;      /* a C-contiguous array of the right dtype (a reference held) */
+    PyArrayObject *arr;      /* a C-contiguous array of the right dtype (a reference held), or NULL for: */
+    PyObject *cap;           /* a CUDA tensor's DLPack capsule (held, not consumed: its producer frees it) */
+    const void *dptr;        /* its device pointer and size */
+    size_t dbytes;
+    int nd;
+    int64_t dims[RLX_MAX_DIMS];
 } prepared;
+
+static int p_ndim(const prepared *p) { return p->arr ? PyArray_NDIM(p->arr) : p->nd; }
+static int64_t p_dim(const prepared *p, int d) { return p->arr ? (int64_t)PyArray_DIM(p->arr, d) : p->dims[d]; }
+
+/* The DLPack dtype of an RLX dtype (bf16 as kDLBfloat). */
+static dl_dtype dl_of_rlx(rlx_dtype t)
+{
+    dl_dtype d = {DL_FLOAT, (uint8_t)(rlx_dtype_size(t) * 8), 1};
+    switch (t) {
+    case RLX_BF16: d.code = DL_BFLOAT; break;
+    case RLX_I64: case RLX_I32: case RLX_I8: d.code = DL_INT; break;
+    case RLX_U8: d.code = DL_UINT; break;
+    case RLX_BOOL: d.code = DL_BOOL; break;
+    default: break;
+    }
+    return d;
+}
+
+/* The device type of an object with __dlpack_device__ (0 when it has none
+ * or it fails: then it is read as host memory). */
+static int dlpack_device_of(PyObject *v, int *dev_id)
+{
+    *dev_id = 0;
+    if (PyArray_Check(v) || !PyObject_HasAttrString(v, "__dlpack_device__"))
+        return 0;
+    PyObject *r = PyObject_CallMethod(v, "__dlpack_device__", NULL);
+    int type = 0;
+    if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2) {
+        type = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 0));
+        *dev_id = (int)PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
+    }
+    Py_XDECREF(r);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        type = 0;
+    }
+    return type;
+}
+
+/* A CUDA tensor (DLPack kDLCUDA) as input `name`: its capsule, asked for
+ * with stream 1 (the producer orders its work before CUDA's legacy default
+ * stream, which the copy in rlx_session_set_input_device follows), kept
+ * until the run is over; dense row-major, the input's dtype. */
+static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_id, prepared *p)
+{
+    if (dev_id != 0) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "input '%s' is on CUDA device %d; RLX runs on device 0",
+                     name, dev_id);
+        return -1;
+    }
+    PyObject *meth = PyObject_GetAttrString(v, "__dlpack__");
+    PyObject *args = meth ? PyTuple_New(0) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:i}", "stream", 1) : NULL;
+    PyObject *cap = kw ? PyObject_Call(meth, args, kw) : NULL;
+    Py_XDECREF(meth);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!cap)
+        return -1;
+    if (!PyCapsule_IsValid(cap, "dltensor")) {
+        Py_DECREF(cap);
+        PyErr_Format(PyExc_TypeError, "input '%s': __dlpack__ did not return a 'dltensor' capsule", name);
+        return -1;
+    }
+    dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+    dl_tensor *dt = &m->t;
+    dl_dtype want = dl_of_rlx(t);
+    const char *why = NULL;
+    char buf[160];
+    if (dt->device.device_type != DL_CUDA || dt->device.device_id != 0) {
+        snprintf(buf, sizeof buf, "its capsule is on device type %d, id %d", (int)dt->device.device_type,
+                 (int)dt->device.device_id);
+        why = buf;
+    } else if (dt->ndim < 0 || dt->ndim > RLX_MAX_DIMS) {
+        snprintf(buf, sizeof buf, "rank %d (RLX takes up to %d dims)", (int)dt->ndim, RLX_MAX_DIMS);
+        why = buf;
+    }
+    if (why) {
+        Py_DECREF(cap);
+        PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s': %s", name, why);
+        return -1;
+    }
+    if (dt->dtype.code != want.code || dt->dtype.bits != want.bits || dt->dtype.lanes != 1) {
+        Py_DECREF(cap);
+        PyErr_Format(err_class[RLX_ERR_DTYPE],
+                     "input '%s' must be %s, got a CUDA tensor of DLPack type code %d, %d bits", name, rlx_dtype_name(t), (int)dt->dtype.code, (int)dt->dtype.bits);
+        return -1;
+    }
+    int64_t expect = 1;
+    size_t n = 1;
+    for (int d = dt->ndim - 1; d >= 0; d--) {
+        if (dt->strides && dt->shape[d] != 1 && dt->strides[d] != expect) {
+            Py_DECREF(cap);
+            PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT],
+                         "input '%s': a CUDA tensor that is not dense row-major (call .contiguous() first)", name);
+            return -1;
+        }
+        expect *= dt->shape[d];
+        n *= (size_t)dt->shape[d];
+    }
+    p->cap = cap;
+    p->dptr = (const char *)dt->data + dt->byte_offset;
+    p->dbytes = n * rlx_dtype_size(t);
+    p->nd = dt->ndim;
+    for (int d = 0; d < dt->ndim; d++)
+        p->dims[d] = dt->shape[d];
+    return 0;
+}
 
 /* An input as a C-contiguous array of dtype t, without a copy when it is
  * one already.  Non-contiguous arrays are copied; other dtypes are an
@@ -296,8 +426,18 @@ static PyArrayObject *as_input(PyObject *v, const char *name, rlx_dtype t)
 
 static void release_prepared(prepared *p, int n)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         Py_XDECREF(p[i].arr);
+        Py_XDECREF(p[i].cap);
+    }
+}
+
+static int any_device_input(const prepared *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i].cap)
+            return 1;
+    return 0;
 }
 
 static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
@@ -313,8 +453,8 @@ static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
 /* Checks the dict against the declared inputs (n, names, dtypes, ndim and
  * dims with -1 unknown); fills p (n entries, arr NULL where declared but
  * optional and absent is not allowed: every input is required). */
-static int prepare_inputs(PyObject *feeds, int n, const char *const *names, const rlx_dtype *dtypes,
-                          const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
+static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char *const *names,
+                          const rlx_dtype *dtypes, const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
 {
     if (!PyDict_Check(feeds)) {
         PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}, got %s", Py_TYPE(feeds)->tp_name);
@@ -331,18 +471,29 @@ static int prepare_inputs(PyObject *feeds, int n, const char *const *names, cons
         }
         found++;
         p[i].name = names[i];
-        if (!(p[i].arr = as_input(v, names[i], dtypes[i])))
+        int dev_id, dev = dlpack_device_of(v, &dev_id);
+        if (dev == DL_CUDA) {
+            if (device != RLX_DEVICE_CUDA) {
+                PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
+                             "input '%s' is a CUDA tensor; this session runs on the cpu: copy it to the host first "
+                             "(e.g. tensor.cpu()) or use device='cuda'", names[i]);
+                goto fail;
+            }
+            if (as_device_input(v, names[i], dtypes[i], dev_id, &p[i]) != 0)
+                goto fail;
+        } else if (!(p[i].arr = as_input(v, names[i], dtypes[i]))) {
             goto fail;
+        }
         if (ndims[i] >= 0) {
-            int nd = PyArray_NDIM(p[i].arr);
+            int nd = p_ndim(&p[i]);
             int ok = nd == ndims[i];
             for (int d = 0; ok && d < nd; d++)
-                ok = dims[i][d] < 0 || dims[i][d] == PyArray_DIM(p[i].arr, d);
+                ok = dims[i][d] < 0 || dims[i][d] == p_dim(&p[i], d);
             if (!ok) {
                 char want[256], got[256];
                 int64_t g[NPY_MAXDIMS];
                 for (int d = 0; d < nd && d < NPY_MAXDIMS; d++)
-                    g[d] = PyArray_DIM(p[i].arr, d);
+                    g[d] = p_dim(&p[i], d);
                 char *w = want;
                 size_t len = (size_t)snprintf(w, sizeof want, "(");
                 for (int d = 0; d < ndims[i]; d++) {
@@ -389,20 +540,97 @@ fail:
 static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (!p[i].arr)
+        if (!p[i].arr && !p[i].cap)
             continue;
         rlx_tensor_info ti;
         if (rlx_session_find(s, 0, p[i].name, &ti) != RLX_OK)
             continue; /* an input the graph does not read (folded or unused) */
-        rlx_status st = rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr), (size_t)PyArray_NBYTES(p[i].arr));
+        rlx_status st = p[i].cap ? rlx_session_set_input_device(s, p[i].name, p[i].dptr, p[i].dbytes)
+                                 : rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr),
+                                                         (size_t)PyArray_NBYTES(p[i].arr));
         if (st != RLX_OK)
             return st;
     }
     return rlx_session_run(s);
 }
 
-/* The outputs as new arrays (GIL held, the lock held). */
-static PyObject *collect_outputs(rlx_session *s, PyObject *names)
+/* ------------------------------------------------------------ _DeviceBuffer
+ * An output copied into device memory of its own (rlx_device_alloc), lent
+ * through DLPack; freed when the last reference (the buffer object or a
+ * capsule's) goes. */
+
+typedef struct {
+    PyObject_HEAD
+    void *ptr;
+    size_t bytes;
+    rlx_dtype dtype;
+    int nd;
+    int64_t dims[RLX_MAX_DIMS];
+} DeviceBufObject;
+
+static void devbuf_dealloc(DeviceBufObject *self)
+{
+    rlx_device_free(RLX_DEVICE_CUDA, self->ptr);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *devbuf_dlpack(DeviceBufObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return make_capsule((PyObject *)self, self->ptr, (dl_device){DL_CUDA, 0}, self->nd, self->dims, NULL,
+                        dl_of_rlx(self->dtype));
+}
+
+static PyObject *devbuf_info(DeviceBufObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    PyObject *shape = PyTuple_New(self->nd);
+    for (int d = 0; shape && d < self->nd; d++)
+        PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(self->dims[d]));
+    return shape ? Py_BuildValue("(Nsn)", shape, rlx_dtype_name(self->dtype), (Py_ssize_t)self->bytes) : NULL;
+}
+
+static PyMethodDef devbuf_methods[] = {
+    {"dlpack", (PyCFunction)devbuf_dlpack, METH_NOARGS, "a 'dltensor' capsule of the memory (kDLCUDA, device 0)"},
+    {"info", (PyCFunction)devbuf_info, METH_NOARGS, "(shape, dtype name, bytes)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject DeviceBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._DeviceBuffer",
+    .tp_basicsize = sizeof(DeviceBufObject),
+    .tp_dealloc = (destructor)devbuf_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An output in CUDA device memory (internal; see rlx.DeviceTensor).",
+    .tp_methods = devbuf_methods,
+};
+
+/* Output `ti` copied into new device memory (GIL held, the lock held). */
+static PyObject *device_output(rlx_session *s, const rlx_tensor_info *ti)
+{
+    void *ptr = NULL;
+    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, ti->bytes, &ptr);
+    if (st == RLX_OK)
+        st = rlx_session_get_output_device(s, ti->name, ptr, ti->bytes);
+    if (st != RLX_OK) {
+        rlx_device_free(RLX_DEVICE_CUDA, ptr);
+        return raise_status(st);
+    }
+    DeviceBufObject *o = PyObject_New(DeviceBufObject, &DeviceBufType);
+    if (!o) {
+        rlx_device_free(RLX_DEVICE_CUDA, ptr);
+        return NULL;
+    }
+    o->ptr = ptr;
+    o->bytes = ti->bytes;
+    o->dtype = ti->dtype;
+    o->nd = ti->ndim;
+    memcpy(o->dims, ti->dims, sizeof o->dims);
+    return (PyObject *)o;
+}
+
+/* The outputs as new arrays, or as device buffers when on_device (GIL
+ * held, the lock held). */
+static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device)
 {
     int n;
     PyObject *list = NULL;
@@ -433,6 +661,15 @@ static PyObject *collect_outputs(rlx_session *s, PyObject *names)
         if (st != RLX_OK) {
             Py_DECREF(list);
             return raise_status(st);
+        }
+        if (on_device) {
+            PyObject *o = device_output(s, &ti);
+            if (!o) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, o);
+            continue;
         }
         npy_intp d[RLX_MAX_DIMS];
         for (int k = 0; k < ti.ndim; k++)
@@ -481,6 +718,7 @@ typedef struct {
     rlx_dtype *in_dtypes;
     int *in_ndims;
     int64_t (*in_dims)[RLX_MAX_DIMS];
+    rlx_device device;
 } SessionObject;
 
 static PyTypeObject SessionType;
@@ -498,7 +736,7 @@ static void session_dealloc(SessionObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *session_wrap(rlx_session *s)
+static PyObject *session_wrap(rlx_session *s, rlx_device device)
 {
     SessionObject *o = PyObject_New(SessionObject, &SessionType);
     if (!o) {
@@ -506,6 +744,7 @@ static PyObject *session_wrap(rlx_session *s)
         return NULL;
     }
     o->s = s;
+    o->device = device;
     pthread_mutex_init(&o->lock, NULL);
     int n = rlx_session_count(s, 0);
     o->n_in = 0;
@@ -535,21 +774,22 @@ static PyObject *session_wrap(rlx_session *s)
 static PyObject *session_run(SessionObject *self, PyObject *args)
 {
     PyObject *feeds, *names = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O", &feeds, &names))
+    int on_device = 0;
+    if (!PyArg_ParseTuple(args, "O|Op", &feeds, &names, &on_device))
         return NULL;
     prepared p[64];
     prepared *pp = self->n_in <= 64 ? p : calloc((size_t)self->n_in, sizeof *pp);
     if (!pp)
         return PyErr_NoMemory();
     PyObject *res = NULL;
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
         rlx_status st;
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&self->lock);
         st = set_and_run(self->s, pp, self->n_in);
         Py_END_ALLOW_THREADS
-        res = st == RLX_OK ? collect_outputs(self->s, names) : raise_status(st);
+        res = st == RLX_OK ? collect_outputs(self->s, names, on_device) : raise_status(st);
         pthread_mutex_unlock(&self->lock);
         release_prepared(pp, self->n_in);
     }
@@ -693,9 +933,13 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
     prepared pp[64];
     if (self->n_in > 64)
         return PyErr_Format(PyExc_ValueError, "too many inputs");
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
         return NULL;
+    if (any_device_input(pp, self->n_in)) {
+        release_prepared(pp, self->n_in);
+        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "_bench_c takes host inputs only");
+    }
     int no = rlx_session_count(self->s, 2);
     void *bufs[64] = {0};
     rlx_tensor_info oi[64];
@@ -729,7 +973,8 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
 }
 
 static PyMethodDef session_methods[] = {
-    {"run", (PyCFunction)session_run, METH_VARARGS, "run(inputs, output_names=None) -> list of arrays"},
+    {"run", (PyCFunction)session_run, METH_VARARGS,
+     "run(inputs, output_names=None, on_device=False) -> list of arrays (or device buffers)"},
     {"set_param", (PyCFunction)session_set_param, METH_VARARGS, "set_param(name, array)"},
     {"info", (PyCFunction)session_info, METH_VARARGS, "info(kind) -> [(name, shape, dtype)]; 0 in, 1 param, 2 out"},
     {"report", (PyCFunction)session_report, METH_NOARGS, "the dispatch report text"},
@@ -765,6 +1010,7 @@ typedef struct {
     int *last_ndims;
     int *by_value; /* per input: bound by value at import (a constant; each value compiles once) */
     int any_by_value;
+    rlx_device device;
 } ModelObject;
 
 static void model_dealloc(ModelObject *self)
@@ -801,6 +1047,7 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
     rlx_options o;
     if (parse_options(&o, device, precision, threads, 0) != 0)
         return -1;
+    self->device = o.device;
     if (!PyList_Check(inputs))
         return PyErr_SetString(PyExc_TypeError, "inputs must be a list"), -1;
     int n = (int)PyList_GET_SIZE(inputs);
@@ -871,10 +1118,10 @@ static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_se
 {
     int same = self->last != NULL && !self->any_by_value;
     for (int i = 0; same && i < self->n_in; i++) {
-        int nd = PyArray_NDIM(p[i].arr);
+        int nd = p_ndim(&p[i]);
         same = nd == self->last_ndims[i];
         for (int d = 0; same && d < nd; d++)
-            same = PyArray_DIM(p[i].arr, d) == self->last_dims[i][d];
+            same = p_dim(&p[i], d) == self->last_dims[i][d];
     }
     if (same) {
         *out = self->last;
@@ -885,10 +1132,10 @@ static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_se
     memset(b, 0, sizeof b);
     for (int i = 0; i < n; i++) {
         b[i].name = p[i].name;
-        b[i].ndim = PyArray_NDIM(p[i].arr);
+        b[i].ndim = p_ndim(&p[i]);
         for (int d = 0; d < b[i].ndim && d < RLX_MAX_DIMS; d++)
-            b[i].dims[d] = PyArray_DIM(p[i].arr, d);
-        if (self->by_value[i]) {
+            b[i].dims[d] = p_dim(&p[i], d);
+        if (self->by_value[i] && p[i].arr) {
             b[i].value = PyArray_DATA(p[i].arr);
             b[i].bytes = (size_t)PyArray_NBYTES(p[i].arr);
         }
@@ -907,22 +1154,30 @@ static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_se
 static PyObject *model_run(ModelObject *self, PyObject *args)
 {
     PyObject *feeds, *names = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O", &feeds, &names))
+    int on_device = 0;
+    if (!PyArg_ParseTuple(args, "O|Op", &feeds, &names, &on_device))
         return NULL;
     if (!self->m)
         return PyErr_Format(PyExc_RuntimeError, "model not loaded");
     if (self->n_in > 64)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
     prepared p[64];
-    if (prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes, self->in_ndims,
-                       (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return NULL;
-    for (int i = 0; i < self->n_in; i++)
-        if (PyArray_NDIM(p[i].arr) > RLX_MAX_DIMS) {
+    for (int i = 0; i < self->n_in; i++) {
+        if (p_ndim(&p[i]) > RLX_MAX_DIMS) {
             release_prepared(p, self->n_in);
             return PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' has rank %d; RLX takes up to %d dims",
-                                p[i].name, PyArray_NDIM(p[i].arr), RLX_MAX_DIMS);
+                                p[i].name, p_ndim(&p[i]), RLX_MAX_DIMS);
         }
+        if (self->by_value[i] && p[i].cap) {
+            release_prepared(p, self->n_in);
+            return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
+                                "input '%s' is bound by value (value_inputs): it must be host memory, not a CUDA "
+                                "tensor", p[i].name);
+        }
+    }
     rlx_status st;
     rlx_session *s = NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -931,7 +1186,7 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     if (st == RLX_OK)
         st = set_and_run(s, p, self->n_in);
     Py_END_ALLOW_THREADS
-    PyObject *res = st == RLX_OK ? collect_outputs(s, names) : raise_status(st);
+    PyObject *res = st == RLX_OK ? collect_outputs(s, names, on_device) : raise_status(st);
     pthread_mutex_unlock(&self->lock);
     release_prepared(p, self->n_in);
     return res;
@@ -945,7 +1200,8 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O", &feeds))
         return NULL;
     prepared p[64];
-    if (self->n_in > 64 || prepare_inputs(feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+    if (self->n_in > 64 || prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names,
+                                          self->in_dtypes,
                                           self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
     rlx_status st;
@@ -990,7 +1246,8 @@ static PyObject *model_cached(ModelObject *self, PyObject *noargs)
 }
 
 static PyMethodDef model_methods[] = {
-    {"run", (PyCFunction)model_run, METH_VARARGS, "run(inputs, output_names=None) -> list of arrays"},
+    {"run", (PyCFunction)model_run, METH_VARARGS,
+     "run(inputs, output_names=None, on_device=False) -> list of arrays (or device buffers)"},
     {"compiled_info", (PyCFunction)model_compiled_info, METH_VARARGS, "(inputs, outputs) of the session for these inputs"},
     {"last_outputs", (PyCFunction)model_last_outputs, METH_NOARGS, "outputs of the last shapes run, or None"},
     {"cached_sessions", (PyCFunction)model_cached, METH_NOARGS, "number of compiled shapes"},
@@ -1530,7 +1787,7 @@ static PyObject *g_compile(GraphObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (st != RLX_OK)
         return raise_status(st);
-    return session_wrap(s);
+    return session_wrap(s, o.device);
 }
 
 static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
@@ -1605,6 +1862,726 @@ static PyTypeObject GraphType = {
     .tp_init = (initproc)graph_init,
     .tp_new = PyType_GenericNew,
 };
+
+/* ------------------------------------------------------------ _LLM
+ * A decoder LLM (rlx_llm) and one generation context for it.  The context
+ * serves one generation at a time: `busy`, under `mu`, is a flag rather
+ * than a held mutex because a stream takes it on one thread and may give
+ * it back on another.  Waiting for it happens without the GIL. */
+
+static PyObject *raise_msg(rlx_status st, const char *msg)
+{
+    PyObject *cls = (st > 0 && st <= RLX_ERR_INTERNAL && err_class[st]) ? err_class[st] : err_base;
+    PyErr_Format(cls, "%s", msg && *msg ? msg : rlx_status_name(st));
+    return NULL;
+}
+
+typedef struct {
+    PyObject_HEAD
+    rlx_llm *m;
+    rlx_llm_context *c;
+    rlx_llm_info info;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int init; /* mu and cv initialised */
+    int busy;
+    int stream_busy;             /* busy with an unfinished stream ... */
+    unsigned long stream_thread; /* ... driven last from this thread */
+    rlx_generate_stats last;
+    int has_last;
+} LLMObject;
+
+static PyTypeObject LLMType;
+
+static void llm_dealloc(LLMObject *self)
+{
+    Py_BEGIN_ALLOW_THREADS
+    rlx_llm_context_free(self->c);
+    rlx_llm_free(self->m);
+    Py_END_ALLOW_THREADS
+    if (self->init) {
+        pthread_mutex_destroy(&self->mu);
+        pthread_cond_destroy(&self->cv);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* _LLM(path or None, device, precision, ctx, threads, prefill_chunk) */
+static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"path", "device", "precision", "ctx", "threads", "prefill_chunk", NULL};
+    PyObject *path = Py_None;
+    int device = 0, precision = 0, ctx = 0, threads = 0, chunk = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oiiiii", kwlist, &path, &device, &precision, &ctx, &threads, &chunk))
+        return -1;
+    if (self->m) {
+        PyErr_SetString(PyExc_RuntimeError, "_LLM is already initialised");
+        return -1;
+    }
+    if (device < 0 || device > 1 || precision < 0 || precision > 2 || ctx < 0 || threads < 0 || chunk < 0) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad device %d, precision %d, ctx %d, threads %d or prefill "
+                     "chunk %d", device, precision, ctx, threads, chunk);
+        return -1;
+    }
+    pthread_mutex_init(&self->mu, NULL);
+    pthread_cond_init(&self->cv, NULL);
+    self->init = 1;
+    PyObject *b = NULL;
+    if (path != Py_None && !PyUnicode_FSConverter(path, &b))
+        return -1;
+    const char *p = b ? PyBytes_AS_STRING(b) : NULL;
+    rlx_llm_options o;
+    rlx_llm_options_init(&o);
+    o.device = (rlx_device)device;
+    o.precision = (rlx_precision)precision;
+    o.threads = threads;
+    o.ctx = ctx;
+    o.prefill_chunk = chunk;
+    rlx_llm *m = NULL;
+    rlx_llm_context *c = NULL;
+    rlx_status st;
+    char msg[1024] = "";
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_llm_load(p, &m);
+    if (st == RLX_OK)
+        st = rlx_llm_context_new(m, &o, &c);
+    if (st != RLX_OK) {
+        snprintf(msg, sizeof msg, "%s", rlx_last_error());
+        rlx_llm_free(m);
+        m = NULL;
+    }
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(b);
+    if (st != RLX_OK)
+        return raise_msg(st, msg), -1;
+    self->m = m;
+    self->c = c;
+    rlx_llm_get_info(m, &self->info);
+    return 0;
+}
+
+static int llm_ready(LLMObject *self)
+{
+    if (!self->m || !self->c) {
+        PyErr_SetString(PyExc_RuntimeError, "the LLM is not loaded");
+        return 0;
+    }
+    return 1;
+}
+
+/* Takes the context for one generation (waiting without the GIL); refuses
+ * when an unfinished stream driven from this very thread holds it, which
+ * no wait would end. */
+static int llm_acquire(LLMObject *self, int for_stream)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    int refused = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    while (self->busy && !(refused = self->stream_busy && self->stream_thread == me))
+        pthread_cond_wait(&self->cv, &self->mu);
+    if (!refused) {
+        self->busy = 1;
+        self->stream_busy = for_stream;
+        self->stream_thread = me;
+    }
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    if (refused) {
+        PyErr_SetString(err_class[RLX_ERR_RUNTIME],
+                        "this LLM is streaming an unfinished generation on this thread: exhaust or close() that "
+                        "iterator first (or use another rlx.LLM)");
+        return -1;
+    }
+    return 0;
+}
+
+static void llm_release(LLMObject *self)
+{
+    pthread_mutex_lock(&self->mu);
+    self->busy = 0;
+    self->stream_busy = 0;
+    pthread_cond_broadcast(&self->cv);
+    pthread_mutex_unlock(&self->mu);
+}
+
+static PyObject *llm_info(LLMObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (!llm_ready(self))
+        return NULL;
+    const rlx_llm_info *i = &self->info;
+    return Py_BuildValue("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "architecture", i->arch, "layers",
+                         i->layers, "hidden", i->hidden, "heads", i->heads, "kv_heads", i->kv_heads, "head_dim",
+                         i->head_dim, "ffn", i->ffn, "vocab_size", i->vocab, "context_length", i->max_ctx, "bos",
+                         i->bos, "eos", i->eos, "ctx", rlx_llm_context_size(self->c));
+}
+
+/* tokenize(text: str|bytes, add_special: bool) -> [ids] */
+static PyObject *llm_tokenize(LLMObject *self, PyObject *args)
+{
+    const char *text;
+    Py_ssize_t len;
+    int add_special = 1;
+    if (!PyArg_ParseTuple(args, "s#|p", &text, &len, &add_special) || !llm_ready(self))
+        return NULL;
+    int32_t small[256], *ids = small;
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    n = rlx_llm_tokenize(self->m, text, (size_t)len, add_special, ids, 256);
+    if (n > 256) {
+        ids = malloc((size_t)n * sizeof *ids);
+        n = ids ? rlx_llm_tokenize(self->m, text, (size_t)len, add_special, ids, n) : -2;
+    }
+    Py_END_ALLOW_THREADS
+    if (n == -2)
+        return PyErr_NoMemory();
+    if (n < 0) {
+        if (ids != small)
+            free(ids);
+        return raise_status(RLX_ERR_INVALID_ARGUMENT);
+    }
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++)
+        PyList_SET_ITEM(l, i, PyLong_FromLong(ids[i]));
+    if (ids != small)
+        free(ids);
+    return l;
+}
+
+/* A sequence of ints as int32 ids (malloc'd); *n its length. */
+static int32_t *ids_of(PyObject *seq, int *n)
+{
+    PyObject *f = PySequence_Fast(seq, "token ids must be a sequence of int");
+    if (!f)
+        return NULL;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(f);
+    int32_t *ids = malloc(((size_t)len + 1) * sizeof *ids);
+    if (!ids) {
+        Py_DECREF(f);
+        return (int32_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(f, i);
+        long v = PyLong_Check(o) || PyIndex_Check(o) ? PyLong_AsLong(o) : -1;
+        if (!PyLong_Check(o) && !PyIndex_Check(o))
+            PyErr_Format(PyExc_TypeError, "token ids must be int, got %s", Py_TYPE(o)->tp_name);
+        else if (!PyErr_Occurred() && (v < INT32_MIN || v > INT32_MAX))
+            PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "token id %ld is out of range", v);
+        if (PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                PyErr_Clear();
+                PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "token id %zd is out of range", i);
+            }
+            free(ids);
+            Py_DECREF(f);
+            return NULL;
+        }
+        ids[i] = (int32_t)v;
+    }
+    Py_DECREF(f);
+    *n = (int)len;
+    return ids;
+}
+
+/* detokenize(ids) -> bytes */
+static PyObject *llm_detokenize(LLMObject *self, PyObject *seq)
+{
+    if (!llm_ready(self))
+        return NULL;
+    int n = 0;
+    int32_t *ids = ids_of(seq, &n);
+    if (!ids)
+        return NULL;
+    char small[1024], *buf = small;
+    long len;
+    Py_BEGIN_ALLOW_THREADS
+    len = rlx_llm_detokenize(self->m, ids, n, buf, sizeof small);
+    if (len > (long)sizeof small) {
+        buf = malloc((size_t)len);
+        len = buf ? rlx_llm_detokenize(self->m, ids, n, buf, (size_t)len) : -2;
+    }
+    Py_END_ALLOW_THREADS
+    free(ids);
+    PyObject *r = len == -2 ? PyErr_NoMemory()
+                  : len < 0 ? raise_status(RLX_ERR_INVALID_ARGUMENT)
+                            : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    if (buf != small)
+        free(buf);
+    return r;
+}
+
+/* token_piece(id) -> bytes */
+static PyObject *llm_token_piece(LLMObject *self, PyObject *args)
+{
+    long id;
+    if (!PyArg_ParseTuple(args, "l", &id) || !llm_ready(self))
+        return NULL;
+    if (id < 0 || id >= self->info.vocab)
+        return PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "token %ld is outside the vocabulary of %d", id,
+                            self->info.vocab);
+    char small[256], *buf = small;
+    int len = rlx_llm_token_piece(self->m, (int32_t)id, buf, sizeof small);
+    if (len > (int)sizeof small) {
+        if (!(buf = malloc((size_t)len)))
+            return PyErr_NoMemory();
+        len = rlx_llm_token_piece(self->m, (int32_t)id, buf, (size_t)len);
+    }
+    PyObject *r = len < 0 ? raise_status(RLX_ERR_INVALID_ARGUMENT) : PyBytes_FromStringAndSize(buf, len);
+    if (buf != small)
+        free(buf);
+    return r;
+}
+
+static PyObject *llm_is_eog(LLMObject *self, PyObject *args)
+{
+    long id;
+    if (!PyArg_ParseTuple(args, "l", &id) || !llm_ready(self))
+        return NULL;
+    return PyBool_FromLong(id >= INT32_MIN && id <= INT32_MAX && rlx_llm_is_eog(self->m, (int32_t)id));
+}
+
+/* logits(ids) -> float32 [vocab]: the prompt prefilled into sequence 0,
+ * the distribution after its last token. */
+static PyObject *llm_logits(LLMObject *self, PyObject *seq)
+{
+    if (!llm_ready(self))
+        return NULL;
+    int n = 0;
+    int32_t *ids = ids_of(seq, &n);
+    if (!ids)
+        return NULL;
+    if (llm_acquire(self, 0) != 0) {
+        free(ids);
+        return NULL;
+    }
+    npy_intp dims[1] = {self->info.vocab};
+    PyObject *arr = PyArray_SimpleNew(1, dims, NPY_FLOAT32);
+    rlx_status st = RLX_OK;
+    char msg[1024] = "";
+    if (arr) {
+        float *out = PyArray_DATA((PyArrayObject *)arr);
+        const int32_t *const rows[1] = {ids};
+        Py_BEGIN_ALLOW_THREADS
+        st = rlx_llm_prefill(self->c, 1, rows, &n);
+        if (st == RLX_OK)
+            memcpy(out, rlx_llm_logits(self->c, 0), (size_t)self->info.vocab * sizeof(float));
+        else
+            snprintf(msg, sizeof msg, "%s", rlx_last_error());
+        Py_END_ALLOW_THREADS
+    }
+    llm_release(self);
+    free(ids);
+    if (arr && st != RLX_OK) {
+        Py_DECREF(arr);
+        return raise_msg(st, msg);
+    }
+    return arr;
+}
+
+/* The generation settings, parsed once for both generate and stream:
+ * (ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+ * repeat_last_n, seed, stop: [bytes], ignore_eos). */
+typedef struct {
+    int32_t *ids;
+    int n;
+    rlx_generate_params gp;
+    char **stops;
+    int n_stops;
+} gen_args;
+
+static void gen_args_free(gen_args *a)
+{
+    free(a->ids);
+    for (int i = 0; i < a->n_stops; i++)
+        free(a->stops[i]);
+    free(a->stops);
+    memset(a, 0, sizeof *a);
+}
+
+static int gen_args_parse(PyObject *args, gen_args *a)
+{
+    PyObject *seq, *stop;
+    int max_tokens, top_k, repeat_last_n, ignore_eos;
+    float temperature, top_p, min_p, penalty;
+    unsigned long long seed;
+    memset(a, 0, sizeof *a);
+    if (!PyArg_ParseTuple(args, "Oififffi" "KOp", &seq, &max_tokens, &temperature, &top_k, &top_p, &min_p, &penalty,
+                          &repeat_last_n, &seed, &stop, &ignore_eos))
+        return -1;
+    rlx_generate_params_init(&a->gp);
+    a->gp.max_tokens = max_tokens;
+    a->gp.temperature = temperature;
+    a->gp.top_k = top_k;
+    a->gp.top_p = top_p;
+    a->gp.min_p = min_p;
+    a->gp.repeat_penalty = penalty;
+    a->gp.repeat_last_n = repeat_last_n;
+    a->gp.seed = seed;
+    a->gp.ignore_eos = ignore_eos;
+    if (!(a->ids = ids_of(seq, &a->n)))
+        return -1;
+    PyObject *f = PySequence_Fast(stop, "stop must be a list of str");
+    if (!f)
+        goto fail;
+    Py_ssize_t ns = PySequence_Fast_GET_SIZE(f);
+    a->stops = calloc((size_t)ns + 1, sizeof *a->stops);
+    if (!a->stops) {
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        char *b;
+        Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(f, i), &b, &len) != 0 ||
+            !(a->stops[a->n_stops] = strdup(b))) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            Py_DECREF(f);
+            goto fail;
+        }
+        a->n_stops++;
+    }
+    Py_DECREF(f);
+    a->gp.stop = (const char *const *)a->stops;
+    a->gp.n_stop = a->n_stops;
+    return 0;
+fail:
+    gen_args_free(a);
+    return -1;
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} text_buf;
+
+static int collect_piece(void *user, int32_t id, const char *text, size_t len)
+{
+    (void)id;
+    text_buf *t = user;
+    if (t->len + len > t->cap) {
+        size_t cap = (t->len + len) * 2 + 64;
+        char *p = realloc(t->buf, cap);
+        if (!p) {
+            t->oom = 1;
+            return 1;
+        }
+        t->buf = p, t->cap = cap;
+    }
+    memcpy(t->buf + t->len, text, len);
+    t->len += len;
+    return 0;
+}
+
+static PyObject *stats_dict(const rlx_generate_stats *s)
+{
+    return Py_BuildValue("{s:i,s:i,s:d,s:d}", "prompt_tokens", s->prompt_tokens, "generated_tokens",
+                         s->generated_tokens, "prefill_ms", s->prefill_ms, "decode_ms", s->decode_ms);
+}
+
+/* generate(settings...) -> bytes, the generated text (GIL released). */
+static PyObject *llm_generate(LLMObject *self, PyObject *args)
+{
+    gen_args a;
+    if (!llm_ready(self) || gen_args_parse(args, &a) != 0)
+        return NULL;
+    if (llm_acquire(self, 0) != 0) {
+        gen_args_free(&a);
+        return NULL;
+    }
+    text_buf t = {NULL, 0, 0, 0};
+    rlx_generate_stats stats;
+    memset(&stats, 0, sizeof stats);
+    rlx_status st;
+    char msg[1024] = "";
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_llm_generate(self->c, a.ids, a.n, &a.gp, collect_piece, &t, &stats);
+    if (st != RLX_OK)
+        snprintf(msg, sizeof msg, "%s", rlx_last_error());
+    Py_END_ALLOW_THREADS
+    self->last = stats;
+    self->has_last = 1;
+    llm_release(self);
+    gen_args_free(&a);
+    PyObject *r = t.oom           ? PyErr_NoMemory()
+                  : st != RLX_OK ? raise_msg(st, msg)
+                                 : PyBytes_FromStringAndSize(t.buf ? t.buf : "", (Py_ssize_t)t.len);
+    free(t.buf);
+    return r;
+}
+
+static PyObject *llm_last_stats(LLMObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (!self->has_last)
+        Py_RETURN_NONE;
+    return stats_dict(&self->last);
+}
+
+/* ------------------------------------------------------------ _Stream
+ * One generation run by rlx_llm_generate on a thread of its own; each
+ * token's text is handed over through a one-piece slot (the generator
+ * waits while the slot is full, so it runs at most one token ahead of the
+ * reader).  Starting it waits for the first piece, so that a failure
+ * before any text raises there; __next__ waits without the GIL.  close(),
+ * or the object's end (an iterator dropped midway), asks the generator to
+ * stop at its next token, joins it and gives the LLM back. */
+
+typedef struct {
+    PyObject_HEAD
+    LLMObject *llm; /* a reference held */
+    gen_args a;
+    pthread_t th;
+    int running; /* the thread was started and not yet joined */
+    int holds;   /* the LLM is ours */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int init;
+    char *piece;
+    size_t len, cap;
+    int full, done, cancel;
+    rlx_status st;
+    char msg[1024];
+    rlx_generate_stats stats;
+} StreamObject;
+
+static PyTypeObject StreamType;
+
+static int stream_piece(void *user, int32_t id, const char *text, size_t len)
+{
+    (void)id;
+    StreamObject *s = user;
+    pthread_mutex_lock(&s->mu);
+    while (s->full && !s->cancel)
+        pthread_cond_wait(&s->cv, &s->mu);
+    int stop = s->cancel;
+    if (!stop && len > s->cap) {
+        char *p = realloc(s->piece, len);
+        if (p) {
+            s->piece = p, s->cap = len;
+        } else {
+            s->st = RLX_ERR_OUT_OF_MEMORY;
+            snprintf(s->msg, sizeof s->msg, "generate: no memory for a piece of %zu bytes", len);
+            stop = 1;
+        }
+    }
+    if (!stop) {
+        if (len)
+            memcpy(s->piece, text, len);
+        s->len = len;
+        s->full = 1;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+static void *stream_main(void *arg)
+{
+    StreamObject *s = arg;
+    rlx_generate_stats stats;
+    memset(&stats, 0, sizeof stats);
+    rlx_status st = rlx_llm_generate(s->llm->c, s->a.ids, s->a.n, &s->a.gp, stream_piece, s, &stats);
+    pthread_mutex_lock(&s->mu);
+    if (st != RLX_OK && s->st == RLX_OK) {
+        s->st = st;
+        snprintf(s->msg, sizeof s->msg, "%s", rlx_last_error());
+    }
+    s->stats = stats;
+    s->done = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Stops the generator (at its next token), joins it and gives the LLM back
+ * (GIL held on entry; released while joining). */
+static void stream_finish(StreamObject *s)
+{
+    if (s->running) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&s->mu);
+        s->cancel = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->th, NULL);
+        Py_END_ALLOW_THREADS
+        s->running = 0;
+        s->llm->last = s->stats;
+        s->llm->has_last = 1;
+    }
+    if (s->holds) {
+        llm_release(s->llm);
+        s->holds = 0;
+    }
+}
+
+static void stream_dealloc(StreamObject *s)
+{
+    if (s->llm)
+        stream_finish(s);
+    gen_args_free(&s->a);
+    free(s->piece);
+    if (s->init) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+    }
+    Py_XDECREF(s->llm);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+/* stream(settings...) -> _Stream, the generation started. */
+static PyObject *llm_stream(LLMObject *self, PyObject *args)
+{
+    if (!llm_ready(self))
+        return NULL;
+    StreamObject *s = PyObject_New(StreamObject, &StreamType);
+    if (!s)
+        return NULL;
+    memset((char *)s + sizeof(PyObject), 0, sizeof *s - sizeof(PyObject));
+    if (gen_args_parse(args, &s->a) != 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->init = 1;
+    if (llm_acquire(self, 1) != 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    Py_INCREF(self);
+    s->llm = self;
+    s->holds = 1;
+    int e = pthread_create(&s->th, NULL, stream_main, s);
+    if (e != 0) {
+        Py_DECREF(s);
+        return PyErr_Format(err_class[RLX_ERR_INTERNAL], "generate: cannot start a thread: %s", strerror(e));
+    }
+    s->running = 1;
+    /* wait for the first piece or the end, so that what fails before any
+     * text (the prompt, the settings, the context's size) raises here */
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&s->mu);
+    while (!s->full && !s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    failed = s->done && s->st != RLX_OK;
+    pthread_mutex_unlock(&s->mu);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        stream_finish(s);
+        raise_msg(s->st, s->msg);
+        Py_DECREF(s);
+        return NULL;
+    }
+    return (PyObject *)s;
+}
+
+static PyObject *stream_iternext(StreamObject *s)
+{
+    if (!s->holds)
+        return NULL; /* over: StopIteration */
+    pthread_mutex_lock(&s->llm->mu);
+    s->llm->stream_thread = PyThread_get_thread_ident();
+    pthread_mutex_unlock(&s->llm->mu);
+    char *buf = NULL;
+    size_t len = 0;
+    int got = 0, oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&s->mu);
+    while (!s->full && !s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (s->full) {
+        got = 1;
+        len = s->len;
+        if ((buf = malloc(len + 1)) != NULL)
+            memcpy(buf, s->piece, len);
+        else
+            oom = 1;
+        s->full = 0;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    Py_END_ALLOW_THREADS
+    if (got) {
+        PyObject *r = oom ? PyErr_NoMemory() : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+        free(buf);
+        return r;
+    }
+    stream_finish(s); /* done: join and give the LLM back */
+    if (s->st != RLX_OK)
+        return raise_msg(s->st, s->msg);
+    return NULL;
+}
+
+static PyObject *stream_close(StreamObject *s, PyObject *noargs)
+{
+    (void)noargs;
+    stream_finish(s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef stream_methods[] = {
+    {"close", (PyCFunction)stream_close, METH_NOARGS, "stop the generation and give the LLM back"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Stream",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A generation in progress, its pieces as bytes (internal; see rlx.LLM.generate).",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)stream_iternext,
+    .tp_methods = stream_methods,
+};
+
+static PyMethodDef llm_methods[] = {
+    {"info", (PyCFunction)llm_info, METH_NOARGS, "the model's figures (rlx_llm_get_info) and the context's size"},
+    {"tokenize", (PyCFunction)llm_tokenize, METH_VARARGS, "tokenize(text, add_special) -> [ids]"},
+    {"detokenize", (PyCFunction)llm_detokenize, METH_O, "detokenize(ids) -> bytes"},
+    {"token_piece", (PyCFunction)llm_token_piece, METH_VARARGS, "token_piece(id) -> bytes"},
+    {"is_eog", (PyCFunction)llm_is_eog, METH_VARARGS, "is_eog(id) -> bool"},
+    {"logits", (PyCFunction)llm_logits, METH_O, "logits(ids) -> float32 [vocab] after the last id"},
+    {"generate", (PyCFunction)llm_generate, METH_VARARGS, "generate(ids, settings...) -> bytes"},
+    {"stream", (PyCFunction)llm_stream, METH_VARARGS, "stream(ids, settings...) -> _Stream of bytes pieces"},
+    {"last_stats", (PyCFunction)llm_last_stats, METH_NOARGS, "the last generation's figures, or None"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject LLMType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._LLM",
+    .tp_basicsize = sizeof(LLMObject),
+    .tp_dealloc = (destructor)llm_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoder LLM and its generation context (internal; see rlx.LLM).",
+    .tp_methods = llm_methods,
+    .tp_init = (initproc)llm_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* _check_device(device): raises why the device cannot be used, if it cannot. */
+static PyObject *py_check_device(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long dev = PyLong_AsLong(arg);
+    if (dev == -1 && PyErr_Occurred())
+        return NULL;
+    if (dev != RLX_DEVICE_CUDA)
+        Py_RETURN_NONE;
+    void *p = NULL;
+    rlx_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = rlx_device_alloc(RLX_DEVICE_CUDA, 256, &p);
+    rlx_device_free(RLX_DEVICE_CUDA, p);
+    Py_END_ALLOW_THREADS
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
 
 /* ------------------------------------------------------------ functions */
 
@@ -1730,6 +2707,7 @@ static PyObject *py_dtype_names(PyObject *self, PyObject *noargs)
 static PyMethodDef module_methods[] = {
     {"_to_dlpack", py_to_dlpack, METH_O, "capsule lending a numpy array's memory"},
     {"_from_dlpack_capsule", py_from_dlpack_capsule, METH_O, "numpy array over a DLPack capsule's memory"},
+    {"_check_device", py_check_device, METH_O, "raises why a device (1: cuda) cannot be used"},
     {"onnx_inputs", py_onnx_inputs, METH_O, "([(name, dtype, dims, is_tensor, onnx_type)], [output names])"},
     {"read_tensor", py_read_tensor, METH_O, "a .npy or ONNX TensorProto .pb file as an array"},
     {"print_info", py_print_info, METH_O, "rlx info MODEL"},
@@ -1764,8 +2742,15 @@ PyMODINIT_FUNC PyInit__rlx(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&ModelType) < 0 || PyType_Ready(&GraphType) < 0)
+    if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&ModelType) < 0 || PyType_Ready(&GraphType) < 0 ||
+        PyType_Ready(&DeviceBufType) < 0 || PyType_Ready(&LLMType) < 0 || PyType_Ready(&StreamType) < 0)
         return NULL;
+    Py_INCREF(&DeviceBufType);
+    PyModule_AddObject(m, "_DeviceBuffer", (PyObject *)&DeviceBufType);
+    Py_INCREF(&LLMType);
+    PyModule_AddObject(m, "_LLM", (PyObject *)&LLMType);
+    Py_INCREF(&StreamType);
+    PyModule_AddObject(m, "_Stream", (PyObject *)&StreamType);
     Py_INCREF(&SessionType);
     PyModule_AddObject(m, "_Session", (PyObject *)&SessionType);
     Py_INCREF(&ModelType);

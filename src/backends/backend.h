@@ -75,6 +75,10 @@ typedef struct rlx_backend {
      * written to bytes[0..n_nodes) (0 = none); one region per node after
      * the scratch.  NULL = none anywhere. */
     void (*keep_bytes)(const rlx_graph *g, size_t *bytes);
+    /* Optional: device -> device copy between device pointers (the arena and
+     * memory the caller lent), finished when it returns; NULL where tensors
+     * are host memory (rlx_session_set_input_device: unsupported). */
+    rlx_status (*copy_device)(void *dst, const void *src, size_t bytes);
 } rlx_backend;
 
 /* The backends built into this library; NULL if that device's backend was

@@ -356,3 +356,8 @@ int rlx_llm_position(const rlx_llm_context *c, int seq)
 {
     return c && seq >= 0 && seq < c->opts.batch ? c->pos[seq] : -1;
 }
+
+int rlx_llm_context_size(const rlx_llm_context *c)
+{
+    return c ? c->opts.ctx : -1;
+}

@@ -111,6 +111,75 @@ rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, 
     return s->backend->download(data, slot->ptr, bytes);
 }
 
+/* Device pointers: a device -> device copy between the caller's memory and
+ * the slot, where the backend has one (CUDA); the CPU's tensors are host
+ * memory, so it has none. */
+static rlx_status device_copy(rlx_session *s, int kind, const char *name, void *dst, const void *src, size_t bytes,
+                              rlx_io_slot **out)
+{
+    if (!s || !name || (!dst && !src))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s %s on the device: session, name and pointer must not be NULL",
+                             kind ? "get" : "set", kind_name[kind]);
+    if (!s->backend->copy_device)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "%s %s '%s' on the device: the session runs on the %s, whose tensors are host memory "
+                             "(use rlx_session_%s)",
+                             kind ? "get" : "set", kind_name[kind], name, s->backend->name,
+                             kind ? "get_output" : "set_input");
+    rlx_io_slot *slot = find(s, kind, name);
+    if (!slot)
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no %s named '%s'", kind_name[kind], name);
+    rlx_status st = check_bytes(s, kind, slot, bytes);
+    if (st != RLX_OK)
+        return st;
+    if ((kind ? (const void *)dst : src) == NULL && bytes)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' on the device: the pointer is NULL", kind_name[kind],
+                             name);
+    if (bytes && (st = s->backend->copy_device(kind ? dst : slot->ptr, kind ? slot->ptr : src, bytes)) != RLX_OK)
+        return st;
+    *out = slot;
+    return RLX_OK;
+}
+
+rlx_status rlx_session_set_input_device(rlx_session *s, const char *name, const void *device_ptr, size_t bytes)
+{
+    rlx_io_slot *slot = NULL;
+    rlx_status st = device_copy(s, 0, name, NULL, device_ptr, bytes, &slot);
+    if (st == RLX_OK)
+        slot->set = true;
+    return st;
+}
+
+rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void *device_ptr, size_t bytes)
+{
+    rlx_io_slot *slot = NULL;
+    return device_copy(s, 2, name, device_ptr, NULL, bytes, &slot);
+}
+
+rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out)
+{
+    if (!out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_device_alloc: out must not be NULL");
+    *out = NULL;
+    const rlx_backend *be = rlx_backend_for(device);
+    if (device == RLX_DEVICE_CPU || (be && !be->copy_device))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "rlx_device_alloc: the cpu's memory is host memory (use malloc)");
+    if (!be)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "device %s: this build of RLX has no backend for it",
+                             device == RLX_DEVICE_CUDA ? "cuda" : "?");
+    rlx_status st = be->available();
+    if (st != RLX_OK)
+        return st;
+    return be->alloc(bytes, out);
+}
+
+void rlx_device_free(rlx_device device, void *ptr)
+{
+    const rlx_backend *be = rlx_backend_for(device);
+    if (ptr && be && be->copy_device)
+        be->free(ptr);
+}
+
 int rlx_session_count(const rlx_session *s, int kind)
 {
     if (!s || kind < 0 || kind > 2)

@@ -340,6 +340,50 @@ static rlx_status cuda_download(void *dst, const void *src, size_t bytes)
     return st;
 }
 
+/* A pointer the caller lent for a device copy: device (or managed) memory
+ * of device 0, where the arena is. */
+static rlx_status check_device_ptr(const void *p, const char *what)
+{
+    cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cuda: the %s %p is not CUDA memory: %s", what, p,
+                             cudaGetErrorString(e));
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cuda: the %s %p is %s memory, not device memory", what, p,
+                             a.type == cudaMemoryTypeHost ? "pinned host" : "host");
+    if (a.device != 0)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cuda: the %s %p is on CUDA device %d; RLX runs on device 0",
+                             what, p, a.device);
+    return RLX_OK;
+}
+
+/* Device -> device between the arena and memory the caller lent, after the
+ * work queued on the legacy default stream (DLPack's stream 1: a producer
+ * asked for that stream orders its own work before it), synchronised. */
+static rlx_status cuda_copy_device(void *dst, const void *src, size_t bytes)
+{
+    rlx_status st = cuda_available();
+    if (st != RLX_OK)
+        return st;
+    if (!bytes)
+        return RLX_OK;
+    if ((st = check_device_ptr(dst, "destination")) != RLX_OK || (st = check_device_ptr(src, "source")) != RLX_OK)
+        return st;
+    pthread_mutex_lock(&lock);
+    mark_dirty(dst, bytes);
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cudaStreamLegacy);
+    pthread_mutex_unlock(&lock);
+    if (e != cudaSuccess)
+        return rlx_set_error(RLX_ERR_DEVICE, "cuda: device copy of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+    return RLX_OK;
+}
+
 static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
 {
     const rlx_node_data *n = &g->nodes[t->id];
@@ -976,6 +1020,7 @@ static const rlx_backend cuda_backend = {
     /* .release_schedule */ cuda_release_schedule,
     /* .run */ cuda_run,
     /* .keep_bytes */ cuda_keep_bytes,
+    /* .copy_device */ cuda_copy_device,
 };
 
 extern "C" const rlx_backend *rlx_cuda_backend(void) { return &cuda_backend; }
