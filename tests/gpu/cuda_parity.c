@@ -678,6 +678,30 @@ static void test_matmul(void)
             rlx_output(g, "c", rlx_matmul(g, a, b, mm[k].ta, mm[k].tb));
             check(NAME("matmul %s case%zu", dn(FLOATS[d]), k), g);
         }
+    /* up to 8 rows times a [N, K] weight read transposed, 16-bit: the
+     * matrix-vector kernel (one or four warps per column), plain and with a
+     * bias and an activation fused; 9 rows: the GEMM again */
+    static const struct { int ra; int64_t a[3]; int64_t N, K; int act; } mv[] = {
+        {3, {1, 1, 1024}, 4099, 1024, 0}, {3, {3, 1, 64}, 5, 64, 0},     {2, {8, 3072}, 1024, 3072, 0},
+        {3, {2, 4, 16}, 33, 16, 1},       {2, {6, 8}, 1, 8, 0},          {2, {1, 1032}, 6144, 1032, 2},
+        {2, {4, 256}, 2048, 256, 1},      {2, {9, 128}, 300, 128, 1},
+    };
+    for (size_t k = 0; k < sizeof mv / sizeof mv[0]; k++)
+        for (int d = 1; d < 3; d++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_node a = rlx_input(g, "u_a", FLOATS[d], mv[k].ra, mv[k].a);
+            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 2, DIMS(mv[k].N, mv[k].K));
+            rlx_node y = rlx_matmul(g, a, w, 0, 1);
+            if (mv[k].act) {
+                y = rlx_add(g, y, rlx_param(g, "u_bias", FLOATS[d], 1, DIMS(mv[k].N)));
+                y = mv[k].act == 1 ? rlx_silu(g, y) : rlx_gelu(g, y);
+            }
+            rlx_output(g, "c", y);
+            check(NAME("matvec %s rows %lld N %lld K %lld%s", dn(FLOATS[d]),
+                       (long long)(mv[k].ra == 3 ? mv[k].a[0] * mv[k].a[1] : mv[k].a[0]), (long long)mv[k].N,
+                       (long long)mv[k].K, mv[k].act ? (mv[k].act == 1 ? " + bias, silu" : " + bias, gelu") : ""),
+                  g);
+        }
 }
 
 /* f32 GEMMs on tensor cores (3xTF32) against a float64 product.  Error is

@@ -3,7 +3,9 @@
  * on cuBLASLt (gemm.cu); for 16-bit matmuls whose exact GELU/SiLU
  * cuBLASLt cannot fuse, one cuDNN-compiled kernel; on request, on Hopper,
  * for 16-bit single GEMMs, our own (gemm_wgmma.cu).  Each is kept where it
- * measures fastest. */
+ * measures fastest.  A 16-bit product of up to 8 rows by a weight stored
+ * [N, K] (a decode step's projections) is a matrix-vector product bound by
+ * reading the weight: our own kernel below, with bias and activation. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,8 @@ typedef struct mm_state {
      * than the above */
     cu_wg_plan wg;
     int use_wg;
+    int gemv;                /* 1: the few-row kernel below (rows gm) */
+    int64_t gm;
     int loop;                /* 1: one GEMM per batch (general broadcast) */
     int64_t batch, mat_a, mat_b, mat_c;
     rlx_shape bshape;
@@ -90,8 +94,148 @@ static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
     return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M, N, K, a_cols, b_cols, N, 1, 0, 0, 0, epi, align);
 }
 
+/* ------------------------------------------- few rows times [N, K]^T */
+
+/* y [M, N] = act(x [M, K] . W[n, :] + bias[n]), M <= 8, 16-bit, K % 8 == 0,
+ * rows 16-byte aligned.  WPC warps per output column, each reading every
+ * WPC-th 16-byte chunk of the weight row (all its loads in flight at once,
+ * so the card's bandwidth is what limits), f32 sums reduced by shuffles
+ * and, for WPC > 1, through shared memory. */
+#define GEMV_WARPS 8
+template <typename T, int M, int WPC>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const T *x, const T *w, const T *bias, T *y, int64_t N,
+                                                               int64_t K, int act)
+{
+    cu_grid_wait();
+    constexpr int COLS = GEMV_WARPS / WPC;
+    __shared__ float part[GEMV_WARPS][M];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
+    const int64_t n = (int64_t)blockIdx.x * COLS + warp / WPC;
+    float acc[M];
+#pragma unroll
+    for (int m = 0; m < M; m++)
+        acc[m] = 0.0f;
+    if (n < N) {
+        const uint4 *wr = (const uint4 *)(w + n * K);
+        const int64_t chunks = K / 8;
+#pragma unroll 4
+        for (int64_t c = (int64_t)sub * 32 + lane; c < chunks; c += 32 * WPC) {
+            const uint4 wv = __ldg(wr + c);
+            const T *wp = (const T *)&wv;
+            float wf[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                wf[e] = cu_tof<T>(wp[e]);
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                const uint4 xv = __ldg((const uint4 *)(x + m * K) + c);
+                const T *xp = (const T *)&xv;
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    acc[m] += wf[e] * cu_tof<T>(xp[e]);
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int o = 16; o; o >>= 1)
+            acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+    if (WPC > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int m = 0; m < M; m++)
+                part[warp][m] = acc[m];
+        __syncthreads();
+        if (sub != 0)
+            return;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+            for (int k = 1; k < WPC; k++)
+                acc[m] += part[warp + k][m];
+    }
+    if (lane == 0 && n < N) {
+        const float b = bias ? cu_tof<T>(bias[n]) : 0.0f;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+            y[m * N + n] = cu_fromf<T>(cu_act_f(act, acc[m] + b));
+    }
+}
+
+template <typename T, int M>
+static void gemv_launch_m(const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t K, int act)
+{
+    /* four warps per column where columns alone leave the card short of warps */
+    if (N >= 4096)
+        cu_launch(gemv_kernel<T, M, 1>, (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0,
+                  (const T *)x, (const T *)w, (const T *)bias, (T *)y, N, K, act);
+    else
+        cu_launch(gemv_kernel<T, M, 4>, (unsigned)((N + GEMV_WARPS / 4 - 1) / (GEMV_WARPS / 4)), GEMV_WARPS * 32, 0,
+                  (const T *)x, (const T *)w, (const T *)bias, (T *)y, N, K, act);
+}
+
+template <typename T>
+static void gemv_launch(int64_t M, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t K,
+                        int act)
+{
+    switch (M) {
+    case 1: gemv_launch_m<T, 1>(x, w, bias, y, N, K, act); break;
+    case 2: gemv_launch_m<T, 2>(x, w, bias, y, N, K, act); break;
+    case 3: gemv_launch_m<T, 3>(x, w, bias, y, N, K, act); break;
+    case 4: gemv_launch_m<T, 4>(x, w, bias, y, N, K, act); break;
+    case 5: gemv_launch_m<T, 5>(x, w, bias, y, N, K, act); break;
+    case 6: gemv_launch_m<T, 6>(x, w, bias, y, N, K, act); break;
+    case 7: gemv_launch_m<T, 7>(x, w, bias, y, N, K, act); break;
+    default: gemv_launch_m<T, 8>(x, w, bias, y, N, K, act); break;
+    }
+}
+
+/* Whether thunk t's product suits the kernel: 16-bit, one shared [N, K]
+ * weight read transposed, up to 8 contiguous rows of A in all. */
+static bool gemv_fits(const rlx_thunk *t, int ta, int tb, int64_t *rows)
+{
+    const rlx_node_data *n = t->node, *a = t->in_node[0], *b = t->in_node[1];
+    if ((n->dtype != RLX_F16 && n->dtype != RLX_BF16) || ta || !tb || b->shape.ndim != 2)
+        return false;
+    const int64_t K = b->shape.dims[1], N = b->shape.dims[0];
+    const int64_t M = rlx_shape_numel(&n->shape) / (N ? N : 1);
+    if (M < 1 || M > 8 || K < 8 || K % 8 || a->shape.dims[a->shape.ndim - 1] != K ||
+        rlx_shape_numel(&a->shape) != M * K)
+        return false;
+    if (((uintptr_t)t->in[0] | (uintptr_t)t->in[1] | (uintptr_t)t->out) % 16)
+        return false;
+    *rows = M;
+    return true;
+}
+
+static rlx_status run_gemv(const rlx_thunk *t, const void *bias, int act)
+{
+    const mm_state *s = (const mm_state *)t->state;
+    const rlx_shape *w = &t->in_node[1]->shape;
+    if (t->node->dtype == RLX_F16)
+        gemv_launch<__half>(s->gm, t->in[0], t->in[1], bias, t->out, w->dims[0], w->dims[1], act);
+    else
+        gemv_launch<__nv_bfloat16>(s->gm, t->in[0], t->in[1], bias, t->out, w->dims[0], w->dims[1], act);
+    return rlx_cu_check(t, "matrix-vector product launch");
+}
+
 static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
 {
+    {
+        int64_t rows;
+        const char *path = getenv("RLX_CUDA_MM_PATH");
+        if (!(path && *path) && gemv_fits(t, ta, tb, &rows)) {
+            mm_state *s = (mm_state *)rlx_calloc(1, sizeof *s);
+            if (!s)
+                return RLX_ERR_OUT_OF_MEMORY;
+            s->gemv = 1;
+            s->gm = rows;
+            s->batch = 1;
+            s->mat_c = rows;
+            t->state = s;
+            return RLX_OK;
+        }
+    }
     rlx_status st = prep_mm_plan(t, ta, tb, epi);
     mm_state *s = (mm_state *)t->state;
     if (st == RLX_OK && s && s->gemm.p.has_algo) {
@@ -135,6 +279,8 @@ static rlx_status run_mm(const rlx_thunk *t, const void *bias)
     const mm_state *s = (const mm_state *)t->state;
     if (!s->mat_c || !s->batch)
         return RLX_OK;
+    if (s->gemv)
+        return run_gemv(t, bias, 0);
     if (s->use_wg)
         return run_mm_wg(t, bias, 0);
     if (!s->loop)
@@ -175,7 +321,7 @@ static rlx_status prep_mm_act(const rlx_graph *g, rlx_thunk *t)
     const rlx_node_data *n = t->node;
     cu_epi epi = rlx_cu_gemm_epilogue(n->attrs.mm_act.has_bias, n->attrs.mm_act.act, &post);
     rlx_status st = prep_mm(t, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b, epi);
-    if (st == RLX_OK && post)
+    if (st == RLX_OK && post && !((mm_state *)t->state)->gemv)
         st = prep_mm_dnn(t);
     return st == RLX_OK ? prep_mm_wg(t) : st;
 }
@@ -185,6 +331,8 @@ static rlx_status k_mm_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     (void)ctx;
     const mm_state *s = (const mm_state *)t->state;
     const rlx_node_data *n = t->node;
+    if (s->gemv)
+        return run_gemv(t, n->attrs.mm_act.has_bias ? t->in[2] : NULL, n->attrs.mm_act.act);
     if (s->use_wg && s->mat_c)
         return run_mm_wg(t, n->attrs.mm_act.has_bias ? t->in[2] : NULL, n->attrs.mm_act.act);
     if (s->dnn)
@@ -408,7 +556,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     mm_state *s = (mm_state *)t->state;
     const char *path = getenv("RLX_CUDA_MM_PATH");
     bool forced = path && !strcmp(path, "wgmma");
-    if (!s || (path && *path && !forced) || (!forced && !cu_env_on("RLX_CUDA_WGMMA")) ||
+    if (!s || s->gemv || (path && *path && !forced) || (!forced && !cu_env_on("RLX_CUDA_WGMMA")) ||
         (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
         return RLX_OK;
     if (forced && !rlx_cu_wg_available())
