@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         int32_t *toks = malloc((size_t)B * sizeof *toks);
         for (int b = 0; b < B; b++)
             ps[b] = ids, ns[b] = prompt;
-        double runs[64];
+        double runs[64], step_ms[64], pick_ms[64];
         int reps = repeat < 64 ? repeat : 64;
         for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
             double t = now_ms();
@@ -124,21 +124,28 @@ int main(int argc, char **argv)
             if (B == 1 && r >= 0)
                 pre_ms[r] = now_ms() - t;
             t = now_ms();
+            double in_pick = 0; /* host argmax: the part of a step outside the library */
             for (int s = 0; s < decode; s++) {
+                double tp = now_ms();
                 for (int b = 0; b < B; b++)
                     toks[b] = argmax(rlx_llm_logits(c, b), info.vocab);
+                in_pick += now_ms() - tp;
                 if (rlx_llm_decode(c, toks) != RLX_OK) {
                     fprintf(stderr, "llm_bench: decode: %s\n", rlx_last_error());
                     return 1;
                 }
             }
-            if (r >= 0)
+            if (r >= 0) {
                 runs[r] = now_ms() - t;
+                pick_ms[r] = in_pick / decode;
+                step_ms[r] = (runs[r] - in_pick) / decode;
+            }
         }
         if (B == 1)
             prefill_ms = median(pre_ms, reps);
         dec[k] = B * decode / (median(runs, reps) / 1e3);
-        fprintf(stderr, "batch %d: compile %.0f ms, decode %.1f tok/s\n", B, compile_ms, dec[k]);
+        fprintf(stderr, "batch %d: compile %.0f ms, decode %.1f tok/s (a step: %.3f ms in rlx_llm_decode, %.3f ms host argmax)\n",
+                B, compile_ms, dec[k], median(step_ms, reps), median(pick_ms, reps));
         free(ps), free(ns), free(toks);
         rlx_llm_context_free(c);
     }

@@ -386,6 +386,13 @@ rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, char **ou
  * rlx_workload_set_params fills them from a seeded generator. */
 rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out);
 rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed);
+/* n values drawn from normal(0, std) by RLX's seeded generator (f32): the
+ * values `rlx run` gives inputs it was not handed. */
+void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
+/* "4096", "512K", "64M", "2G", "1T" (powers of 1024, optional B or iB) ->
+ * bytes, as RLX_MAX_ARENA and `--max-arena` read them; 0 if malformed, zero
+ * or out of range. */
+size_t rlx_parse_size(const char *text);
 
 /* ------------------------------------------------------------------ ONNX */
 /* Present when the library was built with the ONNX importer (RLX_HAVE_ONNX;

@@ -4,20 +4,40 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/error.h"
-#include "ir/ir.h"
-#include "models/workloads.h"
-#include "runtime/runtime.h"
+#include "rlx.h"
 
 #define MAX_FILE_ARGS 32
+
+/* A failure found by the program itself (not the library), for the same
+ * "rlx run: ..." line a library error gets. */
+static char cli_msg[512];
+
+static void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cli_msg, sizeof cli_msg, fmt, ap);
+    va_end(ap);
+}
+
+static const char *why(void) { return cli_msg[0] ? cli_msg : rlx_last_error(); }
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 /* NAME=VALUE from --input and --shape. */
 typedef struct name_value {
@@ -259,7 +279,7 @@ static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
     for (int i = 0; i < a->n_shapes; i++, n++) {
         b[n].name = a->shapes[i].name;
         if (!parse_dims(a->shapes[i].value, &b[n].ndim, b[n].dims)) {
-            rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "--shape %s=%s: expected dims like 1x3x224x224",
+            cli_error("--shape %s=%s: expected dims like 1x3x224x224",
                           a->shapes[i].name, a->shapes[i].value);
             return NULL;
         }
@@ -280,7 +300,7 @@ static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
     return g;
 #else
     (void)files;
-    rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': this build of RLX has no ONNX importer", a->model);
+    cli_error("'%s': this build of RLX has no ONNX importer", a->model);
     return NULL;
 #endif
 }
@@ -288,26 +308,13 @@ static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
 /* Builds the named workload or loads the model file; NULL with a message. */
 static rlx_graph *build_model(const run_args *a, const loaded_tensor *files)
 {
-    if (!strcmp(a->model, "encoder")) {
-        rlx_encoder_config c = rlx_encoder_minilm(a->batch ? a->batch : 1, a->seq ? a->seq : 128);
-        return rlx_workload_encoder(&c);
-    }
-    if (!strcmp(a->model, "mlp"))
-        return rlx_workload_mlp(a->batch ? a->batch : 256, RLX_F32);
-    if (!strcmp(a->model, "decoder-small") || !strcmp(a->model, "decoder")) {
-        int small = !strcmp(a->model, "decoder-small");
-        rlx_decoder_config c =
-            small ? rlx_decoder_small(a->seq ? a->seq : 128) : rlx_decoder_qwen3_06b(a->seq ? a->seq : 512);
-        if (a->batch)
-            c.batch = a->batch;
-        return rlx_workload_decoder(&c);
-    }
-    if (!strcmp(a->model, "resnet50"))
-        return rlx_workload_resnet50(a->batch ? a->batch : 1, RLX_F32);
     if (is_model_file(a->model))
         return load_model_file(a, files);
-    rlx_set_error(RLX_ERR_NOT_FOUND, "unknown model '%s' (built-in: encoder, mlp, resnet50, decoder-small, decoder)", a->model);
-    return NULL;
+    rlx_graph *g = NULL;
+    rlx_status st = rlx_workload_graph(a->model, a->batch, a->seq, &g);
+    if (st == RLX_ERR_NOT_FOUND)
+        cli_error("unknown model '%s': not a model file, and %s", a->model, rlx_last_error());
+    return st == RLX_OK ? g : NULL;
 }
 
 /* Inputs from --input files; the rest seeded random: token ids for integer
@@ -319,7 +326,7 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
         if (rlx_session_find(s, 0, files[f].name, &info) != RLX_OK)
             return -1;
         if (info.dtype != files[f].dtype) {
-            rlx_set_error(RLX_ERR_DTYPE, "input '%s' is %s, the file holds %s", files[f].name,
+            cli_error("input '%s' is %s, the file holds %s", files[f].name,
                           rlx_dtype_name(info.dtype), rlx_dtype_name(files[f].dtype));
             return -1;
         }
@@ -340,7 +347,7 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
         if (!buf || !f) {
             free(buf);
             free(f);
-            rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "input '%s': cannot allocate %zu bytes for its values", info.name,
+            cli_error("input '%s': cannot allocate %zu bytes for its values", info.name,
                           info.bytes + n * sizeof(float));
             return -1;
         }
@@ -514,14 +521,14 @@ static int write_outputs(rlx_session *s, const out_file *of, int n, int force)
         void *buf = malloc(info.bytes + 1);
         rlx_status st = buf ? rlx_session_get_output(s, info.name, buf, info.bytes) : RLX_ERR_OUT_OF_MEMORY;
         if (!buf)
-            rlx_set_error(st, "cannot allocate %zu bytes", info.bytes);
+            cli_error("cannot allocate %zu bytes", info.bytes);
         if (st == RLX_OK)
             st = rlx_file_open(of[i].path, force ? RLX_FILE_FORCE : 0, &w[i]);
         if (st == RLX_OK)
             st = rlx_npy_write_file(w[i], info.dtype, info.ndim, info.dims, buf, info.bytes);
         free(buf);
         if (st != RLX_OK) {
-            fprintf(stderr, "rlx run: output '%s': %s\n", info.name, rlx_last_error());
+            fprintf(stderr, "rlx run: output '%s': %s\n", info.name, why());
             rc = -1;
         }
     }
@@ -577,16 +584,16 @@ int rlx_cmd_run(int argc, char **argv)
     if (!load_inputs(&a, files))
         goto done;
     if (!(g = build_model(&a, files))) {
-        fprintf(stderr, "rlx run: %s\n", rlx_last_error());
+        fprintf(stderr, "rlx run: %s\n", why());
         goto done;
     }
     printf("model: %s (%d nodes)\n", a.model, rlx_graph_node_count(g));
-    double t0 = rlx_now_ms();
+    double t0 = now_ms();
     if (rlx_compile(g, &a.opts, &s) != RLX_OK) {
         fprintf(stderr, "rlx run: compile failed: %s\n", rlx_last_error());
         goto done;
     }
-    double compile_ms = rlx_now_ms() - t0;
+    double compile_ms = now_ms() - t0;
     rlx_compile_stats st;
     rlx_session_stats(s, &st);
     printf("compile: %.1f ms; nodes %d -> %d (simplify) -> %d (fuse) -> %d (final)\n", compile_ms, st.nodes_in,
@@ -600,16 +607,16 @@ int rlx_cmd_run(int argc, char **argv)
         printf("cpu gemm: %s\n", rlx_cpu_gemm_info());
     if (plan_outputs(s, &a, &outs, &n_outs) != 0)
         goto done;
-    if (rlx_workload_init_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
-        fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", rlx_last_error());
+    if (rlx_workload_set_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
+        fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", why());
         goto done;
     }
-    t0 = rlx_now_ms();
+    t0 = now_ms();
     if (rlx_session_run(s) != RLX_OK) {
         fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
         goto done;
     }
-    printf("first run: %.2f ms\n", rlx_now_ms() - t0);
+    printf("first run: %.2f ms\n", now_ms() - t0);
     summarize_outputs(s);
     if (n_outs > 0 && write_outputs(s, outs, n_outs, a.force) != 0)
         goto done;
@@ -622,13 +629,13 @@ int rlx_cmd_run(int argc, char **argv)
             goto done;
         }
         for (int i = 0; i < a.repeat; i++) {
-            t0 = rlx_now_ms();
+            t0 = now_ms();
             if (rlx_session_run(s) != RLX_OK) {
                 fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
                 free(times);
                 goto done;
             }
-            times[i] = rlx_now_ms() - t0;
+            times[i] = now_ms() - t0;
         }
         qsort(times, (size_t)a.repeat, sizeof(double), cmp_double);
         double median = a.repeat % 2 ? times[a.repeat / 2] : 0.5 * (times[a.repeat / 2 - 1] + times[a.repeat / 2]);
@@ -696,7 +703,7 @@ int rlx_cmd_dump(int argc, char **argv)
     }
     rlx_graph *g = build_model(&a, NULL);
     if (!g) {
-        fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
+        fprintf(stderr, "rlx dump: %s\n", why());
         return 1;
     }
     rlx_session *s = NULL;
@@ -707,14 +714,20 @@ int rlx_cmd_dump(int argc, char **argv)
     }
     int rc = 0;
     rlx_file *w[2] = {NULL, NULL};
+    rlx_compile_stats stats;
+    rlx_session_stats(s, &stats);
     for (int which = 0; which < 2 && rc == 0; which++) {
-        if (rlx_file_open(path[which], flags, &w[which]) != RLX_OK) {
+        char *text = NULL;
+        if ((which ? rlx_session_to_dot(s, "after optimization", &text) : rlx_graph_to_dot(g, "as built", &text)) !=
+                RLX_OK ||
+            rlx_file_open(path[which], flags, &w[which]) != RLX_OK) {
             fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
+            rlx_free(text);
             rc = 1;
             break;
         }
-        rlx_graph_write_dot(which ? s->graph : g, rlx_file_stream(w[which]),
-                            which ? "after optimization" : "as built");
+        fputs(text, (FILE *)rlx_file_stream(w[which]));
+        rlx_free(text);
     }
     for (int which = 0; which < 2; which++) {
         if (rc != 0) {
@@ -723,7 +736,7 @@ int rlx_cmd_dump(int argc, char **argv)
             fprintf(stderr, "rlx dump: %s\n", rlx_last_error());
             rc = 1;
         } else {
-            printf("wrote %s (%d nodes)\n", path[which], which ? s->graph->n_nodes : g->n_nodes);
+            printf("wrote %s (%d nodes)\n", path[which], which ? stats.nodes_final : rlx_graph_node_count(g));
         }
     }
     rlx_session_free(s);

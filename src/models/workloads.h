@@ -43,7 +43,5 @@ rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed);
 /* The values init_params gives the param `name` (the index-th param of the
  * session), as f32. */
 void rlx_workload_param_f32(const char *name, int index, size_t count, uint64_t seed, float *out);
-/* Fills n values with normal(0, std) (f32) from seed. */
-void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
 
 #endif

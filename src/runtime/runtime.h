@@ -63,9 +63,6 @@ void rlx_options_apply_env(rlx_options *o);
 int rlx_env_int(const char *name, int def);
 /* Online processors. */
 long rlx_cpu_count(void);
-/* "4096", "512K", "64M", "2G", "1T" (powers of 1024, optional B or iB) ->
- * bytes; 0 if malformed, zero or out of range. */
-size_t rlx_parse_size(const char *text);
 /* Memory the machine can give without swapping (MemAvailable), in bytes;
  * 0 when unknown. */
 size_t rlx_available_memory(void);
