@@ -26,7 +26,7 @@
  * K % (64 * split) == 0, 16-byte aligned rows and bases; any M (rows past
  * it read as zeros and are not stored).
  *
- * Measured on the H200 (bench/results/gpu-2026-12-02-NOTES.md): slower
+ * Measured on the H200 (bench/results/gpu-NOTES.md): slower
  * than cuDNN's and cuBLASLt's kernels on every shape tried (the mlp's
  * GEMMs 10.1/20.9/12.1 us against 7.6/15.5/8.4), so the tuner considers
  * it only when asked (RLX_CUDA_WGMMA=1). */
