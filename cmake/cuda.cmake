@@ -21,16 +21,16 @@ find_package(CUDAToolkit REQUIRED)
 file(GLOB RLX_CUDA_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.c
   ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.cu)
-target_sources(rlx PRIVATE ${RLX_CUDA_SOURCES})
+target_sources(rlx_objects PRIVATE ${RLX_CUDA_SOURCES})
 # -Wall -Wextra reach the host compiler through nvcc; nvcc itself takes neither.
 set_source_files_properties(${RLX_CUDA_SOURCES} PROPERTIES COMPILE_OPTIONS
   "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra;--expt-relaxed-constexpr;-lineinfo>")
-set_target_properties(rlx PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
-  CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
-target_link_libraries(rlx PRIVATE CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
-target_compile_definitions(rlx PUBLIC RLX_HAVE_CUDA=1)
+set_target_properties(rlx_objects PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
+  CUDA_SEPARABLE_COMPILATION OFF)
+target_link_libraries(rlx_objects PRIVATE CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
+list(APPEND RLX_FEATURE_DEFS RLX_HAVE_CUDA=1)
 if("${CMAKE_CUDA_ARCHITECTURES}" MATCHES "90a")
-  target_compile_definitions(rlx PRIVATE RLX_HAVE_SM90A=1)
+  target_compile_definitions(rlx_objects PRIVATE RLX_HAVE_SM90A=1)
 endif()
 set(RLX_HAVE_CUDA ON CACHE INTERNAL "CUDA backend built")
 message(STATUS "RLX: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")

@@ -25,7 +25,7 @@ set_source_files_properties(${RLX_ONNX_GEN_DIR}/onnx.pb-c.c PROPERTIES GENERATED
   COMPILE_OPTIONS "-w")
 
 file(GLOB RLX_ONNX_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/io/onnx/*.c)
-target_sources(rlx PRIVATE ${RLX_ONNX_GEN_DIR}/onnx.pb-c.c ${RLX_ONNX_SOURCES})
-target_include_directories(rlx PRIVATE ${RLX_ONNX_GEN_DIR} ${RLX_PROTOBUF_C_INCLUDE_DIR})
-target_link_libraries(rlx PRIVATE ${RLX_PROTOBUF_C_LIBRARY})
-target_compile_definitions(rlx PUBLIC RLX_HAVE_ONNX=1)
+target_sources(rlx_objects PRIVATE ${RLX_ONNX_GEN_DIR}/onnx.pb-c.c ${RLX_ONNX_SOURCES})
+target_include_directories(rlx_objects PRIVATE ${RLX_ONNX_GEN_DIR} ${RLX_PROTOBUF_C_INCLUDE_DIR})
+target_link_libraries(rlx_objects PRIVATE ${RLX_PROTOBUF_C_LIBRARY})
+list(APPEND RLX_FEATURE_DEFS RLX_HAVE_ONNX=1)

@@ -27,6 +27,17 @@
 extern "C" {
 #endif
 
+/* RLX_API marks the functions librlx exports: the build turns these marks
+ * into the linker's export list, so nothing else in the library is visible
+ * to programs that link it. */
+#ifndef RLX_API
+#if defined(__GNUC__) || defined(__clang__)
+#define RLX_API __attribute__((visibility("default")))
+#else
+#define RLX_API
+#endif
+#endif
+
 #define RLX_VERSION_MAJOR 0
 #define RLX_VERSION_MINOR 1
 #define RLX_VERSION_PATCH 0
@@ -50,16 +61,16 @@ typedef enum rlx_status {
 } rlx_status;
 
 /* The message of the last failed call on this thread ("" if none). */
-const char *rlx_last_error(void);
+RLX_API const char *rlx_last_error(void);
 /* Short name of a status code, e.g. "shape error". */
-const char *rlx_status_name(rlx_status s);
-const char *rlx_version(void);
+RLX_API const char *rlx_status_name(rlx_status s);
+RLX_API const char *rlx_version(void);
 /* The CPU backend's GEMM library and the kernels it runs, e.g.
  * "libopenblas.so.0, core SkylakeX"; says so when OPENBLAS_CORETYPE names
  * a core below what this processor runs (OpenBLAS obeys it). */
-const char *rlx_cpu_gemm_info(void);
+RLX_API const char *rlx_cpu_gemm_info(void);
 /* Frees memory the library allocated for the caller (the strings below). */
-void rlx_free(void *p);
+RLX_API void rlx_free(void *p);
 
 /* ---------------------------------------------------------------- dtypes */
 
@@ -76,14 +87,14 @@ typedef enum rlx_dtype {
     RLX_DTYPE_COUNT
 } rlx_dtype;
 
-size_t rlx_dtype_size(rlx_dtype t);
-const char *rlx_dtype_name(rlx_dtype t);
+RLX_API size_t rlx_dtype_size(rlx_dtype t);
+RLX_API const char *rlx_dtype_name(rlx_dtype t);
 
 /* Bit conversions for the 16-bit float storage types (round to nearest even). */
-uint16_t rlx_f32_to_f16(float f);
-float rlx_f16_to_f32(uint16_t h);
-uint16_t rlx_f32_to_bf16(float f);
-float rlx_bf16_to_f32(uint16_t h);
+RLX_API uint16_t rlx_f32_to_f16(float f);
+RLX_API float rlx_f16_to_f32(uint16_t h);
+RLX_API uint16_t rlx_f32_to_bf16(float f);
+RLX_API float rlx_bf16_to_f32(uint16_t h);
 
 /* ---------------------------------------------------------------- graphs */
 
@@ -93,135 +104,135 @@ typedef struct rlx_graph rlx_graph;
  * once at the end (rlx_graph_verify reports the first failure). */
 typedef int32_t rlx_node;
 
-rlx_graph *rlx_graph_new(void);
-void rlx_graph_free(rlx_graph *g);
+RLX_API rlx_graph *rlx_graph_new(void);
+RLX_API void rlx_graph_free(rlx_graph *g);
 /* Number of nodes, and the first builder error kept by the graph. */
-int rlx_graph_node_count(const rlx_graph *g);
+RLX_API int rlx_graph_node_count(const rlx_graph *g);
 /* Checks every node (operands, shapes, dtypes, attributes) and that the
  * graph has at least one output.  On failure the message names the node. */
-rlx_status rlx_graph_verify(const rlx_graph *g);
+RLX_API rlx_status rlx_graph_verify(const rlx_graph *g);
 /* Human-readable listing of the graph, one node per line. */
-rlx_status rlx_graph_print(const rlx_graph *g, void *file /* FILE* */);
+RLX_API rlx_status rlx_graph_print(const rlx_graph *g, void *file /* FILE* */);
 /* The graph as Graphviz text (what `rlx dump --dot` writes); *out is
  * allocated, free it with rlx_free.  title may be NULL. */
-rlx_status rlx_graph_to_dot(const rlx_graph *g, const char *title, char **out);
+RLX_API rlx_status rlx_graph_to_dot(const rlx_graph *g, const char *title, char **out);
 
 /* Shape and dtype of a node (after inference). */
-rlx_status rlx_node_shape(const rlx_graph *g, rlx_node n, int *ndim, int64_t dims[RLX_MAX_DIMS]);
-rlx_dtype rlx_node_dtype(const rlx_graph *g, rlx_node n);
+RLX_API rlx_status rlx_node_shape(const rlx_graph *g, rlx_node n, int *ndim, int64_t dims[RLX_MAX_DIMS]);
+RLX_API rlx_dtype rlx_node_dtype(const rlx_graph *g, rlx_node n);
 /* Gives a node a name (used in messages and reports). */
-rlx_status rlx_node_set_name(rlx_graph *g, rlx_node n, const char *name);
+RLX_API rlx_status rlx_node_set_name(rlx_graph *g, rlx_node n, const char *name);
 
 /* Leaves. */
-rlx_node rlx_input(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
-rlx_node rlx_param(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
+RLX_API rlx_node rlx_input(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
+RLX_API rlx_node rlx_param(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const int64_t *dims);
 /* Copies `bytes` bytes of data (must equal the tensor's size). */
-rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes);
-rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double value); /* 0-d constant */
+RLX_API rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes);
+RLX_API rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double value); /* 0-d constant */
 /* Marks a node as a named graph output. */
-rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n);
+RLX_API rlx_status rlx_output(rlx_graph *g, const char *name, rlx_node n);
 
 /* Elementwise unary. */
-rlx_node rlx_neg(rlx_graph *g, rlx_node x);
-rlx_node rlx_abs(rlx_graph *g, rlx_node x);
-rlx_node rlx_exp(rlx_graph *g, rlx_node x);
-rlx_node rlx_log(rlx_graph *g, rlx_node x);
-rlx_node rlx_sqrt(rlx_graph *g, rlx_node x);
-rlx_node rlx_rsqrt(rlx_graph *g, rlx_node x);
-rlx_node rlx_reciprocal(rlx_graph *g, rlx_node x);
-rlx_node rlx_tanh(rlx_graph *g, rlx_node x);
-rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
-rlx_node rlx_relu(rlx_graph *g, rlx_node x);
-rlx_node rlx_gelu(rlx_graph *g, rlx_node x);      /* exact, erf form */
-rlx_node rlx_gelu_tanh(rlx_graph *g, rlx_node x); /* tanh approximation */
-rlx_node rlx_silu(rlx_graph *g, rlx_node x);
-rlx_node rlx_erf(rlx_graph *g, rlx_node x);
-rlx_node rlx_sin(rlx_graph *g, rlx_node x);
-rlx_node rlx_cos(rlx_graph *g, rlx_node x);
-rlx_node rlx_floor(rlx_graph *g, rlx_node x);
-rlx_node rlx_ceil(rlx_graph *g, rlx_node x);
-rlx_node rlx_round(rlx_graph *g, rlx_node x); /* half to even */
-rlx_node rlx_sign(rlx_graph *g, rlx_node x);
-rlx_node rlx_not(rlx_graph *g, rlx_node x);   /* bool only */
+RLX_API rlx_node rlx_neg(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_abs(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_exp(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_log(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_sqrt(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_rsqrt(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_reciprocal(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_tanh(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_sigmoid(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_relu(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_gelu(rlx_graph *g, rlx_node x);      /* exact, erf form */
+RLX_API rlx_node rlx_gelu_tanh(rlx_graph *g, rlx_node x); /* tanh approximation */
+RLX_API rlx_node rlx_silu(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_erf(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_sin(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_cos(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_floor(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_ceil(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_round(rlx_graph *g, rlx_node x); /* half to even */
+RLX_API rlx_node rlx_sign(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_not(rlx_graph *g, rlx_node x);   /* bool only */
 
 /* Elementwise binary, numpy broadcasting; both operands share one dtype.
  * Comparisons give bool; and/or/xor take bool. */
-rlx_node rlx_add(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_sub(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_mul(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_div(rlx_graph *g, rlx_node a, rlx_node b); /* integers truncate */
-rlx_node rlx_pow(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_max(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_min(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_add(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_sub(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_mul(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_div(rlx_graph *g, rlx_node a, rlx_node b); /* integers truncate */
+RLX_API rlx_node rlx_pow(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_max(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_min(rlx_graph *g, rlx_node a, rlx_node b);
 /* fmod=0: result takes the divisor's sign (Python); fmod=1: the dividend's (C). */
-rlx_node rlx_mod(rlx_graph *g, rlx_node a, rlx_node b, int fmod);
-rlx_node rlx_equal(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_less(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_greater(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_and(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_or(rlx_graph *g, rlx_node a, rlx_node b);
-rlx_node rlx_xor(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_mod(rlx_graph *g, rlx_node a, rlx_node b, int fmod);
+RLX_API rlx_node rlx_equal(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_less(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_greater(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_and(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_or(rlx_graph *g, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_xor(rlx_graph *g, rlx_node a, rlx_node b);
 
-rlx_node rlx_where(rlx_graph *g, rlx_node cond, rlx_node a, rlx_node b);
-rlx_node rlx_cast(rlx_graph *g, rlx_node x, rlx_dtype to);
-rlx_node rlx_clip(rlx_graph *g, rlx_node x, double lo, double hi);
+RLX_API rlx_node rlx_where(rlx_graph *g, rlx_node cond, rlx_node a, rlx_node b);
+RLX_API rlx_node rlx_cast(rlx_graph *g, rlx_node x, rlx_dtype to);
+RLX_API rlx_node rlx_clip(rlx_graph *g, rlx_node x, double lo, double hi);
 
 /* Batched matmul: a [..., M, K] x b [..., K, N], batch dims broadcast.
  * trans_a / trans_b swap the last two dims of that operand first.
  * 1-d operands follow numpy (a vector is promoted, then the dim dropped). */
-rlx_node rlx_matmul(rlx_graph *g, rlx_node a, rlx_node b, int trans_a, int trans_b);
+RLX_API rlx_node rlx_matmul(rlx_graph *g, rlx_node a, rlx_node b, int trans_a, int trans_b);
 
 /* Reductions over `naxes` axes (negative axes count from the end; naxes 0
  * reduces every axis). */
-rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
-rlx_node rlx_reduce_mean(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
-rlx_node rlx_reduce_max(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
-rlx_node rlx_reduce_min(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
-rlx_node rlx_reduce_prod(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+RLX_API rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+RLX_API rlx_node rlx_reduce_mean(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+RLX_API rlx_node rlx_reduce_max(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+RLX_API rlx_node rlx_reduce_min(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
+RLX_API rlx_node rlx_reduce_prod(rlx_graph *g, rlx_node x, int naxes, const int *axes, int keepdims);
 /* Index (i64) of the first extreme value along one axis. */
-rlx_node rlx_argmax(rlx_graph *g, rlx_node x, int axis, int keepdims);
-rlx_node rlx_argmin(rlx_graph *g, rlx_node x, int axis, int keepdims);
+RLX_API rlx_node rlx_argmax(rlx_graph *g, rlx_node x, int axis, int keepdims);
+RLX_API rlx_node rlx_argmin(rlx_graph *g, rlx_node x, int axis, int keepdims);
 
-rlx_node rlx_softmax(rlx_graph *g, rlx_node x, int axis);
-rlx_node rlx_log_softmax(rlx_graph *g, rlx_node x, int axis);
+RLX_API rlx_node rlx_softmax(rlx_graph *g, rlx_node x, int axis);
+RLX_API rlx_node rlx_log_softmax(rlx_graph *g, rlx_node x, int axis);
 /* Normalise over the last axis; gamma/beta are [last] or -1 for none. */
-rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node gamma, rlx_node beta, double eps);
-rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double eps);
+RLX_API rlx_node rlx_layer_norm(rlx_graph *g, rlx_node x, rlx_node gamma, rlx_node beta, double eps);
+RLX_API rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double eps);
 /* Inference batch norm over axis 1 of x [N, C, ...]; scale, bias, mean, var
  * are [C]: y = (x - mean) / sqrt(var + eps) * scale + bias.  With constant
  * parameters after a conv, the optimizer folds it into the conv weights. */
-rlx_node rlx_batch_norm(rlx_graph *g, rlx_node x, rlx_node scale, rlx_node bias, rlx_node mean, rlx_node var,
+RLX_API rlx_node rlx_batch_norm(rlx_graph *g, rlx_node x, rlx_node scale, rlx_node bias, rlx_node mean, rlx_node var,
                         double eps);
 
 /* Shape ops.  Reshape takes one -1 (inferred) and 0 (copy that dim). */
-rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
-rlx_node rlx_transpose(rlx_graph *g, rlx_node x, const int *perm); /* perm has x's rank */
+RLX_API rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
+RLX_API rlx_node rlx_transpose(rlx_graph *g, rlx_node x, const int *perm); /* perm has x's rank */
 /* Per listed axis: start, end (clamped, negatives count from the end), step
  * (non-zero, may be negative). Unlisted axes are kept whole. */
-rlx_node rlx_slice(rlx_graph *g, rlx_node x, int naxes, const int *axes, const int64_t *starts,
+RLX_API rlx_node rlx_slice(rlx_graph *g, rlx_node x, int naxes, const int *axes, const int64_t *starts,
                    const int64_t *ends, const int64_t *steps);
-rlx_node rlx_concat(rlx_graph *g, int n, const rlx_node *xs, int axis);
+RLX_API rlx_node rlx_concat(rlx_graph *g, int n, const rlx_node *xs, int axis);
 /* Splits along axis into n parts of the given sizes; writes n node ids. */
-rlx_status rlx_split(rlx_graph *g, rlx_node x, int axis, int n, const int64_t *sizes, rlx_node *outs);
+RLX_API rlx_status rlx_split(rlx_graph *g, rlx_node x, int axis, int n, const int64_t *sizes, rlx_node *outs);
 /* numpy take: out = data.shape[:axis] + indices.shape + data.shape[axis+1:];
  * indices i32/i64, negatives wrap, out of range is a run error. */
-rlx_node rlx_gather(rlx_graph *g, rlx_node data, rlx_node indices, int axis);
+RLX_API rlx_node rlx_gather(rlx_graph *g, rlx_node data, rlx_node indices, int axis);
 /* Broadcast to a shape (numpy rules, the result is the broadcast of both). */
-rlx_node rlx_expand(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
+RLX_API rlx_node rlx_expand(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
 
 typedef enum rlx_pad_mode { RLX_PAD_CONSTANT = 0, RLX_PAD_REFLECT, RLX_PAD_EDGE } rlx_pad_mode;
 /* pads: rank*2 values, all begins then all ends (ONNX order), >= 0. */
-rlx_node rlx_pad(rlx_graph *g, rlx_node x, const int64_t *pads, rlx_pad_mode mode, double value);
+RLX_API rlx_node rlx_pad(rlx_graph *g, rlx_node x, const int64_t *pads, rlx_pad_mode mode, double value);
 
 /* Rotary position embedding on x [..., S, D] (D even): position p = offset+s,
  * frequency theta^(-2i/D).  interleaved=0 rotates halves (GPT-NeoX, Llama,
  * Qwen); interleaved=1 rotates adjacent pairs (GPT-J). */
-rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int interleaved);
+RLX_API rlx_node rlx_rope(rlx_graph *g, rlx_node x, double theta, int64_t offset, int interleaved);
 /* Rotary position embedding by tables: cos_table and sin_table [..., S,
  * D/2] (the rank of x, each axis 1 or x's) hold the cosines and sines of
  * each row's angles, so any position and frequency scaling can be given.  Under mixed precision the
  * tables keep their dtype (f32 tables keep the angles exact). */
-rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, int interleaved);
+RLX_API rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, int interleaved);
 
 /* Scaled dot-product attention.  q [B, H, S, D], k [B, Hkv, T, D],
  * v [B, Hkv, T, Dv], H a multiple of Hkv (grouped-query heads).
@@ -229,13 +240,13 @@ rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node 
  * broadcastable to [B, H, S, T].  causal masks key t > s + (T - S).
  * A query whose keys are all masked gives zeros.
  * scale <= 0 means 1/sqrt(D). Result [B, H, S, Dv]. */
-rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
+RLX_API rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
                        double scale);
 /* Causal attention at per-sequence positions: query row s of sequence b is
  * at position pos[b] + s (pos: i64 or i32 [B]) and sees the keys t <=
  * pos[b] + s; later keys are never read (a KV cache longer than the
  * sequence costs nothing).  Otherwise as rlx_attention. */
-rlx_node rlx_attention_at(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node pos, double scale);
+RLX_API rlx_node rlx_attention_at(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node pos, double scale);
 
 /* KV-cache write: update [B, H, S, D] goes into cache [B, H, T, D] at rows
  * pos[b] .. pos[b] + S - 1 of each sequence b (pos: i64 or i32 [B]); rows
@@ -243,7 +254,7 @@ rlx_node rlx_attention_at(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_
  * result shares the cache's memory, so when the cache is a param the rows
  * stay there across runs (and across sessions that share the param, see
  * rlx_compile_shared): read the result, not the param, to see them. */
-rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos);
+RLX_API rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos);
 
 /* Convolution over 1 or 2 spatial dims: x [N, C, *spatial], w [O, C/groups,
  * *kernel], bias [O] or -1.  Arrays have one entry per spatial dim; pads
@@ -254,8 +265,8 @@ typedef struct rlx_conv_params {
     int64_t pads[4];
     int64_t groups;
 } rlx_conv_params;
-void rlx_conv_params_init(rlx_conv_params *p); /* stride 1, dilation 1, pads 0, groups 1 */
-rlx_node rlx_conv(rlx_graph *g, rlx_node x, rlx_node w, rlx_node bias, const rlx_conv_params *p);
+RLX_API void rlx_conv_params_init(rlx_conv_params *p); /* stride 1, dilation 1, pads 0, groups 1 */
+RLX_API rlx_node rlx_conv(rlx_graph *g, rlx_node x, rlx_node w, rlx_node bias, const rlx_conv_params *p);
 
 typedef struct rlx_pool_params {
     int64_t kernel[2];
@@ -265,18 +276,18 @@ typedef struct rlx_pool_params {
     int count_include_pad; /* average pooling only */
     int ceil_mode;
 } rlx_pool_params;
-void rlx_pool_params_init(rlx_pool_params *p, int64_t kernel); /* square kernel, stride = kernel */
-rlx_node rlx_max_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
-rlx_node rlx_avg_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
+RLX_API void rlx_pool_params_init(rlx_pool_params *p, int64_t kernel); /* square kernel, stride = kernel */
+RLX_API rlx_node rlx_max_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
+RLX_API rlx_node rlx_avg_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p);
 /* [N, C, *spatial] -> [N, C, 1, ...] */
-rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x);
 
 /* Random ops: deterministic for one compile seed (rlx_options.seed) and node,
  * different for each run of a session. */
-rlx_node rlx_random_uniform(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double lo, double hi);
-rlx_node rlx_random_normal(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double mean, double std);
+RLX_API rlx_node rlx_random_uniform(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double lo, double hi);
+RLX_API rlx_node rlx_random_normal(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double mean, double std);
 /* Zeroes each element with probability p and scales the rest by 1/(1-p). */
-rlx_node rlx_dropout(rlx_graph *g, rlx_node x, double p);
+RLX_API rlx_node rlx_dropout(rlx_graph *g, rlx_node x, double p);
 
 /* ------------------------------------------------------------- compiling */
 
@@ -307,29 +318,29 @@ typedef struct rlx_options {
     size_t max_arena_bytes;
 } rlx_options;
 
-void rlx_options_init(rlx_options *o);
+RLX_API void rlx_options_init(rlx_options *o);
 
 typedef struct rlx_session rlx_session;
 
 /* Optimizes, plans and prepares the graph for the device.  The graph is
  * copied; it may be freed or changed afterwards. */
-rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out);
+RLX_API rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_session **out);
 /* As rlx_compile, but every param of g that `params_from` also has (same
  * name, dtype and shape) is not allocated: the new session reads and writes
  * that session's memory in place (weights loaded once, a KV cache written
  * by one graph and read by another).  Setting such a param through either
  * session sets it for both.  params_from must be on the same device and
  * outlive the new session. */
-rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rlx_session *params_from,
+RLX_API rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rlx_session *params_from,
                               rlx_session **out);
-void rlx_session_free(rlx_session *s);
+RLX_API void rlx_session_free(rlx_session *s);
 
 /* Tensors are host memory, dense, row-major, of the node's dtype; `bytes`
  * must equal the tensor's byte size. */
-rlx_status rlx_session_set_param(rlx_session *s, const char *name, const void *data, size_t bytes);
-rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *data, size_t bytes);
-rlx_status rlx_session_run(rlx_session *s);
-rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
+RLX_API rlx_status rlx_session_set_param(rlx_session *s, const char *name, const void *data, size_t bytes);
+RLX_API rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *data, size_t bytes);
+RLX_API rlx_status rlx_session_run(rlx_session *s);
+RLX_API rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
 
 /* The same with device memory, for a CUDA session: `device_ptr` points into
  * CUDA device 0's memory (cudaMalloc'd, or another library's tensor on that
@@ -339,13 +350,13 @@ rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, 
  * that is not device memory of device 0 is RLX_ERR_INVALID_ARGUMENT; a CPU
  * session gives RLX_ERR_UNSUPPORTED (its tensors are host memory: use the
  * calls above). */
-rlx_status rlx_session_set_input_device(rlx_session *s, const char *name, const void *device_ptr, size_t bytes);
-rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void *device_ptr, size_t bytes);
+RLX_API rlx_status rlx_session_set_input_device(rlx_session *s, const char *name, const void *device_ptr, size_t bytes);
+RLX_API rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void *device_ptr, size_t bytes);
 /* Device memory to hand those calls: `bytes` (zeroed) on `device`; free it
  * with rlx_device_free.  RLX_ERR_UNSUPPORTED for RLX_DEVICE_CPU and where
  * the library has no CUDA backend; RLX_ERR_DEVICE where it has no GPU. */
-rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out);
-void rlx_device_free(rlx_device device, void *ptr);
+RLX_API rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out);
+RLX_API void rlx_device_free(rlx_device device, void *ptr);
 
 /* What the compiled session takes and gives. kind: 0 input, 1 param, 2 output. */
 typedef struct rlx_tensor_info {
@@ -355,9 +366,9 @@ typedef struct rlx_tensor_info {
     int64_t dims[RLX_MAX_DIMS];
     size_t bytes;
 } rlx_tensor_info;
-int rlx_session_count(const rlx_session *s, int kind);
-rlx_status rlx_session_info(const rlx_session *s, int kind, int index, rlx_tensor_info *info);
-rlx_status rlx_session_find(const rlx_session *s, int kind, const char *name, rlx_tensor_info *info);
+RLX_API int rlx_session_count(const rlx_session *s, int kind);
+RLX_API rlx_status rlx_session_info(const rlx_session *s, int kind, int index, rlx_tensor_info *info);
+RLX_API rlx_status rlx_session_find(const rlx_session *s, int kind, const char *name, rlx_tensor_info *info);
 
 /* Figures from the compile (for reports and tests). */
 typedef struct rlx_compile_stats {
@@ -372,27 +383,27 @@ typedef struct rlx_compile_stats {
     int channels_last;        /* convs and pools the layout stage made channels-last */
     double stage_ms[16];
 } rlx_compile_stats;
-rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
+RLX_API rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
 /* The dispatch report of a session compiled with dispatch_report set, as
  * text ("" when it was not asked for).  Owned by the session. */
-const char *rlx_session_report(const rlx_session *s);
+RLX_API const char *rlx_session_report(const rlx_session *s);
 /* The compiled (optimized) graph as Graphviz text; free *out with rlx_free. */
-rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, char **out);
+RLX_API rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, char **out);
 
 /* ------------------------------------------------------------- workloads */
 /* The built-in workloads of bench/WORKLOADS.md, as `rlx run NAME` builds
  * them: "encoder", "mlp", "resnet50", "decoder-small", "decoder"; batch and
  * seq 0 take each one's default.  Their weights are params: after compiling,
  * rlx_workload_set_params fills them from a seeded generator. */
-rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out);
-rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed);
+RLX_API rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out);
+RLX_API rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed);
 /* n values drawn from normal(0, std) by RLX's seeded generator (f32): the
  * values `rlx run` gives inputs it was not handed. */
-void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
+RLX_API void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
 /* "4096", "512K", "64M", "2G", "1T" (powers of 1024, optional B or iB) ->
  * bytes, as RLX_MAX_ARENA and `--max-arena` read them; 0 if malformed, zero
  * or out of range. */
-size_t rlx_parse_size(const char *text);
+RLX_API size_t rlx_parse_size(const char *text);
 
 /* ------------------------------------------------------------------ ONNX */
 /* Present when the library was built with the ONNX importer (RLX_HAVE_ONNX;
@@ -419,13 +430,13 @@ typedef struct rlx_onnx_options {
     int64_t default_dim;  /* for unbound symbolic dims; 0 = unbound is an error */
 } rlx_onnx_options;  /* initializers become constants (so they fold) */
 
-void rlx_onnx_options_init(rlx_onnx_options *o);
+RLX_API void rlx_onnx_options_init(rlx_onnx_options *o);
 /* Reads an ONNX model (external data next to it) and builds a graph whose
  * inputs and outputs carry the model's names.  An unsupported op fails with
  * one message listing every unsupported op type, node names and opset. */
-rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out);
+RLX_API rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out);
 /* Same from memory; base_dir (may be NULL) is where external data lives. */
-rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
+RLX_API rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
                                   const rlx_onnx_options *o, rlx_graph **out);
 /* A model file kept for running at several input shapes (a shape-keyed
  * compile cache): rlx_model_session returns the session compiled for these
@@ -433,16 +444,16 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
  * compiling on the first request for a shape and reusing it afterwards.
  * Sessions belong to the model and are freed with it. */
 typedef struct rlx_model rlx_model;
-rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model **out);
+RLX_API rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, rlx_model **out);
 /* The same from a model in memory (copied); base_dir (may be NULL: the
  * current directory) is where external data lives. */
-rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char *base_dir, const rlx_options *o,
+RLX_API rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char *base_dir, const rlx_options *o,
                                       rlx_model **out);
-rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out);
-int rlx_model_cached_sessions(const rlx_model *m);
-void rlx_model_free(rlx_model *m);
+RLX_API rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out);
+RLX_API int rlx_model_cached_sessions(const rlx_model *m);
+RLX_API void rlx_model_free(rlx_model *m);
 /* `rlx info`: inputs, outputs (with symbolic dims), opsets and op counts. */
-rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */);
+RLX_API rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */);
 
 /* A model's graph input (not an initializer), as declared: dims -1 where
  * symbolic (name in dim_names, owned by the caller via rlx_onnx_inputs_free). */
@@ -455,9 +466,9 @@ typedef struct rlx_onnx_input {
     int64_t dims[RLX_MAX_DIMS];
     char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
 } rlx_onnx_input;
-rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
+RLX_API rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
                            char ***outputs, int *n_outputs);
-void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
+RLX_API void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
 
 /* ONNX types RLX lacks are widened at import: int16 and uint16 become i32,
  * uint32 and uint64 become i64 (graph inputs and outputs too; uint64 values
@@ -465,18 +476,18 @@ void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, 
  *
  * Tensor files.  *data is malloc'd (free it); dims has RLX_MAX_DIMS room.
  * TensorProto (.pb) as the ONNX test suite stores them: */
-rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims,
+RLX_API rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims,
                                 void **data, size_t *bytes);
 /* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
-rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
+RLX_API rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
                         size_t *bytes);
 /* Writes a new file through rlx_file_open (below): an existing `path` is
  * refused, and a failed write leaves nothing under `path`. */
-rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
+RLX_API rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
                          const void *data, size_t bytes);
 /* The same into a file opened with rlx_file_open (commit or discard it after). */
 typedef struct rlx_file rlx_file;
-rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims,
+RLX_API rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims,
                               const void *data, size_t bytes);
 
 /* ----------------------------------------------------------------- files */
@@ -491,20 +502,20 @@ rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t 
  * forced target that is not a regular file (/dev/null, a FIFO) is written
  * in place.  The handle is freed by commit and by discard. */
 #define RLX_FILE_FORCE 1
-rlx_status rlx_file_open(const char *path, int flags, rlx_file **out);
-rlx_status rlx_file_write(rlx_file *f, const void *data, size_t bytes);
-void *rlx_file_stream(rlx_file *f); /* FILE* for fprintf; errors surface at commit */
-rlx_status rlx_file_commit(rlx_file *f);
-void rlx_file_discard(rlx_file *f);
+RLX_API rlx_status rlx_file_open(const char *path, int flags, rlx_file **out);
+RLX_API rlx_status rlx_file_write(rlx_file *f, const void *data, size_t bytes);
+RLX_API void *rlx_file_stream(rlx_file *f); /* FILE* for fprintf; errors surface at commit */
+RLX_API rlx_status rlx_file_commit(rlx_file *f);
+RLX_API void rlx_file_discard(rlx_file *f);
 /* The checks of rlx_file_open without opening: to refuse before work is done. */
-rlx_status rlx_file_check_target(const char *path, int flags);
+RLX_API rlx_status rlx_file_check_target(const char *path, int flags);
 /* Async-signal-safe: unlinks the temporary file of every rlx_file not yet
  * committed or discarded, for a SIGINT/SIGTERM handler, so that an
  * interrupted program leaves no temporary behind either (after SIGKILL one
  * may remain, named .NAME.rlx-XXXXXX; the target is never half-written). */
-void rlx_file_remove_pending(void);
+RLX_API void rlx_file_remove_pending(void);
 /* Opens, writes `bytes` and commits. */
-rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t bytes);
+RLX_API rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t bytes);
 
 /* ------------------------------------------------------------ decoder LLMs
  *
@@ -514,8 +525,8 @@ rlx_status rlx_write_file(const char *path, int flags, const void *data, size_t 
  * (NULL: the default) or "decoder" (Qwen3-0.6B), with seeded weights and a
  * byte tokenizer.  The architectures: Llama, Mistral, Qwen2, Qwen3, GPT-2. */
 typedef struct rlx_llm rlx_llm;
-rlx_status rlx_llm_load(const char *path, rlx_llm **out);
-void rlx_llm_free(rlx_llm *m);
+RLX_API rlx_status rlx_llm_load(const char *path, rlx_llm **out);
+RLX_API void rlx_llm_free(rlx_llm *m);
 
 typedef struct rlx_llm_info {
     const char *arch; /* as the checkpoint names it */
@@ -523,22 +534,22 @@ typedef struct rlx_llm_info {
     int max_ctx;      /* positions the model was made for */
     int bos, eos;     /* -1 when the model has none */
 } rlx_llm_info;
-rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
+RLX_API rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
 
 /* Text -> token ids.  Returns the number of ids (which may exceed cap: call
  * again with more room), or -1 with the error set.  add_special: the
  * model's begin-of-sequence token first, where it uses one. */
-int rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_special, int32_t *ids, int cap);
+RLX_API int rlx_llm_tokenize(const rlx_llm *m, const char *text, size_t len, int add_special, int32_t *ids, int cap);
 /* The bytes of one token (a piece of UTF-8 that may end mid-character:
  * concatenate pieces to get the text).  Returns the length (which may
  * exceed cap), or -1 for an id outside the vocabulary. */
-int rlx_llm_token_piece(const rlx_llm *m, int32_t id, char *buf, size_t cap);
+RLX_API int rlx_llm_token_piece(const rlx_llm *m, int32_t id, char *buf, size_t cap);
 /* Token ids -> text (special tokens included).  Returns the length (which
  * may exceed cap: call again with more room), or -1 with the error set (an
  * id outside the vocabulary). */
-long rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, int n, char *buf, size_t cap);
+RLX_API long rlx_llm_detokenize(const rlx_llm *m, const int32_t *ids, int n, char *buf, size_t cap);
 /* Whether id ends generation (end of sequence, end of turn). */
-int rlx_llm_is_eog(const rlx_llm *m, int32_t id);
+RLX_API int rlx_llm_is_eog(const rlx_llm *m, int32_t id);
 
 /* A generation context: the model compiled twice (a prefill graph over
  * `prefill_chunk` tokens and a decode graph over one token per sequence)
@@ -553,24 +564,24 @@ typedef struct rlx_llm_options {
     int prefill_chunk; /* tokens per prefill run (0 = min(ctx, 512)) */
     int verbose;
 } rlx_llm_options;
-void rlx_llm_options_init(rlx_llm_options *o);
+RLX_API void rlx_llm_options_init(rlx_llm_options *o);
 typedef struct rlx_llm_context rlx_llm_context;
-rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *o, rlx_llm_context **out);
-void rlx_llm_context_free(rlx_llm_context *c);
+RLX_API rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *o, rlx_llm_context **out);
+RLX_API void rlx_llm_context_free(rlx_llm_context *c);
 
 /* Starts sequences 0 .. n_seqs-1 afresh with the prompts ids[i] of n_ids[i]
  * (>= 1) tokens; other sequences keep their state.  Afterwards
  * rlx_llm_logits(c, i) is the distribution after the prompt's last token. */
-rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const *ids, const int *n_ids);
+RLX_API rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const *ids, const int *n_ids);
 /* Appends one token to each sequence i with tokens[i] >= 0 (-1: leave it
  * idle), and computes their next logits. */
-rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens);
+RLX_API rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens);
 /* The last logits of sequence seq ([vocab] f32), or NULL. */
-const float *rlx_llm_logits(const rlx_llm_context *c, int seq);
+RLX_API const float *rlx_llm_logits(const rlx_llm_context *c, int seq);
 /* Tokens in sequence seq's cache. */
-int rlx_llm_position(const rlx_llm_context *c, int seq);
+RLX_API int rlx_llm_position(const rlx_llm_context *c, int seq);
 /* Positions per sequence (the ctx asked for, or its default), or -1. */
-int rlx_llm_context_size(const rlx_llm_context *c);
+RLX_API int rlx_llm_context_size(const rlx_llm_context *c);
 
 /* Sampling and generation. temperature 0: greedy. */
 typedef struct rlx_generate_params {
@@ -587,7 +598,7 @@ typedef struct rlx_generate_params {
     int ignore_eos;
     float *prompt_logits; /* if set: receives the prompt's last logits ([vocab]) */
 } rlx_generate_params;
-void rlx_generate_params_init(rlx_generate_params *p);
+RLX_API void rlx_generate_params_init(rlx_generate_params *p);
 /* Called for each generated token with its text (the bytes it completes);
  * a nonzero return stops generation. */
 typedef int (*rlx_token_fn)(void *user, int32_t id, const char *text, size_t len);
@@ -596,7 +607,7 @@ typedef struct rlx_generate_stats {
     double prefill_ms, decode_ms;
 } rlx_generate_stats;
 /* Generates from one prompt in sequence 0 of c. */
-rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt, const rlx_generate_params *p,
+RLX_API rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt, const rlx_generate_params *p,
                             rlx_token_fn fn, void *user, rlx_generate_stats *stats);
 
 #ifdef __cplusplus

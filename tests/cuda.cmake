@@ -5,7 +5,7 @@
 # machine.
 add_executable(test_cuda_parity ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_parity.c)
 target_include_directories(test_cuda_parity PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(test_cuda_parity PRIVATE rlx m)
+target_link_libraries(test_cuda_parity PRIVATE rlx_internal m)
 add_test(NAME test_cuda_parity COMMAND test_cuda_parity)
 set_tests_properties(test_cuda_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
 # Every kernel launched through cu_launch may start while the one before it

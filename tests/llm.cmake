@@ -3,7 +3,7 @@
 # third_party_models/tokenizers; skipped, exit 77, when they cannot be had).
 add_executable(tok_compare ${CMAKE_CURRENT_SOURCE_DIR}/llm/tok_compare.c)
 target_include_directories(tok_compare PRIVATE ${CMAKE_SOURCE_DIR}/src ${RLX_CJSON_INCLUDE_DIR} ${RLX_UTF8PROC_INCLUDE_DIR})
-target_link_libraries(tok_compare PRIVATE rlx ${RLX_CJSON_LIBRARY} ${RLX_UTF8PROC_LIBRARY})
+target_link_libraries(tok_compare PRIVATE rlx_internal ${RLX_CJSON_LIBRARY} ${RLX_UTF8PROC_LIBRARY})
 add_test(NAME tokenizer_refs
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/llm/run_refs.sh $<TARGET_FILE:tok_compare> ${CMAKE_BINARY_DIR}/tokenizer-refs)
 set_tests_properties(tokenizer_refs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)

@@ -4,7 +4,7 @@
 # same ground there).
 add_executable(rlx_soak ${CMAKE_SOURCE_DIR}/bench/soak.c)
 target_include_directories(rlx_soak PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(rlx_soak PRIVATE rlx)
+target_link_libraries(rlx_soak PRIVATE rlx_internal)
 if(NOT RLX_SANITIZE)
   add_test(NAME soak_short COMMAND rlx_soak 5000 20 ${CMAKE_SOURCE_DIR}/tests/cli/data/tiny.onnx)
   set_tests_properties(soak_short PROPERTIES TIMEOUT 600)

@@ -18,7 +18,7 @@ COMPILE=""
 [ "${1:-}" = "--compile" ] && COMPILE="--compile"
 CASES="mlp:256:f32 mlp:256:f16 mlp:256:bf16 encoder:1:f32 encoder:1:f16 encoder:32:f32 encoder:32:f16 resnet50:1:f16 resnet50:16:f16 decoder:1:bf16"
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L bench/gpu/rlx_gpu_bench.c -Iinclude -Isrc \
-   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx -lm -o "$BUILD/rlx_gpu_bench" || exit 1
+   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx_internal -lm -o "$BUILD/rlx_gpu_bench" || exit 1
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-')
 stamp=$(date -u +%Y-%m-%d)
 RAW="$DEST/gpu-$stamp-${card:-gpu}.txt"

@@ -44,7 +44,7 @@ if [ $built = 0 ]; then
 fi
 grep -q "CUDA backend on" "$BUILD/configure.log" 2>/dev/null && grep "CUDA backend on" "$BUILD/configure.log"
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_parity.c -Iinclude -Isrc \
-   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx -lm -o "$BUILD/cuda_parity" || { echo "0 passed, 1 failed"; exit 1; }
+   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx_internal -lm -o "$BUILD/cuda_parity" || { echo "0 passed, 1 failed"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 "$BUILD/cuda_parity" 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
