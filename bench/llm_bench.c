@@ -35,15 +35,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int argmax(const float *x, int n)
-{
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
 int main(int argc, char **argv)
 {
     const char *model = "decoder";
@@ -124,11 +115,13 @@ int main(int argc, char **argv)
             if (B == 1 && r >= 0)
                 pre_ms[r] = now_ms() - t;
             t = now_ms();
-            double in_pick = 0; /* host argmax: the part of a step outside the library */
+            double in_pick = 0; /* picking the greedy tokens (rlx_llm_argmax) */
             for (int s = 0; s < decode; s++) {
                 double tp = now_ms();
-                for (int b = 0; b < B; b++)
-                    toks[b] = argmax(rlx_llm_logits(c, b), info.vocab);
+                if (rlx_llm_argmax(c, toks) != RLX_OK) {
+                    fprintf(stderr, "llm_bench: argmax: %s\n", rlx_last_error());
+                    return 1;
+                }
                 in_pick += now_ms() - tp;
                 if (rlx_llm_decode(c, toks) != RLX_OK) {
                     fprintf(stderr, "llm_bench: decode: %s\n", rlx_last_error());
@@ -144,7 +137,7 @@ int main(int argc, char **argv)
         if (B == 1)
             prefill_ms = median(pre_ms, reps);
         dec[k] = B * decode / (median(runs, reps) / 1e3);
-        fprintf(stderr, "batch %d: compile %.0f ms, decode %.1f tok/s (a step: %.3f ms in rlx_llm_decode, %.3f ms host argmax)\n",
+        fprintf(stderr, "batch %d: compile %.0f ms, decode %.1f tok/s (a step: %.3f ms in rlx_llm_decode, %.3f ms in rlx_llm_argmax)\n",
                 B, compile_ms, dec[k], median(step_ms, reps), median(pick_ms, reps));
         free(ps), free(ns), free(toks);
         rlx_llm_context_free(c);

@@ -576,8 +576,14 @@ RLX_API rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t
 /* Appends one token to each sequence i with tokens[i] >= 0 (-1: leave it
  * idle), and computes their next logits. */
 RLX_API rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens);
-/* The last logits of sequence seq ([vocab] f32), or NULL. */
-RLX_API const float *rlx_llm_logits(const rlx_llm_context *c, int seq);
+/* The last logits of sequence seq ([vocab] f32), or NULL (for a bad seq, or
+ * with the error set when they cannot be copied from the device). */
+RLX_API const float *rlx_llm_logits(rlx_llm_context *c, int seq);
+/* The most likely next token of each sequence (tokens[batch]): the first
+ * index of the largest logit.  After a decode step it is computed on the
+ * device and the logits are not copied to the host (a greedy loop calling
+ * only this reads batch ids a step, not batch * vocab floats). */
+RLX_API rlx_status rlx_llm_argmax(rlx_llm_context *c, int32_t *tokens);
 /* Tokens in sequence seq's cache. */
 RLX_API int rlx_llm_position(const rlx_llm_context *c, int seq);
 /* Positions per sequence (the ctx asked for, or its default), or -1. */

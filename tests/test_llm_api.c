@@ -171,6 +171,62 @@ static void test_builtin_model(void **state)
     rlx_llm_free(m);
 }
 
+/* The greedy token from the device equals the first largest logit, and
+ * logits left on the device after a decode step (fetched only when asked
+ * for) equal logits copied after every step, also for a sequence that sat
+ * idle in a later step. */
+static void test_argmax_and_deferred_logits(void **state)
+{
+    (void)state;
+    enum { B = 3, V = 32000 };
+    rlx_llm *m;
+    assert_int_equal(rlx_llm_load(NULL, &m), RLX_OK);
+    rlx_llm_options o;
+    rlx_llm_options_init(&o);
+    o.batch = B;
+    o.ctx = 16;
+    o.threads = 1;
+    rlx_llm_context *eager, *lazy;
+    assert_int_equal(rlx_llm_context_new(m, &o, &eager), RLX_OK);
+    assert_int_equal(rlx_llm_context_new(m, &o, &lazy), RLX_OK);
+    int32_t p0[3] = {5, 9, 2}, p1[2] = {7, 7}, p2[4] = {1, 3, 3, 8};
+    const int32_t *ps[B] = {p0, p1, p2};
+    int ns[B] = {3, 2, 4};
+    assert_int_equal(rlx_llm_prefill(eager, B, ps, ns), RLX_OK);
+    assert_int_equal(rlx_llm_prefill(lazy, B, ps, ns), RLX_OK);
+    static float seen[B][V];
+    int32_t steps[3][B] = {{11, 12, 13}, {21, -1, 23}, {-1, 32, -1}};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(rlx_llm_decode(eager, steps[k]), RLX_OK);
+        assert_int_equal(rlx_llm_decode(lazy, steps[k]), RLX_OK);
+        for (int b = 0; b < B; b++) {
+            const float *l = rlx_llm_logits(eager, b);
+            assert_non_null(l);
+            memcpy(seen[b], l, sizeof seen[b]);
+        }
+        int32_t best[B];
+        assert_int_equal(rlx_llm_argmax(lazy, best), RLX_OK);
+        for (int b = 0; b < B; b++) {
+            int want = 0;
+            for (int i = 1; i < V; i++)
+                if (seen[b][i] > seen[b][want])
+                    want = i;
+            assert_int_equal(best[b], want);
+        }
+    }
+    /* the lazy context never copied logits until now; each row must be the
+     * one of its last step (sequence 0 and 2 decoded last at step 2) */
+    for (int b = 0; b < B; b++) {
+        const float *l = rlx_llm_logits(lazy, b);
+        assert_non_null(l);
+        assert_memory_equal(l, seen[b], sizeof seen[b]);
+    }
+    assert_int_equal(rlx_llm_argmax(NULL, NULL), RLX_ERR_INVALID_ARGUMENT);
+    rlx_llm_context_free(eager);
+    rlx_llm_context_free(lazy);
+    rlx_llm_free(m);
+}
+
 static void test_load_errors(void **state)
 {
     (void)state;
@@ -189,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_cache_write),
         cmocka_unit_test(test_shared_params),
         cmocka_unit_test(test_builtin_model),
+        cmocka_unit_test(test_argmax_and_deferred_logits),
         cmocka_unit_test(test_load_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

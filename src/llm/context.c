@@ -173,6 +173,8 @@ void rlx_llm_context_free(rlx_llm_context *c)
     free(c->pos);
     free(c->logits);
     free(c->step_logits);
+    free(c->in_decode);
+    free(c->next);
     free(c->tokens);
     free(c->in_pos);
     free(c->in_last);
@@ -219,10 +221,13 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     c->pos = rlx_calloc((size_t)B, sizeof *c->pos);
     c->logits = rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits);
     c->step_logits = B > 1 ? rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits) : NULL;
+    c->in_decode = rlx_calloc((size_t)B, 1);
+    c->next = rlx_calloc((size_t)B, sizeof *c->next);
     c->tokens = rlx_calloc((size_t)B * (size_t)S, sizeof *c->tokens);
     c->in_pos = rlx_calloc((size_t)B, sizeof *c->in_pos);
     c->in_last = rlx_calloc((size_t)B, sizeof *c->in_last);
-    if (!c->pos || !c->logits || (B > 1 && !c->step_logits) || !c->tokens || !c->in_pos || !c->in_last) {
+    if (!c->pos || !c->logits || (B > 1 && !c->step_logits) || !c->in_decode || !c->next || !c->tokens || !c->in_pos ||
+        !c->in_last) {
         rlx_llm_context_free(c);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm context: no memory for %d sequences of %d logits", B, hp->vocab);
     }
@@ -257,19 +262,60 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     return RLX_OK;
 }
 
-/* Runs one step session over the staged inputs; copies the logits of the
- * sequences in `take` (NULL: none). */
+/* Copies the decode session's logits of every sequence whose latest ones
+ * are still only there (before another step overwrites them). */
+static rlx_status fetch_decode_logits(rlx_llm_context *c)
+{
+    int B = c->opts.batch, V = c->model->hp.vocab;
+    bool any = false;
+    for (int b = 0; b < B; b++)
+        any = any || c->in_decode[b];
+    if (!any)
+        return RLX_OK;
+    rlx_status st;
+    if (B == 1) {
+        st = rlx_session_get_output(c->decode, "logits", c->logits, (size_t)V * sizeof(float));
+    } else {
+        st = rlx_session_get_output(c->decode, "logits", c->step_logits, (size_t)B * (size_t)V * sizeof(float));
+        for (int b = 0; st == RLX_OK && b < B; b++)
+            if (c->in_decode[b])
+                memcpy(c->logits + (size_t)b * V, c->step_logits + (size_t)b * V, (size_t)V * sizeof(float));
+    }
+    if (st == RLX_OK)
+        memset(c->in_decode, 0, (size_t)B);
+    return st;
+}
+
+/* Runs one step session over the staged inputs.  The logits of the
+ * sequences in `take` are copied at once after a prefill step, and left in
+ * the session after a decode step (fetch_decode_logits copies them when
+ * they are asked for). */
 static rlx_status run_step(rlx_llm_context *c, rlx_session *s, int S, const bool *take)
 {
     int B = c->opts.batch, V = c->model->hp.vocab;
     rlx_status st;
+    /* rows whose logits are still in the decode session and that this step
+     * does not replace are copied out before it overwrites them */
+    bool keep = false;
+    for (int b = 0; b < B; b++)
+        keep = keep || (c->in_decode[b] && !take[b]);
+    if (keep && (st = fetch_decode_logits(c)) != RLX_OK)
+        return st;
     if ((st = rlx_session_set_input(s, "tokens", c->tokens, (size_t)B * (size_t)S * sizeof(int64_t))) != RLX_OK ||
         (st = rlx_session_set_input(s, "pos", c->in_pos, (size_t)B * sizeof(int64_t))) != RLX_OK ||
         (st = rlx_session_set_input(s, "last", c->in_last, (size_t)B * sizeof(int64_t))) != RLX_OK ||
         (st = rlx_session_run(s)) != RLX_OK)
         return st;
+    if (s == c->decode) {
+        for (int b = 0; b < B; b++)
+            c->in_decode[b] = take[b];
+        return RLX_OK;
+    }
+    for (int b = 0; b < B; b++)
+        if (take[b])
+            c->in_decode[b] = 0;
     bool any = false;
-    for (int b = 0; take && b < B; b++)
+    for (int b = 0; b < B; b++)
         any = any || take[b];
     if (!any)
         return RLX_OK;
@@ -345,11 +391,39 @@ rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens)
     return RLX_OK;
 }
 
-const float *rlx_llm_logits(const rlx_llm_context *c, int seq)
+const float *rlx_llm_logits(rlx_llm_context *c, int seq)
 {
     if (!c || seq < 0 || seq >= c->opts.batch)
         return NULL;
+    if (c->in_decode[seq] && fetch_decode_logits(c) != RLX_OK)
+        return NULL;
     return c->logits + (size_t)seq * (size_t)c->model->hp.vocab;
+}
+
+/* First index of the largest value (a NaN never wins). */
+static int32_t argmax_row(const float *x, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
+            best = i;
+    return best;
+}
+
+rlx_status rlx_llm_argmax(rlx_llm_context *c, int32_t *tokens)
+{
+    if (!c || !tokens)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "argmax: context and tokens must not be NULL");
+    int B = c->opts.batch, V = c->model->hp.vocab;
+    bool any = false;
+    for (int b = 0; b < B; b++)
+        any = any || c->in_decode[b];
+    rlx_status st = any ? rlx_session_get_output(c->decode, "next", c->next, (size_t)B * sizeof(int64_t)) : RLX_OK;
+    if (st != RLX_OK)
+        return st;
+    for (int b = 0; b < B; b++)
+        tokens[b] = c->in_decode[b] ? (int32_t)c->next[b] : argmax_row(c->logits + (size_t)b * V, V);
+    return RLX_OK;
 }
 
 int rlx_llm_position(const rlx_llm_context *c, int seq)

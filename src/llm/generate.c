@@ -74,10 +74,20 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "generate: no memory");
     for (int b = 1; step && b < c->opts.batch; b++)
         step[b] = -1; /* other sequences stay idle */
+    /* plain greedy needs no logits on the host: the device's argmax */
+    bool device_greedy = !(sp.temperature > 0) && sp.repeat_penalty == 1.0f && c->opts.batch <= 64;
     while (st == RLX_OK && s.generated_tokens < p.max_tokens) {
-        int32_t id = rlx_sampler_sample(smp, rlx_llm_logits(c, 0), hist, n);
+        int32_t id, ids[64];
+        if (device_greedy) {
+            if ((st = rlx_llm_argmax(c, ids)) != RLX_OK)
+                break;
+            id = ids[0];
+        } else {
+            const float *logits = rlx_llm_logits(c, 0);
+            id = logits ? rlx_sampler_sample(smp, logits, hist, n) : -1;
+        }
         if (id < 0) {
-            st = RLX_ERR_INVALID_ARGUMENT;
+            st = rlx_last_status_or(RLX_ERR_INVALID_ARGUMENT);
             break;
         }
         hist[n++] = id;

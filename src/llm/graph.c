@@ -212,7 +212,11 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     x = rlx_gather(g, rlx_reshape(g, x, 2, (int64_t[]){B * S, H}), rows, 0);
     x = norm(&b, x, H, "output_norm.weight", "output_norm.bias", 0);
     rlx_node out = hp->tied ? emb : weight(&b, hp->vocab, H, "output.weight", 0);
-    rlx_output(g, "logits", rlx_matmul(g, x, out, 0, 1));
+    rlx_node logits = rlx_matmul(g, x, out, 0, 1);
+    rlx_output(g, "logits", logits);
+    /* the most likely next token, so that greedy decoding reads B ids
+     * rather than B * vocab logits from the device */
+    rlx_output(g, "next", rlx_argmax(g, logits, 1, 0));
     if (rlx_graph_verify(g) != RLX_OK) {
         rlx_graph_free(g);
         return NULL;

@@ -18,6 +18,11 @@ struct rlx_llm_context {
     int *pos;                      /* per sequence: tokens in its cache */
     float *logits;                 /* [batch, vocab]: each sequence's last logits */
     float *step_logits;            /* [batch, vocab]: a run's output (batch > 1) */
+    /* per sequence: 1 while its latest logits are still only in the decode
+     * session's output (copied when asked for: a greedy caller takes the
+     * device's argmax and never copies them) */
+    unsigned char *in_decode;
+    int64_t *next;                      /* [batch]: the decode step's argmax */
     int64_t *tokens, *in_pos, *in_last; /* the step's inputs */
 };
 
