@@ -400,12 +400,12 @@ const float *rlx_llm_logits(rlx_llm_context *c, int seq)
     return c->logits + (size_t)seq * (size_t)c->model->hp.vocab;
 }
 
-/* First index of the largest value (a NaN never wins). */
+/* First index of the largest value, or of the first NaN: the graph's argmax. */
 static int32_t argmax_row(const float *x, int n)
 {
     int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
+    for (int i = 1; i < n && x[best] == x[best]; i++)
+        if (x[i] > x[best] || x[i] != x[i])
             best = i;
     return best;
 }

@@ -499,6 +499,14 @@ static void test_reduce(void)
                 rlx_output(g, "y", mx ? rlx_argmax(g, x, a, a == 0) : rlx_argmin(g, x, a, 0));
                 check(NAME("%s %s axis%d", mx ? "argmax" : "argmin", dn(FLOATS[d]), a), g);
             }
+    /* a long last axis (a vocabulary's logits) takes the block-per-row kernel */
+    for (int d = 0; d < 3; d++)
+        for (int mx = 0; mx < 2; mx++) {
+            g = rlx_graph_new();
+            rlx_node x = rlx_input(g, "x", FLOATS[d], 2, DIMS(3, 50021));
+            rlx_output(g, "y", mx ? rlx_argmax(g, x, 1, 0) : rlx_argmin(g, x, 1, 1));
+            check(NAME("%s %s long rows", mx ? "argmax" : "argmin", dn(FLOATS[d])), g);
+        }
 }
 
 static void test_norm_softmax(void)
@@ -856,6 +864,8 @@ static void test_attention(void)
         {4, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 512, 640, 128, "i129"},
         {2, 4, 2, 77, 300, 64, "i224"},  {3, 6, 2, 1, 77, 32, "i77"},     {2, 4, 2, 5, 50, 48, "i46"},
         {8, 4, 4, 3, 200, 64, "i198"},
+        /* one query row: the decode kernel's groups of 4, 8 and 1 heads */
+        {3, 8, 2, 1, 300, 128, "i300"}, {2, 8, 1, 1, 130, 64, "i130"}, {5, 4, 4, 1, 37, 64, "i37"},
     };
     for (size_t k = 0; k < sizeof ap / sizeof ap[0]; k++)
         for (int d = 0; d < 3; d++)
@@ -871,6 +881,16 @@ static void test_attention(void)
                            (long long)ap[k].D, i32 ? " i32 positions" : ""),
                       g);
             }
+    /* one query row without positions: every key (or, causal, up to the last) */
+    for (int d = 0; d < 3; d++)
+        for (int causal = 0; causal < 2; causal++) {
+            rlx_graph *g = rlx_graph_new();
+            rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(2, 8, 1, 128));
+            rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(2, 4, 70, 128));
+            rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(2, 4, 70, 128));
+            rlx_output(g, "o", rlx_attention(g, q, kk, v, -1, causal, 0.0));
+            check(NAME("attention %s one row%s", dn(FLOATS[d]), causal ? " causal" : ""), g);
+        }
 }
 
 /* The fused attention block, built the way the fuser recognises it (as

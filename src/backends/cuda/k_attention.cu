@@ -888,6 +888,152 @@ static bool aligned16(const void *p, const int64_t *st, size_t es)
     return true;
 }
 
+/* ------------------------------------------- one query row (decode steps) */
+
+/* A decode step's attention: one query row per head.  A block takes one
+ * sequence and kv head with every query head of its group, so each key and
+ * value row is read once for the group; its warps take interleaved keys,
+ * each lane DEC_EPL consecutive elements of a row, with an online softmax
+ * per head, and the block merges its warps at the end.  No tile of 64
+ * query rows for one real row, as the tensor-core kernel would run. */
+#define DEC_WARPS 8
+#define DEC_KEYS 4 /* key rows in flight per warp */
+template <typename T, int D, int GM>
+__global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p)
+{
+    cu_grid_wait();
+    constexpr int EPL = D / 32;
+    __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
+    __shared__ float sm_o[DEC_WARPS][GM][D];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    const int64_t b = blockIdx.x / p.Hk, hk = blockIdx.x % p.Hk;
+    const int G = (int)(p.H / p.Hk);
+    const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1] + lane * EPL;
+    const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1] + lane * EPL;
+    float q[GM][EPL], acc[GM][EPL], m[GM], l[GM];
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        const T *qr = (const T *)p.q + b * p.qst[0] + (hk * G + (g < G ? g : 0)) * p.qst[1] + lane * EPL;
+#pragma unroll
+        for (int e = 0; e < EPL; e++) {
+            q[g][e] = g < G ? cu_tof<T>(qr[e]) * p.scale : 0.0f;
+            acc[g][e] = 0.0f;
+        }
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
+    int64_t t_end = p.T;
+    if (p.causal) {
+        int64_t lim = attn_shift(p, b) + 1;
+        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+    }
+    for (int64_t t0 = (int64_t)warp * DEC_KEYS; t0 < t_end; t0 += DEC_WARPS * DEC_KEYS) {
+        float kr[DEC_KEYS][EPL];
+#pragma unroll
+        for (int j = 0; j < DEC_KEYS; j++)
+#pragma unroll
+            for (int e = 0; e < EPL; e++)
+                kr[j][e] = t0 + j < t_end ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + e]) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < DEC_KEYS; j++) {
+            if (t0 + j >= t_end)
+                break;
+            float vr[EPL];
+#pragma unroll
+            for (int e = 0; e < EPL; e++)
+                vr[e] = cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]);
+#pragma unroll
+            for (int g = 0; g < GM; g++) {
+                if (g >= G)
+                    break;
+                float sc = 0.0f;
+#pragma unroll
+                for (int e = 0; e < EPL; e++)
+                    sc += q[g][e] * kr[j][e];
+                sc = cu_warp_sum(sc);
+                float mn = fmaxf(m[g], sc), corr = __expf(m[g] - mn), pr = __expf(sc - mn);
+                l[g] = l[g] * corr + pr;
+                m[g] = mn;
+#pragma unroll
+                for (int e = 0; e < EPL; e++)
+                    acc[g][e] = acc[g][e] * corr + pr * vr[e];
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        if (g >= G)
+            break;
+        if (lane == 0)
+            sm_m[warp][g] = m[g], sm_l[warp][g] = l[g];
+#pragma unroll
+        for (int e = 0; e < EPL; e++)
+            sm_o[warp][g][lane * EPL + e] = acc[g][e];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+        const int g = i / D, d = i % D;
+        float mx = -INFINITY;
+        for (int w = 0; w < DEC_WARPS; w++)
+            mx = fmaxf(mx, sm_m[w][g]);
+        float num = 0.0f, den = 0.0f;
+        if (mx != -INFINITY)
+            for (int w = 0; w < DEC_WARPS; w++) {
+                float f = __expf(sm_m[w][g] - mx);
+                num += sm_o[w][g][d] * f;
+                den += sm_l[w][g] * f;
+            }
+        T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
+        o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+    }
+}
+
+/* RLX_CUDA_NO_DECODE_ATTENTION=1 leaves one-row attention to the general
+ * kernels (for A/B timing). */
+static bool decode_off(void)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("RLX_CUDA_NO_DECODE_ATTENTION");
+        off = e && *e && strcmp(e, "0") != 0;
+    }
+    return off != 0;
+}
+
+/* Whether attn_decode runs these shapes, and fills the GPU well enough: a
+ * block reads all of one kv head's keys, so long caches over few heads stay
+ * with the kernels that split the keys. */
+static bool decode_fits(const cu_attn &p)
+{
+    if (p.S != 1 || p.mask || p.D != p.Dv || (p.D != 64 && p.D != 128) || p.H % p.Hk)
+        return false;
+    const int64_t G = p.H / p.Hk;
+    if (G > (p.D == 64 ? 8 : 4))
+        return false;
+    return p.T <= 4096 || p.B * p.Hk >= 2 * sm_count();
+}
+
+static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
+{
+    const int64_t blocks = p.B * p.Hk;
+    if (blocks > INT_MAX)
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
+    const unsigned grid = (unsigned)blocks;
+    const int64_t G = p.H / p.Hk;
+#define DEC_LAUNCH(TT)                                                                                                 \
+    do {                                                                                                               \
+        if (p.D == 64)                                                                                                 \
+            G <= 2 ? cu_launch(attn_decode<TT, 64, 2>, grid, DEC_WARPS * 32, 0, p)                                      \
+                   : cu_launch(attn_decode<TT, 64, 8>, grid, DEC_WARPS * 32, 0, p);                                     \
+        else                                                                                                           \
+            G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p)                                     \
+                   : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p);                                    \
+    } while (0)
+    CU_FLOAT_DISPATCH(dt, TT, DEC_LAUNCH(TT));
+#undef DEC_LAUNCH
+    return rlx_cu_check(t, "attention (one query row) launch");
+}
+
 rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn *a)
 {
     if (!a->B || !a->H || !a->S || !a->Dv)
@@ -897,6 +1043,8 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
                            (long long)a->Hk);
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
+    if (decode_fits(p) && !decode_off())
+        return decode_run(t, dt, p);
     if (tc_fits(dt, p.D, p.Dv)) {
         const tc_plan pl = tc_plan_of(p.B, p.H, p.S, p.T, p.D);
         tc_split sp = {1, INT_MAX, NULL};

@@ -145,6 +145,60 @@ __global__ void arg_kernel(int is_max, int dt, const void *x, long long *y, int6
     }
 }
 
+/* (v, i) against the best so far: a NaN wins (the first one), then the
+ * larger (smaller) value, then the lower index, as the scan above. */
+__device__ __forceinline__ bool arg_better(int is_max, double v, int64_t i, double b, int64_t bi)
+{
+    bool vn = v != v, bn = b != b;
+    if (vn || bn)
+        return vn && (!bn || i < bi);
+    if (v == b)
+        return i < bi;
+    return is_max ? v > b : v < b;
+}
+
+/* One block per row of a contiguous last axis (a vocabulary's logits):
+ * every thread scans a strided part, then the block reduces. */
+#define ARG_ROW_THREADS 1024
+__global__ void __launch_bounds__(ARG_ROW_THREADS)
+    arg_row_kernel(int is_max, int dt, const void *x, long long *y, int64_t n)
+{
+    cu_grid_wait();
+    __shared__ double sv[ARG_ROW_THREADS / 32];
+    __shared__ int64_t si[ARG_ROW_THREADS / 32];
+    const int64_t base = (int64_t)blockIdx.x * n;
+    double best = 0;
+    int64_t bi = -1;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        double v = cu_ld(x, dt, base + i);
+        if (bi < 0 || arg_better(is_max, v, i, best, bi))
+            best = v, bi = i;
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        double ov = __shfl_down_sync(0xffffffffu, best, off);
+        int64_t oi = __shfl_down_sync(0xffffffffu, bi, off);
+        if (oi >= 0 && (bi < 0 || arg_better(is_max, ov, oi, best, bi)))
+            best = ov, bi = oi;
+    }
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0)
+        sv[warp] = best, si[warp] = bi;
+    __syncthreads();
+    if (warp == 0) {
+        int nw = blockDim.x / 32;
+        best = lane < nw ? sv[lane] : 0;
+        bi = lane < nw ? si[lane] : -1;
+        for (int off = 16; off > 0; off >>= 1) {
+            double ov = __shfl_down_sync(0xffffffffu, best, off);
+            int64_t oi = __shfl_down_sync(0xffffffffu, bi, off);
+            if (oi >= 0 && (bi < 0 || arg_better(is_max, ov, oi, best, bi)))
+                best = ov, bi = oi;
+        }
+        if (lane == 0)
+            y[blockIdx.x] = bi;
+    }
+}
+
 static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -158,8 +212,14 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t n_out = outer * inner;
     if (!n_out || !n)
         return RLX_OK;
-    cu_launch(arg_kernel, cu_blocks(n_out, 256), 256, 0, t->node->op == RLX_OP_ARGMAX, xn->dtype, t->in[0],
-              (long long *)t->out, n_out, n, inner);
+    /* a long contiguous axis takes a block per row; short or strided ones a
+     * thread per output */
+    if (inner == 1 && n >= 2048)
+        cu_launch(arg_row_kernel, (unsigned)n_out, ARG_ROW_THREADS, 0, t->node->op == RLX_OP_ARGMAX, xn->dtype,
+                  t->in[0], (long long *)t->out, n);
+    else
+        cu_launch(arg_kernel, cu_blocks(n_out, 256), 256, 0, t->node->op == RLX_OP_ARGMAX, xn->dtype, t->in[0],
+                  (long long *)t->out, n_out, n, inner);
     return rlx_cu_check(t, "arg launch");
 }
 
