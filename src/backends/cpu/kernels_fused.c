@@ -58,21 +58,10 @@ static inline double round_to_dtype(rlx_dtype t, double v)
     }
 }
 
-static inline double act_f(int act, double x)
-{
-    switch (act) {
-    case RLX_ACT_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_ACT_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
-    case RLX_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case RLX_ACT_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    default: return x;
-    }
-}
-
 /* c[j] = act(c[j] + bias[j]) over n f32 values (bias NULL: none), in f32
  * with vectorised math: GELU as 0.5 x erfc(-x / sqrt 2), which keeps its
  * relative accuracy where GELU is tiny (x < 0); the tanh GELU through
- * tanhf; SiLU with RLX_EXPF_VEC.  act_f's double math costs about 20 ns
+ * tanhf; SiLU with RLX_EXPF_VEC.  rlx_act_f64's double math costs about 20 ns
  * per element, more than the GEMM before it on the encoder's FFN. */
 RLX_VEC_BEGIN
 RLX_CLONES static void act_f32(int act, float *restrict c, const float *restrict bias, int64_t n)
@@ -86,19 +75,17 @@ RLX_CLONES static void act_f32(int act, float *restrict c, const float *restrict
     case RLX_ACT_RELU:
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            c[j] = c[j] > 0 ? c[j] : (c[j] != c[j] ? c[j] : 0.0f);
+            c[j] = rlx_relu_f(c[j]);
         break;
     case RLX_ACT_GELU:
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            c[j] = 0.5f * c[j] * erfcf(c[j] * -0.70710678118654752440f);
+            c[j] = rlx_gelu_erf_f(c[j]);
         break;
     case RLX_ACT_GELU_TANH:
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++) {
-            float x = c[j];
-            c[j] = 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-        }
+        for (int64_t j = 0; j < n; j++)
+            c[j] = rlx_gelu_tanh_f(c[j]);
         break;
     case RLX_ACT_SILU:
 #pragma omp simd
@@ -215,10 +202,10 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 continue;
             }
             for (int64_t j = 0; j < N; j++)
-                c[j] = (float)act_f(act, (double)c[j] + rlx_load(bias, bt, j));
+                c[j] = (float)rlx_act_f64(act, (double)c[j] + rlx_load(bias, bt, j));
         } else {
             for (int64_t j = 0; j < N; j++)
-                rlx_store(t->out, n->dtype, r * N + j, act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
+                rlx_store(t->out, n->dtype, r * N + j, rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
         }
     }
     return RLX_OK;
@@ -323,7 +310,7 @@ static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
     gemm_batched(X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads);
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
     for (int64_t i = 0; i < total; i++) {
-        double v = act_f(RLX_ACT_SILU, G[i]) * U[i];
+        double v = rlx_act_f64(RLX_ACT_SILU, G[i]) * U[i];
         if (n->dtype == RLX_F32)
             ((float *)t->out)[i] = (float)v;
         else
@@ -764,7 +751,7 @@ static rlx_status k_conv_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
     for (int64_t i = 0; i < total; i++)
-        rlx_store(t->out, dt, i, act_f(act, rlx_load(t->out, dt, i)));
+        rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i)));
     return RLX_OK;
 }
 

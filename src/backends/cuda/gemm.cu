@@ -450,7 +450,7 @@ template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
 {
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(cu_act_f(act, cu_tof<T>(y[i])));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, cu_tof<T>(y[i])));
 }
 
 /* The same on 16-byte vectors (n a multiple of 16 / sizeof(T), y aligned):
@@ -468,7 +468,7 @@ template <typename T, int ACT> __global__ void act_inplace_vec(T *y, int64_t nve
         b.u = ((const uint4 *)y)[i];
 #pragma unroll
         for (int e = 0; e < V; e++)
-            b.t[e] = cu_fromf<T>(cu_act_f(ACT, cu_tof<T>(b.t[e])));
+            b.t[e] = cu_fromf<T>(rlx_act_f32(ACT, cu_tof<T>(b.t[e])));
         ((uint4 *)y)[i] = b.u;
     }
 }

@@ -133,7 +133,7 @@ __device__ __forceinline__ float *wg_smem_ptr(uint32_t base)
  * calls this (the barriers count them). */
 /* One activation, fixed at compile time (0: none). */
 template <int ACT> struct wg_act {
-    __device__ __forceinline__ float operator()(float x) const { return ACT ? cu_act_f(ACT, x) : x; }
+    __device__ __forceinline__ float operator()(float x) const { return ACT ? rlx_act_f32(ACT, x) : x; }
 };
 
 template <typename T, int BN, typename F>

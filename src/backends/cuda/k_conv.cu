@@ -128,7 +128,7 @@ __global__ void permute_bias_act(const T *yg, const T *bias, T *out, I N, I O, I
         float v = cu_tof<T>(yg[(o * N + n) * OHW + p]);
         if (bias)
             v += cu_tof<T>(bias[o]);
-        out[i] = cu_fromf<T>(cu_act_f(act, v));
+        out[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -139,7 +139,7 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
         float v = cu_tof<T>(y[i]);
         if (bias)
             v += cu_tof<T>(bias[(i / HW) % O]);
-        y[i] = cu_fromf<T>(cu_act_f(act, v));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -172,7 +172,7 @@ template <typename T, typename I> __global__ void bias_nhwc(T *y, const T *bias,
         float v = cu_tof<T>(y[i]);
         if (bias)
             v += cu_tof<T>(bias[i % O]);
-        y[i] = cu_fromf<T>(cu_act_f(act, v));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -845,7 +845,7 @@ template <typename T, bool NHWC> __global__ void pool_kernel(const T *x, T *y, i
                 }
             }
         }
-        float r = a.is_max ? (nan ? __int_as_float(0x7fc00000) : acc) : (count ? acc / (float)count : 0.0f);
+        float r = a.is_max ? (nan ? rlx_nan_f() : acc) : (count ? acc / (float)count : 0.0f);
         y[o] = cu_fromf<T>(r);
     }
 }
@@ -893,7 +893,7 @@ template <typename T> __global__ void gap_kernel(const T *x, T *y, int64_t plane
         s += cu_tof<T>(x[pl * n + i]);
     s = cu_warp_sum(s);
     if (lane == 0)
-        y[pl] = cu_fromf<T>(n ? s / (float)n : __int_as_float(0x7fc00000));
+        y[pl] = cu_fromf<T>(n ? s / (float)n : rlx_nan_f());
 }
 
 static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)

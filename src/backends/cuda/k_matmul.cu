@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const T *x, const
         const float b = bias ? cu_tof<T>(bias[n]) : 0.0f;
 #pragma unroll
         for (int m = 0; m < M; m++)
-            y[m * N + n] = cu_fromf<T>(cu_act_f(act, acc[m] + b));
+            y[m * N + n] = cu_fromf<T>(rlx_act_f32(act, acc[m] + b));
     }
 }
 
