@@ -201,12 +201,14 @@ static inline int rlx_cpu_threads(const rlx_run_ctx *ctx, int64_t work)
 }
 
 /* f32 GEMM through BLAS (OpenBLAS, loaded at first use with its core type
- * set for this processor), falling back to a plain loop if absent.
- * Row-major C[M,N] = alpha * op(A) op(B) + beta * C. */
+ * set for this processor), falling back to a plain loop if absent or when
+ * the session's settings say no_blas (set: the run context's settings,
+ * NULL for the defaults).  Row-major C[M,N] = alpha * op(A) op(B) + beta * C. */
 void rlx_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads);
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set);
 void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
-               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads);
-const char *rlx_blas_name(void);
+               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set);
 
 #endif

@@ -112,12 +112,11 @@ bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and ev
 
 static inline size_t cu_round256(size_t b) { return (b + 255) / 256 * 256; }
 
-/* An environment switch: set, not empty and not "0". */
-static inline bool cu_env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
+/* The backend settings (backend.h; read by the runtime in env.c, never
+ * from the environment here) of the compile in progress: set by the
+ * backend's configure at the start of each compile, read by the claim and
+ * by prepare.  A run reads its session's through its run context. */
+extern rlx_backend_settings rlx_cu_cfg;
 
 /* The largest power of two (<= 16) dividing an address. */
 static inline int64_t cu_ptr_align(const void *p)

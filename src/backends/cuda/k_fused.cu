@@ -540,8 +540,8 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
             s->inner_stride_mask |= (in_st == 1) << k;
         }
         s->use_vec = vec;
-        const char *lin_env = getenv("RLX_CUDA_EW_LIN"); /* 0: keep linear programs on the general vector path */
-        s->use_lin = vec && ew_linear(p, &s->lin) && !(lin_env && !strcmp(lin_env, "0"));
+        /* RLX_CUDA_EW_LIN=0: keep linear programs on the general vector path */
+        s->use_lin = vec && ew_linear(p, &s->lin) && rlx_cu_cfg.cuda_ew_lin;
     }
     return RLX_OK;
 }
