@@ -966,8 +966,13 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     pthread_mutex_lock(&lock);
     rlx_status st = RLX_OK;
+    /* this session's settings for the kernels it launches: what a launch
+     * reads (the attention's split and warps, which also sized its scratch
+     * at compile, PDL) must be what its compile read, whichever session
+     * was compiled last */
     const rlx_backend_settings *set = ctx->settings ? ctx->settings : &rlx_cu_cfg;
-    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl; /* this session's, for the kernels it launches */
+    rlx_cu_cfg = *set;
+    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl;
     bool bracket = set->cuda_profile_run >= 0 && (long)ctx->run_index == set->cuda_profile_run;
     if (bracket)
         cudaProfilerStart();

@@ -113,9 +113,11 @@ bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and ev
 static inline size_t cu_round256(size_t b) { return (b + 255) / 256 * 256; }
 
 /* The backend settings (backend.h; read by the runtime in env.c, never
- * from the environment here) of the compile in progress: set by the
- * backend's configure at the start of each compile, read by the claim and
- * by prepare.  A run reads its session's through its run context. */
+ * from the environment here) of the compile or run in progress: set by the
+ * backend's configure at the start of each compile and by each run (to its
+ * session's), read by the claim, prepare and the launches.  The device
+ * lock does not cover compiles: CUDA sessions compiled concurrently with
+ * different settings would see each other's. */
 extern rlx_backend_settings rlx_cu_cfg;
 
 /* The largest power of two (<= 16) dividing an address. */
