@@ -6,13 +6,73 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "ir/ir.h"
+
+/* The backends' settings that are not options of the public API:
+ * diagnostics, tuning switches and the user's configuration of the
+ * libraries a backend loads.  The runtime fills them once per compile
+ * (src/runtime/env.c: from the environment unless rlx_options.ignore_env;
+ * docs/ENVIRONMENT_VARIABLES.md lists each variable) and hands them to the
+ * backend: to `configure` before the optimizer asks its claim, and in every
+ * run context.  A backend never reads the environment itself. */
+enum { RLX_CUDA_F32_GEMM_SGEMM = 0, RLX_CUDA_F32_GEMM_TUNED = 1, RLX_CUDA_F32_GEMM_SPLIT = 2 };
+enum { RLX_CUDA_MM_AUTO = 0, RLX_CUDA_MM_CUBLASLT, RLX_CUDA_MM_CUDNN, RLX_CUDA_MM_WGMMA };
+enum { RLX_CUDA_CONV_AUTO = 0, RLX_CUDA_CONV_GEMM, RLX_CUDA_CONV_GRAPH, RLX_CUDA_CONV_LEGACY };
+typedef struct rlx_backend_settings {
+    int verbose;                /* RLX_VERBOSE level (rlx_options.verbose): 1 report choices, 2 also each timing */
+    int no_preencode;           /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
+    size_t max_buffer_bytes;    /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
+    /* the loaded libraries' own variables, read whatever ignore_env says */
+    int omp_dynamic_user;       /* OMP_DYNAMIC is set: leave OpenMP's dynamic teams as the user chose */
+    int openblas_coretype_user; /* OPENBLAS_CORETYPE is set: never name a core type for OpenBLAS */
+    /* CPU */
+    int no_blas;                /* RLX_NO_BLAS: GEMM by the built-in loop */
+    int profile;                /* RLX_PROFILE: time per op kind per run */
+    /* CUDA */
+    int cuda_profile;           /* RLX_CUDA_PROFILE */
+    long cuda_profile_run;      /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */
+    int cuda_no_prologue;       /* RLX_CUDA_NO_PROLOGUE */
+    int cuda_no_pdl;            /* RLX_CUDA_NO_PDL */
+    int cuda_no_cudnn;          /* RLX_CUDA_NO_CUDNN (cuDNN is loaded once per process) */
+    int cuda_no_cudnn_graph;    /* RLX_CUDA_NO_CUDNN_GRAPH */
+    int cuda_tf32;              /* RLX_CUDA_TF32 */
+    int cuda_f32_gemm;          /* RLX_CUDA_F32_GEMM: RLX_CUDA_F32_GEMM_* */
+    int cuda_autotune;          /* RLX_CUDA_AUTOTUNE (on by default) */
+    int cuda_mm_path;           /* RLX_CUDA_MM_PATH: RLX_CUDA_MM_* */
+    int cuda_wgmma;             /* RLX_CUDA_WGMMA */
+    int cuda_wgmma_bn, cuda_wgmma_split, cuda_wgmma_stages; /* RLX_CUDA_WGMMA_BN/SPLIT/STAGES; -1 any */
+    int cuda_ew_lin;            /* RLX_CUDA_EW_LIN (on by default) */
+    int cuda_no_attn_block;     /* RLX_CUDA_NO_ATTN_BLOCK */
+    int cuda_no_tc_attention;   /* RLX_CUDA_NO_TC_ATTENTION */
+    int cuda_attn_split;        /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
+    int cuda_attn_warps;        /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
+    int cuda_attn_lanes;        /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
+    int cuda_nhwc;              /* RLX_CUDA_NHWC (on by default) */
+    int cuda_conv_path;         /* RLX_CUDA_CONV_PATH: RLX_CUDA_CONV_* */
+    int cuda_conv_legacy;       /* RLX_CUDA_CONV_LEGACY (on by default) */
+    int cuda_conv_rtc;          /* RLX_CUDA_CONV_RTC */
+} rlx_backend_settings;
+
+/* The defaults: what a compile with ignore_env gets. */
+static inline void rlx_backend_settings_init(rlx_backend_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->cuda_profile_run = -1;
+    s->cuda_f32_gemm = RLX_CUDA_F32_GEMM_TUNED;
+    s->cuda_autotune = 1;
+    s->cuda_wgmma_bn = s->cuda_wgmma_split = s->cuda_wgmma_stages = -1;
+    s->cuda_ew_lin = 1;
+    s->cuda_nhwc = 1;
+    s->cuda_conv_legacy = 1;
+}
 
 typedef struct rlx_run_ctx {
     uint64_t seed;      /* compile seed (random ops) */
     uint64_t run_index; /* 0 for the first run of a session, then 1, 2, ... */
     int threads;
+    const rlx_backend_settings *settings; /* the session's; NULL: the defaults */
 } rlx_run_ctx;
 
 struct rlx_thunk;
@@ -79,6 +139,10 @@ typedef struct rlx_backend {
      * memory the caller lent), finished when it returns; NULL where tensors
      * are host memory (rlx_session_set_input_device: unsupported). */
     rlx_status (*copy_device)(void *dst, const void *src, size_t bytes);
+    /* Optional: the session's settings, at the start of each compile (after
+     * `available`, before the claim is asked); a backend that needs them
+     * outside a run context keeps a copy. */
+    void (*configure)(const rlx_backend_settings *s);
 } rlx_backend;
 
 /* The backends built into this library; NULL if that device's backend was
@@ -86,5 +150,7 @@ typedef struct rlx_backend {
 const rlx_backend *rlx_backend_for(rlx_device d);
 const rlx_backend *rlx_cpu_backend(void);
 const rlx_backend *rlx_cuda_backend(void); /* weak: NULL without CUDA */
+/* The CPU backend's GEMM library under these settings (rlx_cpu_gemm_info). */
+const char *rlx_cpu_gemm_describe(const rlx_backend_settings *s);
 
 #endif

@@ -30,7 +30,7 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: out of memory");
         return RLX_REBUILD_FAIL;
     }
-    rlx_status est = ctx->evaluate(out, tmp, buf);
+    rlx_status est = ctx->evaluate(out, tmp, buf, ctx->evaluate_arg);
     if (est == RLX_ERR_OUT_OF_MEMORY) {
         free(buf);
         return RLX_REBUILD_FAIL;

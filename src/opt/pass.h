@@ -23,8 +23,10 @@ typedef struct rlx_pass_ctx {
     /* The target's claim: can node `id` of g run natively? NULL = anything. */
     bool (*supports)(const rlx_graph *g, rlx_node id);
     /* Evaluates node `id` (all operands constant) into `out` (node bytes);
-     * supplied by the runtime for constant folding.  NULL = no folding. */
-    rlx_status (*evaluate)(const rlx_graph *g, rlx_node id, void *out);
+     * supplied by the runtime for constant folding, which passes it
+     * evaluate_arg (the session's backend settings).  NULL = no folding. */
+    rlx_status (*evaluate)(const rlx_graph *g, rlx_node id, void *out, const void *arg);
+    const void *evaluate_arg;
     rlx_precision precision;
     /* Largest constant folding may create, in bytes. */
     size_t fold_limit;

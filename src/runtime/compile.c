@@ -50,7 +50,7 @@ rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx)
     return cur;
 }
 
-rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out)
+rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out, const void *settings)
 {
     const rlx_backend *cpu = rlx_cpu_backend();
     const rlx_node_data *n = &g->nodes[id];
@@ -72,7 +72,7 @@ rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out)
     t.scratch = scratch;
     rlx_status s = cpu->prepare(g, &t);
     if (s == RLX_OK && t.fn) {
-        rlx_run_ctx ctx = {.seed = 0, .run_index = 0, .threads = 1};
+        rlx_run_ctx ctx = {.seed = 0, .run_index = 0, .threads = 1, .settings = settings};
         s = t.fn(&t, &ctx);
     }
     if (cpu->release)
@@ -190,12 +190,9 @@ static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g, const boo
     size_t limit = s->backend->max_buffer();
     /* RLX_MAX_BUFFER_BYTES: act as if the device's largest buffer were this
      * small (to rehearse memory-constrained devices). */
-    const char *cap = s->opts.ignore_env ? NULL : getenv("RLX_MAX_BUFFER_BYTES");
-    if (cap && *cap) {
-        unsigned long long v = strtoull(cap, NULL, 10);
-        if (v > 0 && v < limit)
-            limit = (size_t)v;
-    }
+    size_t cap = s->settings.max_buffer_bytes;
+    if (cap > 0 && cap < limit)
+        limit = cap;
     if (s->plan.arena_bytes > limit && (po.no_reuse || po.pin_output_ancestors)) {
         say(s, "arena %zu B exceeds the largest buffer %zu B; re-planning with slot reuse and no pinning",
             s->plan.arena_bytes, limit);
@@ -306,6 +303,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     rlx_pass_ctx pc = {
         .supports = s->backend->supports,
         .evaluate = rlx_cpu_evaluate,
+        .evaluate_arg = &s->settings,
         .precision = s->opts.precision,
         .fold_limit = (size_t)64 << 20,
         .verbose = s->opts.verbose,
@@ -542,8 +540,6 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: threads %d is out of range (0 = all cores, "
                              "at most 1024)", t);
     }
-    if (s->opts.threads <= 0)
-        s->opts.threads = rlx_env_int("RLX_THREADS", 0);
     if (s->opts.threads <= 0) {
         long n = rlx_cpu_count();
         s->opts.threads = n > 0 ? (int)n : 1;
@@ -561,8 +557,14 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
     }
     if ((rc = s->backend->available()) != RLX_OK)
         goto fail;
+    /* the backend's settings, read once here and handed to it: before the
+     * optimizer asks its claim, and in every run context */
+    rlx_backend_settings_from_env(&s->settings, &s->opts);
+    if (s->backend->configure)
+        s->backend->configure(&s->settings);
     s->run_ctx.seed = s->opts.seed;
     s->run_ctx.threads = s->opts.threads;
+    s->run_ctx.settings = &s->settings;
     if ((rc = compile_stages(s, g)) != RLX_OK)
         goto fail;
     *out = s;

@@ -37,6 +37,7 @@ typedef struct rlx_io_slot {
 
 struct rlx_session {
     rlx_options opts; /* after environment overrides */
+    rlx_backend_settings settings; /* the backend's, from the environment (env.c); run_ctx points to it */
     const rlx_backend *backend;
     rlx_graph *graph; /* the compiled (optimized) graph; thunks point into it */
     rlx_plan plan;
@@ -59,6 +60,15 @@ struct rlx_session {
 
 /* Applies RLX_* environment variables on top of o (unless o->ignore_env). */
 void rlx_options_apply_env(rlx_options *o);
+/* The backend settings for options o (after rlx_options_apply_env): the
+ * defaults, o's verbose and no_preencode, the loaded libraries' own
+ * variables (OMP_DYNAMIC, OPENBLAS_CORETYPE), and unless o->ignore_env the
+ * RLX_* variables of the backends.  o NULL: as default options. */
+void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o);
+/* The one parser of every switch: 1 for 1/true/yes/on (any case) or a
+ * non-zero integer, 0 for 0/false/no/off or zero, -1 for NULL or empty
+ * (keep the default), -2 for anything else. */
+int rlx_parse_bool(const char *text);
 /* An integer environment variable, or def. */
 int rlx_env_int(const char *name, int def);
 /* Online processors. */
@@ -78,7 +88,9 @@ void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, co
 
 /* Runs the simplify passes (dce, cse, fold, dce). */
 rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx);
-/* Evaluates one node with the CPU reference kernels (constant folding). */
-rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out);
+/* Evaluates one node with the CPU reference kernels (constant folding);
+ * settings: the session's backend settings (a rlx_backend_settings, NULL
+ * for the defaults). */
+rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out, const void *settings);
 
 #endif

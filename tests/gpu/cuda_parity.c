@@ -129,7 +129,11 @@ static rlx_status run_graph(const rlx_graph *g, const run_opts *ro, outputs *out
     o.no_preencode = ro->no_graph;
     o.no_fusion = ro->no_fusion;
     o.seed = 1234;
-    o.ignore_env = 1;
+    /* Not ignore_env: the cases steer the CUDA backend through the RLX_CUDA_*
+     * variables they set (paths, prologue, GEMM forms), which reach it only
+     * through the environment the compile reads (src/runtime/env.c); the
+     * suite's environment sets no RLX_* option otherwise. */
+    o.ignore_env = 0;
     rlx_session *s = NULL;
     rlx_status st = rlx_compile(g, &o, &s);
     if (st != RLX_OK) {

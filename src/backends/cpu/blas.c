@@ -3,11 +3,20 @@
  * OpenBLAS picks its kernels when it is loaded, from the processor or from
  * OPENBLAS_CORETYPE.  Debian's 0.3.21 does not know recent Xeons and falls
  * back to an SSE3 kernel several times slower, so we load it ourselves at
- * first use, after naming the core type when the processor has AVX-512.
- * A user's own OPENBLAS_CORETYPE wins.  Without OpenBLAS a plain blocked
- * loop is used. */
+ * first use, naming the core type when the processor has AVX-512.  OpenBLAS
+ * has no call that picks the core type (it reads the variable once, in its
+ * constructor, while dlopen runs), so the variable is set just for that
+ * dlopen and removed right after: the process's environment is left as it
+ * was.  This happens once per process, under blas_lock; a thread of the
+ * host reading the environment at that very moment may see the variable
+ * (glibc never frees an environment array, so such a read is safe).  A
+ * user's own OPENBLAS_CORETYPE (rlx_backend_settings.openblas_coretype_user,
+ * read in src/runtime/env.c) wins and is never touched.  RLX_NO_BLAS (the
+ * session's settings) keeps a session on the plain blocked loop, which is
+ * also what runs without OpenBLAS. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +35,18 @@ static sgemm_fn blas_sgemm;
 static dgemm_fn blas_dgemm;
 static set_threads_fn blas_set_threads;
 static const char *blas_name = "builtin loops";
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int blas_loaded;
 
 static const char *(*blas_corename)(void);
 static bool core_from_user; /* OPENBLAS_CORETYPE was set before we loaded OpenBLAS */
 
-static void load_blas(void)
+static void load_blas(bool user_core)
 {
-    if (getenv("RLX_NO_BLAS"))
-        return;
-    core_from_user = getenv("OPENBLAS_CORETYPE") != NULL;
-    if (!core_from_user && __builtin_cpu_supports("avx512f"))
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    core_from_user = user_core;
+    bool name_core = !user_core && __builtin_cpu_supports("avx512f");
+    if (name_core)
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0); /* for OpenBLAS's constructor only: removed below */
     static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -53,18 +62,29 @@ static void load_blas(void)
             if (blas_set_threads)
                 blas_set_threads(1);
             blas_name = names[i];
-            return;
+            break;
         }
         blas_sgemm = NULL;
         blas_dgemm = NULL;
         dlclose(h);
     }
+    if (name_core)
+        unsetenv("OPENBLAS_CORETYPE");
 }
 
-const char *rlx_blas_name(void)
+/* Loads BLAS once per process (set: the settings of the session that asks
+ * first; NULL: as if OPENBLAS_CORETYPE were the user's, so nothing is
+ * named). */
+static void ensure_blas(const rlx_backend_settings *set)
 {
-    pthread_once(&blas_once, load_blas);
-    return blas_name;
+    if (atomic_load_explicit(&blas_loaded, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&blas_lock);
+    if (!atomic_load_explicit(&blas_loaded, memory_order_relaxed)) {
+        load_blas(!set || set->openblas_coretype_user);
+        atomic_store_explicit(&blas_loaded, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&blas_lock);
 }
 
 static char gemm_info[192];
@@ -84,9 +104,11 @@ static void fill_gemm_info(void)
              below ? " (set by OPENBLAS_CORETYPE; this processor runs the faster SkylakeX kernels)" : "");
 }
 
-const char *rlx_cpu_gemm_info(void)
+const char *rlx_cpu_gemm_describe(const rlx_backend_settings *set)
 {
-    pthread_once(&blas_once, load_blas);
+    if (set && set->no_blas)
+        return "builtin loops";
+    ensure_blas(set);
     pthread_once(&gemm_info_once, fill_gemm_info);
     return gemm_info;
 }
@@ -109,16 +131,19 @@ static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
 }
 
 /* One body for both precisions: large products are split into row (or
- * column) blocks, one single-threaded BLAS call per block; without BLAS, or
- * past its int sizes, a plain loop accumulating in double. */
+ * column) blocks, one single-threaded BLAS call per block; without BLAS
+ * (or with the settings' no_blas), or past its int sizes, a plain loop
+ * accumulating in double. */
 #define DEFINE_GEMM(NAME, T, BLAS)                                                                                    \
     void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B,         \
-              int64_t ldb, T beta, T *C, int64_t ldc, int threads)                                                    \
+              int64_t ldb, T beta, T *C, int64_t ldc, int threads, const rlx_backend_settings *set)                   \
     {                                                                                                                 \
-        pthread_once(&blas_once, load_blas);                                                                          \
+        bool use_blas = !(set && set->no_blas);                                                                       \
+        if (use_blas)                                                                                                 \
+            ensure_blas(set);                                                                                         \
         if (M == 0 || N == 0)                                                                                         \
             return;                                                                                                   \
-        if (BLAS && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&   \
+        if (use_blas && BLAS && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&   \
             K > 0) {                                                                                                  \
             int parts = gemm_parts(M, N, K, threads);                                                                 \
             bool by_rows = M >= N;                                                                                    \

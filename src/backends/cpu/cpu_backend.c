@@ -132,7 +132,7 @@ static void cpu_release(rlx_thunk *t)
     t->state = NULL;
 }
 
-/* RLX_PROFILE=1: time per op kind for each run, on stderr. */
+/* RLX_PROFILE=1 (the settings' profile): time per op kind for each run, on stderr. */
 static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     double per_op[CPU_TABLE_SIZE] = {0};
@@ -160,25 +160,18 @@ static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
  * fixed team waits in every parallel region for a worker the OS has not
  * scheduled (measured: encoder on 2 threads 750 ms vs 140 ms with dynamic
  * teams).  libgomp then sizes each team by the load average.  A user's
- * OMP_DYNAMIC wins.  The setting is per thread, so it is made on each run. */
-static void cpu_threads_by_load(void)
+ * OMP_DYNAMIC wins (the settings' omp_dynamic_user).  The setting is per
+ * thread, so it is made on each run. */
+static void cpu_threads_by_load(const rlx_backend_settings *set)
 {
-    static int dynamic = -1;
-    if (dynamic < 0)
-        dynamic = getenv("OMP_DYNAMIC") == NULL;
-    if (dynamic)
+    if (!(set && set->omp_dynamic_user))
         omp_set_dynamic(1);
 }
 
 static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
-    static int profile = -1;
-    cpu_threads_by_load();
-    if (profile < 0) {
-        const char *v = getenv("RLX_PROFILE");
-        profile = v && *v && strcmp(v, "0") != 0;
-    }
-    if (profile)
+    cpu_threads_by_load(ctx->settings);
+    if (ctx->settings && ctx->settings->profile)
         return cpu_run_profiled(s, ctx);
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];

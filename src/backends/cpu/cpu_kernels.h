@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "ir/op_math.h" /* the scalar math, shared with the CUDA kernels and the ONNX folder */
 
 typedef struct rlx_cpu_kernel {
     rlx_kernel_fn fn;
@@ -66,18 +67,6 @@ static inline int64_t rlx_load_i(const void *p, rlx_dtype t, int64_t i)
     }
 }
 
-/* Float to integer with saturation (no undefined behaviour on NaN or range). */
-static inline int64_t rlx_sat_i64(double v, double lo, double hi)
-{
-    if (v != v)
-        return 0;
-    if (v <= lo)
-        return (int64_t)lo;
-    if (v >= hi)
-        return (int64_t)hi;
-    return (int64_t)v;
-}
-
 static inline void rlx_store(void *p, rlx_dtype t, int64_t i, double v)
 {
     switch (t) {
@@ -103,62 +92,6 @@ static inline void rlx_store_i(void *p, rlx_dtype t, int64_t i, int64_t v)
     case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
     case RLX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     default: rlx_store(p, t, i, (double)v); break;
-    }
-}
-
-/* The elementwise math in double, shared by the elementwise kernels and the
- * fused elementwise chain.  fmod_mode only matters for mod (see rlx_mod). */
-static inline double rlx_unary_f64(rlx_op op, double x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabs(x);
-    case RLX_OP_EXP: return exp(x);
-    case RLX_OP_LOG: return log(x);
-    case RLX_OP_SQRT: return sqrt(x);
-    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
-    case RLX_OP_RECIPROCAL: return 1.0 / x;
-    case RLX_OP_TANH: return tanh(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_OP_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
-    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    case RLX_OP_ERF: return erf(x);
-    case RLX_OP_SIN: return sin(x);
-    case RLX_OP_COS: return cos(x);
-    case RLX_OP_FLOOR: return floor(x);
-    case RLX_OP_CEIL: return ceil(x);
-    case RLX_OP_ROUND: return nearbyint(x); /* default mode: half to even */
-    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
-    case RLX_OP_NOT: return x == 0;
-    default: return 0;
-    }
-}
-
-static inline double rlx_binary_f64(rlx_op op, double a, double b, int fmod_mode)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return pow(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
-    case RLX_OP_MOD: {
-        double r = fmod(a, b);
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    case RLX_OP_EQUAL: return a == b;
-    case RLX_OP_LESS: return a < b;
-    case RLX_OP_GREATER: return a > b;
-    case RLX_OP_AND: return (a != 0) && (b != 0);
-    case RLX_OP_OR: return (a != 0) || (b != 0);
-    case RLX_OP_XOR: return (a != 0) != (b != 0);
-    default: return 0;
     }
 }
 
@@ -250,24 +183,6 @@ static inline int64_t rlx_row_start(const rlx_row_walk *w, int k, int64_t row)
     return rlx_bcast_offset(row, &w->outer, w->st[k]);
 }
 
-/* Counter-based random numbers: the same (seed, stream, index) always gives
- * the same value, so results do not depend on threading or device. */
-static inline uint64_t rlx_mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static inline double rlx_uniform01(uint64_t seed, uint64_t stream, uint64_t index)
-{
-    uint64_t h = rlx_mix64(seed ^ rlx_mix64(stream ^ rlx_mix64(index + 0x9e3779b97f4a7c15ULL)));
-    return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0); /* (0, 1) */
-}
-
 /* Stream id of a node within one run: distinct per node and per run. */
 static inline uint64_t rlx_random_stream(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
@@ -286,12 +201,14 @@ static inline int rlx_cpu_threads(const rlx_run_ctx *ctx, int64_t work)
 }
 
 /* f32 GEMM through BLAS (OpenBLAS, loaded at first use with its core type
- * set for this processor), falling back to a plain loop if absent.
- * Row-major C[M,N] = alpha * op(A) op(B) + beta * C. */
+ * set for this processor), falling back to a plain loop if absent or when
+ * the session's settings say no_blas (set: the run context's settings,
+ * NULL for the defaults).  Row-major C[M,N] = alpha * op(A) op(B) + beta * C. */
 void rlx_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads);
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set);
 void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
-               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads);
-const char *rlx_blas_name(void);
+               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set);
 
 #endif

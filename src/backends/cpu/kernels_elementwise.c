@@ -22,27 +22,15 @@ void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n)
     case RLX_OP_LOG: for (int64_t i = 0; i < n; i++) y[i] = logf(x[i]); break;
     case RLX_OP_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
     case RLX_OP_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
-    case RLX_OP_RELU: for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : (x[i] != x[i] ? x[i] : 0.0f); break;
+    case RLX_OP_RELU: for (int64_t i = 0; i < n; i++) y[i] = rlx_relu_f(x[i]); break;
     case RLX_OP_GELU: /* through erfc: accurate where GELU is tiny; vectorised with libmvec */
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * erfcf(x[i] * -0.70710678118654752440f);
+            y[i] = rlx_gelu_erf_f(x[i]);
         break;
     case RLX_OP_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
     case RLX_OP_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
     default: for (int64_t i = 0; i < n; i++) y[i] = (float)rlx_unary_f64(op, x[i]); break;
-    }
-}
-
-static int64_t unary_i(rlx_op op, int64_t x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case RLX_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case RLX_OP_SIGN: return (x > 0) - (x < 0);
-    case RLX_OP_RELU: return x > 0 ? x : 0;
-    case RLX_OP_NOT: return x == 0;
-    default: return 0;
     }
 }
 
@@ -68,57 +56,9 @@ static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     } else {
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count))
         for (int64_t i = 0; i < count; i++)
-            rlx_store_i(y, dt, i, unary_i(n->op, rlx_load_i(x, dt, i)));
+            rlx_store_i(y, dt, i, rlx_unary_i64(n->op, rlx_load_i(x, dt, i)));
     }
     return RLX_OK;
-}
-
-static int64_t ipow(int64_t base, int64_t e)
-{
-    if (e < 0)
-        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
-    uint64_t r = 1, b = (uint64_t)base;
-    while (e) {
-        if (e & 1)
-            r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int64_t)r;
-}
-
-/* Integer binary op; returns false on division by zero. */
-static bool binary_i(rlx_op op, int64_t a, int64_t b, int fmod_mode, int64_t *out)
-{
-    switch (op) {
-    case RLX_OP_ADD: *out = (int64_t)((uint64_t)a + (uint64_t)b); return true;
-    case RLX_OP_SUB: *out = (int64_t)((uint64_t)a - (uint64_t)b); return true;
-    case RLX_OP_MUL: *out = (int64_t)((uint64_t)a * (uint64_t)b); return true;
-    case RLX_OP_DIV:
-        if (b == 0)
-            return false;
-        *out = (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
-        return true;
-    case RLX_OP_POW: *out = ipow(a, b); return true;
-    case RLX_OP_MAX: *out = a > b ? a : b; return true;
-    case RLX_OP_MIN: *out = a < b ? a : b; return true;
-    case RLX_OP_MOD: {
-        if (b == 0)
-            return false;
-        int64_t r = (a == INT64_MIN && b == -1) ? 0 : a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        *out = r;
-        return true;
-    }
-    case RLX_OP_EQUAL: *out = a == b; return true;
-    case RLX_OP_LESS: *out = a < b; return true;
-    case RLX_OP_GREATER: *out = a > b; return true;
-    case RLX_OP_AND: *out = a && b; return true;
-    case RLX_OP_OR: *out = a || b; return true;
-    case RLX_OP_XOR: *out = (a != 0) != (b != 0); return true;
-    default: *out = 0; return true;
-    }
 }
 
 void rlx_row_walk_init(rlx_row_walk *w, const rlx_shape *out_shape, int n_ops, const rlx_shape *const *ins, bool cut)
@@ -203,11 +143,9 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
         for (int64_t c = 0; c < w.cols; c++) {
             int64_t v;
-            if (!binary_i(n->op, rlx_load_i(a, it, oa + c * w.inner[0]), rlx_load_i(b, it, ob + c * w.inner[1]), fm,
-                          &v)) {
+            if (!rlx_binary_i64(n->op, rlx_load_i(a, it, oa + c * w.inner[0]), rlx_load_i(b, it, ob + c * w.inner[1]),
+                                fm, &v))
                 bad = 1;
-                v = 0;
-            }
             rlx_store_i(y, ot, r * w.cols + c, v);
         }
     }
@@ -263,21 +201,6 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-/* A bound that clipped an integer value (ceil of lo or floor of hi, whole
- * but maybe beyond the dtype or infinite), saturated to dt's range: no
- * out-of-range conversion, whatever the model's bounds. */
-static int64_t clip_bound_i(double c, rlx_dtype dt)
-{
-    int64_t lo = INT64_MIN, hi = INT64_MAX;
-    if (dt == RLX_I32)
-        lo = INT32_MIN, hi = INT32_MAX;
-    else if (dt == RLX_I8)
-        lo = INT8_MIN, hi = INT8_MAX;
-    else if (dt == RLX_U8)
-        lo = 0, hi = UINT8_MAX;
-    return c <= (double)lo ? lo : c >= (double)hi ? hi : (int64_t)c;
-}
-
 static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -296,9 +219,9 @@ static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
         } else {
             int64_t v = rlx_load_i(t->in[0], dt, i);
             if ((double)v < lo)
-                v = clip_bound_i(ceil(lo), dt);
+                v = rlx_clip_bound_i(ceil(lo), dt);
             if ((double)v > hi)
-                v = clip_bound_i(floor(hi), dt);
+                v = rlx_clip_bound_i(floor(hi), dt);
             rlx_store_i(t->out, dt, i, v);
         }
     }

@@ -58,21 +58,10 @@ static inline double round_to_dtype(rlx_dtype t, double v)
     }
 }
 
-static inline double act_f(int act, double x)
-{
-    switch (act) {
-    case RLX_ACT_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_ACT_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
-    case RLX_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case RLX_ACT_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    default: return x;
-    }
-}
-
 /* c[j] = act(c[j] + bias[j]) over n f32 values (bias NULL: none), in f32
  * with vectorised math: GELU as 0.5 x erfc(-x / sqrt 2), which keeps its
  * relative accuracy where GELU is tiny (x < 0); the tanh GELU through
- * tanhf; SiLU with RLX_EXPF_VEC.  act_f's double math costs about 20 ns
+ * tanhf; SiLU with RLX_EXPF_VEC.  rlx_act_f64's double math costs about 20 ns
  * per element, more than the GEMM before it on the encoder's FFN. */
 RLX_VEC_BEGIN
 RLX_CLONES static void act_f32(int act, float *restrict c, const float *restrict bias, int64_t n)
@@ -86,19 +75,17 @@ RLX_CLONES static void act_f32(int act, float *restrict c, const float *restrict
     case RLX_ACT_RELU:
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            c[j] = c[j] > 0 ? c[j] : (c[j] != c[j] ? c[j] : 0.0f);
+            c[j] = rlx_relu_f(c[j]);
         break;
     case RLX_ACT_GELU:
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
-            c[j] = 0.5f * c[j] * erfcf(c[j] * -0.70710678118654752440f);
+            c[j] = rlx_gelu_erf_f(c[j]);
         break;
     case RLX_ACT_GELU_TANH:
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++) {
-            float x = c[j];
-            c[j] = 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-        }
+        for (int64_t j = 0; j < n; j++)
+            c[j] = rlx_gelu_tanh_f(c[j]);
         break;
     case RLX_ACT_SILU:
 #pragma omp simd
@@ -149,7 +136,7 @@ static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 /* C (f32, dense, the matmul's output shape) = op(A) op(B) for A, B of any
  * rank >= 2 with broadcast batch dims, both already f32. */
 static void gemm_batched(const float *A, const rlx_shape *as, const float *B, const rlx_shape *bs, int ta, int tb,
-                         float *C, const rlx_shape *cs, int threads)
+                         float *C, const rlx_shape *cs, int threads, const rlx_backend_settings *set)
 {
     int ra = as->ndim, rb = bs->ndim, rc = cs->ndim;
     int64_t M = cs->dims[rc - 2], N = cs->dims[rc - 1];
@@ -165,7 +152,7 @@ static void gemm_batched(const float *A, const rlx_shape *as, const float *B, co
         return;
     /* b shared by every batch and a contiguous rows: one GEMM */
     if (rb == 2 && !ta && rlx_shape_numel(&ab) == nb) {
-        rlx_sgemm(0, tb, nb * M, N, K, 1.0f, A, a_cols, B, b_cols, 0.0f, C, N, threads);
+        rlx_sgemm(0, tb, nb * M, N, K, 1.0f, A, a_cols, B, b_cols, 0.0f, C, N, threads, set);
         return;
     }
     int64_t ast[RLX_MAX_DIMS], bst[RLX_MAX_DIMS];
@@ -174,7 +161,7 @@ static void gemm_batched(const float *A, const rlx_shape *as, const float *B, co
     for (int64_t i = 0; i < nb; i++) {
         int64_t oa = rlx_bcast_offset(i, &batch, ast) * a_rows * a_cols;
         int64_t ob = rlx_bcast_offset(i, &batch, bst) * b_rows * b_cols;
-        rlx_sgemm(ta, tb, M, N, K, 1.0f, A + oa, a_cols, B + ob, b_cols, 0.0f, C + i * M * N, N, threads);
+        rlx_sgemm(ta, tb, M, N, K, 1.0f, A + oa, a_cols, B + ob, b_cols, 0.0f, C + i * M * N, N, threads, set);
     }
 }
 
@@ -197,7 +184,7 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t total = rlx_shape_numel(&n->shape);
     float *C = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)total * sizeof(float));
     gemm_batched(A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a,
-                 n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads);
+                 n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads, ctx->settings);
     int64_t N = n->shape.dims[n->shape.ndim - 1];
     int64_t rows = N ? total / N : 0;
     const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
@@ -215,10 +202,10 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 continue;
             }
             for (int64_t j = 0; j < N; j++)
-                c[j] = (float)act_f(act, (double)c[j] + rlx_load(bias, bt, j));
+                c[j] = (float)rlx_act_f64(act, (double)c[j] + rlx_load(bias, bt, j));
         } else {
             for (int64_t j = 0; j < N; j++)
-                rlx_store(t->out, n->dtype, r * N + j, act_f(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
+                rlx_store(t->out, n->dtype, r * N + j, rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
         }
     }
     return RLX_OK;
@@ -319,11 +306,11 @@ static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const float *X = as_f32(t, 0, &b), *Wg = as_f32(t, 1, &b), *Wu = as_f32(t, 2, &b);
     int64_t total = rlx_shape_numel(&n->shape);
     float *G = take(&b, (size_t)total * sizeof(float)), *U = take(&b, (size_t)total * sizeof(float));
-    gemm_batched(X, &t->in_node[0]->shape, Wg, &t->in_node[1]->shape, 0, 0, G, &n->shape, ctx->threads);
-    gemm_batched(X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads);
+    gemm_batched(X, &t->in_node[0]->shape, Wg, &t->in_node[1]->shape, 0, 0, G, &n->shape, ctx->threads, ctx->settings);
+    gemm_batched(X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads, ctx->settings);
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
     for (int64_t i = 0; i < total; i++) {
-        double v = act_f(RLX_ACT_SILU, G[i]) * U[i];
+        double v = rlx_act_f64(RLX_ACT_SILU, G[i]) * U[i];
         if (n->dtype == RLX_F32)
             ((float *)t->out)[i] = (float)v;
         else
@@ -463,9 +450,9 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     char *blocks = take(&b, 0);
     size_t blk = ab_block_bytes(&d);
 
-    rlx_sgemm(0, 0, d.rows, d.H * D, d.hid, 1.0f, X, d.hid, Wq, d.H * D, 0.0f, Q, d.H * D, th);
-    rlx_sgemm(0, 0, d.rows, d.Hk * D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * D, 0.0f, K, d.Hk * D, th);
-    rlx_sgemm(0, 0, d.rows, d.Hk * Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * Dv, 0.0f, V, d.Hk * Dv, th);
+    rlx_sgemm(0, 0, d.rows, d.H * D, d.hid, 1.0f, X, d.hid, Wq, d.H * D, 0.0f, Q, d.H * D, th, ctx->settings);
+    rlx_sgemm(0, 0, d.rows, d.Hk * D, d.hid, 1.0f, X, d.hid, Wk, d.Hk * D, 0.0f, K, d.Hk * D, th, ctx->settings);
+    rlx_sgemm(0, 0, d.rows, d.Hk * Dv, d.hid, 1.0f, X, d.hid, Wv, d.Hk * Dv, 0.0f, V, d.Hk * Dv, th, ctx->settings);
     int ib[8];
     for (int i = 1; i <= 7; i++)
         ib[i] = rlx_attn_block_input(n, i);
@@ -529,7 +516,7 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 o[e] = (float)(acc[e] * inv);
         }
     }
-    rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th);
+    rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th, ctx->settings);
     add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);
     if (n->dtype != RLX_F32)
         rlx_cpu_from_f32(t->out, n->dtype, Y, d.rows * d.out);
@@ -764,7 +751,7 @@ static rlx_status k_conv_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
     for (int64_t i = 0; i < total; i++)
-        rlx_store(t->out, dt, i, act_f(act, rlx_load(t->out, dt, i)));
+        rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i)));
     return RLX_OK;
 }
 

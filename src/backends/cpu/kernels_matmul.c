@@ -106,16 +106,16 @@ static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
                        (float *)t->out + i * mat_c, ctx->threads);
         } else if (dt == RLX_F32) {
             rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, (const float *)t->in[0] + oa, d.a_cols, (const float *)t->in[1] + ob,
-                      d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads);
+                      d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads, ctx->settings);
         } else if (dt == RLX_F64) {
             rlx_dgemm(ta, tb, d.M, d.N, d.K, 1.0, (const double *)t->in[0] + oa, d.a_cols,
-                      (const double *)t->in[1] + ob, d.b_cols, 0.0, (double *)t->out + i * mat_c, d.N, ctx->threads);
+                      (const double *)t->in[1] + ob, d.b_cols, 0.0, (double *)t->out + i * mat_c, d.N, ctx->threads, ctx->settings);
         } else {
             float *fa = t->scratch, *fb = fa + mat_a, *fc = fb + mat_b;
             size_t es = rlx_dtype_size(dt);
             rlx_cpu_to_f32(fa, (const char *)t->in[0] + oa * es, dt, mat_a);
             rlx_cpu_to_f32(fb, (const char *)t->in[1] + ob * es, dt, mat_b);
-            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, fa, d.a_cols, fb, d.b_cols, 0.0f, fc, d.N, ctx->threads);
+            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, fa, d.a_cols, fb, d.b_cols, 0.0f, fc, d.N, ctx->threads, ctx->settings);
             rlx_cpu_from_f32((char *)t->out + i * mat_c * es, dt, fc, mat_c);
         }
     }

@@ -555,7 +555,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     B = col;
                 }
                 rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, bias ? 1.0 : 0.0,
-                          y + (n * O + g * Og) * OHW, OHW, threads);
+                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
             }
         return RLX_OK;
     }
@@ -573,7 +573,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     B = col;
                 }
                 rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, bias ? 1.0f : 0.0f,
-                          y + (n * O + g * Og) * OHW, OHW, threads);
+                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
             }
         return RLX_OK;
     }
@@ -590,7 +590,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 im2col_f16(col, xg, Cg, &win, im_threads);
             else
                 im2col_bf16(col, xg, Cg, &win, im_threads);
-            rlx_sgemm(0, 0, Og, OHW, K, 1.0f, wf + g * Og * K, K, col, OHW, 0.0f, tmp, OHW, threads);
+            rlx_sgemm(0, 0, Og, OHW, K, 1.0f, wf + g * Og * K, K, col, OHW, 0.0f, tmp, OHW, threads, ctx->settings);
             for (int64_t o = 0; o < Og; o++) {
                 double bv = bias ? rlx_load(bias, dt, g * Og + o) : 0.0;
                 int64_t ybase = (n * O + g * Og + o) * OHW;

@@ -25,6 +25,15 @@ extern "C" {
 
 cudaStream_t rlx_cu_stream;
 bool rlx_cu_pdl;
+static bool pdl_hw; /* the device can launch dependent grids (sm_90+) */
+
+static rlx_backend_settings default_settings(void)
+{
+    rlx_backend_settings s;
+    rlx_backend_settings_init(&s);
+    return s;
+}
+rlx_backend_settings rlx_cu_cfg = default_settings();
 
 static cu_kernel table[CU_TABLE_SIZE];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -65,7 +74,8 @@ static void init_device(void)
     }
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    rlx_cu_pdl = major >= 9 && !cu_env_on("RLX_CUDA_NO_PDL");
+    pdl_hw = major >= 9;
+    rlx_cu_pdl = pdl_hw && !rlx_cu_cfg.cuda_no_pdl;
     size_t free_b = 0;
     cudaMemGetInfo(&free_b, &device_total_mem);
     rlx_cuda_register_elementwise(table);
@@ -533,7 +543,7 @@ static rlx_status launch_one(const rlx_thunk *t, const rlx_run_ctx *ctx, bool pa
  * launch gaps.  The repeats rerun in-place kernels: a profiled run's
  * outputs are not meaningful. */
 #define PROF_REPS 10
-static int profiling = -1;
+static bool profiled; /* some run was profiled (RLX_CUDA_PROFILE): report at release */
 static double prof_ms[CU_TABLE_SIZE];
 static long prof_n[CU_TABLE_SIZE];
 static double *prof_thunk_ms; /* per thunk of prof_sched */
@@ -553,6 +563,7 @@ static bool launch_thunk(void *arg)
 
 static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    profiled = true;
     if (prof_sched != s) {
         free(prof_thunk_ms);
         prof_thunk_ms = (double *)rlx_calloc((size_t)s->n_thunks + 1, sizeof(double));
@@ -652,11 +663,7 @@ static rlx_status launch_some(rlx_schedule *s, const rlx_run_ctx *ctx, const uns
 
 static rlx_status launch_all(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
-    if (profiling < 0) {
-        const char *p = getenv("RLX_CUDA_PROFILE");
-        profiling = p && *p && strcmp(p, "0") != 0;
-    }
-    if (profiling && !s->backend_state) {
+    if (ctx->settings && ctx->settings->cuda_profile && !s->backend_state) {
         cudaStreamCaptureStatus cs;
         if (cudaStreamIsCapturing(rlx_cu_stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone)
             return launch_profiled(s, ctx);
@@ -732,14 +739,13 @@ static bool cache_room(const rlx_schedule *s, int i)
 /* Picks the prologue, moves its outputs into their keep regions in the
  * arena and points their consumers there (re-preparing them); then moves
  * into it the pack hooks that read nothing else. */
-static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
+static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs, const rlx_backend_settings *set)
 {
     int n = s->n_thunks;
     gs->skip = (unsigned char *)rlx_calloc((size_t)n + 1, 1);
     if (!gs->skip)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
-    const char *off = getenv("RLX_CUDA_NO_PROLOGUE");
-    if ((off && *off && strcmp(off, "0") != 0) || !s->graph)
+    if (set->cuda_no_prologue || !s->graph)
         return RLX_OK;
     size_t total = 0;
     int n_leaf_reads = 0;
@@ -795,8 +801,7 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs)
         st = cuda_prepare(s->graph, &s->thunks[j]);
     }
     free(redo);
-    const char *vb = getenv("RLX_VERBOSE");
-    if (vb && *vb && strcmp(vb, "0") != 0)
+    if (set->verbose)
         fprintf(stderr,
                 "[rlx cuda] prologue: %d param-only nodes and %d weight packs run once per param upload (%zu B "
                 "kept in the arena)\n",
@@ -897,15 +902,15 @@ static void report_graph(cudaGraph_t g, bool each)
 
 static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
-    const char *off = getenv("RLX_DISABLE_CUDA_GRAPH");
-    if ((off && *off && strcmp(off, "0") != 0) || s->n_thunks == 0)
+    const rlx_backend_settings *set = ctx && ctx->settings ? ctx->settings : &rlx_cu_cfg;
+    if (set->no_preencode || s->n_thunks == 0)
         return RLX_OK;
     cu_graph_state *gs = (cu_graph_state *)rlx_calloc(1, sizeof *gs);
     if (!gs)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     gs->random = has_random(s);
     pthread_mutex_lock(&lock);
-    rlx_status st = build_prologue(s, gs);
+    rlx_status st = build_prologue(s, gs, set);
     cudaError_t e = cudaSuccess;
     if (st == RLX_OK && (e = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess) {
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: stream capture failed to begin: %s", cudaGetErrorString(e));
@@ -914,9 +919,8 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
         e = cudaStreamEndCapture(rlx_cu_stream, &gs->graph);
         if (st == RLX_OK && e != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph capture failed: %s", cudaGetErrorString(e));
-        const char *vb = getenv("RLX_VERBOSE");
-        if (st == RLX_OK && cu_env_on("RLX_VERBOSE"))
-            report_graph(gs->graph, atoi(vb) >= 2);
+        if (st == RLX_OK && set->verbose)
+            report_graph(gs->graph, set->verbose >= 2);
         if (st == RLX_OK && (e = cudaGraphInstantiate(&gs->exec, gs->graph, 0)) != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: graph instantiation failed: %s", cudaGetErrorString(e));
     }
@@ -933,7 +937,7 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
 
 static void cuda_release_schedule(rlx_schedule *s)
 {
-    if (profiling > 0)
+    if (profiled)
         profile_report(s);
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     if (!gs)
@@ -944,20 +948,32 @@ static void cuda_release_schedule(rlx_schedule *s)
     s->backend_state = NULL;
 }
 
-/* RLX_CUDA_PROFILE_RUN=k: run k of every session is bracketed by
- * cudaProfilerStart/Stop, for an external profiler started with its
- * capture off (ncu --profile-from-start off). */
-static long profile_run = -2;
+/* RLX_CUDA_PROFILE_RUN=k (the settings' cuda_profile_run): run k of every
+ * session is bracketed by cudaProfilerStart/Stop, for an external profiler
+ * started with its capture off (ncu --profile-from-start off). */
+
+/* The session's settings for the compile that begins: kept for the claim
+ * and prepare (rlx_cu_cfg). */
+static void cuda_configure(const rlx_backend_settings *set)
+{
+    pthread_mutex_lock(&lock);
+    rlx_cu_cfg = *set;
+    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl;
+    pthread_mutex_unlock(&lock);
+}
 
 static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     pthread_mutex_lock(&lock);
     rlx_status st = RLX_OK;
-    if (profile_run == -2) {
-        const char *p = getenv("RLX_CUDA_PROFILE_RUN");
-        profile_run = p && *p ? strtol(p, NULL, 10) : -1;
-    }
-    bool bracket = profile_run >= 0 && (long)ctx->run_index == profile_run;
+    /* this session's settings for the kernels it launches: what a launch
+     * reads (the attention's split and warps, which also sized its scratch
+     * at compile, PDL) must be what its compile read, whichever session
+     * was compiled last */
+    const rlx_backend_settings *set = ctx->settings ? ctx->settings : &rlx_cu_cfg;
+    rlx_cu_cfg = *set;
+    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl;
+    bool bracket = set->cuda_profile_run >= 0 && (long)ctx->run_index == set->cuda_profile_run;
     if (bracket)
         cudaProfilerStart();
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
@@ -1021,6 +1037,7 @@ static const rlx_backend cuda_backend = {
     /* .run */ cuda_run,
     /* .keep_bytes */ cuda_keep_bytes,
     /* .copy_device */ cuda_copy_device,
+    /* .configure */ cuda_configure,
 };
 
 extern "C" const rlx_backend *rlx_cuda_backend(void) { return &cuda_backend; }

@@ -21,6 +21,7 @@ extern "C" {
 #include "backends/backend.h"
 #include "core/error.h" /* host allocations through rlx_malloc/rlx_calloc, as the rest of the library */
 }
+#include "ir/op_math.h" /* the elementwise math (host and device), shared with the CPU backend */
 
 #define CU_MAX_DIMS RLX_MAX_DIMS
 
@@ -111,12 +112,13 @@ bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and ev
 
 static inline size_t cu_round256(size_t b) { return (b + 255) / 256 * 256; }
 
-/* An environment switch: set, not empty and not "0". */
-static inline bool cu_env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
+/* The backend settings (backend.h; read by the runtime in env.c, never
+ * from the environment here) of the compile or run in progress: set by the
+ * backend's configure at the start of each compile and by each run (to its
+ * session's), read by the claim, prepare and the launches.  The device
+ * lock does not cover compiles: CUDA sessions compiled concurrently with
+ * different settings would see each other's. */
+extern rlx_backend_settings rlx_cu_cfg;
 
 /* The largest power of two (<= 16) dividing an address. */
 static inline int64_t cu_ptr_align(const void *p)
@@ -210,17 +212,6 @@ template <> __device__ __forceinline__ float cu_fromf<float>(float v) { return v
 template <> __device__ __forceinline__ __half cu_fromf<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 cu_fromf<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-__device__ __forceinline__ int64_t cu_sat(double v, double lo, double hi)
-{
-    if (v != v)
-        return 0;
-    if (v <= lo)
-        return (int64_t)lo;
-    if (v >= hi)
-        return (int64_t)hi;
-    return (int64_t)v;
-}
-
 /* Any dtype, as double (like the CPU's rlx_load). */
 __device__ __forceinline__ double cu_ld(const void *p, int t, int64_t i)
 {
@@ -257,10 +248,10 @@ __device__ __forceinline__ void cu_st(void *p, int t, int64_t i, double v)
     case RLX_F16: ((__half *)p)[i] = __float2half_rn((float)v); break;
     case RLX_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
     case RLX_F64: ((double *)p)[i] = v; break;
-    case RLX_I64: ((long long *)p)[i] = cu_sat(v, -9223372036854775808.0, 9223372036854774784.0); break;
-    case RLX_I32: ((int *)p)[i] = (int)cu_sat(v, -2147483648.0, 2147483647.0); break;
-    case RLX_I8: ((signed char *)p)[i] = (signed char)cu_sat(v, -128, 127); break;
-    case RLX_U8: ((unsigned char *)p)[i] = (unsigned char)cu_sat(v, 0, 255); break;
+    case RLX_I64: ((long long *)p)[i] = rlx_sat_i64(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case RLX_I32: ((int *)p)[i] = (int)rlx_sat_i64(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I8: ((signed char *)p)[i] = (signed char)rlx_sat_i64(v, -128, 127); break;
+    case RLX_U8: ((unsigned char *)p)[i] = (unsigned char)rlx_sat_i64(v, 0, 255); break;
     case RLX_BOOL: ((unsigned char *)p)[i] = v != 0; break;
     default: break;
     }
@@ -306,65 +297,10 @@ __device__ __forceinline__ void cu_walk_offsets(const cu_walk &w, int64_t flat, 
     }
 }
 
-/* The float math of the elementwise ops, computed in f32 for f32, f16 and
- * bf16 alike: one definition for the single-op kernels and the fused
- * chains.  fm: MOD's fmod flag (C's sign rule instead of Python's). */
-__device__ __forceinline__ float cu_unary_f(int op, float x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabsf(x);
-    case RLX_OP_EXP: return expf(x);
-    case RLX_OP_LOG: return logf(x);
-    case RLX_OP_SQRT: return sqrtf(x);
-    case RLX_OP_RSQRT: return 1.0f / sqrtf(x);
-    case RLX_OP_RECIPROCAL: return 1.0f / x;
-    case RLX_OP_TANH: return tanhf(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
-    /* through erfc: 1 + erf(x / sqrt 2) loses every digit where GELU is tiny */
-    case RLX_OP_GELU: return 0.5f * x * erfcf(x * -0.70710678118654752440f);
-    case RLX_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x));
-    case RLX_OP_ERF: return erff(x);
-    case RLX_OP_SIN: return sinf(x);
-    case RLX_OP_COS: return cosf(x);
-    case RLX_OP_FLOOR: return floorf(x);
-    case RLX_OP_CEIL: return ceilf(x);
-    case RLX_OP_ROUND: return rintf(x);
-    case RLX_OP_SIGN: return x > 0 ? 1.0f : (x < 0 ? -1.0f : x);
-    default: return __int_as_float(0x7fc00000);
-    }
-}
-
-__device__ __forceinline__ float cu_binary_f(int op, float a, float b, int fm)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return powf(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? __int_as_float(0x7fc00000) : (a < b ? a : b);
-    case RLX_OP_MOD: {
-        float r = fmodf(a, b);
-        if (!fm && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    default: return __int_as_float(0x7fc00000);
-    }
-}
-
-/* The ops cu_unary_f and cu_binary_f compute, as X-macro lists. */
-#define CU_FLOAT_UNARY_OPS(X)                                                                                    \
-    X(RLX_OP_NEG) X(RLX_OP_ABS) X(RLX_OP_EXP) X(RLX_OP_LOG) X(RLX_OP_SQRT) X(RLX_OP_RSQRT) X(RLX_OP_RECIPROCAL) \
-    X(RLX_OP_TANH) X(RLX_OP_SIGMOID) X(RLX_OP_RELU) X(RLX_OP_GELU) X(RLX_OP_GELU_TANH) X(RLX_OP_SILU)          \
-    X(RLX_OP_ERF) X(RLX_OP_SIN) X(RLX_OP_COS) X(RLX_OP_FLOOR) X(RLX_OP_CEIL) X(RLX_OP_ROUND) X(RLX_OP_SIGN)
-#define CU_FLOAT_BINARY_OPS(X)                                                                          \
-    X(RLX_OP_ADD) X(RLX_OP_SUB) X(RLX_OP_MUL) X(RLX_OP_DIV) X(RLX_OP_POW) X(RLX_OP_MAX) X(RLX_OP_MIN) \
-    X(RLX_OP_MOD)
+/* The float math of the elementwise ops (rlx_unary_f32, rlx_binary_f32 in
+ * ir/op_math.h) is computed in f32 for f32, f16 and bf16 alike: one
+ * definition for the single-op kernels and the fused chains.  The helpers
+ * below dispatch it once for a vector of values. */
 
 /* y[e] = op(x[e]) for V values, dispatched once on op for all V (y may be
  * x).  A switch per element, unrolled over a vector, puts V copies of the
@@ -376,13 +312,13 @@ template <int V> __device__ __forceinline__ void cu_unary_fv(int op, const float
     switch (op) {
 #define CU_UNARY_CASE(o)                  \
     case o:                               \
-        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = cu_unary_f(o, x[e]); \
+        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_unary_f32(o, x[e]); \
         return;
-        CU_FLOAT_UNARY_OPS(CU_UNARY_CASE)
+        RLX_FLOAT_UNARY_OPS(CU_UNARY_CASE)
 #undef CU_UNARY_CASE
     default:
         for (int e = 0; e < V; e++)
-            y[e] = __int_as_float(0x7fc00000);
+            y[e] = rlx_nan_f();
     }
 }
 
@@ -392,13 +328,13 @@ template <int V> __device__ __forceinline__ void cu_binary_fv(int op, const floa
     switch (op) {
 #define CU_BINARY_CASE(o)                 \
     case o:                               \
-        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = cu_binary_f(o, a[e], b[e], fm); \
+        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_binary_f32(o, a[e], b[e], fm); \
         return;
-        CU_FLOAT_BINARY_OPS(CU_BINARY_CASE)
+        RLX_FLOAT_BINARY_OPS(CU_BINARY_CASE)
 #undef CU_BINARY_CASE
     default:
         for (int e = 0; e < V; e++)
-            y[e] = __int_as_float(0x7fc00000);
+            y[e] = rlx_nan_f();
     }
 }
 
@@ -427,36 +363,6 @@ __device__ __forceinline__ void cu_rope_rotate(int64_t i, int64_t D, int64_t pos
     double sn, c;
     sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
     cu_rope_apply(c, sn, x1, x2);
-}
-
-/* The activations fused ops carry (RLX_ACT_*), on the same math. */
-__device__ __forceinline__ float cu_act_f(int act, float x)
-{
-    switch (act) {
-    case RLX_ACT_RELU: return cu_unary_f(RLX_OP_RELU, x);
-    case RLX_ACT_GELU: return cu_unary_f(RLX_OP_GELU, x);
-    case RLX_ACT_GELU_TANH: return cu_unary_f(RLX_OP_GELU_TANH, x);
-    case RLX_ACT_SILU: return cu_unary_f(RLX_OP_SILU, x);
-    default: return x;
-    }
-}
-
-/* Counter-based random numbers, the same function as the CPU backend's. */
-__device__ __forceinline__ unsigned long long cu_mix64(unsigned long long x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-__device__ __forceinline__ double cu_uniform01(unsigned long long seed, unsigned long long stream,
-                                               unsigned long long index)
-{
-    unsigned long long h = cu_mix64(seed ^ cu_mix64(stream ^ cu_mix64(index + 0x9e3779b97f4a7c15ULL)));
-    return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 /* Warp reductions. */

@@ -17,8 +17,7 @@ static pthread_once_t dnn_once = PTHREAD_ONCE_INIT;
 
 static void dnn_load(void)
 {
-    const char *off = getenv("RLX_CUDA_NO_CUDNN");
-    if (off && *off && strcmp(off, "0") != 0)
+    if (rlx_cu_cfg.cuda_no_cudnn) /* loaded once per process: the first compile that asks decides */
         return;
     void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
     if (!lib)

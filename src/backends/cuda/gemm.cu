@@ -187,8 +187,7 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
     g->dt = dt, g->trans_a = trans_a, g->trans_b = trans_b;
     g->M = M, g->N = N, g->K = K, g->lda = lda, g->ldb = ldb, g->ldc = ldc, g->batch = batch, g->epi = epi;
     cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
-    const char *tf32 = getenv("RLX_CUDA_TF32");
-    if (dt == RLX_F32 && tf32 && *tf32 && strcmp(tf32, "0") != 0)
+    if (dt == RLX_F32 && rlx_cu_cfg.cuda_tf32)
         ct = CUBLAS_COMPUTE_32F_FAST_TF32;
     /* strided batches move every pointer: their byte strides bound the alignment too */
     size_t es = rlx_dtype_size(dt);
@@ -293,15 +292,9 @@ static void split_operands(const cu_gemm *g, const void *A, const void *B, void 
         launch_split3((const float *)B, g->K, g->N, g->ldb, *b3, 0, 4);
 }
 
-static int f32_gemm_mode(void)
-{
-    const char *m = getenv("RLX_CUDA_F32_GEMM");
-    if (m && !strcmp(m, "sgemm"))
-        return 0;
-    if (m && !strcmp(m, "split"))
-        return 2;
-    return 1; /* both planned, the tuner picks */
-}
+/* RLX_CUDA_F32_GEMM: 0 sgemm only, 2 split only, 1 both planned and the
+ * tuner picks (the default). */
+static int f32_gemm_mode(void) { return rlx_cu_cfg.cuda_f32_gemm; }
 
 void rlx_cu_gemm_plan_split(cu_gemm *g, size_t ws_bytes)
 {
@@ -396,8 +389,7 @@ static float tune_plan(const cu_gemm *g, int split, const void *A, const void *B
 
 void rlx_cu_gemm_tune(cu_gemm *g, const void *A, const void *B, void *C, const void *bias, void *ws)
 {
-    const char *env = getenv("RLX_CUDA_AUTOTUNE");
-    if ((env && !strcmp(env, "0")) || !ws)
+    if (!rlx_cu_cfg.cuda_autotune || !ws)
         return;
     cudaStreamCaptureStatus cs;
     if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
@@ -450,7 +442,7 @@ template <typename T> __global__ void act_inplace(T *y, int64_t n, int act)
 {
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(cu_act_f(act, cu_tof<T>(y[i])));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, cu_tof<T>(y[i])));
 }
 
 /* The same on 16-byte vectors (n a multiple of 16 / sizeof(T), y aligned):
@@ -468,7 +460,7 @@ template <typename T, int ACT> __global__ void act_inplace_vec(T *y, int64_t nve
         b.u = ((const uint4 *)y)[i];
 #pragma unroll
         for (int e = 0; e < V; e++)
-            b.t[e] = cu_fromf<T>(cu_act_f(ACT, cu_tof<T>(b.t[e])));
+            b.t[e] = cu_fromf<T>(rlx_act_f32(ACT, cu_tof<T>(b.t[e])));
         ((uint4 *)y)[i] = b.u;
     }
 }

@@ -133,7 +133,7 @@ __device__ __forceinline__ float *wg_smem_ptr(uint32_t base)
  * calls this (the barriers count them). */
 /* One activation, fixed at compile time (0: none). */
 template <int ACT> struct wg_act {
-    __device__ __forceinline__ float operator()(float x) const { return ACT ? cu_act_f(ACT, x) : x; }
+    __device__ __forceinline__ float operator()(float x) const { return ACT ? rlx_act_f32(ACT, x) : x; }
 };
 
 template <typename T, int BN, typename F>
@@ -407,8 +407,7 @@ int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t 
                          const void *B, cu_wg_plan *out, int max)
 {
     static const int widths[] = {64, 128}, splits[] = {1, 2, 4, 8}, stages[] = {4, 6};
-    const char *fb = getenv("RLX_CUDA_WGMMA_BN"), *fs = getenv("RLX_CUDA_WGMMA_SPLIT"),
-               *fst = getenv("RLX_CUDA_WGMMA_STAGES");
+    const int fb = rlx_cu_cfg.cuda_wgmma_bn, fs = rlx_cu_cfg.cuda_wgmma_split, fst = rlx_cu_cfg.cuda_wgmma_stages;
     cu_wg_plan p = {};
     if (!encode_map(p.maps[0], dt, A, M, K, lda, WG_BM) || !encode_map(p.maps[1], dt, B, K, N, ldb, 64))
         return 0;
@@ -417,8 +416,8 @@ int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t 
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 2; j++) {
                 int bn = widths[w], sp = splits[i];
-                if (N % bn || K % (WG_BK * sp) || (fb && *fb && atoi(fb) != bn) || (fs && *fs && atoi(fs) != sp) ||
-                    (fst && *fst && atoi(fst) != stages[j]))
+                if (N % bn || K % (WG_BK * sp) || (fb >= 0 && fb != bn) || (fs >= 0 && fs != sp) ||
+                    (fst >= 0 && fst != stages[j]))
                     continue;
                 p.bn = bn;
                 p.split = sp;

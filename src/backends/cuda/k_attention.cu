@@ -755,14 +755,13 @@ static int dvl_of(int64_t Dv) { return Dv <= 32 ? 1 : Dv <= 64 ? 2 : Dv <= 128 ?
 /* Tensor cores: sm_80 or newer, unless RLX_CUDA_NO_TC_ATTENTION=1. */
 static bool tc_available(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    static int hw = -1;
+    if (hw < 0) {
         int dev = 0, major = 0;
-        const char *off = getenv("RLX_CUDA_NO_TC_ATTENTION");
-        on = !(off && *off && strcmp(off, "0") != 0) && cudaGetDevice(&dev) == cudaSuccess &&
+        hw = cudaGetDevice(&dev) == cudaSuccess &&
              cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 8;
     }
-    return on != 0;
+    return hw != 0 && !rlx_cu_cfg.cuda_no_tc_attention;
 }
 
 static bool tc_fits(rlx_dtype dt, int64_t D, int64_t Dv)
@@ -814,15 +813,6 @@ rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D,
     return RLX_OK;
 }
 
-/* An environment override that must be one of a, b, c; 0 when unset or
- * anything else.  Read once (static at the call), not on every launch. */
-static int env_choice(const char *name, int a, int b, int c)
-{
-    const char *e = getenv(name);
-    int v = e ? atoi(e) : 0;
-    return v == a || v == b || v == c ? v : 0;
-}
-
 static int sm_count(void)
 {
     static int sms = 0;
@@ -846,9 +836,9 @@ static tc_plan tc_plan_of(int64_t B, int64_t H, int64_t S, int64_t T, int64_t D)
      * per SM.  One-warp blocks, tried for small batches, measured slower
      * (each warp then loads whole tiles alone). */
     const int64_t sms = sm_count(), bh = B * H;
-    static const int w_env = env_choice("RLX_CUDA_ATTN_WARPS", 2, 4, 8); /* overrides the choice (tuning) */
+    const int w_env = rlx_cu_cfg.cuda_attn_warps; /* RLX_CUDA_ATTN_WARPS overrides the choice (tuning) */
     /* the most key chunks per query block (1: no split; tuning) */
-    static const int ns_env = getenv("RLX_CUDA_ATTN_SPLIT") ? atoi(getenv("RLX_CUDA_ATTN_SPLIT")) : 0;
+    const int ns_env = rlx_cu_cfg.cuda_attn_split; /* RLX_CUDA_ATTN_SPLIT */
     tc_plan pl;
     pl.w = w_env ? w_env : bh * ((S + 127) / 128) >= 2 * sms ? 8 : 4;
     pl.nq = (S + 16 * pl.w - 1) / (16 * pl.w);
@@ -1088,7 +1078,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
     if ((p.D == 32 && p.Dv == 32) || (p.D == 64 && p.Dv == 64)) {
         /* lanes per row: the fewest that still give ~64K threads */
         const int64_t rows = bh * p.S;
-        static const int gl_env = env_choice("RLX_CUDA_ATTN_LANES", 4, 8, 16); /* overrides the choice (tuning) */
+        const int gl_env = rlx_cu_cfg.cuda_attn_lanes; /* RLX_CUDA_ATTN_LANES overrides the choice (tuning) */
         const int gl = gl_env ? gl_env : rows * 4 >= 65536 ? 4 : rows * 8 >= 65536 ? 8 : 16;
         size_t es = rlx_dtype_size(dt);
         int vec = aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);

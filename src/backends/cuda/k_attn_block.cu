@@ -408,7 +408,7 @@ static rlx_status k_attn_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * RLX_CUDA_NO_ATTN_BLOCK=1 declines every block (they are lowered). */
 static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    if (!cu_is_f(n->dtype) || cu_env_on("RLX_CUDA_NO_ATTN_BLOCK"))
+    if (!cu_is_f(n->dtype) || rlx_cu_cfg.cuda_no_attn_block)
         return false;
     int km = rlx_attn_block_input(n, 7);
     for (int i = 0; i < n->n_in; i++)

@@ -128,7 +128,7 @@ __global__ void permute_bias_act(const T *yg, const T *bias, T *out, I N, I O, I
         float v = cu_tof<T>(yg[(o * N + n) * OHW + p]);
         if (bias)
             v += cu_tof<T>(bias[o]);
-        out[i] = cu_fromf<T>(cu_act_f(act, v));
+        out[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -139,7 +139,7 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
         float v = cu_tof<T>(y[i]);
         if (bias)
             v += cu_tof<T>(bias[(i / HW) % O]);
-        y[i] = cu_fromf<T>(cu_act_f(act, v));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -172,7 +172,7 @@ template <typename T, typename I> __global__ void bias_nhwc(T *y, const T *bias,
         float v = cu_tof<T>(y[i]);
         if (bias)
             v += cu_tof<T>(bias[i % O]);
-        y[i] = cu_fromf<T>(cu_act_f(act, v));
+        y[i] = cu_fromf<T>(rlx_act_f32(act, v));
     }
 }
 
@@ -358,7 +358,7 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
  * released, a note under RLX_VERBOSE) otherwise. */
 static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
 {
-    if (!rlx_dnn_graph_ready() || !t->scratch || cu_env_on("RLX_CUDA_NO_CUDNN_GRAPH"))
+    if (!rlx_dnn_graph_ready() || !t->scratch || rlx_cu_cfg.cuda_no_cudnn_graph)
         return false;
     const rlx_node_data *n = t->node;
     rlx_dtype dt = n->dtype;
@@ -429,7 +429,7 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
         rlx_dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn.h);
         ok = gb_ok(&b, rlx_dnn.cudnnBackendFinalize(og), "op graph finalize");
     }
-    bool allow_rtc = cu_env_on("RLX_CUDA_CONV_RTC");
+    bool allow_rtc = rlx_cu_cfg.cuda_conv_rtc;
     void *ptrs[4] = {(void *)t->in[0], (void *)t->in[1], t->out, fuse_bias ? (void *)t->in[2] : NULL};
     int64_t uids[4] = {1, 2, 3, 4};
     if (ok)
@@ -460,9 +460,12 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
     nhwc_dims(n, &t->in_node[0]->shape, &t->in_node[1]->shape, s);
     if (!s->N || !s->O || !s->OHW)
         return RLX_OK;
-    const char *vb = getenv("RLX_VERBOSE"), *force = getenv("RLX_CUDA_CONV_PATH");
-    int verbose = vb && *vb && strcmp(vb, "0") != 0;
-    int want = !force ? -1 : !strcmp(force, "gemm") ? 0 : !strcmp(force, "graph") ? 1 : !strcmp(force, "legacy") ? 2 : -1;
+    int verbose = rlx_cu_cfg.verbose != 0;
+    /* RLX_CUDA_CONV_PATH: -1 none, else the index into ms[] below */
+    int want = rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GEMM    ? 0
+               : rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GRAPH ? 1
+               : rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_LEGACY ? 2
+                                                                   : -1;
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
     const void *bias = n->attrs.conv.has_bias ? t->in[2] : NULL;
     float ms[3] = {1e30f, 1e30f, 1e30f}; /* gemm, graph, legacy */
@@ -494,8 +497,7 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
         s->use_graph = 0;
     }
     /* the legacy calls (RLX_CUDA_CONV_LEGACY=0 skips them where another path runs) */
-    const char *leg = getenv("RLX_CUDA_CONV_LEGACY");
-    if (!leg || strcmp(leg, "0") != 0 || want == 2 || (!ready[0] && !ready[1])) {
+    if (rlx_cu_cfg.cuda_conv_legacy || want == 2 || (!ready[0] && !ready[1])) {
         ready[2] = prep_dnn_nhwc(t, s);
         if (ready[2])
             ms[2] = time_conv(t);
@@ -845,7 +847,7 @@ template <typename T, bool NHWC> __global__ void pool_kernel(const T *x, T *y, i
                 }
             }
         }
-        float r = a.is_max ? (nan ? __int_as_float(0x7fc00000) : acc) : (count ? acc / (float)count : 0.0f);
+        float r = a.is_max ? (nan ? rlx_nan_f() : acc) : (count ? acc / (float)count : 0.0f);
         y[o] = cu_fromf<T>(r);
     }
 }
@@ -893,7 +895,7 @@ template <typename T> __global__ void gap_kernel(const T *x, T *y, int64_t plane
         s += cu_tof<T>(x[pl * n + i]);
     s = cu_warp_sum(s);
     if (lane == 0)
-        y[pl] = cu_fromf<T>(n ? s / (float)n : __int_as_float(0x7fc00000));
+        y[pl] = cu_fromf<T>(n ? s / (float)n : rlx_nan_f());
 }
 
 static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -911,11 +913,10 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
 /* Channels-last conv: claimed when cuDNN loads (asked at compile time;
  * otherwise the layout pass keeps NCHW), for f16/bf16 (f32 stays on the
  * NCHW path), symmetric pads, int sizes.  RLX_CUDA_NHWC=0 turns the claim
- * off, =1 on; unset: NHWC_DEFAULT.  On by default since the three-way
+ * off, =1 on (the settings' cuda_nhwc, on by default: backend.h).  On by default since the three-way
  * per-conv choice (cuBLASLt, cuDNN graph API, cuDNN legacy; captured
  * timing) measured faster than NCHW end to end on an H200: ResNet-50 f16
  * b1 0.396 vs 0.701 ms, b16 1.389 vs 3.085 ms. */
-#define NHWC_DEFAULT 1
 static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     if (!rlx_cu_float_ok(g, n))
@@ -923,8 +924,7 @@ static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
     if (n->attrs.conv.layout == RLX_LAYOUT_NCHW)
         return true;
 #ifdef RLX_CUDNN
-    const char *on = getenv("RLX_CUDA_NHWC");
-    if (on && *on ? !strcmp(on, "0") : !NHWC_DEFAULT)
+    if (!rlx_cu_cfg.cuda_nhwc)
         return false;
     const rlx_shape *xs = &g->nodes[n->in[0]].shape;
     const int64_t *pads = n->attrs.conv.p.pads;

@@ -15,51 +15,11 @@
 
 /* ------------------------------------------------------------ unary */
 
-__device__ __forceinline__ double unary_d(int op, double x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return -x;
-    case RLX_OP_ABS: return fabs(x);
-    case RLX_OP_EXP: return exp(x);
-    case RLX_OP_LOG: return log(x);
-    case RLX_OP_SQRT: return sqrt(x);
-    case RLX_OP_RSQRT: return 1.0 / sqrt(x);
-    case RLX_OP_RECIPROCAL: return 1.0 / x;
-    case RLX_OP_TANH: return tanh(x);
-    case RLX_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case RLX_OP_GELU: return 0.5 * x * erfc(x * -0.70710678118654752440);
-    case RLX_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-    case RLX_OP_SILU: return x >= 0 ? x / (1.0 + exp(-x)) : x * exp(x) / (1.0 + exp(x));
-    case RLX_OP_ERF: return erf(x);
-    case RLX_OP_SIN: return sin(x);
-    case RLX_OP_COS: return cos(x);
-    case RLX_OP_FLOOR: return floor(x);
-    case RLX_OP_CEIL: return ceil(x);
-    case RLX_OP_ROUND: return rint(x);
-    case RLX_OP_SIGN: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
-    case RLX_OP_NOT: return x == 0;
-    default: return 0;
-    }
-}
-
-__device__ __forceinline__ int64_t unary_i(int op, int64_t x)
-{
-    switch (op) {
-    case RLX_OP_NEG: return (int64_t)(0 - (uint64_t)x);
-    case RLX_OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case RLX_OP_SIGN: return (x > 0) - (x < 0);
-    case RLX_OP_RELU: return x > 0 ? x : 0;
-    case RLX_OP_NOT: return x == 0;
-    default: return 0;
-    }
-}
-
 template <typename T> __global__ void unary_kernel(int op, const T *x, T *y, int64_t n)
 {
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(cu_unary_f(op, cu_tof<T>(x[i])));
+        y[i] = cu_fromf<T>(rlx_unary_f32(op, cu_tof<T>(x[i])));
 }
 
 /* 16-byte vectors: 16 / sizeof(T) elements per load and store. */
@@ -87,9 +47,9 @@ __global__ void unary_any_kernel(int op, int dt, int is_float, const void *x, vo
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (is_float)
-            cu_st(y, dt, i, unary_d(op, cu_ld(x, dt, i)));
+            cu_st(y, dt, i, rlx_unary_f64(op, cu_ld(x, dt, i)));
         else
-            cu_sti(y, dt, i, unary_i(op, cu_ldi(x, dt, i)));
+            cu_sti(y, dt, i, rlx_unary_i64(op, cu_ldi(x, dt, i)));
     }
 }
 
@@ -124,77 +84,6 @@ static bool unary_ok(const rlx_graph *g, const rlx_node_data *n)
 
 /* ------------------------------------------------------------ binary */
 
-__device__ __forceinline__ double binary_d(int op, double a, double b, int fm)
-{
-    switch (op) {
-    case RLX_OP_ADD: return a + b;
-    case RLX_OP_SUB: return a - b;
-    case RLX_OP_MUL: return a * b;
-    case RLX_OP_DIV: return a / b;
-    case RLX_OP_POW: return pow(a, b);
-    case RLX_OP_MAX: return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : (a > b ? a : b);
-    case RLX_OP_MIN: return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : (a < b ? a : b);
-    case RLX_OP_MOD: {
-        double r = fmod(a, b);
-        if (!fm && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    case RLX_OP_EQUAL: return a == b;
-    case RLX_OP_LESS: return a < b;
-    case RLX_OP_GREATER: return a > b;
-    case RLX_OP_AND: return (a != 0) && (b != 0);
-    case RLX_OP_OR: return (a != 0) || (b != 0);
-    case RLX_OP_XOR: return (a != 0) != (b != 0);
-    default: return 0;
-    }
-}
-
-__device__ __forceinline__ int64_t ipow_d(int64_t base, int64_t e)
-{
-    if (e < 0)
-        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
-    uint64_t r = 1, b = (uint64_t)base;
-    while (e) {
-        if (e & 1)
-            r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int64_t)r;
-}
-
-__device__ __forceinline__ int64_t binary_i(int op, int64_t a, int64_t b, int fm)
-{
-    switch (op) {
-    case RLX_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case RLX_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case RLX_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case RLX_OP_DIV:
-        if (b == 0)
-            return 0;
-        return (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
-    case RLX_OP_POW: return ipow_d(a, b);
-    case RLX_OP_MAX: return a > b ? a : b;
-    case RLX_OP_MIN: return a < b ? a : b;
-    case RLX_OP_MOD: {
-        if (b == 0)
-            return 0;
-        int64_t r = (a == INT64_MIN && b == -1) ? 0 : a % b;
-        if (!fm && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        return r;
-    }
-    case RLX_OP_EQUAL: return a == b;
-    case RLX_OP_LESS: return a < b;
-    case RLX_OP_GREATER: return a > b;
-    case RLX_OP_AND: return a && b;
-    case RLX_OP_OR: return a || b;
-    case RLX_OP_XOR: return (a != 0) != (b != 0);
-    default: return 0;
-    }
-}
-
 static bool is_compare(int op)
 {
     return op == RLX_OP_EQUAL || op == RLX_OP_LESS || op == RLX_OP_GREATER || op == RLX_OP_AND || op == RLX_OP_OR ||
@@ -206,7 +95,7 @@ template <typename T> __global__ void binary_flat(int op, int fm, const T *a, co
 {
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = cu_fromf<T>(cu_binary_f(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
+        y[i] = cu_fromf<T>(rlx_binary_f32(op, cu_tof<T>(a[i]), cu_tof<T>(b[i]), fm));
 }
 
 /* [rows, cols] op [cols] (bias-like): the second operand repeats per row. */
@@ -215,7 +104,7 @@ template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, 
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float x = cu_tof<T>(a[i]), v = cu_tof<T>(b[i % cols]);
-        y[i] = cu_fromf<T>(swap ? cu_binary_f(op, v, x, fm) : cu_binary_f(op, x, v, fm));
+        y[i] = cu_fromf<T>(swap ? rlx_binary_f32(op, v, x, fm) : rlx_binary_f32(op, x, v, fm));
     }
 }
 
@@ -253,7 +142,7 @@ template <typename T> __global__ void binary_walk(int op, int fm, const T *a, co
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
-        y[i] = cu_fromf<T>(cu_binary_f(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
+        y[i] = cu_fromf<T>(rlx_binary_f32(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
     }
 }
 
@@ -263,10 +152,13 @@ __global__ void binary_any(int op, int fm, int it, int ot, int isf, const void *
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
-        if (isf)
-            cu_st(y, ot, i, binary_d(op, cu_ld(a, it, off[0]), cu_ld(b, it, off[1]), fm));
-        else
-            cu_sti(y, ot, i, binary_i(op, cu_ldi(a, it, off[0]), cu_ldi(b, it, off[1]), fm));
+        if (isf) {
+            cu_st(y, ot, i, rlx_binary_f64(op, cu_ld(a, it, off[0]), cu_ld(b, it, off[1]), fm));
+        } else {
+            int64_t v; /* 0 on division by zero */
+            rlx_binary_i64(op, cu_ldi(a, it, off[0]), cu_ldi(b, it, off[1]), fm, &v);
+            cu_sti(y, ot, i, v);
+        }
     }
 }
 
@@ -465,20 +357,6 @@ static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "cast launch");
 }
 
-/* A bound that clipped an integer value, saturated to dt's range (as the
- * CPU kernel's clip_bound_i). */
-__device__ __forceinline__ int64_t cu_clip_bound_i(double c, int dt)
-{
-    int64_t lo = INT64_MIN, hi = INT64_MAX;
-    if (dt == RLX_I32)
-        lo = INT32_MIN, hi = INT32_MAX;
-    else if (dt == RLX_I8)
-        lo = INT8_MIN, hi = INT8_MAX;
-    else if (dt == RLX_U8)
-        lo = 0, hi = UINT8_MAX;
-    return c <= (double)lo ? lo : c >= (double)hi ? hi : (int64_t)c;
-}
-
 __global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, void *y, int64_t n)
 {
     cu_grid_wait();
@@ -493,9 +371,9 @@ __global__ void clip_any(int dt, int isf, double lo, double hi, const void *x, v
         } else {
             int64_t v = cu_ldi(x, dt, i);
             if ((double)v < lo)
-                v = cu_clip_bound_i(ceil(lo), dt);
+                v = rlx_clip_bound_i(ceil(lo), dt);
             if ((double)v > hi)
-                v = cu_clip_bound_i(floor(hi), dt);
+                v = rlx_clip_bound_i(floor(hi), dt);
             cu_sti(y, dt, i, v);
         }
     }
@@ -531,15 +409,15 @@ __global__ void random_kernel(int kind, int dt, unsigned long long seed, unsigne
     unsigned long long stream = (node_id << 32) ^ rlx_cu_run_index;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if (kind == 0) {
-            cu_st(y, dt, i, a + (b - a) * cu_uniform01(seed, stream, (unsigned long long)i));
+            cu_st(y, dt, i, a + (b - a) * rlx_uniform01(seed, stream, (unsigned long long)i));
         } else if (kind == 1) {
             unsigned long long j = (unsigned long long)i & ~1ULL;
-            double u1 = cu_uniform01(seed, stream, j), u2 = cu_uniform01(seed, stream, j + 1);
+            double u1 = rlx_uniform01(seed, stream, j), u2 = rlx_uniform01(seed, stream, j + 1);
             double r = sqrt(-2.0 * log(u1)), ang = 2.0 * 3.14159265358979323846 * u2;
             double z = (i & 1) ? r * sin(ang) : r * cos(ang);
             cu_st(y, dt, i, a + b * z);
         } else {
-            int keep = cu_uniform01(seed, stream, (unsigned long long)i) >= a;
+            int keep = rlx_uniform01(seed, stream, (unsigned long long)i) >= a;
             double scale = 1.0 / (1.0 - a);
             if (dt == RLX_F32) {
                 float v = ((const float *)x)[i];

@@ -177,7 +177,7 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
             reg[k] = cu_tof<T>(((const T *)p.in[k])[off[k]]);
         for (int j = 0; j < p.nops; j++) {
             int op = p.code[3 * j], a = p.code[3 * j + 1], b = p.code[3 * j + 2];
-            float v = (op >= RLX_OP_ADD) ? cu_binary_f(op, reg[a], reg[b], 0) : cu_unary_f(op, reg[a]);
+            float v = (op >= RLX_OP_ADD) ? rlx_binary_f32(op, reg[a], reg[b], 0) : rlx_unary_f32(op, reg[a]);
             reg[p.nin + j] = v;
         }
         y[i] = cu_fromf<T>(reg[p.nin + p.nops - 1]);
@@ -209,7 +209,7 @@ template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
                     va = q == a ? r[q] : va;
                     vb = q == b ? r[q] : vb;
                 }
-                r[EWS_IN + j] = (op >= RLX_OP_ADD) ? cu_binary_f(op, va, vb, 0) : cu_unary_f(op, va);
+                r[EWS_IN + j] = (op >= RLX_OP_ADD) ? rlx_binary_f32(op, va, vb, 0) : rlx_unary_f32(op, va);
             }
         }
         float out = 0.0f;
@@ -362,9 +362,9 @@ __device__ __forceinline__ float ew_cheap(int op, float x, float y)
     case RLX_OP_ADD: return x + y;
     case RLX_OP_SUB: return x - y;
     case RLX_OP_MUL: return x * y;
-    case RLX_OP_MAX: return (x != x || y != y) ? __int_as_float(0x7fc00000) : fmaxf(x, y);
-    case RLX_OP_MIN: return (x != x || y != y) ? __int_as_float(0x7fc00000) : fminf(x, y);
-    case RLX_OP_RELU: return x > 0 ? x : (x != x ? x : 0.0f);
+    case RLX_OP_MAX: return (x != x || y != y) ? rlx_nan_f() : fmaxf(x, y);
+    case RLX_OP_MIN: return (x != x || y != y) ? rlx_nan_f() : fminf(x, y);
+    case RLX_OP_RELU: return rlx_relu_f(x);
     case RLX_OP_NEG: return -x;
     default: return fabsf(x); /* RLX_OP_ABS */
     }
@@ -540,8 +540,8 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
             s->inner_stride_mask |= (in_st == 1) << k;
         }
         s->use_vec = vec;
-        const char *lin_env = getenv("RLX_CUDA_EW_LIN"); /* 0: keep linear programs on the general vector path */
-        s->use_lin = vec && ew_linear(p, &s->lin) && !(lin_env && !strcmp(lin_env, "0"));
+        /* RLX_CUDA_EW_LIN=0: keep linear programs on the general vector path */
+        s->use_lin = vec && ew_linear(p, &s->lin) && rlx_cu_cfg.cuda_ew_lin;
     }
     return RLX_OK;
 }

@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const T *x, const
         const float b = bias ? cu_tof<T>(bias[n]) : 0.0f;
 #pragma unroll
         for (int m = 0; m < M; m++)
-            y[m * N + n] = cu_fromf<T>(cu_act_f(act, acc[m] + b));
+            y[m * N + n] = cu_fromf<T>(rlx_act_f32(act, acc[m] + b));
     }
 }
 
@@ -223,8 +223,7 @@ static rlx_status prep_mm(rlx_thunk *t, int ta, int tb, cu_epi epi)
 {
     {
         int64_t rows;
-        const char *path = getenv("RLX_CUDA_MM_PATH");
-        if (!(path && *path) && gemv_fits(t, ta, tb, &rows)) {
+        if (rlx_cu_cfg.cuda_mm_path == RLX_CUDA_MM_AUTO && gemv_fits(t, ta, tb, &rows)) {
             mm_state *s = (mm_state *)rlx_calloc(1, sizeof *s);
             if (!s)
                 return RLX_ERR_OUT_OF_MEMORY;
@@ -433,15 +432,15 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
 {
     mm_state *s = (mm_state *)t->state;
     const rlx_node_data *n = t->node;
-    const char *path = getenv("RLX_CUDA_MM_PATH");
-    bool forced = path && !strcmp(path, "cudnn");
-    if ((path && !strcmp(path, "cublaslt")) || (n->dtype != RLX_F16 && n->dtype != RLX_BF16) || s->loop ||
+    const int path = rlx_cu_cfg.cuda_mm_path;
+    bool forced = path == RLX_CUDA_MM_CUDNN;
+    if (path == RLX_CUDA_MM_CUBLASLT || (n->dtype != RLX_F16 && n->dtype != RLX_BF16) || s->loop ||
         !s->gemm.p.has_algo || s->gemm.batch != 1 || s->gemm.trans_a || !t->scratch)
         return RLX_OK;
     int act = n->attrs.mm_act.act;
     if (act != RLX_ACT_GELU && act != RLX_ACT_SILU)
         return RLX_OK;
-    if (!rlx_dnn_graph_ready() || cu_env_on("RLX_CUDA_NO_CUDNN_GRAPH"))
+    if (!rlx_dnn_graph_ready() || rlx_cu_cfg.cuda_no_cudnn_graph)
         return forced ? rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "RLX_CUDA_MM_PATH=cudnn: cuDNN's graph API is not loaded")
                       : RLX_OK;
     const cu_gemm *g = &s->gemm;
@@ -508,8 +507,7 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
         int chosen[4] = {d->plan && ms < lt_ms ? d->pick : -1};
         mm_memo_add(&dnn_memo, key, chosen);
     }
-    const char *vb = getenv("RLX_VERBOSE");
-    if (vb && *vb && strcmp(vb, "0") != 0)
+    if (rlx_cu_cfg.verbose)
         fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: cuBLASLt + %s pass %.2f us, cuDNN graph %s%.2f us "
                 "(%d plans%s%s%s)\n",
                 (int)t->id, (long long)M, (long long)N, (long long)K, act == RLX_ACT_GELU ? "GELU" : "SiLU",
@@ -554,9 +552,9 @@ static mm_memo wg_memo = {{}, 0, PTHREAD_MUTEX_INITIALIZER};
 static rlx_status prep_mm_wg(rlx_thunk *t)
 {
     mm_state *s = (mm_state *)t->state;
-    const char *path = getenv("RLX_CUDA_MM_PATH");
-    bool forced = path && !strcmp(path, "wgmma");
-    if (!s || s->gemv || (path && *path && !forced) || (!forced && !cu_env_on("RLX_CUDA_WGMMA")) ||
+    const int path = rlx_cu_cfg.cuda_mm_path;
+    bool forced = path == RLX_CUDA_MM_WGMMA;
+    if (!s || s->gemv || (path != RLX_CUDA_MM_AUTO && !forced) || (!forced && !rlx_cu_cfg.cuda_wgmma) ||
         (t->node->dtype != RLX_F16 && t->node->dtype != RLX_BF16))
         return RLX_OK;
     if (forced && !rlx_cu_wg_available())
@@ -584,8 +582,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     if (reuse && !known[0])
         return RLX_OK; /* the path above won for this shape before */
     enum { REPS = 8, MAX_PLANS = 16 };
-    const char *vb = getenv("RLX_VERBOSE");
-    bool each = vb && atoi(vb) >= 2; /* RLX_VERBOSE=2: every plan's time too */
+    bool each = rlx_cu_cfg.verbose >= 2; /* RLX_VERBOSE=2: every plan's time too */
     float best = forced || reuse ? 1e30f : rlx_cu_time_captured(launch_mm_any, t, REPS), before = best;
     cu_wg_plan *cand = (cu_wg_plan *)rlx_malloc(MAX_PLANS * sizeof *cand);
     if (!cand)
@@ -617,7 +614,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
         int chosen[4] = {s->use_wg, pick.bn, pick.split, pick.stages};
         mm_memo_add(&wg_memo, key, chosen);
     }
-    if (cu_env_on("RLX_VERBOSE") && !reuse)
+    if (rlx_cu_cfg.verbose && !reuse)
         fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us ("
                 "tile 128x%d, split %d, %d stages, B %s)\n",
                 (int)t->id, (long long)g->M, (long long)g->N, (long long)g->K, before < 1e29f ? before * 1e3f : -1.0f,

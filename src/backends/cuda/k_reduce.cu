@@ -620,7 +620,7 @@ __global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_stat
     }
     m = cu_warp_max(m);
     if (__any_sync(0xffffffffu, nan))
-        m = __int_as_float(0x7fc00000);
+        m = rlx_nan_f();
     float sum = 0;
     for (int64_t i = lane; i < s.n; i += 32)
         sum += __expf(ssm_val<T>(x, mask, mdt, s, scale, base + i * s.inner) - m);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_fold.h"
+#include "ir/op_math.h" /* the kernels' scalar math: a folded value is what the op computes at run time */
 
 bool oxh_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out) {
     int n = na > nb ? na : nb;
@@ -42,21 +43,37 @@ static void next_index(int n, const int64_t *dims, int64_t *idx) {
     }
 }
 
-static double fmod_py(double a, double b) {
-    double r = fmod(a, b);
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-
-static int64_t ipow(int64_t b, int64_t e) {
-    if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);
-    uint64_t r = 1, x = (uint64_t)b;
-    while (e) {
-        if (e & 1) r *= x;
-        x *= x;
-        e >>= 1;
+/* The IR op that computes a fold op (the same scalar math as the kernels);
+ * -1 for LessOrEqual and GreaterOrEqual, which the IR writes otherwise. */
+static int ir_op(oxh_op op) {
+    switch (op) {
+    case OXH_ADD: return RLX_OP_ADD;
+    case OXH_SUB: return RLX_OP_SUB;
+    case OXH_MUL: return RLX_OP_MUL;
+    case OXH_DIV: return RLX_OP_DIV;
+    case OXH_POW: return RLX_OP_POW;
+    case OXH_MOD: return RLX_OP_MOD;
+    case OXH_MAX: return RLX_OP_MAX;
+    case OXH_MIN: return RLX_OP_MIN;
+    case OXH_EQ: return RLX_OP_EQUAL;
+    case OXH_LT: return RLX_OP_LESS;
+    case OXH_GT: return RLX_OP_GREATER;
+    case OXH_AND: return RLX_OP_AND;
+    case OXH_OR: return RLX_OP_OR;
+    case OXH_XOR: return RLX_OP_XOR;
+    case OXH_NEG: return RLX_OP_NEG;
+    case OXH_ABS: return RLX_OP_ABS;
+    case OXH_SQRT: return RLX_OP_SQRT;
+    case OXH_FLOOR: return RLX_OP_FLOOR;
+    case OXH_CEIL: return RLX_OP_CEIL;
+    case OXH_SIGN: return RLX_OP_SIGN;
+    case OXH_NOT: return RLX_OP_NOT;
+    case OXH_RELU: return RLX_OP_RELU;
+    case OXH_EXP: return RLX_OP_EXP;
+    case OXH_LOG: return RLX_OP_LOG;
+    case OXH_RECIP: return RLX_OP_RECIPROCAL;
+    default: return -1;
     }
-    return (int64_t)r;
 }
 
 ox_tensor *oxh_binary(oxh_op op, const ox_tensor *a, const ox_tensor *b, int fmod_flag) {
@@ -73,49 +90,18 @@ ox_tensor *oxh_binary(oxh_op op, const ox_tensor *a, const ox_tensor *b, int fmo
         if (fl) {
             double x = ox_get_f(a, ia), z = ox_get_f(b, ib), r = 0;
             switch (op) {
-            case OXH_ADD: r = x + z; break;
-            case OXH_SUB: r = x - z; break;
-            case OXH_MUL: r = x * z; break;
-            case OXH_DIV: r = x / z; break;
-            case OXH_POW: r = pow(x, z); break;
-            case OXH_MOD: r = fmod_flag ? fmod(x, z) : fmod_py(x, z); break;
-            case OXH_MAX: r = isnan(x) || isnan(z) ? NAN : (x > z ? x : z); break;
-            case OXH_MIN: r = isnan(x) || isnan(z) ? NAN : (x < z ? x : z); break;
-            case OXH_EQ: r = x == z; break;
-            case OXH_LT: r = x < z; break;
-            case OXH_GT: r = x > z; break;
             case OXH_LE: r = x <= z; break;
             case OXH_GE: r = x >= z; break;
-            default: r = 0; break;
+            case OXH_AND: case OXH_OR: case OXH_XOR: r = 0; break; /* bool only */
+            default: r = rlx_binary_f64(ir_op(op), x, z, fmod_flag); break;
             }
             ox_set_f(y, i, r);
         } else {
             int64_t x = ox_get_i(a, ia), z = ox_get_i(b, ib), r = 0;
-            switch (op) {
-            case OXH_ADD: r = (int64_t)((uint64_t)x + (uint64_t)z); break;
-            case OXH_SUB: r = (int64_t)((uint64_t)x - (uint64_t)z); break;
-            case OXH_MUL: r = (int64_t)((uint64_t)x * (uint64_t)z); break;
-            case OXH_DIV: r = z == 0 || (z == -1 && x == INT64_MIN) ? 0 : x / z; break;
-            case OXH_POW: r = ipow(x, z); break;
-            case OXH_MOD:
-                if (z == 0 || (z == -1 && x == INT64_MIN)) r = 0;
-                else {
-                    r = x % z;
-                    if (!fmod_flag && r != 0 && ((r < 0) != (z < 0))) r += z;
-                }
-                break;
-            case OXH_MAX: r = x > z ? x : z; break;
-            case OXH_MIN: r = x < z ? x : z; break;
-            case OXH_EQ: r = x == z; break;
-            case OXH_LT: r = x < z; break;
-            case OXH_GT: r = x > z; break;
-            case OXH_LE: r = x <= z; break;
-            case OXH_GE: r = x >= z; break;
-            case OXH_AND: r = x && z; break;
-            case OXH_OR: r = x || z; break;
-            case OXH_XOR: r = (x != 0) != (z != 0); break;
-            default: break;
-            }
+            if ((op == OXH_DIV || op == OXH_MOD) && (z == 0 || (z == -1 && x == INT64_MIN))) r = 0;
+            else if (op == OXH_LE) r = x <= z;
+            else if (op == OXH_GE) r = x >= z;
+            else rlx_binary_i64(ir_op(op), x, z, fmod_flag, &r);
             ox_set_i(y, i, r);
         }
     }
@@ -129,30 +115,15 @@ ox_tensor *oxh_unary(oxh_op op, const ox_tensor *a) {
     for (int64_t i = 0; i < a->numel; i++) {
         if (fl) {
             double x = ox_get_f(a, i), r = x;
-            switch (op) {
-            case OXH_NEG: r = -x; break;
-            case OXH_ABS: r = fabs(x); break;
-            case OXH_SQRT: r = sqrt(x); break;
-            case OXH_FLOOR: r = floor(x); break;
-            case OXH_CEIL: r = ceil(x); break;
-            case OXH_SIGN: r = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
-            case OXH_NOT: r = x == 0; break;
-            case OXH_RELU: r = x > 0 ? x : 0; break;
-            case OXH_EXP: r = exp(x); break;
-            case OXH_LOG: r = log(x); break;
-            case OXH_RECIP: r = 1.0 / x; break;
-            default: break;
-            }
+            if (ir_op(op) >= 0) r = rlx_unary_f64(ir_op(op), x);
             ox_set_f(y, i, r);
         } else {
             int64_t x = ox_get_i(a, i), r = x;
             switch (op) {
-            case OXH_NEG: r = (int64_t)(0 - (uint64_t)x); break;
-            case OXH_ABS: r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; break;
-            case OXH_SIGN: r = x > 0 ? 1 : (x < 0 ? -1 : 0); break;
-            case OXH_NOT: r = x == 0; break;
+            case OXH_NEG: case OXH_ABS: case OXH_SIGN: case OXH_NOT: case OXH_RELU:
+                r = rlx_unary_i64(ir_op(op), x);
+                break;
             case OXH_SQRT: r = x > 0 ? (int64_t)sqrt((double)x) : 0; break;
-            case OXH_RELU: r = x > 0 ? x : 0; break;
             default: break;
             }
             ox_set_i(y, i, r);
