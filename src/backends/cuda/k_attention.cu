@@ -978,18 +978,6 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p)
     }
 }
 
-/* RLX_CUDA_NO_DECODE_ATTENTION=1 leaves one-row attention to the general
- * kernels (for A/B timing). */
-static bool decode_off(void)
-{
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("RLX_CUDA_NO_DECODE_ATTENTION");
-        off = e && *e && strcmp(e, "0") != 0;
-    }
-    return off != 0;
-}
-
 /* Whether attn_decode runs these shapes, and fills the GPU well enough: a
  * block reads all of one kv head's keys, so long caches over few heads stay
  * with the kernels that split the keys. */
@@ -1033,7 +1021,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
                            (long long)a->Hk);
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
-    if (decode_fits(p) && !decode_off())
+    if (decode_fits(p) && !rlx_cu_cfg.cuda_no_decode_attention)
         return decode_run(t, dt, p);
     if (tc_fits(dt, p.D, p.Dv)) {
         const tc_plan pl = tc_plan_of(p.B, p.H, p.S, p.T, p.D);
