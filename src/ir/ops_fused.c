@@ -240,9 +240,10 @@ rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n)
         const uint8_t *c = &n->attrs.ew.code[3 * k];
         rlx_op op = (rlx_op)c[0];
         int regs = n->n_in + k;
-        bool unary = rlx_op_is_unary(op) && op != RLX_OP_NOT;
-        bool binary = rlx_op_is_binary(op) && op <= RLX_OP_MIN && op != RLX_OP_MOD;
-        if (!unary && !binary)
+        const rlx_op_info *info = rlx_op_info_of(op);
+        bool chain = info && (info->flags & RLX_OPF_CHAIN);
+        bool binary = chain && info->kind == RLX_KIND_BINARY;
+        if (!chain)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "instruction %d: %s is not a float elementwise op", k,
                                  rlx_op_name(op));
         if (c[1] >= regs || (binary && c[2] >= regs))

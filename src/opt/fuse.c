@@ -14,15 +14,11 @@
 
 #include "opt/fuse_internal.h"
 
+/* The fused activation op is (its row's), or -1. */
 int fs_act_of(rlx_op op)
 {
-    switch (op) {
-    case RLX_OP_RELU: return RLX_ACT_RELU;
-    case RLX_OP_GELU: return RLX_ACT_GELU;
-    case RLX_OP_GELU_TANH: return RLX_ACT_GELU_TANH;
-    case RLX_OP_SILU: return RLX_ACT_SILU;
-    default: return -1;
-    }
+    const rlx_op_info *i = rlx_op_info_of(op);
+    return i && i->act != RLX_ACT_NONE ? (int)i->act : -1;
 }
 
 static void spec_free(fuse_spec *sp)
@@ -181,11 +177,9 @@ static bool ew_eligible(const fuse_state *s, rlx_node id)
     const rlx_node_data *n = fs_node(s, id);
     if (s->taken[id] || !rlx_dtype_is_float(n->dtype))
         return false;
-    if (rlx_op_is_unary(n->op))
-        return n->op != RLX_OP_NOT;
-    if (rlx_op_is_binary(n->op))
-        return n->op <= RLX_OP_MIN && n->op != RLX_OP_MOD && fs_node(s, n->in[0])->dtype == n->dtype;
-    return false;
+    if (!(rlx_op_info_of(n->op)->flags & RLX_OPF_CHAIN))
+        return false;
+    return !rlx_op_is_binary(n->op) || fs_node(s, n->in[0])->dtype == n->dtype;
 }
 
 static bool in_list(const rlx_node *l, int n, rlx_node x)

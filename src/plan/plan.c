@@ -14,64 +14,10 @@
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offset)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    const rlx_node_data *x = &g->nodes[n->in[0]];
-    if (n->op != RLX_OP_SLICE)
-        return false;
-    int r = x->shape.ndim;
-    /* Contiguous when the outer axes are cut to length 1, the first longer
-     * axis is cut with step 1 and every axis inside it is kept whole. */
-    int k = 0;
-    while (k < r && n->shape.dims[k] == 1)
-        k++;
-    if (k < r && n->attrs.slice.step[k] != 1)
-        return false;
-    for (int i = k + 1; i < r; i++)
-        if (n->shape.dims[i] != x->shape.dims[i] || (n->attrs.slice.step[i] != 1 && n->shape.dims[i] > 1))
-            return false;
-    int64_t strides[RLX_MAX_DIMS];
-    rlx_shape_strides(&x->shape, strides);
-    int64_t off = 0;
-    for (int i = 0; i < r; i++)
-        off += n->attrs.slice.start[i] * strides[i];
-    if (byte_offset)
-        *byte_offset = (size_t)off * rlx_dtype_size(x->dtype);
-    return true;
-}
-
-/* The perm keeps the axes longer than 1 in their order. */
-static bool transpose_keeps_order(const rlx_node_data *n, const rlx_shape *in)
-{
-    int last = -1;
-    for (int i = 0; i < n->shape.ndim; i++) {
-        int a = n->attrs.transpose.perm[i];
-        if (in->dims[a] == 1)
-            continue;
-        if (a < last)
-            return false;
-        last = a;
-    }
-    return true;
-}
-
-bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    if (byte_offset)
-        *byte_offset = 0;
-    if (n->n_in < 1)
-        return false;
-    switch (n->op) {
-    case RLX_OP_RESHAPE: return true;
-    case RLX_OP_SLICE: return rlx_slice_is_contiguous(g, id, byte_offset);
-    case RLX_OP_TRANSPOSE: return transpose_keeps_order(n, &g->nodes[n->in[0]].shape);
-    default: return false;
-    }
-}
-
-static bool is_persistent_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_PARAM || op == RLX_OP_CONSTANT; }
+/* inputs, params, constants: they keep their values between runs */
+static bool is_persistent_leaf(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_OPF_LEAF) != 0; }
+/* writes into its first operand, whose memory its result is (cache_write) */
+static bool writes_input0(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_OPF_STATEFUL) != 0; }
 
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
 enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
@@ -197,7 +143,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             continue;
         }
         /* an alias of external memory is external too */
-        if ((is_view || nd->op == RLX_OP_CACHE_WRITE) && pt[nd->in[0]].buffer == EXTERNAL) {
+        if ((is_view || writes_input0(nd->op)) && pt[nd->in[0]].buffer == EXTERNAL) {
             pt[i].buffer = EXTERNAL;
             pt[i].rel = pt[nd->in[0]].rel + view_off;
             s->external = true;
@@ -217,9 +163,10 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             out->n_views++;
             continue;
         }
-        /* cache_write's result is its cache operand's memory (that is what
-         * makes a KV cache persist), whatever the reuse options say */
-        if (nd->op == RLX_OP_CACHE_WRITE && pt[nd->in[0]].buffer >= 0) {
+        /* a stateful op's result is its first operand's memory (that is
+         * what makes cache_write's KV cache persist), whatever the reuse
+         * options say */
+        if (writes_input0(nd->op) && pt[nd->in[0]].buffer >= 0) {
             int b = pt[nd->in[0]].buffer;
             pt[i] = pt[nd->in[0]];
             if (out->buffers[b].last < last_use[i])

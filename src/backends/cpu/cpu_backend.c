@@ -33,6 +33,8 @@ static const rlx_cpu_kernel *kernel_of(rlx_op op)
     return &kernel_table[op];
 }
 
+bool rlx_cpu_has_kernel(rlx_op op) { return kernel_of(op) != NULL; }
+
 rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...)
 {
     char msg[512];
@@ -78,8 +80,7 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
         return true;
     /* channels-last conv and pooling are lowered to NCHW with transposes */
-    if (((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout != RLX_LAYOUT_NCHW) ||
-        ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout != RLX_LAYOUT_NCHW))
+    if (rlx_node_layout(n) != RLX_LAYOUT_NCHW)
         return false;
     return kernel_of(n->op) != NULL;
 }

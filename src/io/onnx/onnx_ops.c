@@ -121,6 +121,9 @@ static rlx_status out_reshaped(ox_node *n, int i, int nd, const int64_t *dims) {
 typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
 typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
 
+/* One entry per ONNX unary op: its name and builder (ox_find_handler
+ * dispatches these names to h_unary; the handler table does not repeat
+ * them).  The same holds for binary_map below. */
 static const struct {
     const char *name;
     unary_fn fn;
@@ -131,10 +134,16 @@ static const struct {
     {"Round", rlx_round}, {"Sign", rlx_sign}, {"Not", rlx_not},
 };
 
-static rlx_status h_unary(ox_node *n) {
+static unary_fn unary_of(const char *op_type) {
     for (size_t i = 0; i < sizeof unary_map / sizeof unary_map[0]; i++)
-        if (!strcmp(n->p->op_type, unary_map[i].name)) return ox_out_node(n, 0, unary_map[i].fn(n->c->g, oxo_in(n, 0)));
-    return ox_fail(n, RLX_ERR_INTERNAL, "no unary mapping");
+        if (!strcmp(op_type, unary_map[i].name)) return unary_map[i].fn;
+    return NULL;
+}
+
+static rlx_status h_unary(ox_node *n) {
+    unary_fn fn = unary_of(n->p->op_type);
+    if (!fn) return ox_fail(n, RLX_ERR_INTERNAL, "no unary mapping");
+    return ox_out_node(n, 0, fn(n->c->g, oxo_in(n, 0)));
 }
 
 static rlx_node le(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_not(g, rlx_greater(g, a, b)); }
@@ -150,10 +159,15 @@ static const struct {
     {"Sum", rlx_add},
 };
 
-static rlx_status h_binary(ox_node *n) {
+static binary_fn binary_of(const char *op_type) {
     binary_fn fn = NULL;
     for (size_t i = 0; i < sizeof binary_map / sizeof binary_map[0]; i++)
-        if (!strcmp(n->p->op_type, binary_map[i].name)) fn = binary_map[i].fn;
+        if (!strcmp(op_type, binary_map[i].name)) fn = binary_map[i].fn;
+    return fn;
+}
+
+static rlx_status h_binary(ox_node *n) {
+    binary_fn fn = binary_of(n->p->op_type);
     if (!fn) return ox_fail(n, RLX_ERR_INTERNAL, "no binary mapping");
     if (n->n_in < 1) return ox_fail(n, RLX_ERR_FORMAT, "needs inputs");
     rlx_node acc = oxo_in(n, 0);
@@ -1499,14 +1513,8 @@ static const struct {
     const char *name;
     ox_handler h;
 } handlers[] = {
-    {"Neg", h_unary}, {"Abs", h_unary}, {"Exp", h_unary}, {"Log", h_unary}, {"Sqrt", h_unary},
-    {"Reciprocal", h_unary}, {"Tanh", h_unary}, {"Sigmoid", h_unary}, {"Relu", h_unary},
-    {"Erf", h_unary}, {"Sin", h_unary}, {"Cos", h_unary}, {"Floor", h_unary}, {"Ceil", h_unary},
-    {"Round", h_unary}, {"Sign", h_unary}, {"Not", h_unary},
-    {"Add", h_binary}, {"Sub", h_binary}, {"Mul", h_binary}, {"Div", h_binary}, {"Equal", h_binary},
-    {"Less", h_binary}, {"Greater", h_binary}, {"LessOrEqual", h_binary}, {"GreaterOrEqual", h_binary},
-    {"And", h_binary}, {"Or", h_binary}, {"Xor", h_binary}, {"Max", h_binary}, {"Min", h_binary},
-    {"Sum", h_binary}, {"Mean", h_mean}, {"Pow", h_pow}, {"Mod", h_mod}, {"Where", h_where},
+    /* unary and binary ops: unary_map and binary_map above */
+    {"Mean", h_mean}, {"Pow", h_pow}, {"Mod", h_mod}, {"Where", h_where},
     {"Cast", h_cast}, {"CastLike", h_cast}, {"Identity", h_identity}, {"Dropout", h_dropout},
     {"Clip", h_clip},
     {"LeakyRelu", h_activation}, {"PRelu", h_activation}, {"Elu", h_activation}, {"Selu", h_activation},
@@ -1537,6 +1545,8 @@ static const struct {
 
 ox_handler ox_find_handler(const char *op_type) {
     if (!op_type) return NULL;
+    if (unary_of(op_type)) return h_unary;
+    if (binary_of(op_type)) return h_binary;
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
         if (!strcmp(handlers[i].name, op_type)) return handlers[i].h;
     return oxo_find_more(op_type);
