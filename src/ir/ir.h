@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "rlx.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 #define RLX_MAX_INPUTS 12
@@ -384,8 +385,6 @@ void rlx_graph_print_to(const rlx_graph *g, FILE *f);
 /* Graphviz */
 void rlx_graph_write_dot(const rlx_graph *g, FILE *f, const char *title);
 
-/* Dtype helpers. */
-bool rlx_dtype_is_float(rlx_dtype t);
-bool rlx_dtype_is_int(rlx_dtype t);
+/* Dtype helpers: rlx_dtype_is_float, rlx_dtype_is_int (core/dtype.h). */
 
 #endif

@@ -14,57 +14,6 @@
 
 #include "opt/fuse_internal.h"
 
-/* The fused activation op is (its row's), or -1. */
-int fs_act_of(rlx_op op)
-{
-    const rlx_op_info *i = rlx_op_info_of(op);
-    return i && i->act != RLX_ACT_NONE ? (int)i->act : -1;
-}
-
-static void spec_free(fuse_spec *sp)
-{
-    for (int k = 0; k < sp->n_consts; k++) {
-        free(sp->consts[k].data);
-        sp->consts[k].data = NULL;
-    }
-    sp->n_consts = 0;
-}
-
-bool fs_commit(fuse_state *s, fuse_spec *spec, const rlx_node *nodes, int n_nodes)
-{
-    rlx_dtype dt[RLX_MAX_INPUTS];
-    rlx_shape sh[RLX_MAX_INPUTS];
-    for (int i = 0; i < spec->node.n_in; i++) {
-        rlx_node in = spec->node.in[i];
-        const rlx_node_data *src = in >= 0 ? fs_node(s, in) : &spec->consts[-1 - in];
-        dt[i] = src->dtype;
-        sh[i] = src->shape;
-    }
-    if (!rlx_probe_claim(s->ctx, &spec->node, dt, sh)) {
-        if (s->stats)
-            s->stats->fusion_refused++;
-        spec_free(spec);
-        return false;
-    }
-    if (s->n_specs == s->cap_specs) {
-        int cap = s->cap_specs ? s->cap_specs * 2 : 16;
-        fuse_spec *p = rlx_realloc_array(s->specs, (size_t)cap, sizeof *p);
-        if (!p) {
-            spec_free(spec);
-            return false;
-        }
-        s->specs = p;
-        s->cap_specs = cap;
-    }
-    spec->node.name = s->g->nodes[spec->root].name;
-    s->spec_of[spec->root] = s->n_specs;
-    s->specs[s->n_specs++] = *spec;
-    for (int i = 0; i < n_nodes; i++)
-        s->taken[nodes[i]] = true;
-    s->taken[spec->root] = true;
-    return true;
-}
-
 typedef bool (*pattern_fn)(fuse_state *s, rlx_node root);
 
 static const struct {
@@ -157,7 +106,7 @@ fail:
     out = NULL;
 done:
     for (int i = 0; i < s.n_specs; i++)
-        spec_free(&s.specs[i]);
+        fs_spec_free(&s.specs[i]);
     free(s.specs);
     free(s.uses);
     free(s.is_out);
