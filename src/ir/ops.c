@@ -8,10 +8,10 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-/* scratch for shape strings in messages, one per thread */
-static _Thread_local char sbuf_a[128], sbuf_b[128];
-#define SHAPE_A(s) rlx_shape_str((s), sbuf_a, sizeof sbuf_a)
-#define SHAPE_B(s) rlx_shape_str((s), sbuf_b, sizeof sbuf_b)
+/* a shape as text for a message, in a buffer of the call's own (a compound
+ * literal lives to the end of the enclosing block): no shared state */
+#define SHAPE_A(s) rlx_shape_str((s), (char[128]){0}, 128)
+#define SHAPE_B(s) rlx_shape_str((s), (char[128]){0}, 128)
 
 static rlx_status check_shape_arg(const rlx_shape *s)
 {

@@ -8,9 +8,10 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-static _Thread_local char sa[128], sb[128];
-#define SHAPE_A(s) rlx_shape_str((s), sa, sizeof sa)
-#define SHAPE_B(s) rlx_shape_str((s), sb, sizeof sb)
+/* a shape as text for a message, in a buffer of the call's own (a compound
+ * literal lives to the end of the enclosing block): no shared state */
+#define SHAPE_A(s) rlx_shape_str((s), (char[128]){0}, 128)
+#define SHAPE_B(s) rlx_shape_str((s), (char[128]){0}, 128)
 
 /* Runs op's inference on a copy of n with the given inputs and attributes. */
 static rlx_status infer_as(const rlx_graph *g, const rlx_node_data *n, rlx_op op, int n_in, const rlx_node *in,

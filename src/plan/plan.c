@@ -22,16 +22,18 @@ static bool writes_input0(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_O
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
 enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
 
-static _Thread_local const rlx_buffer *sort_bufs; /* qsort key: one per compiling thread */
+/* The placement order's key, carried with each buffer id so that the sort
+ * reads no state outside its elements (compiles on several threads at once
+ * each sort their own). */
+typedef struct { size_t size; int first, id; } sort_key;
 static int cmp_size_desc(const void *pa, const void *pb)
 {
-    int a = *(const int *)pa, b = *(const int *)pb;
-    const rlx_buffer *x = &sort_bufs[a], *y = &sort_bufs[b];
+    const sort_key *x = pa, *y = pb;
     if (x->size != y->size)
         return x->size > y->size ? -1 : 1;
     if (x->first != y->first)
         return x->first < y->first ? -1 : 1;
-    return a - b;
+    return x->id - y->id;
 }
 
 typedef struct { size_t off, end; } span;
@@ -42,8 +44,8 @@ static int cmp_span(const void *pa, const void *pb)
 }
 
 /* Places transient buffers; returns the region's size. */
-static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_reuse, int *order, span *tmp,
-                             bool *placed)
+static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_reuse, int *order, sort_key *keys,
+                             span *tmp, bool *placed)
 {
     size_t top = 0;
     if (no_reuse) {
@@ -53,9 +55,11 @@ static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_re
         }
         return top;
     }
-    memcpy(order, ids, sizeof(int) * (size_t)n);
-    sort_bufs = bufs;
-    qsort(order, (size_t)n, sizeof(int), cmp_size_desc);
+    for (int i = 0; i < n; i++)
+        keys[i] = (sort_key){bufs[ids[i]].size, bufs[ids[i]].first, ids[i]};
+    qsort(keys, (size_t)n, sizeof *keys, cmp_size_desc);
+    for (int i = 0; i < n; i++)
+        order[i] = keys[i].id;
     for (int i = 0; i < n; i++) {
         rlx_buffer *b = &bufs[order[i]];
         int nt = 0;
@@ -98,11 +102,12 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
     out->buffers = rlx_calloc((size_t)n + 1, sizeof(rlx_buffer));
     int *ids = rlx_calloc((size_t)n + 1, sizeof(int));
     int *order = rlx_calloc((size_t)n + 1, sizeof(int));
+    sort_key *keys = rlx_calloc((size_t)n + 1, sizeof(sort_key));
     span *tmp = rlx_calloc((size_t)n + 1, sizeof(span));
     bool *placed = rlx_calloc((size_t)n + 1, sizeof(bool));
     long long *delta = rlx_calloc((size_t)n + 2, sizeof(long long));
-    if (!last_use || !pt || !out->slots || !out->buffers || !ids || !order || !tmp || !placed || !delta) {
-        free(last_use), free(pt), free(ids), free(order), free(tmp), free(placed), free(delta);
+    if (!last_use || !pt || !out->slots || !out->buffers || !ids || !order || !keys || !tmp || !placed || !delta) {
+        free(last_use), free(pt), free(ids), free(order), free(keys), free(tmp), free(placed), free(delta);
         rlx_plan_free(out);
         return RLX_ERR_OUT_OF_MEMORY;
     }
@@ -225,7 +230,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
     }
     out->persistent_bytes = top;
     out->transient_base = align_up(top, align);
-    out->transient_bytes = assign_offsets(out->buffers, ids, nt, o->no_reuse, order, tmp, placed);
+    out->transient_bytes = assign_offsets(out->buffers, ids, nt, o->no_reuse, order, keys, tmp, placed);
     for (int k = 0; k < nt; k++)
         out->buffers[ids[k]].offset += out->transient_base;
 
@@ -252,7 +257,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
         s->region = out->buffers[pt[i].buffer].region;
         s->offset = out->buffers[pt[i].buffer].offset + pt[i].rel;
     }
-    free(last_use), free(pt), free(ids), free(order), free(tmp), free(placed), free(delta);
+    free(last_use), free(pt), free(ids), free(order), free(keys), free(tmp), free(placed), free(delta);
     return RLX_OK;
 }
 
