@@ -75,6 +75,11 @@ static void test_traits(void **state)
         CHECK((i->amp == RLX_AMP_CAST) == (op == RLX_OP_CAST), "class cast belongs to cast alone");
         CHECK((i->amp == RLX_AMP_CHAIN) == (op == RLX_OP_ELEMENTWISE_CHAIN),
               "class chain belongs to the elementwise program alone");
+        /* the backends register their elementwise kernels by these ranges */
+        CHECK((i->kind == RLX_KIND_UNARY) == (op >= RLX_OP_NEG && op <= RLX_OP_NOT),
+              "unary ops sit between RLX_OP_NEG and RLX_OP_NOT in the enum, and only they");
+        CHECK((i->kind == RLX_KIND_BINARY) == (op >= RLX_OP_ADD && op <= RLX_OP_XOR),
+              "binary ops sit between RLX_OP_ADD and RLX_OP_XOR in the enum, and only they");
         if (i->kind == RLX_KIND_UNARY || i->kind == RLX_KIND_BINARY) {
             int n = i->kind == RLX_KIND_UNARY ? 1 : 2;
             CHECK(i->min_in == n && i->max_in == n, "a unary/binary op takes %d input(s)", n);

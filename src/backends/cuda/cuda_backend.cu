@@ -15,8 +15,6 @@
 #include <cuda_profiler_api.h>
 
 #include "backends/cuda/cuda_common.h"
-extern "C" {
-}
 
 extern "C" {
 #include "core/error.h"
