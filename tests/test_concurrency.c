@@ -2,8 +2,12 @@
  * once: each thread compiles its own session of one graph (the compile path
  * must keep no unguarded process-wide state) and runs it; then threads share
  * one session behind a mutex (as the Python package does).  Every result
- * must equal the single-threaded run bit for bit.  scripts/test.sh also
- * runs this under ThreadSanitizer (its tsan configuration). */
+ * must equal the single-threaded run bit for bit.  Then 8 threads compile
+ * the built-in workloads at once (two per workload): each compile must give
+ * the single-threaded compile's graph, plan sizes and schedule (the
+ * planner's sort and shape inference keep no shared state).
+ * scripts/test.sh also runs this under ThreadSanitizer (its tsan
+ * configuration). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +104,78 @@ static void *shared_session(void *arg)
     return NULL;
 }
 
+/* ------------------------------------------------ workloads, compiled at once */
+
+#define COMPILERS 8
+static const struct {
+    const char *name;
+    int batch, seq;
+} workloads[] = {{"mlp", 1, 0}, {"encoder", 1, 16}, {"resnet50", 1, 0}, {"decoder-small", 1, 16}};
+#define N_WORKLOADS (int)(sizeof workloads / sizeof workloads[0])
+
+typedef struct compiled {
+    rlx_compile_stats stats;
+    char *dot;
+} compiled;
+static compiled reference[N_WORKLOADS];
+
+static int compile_workload(int w, compiled *out)
+{
+    rlx_graph *g = NULL;
+    if (rlx_workload_graph(workloads[w].name, workloads[w].batch, workloads[w].seq, &g) != RLX_OK)
+        return 0;
+    rlx_options o;
+    rlx_options_init(&o);
+    o.threads = 1;
+    o.ignore_env = 1;
+    rlx_session *s = NULL;
+    rlx_status st = rlx_compile(g, &o, &s);
+    rlx_graph_free(g);
+    if (st != RLX_OK)
+        return 0;
+    memset(out, 0, sizeof *out);
+    int ok = rlx_session_stats(s, &out->stats) == RLX_OK && rlx_session_to_dot(s, workloads[w].name, &out->dot) == RLX_OK;
+    rlx_session_free(s);
+    return ok;
+}
+
+static int same_compile(const compiled *a, const compiled *b)
+{
+    const rlx_compile_stats *x = &a->stats, *y = &b->stats;
+    return x->nodes_in == y->nodes_in && x->nodes_after_simplify == y->nodes_after_simplify &&
+           x->nodes_after_fusion == y->nodes_after_fusion && x->nodes_final == y->nodes_final &&
+           x->arena_bytes == y->arena_bytes && x->persistent_bytes == y->persistent_bytes &&
+           x->transient_bytes == y->transient_bytes && x->transient_lower_bound == y->transient_lower_bound &&
+           x->scratch_bytes == y->scratch_bytes && x->buffers == y->buffers && x->thunks == y->thunks &&
+           x->noop_thunks == y->noop_thunks && x->channels_last == y->channels_last && !strcmp(a->dot, b->dot);
+}
+
+static void *compile_at_once(void *arg)
+{
+    int t = (int)(intptr_t)arg, w = t % N_WORKLOADS;
+    compiled c;
+    if (!compile_workload(w, &c)) {
+        fail(workloads[w].name, t);
+        return NULL;
+    }
+    if (!same_compile(&c, &reference[w]))
+        fail("compile differs from the single-threaded compile", t);
+    rlx_free(c.dot);
+    return NULL;
+}
+
+static int spawn_n(void *(*fn)(void *), int n)
+{
+    pthread_t th[COMPILERS];
+    int started = 0;
+    for (int t = 0; t < n; t++)
+        if (pthread_create(&th[t], NULL, fn, (void *)(intptr_t)t) == 0)
+            started++;
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    return started == n ? 0 : -1;
+}
+
 static int spawn(void *(*fn)(void *))
 {
     pthread_t th[THREADS];
@@ -137,5 +213,17 @@ int main(void)
     }
     rlx_session_free(shared);
     printf("%d threads x %d runs, own sessions then one shared: %d failures\n", THREADS, RUNS, failures);
+    for (int w = 0; w < N_WORKLOADS; w++)
+        if (!compile_workload(w, &reference[w])) {
+            fprintf(stderr, "compile %s: %s\n", workloads[w].name, rlx_last_error());
+            return 1;
+        }
+    if (spawn_n(compile_at_once, COMPILERS) != 0) {
+        fprintf(stderr, "cannot start threads\n");
+        return 1;
+    }
+    for (int w = 0; w < N_WORKLOADS; w++)
+        rlx_free(reference[w].dot);
+    printf("%d threads compiling %d workloads at once: %d failures\n", COMPILERS, N_WORKLOADS, failures);
     return failures ? 1 : 0;
 }

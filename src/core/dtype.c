@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "ir/ir.h"
+#include "core/dtype.h"
 
 size_t rlx_dtype_size(rlx_dtype t)
 {

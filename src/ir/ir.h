@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "rlx.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 #define RLX_MAX_INPUTS 12
@@ -226,23 +227,83 @@ struct rlx_graph {
 /* ----------------------------------------------------------- op table */
 
 typedef enum rlx_op_flags {
-    RLX_OPF_LEAF = 1 << 0,        /* input, param, constant */
-    RLX_OPF_ELEMENTWISE = 1 << 1, /* out[i] depends on in[i] (after broadcast) */
-    RLX_OPF_VIEW = 1 << 2,        /* may alias its first input (reshape) */
+    RLX_OPF_LEAF = 1 << 0,        /* input, param, constant: persistent, no kernel */
+    RLX_OPF_ELEMENTWISE = 1 << 1, /* out[i] depends on in[i] (after broadcast): may be written in place */
+    RLX_OPF_VIEW = 1 << 2,        /* may alias its first input: the row's `view` says when */
     RLX_OPF_RANDOM = 1 << 3,      /* not pure: never CSE'd or folded */
-    RLX_OPF_FUSED = 1 << 4,       /* produced by fusion */
-    RLX_OPF_STATEFUL = 1 << 5,    /* writes into its first input's memory: never CSE'd, folded or moved */
+    RLX_OPF_FUSED = 1 << 4,       /* produced by fusion; has a decomposition */
+    RLX_OPF_STATEFUL = 1 << 5,    /* writes into its first input's memory: never CSE'd, folded or moved;
+                                     its result is that input's memory */
     RLX_OPF_AUX_KEEP_DTYPE = 1 << 6, /* mixed precision converts input 0 only; the rest keep their dtype */
+    RLX_OPF_CHAIN = 1 << 7,       /* may be an instruction of an elementwise_chain (float unary/binary) */
+    RLX_OPF_CHAIN_F32 = 1 << 8,   /* range-sensitive (exp, log, ...): a chain holding it stays f32 */
 } rlx_op_flags;
 
+/* What kind of computation an op is: what passes that treat ops by family
+ * (fusion, layout, the dispatch report) go by.  0 is "not set", which
+ * test_op_table refuses. */
+typedef enum rlx_op_kind {
+    RLX_KIND_UNSET = 0,
+    RLX_KIND_LEAF,        /* input, param, constant */
+    RLX_KIND_UNARY,       /* unary elementwise: out = f(x) */
+    RLX_KIND_BINARY,      /* binary elementwise, broadcasting: out = f(a, b) */
+    RLX_KIND_ELEMENTWISE, /* other elementwise (where, cast, clip, elementwise_chain) */
+    RLX_KIND_MATMUL,      /* matmul and its fused forms */
+    RLX_KIND_REDUCTION,   /* reduce_*, argmax/argmin */
+    RLX_KIND_NORM,        /* softmax, norms and their fused forms */
+    RLX_KIND_SHAPE,       /* data movement (reshape, transpose, slice, concat, gather, expand, pad) */
+    RLX_KIND_ATTENTION,   /* rope, attention, attention_block */
+    RLX_KIND_CONV,        /* conv, conv_bias_act */
+    RLX_KIND_POOL,        /* pooling windows */
+    RLX_KIND_RANDOM,      /* random values */
+    RLX_KIND_STATE,       /* writes into a param (cache_write) */
+    RLX_KIND_COUNT
+} rlx_op_kind;
+
+/* How automatic mixed precision (src/opt/amp.c) treats an op that computes
+ * in f32.  0 is "not set", which test_op_table refuses: an op can no longer
+ * stay f32 only because nobody listed it. */
+typedef enum rlx_amp_class {
+    RLX_AMP_UNSET = 0,
+    RLX_AMP_LEAF,   /* inputs, params, constants: keep their declared dtype */
+    RLX_AMP_LOW,    /* f16/bf16-safe: runs in the low type */
+    RLX_AMP_F32,    /* keeps f32 (range- or accumulation-sensitive, or no low kernel expected) */
+    RLX_AMP_FOLLOW, /* data movement: runs in the dtype its f32 operands arrive in */
+    RLX_AMP_CAST,   /* a cast: becomes a conversion of its operand */
+    RLX_AMP_STATE,  /* writes into input 0 in that input's dtype: the update is converted, input 0 never */
+    RLX_AMP_CHAIN,  /* an elementwise program: low unless an instruction is RLX_OPF_CHAIN_F32 */
+    RLX_AMP_COUNT
+} rlx_amp_class;
+
+/* Where an op keeps its data layout (RLX_LAYOUT_*), if it has one. */
+typedef enum rlx_layout_attr { RLX_LAYOUT_ATTR_NONE = 0, RLX_LAYOUT_ATTR_CONV, RLX_LAYOUT_ATTR_POOL } rlx_layout_attr;
+
+/* One row per op: everything a pass or the planner needs to know about an
+ * op.  Passes read these traits; none keeps a per-op list of its own.
+ * docs/ADDING_AN_OP.md lists what else a new op needs; test_op_table checks
+ * every row. */
 typedef struct rlx_op_info {
     const char *name;
     int min_in, max_in;
-    unsigned flags;
+    unsigned flags;            /* RLX_OPF_* */
+    rlx_op_kind kind;
+    rlx_amp_class amp;
+    rlx_act act;               /* the fused-epilogue activation this op is (RLX_ACT_NONE: not one) */
+    rlx_layout_attr layout;    /* its layout attribute, if any */
     /* Computes n->shape and n->dtype from its inputs and attributes;
      * returns RLX_OK or sets the error (naming the problem). */
     rlx_status (*infer)(const rlx_graph *g, rlx_node_data *n);
+    /* RLX_OPF_VIEW only: whether node n aliases its first input's memory,
+     * and at which byte offset (the planner's alias rule). */
+    bool (*view)(const rlx_graph *g, const rlx_node_data *n, size_t *byte_offset);
+    /* The op's definition in primitives (decompose.c): appends them to g (n's
+     * inputs already ids of g) and returns the result; RLX_NO_DECOMPOSITION
+     * when this node has none (an NCHW conv); -1 when a builder failed.
+     * Every fused op has one. */
+    rlx_node (*decompose)(rlx_graph *g, const rlx_node_data *n);
 } rlx_op_info;
+
+#define RLX_NO_DECOMPOSITION (-2)
 
 const rlx_op_info *rlx_op_info_of(rlx_op op);
 /* Shape inference of the batch-norm primitive and the fused ops (ops_fused.c). */
@@ -254,6 +315,18 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
+/* Decompositions (decompose.c): the definitions of the fused ops, of
+ * batch_norm, and of channels-last conv and pooling, in primitives. */
+rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_add_rms_norm_keep(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_swiglu(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_attention_block(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n);
 /* Index of the attention block's optional input (bias bits 1,2,4,8 as
  * 1..4, 5 q gamma, 6 k gamma, 7 mask), or -1 when absent. */
 int rlx_attn_block_input(const rlx_node_data *n, int which);
@@ -264,8 +337,32 @@ int rlx_attn_block_input(const rlx_node_data *n, int which);
  * shared among `threads`). */
 void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads);
 const char *rlx_op_name(rlx_op op);
-bool rlx_op_is_unary(rlx_op op);
-bool rlx_op_is_binary(rlx_op op);
+bool rlx_op_is_unary(rlx_op op);  /* kind RLX_KIND_UNARY */
+bool rlx_op_is_binary(rlx_op op); /* kind RLX_KIND_BINARY */
+/* The op whose row has fused activation a (RLX_OP_COUNT for RLX_ACT_NONE). */
+rlx_op rlx_act_op(rlx_act a);
+/* The node's layout attribute (RLX_LAYOUT_NCHW for ops without one). */
+int rlx_node_layout(const rlx_node_data *n);
+
+/* The planner's alias rule, in one place: whether node id aliases its
+ * operand's memory (at *byte_offset): a reshape, a contiguous slice, or a
+ * transpose that moves only axes of length 1 (the row's `view`).  The
+ * planner places it so; backends compute nothing for it. */
+bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset);
+/* No kernel runs for node id: it is a view of its operand or has no bytes. */
+bool rlx_node_is_no_op(const rlx_graph *g, rlx_node id);
+/* True when slicing node `id` reads one contiguous range of its operand. */
+bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offset);
+
+/* Appends to g the primitives computing node n (its inputs already ids of
+ * g) through its row's decomposition; returns the id of the result, -1 if a
+ * builder failed (g->error says which), RLX_NO_DECOMPOSITION if n has none. */
+rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n);
+/* Whether node n has a decomposition (every fused op and batch_norm; conv
+ * and pooling only in channels-last layout). */
+bool rlx_node_has_decomposition(const rlx_node_data *n);
+/* Whether every node of op has one. */
+bool rlx_has_decomposition(rlx_op op);
 
 /* ----------------------------------------------------------- graphs */
 
@@ -288,8 +385,6 @@ void rlx_graph_print_to(const rlx_graph *g, FILE *f);
 /* Graphviz */
 void rlx_graph_write_dot(const rlx_graph *g, FILE *f, const char *title);
 
-/* Dtype helpers. */
-bool rlx_dtype_is_float(rlx_dtype t);
-bool rlx_dtype_is_int(rlx_dtype t);
+/* Dtype helpers: rlx_dtype_is_float, rlx_dtype_is_int (core/dtype.h). */
 
 #endif

@@ -8,10 +8,10 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-/* scratch for shape strings in messages, one per thread */
-static _Thread_local char sbuf_a[128], sbuf_b[128];
-#define SHAPE_A(s) rlx_shape_str((s), sbuf_a, sizeof sbuf_a)
-#define SHAPE_B(s) rlx_shape_str((s), sbuf_b, sizeof sbuf_b)
+/* a shape as text for a message, in a buffer of the call's own (a compound
+ * literal lives to the end of the enclosing block): no shared state */
+#define SHAPE_A(s) rlx_shape_str((s), (char[128]){0}, 128)
+#define SHAPE_B(s) rlx_shape_str((s), (char[128]){0}, 128)
 
 static rlx_status check_shape_arg(const rlx_shape *s)
 {
@@ -609,92 +609,176 @@ static rlx_status infer_dropout(const rlx_graph *g, rlx_node_data *n)
     return infer_same_float(g, n);
 }
 
-#define UNARY(nm) {nm, 1, 1, RLX_OPF_ELEMENTWISE, infer_unary}
-#define BINARY(nm) {nm, 2, 2, RLX_OPF_ELEMENTWISE, infer_binary}
+/* The alias rules of the view ops (the planner's, and every backend's
+ * through rlx_node_is_view). */
+bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offset)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    const rlx_node_data *x = &g->nodes[n->in[0]];
+    if (n->op != RLX_OP_SLICE)
+        return false;
+    int r = x->shape.ndim;
+    /* Contiguous when the outer axes are cut to length 1, the first longer
+     * axis is cut with step 1 and every axis inside it is kept whole. */
+    int k = 0;
+    while (k < r && n->shape.dims[k] == 1)
+        k++;
+    if (k < r && n->attrs.slice.step[k] != 1)
+        return false;
+    for (int i = k + 1; i < r; i++)
+        if (n->shape.dims[i] != x->shape.dims[i] || (n->attrs.slice.step[i] != 1 && n->shape.dims[i] > 1))
+            return false;
+    int64_t strides[RLX_MAX_DIMS];
+    rlx_shape_strides(&x->shape, strides);
+    int64_t off = 0;
+    for (int i = 0; i < r; i++)
+        off += n->attrs.slice.start[i] * strides[i];
+    if (byte_offset)
+        *byte_offset = (size_t)off * rlx_dtype_size(x->dtype);
+    return true;
+}
+
+static bool view_always(const rlx_graph *g, const rlx_node_data *n, size_t *byte_offset)
+{
+    (void)g, (void)n, (void)byte_offset;
+    return true;
+}
+
+static bool view_slice(const rlx_graph *g, const rlx_node_data *n, size_t *byte_offset)
+{
+    return rlx_slice_is_contiguous(g, (rlx_node)(n - g->nodes), byte_offset);
+}
+
+/* The perm keeps the axes longer than 1 in their order. */
+static bool view_transpose(const rlx_graph *g, const rlx_node_data *n, size_t *byte_offset)
+{
+    (void)byte_offset;
+    const rlx_shape *in = &g->nodes[n->in[0]].shape;
+    int last = -1;
+    for (int i = 0; i < n->shape.ndim; i++) {
+        int a = n->attrs.transpose.perm[i];
+        if (in->dims[a] == 1)
+            continue;
+        if (a < last)
+            return false;
+        last = a;
+    }
+    return true;
+}
+
+/* Rows, by family.  Columns: name, inputs min..max, flags, kind, mixed
+ * precision class, fused activation, layout attribute, inference, alias
+ * rule, decomposition (ops_fused.c and decompose.c hold the fused ops'). */
+#define ROW(nm, lo, hi, fl, kind, amp, infer) {nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, NULL, NULL}
+#define LEAF(nm) ROW(nm, 0, 0, RLX_OPF_LEAF, RLX_KIND_LEAF, RLX_AMP_LEAF, infer_leaf)
+#define UNARY(nm, amp, fl) ROW(nm, 1, 1, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_UNARY, amp, infer_unary)
+#define ACT(nm, act) {nm, 1, 1, RLX_OPF_ELEMENTWISE | CH, RLX_KIND_UNARY, RLX_AMP_LOW, act, RLX_LAYOUT_ATTR_NONE, infer_unary, NULL, NULL}
+#define BINARY(nm, amp, fl) ROW(nm, 2, 2, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_BINARY, amp, infer_binary)
+#define VIEW(nm, fl, infer, view) {nm, 1, 1, RLX_OPF_VIEW | (fl), RLX_KIND_SHAPE, RLX_AMP_FOLLOW, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, view, NULL}
+#define DECOMP(nm, lo, hi, fl, kind, amp, lay, infer, dec) {nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, lay, infer, NULL, dec}
+#define FUSED(nm, lo, hi, fl, kind, amp, lay, infer, dec) DECOMP(nm, lo, hi, RLX_OPF_FUSED | (fl), kind, amp, lay, infer, dec)
+#define CH RLX_OPF_CHAIN
+#define CH32 (RLX_OPF_CHAIN | RLX_OPF_CHAIN_F32)
+#define LOW RLX_AMP_LOW
+#define F32 RLX_AMP_F32
+#define FOLLOW RLX_AMP_FOLLOW
 
 static const rlx_op_info op_table[RLX_OP_COUNT] = {
-    [RLX_OP_INPUT] = {"input", 0, 0, RLX_OPF_LEAF, infer_leaf},
-    [RLX_OP_PARAM] = {"param", 0, 0, RLX_OPF_LEAF, infer_leaf},
-    [RLX_OP_CONSTANT] = {"constant", 0, 0, RLX_OPF_LEAF, infer_leaf},
-    [RLX_OP_NEG] = UNARY("neg"),
-    [RLX_OP_ABS] = UNARY("abs"),
-    [RLX_OP_EXP] = UNARY("exp"),
-    [RLX_OP_LOG] = UNARY("log"),
-    [RLX_OP_SQRT] = UNARY("sqrt"),
-    [RLX_OP_RSQRT] = UNARY("rsqrt"),
-    [RLX_OP_RECIPROCAL] = UNARY("reciprocal"),
-    [RLX_OP_TANH] = UNARY("tanh"),
-    [RLX_OP_SIGMOID] = UNARY("sigmoid"),
-    [RLX_OP_RELU] = UNARY("relu"),
-    [RLX_OP_GELU] = UNARY("gelu"),
-    [RLX_OP_GELU_TANH] = UNARY("gelu_tanh"),
-    [RLX_OP_SILU] = UNARY("silu"),
-    [RLX_OP_ERF] = UNARY("erf"),
-    [RLX_OP_SIN] = UNARY("sin"),
-    [RLX_OP_COS] = UNARY("cos"),
-    [RLX_OP_FLOOR] = UNARY("floor"),
-    [RLX_OP_CEIL] = UNARY("ceil"),
-    [RLX_OP_ROUND] = UNARY("round"),
-    [RLX_OP_SIGN] = UNARY("sign"),
-    [RLX_OP_NOT] = UNARY("not"),
-    [RLX_OP_ADD] = BINARY("add"),
-    [RLX_OP_SUB] = BINARY("sub"),
-    [RLX_OP_MUL] = BINARY("mul"),
-    [RLX_OP_DIV] = BINARY("div"),
-    [RLX_OP_POW] = BINARY("pow"),
-    [RLX_OP_MAX] = BINARY("max"),
-    [RLX_OP_MIN] = BINARY("min"),
-    [RLX_OP_MOD] = BINARY("mod"),
-    [RLX_OP_EQUAL] = BINARY("equal"),
-    [RLX_OP_LESS] = BINARY("less"),
-    [RLX_OP_GREATER] = BINARY("greater"),
-    [RLX_OP_AND] = BINARY("and"),
-    [RLX_OP_OR] = BINARY("or"),
-    [RLX_OP_XOR] = BINARY("xor"),
-    [RLX_OP_WHERE] = {"where", 3, 3, RLX_OPF_ELEMENTWISE, infer_where},
-    [RLX_OP_CAST] = {"cast", 1, 1, RLX_OPF_ELEMENTWISE, infer_cast},
-    [RLX_OP_CLIP] = {"clip", 1, 1, RLX_OPF_ELEMENTWISE, infer_same_numeric},
-    [RLX_OP_MATMUL] = {"matmul", 2, 2, 0, infer_matmul},
-    [RLX_OP_REDUCE_SUM] = {"reduce_sum", 1, 1, 0, infer_reduce},
-    [RLX_OP_REDUCE_MEAN] = {"reduce_mean", 1, 1, 0, infer_reduce},
-    [RLX_OP_REDUCE_MAX] = {"reduce_max", 1, 1, 0, infer_reduce},
-    [RLX_OP_REDUCE_MIN] = {"reduce_min", 1, 1, 0, infer_reduce},
-    [RLX_OP_REDUCE_PROD] = {"reduce_prod", 1, 1, 0, infer_reduce},
-    [RLX_OP_ARGMAX] = {"argmax", 1, 1, 0, infer_arg},
-    [RLX_OP_ARGMIN] = {"argmin", 1, 1, 0, infer_arg},
-    [RLX_OP_SOFTMAX] = {"softmax", 1, 1, 0, infer_softmax},
-    [RLX_OP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 0, infer_softmax},
-    [RLX_OP_LAYER_NORM] = {"layer_norm", 1, 3, 0, infer_norm},
-    [RLX_OP_RMS_NORM] = {"rms_norm", 1, 2, 0, infer_norm},
-    [RLX_OP_RESHAPE] = {"reshape", 1, 1, RLX_OPF_VIEW, infer_reshape},
-    [RLX_OP_TRANSPOSE] = {"transpose", 1, 1, 0, infer_transpose},
-    [RLX_OP_SLICE] = {"slice", 1, 1, RLX_OPF_VIEW, infer_slice},
-    [RLX_OP_CONCAT] = {"concat", 1, RLX_MAX_INPUTS, 0, infer_concat},
-    [RLX_OP_GATHER] = {"gather", 2, 2, 0, infer_gather},
-    [RLX_OP_EXPAND] = {"expand", 1, 1, 0, infer_expand},
-    [RLX_OP_PAD] = {"pad", 1, 1, 0, infer_pad},
-    [RLX_OP_ROPE] = {"rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, infer_rope},
-    [RLX_OP_ATTENTION] = {"attention", 3, 5, 0, infer_attention},
-    [RLX_OP_CONV] = {"conv", 2, 3, 0, infer_conv},
-    [RLX_OP_MAX_POOL] = {"max_pool", 1, 1, 0, infer_pool},
-    [RLX_OP_AVG_POOL] = {"avg_pool", 1, 1, 0, infer_pool},
-    [RLX_OP_GLOBAL_AVG_POOL] = {"global_avg_pool", 1, 1, 0, infer_global_pool},
-    [RLX_OP_RANDOM_UNIFORM] = {"random_uniform", 0, 0, RLX_OPF_RANDOM, infer_leaf},
-    [RLX_OP_RANDOM_NORMAL] = {"random_normal", 0, 0, RLX_OPF_RANDOM, infer_leaf},
-    [RLX_OP_DROPOUT] = {"dropout", 1, 1, RLX_OPF_RANDOM, infer_dropout},
-    [RLX_OP_BATCH_NORM] = {"batch_norm", 5, 5, 0, rlx_infer_batch_norm},
-    [RLX_OP_CACHE_WRITE] = {"cache_write", 3, 3, RLX_OPF_STATEFUL, infer_cache_write},
-    /* fused ops (inference in ops_fused.c) */
-    [RLX_OP_MATMUL_BIAS_ACT] = {"matmul_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_matmul_bias_act},
-    [RLX_OP_ADD_LAYER_NORM] = {"add_layer_norm", 2, 4, RLX_OPF_FUSED, rlx_infer_add_norm},
-    [RLX_OP_ADD_RMS_NORM] = {"add_rms_norm", 2, 3, RLX_OPF_FUSED, rlx_infer_add_norm},
-    [RLX_OP_SWIGLU] = {"swiglu", 3, 3, RLX_OPF_FUSED, rlx_infer_swiglu},
-    [RLX_OP_ATTENTION_BLOCK] = {"attention_block", 5, 12, RLX_OPF_FUSED, rlx_infer_attention_block},
-    [RLX_OP_ELEMENTWISE_CHAIN] = {"elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_FUSED | RLX_OPF_ELEMENTWISE,
-                                  rlx_infer_elementwise_chain},
-    [RLX_OP_SOFTMAX_SCALE_MASK] = {"softmax_scale_mask", 1, 2, RLX_OPF_FUSED, rlx_infer_softmax_scale_mask},
-    [RLX_OP_CONV_BIAS_ACT] = {"conv_bias_act", 2, 3, RLX_OPF_FUSED, rlx_infer_conv_bias_act},
-    [RLX_OP_ADD_RMS_NORM_KEEP] = {"add_rms_norm_keep", 2, 3, RLX_OPF_FUSED, rlx_infer_add_norm},
+    [RLX_OP_INPUT] = LEAF("input"),
+    [RLX_OP_PARAM] = LEAF("param"),
+    [RLX_OP_CONSTANT] = LEAF("constant"),
+    [RLX_OP_NEG] = UNARY("neg", LOW, CH),
+    [RLX_OP_ABS] = UNARY("abs", LOW, CH),
+    [RLX_OP_EXP] = UNARY("exp", F32, CH32),
+    [RLX_OP_LOG] = UNARY("log", F32, CH32),
+    [RLX_OP_SQRT] = UNARY("sqrt", F32, CH32),
+    [RLX_OP_RSQRT] = UNARY("rsqrt", F32, CH32),
+    [RLX_OP_RECIPROCAL] = UNARY("reciprocal", F32, CH32),
+    [RLX_OP_TANH] = UNARY("tanh", LOW, CH),
+    [RLX_OP_SIGMOID] = UNARY("sigmoid", LOW, CH),
+    [RLX_OP_RELU] = ACT("relu", RLX_ACT_RELU),
+    [RLX_OP_GELU] = ACT("gelu", RLX_ACT_GELU),
+    [RLX_OP_GELU_TANH] = ACT("gelu_tanh", RLX_ACT_GELU_TANH),
+    [RLX_OP_SILU] = ACT("silu", RLX_ACT_SILU),
+    [RLX_OP_ERF] = UNARY("erf", LOW, CH),
+    [RLX_OP_SIN] = UNARY("sin", F32, CH),
+    [RLX_OP_COS] = UNARY("cos", F32, CH),
+    [RLX_OP_FLOOR] = UNARY("floor", F32, CH),
+    [RLX_OP_CEIL] = UNARY("ceil", F32, CH),
+    [RLX_OP_ROUND] = UNARY("round", F32, CH),
+    [RLX_OP_SIGN] = UNARY("sign", F32, CH),
+    [RLX_OP_NOT] = UNARY("not", F32, 0),
+    [RLX_OP_ADD] = BINARY("add", LOW, CH),
+    [RLX_OP_SUB] = BINARY("sub", LOW, CH),
+    [RLX_OP_MUL] = BINARY("mul", LOW, CH),
+    [RLX_OP_DIV] = BINARY("div", LOW, CH),
+    [RLX_OP_POW] = BINARY("pow", F32, CH32),
+    [RLX_OP_MAX] = BINARY("max", LOW, CH),
+    [RLX_OP_MIN] = BINARY("min", LOW, CH),
+    [RLX_OP_MOD] = BINARY("mod", F32, 0),
+    [RLX_OP_EQUAL] = BINARY("equal", F32, 0),
+    [RLX_OP_LESS] = BINARY("less", F32, 0),
+    [RLX_OP_GREATER] = BINARY("greater", F32, 0),
+    [RLX_OP_AND] = BINARY("and", F32, 0),
+    [RLX_OP_OR] = BINARY("or", F32, 0),
+    [RLX_OP_XOR] = BINARY("xor", F32, 0),
+    [RLX_OP_WHERE] = ROW("where", 3, 3, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_where),
+    [RLX_OP_CAST] = ROW("cast", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, RLX_AMP_CAST, infer_cast),
+    [RLX_OP_CLIP] = ROW("clip", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_same_numeric),
+    [RLX_OP_MATMUL] = ROW("matmul", 2, 2, 0, RLX_KIND_MATMUL, LOW, infer_matmul),
+    [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
+    [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
+    [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
+    [RLX_OP_REDUCE_MIN] = ROW("reduce_min", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
+    [RLX_OP_REDUCE_PROD] = ROW("reduce_prod", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
+    [RLX_OP_ARGMAX] = ROW("argmax", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg),
+    [RLX_OP_ARGMIN] = ROW("argmin", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg),
+    [RLX_OP_SOFTMAX] = ROW("softmax", 1, 1, 0, RLX_KIND_NORM, LOW, infer_softmax),
+    [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax),
+    [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm),
+    [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm),
+    [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always),
+    [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose),
+    [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice),
+    [RLX_OP_CONCAT] = ROW("concat", 1, RLX_MAX_INPUTS, 0, RLX_KIND_SHAPE, FOLLOW, infer_concat),
+    [RLX_OP_GATHER] = ROW("gather", 2, 2, 0, RLX_KIND_SHAPE, FOLLOW, infer_gather),
+    [RLX_OP_EXPAND] = ROW("expand", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_expand),
+    [RLX_OP_PAD] = ROW("pad", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_pad),
+    [RLX_OP_ROPE] = ROW("rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, infer_rope),
+    [RLX_OP_ATTENTION] = ROW("attention", 3, 5, 0, RLX_KIND_ATTENTION, LOW, infer_attention),
+    [RLX_OP_CONV] = DECOMP("conv", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV, infer_conv,
+                           rlx_decompose_channels_last),
+    [RLX_OP_MAX_POOL] = DECOMP("max_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
+                               rlx_decompose_channels_last),
+    [RLX_OP_AVG_POOL] = DECOMP("avg_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
+                               rlx_decompose_channels_last),
+    [RLX_OP_GLOBAL_AVG_POOL] = ROW("global_avg_pool", 1, 1, 0, RLX_KIND_POOL, F32, infer_global_pool),
+    [RLX_OP_RANDOM_UNIFORM] = ROW("random_uniform", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
+    [RLX_OP_RANDOM_NORMAL] = ROW("random_normal", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
+    [RLX_OP_DROPOUT] = ROW("dropout", 1, 1, RLX_OPF_RANDOM, RLX_KIND_RANDOM, FOLLOW, infer_dropout),
+    [RLX_OP_BATCH_NORM] = DECOMP("batch_norm", 5, 5, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_batch_norm,
+                                 rlx_decompose_batch_norm),
+    [RLX_OP_CACHE_WRITE] = ROW("cache_write", 3, 3, RLX_OPF_STATEFUL, RLX_KIND_STATE, RLX_AMP_STATE, infer_cache_write),
+    /* fused ops (inference in ops_fused.c, decompositions in decompose.c) */
+    [RLX_OP_MATMUL_BIAS_ACT] = FUSED("matmul_bias_act", 2, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE,
+                                     rlx_infer_matmul_bias_act, rlx_decompose_matmul_bias_act),
+    [RLX_OP_ADD_LAYER_NORM] = FUSED("add_layer_norm", 2, 4, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
+                                    rlx_infer_add_norm, rlx_decompose_add_norm),
+    [RLX_OP_ADD_RMS_NORM] = FUSED("add_rms_norm", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_add_norm,
+                                  rlx_decompose_add_norm),
+    [RLX_OP_SWIGLU] = FUSED("swiglu", 3, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_swiglu,
+                            rlx_decompose_swiglu),
+    [RLX_OP_ATTENTION_BLOCK] = FUSED("attention_block", 5, 12, 0, RLX_KIND_ATTENTION, LOW, RLX_LAYOUT_ATTR_NONE,
+                                     rlx_infer_attention_block, rlx_decompose_attention_block),
+    [RLX_OP_ELEMENTWISE_CHAIN] = FUSED("elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_ELEMENTWISE,
+                                       RLX_KIND_ELEMENTWISE, RLX_AMP_CHAIN, RLX_LAYOUT_ATTR_NONE,
+                                       rlx_infer_elementwise_chain, rlx_decompose_elementwise_chain),
+    [RLX_OP_SOFTMAX_SCALE_MASK] = FUSED("softmax_scale_mask", 1, 2, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
+                                        rlx_infer_softmax_scale_mask, rlx_decompose_softmax_scale_mask),
+    [RLX_OP_CONV_BIAS_ACT] = FUSED("conv_bias_act", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV,
+                                   rlx_infer_conv_bias_act, rlx_decompose_conv_bias_act),
+    [RLX_OP_ADD_RMS_NORM_KEEP] = FUSED("add_rms_norm_keep", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
+                                       rlx_infer_add_norm, rlx_decompose_add_rms_norm_keep),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)
@@ -710,8 +794,49 @@ const char *rlx_op_name(rlx_op op)
     return i ? i->name : "?";
 }
 
-bool rlx_op_is_unary(rlx_op op) { return op >= RLX_OP_NEG && op <= RLX_OP_NOT; }
-bool rlx_op_is_binary(rlx_op op) { return op >= RLX_OP_ADD && op <= RLX_OP_XOR; }
+static rlx_op_kind kind_of(rlx_op op)
+{
+    const rlx_op_info *i = rlx_op_info_of(op);
+    return i ? i->kind : RLX_KIND_UNSET;
+}
+
+bool rlx_op_is_unary(rlx_op op) { return kind_of(op) == RLX_KIND_UNARY; }
+bool rlx_op_is_binary(rlx_op op) { return kind_of(op) == RLX_KIND_BINARY; }
+
+rlx_op rlx_act_op(rlx_act a)
+{
+    for (int op = 0; a != RLX_ACT_NONE && op < RLX_OP_COUNT; op++)
+        if (op_table[op].act == a)
+            return (rlx_op)op;
+    return RLX_OP_COUNT;
+}
+
+int rlx_node_layout(const rlx_node_data *n)
+{
+    const rlx_op_info *i = rlx_op_info_of(n->op);
+    switch (i ? i->layout : RLX_LAYOUT_ATTR_NONE) {
+    case RLX_LAYOUT_ATTR_CONV: return n->attrs.conv.layout;
+    case RLX_LAYOUT_ATTR_POOL: return n->attrs.pool.layout;
+    default: return RLX_LAYOUT_NCHW;
+    }
+}
+
+bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    const rlx_op_info *i = rlx_op_info_of(n->op);
+    if (byte_offset)
+        *byte_offset = 0;
+    if (n->n_in < 1 || !i || !(i->flags & RLX_OPF_VIEW) || !i->view)
+        return false;
+    return i->view(g, n, byte_offset);
+}
+
+bool rlx_node_is_no_op(const rlx_graph *g, rlx_node id)
+{
+    size_t off;
+    return rlx_node_bytes(&g->nodes[id]) == 0 || rlx_node_is_view(g, id, &off);
+}
 
 void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads)
 {

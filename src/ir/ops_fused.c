@@ -8,9 +8,10 @@
 
 #define IN(i) (&g->nodes[n->in[i]])
 
-static _Thread_local char sa[128], sb[128];
-#define SHAPE_A(s) rlx_shape_str((s), sa, sizeof sa)
-#define SHAPE_B(s) rlx_shape_str((s), sb, sizeof sb)
+/* a shape as text for a message, in a buffer of the call's own (a compound
+ * literal lives to the end of the enclosing block): no shared state */
+#define SHAPE_A(s) rlx_shape_str((s), (char[128]){0}, 128)
+#define SHAPE_B(s) rlx_shape_str((s), (char[128]){0}, 128)
 
 /* Runs op's inference on a copy of n with the given inputs and attributes. */
 static rlx_status infer_as(const rlx_graph *g, const rlx_node_data *n, rlx_op op, int n_in, const rlx_node *in,
@@ -240,9 +241,10 @@ rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n)
         const uint8_t *c = &n->attrs.ew.code[3 * k];
         rlx_op op = (rlx_op)c[0];
         int regs = n->n_in + k;
-        bool unary = rlx_op_is_unary(op) && op != RLX_OP_NOT;
-        bool binary = rlx_op_is_binary(op) && op <= RLX_OP_MIN && op != RLX_OP_MOD;
-        if (!unary && !binary)
+        const rlx_op_info *info = rlx_op_info_of(op);
+        bool chain = info && (info->flags & RLX_OPF_CHAIN);
+        bool binary = chain && info->kind == RLX_KIND_BINARY;
+        if (!chain)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "instruction %d: %s is not a float elementwise op", k,
                                  rlx_op_name(op));
         if (c[1] >= regs || (binary && c[2] >= regs))

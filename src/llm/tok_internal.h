@@ -1,7 +1,7 @@
 /* tok_internal.h - the tokenizer's representation, shared by its files:
  * tokenizer.c (construction, special tokens, encode/decode), tok_bpe.c (the
  * merge loop), tok_pretok.c (normalizers and the pre-tokenizer regex),
- * tok_hf.c (tokenizer.json). */
+ * tok_hf.c (tokenizer.json), tok_util.c (the small containers). */
 #ifndef RLX_LLM_TOK_INTERNAL_H
 #define RLX_LLM_TOK_INTERNAL_H
 
@@ -103,6 +103,10 @@ uint64_t tok_hash(const void *s, size_t n);
 int32_t tok_strmap_get(const tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw,
                        const void *s, size_t n);
 int tok_pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, int32_t *rank, int32_t *merged);
+/* Building the maps (tokenizer.c builds them): room for n entries, then one per id. */
+int tok_strmap_init(tok_strmap *m, size_t n);
+void tok_strmap_put(tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw, int32_t id);
+uint64_t tok_pair_key(int32_t a, int32_t b);
 
 /* tok_bpe.c: the ids of one pre-token, appended to out. */
 typedef struct tok_scratch tok_scratch;

@@ -1,7 +1,8 @@
 /* amp.c - automatic mixed precision, run after fusion (so casts never sit
  * between the nodes a pattern must see).
  *
- * Policy, for nodes that compute in f32:
+ * Policy, for nodes that compute in f32 (each op's class is in its op table
+ * row, `amp`, RLX_AMP_*; there is no list here):
  *   low  (f16/bf16): matmul, conv, attention and their fused forms, rope,
  *                    pooling windows, cheap elementwise arithmetic, and
  *                    norms and softmax (fused or not): every backend's norm
@@ -10,7 +11,9 @@
  *                    are O(1), so only storage narrows;
  *   f32:             reductions, log-softmax,
  *                    exp/log/pow/sqrt/rsqrt/reciprocal,
- *                    comparisons, arg-reductions, anything else unknown;
+ *                    comparisons, arg-reductions, and the rest; an
+ *                    elementwise chain is low unless one of its
+ *                    instructions is range-sensitive (RLX_OPF_CHAIN_F32);
  *   follow:          data movement (reshape, transpose, slice, concat,
  *                    gather, expand, pad), where, clip, dropout: they run in
  *                    the dtype their data arrives in.
@@ -26,72 +29,19 @@
 
 #include "opt/pass.h"
 
-enum { AMP_F32, AMP_LOW, AMP_FOLLOW };
-
-static bool chain_is_cheap(const rlx_node_data *n)
+/* The node's class: its op table row's (RLX_AMP_*), an elementwise
+ * program's from its instructions. */
+static rlx_amp_class amp_class(const rlx_node_data *n)
 {
+    rlx_amp_class c = rlx_op_info_of(n->op)->amp;
+    if (c != RLX_AMP_CHAIN)
+        return c;
     for (int k = 0; k < n->attrs.ew.n_ops; k++) {
-        rlx_op op = (rlx_op)n->attrs.ew.code[3 * k];
-        if (op == RLX_OP_EXP || op == RLX_OP_LOG || op == RLX_OP_POW || op == RLX_OP_SQRT || op == RLX_OP_RSQRT ||
-            op == RLX_OP_RECIPROCAL)
-            return false;
+        const rlx_op_info *i = rlx_op_info_of((rlx_op)n->attrs.ew.code[3 * k]);
+        if (i && (i->flags & RLX_OPF_CHAIN_F32))
+            return RLX_AMP_F32;
     }
-    return true;
-}
-
-static int amp_class(const rlx_node_data *n)
-{
-    switch (n->op) {
-    case RLX_OP_MATMUL:
-    case RLX_OP_CONV:
-    case RLX_OP_ATTENTION:
-    case RLX_OP_ROPE:
-    case RLX_OP_MAX_POOL:
-    case RLX_OP_AVG_POOL:
-    case RLX_OP_MATMUL_BIAS_ACT:
-    case RLX_OP_SWIGLU:
-    case RLX_OP_ATTENTION_BLOCK:
-    case RLX_OP_CONV_BIAS_ACT:
-    case RLX_OP_NEG:
-    case RLX_OP_ABS:
-    case RLX_OP_RELU:
-    case RLX_OP_GELU:
-    case RLX_OP_GELU_TANH:
-    case RLX_OP_SILU:
-    case RLX_OP_TANH:
-    case RLX_OP_SIGMOID:
-    case RLX_OP_ERF:
-    case RLX_OP_ADD:
-    case RLX_OP_SUB:
-    case RLX_OP_MUL:
-    case RLX_OP_DIV:
-    case RLX_OP_MAX:
-    case RLX_OP_MIN:
-    case RLX_OP_SOFTMAX:
-    case RLX_OP_SOFTMAX_SCALE_MASK:
-    case RLX_OP_LAYER_NORM:
-    case RLX_OP_RMS_NORM:
-    case RLX_OP_ADD_LAYER_NORM:
-    case RLX_OP_ADD_RMS_NORM:
-    case RLX_OP_ADD_RMS_NORM_KEEP:
-    case RLX_OP_BATCH_NORM:
-        return AMP_LOW;
-    case RLX_OP_ELEMENTWISE_CHAIN:
-        return chain_is_cheap(n) ? AMP_LOW : AMP_F32;
-    case RLX_OP_RESHAPE:
-    case RLX_OP_TRANSPOSE:
-    case RLX_OP_SLICE:
-    case RLX_OP_CONCAT:
-    case RLX_OP_GATHER:
-    case RLX_OP_EXPAND:
-    case RLX_OP_PAD:
-    case RLX_OP_WHERE:
-    case RLX_OP_CLIP:
-    case RLX_OP_DROPOUT:
-        return AMP_FOLLOW;
-    default:
-        return AMP_F32;
-    }
+    return RLX_AMP_LOW;
 }
 
 typedef struct amp_state {
@@ -227,12 +177,13 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
     for (int i = 0; i < n; i++) {
         const rlx_node_data *src = &g->nodes[i];
         const rlx_op_info *info = rlx_op_info_of(src->op);
-        if (info->flags & RLX_OPF_LEAF) {
+        rlx_amp_class cls = amp_class(src);
+        if (cls == RLX_AMP_LEAF) {
             if ((st.map[i] = rlx_copy_node(st.out, g, i, st.map)) < 0)
                 goto fail;
             continue;
         }
-        if (src->op == RLX_OP_CAST) {
+        if (cls == RLX_AMP_CAST) {
             rlx_node y = to_dtype(&st, src->in[0], src->attrs.cast.to);
             if (y < 0)
                 goto fail;
@@ -241,33 +192,33 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
         }
         /* a cache is written in its own dtype: the update is converted, the
          * cache never (a cast would write into a copy of it) */
-        if (src->op == RLX_OP_CACHE_WRITE) {
+        if (cls == RLX_AMP_STATE) {
             rlx_node_data p = *src;
-            p.in[0] = st.map[src->in[0]];
+            for (int j = 0; j < p.n_in; j++)
+                p.in[j] = st.map[src->in[j]];
             p.in[1] = to_dtype(&st, src->in[1], st.out->nodes[p.in[0]].dtype);
-            p.in[2] = st.map[src->in[2]];
             if (p.in[1] < 0 || (st.map[i] = rlx_graph_add(st.out, &p)) < 0)
                 goto fail;
             continue;
         }
         /* the dtype this node's f32 operands should arrive in */
         rlx_dtype t = RLX_F32;
-        int cls = amp_class(src);
-        if (cls == AMP_LOW && src->dtype == RLX_F32) {
+        if (cls == RLX_AMP_LOW && src->dtype == RLX_F32) {
             t = low;
-        } else if (cls == AMP_FOLLOW) {
-            for (int j = src->op == RLX_OP_WHERE ? 1 : 0; j < src->n_in; j++)
+        } else if (cls == RLX_AMP_FOLLOW) {
+            /* (where's condition is bool: only its branches can be f32) */
+            for (int j = 0; j < src->n_in; j++)
                 if (g->nodes[src->in[j]].dtype == RLX_F32) {
                     t = st.out->nodes[st.map[src->in[j]]].dtype;
                     break;
                 }
         }
         if (t != RLX_F32 && !claims_in(ctx, g, src, t)) {
-            if (!noted[src->op] && cls == AMP_LOW)
+            if (!noted[src->op] && cls == RLX_AMP_LOW)
                 fprintf(stderr, "[rlx] note: %s has no %s kernel on this backend; it computes in f32\n",
                         rlx_op_name(src->op), lname);
             noted[src->op] = true;
-            if (ctx->stats && cls == AMP_LOW)
+            if (ctx->stats && cls == RLX_AMP_LOW)
                 ctx->stats->amp_fallback++;
             t = RLX_F32;
         }
@@ -281,7 +232,7 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
         }
         if ((st.map[i] = rlx_graph_add(st.out, &p)) < 0)
             goto fail;
-        if (t == low && cls == AMP_LOW && ctx->stats)
+        if (t == low && cls == RLX_AMP_LOW && ctx->stats)
             ctx->stats->amp_low++;
     }
     /* outputs keep the dtypes the graph declared */

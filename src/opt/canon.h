@@ -20,6 +20,8 @@ bool canon_split_projection(rlx_graph *out, const rlx_graph *g, rlx_node id, con
 /* attention: canon_attn.c */
 bool canon_attention(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y);
 
+/* Shared by the families (canon_util.c). */
+
 /* x when id slices only x's last axis, with step 1, from *start for *len
  * elements; else -1. */
 rlx_node canon_last_axis_slice(const rlx_graph *g, rlx_node id, int64_t *start, int64_t *len);

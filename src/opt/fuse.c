@@ -14,61 +14,6 @@
 
 #include "opt/fuse_internal.h"
 
-int fs_act_of(rlx_op op)
-{
-    switch (op) {
-    case RLX_OP_RELU: return RLX_ACT_RELU;
-    case RLX_OP_GELU: return RLX_ACT_GELU;
-    case RLX_OP_GELU_TANH: return RLX_ACT_GELU_TANH;
-    case RLX_OP_SILU: return RLX_ACT_SILU;
-    default: return -1;
-    }
-}
-
-static void spec_free(fuse_spec *sp)
-{
-    for (int k = 0; k < sp->n_consts; k++) {
-        free(sp->consts[k].data);
-        sp->consts[k].data = NULL;
-    }
-    sp->n_consts = 0;
-}
-
-bool fs_commit(fuse_state *s, fuse_spec *spec, const rlx_node *nodes, int n_nodes)
-{
-    rlx_dtype dt[RLX_MAX_INPUTS];
-    rlx_shape sh[RLX_MAX_INPUTS];
-    for (int i = 0; i < spec->node.n_in; i++) {
-        rlx_node in = spec->node.in[i];
-        const rlx_node_data *src = in >= 0 ? fs_node(s, in) : &spec->consts[-1 - in];
-        dt[i] = src->dtype;
-        sh[i] = src->shape;
-    }
-    if (!rlx_probe_claim(s->ctx, &spec->node, dt, sh)) {
-        if (s->stats)
-            s->stats->fusion_refused++;
-        spec_free(spec);
-        return false;
-    }
-    if (s->n_specs == s->cap_specs) {
-        int cap = s->cap_specs ? s->cap_specs * 2 : 16;
-        fuse_spec *p = rlx_realloc_array(s->specs, (size_t)cap, sizeof *p);
-        if (!p) {
-            spec_free(spec);
-            return false;
-        }
-        s->specs = p;
-        s->cap_specs = cap;
-    }
-    spec->node.name = s->g->nodes[spec->root].name;
-    s->spec_of[spec->root] = s->n_specs;
-    s->specs[s->n_specs++] = *spec;
-    for (int i = 0; i < n_nodes; i++)
-        s->taken[nodes[i]] = true;
-    s->taken[spec->root] = true;
-    return true;
-}
-
 typedef bool (*pattern_fn)(fuse_state *s, rlx_node root);
 
 static const struct {
@@ -161,7 +106,7 @@ fail:
     out = NULL;
 done:
     for (int i = 0; i < s.n_specs; i++)
-        spec_free(&s.specs[i]);
+        fs_spec_free(&s.specs[i]);
     free(s.specs);
     free(s.uses);
     free(s.is_out);
@@ -181,11 +126,9 @@ static bool ew_eligible(const fuse_state *s, rlx_node id)
     const rlx_node_data *n = fs_node(s, id);
     if (s->taken[id] || !rlx_dtype_is_float(n->dtype))
         return false;
-    if (rlx_op_is_unary(n->op))
-        return n->op != RLX_OP_NOT;
-    if (rlx_op_is_binary(n->op))
-        return n->op <= RLX_OP_MIN && n->op != RLX_OP_MOD && fs_node(s, n->in[0])->dtype == n->dtype;
-    return false;
+    if (!(rlx_op_info_of(n->op)->flags & RLX_OPF_CHAIN))
+        return false;
+    return !rlx_op_is_binary(n->op) || fs_node(s, n->in[0])->dtype == n->dtype;
 }
 
 static bool in_list(const rlx_node *l, int n, rlx_node x)

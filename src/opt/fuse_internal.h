@@ -52,6 +52,8 @@ static inline bool fs_fusable_dtype(rlx_dtype t) { return t == RLX_F32 || t == R
  * taken (the root among them) and returns true.  Frees the spec's
  * constants when it refuses. */
 bool fs_commit(fuse_state *s, fuse_spec *spec, const rlx_node *nodes, int n_nodes);
+/* Frees a spec's constants. */
+void fs_spec_free(fuse_spec *sp);
 
 /* The patterns, tried at each root from the last node back. */
 bool fuse_attention_block(fuse_state *s, rlx_node root);
@@ -62,7 +64,7 @@ bool fuse_add_norm(fuse_state *s, rlx_node root);
 bool fuse_softmax(fuse_state *s, rlx_node root);
 bool fuse_elementwise_chain(fuse_state *s, rlx_node root);
 
-/* Activation of a unary op, or -1. */
+/* Activation of a unary op, or -1 (fuse_match.c, like fs_commit). */
 int fs_act_of(rlx_op op);
 
 #endif

@@ -19,8 +19,9 @@
 
 static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
 
-static bool is_conv(rlx_op op) { return op == RLX_OP_CONV || op == RLX_OP_CONV_BIAS_ACT; }
-static bool is_pool(rlx_op op) { return op == RLX_OP_MAX_POOL || op == RLX_OP_AVG_POOL; }
+/* ops with a layout attribute (their op table rows say where it is) */
+static bool is_conv(rlx_op op) { return rlx_op_info_of(op)->layout == RLX_LAYOUT_ATTR_CONV; }
+static bool is_pool(rlx_op op) { return rlx_op_info_of(op)->layout == RLX_LAYOUT_ATTR_POOL; }
 
 static rlx_shape permuted(const rlx_shape *s, const int *perm)
 {

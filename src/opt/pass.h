@@ -62,12 +62,6 @@ rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx);
 /* Decomposes what the target does not claim into primitives (lower.c). */
 rlx_graph *rlx_pass_lower(const rlx_graph *g, const rlx_pass_ctx *ctx);
 
-/* Appends to g the primitives computing node n (its inputs already ids of
- * g); returns the id of the result, or -1 if n has no decomposition (or a
- * builder failed: g->error says which). */
-rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n);
-bool rlx_has_decomposition(rlx_op op);
-
 /* Would the target claim a node like `proto` whose inputs have these dtypes
  * and shapes?  Asked on a small probe graph (leaves + the node); false if
  * the node does not even type-check.  True when ctx->supports is NULL. */

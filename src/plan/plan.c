@@ -14,78 +14,26 @@
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offset)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    const rlx_node_data *x = &g->nodes[n->in[0]];
-    if (n->op != RLX_OP_SLICE)
-        return false;
-    int r = x->shape.ndim;
-    /* Contiguous when the outer axes are cut to length 1, the first longer
-     * axis is cut with step 1 and every axis inside it is kept whole. */
-    int k = 0;
-    while (k < r && n->shape.dims[k] == 1)
-        k++;
-    if (k < r && n->attrs.slice.step[k] != 1)
-        return false;
-    for (int i = k + 1; i < r; i++)
-        if (n->shape.dims[i] != x->shape.dims[i] || (n->attrs.slice.step[i] != 1 && n->shape.dims[i] > 1))
-            return false;
-    int64_t strides[RLX_MAX_DIMS];
-    rlx_shape_strides(&x->shape, strides);
-    int64_t off = 0;
-    for (int i = 0; i < r; i++)
-        off += n->attrs.slice.start[i] * strides[i];
-    if (byte_offset)
-        *byte_offset = (size_t)off * rlx_dtype_size(x->dtype);
-    return true;
-}
-
-/* The perm keeps the axes longer than 1 in their order. */
-static bool transpose_keeps_order(const rlx_node_data *n, const rlx_shape *in)
-{
-    int last = -1;
-    for (int i = 0; i < n->shape.ndim; i++) {
-        int a = n->attrs.transpose.perm[i];
-        if (in->dims[a] == 1)
-            continue;
-        if (a < last)
-            return false;
-        last = a;
-    }
-    return true;
-}
-
-bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    if (byte_offset)
-        *byte_offset = 0;
-    if (n->n_in < 1)
-        return false;
-    switch (n->op) {
-    case RLX_OP_RESHAPE: return true;
-    case RLX_OP_SLICE: return rlx_slice_is_contiguous(g, id, byte_offset);
-    case RLX_OP_TRANSPOSE: return transpose_keeps_order(n, &g->nodes[n->in[0]].shape);
-    default: return false;
-    }
-}
-
-static bool is_persistent_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_PARAM || op == RLX_OP_CONSTANT; }
+/* inputs, params, constants: they keep their values between runs */
+static bool is_persistent_leaf(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_OPF_LEAF) != 0; }
+/* writes into its first operand, whose memory its result is (cache_write) */
+static bool writes_input0(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_OPF_STATEFUL) != 0; }
 
 typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
 enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
 
-static _Thread_local const rlx_buffer *sort_bufs; /* qsort key: one per compiling thread */
+/* The placement order's key, carried with each buffer id so that the sort
+ * reads no state outside its elements (compiles on several threads at once
+ * each sort their own). */
+typedef struct { size_t size; int first, id; } sort_key;
 static int cmp_size_desc(const void *pa, const void *pb)
 {
-    int a = *(const int *)pa, b = *(const int *)pb;
-    const rlx_buffer *x = &sort_bufs[a], *y = &sort_bufs[b];
+    const sort_key *x = pa, *y = pb;
     if (x->size != y->size)
         return x->size > y->size ? -1 : 1;
     if (x->first != y->first)
         return x->first < y->first ? -1 : 1;
-    return a - b;
+    return x->id - y->id;
 }
 
 typedef struct { size_t off, end; } span;
@@ -96,8 +44,8 @@ static int cmp_span(const void *pa, const void *pb)
 }
 
 /* Places transient buffers; returns the region's size. */
-static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_reuse, int *order, span *tmp,
-                             bool *placed)
+static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_reuse, int *order, sort_key *keys,
+                             span *tmp, bool *placed)
 {
     size_t top = 0;
     if (no_reuse) {
@@ -107,9 +55,11 @@ static size_t assign_offsets(rlx_buffer *bufs, const int *ids, int n, bool no_re
         }
         return top;
     }
-    memcpy(order, ids, sizeof(int) * (size_t)n);
-    sort_bufs = bufs;
-    qsort(order, (size_t)n, sizeof(int), cmp_size_desc);
+    for (int i = 0; i < n; i++)
+        keys[i] = (sort_key){bufs[ids[i]].size, bufs[ids[i]].first, ids[i]};
+    qsort(keys, (size_t)n, sizeof *keys, cmp_size_desc);
+    for (int i = 0; i < n; i++)
+        order[i] = keys[i].id;
     for (int i = 0; i < n; i++) {
         rlx_buffer *b = &bufs[order[i]];
         int nt = 0;
@@ -152,11 +102,12 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
     out->buffers = rlx_calloc((size_t)n + 1, sizeof(rlx_buffer));
     int *ids = rlx_calloc((size_t)n + 1, sizeof(int));
     int *order = rlx_calloc((size_t)n + 1, sizeof(int));
+    sort_key *keys = rlx_calloc((size_t)n + 1, sizeof(sort_key));
     span *tmp = rlx_calloc((size_t)n + 1, sizeof(span));
     bool *placed = rlx_calloc((size_t)n + 1, sizeof(bool));
     long long *delta = rlx_calloc((size_t)n + 2, sizeof(long long));
-    if (!last_use || !pt || !out->slots || !out->buffers || !ids || !order || !tmp || !placed || !delta) {
-        free(last_use), free(pt), free(ids), free(order), free(tmp), free(placed), free(delta);
+    if (!last_use || !pt || !out->slots || !out->buffers || !ids || !order || !keys || !tmp || !placed || !delta) {
+        free(last_use), free(pt), free(ids), free(order), free(keys), free(tmp), free(placed), free(delta);
         rlx_plan_free(out);
         return RLX_ERR_OUT_OF_MEMORY;
     }
@@ -197,7 +148,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             continue;
         }
         /* an alias of external memory is external too */
-        if ((is_view || nd->op == RLX_OP_CACHE_WRITE) && pt[nd->in[0]].buffer == EXTERNAL) {
+        if ((is_view || writes_input0(nd->op)) && pt[nd->in[0]].buffer == EXTERNAL) {
             pt[i].buffer = EXTERNAL;
             pt[i].rel = pt[nd->in[0]].rel + view_off;
             s->external = true;
@@ -217,9 +168,10 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             out->n_views++;
             continue;
         }
-        /* cache_write's result is its cache operand's memory (that is what
-         * makes a KV cache persist), whatever the reuse options say */
-        if (nd->op == RLX_OP_CACHE_WRITE && pt[nd->in[0]].buffer >= 0) {
+        /* a stateful op's result is its first operand's memory (that is
+         * what makes cache_write's KV cache persist), whatever the reuse
+         * options say */
+        if (writes_input0(nd->op) && pt[nd->in[0]].buffer >= 0) {
             int b = pt[nd->in[0]].buffer;
             pt[i] = pt[nd->in[0]];
             if (out->buffers[b].last < last_use[i])
@@ -278,7 +230,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
     }
     out->persistent_bytes = top;
     out->transient_base = align_up(top, align);
-    out->transient_bytes = assign_offsets(out->buffers, ids, nt, o->no_reuse, order, tmp, placed);
+    out->transient_bytes = assign_offsets(out->buffers, ids, nt, o->no_reuse, order, keys, tmp, placed);
     for (int k = 0; k < nt; k++)
         out->buffers[ids[k]].offset += out->transient_base;
 
@@ -305,7 +257,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
         s->region = out->buffers[pt[i].buffer].region;
         s->offset = out->buffers[pt[i].buffer].offset + pt[i].rel;
     }
-    free(last_use), free(pt), free(ids), free(order), free(tmp), free(placed), free(delta);
+    free(last_use), free(pt), free(ids), free(order), free(keys), free(tmp), free(placed), free(delta);
     return RLX_OK;
 }
 

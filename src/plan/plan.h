@@ -54,13 +54,8 @@ typedef struct rlx_plan {
     int n_views, n_inplace;
 } rlx_plan;
 
-/* True when slicing node `id` reads one contiguous range of its operand. */
-bool rlx_slice_is_contiguous(const rlx_graph *g, rlx_node id, size_t *byte_offset);
-/* Whether node id aliases its operand's memory (at *byte_offset): a reshape,
- * a contiguous slice, or a transpose that moves only axes of length 1 (the
- * order of the elements stays).  The planner places it so; the backends
- * then compute nothing for it. */
-bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset);
+/* Views alias their operand by the one alias rule, rlx_node_is_view
+ * (src/ir/ir.h, each view op's row), which backends call too. */
 
 rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_plan *out);
 void rlx_plan_free(rlx_plan *p);

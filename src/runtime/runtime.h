@@ -82,7 +82,7 @@ size_t rlx_available_memory(void);
 rlx_graph *rlx_opt_fuse(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_opt_amp(const rlx_graph *g, const rlx_pass_ctx *ctx);
 rlx_graph *rlx_opt_lower(const rlx_graph *g, const rlx_pass_ctx *ctx);
-/* Per-op dispatch report (src/opt/report.c). */
+/* Per-op dispatch report (src/runtime/report.c). */
 void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, const rlx_backend *be,
                              const rlx_opt_stats *stats, FILE *f);
 

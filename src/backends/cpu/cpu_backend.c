@@ -2,7 +2,6 @@
  * memory and the schedule loop.  Every other backend is tested against it. */
 #include <omp.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,40 +32,7 @@ static const rlx_cpu_kernel *kernel_of(rlx_op op)
     return &kernel_table[op];
 }
 
-rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (t->node->name)
-        return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op),
-                             t->node->name, msg);
-    return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
-}
-
-void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n)
-{
-    if (t == RLX_F32) {
-        if ((const void *)dst != src)
-            memcpy(dst, src, (size_t)n * 4);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = (float)rlx_load(src, t, i);
-}
-
-void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n)
-{
-    if (t == RLX_F32) {
-        if (dst != (const void *)src)
-            memcpy(dst, src, (size_t)n * 4);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        rlx_store(dst, t, i, src[i]);
-}
+bool rlx_cpu_has_kernel(rlx_op op) { return kernel_of(op) != NULL; }
 
 static rlx_status cpu_available(void) { return RLX_OK; }
 static size_t cpu_max_buffer(void) { return (size_t)1 << 46; }
@@ -78,8 +44,7 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
         return true;
     /* channels-last conv and pooling are lowered to NCHW with transposes */
-    if (((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout != RLX_LAYOUT_NCHW) ||
-        ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout != RLX_LAYOUT_NCHW))
+    if (rlx_node_layout(n) != RLX_LAYOUT_NCHW)
         return false;
     return kernel_of(n->op) != NULL;
 }

@@ -36,6 +36,8 @@ void rlx_cpu_register_shape(rlx_cpu_kernel *table);
 void rlx_cpu_register_nn(rlx_cpu_kernel *table);
 void rlx_cpu_register_random(rlx_cpu_kernel *table);
 void rlx_cpu_register_fused(rlx_cpu_kernel *table);
+/* Whether the kernel table has op (test_op_table checks every op). */
+bool rlx_cpu_has_kernel(rlx_op op);
 
 /* Element access by dtype (index in elements). */
 static inline double rlx_load(const void *p, rlx_dtype t, int64_t i)

@@ -15,9 +15,6 @@
 #include <cuda_profiler_api.h>
 
 #include "backends/cuda/cuda_common.h"
-extern "C" {
-#include "plan/plan.h"
-}
 
 extern "C" {
 #include "core/error.h"
@@ -203,13 +200,9 @@ static bool is_graph_output(const rlx_graph *g, rlx_node id)
     return false;
 }
 
-/* The planner's no-ops: aliases of their operand, and empty nodes. */
-static bool no_op(const rlx_graph *g, rlx_node id)
-{
-    const rlx_node_data *n = &g->nodes[id];
-    size_t off;
-    return rlx_node_bytes(n) == 0 || rlx_node_is_view(g, id, &off);
-}
+/* The planner's no-ops: aliases of their operand, and empty nodes (the
+ * one alias rule, in the op table). */
+static bool no_op(const rlx_graph *g, rlx_node id) { return rlx_node_is_no_op(g, id); }
 
 /* Marks ok[i] for every node the prologue (build_prologue) may cache: the
  * graph-level form of param_only below, so the arena holds a region for

@@ -17,6 +17,9 @@
  * failures are reported and can be injected in tests). */
 extern ProtobufCAllocator ox_pb_allocator;
 
+/* FNV-1a of a name (scope and producer tables). */
+uint32_t ox_hash_str(const char *s);
+
 /* Largest tensor the importer accepts (elements), and the largest that the
  * import-time evaluator folds on the host. */
 #define OX_MAX_NUMEL (INT64_C(1) << 34)

@@ -9,86 +9,6 @@
 #include "io/onnx/onnx_fold.h"
 #include "io/onnx/onnx_ops.h"
 
-/* ------------------------------------------------------------ helpers */
-
-rlx_node oxo_in(ox_node *n, int i) {
-    if (i >= n->n_in || !n->in[i]) return -1;
-    return ox_node_of(n->c, n->in[i]);
-}
-
-int oxo_shape(ox_node *n, rlx_node x, int64_t *dims) {
-    int nd = 0;
-    if (rlx_node_shape(n->c->g, x, &nd, dims) != RLX_OK) return 0;
-    return nd;
-}
-
-int oxo_in_shape(ox_node *n, int i, int64_t *dims) {
-    int nd = 0;
-    if (i >= n->n_in || !n->in[i]) return 0;
-    ox_shape(n->c, n->in[i], &nd, dims);
-    return nd;
-}
-
-rlx_dtype oxo_in_dtype(ox_node *n, int i) { return i < n->n_in && n->in[i] ? ox_dtype(n->c, n->in[i]) : RLX_F32; }
-
-/* A 0-d constant; integer values are saturated to the type first (casting
- * an out-of-range double to an integer type is undefined in C). */
-rlx_node oxo_scalar(ox_node *n, rlx_dtype t, double v) {
-    double lo = 0, hi = 0;
-    switch (t) {
-    case RLX_I8: lo = -128, hi = 127; break;
-    case RLX_U8: lo = 0, hi = 255; break;
-    case RLX_BOOL: lo = 0, hi = 1; break;
-    case RLX_I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case RLX_I64: lo = -9.2e18, hi = 9.2e18; break;
-    default: return rlx_scalar(n->c->g, t, v);
-    }
-    if (t == RLX_BOOL) v = v != 0;
-    if (isnan(v)) v = 0;
-    v = v < lo ? lo : (v > hi ? hi : v);
-    return rlx_scalar(n->c->g, t, v);
-}
-
-int oxo_const_ints(ox_node *n, int i, int64_t *out, int max) {
-    if (i >= n->n_in || !n->in[i]) return -1;
-    const ox_tensor *k = n->in[i]->k;
-    if (!k) return -2;
-    if (k->numel > max) return -3;
-    for (int64_t j = 0; j < k->numel; j++) out[j] = ox_get_i(k, j);
-    return (int)k->numel;
-}
-
-bool oxo_const_scalar(ox_node *n, int i, double *v) {
-    if (i >= n->n_in || !n->in[i] || !n->in[i]->k || n->in[i]->k->numel != 1) return false;
-    *v = ox_get_f(n->in[i]->k, 0);
-    return true;
-}
-
-/* A normalised axis, or a large negative value (rejected everywhere) when
- * a is outside [-r, r). */
-int oxo_norm_axis(int64_t a, int r) {
-    if (a < -(int64_t)r || a >= (int64_t)r) return -(1 << 20);
-    return (int)(a < 0 ? a + r : a);
-}
-
-rlx_status oxo_need_const(ox_node *n, int i, const char *what) {
-    return ox_fail(n, RLX_ERR_UNSUPPORTED, "input %d (%s) must be known at import time (a constant or a shape computation)",
-                   i, what);
-}
-
-bool oxo_dims_ok(int nd, const int64_t *dims) { return ox_dims_fit(nd, dims, NULL); }
-
-rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims) {
-    int64_t cur[RLX_MAX_DIMS];
-    int cn = oxo_shape(n, x, cur);
-    if (cn == nd) {
-        bool same = true;
-        for (int i = 0; i < nd; i++) same &= cur[i] == dims[i];
-        if (same) return x;
-    }
-    return rlx_reshape(n->c->g, x, nd, dims);
-}
-
 /* out = the value of input i, as a host constant when it is one. */
 static rlx_status pass_through(ox_node *n, int i, int o) {
     if (n->in[i]->k) return ox_out_const(n, o, ox_tensor_clone(n->in[i]->k));
@@ -121,6 +41,9 @@ static rlx_status out_reshaped(ox_node *n, int i, int nd, const int64_t *dims) {
 typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
 typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
 
+/* One entry per ONNX unary op: its name and builder (ox_find_handler
+ * dispatches these names to h_unary; the handler table does not repeat
+ * them).  The same holds for binary_map below. */
 static const struct {
     const char *name;
     unary_fn fn;
@@ -131,10 +54,16 @@ static const struct {
     {"Round", rlx_round}, {"Sign", rlx_sign}, {"Not", rlx_not},
 };
 
-static rlx_status h_unary(ox_node *n) {
+static unary_fn unary_of(const char *op_type) {
     for (size_t i = 0; i < sizeof unary_map / sizeof unary_map[0]; i++)
-        if (!strcmp(n->p->op_type, unary_map[i].name)) return ox_out_node(n, 0, unary_map[i].fn(n->c->g, oxo_in(n, 0)));
-    return ox_fail(n, RLX_ERR_INTERNAL, "no unary mapping");
+        if (!strcmp(op_type, unary_map[i].name)) return unary_map[i].fn;
+    return NULL;
+}
+
+static rlx_status h_unary(ox_node *n) {
+    unary_fn fn = unary_of(n->p->op_type);
+    if (!fn) return ox_fail(n, RLX_ERR_INTERNAL, "no unary mapping");
+    return ox_out_node(n, 0, fn(n->c->g, oxo_in(n, 0)));
 }
 
 static rlx_node le(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_not(g, rlx_greater(g, a, b)); }
@@ -150,10 +79,15 @@ static const struct {
     {"Sum", rlx_add},
 };
 
-static rlx_status h_binary(ox_node *n) {
+static binary_fn binary_of(const char *op_type) {
     binary_fn fn = NULL;
     for (size_t i = 0; i < sizeof binary_map / sizeof binary_map[0]; i++)
-        if (!strcmp(n->p->op_type, binary_map[i].name)) fn = binary_map[i].fn;
+        if (!strcmp(op_type, binary_map[i].name)) fn = binary_map[i].fn;
+    return fn;
+}
+
+static rlx_status h_binary(ox_node *n) {
+    binary_fn fn = binary_of(n->p->op_type);
     if (!fn) return ox_fail(n, RLX_ERR_INTERNAL, "no binary mapping");
     if (n->n_in < 1) return ox_fail(n, RLX_ERR_FORMAT, "needs inputs");
     rlx_node acc = oxo_in(n, 0);
@@ -190,8 +124,6 @@ static rlx_status h_mod(ox_node *n) {
 static rlx_status h_where(ox_node *n) {
     return ox_out_node(n, 0, rlx_where(n->c->g, oxo_in(n, 0), oxo_in(n, 1), oxo_in(n, 2)));
 }
-
-bool oxo_onnx_dtype(int64_t ot, rlx_dtype *t) { return ox_dtype_from_onnx((int)ot, t); }
 
 static rlx_status h_cast(ox_node *n) {
     rlx_dtype to;
@@ -1499,14 +1431,8 @@ static const struct {
     const char *name;
     ox_handler h;
 } handlers[] = {
-    {"Neg", h_unary}, {"Abs", h_unary}, {"Exp", h_unary}, {"Log", h_unary}, {"Sqrt", h_unary},
-    {"Reciprocal", h_unary}, {"Tanh", h_unary}, {"Sigmoid", h_unary}, {"Relu", h_unary},
-    {"Erf", h_unary}, {"Sin", h_unary}, {"Cos", h_unary}, {"Floor", h_unary}, {"Ceil", h_unary},
-    {"Round", h_unary}, {"Sign", h_unary}, {"Not", h_unary},
-    {"Add", h_binary}, {"Sub", h_binary}, {"Mul", h_binary}, {"Div", h_binary}, {"Equal", h_binary},
-    {"Less", h_binary}, {"Greater", h_binary}, {"LessOrEqual", h_binary}, {"GreaterOrEqual", h_binary},
-    {"And", h_binary}, {"Or", h_binary}, {"Xor", h_binary}, {"Max", h_binary}, {"Min", h_binary},
-    {"Sum", h_binary}, {"Mean", h_mean}, {"Pow", h_pow}, {"Mod", h_mod}, {"Where", h_where},
+    /* unary and binary ops: unary_map and binary_map above */
+    {"Mean", h_mean}, {"Pow", h_pow}, {"Mod", h_mod}, {"Where", h_where},
     {"Cast", h_cast}, {"CastLike", h_cast}, {"Identity", h_identity}, {"Dropout", h_dropout},
     {"Clip", h_clip},
     {"LeakyRelu", h_activation}, {"PRelu", h_activation}, {"Elu", h_activation}, {"Selu", h_activation},
@@ -1537,6 +1463,8 @@ static const struct {
 
 ox_handler ox_find_handler(const char *op_type) {
     if (!op_type) return NULL;
+    if (unary_of(op_type)) return h_unary;
+    if (binary_of(op_type)) return h_binary;
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
         if (!strcmp(handlers[i].name, op_type)) return handlers[i].h;
     return oxo_find_more(op_type);

@@ -11,6 +11,18 @@
 
 #include "io/onnx/onnx_internal.h"
 
+/* protobuf-c allocates through the library's helpers (onnx_internal.h) */
+static void *ox_pb_alloc(void *data, size_t size) {
+    (void)data;
+    return rlx_malloc(size);
+}
+static void ox_pb_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+ProtobufCAllocator ox_pb_allocator = {ox_pb_alloc, ox_pb_free, NULL};
+
+
 bool ox_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
 
 bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel) {

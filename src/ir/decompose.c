@@ -1,0 +1,211 @@
+/* decompose.c - the definitions of the fused ops, of batch_norm and of
+ * channels-last conv and pooling, as primitives (each op table row points
+ * at its function).  Lowering (src/opt/lower.c) uses them for nodes the
+ * target does not claim; the CPU reference kernels must agree with them,
+ * and tests check that they do. */
+#include <math.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static rlx_node op1(rlx_graph *g, rlx_op op, rlx_node x)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = 1;
+    p.in[0] = x;
+    return rlx_graph_add(g, &p);
+}
+
+static rlx_node op2(rlx_graph *g, rlx_op op, rlx_node a, rlx_node b)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = 2;
+    p.in[0] = a;
+    p.in[1] = b;
+    return rlx_graph_add(g, &p);
+}
+
+/* The fused activation a (an op's row names the activation it is). */
+static rlx_node act(rlx_graph *g, int a, rlx_node x)
+{
+    rlx_op op = rlx_act_op((rlx_act)a);
+    return op == RLX_OP_COUNT ? x : op1(g, op, x);
+}
+
+static rlx_node dt_scalar(rlx_graph *g, rlx_node like, double v) { return rlx_scalar(g, g->nodes[like].dtype, v); }
+
+/* x @ w (+ bias), reshaped to heads [B, S, h, d], optional RMS norm over d,
+ * to [B, h, S, d], optional rope. */
+static rlx_node heads_of(rlx_graph *g, const rlx_node_data *n, rlx_node x, rlx_node w, rlx_node bias, rlx_node gamma,
+                         int64_t h, int64_t d, bool rope)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t B = g->nodes[x].shape.dims[0], S = g->nodes[x].shape.dims[1];
+    rlx_node y = rlx_matmul(g, x, w, 0, 0);
+    if (bias >= 0)
+        y = rlx_add(g, y, bias);
+    y = rlx_reshape(g, y, 4, (int64_t[]){B, S, h, d});
+    if (gamma >= 0)
+        y = rlx_rms_norm(g, y, gamma, n->attrs.attn_block.norm_eps);
+    y = rlx_transpose(g, y, perm);
+    if (rope && n->attrs.attn_block.has_rope)
+        y = rlx_rope(g, y, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset,
+                     n->attrs.attn_block.rope_interleaved);
+    return y;
+}
+
+rlx_node rlx_decompose_attention_block(rlx_graph *g, const rlx_node_data *n)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+#define a (&n->attrs.attn_block)
+    rlx_node opt[8];
+    for (int i = 1; i <= 7; i++) {
+        int k = rlx_attn_block_input(n, i);
+        opt[i] = k >= 0 ? n->in[k] : -1;
+    }
+    rlx_node x = n->in[0];
+    int64_t B = g->nodes[x].shape.dims[0], S = g->nodes[x].shape.dims[1];
+    rlx_node q = heads_of(g, n, x, n->in[1], opt[1], opt[5], a->heads, a->head_dim, true);
+    rlx_node k = heads_of(g, n, x, n->in[2], opt[2], opt[6], a->kv_heads, a->head_dim, true);
+    rlx_node v = heads_of(g, n, x, n->in[3], opt[3], -1, a->kv_heads, a->v_head_dim, false);
+    rlx_node o = rlx_attention(g, q, k, v, opt[7], a->causal, a->scale);
+    o = rlx_reshape(g, rlx_transpose(g, o, perm), 3, (int64_t[]){B, S, (int64_t)a->heads * a->v_head_dim});
+    o = rlx_matmul(g, o, n->in[4], 0, 0);
+    if (opt[4] >= 0)
+        o = rlx_add(g, o, opt[4]);
+    return o;
+#undef a
+}
+
+rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0];
+    int r = g->nodes[x].shape.ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    dims[0] = g->nodes[x].shape.dims[1];
+    for (int i = 1; i < r - 1; i++)
+        dims[i] = 1;
+    rlx_node p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = rlx_reshape(g, n->in[1 + i], r - 1, dims); /* [C, 1, ...] against [N, C, ...] */
+    rlx_node k = rlx_mul(g, p[0], rlx_rsqrt(g, rlx_add(g, p[3], dt_scalar(g, x, n->attrs.batch_norm.eps))));
+    return rlx_add(g, rlx_mul(g, rlx_sub(g, x, p[2]), k), p[1]);
+}
+
+rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+    for (int i = 0; i < n->n_in; i++)
+        reg[i] = n->in[i];
+    int nops = n->attrs.ew.n_ops;
+    for (int k = 0; k < nops; k++) {
+        const uint8_t *c = &n->attrs.ew.code[3 * k];
+        rlx_op op = (rlx_op)c[0];
+        reg[n->n_in + k] = rlx_op_is_unary(op) ? op1(g, op, reg[c[1]]) : op2(g, op, reg[c[1]], reg[c[2]]);
+    }
+    return reg[n->n_in + nops - 1];
+}
+
+rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0];
+    if (n->attrs.sm.scale != 1.0)
+        x = rlx_mul(g, x, dt_scalar(g, x, n->attrs.sm.scale));
+    if (n->attrs.sm.has_mask) {
+        rlx_node m = n->in[1];
+        x = g->nodes[m].dtype == RLX_BOOL ? rlx_where(g, m, x, dt_scalar(g, x, -INFINITY)) : rlx_add(g, x, m);
+    }
+    return rlx_softmax(g, x, n->attrs.sm.axis);
+}
+
+/* Channels-last conv / pool = transpose to NCHW, the NCHW op, transpose
+ * back: the definition the channels-last kernels are tested against. */
+rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n)
+{
+    if (rlx_node_layout(n) != RLX_LAYOUT_NHWC)
+        return RLX_NO_DECOMPOSITION;
+    static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+    rlx_node x = rlx_transpose(g, n->in[0], to_nchw), y;
+    if (n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) {
+        rlx_pool_params p = n->attrs.pool.p;
+        y = n->op == RLX_OP_MAX_POOL ? rlx_max_pool(g, x, &p) : rlx_avg_pool(g, x, &p);
+    } else {
+        rlx_conv_params p = n->attrs.conv.p;
+        y = rlx_conv(g, x, rlx_transpose(g, n->in[1], to_nchw), n->attrs.conv.has_bias ? n->in[2] : -1, &p);
+        if (n->op == RLX_OP_CONV_BIAS_ACT)
+            y = act(g, n->attrs.conv.act, y);
+    }
+    return rlx_transpose(g, y, to_nhwc);
+}
+
+rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node y = rlx_matmul(g, n->in[0], n->in[1], n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b);
+    if (n->attrs.mm_act.has_bias)
+        y = rlx_add(g, y, n->in[2]);
+    return act(g, n->attrs.mm_act.act, y);
+}
+
+/* add_layer_norm, add_rms_norm */
+rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node s = rlx_add(g, n->in[0], n->in[1]);
+    int k = 2;
+    rlx_node gamma = n->attrs.norm.has_gamma ? n->in[k++] : -1;
+    if (n->op == RLX_OP_ADD_RMS_NORM)
+        return rlx_rms_norm(g, s, gamma, n->attrs.norm.eps);
+    rlx_node beta = n->attrs.norm.has_beta ? n->in[k++] : -1;
+    return rlx_layer_norm(g, s, gamma, beta, n->attrs.norm.eps);
+}
+
+rlx_node rlx_decompose_add_rms_norm_keep(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node s = rlx_add(g, n->in[0], n->in[1]);
+    rlx_node y = rlx_rms_norm(g, s, n->attrs.norm.has_gamma ? n->in[2] : -1, n->attrs.norm.eps);
+    rlx_shape one = g->nodes[s].shape; /* [1, ...] */
+    for (int i = one.ndim; i > 0; i--)
+        one.dims[i] = one.dims[i - 1];
+    one.dims[0] = 1;
+    one.ndim++;
+    rlx_node parts[2] = {rlx_reshape(g, s, one.ndim, one.dims), rlx_reshape(g, y, one.ndim, one.dims)};
+    return rlx_concat(g, 2, parts, 0);
+}
+
+rlx_node rlx_decompose_swiglu(rlx_graph *g, const rlx_node_data *n)
+{
+    return rlx_mul(g, rlx_silu(g, rlx_matmul(g, n->in[0], n->in[1], 0, 0)), rlx_matmul(g, n->in[0], n->in[2], 0, 0));
+}
+
+rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n)
+{
+    if (rlx_node_layout(n) == RLX_LAYOUT_NHWC)
+        return rlx_decompose_channels_last(g, n);
+    rlx_conv_params p = n->attrs.conv.p;
+    return act(g, n->attrs.conv.act, rlx_conv(g, n->in[0], n->in[1], n->attrs.conv.has_bias ? n->in[2] : -1, &p));
+}
+
+rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_op_info *i = rlx_op_info_of(n->op);
+    return i && i->decompose ? i->decompose(g, n) : RLX_NO_DECOMPOSITION;
+}
+
+bool rlx_node_has_decomposition(const rlx_node_data *n)
+{
+    const rlx_op_info *i = rlx_op_info_of(n->op);
+    if (!i || !i->decompose)
+        return false;
+    /* a primitive with a layout attribute (conv, pooling) is defined by its
+     * NCHW form: only its channels-last form decomposes */
+    return (i->flags & RLX_OPF_FUSED) || i->layout == RLX_LAYOUT_ATTR_NONE || rlx_node_layout(n) == RLX_LAYOUT_NHWC;
+}
+
+bool rlx_has_decomposition(rlx_op op)
+{
+    const rlx_op_info *i = rlx_op_info_of(op);
+    return i && i->decompose && ((i->flags & RLX_OPF_FUSED) || i->layout == RLX_LAYOUT_ATTR_NONE);
+}
