@@ -115,8 +115,11 @@ def main():
     found += len(comps)
 
     if len(sys.argv) > 1:
-        # the library's objects, whatever its target is called: BUILD/CMakeFiles/<target>.dir/src/...
-        objs = glob.glob(os.path.join(sys.argv[1], 'CMakeFiles', '*.dir', 'src', '**', '*.o'), recursive=True)
+        # the library's objects: BUILD/CMakeFiles/rlx_objects.dir/src/... (any other
+        # target's folder may hold objects of an older layout of the build)
+        objs = glob.glob(os.path.join(sys.argv[1], 'CMakeFiles', 'rlx_objects.dir', 'src', '**', '*.o'), recursive=True)
+        if not objs:
+            objs = glob.glob(os.path.join(sys.argv[1], 'CMakeFiles', '*.dir', 'src', '**', '*.o'), recursive=True)
         defs, uses, seen = {}, collections.defaultdict(set), set()
         for o in sorted(objs):
             name = 'src/' + o.split('.dir' + os.sep + 'src' + os.sep, 1)[1][:-2]

@@ -6,7 +6,8 @@ set -euo pipefail
 # suite; NumPy and onnx for independent references; clang for libFuzzer;
 # cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
 # utf8proc for the LLM tokenizers (pre-tokenizer regexes, NFC).
-# Python headers, setuptools, venv and pytest for the Python package.
+# Python headers, setuptools, venv and pytest for the Python package;
+# clang-format for the style check (scripts/check_format.sh).
 packages=(
   build-essential cmake pkg-config
   libopenblas0-pthread libopenblas-dev
@@ -17,7 +18,7 @@ packages=(
   libonnx-testdata
   python3-numpy python3-onnx
   python3-dev python3-setuptools python3-venv python3-pytest python3-pip
-  clang
+  clang clang-format
   libpcre2-dev libutf8proc-dev
 )
 missing=()
