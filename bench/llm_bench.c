@@ -46,7 +46,10 @@ int main(int argc, char **argv)
         if (!strcmp(f, "--device"))
             o.device = !strcmp(v, "cuda") ? RLX_DEVICE_CUDA : RLX_DEVICE_CPU, i++;
         else if (!strcmp(f, "--precision"))
-            o.precision = !strcmp(v, "bf16") ? RLX_PRECISION_BF16 : !strcmp(v, "f16") ? RLX_PRECISION_F16 : RLX_PRECISION_F32, i++;
+            o.precision = !strcmp(v, "bf16")  ? RLX_PRECISION_BF16
+                          : !strcmp(v, "f16") ? RLX_PRECISION_F16
+                                              : RLX_PRECISION_F32,
+            i++;
         else if (!strcmp(f, "--threads"))
             o.threads = atoi(v), i++;
         else if (!strcmp(f, "--prompt"))
@@ -80,7 +83,7 @@ int main(int argc, char **argv)
     rlx_llm_get_info(m, &info);
     double wbytes = (double)info.vocab * info.hidden +
                     (double)info.layers * ((double)info.hidden * info.head_dim * (info.heads * 2 + info.kv_heads * 2) +
-                                          3.0 * info.hidden * info.ffn + 2.0 * info.hidden + 2.0 * info.head_dim);
+                                           3.0 * info.hidden * info.ffn + 2.0 * info.hidden + 2.0 * info.head_dim);
     wbytes *= o.precision == RLX_PRECISION_F32 ? 4 : 2;
     int32_t *ids = malloc((size_t)prompt * sizeof *ids);
     for (int i = 0; i < prompt; i++)
@@ -137,15 +140,19 @@ int main(int argc, char **argv)
         if (B == 1)
             prefill_ms = median(pre_ms, reps);
         dec[k] = B * decode / (median(runs, reps) / 1e3);
-        fprintf(stderr, "batch %d: compile %.0f ms, decode %.1f tok/s (a step: %.3f ms in rlx_llm_decode, %.3f ms in rlx_llm_argmax)\n",
+        fprintf(stderr,
+                "batch %d: compile %.0f ms, decode %.1f tok/s (a step: %.3f ms in rlx_llm_decode, %.3f ms in "
+                "rlx_llm_argmax)\n",
                 B, compile_ms, dec[k], median(step_ms, reps), median(pick_ms, reps));
         free(ps), free(ns), free(toks);
         rlx_llm_context_free(c);
     }
     printf("model %s (%s), %s, %s; prompt %d, decode %d; weights %.1f MB read per decode step\n", model, info.arch,
            o.device == RLX_DEVICE_CUDA ? "cuda" : "cpu",
-           o.precision == RLX_PRECISION_BF16 ? "bf16" : o.precision == RLX_PRECISION_F16 ? "f16" : "f32", prompt,
-           decode, wbytes / 1e6);
+           o.precision == RLX_PRECISION_BF16  ? "bf16"
+           : o.precision == RLX_PRECISION_F16 ? "f16"
+                                              : "f32",
+           prompt, decode, wbytes / 1e6);
     printf("| batch | prefill ms | prefill tok/s | decode tok/s |\n|---|---|---|---|\n");
     for (int k = 0; k < nb; k++) {
         if (batches[k] == 1 && prefill_ms > 0)

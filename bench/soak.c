@@ -142,9 +142,9 @@ static int soak_compiles(long compiles, tracker *t)
         rlx_session *s = NULL;
         if (rlx_compile(g, &o, &s) != RLX_OK)
             return die("compile");
-        if (i % 10 == 0 && (rlx_workload_init_params(s, 1) != RLX_OK ||
-                            rlx_session_set_input(s, "input_ids", ids, ids_bytes) != RLX_OK ||
-                            rlx_session_run(s) != RLX_OK))
+        if (i % 10 == 0 &&
+            (rlx_workload_init_params(s, 1) != RLX_OK ||
+             rlx_session_set_input(s, "input_ids", ids, ids_bytes) != RLX_OK || rlx_session_run(s) != RLX_OK))
             return die("encoder run");
         rlx_session_free(s);
         track(t, i);

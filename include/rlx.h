@@ -55,8 +55,8 @@ typedef enum rlx_status {
     RLX_ERR_IO,               /* file missing, unreadable or unwritable */
     RLX_ERR_FORMAT,           /* malformed model or tensor file */
     RLX_ERR_OUT_OF_MEMORY,
-    RLX_ERR_DEVICE,           /* device runtime failure */
-    RLX_ERR_RUNTIME,          /* a kernel found bad data (e.g. index out of range) */
+    RLX_ERR_DEVICE,  /* device runtime failure */
+    RLX_ERR_RUNTIME, /* a kernel found bad data (e.g. index out of range) */
     RLX_ERR_INTERNAL
 } rlx_status;
 
@@ -153,7 +153,7 @@ RLX_API rlx_node rlx_floor(rlx_graph *g, rlx_node x);
 RLX_API rlx_node rlx_ceil(rlx_graph *g, rlx_node x);
 RLX_API rlx_node rlx_round(rlx_graph *g, rlx_node x); /* half to even */
 RLX_API rlx_node rlx_sign(rlx_graph *g, rlx_node x);
-RLX_API rlx_node rlx_not(rlx_graph *g, rlx_node x);   /* bool only */
+RLX_API rlx_node rlx_not(rlx_graph *g, rlx_node x); /* bool only */
 
 /* Elementwise binary, numpy broadcasting; both operands share one dtype.
  * Comparisons give bool; and/or/xor take bool. */
@@ -202,7 +202,7 @@ RLX_API rlx_node rlx_rms_norm(rlx_graph *g, rlx_node x, rlx_node gamma, double e
  * are [C]: y = (x - mean) / sqrt(var + eps) * scale + bias.  With constant
  * parameters after a conv, the optimizer folds it into the conv weights. */
 RLX_API rlx_node rlx_batch_norm(rlx_graph *g, rlx_node x, rlx_node scale, rlx_node bias, rlx_node mean, rlx_node var,
-                        double eps);
+                                double eps);
 
 /* Shape ops.  Reshape takes one -1 (inferred) and 0 (copy that dim). */
 RLX_API rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims);
@@ -210,7 +210,7 @@ RLX_API rlx_node rlx_transpose(rlx_graph *g, rlx_node x, const int *perm); /* pe
 /* Per listed axis: start, end (clamped, negatives count from the end), step
  * (non-zero, may be negative). Unlisted axes are kept whole. */
 RLX_API rlx_node rlx_slice(rlx_graph *g, rlx_node x, int naxes, const int *axes, const int64_t *starts,
-                   const int64_t *ends, const int64_t *steps);
+                           const int64_t *ends, const int64_t *steps);
 RLX_API rlx_node rlx_concat(rlx_graph *g, int n, const rlx_node *xs, int axis);
 /* Splits along axis into n parts of the given sizes; writes n node ids. */
 RLX_API rlx_status rlx_split(rlx_graph *g, rlx_node x, int axis, int n, const int64_t *sizes, rlx_node *outs);
@@ -241,7 +241,7 @@ RLX_API rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, r
  * A query whose keys are all masked gives zeros.
  * scale <= 0 means 1/sqrt(D). Result [B, H, S, Dv]. */
 RLX_API rlx_node rlx_attention(rlx_graph *g, rlx_node q, rlx_node k, rlx_node v, rlx_node mask, int causal,
-                       double scale);
+                               double scale);
 /* Causal attention at per-sequence positions: query row s of sequence b is
  * at position pos[b] + s (pos: i64 or i32 [B]) and sees the keys t <=
  * pos[b] + s; later keys are never read (a KV cache longer than the
@@ -297,20 +297,20 @@ typedef enum rlx_precision { RLX_PRECISION_F32 = 0, RLX_PRECISION_F16, RLX_PRECI
 typedef struct rlx_options {
     rlx_device device;
     rlx_precision precision;
-    int threads;            /* 0 = all cores */
-    uint64_t seed;          /* random ops */
-    int verbose;            /* 1 = stage report on stderr (RLX_VERBOSE) */
-    int dispatch_report;    /* per-op dispatch report: 1 on stderr and kept (RLX_DISPATCH_REPORT),
+    int threads;              /* 0 = all cores */
+    uint64_t seed;            /* random ops */
+    int verbose;              /* 1 = stage report on stderr (RLX_VERBOSE) */
+    int dispatch_report;      /* per-op dispatch report: 1 on stderr and kept (RLX_DISPATCH_REPORT),
                              * 2 kept only; read it with rlx_session_report */
-    int no_reuse;           /* every buffer its own slot (RLX_ARENA_NO_REUSE) */
-    int no_inplace;         /* no in-place reuse (RLX_DISABLE_INPLACE) */
+    int no_reuse;             /* every buffer its own slot (RLX_ARENA_NO_REUSE) */
+    int no_inplace;           /* no in-place reuse (RLX_DISABLE_INPLACE) */
     int pin_output_ancestors; /* ancestors of outputs live to the end (RLX_PIN_OUTPUT_ANCESTORS) */
-    int no_fusion;          /* skip fusion (RLX_DISABLE_FUSION) */
-    int no_amp;             /* skip mixed precision (RLX_DISABLE_AMP) */
-    int no_simplify;        /* skip dce/cse/fold (RLX_DISABLE_SIMPLIFY) */
-    int no_preencode;       /* no graph capture (RLX_DISABLE_CUDA_GRAPH) */
-    int no_layout;          /* keep convolutions NCHW (RLX_DISABLE_LAYOUT, RLX_NO_LAYOUT) */
-    int ignore_env;         /* 1 = environment variables do not override */
+    int no_fusion;            /* skip fusion (RLX_DISABLE_FUSION) */
+    int no_amp;               /* skip mixed precision (RLX_DISABLE_AMP) */
+    int no_simplify;          /* skip dce/cse/fold (RLX_DISABLE_SIMPLIFY) */
+    int no_preencode;         /* no graph capture (RLX_DISABLE_CUDA_GRAPH) */
+    int no_layout;            /* keep convolutions NCHW (RLX_DISABLE_LAYOUT, RLX_NO_LAYOUT) */
+    int ignore_env;           /* 1 = environment variables do not override */
     /* Largest arena compile may allocate, in bytes; 0 = no limit of its own
      * (RLX_MAX_ARENA=N, with K/M/G suffixes).  Checked once the plan knows
      * the size, before the arena is allocated; on the CPU the arena must also
@@ -332,7 +332,7 @@ RLX_API rlx_status rlx_compile(const rlx_graph *g, const rlx_options *o, rlx_ses
  * session sets it for both.  params_from must be on the same device and
  * outlive the new session. */
 RLX_API rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rlx_session *params_from,
-                              rlx_session **out);
+                                      rlx_session **out);
 RLX_API void rlx_session_free(rlx_session *s);
 
 /* Tensors are host memory, dense, row-major, of the node's dtype; `bytes`
@@ -373,14 +373,14 @@ RLX_API rlx_status rlx_session_find(const rlx_session *s, int kind, const char *
 /* Figures from the compile (for reports and tests). */
 typedef struct rlx_compile_stats {
     int nodes_in, nodes_after_simplify, nodes_after_fusion, nodes_final;
-    size_t arena_bytes;       /* whole device arena */
-    size_t persistent_bytes;  /* params, constants, inputs */
-    size_t transient_bytes;   /* planned intermediates and outputs */
+    size_t arena_bytes;           /* whole device arena */
+    size_t persistent_bytes;      /* params, constants, inputs */
+    size_t transient_bytes;       /* planned intermediates and outputs */
     size_t transient_lower_bound; /* most bytes live at one step */
     size_t scratch_bytes;
-    int buffers;              /* distinct planned slots */
+    int buffers; /* distinct planned slots */
     int thunks, noop_thunks;
-    int channels_last;        /* convs and pools the layout stage made channels-last */
+    int channels_last; /* convs and pools the layout stage made channels-last */
     double stage_ms[16];
 } rlx_compile_stats;
 RLX_API rlx_status rlx_session_stats(const rlx_session *s, rlx_compile_stats *st);
@@ -427,8 +427,8 @@ typedef struct rlx_onnx_binding {
 typedef struct rlx_onnx_options {
     const rlx_onnx_binding *bindings;
     int n_bindings;
-    int64_t default_dim;  /* for unbound symbolic dims; 0 = unbound is an error */
-} rlx_onnx_options;  /* initializers become constants (so they fold) */
+    int64_t default_dim; /* for unbound symbolic dims; 0 = unbound is an error */
+} rlx_onnx_options;      /* initializers become constants (so they fold) */
 
 RLX_API void rlx_onnx_options_init(rlx_onnx_options *o);
 /* Reads an ONNX model (external data next to it) and builds a graph whose
@@ -437,7 +437,7 @@ RLX_API void rlx_onnx_options_init(rlx_onnx_options *o);
 RLX_API rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out);
 /* Same from memory; base_dir (may be NULL) is where external data lives. */
 RLX_API rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
-                                  const rlx_onnx_options *o, rlx_graph **out);
+                                          const rlx_onnx_options *o, rlx_graph **out);
 /* A model file kept for running at several input shapes (a shape-keyed
  * compile cache): rlx_model_session returns the session compiled for these
  * bindings (as for rlx_onnx_import: by input name or by symbolic dim name),
@@ -448,7 +448,7 @@ RLX_API rlx_status rlx_model_load_onnx(const char *path, const rlx_options *o, r
 /* The same from a model in memory (copied); base_dir (may be NULL: the
  * current directory) is where external data lives. */
 RLX_API rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char *base_dir, const rlx_options *o,
-                                      rlx_model **out);
+                                              rlx_model **out);
 RLX_API rlx_status rlx_model_session(rlx_model *m, const rlx_onnx_binding *shapes, int n, rlx_session **out);
 RLX_API int rlx_model_cached_sessions(const rlx_model *m);
 RLX_API void rlx_model_free(rlx_model *m);
@@ -459,15 +459,15 @@ RLX_API rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */)
  * symbolic (name in dim_names, owned by the caller via rlx_onnx_inputs_free). */
 typedef struct rlx_onnx_input {
     char *name;
-    int onnx_type;  /* TensorProto.DataType; 0 when not a tensor */
-    int is_tensor;  /* 0 for sequence/optional/map inputs */
+    int onnx_type; /* TensorProto.DataType; 0 when not a tensor */
+    int is_tensor; /* 0 for sequence/optional/map inputs */
     rlx_dtype dtype;
-    int ndim;       /* -1 when the rank is unknown */
+    int ndim; /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
     char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
 } rlx_onnx_input;
-RLX_API rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs,
-                           char ***outputs, int *n_outputs);
+RLX_API rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs,
+                                   int *n_outputs);
 RLX_API void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
 
 /* ONNX types RLX lacks are widened at import: int16 and uint16 become i32,
@@ -476,19 +476,18 @@ RLX_API void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **o
  *
  * Tensor files.  *data is malloc'd (free it); dims has RLX_MAX_DIMS room.
  * TensorProto (.pb) as the ONNX test suite stores them: */
-RLX_API rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims,
-                                void **data, size_t *bytes);
+RLX_API rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
+                                        size_t *bytes);
 /* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
-RLX_API rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
-                        size_t *bytes);
+RLX_API rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes);
 /* Writes a new file through rlx_file_open (below): an existing `path` is
  * refused, and a failed write leaves nothing under `path`. */
-RLX_API rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims,
-                         const void *data, size_t bytes);
+RLX_API rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
+                                 size_t bytes);
 /* The same into a file opened with rlx_file_open (commit or discard it after). */
 typedef struct rlx_file rlx_file;
-RLX_API rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims,
-                              const void *data, size_t bytes);
+RLX_API rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
+                                      size_t bytes);
 
 /* ----------------------------------------------------------------- files */
 /* Every file RLX or its program writes goes through these calls, so that
@@ -531,8 +530,8 @@ RLX_API void rlx_llm_free(rlx_llm *m);
 typedef struct rlx_llm_info {
     const char *arch; /* as the checkpoint names it */
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
-    int max_ctx;      /* positions the model was made for */
-    int bos, eos;     /* -1 when the model has none */
+    int max_ctx;  /* positions the model was made for */
+    int bos, eos; /* -1 when the model has none */
 } rlx_llm_info;
 RLX_API rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info);
 
@@ -613,8 +612,9 @@ typedef struct rlx_generate_stats {
     double prefill_ms, decode_ms;
 } rlx_generate_stats;
 /* Generates from one prompt in sequence 0 of c. */
-RLX_API rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt, const rlx_generate_params *p,
-                            rlx_token_fn fn, void *user, rlx_generate_stats *stats);
+RLX_API rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_prompt,
+                                    const rlx_generate_params *p, rlx_token_fn fn, void *user,
+                                    rlx_generate_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds RLX and runs the whole test suite twice: a Release build (with the
+# Checks the sources' style (scripts/check_format.sh), then builds RLX and
+# runs the whole test suite twice: a Release build (with the
 # Python package's tests), then a build under AddressSanitizer +
 # UndefinedBehaviorSanitizer; then the library under ThreadSanitizer with
 # the concurrency test alone (sessions compiled and run from threads).
@@ -9,6 +10,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 status=0
+# one style for every C and CUDA source (.clang-format)
+bash scripts/check_format.sh || status=1
 for config in ${RLX_TEST_CONFIGS:-release asan tsan}; do
   targets=()
   select=()

@@ -97,24 +97,24 @@ static inline void remove_tree(const char *dir)
 }
 
 /* Status want, and the last error contains sub. */
-#define EXPECT_ERR(expr, want, sub)                                                                                    \
-    do {                                                                                                               \
-        rlx_status st_ = (expr);                                                                                       \
-        const char *m_ = rlx_last_error();                                                                             \
-        if (st_ != (want) || !strstr(m_, (sub)))                                                                       \
-            fprintf(stderr, "%s:%d: %s gave %s \"%s\", expected %s with \"%s\"\n", __FILE__, __LINE__, #expr,          \
-                    rlx_status_name(st_), m_, rlx_status_name(want), (sub));                                           \
-        assert_int_equal(st_, (want));                                                                                 \
-        assert_non_null(strstr(m_, (sub)));                                                                            \
+#define EXPECT_ERR(expr, want, sub)                                                                           \
+    do {                                                                                                      \
+        rlx_status st_ = (expr);                                                                              \
+        const char *m_ = rlx_last_error();                                                                    \
+        if (st_ != (want) || !strstr(m_, (sub)))                                                              \
+            fprintf(stderr, "%s:%d: %s gave %s \"%s\", expected %s with \"%s\"\n", __FILE__, __LINE__, #expr, \
+                    rlx_status_name(st_), m_, rlx_status_name(want), (sub));                                  \
+        assert_int_equal(st_, (want));                                                                        \
+        assert_non_null(strstr(m_, (sub)));                                                                   \
     } while (0)
 
-#define EXPECT_OK(expr)                                                                                                \
-    do {                                                                                                               \
-        rlx_status st_ = (expr);                                                                                       \
-        if (st_ != RLX_OK)                                                                                             \
-            fprintf(stderr, "%s:%d: %s gave %s: %s\n", __FILE__, __LINE__, #expr, rlx_status_name(st_),                \
-                    rlx_last_error());                                                                                 \
-        assert_int_equal(st_, RLX_OK);                                                                                 \
+#define EXPECT_OK(expr)                                                                                 \
+    do {                                                                                                \
+        rlx_status st_ = (expr);                                                                        \
+        if (st_ != RLX_OK)                                                                              \
+            fprintf(stderr, "%s:%d: %s gave %s: %s\n", __FILE__, __LINE__, #expr, rlx_status_name(st_), \
+                    rlx_last_error());                                                                  \
+        assert_int_equal(st_, RLX_OK);                                                                  \
     } while (0)
 
 #endif

@@ -81,7 +81,7 @@ static inline void ot_result_free(ot_result *r)
 typedef rlx_status (*ot_param_init)(rlx_session *s, uint64_t seed);
 
 static inline rlx_status ot_run(const rlx_graph *g, const rlx_options *o, uint64_t seed, double param_scale,
-                         int64_t int_hi, ot_param_init init, const char *out, ot_result *res)
+                                int64_t int_hi, ot_param_init init, const char *out, ot_result *res)
 {
     memset(res, 0, sizeof *res);
     rlx_session *s = NULL;

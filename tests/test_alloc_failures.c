@@ -148,10 +148,9 @@ static rlx_status pass_convnet(float **out, size_t *n)
     int64_t c8[1] = {8};
     rlx_node x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){1, 3, 8, 8});
     rlx_node h = rlx_conv(g, x, rlx_constant(g, RLX_F32, 4, (int64_t[]){8, 3, 3, 3}, w1, sizeof w1), -1, &cp);
-    h = rlx_batch_norm(g, h, rlx_constant(g, RLX_F32, 1, c8, gamma, sizeof gamma),
-                       rlx_constant(g, RLX_F32, 1, c8, beta, sizeof beta),
-                       rlx_constant(g, RLX_F32, 1, c8, mean, sizeof mean),
-                       rlx_constant(g, RLX_F32, 1, c8, var, sizeof var), 1e-5);
+    h = rlx_batch_norm(
+        g, h, rlx_constant(g, RLX_F32, 1, c8, gamma, sizeof gamma), rlx_constant(g, RLX_F32, 1, c8, beta, sizeof beta),
+        rlx_constant(g, RLX_F32, 1, c8, mean, sizeof mean), rlx_constant(g, RLX_F32, 1, c8, var, sizeof var), 1e-5);
     h = rlx_max_pool(g, rlx_relu(g, h), &pp);
     h = rlx_conv(g, h, rlx_constant(g, RLX_F32, 4, (int64_t[]){4, 8, 3, 3}, w2, sizeof w2), -1, &cp);
     rlx_output(g, "y", rlx_global_avg_pool(g, rlx_relu(g, h)));
@@ -354,12 +353,8 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_onnx),
-        cmocka_unit_test(test_onnx_attention),
-        cmocka_unit_test(test_mlp),
-        cmocka_unit_test(test_encoder),
-        cmocka_unit_test(test_decoder),
-        cmocka_unit_test(test_convnet),
+        cmocka_unit_test(test_onnx),    cmocka_unit_test(test_onnx_attention), cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_encoder), cmocka_unit_test(test_decoder),        cmocka_unit_test(test_convnet),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(out_dir);

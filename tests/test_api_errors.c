@@ -31,24 +31,24 @@ static int msg_has(const char *w1, const char *w2)
     return 1;
 }
 
-#define EXPECT_STATUS(expr, want)                                                                                      \
-    do {                                                                                                               \
-        rlx_status st_ = (expr);                                                                                       \
-        if (st_ != (want))                                                                                             \
+#define EXPECT_STATUS(expr, want)                                                                                     \
+    do {                                                                                                              \
+        rlx_status st_ = (expr);                                                                                      \
+        if (st_ != (want))                                                                                            \
             fprintf(stderr, "%s:%d: %s gave %s (%s), expected %s\n", __FILE__, __LINE__, #expr, rlx_status_name(st_), \
-                    rlx_last_error(), rlx_status_name(want));                                                          \
-        assert_int_equal(st_, (want));                                                                                 \
+                    rlx_last_error(), rlx_status_name(want));                                                         \
+        assert_int_equal(st_, (want));                                                                                \
     } while (0)
 
 /* A builder call that must fail: negative id, and the graph's verify gives
  * `want` (the first failure). */
-#define EXPECT_BUILD_FAIL(g, expr, want)                                                                               \
-    do {                                                                                                               \
-        rlx_node n_ = (expr);                                                                                          \
-        if (n_ >= 0)                                                                                                   \
-            fprintf(stderr, "%s:%d: %s succeeded (node %d)\n", __FILE__, __LINE__, #expr, n_);                         \
-        assert_true(n_ < 0);                                                                                           \
-        EXPECT_STATUS(rlx_graph_verify(g), want);                                                                      \
+#define EXPECT_BUILD_FAIL(g, expr, want)                                                       \
+    do {                                                                                       \
+        rlx_node n_ = (expr);                                                                  \
+        if (n_ >= 0)                                                                           \
+            fprintf(stderr, "%s:%d: %s succeeded (node %d)\n", __FILE__, __LINE__, #expr, n_); \
+        assert_true(n_ < 0);                                                                   \
+        EXPECT_STATUS(rlx_graph_verify(g), want);                                              \
     } while (0)
 
 static rlx_graph *graph_with_output(void)
@@ -587,18 +587,18 @@ static void test_bad_axes(void **state)
     rlx_node x;
     rlx_node outs[2];
 #define FRESH() (g = rlx_graph_new(), x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){3, 4}))
-#define AXIS_FAIL(expr)                                                                                                \
-    do {                                                                                                               \
-        rlx_node n_ = (expr);                                                                                          \
-        if (n_ >= 0)                                                                                                   \
-            fprintf(stderr, "%s:%d: %s succeeded\n", __FILE__, __LINE__, #expr);                                       \
-        assert_true(n_ < 0);                                                                                           \
-        rlx_status s_ = rlx_graph_verify(g);                                                                           \
-        if (s_ != RLX_ERR_SHAPE && s_ != RLX_ERR_INVALID_ARGUMENT)                                                     \
-            fprintf(stderr, "%s:%d: %s: status %s\n", __FILE__, __LINE__, #expr, rlx_status_name(s_));                 \
-        assert_true(s_ == RLX_ERR_SHAPE || s_ == RLX_ERR_INVALID_ARGUMENT);                                            \
-        assert_true(msg_has("axis", NULL));                                                                            \
-        rlx_graph_free(g);                                                                                             \
+#define AXIS_FAIL(expr)                                                                                \
+    do {                                                                                               \
+        rlx_node n_ = (expr);                                                                          \
+        if (n_ >= 0)                                                                                   \
+            fprintf(stderr, "%s:%d: %s succeeded\n", __FILE__, __LINE__, #expr);                       \
+        assert_true(n_ < 0);                                                                           \
+        rlx_status s_ = rlx_graph_verify(g);                                                           \
+        if (s_ != RLX_ERR_SHAPE && s_ != RLX_ERR_INVALID_ARGUMENT)                                     \
+            fprintf(stderr, "%s:%d: %s: status %s\n", __FILE__, __LINE__, #expr, rlx_status_name(s_)); \
+        assert_true(s_ == RLX_ERR_SHAPE || s_ == RLX_ERR_INVALID_ARGUMENT);                            \
+        assert_true(msg_has("axis", NULL));                                                            \
+        rlx_graph_free(g);                                                                             \
     } while (0)
     FRESH();
     AXIS_FAIL(rlx_reduce_sum(g, x, 1, (int[]){2}, 0));
@@ -882,16 +882,16 @@ static void test_extreme_values(void **state)
     rlx_graph *g;
     rlx_node x, y;
     rlx_status st;
-#define REFUSED(expr)                                                                                                  \
-    do {                                                                                                               \
-        rlx_node n_ = (expr);                                                                                          \
-        st = rlx_graph_verify(g);                                                                                      \
-        if (n_ >= 0 || (st != RLX_ERR_SHAPE && st != RLX_ERR_INVALID_ARGUMENT))                                        \
-            fprintf(stderr, "%s:%d: %s: node %d, verify %s\n", __FILE__, __LINE__, #expr, n_, rlx_status_name(st));   \
-        assert_true(n_ < 0);                                                                                           \
-        assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);                                            \
-        assert_true(msg_has(NULL, NULL));                                                                              \
-        rlx_graph_free(g);                                                                                             \
+#define REFUSED(expr)                                                                                               \
+    do {                                                                                                            \
+        rlx_node n_ = (expr);                                                                                       \
+        st = rlx_graph_verify(g);                                                                                   \
+        if (n_ >= 0 || (st != RLX_ERR_SHAPE && st != RLX_ERR_INVALID_ARGUMENT))                                     \
+            fprintf(stderr, "%s:%d: %s: node %d, verify %s\n", __FILE__, __LINE__, #expr, n_, rlx_status_name(st)); \
+        assert_true(n_ < 0);                                                                                        \
+        assert_true(st == RLX_ERR_SHAPE || st == RLX_ERR_INVALID_ARGUMENT);                                         \
+        assert_true(msg_has(NULL, NULL));                                                                           \
+        rlx_graph_free(g);                                                                                          \
     } while (0)
     g = rlx_graph_new();
     REFUSED(rlx_input(g, "x", RLX_F32, 1, (int64_t[]){INT64_MAX}));
@@ -1029,8 +1029,10 @@ static void test_session_info(void **state)
         int ndim;
         int64_t dims[2];
         size_t bytes;
-    } want[] = {{0, "tokens", RLX_I64, 2, {2, 5}, 80}, {0, "mask", RLX_BOOL, 1, {5}, 5},
-                {1, "embed", RLX_F16, 2, {11, 4}, 88},  {2, "hidden", RLX_F32, 3, {2, 5}, 160},
+    } want[] = {{0, "tokens", RLX_I64, 2, {2, 5}, 80},
+                {0, "mask", RLX_BOOL, 1, {5}, 5},
+                {1, "embed", RLX_F16, 2, {11, 4}, 88},
+                {2, "hidden", RLX_F32, 3, {2, 5}, 160},
                 {2, "keep", RLX_BOOL, 1, {5}, 5}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         rlx_tensor_info info;
@@ -1063,24 +1065,15 @@ static void test_session_info(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_null_arguments),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_bad_node_ids),
-        cmocka_unit_test(test_shape_mismatches),
-        cmocka_unit_test(test_wrong_dtypes),
-        cmocka_unit_test(test_unknown_names),
-        cmocka_unit_test(test_duplicate_names),
-        cmocka_unit_test(test_wrong_byte_sizes),
-        cmocka_unit_test(test_run_unset_inputs),
-        cmocka_unit_test(test_bad_axes),
-        cmocka_unit_test(test_bad_perms),
-        cmocka_unit_test(test_bad_attributes),
-        cmocka_unit_test(test_verify_no_outputs),
-        cmocka_unit_test(test_graph_freed_after_compile),
-        cmocka_unit_test(test_gather_out_of_range),
-        cmocka_unit_test(test_unavailable_device),
-        cmocka_unit_test(test_device_pointers),
-        cmocka_unit_test(test_extreme_values),
+        cmocka_unit_test(test_null_arguments),      cmocka_unit_test(test_names),
+        cmocka_unit_test(test_bad_node_ids),        cmocka_unit_test(test_shape_mismatches),
+        cmocka_unit_test(test_wrong_dtypes),        cmocka_unit_test(test_unknown_names),
+        cmocka_unit_test(test_duplicate_names),     cmocka_unit_test(test_wrong_byte_sizes),
+        cmocka_unit_test(test_run_unset_inputs),    cmocka_unit_test(test_bad_axes),
+        cmocka_unit_test(test_bad_perms),           cmocka_unit_test(test_bad_attributes),
+        cmocka_unit_test(test_verify_no_outputs),   cmocka_unit_test(test_graph_freed_after_compile),
+        cmocka_unit_test(test_gather_out_of_range), cmocka_unit_test(test_unavailable_device),
+        cmocka_unit_test(test_device_pointers),     cmocka_unit_test(test_extreme_values),
         cmocka_unit_test(test_session_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

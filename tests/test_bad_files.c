@@ -19,14 +19,14 @@
 
 static char dir[512];
 
-#define EXPECT_ERROR(expr, want, ...)                                                                                 \
-    do {                                                                                                               \
-        char want_[2048];                                                                                              \
-        snprintf(want_, sizeof want_, __VA_ARGS__);                                                                    \
-        rlx_status st_ = (expr);                                                                                       \
-        if (st_ != (want) || strcmp(rlx_last_error(), want_) != 0)                                                     \
-            fail_msg("%s:\n  gave %s: %s\n  want %s: %s", #expr, rlx_status_name(st_), rlx_last_error(),              \
-                     rlx_status_name(want), want_);                                                                    \
+#define EXPECT_ERROR(expr, want, ...)                                                                    \
+    do {                                                                                                 \
+        char want_[2048];                                                                                \
+        snprintf(want_, sizeof want_, __VA_ARGS__);                                                      \
+        rlx_status st_ = (expr);                                                                         \
+        if (st_ != (want) || strcmp(rlx_last_error(), want_) != 0)                                       \
+            fail_msg("%s:\n  gave %s: %s\n  want %s: %s", #expr, rlx_status_name(st_), rlx_last_error(), \
+                     rlx_status_name(want), want_);                                                      \
     } while (0)
 
 static const char *path_of(const char *name)
@@ -116,10 +116,9 @@ static void test_npy_read_matrix(void **state)
     EXPECT_ERROR(read_npy("object.npy"), RLX_ERR_UNSUPPORTED, "'%s': dtype 'O' is not supported",
                  path_of("object.npy"));
     put_npy("be.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 4), }", 32, NULL, 0);
-    EXPECT_ERROR(read_npy("be.npy"), RLX_ERR_UNSUPPORTED, "'%s': big-endian data is not supported",
-                 path_of("be.npy"));
-    put_npy("huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000000, 4000000000000), }", 0,
-            NULL, 0);
+    EXPECT_ERROR(read_npy("be.npy"), RLX_ERR_UNSUPPORTED, "'%s': big-endian data is not supported", path_of("be.npy"));
+    put_npy("huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000000, 4000000000000), }", 0, NULL,
+            0);
     EXPECT_ERROR(read_npy("huge.npy"), RLX_ERR_FORMAT, "'%s': array too large", path_of("huge.npy"));
     put_npy("noshape.npy", "{'descr': '<f4', 'fortran_order': False, }", 0, NULL, 0);
     EXPECT_ERROR(read_npy("noshape.npy"), RLX_ERR_FORMAT, "'%s': no shape in header", path_of("noshape.npy"));
@@ -177,7 +176,8 @@ static void test_writer_matrix(void **state)
     char a[600];
     snprintf(a, sizeof a, "%s", path_of("w/a.bin"));
     EXPECT_ERROR(rlx_write_file(a, 0, "one", 3), RLX_OK, "%s", rlx_last_error());
-    EXPECT_ERROR(rlx_write_file(a, 0, "two", 3), RLX_ERR_IO, "'%s' exists; not replaced (pass --force to overwrite)", a);
+    EXPECT_ERROR(rlx_write_file(a, 0, "two", 3), RLX_ERR_IO, "'%s' exists; not replaced (pass --force to overwrite)",
+                 a);
     FILE *f = fopen(a, "rb");
     char buf[8] = "";
     assert_non_null(f);
@@ -189,8 +189,8 @@ static void test_writer_matrix(void **state)
                  "cannot write '%s': it is a directory", path_of("w"));
     EXPECT_ERROR(rlx_write_file(path_of("nowhere/a.bin"), 0, "x", 1), RLX_ERR_IO,
                  "cannot write '%s': folder '%s' does not exist", path_of("nowhere/a.bin"), path_of("nowhere"));
-    EXPECT_ERROR(rlx_write_file(path_of("w/a.bin/b"), 0, "x", 1), RLX_ERR_IO,
-                 "cannot write '%s': Not a directory", path_of("w/a.bin/b"));
+    EXPECT_ERROR(rlx_write_file(path_of("w/a.bin/b"), 0, "x", 1), RLX_ERR_IO, "cannot write '%s': Not a directory",
+                 path_of("w/a.bin/b"));
     EXPECT_ERROR(rlx_write_file("", 0, "x", 1), RLX_ERR_INVALID_ARGUMENT, "no file name given");
     /* a full disk: the error names the path; forced, since /dev/full exists */
     EXPECT_ERROR(rlx_write_file("/dev/full", 0, "x", 1), RLX_ERR_IO,
@@ -317,10 +317,8 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_npy_read_matrix),
-        cmocka_unit_test(test_onnx_read_matrix),
-        cmocka_unit_test(test_writer_matrix),
-        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_npy_read_matrix), cmocka_unit_test(test_onnx_read_matrix),
+        cmocka_unit_test(test_writer_matrix),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_session_inputs),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,7 +134,8 @@ static int compile_workload(int w, compiled *out)
     if (st != RLX_OK)
         return 0;
     memset(out, 0, sizeof *out);
-    int ok = rlx_session_stats(s, &out->stats) == RLX_OK && rlx_session_to_dot(s, workloads[w].name, &out->dot) == RLX_OK;
+    int ok =
+        rlx_session_stats(s, &out->stats) == RLX_OK && rlx_session_to_dot(s, workloads[w].name, &out->dot) == RLX_OK;
     rlx_session_free(s);
     return ok;
 }

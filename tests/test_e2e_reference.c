@@ -21,8 +21,8 @@
 
 static char folder[256];
 
-static void write_tensor(FILE *manifest, const char *name, rlx_dtype t, int ndim, const int64_t *dims,
-                         const void *data, size_t bytes)
+static void write_tensor(FILE *manifest, const char *name, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
+                         size_t bytes)
 {
     fprintf(manifest, "%s %s", name, rlx_dtype_name(t));
     for (int i = 0; i < ndim; i++)

@@ -18,12 +18,12 @@
 
 /* Every RLX_* variable the tests below set, cleared before each test. */
 static const char *const vars[] = {
-    "RLX_VERBOSE",          "RLX_DISPATCH_REPORT",   "RLX_DISABLE_FUSION",    "RLX_DISABLE_AMP",
+    "RLX_VERBOSE",          "RLX_DISPATCH_REPORT",    "RLX_DISABLE_FUSION",   "RLX_DISABLE_AMP",
     "RLX_DISABLE_SIMPLIFY", "RLX_DISABLE_CUDA_GRAPH", "RLX_ARENA_NO_REUSE",   "RLX_THREADS",
-    "RLX_MAX_ARENA",        "RLX_MAX_BUFFER_BYTES",  "RLX_NO_BLAS",           "RLX_PROFILE",
-    "RLX_CUDA_TF32",        "RLX_CUDA_F32_GEMM",     "RLX_CUDA_MM_PATH",      "RLX_CUDA_EW_LIN",
-    "RLX_CUDA_AUTOTUNE",    "RLX_CUDA_WGMMA_BN",     "RLX_CUDA_PROFILE_RUN",  "RLX_CUDA_NHWC",
-    "RLX_CUDA_CONV_PATH",   "RLX_CUDA_ATTN_WARPS",   "RLX_CUDA_NO_CUDNN",     "RLX_CUDA_NO_PROLOGUE",
+    "RLX_MAX_ARENA",        "RLX_MAX_BUFFER_BYTES",   "RLX_NO_BLAS",          "RLX_PROFILE",
+    "RLX_CUDA_TF32",        "RLX_CUDA_F32_GEMM",      "RLX_CUDA_MM_PATH",     "RLX_CUDA_EW_LIN",
+    "RLX_CUDA_AUTOTUNE",    "RLX_CUDA_WGMMA_BN",      "RLX_CUDA_PROFILE_RUN", "RLX_CUDA_NHWC",
+    "RLX_CUDA_CONV_PATH",   "RLX_CUDA_ATTN_WARPS",    "RLX_CUDA_NO_CUDNN",    "RLX_CUDA_NO_PROLOGUE",
 };
 
 static int clear_vars(void **state)

@@ -12,7 +12,8 @@
 
 #include "opt_testutil.h"
 
-#define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+#define SHAPE(...) \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
 
 static uint64_t seed = 1;
 
@@ -357,7 +358,10 @@ static void test_softmax_scale_mask(void **state)
         switch (variant) {
         case 0: s = rlx_add(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 0.25)), m); break;
         case 1: s = rlx_add(g, m, rlx_div(g, x, rlx_scalar(g, RLX_F32, 3.0))); break;
-        case 2: s = rlx_mul(g, rlx_scalar(g, RLX_F32, 2.0), x); axis = 1; break;
+        case 2:
+            s = rlx_mul(g, rlx_scalar(g, RLX_F32, 2.0), x);
+            axis = 1;
+            break;
         case 3: s = rlx_add(g, x, m); break;
         case 4: /* scaled by a value known only at run time: nothing to fold */
             s = rlx_mul(g, x, rlx_input(g, "k", RLX_F32, SHAPE(1)));
@@ -495,9 +499,9 @@ int main(void)
     seed = s ? strtoull(s, NULL, 10) : 12345;
     printf("test_fusion: seed %llu (set RLX_TEST_SEED to repeat)\n", (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_bias_act),   cmocka_unit_test(test_matmul_bias_act_near_misses),
-        cmocka_unit_test(test_add_norm),          cmocka_unit_test(test_swiglu),
-        cmocka_unit_test(test_attention_block),   cmocka_unit_test(test_elementwise_chain),
+        cmocka_unit_test(test_matmul_bias_act),    cmocka_unit_test(test_matmul_bias_act_near_misses),
+        cmocka_unit_test(test_add_norm),           cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_attention_block),    cmocka_unit_test(test_elementwise_chain),
         cmocka_unit_test(test_softmax_scale_mask), cmocka_unit_test(test_conv_bn_act),
         cmocka_unit_test(test_target_claim),
     };

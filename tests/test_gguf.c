@@ -59,7 +59,7 @@ static void all_kvs(bytes *b, uint32_t alignment)
     kv_head(b, "t.u32", RLX_GGUF_UINT32), b_u32(b, 4000000000u);
     kv_head(b, "t.i32", RLX_GGUF_INT32), b_u32(b, (uint32_t)-2000000000);
     kv_head(b, "t.u64", RLX_GGUF_UINT64), b_u64(b, (UINT64_C(1) << 63) + 5);
-    kv_head(b, "t.i64", RLX_GGUF_INT64), b_u64(b, (uint64_t)-(INT64_C(1) << 62));
+    kv_head(b, "t.i64", RLX_GGUF_INT64), b_u64(b, (uint64_t) - (INT64_C(1) << 62));
     kv_head(b, "t.f32", RLX_GGUF_FLOAT32), b_f32(b, 0.5f);
     kv_head(b, "t.f64", RLX_GGUF_FLOAT64), b_f64(b, -1.25e300);
     kv_head(b, "t.bool", RLX_GGUF_BOOL), b_u8(b, 1);
@@ -67,7 +67,9 @@ static void all_kvs(bytes *b, uint32_t alignment)
     kv_head(b, "t.arr_i32", RLX_GGUF_ARRAY), b_u32(b, RLX_GGUF_INT32), b_u64(b, 3);
     b_u32(b, 1), b_u32(b, (uint32_t)-2), b_u32(b, 3);
     kv_head(b, "t.arr_str", RLX_GGUF_ARRAY), b_u32(b, RLX_GGUF_STRING), b_u64(b, 3);
-    put_str(b, "a"), put_str(b, ""), put_str(b, "\xc3\xbc" "ber");
+    put_str(b, "a"), put_str(b, ""),
+        put_str(b, "\xc3\xbc"
+                   "ber");
     kv_head(b, "t.arr_f64", RLX_GGUF_ARRAY), b_u32(b, RLX_GGUF_FLOAT64), b_u64(b, 2);
     b_f64(b, 0.25), b_f64(b, -8.0);
     kv_head(b, "t.arr_nested", RLX_GGUF_ARRAY), b_u32(b, RLX_GGUF_ARRAY), b_u64(b, 3);
@@ -156,7 +158,9 @@ static void check_metadata(const rlx_gguf *g, int n_kv)
 
     v = rlx_gguf_find(g, "t.arr_str");
     assert_int_equal(v->arr.elem_type, RLX_GGUF_STRING);
-    const char *want[3] = {"a", "", ("\xc3\xbc" "ber")};
+    const char *want[3] = {"a", "",
+                           ("\xc3\xbc"
+                            "ber")};
     for (int i = 0; i < 3; i++) {
         EXPECT_OK(rlx_gguf_array_get(v, (uint64_t)i, &e));
         assert_int_equal(e.type, RLX_GGUF_STRING);
@@ -384,7 +388,8 @@ static void test_getters(void **state)
     EXPECT_OK(rlx_gguf_get_array(g, "t.arr_str", RLX_GGUF_STRING, &arr));
     assert_int_equal(arr->arr.count, 3);
     EXPECT_OK(rlx_gguf_get_array(g, "t.arr_str", -1, &arr));
-    EXPECT_ERR(rlx_gguf_get_array(g, "t.arr_str", RLX_GGUF_INT32, &arr), RLX_ERR_DTYPE, "array of string, not of int32");
+    EXPECT_ERR(rlx_gguf_get_array(g, "t.arr_str", RLX_GGUF_INT32, &arr), RLX_ERR_DTYPE,
+               "array of string, not of int32");
     EXPECT_ERR(rlx_gguf_get_array(g, "t.u8", -1, &arr), RLX_ERR_DTYPE, "not an array");
     assert_null(arr);
     rlx_gguf_close(g);
@@ -402,13 +407,13 @@ static void test_type_table(void **state)
         int64_t blk;
         size_t bytes;
     } want[] = {
-        {RLX_GGML_F32, "F32", 1, 4},       {RLX_GGML_F16, "F16", 1, 2},       {RLX_GGML_Q4_0, "Q4_0", 32, 18},
-        {RLX_GGML_Q4_1, "Q4_1", 32, 20},   {RLX_GGML_Q5_0, "Q5_0", 32, 22},   {RLX_GGML_Q5_1, "Q5_1", 32, 24},
-        {RLX_GGML_Q8_0, "Q8_0", 32, 34},   {RLX_GGML_Q8_1, "Q8_1", 32, 36},   {RLX_GGML_Q2_K, "Q2_K", 256, 84},
-        {RLX_GGML_Q3_K, "Q3_K", 256, 110}, {RLX_GGML_Q4_K, "Q4_K", 256, 144}, {RLX_GGML_Q5_K, "Q5_K", 256, 176},
-        {RLX_GGML_Q6_K, "Q6_K", 256, 210}, {RLX_GGML_Q8_K, "Q8_K", 256, 292}, {RLX_GGML_IQ4_NL, "IQ4_NL", 32, 18},
-        {RLX_GGML_IQ4_XS, "IQ4_XS", 256, 136}, {RLX_GGML_BF16, "BF16", 1, 2}, {RLX_GGML_I16, "I16", 1, 2},
-        {RLX_GGML_F64, "F64", 1, 8},       {RLX_GGML_TQ2_0, "TQ2_0", 256, 66}, {RLX_GGML_MXFP4, "MXFP4", 32, 17},
+        {RLX_GGML_F32, "F32", 1, 4},           {RLX_GGML_F16, "F16", 1, 2},        {RLX_GGML_Q4_0, "Q4_0", 32, 18},
+        {RLX_GGML_Q4_1, "Q4_1", 32, 20},       {RLX_GGML_Q5_0, "Q5_0", 32, 22},    {RLX_GGML_Q5_1, "Q5_1", 32, 24},
+        {RLX_GGML_Q8_0, "Q8_0", 32, 34},       {RLX_GGML_Q8_1, "Q8_1", 32, 36},    {RLX_GGML_Q2_K, "Q2_K", 256, 84},
+        {RLX_GGML_Q3_K, "Q3_K", 256, 110},     {RLX_GGML_Q4_K, "Q4_K", 256, 144},  {RLX_GGML_Q5_K, "Q5_K", 256, 176},
+        {RLX_GGML_Q6_K, "Q6_K", 256, 210},     {RLX_GGML_Q8_K, "Q8_K", 256, 292},  {RLX_GGML_IQ4_NL, "IQ4_NL", 32, 18},
+        {RLX_GGML_IQ4_XS, "IQ4_XS", 256, 136}, {RLX_GGML_BF16, "BF16", 1, 2},      {RLX_GGML_I16, "I16", 1, 2},
+        {RLX_GGML_F64, "F64", 1, 8},           {RLX_GGML_TQ2_0, "TQ2_0", 256, 66}, {RLX_GGML_MXFP4, "MXFP4", 32, 17},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_string_equal(rlx_ggml_type_name(want[i].id), want[i].name);
@@ -550,7 +555,10 @@ static void m_misaligned(bytes *b)
     head(b, 3, 2, 0), one_f32(b, "a", 4, 0), one_f32(b, "b", 4, 16), b_align(b, 32), b_zero(b, 64);
 }
 static void m_past_end(bytes *b) { head(b, 3, 1, 0), one_f32(b, "w", 4, 64), b_align(b, 32), b_zero(b, 64); }
-static void m_offset_huge(bytes *b) { head(b, 3, 1, 0), one_f32(b, "w", 4, UINT64_MAX - 31), b_align(b, 32), b_zero(b, 16); }
+static void m_offset_huge(bytes *b)
+{
+    head(b, 3, 1, 0), one_f32(b, "w", 4, UINT64_MAX - 31), b_align(b, 32), b_zero(b, 16);
+}
 static void m_overlap(bytes *b)
 {
     head(b, 3, 2, 0), one_f32(b, "a", 16, 0), one_f32(b, "b", 4, 32), b_align(b, 32), b_zero(b, 64);

@@ -130,10 +130,8 @@ static void test_errors_are_per_thread(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_failed_builder_poisons_chain),
-        cmocka_unit_test(test_huge_results_refused),
-        cmocka_unit_test(test_clone_is_deep_and_equal),
-        cmocka_unit_test(test_verify_names_the_node),
+        cmocka_unit_test(test_failed_builder_poisons_chain), cmocka_unit_test(test_huge_results_refused),
+        cmocka_unit_test(test_clone_is_deep_and_equal),      cmocka_unit_test(test_verify_names_the_node),
         cmocka_unit_test(test_errors_are_per_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

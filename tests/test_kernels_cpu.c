@@ -42,10 +42,19 @@ static void test_reduce_dtypes(void **state)
         int naxes;
         int axes[3];
     } cases[] = {
-        {3, {2, 3, 4}, 1, {1}},    {3, {2, 3, 4}, 2, {0, 2}}, {3, {2, 1, 4}, 1, {-1}}, {2, {5, 7}, 0, {0}},
-        {4, {2, 3, 1, 5}, 2, {1, 3}}, {2, {0, 4}, 1, {1}},    {2, {3, 0}, 1, {0}},     {1, {1}, 1, {0}},
+        {3, {2, 3, 4}, 1, {1}},
+        {3, {2, 3, 4}, 2, {0, 2}},
+        {3, {2, 1, 4}, 1, {-1}},
+        {2, {5, 7}, 0, {0}},
+        {4, {2, 3, 1, 5}, 2, {1, 3}},
+        {2, {0, 4}, 1, {1}},
+        {2, {3, 0}, 1, {0}},
+        {1, {1}, 1, {0}},
         /* innermost dim kept and long: whole-row accumulation, chunked */
-        {2, {3, 40}, 1, {0}}, {3, {4, 3, 17}, 1, {1}}, {3, {2, 5, 20}, 2, {0, 1}}, {2, {3, 300}, 1, {0}},
+        {2, {3, 40}, 1, {0}},
+        {3, {4, 3, 17}, 1, {1}},
+        {3, {2, 5, 20}, 2, {0, 1}},
+        {2, {3, 300}, 1, {0}},
         {4, {2, 3, 2, 33}, 2, {0, 2}},
     };
     static const struct {
@@ -262,8 +271,7 @@ static void test_norms_big_threads(void **state)
 
 /* ------------------------------------------------------------- shape ops */
 
-static const rlx_dtype k_all_dts[] = {RLX_F32, RLX_F16, RLX_BF16, RLX_F64, RLX_I64,
-                                      RLX_I32, RLX_I8,  RLX_U8,   RLX_BOOL};
+static const rlx_dtype k_all_dts[] = {RLX_F32, RLX_F16, RLX_BF16, RLX_F64, RLX_I64, RLX_I32, RLX_I8, RLX_U8, RLX_BOOL};
 
 static rt_tensor *rand_for(rlx_dtype dt, int ndim, const int64_t *dims)
 {
@@ -378,18 +386,15 @@ static void test_shape_ops_empty(void **state)
     rlx_node xn = rt_input(rg, RLX_F32, x), en = rt_input(rg, RLX_F32, e);
     const int64_t pads[6] = {0, 1, 2, 1, 2, 0};
     rlx_node outs[5] = {
-        rlx_transpose(rg->g, xn, (int[]){2, 1, 0}),
-        rlx_pad(rg->g, xn, pads, RLX_PAD_CONSTANT, 7.0),
-        rlx_gather(rg->g, en, rt_input(rg, RLX_I64, ids), 0),
-        rlx_concat(rg->g, 2, (rlx_node[]){xn, xn}, 1),
+        rlx_transpose(rg->g, xn, (int[]){2, 1, 0}),           rlx_pad(rg->g, xn, pads, RLX_PAD_CONSTANT, 7.0),
+        rlx_gather(rg->g, en, rt_input(rg, RLX_I64, ids), 0), rlx_concat(rg->g, 2, (rlx_node[]){xn, xn}, 1),
         rlx_expand(rg->g, en, 3, (int64_t[]){2, 0, 4}),
     };
     rt_tensor *got[5] = {0};
     assert_int_equal(rt_run(rg, 5, outs, got), RLX_OK);
     const rt_tensor *cx[2] = {x, x};
     rt_tensor *want[5] = {rt_ref_transpose(x, (int[]){2, 1, 0}), rt_ref_pad(x, pads, RLX_PAD_CONSTANT, 7.0),
-                          rt_ref_gather(e, ids, 0), rt_ref_concat(2, cx, 1),
-                          rt_ref_expand(e, 3, (int64_t[]){2, 0, 4})};
+                          rt_ref_gather(e, ids, 0), rt_ref_concat(2, cx, 1), rt_ref_expand(e, 3, (int64_t[]){2, 0, 4})};
     for (int i = 0; i < 5; i++) {
         bad += !rt_check("empty shape op", got[i], want[i], RLX_F32);
         rt_free(got[i]);
@@ -427,11 +432,11 @@ static void test_attention_edges(void **state)
         int causal, mask; /* 0 none, 1 bool, 2 float */
         int64_t md[4];
     } cases[] = {
-        {1, 4, 2, 5, 3, 8, 6, 1, 0, {0}},            /* S > T causal: first rows fully masked */
-        {2, 6, 3, 3, 7, 4, 4, 1, 1, {2, 1, 3, 7}},   /* decode-like with bool padding mask */
-        {2, 2, 1, 4, 4, 16, 8, 0, 2, {1, 1, 1, 4}},  /* float mask over keys */
-        {1, 3, 3, 1, 9, 5, 5, 0, 1, {1, 3, 1, 1}},   /* bool mask per head */
-        {1, 2, 2, 3, 0, 4, 4, 0, 0, {0}},            /* no keys: zeros */
+        {1, 4, 2, 5, 3, 8, 6, 1, 0, {0}},                   /* S > T causal: first rows fully masked */
+        {2, 6, 3, 3, 7, 4, 4, 1, 1, {2, 1, 3, 7}},          /* decode-like with bool padding mask */
+        {2, 2, 1, 4, 4, 16, 8, 0, 2, {1, 1, 1, 4}},         /* float mask over keys */
+        {1, 3, 3, 1, 9, 5, 5, 0, 1, {1, 3, 1, 1}},          /* bool mask per head */
+        {1, 2, 2, 3, 0, 4, 4, 0, 0, {0}},                   /* no keys: zeros */
         {1, 1, 1, 100, 120, 16, 8, 1, 1, {1, 1, 100, 120}}, /* one head: queries split over threads */
     };
     for (int c = 0; c < NELEM(cases); c++)

@@ -142,8 +142,8 @@ static rt_tensor *apply_act(rt_tensor *y, int act)
 
 /* A channels-last conv (lowered on the CPU) equals the float64 NCHW
  * reference, transposed. */
-static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t stride,
-                       int64_t groups, int bias, rlx_op op, int act)
+static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t stride, int64_t groups,
+                       int bias, rlx_op op, int act)
 {
     rlx_conv_params p = conv_p(stride, k / 2, groups);
     rt_tensor *x = rt_rand_away(RT_SHAPE(N, C, H, W), -1, 1, 0.05);
@@ -268,10 +268,14 @@ static void test_pass_resnet_like(void **state)
     for (claim_pool = 0; claim_pool < 2; claim_pool++) {
         rt_graph *rg = rt_graph_new();
         rt_tensor *x = rt_rand_away(RT_SHAPE(2, 3, 18, 18), -1, 1, 0.05);
-        rt_tensor *w0 = rt_rand_away(RT_SHAPE(8, 3, 3, 3), -0.4, 0.4, 0.02), *b0 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
-        rt_tensor *w1 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02), *b1 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
-        rt_tensor *w2 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02), *b2 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
-        rt_tensor *w3 = rt_rand_away(RT_SHAPE(16, 8, 3, 3), -0.3, 0.3, 0.02), *b3 = rt_rand_away(RT_SHAPE(16), -.2, .2, .01);
+        rt_tensor *w0 = rt_rand_away(RT_SHAPE(8, 3, 3, 3), -0.4, 0.4, 0.02),
+                  *b0 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w1 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02),
+                  *b1 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w2 = rt_rand_away(RT_SHAPE(8, 8, 3, 3), -0.3, 0.3, 0.02),
+                  *b2 = rt_rand_away(RT_SHAPE(8), -.2, .2, .01);
+        rt_tensor *w3 = rt_rand_away(RT_SHAPE(16, 8, 3, 3), -0.3, 0.3, 0.02),
+                  *b3 = rt_rand_away(RT_SHAPE(16), -.2, .2, .01);
         rt_tensor *w4 = rt_rand_away(RT_SHAPE(16, 16, 1, 1), -0.3, 0.3, 0.02);
         rlx_graph *g = rg->g;
         rlx_conv_params s2 = conv_p(2, 1, 1), s1 = conv_p(1, 1, 1), pw = conv_p(1, 0, 1);

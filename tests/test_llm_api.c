@@ -77,9 +77,15 @@ static void test_shared_params(void **state)
 {
     (void)state;
     rlx_graph *g1 = rlx_graph_new(), *g2 = rlx_graph_new(), *g3 = rlx_graph_new();
-    rlx_output(g1, "y", rlx_add(g1, rlx_param(g1, "w", RLX_F32, 1, (int64_t[]){4}), rlx_input(g1, "x", RLX_F32, 1, (int64_t[]){4})));
-    rlx_output(g2, "y", rlx_mul(g2, rlx_param(g2, "w", RLX_F32, 1, (int64_t[]){4}), rlx_input(g2, "x", RLX_F32, 1, (int64_t[]){4})));
-    rlx_output(g3, "y", rlx_mul(g3, rlx_param(g3, "w", RLX_F32, 1, (int64_t[]){5}), rlx_input(g3, "x", RLX_F32, 1, (int64_t[]){5})));
+    rlx_output(
+        g1, "y",
+        rlx_add(g1, rlx_param(g1, "w", RLX_F32, 1, (int64_t[]){4}), rlx_input(g1, "x", RLX_F32, 1, (int64_t[]){4})));
+    rlx_output(
+        g2, "y",
+        rlx_mul(g2, rlx_param(g2, "w", RLX_F32, 1, (int64_t[]){4}), rlx_input(g2, "x", RLX_F32, 1, (int64_t[]){4})));
+    rlx_output(
+        g3, "y",
+        rlx_mul(g3, rlx_param(g3, "w", RLX_F32, 1, (int64_t[]){5}), rlx_input(g3, "x", RLX_F32, 1, (int64_t[]){5})));
     rlx_session *a, *b, *c = NULL;
     assert_int_equal(rlx_compile(g1, NULL, &a), RLX_OK);
     assert_int_equal(rlx_compile_shared(g2, NULL, a, &b), RLX_OK);
@@ -242,10 +248,8 @@ static void test_load_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cache_write),
-        cmocka_unit_test(test_shared_params),
-        cmocka_unit_test(test_builtin_model),
-        cmocka_unit_test(test_argmax_and_deferred_logits),
+        cmocka_unit_test(test_cache_write),   cmocka_unit_test(test_shared_params),
+        cmocka_unit_test(test_builtin_model), cmocka_unit_test(test_argmax_and_deferred_logits),
         cmocka_unit_test(test_load_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

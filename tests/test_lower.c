@@ -13,7 +13,8 @@
 #include "opt_testutil.h"
 #include "runtime/runtime.h"
 
-#define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+#define SHAPE(...) \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
 
 static uint64_t seed = 7;
 
@@ -313,12 +314,9 @@ int main(void)
     seed = s ? strtoull(s, NULL, 10) : 777;
     printf("test_lower: seed %llu (set RLX_TEST_SEED to repeat)\n", (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lower_matmul_norms_swiglu),
-        cmocka_unit_test(test_lower_attention_block),
-        cmocka_unit_test(test_lower_chain_softmax_conv_bn),
-        cmocka_unit_test(test_lower_by_shape),
-        cmocka_unit_test(test_lower_leaves_missing_primitives),
-        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_lower_matmul_norms_swiglu),       cmocka_unit_test(test_lower_attention_block),
+        cmocka_unit_test(test_lower_chain_softmax_conv_bn),     cmocka_unit_test(test_lower_by_shape),
+        cmocka_unit_test(test_lower_leaves_missing_primitives), cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,8 +93,7 @@ int main(void)
         return 1;
     const char *src = getenv("RLX_SOURCE_DIR");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx/make_models.py %s >/dev/null 2>&1", src ? src : ".",
-             dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx/make_models.py %s >/dev/null 2>&1", src ? src : ".", dir);
     if (system(cmd) != 0) {
         printf("skipped: /usr/bin/python3 with the onnx module is needed to write the test model\n");
         return 77;

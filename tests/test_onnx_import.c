@@ -27,23 +27,27 @@
 static char dir[512];
 static int have_models;
 
-static int setup(void **state) {
+static int setup(void **state)
+{
     (void)state;
     const char *src = getenv("RLX_SOURCE_DIR");
     snprintf(dir, sizeof dir, "%s/onnx_unit_models", getenv("RLX_BINARY_DIR") ? getenv("RLX_BINARY_DIR") : "/tmp");
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/onnx/make_models.py %s >/dev/null 2>&1", src ? src : ".", dir);
     have_models = system(cmd) == 0;
-    if (!have_models) fprintf(stderr, "skipping model tests: /usr/bin/python3 with the onnx module is needed to write them\n");
+    if (!have_models)
+        fprintf(stderr, "skipping model tests: /usr/bin/python3 with the onnx module is needed to write them\n");
     return 0;
 }
 
-#define NEED_MODELS()                                                                                                  \
-    do {                                                                                                               \
-        if (!have_models) skip();                                                                                      \
+#define NEED_MODELS()     \
+    do {                  \
+        if (!have_models) \
+            skip();       \
     } while (0)
 
-static const char *path(const char *name) {
+static const char *path(const char *name)
+{
     static char p[4][700];
     static int k;
     k = (k + 1) % 4;
@@ -51,7 +55,8 @@ static const char *path(const char *name) {
     return p[k];
 }
 
-static rlx_status import(const char *name, const rlx_onnx_binding *b, int nb, rlx_graph **g) {
+static rlx_status import(const char *name, const rlx_onnx_binding *b, int nb, rlx_graph **g)
+{
     rlx_onnx_options o;
     rlx_onnx_options_init(&o);
     o.bindings = b;
@@ -60,7 +65,8 @@ static rlx_status import(const char *name, const rlx_onnx_binding *b, int nb, rl
     return rlx_onnx_import(path(name), &o, g);
 }
 
-static void *npy(const char *name, size_t *bytes, int *ndim, int64_t *dims) {
+static void *npy(const char *name, size_t *bytes, int *ndim, int64_t *dims)
+{
     rlx_dtype t;
     void *d = NULL;
     assert_int_equal(rlx_npy_read(path(name), &t, ndim, dims, &d, bytes), RLX_OK);
@@ -71,14 +77,18 @@ static void *npy(const char *name, size_t *bytes, int *ndim, int64_t *dims) {
 /* Compiles g, feeds inputs, returns the named output (malloc'd); the
  * compile's stats in *st where st is not NULL. */
 static float *run1_stats(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out,
-                         size_t *obytes, rlx_compile_stats *st) {
+                         size_t *obytes, rlx_compile_stats *st)
+{
     rlx_options o;
     rlx_options_init(&o);
     rlx_session *s = NULL;
-    if (rlx_compile(g, &o, &s) != RLX_OK) fprintf(stderr, "compile: %s\n", rlx_last_error());
+    if (rlx_compile(g, &o, &s) != RLX_OK)
+        fprintf(stderr, "compile: %s\n", rlx_last_error());
     assert_non_null(s);
-    if (st) assert_int_equal(rlx_session_stats(s, st), RLX_OK);
-    for (int i = 0; i < nin; i++) assert_int_equal(rlx_session_set_input(s, names[i], data[i], bytes[i]), RLX_OK);
+    if (st)
+        assert_int_equal(rlx_session_stats(s, st), RLX_OK);
+    for (int i = 0; i < nin; i++)
+        assert_int_equal(rlx_session_set_input(s, names[i], data[i], bytes[i]), RLX_OK);
     assert_int_equal(rlx_session_run(s), RLX_OK);
     rlx_tensor_info info;
     assert_int_equal(rlx_session_find(s, 2, out, &info), RLX_OK);
@@ -89,26 +99,33 @@ static float *run1_stats(rlx_graph *g, int nin, const char **names, void **data,
     return y;
 }
 
-static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out, size_t *obytes) {
+static float *run1(rlx_graph *g, int nin, const char **names, void **data, size_t *bytes, const char *out,
+                   size_t *obytes)
+{
     return run1_stats(g, nin, names, data, bytes, out, obytes, NULL);
 }
 
-static void assert_close(const float *a, const float *b, size_t n) {
+static void assert_close(const float *a, const float *b, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
-        if (fabsf(a[i] - b[i]) > 1e-5f + 1e-4f * fabsf(b[i])) fprintf(stderr, "[%zu] got %g expected %g\n", i, a[i], b[i]);
+        if (fabsf(a[i] - b[i]) > 1e-5f + 1e-4f * fabsf(b[i]))
+            fprintf(stderr, "[%zu] got %g expected %g\n", i, a[i], b[i]);
         assert_true(fabsf(a[i] - b[i]) <= 1e-5f + 1e-4f * fabsf(b[i]));
     }
 }
 
-static int msg_has(const char *w) {
+static int msg_has(const char *w)
+{
     const char *m = rlx_last_error();
-    if (!strstr(m, w)) fprintf(stderr, "message \"%s\" lacks \"%s\"\n", m, w);
+    if (!strstr(m, w))
+        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", m, w);
     return strstr(m, w) != NULL;
 }
 
 /* STEM.onnx run on STEM_x.npy (input "x") matches STEM_y.npy (output "y");
  * the compile's stats in *st where st is not NULL. */
-static void check_x_y(const char *stem, rlx_compile_stats *st) {
+static void check_x_y(const char *stem, rlx_compile_stats *st)
+{
     char name[3][128];
     snprintf(name[0], sizeof name[0], "%s.onnx", stem);
     snprintf(name[1], sizeof name[1], "%s_x.npy", stem);
@@ -130,7 +147,8 @@ static void check_x_y(const char *stem, rlx_compile_stats *st) {
     rlx_graph_free(g);
 }
 
-static void test_mlp(void **state) {
+static void test_mlp(void **state)
+{
     (void)state;
     NEED_MODELS();
     check_x_y("mlp", NULL);
@@ -141,7 +159,8 @@ static void test_mlp(void **state) {
  * matches numpy and compiles to one attention block beside its leaves
  * (x, four weights, two gammas); also with q, k and v from one fused
  * projection. */
-static void test_llama_attention(void **state) {
+static void test_llama_attention(void **state)
+{
     (void)state;
     NEED_MODELS();
     rlx_compile_stats st;
@@ -157,7 +176,8 @@ static void test_llama_attention(void **state) {
     assert_int_equal(st.nodes_final, 10);
 }
 
-static void check_shape_chain(const char *model) {
+static void check_shape_chain(const char *model)
+{
     rlx_graph *g;
     /* unbound symbolic dim: a clear error naming it */
     assert_int_equal(import(model, NULL, 0, &g), RLX_ERR_SHAPE);
@@ -165,7 +185,8 @@ static void check_shape_chain(const char *model) {
     rlx_onnx_binding b = {.name = "N", .ndim = -1, .dims = {5}};
     assert_int_equal(import(model, &b, 1, &g), RLX_OK);
     float x[60];
-    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    for (int i = 0; i < 60; i++)
+        x[i] = (float)i;
     const char *names[] = {"x"};
     void *data[] = {x};
     size_t bytes[] = {sizeof x}, ob;
@@ -176,19 +197,22 @@ static void check_shape_chain(const char *model) {
     rlx_graph_free(g);
 }
 
-static void test_shape_chain(void **state) {
+static void test_shape_chain(void **state)
+{
     (void)state;
     NEED_MODELS();
     check_shape_chain("shape_chain.onnx");
 }
 
-static void test_unsorted(void **state) {
+static void test_unsorted(void **state)
+{
     (void)state;
     NEED_MODELS();
     check_shape_chain("unsorted.onnx");
 }
 
-static void test_external(void **state) {
+static void test_external(void **state)
+{
     (void)state;
     NEED_MODELS();
     rlx_graph *g;
@@ -212,7 +236,8 @@ static void test_external(void **state) {
     assert_true(msg_has("beyond the end"));
 }
 
-static void test_errors(void **state) {
+static void test_errors(void **state)
+{
     (void)state;
     NEED_MODELS();
     rlx_graph *g;
@@ -232,7 +257,8 @@ static void test_errors(void **state) {
     assert_true(msg_has("nests messages"));
 }
 
-static void test_truncated(void **state) {
+static void test_truncated(void **state)
+{
     (void)state;
     NEED_MODELS();
     FILE *f = fopen(path("mlp.onnx"), "rb");
@@ -255,17 +281,20 @@ static void test_truncated(void **state) {
     }
     assert_true(errors > 0);
     /* garbage bytes */
-    for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 131 + 7);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(i * 131 + 7);
     rlx_graph *g = NULL;
     assert_int_not_equal(rlx_onnx_import_buffer(buf, n, NULL, &o, &g), RLX_OK);
 }
 
 /* Inputs the fuzzer once crashed the importer with (tests/fuzz/regressions):
  * each must now import or fail cleanly. */
-static void test_fuzz_regressions(void **state) {
+static void test_fuzz_regressions(void **state)
+{
     (void)state;
     const char *src = getenv("RLX_SOURCE_DIR");
-    if (!src) skip();
+    if (!src)
+        skip();
     char d[700];
     snprintf(d, sizeof d, "%s/tests/fuzz/regressions", src);
     DIR *dh = opendir(d);
@@ -276,7 +305,8 @@ static void test_fuzz_regressions(void **state) {
     rlx_onnx_options_init(&o);
     o.default_dim = 2;
     while ((e = readdir(dh))) {
-        if (e->d_name[0] == '.') continue;
+        if (e->d_name[0] == '.')
+            continue;
         char p[1400];
         snprintf(p, sizeof p, "%s/%s", d, e->d_name);
         rlx_graph *g = NULL;
@@ -292,7 +322,8 @@ static void test_fuzz_regressions(void **state) {
     assert_true(n > 0);
 }
 
-static void test_if(void **state) {
+static void test_if(void **state)
+{
     (void)state;
     NEED_MODELS();
     rlx_graph *g;
@@ -306,7 +337,8 @@ static void test_if(void **state) {
         void *data[] = {x};
         size_t bytes[] = {sizeof x}, ob;
         float *out = run1(g, 1, names, data, bytes, "y", &ob);
-        for (int i = 0; i < 3; i++) y[i] = c ? x[i] * x[i] : -x[i];
+        for (int i = 0; i < 3; i++)
+            y[i] = c ? x[i] * x[i] : -x[i];
         assert_close(out, y, 3);
         free(out);
         rlx_graph_free(g);
@@ -322,7 +354,8 @@ static void test_if(void **state) {
     }
 }
 
-static void test_loop_runtime_cond(void **state) {
+static void test_loop_runtime_cond(void **state)
+{
     (void)state;
     NEED_MODELS();
     rlx_graph *g;
@@ -348,11 +381,13 @@ static void test_loop_runtime_cond(void **state) {
 
 /* The conformance runner on cases with numpy references: all pass, and the
  * summary line has the documented form. */
-static void test_runner(void **state) {
+static void test_runner(void **state)
+{
     (void)state;
     NEED_MODELS();
     const char *cli = getenv("RLX_CLI");
-    if (!cli) skip();
+    if (!cli)
+        skip();
     char cmd[1400];
     snprintf(cmd, sizeof cmd, "%s onnx-test %s/cases 2>&1", cli, dir);
     FILE *p = popen(cmd, "r");
@@ -361,7 +396,8 @@ static void test_runner(void **state) {
     int pass_lines = 0;
     while (fgets(line, sizeof line, p)) {
         fputs(line, stderr);
-        if (!strncmp(line, "PASS ", 5)) pass_lines++;
+        if (!strncmp(line, "PASS ", 5))
+            pass_lines++;
         snprintf(last, sizeof last, "%s", line);
     }
     int rc = pclose(p);
@@ -370,7 +406,8 @@ static void test_runner(void **state) {
     assert_string_equal(last, "4 passed, 0 failed, 0 skipped\n");
 }
 
-static void test_softmax_opsets(void **state) {
+static void test_softmax_opsets(void **state)
+{
     (void)state;
     NEED_MODELS();
     size_t xb, yb, ob;
@@ -392,7 +429,8 @@ static void test_softmax_opsets(void **state) {
     free(x);
 }
 
-static void test_npy_roundtrip(void **state) {
+static void test_npy_roundtrip(void **state)
+{
     (void)state;
     char p[600];
     snprintf(p, sizeof p, "%s/rt.npy", getenv("RLX_BINARY_DIR") ? getenv("RLX_BINARY_DIR") : "/tmp");
@@ -416,9 +454,13 @@ static void test_npy_roundtrip(void **state) {
     free(data);
     /* numpy itself reads what we write */
     char cmd[800];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c \"import numpy as n,sys; a=n.load('%s'); sys.exit(0 if a.shape==(2,3,1) and a.sum()==9 else 1)\" 2>/dev/null", p);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c \"import numpy as n,sys; a=n.load('%s'); sys.exit(0 if a.shape==(2,3,1) and "
+             "a.sum()==9 else 1)\" 2>/dev/null",
+             p);
     int rc = system(cmd);
-    if (rc != 0 && have_models) fail_msg("numpy could not read %s", p);
+    if (rc != 0 && have_models)
+        fail_msg("numpy could not read %s", p);
     /* a truncated file is an error */
     FILE *f = fopen(p, "r+b");
     assert_non_null(f);
@@ -427,12 +469,21 @@ static void test_npy_roundtrip(void **state) {
     assert_int_equal(rlx_npy_read(p, &t, &nd, d, &data, &bytes), RLX_ERR_FORMAT);
 }
 
-int main(void) {
+int main(void)
+{
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp),          cmocka_unit_test(test_llama_attention), cmocka_unit_test(test_shape_chain), cmocka_unit_test(test_unsorted),
-        cmocka_unit_test(test_external),     cmocka_unit_test(test_errors),      cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_if),           cmocka_unit_test(test_softmax_opsets), cmocka_unit_test(test_npy_roundtrip),
-        cmocka_unit_test(test_loop_runtime_cond), cmocka_unit_test(test_runner),
+        cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_llama_attention),
+        cmocka_unit_test(test_shape_chain),
+        cmocka_unit_test(test_unsorted),
+        cmocka_unit_test(test_external),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_if),
+        cmocka_unit_test(test_softmax_opsets),
+        cmocka_unit_test(test_npy_roundtrip),
+        cmocka_unit_test(test_loop_runtime_cond),
+        cmocka_unit_test(test_runner),
         cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
@@ -440,7 +491,8 @@ int main(void) {
 
 #else
 
-int main(void) {
+int main(void)
+{
     printf("ONNX importer not built (needs protobuf-c and libonnx-dev): skipped\n");
     return 77;
 }

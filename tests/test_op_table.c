@@ -50,14 +50,14 @@ static void test_traits(void **state)
 {
     (void)state;
     int bad = 0, acts[RLX_ACT_COUNT] = {0};
-#define CHECK(cond, ...)                                                                                              \
-    do {                                                                                                              \
-        if (!(cond)) {                                                                                                \
-            fprintf(stderr, "%s: ", i->name);                                                                         \
-            fprintf(stderr, __VA_ARGS__);                                                                             \
-            fprintf(stderr, "\n");                                                                                    \
-            bad++;                                                                                                    \
-        }                                                                                                             \
+#define CHECK(cond, ...)                      \
+    do {                                      \
+        if (!(cond)) {                        \
+            fprintf(stderr, "%s: ", i->name); \
+            fprintf(stderr, __VA_ARGS__);     \
+            fprintf(stderr, "\n");            \
+            bad++;                            \
+        }                                     \
     } while (0)
     for (int op = 0; op < RLX_OP_COUNT; op++) {
         const rlx_op_info *i = rlx_op_info_of((rlx_op)op);

@@ -42,11 +42,11 @@ static void test_float_storage_unary(void **state)
         rt_fn1 f;
         double lo, hi;
     } cases[] = {
-        {"neg", rlx_neg, rt_f_neg, -4, 4},        {"exp", rlx_exp, rt_f_exp, -3, 3},
-        {"log", rlx_log, rt_f_log, 0.1, 10},      {"tanh", rlx_tanh, rt_f_tanh, -3, 3},
-        {"gelu", rlx_gelu, rt_f_gelu, -3, 3},     {"silu", rlx_silu, rt_f_silu, -4, 4},
-        {"sqrt", rlx_sqrt, rt_f_sqrt, 0, 9},      {"sigmoid", rlx_sigmoid, rt_f_sigmoid, -5, 5},
-        {"round", rlx_round, rt_f_round, -9, 9},  {"erf", rlx_erf, rt_f_erf, -2, 2},
+        {"neg", rlx_neg, rt_f_neg, -4, 4},       {"exp", rlx_exp, rt_f_exp, -3, 3},
+        {"log", rlx_log, rt_f_log, 0.1, 10},     {"tanh", rlx_tanh, rt_f_tanh, -3, 3},
+        {"gelu", rlx_gelu, rt_f_gelu, -3, 3},    {"silu", rlx_silu, rt_f_silu, -4, 4},
+        {"sqrt", rlx_sqrt, rt_f_sqrt, 0, 9},     {"sigmoid", rlx_sigmoid, rt_f_sigmoid, -5, 5},
+        {"round", rlx_round, rt_f_round, -9, 9}, {"erf", rlx_erf, rt_f_erf, -2, 2},
     };
     const struct {
         int ndim;
@@ -91,8 +91,8 @@ static void test_float_storage_binary(void **state)
         int64_t a[3];
         int nb;
         int64_t b[3];
-    } pairs[] = {{2, {4, 5}, 2, {4, 5}}, {2, {4, 5}, 1, {5}}, {3, {2, 1, 5}, 2, {3, 1}}, {0, {0}, 1, {9}},
-                 {2, {0, 5}, 1, {5}}};
+    } pairs[] = {
+        {2, {4, 5}, 2, {4, 5}}, {2, {4, 5}, 1, {5}}, {3, {2, 1, 5}, 2, {3, 1}}, {0, {0}, 1, {9}}, {2, {0, 5}, 1, {5}}};
     int bad = 0;
     for (int d = 0; d < 3; d++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -178,8 +178,8 @@ static void test_int_binary(void **state)
         int64_t a[3];
         int nb;
         int64_t b[3];
-    } pairs[] = {{2, {4, 5}, 2, {4, 5}}, {2, {3, 1}, 1, {7}}, {0, {0}, 2, {2, 3}}, {2, {0, 2}, 1, {2}},
-                 {1, {37}, 1, {37}}};
+    } pairs[] = {
+        {2, {4, 5}, 2, {4, 5}}, {2, {3, 1}, 1, {7}}, {0, {0}, 2, {2, 3}}, {2, {0, 2}, 1, {2}}, {1, {37}, 1, {37}}};
     int bad = 0;
     for (int d = 0; d < 4; d++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -208,8 +208,8 @@ static void test_int_binary(void **state)
                         if (b->d[i] == 0)
                             b->d[i] = 3;
                 rlx_node an = rt_input(rg, dt, a), bn = rt_input(rg, dt, b);
-                rlx_node y = cases[c].op ? cases[c].op(rg->g, an, bn)
-                                         : rlx_mod(rg->g, an, bn, cases[c].f == rt_f_mod_c);
+                rlx_node y =
+                    cases[c].op ? cases[c].op(rg->g, an, bn) : rlx_mod(rg->g, an, bn, cases[c].f == rt_f_mod_c);
                 rt_tensor *got = rt_run1(rg, y), *want = rt_zip(a, b, cases[c].f);
                 char what[128];
                 snprintf(what, sizeof what, "%s %s %s x %s", cases[c].name, rlx_dtype_name(dt),
@@ -272,7 +272,8 @@ static void test_int_unary(void **state)
             if (k_ints[d] == RLX_U8 && cases[c].signed_only)
                 continue;
             rt_graph *rg = rt_graph_new();
-            rt_tensor *x = k_ints[d] == RLX_U8 ? rt_randi(RT_SHAPE(3, 11), 0, 256) : rt_randi(RT_SHAPE(3, 11), -127, 128);
+            rt_tensor *x =
+                k_ints[d] == RLX_U8 ? rt_randi(RT_SHAPE(3, 11), 0, 256) : rt_randi(RT_SHAPE(3, 11), -127, 128);
             rlx_node y = cases[c].op(rg->g, rt_input(rg, k_ints[d], x));
             rt_tensor *got = rt_run1(rg, y), *want = rt_map(x, cases[c].f);
             char what[64];
@@ -306,8 +307,7 @@ static void test_int_reduce(void **state)
                 rlx_node outs[5] = {rlx_reduce_sum(rg->g, xn, ax[a].naxes, ax[a].axes, keep),
                                     rlx_reduce_max(rg->g, xn, ax[a].naxes, ax[a].axes, keep),
                                     rlx_reduce_min(rg->g, xn, ax[a].naxes, ax[a].axes, keep),
-                                    rlx_argmax(rg->g, xn, 1, keep),
-                                    rlx_reduce_prod(rg->g, xpn, 1, (int[]){-1}, keep)};
+                                    rlx_argmax(rg->g, xn, 1, keep), rlx_reduce_prod(rg->g, xpn, 1, (int[]){-1}, keep)};
                 rt_tensor *got[5];
                 rlx_status st = rt_run(rg, 5, outs, got);
                 rt_tensor *want[5] = {rt_ref_reduce(x, RT_SUM, ax[a].naxes, ax[a].axes, keep),
@@ -365,8 +365,9 @@ static void test_movement_all_dtypes(void **state)
         rt_tensor *got[6];
         rlx_status st = rt_run(rg, 6, outs, got);
         const rt_tensor *xz[2] = {x, z};
-        rt_tensor *want[6] = {rt_ref_transpose(x, perm), rt_ref_slice(x, 1, sax, ss, se, sst), rt_ref_concat(2, xz, -1),
-                              rt_ref_gather(x, idx, 1), rt_ref_where(c, x, z), rt_ref_pad(x, pads, RLX_PAD_EDGE, 0)};
+        rt_tensor *want[6] = {rt_ref_transpose(x, perm), rt_ref_slice(x, 1, sax, ss, se, sst),
+                              rt_ref_concat(2, xz, -1),  rt_ref_gather(x, idx, 1),
+                              rt_ref_where(c, x, z),     rt_ref_pad(x, pads, RLX_PAD_EDGE, 0)};
         const char *names[6] = {"transpose", "slice", "concat", "gather", "where", "pad"};
         for (int i = 0; i < 6; i++) {
             char what[64];
@@ -437,7 +438,8 @@ static void test_cast_matrix(void **state)
                 want->d[i] = rt_to_dtype(v, (rlx_dtype)to);
             }
             char what[64];
-            snprintf(what, sizeof what, "cast %s -> %s", rlx_dtype_name((rlx_dtype)from), rlx_dtype_name((rlx_dtype)to));
+            snprintf(what, sizeof what, "cast %s -> %s", rlx_dtype_name((rlx_dtype)from),
+                     rlx_dtype_name((rlx_dtype)to));
             bad += !rt_check_tol(what, got, want, 0, 0);
             rt_free(got);
             rt_free(want);
@@ -462,10 +464,8 @@ static void test_cast_rounding(void **state)
         case 0: /* an exact f16 tie: 11 significant bits and a half */
             v = ldexp(floor(rt_uniform(1024, 2048)) + 0.5, (int)rt_randint(-24, 5));
             break;
-        case 1: /* a bf16 tie */
-            v = ldexp(floor(rt_uniform(128, 256)) + 0.5, (int)rt_randint(-20, 20));
-            break;
-        case 2: v = rt_uniform(65504, 65536); break; /* largest f16 and overflow */
+        case 1: /* a bf16 tie */ v = ldexp(floor(rt_uniform(128, 256)) + 0.5, (int)rt_randint(-20, 20)); break;
+        case 2: v = rt_uniform(65504, 65536); break;     /* largest f16 and overflow */
         case 3: v = ldexp(rt_uniform(0, 1), -24); break; /* below the smallest f16 subnormal */
         case 4: v = i % 32 ? -0.0 : 0.0; break;
         case 5: v = i % 32 ? INFINITY : -INFINITY; break;
@@ -509,8 +509,8 @@ static void test_cast_round_trips(void **state)
     (void)state;
     int bad = 0;
     const rlx_dtype pairs[][2] = {{RLX_F16, RLX_F32}, {RLX_BF16, RLX_F32}, {RLX_F32, RLX_F64},
-                                  {RLX_F16, RLX_F64}, {RLX_I32, RLX_I64}, {RLX_I8, RLX_I32},
-                                  {RLX_U8, RLX_I64},  {RLX_BOOL, RLX_U8}, {RLX_F16, RLX_BF16}};
+                                  {RLX_F16, RLX_F64}, {RLX_I32, RLX_I64},  {RLX_I8, RLX_I32},
+                                  {RLX_U8, RLX_I64},  {RLX_BOOL, RLX_U8},  {RLX_F16, RLX_BF16}};
     for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
         rlx_dtype a = pairs[p][0], b = pairs[p][1];
         rt_graph *rg = rt_graph_new();

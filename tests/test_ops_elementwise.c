@@ -23,8 +23,8 @@ typedef struct shape {
 /* Shapes every unary op runs on: scalar, size-1 dims, odd lengths (vector
  * tails), a larger tensor, empty tensors. */
 static const shape k_shapes[] = {
-    {0, {0}},       {1, {1}},        {1, {7}},          {2, {3, 5}},    {3, {3, 1, 5}}, {4, {2, 3, 4, 5}},
-    {1, {1037}},    {3, {1, 1, 1}},  {2, {0, 3}},       {1, {0}},       {2, {17, 33}},
+    {0, {0}},    {1, {1}},       {1, {7}},    {2, {3, 5}}, {3, {3, 1, 5}}, {4, {2, 3, 4, 5}},
+    {1, {1037}}, {3, {1, 1, 1}}, {2, {0, 3}}, {1, {0}},    {2, {17, 33}},
 };
 #define N_SHAPES (int)(sizeof k_shapes / sizeof k_shapes[0])
 
@@ -264,7 +264,8 @@ static void test_compare(void **state)
         const char *name;
         binary_fn op;
         rt_fn2 f;
-    } cases[] = {{"equal", rlx_equal, rt_f_equal}, {"less", rlx_less, rt_f_less}, {"greater", rlx_greater, rt_f_greater}};
+    } cases[] = {
+        {"equal", rlx_equal, rt_f_equal}, {"less", rlx_less, rt_f_less}, {"greater", rlx_greater, rt_f_greater}};
     for (size_t c = 0; c < 3; c++)
         for (int p = 0; p < N_PAIRS; p++) {
             rt_graph *rg = rt_graph_new();
@@ -377,8 +378,7 @@ static void test_clip(void **state)
             rlx_node y = rlx_clip(rg->g, rt_input(rg, RLX_F32, x), bounds[b][0], bounds[b][1]);
             rt_tensor *got = rt_run1(rg, y), *want = rt_ref_clip(x, bounds[b][0], bounds[b][1]);
             char what[128];
-            snprintf(what, sizeof what, "clip [%g, %g] %s", bounds[b][0], bounds[b][1],
-                     rt_shape_str(x->ndim, x->dims));
+            snprintf(what, sizeof what, "clip [%g, %g] %s", bounds[b][0], bounds[b][1], rt_shape_str(x->ndim, x->dims));
             bad += !rt_check(what, got, want, RLX_F32);
             rt_free(got);
             rt_free(want);
@@ -416,8 +416,11 @@ static void test_clip_int_bounds(void **state)
     (void)state;
     const double bounds[][2] = {{-1e30, 1e30}, {1e30, 2e30}, {-2e30, -1e30}, {4.25e37, 0.5}, {INFINITY, INFINITY}};
     const int8_t x8[5] = {-128, -5, 0, 7, 127};
-    const int8_t w8[][5] = {{-128, -5, 0, 7, 127}, {127, 127, 127, 127, 127}, {-128, -128, -128, -128, -128},
-                            {0, 0, 0, 0, 0}, {127, 127, 127, 127, 127}};
+    const int8_t w8[][5] = {{-128, -5, 0, 7, 127},
+                            {127, 127, 127, 127, 127},
+                            {-128, -128, -128, -128, -128},
+                            {0, 0, 0, 0, 0},
+                            {127, 127, 127, 127, 127}};
     const int64_t x64[5] = {INT64_MIN, -5, 0, 7, INT64_MAX};
     const int64_t w64[][5] = {{INT64_MIN, -5, 0, 7, INT64_MAX},
                               {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX},
@@ -506,11 +509,8 @@ static void test_elementwise_large(void **state)
             bad += run_unary(k_unary[i].name, k_unary[i].op, k_unary[i].f, RLX_F32, &big[s], k_unary[i].lo,
                              k_unary[i].hi, k_unary[i].gap);
     const shape_pair pairs[] = {
-        {{2, {300, 257}}, {2, {300, 257}}},
-        {{2, {300, 257}}, {1, {257}}},
-        {{2, {300, 1}}, {2, {1, 257}}},
-        {{3, {4, 100, 97}}, {3, {4, 1, 97}}},
-        {{1, {70001}}, {0, {0}}},
+        {{2, {300, 257}}, {2, {300, 257}}},   {{2, {300, 257}}, {1, {257}}}, {{2, {300, 1}}, {2, {1, 257}}},
+        {{3, {4, 100, 97}}, {3, {4, 1, 97}}}, {{1, {70001}}, {0, {0}}},
     };
     for (int i = 0; i < N_BINARY; i++)
         for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
@@ -528,10 +528,22 @@ static void test_pow_special(void **state)
     rt_tensor *a = rt_new(1, &n), *b = rt_new(1, &n);
     for (int64_t i = 0; i < n; i++) {
         switch (i % 4) {
-        case 0: a->d[i] = rt_uniform(-3, -0.2); b->d[i] = (double)rt_randint(-3, 4); break; /* negative base */
-        case 1: a->d[i] = 0.0; b->d[i] = (double)rt_randint(0, 3); break;                    /* 0^0 = 1, 0^k = 0 */
-        case 2: a->d[i] = rt_uniform(-3, 3); b->d[i] = 0.0; break;                          /* x^0 = 1 */
-        default: a->d[i] = rt_uniform(0.1, 3); b->d[i] = rt_uniform(-2, 2); break;
+        case 0:
+            a->d[i] = rt_uniform(-3, -0.2);
+            b->d[i] = (double)rt_randint(-3, 4);
+            break; /* negative base */
+        case 1:
+            a->d[i] = 0.0;
+            b->d[i] = (double)rt_randint(0, 3);
+            break; /* 0^0 = 1, 0^k = 0 */
+        case 2:
+            a->d[i] = rt_uniform(-3, 3);
+            b->d[i] = 0.0;
+            break; /* x^0 = 1 */
+        default:
+            a->d[i] = rt_uniform(0.1, 3);
+            b->d[i] = rt_uniform(-2, 2);
+            break;
         }
     }
     rt_graph *rg = rt_graph_new();

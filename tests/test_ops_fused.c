@@ -93,7 +93,8 @@ static void test_matmul_bias_act(void **state)
                 rt_tensor *b = rt_rand(RT_SHAPE(shapes[s].N), -1, 1);
                 for (int fuse = 1; fuse >= 0; fuse--) {
                     rt_graph *rg = rt_graph_new();
-                    rlx_node xn = rt_input(rg, RLX_F32, x), wn = rt_param(rg, RLX_F32, w), bn = rt_param(rg, RLX_F32, b);
+                    rlx_node xn = rt_input(rg, RLX_F32, x), wn = rt_param(rg, RLX_F32, w),
+                             bn = rt_param(rg, RLX_F32, b);
                     rlx_node mm = rlx_matmul(rg->g, xn, wn, 0, tb);
                     rlx_node pre = variant == 2 ? mm : variant == 1 ? rlx_add(rg->g, bn, mm) : rlx_add(rg->g, mm, bn);
                     rlx_node outs[2] = {act_node(rg->g, pre, act), mm};
@@ -160,10 +161,11 @@ static void test_add_norm(void **state)
         int64_t d[3];
     } shapes[] = {{2, {6, 32}}, {3, {2, 5, 64}}, {2, {1, 7}}, {2, {300, 128}}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int kind = 0; kind < 3; kind++)     /* layer norm with beta, layer norm bare, rms norm */
+        for (int kind = 0; kind < 3; kind++)       /* layer norm with beta, layer norm bare, rms norm */
             for (int keep = 0; keep < 2; keep++) { /* keep: the sum is also an output (a residual stream) */
                 int64_t D = shapes[s].d[shapes[s].ndim - 1];
-                rt_tensor *a = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2), *b = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
+                rt_tensor *a = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2),
+                          *b = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
                 rt_tensor *gm = rt_rand(1, &D, 0.5, 1.5), *bt = rt_rand(1, &D, -0.5, 0.5);
                 for (int fuse = 1; fuse >= 0; fuse--) {
                     rt_graph *rg = rt_graph_new();
@@ -171,7 +173,8 @@ static void test_add_norm(void **state)
                     rlx_node gn = kind == 1 ? -1 : rt_param(rg, RLX_F32, gm);
                     rlx_node btn = kind == 0 ? rt_param(rg, RLX_F32, bt) : -1;
                     rlx_node sum = rlx_add(rg->g, an, bn);
-                    rlx_node y = kind == 2 ? rlx_rms_norm(rg->g, sum, gn, 1e-6) : rlx_layer_norm(rg->g, sum, gn, btn, 1e-5);
+                    rlx_node y =
+                        kind == 2 ? rlx_rms_norm(rg->g, sum, gn, 1e-6) : rlx_layer_norm(rg->g, sum, gn, btn, 1e-5);
                     rlx_node outs[2] = {y, sum};
                     rt_tensor *sr = rt_zip(a, b, rt_f_add);
                     rt_tensor *want[2] = {kind == 2   ? rt_ref_rms_norm(sr, gm, 1e-6)
@@ -204,12 +207,9 @@ static void test_softmax_scale_mask(void **state)
         int64_t md[4];
         int axis;
     } cases[] = {
-        {4, {2, 3, 5, 7}, 4, {1, 1, 5, 7}, -1},
-        {4, {2, 3, 5, 7}, 2, {5, 7}, -1},
-        {4, {2, 3, 5, 7}, 4, {2, 1, 1, 7}, 3},
-        {2, {4, 9}, 2, {4, 9}, -1},
-        {3, {3, 6, 4}, 3, {1, 6, 1}, 1},
-        {4, {1, 8, 64, 64}, 2, {64, 64}, -1},
+        {4, {2, 3, 5, 7}, 4, {1, 1, 5, 7}, -1}, {4, {2, 3, 5, 7}, 2, {5, 7}, -1},
+        {4, {2, 3, 5, 7}, 4, {2, 1, 1, 7}, 3},  {2, {4, 9}, 2, {4, 9}, -1},
+        {3, {3, 6, 4}, 3, {1, 6, 1}, 1},        {4, {1, 8, 64, 64}, 2, {64, 64}, -1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int form = 0; form < 5; form++) {
@@ -301,10 +301,8 @@ static void test_conv_bn_act(void **state)
         int64_t xd[4], wd[4];
         int64_t stride, pad, groups;
     } cases[] = {
-        {2, {2, 3, 9, 9}, {8, 3, 3, 3}, 1, 1, 1},
-        {2, {1, 8, 12, 10}, {8, 1, 3, 3}, 2, 1, 8},
-        {2, {2, 4, 6, 6}, {6, 2, 1, 1}, 1, 0, 2},
-        {1, {2, 4, 20}, {5, 4, 3}, 2, 1, 1},
+        {2, {2, 3, 9, 9}, {8, 3, 3, 3}, 1, 1, 1},      {2, {1, 8, 12, 10}, {8, 1, 3, 3}, 2, 1, 8},
+        {2, {2, 4, 6, 6}, {6, 2, 1, 1}, 1, 0, 2},      {1, {2, 4, 20}, {5, 4, 3}, 2, 1, 1},
         {2, {1, 16, 28, 28}, {32, 16, 3, 3}, 1, 1, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -374,7 +372,8 @@ static void test_elementwise_chains(void **state)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int keep = 0; keep < 2; keep++) {
             int64_t last = shapes[s].d[shapes[s].ndim - 1];
-            rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2), *y = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
+            rt_tensor *x = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2),
+                      *y = rt_rand(shapes[s].ndim, shapes[s].d, -2, 2);
             rt_tensor *row = rt_rand(1, &last, 0.5, 1.5);
             for (int fuse = 1; fuse >= 0; fuse--) {
                 rt_graph *rg = rt_graph_new();
@@ -551,10 +550,9 @@ static void test_attention_block(void **state)
     (void)state;
     int bad = 0;
     const block_case cases[] = {
-        {1, 4, 16, 2, 2, 8, 0, 0, 0, 0},
-        {2, 5, 32, 4, 2, 8, 1, 0, 1, 1},  /* GQA, biases, rope, causal */
-        {1, 6, 32, 4, 4, 8, 0, 1, 1, 1},  /* q/k norm */
-        {2, 3, 24, 3, 1, 8, 1, 1, 0, 0},  /* MQA */
+        {1, 4, 16, 2, 2, 8, 0, 0, 0, 0},   {2, 5, 32, 4, 2, 8, 1, 0, 1, 1}, /* GQA, biases, rope, causal */
+        {1, 6, 32, 4, 4, 8, 0, 1, 1, 1},                                    /* q/k norm */
+        {2, 3, 24, 3, 1, 8, 1, 1, 0, 0},                                    /* MQA */
         {1, 33, 64, 4, 2, 16, 1, 0, 1, 1},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -576,7 +574,8 @@ static void test_attention_block(void **state)
             rlx_node won = rt_param(rg, RLX_F32, wo);
             rlx_node bqn = c->bias ? rt_param(rg, RLX_F32, bq) : -1, bkn = c->bias ? rt_param(rg, RLX_F32, bk) : -1;
             rlx_node bvn = c->bias ? rt_param(rg, RLX_F32, bv) : -1, bon = c->bias ? rt_param(rg, RLX_F32, bo) : -1;
-            rlx_node gqn = c->qk_norm ? rt_param(rg, RLX_F32, gq) : -1, gkn = c->qk_norm ? rt_param(rg, RLX_F32, gk) : -1;
+            rlx_node gqn = c->qk_norm ? rt_param(rg, RLX_F32, gq) : -1,
+                     gkn = c->qk_norm ? rt_param(rg, RLX_F32, gk) : -1;
             rlx_node q = proj_node(g, xn, wqn, bqn, gqn, c, c->H, c->rope);
             rlx_node k = proj_node(g, xn, wkn, bkn, gkn, c, c->Hkv, c->rope);
             rlx_node v = proj_node(g, xn, wvn, bvn, -1, c, c->Hkv, 0);
@@ -595,7 +594,8 @@ static void test_attention_block(void **state)
             rt_tensor *yr = rt_ref_matmul(rr, wo, 0, 0);
             rt_tensor *want[1] = {c->bias ? rt_zip(yr, bo, rt_f_add) : rt_clone(yr)};
             char what[160];
-            snprintf(what, sizeof what, "attention block B%lld S%lld E%lld H%lld Hkv%lld bias %d qk_norm %d rope %d causal %d",
+            snprintf(what, sizeof what,
+                     "attention block B%lld S%lld E%lld H%lld Hkv%lld bias %d qk_norm %d rope %d causal %d",
                      (long long)c->B, (long long)c->S, (long long)c->E, (long long)c->H, (long long)c->Hkv, c->bias,
                      c->qk_norm, c->rope, c->causal);
             bad += run_check(rg, 1, &y, want, what, fuse);

@@ -84,14 +84,14 @@ static void test_matmul_batched(void **state)
     (void)state;
     int bad = 0;
     const shape pairs[][2] = {
-        {{3, {2, 3, 4}}, {3, {2, 4, 5}}},             /* same batch */
-        {{3, {4, 3, 4}}, {2, {4, 5}}},                /* weight shared over the batch */
-        {{2, {3, 4}}, {3, {6, 4, 5}}},                /* left shared */
-        {{4, {2, 3, 4, 5}}, {4, {2, 3, 5, 6}}},       /* 2 batch dims */
-        {{4, {3, 1, 4, 5}}, {3, {2, 5, 6}}},          /* broadcast batch dims */
-        {{4, {2, 1, 4, 5}}, {4, {1, 3, 5, 2}}},       /* both stretch */
-        {{3, {1, 7, 3}}, {3, {5, 3, 2}}},             /* size-1 batch */
-        {{5, {2, 1, 2, 3, 4}}, {4, {3, 1, 4, 2}}},    /* rank 5 */
+        {{3, {2, 3, 4}}, {3, {2, 4, 5}}},          /* same batch */
+        {{3, {4, 3, 4}}, {2, {4, 5}}},             /* weight shared over the batch */
+        {{2, {3, 4}}, {3, {6, 4, 5}}},             /* left shared */
+        {{4, {2, 3, 4, 5}}, {4, {2, 3, 5, 6}}},    /* 2 batch dims */
+        {{4, {3, 1, 4, 5}}, {3, {2, 5, 6}}},       /* broadcast batch dims */
+        {{4, {2, 1, 4, 5}}, {4, {1, 3, 5, 2}}},    /* both stretch */
+        {{3, {1, 7, 3}}, {3, {5, 3, 2}}},          /* size-1 batch */
+        {{5, {2, 1, 2, 3, 4}}, {4, {3, 1, 4, 2}}}, /* rank 5 */
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         bad += run_mm(&pairs[i][0], &pairs[i][1], 0, 0, RLX_F32, 0);
@@ -115,13 +115,13 @@ static void test_matmul_vectors(void **state)
     (void)state;
     int bad = 0;
     const shape pairs[][2] = {
-        {{1, {7}}, {2, {7, 5}}},       /* [K] x [K, N] -> [N] */
-        {{2, {4, 7}}, {1, {7}}},       /* [M, K] x [K] -> [M] */
-        {{1, {9}}, {1, {9}}},          /* dot -> [] */
-        {{1, {1}}, {1, {1}}},          /* dot of length 1 */
-        {{1, {6}}, {3, {3, 6, 2}}},    /* [K] x [B, K, N] -> [B, N] */
-        {{3, {2, 3, 6}}, {1, {6}}},    /* [B, M, K] x [K] -> [B, M] */
-        {{1, {1}}, {2, {1, 8}}},       /* K = 1 */
+        {{1, {7}}, {2, {7, 5}}},    /* [K] x [K, N] -> [N] */
+        {{2, {4, 7}}, {1, {7}}},    /* [M, K] x [K] -> [M] */
+        {{1, {9}}, {1, {9}}},       /* dot -> [] */
+        {{1, {1}}, {1, {1}}},       /* dot of length 1 */
+        {{1, {6}}, {3, {3, 6, 2}}}, /* [K] x [B, K, N] -> [B, N] */
+        {{3, {2, 3, 6}}, {1, {6}}}, /* [B, M, K] x [K] -> [B, M] */
+        {{1, {1}}, {2, {1, 8}}},    /* K = 1 */
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         bad += run_mm(&pairs[i][0], &pairs[i][1], 0, 0, RLX_F32, 0);
@@ -258,14 +258,10 @@ static void test_matmul_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_matmul_2d, rt_setup),
-        cmocka_unit_test_setup(test_matmul_transposed, rt_setup),
-        cmocka_unit_test_setup(test_matmul_batched, rt_setup),
-        cmocka_unit_test_setup(test_matmul_vectors, rt_setup),
-        cmocka_unit_test_setup(test_matmul_empty, rt_setup),
-        cmocka_unit_test_setup(test_matmul_param, rt_setup),
-        cmocka_unit_test_setup(test_matmul_dtypes, rt_setup),
-        cmocka_unit_test_setup(test_matmul_chain, rt_setup),
+        cmocka_unit_test_setup(test_matmul_2d, rt_setup),      cmocka_unit_test_setup(test_matmul_transposed, rt_setup),
+        cmocka_unit_test_setup(test_matmul_batched, rt_setup), cmocka_unit_test_setup(test_matmul_vectors, rt_setup),
+        cmocka_unit_test_setup(test_matmul_empty, rt_setup),   cmocka_unit_test_setup(test_matmul_param, rt_setup),
+        cmocka_unit_test_setup(test_matmul_dtypes, rt_setup),  cmocka_unit_test_setup(test_matmul_chain, rt_setup),
         cmocka_unit_test_setup(test_matmul_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,16 +49,18 @@ static int run_attention(const attn_case *c, rlx_dtype dt)
         m = rt_rand(4, c->mask_dims, -3, 1);
         mn = rt_input(rg, dt, m);
     }
-    rlx_node y = rlx_attention(rg->g, rt_input(rg, dt, q), rt_input(rg, dt, k), rt_input(rg, dt, v), mn, c->causal,
-                               c->scale);
+    rlx_node y =
+        rlx_attention(rg->g, rt_input(rg, dt, q), rt_input(rg, dt, k), rt_input(rg, dt, v), mn, c->causal, c->scale);
     rt_tensor *got = rt_run1(rg, y);
     rt_tensor *want = rt_ref_attention(q, k, v, m, c->mask == MASK_BOOL, c->causal, c->scale);
     char what[256];
     snprintf(what, sizeof what,
              "attention %s B%lld H%lld Hkv%lld S%lld T%lld D%lld Dv%lld causal %d mask %s%s scale %g",
-             rlx_dtype_name(dt), (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->S,
-             (long long)c->T, (long long)c->D, (long long)c->Dv, c->causal,
-             c->mask == MASK_NONE ? "none" : c->mask == MASK_BOOL ? "bool" : "float",
+             rlx_dtype_name(dt), (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->S, (long long)c->T,
+             (long long)c->D, (long long)c->Dv, c->causal,
+             c->mask == MASK_NONE   ? "none"
+             : c->mask == MASK_BOOL ? "bool"
+                                    : "float",
              m ? rt_shape_str(4, c->mask_dims) : "", c->scale);
     int ok = rt_check(what, got, want, dt);
     rt_free(got);
@@ -76,20 +78,20 @@ static const attn_case k_attn[] = {
     {1, 1, 1, 1, 1, 4, 4, 0, MASK_NONE, {0}, 0},
     {2, 4, 4, 5, 5, 8, 8, 0, MASK_NONE, {0}, 0},
     {2, 4, 4, 5, 5, 8, 8, 1, MASK_NONE, {0}, 0},
-    {1, 4, 2, 6, 6, 8, 8, 1, MASK_NONE, {0}, 0},    /* grouped-query */
-    {2, 6, 1, 4, 4, 16, 16, 0, MASK_NONE, {0}, 0},  /* multi-query */
-    {1, 2, 2, 3, 7, 8, 8, 1, MASK_NONE, {0}, 0},    /* S < T: cache of 4 earlier keys */
-    {1, 4, 2, 1, 9, 8, 8, 1, MASK_NONE, {0}, 0},    /* one-token decode */
-    {2, 2, 2, 4, 6, 8, 5, 0, MASK_NONE, {0}, 0},    /* Dv != D */
-    {1, 2, 1, 5, 5, 8, 8, 0, MASK_NONE, {0}, 0.3},  /* explicit scale */
-    {2, 2, 2, 4, 6, 8, 8, 0, MASK_BOOL, {2, 1, 1, 6}, 0},   /* padding mask */
-    {2, 4, 2, 4, 4, 8, 8, 1, MASK_BOOL, {2, 1, 1, 4}, 0},   /* padding + causal + GQA */
-    {1, 2, 2, 3, 5, 4, 4, 0, MASK_BOOL, {1, 2, 3, 5}, 0},   /* full bool mask */
-    {1, 2, 2, 4, 4, 8, 8, 0, MASK_FLOAT, {1, 1, 4, 4}, 0},  /* additive bias */
-    {2, 3, 3, 3, 6, 8, 8, 1, MASK_FLOAT, {2, 3, 3, 6}, 0},  /* full float mask + causal */
-    {1, 2, 2, 2, 3, 8, 8, 0, MASK_FLOAT, {1, 1, 1, 3}, 0},  /* per-key bias */
-    {1, 2, 1, 64, 64, 32, 32, 1, MASK_NONE, {0}, 0},        /* a longer sequence */
-    {1, 1, 1, 33, 47, 16, 24, 0, MASK_NONE, {0}, 0},        /* odd lengths */
+    {1, 4, 2, 6, 6, 8, 8, 1, MASK_NONE, {0}, 0},           /* grouped-query */
+    {2, 6, 1, 4, 4, 16, 16, 0, MASK_NONE, {0}, 0},         /* multi-query */
+    {1, 2, 2, 3, 7, 8, 8, 1, MASK_NONE, {0}, 0},           /* S < T: cache of 4 earlier keys */
+    {1, 4, 2, 1, 9, 8, 8, 1, MASK_NONE, {0}, 0},           /* one-token decode */
+    {2, 2, 2, 4, 6, 8, 5, 0, MASK_NONE, {0}, 0},           /* Dv != D */
+    {1, 2, 1, 5, 5, 8, 8, 0, MASK_NONE, {0}, 0.3},         /* explicit scale */
+    {2, 2, 2, 4, 6, 8, 8, 0, MASK_BOOL, {2, 1, 1, 6}, 0},  /* padding mask */
+    {2, 4, 2, 4, 4, 8, 8, 1, MASK_BOOL, {2, 1, 1, 4}, 0},  /* padding + causal + GQA */
+    {1, 2, 2, 3, 5, 4, 4, 0, MASK_BOOL, {1, 2, 3, 5}, 0},  /* full bool mask */
+    {1, 2, 2, 4, 4, 8, 8, 0, MASK_FLOAT, {1, 1, 4, 4}, 0}, /* additive bias */
+    {2, 3, 3, 3, 6, 8, 8, 1, MASK_FLOAT, {2, 3, 3, 6}, 0}, /* full float mask + causal */
+    {1, 2, 2, 2, 3, 8, 8, 0, MASK_FLOAT, {1, 1, 1, 3}, 0}, /* per-key bias */
+    {1, 2, 1, 64, 64, 32, 32, 1, MASK_NONE, {0}, 0},       /* a longer sequence */
+    {1, 1, 1, 33, 47, 16, 24, 0, MASK_NONE, {0}, 0},       /* odd lengths */
 };
 
 static void test_attention(void **state)
@@ -286,11 +288,12 @@ static int run_conv_dt(const conv_case *c, rlx_dtype dt)
     rlx_node y = rlx_conv(rg->g, rt_input(rg, dt, x), rt_param(rg, dt, w), bn, &c->p);
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_conv(x, w, b, &c->p);
     char what[256];
-    snprintf(what, sizeof what, "conv%dd %s x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d",
-             c->sp, rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims), (long long)c->p.stride[0],
-             (long long)c->p.stride[1], (long long)c->p.dilation[0], (long long)c->p.dilation[1],
-             (long long)c->p.pads[0], (long long)c->p.pads[1], (long long)c->p.pads[2], (long long)c->p.pads[3],
-             (long long)c->p.groups, c->bias);
+    snprintf(what, sizeof what,
+             "conv%dd %s x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d", c->sp,
+             rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims),
+             (long long)c->p.stride[0], (long long)c->p.stride[1], (long long)c->p.dilation[0],
+             (long long)c->p.dilation[1], (long long)c->p.pads[0], (long long)c->p.pads[1], (long long)c->p.pads[2],
+             (long long)c->p.pads[3], (long long)c->p.groups, c->bias);
     int ok = rt_check(what, got, want, dt);
     rt_free(got);
     rt_free(want);
@@ -311,11 +314,11 @@ static void test_conv1d(void **state)
     const conv_case cases[] = {
         {1, 2, 3, {10, 0}, 4, {3, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},
         {1, 2, 3, {10, 0}, 4, {3, 0}, cp(2, 1, 1, 1, 1, 1, 0, 0, 1), 0},
-        {1, 1, 3, {11, 0}, 5, {3, 0}, cp(1, 1, 2, 1, 2, 2, 0, 0, 1), 1},   /* dilation */
-        {1, 2, 3, {9, 0}, 3, {3, 0}, cp(1, 1, 1, 1, 1, 1, 0, 0, 3), 1},    /* depthwise */
-        {1, 1, 4, {8, 0}, 6, {3, 0}, cp(1, 1, 1, 1, 0, 2, 0, 0, 2), 1},    /* groups 2, pad at the end only */
-        {1, 1, 5, {7, 0}, 2, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 0},    /* 1-wide kernel */
-        {1, 1, 2, {5, 0}, 3, {5, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},    /* kernel = input: one output */
+        {1, 1, 3, {11, 0}, 5, {3, 0}, cp(1, 1, 2, 1, 2, 2, 0, 0, 1), 1}, /* dilation */
+        {1, 2, 3, {9, 0}, 3, {3, 0}, cp(1, 1, 1, 1, 1, 1, 0, 0, 3), 1},  /* depthwise */
+        {1, 1, 4, {8, 0}, 6, {3, 0}, cp(1, 1, 1, 1, 0, 2, 0, 0, 2), 1},  /* groups 2, pad at the end only */
+        {1, 1, 5, {7, 0}, 2, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 0},  /* 1-wide kernel */
+        {1, 1, 2, {5, 0}, 3, {5, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},  /* kernel = input: one output */
         {1, 3, 2, {16, 0}, 4, {4, 0}, cp(3, 1, 1, 1, 2, 1, 0, 0, 1), 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -376,12 +379,13 @@ static int run_pool_dt(const pool_case *c, int is_max, rlx_dtype dt)
     rlx_node y = is_max ? rlx_max_pool(rg->g, xn, &p) : rlx_avg_pool(rg->g, xn, &p);
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_pool(x, &p, is_max);
     char what[256];
-    snprintf(what, sizeof what,
-             "%s_pool%dd %s %s kernel %lld,%lld stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld incl_pad %d ceil %d",
-             is_max ? "max" : "avg", c->sp, rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), (long long)c->k[0], (long long)c->k[1],
-             (long long)c->s[0], (long long)c->s[1], (long long)c->d[0], (long long)c->d[1], (long long)c->pads[0],
-             (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3], c->count_include_pad,
-             c->ceil_mode);
+    snprintf(
+        what, sizeof what,
+        "%s_pool%dd %s %s kernel %lld,%lld stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld incl_pad %d ceil %d",
+        is_max ? "max" : "avg", c->sp, rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), (long long)c->k[0],
+        (long long)c->k[1], (long long)c->s[0], (long long)c->s[1], (long long)c->d[0], (long long)c->d[1],
+        (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3],
+        c->count_include_pad, c->ceil_mode);
     int ok = rt_check(what, got, want, dt);
     rt_free(got);
     rt_free(want);
@@ -397,18 +401,18 @@ static const pool_case k_pool[] = {
     {2, 1, 2, {8, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
     {2, 2, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0, 0},
     {2, 2, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 1, 0},
-    {2, 1, 2, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},   /* ceil mode */
-    {2, 1, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 1},   /* ceil + include pad */
-    {2, 1, 2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},   /* ceil, exact fit */
-    {2, 1, 2, {5, 5}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},   /* ceil adds a partial window */
-    {2, 1, 1, {9, 10}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 1}, 0, 0},  /* non-square, asymmetric pads */
+    {2, 1, 2, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},  /* ceil mode */
+    {2, 1, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 1},  /* ceil + include pad */
+    {2, 1, 2, {6, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},  /* ceil, exact fit */
+    {2, 1, 2, {5, 5}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 1},  /* ceil adds a partial window */
+    {2, 1, 1, {9, 10}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 1}, 0, 0}, /* non-square, asymmetric pads */
     {2, 1, 1, {9, 10}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 1}, 1, 0},
-    {2, 1, 2, {9, 9}, {3, 3}, {1, 1}, {2, 2}, {0, 0, 0, 0}, 0, 0},   /* dilation */
-    {2, 1, 2, {10, 9}, {3, 2}, {2, 1}, {2, 3}, {1, 1, 1, 1}, 0, 1},  /* dilation + pads + ceil */
-    {2, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},   /* 1x1 */
-    {1, 2, 3, {10, 0}, {3, 0}, {2, 0}, {1, 0}, {1, 1, 0, 0}, 0, 0},  /* 1-d */
+    {2, 1, 2, {9, 9}, {3, 3}, {1, 1}, {2, 2}, {0, 0, 0, 0}, 0, 0},  /* dilation */
+    {2, 1, 2, {10, 9}, {3, 2}, {2, 1}, {2, 3}, {1, 1, 1, 1}, 0, 1}, /* dilation + pads + ceil */
+    {2, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, 0},  /* 1x1 */
+    {1, 2, 3, {10, 0}, {3, 0}, {2, 0}, {1, 0}, {1, 1, 0, 0}, 0, 0}, /* 1-d */
     {1, 2, 3, {10, 0}, {3, 0}, {2, 0}, {1, 0}, {1, 1, 0, 0}, 1, 1},
-    {1, 1, 2, {11, 0}, {4, 0}, {3, 0}, {1, 0}, {2, 0, 0, 0}, 0, 1},  /* begin pad only, ceil */
+    {1, 1, 2, {11, 0}, {4, 0}, {3, 0}, {1, 0}, {2, 0, 0, 0}, 0, 1}, /* begin pad only, ceil */
 };
 
 static void test_max_pool(void **state)

@@ -17,8 +17,8 @@ typedef struct shape {
 } shape;
 
 static const shape k_shapes[] = {
-    {2, {4, 8}},   {1, {16}},      {2, {1, 1}},    {3, {2, 3, 16}}, {2, {5, 1}},  {2, {1, 1000}},
-    {2, {0, 8}},   {4, {2, 1, 3, 7}}, {2, {64, 33}},
+    {2, {4, 8}},    {1, {16}},   {2, {1, 1}},       {3, {2, 3, 16}}, {2, {5, 1}},
+    {2, {1, 1000}}, {2, {0, 8}}, {4, {2, 1, 3, 7}}, {2, {64, 33}},
 };
 #define N_SHAPES (int)(sizeof k_shapes / sizeof k_shapes[0])
 
@@ -99,8 +99,8 @@ static void test_layer_norm_constant_rows(void **state)
         for (int i = 0; i < 8; i++)
             x->d[r * 8 + i] = (double)(r + 1) * 0.75;
     rt_tensor *gm = rt_rand(RT_SHAPE(8), 0.5, 2), *bt = rt_rand(RT_SHAPE(8), -1, 1);
-    rlx_node y = rlx_layer_norm(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, gm), rt_param(rg, RLX_F32, bt),
-                                1e-5);
+    rlx_node y =
+        rlx_layer_norm(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, gm), rt_param(rg, RLX_F32, bt), 1e-5);
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_layer_norm(x, gm, bt, 1e-5);
     int ok = rt_check("layer_norm of constant rows", got, want, RLX_F32);
     rt_free(got);
@@ -146,8 +146,8 @@ static void test_batch_norm(void **state)
 {
     (void)state;
     int bad = 0;
-    const shape shapes[] = {{4, {2, 3, 5, 7}}, {3, {4, 6, 9}}, {2, {5, 4}}, {4, {1, 1, 1, 1}}, {4, {0, 3, 2, 2}},
-                            {4, {2, 64, 24, 24}}};
+    const shape shapes[] = {{4, {2, 3, 5, 7}}, {3, {4, 6, 9}},    {2, {5, 4}},
+                            {4, {1, 1, 1, 1}}, {4, {0, 3, 2, 2}}, {4, {2, 64, 24, 24}}};
     const double eps[] = {1e-5, 1e-3};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int e = 0; e < 2; e++)
@@ -158,9 +158,9 @@ static void test_batch_norm(void **state)
                 rt_tensor *sc = rt_rand(1, &C, 0.5, 2), *bi = rt_rand(1, &C, -1, 1);
                 rt_tensor *mu = rt_rand(1, &C, -1, 1), *va = rt_rand(1, &C, 0.1, 3);
                 rlx_node (*leaf)(rt_graph *, rlx_dtype, rt_tensor *) = as_const ? rt_const : rt_param;
-                rlx_node y = rlx_batch_norm(rg->g, rt_input(rg, RLX_F32, x), leaf(rg, RLX_F32, sc),
-                                            leaf(rg, RLX_F32, bi), leaf(rg, RLX_F32, mu), leaf(rg, RLX_F32, va),
-                                            eps[e]);
+                rlx_node y =
+                    rlx_batch_norm(rg->g, rt_input(rg, RLX_F32, x), leaf(rg, RLX_F32, sc), leaf(rg, RLX_F32, bi),
+                                   leaf(rg, RLX_F32, mu), leaf(rg, RLX_F32, va), eps[e]);
                 rt_tensor *got = rt_run1(rg, y), *want = rt_ref_batch_norm(x, sc, bi, mu, va, eps[e]);
                 char what[128];
                 snprintf(what, sizeof what, "batch_norm %s eps %g params %s", rt_shape_str(x->ndim, x->dims), eps[e],

@@ -63,7 +63,8 @@ static void block_build(rt_graph *rg, block *b, rlx_node outs[3])
     rlx_graph *g = rg->g;
     rlx_node x = rt_input(rg, RLX_F32, b->x);
     rlx_node ln = rlx_layer_norm(g, x, rt_param(rg, RLX_F32, b->g), -1, 1e-5);
-    rlx_node h = rlx_gelu(g, rlx_add(g, rlx_matmul(g, ln, rt_param(rg, RLX_F32, b->w1), 0, 0), rt_param(rg, RLX_F32, b->b1)));
+    rlx_node h =
+        rlx_gelu(g, rlx_add(g, rlx_matmul(g, ln, rt_param(rg, RLX_F32, b->w1), 0, 0), rt_param(rg, RLX_F32, b->b1)));
     rlx_node r = rlx_add(g, rlx_matmul(g, h, rt_param(rg, RLX_F32, b->w2), 0, 0), x);
     outs[0] = rlx_softmax(g, r, -1);
     outs[1] = rlx_reduce_mean(g, r, 1, (int[]){0}, 0);
@@ -100,14 +101,38 @@ static void test_option_matrix(void **state)
             o->ignore_env = 1;
             const char *name = "default";
             switch (v) {
-            case 1: o->no_reuse = 1; name = "no_reuse"; break;
-            case 2: o->no_inplace = 1; name = "no_inplace"; break;
-            case 3: o->no_simplify = 1; name = "no_simplify"; break;
-            case 4: o->no_fusion = 1; name = "no_fusion"; break;
-            case 5: o->pin_output_ancestors = 1; name = "pin_output_ancestors"; break;
-            case 6: o->threads = 1; name = "threads 1"; break;
-            case 7: o->threads = 2; name = "threads 2"; break;
-            case 8: o->threads = 3; name = "threads 3"; break;
+            case 1:
+                o->no_reuse = 1;
+                name = "no_reuse";
+                break;
+            case 2:
+                o->no_inplace = 1;
+                name = "no_inplace";
+                break;
+            case 3:
+                o->no_simplify = 1;
+                name = "no_simplify";
+                break;
+            case 4:
+                o->no_fusion = 1;
+                name = "no_fusion";
+                break;
+            case 5:
+                o->pin_output_ancestors = 1;
+                name = "pin_output_ancestors";
+                break;
+            case 6:
+                o->threads = 1;
+                name = "threads 1";
+                break;
+            case 7:
+                o->threads = 2;
+                name = "threads 2";
+                break;
+            case 8:
+                o->threads = 3;
+                name = "threads 3";
+                break;
             case 9:
                 o->no_reuse = o->no_inplace = o->no_simplify = o->no_fusion = 1;
                 name = "everything off";
@@ -226,11 +251,16 @@ static void test_output_aliases(void **state)
         rt_tensor *got[7] = {0};
         rlx_status st = rt_run(rg, 7, outs, got);
         rt_tensor *er = rt_map(x, rt_f_exp);
-        rt_tensor *want[7] = {rt_clone(x), rt_ref_reshape(x, 2, (int64_t[]){4, 3}), rt_clone(c), rt_clone(er),
-                              rt_clone(er), rt_zip(er, er, rt_f_mul),
+        rt_tensor *want[7] = {rt_clone(x),
+                              rt_ref_reshape(x, 2, (int64_t[]){4, 3}),
+                              rt_clone(c),
+                              rt_clone(er),
+                              rt_clone(er),
+                              rt_zip(er, er, rt_f_mul),
                               rt_ref_slice(x, 1, (int[]){0}, (int64_t[]){1}, (int64_t[]){3}, (int64_t[]){1})};
-        const char *names[7] = {"input as output", "reshape view as output", "constant as output", "exp",
-                                "exp again (same node twice)", "exp read later", "slice view as output"};
+        const char *names[7] = {
+            "input as output", "reshape view as output", "constant as output", "exp", "exp again (same node twice)",
+            "exp read later",  "slice view as output"};
         for (int i = 0; i < 7; i++) {
             char what[96];
             snprintf(what, sizeof what, "%s%s", names[i], opt ? " (no simplify)" : "");
@@ -301,8 +331,8 @@ static void test_folded_ops(void **state)
             rt_zip(ib, jb, rt_f_mod_py),
             rt_ref_arg(a, -1, 0, 1),
         };
-        const char *names[12] = {"matmul", "reduce_sum", "softmax", "transpose", "gather", "slice",
-                                 "conv", "max_pool", "layer_norm", "i32 div", "i32 mod", "argmax"};
+        const char *names[12] = {"matmul", "reduce_sum", "softmax",    "transpose", "gather",  "slice",
+                                 "conv",   "max_pool",   "layer_norm", "i32 div",   "i32 mod", "argmax"};
         const rlx_dtype dts[12] = {RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32, RLX_F32,
                                    RLX_F32, RLX_F32, RLX_F32, RLX_I32, RLX_I32, RLX_I64};
         for (int i = 0; i < 12; i++) {
@@ -327,7 +357,8 @@ static void test_constants_all_dtypes(void **state)
     int bad = 0;
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
         rt_graph *rg = rt_graph_new();
-        rt_tensor *c = dt == RLX_BOOL ? rt_randb(RT_SHAPE(2, 3), 0.5) : rt_randi(RT_SHAPE(2, 3), dt == RLX_U8 ? 0 : -100, 100);
+        rt_tensor *c =
+            dt == RLX_BOOL ? rt_randb(RT_SHAPE(2, 3), 0.5) : rt_randi(RT_SHAPE(2, 3), dt == RLX_U8 ? 0 : -100, 100);
         rlx_node cn = rt_const(rg, (rlx_dtype)dt, c);
         double sv = dt == RLX_BOOL ? 1 : dt == RLX_U8 ? 7 : -7;
         rlx_node sn = rlx_scalar(rg->g, (rlx_dtype)dt, sv);

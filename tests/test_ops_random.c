@@ -118,8 +118,8 @@ static void test_normal(void **state)
         float *buf = malloc(NSAMP * sizeof(float));
         assert_int_equal(run_seeded(g, rt_next_u64(), NULL, NULL, 0, "n", 1, &buf, NSAMP), RLX_OK);
         moments m = stats(buf, NSAMP);
-        fprintf(stderr, "normal(%g, %g): mean %.6g std %.6g skew %.3g kurtosis %.3g\n", mu, sigma, m.mean,
-                sqrt(m.var), m.skew, m.kurt);
+        fprintf(stderr, "normal(%g, %g): mean %.6g std %.6g skew %.3g kurtosis %.3g\n", mu, sigma, m.mean, sqrt(m.var),
+                m.skew, m.kurt);
         assert_true(fabs(m.mean - mu) < 6 * sigma / sqrt((double)NSAMP));
         assert_true(fabs(sqrt(m.var) / sigma - 1) < 0.03);
         assert_true(fabs(m.skew) < 0.1);
@@ -156,8 +156,8 @@ static void test_random_dtypes(void **state)
         assert_int_equal(rlx_session_get_output(s, "u", a, (size_t)n * 4), RLX_OK);
         assert_int_equal(rlx_session_get_output(s, "z", b, (size_t)n * 4), RLX_OK);
         moments mu = stats(a, (size_t)n), mz = stats(b, (size_t)n);
-        fprintf(stderr, "%s: uniform mean %.4g min %.4g max %.4g; normal mean %.4g std %.4g\n",
-                rlx_dtype_name(dts[d]), mu.mean, mu.min, mu.max, mz.mean, sqrt(mz.var));
+        fprintf(stderr, "%s: uniform mean %.4g min %.4g max %.4g; normal mean %.4g std %.4g\n", rlx_dtype_name(dts[d]),
+                mu.mean, mu.min, mu.max, mz.mean, sqrt(mz.var));
         assert_true(mu.min >= -1 && mu.max <= 2);
         assert_true(fabs(mu.mean - 0.5) < 0.1);
         assert_true(fabs(mz.mean) < 0.1);

@@ -30,21 +30,21 @@ static const reduce_case k_cases[] = {
     {2, {3, 4}, 1, {1}},
     {2, {3, 4}, 1, {-1}},
     {2, {3, 4}, 2, {0, 1}},
-    {2, {3, 4}, 0, {0}},        /* every axis */
+    {2, {3, 4}, 0, {0}}, /* every axis */
     {3, {2, 3, 4}, 1, {1}},
     {3, {2, 3, 4}, 2, {0, 2}},
     {3, {2, 3, 4}, 2, {-1, -3}},
     {3, {2, 3, 4}, 1, {-2}},
-    {3, {2, 3, 4}, 2, {2, 1}},  /* axes out of order */
+    {3, {2, 3, 4}, 2, {2, 1}}, /* axes out of order */
     {4, {2, 1, 3, 1}, 2, {1, 3}},
     {4, {2, 1, 3, 1}, 1, {0}},
     {4, {4, 5, 6, 7}, 2, {1, 2}},
     {4, {4, 5, 6, 7}, 2, {0, 3}},
     {4, {4, 5, 6, 7}, 3, {0, 1, 3}},
-    {2, {1, 300}, 1, {1}},      /* long row */
-    {2, {300, 3}, 1, {0}},      /* long column */
-    {0, {0}, 0, {0}},           /* scalar: nothing to reduce */
-    {2, {0, 3}, 1, {1}},        /* empty, reduce a non-empty axis */
+    {2, {1, 300}, 1, {1}}, /* long row */
+    {2, {300, 3}, 1, {0}}, /* long column */
+    {0, {0}, 0, {0}},      /* scalar: nothing to reduce */
+    {2, {0, 3}, 1, {1}},   /* empty, reduce a non-empty axis */
     {3, {2, 0, 3}, 1, {-1}},
 };
 #define N_CASES (int)(sizeof k_cases / sizeof k_cases[0])
@@ -55,10 +55,8 @@ static const struct {
     rt_reduce kind;
     double lo, hi;
 } k_reduce[] = {
-    {"sum", rlx_reduce_sum, RT_SUM, -1, 1},
-    {"mean", rlx_reduce_mean, RT_MEAN, -1, 1},
-    {"max", rlx_reduce_max, RT_MAX, -10, 10},
-    {"min", rlx_reduce_min, RT_MIN, -10, 10},
+    {"sum", rlx_reduce_sum, RT_SUM, -1, 1},       {"mean", rlx_reduce_mean, RT_MEAN, -1, 1},
+    {"max", rlx_reduce_max, RT_MAX, -10, 10},     {"min", rlx_reduce_min, RT_MIN, -10, 10},
     {"prod", rlx_reduce_prod, RT_PROD, 0.7, 1.4},
 };
 #define N_REDUCE (int)(sizeof k_reduce / sizeof k_reduce[0])
@@ -169,9 +167,8 @@ static void test_argmax_argmin(void **state)
         int64_t dims[4];
         int axis;
     } cases[] = {
-        {1, {7}, 0},     {1, {7}, -1},        {2, {3, 4}, 0},   {2, {3, 4}, 1},   {2, {3, 4}, -1},
-        {3, {2, 3, 4}, 1}, {3, {2, 3, 4}, -1}, {3, {2, 3, 4}, -3}, {2, {1, 5}, 0}, {2, {5, 1}, 1},
-        {2, {2, 257}, 1}, {3, {0, 3, 2}, 1},
+        {1, {7}, 0},        {1, {7}, -1},       {2, {3, 4}, 0}, {2, {3, 4}, 1}, {2, {3, 4}, -1},  {3, {2, 3, 4}, 1},
+        {3, {2, 3, 4}, -1}, {3, {2, 3, 4}, -3}, {2, {1, 5}, 0}, {2, {5, 1}, 1}, {2, {2, 257}, 1}, {3, {0, 3, 2}, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int k = 0; k < 2; k++)
@@ -217,9 +214,9 @@ static void test_softmax(void **state)
         int64_t dims[4];
         int axis;
     } cases[] = {
-        {1, {7}, 0},         {1, {7}, -1},       {2, {3, 5}, 1},      {2, {3, 5}, 0},     {2, {3, 5}, -2},
-        {3, {2, 3, 4}, 1},   {3, {2, 3, 4}, -1}, {3, {2, 3, 4}, 0},   {4, {2, 3, 4, 5}, 2}, {2, {4, 1}, 1},
-        {2, {1, 1000}, -1},  {2, {0, 5}, -1},    {3, {2, 0, 3}, 2},   {2, {33, 65}, -1},
+        {1, {7}, 0},        {1, {7}, -1},       {2, {3, 5}, 1},    {2, {3, 5}, 0},       {2, {3, 5}, -2},
+        {3, {2, 3, 4}, 1},  {3, {2, 3, 4}, -1}, {3, {2, 3, 4}, 0}, {4, {2, 3, 4, 5}, 2}, {2, {4, 1}, 1},
+        {2, {1, 1000}, -1}, {2, {0, 5}, -1},    {3, {2, 0, 3}, 2}, {2, {33, 65}, -1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int log_ = 0; log_ < 2; log_++) {
@@ -260,11 +257,8 @@ static void test_reduce_large(void **state)
     (void)state;
     int bad = 0;
     const reduce_case cases[] = {
-        {2, {512, 300}, 1, {0}},
-        {2, {512, 300}, 1, {-1}},
-        {2, {300, 512}, 0, {0}},
-        {3, {64, 40, 33}, 2, {0, 2}},
-        {3, {64, 40, 33}, 1, {1}},
+        {2, {512, 300}, 1, {0}},      {2, {512, 300}, 1, {-1}},  {2, {300, 512}, 0, {0}},
+        {3, {64, 40, 33}, 2, {0, 2}}, {3, {64, 40, 33}, 1, {1}},
     };
     for (int r = 0; r < N_REDUCE; r++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

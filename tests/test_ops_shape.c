@@ -36,15 +36,11 @@ static void test_reshape(void **state)
     const struct {
         shape in, to;
     } cases[] = {
-        {{3, {2, 3, 4}}, {2, {6, 4}}},
-        {{3, {2, 3, 4}}, {1, {-1}}},
-        {{3, {2, 3, 4}}, {2, {4, -1}}},
-        {{3, {2, 3, 4}}, {3, {0, -1, 2}}},  /* 0 copies dim 0 */
-        {{3, {2, 3, 4}}, {3, {0, 0, 4}}},
-        {{3, {2, 3, 4}}, {3, {1, 24, 1}}},
-        {{1, {1}}, {0, {0}}},               /* to a scalar */
-        {{0, {0}}, {2, {1, 1}}},            /* from a scalar */
-        {{2, {0, 3}}, {3, {0, 1, 3}}},      /* empty (0 copies the 0) */
+        {{3, {2, 3, 4}}, {2, {6, 4}}},     {{3, {2, 3, 4}}, {1, {-1}}},       {{3, {2, 3, 4}}, {2, {4, -1}}},
+        {{3, {2, 3, 4}}, {3, {0, -1, 2}}},                                                          /* 0 copies dim 0 */
+        {{3, {2, 3, 4}}, {3, {0, 0, 4}}},  {{3, {2, 3, 4}}, {3, {1, 24, 1}}}, {{1, {1}}, {0, {0}}}, /* to a scalar */
+        {{0, {0}}, {2, {1, 1}}},                                                                    /* from a scalar */
+        {{2, {0, 3}}, {3, {0, 1, 3}}}, /* empty (0 copies the 0) */
         {{2, {7, 5}}, {4, {5, 1, 7, 1}}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -127,15 +123,15 @@ static void test_slice(void **state)
         {{1, {10}}, 1, {0}, {-1}, {-100}, {-2}},      /* reverse with step 2 */
         {{1, {10}}, 1, {0}, {-1}, {INT64_MIN}, {-1}}, /* whole reverse */
         {{1, {10}}, 1, {0}, {0}, {INT64_MAX}, {4}},
-        {{1, {10}}, 1, {0}, {5}, {5}, {1}},           /* empty */
-        {{1, {10}}, 1, {0}, {8}, {2}, {1}},           /* empty: start after end */
-        {{1, {10}}, 1, {-1}, {100}, {3}, {-3}},       /* negative axis, start clamped to 9 */
+        {{1, {10}}, 1, {0}, {5}, {5}, {1}},     /* empty */
+        {{1, {10}}, 1, {0}, {8}, {2}, {1}},     /* empty: start after end */
+        {{1, {10}}, 1, {-1}, {100}, {3}, {-3}}, /* negative axis, start clamped to 9 */
         {{3, {4, 6, 5}}, 2, {0, 2}, {1, 0}, {4, 5}, {2, 2}},
         {{3, {4, 6, 5}}, 2, {-1, 1}, {4, -1}, {-6, 0}, {-1, -2}},
-        {{3, {4, 6, 5}}, 1, {1}, {1}, {2}, {1}},      /* size-1 result dim */
+        {{3, {4, 6, 5}}, 1, {1}, {1}, {2}, {1}}, /* size-1 result dim */
         {{3, {4, 6, 5}}, 3, {0, 1, 2}, {3, 5, 4}, {-5, -7, -6}, {-1, -1, -1}},
-        {{4, {2, 3, 4, 5}}, 1, {-2}, {1}, {3}, {1}},  /* a contiguous block */
-        {{2, {0, 5}}, 1, {1}, {1}, {4}, {1}},         /* empty input */
+        {{4, {2, 3, 4, 5}}, 1, {-2}, {1}, {3}, {1}}, /* a contiguous block */
+        {{2, {0, 5}}, 1, {1}, {1}, {4}, {1}},        /* empty input */
         {{2, {3, 1}}, 1, {1}, {0}, {1}, {1}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -278,15 +274,12 @@ static void test_gather(void **state)
         shape data, idx;
         int axis;
     } cases[] = {
-        {{2, {10, 4}}, {1, {3}}, 0},       /* embedding lookup */
-        {{2, {10, 4}}, {2, {2, 3}}, 0},    /* 2-d token ids */
-        {{2, {10, 4}}, {1, {5}}, 1},
-        {{3, {3, 5, 2}}, {2, {2, 2}}, -2},
-        {{3, {3, 5, 2}}, {1, {4}}, -1},
-        {{2, {10, 4}}, {0, {0}}, 0},       /* scalar index drops the axis */
-        {{2, {10, 4}}, {1, {0}}, 0},       /* no indices: empty result */
-        {{1, {7}}, {3, {2, 1, 3}}, 0},
-        {{2, {1, 6}}, {1, {4}}, 0},        /* size-1 axis: every index 0 or -1 */
+        {{2, {10, 4}}, {1, {3}}, 0},    /* embedding lookup */
+        {{2, {10, 4}}, {2, {2, 3}}, 0}, /* 2-d token ids */
+        {{2, {10, 4}}, {1, {5}}, 1},    {{3, {3, 5, 2}}, {2, {2, 2}}, -2},
+        {{3, {3, 5, 2}}, {1, {4}}, -1}, {{2, {10, 4}}, {0, {0}}, 0}, /* scalar index drops the axis */
+        {{2, {10, 4}}, {1, {0}}, 0},                                 /* no indices: empty result */
+        {{1, {7}}, {3, {2, 1, 3}}, 0},  {{2, {1, 6}}, {1, {4}}, 0},  /* size-1 axis: every index 0 or -1 */
     };
     const rlx_dtype idt[] = {RLX_I64, RLX_I32};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -322,10 +315,10 @@ static void test_expand(void **state)
         {{1, {1}}, {2, {2, 3}}},
         {{1, {4}}, {3, {2, 3, 4}}},
         {{3, {2, 1, 3}}, {3, {2, 5, 3}}},
-        {{2, {3, 1}}, {2, {1, 4}}},       /* result is the broadcast of both: [3, 4] */
-        {{2, {3, 4}}, {1, {1}}},          /* target smaller: stays [3, 4] */
-        {{0, {0}}, {2, {2, 2}}},          /* scalar */
-        {{2, {1, 4}}, {2, {0, 4}}},       /* to empty */
+        {{2, {3, 1}}, {2, {1, 4}}}, /* result is the broadcast of both: [3, 4] */
+        {{2, {3, 4}}, {1, {1}}},    /* target smaller: stays [3, 4] */
+        {{0, {0}}, {2, {2, 2}}},    /* scalar */
+        {{2, {1, 4}}, {2, {0, 4}}}, /* to empty */
         {{4, {1, 3, 1, 1}}, {4, {2, 3, 4, 5}}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -415,8 +408,9 @@ static void test_shape_large(void **state)
     const rlx_pad_mode modes[3] = {RLX_PAD_CONSTANT, RLX_PAD_REFLECT, RLX_PAD_EDGE};
     for (int m = 0; m < 3; m++) {
         rg = rt_graph_new();
-        bad += finish("pad [64, 128, 9]", rg, rt_run1(rg, rlx_pad(rg->g, rt_input(rg, RLX_F32, x), pads, modes[m], 0.5)),
-                      rt_ref_pad(x, pads, modes[m], 0.5), RLX_F32);
+        bad +=
+            finish("pad [64, 128, 9]", rg, rt_run1(rg, rlx_pad(rg->g, rt_input(rg, RLX_F32, x), pads, modes[m], 0.5)),
+                   rt_ref_pad(x, pads, modes[m], 0.5), RLX_F32);
     }
     rt_tensor *emb = rt_rand(RT_SHAPE(5000, 64), -1, 1), *ids = rt_randi(RT_SHAPE(3, 300), -5000, 5000);
     rt_quantize(emb, RLX_F32);
@@ -441,12 +435,11 @@ static void test_shape_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_reshape, rt_setup),    cmocka_unit_test_setup(test_transpose, rt_setup),
-        cmocka_unit_test_setup(test_slice, rt_setup),      cmocka_unit_test_setup(test_slice_chained, rt_setup),
-        cmocka_unit_test_setup(test_concat, rt_setup),     cmocka_unit_test_setup(test_split, rt_setup),
-        cmocka_unit_test_setup(test_gather, rt_setup),     cmocka_unit_test_setup(test_expand, rt_setup),
-        cmocka_unit_test_setup(test_pad, rt_setup),
-        cmocka_unit_test_setup(test_shape_large, rt_setup),
+        cmocka_unit_test_setup(test_reshape, rt_setup), cmocka_unit_test_setup(test_transpose, rt_setup),
+        cmocka_unit_test_setup(test_slice, rt_setup),   cmocka_unit_test_setup(test_slice_chained, rt_setup),
+        cmocka_unit_test_setup(test_concat, rt_setup),  cmocka_unit_test_setup(test_split, rt_setup),
+        cmocka_unit_test_setup(test_gather, rt_setup),  cmocka_unit_test_setup(test_expand, rt_setup),
+        cmocka_unit_test_setup(test_pad, rt_setup),     cmocka_unit_test_setup(test_shape_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

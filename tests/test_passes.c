@@ -105,13 +105,13 @@ static void test_cse_merges_identical_not_different(void **state)
     (void)state;
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, 1, (int64_t[]){16});
-    rlx_node a = rlx_exp(g, x), b = rlx_exp(g, x);        /* same: merged */
+    rlx_node a = rlx_exp(g, x), b = rlx_exp(g, x);                   /* same: merged */
     rlx_node c = rlx_softmax(g, x, 0), d = rlx_log_softmax(g, x, 0); /* different ops: kept */
     rlx_node r1 = rlx_random_uniform(g, RLX_F32, 1, (int64_t[]){16}, 0, 1);
     rlx_node r2 = rlx_random_uniform(g, RLX_F32, 1, (int64_t[]){16}, 0, 1); /* random: never merged */
-    rlx_node m1 = rlx_mod(g, x, a, 0), m2 = rlx_mod(g, x, a, 1); /* attrs differ: kept */
-    rlx_node sum = rlx_add(g, rlx_add(g, rlx_add(g, a, b), rlx_add(g, c, d)), rlx_add(g, rlx_add(g, r1, r2),
-                                                                              rlx_add(g, m1, m2)));
+    rlx_node m1 = rlx_mod(g, x, a, 0), m2 = rlx_mod(g, x, a, 1);            /* attrs differ: kept */
+    rlx_node sum =
+        rlx_add(g, rlx_add(g, rlx_add(g, a, b), rlx_add(g, c, d)), rlx_add(g, rlx_add(g, r1, r2), rlx_add(g, m1, m2)));
     rlx_output(g, "y", sum);
     rlx_graph *e = rlx_pass_cse(g, NULL);
     assert_non_null(e);
@@ -229,11 +229,22 @@ static void test_simplify_pipeline_same_results(void **state)
 /* Activations written out, in the groupings exporters emit, and near
  * misses that must stay as they are. */
 enum {
-    GELU_TORCH, GELU_HF, GELU_MUL_INV, TANH_TORCH, TANH_POW, SILU, SILU_SWAPPED, /* rewritten */
-    GELU_OTHER_ARG, GELU_NOT_HALF, GELU_BROADCAST, TANH_BAD_KAPPA, SILU_OTHER_ARG, N_FORMS
+    GELU_TORCH,
+    GELU_HF,
+    GELU_MUL_INV,
+    TANH_TORCH,
+    TANH_POW,
+    SILU,
+    SILU_SWAPPED, /* rewritten */
+    GELU_OTHER_ARG,
+    GELU_NOT_HALF,
+    GELU_BROADCAST,
+    TANH_BAD_KAPPA,
+    SILU_OTHER_ARG,
+    N_FORMS
 };
-static const rlx_op form_op[N_FORMS] = {RLX_OP_GELU, RLX_OP_GELU, RLX_OP_GELU, RLX_OP_GELU_TANH, RLX_OP_GELU_TANH,
-                                        RLX_OP_SILU, RLX_OP_SILU};
+static const rlx_op form_op[N_FORMS] = {RLX_OP_GELU,      RLX_OP_GELU, RLX_OP_GELU, RLX_OP_GELU_TANH,
+                                        RLX_OP_GELU_TANH, RLX_OP_SILU, RLX_OP_SILU};
 
 static rlx_graph *act_graph(int form)
 {
@@ -251,12 +262,13 @@ static rlx_graph *act_graph(int form)
     } else if (form == TANH_TORCH || form == TANH_POW || form == TANH_BAD_KAPPA) {
         /* 0.5 * (x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))) */
         rlx_node cube = form == TANH_POW ? rlx_pow(g, h, rlx_scalar(g, RLX_F32, 3)) : rlx_mul(g, h, rlx_mul(g, h, h));
-        rlx_node inner = rlx_add(g, h, rlx_mul(g, rlx_scalar(g, RLX_F32, form == TANH_BAD_KAPPA ? 0.05 : 0.044715), cube));
+        rlx_node inner =
+            rlx_add(g, h, rlx_mul(g, rlx_scalar(g, RLX_F32, form == TANH_BAD_KAPPA ? 0.05 : 0.044715), cube));
         rlx_node t = rlx_tanh(g, rlx_mul(g, rlx_scalar(g, RLX_F32, 0.7978845608028654), inner));
         y = form == TANH_POW ? rlx_mul(g, rlx_mul(g, half, h), rlx_add(g, one, t))
                              : rlx_mul(g, half, rlx_mul(g, h, rlx_add(g, one, t)));
     } else {
-        rlx_node arg = form == GELU_MUL_INV ? rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), h)
+        rlx_node arg = form == GELU_MUL_INV     ? rlx_mul(g, rlx_scalar(g, RLX_F32, 0.70710678118654752), h)
                        : form == GELU_OTHER_ARG ? rlx_div(g, x, rlx_scalar(g, RLX_F32, 1.4142135623730951))
                                                 : rlx_div(g, h, rlx_scalar(g, RLX_F32, 1.4142135623730951));
         rlx_node erf = rlx_erf(g, arg);
@@ -333,9 +345,20 @@ static void test_canon_gelu_then_fuses(void **state)
 
 /* Normalisations written out, and near misses. */
 enum {
-    LN_TORCH, LN_BARE, LN_RSQRT_GAMMA, LN_BETA_ONLY, RMS_GAMMA, RMS_RECIP, RMS_ONE_OVER, /* rewritten */
-    RMS_OF_SHIFTED, RMS_WITH_BETA, LN_FULL_GAMMA,                                     /* partly */
-    NORM_FIRST_AXIS, NORM_CUBE, NORM_NEG_EPS, N_NORMS
+    LN_TORCH,
+    LN_BARE,
+    LN_RSQRT_GAMMA,
+    LN_BETA_ONLY,
+    RMS_GAMMA,
+    RMS_RECIP,
+    RMS_ONE_OVER, /* rewritten */
+    RMS_OF_SHIFTED,
+    RMS_WITH_BETA,
+    LN_FULL_GAMMA, /* partly */
+    NORM_FIRST_AXIS,
+    NORM_CUBE,
+    NORM_NEG_EPS,
+    N_NORMS
 };
 
 static rlx_graph *norm_graph(int form)
@@ -358,7 +381,7 @@ static rlx_graph *norm_graph(int form)
         v = rlx_sub(g, h, rlx_reduce_mean(g, h, 1, &last, 1));
     else if (form == RMS_OF_SHIFTED) /* the mean of another tensor: not a LayerNorm */
         v = rlx_sub(g, h, rlx_reduce_mean(g, x, 1, &last, 1));
-    rlx_node sq = form == NORM_CUBE ? rlx_pow(g, v, rlx_scalar(g, RLX_F32, 3))
+    rlx_node sq = form == NORM_CUBE                             ? rlx_pow(g, v, rlx_scalar(g, RLX_F32, 3))
                   : form == LN_RSQRT_GAMMA || form == RMS_RECIP ? rlx_mul(g, v, v)
                                                                 : rlx_pow(g, v, rlx_scalar(g, RLX_F32, 2));
     rlx_node ms = rlx_reduce_mean(g, sq, 1, &last, 1);
@@ -387,7 +410,9 @@ static void test_canon_rewrites_written_out_norms(void **state)
     (void)state;
     /* per form: layer_norm and rms_norm nodes after simplify, their gamma
      * and beta, and the products and sums left beside them */
-    static const struct { int ln, rms, has_gamma, has_beta, muls, adds; } want[N_NORMS] = {
+    static const struct {
+        int ln, rms, has_gamma, has_beta, muls, adds;
+    } want[N_NORMS] = {
         [LN_TORCH] = {1, 0, 1, 1, 1, 0},       [LN_BARE] = {1, 0, 0, 0, 1, 0},
         [LN_RSQRT_GAMMA] = {1, 0, 1, 0, 1, 0}, [LN_BETA_ONLY] = {1, 0, 0, 1, 1, 0},
         [RMS_GAMMA] = {0, 1, 1, 0, 1, 0},      [RMS_RECIP] = {0, 1, 0, 0, 1, 0},
@@ -454,7 +479,10 @@ static void test_canon_norm_between_casts(void **state)
     (void)state;
     rlx_pass_ctx ctx = {.evaluate = rlx_cpu_evaluate, .fold_limit = 1 << 20};
     /* per form: norm nodes, their dtype and gamma, and the casts left */
-    static const struct { int ln, rms, has_gamma, casts; rlx_dtype dt; } want[N_CAST_NORMS] = {
+    static const struct {
+        int ln, rms, has_gamma, casts;
+        rlx_dtype dt;
+    } want[N_CAST_NORMS] = {
         [CAST_RMS_GAMMA] = {0, 1, 1, 2, RLX_F16},
         [CAST_RMS_BARE] = {0, 1, 0, 2, RLX_F16},
         [CAST_LN_GAMMA] = {1, 0, 1, 2, RLX_F16},
@@ -490,16 +518,31 @@ static void test_canon_norm_between_casts(void **state)
 
 /* Attention written out, and near misses. */
 enum {
-    ATT_TORCH, ATT_MERGED_T, ATT_MUL_MASK, ATT_MASK_FIRST, ATT_UNSCALED, ATT_SPLIT_SCALE,
+    ATT_TORCH,
+    ATT_MERGED_T,
+    ATT_MUL_MASK,
+    ATT_MASK_FIRST,
+    ATT_UNSCALED,
+    ATT_SPLIT_SCALE,
     ATT_SPLIT_NEG, /* rewritten (a negative factor on q stays on q) */
-    ATT_CAUSAL, ATT_CAUSAL_FINITE, ATT_CAUSAL_WRONG, /* rewritten: the first with the causal flag, the
+    ATT_CAUSAL,
+    ATT_CAUSAL_FINITE,
+    ATT_CAUSAL_WRONG, /* rewritten: the first with the causal flag, the
                                                         others keep their mask */
-    ATT_WHERE_KEEP, ATT_WHERE_FILL,                  /* masked_fill: rewritten with the causal flag */
-    ATT_WHERE_OTHER, ATT_WHERE_OTHER_FILL,           /* another select: rewritten with it as a bool mask
+    ATT_WHERE_KEEP,
+    ATT_WHERE_FILL, /* masked_fill: rewritten with the causal flag */
+    ATT_WHERE_OTHER,
+    ATT_WHERE_OTHER_FILL, /* another select: rewritten with it as a bool mask
                                                         (negated when its true entries are filled) */
-    ATT_WHERE_NOT_INPUT,                             /* masked_fill(~keep, -inf) on a computed keep: the
+    ATT_WHERE_NOT_INPUT,  /* masked_fill(~keep, -inf) on a computed keep: the
                                                         mask is keep, no negation left */
-    ATT_AXIS2, ATT_MASK_SCALED, ATT_K_NOT_TRANSPOSED, ATT_NEG_SCALE, ATT_KT_TIMES_TENSOR, ATT_WHERE_SMALL_FILL, N_ATTS
+    ATT_AXIS2,
+    ATT_MASK_SCALED,
+    ATT_K_NOT_TRANSPOSED,
+    ATT_NEG_SCALE,
+    ATT_KT_TIMES_TENSOR,
+    ATT_WHERE_SMALL_FILL,
+    N_ATTS
 };
 
 static rlx_graph *attn_graph(int form)
@@ -587,7 +630,8 @@ static rlx_graph *attn_graph(int form)
 static void test_canon_rewrites_written_out_attention(void **state)
 {
     (void)state;
-    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    static const double scale[N_ATTS] = {0.5, 0.5, 0.5, 0.5, 1.0, 0.5, 0.70710678118654752, 0.5, 0.5,
+                                         0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int form = 0; form < N_ATTS; form++) {
         rlx_graph *g = attn_graph(form);
         rlx_graph *s = simplified(g);
@@ -627,14 +671,15 @@ static rlx_graph *gqa_graph(bool tiled)
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 8, 16});
     const int to_heads[4] = {0, 2, 1, 3}, swap_last[4] = {0, 1, 3, 2};
-    rlx_node q = rlx_transpose(g, rlx_reshape(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)), 4, (int64_t[]){2, 8, 4, 4}),
-                               to_heads);
+    rlx_node q = rlx_transpose(
+        g, rlx_reshape(g, rlx_mul(g, x, rlx_scalar(g, RLX_F32, 1.5)), 4, (int64_t[]){2, 8, 4, 4}), to_heads);
     rlx_node halves[2];
     assert_int_equal(rlx_split(g, x, 2, 2, (int64_t[]){8, 8}, halves), RLX_OK);
     rlx_node kv[2] = {rlx_mul(g, halves[0], rlx_scalar(g, RLX_F32, -0.7)), rlx_tanh(g, halves[1])};
     for (int j = 0; j < 2; j++) { /* [2, 8, 8] -> heads [2, 2, 8, 4] -> repeated [2, 4, 8, 4] */
         rlx_node h = rlx_transpose(g, rlx_reshape(g, kv[j], 4, (int64_t[]){2, 8, 2, 4}), to_heads);
-        rlx_node u = tiled ? rlx_reshape(g, h, 5, (int64_t[]){2, 1, 2, 8, 4}) : rlx_reshape(g, h, 5, (int64_t[]){2, 2, 1, 8, 4});
+        rlx_node u =
+            tiled ? rlx_reshape(g, h, 5, (int64_t[]){2, 1, 2, 8, 4}) : rlx_reshape(g, h, 5, (int64_t[]){2, 2, 1, 8, 4});
         rlx_node e = rlx_expand(g, u, 5, (int64_t[]){2, 2, 2, 8, 4});
         kv[j] = rlx_reshape(g, e, 4, (int64_t[]){2, 4, 8, 4});
     }

@@ -96,8 +96,7 @@ static rlx_graph *random_graph(int *n_inputs)
             if (r == 2)
                 y = rlx_softmax(g, a, -1);
             break;
-        default:
-            y = rlx_sigmoid(g, a);
+        default: y = rlx_sigmoid(g, a);
         }
         if (y >= 0)
             pool[n++] = y;
@@ -192,7 +191,7 @@ static void test_random_graphs(void **state)
         rlx_options_init(&o);
         o.ignore_env = 1;
         o.threads = 1;
-        o.no_simplify = it % 2; /* keep duplicate subgraphs alive half the time */
+        o.no_simplify = it % 2;    /* keep duplicate subgraphs alive half the time */
         o.no_fusion = it % 3 == 0; /* and unfused elementwise chains a third of it */
         rlx_session *reuse = NULL, *plain = NULL;
         assert_int_equal(rlx_compile(g, &o, &reuse), RLX_OK);
@@ -228,8 +227,8 @@ static void test_random_graphs(void **state)
         rlx_session_free(plain);
         rlx_graph_free(g);
     }
-    print_message("%d graphs: %d views, %d in-place writes, %d arenas smaller than no-reuse\n", graphs, views,
-                  inplace, reused);
+    print_message("%d graphs: %d views, %d in-place writes, %d arenas smaller than no-reuse\n", graphs, views, inplace,
+                  reused);
     /* the generator must exercise what it claims to test */
     assert_true(views > 0);
     assert_true(inplace > 0);
@@ -363,10 +362,8 @@ static void test_replan_when_over_largest_buffer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain_reuses_slots),
-        cmocka_unit_test(test_unit_axis_transpose_is_view),
-        cmocka_unit_test(test_pin_output_ancestors),
-        cmocka_unit_test(test_replan_when_over_largest_buffer),
+        cmocka_unit_test(test_chain_reuses_slots),   cmocka_unit_test(test_unit_axis_transpose_is_view),
+        cmocka_unit_test(test_pin_output_ancestors), cmocka_unit_test(test_replan_when_over_largest_buffer),
         cmocka_unit_test(test_random_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

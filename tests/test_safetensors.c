@@ -33,15 +33,14 @@ static void st_file(bytes *b, const char *header, const void *data, size_t n, si
 
 /* F32 [2,3] (0..5 / 4), F16 [3], BF16 [2,2], I64 [2], U8 [4], BOOL [3], I16 [2]:
  * 24 + 6 + 8 + 16 + 4 + 3 + 4 = 65 data bytes. */
-static const char *all_header =
-    "{\"__metadata__\":{\"format\":\"pt\"},"
-    "\"w.f32\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-    "\"w.f16\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[24,30]},"
-    "\"w.bf16\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[30,38]},"
-    "\"w.i64\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[38,54]},"
-    "\"w.u8\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[54,58]},"
-    "\"w.bool\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[58,61]},"
-    "\"w.i16\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[61,65]}}";
+static const char *all_header = "{\"__metadata__\":{\"format\":\"pt\"},"
+                                "\"w.f32\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                                "\"w.f16\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[24,30]},"
+                                "\"w.bf16\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[30,38]},"
+                                "\"w.i64\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[38,54]},"
+                                "\"w.u8\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[54,58]},"
+                                "\"w.bool\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[58,61]},"
+                                "\"w.i16\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[61,65]}}";
 
 static void all_data(bytes *d)
 {
@@ -268,9 +267,11 @@ static void test_sharded_errors(void **state)
         {"{\"weight_map\":{\"w.f32\":7}}", RLX_ERR_FORMAT, "weight_map entry 'w.f32' is not a file name"},
         {"{\"weight_map\":{\"w.f32\":\"model-00002-of-00002.safetensors\"}}", RLX_ERR_FORMAT,
          "puts tensor 'w.f32' in 'model-00002-of-00002.safetensors', which does not hold it"},
-        {"{\"weight_map\":{\"w.f32\":\"model-00001-of-00002.safetensors\",\"w.x\":\"model-00001-of-00002.safetensors\"}}",
+        {"{\"weight_map\":{\"w.f32\":\"model-00001-of-00002.safetensors\",\"w.x\":\"model-00001-of-00002.safetensors\"}"
+         "}",
          RLX_ERR_FORMAT, "tensor 'w.x'"},
-        {"{\"weight_map\":{\"w.f32\":\"model-00001-of-00002.safetensors\",", RLX_ERR_FORMAT, "is not valid JSON (line 1"},
+        {"{\"weight_map\":{\"w.f32\":\"model-00001-of-00002.safetensors\",", RLX_ERR_FORMAT,
+         "is not valid JSON (line 1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char dir[256];
@@ -352,7 +353,8 @@ static const struct {
     {"no offsets", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "\"data_offsets\" is not an array of two"},
     {"three offsets", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", 8, "array of two"},
     {"unknown dtype", "{\"w\":{\"dtype\":\"F12\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype \"F12\""},
-    {"negative dim", "{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "shape[0] is not a non-negative"},
+    {"negative dim", "{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4,
+     "shape[0] is not a non-negative"},
     {"fractional dim", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1.5],\"data_offsets\":[0,4]}}", 4, "shape[1]"},
     {"string dim", "{\"w\":{\"dtype\":\"F32\",\"shape\":[\"1\"],\"data_offsets\":[0,4]}}", 4, "shape[0]"},
     {"huge dim", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1e300],\"data_offsets\":[0,4]}}", 4, "shape[0]"},
@@ -360,7 +362,8 @@ static const struct {
      "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],\"data_offsets\":[0,4]}}", 4,
      "element count overflows"},
     {"rank 9", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4, "9 dimensions"},
-    {"negative offset", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4, "not non-negative integers"},
+    {"negative offset", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4,
+     "not non-negative integers"},
     {"begin after end", "{\"w\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4, "begin after they end"},
     {"past end", "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4,
      "data_offsets [0, 8] run past the end of the data (4 bytes)"},
@@ -562,12 +565,9 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(py, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_file),
-        cmocka_unit_test(test_sharded),
-        cmocka_unit_test(test_sharded_errors),
-        cmocka_unit_test(test_truncated_everywhere),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_view_read),
+        cmocka_unit_test(test_single_file),    cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_sharded_errors), cmocka_unit_test(test_truncated_everywhere),
+        cmocka_unit_test(test_malformed),      cmocka_unit_test(test_view_read),
         cmocka_unit_test(test_weights_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -293,9 +293,9 @@ static void test_distribution(void **state)
         l[i] = lcg_normal() * 1.5f;
     l[5] = l[9]; /* a tie, so the ranking's id order matters at a cut */
     static const struct dist_case cases[] = {
-        {1.0f, 0, 1.0f, 0.0f},   {0.7f, 0, 1.0f, 0.0f},     {2.5f, 0, 1.0f, 0.0f},   {1.0f, 5, 1.0f, 0.0f},
-        {1.0f, 0, 0.8f, 0.0f},   {1.0f, 0, 1.0f, 0.12f},    {0.8f, 8, 0.9f, 0.0f},   {1.3f, 12, 0.93f, 0.07f},
-        {1.0f, 0, 0.55f, 0.3f},  {1.0f, 30, 1.0f, 0.0f},    {0.5f, 3, 1.0f, 0.5f},
+        {1.0f, 0, 1.0f, 0.0f},  {0.7f, 0, 1.0f, 0.0f},  {2.5f, 0, 1.0f, 0.0f}, {1.0f, 5, 1.0f, 0.0f},
+        {1.0f, 0, 0.8f, 0.0f},  {1.0f, 0, 1.0f, 0.12f}, {0.8f, 8, 0.9f, 0.0f}, {1.3f, 12, 0.93f, 0.07f},
+        {1.0f, 0, 0.55f, 0.3f}, {1.0f, 30, 1.0f, 0.0f}, {0.5f, 3, 1.0f, 0.5f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_distribution(l, V, cases[i], 100 + i);
@@ -530,11 +530,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_argmax_ties), cmocka_unit_test(test_top_k1_is_greedy),
-        cmocka_unit_test(test_ties_at_cut),
-        cmocka_unit_test(test_determinism),        cmocka_unit_test(test_distribution),
-        cmocka_unit_test(test_large_vocab),        cmocka_unit_test(test_repeat_penalty),
-        cmocka_unit_test(test_nonfinite),          cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_stop_strings),
+        cmocka_unit_test(test_ties_at_cut),        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_distribution),       cmocka_unit_test(test_large_vocab),
+        cmocka_unit_test(test_repeat_penalty),     cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_bad_arguments),      cmocka_unit_test(test_stop_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

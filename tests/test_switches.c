@@ -38,8 +38,8 @@ static const workload workloads[] = {
 };
 
 enum { SW_FUSION, SW_INPLACE, SW_PREENCODE, SW_SIMPLIFY, SW_REUSE, SW_LAYOUT, SW_COUNT };
-static const char *sw_env[SW_COUNT] = {"RLX_DISABLE_FUSION", "RLX_DISABLE_INPLACE", "RLX_DISABLE_CUDA_GRAPH",
-                                       "RLX_DISABLE_SIMPLIFY", "RLX_ARENA_NO_REUSE", "RLX_DISABLE_LAYOUT"};
+static const char *sw_env[SW_COUNT] = {"RLX_DISABLE_FUSION",   "RLX_DISABLE_INPLACE", "RLX_DISABLE_CUDA_GRAPH",
+                                       "RLX_DISABLE_SIMPLIFY", "RLX_ARENA_NO_REUSE",  "RLX_DISABLE_LAYOUT"};
 
 static void set_switch(rlx_options *o, int sw)
 {
@@ -222,10 +222,13 @@ static void test_cli_report(void **state)
     assert_int_equal(pclose(p), 0);
     assert_true(saw_report && saw_block && saw_fusion);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(cmd, sizeof cmd, "'%s' dump --dot decoder-small --seq 4 --force -o '%s/rlx-opt-dot' >/dev/null 2>&1", cli, tmp);
+    snprintf(cmd, sizeof cmd, "'%s' dump --dot decoder-small --seq 4 --force -o '%s/rlx-opt-dot' >/dev/null 2>&1", cli,
+             tmp);
     assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "grep -q attention_block '%s/rlx-opt-dot.after.dot' && ! grep -q attention_block "
-                              "'%s/rlx-opt-dot.before.dot'", tmp, tmp);
+    snprintf(cmd, sizeof cmd,
+             "grep -q attention_block '%s/rlx-opt-dot.after.dot' && ! grep -q attention_block "
+             "'%s/rlx-opt-dot.before.dot'",
+             tmp, tmp);
     assert_int_equal(system(cmd), 0);
 }
 
@@ -237,10 +240,8 @@ int main(void)
     unsetenv("RLX_DISABLE_AMP");
     unsetenv("RLX_NO_LAYOUT");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp),
-        cmocka_unit_test(test_encoder),
-        cmocka_unit_test(test_decoder_small),
-        cmocka_unit_test(test_decoder_config),
+        cmocka_unit_test(test_mlp),           cmocka_unit_test(test_encoder),
+        cmocka_unit_test(test_decoder_small), cmocka_unit_test(test_decoder_config),
         cmocka_unit_test(test_cli_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

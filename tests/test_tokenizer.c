@@ -113,8 +113,9 @@ static void assert_round_trip(const rlx_tokenizer *t, const char *s, size_t n, u
     assert_memory_equal(out, s, n);
     for (int i = 0; i < got; i++) {
         size_t l = 0;
-        assert_int_equal(rlx_tokenizer_token_piece(t, ids[i], i ? 0 : RLX_TOK_DECODE_FIRST, pieces + plen,
-                                                   n + 16 - plen, &l), RLX_OK);
+        assert_int_equal(
+            rlx_tokenizer_token_piece(t, ids[i], i ? 0 : RLX_TOK_DECODE_FIRST, pieces + plen, n + 16 - plen, &l),
+            RLX_OK);
         plen += l;
     }
     assert_int_equal(plen, n);
@@ -278,7 +279,8 @@ static rlx_tokenizer *spm(int with_bytes, int with_unk, int use_merges)
         tokens[3 + b] = byte_tok[b];
         types[3 + b] = with_bytes ? RLX_TOKEN_BYTE : RLX_TOKEN_UNUSED;
     }
-    const char *pieces[] = {"\xe2\x96\x81", "h", "i", "\xe2\x96\x81h", "\xe2\x96\x81hi", "hi", "a", "\xe2\x96\x81\xe2\x96\x81"};
+    const char *pieces[] = {"\xe2\x96\x81",   "h",  "i", "\xe2\x96\x81h",
+                            "\xe2\x96\x81hi", "hi", "a", "\xe2\x96\x81\xe2\x96\x81"};
     float ps[] = {-1, -2, -3, -4, -5, -6, -7, -8};
     for (int i = 0; i < 259; i++)
         scores[i] = 0;
@@ -338,7 +340,8 @@ static void test_spm_byte_fallback(void **state)
         int32_t seq[] = {1, 259 + 4, 259 + 4};
         assert_int_equal(rlx_tokenizer_decode(t, seq, 3, out, sizeof out, &len), RLX_OK);
         assert_string_equal(out, "<s> hi hi");
-        assert_int_equal(rlx_tokenizer_decode_ex(t, seq, 3, RLX_TOK_DECODE_SKIP_SPECIAL, out, sizeof out, &len), RLX_OK);
+        assert_int_equal(rlx_tokenizer_decode_ex(t, seq, 3, RLX_TOK_DECODE_SKIP_SPECIAL, out, sizeof out, &len),
+                         RLX_OK);
         assert_string_equal(out, "hi hi");
         /* specials written in the text */
         n = encode(t, "hi</s>", 6, RLX_TOK_PARSE_SPECIAL, ids, 64);
@@ -476,7 +479,8 @@ static void test_malformed_arrays(void **state)
 
 static const char HF_HEAD[] =
     "{\"added_tokens\": [{\"id\": 5, \"content\": \"<|x|>\", \"special\": true}],"
-    " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"\xc4\xa0\": 3, \"\xc4\xa0" "ab\": 4},"
+    " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"\xc4\xa0\": 3, \"\xc4\xa0"
+    "ab\": 4},"
     " \"merges\": [[\"a\", \"b\"], \"\xc4\xa0 ab\"]},";
 
 static rlx_status hf(const char *tail, rlx_tokenizer **t)
@@ -493,11 +497,12 @@ static void test_hf_json(void **state)
 {
     (void)state;
     rlx_tokenizer *t = NULL;
-    const char *ok = "\"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\":"
-                     " [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s?\\\\p{L}+|\\\\s+\"}, \"behavior\": "
-                     "\"Isolated\"}, {\"type\": \"ByteLevel\", \"use_regex\": false}]},"
-                     " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\":"
-                     " \"<|x|>\"}}, {\"Sequence\": {\"id\": \"A\"}}]}, \"decoder\": {\"type\": \"ByteLevel\"}}";
+    const char *ok =
+        "\"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\":"
+        " [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\s?\\\\p{L}+|\\\\s+\"}, \"behavior\": "
+        "\"Isolated\"}, {\"type\": \"ByteLevel\", \"use_regex\": false}]},"
+        " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\":"
+        " \"<|x|>\"}}, {\"Sequence\": {\"id\": \"A\"}}]}, \"decoder\": {\"type\": \"ByteLevel\"}}";
     if (hf(ok, &t) != RLX_OK)
         fprintf(stderr, "%s\n", rlx_last_error());
     assert_non_null(t);
@@ -567,7 +572,8 @@ static void test_hf_spm_json(void **state)
     const char *json =
         "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true},"
         " {\"id\": 1, \"content\": \"<s>\", \"special\": true}],"
-        " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\xe2\x96\x81\"},"
+        " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": "
+        "\"\xe2\x96\x81\"},"
         " {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}]},"
         " \"pre_tokenizer\": null,"
         " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": "
@@ -695,8 +701,8 @@ static void test_random_round_trips(void **state)
         assert_int_equal(rlx_tokenizer_decode(sp, ids, 64, a, sizeof a, &la), RLX_OK);
         for (int i = 0; i < 64; i++) {
             size_t l = 0;
-            assert_int_equal(rlx_tokenizer_token_piece(sp, ids[i], i ? 0 : RLX_TOK_DECODE_FIRST, b + lb, sizeof b - lb, &l),
-                             RLX_OK);
+            assert_int_equal(
+                rlx_tokenizer_token_piece(sp, ids[i], i ? 0 : RLX_TOK_DECODE_FIRST, b + lb, sizeof b - lb, &l), RLX_OK);
             lb += l;
         }
         assert_int_equal(la, lb);
@@ -709,18 +715,12 @@ static void test_random_round_trips(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_byte_level_merges),
-        cmocka_unit_test(test_byte_level_any_bytes),
-        cmocka_unit_test(test_special_tokens),
-        cmocka_unit_test(test_buffers_and_ids),
-        cmocka_unit_test(test_spm_byte_fallback),
-        cmocka_unit_test(test_spm_unknown),
-        cmocka_unit_test(test_long_inputs),
-        cmocka_unit_test(test_malformed_arrays),
-        cmocka_unit_test(test_hf_json),
-        cmocka_unit_test(test_hf_spm_json),
-        cmocka_unit_test(test_hf_json_damaged),
-        cmocka_unit_test(test_random_round_trips),
+        cmocka_unit_test(test_byte_level_merges), cmocka_unit_test(test_byte_level_any_bytes),
+        cmocka_unit_test(test_special_tokens),    cmocka_unit_test(test_buffers_and_ids),
+        cmocka_unit_test(test_spm_byte_fallback), cmocka_unit_test(test_spm_unknown),
+        cmocka_unit_test(test_long_inputs),       cmocka_unit_test(test_malformed_arrays),
+        cmocka_unit_test(test_hf_json),           cmocka_unit_test(test_hf_spm_json),
+        cmocka_unit_test(test_hf_json_damaged),   cmocka_unit_test(test_random_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

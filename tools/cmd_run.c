@@ -279,8 +279,7 @@ static rlx_graph *load_model_file(const run_args *a, const loaded_tensor *files)
     for (int i = 0; i < a->n_shapes; i++, n++) {
         b[n].name = a->shapes[i].name;
         if (!parse_dims(a->shapes[i].value, &b[n].ndim, b[n].dims)) {
-            cli_error("--shape %s=%s: expected dims like 1x3x224x224",
-                          a->shapes[i].name, a->shapes[i].value);
+            cli_error("--shape %s=%s: expected dims like 1x3x224x224", a->shapes[i].name, a->shapes[i].value);
             return NULL;
         }
     }
@@ -326,8 +325,8 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
         if (rlx_session_find(s, 0, files[f].name, &info) != RLX_OK)
             return -1;
         if (info.dtype != files[f].dtype) {
-            cli_error("input '%s' is %s, the file holds %s", files[f].name,
-                          rlx_dtype_name(info.dtype), rlx_dtype_name(files[f].dtype));
+            cli_error("input '%s' is %s, the file holds %s", files[f].name, rlx_dtype_name(info.dtype),
+                      rlx_dtype_name(files[f].dtype));
             return -1;
         }
         if (rlx_session_set_input(s, files[f].name, files[f].data, files[f].bytes) != RLX_OK)
@@ -348,7 +347,7 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
             free(buf);
             free(f);
             cli_error("input '%s': cannot allocate %zu bytes for its values", info.name,
-                          info.bytes + n * sizeof(float));
+                      info.bytes + n * sizeof(float));
             return -1;
         }
         rlx_fill_normal(f, (int64_t)n, 1.0, seed + 77 + (uint64_t)i);
@@ -552,7 +551,8 @@ static int check_output_dir(const char *dir)
     struct stat st;
     if (stat(dir, &st) != 0)
         return fprintf(stderr, "rlx run: --output-dir '%s': %s\n", dir,
-                       errno == ENOENT ? "no such folder" : strerror(errno)), -1;
+                       errno == ENOENT ? "no such folder" : strerror(errno)),
+               -1;
     if (!S_ISDIR(st.st_mode))
         return fprintf(stderr, "rlx run: --output-dir '%s': not a folder\n", dir), -1;
     if (access(dir, W_OK | X_OK) != 0)

@@ -10,17 +10,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: rlx <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  run [MODEL]     compile and run a model (default: the embedded encoder workload)\n"
-            "  generate [MODEL] text from a decoder LLM (.gguf, safetensors folder; default: embedded)\n"
-            "  dump --dot      write the graph before and after optimization as Graphviz\n"
-            "  info MODEL      inputs, outputs, opsets and op counts of a model file\n"
-            "  onnx-test DIR   run ONNX backend test cases\n"
-            "\n"
-            "`rlx <command> --help` describes each command's options.\n");
+    fprintf(f, "usage: rlx <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  run [MODEL]     compile and run a model (default: the embedded encoder workload)\n"
+               "  generate [MODEL] text from a decoder LLM (.gguf, safetensors folder; default: embedded)\n"
+               "  dump --dot      write the graph before and after optimization as Graphviz\n"
+               "  info MODEL      inputs, outputs, opsets and op counts of a model file\n"
+               "  onnx-test DIR   run ONNX backend test cases\n"
+               "\n"
+               "`rlx <command> --help` describes each command's options.\n");
 }
 
 /* An interrupted command leaves no temporary file of a write in progress. */

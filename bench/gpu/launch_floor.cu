@@ -207,10 +207,12 @@ static double rlx_chain(int k)
 int main()
 {
     cudaFree(0);
-    printf("kernels | empty | exp | exp, PDL, no wait | exp, PDL + wait | vec+switch, PDL + wait | vec+switch | vec, op fixed, PDL + wait | vec, switch hoisted, PDL + wait | RLX exp chain (us)\n");
+    printf("kernels | empty | exp | exp, PDL, no wait | exp, PDL + wait | vec+switch, PDL + wait | vec+switch | vec, "
+           "op fixed, PDL + wait | vec, switch hoisted, PDL + wait | RLX exp chain (us)\n");
     for (int k : {1, 3, 10})
-        printf("%7d | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f\n", k, raw_graph(k, EMPTY, 0),
-               raw_graph(k, EXP, 0), raw_graph(k, EXP, 1), raw_graph(k, EXP_WAIT, 1), raw_graph(k, VEC, 1),
-               raw_graph(k, VEC, 0), raw_graph(k, VEC_T, 1), raw_graph(k, VEC_HOIST, 1), rlx_chain(k));
+        printf("%7d | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f | %5.2f\n", k,
+               raw_graph(k, EMPTY, 0), raw_graph(k, EXP, 0), raw_graph(k, EXP, 1), raw_graph(k, EXP_WAIT, 1),
+               raw_graph(k, VEC, 1), raw_graph(k, VEC, 0), raw_graph(k, VEC_T, 1), raw_graph(k, VEC_HOIST, 1),
+               rlx_chain(k));
     return 0;
 }

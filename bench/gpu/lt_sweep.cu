@@ -25,13 +25,13 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                      \
-    do {                                                                           \
-        cudaError_t e_ = (x);                                                      \
-        if (e_ != cudaSuccess) {                                                   \
-            printf("cuda: %s at line %d\n", cudaGetErrorString(e_), __LINE__);     \
-            exit(1);                                                               \
-        }                                                                          \
+#define CK(x)                                                                  \
+    do {                                                                       \
+        cudaError_t e_ = (x);                                                  \
+        if (e_ != cudaSuccess) {                                               \
+            printf("cuda: %s at line %d\n", cudaGetErrorString(e_), __LINE__); \
+            exit(1);                                                           \
+        }                                                                      \
     } while (0)
 
 static cublasLtHandle_t lt;
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     std::vector<int> tiles(w / sizeof(int));
     if (!tiles.empty())
         cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_TILE_IDS, tiles.data(), w, &w);
-    const int clusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+    const int clusters[] = {CUBLASLT_CLUSTER_SHAPE_AUTO,  CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
                             CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
                             CUBLASLT_CLUSTER_SHAPE_1x4x1};
     std::vector<Found> found;

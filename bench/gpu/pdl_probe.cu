@@ -154,7 +154,8 @@ int main(void)
             cudaGraph_t g;
             cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
             writer<<<1, 256, 0, st>>>(A, (size_t)M * K, 200000ull);
-            cublasStatus_t cs = cublasLtMatmul(lt, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &res[i].algo, ws, wsb, st);
+            cublasStatus_t cs =
+                cublasLtMatmul(lt, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &res[i].algo, ws, wsb, st);
             cudaStreamEndCapture(st, &g);
             if (cs == CUBLAS_STATUS_SUCCESS && make_early(g)) {
                 bool ok = run_count(g, st, C, (size_t)M * N, (float)K) == (size_t)M * N;

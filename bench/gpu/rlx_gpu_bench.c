@@ -116,16 +116,18 @@ int main(int argc, char **argv)
     rlx_session_get_output(s, oi.name, out, oi.bytes);
     size_t n = oi.bytes / rlx_dtype_size(oi.dtype), nz = 0, bad = 0;
     for (size_t k = 0; k < n; k++) {
-        float v = oi.dtype == RLX_F16 ? rlx_f16_to_f32(((uint16_t *)out)[k])
-                  : oi.dtype == RLX_BF16 ? rlx_bf16_to_f32(((uint16_t *)out)[k]) : ((float *)out)[k];
+        float v = oi.dtype == RLX_F16    ? rlx_f16_to_f32(((uint16_t *)out)[k])
+                  : oi.dtype == RLX_BF16 ? rlx_bf16_to_f32(((uint16_t *)out)[k])
+                                         : ((float *)out)[k];
         nz += v != 0;
         bad += v != v;
     }
     rlx_compile_stats st;
     rlx_session_stats(s, &st);
-    printf("RESULT %s %d %s median_ms %.4f min_ms %.4f compile_ms %.1f nodes %d->%d arena_mb %.1f nonzero %.3f nan %zu\n",
-           wl, batch, dts, t[runs / 2], t[0], compile_ms, st.nodes_in, st.nodes_final, st.arena_bytes / 1048576.0,
-           n ? (double)nz / (double)n : 0.0, bad);
+    printf(
+        "RESULT %s %d %s median_ms %.4f min_ms %.4f compile_ms %.1f nodes %d->%d arena_mb %.1f nonzero %.3f nan %zu\n",
+        wl, batch, dts, t[runs / 2], t[0], compile_ms, st.nodes_in, st.nodes_final, st.arena_bytes / 1048576.0,
+        n ? (double)nz / (double)n : 0.0, bad);
     free(out);
     free(t);
     rlx_session_free(s);

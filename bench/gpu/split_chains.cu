@@ -68,8 +68,8 @@ struct Gemm {
 static bool launch(const Gemm &g, cudaStream_t s)
 {
     float one = 1, zero = 0;
-    return cublasLtMatmul(lt, g.op, &one, g.W, g.lw, g.X, g.lx, &zero, g.C, g.lc, g.C, g.lc, &g.algo, g.ws, g.wsb,
-                          s) == CUBLAS_STATUS_SUCCESS;
+    return cublasLtMatmul(lt, g.op, &one, g.W, g.lw, g.X, g.lx, &zero, g.C, g.lc, g.C, g.lc, &g.algo, g.ws, g.wsb, s) ==
+           CUBLAS_STATUS_SUCCESS;
 }
 
 /* Device us of one launch: a graph of 10, median of 5 replays. */

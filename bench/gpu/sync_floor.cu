@@ -46,7 +46,8 @@ __global__ void post(volatile unsigned *flag, const unsigned *value)
 }
 
 enum Wait { SYNC, QUERY, FLAG_KERNEL, FLAG_WRITE };
-static const char *wait_name[] = {"cudaStreamSynchronize", "cudaStreamQuery loop", "flag by kernel", "flag by write-value"};
+static const char *wait_name[] = {"cudaStreamSynchronize", "cudaStreamQuery loop", "flag by kernel",
+                                  "flag by write-value"};
 
 int main(int argc, char **argv)
 {

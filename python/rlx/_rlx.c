@@ -67,8 +67,10 @@ static int rlx_of_npy(int npy)
     case NPY_BOOL: return RLX_BOOL;
     case NPY_UINT16: return RLX_BF16;
     default:
-        if (npy == NPY_LONGLONG && sizeof(long long) == 8) return RLX_I64;
-        if (npy == NPY_LONG && sizeof(long) == 8) return RLX_I64;
+        if (npy == NPY_LONGLONG && sizeof(long long) == 8)
+            return RLX_I64;
+        if (npy == NPY_LONG && sizeof(long) == 8)
+            return RLX_I64;
         return -1;
     }
 }
@@ -76,8 +78,13 @@ static int rlx_of_npy(int npy)
 /* ------------------------------------------------------------ DLPack
  * The DLPack ABI (v0.x), as the protocol defines it. */
 
-typedef struct { int32_t device_type, device_id; } dl_device;
-typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
+typedef struct {
+    int32_t device_type, device_id;
+} dl_device;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} dl_dtype;
 typedef struct {
     void *data;
     dl_device device;
@@ -163,12 +170,22 @@ static PyObject *py_to_dlpack(PyObject *self, PyObject *arg)
     PyArrayObject *a = (PyArrayObject *)arg;
     dl_dtype dt = {0, (uint8_t)(PyArray_ITEMSIZE(a) * 8), 1};
     switch (PyArray_TYPE(a)) {
-    case NPY_FLOAT16: case NPY_FLOAT32: case NPY_FLOAT64: dt.code = DL_FLOAT; break;
-    case NPY_INT8: case NPY_INT16: case NPY_INT32: case NPY_INT64: case NPY_LONGLONG: dt.code = DL_INT; break;
-    case NPY_UINT8: case NPY_UINT16: case NPY_UINT32: case NPY_UINT64: dt.code = DL_UINT; break;
+    case NPY_FLOAT16:
+    case NPY_FLOAT32:
+    case NPY_FLOAT64: dt.code = DL_FLOAT; break;
+    case NPY_INT8:
+    case NPY_INT16:
+    case NPY_INT32:
+    case NPY_INT64:
+    case NPY_LONGLONG: dt.code = DL_INT; break;
+    case NPY_UINT8:
+    case NPY_UINT16:
+    case NPY_UINT32:
+    case NPY_UINT64: dt.code = DL_UINT; break;
     case NPY_BOOL: dt.code = DL_BOOL; break;
-    default: return PyErr_Format(PyExc_TypeError, "DLPack export: dtype %s has no DLPack code here",
-                                 PyArray_DESCR(a)->typeobj->tp_name);
+    default:
+        return PyErr_Format(PyExc_TypeError, "DLPack export: dtype %s has no DLPack code here",
+                            PyArray_DESCR(a)->typeobj->tp_name);
     }
     int nd = PyArray_NDIM(a);
     int64_t dims[NPY_MAXDIMS], strides[NPY_MAXDIMS];
@@ -210,9 +227,26 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
                             (int)t->dtype.lanes);
     int npy = -1;
     switch (t->dtype.code) {
-    case DL_FLOAT: npy = t->dtype.bits == 16 ? NPY_FLOAT16 : t->dtype.bits == 32 ? NPY_FLOAT32 : t->dtype.bits == 64 ? NPY_FLOAT64 : -1; break;
-    case DL_INT: npy = t->dtype.bits == 8 ? NPY_INT8 : t->dtype.bits == 16 ? NPY_INT16 : t->dtype.bits == 32 ? NPY_INT32 : t->dtype.bits == 64 ? NPY_INT64 : -1; break;
-    case DL_UINT: npy = t->dtype.bits == 8 ? NPY_UINT8 : t->dtype.bits == 16 ? NPY_UINT16 : t->dtype.bits == 32 ? NPY_UINT32 : t->dtype.bits == 64 ? NPY_UINT64 : -1; break;
+    case DL_FLOAT:
+        npy = t->dtype.bits == 16   ? NPY_FLOAT16
+              : t->dtype.bits == 32 ? NPY_FLOAT32
+              : t->dtype.bits == 64 ? NPY_FLOAT64
+                                    : -1;
+        break;
+    case DL_INT:
+        npy = t->dtype.bits == 8    ? NPY_INT8
+              : t->dtype.bits == 16 ? NPY_INT16
+              : t->dtype.bits == 32 ? NPY_INT32
+              : t->dtype.bits == 64 ? NPY_INT64
+                                    : -1;
+        break;
+    case DL_UINT:
+        npy = t->dtype.bits == 8    ? NPY_UINT8
+              : t->dtype.bits == 16 ? NPY_UINT16
+              : t->dtype.bits == 32 ? NPY_UINT32
+              : t->dtype.bits == 64 ? NPY_UINT64
+                                    : -1;
+        break;
     case DL_BOOL: npy = t->dtype.bits == 8 ? NPY_BOOL : -1; break;
     case DL_BFLOAT: npy = t->dtype.bits == 16 ? NPY_UINT16 : -1; break; /* bf16 bits */
     }
@@ -223,8 +257,8 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
     int item = (t->dtype.bits + 7) / 8;
     for (int i = t->ndim - 1; i >= 0; i--) {
         dims[i] = (npy_intp)t->shape[i];
-        strides[i] = t->strides ? (npy_intp)t->strides[i] * item
-                                : (i == t->ndim - 1 ? item : strides[i + 1] * dims[i + 1]);
+        strides[i] =
+            t->strides ? (npy_intp)t->strides[i] * item : (i == t->ndim - 1 ? item : strides[i + 1] * dims[i + 1]);
     }
     PyObject *owner = PyCapsule_New(m, "rlx.dlpack_import", imported_free);
     if (!owner)
@@ -250,10 +284,10 @@ static PyObject *py_from_dlpack_capsule(PyObject *self, PyObject *cap)
 /* ------------------------------------------------------------ inputs */
 
 typedef struct {
-    const char *name;        /* borrowed from the session/model */
-    PyArrayObject *arr;      /* a C-contiguous array of the right dtype (a reference held), or NULL for: */
-    PyObject *cap;           /* a CUDA tensor's DLPack capsule (held, not consumed: its producer frees it) */
-    const void *dptr;        /* its device pointer and size */
+    const char *name;   /* borrowed from the session/model */
+    PyArrayObject *arr; /* a C-contiguous array of the right dtype (a reference held), or NULL for: */
+    PyObject *cap;      /* a CUDA tensor's DLPack capsule (held, not consumed: its producer frees it) */
+    const void *dptr;   /* its device pointer and size */
     size_t dbytes;
     int nd;
     int64_t dims[RLX_MAX_DIMS];
@@ -268,7 +302,9 @@ static dl_dtype dl_of_rlx(rlx_dtype t)
     dl_dtype d = {DL_FLOAT, (uint8_t)(rlx_dtype_size(t) * 8), 1};
     switch (t) {
     case RLX_BF16: d.code = DL_BFLOAT; break;
-    case RLX_I64: case RLX_I32: case RLX_I8: d.code = DL_INT; break;
+    case RLX_I64:
+    case RLX_I32:
+    case RLX_I8: d.code = DL_INT; break;
     case RLX_U8: d.code = DL_UINT; break;
     case RLX_BOOL: d.code = DL_BOOL; break;
     default: break;
@@ -304,8 +340,8 @@ static int dlpack_device_of(PyObject *v, int *dev_id)
 static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_id, prepared *p)
 {
     if (dev_id != 0) {
-        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "input '%s' is on CUDA device %d; RLX runs on device 0",
-                     name, dev_id);
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "input '%s' is on CUDA device %d; RLX runs on device 0", name,
+                     dev_id);
         return -1;
     }
     PyObject *meth = PyObject_GetAttrString(v, "__dlpack__");
@@ -343,7 +379,8 @@ static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_i
     if (dt->dtype.code != want.code || dt->dtype.bits != want.bits || dt->dtype.lanes != 1) {
         Py_DECREF(cap);
         PyErr_Format(err_class[RLX_ERR_DTYPE],
-                     "input '%s' must be %s, got a CUDA tensor of DLPack type code %d, %d bits", name, rlx_dtype_name(t), (int)dt->dtype.code, (int)dt->dtype.bits);
+                     "input '%s' must be %s, got a CUDA tensor of DLPack type code %d, %d bits", name,
+                     rlx_dtype_name(t), (int)dt->dtype.code, (int)dt->dtype.bits);
         return -1;
     }
     int64_t expect = 1;
@@ -398,9 +435,8 @@ static PyArrayObject *as_input(PyObject *v, const char *name, rlx_dtype t)
         }
         Py_INCREF(a);
         if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || PyArray_ISBYTESWAPPED(a)) {
-            PyArrayObject *c = (PyArrayObject *)PyArray_FromArray(a, PyArray_DescrFromType(want),
-                                                                  NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
-                                                                      NPY_ARRAY_ENSURECOPY);
+            PyArrayObject *c = (PyArrayObject *)PyArray_FromArray(
+                a, PyArray_DescrFromType(want), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_ENSURECOPY);
             Py_DECREF(a);
             a = c;
         }
@@ -453,8 +489,8 @@ static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
 /* Checks the dict against the declared inputs (n, names, dtypes, ndim and
  * dims with -1 unknown); fills p (n entries, arr NULL where declared but
  * optional and absent is not allowed: every input is required). */
-static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char *const *names,
-                          const rlx_dtype *dtypes, const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
+static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char *const *names, const rlx_dtype *dtypes,
+                          const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
 {
     if (!PyDict_Check(feeds)) {
         PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}, got %s", Py_TYPE(feeds)->tp_name);
@@ -465,8 +501,8 @@ static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char 
     for (int i = 0; i < n; i++) {
         PyObject *v = PyDict_GetItemString(feeds, names[i]);
         if (!v) {
-            PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "input '%s' is missing (the model takes %d input%s)",
-                         names[i], n, n == 1 ? "" : "s");
+            PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "input '%s' is missing (the model takes %d input%s)", names[i],
+                         n, n == 1 ? "" : "s");
             goto fail;
         }
         found++;
@@ -476,7 +512,8 @@ static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char 
             if (device != RLX_DEVICE_CUDA) {
                 PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
                              "input '%s' is a CUDA tensor; this session runs on the cpu: copy it to the host first "
-                             "(e.g. tensor.cpu()) or use device='cuda'", names[i]);
+                             "(e.g. tensor.cpu()) or use device='cuda'",
+                             names[i]);
                 goto fail;
             }
             if (as_device_input(v, names[i], dtypes[i], dev_id, &p[i]) != 0)
@@ -500,8 +537,8 @@ static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char 
                     if (dims[i][d] < 0)
                         len += (size_t)snprintf(w + len, sizeof want - len, d ? ", ?" : "?");
                     else
-                        len += (size_t)snprintf(w + len, sizeof want - len, d ? ", %lld" : "%lld",
-                                                (long long)dims[i][d]);
+                        len +=
+                            (size_t)snprintf(w + len, sizeof want - len, d ? ", %lld" : "%lld", (long long)dims[i][d]);
                 }
                 snprintf(w + len, sizeof want - len, ndims[i] == 1 ? ",)" : ")");
                 PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' must have shape %s, got %s", names[i], want,
@@ -545,9 +582,9 @@ static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
         rlx_tensor_info ti;
         if (rlx_session_find(s, 0, p[i].name, &ti) != RLX_OK)
             continue; /* an input the graph does not read (folded or unused) */
-        rlx_status st = p[i].cap ? rlx_session_set_input_device(s, p[i].name, p[i].dptr, p[i].dbytes)
-                                 : rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr),
-                                                         (size_t)PyArray_NBYTES(p[i].arr));
+        rlx_status st =
+            p[i].cap ? rlx_session_set_input_device(s, p[i].name, p[i].dptr, p[i].dbytes)
+                     : rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr), (size_t)PyArray_NBYTES(p[i].arr));
         if (st != RLX_OK)
             return st;
     }
@@ -560,8 +597,7 @@ static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
  * capsule's) goes. */
 
 typedef struct {
-    PyObject_HEAD
-    void *ptr;
+    PyObject_HEAD void *ptr;
     size_t bytes;
     rlx_dtype dtype;
     int nd;
@@ -710,8 +746,7 @@ static int parse_options(rlx_options *o, int device, int precision, int threads,
 /* ------------------------------------------------------------ _Session */
 
 typedef struct {
-    PyObject_HEAD
-    rlx_session *s;
+    PyObject_HEAD rlx_session *s;
     pthread_mutex_t lock;
     int n_in;
     char **in_names;
@@ -785,11 +820,9 @@ static PyObject *session_run(SessionObject *self, PyObject *args)
     if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
                        self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
         rlx_status st;
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&self->lock);
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
         st = set_and_run(self->s, pp, self->n_in);
-        Py_END_ALLOW_THREADS
-        res = st == RLX_OK ? collect_outputs(self->s, names, on_device) : raise_status(st);
+        Py_END_ALLOW_THREADS res = st == RLX_OK ? collect_outputs(self->s, names, on_device) : raise_status(st);
         pthread_mutex_unlock(&self->lock);
         release_prepared(pp, self->n_in);
     }
@@ -821,12 +854,10 @@ static PyObject *session_set_param(SessionObject *self, PyObject *args)
         Py_DECREF(a);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     st = rlx_session_set_param(self->s, name, PyArray_DATA(a), (size_t)PyArray_NBYTES(a));
     pthread_mutex_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(a);
+    Py_END_ALLOW_THREADS Py_DECREF(a);
     if (st != RLX_OK)
         return raise_status(st);
     Py_RETURN_NONE;
@@ -895,8 +926,8 @@ static PyObject *session_stats(SessionObject *self, PyObject *noargs)
     return Py_BuildValue("{s:i,s:i,s:i,s:i,s:n,s:n,s:n,s:i,s:i}", "nodes_in", st.nodes_in, "nodes_after_simplify",
                          st.nodes_after_simplify, "nodes_after_fusion", st.nodes_after_fusion, "nodes_final",
                          st.nodes_final, "arena_bytes", (Py_ssize_t)st.arena_bytes, "persistent_bytes",
-                         (Py_ssize_t)st.persistent_bytes, "transient_bytes", (Py_ssize_t)st.transient_bytes,
-                         "thunks", st.thunks, "buffers", st.buffers);
+                         (Py_ssize_t)st.persistent_bytes, "transient_bytes", (Py_ssize_t)st.transient_bytes, "thunks",
+                         st.thunks, "buffers", st.buffers);
 }
 
 static PyObject *session_set_workload_params(SessionObject *self, PyObject *args)
@@ -905,13 +936,10 @@ static PyObject *session_set_workload_params(SessionObject *self, PyObject *args
     if (!PyArg_ParseTuple(args, "|K", &seed))
         return NULL;
     rlx_status st;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     st = rlx_workload_set_params(self->s, seed);
     pthread_mutex_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    if (st != RLX_OK)
-        return raise_status(st);
+    Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
 
@@ -949,8 +977,7 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
     }
     rlx_status st = RLX_OK;
     double t0 = 0, t1 = 0;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     for (int r = -1; r < n && st == RLX_OK; r++) {
         if (r == 0)
             t0 = now_s();
@@ -963,9 +990,7 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
     }
     t1 = now_s();
     pthread_mutex_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    for (int i = 0; i < no && i < 64; i++)
-        free(bufs[i]);
+    Py_END_ALLOW_THREADS for (int i = 0; i < no && i < 64; i++) free(bufs[i]);
     release_prepared(pp, self->n_in);
     if (st != RLX_OK)
         return raise_status(st);
@@ -996,8 +1021,7 @@ static PyTypeObject SessionType = {
 /* ------------------------------------------------------------ _Model */
 
 typedef struct {
-    PyObject_HEAD
-    rlx_model *m;
+    PyObject_HEAD rlx_model *m;
     pthread_mutex_t lock;
     int n_in;
     char **in_names;
@@ -1058,8 +1082,8 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
     self->last_dims = calloc((size_t)n + 1, sizeof *self->last_dims);
     self->last_ndims = calloc((size_t)n + 1, sizeof *self->last_ndims);
     self->by_value = calloc((size_t)n + 1, sizeof *self->by_value);
-    if (!self->by_value || !self->in_names || !self->in_dtypes || !self->in_ndims || !self->in_dims || !self->last_dims ||
-        !self->last_ndims)
+    if (!self->by_value || !self->in_names || !self->in_dtypes || !self->in_ndims || !self->in_dims ||
+        !self->last_dims || !self->last_ndims)
         return PyErr_NoMemory(), -1;
     for (int i = 0; i < n; i++) {
         const char *name;
@@ -1094,18 +1118,15 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
         char *data;
         Py_ssize_t size;
         PyBytes_AsStringAndSize(source, &data, &size);
-        Py_BEGIN_ALLOW_THREADS
-        st = rlx_model_load_onnx_buffer(data, (size_t)size, base_dir, &o, &m);
+        Py_BEGIN_ALLOW_THREADS st = rlx_model_load_onnx_buffer(data, (size_t)size, base_dir, &o, &m);
         Py_END_ALLOW_THREADS
     } else {
         PyObject *b = NULL;
         if (!PyUnicode_FSConverter(source, &b))
             return -1;
         const char *path = PyBytes_AS_STRING(b);
-        Py_BEGIN_ALLOW_THREADS
-        st = rlx_model_load_onnx(path, &o, &m);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(b);
+        Py_BEGIN_ALLOW_THREADS st = rlx_model_load_onnx(path, &o, &m);
+        Py_END_ALLOW_THREADS Py_DECREF(b);
     }
     if (st != RLX_OK)
         return raise_status(st), -1;
@@ -1168,25 +1189,24 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     for (int i = 0; i < self->n_in; i++) {
         if (p_ndim(&p[i]) > RLX_MAX_DIMS) {
             release_prepared(p, self->n_in);
-            return PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' has rank %d; RLX takes up to %d dims",
-                                p[i].name, p_ndim(&p[i]), RLX_MAX_DIMS);
+            return PyErr_Format(err_class[RLX_ERR_SHAPE], "input '%s' has rank %d; RLX takes up to %d dims", p[i].name,
+                                p_ndim(&p[i]), RLX_MAX_DIMS);
         }
         if (self->by_value[i] && p[i].cap) {
             release_prepared(p, self->n_in);
             return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
                                 "input '%s' is bound by value (value_inputs): it must be host memory, not a CUDA "
-                                "tensor", p[i].name);
+                                "tensor",
+                                p[i].name);
         }
     }
     rlx_status st;
     rlx_session *s = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     st = model_session_for(self, p, &s);
     if (st == RLX_OK)
         st = set_and_run(s, p, self->n_in);
-    Py_END_ALLOW_THREADS
-    PyObject *res = st == RLX_OK ? collect_outputs(s, names, on_device) : raise_status(st);
+    Py_END_ALLOW_THREADS PyObject *res = st == RLX_OK ? collect_outputs(s, names, on_device) : raise_status(st);
     pthread_mutex_unlock(&self->lock);
     release_prepared(p, self->n_in);
     return res;
@@ -1200,17 +1220,16 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O", &feeds))
         return NULL;
     prepared p[64];
-    if (self->n_in > 64 || prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names,
-                                          self->in_dtypes,
-                                          self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (self->n_in > 64 ||
+        prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
+                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
     rlx_status st;
     rlx_session *s = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     st = model_session_for(self, p, &s);
-    Py_END_ALLOW_THREADS
-    PyObject *res = st == RLX_OK ? Py_BuildValue("(NN)", info_list(s, 0), info_list(s, 2)) : raise_status(st);
+    Py_END_ALLOW_THREADS PyObject *res =
+        st == RLX_OK ? Py_BuildValue("(NN)", info_list(s, 0), info_list(s, 2)) : raise_status(st);
     pthread_mutex_unlock(&self->lock);
     release_prepared(p, self->n_in);
     return res;
@@ -1220,12 +1239,10 @@ static PyObject *model_last_outputs(ModelObject *self, PyObject *noargs)
 {
     (void)noargs;
     PyObject *res;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
-    Py_END_ALLOW_THREADS
-    if (self->last) {
-        res = info_list(self->last, 2);
-    } else {
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    Py_END_ALLOW_THREADS if (self->last) { res = info_list(self->last, 2); }
+    else
+    {
         Py_INCREF(Py_None);
         res = Py_None;
     }
@@ -1237,18 +1254,17 @@ static PyObject *model_cached(ModelObject *self, PyObject *noargs)
 {
     (void)noargs;
     int n;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
     n = rlx_model_cached_sessions(self->m);
     pthread_mutex_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(n);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(n);
 }
 
 static PyMethodDef model_methods[] = {
     {"run", (PyCFunction)model_run, METH_VARARGS,
      "run(inputs, output_names=None, on_device=False) -> list of arrays (or device buffers)"},
-    {"compiled_info", (PyCFunction)model_compiled_info, METH_VARARGS, "(inputs, outputs) of the session for these inputs"},
+    {"compiled_info", (PyCFunction)model_compiled_info, METH_VARARGS,
+     "(inputs, outputs) of the session for these inputs"},
     {"last_outputs", (PyCFunction)model_last_outputs, METH_NOARGS, "outputs of the last shapes run, or None"},
     {"cached_sessions", (PyCFunction)model_cached, METH_NOARGS, "number of compiled shapes"},
     {NULL, NULL, 0, NULL}};
@@ -1267,8 +1283,7 @@ static PyTypeObject ModelType = {
 /* ------------------------------------------------------------ _Graph */
 
 typedef struct {
-    PyObject_HEAD
-    rlx_graph *g;
+    PyObject_HEAD rlx_graph *g;
 } GraphObject;
 
 static void graph_dealloc(GraphObject *self)
@@ -1325,16 +1340,38 @@ static int int_list(PyObject *o, int *out, int max, int *n, const char *what)
 
 typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
 typedef rlx_node (*binary_fn)(rlx_graph *, rlx_node, rlx_node);
-static const struct { const char *name; unary_fn fn; } unary_ops[] = {
-    {"neg", rlx_neg}, {"abs", rlx_abs}, {"exp", rlx_exp}, {"log", rlx_log}, {"sqrt", rlx_sqrt},
-    {"rsqrt", rlx_rsqrt}, {"reciprocal", rlx_reciprocal}, {"tanh", rlx_tanh}, {"sigmoid", rlx_sigmoid},
-    {"relu", rlx_relu}, {"gelu", rlx_gelu}, {"gelu_tanh", rlx_gelu_tanh}, {"silu", rlx_silu}, {"erf", rlx_erf},
-    {"sin", rlx_sin}, {"cos", rlx_cos}, {"floor", rlx_floor}, {"ceil", rlx_ceil}, {"round", rlx_round},
-    {"sign", rlx_sign}, {"logical_not", rlx_not}, {"global_avg_pool", rlx_global_avg_pool}};
-static const struct { const char *name; binary_fn fn; } binary_ops[] = {
-    {"add", rlx_add}, {"sub", rlx_sub}, {"mul", rlx_mul}, {"div", rlx_div}, {"pow", rlx_pow},
-    {"maximum", rlx_max}, {"minimum", rlx_min}, {"equal", rlx_equal}, {"less", rlx_less},
-    {"greater", rlx_greater}, {"logical_and", rlx_and}, {"logical_or", rlx_or}, {"logical_xor", rlx_xor}};
+static const struct {
+    const char *name;
+    unary_fn fn;
+} unary_ops[] = {{"neg", rlx_neg},
+                 {"abs", rlx_abs},
+                 {"exp", rlx_exp},
+                 {"log", rlx_log},
+                 {"sqrt", rlx_sqrt},
+                 {"rsqrt", rlx_rsqrt},
+                 {"reciprocal", rlx_reciprocal},
+                 {"tanh", rlx_tanh},
+                 {"sigmoid", rlx_sigmoid},
+                 {"relu", rlx_relu},
+                 {"gelu", rlx_gelu},
+                 {"gelu_tanh", rlx_gelu_tanh},
+                 {"silu", rlx_silu},
+                 {"erf", rlx_erf},
+                 {"sin", rlx_sin},
+                 {"cos", rlx_cos},
+                 {"floor", rlx_floor},
+                 {"ceil", rlx_ceil},
+                 {"round", rlx_round},
+                 {"sign", rlx_sign},
+                 {"logical_not", rlx_not},
+                 {"global_avg_pool", rlx_global_avg_pool}};
+static const struct {
+    const char *name;
+    binary_fn fn;
+} binary_ops[] = {{"add", rlx_add},        {"sub", rlx_sub},         {"mul", rlx_mul},         {"div", rlx_div},
+                  {"pow", rlx_pow},        {"maximum", rlx_max},     {"minimum", rlx_min},     {"equal", rlx_equal},
+                  {"less", rlx_less},      {"greater", rlx_greater}, {"logical_and", rlx_and}, {"logical_or", rlx_or},
+                  {"logical_xor", rlx_xor}};
 
 static PyObject *ops_names(PyObject *self, PyObject *noargs)
 {
@@ -1359,12 +1396,12 @@ static PyObject *builder_failed(GraphObject *self)
     return NULL;
 }
 
-#define NODE(expr)                                                                                                 \
-    do {                                                                                                           \
-        rlx_node n_ = (expr);                                                                                      \
-        if (n_ < 0)                                                                                                \
-            return builder_failed(self);                                                                           \
-        return PyLong_FromLong(n_);                                                                                \
+#define NODE(expr)                       \
+    do {                                 \
+        rlx_node n_ = (expr);            \
+        if (n_ < 0)                      \
+            return builder_failed(self); \
+        return PyLong_FromLong(n_);      \
     } while (0)
 
 /* Builders fail on a negative operand; the graph keeps that first error. */
@@ -1526,9 +1563,12 @@ static PyObject *g_reduce(GraphObject *self, PyObject *args)
         return NULL;
     if (ax != Py_None && int_list(ax, axes, RLX_MAX_DIMS, &na, "axes") != 0)
         return NULL;
-    rlx_node (*fn)(rlx_graph *, rlx_node, int, const int *, int) =
-        !strcmp(op, "sum") ? rlx_reduce_sum : !strcmp(op, "mean") ? rlx_reduce_mean : !strcmp(op, "max") ? rlx_reduce_max
-        : !strcmp(op, "min") ? rlx_reduce_min : !strcmp(op, "prod") ? rlx_reduce_prod : NULL;
+    rlx_node (*fn)(rlx_graph *, rlx_node, int, const int *, int) = !strcmp(op, "sum")    ? rlx_reduce_sum
+                                                                   : !strcmp(op, "mean") ? rlx_reduce_mean
+                                                                   : !strcmp(op, "max")  ? rlx_reduce_max
+                                                                   : !strcmp(op, "min")  ? rlx_reduce_min
+                                                                   : !strcmp(op, "prod") ? rlx_reduce_prod
+                                                                                         : NULL;
     if (!fn)
         return PyErr_Format(err_class[RLX_ERR_NOT_FOUND], "no reduction '%s'", op);
     NODE(fn(self->g, x, na, axes, keep));
@@ -1729,7 +1769,8 @@ static PyObject *g_random(GraphObject *self, PyObject *args)
     PyObject *dims;
     double a, b;
     int64_t d[RLX_MAX_DIMS];
-    if (!PyArg_ParseTuple(args, "piOdd", &normal, &dt, &dims, &a, &b) || int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape"))
+    if (!PyArg_ParseTuple(args, "piOdd", &normal, &dt, &dims, &a, &b) ||
+        int64_list(dims, d, RLX_MAX_DIMS, &nd, "shape"))
         return NULL;
     NODE(normal ? rlx_random_normal(self->g, (rlx_dtype)dt, nd, d, a, b)
                 : rlx_random_uniform(self->g, (rlx_dtype)dt, nd, d, a, b));
@@ -1782,11 +1823,8 @@ static PyObject *g_compile(GraphObject *self, PyObject *args)
         o.seed = seed;
     rlx_session *s = NULL;
     rlx_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_compile(self->g, &o, &s);
-    Py_END_ALLOW_THREADS
-    if (st != RLX_OK)
-        return raise_status(st);
+    Py_BEGIN_ALLOW_THREADS st = rlx_compile(self->g, &o, &s);
+    Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
     return session_wrap(s, o.device);
 }
 
@@ -1798,11 +1836,8 @@ static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
         return NULL;
     rlx_graph *g = NULL;
     rlx_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_workload_graph(name, batch, seq, &g);
-    Py_END_ALLOW_THREADS
-    if (st != RLX_OK)
-        return raise_status(st);
+    Py_BEGIN_ALLOW_THREADS st = rlx_workload_graph(name, batch, seq, &g);
+    Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
     GraphObject *o = (GraphObject *)type->tp_alloc(type, 0);
     if (!o) {
         rlx_graph_free(g);
@@ -1812,45 +1847,44 @@ static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
     return (PyObject *)o;
 }
 
-static PyMethodDef graph_methods[] = {
-    {"unary", (PyCFunction)g_unary, METH_VARARGS, NULL},
-    {"binary", (PyCFunction)g_binary, METH_VARARGS, NULL},
-    {"leaf", (PyCFunction)g_leaf, METH_VARARGS, NULL},
-    {"constant", (PyCFunction)g_constant, METH_VARARGS, NULL},
-    {"scalar", (PyCFunction)g_scalar, METH_VARARGS, NULL},
-    {"output", (PyCFunction)g_output, METH_VARARGS, NULL},
-    {"node_info", (PyCFunction)g_node_info, METH_VARARGS, NULL},
-    {"set_name", (PyCFunction)g_set_name, METH_VARARGS, NULL},
-    {"mod", (PyCFunction)g_mod, METH_VARARGS, NULL},
-    {"where", (PyCFunction)g_where, METH_VARARGS, NULL},
-    {"cast", (PyCFunction)g_cast, METH_VARARGS, NULL},
-    {"clip", (PyCFunction)g_clip, METH_VARARGS, NULL},
-    {"matmul", (PyCFunction)g_matmul, METH_VARARGS, NULL},
-    {"reduce", (PyCFunction)g_reduce, METH_VARARGS, NULL},
-    {"arg", (PyCFunction)g_arg, METH_VARARGS, NULL},
-    {"softmax", (PyCFunction)g_softmax, METH_VARARGS, NULL},
-    {"norm", (PyCFunction)g_norm, METH_VARARGS, NULL},
-    {"batch_norm", (PyCFunction)g_batch_norm, METH_VARARGS, NULL},
-    {"reshape", (PyCFunction)g_reshape, METH_VARARGS, NULL},
-    {"expand", (PyCFunction)g_expand, METH_VARARGS, NULL},
-    {"transpose", (PyCFunction)g_transpose, METH_VARARGS, NULL},
-    {"slice", (PyCFunction)g_slice, METH_VARARGS, NULL},
-    {"concat", (PyCFunction)g_concat, METH_VARARGS, NULL},
-    {"split", (PyCFunction)g_split, METH_VARARGS, NULL},
-    {"gather", (PyCFunction)g_gather, METH_VARARGS, NULL},
-    {"pad", (PyCFunction)g_pad, METH_VARARGS, NULL},
-    {"rope", (PyCFunction)g_rope, METH_VARARGS, NULL},
-    {"attention", (PyCFunction)g_attention, METH_VARARGS, NULL},
-    {"conv", (PyCFunction)g_conv, METH_VARARGS, NULL},
-    {"pool", (PyCFunction)g_pool, METH_VARARGS, NULL},
-    {"random", (PyCFunction)g_random, METH_VARARGS, NULL},
-    {"dropout", (PyCFunction)g_dropout, METH_VARARGS, NULL},
-    {"node_count", (PyCFunction)g_node_count, METH_NOARGS, NULL},
-    {"verify", (PyCFunction)g_verify, METH_NOARGS, NULL},
-    {"to_dot", (PyCFunction)g_to_dot, METH_VARARGS, NULL},
-    {"compile", (PyCFunction)g_compile, METH_VARARGS, NULL},
-    {"from_workload", (PyCFunction)g_from_workload, METH_VARARGS | METH_CLASS, NULL},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef graph_methods[] = {{"unary", (PyCFunction)g_unary, METH_VARARGS, NULL},
+                                      {"binary", (PyCFunction)g_binary, METH_VARARGS, NULL},
+                                      {"leaf", (PyCFunction)g_leaf, METH_VARARGS, NULL},
+                                      {"constant", (PyCFunction)g_constant, METH_VARARGS, NULL},
+                                      {"scalar", (PyCFunction)g_scalar, METH_VARARGS, NULL},
+                                      {"output", (PyCFunction)g_output, METH_VARARGS, NULL},
+                                      {"node_info", (PyCFunction)g_node_info, METH_VARARGS, NULL},
+                                      {"set_name", (PyCFunction)g_set_name, METH_VARARGS, NULL},
+                                      {"mod", (PyCFunction)g_mod, METH_VARARGS, NULL},
+                                      {"where", (PyCFunction)g_where, METH_VARARGS, NULL},
+                                      {"cast", (PyCFunction)g_cast, METH_VARARGS, NULL},
+                                      {"clip", (PyCFunction)g_clip, METH_VARARGS, NULL},
+                                      {"matmul", (PyCFunction)g_matmul, METH_VARARGS, NULL},
+                                      {"reduce", (PyCFunction)g_reduce, METH_VARARGS, NULL},
+                                      {"arg", (PyCFunction)g_arg, METH_VARARGS, NULL},
+                                      {"softmax", (PyCFunction)g_softmax, METH_VARARGS, NULL},
+                                      {"norm", (PyCFunction)g_norm, METH_VARARGS, NULL},
+                                      {"batch_norm", (PyCFunction)g_batch_norm, METH_VARARGS, NULL},
+                                      {"reshape", (PyCFunction)g_reshape, METH_VARARGS, NULL},
+                                      {"expand", (PyCFunction)g_expand, METH_VARARGS, NULL},
+                                      {"transpose", (PyCFunction)g_transpose, METH_VARARGS, NULL},
+                                      {"slice", (PyCFunction)g_slice, METH_VARARGS, NULL},
+                                      {"concat", (PyCFunction)g_concat, METH_VARARGS, NULL},
+                                      {"split", (PyCFunction)g_split, METH_VARARGS, NULL},
+                                      {"gather", (PyCFunction)g_gather, METH_VARARGS, NULL},
+                                      {"pad", (PyCFunction)g_pad, METH_VARARGS, NULL},
+                                      {"rope", (PyCFunction)g_rope, METH_VARARGS, NULL},
+                                      {"attention", (PyCFunction)g_attention, METH_VARARGS, NULL},
+                                      {"conv", (PyCFunction)g_conv, METH_VARARGS, NULL},
+                                      {"pool", (PyCFunction)g_pool, METH_VARARGS, NULL},
+                                      {"random", (PyCFunction)g_random, METH_VARARGS, NULL},
+                                      {"dropout", (PyCFunction)g_dropout, METH_VARARGS, NULL},
+                                      {"node_count", (PyCFunction)g_node_count, METH_NOARGS, NULL},
+                                      {"verify", (PyCFunction)g_verify, METH_NOARGS, NULL},
+                                      {"to_dot", (PyCFunction)g_to_dot, METH_VARARGS, NULL},
+                                      {"compile", (PyCFunction)g_compile, METH_VARARGS, NULL},
+                                      {"from_workload", (PyCFunction)g_from_workload, METH_VARARGS | METH_CLASS, NULL},
+                                      {NULL, NULL, 0, NULL}};
 
 static PyTypeObject GraphType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Graph",
@@ -1877,8 +1911,7 @@ static PyObject *raise_msg(rlx_status st, const char *msg)
 }
 
 typedef struct {
-    PyObject_HEAD
-    rlx_llm *m;
+    PyObject_HEAD rlx_llm *m;
     rlx_llm_context *c;
     rlx_llm_info info;
     pthread_mutex_t mu;
@@ -1895,11 +1928,10 @@ static PyTypeObject LLMType;
 
 static void llm_dealloc(LLMObject *self)
 {
-    Py_BEGIN_ALLOW_THREADS
-    rlx_llm_context_free(self->c);
+    Py_BEGIN_ALLOW_THREADS rlx_llm_context_free(self->c);
     rlx_llm_free(self->m);
-    Py_END_ALLOW_THREADS
-    if (self->init) {
+    Py_END_ALLOW_THREADS if (self->init)
+    {
         pthread_mutex_destroy(&self->mu);
         pthread_cond_destroy(&self->cv);
     }
@@ -1919,8 +1951,10 @@ static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
         return -1;
     }
     if (device < 0 || device > 1 || precision < 0 || precision > 2 || ctx < 0 || threads < 0 || chunk < 0) {
-        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad device %d, precision %d, ctx %d, threads %d or prefill "
-                     "chunk %d", device, precision, ctx, threads, chunk);
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT],
+                     "bad device %d, precision %d, ctx %d, threads %d or prefill "
+                     "chunk %d",
+                     device, precision, ctx, threads, chunk);
         return -1;
     }
     pthread_mutex_init(&self->mu, NULL);
@@ -1941,8 +1975,7 @@ static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
     rlx_llm_context *c = NULL;
     rlx_status st;
     char msg[1024] = "";
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_llm_load(p, &m);
+    Py_BEGIN_ALLOW_THREADS st = rlx_llm_load(p, &m);
     if (st == RLX_OK)
         st = rlx_llm_context_new(m, &o, &c);
     if (st != RLX_OK) {
@@ -1950,8 +1983,7 @@ static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
         rlx_llm_free(m);
         m = NULL;
     }
-    Py_END_ALLOW_THREADS
-    Py_XDECREF(b);
+    Py_END_ALLOW_THREADS Py_XDECREF(b);
     if (st != RLX_OK)
         return raise_msg(st, msg), -1;
     self->m = m;
@@ -1976,8 +2008,7 @@ static int llm_acquire(LLMObject *self, int for_stream)
 {
     unsigned long me = PyThread_get_thread_ident();
     int refused = 0;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->mu);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->mu);
     while (self->busy && !(refused = self->stream_busy && self->stream_thread == me))
         pthread_cond_wait(&self->cv, &self->mu);
     if (!refused) {
@@ -1986,8 +2017,8 @@ static int llm_acquire(LLMObject *self, int for_stream)
         self->stream_thread = me;
     }
     pthread_mutex_unlock(&self->mu);
-    Py_END_ALLOW_THREADS
-    if (refused) {
+    Py_END_ALLOW_THREADS if (refused)
+    {
         PyErr_SetString(err_class[RLX_ERR_RUNTIME],
                         "this LLM is streaming an unfinished generation on this thread: exhaust or close() that "
                         "iterator first (or use another rlx.LLM)");
@@ -2027,15 +2058,12 @@ static PyObject *llm_tokenize(LLMObject *self, PyObject *args)
         return NULL;
     int32_t small[256], *ids = small;
     int n;
-    Py_BEGIN_ALLOW_THREADS
-    n = rlx_llm_tokenize(self->m, text, (size_t)len, add_special, ids, 256);
+    Py_BEGIN_ALLOW_THREADS n = rlx_llm_tokenize(self->m, text, (size_t)len, add_special, ids, 256);
     if (n > 256) {
         ids = malloc((size_t)n * sizeof *ids);
         n = ids ? rlx_llm_tokenize(self->m, text, (size_t)len, add_special, ids, n) : -2;
     }
-    Py_END_ALLOW_THREADS
-    if (n == -2)
-        return PyErr_NoMemory();
+    Py_END_ALLOW_THREADS if (n == -2) return PyErr_NoMemory();
     if (n < 0) {
         if (ids != small)
             free(ids);
@@ -2095,14 +2123,12 @@ static PyObject *llm_detokenize(LLMObject *self, PyObject *seq)
         return NULL;
     char small[1024], *buf = small;
     long len;
-    Py_BEGIN_ALLOW_THREADS
-    len = rlx_llm_detokenize(self->m, ids, n, buf, sizeof small);
+    Py_BEGIN_ALLOW_THREADS len = rlx_llm_detokenize(self->m, ids, n, buf, sizeof small);
     if (len > (long)sizeof small) {
         buf = malloc((size_t)len);
         len = buf ? rlx_llm_detokenize(self->m, ids, n, buf, (size_t)len) : -2;
     }
-    Py_END_ALLOW_THREADS
-    free(ids);
+    Py_END_ALLOW_THREADS free(ids);
     PyObject *r = len == -2 ? PyErr_NoMemory()
                   : len < 0 ? raise_status(RLX_ERR_INVALID_ARGUMENT)
                             : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
@@ -2162,8 +2188,7 @@ static PyObject *llm_logits(LLMObject *self, PyObject *seq)
     if (arr) {
         float *out = PyArray_DATA((PyArrayObject *)arr);
         const int32_t *const rows[1] = {ids};
-        Py_BEGIN_ALLOW_THREADS
-        st = rlx_llm_prefill(self->c, 1, rows, &n);
+        Py_BEGIN_ALLOW_THREADS st = rlx_llm_prefill(self->c, 1, rows, &n);
         if (st == RLX_OK)
             memcpy(out, rlx_llm_logits(self->c, 0), (size_t)self->info.vocab * sizeof(float));
         else
@@ -2206,8 +2231,11 @@ static int gen_args_parse(PyObject *args, gen_args *a)
     float temperature, top_p, min_p, penalty;
     unsigned long long seed;
     memset(a, 0, sizeof *a);
-    if (!PyArg_ParseTuple(args, "Oififffi" "KOp", &seq, &max_tokens, &temperature, &top_k, &top_p, &min_p, &penalty,
-                          &repeat_last_n, &seed, &stop, &ignore_eos))
+    if (!PyArg_ParseTuple(args,
+                          "Oififffi"
+                          "KOp",
+                          &seq, &max_tokens, &temperature, &top_k, &top_p, &min_p, &penalty, &repeat_last_n, &seed,
+                          &stop, &ignore_eos))
         return -1;
     rlx_generate_params_init(&a->gp);
     a->gp.max_tokens = max_tokens;
@@ -2297,16 +2325,14 @@ static PyObject *llm_generate(LLMObject *self, PyObject *args)
     memset(&stats, 0, sizeof stats);
     rlx_status st;
     char msg[1024] = "";
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_llm_generate(self->c, a.ids, a.n, &a.gp, collect_piece, &t, &stats);
+    Py_BEGIN_ALLOW_THREADS st = rlx_llm_generate(self->c, a.ids, a.n, &a.gp, collect_piece, &t, &stats);
     if (st != RLX_OK)
         snprintf(msg, sizeof msg, "%s", rlx_last_error());
-    Py_END_ALLOW_THREADS
-    self->last = stats;
+    Py_END_ALLOW_THREADS self->last = stats;
     self->has_last = 1;
     llm_release(self);
     gen_args_free(&a);
-    PyObject *r = t.oom           ? PyErr_NoMemory()
+    PyObject *r = t.oom          ? PyErr_NoMemory()
                   : st != RLX_OK ? raise_msg(st, msg)
                                  : PyBytes_FromStringAndSize(t.buf ? t.buf : "", (Py_ssize_t)t.len);
     free(t.buf);
@@ -2331,8 +2357,7 @@ static PyObject *llm_last_stats(LLMObject *self, PyObject *noargs)
  * stop at its next token, joins it and gives the LLM back. */
 
 typedef struct {
-    PyObject_HEAD
-    LLMObject *llm; /* a reference held */
+    PyObject_HEAD LLMObject *llm; /* a reference held */
     gen_args a;
     pthread_t th;
     int running; /* the thread was started and not yet joined */
@@ -2402,14 +2427,12 @@ static void *stream_main(void *arg)
 static void stream_finish(StreamObject *s)
 {
     if (s->running) {
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&s->mu);
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&s->mu);
         s->cancel = 1;
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->th, NULL);
-        Py_END_ALLOW_THREADS
-        s->running = 0;
+        Py_END_ALLOW_THREADS s->running = 0;
         s->llm->last = s->stats;
         s->llm->has_last = 1;
     }
@@ -2465,14 +2488,13 @@ static PyObject *llm_stream(LLMObject *self, PyObject *args)
     /* wait for the first piece or the end, so that what fails before any
      * text (the prompt, the settings, the context's size) raises here */
     int failed;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&s->mu);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&s->mu);
     while (!s->full && !s->done)
         pthread_cond_wait(&s->cv, &s->mu);
     failed = s->done && s->st != RLX_OK;
     pthread_mutex_unlock(&s->mu);
-    Py_END_ALLOW_THREADS
-    if (failed) {
+    Py_END_ALLOW_THREADS if (failed)
+    {
         stream_finish(s);
         raise_msg(s->st, s->msg);
         Py_DECREF(s);
@@ -2491,8 +2513,7 @@ static PyObject *stream_iternext(StreamObject *s)
     char *buf = NULL;
     size_t len = 0;
     int got = 0, oom = 0;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&s->mu);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&s->mu);
     while (!s->full && !s->done)
         pthread_cond_wait(&s->cv, &s->mu);
     if (s->full) {
@@ -2506,8 +2527,8 @@ static PyObject *stream_iternext(StreamObject *s)
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
-    Py_END_ALLOW_THREADS
-    if (got) {
+    Py_END_ALLOW_THREADS if (got)
+    {
         PyObject *r = oom ? PyErr_NoMemory() : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
         free(buf);
         return r;
@@ -2574,12 +2595,9 @@ static PyObject *py_check_device(PyObject *self, PyObject *arg)
         Py_RETURN_NONE;
     void *p = NULL;
     rlx_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_device_alloc(RLX_DEVICE_CUDA, 256, &p);
+    Py_BEGIN_ALLOW_THREADS st = rlx_device_alloc(RLX_DEVICE_CUDA, 256, &p);
     rlx_device_free(RLX_DEVICE_CUDA, p);
-    Py_END_ALLOW_THREADS
-    if (st != RLX_OK)
-        return raise_status(st);
+    Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
 
@@ -2596,10 +2614,8 @@ static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
     int nin = 0, nout = 0;
     rlx_status st;
     const char *path = PyBytes_AS_STRING(b);
-    Py_BEGIN_ALLOW_THREADS
-    st = rlx_onnx_inputs(path, &ins, &nin, &outs, &nout);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(b);
+    Py_BEGIN_ALLOW_THREADS st = rlx_onnx_inputs(path, &ins, &nin, &outs, &nout);
+    Py_END_ALLOW_THREADS Py_DECREF(b);
     if (st != RLX_OK)
         return raise_status(st);
     PyObject *li = PyList_New(nin), *lo = PyList_New(nout);
@@ -2623,8 +2639,8 @@ static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
                 PyTuple_SET_ITEM(dims, d, v);
             }
         }
-        PyList_SET_ITEM(li, i, Py_BuildValue("(siNii)", ins[i].name, (int)ins[i].dtype, dims, ins[i].is_tensor,
-                                             ins[i].onnx_type));
+        PyList_SET_ITEM(
+            li, i, Py_BuildValue("(siNii)", ins[i].name, (int)ins[i].dtype, dims, ins[i].is_tensor, ins[i].onnx_type));
     }
     for (int i = 0; lo && i < nout; i++)
         PyList_SET_ITEM(lo, i, PyUnicode_FromString(outs[i]));
@@ -2657,8 +2673,9 @@ static PyObject *py_read_tensor(PyObject *self, PyObject *arg)
     size_t bytes = 0;
     const char *path = PyBytes_AS_STRING(b);
     size_t len = strlen(path);
-    rlx_status st = len > 4 && !strcmp(path + len - 4, ".npy") ? rlx_npy_read(path, &t, &nd, dims, &data, &bytes)
-                                                               : rlx_onnx_read_tensor(path, &t, &nd, dims, &data, &bytes);
+    rlx_status st = len > 4 && !strcmp(path + len - 4, ".npy")
+                        ? rlx_npy_read(path, &t, &nd, dims, &data, &bytes)
+                        : rlx_onnx_read_tensor(path, &t, &nd, dims, &data, &bytes);
     Py_DECREF(b);
     if (st != RLX_OK)
         return raise_status(st);
@@ -2717,8 +2734,15 @@ static PyMethodDef module_methods[] = {
     {"ops_names", ops_names, METH_NOARGS, "(unary, binary) builder names"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_rlx", "RLX C extension (see the rlx package).",
-                                        -1, module_methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                                        "_rlx",
+                                        "RLX C extension (see the rlx package).",
+                                        -1,
+                                        module_methods,
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
 
 static int add_error(PyObject *m, const char *name, rlx_status st, PyObject *extra, const char *doc)
 {
@@ -2757,8 +2781,8 @@ PyMODINIT_FUNC PyInit__rlx(void)
     PyModule_AddObject(m, "_Model", (PyObject *)&ModelType);
     Py_INCREF(&GraphType);
     PyModule_AddObject(m, "_Graph", (PyObject *)&GraphType);
-    err_base = PyErr_NewExceptionWithDoc("rlx.RLXError", "An error reported by the RLX library (its message).",
-                                         NULL, NULL);
+    err_base =
+        PyErr_NewExceptionWithDoc("rlx.RLXError", "An error reported by the RLX library (its message).", NULL, NULL);
     if (!err_base)
         return NULL;
     Py_INCREF(err_base);

@@ -18,8 +18,8 @@ typedef struct cached_session {
 
 struct rlx_model {
     char *path;
-    char *dir;         /* where external data lives */
-    void *bytes;       /* the file, read once */
+    char *dir;   /* where external data lives */
+    void *bytes; /* the file, read once */
     size_t size;
     rlx_options opts;
     cached_session *cache;
@@ -96,7 +96,8 @@ rlx_status rlx_model_load_onnx_buffer(const void *data, size_t size, const char 
                                       rlx_model **out)
 {
     if (!data || !size || !out)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_model_load_onnx_buffer: data (non-empty) and out must not be NULL");
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "rlx_model_load_onnx_buffer: data (non-empty) and out must not be NULL");
     *out = NULL;
     rlx_model *m = rlx_calloc(1, sizeof *m);
     if (!m)

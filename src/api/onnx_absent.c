@@ -30,8 +30,8 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
     return no_onnx();
 }
 
-rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir,
-                                  const rlx_onnx_options *o, rlx_graph **out)
+rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
+                                  rlx_graph **out)
 {
     (void)data, (void)size, (void)base_dir;
     return rlx_onnx_import(NULL, o, out);
@@ -74,8 +74,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
     return no_onnx();
 }
 
-rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs,
-                           int *n_outputs)
+rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs)
 {
     (void)path;
     if (inputs)
@@ -94,8 +93,7 @@ void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, 
     (void)inputs, (void)n_inputs, (void)outputs, (void)n_outputs;
 }
 
-rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
-                                size_t *bytes)
+rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes)
 {
     (void)path, (void)t, (void)ndim, (void)dims, (void)bytes;
     if (data)

@@ -21,39 +21,39 @@ enum { RLX_CUDA_F32_GEMM_SGEMM = 0, RLX_CUDA_F32_GEMM_TUNED = 1, RLX_CUDA_F32_GE
 enum { RLX_CUDA_MM_AUTO = 0, RLX_CUDA_MM_CUBLASLT, RLX_CUDA_MM_CUDNN, RLX_CUDA_MM_WGMMA };
 enum { RLX_CUDA_CONV_AUTO = 0, RLX_CUDA_CONV_GEMM, RLX_CUDA_CONV_GRAPH, RLX_CUDA_CONV_LEGACY };
 typedef struct rlx_backend_settings {
-    int verbose;                /* RLX_VERBOSE level (rlx_options.verbose): 1 report choices, 2 also each timing */
-    int no_preencode;           /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
-    size_t max_buffer_bytes;    /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
+    int verbose;             /* RLX_VERBOSE level (rlx_options.verbose): 1 report choices, 2 also each timing */
+    int no_preencode;        /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
+    size_t max_buffer_bytes; /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
     /* the loaded libraries' own variables, read whatever ignore_env says */
     int omp_dynamic_user;       /* OMP_DYNAMIC is set: leave OpenMP's dynamic teams as the user chose */
     int openblas_coretype_user; /* OPENBLAS_CORETYPE is set: never name a core type for OpenBLAS */
     /* CPU */
-    int no_blas;                /* RLX_NO_BLAS: GEMM by the built-in loop */
-    int profile;                /* RLX_PROFILE: time per op kind per run */
+    int no_blas; /* RLX_NO_BLAS: GEMM by the built-in loop */
+    int profile; /* RLX_PROFILE: time per op kind per run */
     /* CUDA */
-    int cuda_profile;           /* RLX_CUDA_PROFILE */
-    long cuda_profile_run;      /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */
-    int cuda_no_prologue;       /* RLX_CUDA_NO_PROLOGUE */
-    int cuda_no_pdl;            /* RLX_CUDA_NO_PDL */
-    int cuda_no_cudnn;          /* RLX_CUDA_NO_CUDNN (cuDNN is loaded once per process) */
-    int cuda_no_cudnn_graph;    /* RLX_CUDA_NO_CUDNN_GRAPH */
-    int cuda_tf32;              /* RLX_CUDA_TF32 */
-    int cuda_f32_gemm;          /* RLX_CUDA_F32_GEMM: RLX_CUDA_F32_GEMM_* */
-    int cuda_autotune;          /* RLX_CUDA_AUTOTUNE (on by default) */
-    int cuda_mm_path;           /* RLX_CUDA_MM_PATH: RLX_CUDA_MM_* */
-    int cuda_wgmma;             /* RLX_CUDA_WGMMA */
+    int cuda_profile;        /* RLX_CUDA_PROFILE */
+    long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */
+    int cuda_no_prologue;    /* RLX_CUDA_NO_PROLOGUE */
+    int cuda_no_pdl;         /* RLX_CUDA_NO_PDL */
+    int cuda_no_cudnn;       /* RLX_CUDA_NO_CUDNN (cuDNN is loaded once per process) */
+    int cuda_no_cudnn_graph; /* RLX_CUDA_NO_CUDNN_GRAPH */
+    int cuda_tf32;           /* RLX_CUDA_TF32 */
+    int cuda_f32_gemm;       /* RLX_CUDA_F32_GEMM: RLX_CUDA_F32_GEMM_* */
+    int cuda_autotune;       /* RLX_CUDA_AUTOTUNE (on by default) */
+    int cuda_mm_path;        /* RLX_CUDA_MM_PATH: RLX_CUDA_MM_* */
+    int cuda_wgmma;          /* RLX_CUDA_WGMMA */
     int cuda_wgmma_bn, cuda_wgmma_split, cuda_wgmma_stages; /* RLX_CUDA_WGMMA_BN/SPLIT/STAGES; -1 any */
-    int cuda_ew_lin;            /* RLX_CUDA_EW_LIN (on by default) */
-    int cuda_no_attn_block;     /* RLX_CUDA_NO_ATTN_BLOCK */
-    int cuda_no_tc_attention;   /* RLX_CUDA_NO_TC_ATTENTION */
+    int cuda_ew_lin;                                        /* RLX_CUDA_EW_LIN (on by default) */
+    int cuda_no_attn_block;                                 /* RLX_CUDA_NO_ATTN_BLOCK */
+    int cuda_no_tc_attention;                               /* RLX_CUDA_NO_TC_ATTENTION */
     int cuda_no_decode_attention; /* RLX_CUDA_NO_DECODE_ATTENTION: one-row attention by the general kernels */
-    int cuda_attn_split;        /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
-    int cuda_attn_warps;        /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
-    int cuda_attn_lanes;        /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
-    int cuda_nhwc;              /* RLX_CUDA_NHWC (on by default) */
-    int cuda_conv_path;         /* RLX_CUDA_CONV_PATH: RLX_CUDA_CONV_* */
-    int cuda_conv_legacy;       /* RLX_CUDA_CONV_LEGACY (on by default) */
-    int cuda_conv_rtc;          /* RLX_CUDA_CONV_RTC */
+    int cuda_attn_split;          /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
+    int cuda_attn_warps;          /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
+    int cuda_attn_lanes;          /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
+    int cuda_nhwc;                /* RLX_CUDA_NHWC (on by default) */
+    int cuda_conv_path;           /* RLX_CUDA_CONV_PATH: RLX_CUDA_CONV_* */
+    int cuda_conv_legacy;         /* RLX_CUDA_CONV_LEGACY (on by default) */
+    int cuda_conv_rtc;            /* RLX_CUDA_CONV_RTC */
 } rlx_backend_settings;
 
 /* The defaults: what a compile with ignore_env gets. */
@@ -82,15 +82,15 @@ typedef rlx_status (*rlx_kernel_fn)(const struct rlx_thunk *t, const rlx_run_ctx
 /* One scheduled node with every pointer resolved at compile time. */
 typedef struct rlx_thunk {
     rlx_node id;
-    const rlx_node_data *node;                  /* in the compiled graph */
+    const rlx_node_data *node; /* in the compiled graph */
     const rlx_node_data *in_node[RLX_MAX_INPUTS];
-    void *out;                                  /* device address */
+    void *out; /* device address */
     const void *in[RLX_MAX_INPUTS];
-    void *scratch;                              /* NULL if the op needs none */
+    void *scratch; /* NULL if the op needs none */
     size_t scratch_bytes;
-    rlx_kernel_fn fn;                           /* NULL: no-op (leaf or view) */
-    void *state;                                /* backend's prepared state */
-    void *keep;                                 /* the node's keep region (see keep_bytes); NULL if none */
+    rlx_kernel_fn fn; /* NULL: no-op (leaf or view) */
+    void *state;      /* backend's prepared state */
+    void *keep;       /* the node's keep region (see keep_bytes); NULL if none */
     size_t keep_bytes;
     /* Bit k: input k is fixed for a run, written by no kernel of it (a
      * param, a constant, a value the backend caches across runs), so a

@@ -25,10 +25,10 @@
 
 struct rlx_file {
     FILE *f;
-    char *path;  /* the target */
-    char *tmp;   /* the temporary file, NULL when writing in place */
+    char *path; /* the target */
+    char *tmp;  /* the temporary file, NULL when writing in place */
     int flags;
-    int failed;  /* errno of the first failed write, or -1 */
+    int failed; /* errno of the first failed write, or -1 */
 };
 
 /* Temporary files not yet committed or discarded, for
@@ -206,8 +206,7 @@ rlx_status rlx_file_commit(rlx_file *w)
             } else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
                 /* a file system without hard links: check, then rename */
                 if (access(w->path, F_OK) == 0)
-                    st = rlx_set_error(RLX_ERR_IO, "'%s' exists; not replaced (pass --force to overwrite)",
-                                       w->path);
+                    st = rlx_set_error(RLX_ERR_IO, "'%s' exists; not replaced (pass --force to overwrite)", w->path);
                 else if (rename(w->tmp, w->path) != 0)
                     err = errno;
             } else {

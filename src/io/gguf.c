@@ -92,8 +92,8 @@ bool rlx_ggml_type_size(int type, int64_t *block_elems, size_t *block_bytes)
 }
 
 static const char *const value_type_names[RLX_GGUF_TYPE_COUNT] = {
-    "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-    "bool",  "string", "array", "uint64", "int64", "float64",
+    "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+    "bool",  "string", "array",  "uint64", "int64",  "float64",
 };
 
 const char *rlx_gguf_type_name(rlx_gguf_type t)
@@ -105,10 +105,17 @@ const char *rlx_gguf_type_name(rlx_gguf_type t)
 static size_t value_type_size(uint32_t t)
 {
     switch (t) {
-    case RLX_GGUF_UINT8: case RLX_GGUF_INT8: case RLX_GGUF_BOOL: return 1;
-    case RLX_GGUF_UINT16: case RLX_GGUF_INT16: return 2;
-    case RLX_GGUF_UINT32: case RLX_GGUF_INT32: case RLX_GGUF_FLOAT32: return 4;
-    case RLX_GGUF_UINT64: case RLX_GGUF_INT64: case RLX_GGUF_FLOAT64: return 8;
+    case RLX_GGUF_UINT8:
+    case RLX_GGUF_INT8:
+    case RLX_GGUF_BOOL: return 1;
+    case RLX_GGUF_UINT16:
+    case RLX_GGUF_INT16: return 2;
+    case RLX_GGUF_UINT32:
+    case RLX_GGUF_INT32:
+    case RLX_GGUF_FLOAT32: return 4;
+    case RLX_GGUF_UINT64:
+    case RLX_GGUF_INT64:
+    case RLX_GGUF_FLOAT64: return 8;
     default: return 0;
     }
 }
@@ -231,8 +238,9 @@ static rlx_status read_string(cursor *c, const char **s, uint64_t *len, const ch
     if (read_u64(c, &n, what) != RLX_OK)
         return RLX_ERR_FORMAT;
     if (n > c->size - c->pos)
-        return fail(c->g, RLX_ERR_FORMAT, "%s: string length %llu at offset %llu runs past the end of the file (%llu bytes)",
-                    what, (unsigned long long)n, (unsigned long long)(c->pos - 8), (unsigned long long)c->size);
+        return fail(c->g, RLX_ERR_FORMAT,
+                    "%s: string length %llu at offset %llu runs past the end of the file (%llu bytes)", what,
+                    (unsigned long long)n, (unsigned long long)(c->pos - 8), (unsigned long long)c->size);
     const unsigned char *b = take(c, n, what);
     char *d = arena_alloc(c->g, (size_t)n + 1);
     if (!d)
@@ -316,8 +324,9 @@ static rlx_status read_value(cursor *c, uint32_t t, rlx_gguf_value *v, int depth
     /* a string element takes at least 8 bytes, an array element 12 */
     uint64_t least = et == RLX_GGUF_STRING ? 8 : 12;
     if (n > left / least)
-        return fail(c->g, RLX_ERR_FORMAT, "key '%s': array of %llu %s elements needs more than the %llu bytes left in the file",
-                    key, (unsigned long long)n, value_type_names[et], (unsigned long long)left);
+        return fail(c->g, RLX_ERR_FORMAT,
+                    "key '%s': array of %llu %s elements needs more than the %llu bytes left in the file", key,
+                    (unsigned long long)n, value_type_names[et], (unsigned long long)left);
     rlx_gguf_value *items = n ? arena_alloc(c->g, (size_t)n * sizeof *items) : NULL;
     if (n && !items)
         return RLX_ERR_OUT_OF_MEMORY;
@@ -479,7 +488,8 @@ static rlx_status parse(rlx_gguf *g)
         if (s != RLX_OK)
             return s;
         if (strlen(e->key) != e->key_len)
-            return fail(g, RLX_ERR_FORMAT, "metadata key %llu ('%s') contains a NUL byte", (unsigned long long)i, e->key);
+            return fail(g, RLX_ERR_FORMAT, "metadata key %llu ('%s') contains a NUL byte", (unsigned long long)i,
+                        e->key);
         uint32_t t;
         if (read_u32(&c, &t, e->key) != RLX_OK)
             return RLX_ERR_FORMAT;
@@ -492,7 +502,8 @@ static rlx_status parse(rlx_gguf *g)
         g->kv_sorted[i] = (int64_t)i;
         if (!strcmp(e->key, "general.alignment")) {
             if (e->value.type != RLX_GGUF_UINT32)
-                return fail(g, RLX_ERR_FORMAT, "general.alignment is a %s, not a uint32", rlx_gguf_type_name(e->value.type));
+                return fail(g, RLX_ERR_FORMAT, "general.alignment is a %s, not a uint32",
+                            rlx_gguf_type_name(e->value.type));
             uint64_t a = e->value.u;
             if (a == 0 || (a & (a - 1)))
                 return fail(g, RLX_ERR_FORMAT, "general.alignment %llu is not a power of two", (unsigned long long)a);
@@ -523,7 +534,8 @@ static rlx_status parse(rlx_gguf *g)
     uint64_t pad = (g->alignment - c.pos % g->alignment) % g->alignment;
     g->data_offset = c.pos + pad;
     if (g->n_tensors && pad > c.size - c.pos)
-        return fail(g, RLX_ERR_FORMAT, "truncated: the data section would start at offset %llu, past the end (%llu bytes)",
+        return fail(g, RLX_ERR_FORMAT,
+                    "truncated: the data section would start at offset %llu, past the end (%llu bytes)",
                     (unsigned long long)g->data_offset, (unsigned long long)c.size);
     uint64_t data_size = g->data_offset <= c.size ? c.size - g->data_offset : 0;
     for (int64_t i = 0; i < g->n_tensors; i++) {
@@ -621,10 +633,7 @@ uint64_t rlx_gguf_data_offset(const rlx_gguf *g) { return g ? g->data_offset : 0
 int64_t rlx_gguf_kv_count(const rlx_gguf *g) { return g ? g->n_kv : 0; }
 int64_t rlx_gguf_tensor_count(const rlx_gguf *g) { return g ? g->n_tensors : 0; }
 
-const char *rlx_gguf_kv_key(const rlx_gguf *g, int64_t i)
-{
-    return g && i >= 0 && i < g->n_kv ? g->kvs[i].key : NULL;
-}
+const char *rlx_gguf_kv_key(const rlx_gguf *g, int64_t i) { return g && i >= 0 && i < g->n_kv ? g->kvs[i].key : NULL; }
 
 const rlx_gguf_value *rlx_gguf_kv_value(const rlx_gguf *g, int64_t i)
 {

@@ -23,7 +23,8 @@ static const struct {
 };
 
 /* Finds 'key': in the header dict and returns a pointer just past the colon. */
-static const char *find_key(const char *h, const char *key) {
+static const char *find_key(const char *h, const char *key)
+{
     char pat[32];
     snprintf(pat, sizeof pat, "'%s'", key);
     const char *p = strstr(h, pat);
@@ -31,21 +32,27 @@ static const char *find_key(const char *h, const char *key) {
         snprintf(pat, sizeof pat, "\"%s\"", key);
         p = strstr(h, pat);
     }
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     p += strlen(pat);
-    while (*p == ' ') p++;
-    if (*p != ':') return NULL;
+    while (*p == ' ')
+        p++;
+    if (*p != ':')
+        return NULL;
     p++;
-    while (*p == ' ') p++;
+    while (*p == ' ')
+        p++;
     return p;
 }
 
-rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes) {
+rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes)
+{
     if (!path || !t || !ndim || !dims || !data || !bytes)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_npy_read: NULL argument");
     *data = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (!f)
+        return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         bool dir = S_ISDIR(st.st_mode);
@@ -101,7 +108,8 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
     }
     p++;
     char endian = *p;
-    if (endian == '<' || endian == '|' || endian == '=') p++;
+    if (endian == '<' || endian == '|' || endian == '=')
+        p++;
     else if (endian == '>') {
         s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': big-endian data is not supported", path);
         goto out;
@@ -116,7 +124,8 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
     }
     if (!found) {
         size_t dl = strcspn(p, "'\"");
-        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.*s' is not supported", path, (int)(dl < 16 ? dl : 16), p);
+        s = rlx_set_error(RLX_ERR_UNSUPPORTED, "'%s': dtype '%.*s' is not supported", path, (int)(dl < 16 ? dl : 16),
+                          p);
         goto out;
     }
     p = find_key(hdr, "fortran_order");
@@ -133,8 +142,10 @@ rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims
     int nd = 0;
     int64_t numel = 1;
     while (*p && *p != ')') {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p == ')') break;
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            break;
         if (*p < '0' || *p > '9') {
             s = rlx_set_error(RLX_ERR_FORMAT, "'%s': bad shape", path);
             goto out;
@@ -184,16 +195,19 @@ out:
     return s;
 }
 
-rlx_status rlx_npy_write_file(rlx_file *w, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
-                              size_t bytes) {
+rlx_status rlx_npy_write_file(rlx_file *w, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes)
+{
     if (!w || (ndim > 0 && !dims) || (!data && bytes) || ndim < 0 || ndim > RLX_MAX_DIMS)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_npy_write: bad argument");
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
-        if (npy_types[i].t == t) descr = npy_types[i].descr;
-    if (!descr) return rlx_set_error(RLX_ERR_UNSUPPORTED, "npy: dtype %s has no .npy type", rlx_dtype_name(t));
+        if (npy_types[i].t == t)
+            descr = npy_types[i].descr;
+    if (!descr)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "npy: dtype %s has no .npy type", rlx_dtype_name(t));
     int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) numel *= dims[i];
+    for (int i = 0; i < ndim; i++)
+        numel *= dims[i];
     if ((size_t)numel * rlx_dtype_size(t) != bytes)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "npy: %zu bytes for %lld elements", bytes, (long long)numel);
     char shape[256];
@@ -201,7 +215,8 @@ rlx_status rlx_npy_write_file(rlx_file *w, rlx_dtype t, int ndim, const int64_t 
     shape[0] = 0;
     for (int i = 0; i < ndim; i++)
         l += (size_t)snprintf(shape + l, sizeof shape - l, "%lld,%s", (long long)dims[i], i + 1 < ndim ? " " : "");
-    if (ndim > 1) shape[l - 1] = 0; /* numpy writes (2, 3) but (4,) */
+    if (ndim > 1)
+        shape[l - 1] = 0; /* numpy writes (2, 3) but (4,) */
     char hdr[512];
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (%s), }",
                       t == RLX_U8 || t == RLX_I8 || t == RLX_BOOL ? '|' : '<', descr, shape);
@@ -214,16 +229,20 @@ rlx_status rlx_npy_write_file(rlx_file *w, rlx_dtype t, int ndim, const int64_t 
     memset(hdr + hl, ' ', (size_t)padn);
     hdr[hl + padn] = '\n';
     rlx_status s = rlx_file_write(w, pre, 10);
-    if (s == RLX_OK) s = rlx_file_write(w, hdr, (size_t)(hl + padn + 1));
-    if (s == RLX_OK) s = rlx_file_write(w, data, bytes);
+    if (s == RLX_OK)
+        s = rlx_file_write(w, hdr, (size_t)(hl + padn + 1));
+    if (s == RLX_OK)
+        s = rlx_file_write(w, data, bytes);
     return s;
 }
 
 /* A new file, written beside and moved into place (rlx_file_open). */
-rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes) {
+rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes)
+{
     rlx_file *w = NULL;
     rlx_status s = rlx_file_open(path, 0, &w);
-    if (s != RLX_OK) return s;
+    if (s != RLX_OK)
+        return s;
     if ((s = rlx_npy_write_file(w, t, ndim, dims, data, bytes)) != RLX_OK) {
         rlx_file_discard(w);
         return s;

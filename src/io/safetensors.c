@@ -56,10 +56,10 @@ struct rlx_safetensors {
     st_file *files;
     int n_files;
     rlx_weight_view *t;
-    uint64_t *begin;   /* each tensor's data offset in its file's data */
-    int *file_of;      /* each tensor's file */
+    uint64_t *begin; /* each tensor's data offset in its file's data */
+    int *file_of;    /* each tensor's file */
     int64_t n, cap;
-    int64_t *sorted;   /* tensor indices by name */
+    int64_t *sorted; /* tensor indices by name */
     char *label;
 };
 
@@ -175,8 +175,9 @@ static rlx_status parse_entry(rlx_safetensors *st, int fi, const char *label, co
         return fail(label, RLX_ERR_FORMAT, "tensor '%s': data_offsets [%llu, %llu] begin after they end", name,
                     (unsigned long long)b, (unsigned long long)en);
     if (en > data_size)
-        return fail(label, RLX_ERR_FORMAT, "tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu bytes)",
-                    name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)data_size);
+        return fail(label, RLX_ERR_FORMAT,
+                    "tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu bytes)", name,
+                    (unsigned long long)b, (unsigned long long)en, (unsigned long long)data_size);
     size_t es = st_dtypes[k].size;
     if (numel > UINT64_MAX / es || numel * es != en - b)
         return fail(label, RLX_ERR_FORMAT,
@@ -216,7 +217,8 @@ static rlx_status parse_file(rlx_safetensors *st, int fi)
     cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)hl, &end, 0);
     if (!root) {
         size_t at = end && end >= h && end <= h + hl ? (size_t)(end - h) : 0;
-        return fail(label, RLX_ERR_FORMAT, "header is not valid JSON (at byte %zu of %llu)", at, (unsigned long long)hl);
+        return fail(label, RLX_ERR_FORMAT, "header is not valid JSON (at byte %zu of %llu)", at,
+                    (unsigned long long)hl);
     }
     rlx_status s = RLX_OK;
     for (const char *p = end; p < h + hl; p++)
@@ -405,7 +407,8 @@ rlx_status rlx_json_read_file(const char *path, cJSON **out)
     }
     if ((long long)sb.st_size > ST_MAX_JSON_FILE) {
         fclose(f);
-        return rlx_set_error(RLX_ERR_FORMAT, "'%s': %lld bytes is too large for a JSON file", path, (long long)sb.st_size);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s': %lld bytes is too large for a JSON file", path,
+                             (long long)sb.st_size);
     }
     size_t n = (size_t)sb.st_size;
     char *buf = malloc(n + 1);
@@ -475,13 +478,14 @@ static rlx_status open_sharded(rlx_safetensors *st, const char *index_path)
     /* each shard once, in the order the map first names it */
     for (const cJSON *e = wm->child; s == RLX_OK && e; e = e->next) {
         if (!cJSON_IsString(e) || !e->valuestring || !e->valuestring[0]) {
-            s = fail(index_path, RLX_ERR_FORMAT, "weight_map entry '%s' is not a file name", e->string ? e->string : "");
+            s = fail(index_path, RLX_ERR_FORMAT, "weight_map entry '%s' is not a file name",
+                     e->string ? e->string : "");
             break;
         }
         const char *fn = e->valuestring;
         if (strchr(fn, '/') || !strcmp(fn, ".") || !strcmp(fn, "..")) {
-            s = fail(index_path, RLX_ERR_FORMAT, "weight_map entry '%s': file name '%s' is not a plain name in the folder",
-                     e->string, fn);
+            s = fail(index_path, RLX_ERR_FORMAT,
+                     "weight_map entry '%s': file name '%s' is not a plain name in the folder", e->string, fn);
             break;
         }
         if (!join(file, sizeof file, dir, fn)) {
@@ -504,8 +508,8 @@ static rlx_status open_sharded(rlx_safetensors *st, const char *index_path)
         int64_t i = find_index(st, e->string);
         join(file, sizeof file, dir, e->valuestring);
         if (i < 0 || strcmp(st->files[st->file_of[i]].path, file))
-            s = fail(index_path, RLX_ERR_FORMAT, "weight_map puts tensor '%s' in '%s', which does not hold it", e->string,
-                     e->valuestring);
+            s = fail(index_path, RLX_ERR_FORMAT, "weight_map puts tensor '%s' in '%s', which does not hold it",
+                     e->string, e->valuestring);
     }
     cJSON_Delete(idx);
     return s;
@@ -540,7 +544,8 @@ rlx_status rlx_safetensors_open(const char *path, rlx_safetensors **out)
             join(file, sizeof file, path, "model.safetensors");
             if (!is_regular(file))
                 return rlx_set_error(RLX_ERR_NOT_FOUND,
-                                     "folder '%s' has neither model.safetensors.index.json nor model.safetensors", path);
+                                     "folder '%s' has neither model.safetensors.index.json nor model.safetensors",
+                                     path);
         }
         target = file;
     }
@@ -587,7 +592,8 @@ struct rlx_safetensors {
 
 static rlx_status no_cjson(void)
 {
-    return rlx_set_error(RLX_ERR_UNSUPPORTED, "safetensors support needs cJSON (Debian: libcjson-dev); rebuild with it");
+    return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                         "safetensors support needs cJSON (Debian: libcjson-dev); rebuild with it");
 }
 
 rlx_status rlx_safetensors_open(const char *path, rlx_safetensors **out)
@@ -617,10 +623,7 @@ rlx_status rlx_json_read_file(const char *path, struct cJSON **out)
     return no_cjson();
 }
 
-rlx_status rlx_safetensors_read_config(const char *path, struct cJSON **out)
-{
-    return rlx_json_read_file(path, out);
-}
+rlx_status rlx_safetensors_read_config(const char *path, struct cJSON **out) { return rlx_json_read_file(path, out); }
 
 static rlx_status find_index_stub(void) { return no_cjson(); }
 #define RLX_ST_STUB 1

@@ -80,9 +80,7 @@ static void store_f32(rlx_dtype t, unsigned char *p, float f)
         memcpy(p, &d, 8);
         break;
     }
-    default:
-        memcpy(p, &f, 4);
-        break;
+    default: memcpy(p, &f, 4); break;
     }
 }
 

@@ -29,9 +29,9 @@ typedef struct rlx_weight_view {
      * GGUF this is ne[] reversed: ne[0], the contiguous dimension, is
      * dims[ndim - 1]. */
     int64_t dims[RLX_MAX_DIMS];
-    int64_t numel;         /* product of dims (1 when ndim is 0) */
-    size_t nbytes;         /* bytes of data; for block-quantized types, blocks * bytes per block */
-    const void *data;      /* nbytes bytes inside the map */
+    int64_t numel;    /* product of dims (1 when ndim is 0) */
+    size_t nbytes;    /* bytes of data; for block-quantized types, blocks * bytes per block */
+    const void *data; /* nbytes bytes inside the map */
 } rlx_weight_view;
 
 /* The view's dtype, or RLX_ERR_UNSUPPORTED with a message naming the

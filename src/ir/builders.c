@@ -17,7 +17,11 @@ static rlx_node_data proto(rlx_op op, int n_in, const rlx_node *in)
     return p;
 }
 
-static rlx_node node1(rlx_graph *g, rlx_op op, rlx_node x) { rlx_node_data p = proto(op, 1, &x); return rlx_graph_add(g, &p); }
+static rlx_node node1(rlx_graph *g, rlx_op op, rlx_node x)
+{
+    rlx_node_data p = proto(op, 1, &x);
+    return rlx_graph_add(g, &p);
+}
 static rlx_node node2(rlx_graph *g, rlx_op op, rlx_node a, rlx_node b)
 {
     rlx_node in[2] = {a, b};
@@ -65,8 +69,8 @@ static rlx_node leaf(rlx_graph *g, rlx_op op, const char *name, rlx_dtype t, int
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s '%s': dims is NULL for rank %d", rlx_op_name(op),
                               name ? name : "", ndim);
     if (ndim < 0 || ndim > RLX_MAX_DIMS)
-        return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s '%s': rank %d is outside 0..%d", rlx_op_name(op),
-                              name ? name : "", ndim, RLX_MAX_DIMS);
+        return rlx_graph_fail(g, RLX_ERR_SHAPE, "%s '%s': rank %d is outside 0..%d", rlx_op_name(op), name ? name : "",
+                              ndim, RLX_MAX_DIMS);
     rlx_node_data p = proto(op, 0, NULL);
     p.dtype = t;
     p.shape.ndim = ndim;
@@ -84,8 +88,8 @@ static rlx_node named_leaf(rlx_graph *g, rlx_op op, const char *name, rlx_dtype 
         for (int i = 0; i < g->n_nodes; i++)
             if ((g->nodes[i].op == RLX_OP_INPUT || g->nodes[i].op == RLX_OP_PARAM) && g->nodes[i].name &&
                 strcmp(g->nodes[i].name, name) == 0)
-                return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s '%s': the name is already used",
-                                      rlx_op_name(op), name);
+                return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s '%s': the name is already used", rlx_op_name(op),
+                                      name);
     return leaf(g, op, name, t, ndim, dims);
 }
 
@@ -121,21 +125,49 @@ rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double v)
     unsigned char buf[8];
     /* an integer scalar must be a value of its type (the cast below would
      * be undefined otherwise) */
-    static const double lo[RLX_DTYPE_COUNT] = {[RLX_I64] = -9223372036854775808.0, [RLX_I32] = -2147483648.0,
-                                               [RLX_I8] = -128.0, [RLX_U8] = 0.0};
-    static const double hi[RLX_DTYPE_COUNT] = {[RLX_I64] = 9223372036854775808.0, [RLX_I32] = 2147483648.0,
-                                               [RLX_I8] = 128.0, [RLX_U8] = 256.0};
+    static const double lo[RLX_DTYPE_COUNT] = {
+        [RLX_I64] = -9223372036854775808.0, [RLX_I32] = -2147483648.0, [RLX_I8] = -128.0, [RLX_U8] = 0.0};
+    static const double hi[RLX_DTYPE_COUNT] = {
+        [RLX_I64] = 9223372036854775808.0, [RLX_I32] = 2147483648.0, [RLX_I8] = 128.0, [RLX_U8] = 256.0};
     if ((t == RLX_I64 || t == RLX_I32 || t == RLX_I8 || t == RLX_U8) && !(v >= lo[t] && v < hi[t]))
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "scalar: %g is not a value of %s", v, rlx_dtype_name(t));
     switch (t) {
-    case RLX_F32: { float f = (float)v; memcpy(buf, &f, 4); break; }
-    case RLX_F16: { uint16_t h = rlx_f32_to_f16((float)v); memcpy(buf, &h, 2); break; }
-    case RLX_BF16: { uint16_t h = rlx_f32_to_bf16((float)v); memcpy(buf, &h, 2); break; }
+    case RLX_F32: {
+        float f = (float)v;
+        memcpy(buf, &f, 4);
+        break;
+    }
+    case RLX_F16: {
+        uint16_t h = rlx_f32_to_f16((float)v);
+        memcpy(buf, &h, 2);
+        break;
+    }
+    case RLX_BF16: {
+        uint16_t h = rlx_f32_to_bf16((float)v);
+        memcpy(buf, &h, 2);
+        break;
+    }
     case RLX_F64: memcpy(buf, &v, 8); break;
-    case RLX_I64: { int64_t i = (int64_t)v; memcpy(buf, &i, 8); break; }
-    case RLX_I32: { int32_t i = (int32_t)v; memcpy(buf, &i, 4); break; }
-    case RLX_I8: { int8_t i = (int8_t)v; memcpy(buf, &i, 1); break; }
-    case RLX_U8: { uint8_t i = (uint8_t)v; memcpy(buf, &i, 1); break; }
+    case RLX_I64: {
+        int64_t i = (int64_t)v;
+        memcpy(buf, &i, 8);
+        break;
+    }
+    case RLX_I32: {
+        int32_t i = (int32_t)v;
+        memcpy(buf, &i, 4);
+        break;
+    }
+    case RLX_I8: {
+        int8_t i = (int8_t)v;
+        memcpy(buf, &i, 1);
+        break;
+    }
+    case RLX_U8: {
+        uint8_t i = (uint8_t)v;
+        memcpy(buf, &i, 1);
+        break;
+    }
     case RLX_BOOL: buf[0] = v != 0; break;
     default: return rlx_graph_fail(g, RLX_ERR_DTYPE, "scalar: unknown dtype %d", (int)t);
     }
@@ -270,11 +302,26 @@ static rlx_node reduce(rlx_graph *g, rlx_op op, rlx_node x, int naxes, const int
     return rlx_graph_add(g, &p);
 }
 
-rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, int n, const int *a, int k) { return reduce(g, RLX_OP_REDUCE_SUM, x, n, a, k); }
-rlx_node rlx_reduce_mean(rlx_graph *g, rlx_node x, int n, const int *a, int k) { return reduce(g, RLX_OP_REDUCE_MEAN, x, n, a, k); }
-rlx_node rlx_reduce_max(rlx_graph *g, rlx_node x, int n, const int *a, int k) { return reduce(g, RLX_OP_REDUCE_MAX, x, n, a, k); }
-rlx_node rlx_reduce_min(rlx_graph *g, rlx_node x, int n, const int *a, int k) { return reduce(g, RLX_OP_REDUCE_MIN, x, n, a, k); }
-rlx_node rlx_reduce_prod(rlx_graph *g, rlx_node x, int n, const int *a, int k) { return reduce(g, RLX_OP_REDUCE_PROD, x, n, a, k); }
+rlx_node rlx_reduce_sum(rlx_graph *g, rlx_node x, int n, const int *a, int k)
+{
+    return reduce(g, RLX_OP_REDUCE_SUM, x, n, a, k);
+}
+rlx_node rlx_reduce_mean(rlx_graph *g, rlx_node x, int n, const int *a, int k)
+{
+    return reduce(g, RLX_OP_REDUCE_MEAN, x, n, a, k);
+}
+rlx_node rlx_reduce_max(rlx_graph *g, rlx_node x, int n, const int *a, int k)
+{
+    return reduce(g, RLX_OP_REDUCE_MAX, x, n, a, k);
+}
+rlx_node rlx_reduce_min(rlx_graph *g, rlx_node x, int n, const int *a, int k)
+{
+    return reduce(g, RLX_OP_REDUCE_MIN, x, n, a, k);
+}
+rlx_node rlx_reduce_prod(rlx_graph *g, rlx_node x, int n, const int *a, int k)
+{
+    return reduce(g, RLX_OP_REDUCE_PROD, x, n, a, k);
+}
 
 static rlx_node arg(rlx_graph *g, rlx_op op, rlx_node x, int axis, int keepdims)
 {
@@ -290,8 +337,14 @@ static rlx_node arg(rlx_graph *g, rlx_op op, rlx_node x, int axis, int keepdims)
     return rlx_graph_add(g, &p);
 }
 
-rlx_node rlx_argmax(rlx_graph *g, rlx_node x, int axis, int keepdims) { return arg(g, RLX_OP_ARGMAX, x, axis, keepdims); }
-rlx_node rlx_argmin(rlx_graph *g, rlx_node x, int axis, int keepdims) { return arg(g, RLX_OP_ARGMIN, x, axis, keepdims); }
+rlx_node rlx_argmax(rlx_graph *g, rlx_node x, int axis, int keepdims)
+{
+    return arg(g, RLX_OP_ARGMAX, x, axis, keepdims);
+}
+rlx_node rlx_argmin(rlx_graph *g, rlx_node x, int axis, int keepdims)
+{
+    return arg(g, RLX_OP_ARGMIN, x, axis, keepdims);
+}
 
 static rlx_node softmax(rlx_graph *g, rlx_op op, rlx_node x, int axis)
 {
@@ -379,8 +432,7 @@ rlx_node rlx_reshape(rlx_graph *g, rlx_node x, int ndim, const int64_t *dims)
     if (infer >= 0) {
         int64_t total = rlx_shape_numel(in);
         if (known == 0 || total % known)
-            return rlx_graph_fail(g, RLX_ERR_SHAPE, "reshape: cannot infer -1 from %lld elements",
-                                  (long long)total);
+            return rlx_graph_fail(g, RLX_ERR_SHAPE, "reshape: cannot infer -1 from %lld elements", (long long)total);
         p.shape.dims[infer] = total / known;
     }
     return rlx_graph_add(g, &p);
@@ -500,8 +552,8 @@ rlx_status rlx_split(rlx_graph *g, rlx_node x, int axis, int n, const int64_t *s
         total += sizes[i];
     }
     if (total != g->nodes[x].shape.dims[a])
-        return rlx_graph_fail(g, RLX_ERR_SHAPE, "split: sizes add up to %lld, axis %d has %lld", (long long)total,
-                              axis, (long long)g->nodes[x].shape.dims[a]),
+        return rlx_graph_fail(g, RLX_ERR_SHAPE, "split: sizes add up to %lld, axis %d has %lld", (long long)total, axis,
+                              (long long)g->nodes[x].shape.dims[a]),
                RLX_ERR_SHAPE;
     /* A split is a set of slices: each part is a view of x. */
     int64_t start = 0;
@@ -659,8 +711,8 @@ rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x) { return node1(g, RLX_OP_
 static rlx_node random_leaf(rlx_graph *g, rlx_op op, rlx_dtype t, int ndim, const int64_t *dims, double a, double b)
 {
     if (g && (isnan(a) || isnan(b) || (op == RLX_OP_RANDOM_NORMAL && b < 0) || (op == RLX_OP_RANDOM_UNIFORM && b < a)))
-        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s: bad distribution parameters (%g, %g)",
-                              rlx_op_name(op), a, b);
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s: bad distribution parameters (%g, %g)", rlx_op_name(op),
+                              a, b);
     rlx_node id = leaf(g, op, NULL, t, ndim, dims);
     if (id >= 0) {
         g->nodes[id].attrs.random.a = a;

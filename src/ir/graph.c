@@ -64,8 +64,8 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
     if (!info)
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "unknown op %d", (int)proto->op);
     if (proto->n_in < info->min_in || proto->n_in > info->max_in)
-        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", info->name,
-                              info->min_in, info->max_in, proto->n_in);
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", info->name, info->min_in,
+                              info->max_in, proto->n_in);
     for (int i = 0; i < proto->n_in; i++) {
         if (proto->in[i] < 0 && g->error != RLX_OK) {
             rlx_set_error(g->error, "%s", g->error_msg); /* the first failure carries on */

@@ -139,7 +139,14 @@ typedef enum rlx_op {
 } rlx_op;
 
 /* Activation of the fused ops. */
-typedef enum rlx_act { RLX_ACT_NONE = 0, RLX_ACT_RELU, RLX_ACT_GELU, RLX_ACT_SILU, RLX_ACT_GELU_TANH, RLX_ACT_COUNT } rlx_act;
+typedef enum rlx_act {
+    RLX_ACT_NONE = 0,
+    RLX_ACT_RELU,
+    RLX_ACT_GELU,
+    RLX_ACT_SILU,
+    RLX_ACT_GELU_TANH,
+    RLX_ACT_COUNT
+} rlx_act;
 
 /* Data layout of conv and pooling (attrs.conv.layout, attrs.pool.layout).
  * Channels-last is made only by the layout pass (src/opt/layout.c), for
@@ -154,36 +161,94 @@ enum { RLX_LAYOUT_NCHW = 0, RLX_LAYOUT_NHWC = 1 };
 /* Attributes.  One union member per op family; a node's attribute bytes are
  * zeroed first so memcmp compares them (CSE). */
 typedef union rlx_attrs {
-    struct { int fmod; } mod;
-    struct { rlx_dtype to; } cast;
-    struct { double lo, hi; } clip;
-    struct { int trans_a, trans_b; } matmul;
-    struct { uint32_t axes; int keepdims; } reduce;   /* axes: bit mask */
-    struct { int axis; int keepdims; } arg;            /* argmax/argmin */
-    struct { int axis; } softmax;                      /* softmax, log_softmax */
-    struct { double eps; int has_gamma, has_beta; } norm;
-    struct { int perm[RLX_MAX_DIMS]; } transpose;
-    struct { int64_t start[RLX_MAX_DIMS], step[RLX_MAX_DIMS]; } slice; /* normalised, every axis */
-    struct { int axis; } concat;
-    struct { int axis; } gather;
-    struct { int64_t pads[2 * RLX_MAX_DIMS]; int mode; double value; } pad;
+    struct {
+        int fmod;
+    } mod;
+    struct {
+        rlx_dtype to;
+    } cast;
+    struct {
+        double lo, hi;
+    } clip;
+    struct {
+        int trans_a, trans_b;
+    } matmul;
+    struct {
+        uint32_t axes;
+        int keepdims;
+    } reduce; /* axes: bit mask */
+    struct {
+        int axis;
+        int keepdims;
+    } arg; /* argmax/argmin */
+    struct {
+        int axis;
+    } softmax; /* softmax, log_softmax */
+    struct {
+        double eps;
+        int has_gamma, has_beta;
+    } norm;
+    struct {
+        int perm[RLX_MAX_DIMS];
+    } transpose;
+    struct {
+        int64_t start[RLX_MAX_DIMS], step[RLX_MAX_DIMS];
+    } slice; /* normalised, every axis */
+    struct {
+        int axis;
+    } concat;
+    struct {
+        int axis;
+    } gather;
+    struct {
+        int64_t pads[2 * RLX_MAX_DIMS];
+        int mode;
+        double value;
+    } pad;
     /* rope: with two more inputs, cos and sin tables (see rlx_rope_tables),
      * theta and offset are unused */
-    struct { double theta; int64_t offset; int interleaved; } rope;
+    struct {
+        double theta;
+        int64_t offset;
+        int interleaved;
+    } rope;
     /* has_pos: a last input pos [B] (i64/i32) puts query row s of sequence b
      * at position pos[b] + s; causal then hides keys t > pos[b] + s */
-    struct { double scale; int causal, has_mask, has_pos; } attention;
+    struct {
+        double scale;
+        int causal, has_mask, has_pos;
+    } attention;
     /* act: conv_bias_act only.  layout: RLX_LAYOUT_NCHW (0, the default) or
      * RLX_LAYOUT_NHWC: x [N, H, W, C], weight [O, KH, KW, C/groups], y [N, OH, OW, O] */
-    struct { rlx_conv_params p; int spatial, has_bias, act, layout; } conv;
-    struct { rlx_pool_params p; int spatial, layout; } pool; /* layout as for conv (max/avg pool) */
-    struct { double a, b; } random;                   /* lo/hi or mean/std */
-    struct { double p; } dropout;
-    struct { double eps; } batch_norm;
+    struct {
+        rlx_conv_params p;
+        int spatial, has_bias, act, layout;
+    } conv;
+    struct {
+        rlx_pool_params p;
+        int spatial, layout;
+    } pool; /* layout as for conv (max/avg pool) */
+    struct {
+        double a, b;
+    } random; /* lo/hi or mean/std */
+    struct {
+        double p;
+    } dropout;
+    struct {
+        double eps;
+    } batch_norm;
     /* fused ops */
-    struct { int trans_a, trans_b, act, has_bias; } mm_act;
-    struct { int n_ops; uint8_t code[3 * RLX_EW_MAX_OPS]; } ew;
-    struct { double scale; int axis, has_mask; } sm;
+    struct {
+        int trans_a, trans_b, act, has_bias;
+    } mm_act;
+    struct {
+        int n_ops;
+        uint8_t code[3 * RLX_EW_MAX_OPS];
+    } ew;
+    struct {
+        double scale;
+        int axis, has_mask;
+    } sm;
     /* attention block inputs: x, wq, wk, wv, wo, then those flagged, in this
      * order: bq, bk, bv, bo (has_bias bits 1, 2, 4, 8), q gamma, k gamma,
      * mask (bool, true keeps the key, or added to the scores in the block's
@@ -204,8 +269,8 @@ typedef struct rlx_node_data {
     int n_in;
     rlx_node in[RLX_MAX_INPUTS];
     rlx_attrs attrs;
-    char *name;        /* owned; may be NULL */
-    void *data;        /* owned; constants only */
+    char *name; /* owned; may be NULL */
+    void *data; /* owned; constants only */
     size_t data_bytes;
 } rlx_node_data;
 
@@ -227,16 +292,16 @@ struct rlx_graph {
 /* ----------------------------------------------------------- op table */
 
 typedef enum rlx_op_flags {
-    RLX_OPF_LEAF = 1 << 0,        /* input, param, constant: persistent, no kernel */
-    RLX_OPF_ELEMENTWISE = 1 << 1, /* out[i] depends on in[i] (after broadcast): may be written in place */
-    RLX_OPF_VIEW = 1 << 2,        /* may alias its first input: the row's `view` says when */
-    RLX_OPF_RANDOM = 1 << 3,      /* not pure: never CSE'd or folded */
-    RLX_OPF_FUSED = 1 << 4,       /* produced by fusion; has a decomposition */
-    RLX_OPF_STATEFUL = 1 << 5,    /* writes into its first input's memory: never CSE'd, folded or moved;
+    RLX_OPF_LEAF = 1 << 0,           /* input, param, constant: persistent, no kernel */
+    RLX_OPF_ELEMENTWISE = 1 << 1,    /* out[i] depends on in[i] (after broadcast): may be written in place */
+    RLX_OPF_VIEW = 1 << 2,           /* may alias its first input: the row's `view` says when */
+    RLX_OPF_RANDOM = 1 << 3,         /* not pure: never CSE'd or folded */
+    RLX_OPF_FUSED = 1 << 4,          /* produced by fusion; has a decomposition */
+    RLX_OPF_STATEFUL = 1 << 5,       /* writes into its first input's memory: never CSE'd, folded or moved;
                                      its result is that input's memory */
     RLX_OPF_AUX_KEEP_DTYPE = 1 << 6, /* mixed precision converts input 0 only; the rest keep their dtype */
-    RLX_OPF_CHAIN = 1 << 7,       /* may be an instruction of an elementwise_chain (float unary/binary) */
-    RLX_OPF_CHAIN_F32 = 1 << 8,   /* range-sensitive (exp, log, ...): a chain holding it stays f32 */
+    RLX_OPF_CHAIN = 1 << 7,          /* may be an instruction of an elementwise_chain (float unary/binary) */
+    RLX_OPF_CHAIN_F32 = 1 << 8,      /* range-sensitive (exp, log, ...): a chain holding it stays f32 */
 } rlx_op_flags;
 
 /* What kind of computation an op is: what passes that treat ops by family
@@ -285,11 +350,11 @@ typedef enum rlx_layout_attr { RLX_LAYOUT_ATTR_NONE = 0, RLX_LAYOUT_ATTR_CONV, R
 typedef struct rlx_op_info {
     const char *name;
     int min_in, max_in;
-    unsigned flags;            /* RLX_OPF_* */
+    unsigned flags; /* RLX_OPF_* */
     rlx_op_kind kind;
     rlx_amp_class amp;
-    rlx_act act;               /* the fused-epilogue activation this op is (RLX_ACT_NONE: not one) */
-    rlx_layout_attr layout;    /* its layout attribute, if any */
+    rlx_act act;            /* the fused-epilogue activation this op is (RLX_ACT_NONE: not one) */
+    rlx_layout_attr layout; /* its layout attribute, if any */
     /* Computes n->shape and n->dtype from its inputs and attributes;
      * returns RLX_OK or sets the error (naming the problem). */
     rlx_status (*infer)(const rlx_graph *g, rlx_node_data *n);
@@ -373,8 +438,7 @@ static inline rlx_node_data *rlx_graph_node(const rlx_graph *g, rlx_node id) { r
  * duplicated).  Returns the new id or -1. */
 rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto);
 /* Sets the graph's sticky error (first one wins) and the thread's error. */
-rlx_node rlx_graph_fail(rlx_graph *g, rlx_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+rlx_node rlx_graph_fail(rlx_graph *g, rlx_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Label for messages: "node 12 (matmul 'attn.q')". */
 const char *rlx_node_label(const rlx_graph *g, rlx_node id, char *buf, size_t n);
 size_t rlx_node_bytes(const rlx_node_data *n);

@@ -52,7 +52,7 @@ extern "C" {
 
 /* ------------------------------------------------------------- constants */
 
-#define RLX_SQRT1_2 0.70710678118654752440     /* 1 / sqrt(2): GELU's erf argument */
+#define RLX_SQRT1_2 0.70710678118654752440        /* 1 / sqrt(2): GELU's erf argument */
 #define RLX_SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi): the tanh GELU's scale */
 #define RLX_GELU_TANH_CUBIC 0.044715              /* the tanh GELU's cubic term */
 #define RLX_SQRT1_2_F 0.70710678118654752440f
@@ -184,13 +184,38 @@ RLX_MATH double rlx_act_f64(int act, double x)
  * The float ops of rlx_unary_f32 and rlx_binary_f32 (NOT and the
  * comparisons are not float ops: they give NaN), as X-macro lists for
  * kernels that dispatch once per vector of values. */
-#define RLX_FLOAT_UNARY_OPS(X)                                                                                   \
-    X(RLX_OP_NEG) X(RLX_OP_ABS) X(RLX_OP_EXP) X(RLX_OP_LOG) X(RLX_OP_SQRT) X(RLX_OP_RSQRT) X(RLX_OP_RECIPROCAL) \
-    X(RLX_OP_TANH) X(RLX_OP_SIGMOID) X(RLX_OP_RELU) X(RLX_OP_GELU) X(RLX_OP_GELU_TANH) X(RLX_OP_SILU)          \
-    X(RLX_OP_ERF) X(RLX_OP_SIN) X(RLX_OP_COS) X(RLX_OP_FLOOR) X(RLX_OP_CEIL) X(RLX_OP_ROUND) X(RLX_OP_SIGN)
-#define RLX_FLOAT_BINARY_OPS(X)                                                                         \
-    X(RLX_OP_ADD) X(RLX_OP_SUB) X(RLX_OP_MUL) X(RLX_OP_DIV) X(RLX_OP_POW) X(RLX_OP_MAX) X(RLX_OP_MIN) \
+// clang-format off
+#define RLX_FLOAT_UNARY_OPS(X) \
+    X(RLX_OP_NEG) \
+    X(RLX_OP_ABS) \
+    X(RLX_OP_EXP) \
+    X(RLX_OP_LOG) \
+    X(RLX_OP_SQRT) \
+    X(RLX_OP_RSQRT) \
+    X(RLX_OP_RECIPROCAL) \
+    X(RLX_OP_TANH) \
+    X(RLX_OP_SIGMOID) \
+    X(RLX_OP_RELU) \
+    X(RLX_OP_GELU) \
+    X(RLX_OP_GELU_TANH) \
+    X(RLX_OP_SILU) \
+    X(RLX_OP_ERF) \
+    X(RLX_OP_SIN) \
+    X(RLX_OP_COS) \
+    X(RLX_OP_FLOOR) \
+    X(RLX_OP_CEIL) \
+    X(RLX_OP_ROUND) \
+    X(RLX_OP_SIGN)
+#define RLX_FLOAT_BINARY_OPS(X) \
+    X(RLX_OP_ADD) \
+    X(RLX_OP_SUB) \
+    X(RLX_OP_MUL) \
+    X(RLX_OP_DIV) \
+    X(RLX_OP_POW) \
+    X(RLX_OP_MAX) \
+    X(RLX_OP_MIN) \
     X(RLX_OP_MOD)
+// clang-format on
 
 RLX_MATH float rlx_unary_f32(int op, float x)
 {

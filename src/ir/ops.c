@@ -62,8 +62,7 @@ static rlx_status infer_unary(const rlx_graph *g, rlx_node_data *n)
         break;
     default:
         if (!rlx_dtype_is_float(t))
-            return rlx_set_error(RLX_ERR_DTYPE, "%s takes a float type, got %s", rlx_op_name(n->op),
-                                 rlx_dtype_name(t));
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes a float type, got %s", rlx_op_name(n->op), rlx_dtype_name(t));
     }
     n->dtype = t;
     n->shape = x->shape;
@@ -84,13 +83,10 @@ static rlx_status infer_binary(const rlx_graph *g, rlx_node_data *n)
     case RLX_OP_OR:
     case RLX_OP_XOR:
         if (a->dtype != RLX_BOOL)
-            return rlx_set_error(RLX_ERR_DTYPE, "%s takes bool, got %s", rlx_op_name(n->op),
-                                 rlx_dtype_name(a->dtype));
+            return rlx_set_error(RLX_ERR_DTYPE, "%s takes bool, got %s", rlx_op_name(n->op), rlx_dtype_name(a->dtype));
         n->dtype = RLX_BOOL;
         break;
-    case RLX_OP_EQUAL:
-        n->dtype = RLX_BOOL;
-        break;
+    case RLX_OP_EQUAL: n->dtype = RLX_BOOL; break;
     case RLX_OP_LESS:
     case RLX_OP_GREATER:
         if (a->dtype == RLX_BOOL)
@@ -268,8 +264,8 @@ static rlx_status infer_reshape(const rlx_graph *g, rlx_node_data *n)
     if (s != RLX_OK)
         return s;
     if (rlx_shape_numel(&n->shape) != rlx_shape_numel(&IN(0)->shape))
-        return rlx_set_error(RLX_ERR_SHAPE, "cannot reshape %s into %s (element counts differ)",
-                             SHAPE_A(&IN(0)->shape), SHAPE_B(&n->shape));
+        return rlx_set_error(RLX_ERR_SHAPE, "cannot reshape %s into %s (element counts differ)", SHAPE_A(&IN(0)->shape),
+                             SHAPE_B(&n->shape));
     n->dtype = IN(0)->dtype;
     return RLX_OK;
 }
@@ -418,9 +414,9 @@ static rlx_status infer_rope(const rlx_graph *g, rlx_node_data *n)
         }
         n->shape = x->shape;
         n->dtype = x->dtype;
-        return rlx_dtype_is_float(x->dtype) ? RLX_OK
-                                            : rlx_set_error(RLX_ERR_DTYPE, "rope needs a float x, got %s",
-                                                            rlx_dtype_name(x->dtype));
+        return rlx_dtype_is_float(x->dtype)
+                   ? RLX_OK
+                   : rlx_set_error(RLX_ERR_DTYPE, "rope needs a float x, got %s", rlx_dtype_name(x->dtype));
     }
     if (n->n_in != 1)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope takes x alone or x, cos and sin");
@@ -466,7 +462,8 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
     if (n->attrs.attention.has_pos) {
         const rlx_node_data *p = IN(n->n_in - 1);
         if (p->dtype != RLX_I64 && p->dtype != RLX_I32)
-            return rlx_set_error(RLX_ERR_DTYPE, "attention positions must be i64 or i32, got %s", rlx_dtype_name(p->dtype));
+            return rlx_set_error(RLX_ERR_DTYPE, "attention positions must be i64 or i32, got %s",
+                                 rlx_dtype_name(p->dtype));
         if (p->shape.ndim != 1 || p->shape.dims[0] != B)
             return rlx_set_error(RLX_ERR_SHAPE, "attention positions %s must be [B] = [%lld]", SHAPE_A(&p->shape),
                                  (long long)B);
@@ -500,11 +497,12 @@ static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
 static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe, int ceil_mode,
                              int64_t *out)
 {
-    if (k < 1 || stride < 1 || dil < 1 || pb < 0 || pe < 0 || k > (1 << 20) || stride > (1 << 20) ||
-        dil > (1 << 20) || pb > (1 << 20) || pe > (1 << 20))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
-                             "window needs kernel, stride, dilation >= 1 and pads >= 0 (got %lld, %lld, %lld, %lld/%lld)",
-                             (long long)k, (long long)stride, (long long)dil, (long long)pb, (long long)pe);
+    if (k < 1 || stride < 1 || dil < 1 || pb < 0 || pe < 0 || k > (1 << 20) || stride > (1 << 20) || dil > (1 << 20) ||
+        pb > (1 << 20) || pe > (1 << 20))
+        return rlx_set_error(
+            RLX_ERR_INVALID_ARGUMENT,
+            "window needs kernel, stride, dilation >= 1 and pads >= 0 (got %lld, %lld, %lld, %lld/%lld)", (long long)k,
+            (long long)stride, (long long)dil, (long long)pb, (long long)pe);
     int64_t span = dil * (k - 1) + 1, avail = in + pb + pe - span;
     if (avail < 0)
         return rlx_set_error(RLX_ERR_SHAPE, "window of span %lld is larger than padded input %lld", (long long)span,
@@ -528,8 +526,7 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "channels-last conv input must be [N, H, W, C], got %s",
                              SHAPE_A(&x->shape));
     if (sp < 1 || sp > 2)
-        return rlx_set_error(RLX_ERR_SHAPE, "conv input must be [N, C, L] or [N, C, H, W], got %s",
-                             SHAPE_A(&x->shape));
+        return rlx_set_error(RLX_ERR_SHAPE, "conv input must be [N, C, L] or [N, C, H, W], got %s", SHAPE_A(&x->shape));
     if (w->shape.ndim != x->shape.ndim)
         return rlx_set_error(RLX_ERR_SHAPE, "weight rank %d differs from input rank %d", w->shape.ndim, x->shape.ndim);
     if (!rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
@@ -570,8 +567,7 @@ static rlx_status infer_pool(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "channels-last pool input must be [N, H, W, C], got %s",
                              SHAPE_A(&x->shape));
     if (sp < 1 || sp > 2)
-        return rlx_set_error(RLX_ERR_SHAPE, "pool input must be [N, C, L] or [N, C, H, W], got %s",
-                             SHAPE_A(&x->shape));
+        return rlx_set_error(RLX_ERR_SHAPE, "pool input must be [N, C, L] or [N, C, H, W], got %s", SHAPE_A(&x->shape));
     if (!rlx_dtype_is_float(x->dtype))
         return rlx_set_error(RLX_ERR_DTYPE, "pooling takes a float type, got %s", rlx_dtype_name(x->dtype));
     int s0 = lay ? 1 : 2; /* first spatial axis */
@@ -580,9 +576,8 @@ static rlx_status infer_pool(const rlx_graph *g, rlx_node_data *n)
     for (int i = 0; i < sp; i++) {
         if (p->pads[i] >= p->kernel[i] || p->pads[sp + i] >= p->kernel[i])
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "pads must be smaller than the kernel on axis %d", i);
-        rlx_status s = window_out(x->shape.dims[s0 + i], p->kernel[i], p->stride[i],
-                                  p->dilation[i], p->pads[i], p->pads[sp + i],
-                                  p->ceil_mode, &n->shape.dims[s0 + i]);
+        rlx_status s = window_out(x->shape.dims[s0 + i], p->kernel[i], p->stride[i], p->dilation[i], p->pads[i],
+                                  p->pads[sp + i], p->ceil_mode, &n->shape.dims[s0 + i]);
         if (s != RLX_OK)
             return s;
     }
@@ -669,14 +664,29 @@ static bool view_transpose(const rlx_graph *g, const rlx_node_data *n, size_t *b
 /* Rows, by family.  Columns: name, inputs min..max, flags, kind, mixed
  * precision class, fused activation, layout attribute, inference, alias
  * rule, decomposition (ops_fused.c and decompose.c hold the fused ops'). */
-#define ROW(nm, lo, hi, fl, kind, amp, infer) {nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, NULL, NULL}
+#define ROW(nm, lo, hi, fl, kind, amp, infer)                                            \
+    {                                                                                    \
+        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, NULL, NULL \
+    }
 #define LEAF(nm) ROW(nm, 0, 0, RLX_OPF_LEAF, RLX_KIND_LEAF, RLX_AMP_LEAF, infer_leaf)
 #define UNARY(nm, amp, fl) ROW(nm, 1, 1, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_UNARY, amp, infer_unary)
-#define ACT(nm, act) {nm, 1, 1, RLX_OPF_ELEMENTWISE | CH, RLX_KIND_UNARY, RLX_AMP_LOW, act, RLX_LAYOUT_ATTR_NONE, infer_unary, NULL, NULL}
+#define ACT(nm, act)                                                                                                   \
+    {                                                                                                                  \
+        nm, 1, 1, RLX_OPF_ELEMENTWISE | CH, RLX_KIND_UNARY, RLX_AMP_LOW, act, RLX_LAYOUT_ATTR_NONE, infer_unary, NULL, \
+            NULL                                                                                                       \
+    }
 #define BINARY(nm, amp, fl) ROW(nm, 2, 2, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_BINARY, amp, infer_binary)
-#define VIEW(nm, fl, infer, view) {nm, 1, 1, RLX_OPF_VIEW | (fl), RLX_KIND_SHAPE, RLX_AMP_FOLLOW, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, view, NULL}
-#define DECOMP(nm, lo, hi, fl, kind, amp, lay, infer, dec) {nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, lay, infer, NULL, dec}
-#define FUSED(nm, lo, hi, fl, kind, amp, lay, infer, dec) DECOMP(nm, lo, hi, RLX_OPF_FUSED | (fl), kind, amp, lay, infer, dec)
+#define VIEW(nm, fl, infer, view)                                                                                 \
+    {                                                                                                             \
+        nm, 1, 1, RLX_OPF_VIEW | (fl), RLX_KIND_SHAPE, RLX_AMP_FOLLOW, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, \
+            view, NULL                                                                                            \
+    }
+#define DECOMP(nm, lo, hi, fl, kind, amp, lay, infer, dec)             \
+    {                                                                  \
+        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, lay, infer, NULL, dec \
+    }
+#define FUSED(nm, lo, hi, fl, kind, amp, lay, infer, dec) \
+    DECOMP(nm, lo, hi, RLX_OPF_FUSED | (fl), kind, amp, lay, infer, dec)
 #define CH RLX_OPF_CHAIN
 #define CH32 (RLX_OPF_CHAIN | RLX_OPF_CHAIN_F32)
 #define LOW RLX_AMP_LOW
@@ -746,12 +756,12 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_PAD] = ROW("pad", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_pad),
     [RLX_OP_ROPE] = ROW("rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, infer_rope),
     [RLX_OP_ATTENTION] = ROW("attention", 3, 5, 0, RLX_KIND_ATTENTION, LOW, infer_attention),
-    [RLX_OP_CONV] = DECOMP("conv", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV, infer_conv,
-                           rlx_decompose_channels_last),
-    [RLX_OP_MAX_POOL] = DECOMP("max_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
-                               rlx_decompose_channels_last),
-    [RLX_OP_AVG_POOL] = DECOMP("avg_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
-                               rlx_decompose_channels_last),
+    [RLX_OP_CONV] =
+        DECOMP("conv", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV, infer_conv, rlx_decompose_channels_last),
+    [RLX_OP_MAX_POOL] =
+        DECOMP("max_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool, rlx_decompose_channels_last),
+    [RLX_OP_AVG_POOL] =
+        DECOMP("avg_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool, rlx_decompose_channels_last),
     [RLX_OP_GLOBAL_AVG_POOL] = ROW("global_avg_pool", 1, 1, 0, RLX_KIND_POOL, F32, infer_global_pool),
     [RLX_OP_RANDOM_UNIFORM] = ROW("random_uniform", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
     [RLX_OP_RANDOM_NORMAL] = ROW("random_normal", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
@@ -766,13 +776,13 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                     rlx_infer_add_norm, rlx_decompose_add_norm),
     [RLX_OP_ADD_RMS_NORM] = FUSED("add_rms_norm", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_add_norm,
                                   rlx_decompose_add_norm),
-    [RLX_OP_SWIGLU] = FUSED("swiglu", 3, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_swiglu,
-                            rlx_decompose_swiglu),
+    [RLX_OP_SWIGLU] =
+        FUSED("swiglu", 3, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_swiglu, rlx_decompose_swiglu),
     [RLX_OP_ATTENTION_BLOCK] = FUSED("attention_block", 5, 12, 0, RLX_KIND_ATTENTION, LOW, RLX_LAYOUT_ATTR_NONE,
                                      rlx_infer_attention_block, rlx_decompose_attention_block),
-    [RLX_OP_ELEMENTWISE_CHAIN] = FUSED("elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_ELEMENTWISE,
-                                       RLX_KIND_ELEMENTWISE, RLX_AMP_CHAIN, RLX_LAYOUT_ATTR_NONE,
-                                       rlx_infer_elementwise_chain, rlx_decompose_elementwise_chain),
+    [RLX_OP_ELEMENTWISE_CHAIN] =
+        FUSED("elementwise_chain", 1, RLX_MAX_INPUTS, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, RLX_AMP_CHAIN,
+              RLX_LAYOUT_ATTR_NONE, rlx_infer_elementwise_chain, rlx_decompose_elementwise_chain),
     [RLX_OP_SOFTMAX_SCALE_MASK] = FUSED("softmax_scale_mask", 1, 2, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
                                         rlx_infer_softmax_scale_mask, rlx_decompose_softmax_scale_mask),
     [RLX_OP_CONV_BIAS_ACT] = FUSED("conv_bias_act", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV,

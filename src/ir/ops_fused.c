@@ -138,7 +138,7 @@ int rlx_attn_block_input(const rlx_node_data *n, int which)
 {
     int k = 5;
     for (int i = 1; i <= 7; i++) {
-        int present = i <= 4 ? (n->attrs.attn_block.has_bias >> (i - 1)) & 1
+        int present = i <= 4   ? (n->attrs.attn_block.has_bias >> (i - 1)) & 1
                       : i == 5 ? n->attrs.attn_block.has_qnorm
                       : i == 6 ? n->attrs.attn_block.has_knorm
                                : n->attrs.attn_block.has_mask;
@@ -149,8 +149,7 @@ int rlx_attn_block_input(const rlx_node_data *n, int which)
     return -1;
 }
 
-static rlx_status check_mat(const rlx_graph *g, rlx_node id, int64_t rows, int64_t cols, rlx_dtype t,
-                            const char *what)
+static rlx_status check_mat(const rlx_graph *g, rlx_node id, int64_t rows, int64_t cols, rlx_dtype t, const char *what)
 {
     const rlx_node_data *w = &g->nodes[id];
     if (w->shape.ndim != 2 || w->shape.dims[0] != rows || w->shape.dims[1] != cols)
@@ -167,14 +166,13 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
     const rlx_node_data *x = IN(0);
 #define a (&n->attrs.attn_block)
     if (x->shape.ndim != 3)
-        return rlx_set_error(RLX_ERR_SHAPE, "attention block input must be [B, S, hidden], got %s",
-                             SHAPE_A(&x->shape));
+        return rlx_set_error(RLX_ERR_SHAPE, "attention block input must be [B, S, hidden], got %s", SHAPE_A(&x->shape));
     if (!rlx_dtype_is_float(x->dtype))
         return rlx_set_error(RLX_ERR_DTYPE, "attention block takes a float type, got %s", rlx_dtype_name(x->dtype));
     int64_t hid = x->shape.dims[2], H = a->heads, Hk = a->kv_heads, D = a->head_dim, Dv = a->v_head_dim;
     if (H < 1 || Hk < 1 || D < 1 || Dv < 1 || H % Hk)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "bad heads %lld / kv heads %lld / dims %lld, %lld",
-                             (long long)H, (long long)Hk, (long long)D, (long long)Dv);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "bad heads %lld / kv heads %lld / dims %lld, %lld", (long long)H,
+                             (long long)Hk, (long long)D, (long long)Dv);
     if (a->has_rope && (D % 2 || !(a->rope_theta > 0)))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rope needs an even head dim and theta > 0");
     int expected = 5 + (a->has_qnorm != 0) + (a->has_knorm != 0) + (a->has_mask != 0);
@@ -196,7 +194,8 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n)
     const int64_t blen[4] = {H * D, Hk * D, Hk * Dv, out_dim};
     for (int i = 1; i <= 6; i++) {
         int k = rlx_attn_block_input(n, i);
-        if (k >= 0 && (s = check_vec(g, n->in[k], i <= 4 ? blen[i - 1] : D, t, i <= 4 ? "bias" : "norm gamma")) != RLX_OK)
+        if (k >= 0 &&
+            (s = check_vec(g, n->in[k], i <= 4 ? blen[i - 1] : D, t, i <= 4 ? "bias" : "norm gamma")) != RLX_OK)
             return s;
     }
     int km = rlx_attn_block_input(n, 7);

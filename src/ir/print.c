@@ -39,8 +39,9 @@ void rlx_graph_write_dot(const rlx_graph *g, FILE *f, const char *title)
     for (int i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         const rlx_op_info *info = rlx_op_info_of(n->op);
-        const char *color = (info && (info->flags & RLX_OPF_FUSED)) ? "lightblue"
-                            : (info && (info->flags & RLX_OPF_LEAF)) ? "lightgrey" : "white";
+        const char *color = (info && (info->flags & RLX_OPF_FUSED))  ? "lightblue"
+                            : (info && (info->flags & RLX_OPF_LEAF)) ? "lightgrey"
+                                                                     : "white";
         fprintf(f, "  n%d [label=\"%s%s%s\\n%s%s\", style=filled, fillcolor=%s];\n", i, rlx_op_name(n->op),
                 n->name ? " " : "", n->name ? n->name : "", rlx_dtype_name(n->dtype),
                 rlx_shape_str(&n->shape, sh, sizeof sh), color);

@@ -19,7 +19,7 @@
 
 typedef struct ckpt {
     rlx_weights *w;
-    bool hf;          /* Hugging Face names */
+    bool hf; /* Hugging Face names */
     bool gpt2;
     float *rope_freqs; /* owned copy of rope_freqs.weight, or NULL */
 } ckpt;
@@ -44,19 +44,20 @@ static bool hf_name(bool gpt2, const char *name, char *out, size_t n, bool *in_o
         {"ffn_down.weight", "mlp.down_proj.weight"},
     };
     static const char *gpt2_layer[][2] = {
-        {"attn_norm.weight", "ln_1.weight"},         {"attn_norm.bias", "ln_1.bias"},
-        {"attn_qkv.weight", "attn.c_attn.weight"},   {"attn_qkv.bias", "attn.c_attn.bias"},
+        {"attn_norm.weight", "ln_1.weight"},          {"attn_norm.bias", "ln_1.bias"},
+        {"attn_qkv.weight", "attn.c_attn.weight"},    {"attn_qkv.bias", "attn.c_attn.bias"},
         {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
-        {"ffn_norm.weight", "ln_2.weight"},          {"ffn_norm.bias", "ln_2.bias"},
-        {"ffn_up.weight", "mlp.c_fc.weight"},        {"ffn_up.bias", "mlp.c_fc.bias"},
-        {"ffn_down.weight", "mlp.c_proj.weight"},    {"ffn_down.bias", "mlp.c_proj.bias"},
+        {"ffn_norm.weight", "ln_2.weight"},           {"ffn_norm.bias", "ln_2.bias"},
+        {"ffn_up.weight", "mlp.c_fc.weight"},         {"ffn_up.bias", "mlp.c_fc.bias"},
+        {"ffn_down.weight", "mlp.c_proj.weight"},     {"ffn_down.bias", "mlp.c_proj.bias"},
     };
     static const char *llama_global[][2] = {
-        {"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
+        {"token_embd.weight", "model.embed_tokens.weight"},
+        {"output_norm.weight", "model.norm.weight"},
         {"output.weight", "lm_head.weight"},
     };
     static const char *gpt2_global[][2] = {
-        {"token_embd.weight", "wte.weight"}, {"position_embd.weight", "wpe.weight"},
+        {"token_embd.weight", "wte.weight"},   {"position_embd.weight", "wpe.weight"},
         {"output_norm.weight", "ln_f.weight"}, {"output_norm.bias", "ln_f.bias"},
         {"output.weight", "lm_head.weight"},
     };
@@ -174,8 +175,8 @@ static rlx_status hparams_from_gguf(ckpt *c, const rlx_gguf *g, llm_hparams *hp)
     else if (!strcmp(arch, "gpt2"))
         hp->arch = LLM_GPT2;
     else
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "gguf: unknown architecture '%s' (supported: llama, qwen2, qwen3, gpt2)",
-                             arch);
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "gguf: unknown architecture '%s' (supported: llama, qwen2, qwen3, gpt2)", arch);
     int kl = 0;
     if ((st = gguf_int(g, arch, "block_count", 0, &hp->layers)) != RLX_OK ||
         (st = gguf_int(g, arch, "embedding_length", 0, &hp->hidden)) != RLX_OK ||
@@ -228,7 +229,8 @@ static rlx_status read_rope_freqs(ckpt *c, llm_hparams *hp)
     if (rlx_weights_find(c->w, "rope_freqs.weight", &v) != RLX_OK)
         return RLX_OK;
     if (v->dtype != RLX_F32 || v->numel != hp->head_dim / 2)
-        return rlx_set_error(RLX_ERR_SHAPE, "rope_freqs.weight: %s with %lld values; f32 with head_dim / 2 = %d expected",
+        return rlx_set_error(RLX_ERR_SHAPE,
+                             "rope_freqs.weight: %s with %lld values; f32 with head_dim / 2 = %d expected",
                              v->type_name, (long long)v->numel, hp->head_dim / 2);
     if (!(c->rope_freqs = rlx_malloc((size_t)v->numel * sizeof(float))))
         return RLX_ERR_OUT_OF_MEMORY;
@@ -375,7 +377,8 @@ rlx_status llm_open_checkpoint(const char *path, llm_hparams *hp, llm_source *sr
             bool in_out;
             hf_name(c->gpt2, "output.weight", stored, sizeof stored, &in_out);
             if (!hp->tied && !has_tensor(c->w, stored))
-                st = rlx_set_error(RLX_ERR_NOT_FOUND, "config.json says the output embedding is separate, but the checkpoint has no '%s'",
+                st = rlx_set_error(RLX_ERR_NOT_FOUND,
+                                   "config.json says the output embedding is separate, but the checkpoint has no '%s'",
                                    stored);
             if (!c->gpt2) { /* biases as the checkpoint has them (Qwen2: q/k/v only) */
                 hp->qkv_bias = has_tensor(c->w, "model.layers.0.self_attn.q_proj.bias");

@@ -54,8 +54,8 @@ static rlx_status read_rope_scaling(const cJSON *root, llm_hparams *hp)
         hp->rope_orig_ctx = (int)num(rs, "original_max_position_embeddings", 8192);
         return RLX_OK;
     }
-    return rlx_set_error(RLX_ERR_UNSUPPORTED, "config.json: rope_scaling type '%s' is not supported (default, linear, llama3 are)",
-                         type);
+    return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                         "config.json: rope_scaling type '%s' is not supported (default, linear, llama3 are)", type);
 }
 
 rlx_status llm_hparams_from_hf(const cJSON *root, llm_hparams *hp)
@@ -69,7 +69,8 @@ rlx_status llm_hparams_from_hf(const cJSON *root, llm_hparams *hp)
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const char *arch = cJSON_IsString(a0) ? a0->valuestring : (cJSON_IsString(mt) ? mt->valuestring : NULL);
     if (!arch) {
-        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "config.json names no architecture (no 'architectures' or 'model_type')");
+        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                           "config.json names no architecture (no 'architectures' or 'model_type')");
         goto done;
     }
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
@@ -106,7 +107,8 @@ rlx_status llm_hparams_from_hf(const cJSON *root, llm_hparams *hp)
         hp->qkv_bias = hp->out_bias = hp->ffn_bias = true;
         hp->tied = flag(root, "tie_word_embeddings", 1);
         const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
-        if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_new") && strcmp(act->valuestring, "gelu_pytorch_tanh")) {
+        if (cJSON_IsString(act) && strcmp(act->valuestring, "gelu_new") &&
+            strcmp(act->valuestring, "gelu_pytorch_tanh")) {
             st = rlx_set_error(RLX_ERR_UNSUPPORTED, "config.json: GPT-2 activation '%s' is not supported (gelu_new is)",
                                act->valuestring);
             goto done;
@@ -150,12 +152,12 @@ rlx_status llm_hparams_check(llm_hparams *hp)
         hp->kv_heads = hp->heads;
     const int big = 1 << 20;
     if (hp->layers < 1 || hp->layers > 4096 || hp->hidden < 1 || hp->hidden > big || hp->heads < 1 ||
-        hp->heads > 4096 || hp->head_dim < 2 || hp->head_dim > 4096 || hp->ffn < 1 || hp->ffn > big ||
-        hp->vocab < 1 || hp->vocab > (1 << 24) || hp->max_ctx < 1)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
-                             "%s: unusable sizes (layers %d, hidden %d, heads %d, head_dim %d, ffn %d, vocab %d, context %d)",
-                             hp->arch_name, hp->layers, hp->hidden, hp->heads, hp->head_dim, hp->ffn, hp->vocab,
-                             hp->max_ctx);
+        hp->heads > 4096 || hp->head_dim < 2 || hp->head_dim > 4096 || hp->ffn < 1 || hp->ffn > big || hp->vocab < 1 ||
+        hp->vocab > (1 << 24) || hp->max_ctx < 1)
+        return rlx_set_error(
+            RLX_ERR_INVALID_ARGUMENT,
+            "%s: unusable sizes (layers %d, hidden %d, heads %d, head_dim %d, ffn %d, vocab %d, context %d)",
+            hp->arch_name, hp->layers, hp->hidden, hp->heads, hp->head_dim, hp->ffn, hp->vocab, hp->max_ctx);
     if (hp->kv_heads > hp->heads || hp->heads % hp->kv_heads)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: %d query heads are not a multiple of %d key/value heads",
                              hp->arch_name, hp->heads, hp->kv_heads);
@@ -163,14 +165,15 @@ rlx_status llm_hparams_check(llm_hparams *hp)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: head dim %d is odd (RoPE rotates pairs)", hp->arch_name,
                              hp->head_dim);
     if (!hp->learned_pos && !(hp->rope_theta > 0))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: RoPE theta %g is not positive", hp->arch_name, hp->rope_theta);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: RoPE theta %g is not positive", hp->arch_name,
+                             hp->rope_theta);
     if (hp->rope_scaling != LLM_ROPE_NONE && !(hp->rope_factor > 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: RoPE scaling factor %g is not positive", hp->arch_name,
                              hp->rope_factor);
     if (hp->rope_scaling == LLM_ROPE_LLAMA3 &&
         !(hp->rope_high_freq > hp->rope_low_freq && hp->rope_low_freq > 0 && hp->rope_orig_ctx > 0))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: llama3 RoPE scaling needs high_freq_factor > low_freq_factor > 0",
-                             hp->arch_name);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "%s: llama3 RoPE scaling needs high_freq_factor > low_freq_factor > 0", hp->arch_name);
     if (!(hp->norm_eps >= 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s: norm epsilon %g is negative", hp->arch_name, hp->norm_eps);
     if (hp->bos >= hp->vocab)

@@ -198,8 +198,9 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "llm context: ctx %d, batch %d or prefill chunk %d out of range",
                              o.ctx, o.batch, o.prefill_chunk);
     if (hp->learned_pos && o.ctx > hp->max_ctx)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "llm context: %d positions asked, the model has %d (learned positions)",
-                             o.ctx, hp->max_ctx);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "llm context: %d positions asked, the model has %d (learned positions)", o.ctx,
+                             hp->max_ctx);
     if (hp->sliding_window > 0 && o.ctx > hp->sliding_window) {
         if (opts && opts->ctx > 0)
             return rlx_set_error(RLX_ERR_UNSUPPORTED,
@@ -229,7 +230,8 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     if (!c->pos || !c->logits || (B > 1 && !c->step_logits) || !c->in_decode || !c->next || !c->tokens || !c->in_pos ||
         !c->in_last) {
         rlx_llm_context_free(c);
-        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm context: no memory for %d sequences of %d logits", B, hp->vocab);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm context: no memory for %d sequences of %d logits", B,
+                             hp->vocab);
     }
     rlx_options so;
     rlx_options_init(&so);
@@ -238,7 +240,9 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     so.threads = o.threads;
     so.verbose = o.verbose;
     /* weights and cache in the 16-bit type the model computes in */
-    rlx_dtype wdtype = o.precision == RLX_PRECISION_BF16 ? RLX_BF16 : o.precision == RLX_PRECISION_F16 ? RLX_F16 : RLX_F32;
+    rlx_dtype wdtype = o.precision == RLX_PRECISION_BF16  ? RLX_BF16
+                       : o.precision == RLX_PRECISION_F16 ? RLX_F16
+                                                          : RLX_F32;
     rlx_status st = RLX_OK;
     rlx_graph *gp = llm_build_step(hp, B, S, o.ctx, wdtype);
     rlx_graph *gd = gp ? llm_build_step(hp, B, 1, o.ctx, wdtype) : NULL;
@@ -337,12 +341,13 @@ rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const 
     int longest = 0;
     for (int b = 0; b < n_seqs; b++) {
         if (!ids[b] || n_ids[b] < 1 || n_ids[b] > T)
-            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "prefill: sequence %d has %d tokens; 1 to %d fit the context", b,
-                                 n_ids[b], T);
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                 "prefill: sequence %d has %d tokens; 1 to %d fit the context", b, n_ids[b], T);
         for (int i = 0; i < n_ids[b]; i++)
             if (ids[b][i] < 0 || ids[b][i] >= V)
-                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "prefill: token %d of sequence %d is %d, outside the vocabulary of %d",
-                                     i, b, (int)ids[b][i], V);
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                     "prefill: token %d of sequence %d is %d, outside the vocabulary of %d", i, b,
+                                     (int)ids[b][i], V);
         if (n_ids[b] > longest)
             longest = n_ids[b];
     }
@@ -375,8 +380,9 @@ rlx_status rlx_llm_decode(rlx_llm_context *c, const int32_t *tokens)
     for (int b = 0; b < B; b++) {
         take[b] = tokens[b] >= 0;
         if (take[b] && tokens[b] >= V)
-            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: token %d of sequence %d is outside the vocabulary of %d",
-                                 (int)tokens[b], b, V);
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                 "decode: token %d of sequence %d is outside the vocabulary of %d", (int)tokens[b], b,
+                                 V);
         if (take[b] && c->pos[b] >= T)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decode: sequence %d is full (%d positions)", b, T);
         c->tokens[b] = take[b] ? tokens[b] : 0;
@@ -431,7 +437,4 @@ int rlx_llm_position(const rlx_llm_context *c, int seq)
     return c && seq >= 0 && seq < c->opts.batch ? c->pos[seq] : -1;
 }
 
-int rlx_llm_context_size(const rlx_llm_context *c)
-{
-    return c ? c->opts.ctx : -1;
-}
+int rlx_llm_context_size(const rlx_llm_context *c) { return c ? c->opts.ctx : -1; }

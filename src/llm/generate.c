@@ -24,15 +24,17 @@ rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, int n_pro
                             rlx_token_fn fn, void *user, rlx_generate_stats *stats)
 {
     if (!c || !prompt || n_prompt < 1)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "generate: a context and a prompt of at least one token are needed");
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "generate: a context and a prompt of at least one token are needed");
     rlx_generate_params p;
     if (gp)
         p = *gp;
     else
         rlx_generate_params_init(&p);
     if (p.max_tokens < 0 || n_prompt + p.max_tokens > c->opts.ctx)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "generate: %d prompt tokens + %d new ones exceed the context of %d",
-                             n_prompt, p.max_tokens, c->opts.ctx);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "generate: %d prompt tokens + %d new ones exceed the context of %d", n_prompt,
+                             p.max_tokens, c->opts.ctx);
     rlx_sampler_params sp;
     rlx_sampler_params_init(&sp);
     sp.temperature = p.temperature;

@@ -120,8 +120,8 @@ static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node 
     int64_t H = hp->hidden, D = hp->head_dim, Hq = hp->heads, Hk = hp->kv_heads;
     /* one product for q, k and v (the loader joins separate checkpoint
      * tensors row-wise), cut along its last axis */
-    rlx_node qkv = linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight", hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL,
-                          l);
+    rlx_node qkv =
+        linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight", hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL, l);
     rlx_node parts[3];
     rlx_split(g, qkv, 2, 3, (int64_t[]){Hq * D, Hk * D, Hk * D}, parts);
     rlx_node q = parts[0], k = parts[1], v = parts[2];

@@ -21,26 +21,26 @@ typedef enum llm_rope_scaling { LLM_ROPE_NONE = 0, LLM_ROPE_LINEAR, LLM_ROPE_LLA
 
 typedef struct llm_hparams {
     llm_arch arch;
-    char arch_name[64];   /* as the checkpoint names it (LlamaForCausalLM, qwen3, ...) */
+    char arch_name[64]; /* as the checkpoint names it (LlamaForCausalLM, qwen3, ...) */
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
-    int max_ctx;          /* positions the model was trained for (learned positions: the table's size) */
-    int sliding_window;   /* Mistral's attention window (0: none); contexts are kept within it */
+    int max_ctx;        /* positions the model was trained for (learned positions: the table's size) */
+    int sliding_window; /* Mistral's attention window (0: none); contexts are kept within it */
     double norm_eps;
     double rope_theta;
     llm_rope_scaling rope_scaling;
-    double rope_factor;   /* linear and llama3 */
+    double rope_factor;                   /* linear and llama3 */
     double rope_low_freq, rope_high_freq; /* llama3 */
-    int rope_orig_ctx;    /* llama3 */
-    bool rope_interleaved; /* adjacent pairs (llama in GGUF, whose q/k rows are permuted) */
-    bool layer_norm;      /* LayerNorm with bias (gpt2), else RMSNorm */
-    bool gelu_ffn;        /* up -> gelu(tanh) -> down (gpt2), else SwiGLU */
+    int rope_orig_ctx;                    /* llama3 */
+    bool rope_interleaved;                /* adjacent pairs (llama in GGUF, whose q/k rows are permuted) */
+    bool layer_norm;                      /* LayerNorm with bias (gpt2), else RMSNorm */
+    bool gelu_ffn;                        /* up -> gelu(tanh) -> down (gpt2), else SwiGLU */
     bool qkv_bias, out_bias, ffn_bias;
-    bool qk_norm;         /* per-head RMSNorm of q and k before RoPE (qwen3) */
-    bool fused_qkv;       /* one attn_qkv projection (gpt2) */
-    bool learned_pos;     /* position_embd (gpt2) */
-    bool tied;            /* no output.weight: logits through token_embd */
+    bool qk_norm;                   /* per-head RMSNorm of q and k before RoPE (qwen3) */
+    bool fused_qkv;                 /* one attn_qkv projection (gpt2) */
+    bool learned_pos;               /* position_embd (gpt2) */
+    bool tied;                      /* no output.weight: logits through token_embd */
     const float *rope_freq_factors; /* head_dim / 2 divisors of RoPE's frequencies (GGUF rope_freqs.weight), or NULL */
-    int bos, eos;         /* -1 if unknown */
+    int bos, eos;                   /* -1 if unknown */
 } llm_hparams;
 
 /* One tensor of a checkpoint, in row-major order.  in_out: a projection

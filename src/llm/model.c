@@ -28,8 +28,16 @@ int llm_canonical_shape(const llm_hparams *hp, const char *name, int64_t *dims)
             return 0;
         w++;
     }
-#define SHAPE2(n, a, b) if (!strcmp(w, n)) { dims[0] = (a), dims[1] = (b); return 2; }
-#define SHAPE1(n, a) if (!strcmp(w, n)) { dims[0] = (a); return 1; }
+#define SHAPE2(n, a, b)               \
+    if (!strcmp(w, n)) {              \
+        dims[0] = (a), dims[1] = (b); \
+        return 2;                     \
+    }
+#define SHAPE1(n, a)     \
+    if (!strcmp(w, n)) { \
+        dims[0] = (a);   \
+        return 1;        \
+    }
     SHAPE2("token_embd.weight", hp->vocab, H)
     SHAPE2("output.weight", hp->vocab, H)
     SHAPE2("position_embd.weight", hp->max_ctx, H)
@@ -173,8 +181,8 @@ rlx_status rlx_llm_get_info(const rlx_llm *m, rlx_llm_info *info)
     if (!m || !info)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_llm_get_info: model and info must not be NULL");
     const llm_hparams *hp = &m->hp;
-    *info = (rlx_llm_info){hp->arch_name, hp->layers, hp->hidden, hp->heads, hp->kv_heads, hp->head_dim,
-                           hp->ffn,       hp->vocab,  hp->max_ctx, hp->bos,  hp->eos};
+    *info = (rlx_llm_info){hp->arch_name, hp->layers, hp->hidden,  hp->heads, hp->kv_heads, hp->head_dim,
+                           hp->ffn,       hp->vocab,  hp->max_ctx, hp->bos,   hp->eos};
     return RLX_OK;
 }
 

@@ -14,13 +14,13 @@ struct rlx_sampler {
     rlx_sampler_params p;
     int n;
     uint64_t rng[4];
-    float *val;    /* [n] penalised logits, NaN replaced by -inf */
-    float *w;      /* [n] weights exp((val - max) / T) */
-    int32_t *idx;  /* [n] the kept tokens; heaps while top-k/top-p pick them */
-    uint8_t *seen; /* [n] all zero between calls */
+    float *val;                    /* [n] penalised logits, NaN replaced by -inf */
+    float *w;                      /* [n] weights exp((val - max) / T) */
+    int32_t *idx;                  /* [n] the kept tokens; heaps while top-k/top-p pick them */
+    uint8_t *seen;                 /* [n] all zero between calls */
     double mass[RLX_SAMPLER_BINS]; /* top-p's weight per bin of -ln(w) */
-    int32_t best;  /* the best token of the current call */
-    int n_finite;  /* its count of values above -inf */
+    int32_t best;                  /* the best token of the current call */
+    int n_finite;                  /* its count of values above -inf */
 };
 
 /* ------------------------------------------------------------ random */
@@ -240,9 +240,10 @@ static int top_p_kept(rlx_sampler *s, double want)
     const int n = s->n;
     const float vmax = v[s->best], scale = 32.0f / s->p.temperature;
     memset(mass, 0, RLX_SAMPLER_BINS * sizeof *mass);
-#define BIN_OF(i)                                                                                                  \
-    (v[i] == vmax ? 0 : ((vmax - v[i]) * scale < (float)(RLX_SAMPLER_BINS - 1) ? (int)((vmax - v[i]) * scale)       \
-                                                                                 : RLX_SAMPLER_BINS - 1))
+#define BIN_OF(i)                                                                                         \
+    (v[i] == vmax ? 0                                                                                     \
+                  : ((vmax - v[i]) * scale < (float)(RLX_SAMPLER_BINS - 1) ? (int)((vmax - v[i]) * scale) \
+                                                                           : RLX_SAMPLER_BINS - 1))
     for (int i = 0; i < n; i++)
         if (w[i] > 0.0f)
             mass[BIN_OF(i)] += w[i];
@@ -380,8 +381,7 @@ int32_t rlx_sampler_sample(rlx_sampler *s, const float *logits, const int32_t *h
     return n > 0 ? s->idx[n - 1] : s->best;
 }
 
-rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t *history, int n_history,
-                             float *probs)
+rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t *history, int n_history, float *probs)
 {
     if (!s || !logits || !probs)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_sampler_probs: NULL argument");
@@ -400,8 +400,7 @@ rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t 
     return RLX_OK;
 }
 
-rlx_status rlx_sampler_penalize(rlx_sampler *s, const float *logits, const int32_t *history, int n_history,
-                                float *out)
+rlx_status rlx_sampler_penalize(rlx_sampler *s, const float *logits, const int32_t *history, int n_history, float *out)
 {
     if (!s || !logits || !out)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_sampler_penalize: NULL argument");

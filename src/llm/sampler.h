@@ -82,13 +82,11 @@ int32_t rlx_sampler_sample(rlx_sampler *s, const float *logits, const int32_t *h
 /* The distribution rlx_sampler_sample draws from, as probs[n_vocab]
  * (zero for the tokens the filters drop; one-hot when greedy).  Draws no
  * random number.  RLX_ERR_RUNTIME when no logit is finite or +inf. */
-rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t *history, int n_history,
-                             float *probs);
+rlx_status rlx_sampler_probs(rlx_sampler *s, const float *logits, const int32_t *history, int n_history, float *probs);
 
 /* Step 1 alone: out[n_vocab] = logits with the repetition penalty applied
  * (NaN stays NaN).  out may be logits itself. */
-rlx_status rlx_sampler_penalize(rlx_sampler *s, const float *logits, const int32_t *history, int n_history,
-                                float *out);
+rlx_status rlx_sampler_penalize(rlx_sampler *s, const float *logits, const int32_t *history, int n_history, float *out);
 
 /* ------------------------------------------------------------ stopping */
 

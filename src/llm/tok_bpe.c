@@ -132,7 +132,8 @@ static rlx_status emit_unknown(const rlx_tokenizer *t, const uint8_t *s, size_t 
     if (t->unk < 0)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "tokenizer: the text holds \"%.*s\" (first byte 0x%02x), which no token covers, and the "
-                             "vocabulary has no unknown token", (int)(n > 16 ? 16 : n), (const char *)s, s[0]);
+                             "vocabulary has no unknown token",
+                             (int)(n > 16 ? 16 : n), (const char *)s, s[0]);
     if (t->cfg.fuse_unk && *prev_unk)
         return RLX_OK;
     *prev_unk = 1;

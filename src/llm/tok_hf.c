@@ -82,8 +82,9 @@ static rlx_status read_normalizer(const cJSON *n, tok_config *cfg)
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
         const char *from = jstr(pat, "String"), *to = jstr(n, "content");
         if (!from || !to)
-            return rlx_set_error(RLX_ERR_UNSUPPORTED,
-                                 "tokenizer.json: Replace normalizer: only a String pattern and a content are supported");
+            return rlx_set_error(
+                RLX_ERR_UNSUPPORTED,
+                "tokenizer.json: Replace normalizer: only a String pattern and a content are supported");
         return add_norm(cfg, TOK_NORM_REPLACE, from, to);
     }
     return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: normalizer \"%s\" is not supported", ty);
@@ -146,10 +147,13 @@ static rlx_status read_pre(const cJSON *n, tok_config *cfg, pre_info *p)
     if (strcmp(ty, "Split") == 0) {
         const char *beh = jstr(n, "behavior");
         if (beh && strcmp(beh, "Isolated") != 0)
-            return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: Split pre-tokenizer behavior \"%s\" is not "
-                                 "supported (only Isolated)", beh);
+            return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                                 "tokenizer.json: Split pre-tokenizer behavior \"%s\" is not "
+                                 "supported (only Isolated)",
+                                 beh);
         if (jbool(n, "invert", 0))
-            return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: Split pre-tokenizer with invert is not supported");
+            return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                                 "tokenizer.json: Split pre-tokenizer with invert is not supported");
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
         const char *re = jstr(pat, "Regex"), *lit = jstr(pat, "String");
         if (!re && !lit)
@@ -159,7 +163,8 @@ static rlx_status read_pre(const cJSON *n, tok_config *cfg, pre_info *p)
     if (strcmp(ty, "Metaspace") == 0) {
         const char *rep = jstr(n, "replacement");
         if (rep && strcmp(rep, "\xe2\x96\x81") != 0)
-            return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: Metaspace replacement \"%s\" (only U+2581)", rep);
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: Metaspace replacement \"%s\" (only U+2581)",
+                                 rep);
         const char *scheme = jstr(n, "prepend_scheme");
         int prepend = scheme ? strcmp(scheme, "never") != 0 : jbool(n, "add_prefix_space", 1);
         rlx_status st = add_norm(cfg, TOK_NORM_REPLACE, " ", "\xe2\x96\x81");
@@ -202,7 +207,8 @@ static rlx_status read_decoder(const cJSON *n, tok_config *cfg, int top)
     }
     if (strcmp(ty, "Strip") == 0) {
         const char *c = jstr(n, "content");
-        const cJSON *start = cJSON_GetObjectItemCaseSensitive(n, "start"), *stop = cJSON_GetObjectItemCaseSensitive(n, "stop");
+        const cJSON *start = cJSON_GetObjectItemCaseSensitive(n, "start"),
+                    *stop = cJSON_GetObjectItemCaseSensitive(n, "stop");
         if (!c || strcmp(c, " ") != 0 || (cJSON_IsNumber(stop) && stop->valueint != 0) ||
             (cJSON_IsNumber(start) && start->valueint > 1))
             return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: Strip decoder other than one leading space");
@@ -274,8 +280,10 @@ static rlx_status read_post(const cJSON *n, const vocab *v, rlx_tokenizer_spec *
             continue;
         int32_t id = find_token(v, jstr(sp, "id"));
         if (id < 0)
-            return rlx_set_error(RLX_ERR_FORMAT, "tokenizer.json: TemplateProcessing names token \"%s\", not in the "
-                                 "vocabulary", jstr(sp, "id") ? jstr(sp, "id") : "?");
+            return rlx_set_error(RLX_ERR_FORMAT,
+                                 "tokenizer.json: TemplateProcessing names token \"%s\", not in the "
+                                 "vocabulary",
+                                 jstr(sp, "id") ? jstr(sp, "id") : "?");
         if (!seen_seq) {
             spec->bos_id = id;
             spec->add_bos = 1;
@@ -287,7 +295,8 @@ static rlx_status read_post(const cJSON *n, const vocab *v, rlx_tokenizer_spec *
         }
     }
     if (nbefore > 1 || nafter > 1)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: TemplateProcessing adds more than one token on a side");
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "tokenizer.json: TemplateProcessing adds more than one token on a side");
     return RLX_OK;
 }
 
@@ -334,7 +343,7 @@ rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const c
     const char *cont = jstr(model, "continuing_subword_prefix"), *suff = jstr(model, "end_of_word_suffix");
     if ((cont && *cont) || (suff && *suff)) {
         st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: BPE with continuing_subword_prefix or "
-                           "end_of_word_suffix is not supported");
+                                                "end_of_word_suffix is not supported");
         goto done;
     }
     const cJSON *vj = cJSON_GetObjectItemCaseSensitive(model, "vocab"), *it;
@@ -446,7 +455,7 @@ rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const c
     cfg.ignore_merges = jbool(model, "ignore_merges", 0);
     if (!cfg.byte_level && pre.regex) {
         st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tokenizer.json: a Split pre-tokenizer without ByteLevel is not "
-                           "supported");
+                                                "supported");
         goto done;
     }
 
@@ -470,7 +479,7 @@ rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const c
     spec.token_types = v.type;
     spec.n_merges = n_merges;
     spec.merges = cJSON_IsArray(mj) ? merges : NULL; /* present and empty: no merges */
-    pre.regex = NULL; /* cfg.regex points at it; freed below */
+    pre.regex = NULL;                                /* cfg.regex points at it; freed below */
     char *regex = (char *)cfg.regex;
     rlx_tokenizer *t = NULL;
     st = tok_create(&spec, &cfg, &t);

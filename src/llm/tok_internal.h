@@ -28,7 +28,7 @@ typedef struct tok_token {
     uint32_t text_off, text_len; /* the vocabulary string, as stored */
     uint32_t raw_off, raw_len;   /* the bytes it stands for in text */
     float score;
-    uint8_t type;                /* RLX_TOKEN_* */
+    uint8_t type; /* RLX_TOKEN_* */
 } tok_token;
 
 typedef struct tok_special {
@@ -53,14 +53,14 @@ typedef struct tok_norm {
 /* What a tokenizer does beyond its vocabulary: derived from the GGUF model
  * and pre names, or read from tokenizer.json. */
 typedef struct tok_config {
-    int byte_level;          /* byte-level BPE (else SentencePiece-style) */
-    const char *regex;       /* pre-tokenizer split pattern (PCRE2 syntax), NULL: none */
-    int prefix_space;        /* ByteLevel add_prefix_space: a space before text not starting with one */
-    int metaspace_split;     /* split the normalized text before each U+2581 */
-    int ignore_merges;       /* a piece found whole in the vocabulary is one token */
-    int byte_fallback;       /* unknown characters become <0xXX> tokens */
-    int fuse_unk;            /* consecutive unknown characters become one unk */
-    int use_scores;          /* no merges: merge by the score of the merged piece */
+    int byte_level;      /* byte-level BPE (else SentencePiece-style) */
+    const char *regex;   /* pre-tokenizer split pattern (PCRE2 syntax), NULL: none */
+    int prefix_space;    /* ByteLevel add_prefix_space: a space before text not starting with one */
+    int metaspace_split; /* split the normalized text before each U+2581 */
+    int ignore_merges;   /* a piece found whole in the vocabulary is one token */
+    int byte_fallback;   /* unknown characters become <0xXX> tokens */
+    int fuse_unk;        /* consecutive unknown characters become one unk */
+    int use_scores;      /* no merges: merge by the score of the merged piece */
     int n_norm;
     tok_norm norm[TOK_MAX_NORM];
     int strip_leading_space; /* decoder: drop one space at the start of the text */
@@ -75,14 +75,14 @@ struct rlx_tokenizer {
     tok_strmap text_map; /* vocabulary string -> id */
     tok_strmap key_map;  /* raw bytes (byte-level) or text (SentencePiece) -> id, for BPE */
     tok_pairmap merges;
-    int32_t byte_id[256];  /* byte-level: the token of one byte; SentencePiece: <0xXX> */
-    tok_special *special;  /* sorted by first byte, then longest first */
+    int32_t byte_id[256]; /* byte-level: the token of one byte; SentencePiece: <0xXX> */
+    tok_special *special; /* sorted by first byte, then longest first */
     int n_special;
     int special_start[257]; /* special[special_start[b] .. special_start[b+1]) begin with b */
     int32_t bos, eos, unk, pad, eot, eom;
     int add_bos, add_eos;
-    uint8_t *eog;          /* per id */
-    void *re;              /* pcre2_code_8 */
+    uint8_t *eog; /* per id */
+    void *re;     /* pcre2_code_8 */
 };
 
 /* A growable id vector. */
@@ -100,8 +100,8 @@ typedef struct tok_buf {
 int tok_buf_append(tok_buf *b, const void *s, size_t n);
 
 uint64_t tok_hash(const void *s, size_t n);
-int32_t tok_strmap_get(const tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw,
-                       const void *s, size_t n);
+int32_t tok_strmap_get(const tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw, const void *s,
+                       size_t n);
 int tok_pairmap_get(const tok_pairmap *m, int32_t a, int32_t b, int32_t *rank, int32_t *merged);
 /* Building the maps (tokenizer.c builds them): room for n entries, then one per id. */
 int tok_strmap_init(tok_strmap *m, size_t n);
@@ -112,8 +112,7 @@ uint64_t tok_pair_key(int32_t a, int32_t b);
 typedef struct tok_scratch tok_scratch;
 tok_scratch *tok_scratch_new(void);
 void tok_scratch_free(tok_scratch *sc);
-rlx_status tok_bpe_word(const rlx_tokenizer *t, const uint8_t *s, size_t n, tok_scratch *sc,
-                        tok_ivec *out);
+rlx_status tok_bpe_word(const rlx_tokenizer *t, const uint8_t *s, size_t n, tok_scratch *sc, tok_ivec *out);
 
 /* tok_pretok.c */
 rlx_status tok_regex_compile(rlx_tokenizer *t, const char *pattern);

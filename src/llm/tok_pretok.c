@@ -68,8 +68,8 @@ void tok_regex_free(rlx_tokenizer *t)
 static rlx_status nfc(const char *s, size_t n, tok_buf *out)
 {
     utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
-                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    utf8proc_ssize_t m =
+        utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
     int bad = m < 0;
     /* invalid UTF-8 stays as it is: its bytes still round-trip */
     int rc = bad ? tok_buf_append(out, s, n) : tok_buf_append(out, dst, (size_t)m);

@@ -58,8 +58,8 @@ static const char *tok_key(const char *blob, const tok_token *t, int use_raw, si
     return blob + (use_raw ? t->raw_off : t->text_off);
 }
 
-int32_t tok_strmap_get(const tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw,
-                       const void *s, size_t n)
+int32_t tok_strmap_get(const tok_strmap *m, const char *blob, const tok_token *tokens, int use_raw, const void *s,
+                       size_t n)
 {
     if (!m->slot)
         return -1;

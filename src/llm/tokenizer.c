@@ -82,7 +82,10 @@ static int utf8_decode(const uint8_t *s, size_t n, uint32_t *cp)
 
 static int hexval(int c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
 }
 
 /* "<0xAB>" -> 0xAB, else -1. */
@@ -94,8 +97,9 @@ static int byte_token_value(const char *s, size_t n)
     return h < 0 || l < 0 ? -1 : h * 16 + l;
 }
 
-static const char *const EOG_NAMES[] = {"<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<|end_of_text|>",
-                                        "</s>", "<end_of_turn>", "<|eom_id|>", "<|end|>", NULL};
+static const char *const EOG_NAMES[] = {"<|eot_id|>",      "<|im_end|>", "<|endoftext|>",
+                                        "<|end_of_text|>", "</s>",       "<end_of_turn>",
+                                        "<|eom_id|>",      "<|end|>",    NULL};
 
 static int cmp_special(const void *pa, const void *pb)
 {
@@ -333,8 +337,8 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
     static const char *const names[] = {"bos", "eos", "unk", "pad", "eot", "eom"};
     for (int k = 0; k < 6; k++) {
         if (given[k] >= t->n_vocab) {
-            st = rlx_set_error(RLX_ERR_FORMAT, "tokenizer: %s id %d is out of range (%d tokens)", names[k],
-                               given[k], t->n_vocab);
+            st = rlx_set_error(RLX_ERR_FORMAT, "tokenizer: %s id %d is out of range (%d tokens)", names[k], given[k],
+                               t->n_vocab);
             goto fail;
         }
         *ids[k] = given[k] < 0 ? -1 : given[k];
@@ -359,8 +363,13 @@ rlx_status tok_create(const rlx_tokenizer_spec *spec, tok_config *cfg, rlx_token
         tok_token *tk = &t->tokens[i];
         int ty = tk->type;
         if ((ty == RLX_TOKEN_CONTROL || ty == RLX_TOKEN_USER_DEFINED || ty == RLX_TOKEN_UNKNOWN) && tk->text_len > 0)
-            t->special[t->n_special++] = (tok_special){i, tk->text_off, tk->text_len, ty == RLX_TOKEN_USER_DEFINED, 0, 0,
-                                                        (unsigned char)t->blob[tk->text_off]};
+            t->special[t->n_special++] = (tok_special){i,
+                                                       tk->text_off,
+                                                       tk->text_len,
+                                                       ty == RLX_TOKEN_USER_DEFINED,
+                                                       0,
+                                                       0,
+                                                       (unsigned char)t->blob[tk->text_off]};
     }
     qsort(t->special, (size_t)t->n_special, sizeof *t->special, cmp_special);
     for (int b = 0, k = 0; b <= 256; b++) {
@@ -403,7 +412,8 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
             return rlx_set_error(RLX_ERR_UNSUPPORTED,
                                  "tokenizer: pre-tokenizer \"%s\" (tokenizer.ggml.pre) is not supported; known: "
                                  "default, gpt2, gpt-2, llama3, llama-bpe, llama-v3, qwen2, qwen3, "
-                                 "deepseek-r1-qwen, smaug-bpe, olmo, mpt, jais, dbrx", pre);
+                                 "deepseek-r1-qwen, smaug-bpe, olmo, mpt, jais, dbrx",
+                                 pre);
     } else if (strcmp(model, "llama") == 0) {
         cfg.byte_fallback = 1;
         if (spec->add_space_prefix) {
@@ -423,7 +433,8 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
     } else {
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "tokenizer: model \"%s\" (tokenizer.ggml.model) is not supported; known: gpt2 "
-                             "(byte-level BPE), llama (SentencePiece BPE)", model);
+                             "(byte-level BPE), llama (SentencePiece BPE)",
+                             model);
     }
     return tok_create(spec, &cfg, out);
 }
@@ -461,10 +472,7 @@ int rlx_tokenizer_is_special(const rlx_tokenizer *t, int32_t id)
     return rlx_tokenizer_token_type(t, id) == RLX_TOKEN_CONTROL;
 }
 
-int rlx_tokenizer_is_eog(const rlx_tokenizer *t, int32_t id)
-{
-    return t && id >= 0 && id < t->n_vocab && t->eog[id];
-}
+int rlx_tokenizer_is_eog(const rlx_tokenizer *t, int32_t id) { return t && id >= 0 && id < t->n_vocab && t->eog[id]; }
 
 /* ---- encode ---- */
 
@@ -513,8 +521,8 @@ static rlx_status encode_section(const rlx_tokenizer *t, const char *s, size_t n
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t len, unsigned flags,
-                                int32_t *ids, int cap, int *n_out)
+rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t *ids,
+                                int cap, int *n_out)
 {
     if (!t || (!text && len) || !n_out)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_encode: NULL argument");
@@ -578,8 +586,8 @@ rlx_status rlx_tokenizer_encode(const rlx_tokenizer *t, const char *text, size_t
     }
     *n_out = (int)out.n;
     if (out.n > (size_t)cap)
-        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_encode: the text needs %zu ids, capacity %d",
-                           out.n, cap);
+        st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_encode: the text needs %zu ids, capacity %d", out.n,
+                           cap);
     else if (out.n)
         memcpy(ids, out.v, out.n * sizeof *ids);
 done:
@@ -624,8 +632,8 @@ rlx_status rlx_tokenizer_token_piece(const rlx_tokenizer *t, int32_t id, unsigne
         return st;
     *len_out = n;
     if (n > cap)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_token_piece: %zu bytes needed, capacity %zu",
-                             n, cap);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_tokenizer_token_piece: %zu bytes needed, capacity %zu", n,
+                             cap);
     if (n)
         memcpy(out, p, n);
     if (n < cap)
@@ -644,8 +652,8 @@ rlx_status rlx_tokenizer_decode_ex(const rlx_tokenizer *t, const int32_t *ids, i
     for (int i = 0; i < n; i++) {
         const char *p = "";
         size_t pn = 0;
-        rlx_status st = piece_of(t, ids[i], (flags & ~(unsigned)RLX_TOK_DECODE_FIRST) |
-                                                 (first ? RLX_TOK_DECODE_FIRST : 0), &p, &pn);
+        rlx_status st = piece_of(
+            t, ids[i], (flags & ~(unsigned)RLX_TOK_DECODE_FIRST) | (first ? RLX_TOK_DECODE_FIRST : 0), &p, &pn);
         if (st != RLX_OK)
             return rlx_set_error(st, "rlx_tokenizer_decode: ids[%d] = %d is out of range (%d tokens)", i, ids[i],
                                  t->n_vocab);

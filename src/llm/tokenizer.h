@@ -31,30 +31,30 @@ enum {
     RLX_TOKEN_CONTROL = 3,      /* special: <s>, <|endoftext|>, ... */
     RLX_TOKEN_USER_DEFINED = 4, /* added tokens matched in text as they are */
     RLX_TOKEN_UNUSED = 5,
-    RLX_TOKEN_BYTE = 6          /* <0xXX> */
+    RLX_TOKEN_BYTE = 6 /* <0xXX> */
 };
 
 /* The arrays as GGUF stores them.  Strings need not be NUL-terminated when
  * their lengths are given.  Nothing is kept: the tokenizer copies. */
 typedef struct rlx_tokenizer_spec {
-    const char *model;            /* tokenizer.ggml.model: "gpt2" or "llama" */
-    const char *pre;              /* tokenizer.ggml.pre, for "gpt2": the split regex.  GPT-2's for
+    const char *model; /* tokenizer.ggml.model: "gpt2" or "llama" */
+    const char *pre;   /* tokenizer.ggml.pre, for "gpt2": the split regex.  GPT-2's for
                                      NULL, "default", "gpt2", "gpt-2", "mpt", "olmo"; Llama 3's
                                      (and ignore_merges) for "llama3", "llama-bpe", "llama-v3",
                                      "smaug-bpe"; Qwen2's for "qwen2", "qwen3", "deepseek-r1-qwen";
                                      another name is an error.  Unused for "llama". */
     int64_t n_tokens;
-    const char *const *tokens;    /* tokenizer.ggml.tokens */
-    const size_t *token_lens;     /* NULL: tokens are NUL-terminated */
-    const float *scores;          /* tokenizer.ggml.scores, or NULL */
-    const int32_t *token_types;   /* tokenizer.ggml.token_type, or NULL (all normal) */
+    const char *const *tokens;  /* tokenizer.ggml.tokens */
+    const size_t *token_lens;   /* NULL: tokens are NUL-terminated */
+    const float *scores;        /* tokenizer.ggml.scores, or NULL */
+    const int32_t *token_types; /* tokenizer.ggml.token_type, or NULL (all normal) */
     int64_t n_merges;
-    const char *const *merges;    /* tokenizer.ggml.merges "a b", or NULL */
-    const size_t *merge_lens;     /* NULL: merges are NUL-terminated */
+    const char *const *merges;              /* tokenizer.ggml.merges "a b", or NULL */
+    const size_t *merge_lens;               /* NULL: merges are NUL-terminated */
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1: none */
-    int32_t eot_id, eom_id;       /* end of turn / message, -1: none (end generation too) */
-    int add_bos, add_eos;         /* what RLX_TOK_ADD_SPECIAL adds */
-    int add_space_prefix;         /* "llama": prepend one space to each text section */
+    int32_t eot_id, eom_id;                 /* end of turn / message, -1: none (end generation too) */
+    int add_bos, add_eos;                   /* what RLX_TOK_ADD_SPECIAL adds */
+    int add_space_prefix;                   /* "llama": prepend one space to each text section */
 } rlx_tokenizer_spec;
 
 /* Every id -1, flags 0, add_space_prefix 1, the rest NULL/0. */
@@ -66,15 +66,14 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
  * it, its bos/eos/pad/unk tokens and add_bos_token/add_eos_token are read too. */
 rlx_status rlx_tokenizer_from_hf_json(const char *path, rlx_tokenizer **out);
 /* The same from the text of a tokenizer.json (config_json may be NULL). */
-rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const char *config_json,
-                                           rlx_tokenizer **out);
+rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const char *config_json, rlx_tokenizer **out);
 
 void rlx_tokenizer_free(rlx_tokenizer *tok);
 
 /* encode flags */
 enum {
-    RLX_TOK_ADD_SPECIAL = 1,   /* add BOS/EOS as the tokenizer asks (add_bos/add_eos) */
-    RLX_TOK_PARSE_SPECIAL = 2  /* control tokens written in the text become their ids;
+    RLX_TOK_ADD_SPECIAL = 1,  /* add BOS/EOS as the tokenizer asks (add_bos/add_eos) */
+    RLX_TOK_PARSE_SPECIAL = 2 /* control tokens written in the text become their ids;
                                   without it they are encoded as plain text.
                                   User-defined added tokens are always matched. */
 };
@@ -83,8 +82,8 @@ enum {
  * *n_out ids.  When cap is too small (ids may be NULL with cap 0) nothing is
  * guaranteed in ids, *n_out is the count needed and the status is
  * RLX_ERR_INVALID_ARGUMENT. */
-rlx_status rlx_tokenizer_encode(const rlx_tokenizer *tok, const char *text, size_t len,
-                                unsigned flags, int32_t *ids, int cap, int *n_out);
+rlx_status rlx_tokenizer_encode(const rlx_tokenizer *tok, const char *text, size_t len, unsigned flags, int32_t *ids,
+                                int cap, int *n_out);
 
 /* decode/piece flags */
 enum {
@@ -98,16 +97,16 @@ enum {
  * out may be NULL with cap 0; *len_out is always the full length; when it
  * does not fit (plus no NUL: out is not terminated) the status is
  * RLX_ERR_INVALID_ARGUMENT.  An id out of range is an error. */
-rlx_status rlx_tokenizer_decode(const rlx_tokenizer *tok, const int32_t *ids, int n, char *out,
-                                size_t cap, size_t *len_out);
-rlx_status rlx_tokenizer_decode_ex(const rlx_tokenizer *tok, const int32_t *ids, int n,
-                                   unsigned flags, char *out, size_t cap, size_t *len_out);
+rlx_status rlx_tokenizer_decode(const rlx_tokenizer *tok, const int32_t *ids, int n, char *out, size_t cap,
+                                size_t *len_out);
+rlx_status rlx_tokenizer_decode_ex(const rlx_tokenizer *tok, const int32_t *ids, int n, unsigned flags, char *out,
+                                   size_t cap, size_t *len_out);
 
 /* The bytes one token adds to the text, for streaming: a piece may end
  * inside a UTF-8 sequence.  Concatenating piece(ids[0], RLX_TOK_DECODE_FIRST)
  * and piece(ids[i], 0) for i >= 1 gives exactly decode(ids). */
-rlx_status rlx_tokenizer_token_piece(const rlx_tokenizer *tok, int32_t id, unsigned flags,
-                                     char *out, size_t cap, size_t *len_out);
+rlx_status rlx_tokenizer_token_piece(const rlx_tokenizer *tok, int32_t id, unsigned flags, char *out, size_t cap,
+                                     size_t *len_out);
 
 int32_t rlx_tokenizer_n_vocab(const rlx_tokenizer *tok);
 int32_t rlx_tokenizer_bos(const rlx_tokenizer *tok); /* -1: none */

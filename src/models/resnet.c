@@ -5,8 +5,8 @@
 
 #include "models/workloads.h"
 
-static rlx_node conv(rlx_graph *g, rlx_node x, const char *name, int64_t cin, int64_t cout, int64_t k,
-                     int64_t stride, rlx_dtype t)
+static rlx_node conv(rlx_graph *g, rlx_node x, const char *name, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                     rlx_dtype t)
 {
     char w[96], b[96];
     snprintf(w, sizeof w, "%s.w", name);

@@ -179,7 +179,8 @@ rlx_status rlx_workload_init_params(rlx_session *s, uint64_t seed)
 rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out)
 {
     if (!name || !out || batch < 0 || seq < 0)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_workload_graph: name and out must not be NULL, batch and seq >= 0");
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "rlx_workload_graph: name and out must not be NULL, batch and seq >= 0");
     *out = NULL;
     rlx_graph *g = NULL;
     if (!strcmp(name, "encoder")) {

@@ -48,8 +48,8 @@ typedef struct amp_state {
     const rlx_graph *g;
     rlx_graph *out;
     rlx_node *map;
-    rlx_node *memo;      /* [old id][dtype] -> converted node in out, or -1 */
-    bool *amp_cast;      /* per out node: a cast this pass inserted */
+    rlx_node *memo; /* [old id][dtype] -> converted node in out, or -1 */
+    bool *amp_cast; /* per out node: a cast this pass inserted */
     int amp_cast_cap;
     rlx_opt_stats *stats;
 } amp_state;
@@ -90,8 +90,7 @@ static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
     rlx_node *slot = &st->memo[(size_t)j * RLX_DTYPE_COUNT + t];
     if (*slot >= 0)
         return *slot;
-    if (xn->op == RLX_OP_CAST && x < st->amp_cast_cap && st->amp_cast[x] &&
-        st->out->nodes[xn->in[0]].dtype == t) {
+    if (xn->op == RLX_OP_CAST && x < st->amp_cast_cap && st->amp_cast[x] && st->out->nodes[xn->in[0]].dtype == t) {
         if (st->stats)
             st->stats->casts_removed++;
         return *slot = xn->in[0];

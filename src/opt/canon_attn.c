@@ -176,9 +176,9 @@ static rlx_node repeated_heads(const rlx_graph *g, rlx_node id)
     if (u->op != RLX_OP_RESHAPE || u->shape.ndim != 5 || g->nodes[k0].shape.ndim != 4)
         return -1;
     const int64_t *kd = g->nodes[k0].shape.dims, *ud = u->shape.dims, *ed = e->shape.dims, *rd = r->shape.dims;
-    bool ok = ud[0] == kd[0] && ud[1] == kd[1] && ud[2] == 1 && ud[3] == kd[2] && ud[4] == kd[3] &&
-              ed[0] == kd[0] && ed[1] == kd[1] && ed[3] == kd[2] && ed[4] == kd[3] && rd[0] == kd[0] &&
-              rd[1] == kd[1] * ed[2] && rd[2] == kd[2] && rd[3] == kd[3];
+    bool ok = ud[0] == kd[0] && ud[1] == kd[1] && ud[2] == 1 && ud[3] == kd[2] && ud[4] == kd[3] && ed[0] == kd[0] &&
+              ed[1] == kd[1] && ed[3] == kd[2] && ed[4] == kd[3] && rd[0] == kd[0] && rd[1] == kd[1] * ed[2] &&
+              rd[2] == kd[2] && rd[3] == kd[3];
     return ok ? k0 : -1;
 }
 
@@ -242,7 +242,8 @@ static bool attention_match(const rlx_graph *g, rlx_node id, attn_form *f)
             return false;
     }
     /* grouped-query heads written out as repeats of k and v: the heads before */
-    rlx_node k0 = memcmp(f->k_perm, no_perm, sizeof no_perm) ? -1 : repeated_heads(g, f->k), v0 = repeated_heads(g, f->v);
+    rlx_node k0 = memcmp(f->k_perm, no_perm, sizeof no_perm) ? -1 : repeated_heads(g, f->k),
+             v0 = repeated_heads(g, f->v);
     if (k0 >= 0 && v0 >= 0 && g->nodes[k0].shape.dims[1] == g->nodes[v0].shape.dims[1]) {
         f->k = k0;
         f->v = v0;

@@ -25,8 +25,8 @@ bool canon_unflatten_projection(rlx_graph *out, const rlx_graph *g, rlx_node id,
     if (pn->op == RLX_OP_ADD && (pn->shape.ndim != 2 || (bias = canon_biased_product(g, p, false, &mm)) < 0))
         return false;
     const rlx_node_data *m = &g->nodes[mm];
-    if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || m->shape.ndim != 2 ||
-        g->nodes[m->in[1]].shape.ndim != 2 || canon_readers(g, p, NULL) != 1)
+    if (m->op != RLX_OP_MATMUL || m->attrs.matmul.trans_a || m->shape.ndim != 2 || g->nodes[m->in[1]].shape.ndim != 2 ||
+        canon_readers(g, p, NULL) != 1)
         return false;
     /* x2 = reshape(x, [M, K]) with x [..., K] of rank >= 3 */
     const rlx_node_data *f = &g->nodes[m->in[0]];

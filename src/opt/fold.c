@@ -13,7 +13,8 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     const rlx_pass_ctx *ctx = (const rlx_pass_ctx *)arg;
     const rlx_node_data *src = &g->nodes[id];
     const rlx_op_info *info = rlx_op_info_of(src->op);
-    bool foldable = ctx && ctx->evaluate && src->n_in > 0 && !(info->flags & (RLX_OPF_LEAF | RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) &&
+    bool foldable = ctx && ctx->evaluate && src->n_in > 0 &&
+                    !(info->flags & (RLX_OPF_LEAF | RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) &&
                     rlx_node_bytes(src) <= ctx->fold_limit;
     for (int j = 0; foldable && j < src->n_in; j++)
         if (out->nodes[map[src->in[j]]].op != RLX_OP_CONSTANT)
@@ -53,7 +54,4 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     return tmp;
 }
 
-rlx_graph *rlx_pass_fold(const rlx_graph *g, const rlx_pass_ctx *ctx)
-{
-    return rlx_rebuild(g, fold_node, (void *)ctx);
-}
+rlx_graph *rlx_pass_fold(const rlx_graph *g, const rlx_pass_ctx *ctx) { return rlx_rebuild(g, fold_node, (void *)ctx); }

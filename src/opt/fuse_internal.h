@@ -43,7 +43,10 @@ static inline bool fs_inner(const fuse_state *s, rlx_node id)
     return s->uses[id] == 1 && !s->is_out[id] && !s->taken[id];
 }
 
-static inline bool fs_is(const fuse_state *s, rlx_node id, rlx_op op) { return !s->taken[id] && s->g->nodes[id].op == op; }
+static inline bool fs_is(const fuse_state *s, rlx_node id, rlx_op op)
+{
+    return !s->taken[id] && s->g->nodes[id].op == op;
+}
 
 /* Float types the fused kernels take (they compute in f32). */
 static inline bool fs_fusable_dtype(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }

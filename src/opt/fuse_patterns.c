@@ -48,7 +48,8 @@ static const int k_to_heads[4] = {0, 2, 1, 3};
 
 static bool is_head_transpose(const rlx_node_data *n)
 {
-    return n->op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 && !memcmp(n->attrs.transpose.perm, k_to_heads, sizeof k_to_heads);
+    return n->op == RLX_OP_TRANSPOSE && n->shape.ndim == 4 &&
+           !memcmp(n->attrs.transpose.perm, k_to_heads, sizeof k_to_heads);
 }
 
 /* Walks back from attention operand `id`: [rope] <- transpose(0,2,1,3)
@@ -58,11 +59,11 @@ static bool match_proj(const fuse_state *s, rlx_node id, bool allow_rope_norm, p
 {
     memset(m, 0, sizeof *m);
     m->bias = m->gamma = -1;
-#define SWALLOW(x)                                                                                                   \
-    do {                                                                                                             \
-        if (!fs_inner(s, (x)))                                                                                       \
-            return false;                                                                                            \
-        m->nodes[m->n_nodes++] = (x);                                                                                \
+#define SWALLOW(x)                    \
+    do {                              \
+        if (!fs_inner(s, (x)))        \
+            return false;             \
+        m->nodes[m->n_nodes++] = (x); \
     } while (0)
     rlx_node cur = id;
     const rlx_node_data *n = fs_node(s, cur);
@@ -338,7 +339,8 @@ bool fuse_add_norm(fuse_state *s, rlx_node root)
     }
     fuse_spec sp;
     spec_init(&sp, root,
-              keep ? RLX_OP_ADD_RMS_NORM_KEEP : (r->op == RLX_OP_LAYER_NORM ? RLX_OP_ADD_LAYER_NORM : RLX_OP_ADD_RMS_NORM));
+              keep ? RLX_OP_ADD_RMS_NORM_KEEP
+                   : (r->op == RLX_OP_LAYER_NORM ? RLX_OP_ADD_LAYER_NORM : RLX_OP_ADD_RMS_NORM));
     if (keep) {
         sp.n_views = 2;
         sp.views[0] = add;

@@ -265,7 +265,8 @@ rlx_graph *rlx_pass_layout(const rlx_graph *g, const rlx_pass_ctx *ctx)
         ctx->stats->layout_transposes_left += left;
     }
     if (ctx->verbose)
-        fprintf(stderr, "[rlx] layout: %d conv(s), %d pool(s) channels-last; %d transposes inserted, %d cancelled, %d left\n",
+        fprintf(stderr,
+                "[rlx] layout: %d conv(s), %d pool(s) channels-last; %d transposes inserted, %d cancelled, %d left\n",
                 st.convs, st.pools, before, before - left, left);
     return next;
 }

@@ -47,10 +47,25 @@ bool rlx_const_element(const rlx_node_data *n, int64_t i, double *v)
     if (n->op != RLX_OP_CONSTANT || !n->data || i < 0 || i >= rlx_shape_numel(&n->shape))
         return false;
     switch (n->dtype) {
-    case RLX_F32: { float f; memcpy(&f, (const char *)n->data + 4 * i, 4); *v = f; return true; }
+    case RLX_F32: {
+        float f;
+        memcpy(&f, (const char *)n->data + 4 * i, 4);
+        *v = f;
+        return true;
+    }
     case RLX_F64: memcpy(v, (const char *)n->data + 8 * i, 8); return true;
-    case RLX_F16: { uint16_t h; memcpy(&h, (const char *)n->data + 2 * i, 2); *v = rlx_f16_to_f32(h); return true; }
-    case RLX_BF16: { uint16_t h; memcpy(&h, (const char *)n->data + 2 * i, 2); *v = rlx_bf16_to_f32(h); return true; }
+    case RLX_F16: {
+        uint16_t h;
+        memcpy(&h, (const char *)n->data + 2 * i, 2);
+        *v = rlx_f16_to_f32(h);
+        return true;
+    }
+    case RLX_BF16: {
+        uint16_t h;
+        memcpy(&h, (const char *)n->data + 2 * i, 2);
+        *v = rlx_bf16_to_f32(h);
+        return true;
+    }
     default: return false;
     }
 }

@@ -19,13 +19,19 @@ static bool is_persistent_leaf(rlx_op op) { return (rlx_op_info_of(op)->flags & 
 /* writes into its first operand, whose memory its result is (cache_write) */
 static bool writes_input0(rlx_op op) { return (rlx_op_info_of(op)->flags & RLX_OPF_STATEFUL) != 0; }
 
-typedef struct { int buffer; size_t rel; } placed_tensor; /* offset within its buffer */
+typedef struct {
+    int buffer;
+    size_t rel;
+} placed_tensor;        /* offset within its buffer */
 enum { EXTERNAL = -2 }; /* placed_tensor.buffer of external memory */
 
 /* The placement order's key, carried with each buffer id so that the sort
  * reads no state outside its elements (compiles on several threads at once
  * each sort their own). */
-typedef struct { size_t size; int first, id; } sort_key;
+typedef struct {
+    size_t size;
+    int first, id;
+} sort_key;
 static int cmp_size_desc(const void *pa, const void *pb)
 {
     const sort_key *x = pa, *y = pb;
@@ -36,7 +42,9 @@ static int cmp_size_desc(const void *pa, const void *pb)
     return x->id - y->id;
 }
 
-typedef struct { size_t off, end; } span;
+typedef struct {
+    size_t off, end;
+} span;
 static int cmp_span(const void *pa, const void *pb)
 {
     const span *a = pa, *b = pb;

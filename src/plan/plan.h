@@ -25,19 +25,19 @@ typedef enum rlx_region { RLX_REGION_NONE = 0, RLX_REGION_PERSISTENT, RLX_REGION
 
 typedef struct rlx_tensor_slot {
     rlx_region region;
-    size_t offset;  /* absolute byte offset in the arena */
+    size_t offset; /* absolute byte offset in the arena */
     size_t bytes;
-    int buffer;     /* index of the buffer it lives in, -1 if empty */
-    bool view;      /* aliases an operand's buffer (reshape, contiguous slice) */
-    bool inplace;   /* written over a dying operand */
-    bool external;  /* in an external param's memory: offset is from that param (root) */
+    int buffer;    /* index of the buffer it lives in, -1 if empty */
+    bool view;     /* aliases an operand's buffer (reshape, contiguous slice) */
+    bool inplace;  /* written over a dying operand */
+    bool external; /* in an external param's memory: offset is from that param (root) */
     rlx_node root;
 } rlx_tensor_slot;
 
 typedef struct rlx_buffer {
     rlx_region region;
-    size_t size;    /* aligned */
-    size_t offset;  /* absolute */
+    size_t size;     /* aligned */
+    size_t offset;   /* absolute */
     int first, last; /* node index of definition and of last use (n_nodes = end) */
 } rlx_buffer;
 
@@ -49,8 +49,8 @@ typedef struct rlx_plan {
     size_t persistent_bytes; /* region [0, persistent_bytes) */
     size_t transient_base;   /* aligned start of the transient region */
     size_t transient_bytes;
-    size_t lower_bound;      /* most transient bytes live at one step */
-    size_t arena_bytes;      /* persistent + transient (+ scratch, added later) */
+    size_t lower_bound; /* most transient bytes live at one step */
+    size_t arena_bytes; /* persistent + transient (+ scratch, added later) */
     int n_views, n_inplace;
 } rlx_plan;
 

@@ -13,8 +13,8 @@
 #include "runtime/runtime.h"
 
 static const char *stage_names[RLX_STAGE_COUNT] = {
-    "verify", "simplify", "fuse", "amp", "layout", "lower", "claim", "plan", "scratch",
-    "arena", "constants", "schedule", "slots", "pre-encode",
+    "verify", "simplify", "fuse",  "amp",       "layout",   "lower", "claim",
+    "plan",   "scratch",  "arena", "constants", "schedule", "slots", "pre-encode",
 };
 
 const char *rlx_stage_name(rlx_stage s) { return (unsigned)s < RLX_STAGE_COUNT ? stage_names[s] : "?"; }
@@ -36,9 +36,11 @@ static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
-    static const rlx_pass passes[] = {
-        {"dce", rlx_pass_dce}, {"cse", rlx_pass_cse}, {"fold", rlx_pass_fold}, {"canon", rlx_pass_canon},
-        {"dce", rlx_pass_dce}};
+    static const rlx_pass passes[] = {{"dce", rlx_pass_dce},
+                                      {"cse", rlx_pass_cse},
+                                      {"fold", rlx_pass_fold},
+                                      {"canon", rlx_pass_canon},
+                                      {"dce", rlx_pass_dce}};
     rlx_graph *cur = NULL;
     for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
         rlx_graph *next = passes[i].run(cur ? cur : g, ctx);
@@ -295,7 +297,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     say(s, "verify: %d nodes, %d outputs", st->nodes_in, user->n_outputs);
 
     rlx_status pass_failure = RLX_OK; /* a probe that could not allocate */
-#define PASS_FAILED(name)                                                                                            \
+#define PASS_FAILED(name)                                                                                             \
     (pass_failure != RLX_OK ? rlx_set_error(pass_failure, "%s: out of memory while asking the backend's claim", name) \
                             : RLX_OK)
     rlx_opt_stats ost;
@@ -416,7 +418,8 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     st->transient_lower_bound = s->plan.lower_bound;
     st->buffers = s->plan.n_buffers;
     STAGE_DONE(RLX_STAGE_PLAN);
-    say(s, "plan: %d buffers (%d views, %d in place); persistent %zu B; transient %zu B vs lower bound %zu B (%.1f%%)%s",
+    say(s,
+        "plan: %d buffers (%d views, %d in place); persistent %zu B; transient %zu B vs lower bound %zu B (%.1f%%)%s",
         s->plan.n_buffers, s->plan.n_views, s->plan.n_inplace, s->plan.persistent_bytes, s->plan.transient_bytes,
         s->plan.lower_bound,
         s->plan.lower_bound ? 100.0 * (double)s->plan.transient_bytes / (double)s->plan.lower_bound - 100.0 : 0.0,
@@ -537,8 +540,10 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
     if (s->opts.threads < 0 || s->opts.threads > 1024) {
         int t = s->opts.threads;
         rlx_session_free(s);
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: threads %d is out of range (0 = all cores, "
-                             "at most 1024)", t);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "rlx_compile: threads %d is out of range (0 = all cores, "
+                             "at most 1024)",
+                             t);
     }
     if (s->opts.threads <= 0) {
         long n = rlx_cpu_count();

@@ -28,15 +28,15 @@ typedef enum rlx_stage {
 const char *rlx_stage_name(rlx_stage s);
 
 typedef struct rlx_io_slot {
-    char *name;      /* owned */
+    char *name; /* owned */
     rlx_node node;
-    void *ptr;       /* device address (in the arena, or a shared param's owner's) */
+    void *ptr; /* device address (in the arena, or a shared param's owner's) */
     size_t bytes;
-    bool set;        /* inputs and params: written since compile */
+    bool set; /* inputs and params: written since compile */
 } rlx_io_slot;
 
 struct rlx_session {
-    rlx_options opts; /* after environment overrides */
+    rlx_options opts;              /* after environment overrides */
     rlx_backend_settings settings; /* the backend's, from the environment (env.c); run_ctx points to it */
     const rlx_backend *backend;
     rlx_graph *graph; /* the compiled (optimized) graph; thunks point into it */

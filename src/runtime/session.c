@@ -87,8 +87,7 @@ rlx_status rlx_session_run(rlx_session *s)
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < s->n_io[k]; i++)
             if (!s->io[k][i].set && s->io[k][i].bytes)
-                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' was never set", kind_name[k],
-                                     s->io[k][i].name);
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' was never set", kind_name[k], s->io[k][i].name);
     rlx_status st = s->backend->run(&s->schedule, &s->run_ctx);
     s->run_ctx.run_index++;
     return st;
@@ -118,8 +117,9 @@ static rlx_status device_copy(rlx_session *s, int kind, const char *name, void *
                               rlx_io_slot **out)
 {
     if (!s || !name || (!dst && !src))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s %s on the device: session, name and pointer must not be NULL",
-                             kind ? "get" : "set", kind_name[kind]);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "%s %s on the device: session, name and pointer must not be NULL", kind ? "get" : "set",
+                             kind_name[kind]);
     if (!s->backend->copy_device)
         return rlx_set_error(RLX_ERR_UNSUPPORTED,
                              "%s %s '%s' on the device: the session runs on the %s, whose tensors are host memory "

@@ -62,8 +62,9 @@ static void fill(const rlx_tensor_info *info, uint64_t seed, void *buf)
         uint64_t r = mix(h0 ^ mix(i));
         double u = (double)(r >> 11) / 9007199254740992.0; /* [0, 1) */
         double v = pos ? 0.2 + 2.0 * u : small ? 2.0 * u - 1.0 : tail ? 8.0 * u - 9.0 : 4.0 * u - 2.0;
-        int64_t iv = ihi > 0 ? (int64_t)(r % (uint64_t)ihi) : nz ? (int64_t)(1 + r % 9) * ((r >> 40) & 1 ? -1 : 1)
-                                                                  : (int64_t)(r % 41) - 20;
+        int64_t iv = ihi > 0 ? (int64_t)(r % (uint64_t)ihi)
+                     : nz    ? (int64_t)(1 + r % 9) * ((r >> 40) & 1 ? -1 : 1)
+                             : (int64_t)(r % 41) - 20;
         switch (info->dtype) {
         case RLX_F32: ((float *)buf)[i] = (float)v; break;
         case RLX_F64: ((double *)buf)[i] = v; break;
@@ -229,9 +230,11 @@ static int compare(const outputs *a, const outputs *b, double scale_tol, char *m
             }
         }
         if (bad) {
-            snprintf(msg, n, "output '%s': %zu of %zu elements off (first at %zu: cuda %g vs cpu %g; worst |d| %g; rel l2 %.3g)",
-                     a->info[k].name, bad, cnt, first, load(a->data[k], ta, first), load(b->data[k], tb, first), worst,
-                     den > 0 ? sqrt(num / den) : sqrt(num));
+            snprintf(
+                msg, n,
+                "output '%s': %zu of %zu elements off (first at %zu: cuda %g vs cpu %g; worst |d| %g; rel l2 %.3g)",
+                a->info[k].name, bad, cnt, first, load(a->data[k], ta, first), load(b->data[k], tb, first), worst,
+                den > 0 ? sqrt(num / den) : sqrt(num));
             return 1;
         }
     }
@@ -294,7 +297,8 @@ static void check(const char *name, rlx_graph *g) { check_ex(name, g, 1.0, NULL,
 static const char *dn(rlx_dtype t) { return rlx_dtype_name(t); }
 
 #define NAME(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
-#define DIMS(...) (const int64_t[]){__VA_ARGS__}
+#define DIMS(...) \
+    (const int64_t[]) { __VA_ARGS__ }
 
 /* ------------------------------------------------------------ cases */
 
@@ -302,12 +306,30 @@ typedef rlx_node (*unary_fn)(rlx_graph *, rlx_node);
 
 static void test_unary(void)
 {
-    static const struct { const char *name; unary_fn fn; int pos; } ops[] = {
-        {"neg", rlx_neg, 0},       {"abs", rlx_abs, 0},         {"exp", rlx_exp, 0},     {"log", rlx_log, 1},
-        {"sqrt", rlx_sqrt, 1},     {"rsqrt", rlx_rsqrt, 1},     {"reciprocal", rlx_reciprocal, 1},
-        {"tanh", rlx_tanh, 0},     {"sigmoid", rlx_sigmoid, 0}, {"relu", rlx_relu, 0},   {"gelu", rlx_gelu, 0},
-        {"gelu_tanh", rlx_gelu_tanh, 0}, {"silu", rlx_silu, 0}, {"erf", rlx_erf, 0},     {"sin", rlx_sin, 0},
-        {"cos", rlx_cos, 0},       {"floor", rlx_floor, 0},     {"ceil", rlx_ceil, 0},   {"round", rlx_round, 0},
+    static const struct {
+        const char *name;
+        unary_fn fn;
+        int pos;
+    } ops[] = {
+        {"neg", rlx_neg, 0},
+        {"abs", rlx_abs, 0},
+        {"exp", rlx_exp, 0},
+        {"log", rlx_log, 1},
+        {"sqrt", rlx_sqrt, 1},
+        {"rsqrt", rlx_rsqrt, 1},
+        {"reciprocal", rlx_reciprocal, 1},
+        {"tanh", rlx_tanh, 0},
+        {"sigmoid", rlx_sigmoid, 0},
+        {"relu", rlx_relu, 0},
+        {"gelu", rlx_gelu, 0},
+        {"gelu_tanh", rlx_gelu_tanh, 0},
+        {"silu", rlx_silu, 0},
+        {"erf", rlx_erf, 0},
+        {"sin", rlx_sin, 0},
+        {"cos", rlx_cos, 0},
+        {"floor", rlx_floor, 0},
+        {"ceil", rlx_ceil, 0},
+        {"round", rlx_round, 0},
         {"sign", rlx_sign, 0},
     };
     static const int64_t shapes[3][3] = {{7, 0, 0}, {33, 65, 0}, {4, 5, 132}};
@@ -323,8 +345,10 @@ static void test_unary(void)
             }
     /* integers and bools */
     static const rlx_dtype ints[2] = {RLX_I64, RLX_I32};
-    static const struct { const char *name; unary_fn fn; } iops[] = {
-        {"neg", rlx_neg}, {"abs", rlx_abs}, {"sign", rlx_sign}, {"relu", rlx_relu}};
+    static const struct {
+        const char *name;
+        unary_fn fn;
+    } iops[] = {{"neg", rlx_neg}, {"abs", rlx_abs}, {"sign", rlx_sign}, {"relu", rlx_relu}};
     for (int d = 0; d < 2; d++)
         for (int o = 0; o < 4; o++) {
             rlx_graph *g = rlx_graph_new();
@@ -353,7 +377,8 @@ static void test_gelu_tails(void)
         rlx_output(g, "y", rlx_gelu(g, x));
         outputs a, b;
         char err[256] = "";
-        run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0}, ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+        run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0},
+                 ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
         if (run_graph(g, &cu, &a, err, sizeof err) != RLX_OK) {
             report(name, 0, err);
         } else if (run_graph(g, &ref, &b, err, sizeof err) != RLX_OK) {
@@ -383,17 +408,32 @@ static rlx_node mod1(rlx_graph *g, rlx_node a, rlx_node b) { return rlx_mod(g, a
 
 static void test_binary(void)
 {
-    static const struct { const char *name; binary_fn fn; const char *an, *bn; } ops[] = {
-        {"add", rlx_add, "x", "y"},   {"sub", rlx_sub, "x", "y"},   {"mul", rlx_mul, "x", "y"},
-        {"div", rlx_div, "x", "p_y"}, {"pow", rlx_pow, "p_x", "y"}, {"max", rlx_max, "x", "y"},
-        {"min", rlx_min, "x", "y"},   {"mod", mod0, "x", "p_y"},    {"fmod", mod1, "x", "p_y"},
+    static const struct {
+        const char *name;
+        binary_fn fn;
+        const char *an, *bn;
+    } ops[] = {
+        {"add", rlx_add, "x", "y"},     {"sub", rlx_sub, "x", "y"},   {"mul", rlx_mul, "x", "y"},
+        {"div", rlx_div, "x", "p_y"},   {"pow", rlx_pow, "p_x", "y"}, {"max", rlx_max, "x", "y"},
+        {"min", rlx_min, "x", "y"},     {"mod", mod0, "x", "p_y"},    {"fmod", mod1, "x", "p_y"},
         {"equal", rlx_equal, "x", "x"}, {"less", rlx_less, "x", "y"}, {"greater", rlx_greater, "x", "y"},
     };
-    static const struct { int ra; int64_t a[3]; int rb; int64_t b[3]; } sh[] = {
-        {2, {33, 65}, 2, {33, 65}}, {2, {33, 65}, 1, {65}}, {1, {65}, 2, {33, 65}},
-        {3, {4, 1, 6}, 2, {5, 1}},  {1, {1}, 2, {3, 7}},    {3, {2, 3, 4}, 3, {2, 1, 4}},
+    static const struct {
+        int ra;
+        int64_t a[3];
+        int rb;
+        int64_t b[3];
+    } sh[] = {
+        {2, {33, 65}, 2, {33, 65}},
+        {2, {33, 65}, 1, {65}},
+        {1, {65}, 2, {33, 65}},
+        {3, {4, 1, 6}, 2, {5, 1}},
+        {1, {1}, 2, {3, 7}},
+        {3, {2, 3, 4}, 3, {2, 1, 4}},
         /* multiples of 8 (16-bit kernels take 8-wide vectors): same shape, row vector right, left */
-        {2, {24, 72}, 2, {24, 72}}, {2, {24, 72}, 1, {72}}, {1, {72}, 2, {24, 72}},
+        {2, {24, 72}, 2, {24, 72}},
+        {2, {24, 72}, 1, {72}},
+        {1, {72}, 2, {24, 72}},
     };
     char nm[128];
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
@@ -402,7 +442,7 @@ static void test_binary(void)
                 rlx_graph *g = rlx_graph_new();
                 rlx_node a = rlx_input(g, ops[o].an, FLOATS[d], sh[s].ra, sh[s].a);
                 rlx_node b = !strcmp(ops[o].an, ops[o].bn) ? rlx_input(g, "x2", FLOATS[d], sh[s].rb, sh[s].b)
-                                                            : rlx_input(g, ops[o].bn, FLOATS[d], sh[s].rb, sh[s].b);
+                                                           : rlx_input(g, ops[o].bn, FLOATS[d], sh[s].rb, sh[s].b);
                 rlx_output(g, "z", ops[o].fn(g, a, b));
                 check(NAME("binary %s %s shape%zu", ops[o].name, dn(FLOATS[d]), s), g);
             }
@@ -416,9 +456,11 @@ static void test_binary(void)
         check(NAME("binary equal-hits %s", dn(FLOATS[d])), g);
     }
     static const rlx_dtype ints[2] = {RLX_I64, RLX_I32};
-    static const struct { const char *name; binary_fn fn; } iops[] = {
-        {"add", rlx_add}, {"sub", rlx_sub}, {"mul", rlx_mul}, {"div", rlx_div}, {"mod", mod0},
-        {"fmod", mod1},   {"max", rlx_max}, {"min", rlx_min}, {"less", rlx_less}, {"equal", rlx_equal}};
+    static const struct {
+        const char *name;
+        binary_fn fn;
+    } iops[] = {{"add", rlx_add}, {"sub", rlx_sub}, {"mul", rlx_mul}, {"div", rlx_div},   {"mod", mod0},
+                {"fmod", mod1},   {"max", rlx_max}, {"min", rlx_min}, {"less", rlx_less}, {"equal", rlx_equal}};
     for (int d = 0; d < 2; d++)
         for (size_t o = 0; o < sizeof iops / sizeof iops[0]; o++) {
             rlx_graph *g = rlx_graph_new();
@@ -427,8 +469,10 @@ static void test_binary(void)
             rlx_output(g, "z", iops[o].fn(g, a, b));
             check(NAME("binary %s %s", iops[o].name, dn(ints[d])), g);
         }
-    static const struct { const char *name; binary_fn fn; } bops[] = {
-        {"and", rlx_and}, {"or", rlx_or}, {"xor", rlx_xor}};
+    static const struct {
+        const char *name;
+        binary_fn fn;
+    } bops[] = {{"and", rlx_and}, {"or", rlx_or}, {"xor", rlx_xor}};
     for (int o = 0; o < 3; o++) {
         rlx_graph *g = rlx_graph_new();
         rlx_node a = rlx_input(g, "a", RLX_BOOL, 2, DIMS(9, 31)), b = rlx_input(g, "b", RLX_BOOL, 2, DIMS(9, 1));
@@ -449,9 +493,9 @@ static void test_where_cast_clip(void)
         check(NAME("where %s", dn(wt[d])), g);
     }
     static const rlx_dtype casts[][2] = {
-        {RLX_F32, RLX_F16},  {RLX_F32, RLX_BF16}, {RLX_F16, RLX_F32}, {RLX_BF16, RLX_F32}, {RLX_F16, RLX_BF16},
-        {RLX_F32, RLX_I64},  {RLX_I64, RLX_F32},  {RLX_F32, RLX_I32}, {RLX_BOOL, RLX_F32}, {RLX_I32, RLX_I64},
-        {RLX_F32, RLX_U8},   {RLX_F16, RLX_I32},  {RLX_I64, RLX_BF16}, {RLX_F32, RLX_BOOL}, {RLX_I64, RLX_I8},
+        {RLX_F32, RLX_F16}, {RLX_F32, RLX_BF16}, {RLX_F16, RLX_F32},  {RLX_BF16, RLX_F32}, {RLX_F16, RLX_BF16},
+        {RLX_F32, RLX_I64}, {RLX_I64, RLX_F32},  {RLX_F32, RLX_I32},  {RLX_BOOL, RLX_F32}, {RLX_I32, RLX_I64},
+        {RLX_F32, RLX_U8},  {RLX_F16, RLX_I32},  {RLX_I64, RLX_BF16}, {RLX_F32, RLX_BOOL}, {RLX_I64, RLX_I8},
     };
     for (size_t k = 0; k < sizeof casts / sizeof casts[0]; k++) {
         rlx_graph *g = rlx_graph_new();
@@ -473,10 +517,18 @@ typedef rlx_node (*reduce_fn)(rlx_graph *, rlx_node, int, const int *, int);
 
 static void test_reduce(void)
 {
-    static const struct { const char *name; reduce_fn fn; } ops[] = {
-        {"sum", rlx_reduce_sum}, {"mean", rlx_reduce_mean}, {"max", rlx_reduce_max},
-        {"min", rlx_reduce_min}, {"prod", rlx_reduce_prod}};
-    static const struct { int n; int axes[3]; } ax[] = {{1, {-1}}, {1, {0}}, {2, {0, 2}}, {0, {0}}, {1, {1}}};
+    static const struct {
+        const char *name;
+        reduce_fn fn;
+    } ops[] = {{"sum", rlx_reduce_sum},
+               {"mean", rlx_reduce_mean},
+               {"max", rlx_reduce_max},
+               {"min", rlx_reduce_min},
+               {"prod", rlx_reduce_prod}};
+    static const struct {
+        int n;
+        int axes[3];
+    } ax[] = {{1, {-1}}, {1, {0}}, {2, {0, 2}}, {0, {0}}, {1, {1}}};
     char nm[128];
     for (int o = 0; o < 5; o++)
         for (int d = 0; d < 3; d++)
@@ -484,8 +536,8 @@ static void test_reduce(void)
                 for (int kd = 0; kd < 2; kd++) {
                     rlx_graph *g = rlx_graph_new();
                     int is_prod = o == 4;
-                    rlx_node x = rlx_input(g, is_prod ? "u_x" : "x", FLOATS[d], 3,
-                                           is_prod ? DIMS(3, 4, 5) : DIMS(6, 7, 129));
+                    rlx_node x =
+                        rlx_input(g, is_prod ? "u_x" : "x", FLOATS[d], 3, is_prod ? DIMS(3, 4, 5) : DIMS(6, 7, 129));
                     if (is_prod)
                         x = rlx_add(g, x, rlx_scalar(g, FLOATS[d], 1.0)); /* around 1, no underflow */
                     rlx_output(g, "y", ops[o].fn(g, x, ax[a].n, ax[a].axes, kd));
@@ -551,9 +603,15 @@ static void test_shape(void)
     static const rlx_dtype all[5] = {RLX_F32, RLX_F16, RLX_BF16, RLX_I64, RLX_BOOL};
     for (int d = 0; d < 5; d++) {
         rlx_dtype t = all[d];
-        static const struct { int r; int64_t dims[4]; int perm[4]; } tp[] = {
-            {3, {5, 6, 7}, {2, 0, 1}}, {4, {2, 3, 4, 5}, {0, 2, 1, 3}}, {2, {33, 65}, {1, 0}},
-            {3, {3, 40, 70}, {0, 2, 1}}, {4, {2, 3, 4, 5}, {3, 2, 1, 0}}};
+        static const struct {
+            int r;
+            int64_t dims[4];
+            int perm[4];
+        } tp[] = {{3, {5, 6, 7}, {2, 0, 1}},
+                  {4, {2, 3, 4, 5}, {0, 2, 1, 3}},
+                  {2, {33, 65}, {1, 0}},
+                  {3, {3, 40, 70}, {0, 2, 1}},
+                  {4, {2, 3, 4, 5}, {3, 2, 1, 0}}};
         for (int k = 0; k < 5; k++) {
             rlx_graph *g = rlx_graph_new();
             rlx_output(g, "y", rlx_transpose(g, rlx_input(g, "x", t, tp[k].r, tp[k].dims), tp[k].perm));
@@ -580,8 +638,9 @@ static void test_shape(void)
         check(NAME("expand %s", dn(t)), g);
         for (int mode = 0; mode < 3; mode++) {
             g = rlx_graph_new();
-            rlx_output(g, "y", rlx_pad(g, rlx_input(g, "x", t, 3, DIMS(3, 5, 6)), DIMS(0, 2, 1, 1, 3, 2),
-                                       (rlx_pad_mode)mode, 1.5));
+            rlx_output(
+                g, "y",
+                rlx_pad(g, rlx_input(g, "x", t, 3, DIMS(3, 5, 6)), DIMS(0, 2, 1, 1, 3, 2), (rlx_pad_mode)mode, 1.5));
             check(NAME("pad %s mode%d", dn(t), mode), g);
         }
         g = rlx_graph_new();
@@ -675,12 +734,18 @@ static void test_shape(void)
 static void test_matmul(void)
 {
     char nm[128];
-    static const struct { int ra; int64_t a[4]; int rb; int64_t b[4]; int ta, tb; } mm[] = {
-        {2, {37, 64}, 2, {64, 29}, 0, 0},          {2, {64, 37}, 2, {64, 29}, 1, 0},
-        {2, {37, 64}, 2, {29, 64}, 0, 1},          {2, {64, 37}, 2, {29, 64}, 1, 1},
-        {3, {3, 37, 64}, 2, {64, 29}, 0, 0},       {3, {3, 37, 64}, 3, {3, 64, 29}, 0, 0},
+    static const struct {
+        int ra;
+        int64_t a[4];
+        int rb;
+        int64_t b[4];
+        int ta, tb;
+    } mm[] = {
+        {2, {37, 64}, 2, {64, 29}, 0, 0},           {2, {64, 37}, 2, {64, 29}, 1, 0},
+        {2, {37, 64}, 2, {29, 64}, 0, 1},           {2, {64, 37}, 2, {29, 64}, 1, 1},
+        {3, {3, 37, 64}, 2, {64, 29}, 0, 0},        {3, {3, 37, 64}, 3, {3, 64, 29}, 0, 0},
         {4, {2, 1, 8, 16}, 4, {1, 3, 16, 8}, 0, 0}, {3, {4, 16, 33}, 3, {4, 40, 33}, 0, 1},
-        {2, {256, 512}, 2, {512, 384}, 0, 0},      {3, {1, 5, 7}, 3, {6, 7, 9}, 0, 0},
+        {2, {256, 512}, 2, {512, 384}, 0, 0},       {3, {1, 5, 7}, 3, {6, 7, 9}, 0, 0},
     };
     for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++)
         for (int d = 0; d < 3; d++) {
@@ -693,9 +758,14 @@ static void test_matmul(void)
     /* up to 8 rows times a [N, K] weight read transposed, 16-bit: the
      * matrix-vector kernel (one or four warps per column), plain and with a
      * bias and an activation fused; 9 rows: the GEMM again */
-    static const struct { int ra; int64_t a[3]; int64_t N, K; int act; } mv[] = {
-        {3, {1, 1, 1024}, 4099, 1024, 0}, {3, {3, 1, 64}, 5, 64, 0},     {2, {8, 3072}, 1024, 3072, 0},
-        {3, {2, 4, 16}, 33, 16, 1},       {2, {6, 8}, 1, 8, 0},          {2, {1, 1032}, 6144, 1032, 2},
+    static const struct {
+        int ra;
+        int64_t a[3];
+        int64_t N, K;
+        int act;
+    } mv[] = {
+        {3, {1, 1, 1024}, 4099, 1024, 0}, {3, {3, 1, 64}, 5, 64, 0},  {2, {8, 3072}, 1024, 3072, 0},
+        {3, {2, 4, 16}, 33, 16, 1},       {2, {6, 8}, 1, 8, 0},       {2, {1, 1032}, 6144, 1032, 2},
         {2, {4, 256}, 2048, 256, 1},      {2, {9, 128}, 300, 128, 1},
     };
     for (size_t k = 0; k < sizeof mv / sizeof mv[0]; k++)
@@ -751,7 +821,10 @@ static void test_f32_split(void)
     /* control: whether to ask the TF32 control to be 10x worse; cuBLASLt
      * may run an odd-width FAST_TF32 GEMM on the CUDA cores (exact f32), so
      * the last case does not ask it */
-    static const struct { int64_t M, K, N; int ta, tb, control; } cs[] = {
+    static const struct {
+        int64_t M, K, N;
+        int ta, tb, control;
+    } cs[] = {
         {256, 1536, 384, 0, 0, 1}, /* the encoder's FFN down projection at batch 2 */
         {100, 384, 1152, 0, 1, 1}, /* B stored [N, K] */
         {96, 300, 68, 1, 0, 1},    /* A stored [K, M], odd K */
@@ -759,8 +832,8 @@ static void test_f32_split(void)
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         int64_t M = cs[k].M, K = cs[k].K, N = cs[k].N;
-        if (!wanted(NAME("f32 gemm 3xtf32 %lldx%lldx%lld ta%d tb%d", (long long)M, (long long)K, (long long)N,
-                         cs[k].ta, cs[k].tb)))
+        if (!wanted(NAME("f32 gemm 3xtf32 %lldx%lldx%lld ta%d tb%d", (long long)M, (long long)K, (long long)N, cs[k].ta,
+                         cs[k].tb)))
             continue;
         rlx_graph *g = rlx_graph_new();
         int64_t ad[2] = {cs[k].ta ? K : M, cs[k].ta ? M : K}, bd[2] = {cs[k].tb ? N : K, cs[k].tb ? K : N};
@@ -823,22 +896,41 @@ static void test_f32_split(void)
 static void test_attention(void)
 {
     char nm[128];
-    static const struct { int64_t B, H, Hk, S, T, D, Dv; int causal, mask; } at[] = {
-        {2, 4, 4, 37, 37, 32, 32, 0, 0},  {2, 4, 2, 37, 45, 32, 32, 1, 0}, {1, 8, 2, 64, 64, 64, 64, 1, 0},
-        {2, 4, 4, 16, 45, 32, 32, 0, 1},  {2, 4, 4, 16, 45, 32, 32, 0, 2}, {1, 2, 1, 1, 1000, 128, 128, 1, 0},
-        {1, 2, 2, 130, 130, 128, 64, 1, 1}, {1, 2, 2, 20, 20, 256, 256, 0, 0},
+    static const struct {
+        int64_t B, H, Hk, S, T, D, Dv;
+        int causal, mask;
+    } at[] = {
+        {2, 4, 4, 37, 37, 32, 32, 0, 0},
+        {2, 4, 2, 37, 45, 32, 32, 1, 0},
+        {1, 8, 2, 64, 64, 64, 64, 1, 0},
+        {2, 4, 4, 16, 45, 32, 32, 0, 1},
+        {2, 4, 4, 16, 45, 32, 32, 0, 2},
+        {1, 2, 1, 1, 1000, 128, 128, 1, 0},
+        {1, 2, 2, 130, 130, 128, 64, 1, 1},
+        {1, 2, 2, 20, 20, 256, 256, 0, 0},
         /* f16/bf16 with D == Dv in {32, 64, 128} run on tensor cores */
-        {2, 12, 12, 128, 128, 32, 32, 0, 0}, {2, 4, 2, 77, 77, 64, 64, 1, 1}, {1, 4, 4, 77, 77, 128, 128, 0, 2},
-        {3, 6, 2, 1, 77, 32, 32, 0, 0},      {2, 4, 4, 128, 128, 128, 128, 1, 0}, {2, 4, 1, 77, 150, 64, 64, 1, 2},
-        {1, 8, 8, 1, 1, 32, 32, 1, 1},       {1, 2, 2, 100, 40, 64, 64, 1, 0}, /* fully masked rows: zeros */
+        {2, 12, 12, 128, 128, 32, 32, 0, 0},
+        {2, 4, 2, 77, 77, 64, 64, 1, 1},
+        {1, 4, 4, 77, 77, 128, 128, 0, 2},
+        {3, 6, 2, 1, 77, 32, 32, 0, 0},
+        {2, 4, 4, 128, 128, 128, 128, 1, 0},
+        {2, 4, 1, 77, 150, 64, 64, 1, 2},
+        {1, 8, 8, 1, 1, 32, 32, 1, 1},
+        {1, 2, 2, 100, 40, 64, 64, 1, 0}, /* fully masked rows: zeros */
         /* larger grids: eight-warp tensor-core blocks once B*H*ceil(S/128) reaches twice the SMs */
-        {4, 12, 12, 330, 330, 32, 32, 0, 0}, {4, 12, 4, 300, 300, 64, 64, 1, 1},
-        {8, 12, 12, 300, 300, 32, 32, 0, 0}, {8, 12, 4, 260, 260, 64, 64, 1, 1},
+        {4, 12, 12, 330, 330, 32, 32, 0, 0},
+        {4, 12, 4, 300, 300, 64, 64, 1, 1},
+        {8, 12, 12, 300, 300, 32, 32, 0, 0},
+        {8, 12, 4, 260, 260, 64, 64, 1, 1},
         /* additive masks the same for every query row: [B, 1, 1, T], and per head [B, H, 1, T] */
-        {2, 4, 4, 16, 45, 32, 32, 0, 3},     {2, 12, 12, 128, 128, 32, 32, 0, 3}, {2, 4, 2, 77, 150, 64, 64, 1, 4},
+        {2, 4, 4, 16, 45, 32, 32, 0, 3},
+        {2, 12, 12, 128, 128, 32, 32, 0, 3},
+        {2, 4, 2, 77, 150, 64, 64, 1, 4},
         /* keys split into chunks merged by tc_combine (few blocks, 4+ key tiles): the decoder's prefill shape
          * (first query blocks unsplit), T not a multiple of the tile, rows that see no key (T < S, causal) */
-        {1, 16, 8, 512, 512, 128, 128, 1, 0}, {1, 2, 2, 40, 300, 64, 64, 0, 0}, {1, 2, 2, 400, 260, 128, 128, 1, 0},
+        {1, 16, 8, 512, 512, 128, 128, 1, 0},
+        {1, 2, 2, 40, 300, 64, 64, 0, 0},
+        {1, 2, 2, 400, 260, 128, 128, 1, 0},
         {1, 4, 2, 300, 300, 64, 64, 1, 3},
     };
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
@@ -865,11 +957,17 @@ static void test_attention(void)
         int64_t B, H, Hk, S, T, D;
         const char *pos; /* "iN": positions in [0, N) */
     } ap[] = {
-        {4, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 1, 640, 128, "i640"}, {1, 16, 8, 512, 640, 128, "i129"},
-        {2, 4, 2, 77, 300, 64, "i224"},  {3, 6, 2, 1, 77, 32, "i77"},     {2, 4, 2, 5, 50, 48, "i46"},
+        {4, 16, 8, 1, 640, 128, "i640"},
+        {1, 16, 8, 1, 640, 128, "i640"},
+        {1, 16, 8, 512, 640, 128, "i129"},
+        {2, 4, 2, 77, 300, 64, "i224"},
+        {3, 6, 2, 1, 77, 32, "i77"},
+        {2, 4, 2, 5, 50, 48, "i46"},
         {8, 4, 4, 3, 200, 64, "i198"},
         /* one query row: the decode kernel's groups of 4, 8 and 1 heads */
-        {3, 8, 2, 1, 300, 128, "i300"}, {2, 8, 1, 1, 130, 64, "i130"}, {5, 4, 4, 1, 37, 64, "i37"},
+        {3, 8, 2, 1, 300, 128, "i300"},
+        {2, 8, 1, 1, 130, 64, "i130"},
+        {5, 4, 4, 1, 37, 64, "i37"},
     };
     for (size_t k = 0; k < sizeof ap / sizeof ap[0]; k++)
         for (int d = 0; d < 3; d++)
@@ -906,7 +1004,12 @@ static void test_attention(void)
  * RMS norm on the heads before the head transpose, RoPE after it).  mask: 1 a
  * bool padding mask [B, 1, 1, S], 2 an additive one [B, 1, S, S], 3 an
  * additive padding mask [B, 1, 1, S] (inputs of the block either way). */
-enum { RN_NORM = 1, RN_ROPE = 2, RN_INTER = 4 /* interleaved pairs, positions from 7 */, RN_QONLY = 8 /* q norm only */ };
+enum {
+    RN_NORM = 1,
+    RN_ROPE = 2,
+    RN_INTER = 4 /* interleaved pairs, positions from 7 */,
+    RN_QONLY = 8 /* q norm only */
+};
 typedef struct ab_case {
     int64_t B, S, hid, H, Hk, D;
     int bias, causal, rope_norm, mask;
@@ -916,8 +1019,7 @@ typedef struct ab_case {
 static rlx_graph *attn_block_graph(rlx_dtype t, const ab_case *c, int *fused_nodes)
 {
     static const int perm[4] = {0, 2, 1, 3};
-    static const char *wn[3] = {"u_wq", "u_wk", "u_wv"}, *bn[3] = {"u_bq", "u_bk", "u_bv"},
-                      *gn[2] = {"p_gq", "p_gk"};
+    static const char *wn[3] = {"u_wq", "u_wk", "u_wv"}, *bn[3] = {"u_bq", "u_bk", "u_bv"}, *gn[2] = {"p_gq", "p_gk"};
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_mul(g, rlx_input(g, "u_x", t, 3, DIMS(c->B, c->S, c->hid)), rlx_scalar(g, t, 0.1));
     int n = 3 + 1; /* input, scalar, mul; the block */
@@ -1010,24 +1112,25 @@ static void test_attn_block(void)
 {
     char nm[160];
     static const ab_case cases[] = {
-        {2, 128, 384, 12, 12, 32, 1, 0, 0, 0}, /* the encoder's layer */
-        {2, 77, 256, 4, 4, 64, 1, 0, 0, 0},    /* tails */
-        {1, 77, 256, 4, 2, 128, 0, 1, 0, 0},   /* grouped heads, causal */
-        {3, 1, 128, 4, 4, 32, 1, 0, 0, 0},     /* one position */
-        {2, 77, 192, 8, 2, 32, 0, 1, 0, 0},    /* 4 heads per kv head, causal */
-        {1, 130, 160, 2, 1, 64, 1, 1, 0, 0},   /* three key tiles, causal */
-        {2, 40, 96, 2, 2, 48, 1, 0, 0, 0},     /* head dim 48: CUDA-core attention */
-        {2, 33, 128, 4, 2, 32, 1, 1, RN_NORM | RN_ROPE, 0}, /* rope + q/k norm */
-        {2, 128, 384, 12, 12, 32, 1, 0, 0, 1}, /* the encoder's layer with a padding mask */
-        {2, 77, 192, 8, 2, 32, 0, 1, 0, 2},    /* an additive mask, grouped heads, causal */
-        {2, 40, 96, 2, 2, 48, 1, 0, 0, 1},     /* a padding mask on the CUDA-core attention */
-        {2, 128, 384, 12, 12, 32, 1, 0, 0, 3}, /* an additive padding mask, as BERT's exports add it */
-        {1, 77, 256, 4, 2, 128, 0, 1, RN_ROPE | RN_INTER, 0},          /* interleaved rope from position 7 */
-        {2, 40, 96, 2, 2, 48, 1, 0, RN_NORM | RN_QONLY, 0},            /* q norm only, CUDA-core attention */
-        {2, 64, 256, 8, 2, 64, 0, 1, RN_NORM | RN_ROPE, 1},            /* a decoder layer's shape, padding mask */
-        {1, 130, 512, 4, 4, 128, 1, 0, RN_NORM, 0},                    /* q/k norm only */
-        {2, 40, 72, 2, 2, 36, 1, 0, RN_NORM | RN_ROPE, 0}, /* head dim 36: 16-bit norm + rope element by element */
-        {1, 320, 256, 4, 2, 128, 0, 1, RN_NORM | RN_ROPE, 0}, /* keys split (5 tiles, 20 query blocks), in the GEMM workspace */
+        {2, 128, 384, 12, 12, 32, 1, 0, 0, 0},                /* the encoder's layer */
+        {2, 77, 256, 4, 4, 64, 1, 0, 0, 0},                   /* tails */
+        {1, 77, 256, 4, 2, 128, 0, 1, 0, 0},                  /* grouped heads, causal */
+        {3, 1, 128, 4, 4, 32, 1, 0, 0, 0},                    /* one position */
+        {2, 77, 192, 8, 2, 32, 0, 1, 0, 0},                   /* 4 heads per kv head, causal */
+        {1, 130, 160, 2, 1, 64, 1, 1, 0, 0},                  /* three key tiles, causal */
+        {2, 40, 96, 2, 2, 48, 1, 0, 0, 0},                    /* head dim 48: CUDA-core attention */
+        {2, 33, 128, 4, 2, 32, 1, 1, RN_NORM | RN_ROPE, 0},   /* rope + q/k norm */
+        {2, 128, 384, 12, 12, 32, 1, 0, 0, 1},                /* the encoder's layer with a padding mask */
+        {2, 77, 192, 8, 2, 32, 0, 1, 0, 2},                   /* an additive mask, grouped heads, causal */
+        {2, 40, 96, 2, 2, 48, 1, 0, 0, 1},                    /* a padding mask on the CUDA-core attention */
+        {2, 128, 384, 12, 12, 32, 1, 0, 0, 3},                /* an additive padding mask, as BERT's exports add it */
+        {1, 77, 256, 4, 2, 128, 0, 1, RN_ROPE | RN_INTER, 0}, /* interleaved rope from position 7 */
+        {2, 40, 96, 2, 2, 48, 1, 0, RN_NORM | RN_QONLY, 0},   /* q norm only, CUDA-core attention */
+        {2, 64, 256, 8, 2, 64, 0, 1, RN_NORM | RN_ROPE, 1},   /* a decoder layer's shape, padding mask */
+        {1, 130, 512, 4, 4, 128, 1, 0, RN_NORM, 0},           /* q/k norm only */
+        {2, 40, 72, 2, 2, 36, 1, 0, RN_NORM | RN_ROPE, 0},    /* head dim 36: 16-bit norm + rope element by element */
+        {1, 320, 256, 4, 2, 128, 0, 1, RN_NORM | RN_ROPE,
+         0}, /* keys split (5 tiles, 20 query blocks), in the GEMM workspace */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (int d = 0; d < 3; d++) {
@@ -1037,10 +1140,12 @@ static void test_attn_block(void)
             const int rn = c->rope_norm;
             check_fused(NAME("attention_block %s B%lld S%lld H%lld/%lld D%lld bias%d causal%d%s%s%s", dn(FLOATS[d]),
                              (long long)c->B, (long long)c->S, (long long)c->H, (long long)c->Hk, (long long)c->D,
-                             c->bias, c->causal,
-                             rn & RN_NORM ? (rn & RN_QONLY ? " q norm" : " q/k norm") : "",
+                             c->bias, c->causal, rn & RN_NORM ? (rn & RN_QONLY ? " q norm" : " q/k norm") : "",
                              rn & RN_ROPE ? (rn & RN_INTER ? " interleaved rope" : " rope") : "",
-                             c->mask == 1 ? " bool mask" : c->mask == 2 ? " additive mask" : c->mask == 3 ? " additive key mask" : ""),
+                             c->mask == 1   ? " bool mask"
+                             : c->mask == 2 ? " additive mask"
+                             : c->mask == 3 ? " additive key mask"
+                                            : ""),
                         g, fused_nodes, 1.0, 0);
             for (int mode = 1; mode <= 2 && k < 3; mode++) {
                 g = attn_block_graph(FLOATS[d], c, &fused_nodes);
@@ -1057,8 +1162,11 @@ static void test_conv_pool(void)
 {
     char nm[128];
     for (int d = 0; d < 3; d++) {
-        static const struct { int64_t C, O, k, s, p, dil, g; int bias; } cv[] = {
-            {3, 8, 3, 1, 1, 1, 1, 1}, {4, 6, 3, 2, 0, 2, 1, 0}, {4, 6, 3, 1, 1, 1, 2, 1},
+        static const struct {
+            int64_t C, O, k, s, p, dil, g;
+            int bias;
+        } cv[] = {
+            {3, 8, 3, 1, 1, 1, 1, 1},  {4, 6, 3, 2, 0, 2, 1, 0},  {4, 6, 3, 1, 1, 1, 2, 1},
             {8, 16, 1, 1, 0, 1, 1, 1}, {8, 16, 1, 2, 0, 1, 1, 0}, {3, 16, 7, 2, 3, 1, 1, 1},
         };
         for (int k = 0; k < 8; k++) {
@@ -1083,9 +1191,10 @@ static void test_conv_pool(void)
         rlx_conv_params_init(&p);
         p.pads[0] = 2;
         p.pads[1] = 1;
-        rlx_output(g, "y", rlx_conv(g, rlx_input(g, "u_x", FLOATS[d], 3, DIMS(2, 4, 20)),
-                                    rlx_param(g, "u_w", FLOATS[d], 3, DIMS(6, 4, 5)),
-                                    rlx_param(g, "u_b", FLOATS[d], 1, DIMS(6)), &p));
+        rlx_output(g, "y",
+                   rlx_conv(g, rlx_input(g, "u_x", FLOATS[d], 3, DIMS(2, 4, 20)),
+                            rlx_param(g, "u_w", FLOATS[d], 3, DIMS(6, 4, 5)),
+                            rlx_param(g, "u_b", FLOATS[d], 1, DIMS(6)), &p));
         check(NAME("conv1d %s", dn(FLOATS[d])), g);
         for (int k = 0; k < 4; k++) {
             g = rlx_graph_new();
@@ -1120,7 +1229,8 @@ static void check_nhwc(const char *name, rlx_graph *g, int want_nhwc, double sca
     }
     char err[1024] = "";
     outputs a, b;
-    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0}, ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
+    run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 0},
+             ref = {RLX_DEVICE_CPU, RLX_PRECISION_F32, 0, 0, 1, 0};
     const char *no_dnn = getenv("RLX_CUDA_NO_CUDNN");
     if (no_dnn && *no_dnn && strcmp(no_dnn, "0") != 0)
         want_nhwc = 0; /* channels-last runs only through cuDNN */
@@ -1163,41 +1273,44 @@ static rlx_node wparam(rlx_graph *g, const char *name, rlx_dtype t, int64_t O, i
 static void test_conv_nhwc(void)
 {
     static const char *acts[4] = {"none", "relu", "gelu", "silu"};
-    static const struct { int64_t C, O, k, s, g; int bias, act, big; } cv[] = {
-        {16, 32, 3, 1, 1, 1, 1, 0}, {16, 32, 3, 2, 1, 1, 0, 0}, {16, 32, 1, 1, 1, 1, 0, 1},
-        {32, 16, 1, 2, 1, 0, 1, 0}, {3, 16, 7, 2, 1, 1, 1, 1},  {16, 16, 3, 1, 2, 1, 1, 0},
-        {16, 16, 3, 1, 16, 1, 0, 0}, {8, 24, 3, 1, 1, 1, 2, 0}, {8, 24, 1, 1, 1, 0, 3, 1},
-        {8, 8, 3, 1, 1, 0, 0, 0},
+    static const struct {
+        int64_t C, O, k, s, g;
+        int bias, act, big;
+    } cv[] = {
+        {16, 32, 3, 1, 1, 1, 1, 0}, {16, 32, 3, 2, 1, 1, 0, 0}, {16, 32, 1, 1, 1, 1, 0, 1},  {32, 16, 1, 2, 1, 0, 1, 0},
+        {3, 16, 7, 2, 1, 1, 1, 1},  {16, 16, 3, 1, 2, 1, 1, 0}, {16, 16, 3, 1, 16, 1, 0, 0}, {8, 24, 3, 1, 1, 1, 2, 0},
+        {8, 24, 1, 1, 1, 0, 3, 1},  {8, 8, 3, 1, 1, 0, 0, 0},
     };
     char nm[160];
     /* each case once per channels-last path (RLX_CUDA_CONV_PATH prefers
      * one where it can run the conv; "auto" keeps the fastest) */
     static const char *paths[4] = {"auto", "graph", "gemm", "legacy"};
     for (int pi = 0; pi < 4; pi++)
-    for (int d = 0; d < 3; d++)
-        for (size_t k = 0; k < sizeof cv / sizeof cv[0]; k++) {
-            if (pi && FLOATS[d] == RLX_F32)
-                continue; /* f32 stays NCHW */
-            if (pi)
-                setenv("RLX_CUDA_CONV_PATH", paths[pi], 1);
-            else
-                unsetenv("RLX_CUDA_CONV_PATH");
-            rlx_graph *g = rlx_graph_new();
-            rlx_conv_params p;
-            rlx_conv_params_init(&p);
-            p.stride[0] = p.stride[1] = cv[k].s;
-            for (int i = 0; i < 4; i++)
-                p.pads[i] = cv[k].k / 2;
-            p.groups = cv[k].g;
-            rlx_node x = rlx_input(g, "u_x", FLOATS[d], 4, cv[k].big ? DIMS(2, cv[k].C, 40, 41) : DIMS(2, cv[k].C, 17, 19));
-            rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
-            rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
-            rlx_output(g, "y", act_of(g, cv[k].act, rlx_conv(g, x, w, b, &p)));
-            check_nhwc(NAME("conv-nhwc %s k%lld s%lld g%lld bias%d %s%s %s", dn(FLOATS[d]), (long long)cv[k].k,
-                            (long long)cv[k].s, (long long)cv[k].g, cv[k].bias, acts[cv[k].act], cv[k].big ? " big" : "",
-                            paths[pi]),
-                       g, FLOATS[d] == RLX_F32 ? 0 : 1, 1.0);
-        }
+        for (int d = 0; d < 3; d++)
+            for (size_t k = 0; k < sizeof cv / sizeof cv[0]; k++) {
+                if (pi && FLOATS[d] == RLX_F32)
+                    continue; /* f32 stays NCHW */
+                if (pi)
+                    setenv("RLX_CUDA_CONV_PATH", paths[pi], 1);
+                else
+                    unsetenv("RLX_CUDA_CONV_PATH");
+                rlx_graph *g = rlx_graph_new();
+                rlx_conv_params p;
+                rlx_conv_params_init(&p);
+                p.stride[0] = p.stride[1] = cv[k].s;
+                for (int i = 0; i < 4; i++)
+                    p.pads[i] = cv[k].k / 2;
+                p.groups = cv[k].g;
+                rlx_node x =
+                    rlx_input(g, "u_x", FLOATS[d], 4, cv[k].big ? DIMS(2, cv[k].C, 40, 41) : DIMS(2, cv[k].C, 17, 19));
+                rlx_node w = rlx_param(g, "u_w", FLOATS[d], 4, DIMS(cv[k].O, cv[k].C / cv[k].g, cv[k].k, cv[k].k));
+                rlx_node b = cv[k].bias ? rlx_param(g, "u_b", FLOATS[d], 1, DIMS(cv[k].O)) : -1;
+                rlx_output(g, "y", act_of(g, cv[k].act, rlx_conv(g, x, w, b, &p)));
+                check_nhwc(NAME("conv-nhwc %s k%lld s%lld g%lld bias%d %s%s %s", dn(FLOATS[d]), (long long)cv[k].k,
+                                (long long)cv[k].s, (long long)cv[k].g, cv[k].bias, acts[cv[k].act],
+                                cv[k].big ? " big" : "", paths[pi]),
+                           g, FLOATS[d] == RLX_F32 ? 0 : 1, 1.0);
+            }
     unsetenv("RLX_CUDA_CONV_PATH");
     /* a residual block: stem conv + relu, max pool (channels-last too),
      * conv relu -> conv -> add -> relu, stride-2 conv, global pool */
@@ -1219,12 +1332,12 @@ static void test_conv_nhwc(void)
         pp.stride[0] = pp.stride[1] = 2;
         pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
         h = rlx_max_pool(g, h, &pp);
-        rlx_node a = rlx_relu(g, rlx_conv(g, h, wparam(g, "u_w1", t, 16, 16, 3),
-                                          rlx_param(g, "u_b1", t, 1, DIMS(16)), &p1));
+        rlx_node a =
+            rlx_relu(g, rlx_conv(g, h, wparam(g, "u_w1", t, 16, 16, 3), rlx_param(g, "u_b1", t, 1, DIMS(16)), &p1));
         a = rlx_conv(g, a, wparam(g, "u_w2", t, 16, 16, 3), rlx_param(g, "u_b2", t, 1, DIMS(16)), &p1);
         rlx_node r = rlx_relu(g, rlx_add(g, a, h));
-        rlx_node c = rlx_relu(g, rlx_conv(g, r, wparam(g, "u_w3", t, 32, 16, 3),
-                                          rlx_param(g, "u_b3", t, 1, DIMS(32)), &p2));
+        rlx_node c =
+            rlx_relu(g, rlx_conv(g, r, wparam(g, "u_w3", t, 32, 16, 3), rlx_param(g, "u_b3", t, 1, DIMS(32)), &p2));
         rlx_output(g, "y", rlx_global_avg_pool(g, c));
         rlx_output(g, "r", r);
         check_nhwc(NAME("conv-nhwc block %s", dn(t)), g, t == RLX_F32 ? 0 : 5, 2.0);
@@ -1265,7 +1378,8 @@ static void test_fused(void)
                 /* batched 2: an output width that is no multiple of the activation pass's vector */
                 int64_t N = batched == 2 ? 135 : 136;
                 rlx_graph *g = rlx_graph_new();
-                rlx_node x = batched == 1 ? rlx_input(g, "u_x", t, 3, DIMS(3, 40, 96)) : rlx_input(g, "u_x", t, 2, DIMS(70, 96));
+                rlx_node x =
+                    batched == 1 ? rlx_input(g, "u_x", t, 3, DIMS(3, 40, 96)) : rlx_input(g, "u_x", t, 2, DIMS(70, 96));
                 rlx_node y = rlx_add(g, rlx_matmul(g, x, rlx_param(g, "u_w", t, 2, DIMS(96, N)), 0, 0),
                                      rlx_param(g, "u_b", t, 1, DIMS(N)));
                 if (acts[a])
@@ -1341,8 +1455,7 @@ static void test_fused(void)
             if (mk == 1)
                 s = rlx_add(g, s, rlx_input(g, "u_m", t, 4, DIMS(2, 1, 1, 40)));
             if (mk == 2)
-                s = rlx_where(g, rlx_input(g, "m", RLX_BOOL, 4, DIMS(2, 1, 17, 40)), s,
-                              rlx_scalar(g, t, -INFINITY));
+                s = rlx_where(g, rlx_input(g, "m", RLX_BOOL, 4, DIMS(2, 1, 17, 40)), s, rlx_scalar(g, t, -INFINITY));
             rlx_output(g, "p", rlx_softmax(g, s, -1));
             check(NAME("fused softmax_scale_mask %s mask%d", dn(t), mk), g);
         }
@@ -1351,8 +1464,9 @@ static void test_fused(void)
             rlx_conv_params p;
             rlx_conv_params_init(&p);
             p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
-            rlx_node c = rlx_conv(g, rlx_input(g, "u_x", t, 4, DIMS(2, 8, 12, 12)),
-                                  rlx_param(g, "u_w", t, 4, DIMS(16, 8, 3, 3)), rlx_param(g, "u_b", t, 1, DIMS(16)), &p);
+            rlx_node c =
+                rlx_conv(g, rlx_input(g, "u_x", t, 4, DIMS(2, 8, 12, 12)), rlx_param(g, "u_w", t, 4, DIMS(16, 8, 3, 3)),
+                         rlx_param(g, "u_b", t, 1, DIMS(16)), &p);
             rlx_output(g, "y", act ? rlx_relu(g, c) : c);
             check(NAME("fused conv_bias_act %s relu%d", dn(t), act), g);
         }
@@ -1369,8 +1483,14 @@ static void test_mm_cudnn(void)
     char nm[128];
     static unary_fn acts[2] = {rlx_gelu, rlx_silu};
     static const char *act_names[2] = {"gelu", "silu"};
-    static const struct { int rank; int64_t x[3]; int64_t N; } sh[] = {
-        {2, {70, 96}, 136}, {3, {3, 40, 96}, 200}, {2, {256, 512}, 1024},
+    static const struct {
+        int rank;
+        int64_t x[3];
+        int64_t N;
+    } sh[] = {
+        {2, {70, 96}, 136},
+        {3, {3, 40, 96}, 200},
+        {2, {256, 512}, 1024},
     };
     setenv("RLX_CUDA_MM_PATH", "cudnn", 1);
     for (int d = 1; d < 3; d++)
@@ -1419,15 +1539,23 @@ static void test_mm_wgmma(void)
 {
     char nm[160];
     static const char *act_names[4] = {"none", "gelu", "silu", "relu"};
-    static const struct { int rank; int64_t x[3]; int64_t N; } sh[] = {
-        {2, {256, 1024}, 256}, {2, {70, 256}, 128}, {3, {3, 40, 192}, 64}, {2, {300, 512}, 192},
+    static const struct {
+        int rank;
+        int64_t x[3];
+        int64_t N;
+    } sh[] = {
+        {2, {256, 1024}, 256},
+        {2, {70, 256}, 128},
+        {3, {3, 40, 192}, 64},
+        {2, {300, 512}, 192},
     };
     setenv("RLX_CUDA_MM_PATH", "wgmma", 1);
     /* the path exists on sm_90 only: elsewhere the group says so and skips */
     if (!getenv("RLX_GPU_TEST_CPU_ONLY")) {
         rlx_graph *g = rlx_graph_new();
-        rlx_output(g, "y", rlx_matmul(g, rlx_input(g, "x", RLX_F16, 2, DIMS(128, 64)),
-                                      rlx_param(g, "w", RLX_F16, 2, DIMS(64, 64)), 0, 0));
+        rlx_output(g, "y",
+                   rlx_matmul(g, rlx_input(g, "x", RLX_F16, 2, DIMS(128, 64)),
+                              rlx_param(g, "w", RLX_F16, 2, DIMS(64, 64)), 0, 0));
         rlx_options o;
         rlx_options_init(&o);
         o.device = RLX_DEVICE_CUDA;
@@ -1466,8 +1594,8 @@ static void test_mm_wgmma(void)
                         setenv("RLX_CUDA_WGMMA_SPLIT", v, 1);
                         snprintf(v, sizeof v, "%d", stages);
                         setenv("RLX_CUDA_WGMMA_STAGES", v, 1);
-                        wg_case(NAME("matmul wgmma %s bn%d split%d stages%d bparam%d", dn(t), bn, split, stages, bp),
-                                2, DIMS(200, 2048), 256, t, 1, 1, bp, 2.0);
+                        wg_case(NAME("matmul wgmma %s bn%d split%d stages%d bparam%d", dn(t), bn, split, stages, bp), 2,
+                                DIMS(200, 2048), 256, t, 1, 1, bp, 2.0);
                     }
         unsetenv("RLX_CUDA_WGMMA_BN");
         unsetenv("RLX_CUDA_WGMMA_SPLIT");
@@ -1564,8 +1692,7 @@ static void test_param_swap(void)
     ec.layers = 2;
     param_swap_case("param swap (f32 encoder: packed q/k/v weights)", rlx_workload_encoder(&ec), RLX_PRECISION_F32,
                     1e-3);
-    param_swap_case("param swap (amp f16 encoder: packed casts)", rlx_workload_encoder(&ec), RLX_PRECISION_F16,
-                    6e-2);
+    param_swap_case("param swap (amp f16 encoder: packed casts)", rlx_workload_encoder(&ec), RLX_PRECISION_F16, 6e-2);
 }
 
 static void test_workloads(void)
@@ -1625,12 +1752,25 @@ int main(void)
     rlx_graph_free(probe);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    static const struct { const char *name; void (*fn)(void); } groups[] = {
-        {"unary", test_unary},     {"gelu tails", test_gelu_tails}, {"binary", test_binary}, {"where/cast/clip", test_where_cast_clip},
-        {"reduce", test_reduce},   {"norm/softmax", test_norm_softmax}, {"shape", test_shape},
-        {"matmul", test_matmul},   {"f32 3xtf32", test_f32_split}, {"attention", test_attention}, {"attention block", test_attn_block},
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } groups[] = {
+        {"unary", test_unary},
+        {"gelu tails", test_gelu_tails},
+        {"binary", test_binary},
+        {"where/cast/clip", test_where_cast_clip},
+        {"reduce", test_reduce},
+        {"norm/softmax", test_norm_softmax},
+        {"shape", test_shape},
+        {"matmul", test_matmul},
+        {"f32 3xtf32", test_f32_split},
+        {"attention", test_attention},
+        {"attention block", test_attn_block},
         {"conv/pool", test_conv_pool},
-        {"random", test_random},   {"fused", test_fused}, {"matmul cudnn", test_mm_cudnn},
+        {"random", test_random},
+        {"fused", test_fused},
+        {"matmul cudnn", test_mm_cudnn},
         {"matmul wgmma", test_mm_wgmma},
         {"graph replay", test_graph_replay},
         {"workloads", test_workloads},

@@ -78,7 +78,9 @@ int main(int argc, char **argv)
             out = argv[++i];
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
             const char *p = argv[++i];
-            o.precision = !strcmp(p, "bf16") ? RLX_PRECISION_BF16 : !strcmp(p, "f16") ? RLX_PRECISION_F16 : RLX_PRECISION_F32;
+            o.precision = !strcmp(p, "bf16")  ? RLX_PRECISION_BF16
+                          : !strcmp(p, "f16") ? RLX_PRECISION_F16
+                                              : RLX_PRECISION_F32;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             o.device = !strcmp(argv[++i], "cuda") ? RLX_DEVICE_CUDA : RLX_DEVICE_CPU;
         else

@@ -160,7 +160,9 @@ static rlx_tokenizer *load(const char *source)
                 scores = calloc((size_t)a.n, sizeof *scores);
                 for (int64_t i = 0; i < a.n; i++) /* one character: 0; made by no merge: last */
                     scores[i] = utf8proc_iterate((const utf8proc_uint8_t *)a.tokens[i], -1, &(utf8proc_int32_t){0}) ==
-                                        (utf8proc_ssize_t)strlen(a.tokens[i]) ? 0.0f : -1e9f;
+                                        (utf8proc_ssize_t)strlen(a.tokens[i])
+                                    ? 0.0f
+                                    : -1e9f;
                 /* the pieces by name, to find what each merge makes */
                 rlx_tokenizer *plain = NULL;
                 if (rlx_tokenizer_from_arrays(&spec, &plain) == RLX_OK) {
@@ -384,8 +386,8 @@ int main(int argc, char **argv)
                 got == nw && memcmp(ids, want, sizeof *ids * (size_t)nw) == 0)
                 sm++;
         }
-        printf("%s: %d/%d texts give the reference ids with BOS/EOS added (bos %d, eos %d, add_bos %d)\n", name, sm,
-               sn, rlx_tokenizer_bos(t), rlx_tokenizer_eos(t), rlx_tokenizer_add_bos(t));
+        printf("%s: %d/%d texts give the reference ids with BOS/EOS added (bos %d, eos %d, add_bos %d)\n", name, sm, sn,
+               rlx_tokenizer_bos(t), rlx_tokenizer_eos(t), rlx_tokenizer_add_bos(t));
         ok &= sm == sn && sn > 0;
         free(sr);
     }
@@ -426,8 +428,8 @@ int main(int argc, char **argv)
             }
         }
         rt = rt && bl == xn && memcmp(back, x, xn) == 0;
-        printf("%s: one text of %zu bytes, %d tokens: %s (counted, encoded and decoded in %.0f ms)\n", name, total,
-               got, rt ? "round trip" : "DIFFERS", t2 - t1);
+        printf("%s: one text of %zu bytes, %d tokens: %s (counted, encoded and decoded in %.0f ms)\n", name, total, got,
+               rt ? "round trip" : "DIFFERS", t2 - t1);
         ok &= rt;
         free(norm);
         free(big);

@@ -282,26 +282,16 @@ double rt_round_bf16(double x) { return round_binary(x, 8, -126, ldexp(255.0 / 1
 double rt_to_dtype(double x, rlx_dtype t)
 {
     switch (t) {
-    case RLX_F32:
-        return (double)(float)x;
-    case RLX_F16:
-        return rt_round_f16(x);
-    case RLX_BF16:
-        return rt_round_bf16(x);
-    case RLX_F64:
-        return x;
-    case RLX_I64:
-        return (double)(int64_t)x;
-    case RLX_I32:
-        return (double)(int32_t)(int64_t)x;
-    case RLX_I8:
-        return (double)(int8_t)(int64_t)x;
-    case RLX_U8:
-        return (double)(uint8_t)(int64_t)x;
-    case RLX_BOOL:
-        return x != 0 ? 1.0 : 0.0;
-    default:
-        return x;
+    case RLX_F32: return (double)(float)x;
+    case RLX_F16: return rt_round_f16(x);
+    case RLX_BF16: return rt_round_bf16(x);
+    case RLX_F64: return x;
+    case RLX_I64: return (double)(int64_t)x;
+    case RLX_I32: return (double)(int32_t)(int64_t)x;
+    case RLX_I8: return (double)(int8_t)(int64_t)x;
+    case RLX_U8: return (double)(uint8_t)(int64_t)x;
+    case RLX_BOOL: return x != 0 ? 1.0 : 0.0;
+    default: return x;
     }
 }
 
@@ -326,7 +316,7 @@ uint16_t rt_f16_bits(double x)
         return sign | (uint16_t)(a / ldexp(1.0, -24));
     int e;
     frexp(a, &e);
-    int lead = e - 1;                                        /* a in [2^lead, 2^(lead+1)) */
+    int lead = e - 1;                                                  /* a in [2^lead, 2^(lead+1)) */
     uint16_t mant = (uint16_t)((a / ldexp(1.0, lead) - 1.0) * 1024.0); /* exact */
     return sign | (uint16_t)((lead + 15) << 10) | mant;
 }
@@ -374,15 +364,47 @@ void *rt_pack(const rt_tensor *t, rlx_dtype dt, size_t *bytes)
         double x = t->d[i];
         void *p = buf + (size_t)i * es;
         switch (dt) {
-        case RLX_F32: { float v = (float)x; memcpy(p, &v, 4); break; }
-        case RLX_F16: { uint16_t v = rt_f16_bits(x); memcpy(p, &v, 2); break; }
-        case RLX_BF16: { uint16_t v = rt_bf16_bits(x); memcpy(p, &v, 2); break; }
+        case RLX_F32: {
+            float v = (float)x;
+            memcpy(p, &v, 4);
+            break;
+        }
+        case RLX_F16: {
+            uint16_t v = rt_f16_bits(x);
+            memcpy(p, &v, 2);
+            break;
+        }
+        case RLX_BF16: {
+            uint16_t v = rt_bf16_bits(x);
+            memcpy(p, &v, 2);
+            break;
+        }
         case RLX_F64: memcpy(p, &x, 8); break;
-        case RLX_I64: { int64_t v = (int64_t)x; memcpy(p, &v, 8); break; }
-        case RLX_I32: { int32_t v = (int32_t)(int64_t)x; memcpy(p, &v, 4); break; }
-        case RLX_I8: { int8_t v = (int8_t)(int64_t)x; memcpy(p, &v, 1); break; }
-        case RLX_U8: { uint8_t v = (uint8_t)(int64_t)x; memcpy(p, &v, 1); break; }
-        case RLX_BOOL: { uint8_t v = x != 0; memcpy(p, &v, 1); break; }
+        case RLX_I64: {
+            int64_t v = (int64_t)x;
+            memcpy(p, &v, 8);
+            break;
+        }
+        case RLX_I32: {
+            int32_t v = (int32_t)(int64_t)x;
+            memcpy(p, &v, 4);
+            break;
+        }
+        case RLX_I8: {
+            int8_t v = (int8_t)(int64_t)x;
+            memcpy(p, &v, 1);
+            break;
+        }
+        case RLX_U8: {
+            uint8_t v = (uint8_t)(int64_t)x;
+            memcpy(p, &v, 1);
+            break;
+        }
+        case RLX_BOOL: {
+            uint8_t v = x != 0;
+            memcpy(p, &v, 1);
+            break;
+        }
         default: break;
         }
     }
@@ -400,15 +422,55 @@ rt_tensor *rt_unpack(rlx_dtype dt, int ndim, const int64_t *dims, const void *bu
         const void *p = b + (size_t)i * es;
         double x = 0;
         switch (dt) {
-        case RLX_F32: { float v; memcpy(&v, p, 4); x = v; break; }
-        case RLX_F16: { uint16_t v; memcpy(&v, p, 2); x = rt_f16_value(v); break; }
-        case RLX_BF16: { uint16_t v; memcpy(&v, p, 2); x = rt_bf16_value(v); break; }
+        case RLX_F32: {
+            float v;
+            memcpy(&v, p, 4);
+            x = v;
+            break;
+        }
+        case RLX_F16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            x = rt_f16_value(v);
+            break;
+        }
+        case RLX_BF16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            x = rt_bf16_value(v);
+            break;
+        }
         case RLX_F64: memcpy(&x, p, 8); break;
-        case RLX_I64: { int64_t v; memcpy(&v, p, 8); x = (double)v; break; }
-        case RLX_I32: { int32_t v; memcpy(&v, p, 4); x = v; break; }
-        case RLX_I8: { int8_t v; memcpy(&v, p, 1); x = v; break; }
-        case RLX_U8: { uint8_t v; memcpy(&v, p, 1); x = v; break; }
-        case RLX_BOOL: { uint8_t v; memcpy(&v, p, 1); x = v; break; }
+        case RLX_I64: {
+            int64_t v;
+            memcpy(&v, p, 8);
+            x = (double)v;
+            break;
+        }
+        case RLX_I32: {
+            int32_t v;
+            memcpy(&v, p, 4);
+            x = v;
+            break;
+        }
+        case RLX_I8: {
+            int8_t v;
+            memcpy(&v, p, 1);
+            x = v;
+            break;
+        }
+        case RLX_U8: {
+            uint8_t v;
+            memcpy(&v, p, 1);
+            x = v;
+            break;
+        }
+        case RLX_BOOL: {
+            uint8_t v;
+            memcpy(&v, p, 1);
+            x = v;
+            break;
+        }
         default: break;
         }
         t->d[i] = x;
@@ -439,8 +501,7 @@ bool rt_check(const char *what, const rt_tensor *got, const rt_tensor *want, rlx
     return rt_check_tol(what, got, want, rtol, atol);
 }
 
-static bool check(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol,
-                  int scaled);
+static bool check(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol, int scaled);
 
 bool rt_check_tol(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol)
 {
@@ -452,12 +513,10 @@ bool rt_check_abs(const char *what, const rt_tensor *got, const rt_tensor *want,
     return check(what, got, want, rtol, atol, 0);
 }
 
-static bool check(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol,
-                  int scaled)
+static bool check(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol, int scaled)
 {
     if (!got || !want) {
-        fprintf(stderr, "[ref] %s: %s is missing (seed %" PRIu64 ")\n", what, got ? "reference" : "result",
-                rt_seed());
+        fprintf(stderr, "[ref] %s: %s is missing (seed %" PRIu64 ")\n", what, got ? "reference" : "result", rt_seed());
         return false;
     }
     if (!rt_same_shape(got, want)) {
@@ -497,8 +556,8 @@ static bool check(const char *what, const rt_tensor *got, const rt_tensor *want,
     fprintf(stderr,
             "[ref] %s: %" PRId64 " of %" PRId64 " elements differ (shape %s, rtol %g, atol %g x %g); worst at %s: "
             "got %.9g, want %.9g (seed %" PRIu64 ")\n",
-            what, bad, want->n, rt_shape_str(want->ndim, want->dims), rtol, atol, scale,
-            rt_shape_str(want->ndim, idx), got->d[worst], want->d[worst], rt_seed());
+            what, bad, want->n, rt_shape_str(want->ndim, want->dims), rtol, atol, scale, rt_shape_str(want->ndim, idx),
+            got->d[worst], want->d[worst], rt_seed());
     return false;
 }
 
@@ -602,9 +661,9 @@ rlx_status rt_run(rt_graph *rg, int nout, const rlx_node *outs, rt_tensor **res)
             break;
         if (info.ndim != nd || memcmp(info.dims, dims, sizeof(int64_t) * (size_t)nd) != 0 ||
             info.dtype != rlx_node_dtype(rg->g, outs[i])) {
-            fprintf(stderr, "[ref] session output %s is %s %s, graph node is %s %s\n", name,
-                    rlx_dtype_name(info.dtype), rt_shape_str(info.ndim, info.dims),
-                    rlx_dtype_name(rlx_node_dtype(rg->g, outs[i])), rt_shape_str(nd, dims));
+            fprintf(stderr, "[ref] session output %s is %s %s, graph node is %s %s\n", name, rlx_dtype_name(info.dtype),
+                    rt_shape_str(info.ndim, info.dims), rlx_dtype_name(rlx_node_dtype(rg->g, outs[i])),
+                    rt_shape_str(nd, dims));
             st = RLX_ERR_INTERNAL;
             break;
         }
@@ -651,10 +710,7 @@ double rt_f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 double rt_f_relu(double x) { return x > 0 ? x : 0.0; }
 /* through erfc: 1 + erf(x / sqrt 2) loses its digits where GELU is tiny (x < -5) */
 double rt_f_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
-double rt_f_gelu_tanh(double x)
-{
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double rt_f_gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 double rt_f_silu(double x) { return x / (1.0 + exp(-x)); }
 double rt_f_erf(double x) { return erf(x); }
 double rt_f_sin(double x) { return sin(x); }
@@ -882,8 +938,14 @@ rt_tensor *rt_ref_reduce(const rt_tensor *x, rt_reduce kind, int naxes, const in
         case RT_SUM:
         case RT_MEAN: y->d[o] += v; break;
         case RT_PROD: y->d[o] *= v; break;
-        case RT_MAX: if (v > y->d[o]) y->d[o] = v; break;
-        case RT_MIN: if (v < y->d[o]) y->d[o] = v; break;
+        case RT_MAX:
+            if (v > y->d[o])
+                y->d[o] = v;
+            break;
+        case RT_MIN:
+            if (v < y->d[o])
+                y->d[o] = v;
+            break;
         }
     }
     if (kind == RT_MEAN)

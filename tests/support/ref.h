@@ -30,7 +30,8 @@ typedef struct rt_tensor {
 } rt_tensor;
 
 /* Shape literal: RT_SHAPE(2, 3, 4) expands to `3, (int64_t[]){2, 3, 4}`. */
-#define RT_SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+#define RT_SHAPE(...) \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
 
 /* ------------------------------------------------------------- random */
 
@@ -42,8 +43,8 @@ uint64_t rt_seed(void);
  * draws the same values whatever ran before it. */
 void rt_reseed(uint64_t salt);
 uint64_t rt_next_u64(void);
-double rt_uniform(double lo, double hi); /* [lo, hi) */
-double rt_normal(void);                  /* standard normal */
+double rt_uniform(double lo, double hi);    /* [lo, hi) */
+double rt_normal(void);                     /* standard normal */
 int64_t rt_randint(int64_t lo, int64_t hi); /* [lo, hi) */
 /* cmocka setup function that re-seeds per test (by a counter), usable with
  * cmocka_unit_test_setup. */
@@ -105,8 +106,7 @@ void rt_default_tol(rlx_dtype dt, double *rtol, double *atol);
  * failure prints what, the seed, the shapes, the worst element (index, got,
  * want) and the number of mismatches; returns false. */
 bool rt_check(const char *what, const rt_tensor *got, const rt_tensor *want, rlx_dtype dt);
-bool rt_check_tol(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol,
-                  double atol);
+bool rt_check_tol(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol);
 /* Like rt_check_tol but atol is absolute (not scaled by the largest |want|):
  * for elementwise results, where each element's error follows its own size. */
 bool rt_check_abs(const char *what, const rt_tensor *got, const rt_tensor *want, double rtol, double atol);
@@ -126,7 +126,7 @@ typedef struct rt_graph {
     rlx_graph *g;
     int n_bind;
     rt_bind bind[RT_MAX_BIND];
-    rlx_options opts; /* rlx_options_init, CPU; tests may change it */
+    rlx_options opts;  /* rlx_options_init, CPU; tests may change it */
     rlx_status status; /* of the last rt_run */
 } rt_graph;
 
@@ -213,8 +213,8 @@ rt_tensor *rt_ref_batch_norm(const rt_tensor *x, const rt_tensor *scale, const r
 /* Resolves -1 and 0 like rlx_reshape. */
 rt_tensor *rt_ref_reshape(const rt_tensor *x, int ndim, const int64_t *dims);
 rt_tensor *rt_ref_transpose(const rt_tensor *x, const int *perm);
-rt_tensor *rt_ref_slice(const rt_tensor *x, int naxes, const int *axes, const int64_t *starts,
-                        const int64_t *ends, const int64_t *steps);
+rt_tensor *rt_ref_slice(const rt_tensor *x, int naxes, const int *axes, const int64_t *starts, const int64_t *ends,
+                        const int64_t *steps);
 rt_tensor *rt_ref_concat(int n, const rt_tensor *const *xs, int axis);
 void rt_ref_split(const rt_tensor *x, int axis, int n, const int64_t *sizes, rt_tensor **outs);
 rt_tensor *rt_ref_gather(const rt_tensor *data, const rt_tensor *idx, int axis);

@@ -134,43 +134,43 @@ static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
  * column) blocks, one single-threaded BLAS call per block; without BLAS
  * (or with the settings' no_blas), or past its int sizes, a plain loop
  * accumulating in double. */
-#define DEFINE_GEMM(NAME, T, BLAS)                                                                                    \
-    void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B,         \
-              int64_t ldb, T beta, T *C, int64_t ldc, int threads, const rlx_backend_settings *set)                   \
-    {                                                                                                                 \
-        bool use_blas = !(set && set->no_blas);                                                                       \
-        if (use_blas)                                                                                                 \
-            ensure_blas(set);                                                                                         \
-        if (M == 0 || N == 0)                                                                                         \
-            return;                                                                                                   \
-        if (use_blas && BLAS && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&   \
-            K > 0) {                                                                                                  \
-            int parts = gemm_parts(M, N, K, threads);                                                                 \
-            bool by_rows = M >= N;                                                                                    \
-            _Pragma("omp parallel for num_threads(parts) if (parts > 1)") for (int k = 0; k < parts; k++)             \
-            {                                                                                                         \
-                int64_t lo, len;                                                                                      \
-                split_range(by_rows ? M : N, parts, k, &lo, &len);                                                    \
-                if (len == 0)                                                                                         \
-                    continue;                                                                                         \
-                const T *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;                                              \
-                const T *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);                                              \
-                T *c = by_rows ? C + lo * ldc : C + lo;                                                               \
-                BLAS(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),               \
-                     (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);           \
-            }                                                                                                         \
-            return;                                                                                                   \
-        }                                                                                                             \
-        int nt = threads > 0 ? threads : 1;                                                                           \
-        _Pragma("omp parallel for num_threads(nt) if (M * N * K > 65536)") for (int64_t i = 0; i < M; i++)            \
-        {                                                                                                             \
-            for (int64_t j = 0; j < N; j++) {                                                                         \
-                double acc = 0;                                                                                       \
-                for (int64_t k = 0; k < K; k++)                                                                       \
-                    acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);   \
-                C[i * ldc + j] = (T)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));                          \
-            }                                                                                                         \
-        }                                                                                                             \
+#define DEFINE_GEMM(NAME, T, BLAS)                                                                                  \
+    void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B,        \
+              int64_t ldb, T beta, T *C, int64_t ldc, int threads, const rlx_backend_settings *set)                 \
+    {                                                                                                               \
+        bool use_blas = !(set && set->no_blas);                                                                     \
+        if (use_blas)                                                                                               \
+            ensure_blas(set);                                                                                       \
+        if (M == 0 || N == 0)                                                                                       \
+            return;                                                                                                 \
+        if (use_blas && BLAS && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) &&      \
+            fits_int(ldc) && K > 0) {                                                                               \
+            int parts = gemm_parts(M, N, K, threads);                                                               \
+            bool by_rows = M >= N;                                                                                  \
+            _Pragma("omp parallel for num_threads(parts) if (parts > 1)") for (int k = 0; k < parts; k++)           \
+            {                                                                                                       \
+                int64_t lo, len;                                                                                    \
+                split_range(by_rows ? M : N, parts, k, &lo, &len);                                                  \
+                if (len == 0)                                                                                       \
+                    continue;                                                                                       \
+                const T *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;                                            \
+                const T *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);                                            \
+                T *c = by_rows ? C + lo * ldc : C + lo;                                                             \
+                BLAS(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),             \
+                     (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);         \
+            }                                                                                                       \
+            return;                                                                                                 \
+        }                                                                                                           \
+        int nt = threads > 0 ? threads : 1;                                                                         \
+        _Pragma("omp parallel for num_threads(nt) if (M * N * K > 65536)") for (int64_t i = 0; i < M; i++)          \
+        {                                                                                                           \
+            for (int64_t j = 0; j < N; j++) {                                                                       \
+                double acc = 0;                                                                                     \
+                for (int64_t k = 0; k < K; k++)                                                                     \
+                    acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
+                C[i * ldc + j] = (T)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));                        \
+            }                                                                                                       \
+        }                                                                                                           \
     }
 
 DEFINE_GEMM(rlx_sgemm, float, blas_sgemm)

@@ -56,29 +56,29 @@ float tanhf(float);
 #endif
 
 /* y = exp(x) for float lvalue y and float expression x (evaluated once). */
-#define RLX_EXPF_VEC(y, x)                                                  \
-    do {                                                                    \
-        float x_ = (x);                                                     \
-        float xc_ = x_ < -87.0f ? -87.0f : x_;                              \
-        xc_ = xc_ > 88.0f ? 88.0f : xc_;                                    \
-        /* round to nearest through the 1.5 * 2^23 trick */                 \
+#define RLX_EXPF_VEC(y, x)                                                   \
+    do {                                                                     \
+        float x_ = (x);                                                      \
+        float xc_ = x_ < -87.0f ? -87.0f : x_;                               \
+        xc_ = xc_ > 88.0f ? 88.0f : xc_;                                     \
+        /* round to nearest through the 1.5 * 2^23 trick */                  \
         float n_ = (xc_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f; \
-        n_ = n_ == n_ ? n_ : 0.0f; /* NaN: keep the conversion defined */   \
-        float r_ = xc_ - n_ * 0.693359375f;                                 \
-        r_ = r_ - n_ * -2.12194440e-4f;                                     \
-        float p_ = 1.9875691500e-4f;                                        \
-        p_ = p_ * r_ + 1.3981999507e-3f;                                    \
-        p_ = p_ * r_ + 8.3334519073e-3f;                                    \
-        p_ = p_ * r_ + 4.1665795894e-2f;                                    \
-        p_ = p_ * r_ + 1.6666665459e-1f;                                    \
-        p_ = p_ * r_ + 5.0000001201e-1f;                                    \
-        p_ = p_ * r_ * r_ + r_ + 1.0f;                                      \
-        union {                                                             \
-            uint32_t u;                                                     \
-            float f;                                                        \
-        } s_;                                                               \
-        s_.u = (uint32_t)((int32_t)n_ + 127) << 23;                         \
-        (y) = x_ < -87.0f ? 0.0f : p_ * s_.f;                               \
+        n_ = n_ == n_ ? n_ : 0.0f; /* NaN: keep the conversion defined */    \
+        float r_ = xc_ - n_ * 0.693359375f;                                  \
+        r_ = r_ - n_ * -2.12194440e-4f;                                      \
+        float p_ = 1.9875691500e-4f;                                         \
+        p_ = p_ * r_ + 1.3981999507e-3f;                                     \
+        p_ = p_ * r_ + 8.3334519073e-3f;                                     \
+        p_ = p_ * r_ + 4.1665795894e-2f;                                     \
+        p_ = p_ * r_ + 1.6666665459e-1f;                                     \
+        p_ = p_ * r_ + 5.0000001201e-1f;                                     \
+        p_ = p_ * r_ * r_ + r_ + 1.0f;                                       \
+        union {                                                              \
+            uint32_t u;                                                      \
+            float f;                                                         \
+        } s_;                                                                \
+        s_.u = (uint32_t)((int32_t)n_ + 127) << 23;                          \
+        (y) = x_ < -87.0f ? 0.0f : p_ * s_.f;                                \
     } while (0)
 
 #endif

@@ -15,8 +15,8 @@ rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (t->node->name)
-        return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op),
-                             t->node->name, msg);
+        return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op), t->node->name,
+                             msg);
     return rlx_set_error(RLX_ERR_RUNTIME, "node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
 }
 

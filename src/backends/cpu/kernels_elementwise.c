@@ -16,21 +16,51 @@
 void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n)
 {
     switch (op) {
-    case RLX_OP_NEG: for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;
-    case RLX_OP_ABS: for (int64_t i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
-    case RLX_OP_EXP: for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]); break;
-    case RLX_OP_LOG: for (int64_t i = 0; i < n; i++) y[i] = logf(x[i]); break;
-    case RLX_OP_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
-    case RLX_OP_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
-    case RLX_OP_RELU: for (int64_t i = 0; i < n; i++) y[i] = rlx_relu_f(x[i]); break;
+    case RLX_OP_NEG:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = -x[i];
+        break;
+    case RLX_OP_ABS:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = fabsf(x[i]);
+        break;
+    case RLX_OP_EXP:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = expf(x[i]);
+        break;
+    case RLX_OP_LOG:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = logf(x[i]);
+        break;
+    case RLX_OP_SQRT:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = sqrtf(x[i]);
+        break;
+    case RLX_OP_TANH:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = tanhf(x[i]);
+        break;
+    case RLX_OP_RELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = rlx_relu_f(x[i]);
+        break;
     case RLX_OP_GELU: /* through erfc: accurate where GELU is tiny; vectorised with libmvec */
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
             y[i] = rlx_gelu_erf_f(x[i]);
         break;
-    case RLX_OP_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
-    case RLX_OP_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
-    default: for (int64_t i = 0; i < n; i++) y[i] = (float)rlx_unary_f64(op, x[i]); break;
+    case RLX_OP_SIN:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = sinf(x[i]);
+        break;
+    case RLX_OP_COS:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = cosf(x[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = (float)rlx_unary_f64(op, x[i]);
+        break;
     }
 }
 
@@ -116,10 +146,22 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             float *py = yf + r * w.cols;
             int64_t sa = w.inner[0], sb = w.inner[1];
             switch (n->op) {
-            case RLX_OP_ADD: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] + pb[c * sb]; break;
-            case RLX_OP_SUB: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] - pb[c * sb]; break;
-            case RLX_OP_MUL: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] * pb[c * sb]; break;
-            case RLX_OP_DIV: for (int64_t c = 0; c < w.cols; c++) py[c] = pa[c * sa] / pb[c * sb]; break;
+            case RLX_OP_ADD:
+                for (int64_t c = 0; c < w.cols; c++)
+                    py[c] = pa[c * sa] + pb[c * sb];
+                break;
+            case RLX_OP_SUB:
+                for (int64_t c = 0; c < w.cols; c++)
+                    py[c] = pa[c * sa] - pb[c * sb];
+                break;
+            case RLX_OP_MUL:
+                for (int64_t c = 0; c < w.cols; c++)
+                    py[c] = pa[c * sa] * pb[c * sb];
+                break;
+            case RLX_OP_DIV:
+                for (int64_t c = 0; c < w.cols; c++)
+                    py[c] = pa[c * sa] / pb[c * sb];
+                break;
             default:
                 for (int64_t c = 0; c < w.cols; c++)
                     py[c] = (float)rlx_binary_f64(n->op, pa[c * sa], pb[c * sb], fm);
@@ -133,7 +175,8 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
             for (int64_t c = 0; c < w.cols; c++)
                 rlx_store(y, ot, r * w.cols + c,
-                          rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]), rlx_load(b, it, ob + c * w.inner[1]), fm));
+                          rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]),
+                                         rlx_load(b, it, ob + c * w.inner[1]), fm));
         }
         return RLX_OK;
     }
@@ -164,12 +207,12 @@ static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     size_t es = rlx_dtype_size(n->dtype);
     const uint8_t *a = t->in[1], *b = t->in[2];
     uint8_t *y = t->out;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, w.rows * w.cols))
+#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, w.rows *w.cols))
     for (int64_t r = 0; r < w.rows; r++) {
         int64_t oc = rlx_row_start(&w, 0, r), oa = rlx_row_start(&w, 1, r), ob = rlx_row_start(&w, 2, r);
         for (int64_t k = 0; k < w.cols; k++) {
             const uint8_t *src = c[oc + k * w.inner[0]] ? a + (size_t)(oa + k * w.inner[1]) * es
-                                                         : b + (size_t)(ob + k * w.inner[2]) * es;
+                                                        : b + (size_t)(ob + k * w.inner[2]) * es;
             memmove(y + (size_t)(r * w.cols + k) * es, src, es);
         }
     }

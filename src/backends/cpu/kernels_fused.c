@@ -183,8 +183,8 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const float *A = as_f32(t, 0, &b), *B = as_f32(t, 1, &b);
     int64_t total = rlx_shape_numel(&n->shape);
     float *C = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)total * sizeof(float));
-    gemm_batched(A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a,
-                 n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads, ctx->settings);
+    gemm_batched(A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b,
+                 C, &n->shape, ctx->threads, ctx->settings);
     int64_t N = n->shape.dims[n->shape.ndim - 1];
     int64_t rows = N ? total / N : 0;
     const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
@@ -205,7 +205,8 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 c[j] = (float)rlx_act_f64(act, (double)c[j] + rlx_load(bias, bt, j));
         } else {
             for (int64_t j = 0; j < N; j++)
-                rlx_store(t->out, n->dtype, r * N + j, rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
+                rlx_store(t->out, n->dtype, r * N + j,
+                          rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
         }
     }
     return RLX_OK;
@@ -402,8 +403,8 @@ static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bia
 
 /* RMS norm over each head vector of D elements, then rotary embedding with
  * the cos/sin table rope_tab [S][D/2][2] (NULL: no rope). */
-static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma,
-                         rlx_dtype gt, double eps, const double *rope_tab, int inter, int threads)
+static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma, rlx_dtype gt,
+                         double eps, const double *rope_tab, int inter, int threads)
 {
     if (!gamma && !rope_tab)
         return;
@@ -602,7 +603,8 @@ static void ew_block_f32(const uint8_t *code, int nin, int nops, const float *co
     }
     for (int i = 0; i < nops; i++) {
         const uint8_t *ins = code + 3 * i;
-        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], reg[nin + i], n);
+        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], reg[nin + i],
+                    n);
         r[nin + i] = reg[nin + i];
     }
     /* through a register, not into out directly: out may be an input's buffer */
@@ -652,7 +654,8 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
             for (int i = 0; i < nops; i++) {
                 const uint8_t *ins = code + 3 * i;
                 rlx_op op = (rlx_op)ins[0];
-                double v = rlx_op_is_unary(op) ? rlx_unary_f64(op, reg[ins[1]]) : rlx_binary_f64(op, reg[ins[1]], reg[ins[2]], 0);
+                double v = rlx_op_is_unary(op) ? rlx_unary_f64(op, reg[ins[1]])
+                                               : rlx_binary_f64(op, reg[ins[1]], reg[ins[2]], 0);
                 /* each step rounds to the dtype, as the unfused node's store would */
                 reg[nin + i] = round_to_dtype(dt, v);
             }

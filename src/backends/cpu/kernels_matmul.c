@@ -6,8 +6,8 @@
 
 typedef struct {
     int64_t batch, M, N, K;
-    int64_t a_rows, a_cols, b_rows, b_cols; /* stored (untransposed) dims */
-    rlx_shape bshape;                       /* output batch shape */
+    int64_t a_rows, a_cols, b_rows, b_cols;         /* stored (untransposed) dims */
+    rlx_shape bshape;                               /* output batch shape */
     int64_t a_st[RLX_MAX_DIMS], b_st[RLX_MAX_DIMS]; /* batch strides in matrices */
 } mm_dims;
 
@@ -76,8 +76,7 @@ RLX_CLONES static void matvec_cols(const float *a, const float *B, int64_t ldb, 
 /* One row times a matrix (decode steps, batch-1 projections): a matrix-vector
  * product reads the weights once at memory speed, where a GEMM library's
  * M = 1 path does not; the columns are shared among the threads. */
-static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y,
-                       int threads)
+static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y, int threads)
 {
     int parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1;
 #pragma omp parallel for num_threads(parts) if (parts > 1)
@@ -109,13 +108,15 @@ static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
                       d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads, ctx->settings);
         } else if (dt == RLX_F64) {
             rlx_dgemm(ta, tb, d.M, d.N, d.K, 1.0, (const double *)t->in[0] + oa, d.a_cols,
-                      (const double *)t->in[1] + ob, d.b_cols, 0.0, (double *)t->out + i * mat_c, d.N, ctx->threads, ctx->settings);
+                      (const double *)t->in[1] + ob, d.b_cols, 0.0, (double *)t->out + i * mat_c, d.N, ctx->threads,
+                      ctx->settings);
         } else {
             float *fa = t->scratch, *fb = fa + mat_a, *fc = fb + mat_b;
             size_t es = rlx_dtype_size(dt);
             rlx_cpu_to_f32(fa, (const char *)t->in[0] + oa * es, dt, mat_a);
             rlx_cpu_to_f32(fb, (const char *)t->in[1] + ob * es, dt, mat_b);
-            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, fa, d.a_cols, fb, d.b_cols, 0.0f, fc, d.N, ctx->threads, ctx->settings);
+            rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, fa, d.a_cols, fb, d.b_cols, 0.0f, fc, d.N, ctx->threads,
+                      ctx->settings);
             rlx_cpu_from_f32((char *)t->out + i * mat_c * es, dt, fc, mat_c);
         }
     }

@@ -189,128 +189,130 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
 #define ATTN_JB 16
 #define EXP_F64(y, x) ((y) = exp(x))
 
-#define ATTN_CORE(SFX, CT, EXPSTMT)                                                                                     \
+#define ATTN_CORE(SFX, CT, EXPSTMT)                                                                                       \
     /* out[jj] = sum_i w[i] base[i * stride + jj] for one register block of                                             \
      * ATTN_JB columns, with two accumulators (even and odd i): twice the                                               \
-     * independent multiply-adds in flight of one chain through every i */                                             \
-    RLX_CLONES static void attn_block_##SFX(const CT *restrict w, int64_t n, const CT *restrict base, int64_t stride,   \
-                                            CT *restrict out)                                                           \
-    {                                                                                                                   \
-        CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0};                                                                         \
-        int64_t i = 0;                                                                                                  \
-        for (; i + 1 < n; i += 2) {                                                                                     \
-            CT wi = w[i], wk = w[i + 1];                                                                                \
-            const CT *restrict bi = base + i * stride, *restrict bk = bi + stride;                                      \
-            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) {                                                  \
-                r[jj] += wi * bi[jj];                                                                                   \
-                r2[jj] += wk * bk[jj];                                                                                  \
-            }                                                                                                           \
-        }                                                                                                               \
-        if (i < n) {                                                                                                    \
-            CT wi = w[i];                                                                                               \
-            const CT *restrict bi = base + i * stride;                                                                  \
-            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += wi * bi[jj];                              \
-        }                                                                                                               \
-        for (int jj = 0; jj < ATTN_JB; jj++)                                                                            \
-            out[jj] = r[jj] + r2[jj];                                                                                   \
-    }                                                                                                                   \
-    /* sc[j] = q . k_j for the first Te keys, ATTN_JB keys per register block */                                        \
-    RLX_CLONES static void attn_scores_##SFX(const CT *restrict qr, const CT *restrict kT, CT *restrict sc, int64_t Te, \
-                                             int64_t T, int64_t D)                                                      \
-    {                                                                                                                   \
-        int64_t j0 = 0;                                                                                                 \
-        for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB)                                                                       \
-            attn_block_##SFX(qr, D, kT + j0, T, sc + j0);                                                               \
-        for (int64_t j = j0; j < Te; j++) {                                                                             \
-            CT r = 0;                                                                                                   \
-            for (int64_t d = 0; d < D; d++)                                                                             \
-                r += qr[d] * kT[d * T + j];                                                                             \
-            sc[j] = r;                                                                                                  \
-        }                                                                                                               \
-    }                                                                                                                   \
+     * independent multiply-adds in flight of one chain through every i */ \
+    RLX_CLONES static void attn_block_##SFX(const CT *restrict w, int64_t n, const CT *restrict base, int64_t stride,     \
+                                            CT *restrict out)                                                             \
+    {                                                                                                                     \
+        CT r[ATTN_JB] = {0}, r2[ATTN_JB] = {0};                                                                           \
+        int64_t i = 0;                                                                                                    \
+        for (; i + 1 < n; i += 2) {                                                                                       \
+            CT wi = w[i], wk = w[i + 1];                                                                                  \
+            const CT *restrict bi = base + i * stride, *restrict bk = bi + stride;                                        \
+            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++)                                                      \
+            {                                                                                                             \
+                r[jj] += wi * bi[jj];                                                                                     \
+                r2[jj] += wk * bk[jj];                                                                                    \
+            }                                                                                                             \
+        }                                                                                                                 \
+        if (i < n) {                                                                                                      \
+            CT wi = w[i];                                                                                                 \
+            const CT *restrict bi = base + i * stride;                                                                    \
+            _Pragma("omp simd") for (int jj = 0; jj < ATTN_JB; jj++) r[jj] += wi * bi[jj];                                \
+        }                                                                                                                 \
+        for (int jj = 0; jj < ATTN_JB; jj++)                                                                              \
+            out[jj] = r[jj] + r2[jj];                                                                                     \
+    }                                                                                                                     \
+    /* sc[j] = q . k_j for the first Te keys, ATTN_JB keys per register block */                                          \
+    RLX_CLONES static void attn_scores_##SFX(const CT *restrict qr, const CT *restrict kT, CT *restrict sc,               \
+                                             int64_t Te, int64_t T, int64_t D)                                            \
+    {                                                                                                                     \
+        int64_t j0 = 0;                                                                                                   \
+        for (; j0 + ATTN_JB <= Te; j0 += ATTN_JB)                                                                         \
+            attn_block_##SFX(qr, D, kT + j0, T, sc + j0);                                                                 \
+        for (int64_t j = j0; j < Te; j++) {                                                                               \
+            CT r = 0;                                                                                                     \
+            for (int64_t d = 0; d < D; d++)                                                                               \
+                r += qr[d] * kT[d * T + j];                                                                               \
+            sc[j] = r;                                                                                                    \
+        }                                                                                                                 \
+    }                                                                                                                     \
     /* softmax of sc (in place, unnormalised) and acc = sum_j p_j v_j;                                                  \
-     * returns the sum of the p_j, 0 when every key is masked */                                                        \
-    RLX_CLONES static double attn_softmax_pv_##SFX(CT *restrict sc, const CT *restrict vb, CT *restrict acc,            \
-                                                   int64_t Te, int64_t Dv)                                              \
-    {                                                                                                                   \
-        CT m = -INFINITY;                                                                                               \
-        for (int64_t j = 0; j < Te; j++)                                                                                \
-            m = sc[j] > m ? sc[j] : m;                                                                                  \
-        if (m == -INFINITY)                                                                                             \
-            return 0.0;                                                                                                 \
-        double sum = 0;                                                                                                 \
-        _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++) {                                       \
-            CT p;                                                                                                       \
-            EXPSTMT(p, sc[j] - m);                                                                                      \
-            sc[j] = p;                                                                                                  \
-            sum += p;                                                                                                   \
-        }                                                                                                               \
-        int64_t e0 = 0;                                                                                                 \
-        for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB)                                                                       \
-            attn_block_##SFX(sc, Te, vb + e0, Dv, acc + e0);                                                            \
-        for (int64_t e = e0; e < Dv; e++) {                                                                             \
-            CT r = 0;                                                                                                   \
-            for (int64_t j = 0; j < Te; j++)                                                                            \
-                r += sc[j] * vb[j * Dv + e];                                                                            \
-            acc[e] = r;                                                                                                 \
-        }                                                                                                               \
-        return sum;                                                                                                     \
+     * returns the sum of the p_j, 0 when every key is masked */ \
+    RLX_CLONES static double attn_softmax_pv_##SFX(CT *restrict sc, const CT *restrict vb, CT *restrict acc,              \
+                                                   int64_t Te, int64_t Dv)                                                \
+    {                                                                                                                     \
+        CT m = -INFINITY;                                                                                                 \
+        for (int64_t j = 0; j < Te; j++)                                                                                  \
+            m = sc[j] > m ? sc[j] : m;                                                                                    \
+        if (m == -INFINITY)                                                                                               \
+            return 0.0;                                                                                                   \
+        double sum = 0;                                                                                                   \
+        _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++)                                           \
+        {                                                                                                                 \
+            CT p;                                                                                                         \
+            EXPSTMT(p, sc[j] - m);                                                                                        \
+            sc[j] = p;                                                                                                    \
+            sum += p;                                                                                                     \
+        }                                                                                                                 \
+        int64_t e0 = 0;                                                                                                   \
+        for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB)                                                                         \
+            attn_block_##SFX(sc, Te, vb + e0, Dv, acc + e0);                                                              \
+        for (int64_t e = e0; e < Dv; e++) {                                                                               \
+            CT r = 0;                                                                                                     \
+            for (int64_t j = 0; j < Te; j++)                                                                              \
+                r += sc[j] * vb[j * Dv + e];                                                                              \
+            acc[e] = r;                                                                                                   \
+        }                                                                                                                 \
+        return sum;                                                                                                       \
     }
 
-#define ATTN_HEAD(SFX, CT)                                                                                    \
-    static void attn_head_##SFX(const attn_args *a, int64_t bh, int64_t s0, int64_t s1, CT *blk)              \
-    {                                                                                                         \
-        const rlx_thunk *t = a->t;                                                                            \
-        rlx_dtype dt = t->node->dtype;                                                                        \
-        int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                                     \
-        int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                                        \
-        CT *kT = blk, *vb = kT + D * T, *qr = vb + T * Dv, *sc = qr + D, *acc = sc + T;                       \
-        int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;                          \
+#define ATTN_HEAD(SFX, CT)                                                                       \
+    static void attn_head_##SFX(const attn_args *a, int64_t bh, int64_t s0, int64_t s1, CT *blk) \
+    {                                                                                            \
+        const rlx_thunk *t = a->t;                                                               \
+        rlx_dtype dt = t->node->dtype;                                                           \
+        int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S;                                        \
+        int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                           \
+        CT *kT = blk, *vb = kT + D * T, *qr = vb + T * Dv, *sc = qr + D, *acc = sc + T;          \
+        int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;             \
         /* causal: keys after a row's position are never visible; the keys     \
-         * no row of this part sees are not even converted */                  \
-        const int64_t shift = attn_shift(a, b), Tb = attn_keys(a, shift, s1 - 1);                             \
-        if (dt == RLX_F32) {                                                                                  \
-            const float *k = (const float *)t->in[1] + kbase;                                                 \
-            for (int64_t j = 0; j < Tb; j++)                                                                  \
-                for (int64_t d = 0; d < D; d++)                                                               \
-                    kT[d * T + j] = (CT)k[j * D + d];                                                         \
-        } else {                                                                                              \
-            for (int64_t j = 0; j < Tb; j++)                                                                  \
-                for (int64_t d = 0; d < D; d++)                                                               \
-                    kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                            \
-        }                                                                                                     \
-        for (int64_t j = 0; j < Tb * Dv; j++)                                                                 \
-            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                                    \
-        for (int64_t s = s0; s < s1; s++) {                                                                   \
-            int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                                      \
-            int64_t Te = attn_keys(a, shift, s);                                                              \
-            for (int64_t d = 0; d < D; d++)                                                                   \
-                qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                                   \
-            attn_scores_##SFX(qr, kT, sc, Te, T, D);                                                          \
-            /* mask: bool (false drops the key) or float (added) */                                           \
-            if (a->mask) {                                                                                    \
-                int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                                \
-                if (a->mask_dt == RLX_BOOL) {                                                                 \
-                    const uint8_t *mk = (const uint8_t *)a->mask;                                             \
-                    for (int64_t j = 0; j < Te; j++)                                                          \
-                        if (!mk[mb + j * a->mstr[3]])                                                         \
-                            sc[j] = -INFINITY;                                                                \
-                } else {                                                                                      \
-                    for (int64_t j = 0; j < Te; j++)                                                          \
-                        sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);                      \
-                }                                                                                             \
-            }                                                                                                 \
-            double sum = attn_softmax_pv_##SFX(sc, vb, acc, Te, Dv);                                          \
-            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros */                            \
-            if (dt == RLX_F32) {                                                                              \
-                float *o = (float *)t->out + obase;                                                           \
-                for (int64_t e = 0; e < Dv; e++)                                                              \
-                    o[e] = (float)(acc[e] * inv);                                                             \
-            } else {                                                                                          \
-                for (int64_t e = 0; e < Dv; e++)                                                              \
-                    rlx_store(t->out, dt, obase + e, sum == 0 ? 0.0 : acc[e] * inv);                          \
-            }                                                                                                 \
-        }                                                                                                     \
+         * no row of this part sees are not even converted */                 \
+        const int64_t shift = attn_shift(a, b), Tb = attn_keys(a, shift, s1 - 1);                \
+        if (dt == RLX_F32) {                                                                     \
+            const float *k = (const float *)t->in[1] + kbase;                                    \
+            for (int64_t j = 0; j < Tb; j++)                                                     \
+                for (int64_t d = 0; d < D; d++)                                                  \
+                    kT[d * T + j] = (CT)k[j * D + d];                                            \
+        } else {                                                                                 \
+            for (int64_t j = 0; j < Tb; j++)                                                     \
+                for (int64_t d = 0; d < D; d++)                                                  \
+                    kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);               \
+        }                                                                                        \
+        for (int64_t j = 0; j < Tb * Dv; j++)                                                    \
+            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                       \
+        for (int64_t s = s0; s < s1; s++) {                                                      \
+            int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                         \
+            int64_t Te = attn_keys(a, shift, s);                                                 \
+            for (int64_t d = 0; d < D; d++)                                                      \
+                qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                      \
+            attn_scores_##SFX(qr, kT, sc, Te, T, D);                                             \
+            /* mask: bool (false drops the key) or float (added) */                              \
+            if (a->mask) {                                                                       \
+                int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                   \
+                if (a->mask_dt == RLX_BOOL) {                                                    \
+                    const uint8_t *mk = (const uint8_t *)a->mask;                                \
+                    for (int64_t j = 0; j < Te; j++)                                             \
+                        if (!mk[mb + j * a->mstr[3]])                                            \
+                            sc[j] = -INFINITY;                                                   \
+                } else {                                                                         \
+                    for (int64_t j = 0; j < Te; j++)                                             \
+                        sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);         \
+                }                                                                                \
+            }                                                                                    \
+            double sum = attn_softmax_pv_##SFX(sc, vb, acc, Te, Dv);                             \
+            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros */               \
+            if (dt == RLX_F32) {                                                                 \
+                float *o = (float *)t->out + obase;                                              \
+                for (int64_t e = 0; e < Dv; e++)                                                 \
+                    o[e] = (float)(acc[e] * inv);                                                \
+            } else {                                                                             \
+                for (int64_t e = 0; e < Dv; e++)                                                 \
+                    rlx_store(t->out, dt, obase + e, sum == 0 ? 0.0 : acc[e] * inv);             \
+            }                                                                                    \
+        }                                                                                        \
     }
 
 RLX_VEC_BEGIN
@@ -406,8 +408,8 @@ static window2d conv_window(const rlx_shape *x, const rlx_shape *y, int64_t kh, 
     if (x->ndim == 3) {
         w = (window2d){1, x->dims[2], 1, y->dims[2], 1, kw, 1, stride[0], 1, dil[0], 0, pads[0]};
     } else {
-        w = (window2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh, kw, stride[0], stride[1],
-                       dil[0],     dil[1],     pads[0],    pads[1]};
+        w = (window2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh,      kw,
+                       stride[0],  stride[1],  dil[0],     dil[1],     pads[0], pads[1]};
     }
     return w;
 }
@@ -467,42 +469,42 @@ static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
  * the taps that fall on the image are copied (a plain copy at stride 1) and
  * those on the padding are zero; the bounds are worked out once per row
  * rather than tested per element. */
-#define IM2COL(NAME, ST, CT, CONV)                                                                          \
-    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                      \
-    {                                                                                                       \
-        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                                                \
-        _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t r = 0; r < K; r++)   \
-        {                                                                                                   \
-            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                      \
-            const ST *xc = x + c * w->H * w->W;                                                             \
-            CT *dst = col + r * OHW;                                                                        \
-            int64_t iw0 = -w->pw + kw * w->dw;                                                              \
-            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);                        \
-            lo = lo < w->OW ? lo : w->OW;                                                                   \
-            hi = hi > lo ? hi : lo;                                                                         \
-            for (int64_t oh = 0; oh < w->OH; oh++) {                                                        \
-                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                               \
-                CT *drow = dst + oh * w->OW;                                                                \
-                if (ih < 0 || ih >= w->H) {                                                                 \
-                    for (int64_t ow = 0; ow < w->OW; ow++)                                                  \
-                        drow[ow] = 0;                                                                       \
-                    continue;                                                                               \
-                }                                                                                           \
+#define IM2COL(NAME, ST, CT, CONV)                                                                        \
+    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                    \
+    {                                                                                                     \
+        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                                              \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t r = 0; r < K; r++) \
+        {                                                                                                 \
+            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                    \
+            const ST *xc = x + c * w->H * w->W;                                                           \
+            CT *dst = col + r * OHW;                                                                      \
+            int64_t iw0 = -w->pw + kw * w->dw;                                                            \
+            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);                     \
+            lo = lo < w->OW ? lo : w->OW;                                                                 \
+            hi = hi > lo ? hi : lo;                                                                       \
+            for (int64_t oh = 0; oh < w->OH; oh++) {                                                      \
+                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                             \
+                CT *drow = dst + oh * w->OW;                                                              \
+                if (ih < 0 || ih >= w->H) {                                                               \
+                    for (int64_t ow = 0; ow < w->OW; ow++)                                                \
+                        drow[ow] = 0;                                                                     \
+                    continue;                                                                             \
+                }                                                                                         \
                 /* the first tap on the image: iw0 + lo * sw >= 0 */                                      \
-                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);                           \
-                for (int64_t ow = 0; ow < lo; ow++)                                                         \
-                    drow[ow] = 0;                                                                           \
-                if (w->sw == 1) {                                                                           \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                   \
-                        drow[lo + j] = (CT)CONV(xr[j]);                                                     \
-                } else {                                                                                    \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                   \
-                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                                             \
-                }                                                                                           \
-                for (int64_t ow = hi; ow < w->OW; ow++)                                                     \
-                    drow[ow] = 0;                                                                           \
-            }                                                                                               \
-        }                                                                                                   \
+                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);                         \
+                for (int64_t ow = 0; ow < lo; ow++)                                                       \
+                    drow[ow] = 0;                                                                         \
+                if (w->sw == 1) {                                                                         \
+                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
+                        drow[lo + j] = (CT)CONV(xr[j]);                                                   \
+                } else {                                                                                  \
+                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
+                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                                           \
+                }                                                                                         \
+                for (int64_t ow = hi; ow < w->OW; ow++)                                                   \
+                    drow[ow] = 0;                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
     }
 
 #define CV_ID(v) (v)
@@ -603,7 +605,6 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ---------------------------------------------------------------- pooling */
 
-
 /* Max pool: padded cells never win; a window with no cell inside the input
  * (possible only at odd pad/dilation corners) gives -inf.  Average pool
  * divides by the number of cells inside the input, or with
@@ -617,8 +618,8 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype dt = xn->dtype;
     int is_max = t->node->op == RLX_OP_MAX_POOL;
     int sp = xs->ndim - 2;
-    window2d w = conv_window(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
-                             p->dilation, p->pads);
+    window2d w = conv_window(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride, p->dilation,
+                             p->pads);
     /* end pads (for count_include_pad) */
     int64_t ph_end = sp == 2 ? p->pads[2] : 0, pw_end = sp == 2 ? p->pads[3] : p->pads[1];
     int64_t planes = xs->dims[0] * xs->dims[1], HW = w.H * w.W, rows = planes * w.OH;

@@ -17,7 +17,7 @@ typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD } reduce_kind;
 
 /* Dims of one reduction after merging, in row-major order of the input. */
 typedef struct reduce_layout {
-    int nk, nr;                                /* kept / reduced dims */
+    int nk, nr; /* kept / reduced dims */
     int64_t kdim[RLX_MAX_DIMS], kstr[RLX_MAX_DIMS];
     int64_t rdim[RLX_MAX_DIMS], rstr[RLX_MAX_DIMS];
     int64_t n_out, n_red;
@@ -69,40 +69,36 @@ static inline int64_t kept_offset(const reduce_layout *L, int64_t o)
 
 /* ---- float accumulation over one run of n elements at stride s */
 
-#define FLOAT_RUN(T, CONV)                                                                  \
-    static void run_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t s,     \
-                        double *acc)                                                         \
-    {                                                                                        \
-        const T *x = (const T *)p + off;                                                     \
-        double a = *acc;                                                                     \
-        switch (k) {                                                                         \
-        case R_SUM:                                                                          \
-        case R_MEAN:                                                                         \
-            _Pragma("omp simd reduction(+ : a)") for (int64_t i = 0; i < n; i++)             \
-                a += CONV(x[i * s]);                                                         \
-            break;                                                                           \
-        case R_PROD:                                                                         \
-            for (int64_t i = 0; i < n; i++)                                                  \
-                a *= CONV(x[i * s]);                                                         \
-            break;                                                                           \
-        case R_MAX:                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                                \
-                double v = CONV(x[i * s]);                                                   \
-                a = (v > a || v != v) ? v : a;                                               \
-                if (a != a)                                                                  \
-                    break;                                                                   \
-            }                                                                                \
-            break;                                                                           \
-        case R_MIN:                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                                \
-                double v = CONV(x[i * s]);                                                   \
-                a = (v < a || v != v) ? v : a;                                               \
-                if (a != a)                                                                  \
-                    break;                                                                   \
-            }                                                                                \
-            break;                                                                           \
-        }                                                                                    \
-        *acc = a;                                                                            \
+#define FLOAT_RUN(T, CONV)                                                                                            \
+    static void run_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t s, double *acc)                 \
+    {                                                                                                                 \
+        const T *x = (const T *)p + off;                                                                              \
+        double a = *acc;                                                                                              \
+        switch (k) {                                                                                                  \
+        case R_SUM:                                                                                                   \
+        case R_MEAN: _Pragma("omp simd reduction(+ : a)") for (int64_t i = 0; i < n; i++) a += CONV(x[i * s]); break; \
+        case R_PROD:                                                                                                  \
+            for (int64_t i = 0; i < n; i++)                                                                           \
+                a *= CONV(x[i * s]);                                                                                  \
+            break;                                                                                                    \
+        case R_MAX:                                                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                                         \
+                double v = CONV(x[i * s]);                                                                            \
+                a = (v > a || v != v) ? v : a;                                                                        \
+                if (a != a)                                                                                           \
+                    break;                                                                                            \
+            }                                                                                                         \
+            break;                                                                                                    \
+        case R_MIN:                                                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                                         \
+                double v = CONV(x[i * s]);                                                                            \
+                a = (v < a || v != v) ? v : a;                                                                        \
+                if (a != a)                                                                                           \
+                    break;                                                                                            \
+            }                                                                                                         \
+            break;                                                                                                    \
+        }                                                                                                             \
+        *acc = a;                                                                                                     \
     }
 
 #define CONV_ID(v) ((double)(v))
@@ -117,32 +113,31 @@ FLOAT_RUN(bf16_t, CONV_BF16)
 
 /* ---- integer accumulation (exact; sum/prod wrap modulo 2^64) */
 
-#define INT_RUN(T)                                                                            \
-    static void irun_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t s,      \
-                         int64_t *acc)                                                         \
-    {                                                                                          \
-        const T *x = (const T *)p + off;                                                       \
-        int64_t a = *acc;                                                                      \
-        switch (k) {                                                                           \
-        case R_SUM:                                                                            \
-        case R_MEAN:                                                                           \
-            for (int64_t i = 0; i < n; i++)                                                    \
-                a = (int64_t)((uint64_t)a + (uint64_t)(int64_t)x[i * s]);                      \
-            break;                                                                             \
-        case R_PROD:                                                                           \
-            for (int64_t i = 0; i < n; i++)                                                    \
-                a = (int64_t)((uint64_t)a * (uint64_t)(int64_t)x[i * s]);                      \
-            break;                                                                             \
-        case R_MAX:                                                                            \
-            for (int64_t i = 0; i < n; i++)                                                    \
-                a = (int64_t)x[i * s] > a ? (int64_t)x[i * s] : a;                             \
-            break;                                                                             \
-        case R_MIN:                                                                            \
-            for (int64_t i = 0; i < n; i++)                                                    \
-                a = (int64_t)x[i * s] < a ? (int64_t)x[i * s] : a;                             \
-            break;                                                                             \
-        }                                                                                      \
-        *acc = a;                                                                              \
+#define INT_RUN(T)                                                                                      \
+    static void irun_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t s, int64_t *acc) \
+    {                                                                                                   \
+        const T *x = (const T *)p + off;                                                                \
+        int64_t a = *acc;                                                                               \
+        switch (k) {                                                                                    \
+        case R_SUM:                                                                                     \
+        case R_MEAN:                                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                a = (int64_t)((uint64_t)a + (uint64_t)(int64_t)x[i * s]);                               \
+            break;                                                                                      \
+        case R_PROD:                                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                a = (int64_t)((uint64_t)a * (uint64_t)(int64_t)x[i * s]);                               \
+            break;                                                                                      \
+        case R_MAX:                                                                                     \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                a = (int64_t)x[i * s] > a ? (int64_t)x[i * s] : a;                                      \
+            break;                                                                                      \
+        case R_MIN:                                                                                     \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                a = (int64_t)x[i * s] < a ? (int64_t)x[i * s] : a;                                      \
+            break;                                                                                      \
+        }                                                                                               \
+        *acc = a;                                                                                       \
     }
 
 INT_RUN(int64_t)
@@ -154,33 +149,33 @@ INT_RUN(uint8_t)
  * used when the innermost input dim is kept, so that every reduced
  * position contributes a whole row (no strided reads). */
 
-#define FLOAT_ROW(T, CONV)                                                                                    \
-    static void row_##T(reduce_kind k, const void *p, int64_t off, int64_t n, double *acc)                    \
-    {                                                                                                         \
-        const T *x = (const T *)p + off;                                                                      \
-        switch (k) {                                                                                          \
-        case R_SUM:                                                                                           \
-        case R_MEAN:                                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] += CONV(x[i]);                                                                         \
-            break;                                                                                            \
-        case R_PROD:                                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] *= CONV(x[i]);                                                                         \
-            break;                                                                                            \
-        case R_MAX:                                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                                                 \
-                double v = CONV(x[i]);                                                                        \
-                acc[i] = (v > acc[i] || v != v) ? v : acc[i];                                                 \
-            }                                                                                                 \
-            break;                                                                                            \
-        case R_MIN:                                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                                                 \
-                double v = CONV(x[i]);                                                                        \
-                acc[i] = (v < acc[i] || v != v) ? v : acc[i];                                                 \
-            }                                                                                                 \
-            break;                                                                                            \
-        }                                                                                                     \
+#define FLOAT_ROW(T, CONV)                                                                 \
+    static void row_##T(reduce_kind k, const void *p, int64_t off, int64_t n, double *acc) \
+    {                                                                                      \
+        const T *x = (const T *)p + off;                                                   \
+        switch (k) {                                                                       \
+        case R_SUM:                                                                        \
+        case R_MEAN:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                \
+                acc[i] += CONV(x[i]);                                                      \
+            break;                                                                         \
+        case R_PROD:                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                \
+                acc[i] *= CONV(x[i]);                                                      \
+            break;                                                                         \
+        case R_MAX:                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                double v = CONV(x[i]);                                                     \
+                acc[i] = (v > acc[i] || v != v) ? v : acc[i];                              \
+            }                                                                              \
+            break;                                                                         \
+        case R_MIN:                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                              \
+                double v = CONV(x[i]);                                                     \
+                acc[i] = (v < acc[i] || v != v) ? v : acc[i];                              \
+            }                                                                              \
+            break;                                                                         \
+        }                                                                                  \
     }
 
 FLOAT_ROW(float, CONV_ID)
@@ -188,29 +183,29 @@ FLOAT_ROW(double, CONV_ID)
 FLOAT_ROW(f16_t, CONV_F16)
 FLOAT_ROW(bf16_t, CONV_BF16)
 
-#define INT_ROW(T)                                                                                            \
-    static void irow_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t *acc)                  \
-    {                                                                                                         \
-        const T *x = (const T *)p + off;                                                                      \
-        switch (k) {                                                                                          \
-        case R_SUM:                                                                                           \
-        case R_MEAN:                                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] = (int64_t)((uint64_t)acc[i] + (uint64_t)(int64_t)x[i]);                               \
-            break;                                                                                            \
-        case R_PROD:                                                                                          \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] = (int64_t)((uint64_t)acc[i] * (uint64_t)(int64_t)x[i]);                               \
-            break;                                                                                            \
-        case R_MAX:                                                                                           \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] = (int64_t)x[i] > acc[i] ? (int64_t)x[i] : acc[i];                                     \
-            break;                                                                                            \
-        case R_MIN:                                                                                           \
-            for (int64_t i = 0; i < n; i++)                                                                   \
-                acc[i] = (int64_t)x[i] < acc[i] ? (int64_t)x[i] : acc[i];                                     \
-            break;                                                                                            \
-        }                                                                                                     \
+#define INT_ROW(T)                                                                           \
+    static void irow_##T(reduce_kind k, const void *p, int64_t off, int64_t n, int64_t *acc) \
+    {                                                                                        \
+        const T *x = (const T *)p + off;                                                     \
+        switch (k) {                                                                         \
+        case R_SUM:                                                                          \
+        case R_MEAN:                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                  \
+                acc[i] = (int64_t)((uint64_t)acc[i] + (uint64_t)(int64_t)x[i]);              \
+            break;                                                                           \
+        case R_PROD:                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                  \
+                acc[i] = (int64_t)((uint64_t)acc[i] * (uint64_t)(int64_t)x[i]);              \
+            break;                                                                           \
+        case R_MAX:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                  \
+                acc[i] = (int64_t)x[i] > acc[i] ? (int64_t)x[i] : acc[i];                    \
+            break;                                                                           \
+        case R_MIN:                                                                          \
+            for (int64_t i = 0; i < n; i++)                                                  \
+                acc[i] = (int64_t)x[i] < acc[i] ? (int64_t)x[i] : acc[i];                    \
+            break;                                                                           \
+        }                                                                                    \
     }
 
 INT_ROW(int64_t)
@@ -235,47 +230,47 @@ static reduce_kind kind_of(rlx_op op)
 }
 
 /* Calls fn over every innermost run of the reduced dims for one output. */
-#define FOR_EACH_RUN(L, base, BODY)                                                   \
-    do {                                                                              \
-        if ((L)->nr == 0) {                                                           \
-            int64_t off_ = (base), n_ = 1, s_ = 1;                                    \
-            BODY;                                                                     \
-            break;                                                                    \
-        }                                                                             \
-        int64_t idx_[RLX_MAX_DIMS] = {0};                                             \
-        int last_ = (L)->nr - 1;                                                      \
-        int64_t runs_ = (L)->n_red / (L)->rdim[last_];                                \
-        for (int64_t r_ = 0; r_ < runs_; r_++) {                                      \
-            int64_t off_ = (base);                                                    \
-            for (int d_ = 0; d_ < last_; d_++)                                        \
-                off_ += idx_[d_] * (L)->rstr[d_];                                     \
-            int64_t n_ = (L)->rdim[last_], s_ = (L)->rstr[last_];                     \
-            BODY;                                                                     \
-            for (int d_ = last_ - 1; d_ >= 0; d_--) {                                 \
-                if (++idx_[d_] < (L)->rdim[d_])                                       \
-                    break;                                                            \
-                idx_[d_] = 0;                                                         \
-            }                                                                         \
-        }                                                                             \
+#define FOR_EACH_RUN(L, base, BODY)                               \
+    do {                                                          \
+        if ((L)->nr == 0) {                                       \
+            int64_t off_ = (base), n_ = 1, s_ = 1;                \
+            BODY;                                                 \
+            break;                                                \
+        }                                                         \
+        int64_t idx_[RLX_MAX_DIMS] = {0};                         \
+        int last_ = (L)->nr - 1;                                  \
+        int64_t runs_ = (L)->n_red / (L)->rdim[last_];            \
+        for (int64_t r_ = 0; r_ < runs_; r_++) {                  \
+            int64_t off_ = (base);                                \
+            for (int d_ = 0; d_ < last_; d_++)                    \
+                off_ += idx_[d_] * (L)->rstr[d_];                 \
+            int64_t n_ = (L)->rdim[last_], s_ = (L)->rstr[last_]; \
+            BODY;                                                 \
+            for (int d_ = last_ - 1; d_ >= 0; d_--) {             \
+                if (++idx_[d_] < (L)->rdim[d_])                   \
+                    break;                                        \
+                idx_[d_] = 0;                                     \
+            }                                                     \
+        }                                                         \
     } while (0)
 
 #define ROW_CHUNK 256
 
 /* Calls BODY with off_ = input offset of every reduced position (rows kept
  * innermost), innermost reduced dim fastest. */
-#define FOR_EACH_POSITION(L, BODY)                                                                 \
-    do {                                                                                           \
-        int64_t idx_[RLX_MAX_DIMS] = {0}, off_ = 0;                                                \
-        for (int64_t r_ = 0; r_ < (L)->n_red; r_++) {                                              \
-            BODY;                                                                                  \
-            for (int d_ = (L)->nr - 1; d_ >= 0; d_--) {                                            \
-                off_ += (L)->rstr[d_];                                                             \
-                if (++idx_[d_] < (L)->rdim[d_])                                                    \
-                    break;                                                                         \
-                off_ -= (L)->rdim[d_] * (L)->rstr[d_];                                             \
-                idx_[d_] = 0;                                                                      \
-            }                                                                                      \
-        }                                                                                          \
+#define FOR_EACH_POSITION(L, BODY)                      \
+    do {                                                \
+        int64_t idx_[RLX_MAX_DIMS] = {0}, off_ = 0;     \
+        for (int64_t r_ = 0; r_ < (L)->n_red; r_++) {   \
+            BODY;                                       \
+            for (int d_ = (L)->nr - 1; d_ >= 0; d_--) { \
+                off_ += (L)->rstr[d_];                  \
+                if (++idx_[d_] < (L)->rdim[d_])         \
+                    break;                              \
+                off_ -= (L)->rdim[d_] * (L)->rstr[d_];  \
+                idx_[d_] = 0;                           \
+            }                                           \
+        }                                               \
     } while (0)
 
 static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const reduce_layout *L, reduce_kind k,
@@ -289,7 +284,10 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
     if (items < threads)
         threads = 1;
     if (rlx_dtype_is_float(dt)) {
-        float_row_fn fn = dt == RLX_F32 ? row_float : dt == RLX_F64 ? row_double : dt == RLX_F16 ? row_f16_t : row_bf16_t;
+        float_row_fn fn = dt == RLX_F32   ? row_float
+                          : dt == RLX_F64 ? row_double
+                          : dt == RLX_F16 ? row_f16_t
+                                          : row_bf16_t;
         double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t it = 0; it < items; it++) {
@@ -304,8 +302,10 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
                 rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]);
         }
     } else {
-        int_row_fn fn = dt == RLX_I64 ? irow_int64_t : dt == RLX_I32 ? irow_int32_t : dt == RLX_I8 ? irow_int8_t
-                                                                                                   : irow_uint8_t;
+        int_row_fn fn = dt == RLX_I64   ? irow_int64_t
+                        : dt == RLX_I32 ? irow_int32_t
+                        : dt == RLX_I8  ? irow_int8_t
+                                        : irow_uint8_t;
         int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t it = 0; it < items; it++) {
@@ -347,7 +347,10 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return reduce_rows(t, ctx, &L, k, n_out);
 
     if (rlx_dtype_is_float(dt)) {
-        float_run_fn fn = dt == RLX_F32 ? run_float : dt == RLX_F64 ? run_double : dt == RLX_F16 ? run_f16_t : run_bf16_t;
+        float_run_fn fn = dt == RLX_F32   ? run_float
+                          : dt == RLX_F64 ? run_double
+                          : dt == RLX_F16 ? run_f16_t
+                                          : run_bf16_t;
         double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t o = 0; o < n_out; o++) {
@@ -361,8 +364,10 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
             rlx_store(y, dt, o, acc);
         }
     } else {
-        int_run_fn fn = dt == RLX_I64 ? irun_int64_t : dt == RLX_I32 ? irun_int32_t : dt == RLX_I8 ? irun_int8_t
-                                                                                                    : irun_uint8_t;
+        int_run_fn fn = dt == RLX_I64   ? irun_int64_t
+                        : dt == RLX_I32 ? irun_int32_t
+                        : dt == RLX_I8  ? irun_int8_t
+                                        : irun_uint8_t;
         int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t o = 0; o < n_out; o++) {

@@ -308,10 +308,8 @@ static inline int64_t pad_src(int64_t i, int64_t n, int64_t b, int mode)
         if (k >= n)
             k = 2 * (n - 1) - k;
         return k;
-    case RLX_PAD_EDGE:
-        return k < 0 ? 0 : n - 1;
-    default:
-        return -1;
+    case RLX_PAD_EDGE: return k < 0 ? 0 : n - 1;
+    default: return -1;
     }
 }
 

@@ -61,7 +61,8 @@ static void init_device(void)
                  e != cudaSuccess ? cudaGetErrorString(e) : "no device", n);
         return;
     }
-    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&rlx_cu_stream, cudaStreamNonBlocking)) != cudaSuccess ||
+    if ((e = cudaSetDevice(0)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&rlx_cu_stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMallocHost((void **)&pinned_run_index, sizeof(unsigned long long))) != cudaSuccess ||
         (e = cudaHostAlloc((void **)&host_fault, sizeof(cu_fault), cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaHostGetDevicePointer((void **)&rlx_cu_fault, host_fault, 0)) != cudaSuccess) {
@@ -496,10 +497,10 @@ float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
             ok = false;
     }
     float t = 0;
-    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-        cudaEventRecord(a, rlx_cu_stream) == cudaSuccess && cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess &&
-        cudaEventRecord(b, rlx_cu_stream) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
-        cudaEventElapsedTime(&t, a, b) == cudaSuccess)
+    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess &&
+        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(a, rlx_cu_stream) == cudaSuccess &&
+        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(b, rlx_cu_stream) == cudaSuccess &&
+        cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t, a, b) == cudaSuccess)
         ms = t / reps;
     if (ex)
         cudaGraphExecDestroy(ex);
@@ -514,7 +515,6 @@ float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
     rlx_clear_error();
     return ms;
 }
-
 
 /* One thunk, its pack hook first when `pack` (and it has one). */
 static rlx_status launch_one(const rlx_thunk *t, const rlx_run_ctx *ctx, bool pack)
@@ -621,8 +621,8 @@ static void profile_report(const rlx_schedule *s)
         for (int d = 0; d < n->shape.ndim && at < (int)sizeof dims - 24; d++)
             at += snprintf(dims + at, sizeof dims - (size_t)at, d ? "x%lld" : "%lld", (long long)n->shape.dims[d]);
         fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s\n", prof_thunk_ms[best],
-                100.0 * prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op),
-                rlx_dtype_name(n->dtype), dims, n->name ? " " : "", n->name ? n->name : "");
+                100.0 * prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op), rlx_dtype_name(n->dtype),
+                dims, n->name ? " " : "", n->name ? n->name : "");
         prof_thunk_ms[best] = 0;
     }
     free(prof_thunk_ms);
@@ -840,7 +840,8 @@ static void describe_kernel_node(cudaGraphNode_t nd, char *buf, size_t cap)
     if (!looked) {
         cudaDriverEntryPointQueryResult q;
         looked = 1;
-        cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", (void **)&node_params, 12000, cudaEnableDefault, &q);
+        cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", (void **)&node_params, 12000, cudaEnableDefault,
+                                         &q);
         cudaGetDriverEntryPointByVersion("cuFuncGetName", (void **)&func_name, 12030, cudaEnableDefault, &q);
         cudaGetDriverEntryPointByVersion("cuKernelGetName", (void **)&kern_name, 12030, cudaEnableDefault, &q);
     }
@@ -866,7 +867,8 @@ static void report_graph(cudaGraph_t g, bool each)
         cudaGetLastError();
         return;
     }
-    cudaGraphNode_t *from = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *from), *to = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *to);
+    cudaGraphNode_t *from = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *from),
+                    *to = (cudaGraphNode_t *)rlx_malloc(ne * sizeof *to);
     cudaGraphEdgeData *data = (cudaGraphEdgeData *)rlx_calloc(ne, sizeof *data);
     if (from && to && data && cudaGraphGetEdges(g, from, to, data, &ne) == cudaSuccess) {
         int kk = 0, prog = 0;
@@ -885,7 +887,8 @@ static void report_graph(cudaGraph_t g, bool each)
             fprintf(stderr, "[rlx cuda] %s -> %s%s\n", x, y,
                     data[i].type == cudaGraphDependencyTypeProgrammatic ? " (starts early)" : "");
         }
-        fprintf(stderr, "[rlx cuda] graph: %zu edges, %d from kernel to kernel, %d of them starting early\n", ne, kk, prog);
+        fprintf(stderr, "[rlx cuda] graph: %zu edges, %d from kernel to kernel, %d of them starting early\n", ne, kk,
+                prog);
     }
     cudaGetLastError();
     free(from);

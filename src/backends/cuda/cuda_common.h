@@ -310,10 +310,8 @@ __device__ __forceinline__ void cu_walk_offsets(const cu_walk &w, int64_t flat, 
 template <int V> __device__ __forceinline__ void cu_unary_fv(int op, const float *x, float *y)
 {
     switch (op) {
-#define CU_UNARY_CASE(o)                  \
-    case o:                               \
-        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_unary_f32(o, x[e]); \
-        return;
+#define CU_UNARY_CASE(o) \
+    case o: _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_unary_f32(o, x[e]); return;
         RLX_FLOAT_UNARY_OPS(CU_UNARY_CASE)
 #undef CU_UNARY_CASE
     default:
@@ -326,10 +324,8 @@ template <int V> __device__ __forceinline__ void cu_unary_fv(int op, const float
 template <int V> __device__ __forceinline__ void cu_binary_fv(int op, const float *a, const float *b, float *y, int fm)
 {
     switch (op) {
-#define CU_BINARY_CASE(o)                 \
-    case o:                               \
-        _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_binary_f32(o, a[e], b[e], fm); \
-        return;
+#define CU_BINARY_CASE(o) \
+    case o: _Pragma("unroll") for (int e = 0; e < V; e++) y[e] = rlx_binary_f32(o, a[e], b[e], fm); return;
         RLX_FLOAT_BINARY_OPS(CU_BINARY_CASE)
 #undef CU_BINARY_CASE
     default:
@@ -380,18 +376,18 @@ __device__ __forceinline__ float cu_warp_max(float v)
 }
 
 /* Dispatch a templated launcher over the float dtypes. */
-#define CU_FLOAT_DISPATCH(dt, T, ...)                                                                              \
-    do {                                                                                                           \
-        if ((dt) == RLX_F32) {                                                                                     \
-            typedef float T;                                                                                       \
-            __VA_ARGS__;                                                                                           \
-        } else if ((dt) == RLX_F16) {                                                                              \
-            typedef __half T;                                                                                      \
-            __VA_ARGS__;                                                                                           \
-        } else {                                                                                                   \
-            typedef __nv_bfloat16 T;                                                                               \
-            __VA_ARGS__;                                                                                           \
-        }                                                                                                          \
+#define CU_FLOAT_DISPATCH(dt, T, ...) \
+    do {                              \
+        if ((dt) == RLX_F32) {        \
+            typedef float T;          \
+            __VA_ARGS__;              \
+        } else if ((dt) == RLX_F16) { \
+            typedef __half T;         \
+            __VA_ARGS__;              \
+        } else {                      \
+            typedef __nv_bfloat16 T;  \
+            __VA_ARGS__;              \
+        }                             \
     } while (0)
 
 #endif

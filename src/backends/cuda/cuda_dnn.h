@@ -65,10 +65,10 @@ typedef struct dnn_graph {
     cudnnBackendDescriptor_t plan, pack;
     cudnnBackendDescriptor_t keep[32];
     int n_keep;
-    int64_t ws;  /* the plan's workspace bytes */
-    int plans;   /* plans timed */
-    int pick;    /* the chosen plan's place among the configs tried (-1 none) */
-    float ms;    /* the chosen plan's time */
+    int64_t ws; /* the plan's workspace bytes */
+    int plans;  /* plans timed */
+    int pick;   /* the chosen plan's place among the configs tried (-1 none) */
+    float ms;   /* the chosen plan's time */
 } dnn_graph;
 
 /* Building one operation graph: every descriptor made goes into d->keep;

@@ -9,8 +9,14 @@
 
 #include "backends/cuda/cuda_common.h"
 
-typedef enum cu_epi { CU_EPI_NONE = 0, CU_EPI_BIAS, CU_EPI_BIAS_RELU, CU_EPI_BIAS_GELU_TANH, CU_EPI_RELU,
-                      CU_EPI_GELU_TANH } cu_epi;
+typedef enum cu_epi {
+    CU_EPI_NONE = 0,
+    CU_EPI_BIAS,
+    CU_EPI_BIAS_RELU,
+    CU_EPI_BIAS_GELU_TANH,
+    CU_EPI_RELU,
+    CU_EPI_GELU_TANH
+} cu_epi;
 
 #define CU_GEMM_HEURISTIC 16  /* algorithms asked of cuBLASLt's heuristic */
 #define CU_GEMM_CANDIDATES 32 /* those plus split-K variants, all timed */
@@ -87,8 +93,8 @@ typedef struct cu_wg_plan {
 /* Whether this process's device runs it (sm_90, a build with sm_90a code). */
 bool rlx_cu_wg_available(void);
 /* Whether a problem (dtype, sizes, leading dims, addresses) suits it. */
-bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
-                    const void *A, const void *B, const void *C);
+bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, const void *A,
+                    const void *B, const void *C);
 /* The plans worth timing for a problem on these operands (the tensor maps
  * hold their addresses); RLX_CUDA_WGMMA_BN, _SPLIT and _STAGES restrict
  * them.  Returns how many. */

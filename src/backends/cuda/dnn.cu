@@ -53,7 +53,8 @@ static void dnn_load(void)
     DNN_LOAD(cudnnBackendFinalize);
     DNN_LOAD(cudnnBackendExecute);
 #undef DNN_LOAD
-    if (!legacy || rlx_dnn.cudnnCreate(&rlx_dnn.h) != CUDNN_STATUS_SUCCESS || rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
+    if (!legacy || rlx_dnn.cudnnCreate(&rlx_dnn.h) != CUDNN_STATUS_SUCCESS ||
+        rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
         return;
     dnn_ok = 1;
     dnn_graph_ok = ok;
@@ -111,13 +112,13 @@ bool gb_new(graph_build *b, cudnnBackendDescriptorType_t ty, bdesc *d, const cha
 }
 
 bool gb_set(graph_build *b, bdesc d, cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t ty, int64_t n,
-                   const void *v, const char *what)
+            const void *v, const char *what)
 {
     return gb_ok(b, rlx_dnn.cudnnBackendSetAttribute(d, a, ty, n, v), what);
 }
 
 bool gb_tensor(graph_build *b, bdesc *d, int64_t uid, cudnnDataType_t ty, int ndim, const int64_t *dims,
-                      const int64_t *str, bool virt, const void *p)
+               const int64_t *str, bool virt, const void *p)
 {
     int64_t al = virt ? 16 : cu_ptr_align(p);
     return gb_new(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d, "tensor create") &&
@@ -146,8 +147,8 @@ bool gb_pointwise(graph_build *b, bdesc *op, cudnnPointwiseMode_t mode, bdesc x,
            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw,
                   "pointwise op desc") &&
            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "pointwise x") &&
-           (!bias ||
-            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias, "pointwise b")) &&
+           (!bias || gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias,
+                            "pointwise b")) &&
            gb_set(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "pointwise y") &&
            gb_ok(b, rlx_dnn.cudnnBackendFinalize(*op), "pointwise op finalize");
 }
@@ -177,11 +178,11 @@ static bool engine_ok(bdesc cfg, bool allow_rtc)
         return true;
     int64_t n = 0;
     bool ok = true;
-    if (rlx_dnn.cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng) ==
-        CUDNN_STATUS_SUCCESS) {
+    if (rlx_dnn.cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                         &eng) == CUDNN_STATUS_SUCCESS) {
         cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
         if (rlx_dnn.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                         CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
+                                             CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
             for (int64_t i = 0; i < n && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
                 /* f16 accumulation would miss the f32-accumulating reference */
                 if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
@@ -191,7 +192,7 @@ static bool engine_ok(bdesc cfg, bool allow_rtc)
         /* engines compiled at finalize (NVRTC) cost seconds per conv at compile time */
         if (!allow_rtc &&
             rlx_dnn.cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                         CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn) == CUDNN_STATUS_SUCCESS)
+                                             CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn) == CUDNN_STATUS_SUCCESS)
             for (int64_t i = 0; i < n && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; i++)
                 if (bn[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
                     ok = false;
@@ -208,7 +209,7 @@ static bool engine_ok(bdesc cfg, bool allow_rtc)
  * among the configs that passed the notes; only >= 0: that one config
  * alone).  Returns its time (1e30 when none ran). */
 float dnn_pick_plan(graph_build *b, bdesc og, void *const *ptrs, const int64_t *uids, int nptr, void *scratch,
-                           size_t scratch_bytes, bool allow_rtc, int max_plans, int only, int reps)
+                    size_t scratch_bytes, bool allow_rtc, int max_plans, int only, int reps)
 {
     int idx = -1; /* place of the config among those that pass the notes */
     enum { MAX_CFG = 12 };
@@ -228,16 +229,18 @@ float dnn_pick_plan(graph_build *b, bdesc og, void *const *ptrs, const int64_t *
                    gb_set(b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m], "heuristics mode") &&
                    gb_ok(b, rlx_dnn.cudnnBackendFinalize(heur), "heuristics finalize");
         /* how many configs there are (if cuDNN will not say, ask for MAX_CFG) */
-        if (hok && rlx_dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &cnt,
-                                                NULL) != CUDNN_STATUS_SUCCESS)
+        if (hok && rlx_dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                    0, &cnt, NULL) != CUDNN_STATUS_SUCCESS)
             cnt = MAX_CFG;
         int ncfg = hok ? (int)(cnt < (int64_t)MAX_CFG ? cnt : (int64_t)MAX_CFG) : 0;
         int made = 0;
         for (; made < ncfg; made++)
-            if (rlx_dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) != CUDNN_STATUS_SUCCESS)
+            if (rlx_dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) !=
+                CUDNN_STATUS_SUCCESS)
                 break;
-        if (made && gb_ok(b, rlx_dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                          made, &cnt, cfgs),
+        if (made && gb_ok(b,
+                          rlx_dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &cnt, cfgs),
                           "heuristics results")) {
             for (int i = 0; i < cnt && i < made && tried < max_plans; i++) {
                 if (!engine_ok(cfgs[i], allow_rtc) || (++idx != only && only >= 0))
@@ -249,19 +252,23 @@ float dnn_pick_plan(graph_build *b, bdesc og, void *const *ptrs, const int64_t *
                            gb_set(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                   &cfgs[i], "plan config");
                 if (pok)
-                    rlx_dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn.h);
+                    rlx_dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                                     &rlx_dnn.h);
                 int64_t got = 0;
                 void *wsp = scratch;
                 pok = pok && gb_ok(b, rlx_dnn.cudnnBackendFinalize(plan), "plan finalize") &&
-                      gb_ok(b, rlx_dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                            CUDNN_TYPE_INT64, 1, &got, &ws),
+                      gb_ok(b,
+                            rlx_dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                             CUDNN_TYPE_INT64, 1, &got, &ws),
                             "plan workspace") &&
                       ws >= 0 && (size_t)ws <= scratch_bytes &&
-                      rlx_dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack) == CUDNN_STATUS_SUCCESS &&
+                      rlx_dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack) ==
+                          CUDNN_STATUS_SUCCESS &&
                       gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, nptr, uids, "pack ids") &&
                       gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, nptr, ptrs,
                              "pack pointers") &&
-                      gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "pack workspace") &&
+                      gb_set(b, pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp,
+                             "pack workspace") &&
                       gb_ok(b, rlx_dnn.cudnnBackendFinalize(pack), "pack finalize");
                 float ms = 1e30f;
                 if (pok) {

@@ -67,10 +67,10 @@ static void add_splitk(cu_lt_plan *g, const cublasLtMatmulHeuristicResult_t *res
             cublasLtMatmulAlgo_t a = res[i].algo;
             cublasLtMatmulHeuristicResult_t chk;
             memset(&chk, 0, sizeof chk);
-            if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits[k], sizeof splits[k]) !=
-                    CUBLAS_STATUS_SUCCESS ||
-                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
-                    CUBLAS_STATUS_SUCCESS ||
+            if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits[k],
+                                                     sizeof splits[k]) != CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                                     sizeof scheme) != CUBLAS_STATUS_SUCCESS ||
                 cublasLtMatmulAlgoCheck(lt, g->op, g->la, g->lb, g->lc, g->lc, &a, &chk) != CUBLAS_STATUS_SUCCESS ||
                 chk.workspaceSize > CU_GEMM_WORKSPACE)
                 continue;
@@ -97,10 +97,9 @@ static void lt_plan_free(cu_lt_plan *g)
  * C = op(A) op(B) with A, B of type `ty` and compute type `ct`.  al: the
  * largest power of two (<= 256) dividing every byte address and stride.
  * Returns the heuristic's status (found == 0 counts as a failure). */
-static rlx_status lt_plan(cu_lt_plan *g, cudaDataType_t ty, cublasComputeType_t ct, int trans_a, int trans_b,
-                          int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, int64_t batch,
-                          int64_t stride_a, int64_t stride_b, int64_t stride_c, cu_epi epi, uint32_t al,
-                          cublasStatus_t *heur)
+static rlx_status lt_plan(cu_lt_plan *g, cudaDataType_t ty, cublasComputeType_t ct, int trans_a, int trans_b, int64_t M,
+                          int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, int64_t batch, int64_t stride_a,
+                          int64_t stride_b, int64_t stride_c, cu_epi epi, uint32_t al, cublasStatus_t *heur)
 {
     *heur = CUBLAS_STATUS_NOT_SUPPORTED;
     cublasStatus_t s = cublasLtMatmulDescCreate(&g->op, ct, CUDA_R_32F);
@@ -323,8 +322,8 @@ static cublasStatus_t lt_matmul(const cu_lt_plan *g, const cublasLtMatmulAlgo_t 
                                 const void *B, void *C, void *ws)
 {
     float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, algo, ws,
-                          ws ? ws_bytes : 0, rlx_cu_stream);
+    return cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, algo, ws, ws ? ws_bytes : 0,
+                          rlx_cu_stream);
 }
 
 rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,

@@ -66,24 +66,25 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lbo, uint32
  * warp in the warpgroup. */
 template <typename T, int N> __device__ __forceinline__ void wg_mma(float (&d)[N / 2], uint64_t a, uint64_t b);
 
-#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-                 "+f"(d[i + 6]), "+f"(d[i + 7])
-#define WG_MMA64_ASM(TY) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+#define WG_D8(i)                                                                                                \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+        "+f"(d[i + 7])
+#define WG_MMA64_ASM(TY)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                     \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n" \
-                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24) \
+                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"                                               \
+                 : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)                                       \
                  : "l"(a), "l"(b))
-#define WG_MMA128_ASM(TY) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-                 "}, %64, %65, p, 1, 1, 0, 1;\n}\n" \
+#define WG_MMA128_ASM(TY)                                                                               \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                             \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {"                          \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "               \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "     \
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "     \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"       \
+                 "}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                     \
                  : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56) \
                  : "l"(a), "l"(b))
 
@@ -137,8 +138,8 @@ template <int ACT> struct wg_act {
 };
 
 template <typename T, int BN, typename F>
-__device__ __forceinline__ void wg_store_rows(const float *part, cg::cluster_group &cl, T *C, const T *bias,
-                                              int64_t M, int64_t ldc, int64_t m0, int64_t n0, F act)
+__device__ __forceinline__ void wg_store_rows(const float *part, cg::cluster_group &cl, T *C, const T *bias, int64_t M,
+                                              int64_t ldc, int64_t m0, int64_t n0, F act)
 {
     constexpr int LD = wg_tile<BN>::ld, CHUNKS = BN / 8;
     const int S = (int)gridDim.z, z = (int)blockIdx.z;
@@ -164,8 +165,8 @@ __device__ __forceinline__ void wg_store_rows(const float *part, cg::cluster_gro
 }
 
 template <typename T, int BN>
-__device__ __forceinline__ void wg_finish(const float (&d)[BN / 2], bool consumer, uint32_t base, T *C,
-                                          const T *bias, int64_t M, int64_t ldc, int64_t m0, int64_t n0, int act)
+__device__ __forceinline__ void wg_finish(const float (&d)[BN / 2], bool consumer, uint32_t base, T *C, const T *bias,
+                                          int64_t M, int64_t ldc, int64_t m0, int64_t n0, int act)
 {
     constexpr int LD = wg_tile<BN>::ld;
     float *part = wg_smem_ptr(base);
@@ -356,8 +357,8 @@ bool rlx_cu_wg_available(void)
 #endif
 }
 
-bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc,
-                    const void *A, const void *B, const void *C)
+bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, const void *A,
+                    const void *B, const void *C)
 {
     return (dt == RLX_F16 || dt == RLX_BF16) && M > 0 && N > 0 && K > 0 && N % 64 == 0 && K % WG_BK == 0 &&
            lda % 8 == 0 && ldb % 8 == 0 && ldc % 8 == 0 && cu_ptr_align(A) == 16 && cu_ptr_align(B) == 16 &&
@@ -449,8 +450,8 @@ static void ws_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, in
     memcpy(&ma, p->maps[0], sizeof ma);
     memcpy(&mb, p->maps[1], sizeof mb);
     dim3 grid((unsigned)(N / BN), (unsigned)((M + WG_BM - 1) / WG_BM), (unsigned)p->split);
-    cu_launch_cluster(ws_gemm<T, BN, STAGES>, grid, dim3(WS_THREADS), smem, p->split, ma, mb, (T *)C, (const T *)bias, M,
-                      K, ldc, act, (int)b_fixed);
+    cu_launch_cluster(ws_gemm<T, BN, STAGES>, grid, dim3(WS_THREADS), smem, p->split, ma, mb, (T *)C, (const T *)bias,
+                      M, K, ldc, act, (int)b_fixed);
 }
 
 template <typename T>

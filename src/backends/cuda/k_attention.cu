@@ -104,19 +104,18 @@ __device__ __forceinline__ attn_pos attn_pos_of(const cu_attn &p, int rows, unsi
 
 /* ------------------------------------------------- CUDA cores, any dims */
 
-#define TK 32  /* keys per tile */
-#define QPB 8  /* query rows (warps) per block */
+#define TK 32 /* keys per tile */
+#define QPB 8 /* query rows (warps) per block */
 
 /* One warp per query row (head dims up to 256). */
-template <typename T, int DVL>
-__global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
+template <typename T, int DVL> __global__ void __launch_bounds__(QPB * 32) flash_attn(cu_attn p)
 {
     cu_grid_wait();
     extern __shared__ float sh[];
     const int D = (int)p.D, Dv = (int)p.Dv;
-    float *ks = sh;                      /* [TK][D + 1] */
-    float *vs = ks + TK * (D + 1);       /* [TK][Dv] */
-    float *qs = vs + TK * Dv;            /* [QPB][D] */
+    float *ks = sh;                /* [TK][D + 1] */
+    float *vs = ks + TK * (D + 1); /* [TK][Dv] */
+    float *qs = vs + TK * Dv;      /* [QPB][D] */
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     const attn_pos ps = attn_pos_of(p, QPB, blockIdx.x);
     const int64_t b = ps.b, h = ps.h, hk = ps.hk, s0 = ps.q0, s = s0 + warp;
@@ -442,7 +441,7 @@ template <typename T> __device__ __forceinline__ uint32_t tc_q32(const T *p, int
 {
     if (vec)
         return *(const uint32_t *)p;
-    return (uint32_t)*(const unsigned short *)p | ((uint32_t) * (const unsigned short *)(p + 1) << 16);
+    return (uint32_t) * (const unsigned short *)p | ((uint32_t) * (const unsigned short *)(p + 1) << 16);
 }
 
 /* KM: p's mask is the same for every query row (a padding mask, [B, 1, 1,
@@ -483,7 +482,7 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
     cu_grid_wait();
     constexpr int LD = TC_LD(D), NT = TCK / 8, KD = D / 16, ND = D / 8, NB = 2;
     extern __shared__ __align__(16) unsigned char tc_sh[];
-    T(*ks)[TCK * LD] = (T(*)[TCK * LD])tc_sh;
+    T(*ks)[TCK * LD] = (T(*)[TCK * LD]) tc_sh;
     T(*vs)[TCK * LD] = (T(*)[TCK * LD])(tc_sh + (size_t)NB * TCK * LD * sizeof(T));
     float *mk = (float *)(tc_sh + (size_t)2 * NB * TCK * LD * sizeof(T));
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
@@ -635,8 +634,7 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
             }
 #pragma unroll
             for (int kk = 0; kk < TCK / 16; kk++) {
-                uint32_t a[4] = {tc_pack(sc[2 * kk][0], sc[2 * kk][1], T()),
-                                 tc_pack(sc[2 * kk][2], sc[2 * kk][3], T()),
+                uint32_t a[4] = {tc_pack(sc[2 * kk][0], sc[2 * kk][1], T()), tc_pack(sc[2 * kk][2], sc[2 * kk][3], T()),
                                  tc_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1], T()),
                                  tc_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3], T())};
                 const T *vr = vt + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
@@ -686,8 +684,7 @@ __global__ void __launch_bounds__(W * 32, D == 32 ? 512 / (W * 32) : 1) flash_tc
  * more (up to 32): one warp per query row, lane i reads chunk i's max and
  * sum, then each lane D / 32 columns of every chunk's output.  rows: query
  * rows per flash_tc block. */
-template <typename T, int D>
-__global__ void __launch_bounds__(128) tc_combine(cu_attn p, tc_split sp, int rows)
+template <typename T, int D> __global__ void __launch_bounds__(128) tc_combine(cu_attn p, tc_split sp, int rows)
 {
     cu_grid_wait();
     constexpr int CPL = D / 32; /* columns per lane: 2 or 4 */
@@ -698,7 +695,7 @@ __global__ void __launch_bounds__(128) tc_combine(cu_attn p, tc_split sp, int ro
     const int64_t bh = gr / p.S, s = gr % p.S, nq = (p.S + rows - 1) / rows, qi = s / rows;
     const int nv = (tc_tiles(p, bh / p.H, qi * rows, rows) + sp.chunk - 1) / sp.chunk;
     if (nv < 2)
-        return; /* flash_tc wrote this row */
+        return;                                                  /* flash_tc wrote this row */
     const int64_t blk = bh * nq + (p.causal ? nq - 1 - qi : qi); /* flash_tc's block order */
     const int rr = (int)(s - qi * rows);
     const size_t rec = (size_t)rows * (D + 2);
@@ -888,8 +885,7 @@ static bool aligned16(const void *p, const int64_t *st, size_t es)
  * query rows for one real row, as the tensor-core kernel would run. */
 #define DEC_WARPS 8
 #define DEC_KEYS 4 /* key rows in flight per warp */
-template <typename T, int D, int GM>
-__global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p)
+template <typename T, int D, int GM> __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p)
 {
     cu_grid_wait();
     constexpr int EPL = D / 32;
@@ -998,14 +994,14 @@ static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
     const unsigned grid = (unsigned)blocks;
     const int64_t G = p.H / p.Hk;
-#define DEC_LAUNCH(TT)                                                                                                 \
-    do {                                                                                                               \
-        if (p.D == 64)                                                                                                 \
-            G <= 2 ? cu_launch(attn_decode<TT, 64, 2>, grid, DEC_WARPS * 32, 0, p)                                      \
-                   : cu_launch(attn_decode<TT, 64, 8>, grid, DEC_WARPS * 32, 0, p);                                     \
-        else                                                                                                           \
-            G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p)                                     \
-                   : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p);                                    \
+#define DEC_LAUNCH(TT)                                                               \
+    do {                                                                             \
+        if (p.D == 64)                                                               \
+            G <= 2 ? cu_launch(attn_decode<TT, 64, 2>, grid, DEC_WARPS * 32, 0, p)   \
+                   : cu_launch(attn_decode<TT, 64, 8>, grid, DEC_WARPS * 32, 0, p);  \
+        else                                                                         \
+            G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p)  \
+                   : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p); \
     } while (0)
     CU_FLOAT_DISPATCH(dt, TT, DEC_LAUNCH(TT));
 #undef DEC_LAUNCH
@@ -1036,28 +1032,34 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         int vec = aligned16(p.q, p.qst, es) && aligned16(p.k, p.kst, es) && aligned16(p.v, p.vst, es);
         unsigned grid = (unsigned)blocks, cgrid = (unsigned)((bh * p.S + 3) / 4);
         const bool km = p.mask && p.mst[2] == 0;
-#define TC_LAUNCH_W(TT, DD, W)                                                                                         \
-    (km ? cu_launch(flash_tc<TT, DD, W, true>, grid, W * 32, tc_smem(DD, sizeof(TT)), p, vec, sp)                      \
+#define TC_LAUNCH_W(TT, DD, W)                                                                    \
+    (km ? cu_launch(flash_tc<TT, DD, W, true>, grid, W * 32, tc_smem(DD, sizeof(TT)), p, vec, sp) \
         : cu_launch(flash_tc<TT, DD, W, false>, grid, W * 32, tc_smem(DD, sizeof(TT)), p, vec, sp))
-#define TC_LAUNCH(TT, DD)                                                                                              \
-    do {                                                                                                               \
-        if (w == 8)                                                                                                    \
-            TC_LAUNCH_W(TT, DD, 8);                                                                                    \
-        else if (w == 4)                                                                                               \
-            TC_LAUNCH_W(TT, DD, 4);                                                                                    \
-        else                                                                                                           \
-            TC_LAUNCH_W(TT, DD, 2);                                                                                    \
-        if (DD >= 64 && sp.ns > 1)                                                                                     \
-            cu_launch(tc_combine<TT, DD >= 64 ? DD : 64>, cgrid, 128, 0, p, sp, 16 * w);                               \
+#define TC_LAUNCH(TT, DD)                                                                \
+    do {                                                                                 \
+        if (w == 8)                                                                      \
+            TC_LAUNCH_W(TT, DD, 8);                                                      \
+        else if (w == 4)                                                                 \
+            TC_LAUNCH_W(TT, DD, 4);                                                      \
+        else                                                                             \
+            TC_LAUNCH_W(TT, DD, 2);                                                      \
+        if (DD >= 64 && sp.ns > 1)                                                       \
+            cu_launch(tc_combine<TT, DD >= 64 ? DD : 64>, cgrid, 128, 0, p, sp, 16 * w); \
     } while (0)
         if (dt == RLX_F16) {
-            if (p.D == 32) TC_LAUNCH(__half, 32);
-            else if (p.D == 64) TC_LAUNCH(__half, 64);
-            else TC_LAUNCH(__half, 128);
+            if (p.D == 32)
+                TC_LAUNCH(__half, 32);
+            else if (p.D == 64)
+                TC_LAUNCH(__half, 64);
+            else
+                TC_LAUNCH(__half, 128);
         } else {
-            if (p.D == 32) TC_LAUNCH(__nv_bfloat16, 32);
-            else if (p.D == 64) TC_LAUNCH(__nv_bfloat16, 64);
-            else TC_LAUNCH(__nv_bfloat16, 128);
+            if (p.D == 32)
+                TC_LAUNCH(__nv_bfloat16, 32);
+            else if (p.D == 64)
+                TC_LAUNCH(__nv_bfloat16, 64);
+            else
+                TC_LAUNCH(__nv_bfloat16, 128);
         }
 #undef TC_LAUNCH
 #undef TC_LAUNCH_W
@@ -1074,14 +1076,14 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
         if (blocks > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
         unsigned grid = (unsigned)blocks;
-#define GRP_LAUNCH(TT, DD)                                                                                             \
-    do {                                                                                                               \
-        if (gl == 4)                                                                                                   \
-            cu_launch(flash_grp<TT, DD, DD, 4>, grid, GQT, 0, p, vec);                                                 \
-        else if (gl == 8)                                                                                              \
-            cu_launch(flash_grp<TT, DD, DD, 8>, grid, GQT, 0, p, vec);                                                 \
-        else                                                                                                           \
-            cu_launch(flash_grp<TT, DD, DD, 16>, grid, GQT, 0, p, vec);                                                \
+#define GRP_LAUNCH(TT, DD)                                              \
+    do {                                                                \
+        if (gl == 4)                                                    \
+            cu_launch(flash_grp<TT, DD, DD, 4>, grid, GQT, 0, p, vec);  \
+        else if (gl == 8)                                               \
+            cu_launch(flash_grp<TT, DD, DD, 8>, grid, GQT, 0, p, vec);  \
+        else                                                            \
+            cu_launch(flash_grp<TT, DD, DD, 16>, grid, GQT, 0, p, vec); \
     } while (0)
         if (p.D == 32)
             CU_FLOAT_DISPATCH(dt, T, GRP_LAUNCH(T, 32));

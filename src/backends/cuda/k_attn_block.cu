@@ -23,10 +23,10 @@ typedef struct ab_state {
     size_t qkv_bytes; /* the projection buffer; the attention output follows it */
     size_t o_bytes;
     int empty;
-    int bias[4];  /* input index of bq, bk, bv, bo; -1 absent */
-    int gamma[2]; /* input index of the q and k norms' gammas; -1 absent */
-    void *w_qkv;  /* packed [hid, width] weights (device) */
-    void *b_qkv;  /* packed [width] biases (device); NULL when there are none */
+    int bias[4];    /* input index of bq, bk, bv, bo; -1 absent */
+    int gamma[2];   /* input index of the q and k norms' gammas; -1 absent */
+    void *w_qkv;    /* packed [hid, width] weights (device) */
+    void *b_qkv;    /* packed [width] biases (device); NULL when there are none */
     void *rope_tab; /* the RoPE table (device, rope_table_bytes); NULL without RoPE */
 } ab_state;
 
@@ -270,8 +270,8 @@ static rlx_status run_qk_norm_rope(const rlx_thunk *t, const ab_state *s, char *
     if (vec) {
         CU_FLOAT_DISPATCH(n->dtype, T, {
             auto fn = s->D == 64 ? qk_norm_rope_v<T, 2> : s->D == 128 ? qk_norm_rope_v<T, 4> : qk_norm_rope_v<T, 8>;
-            cu_launch(fn, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H, s->S, s->width,
-                      (const T *)gq, (const T *)gk, eps, tab, inter);
+            cu_launch(fn, blocks, QK_WARPS * 32, 0, (T *)qkv, vectors, heads, (int)s->H, s->S, s->width, (const T *)gq,
+                      (const T *)gk, eps, tab, inter);
         });
     } else {
         CU_FLOAT_DISPATCH(n->dtype, T,

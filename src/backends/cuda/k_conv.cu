@@ -21,8 +21,8 @@ static win2d window_of(const rlx_shape *x, const rlx_shape *y, int64_t kh, int64
     if (x->ndim == 3)
         w = (win2d){1, x->dims[2], 1, y->dims[2], 1, kw, 1, stride[0], 1, dil[0], 0, pads[0]};
     else
-        w = (win2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh, kw, stride[0], stride[1],
-                    dil[0], dil[1], pads[0], pads[1]};
+        w = (win2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh,      kw,
+                    stride[0],  stride[1],  dil[0],     dil[1],     pads[0], pads[1]};
     return w;
 }
 
@@ -73,8 +73,7 @@ typedef struct conv_state {
 /* Small outputs make poor per-image GEMMs: gather the batch into one. */
 static int conv_gathered(int64_t N, int64_t OHW) { return N > 1 && OHW < 1024; }
 
-template <typename T, typename I>
-__global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
+template <typename T, typename I> __global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
     cu_grid_wait();
     const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW;
@@ -97,8 +96,7 @@ __global__ void im2col_gathered(const T *x, T *col, I N, I C, I c0, I Cg, win2d 
 /* col[n][K][OHW] for channels c0.. of one group, every image. */
 /* Index arithmetic in I: 32-bit where every index fits (far fewer
  * instructions per division than 64-bit). */
-template <typename T, typename I>
-__global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
+template <typename T, typename I> __global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w64)
 {
     cu_grid_wait();
     const I KH = (I)w64.KH, KW = (I)w64.KW, OW = (I)w64.OW, H = (I)w64.H, W = (I)w64.W;
@@ -110,7 +108,9 @@ __global__ void im2col_kernel(const T *x, T *col, I N, I C, I c0, I Cg, win2d w6
         I oh = p / OW, ow = p % OW;
         long long ih = (long long)oh * w64.sh - w64.ph + (long long)kh * w64.dh;
         long long iw = (long long)ow * w64.sw - w64.pw + (long long)kw * w64.dw;
-        struct { long long H, W; } w = {H, W};
+        struct {
+            long long H, W;
+        } w = {H, W};
         T v = cu_fromf<T>(0.0f);
         if (ih >= 0 && ih < w.H && iw >= 0 && iw < w.W)
             v = x[((n * C + c0 + c) * w.H + ih) * w.W + iw];
@@ -145,8 +145,7 @@ template <typename T, typename I> __global__ void bias_nchw(T *y, const T *bias,
 
 /* col[m][(kh * KW + kw) * C + c] for output pixel m: the rows of an NHWC
  * weight [O, KH, KW, C] line up with it (groups 1) */
-template <typename T, typename I>
-__global__ void im2col_nhwc(const T *x, T *col, I total, I C, I K, win2d w64)
+template <typename T, typename I> __global__ void im2col_nhwc(const T *x, T *col, I total, I C, I K, win2d w64)
 {
     cu_grid_wait();
     const I KW = (I)w64.KW, OW = (I)w64.OW, OH = (I)w64.OH;
@@ -211,14 +210,19 @@ static bool dnn_describe(conv_state *s, rlx_dtype dt, cudnnTensorFormat_t fmt)
            rlx_dnn.cudnnCreateTensorDescriptor(&s->yd) == CUDNN_STATUS_SUCCESS &&
            rlx_dnn.cudnnCreateFilterDescriptor(&s->wd) == CUDNN_STATUS_SUCCESS &&
            rlx_dnn.cudnnCreateConvolutionDescriptor(&s->cd) == CUDNN_STATUS_SUCCESS &&
-           rlx_dnn.cudnnSetTensor4dDescriptor(s->xd, fmt, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) == CUDNN_STATUS_SUCCESS &&
-           rlx_dnn.cudnnSetTensor4dDescriptor(s->yd, fmt, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) == CUDNN_STATUS_SUCCESS &&
-           rlx_dnn.cudnnSetFilter4dDescriptor(s->wd, ty, fmt, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) == CUDNN_STATUS_SUCCESS &&
-           rlx_dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh, (int)w.dw,
-                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+           rlx_dnn.cudnnSetTensor4dDescriptor(s->xd, fmt, ty, (int)s->N, (int)s->C, (int)w.H, (int)w.W) ==
+               CUDNN_STATUS_SUCCESS &&
+           rlx_dnn.cudnnSetTensor4dDescriptor(s->yd, fmt, ty, (int)s->N, (int)s->O, (int)w.OH, (int)w.OW) ==
+               CUDNN_STATUS_SUCCESS &&
+           rlx_dnn.cudnnSetFilter4dDescriptor(s->wd, ty, fmt, (int)s->O, (int)s->Cg, (int)w.KH, (int)w.KW) ==
+               CUDNN_STATUS_SUCCESS &&
+           rlx_dnn.cudnnSetConvolution2dDescriptor(s->cd, (int)w.ph, (int)w.pw, (int)w.sh, (int)w.sw, (int)w.dh,
+                                                   (int)w.dw, CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
            rlx_dnn.cudnnSetConvolutionGroupCount(s->cd, (int)s->G) == CUDNN_STATUS_SUCCESS &&
            /* f32 stays f32 (no TF32); f16/bf16 on the tensor cores, f32 accumulation */
-           rlx_dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) == CUDNN_STATUS_SUCCESS;
+           rlx_dnn.cudnnSetConvolutionMathType(s->cd, dt == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH) ==
+               CUDNN_STATUS_SUCCESS;
 }
 
 /* cuDNN's algorithm search on the real buffers (descriptors set): the
@@ -229,9 +233,9 @@ static bool dnn_describe(conv_state *s, rlx_dtype dt, cudnnTensorFormat_t fmt)
 static bool dnn_find(rlx_thunk *t, conv_state *s, cudnnConvolutionFwdAlgoPerf_t *perf, int *pick, int *precomp)
 {
     int found = 0;
-    bool ok = rlx_dnn.cudnnFindConvolutionForwardAlgorithmEx(rlx_dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd, t->out,
-                                                         8, &found, perf, t->scratch,
-                                                         t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
+    bool ok = rlx_dnn.cudnnFindConvolutionForwardAlgorithmEx(rlx_dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd,
+                                                             t->out, 8, &found, perf, t->scratch,
+                                                             t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
     *pick = *precomp = -1;
     for (int i = 0; ok && i < found; i++)
         if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= t->scratch_bytes) {
@@ -293,8 +297,8 @@ static void nhwc_dims(const rlx_node_data *n, const rlx_shape *xs, const rlx_sha
     s->Cg = s->C / s->G;
     s->O = ws->dims[0];
     s->Og = s->O / s->G;
-    s->w = (win2d){xs->dims[1], xs->dims[2], n->shape.dims[1], n->shape.dims[2], ws->dims[1], ws->dims[2],
-                   p->stride[0], p->stride[1], p->dilation[0], p->dilation[1], p->pads[0], p->pads[1]};
+    s->w = (win2d){xs->dims[1],  xs->dims[2],  n->shape.dims[1], n->shape.dims[2], ws->dims[1], ws->dims[2],
+                   p->stride[0], p->stride[1], p->dilation[0],   p->dilation[1],   p->pads[0],  p->pads[1]};
     s->K = s->Cg * s->w.KH * s->w.KW;
     s->OHW = s->w.OH * s->w.OW;
     s->HW = s->w.H * s->w.W;
@@ -330,10 +334,12 @@ static bool prep_dnn_nhwc(rlx_thunk *t, conv_state *s)
     int fused_pick = act == RLX_ACT_RELU ? pick : precomp;
     if (n->attrs.conv.has_bias && (act == RLX_ACT_RELU || act == RLX_ACT_NONE) && fused_pick >= 0 &&
         rlx_dnn.cudnnCreateTensorDescriptor(&s->bd) == CUDNN_STATUS_SUCCESS &&
-        rlx_dnn.cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, dnn_type(dt), 1, (int)s->O, 1, 1) == CUDNN_STATUS_SUCCESS &&
+        rlx_dnn.cudnnSetTensor4dDescriptor(s->bd, CUDNN_TENSOR_NCHW, dnn_type(dt), 1, (int)s->O, 1, 1) ==
+            CUDNN_STATUS_SUCCESS &&
         rlx_dnn.cudnnCreateActivationDescriptor(&s->ad) == CUDNN_STATUS_SUCCESS &&
-        rlx_dnn.cudnnSetActivationDescriptor(s->ad, act == RLX_ACT_RELU ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                         CUDNN_PROPAGATE_NAN, 0.0) == CUDNN_STATUS_SUCCESS) {
+        rlx_dnn.cudnnSetActivationDescriptor(s->ad,
+                                             act == RLX_ACT_RELU ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                             CUDNN_PROPAGATE_NAN, 0.0) == CUDNN_STATUS_SUCCESS) {
         s->algo_fused = perf[fused_pick].algo;
         s->ws_fused = perf[fused_pick].memory;
         s->fused = 1;
@@ -389,31 +395,32 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
     int nops = 0;
     /* the conv writes y directly when nothing follows it in the graph */
     bool chain = fuse_bias || relu;
-    bool ok = gb_tensor(&b, &xt, 1, ty, 4, xdim, xstr, false, t->in[0]) &&
-              gb_tensor(&b, &wt, 2, ty, 4, wdim, wstr, false, t->in[1]) &&
-              gb_tensor(&b, &yt, 3, ty, 4, ydim, ystr, false, t->out) &&
-              (!fuse_bias || gb_tensor(&b, &bt, 4, ty, 4, bdim, bstr, false, t->in[2])) &&
-              (!chain || gb_tensor(&b, &ct, 5, f32, 4, ydim, ystr, true, NULL)) &&
-              (!(fuse_bias && relu) || gb_tensor(&b, &at, 6, f32, 4, ydim, ystr, true, NULL)) &&
-              gb_new(&b, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd, "conv desc create") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sd, "conv dims") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "conv compute type") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "conv mode") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre, "conv pre pads") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post, "conv post pads") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, str, "conv strides") &&
-              gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, "conv dilations") &&
-              gb_ok(&b, rlx_dnn.cudnnBackendFinalize(cd), "conv desc finalize") &&
-              gb_new(&b, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &conv, "conv op create") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xt, "conv x") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wt, "conv w") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                     chain ? &ct : &yt, "conv y") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd,
-                     "conv op desc") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "conv alpha") &&
-              gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "conv beta") &&
-              gb_ok(&b, rlx_dnn.cudnnBackendFinalize(conv), "conv op finalize");
+    bool ok =
+        gb_tensor(&b, &xt, 1, ty, 4, xdim, xstr, false, t->in[0]) &&
+        gb_tensor(&b, &wt, 2, ty, 4, wdim, wstr, false, t->in[1]) &&
+        gb_tensor(&b, &yt, 3, ty, 4, ydim, ystr, false, t->out) &&
+        (!fuse_bias || gb_tensor(&b, &bt, 4, ty, 4, bdim, bstr, false, t->in[2])) &&
+        (!chain || gb_tensor(&b, &ct, 5, f32, 4, ydim, ystr, true, NULL)) &&
+        (!(fuse_bias && relu) || gb_tensor(&b, &at, 6, f32, 4, ydim, ystr, true, NULL)) &&
+        gb_new(&b, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &cd, "conv desc create") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &sd, "conv dims") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "conv compute type") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "conv mode") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre, "conv pre pads") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post, "conv post pads") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, str, "conv strides") &&
+        gb_set(&b, cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, "conv dilations") &&
+        gb_ok(&b, rlx_dnn.cudnnBackendFinalize(cd), "conv desc finalize") &&
+        gb_new(&b, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &conv, "conv op create") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xt, "conv x") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wt, "conv w") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+               chain ? &ct : &yt, "conv y") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd,
+               "conv op desc") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "conv alpha") &&
+        gb_set(&b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "conv beta") &&
+        gb_ok(&b, rlx_dnn.cudnnBackendFinalize(conv), "conv op finalize");
     if (ok) {
         ops[nops++] = conv;
         if (fuse_bias)
@@ -440,8 +447,10 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
             fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (%s: status %d)\n", (int)t->id,
                     chain ? " with bias/ReLU" : "", b.where, (int)b.st);
         else if (verbose)
-            fprintf(stderr, "[rlx cuda] conv node %d: cuDNN graph%s not used (no engine config passed the notes, "
-                    "fit the scratch and ran; %d plans timed)\n", (int)t->id, chain ? " with bias/ReLU" : "", tried);
+            fprintf(stderr,
+                    "[rlx cuda] conv node %d: cuDNN graph%s not used (no engine config passed the notes, "
+                    "fit the scratch and ran; %d plans timed)\n",
+                    (int)t->id, chain ? " with bias/ReLU" : "", tried);
         dnn_release_graph(&s->g);
         return false;
     }
@@ -462,8 +471,8 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
         return RLX_OK;
     int verbose = rlx_cu_cfg.verbose != 0;
     /* RLX_CUDA_CONV_PATH: -1 none, else the index into ms[] below */
-    int want = rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GEMM    ? 0
-               : rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GRAPH ? 1
+    int want = rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GEMM     ? 0
+               : rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_GRAPH  ? 1
                : rlx_cu_cfg.cuda_conv_path == RLX_CUDA_CONV_LEGACY ? 2
                                                                    : -1;
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
@@ -474,10 +483,12 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
         s->pw = pointwise(&s->w);
         cu_epi epi = rlx_cu_gemm_epilogue(n->attrs.conv.has_bias, act, &s->post);
         int64_t M = s->N * s->OHW;
-        rlx_status gst = rlx_cu_gemm_plan(&s->gemm, n->dtype, 0, 1, M, s->O, s->K, s->K, s->K, s->O, 1, 0, 0, 0, epi, 256);
+        rlx_status gst =
+            rlx_cu_gemm_plan(&s->gemm, n->dtype, 0, 1, M, s->O, s->K, s->K, s->K, s->O, 1, 0, 0, 0, epi, 256);
         if (gst == RLX_OK && t->scratch) {
             size_t col_b = s->pw ? 0 : cu_round256((size_t)(M * s->K) * rlx_dtype_size(n->dtype));
-            rlx_cu_gemm_tune(&s->gemm, s->pw ? t->in[0] : t->scratch, t->in[1], t->out, bias, (char *)t->scratch + col_b);
+            rlx_cu_gemm_tune(&s->gemm, s->pw ? t->in[0] : t->scratch, t->in[1], t->out, bias,
+                             (char *)t->scratch + col_b);
         }
         if (gst != RLX_OK)
             rlx_clear_error(); /* cuDNN may still run it */
@@ -532,7 +543,8 @@ static rlx_status prep_conv_nhwc(rlx_thunk *t, conv_state *s)
 #ifdef RLX_CUDNN
         if (pick == 1)
             snprintf(how, sizeof how, " [%s, %d plans timed, workspace %lld B]",
-                     s->g_post ? "conv, then a bias/act pass" : "bias/act in the graph", s->g.plans, (long long)s->g.ws);
+                     s->g_post ? "conv, then a bias/act pass" : "bias/act in the graph", s->g.plans,
+                     (long long)s->g.ws);
 #endif
         fprintf(stderr,
                 "[rlx cuda] conv node %d nhwc %lldx%lldx%lldx%lld -> %lld k%lldx%lld s%lld g%lld: %s %.4f ms%s%s%s\n",
@@ -556,15 +568,22 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
         size_t col_b = 0;
         if (!s->pw) {
             bool small = total_col < (1LL << 31) && s->N * s->HW * s->C < (1LL << 31);
-            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_nhwc<T, unsigned>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0], (T *)t->scratch, (unsigned)total_col, (unsigned)s->C, (unsigned)s->K, s->w); else cu_launch(im2col_nhwc<T, int64_t>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0], (T *)t->scratch, total_col, s->C, s->K, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, {
+                if (small)
+                    cu_launch(im2col_nhwc<T, unsigned>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0],
+                              (T *)t->scratch, (unsigned)total_col, (unsigned)s->C, (unsigned)s->K, s->w);
+                else
+                    cu_launch(im2col_nhwc<T, int64_t>, cu_blocks(total_col, 256), 256, 0, (const T *)t->in[0],
+                              (T *)t->scratch, total_col, s->C, s->K, s->w);
+            });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
             A = t->scratch;
             col_b = cu_round256((size_t)total_col * rlx_dtype_size(dt));
         }
-        rlx_status st = rlx_cu_gemm_run(t, &s->gemm, A, t->in[1], t->out, t->node->attrs.conv.has_bias ? t->in[2] : NULL,
-                                        (char *)t->scratch + col_b);
+        rlx_status st = rlx_cu_gemm_run(t, &s->gemm, A, t->in[1], t->out,
+                                        t->node->attrs.conv.has_bias ? t->in[2] : NULL, (char *)t->scratch + col_b);
         if (st != RLX_OK || !s->post)
             return st;
         int64_t total = M * s->O;
@@ -575,34 +594,49 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
     if (s->use_graph) {
         cudnnStatus_t gs = rlx_dnn.cudnnBackendExecute(rlx_dnn.h, s->g.plan, s->g.pack);
         if (gs != CUDNN_STATUS_SUCCESS)
-            return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnBackendExecute (channels-last conv) failed (status %d)", (int)gs);
+            return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnBackendExecute (channels-last conv) failed (status %d)",
+                               (int)gs);
         if (!s->g_post)
             return RLX_OK;
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, act); });
+        CU_FLOAT_DISPATCH(dt, T, {
+            if (total < (1LL << 31))
+                cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias,
+                          (unsigned)total, (unsigned)s->O, act);
+            else
+                cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total,
+                          s->O, act);
+        });
         return rlx_cu_check(t, "conv bias launch");
     }
     float one = 1.0f, zero = 0.0f;
     cudnnStatus_t ds;
     if (s->fused) {
         /* y = act(conv(x) + 0 * z + bias), z = y (not read with alpha2 0) */
-        ds = rlx_dnn.cudnnConvolutionBiasActivationForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo_fused,
-                                                       t->scratch, s->ws_fused, &zero, s->yd, t->out, s->bd, t->in[2],
-                                                       s->ad, s->yd, t->out);
+        ds = rlx_dnn.cudnnConvolutionBiasActivationForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
+                                                           s->algo_fused, t->scratch, s->ws_fused, &zero, s->yd, t->out,
+                                                           s->bd, t->in[2], s->ad, s->yd, t->out);
         if (ds != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionBiasActivationForward failed (status %d)", (int)ds);
         return RLX_OK;
     }
-    ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo, t->scratch, s->dnn_ws,
-                                     &zero, s->yd, t->out);
+    ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo, t->scratch,
+                                         s->dnn_ws, &zero, s->yd, t->out);
     if (ds != CUDNN_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward (channels-last) failed (status %d)", (int)ds);
     if (!t->node->attrs.conv.has_bias && act == RLX_ACT_NONE)
         return RLX_OK;
     int64_t total = s->N * s->O * s->OHW;
     const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-    CU_FLOAT_DISPATCH(dt, T, { if (total < (1LL << 31)) cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, act); else cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, act); });
+    CU_FLOAT_DISPATCH(dt, T, {
+        if (total < (1LL << 31))
+            cu_launch(bias_nhwc<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias,
+                      (unsigned)total, (unsigned)s->O, act);
+        else
+            cu_launch(bias_nhwc<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O,
+                      act);
+    });
     return rlx_cu_check(t, "conv bias launch");
 #else
     return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "channels-last conv needs cuDNN");
@@ -743,15 +777,22 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #ifdef RLX_CUDNN
     if (s->use_dnn) {
         float one = 1.0f, zero = 0.0f;
-        cudnnStatus_t ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo,
-                                                       t->scratch, s->dnn_ws, &zero, s->yd, t->out);
+        cudnnStatus_t ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
+                                                           s->algo, t->scratch, s->dnn_ws, &zero, s->yd, t->out);
         if (ds != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward failed (status %d)", (int)ds);
         if (!t->node->attrs.conv.has_bias && act == RLX_ACT_NONE)
             return RLX_OK;
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, {
+            if (small)
+                cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias,
+                          (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act);
+            else
+                cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total,
+                          s->O, s->OHW, act);
+        });
         return rlx_cu_check(t, "conv bias launch");
     }
 #endif
@@ -762,7 +803,14 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         char *col = (char *)t->scratch, *yg = col + col_b, *ws = yg + y_b;
         for (int64_t g = 0; g < s->G; g++) {
             int64_t total = s->K * NP;
-            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_gathered<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else cu_launch(im2col_gathered<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, {
+                if (small)
+                    cu_launch(im2col_gathered<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0],
+                              (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w);
+                else
+                    cu_launch(im2col_gathered<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col,
+                              s->N, s->C, g * s->Cg, s->Cg, s->w);
+            });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -772,7 +820,14 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(permute_bias_act<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias, (T *)t->out, (unsigned)s->N, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(permute_bias_act<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias, (T *)t->out, s->N, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, {
+            if (small)
+                cu_launch(permute_bias_act<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias,
+                          (T *)t->out, (unsigned)s->N, (unsigned)s->O, (unsigned)s->OHW, act);
+            else
+                cu_launch(permute_bias_act<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)yg, (const T *)bias,
+                          (T *)t->out, s->N, s->O, s->OHW, act);
+        });
         return rlx_cu_check(t, "conv output launch");
     }
     size_t col_bytes = s->pw ? 0 : cu_round256((size_t)(s->N * s->K * s->OHW) * es);
@@ -783,7 +838,14 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
             B = (const char *)t->in[0] + (size_t)(g * s->Cg * s->HW) * es;
         } else {
             int64_t total = s->N * s->K * s->OHW;
-            CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(im2col_kernel<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w); else cu_launch(im2col_kernel<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col, s->N, s->C, g * s->Cg, s->Cg, s->w); });
+            CU_FLOAT_DISPATCH(dt, T, {
+                if (small)
+                    cu_launch(im2col_kernel<T, unsigned>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col,
+                              (unsigned)s->N, (unsigned)s->C, (unsigned)(g * s->Cg), (unsigned)s->Cg, s->w);
+                else
+                    cu_launch(im2col_kernel<T, int64_t>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)col,
+                              s->N, s->C, g * s->Cg, s->Cg, s->w);
+            });
             rlx_status st = rlx_cu_check(t, "im2col launch");
             if (st != RLX_OK)
                 return st;
@@ -798,7 +860,14 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (t->node->attrs.conv.has_bias || act != RLX_ACT_NONE) {
         int64_t total = s->N * s->O * s->OHW;
         const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-        CU_FLOAT_DISPATCH(dt, T, { if (small) cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act); else cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total, s->O, s->OHW, act); });
+        CU_FLOAT_DISPATCH(dt, T, {
+            if (small)
+                cu_launch(bias_nchw<T, unsigned>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias,
+                          (unsigned)total, (unsigned)s->O, (unsigned)s->OHW, act);
+            else
+                cu_launch(bias_nchw<T, int64_t>, cu_blocks(total, 256), 256, 0, (T *)t->out, (const T *)bias, total,
+                          s->O, s->OHW, act);
+        });
         return rlx_cu_check(t, "conv bias launch");
     }
     return RLX_OK;
@@ -869,17 +938,21 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
         xv.dims[1] = xs->dims[3], xv.dims[2] = xs->dims[1], xv.dims[3] = xs->dims[2];
         yv.dims[1] = yv.dims[3], yv.dims[2] = t->node->shape.dims[1], yv.dims[3] = t->node->shape.dims[2];
     }
-    a.w = window_of(&xv, &yv, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride,
-                    a.is_max ? p->dilation : one, p->pads);
+    a.w = window_of(&xv, &yv, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride, a.is_max ? p->dilation : one,
+                    p->pads);
     a.ph_end = sp == 2 ? p->pads[2] : 0;
     a.pw_end = sp == 2 ? p->pads[3] : p->pads[1];
     int64_t C = xv.dims[1], total = xv.dims[0] * C * a.w.OH * a.w.OW;
     if (!total)
         return RLX_OK;
     if (nhwc)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(pool_kernel<T, true>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)t->out, total, a, C));
+        CU_FLOAT_DISPATCH(t->node->dtype, T,
+                          cu_launch(pool_kernel<T, true>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0],
+                                    (T *)t->out, total, a, C));
     else
-        CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T, cu_launch(pool_kernel<T, false>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (T *)t->out, total, a, C));
+        CU_FLOAT_DISPATCH(xs->ndim ? t->node->dtype : RLX_F32, T,
+                          cu_launch(pool_kernel<T, false>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0],
+                                    (T *)t->out, total, a, C));
     return rlx_cu_check(t, "pool launch");
 }
 
@@ -906,7 +979,9 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
     if (!planes)
         return RLX_OK;
-    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(gap_kernel<T>, cu_blocks(planes * 32, 256), 256, 0, (const T *)t->in[0], (T *)t->out, planes, n));
+    CU_FLOAT_DISPATCH(
+        xn->dtype, T,
+        cu_launch(gap_kernel<T>, cu_blocks(planes * 32, 256), 256, 0, (const T *)t->in[0], (T *)t->out, planes, n));
     return rlx_cu_check(t, "global average pool launch");
 }
 

@@ -65,9 +65,13 @@ static rlx_status k_unary(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int64_t v = 16 / (int64_t)rlx_dtype_size(dt);
         if (count % v == 0 && (uintptr_t)t->in[0] % 16 == 0 && (uintptr_t)t->out % 16 == 0) {
             int64_t nv = count / v;
-            CU_FLOAT_DISPATCH(dt, T, cu_launch(unary_kernel_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, n->op, (const uint4 *)t->in[0], (uint4 *)t->out, nv));
+            CU_FLOAT_DISPATCH(dt, T,
+                              cu_launch(unary_kernel_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, n->op,
+                                        (const uint4 *)t->in[0], (uint4 *)t->out, nv));
         } else {
-            CU_FLOAT_DISPATCH(dt, T, cu_launch(unary_kernel<T>, cu_blocks(count, THREADS), THREADS, 0, n->op, (const T *)t->in[0], (T *)t->out, count));
+            CU_FLOAT_DISPATCH(dt, T,
+                              cu_launch(unary_kernel<T>, cu_blocks(count, THREADS), THREADS, 0, n->op,
+                                        (const T *)t->in[0], (T *)t->out, count));
         }
     } else {
         int isf = rlx_dtype_is_float(dt);
@@ -99,7 +103,8 @@ template <typename T> __global__ void binary_flat(int op, int fm, const T *a, co
 }
 
 /* [rows, cols] op [cols] (bias-like): the second operand repeats per row. */
-template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, const T *b, T *y, int64_t n, int64_t cols, int swap)
+template <typename T>
+__global__ void binary_rowvec(int op, int fm, const T *a, const T *b, T *y, int64_t n, int64_t cols, int swap)
 {
     cu_grid_wait();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -112,7 +117,8 @@ template <typename T> __global__ void binary_rowvec(int op, int fm, const T *a, 
  * one that is full too (vcols 0) or a row vector of vcols vectors; swap:
  * the row vector is the left operand. */
 template <typename T>
-__global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols, int swap)
+__global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4 *y, int64_t nv, int64_t vcols,
+                           int swap)
 {
     cu_grid_wait();
     constexpr int V = 16 / sizeof(T);
@@ -139,7 +145,8 @@ __global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4
 template <typename T> __global__ void binary_walk(int op, int fm, const T *a, const T *b, T *y, cu_walk w)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
         y[i] = cu_fromf<T>(rlx_binary_f32(op, cu_tof<T>(a[off[0]]), cu_tof<T>(b[off[1]]), fm));
@@ -149,7 +156,8 @@ template <typename T> __global__ void binary_walk(int op, int fm, const T *a, co
 __global__ void binary_any(int op, int fm, int it, int ot, int isf, const void *a, const void *b, void *y, cu_walk w)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
         if (isf) {
@@ -209,7 +217,9 @@ static bool binary_vectorised(const rlx_thunk *t, const bin_state *s, int fm, in
         (uintptr_t)t->out % 16)
         return false;
     int64_t nv = count / v, vcols = s->mode ? s->cols / v : 0;
-    CU_FLOAT_DISPATCH(dt, T, cu_launch(binary_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, t->node->op, fm, (const uint4 *)a, (const uint4 *)b, (uint4 *)t->out, nv, vcols, full));
+    CU_FLOAT_DISPATCH(dt, T,
+                      cu_launch(binary_vec<T>, cu_blocks(nv, THREADS), THREADS, 0, t->node->op, fm, (const uint4 *)a,
+                                (const uint4 *)b, (uint4 *)t->out, nv, vcols, full));
     return true;
 }
 
@@ -229,19 +239,28 @@ static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
     } else if (cu_is_f(it) && it == ot && !is_compare(n->op)) {
         switch (s->mode) {
         case 0:
-            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_flat<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count));
+            CU_FLOAT_DISPATCH(it, T,
+                              cu_launch(binary_flat<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0],
+                                        (const T *)t->in[1], (T *)t->out, count));
             break;
         case 1:
-            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, count, s->cols, 0));
+            CU_FLOAT_DISPATCH(it, T,
+                              cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0],
+                                        (const T *)t->in[1], (T *)t->out, count, s->cols, 0));
             break;
         case 2:
-            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[1], (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
+            CU_FLOAT_DISPATCH(it, T,
+                              cu_launch(binary_rowvec<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[1],
+                                        (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
             break;
         default:
-            CU_FLOAT_DISPATCH(it, T, cu_launch(binary_walk<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0], (const T *)t->in[1], (T *)t->out, s->w));
+            CU_FLOAT_DISPATCH(it, T,
+                              cu_launch(binary_walk<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0],
+                                        (const T *)t->in[1], (T *)t->out, s->w));
         }
     } else {
-        cu_launch(binary_any, blocks, THREADS, 0, n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out, s->w);
+        cu_launch(binary_any, blocks, THREADS, 0, n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out,
+                  s->w);
     }
     return rlx_cu_check(t, "binary launch");
 }
@@ -256,15 +275,24 @@ static bool any_ok(const rlx_graph *g, const rlx_node_data *n)
 /* ------------------------------------------------------------ where */
 
 template <int ES> struct elem_t;
-template <> struct elem_t<1> { typedef unsigned char T; };
-template <> struct elem_t<2> { typedef unsigned short T; };
-template <> struct elem_t<4> { typedef unsigned int T; };
-template <> struct elem_t<8> { typedef unsigned long long T; };
+template <> struct elem_t<1> {
+    typedef unsigned char T;
+};
+template <> struct elem_t<2> {
+    typedef unsigned short T;
+};
+template <> struct elem_t<4> {
+    typedef unsigned int T;
+};
+template <> struct elem_t<8> {
+    typedef unsigned long long T;
+};
 
 template <typename E> __global__ void where_kernel(const unsigned char *c, const E *a, const E *b, E *y, cu_walk w)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[CU_MAX_OPS];
         cu_walk_offsets(w, i, off);
         y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
@@ -291,10 +319,22 @@ static rlx_status k_where(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int blocks = cu_blocks(w->total, THREADS);
     const unsigned char *c = (const unsigned char *)t->in[0];
     switch (rlx_dtype_size(t->node->dtype)) {
-    case 1: cu_launch(where_kernel<unsigned char>, blocks, THREADS, 0, c, (const unsigned char *)t->in[1], (const unsigned char *)t->in[2], (unsigned char *)t->out, *w); break;
-    case 2: cu_launch(where_kernel<unsigned short>, blocks, THREADS, 0, c, (const unsigned short *)t->in[1], (const unsigned short *)t->in[2], (unsigned short *)t->out, *w); break;
-    case 4: cu_launch(where_kernel<unsigned int>, blocks, THREADS, 0, c, (const unsigned int *)t->in[1], (const unsigned int *)t->in[2], (unsigned int *)t->out, *w); break;
-    default: cu_launch(where_kernel<unsigned long long>, blocks, THREADS, 0, c, (const unsigned long long *)t->in[1], (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w); break;
+    case 1:
+        cu_launch(where_kernel<unsigned char>, blocks, THREADS, 0, c, (const unsigned char *)t->in[1],
+                  (const unsigned char *)t->in[2], (unsigned char *)t->out, *w);
+        break;
+    case 2:
+        cu_launch(where_kernel<unsigned short>, blocks, THREADS, 0, c, (const unsigned short *)t->in[1],
+                  (const unsigned short *)t->in[2], (unsigned short *)t->out, *w);
+        break;
+    case 4:
+        cu_launch(where_kernel<unsigned int>, blocks, THREADS, 0, c, (const unsigned int *)t->in[1],
+                  (const unsigned int *)t->in[2], (unsigned int *)t->out, *w);
+        break;
+    default:
+        cu_launch(where_kernel<unsigned long long>, blocks, THREADS, 0, c, (const unsigned long long *)t->in[1],
+                  (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w);
+        break;
     }
     return rlx_cu_check(t, "where launch");
 }
@@ -341,7 +381,8 @@ static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     if (from == to) {
         if (t->in[0] != t->out) {
-            cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], (size_t)n * rlx_dtype_size(to), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+            cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], (size_t)n * rlx_dtype_size(to), cudaMemcpyDeviceToDevice,
+                                            rlx_cu_stream);
             if (e != cudaSuccess)
                 return rlx_cu_error(t, e, "cast copy");
         }
@@ -439,7 +480,8 @@ static rlx_status k_random(const rlx_thunk *t, const rlx_run_ctx *ctx)
     double a = kind == 2 ? n->attrs.dropout.p : n->attrs.random.a, b = kind == 2 ? 0 : n->attrs.random.b;
     if (kind == 2 && a == 0) {
         if (t->out != t->in[0]) {
-            cudaError_t e = cudaMemcpyAsync(t->out, t->in[0], rlx_node_bytes(n), cudaMemcpyDeviceToDevice, rlx_cu_stream);
+            cudaError_t e =
+                cudaMemcpyAsync(t->out, t->in[0], rlx_node_bytes(n), cudaMemcpyDeviceToDevice, rlx_cu_stream);
             if (e != cudaSuccess)
                 return rlx_cu_error(t, e, "dropout copy");
         }

@@ -35,7 +35,10 @@ static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     float eps = (float)t->node->attrs.batch_norm.eps;
-    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(batch_norm_kernel<T>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (const T *)t->in[3], (const T *)t->in[4], (T *)t->out, total, C, inner, eps));
+    CU_FLOAT_DISPATCH(xn->dtype, T,
+                      cu_launch(batch_norm_kernel<T>, cu_blocks(total, 256), 256, 0, (const T *)t->in[0],
+                                (const T *)t->in[1], (const T *)t->in[2], (const T *)t->in[3], (const T *)t->in[4],
+                                (T *)t->out, total, C, inner, eps));
     return rlx_cu_check(t, "batch norm launch");
 }
 
@@ -156,7 +159,8 @@ typedef struct ew_prog {
 template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
         int64_t off[RLX_MAX_INPUTS];
         if (FLAT) {
@@ -193,7 +197,8 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
 template <typename T> __global__ void ew_chain_small(ew_prog p, T *y)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         float r[EWS_IN + EWS_OPS];
 #pragma unroll
         for (int k = 0; k < EWS_IN; k++)
@@ -238,11 +243,13 @@ template <int V> struct ew_vec {
 template <int V, int R> __device__ __forceinline__ void ew_pick(const ew_vec<V> (&r)[R], int q, ew_vec<V> &o)
 {
     switch (q) {
+        // clang-format off
 #define EW_CASE(n) case n: o = r[n < R ? n : 0]; break;
-        EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5) EW_CASE(6) EW_CASE(7) EW_CASE(8)
-        EW_CASE(9) EW_CASE(10) EW_CASE(11)
+        EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5)
+        EW_CASE(6) EW_CASE(7) EW_CASE(8) EW_CASE(9) EW_CASE(10) EW_CASE(11)
 #undef EW_CASE
-    default: break;
+        default: break;
+        // clang-format on
     }
 }
 
@@ -345,8 +352,7 @@ typedef struct ew_lin {
     int8_t op[EWS_OPS], first[EWS_OPS], other[EWS_OPS], rev[EWS_OPS];
 } ew_lin;
 
-template <int V>
-__device__ __forceinline__ void ew_pick_in(const ew_vec<V> (&in)[EWS_IN], int k, ew_vec<V> &o)
+template <int V> __device__ __forceinline__ void ew_pick_in(const ew_vec<V> (&in)[EWS_IN], int k, ew_vec<V> &o)
 {
     switch (k) {
     case 0: o = in[0]; break;
@@ -374,17 +380,16 @@ __device__ __forceinline__ float ew_cheap(int op, float x, float y)
 template <int V> __device__ __forceinline__ void ew_cheap_v(int op, const float *x, const float *y, float *o)
 {
     switch (op) {
-#define EW_CHEAP_CASE(c)                                                         \
-    case c:                                                                      \
-        _Pragma("unroll") for (int e = 0; e < V; e++) o[e] = ew_cheap(c, x[e], y[e]); \
-        return;
-        EW_CHEAP_CASE(RLX_OP_ADD) EW_CHEAP_CASE(RLX_OP_SUB) EW_CHEAP_CASE(RLX_OP_MUL) EW_CHEAP_CASE(RLX_OP_MAX)
-        EW_CHEAP_CASE(RLX_OP_MIN) EW_CHEAP_CASE(RLX_OP_RELU) EW_CHEAP_CASE(RLX_OP_NEG)
+        // clang-format off
+#define EW_CHEAP_CASE(c) \
+    case c: _Pragma("unroll") for (int e = 0; e < V; e++) o[e] = ew_cheap(c, x[e], y[e]); return;
+        EW_CHEAP_CASE(RLX_OP_ADD) EW_CHEAP_CASE(RLX_OP_SUB) EW_CHEAP_CASE(RLX_OP_MUL)
+        EW_CHEAP_CASE(RLX_OP_MAX) EW_CHEAP_CASE(RLX_OP_MIN) EW_CHEAP_CASE(RLX_OP_RELU) EW_CHEAP_CASE(RLX_OP_NEG)
 #undef EW_CHEAP_CASE
-    default:
+        default:
 #pragma unroll
-        for (int e = 0; e < V; e++)
-            o[e] = ew_cheap(RLX_OP_ABS, x[e], y[e]);
+            for (int e = 0; e < V; e++) o[e] = ew_cheap(RLX_OP_ABS, x[e], y[e]);
+        // clang-format on
     }
 }
 
@@ -563,22 +568,25 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
         if (V == 4)
             cu_launch(ew_chain_lin<float, 4>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (float *)t->out);
         else if (t->node->dtype == RLX_F16)
-            cu_launch(ew_chain_lin<__half, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (__half *)t->out);
+            cu_launch(ew_chain_lin<__half, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask,
+                      (__half *)t->out);
         else
-            cu_launch(ew_chain_lin<__nv_bfloat16, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (__nv_bfloat16 *)t->out);
+            cu_launch(ew_chain_lin<__nv_bfloat16, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask,
+                      (__nv_bfloat16 *)t->out);
     } else if (s->use_vec) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
         int blocks = cu_blocks(nvec, 256);
-#define EWV_LAUNCH(T, VV, NO) cu_launch(ew_chain_vec<T, VV, NO>, blocks, 256, 0, s->small, s->inner_stride_mask, (T *)t->out)
-#define EWV_SIZES(T, VV)                                                                                                \
-    do {                                                                                                               \
-        if (nops <= 2)                                                                                                 \
-            EWV_LAUNCH(T, VV, 2);                                                                                      \
-        else if (nops <= 4)                                                                                            \
-            EWV_LAUNCH(T, VV, 4);                                                                                      \
-        else                                                                                                           \
-            EWV_LAUNCH(T, VV, 8);                                                                                      \
+#define EWV_LAUNCH(T, VV, NO) \
+    cu_launch(ew_chain_vec<T, VV, NO>, blocks, 256, 0, s->small, s->inner_stride_mask, (T *)t->out)
+#define EWV_SIZES(T, VV)          \
+    do {                          \
+        if (nops <= 2)            \
+            EWV_LAUNCH(T, VV, 2); \
+        else if (nops <= 4)       \
+            EWV_LAUNCH(T, VV, 4); \
+        else                      \
+            EWV_LAUNCH(T, VV, 8); \
     } while (0)
         if (V == 4)
             EWV_SIZES(float, 4);
@@ -589,11 +597,16 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #undef EWV_SIZES
 #undef EWV_LAUNCH
     } else if (s->use_small)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_small<T>, cu_blocks(s->prog.total, 256), 256, 0, s->small, (T *)t->out));
+        CU_FLOAT_DISPATCH(t->node->dtype, T,
+                          cu_launch(ew_chain_small<T>, cu_blocks(s->prog.total, 256), 256, 0, s->small, (T *)t->out));
     else if (flat)
-        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_kernel<T, true>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
+        CU_FLOAT_DISPATCH(
+            t->node->dtype, T,
+            cu_launch(ew_chain_kernel<T, true>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
     else
-        CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ew_chain_kernel<T, false>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
+        CU_FLOAT_DISPATCH(
+            t->node->dtype, T,
+            cu_launch(ew_chain_kernel<T, false>, cu_blocks(s->prog.total, 256), 256, 0, s->prog, (T *)t->out));
     return rlx_cu_check(t, "elementwise chain launch");
 }
 

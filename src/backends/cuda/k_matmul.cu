@@ -25,9 +25,9 @@ typedef struct mm_state {
      * than the above */
     cu_wg_plan wg;
     int use_wg;
-    int gemv;                /* 1: the few-row kernel below (rows gm) */
+    int gemv; /* 1: the few-row kernel below (rows gm) */
     int64_t gm;
-    int loop;                /* 1: one GEMM per batch (general broadcast) */
+    int loop; /* 1: one GEMM per batch (general broadcast) */
     int64_t batch, mat_a, mat_b, mat_c;
     rlx_shape bshape;
     int64_t a_st[RLX_MAX_DIMS], b_st[RLX_MAX_DIMS];
@@ -80,8 +80,8 @@ static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
         return RLX_OK;
     if (s->batch > 1 && kb == 1 && ka == 0 && !ta) {
         /* shared B: fold the batch into M */
-        return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M * s->batch, N, K, a_cols, b_cols, N, 1, 0, 0, 0,
-                                epi, 256);
+        return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M * s->batch, N, K, a_cols, b_cols, N, 1, 0, 0, 0, epi,
+                                256);
     }
     if (ka >= 0 && kb >= 0) {
         return rlx_cu_gemm_plan(&s->gemm, n->dtype, ta, tb, M, N, K, a_cols, b_cols, N, s->batch,
@@ -103,8 +103,8 @@ static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
  * and, for WPC > 1, through shared memory. */
 #define GEMV_WARPS 8
 template <typename T, int M, int WPC>
-__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const T *x, const T *w, const T *bias, T *y, int64_t N,
-                                                               int64_t K, int act)
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+    gemv_kernel(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t K, int act)
 {
     cu_grid_wait();
     constexpr int COLS = GEMV_WARPS / WPC;
@@ -167,8 +167,8 @@ static void gemv_launch_m(const void *x, const void *w, const void *bias, void *
 {
     /* four warps per column where columns alone leave the card short of warps */
     if (N >= 4096)
-        cu_launch(gemv_kernel<T, M, 1>, (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0,
-                  (const T *)x, (const T *)w, (const T *)bias, (T *)y, N, K, act);
+        cu_launch(gemv_kernel<T, M, 1>, (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0, (const T *)x,
+                  (const T *)w, (const T *)bias, (T *)y, N, K, act);
     else
         cu_launch(gemv_kernel<T, M, 4>, (unsigned)((N + GEMV_WARPS / 4 - 1) / (GEMV_WARPS / 4)), GEMV_WARPS * 32, 0,
                   (const T *)x, (const T *)w, (const T *)bias, (T *)y, N, K, act);
@@ -447,7 +447,14 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     const int64_t M = g->M, N = g->N, K = g->K;
     bool has_bias = n->attrs.mm_act.has_bias;
     /* the shape, layout, epilogue and operand alignments (a plan's validity depends on them) */
-    int64_t key[10] = {n->dtype, M, N, K, g->lda, g->ldb, g->ldc, g->trans_b | has_bias << 1 | act << 2,
+    int64_t key[10] = {n->dtype,
+                       M,
+                       N,
+                       K,
+                       g->lda,
+                       g->ldb,
+                       g->ldc,
+                       g->trans_b | has_bias << 1 | act << 2,
                        cu_ptr_align(t->in[0]) << 16 | cu_ptr_align(t->in[1]) << 8 | cu_ptr_align(t->out),
                        has_bias ? cu_ptr_align(t->in[2]) : 0};
     int memo[4], known = !forced && mm_memo_find(&dnn_memo, key, memo) ? memo[0] : -2; /* -2: not tuned yet */
@@ -469,21 +476,22 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     graph_build b = {d, CUDNN_STATUS_SUCCESS, NULL};
     bdesc at, bt, yt, vt = NULL, ct, dt = NULL, mm, mmop, ops[3], og = NULL;
     int nops = 0;
-    bool ok = gb_tensor(&b, &at, 1, ty, 3, adim, astr, false, t->in[0]) &&
-              gb_tensor(&b, &bt, 2, ty, 3, bdim, g->trans_b ? bstr_nk : bstr_kn, false, t->in[1]) &&
-              gb_tensor(&b, &yt, 3, ty, 3, ydim, ystr, false, t->out) &&
-              (!has_bias || gb_tensor(&b, &vt, 4, ty, 3, vdim, vstr, false, t->in[2])) &&
-              gb_tensor(&b, &ct, 5, f32, 3, cdim, cstr, true, NULL) &&
-              (!has_bias || gb_tensor(&b, &dt, 6, f32, 3, cdim, cstr, true, NULL)) &&
-              gb_new(&b, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm, "matmul desc create") &&
-              gb_set(&b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "matmul compute type") &&
-              gb_ok(&b, rlx_dnn.cudnnBackendFinalize(mm), "matmul desc finalize") &&
-              gb_new(&b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &mmop, "matmul op create") &&
-              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &at, "matmul a") &&
-              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bt, "matmul b") &&
-              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ct, "matmul c") &&
-              gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm, "matmul op desc") &&
-              gb_ok(&b, rlx_dnn.cudnnBackendFinalize(mmop), "matmul op finalize");
+    bool ok =
+        gb_tensor(&b, &at, 1, ty, 3, adim, astr, false, t->in[0]) &&
+        gb_tensor(&b, &bt, 2, ty, 3, bdim, g->trans_b ? bstr_nk : bstr_kn, false, t->in[1]) &&
+        gb_tensor(&b, &yt, 3, ty, 3, ydim, ystr, false, t->out) &&
+        (!has_bias || gb_tensor(&b, &vt, 4, ty, 3, vdim, vstr, false, t->in[2])) &&
+        gb_tensor(&b, &ct, 5, f32, 3, cdim, cstr, true, NULL) &&
+        (!has_bias || gb_tensor(&b, &dt, 6, f32, 3, cdim, cstr, true, NULL)) &&
+        gb_new(&b, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm, "matmul desc create") &&
+        gb_set(&b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "matmul compute type") &&
+        gb_ok(&b, rlx_dnn.cudnnBackendFinalize(mm), "matmul desc finalize") &&
+        gb_new(&b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &mmop, "matmul op create") &&
+        gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &at, "matmul a") &&
+        gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bt, "matmul b") &&
+        gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ct, "matmul c") &&
+        gb_set(&b, mmop, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm, "matmul op desc") &&
+        gb_ok(&b, rlx_dnn.cudnnBackendFinalize(mmop), "matmul op finalize");
     if (ok) {
         ops[nops++] = mmop;
         if (has_bias)
@@ -508,12 +516,13 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
         mm_memo_add(&dnn_memo, key, chosen);
     }
     if (rlx_cu_cfg.verbose)
-        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: cuBLASLt + %s pass %.2f us, cuDNN graph %s%.2f us "
+        fprintf(stderr,
+                "[rlx cuda] matmul node %d %lldx%lldx%lld: cuBLASLt + %s pass %.2f us, cuDNN graph %s%.2f us "
                 "(%d plans%s%s%s)\n",
                 (int)t->id, (long long)M, (long long)N, (long long)K, act == RLX_ACT_GELU ? "GELU" : "SiLU",
                 lt_ms < 1e29f ? lt_ms * 1e3f : -1.0f, ms < lt_ms ? "(kept) " : "", ms < 1e29f ? ms * 1e3f : -1.0f,
-                d->plans, known >= 0 ? ", the one chosen for this shape before" : "", b.where ? ", first failure: " : "",
-                b.where ? b.where : "");
+                d->plans, known >= 0 ? ", the one chosen for this shape before" : "",
+                b.where ? ", first failure: " : "", b.where ? b.where : "");
     if (d->plan && ms < lt_ms) {
         s->dnn = d;
         return RLX_OK;
@@ -528,8 +537,16 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
 }
 #else
 static void release_mm_dnn(mm_state *s) { (void)s; }
-static rlx_status run_mm_dnn(const rlx_thunk *t) { (void)t; return RLX_OK; }
-static rlx_status prep_mm_dnn(rlx_thunk *t) { (void)t; return RLX_OK; }
+static rlx_status run_mm_dnn(const rlx_thunk *t)
+{
+    (void)t;
+    return RLX_OK;
+}
+static rlx_status prep_mm_dnn(rlx_thunk *t)
+{
+    (void)t;
+    return RLX_OK;
+}
 #endif
 
 /* ---- our Hopper GEMM (gemm_wgmma.cu), on request: RLX_CUDA_WGMMA=1 times
@@ -574,9 +591,8 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
         return RLX_OK;
     const rlx_node_data *n = t->node;
     int act_bias = n->op == RLX_OP_MATMUL_BIAS_ACT ? n->attrs.mm_act.act | n->attrs.mm_act.has_bias << 4 | 1 << 5 : 0;
-    const int64_t key[10] = {n->dtype, g->M,   g->N,
-                             g->K,     g->lda, g->ldb,
-                             g->ldc,   act_bias | (int)(t->in_fixed >> 1 & 1) << 6};
+    const int64_t key[10] = {n->dtype, g->M,   g->N,   g->K,
+                             g->lda,   g->ldb, g->ldc, act_bias | (int)(t->in_fixed >> 1 & 1) << 6};
     int known[4] = {0}; /* kept, bn, split, stages */
     bool reuse = !forced && mm_memo_find(&wg_memo, key, known);
     if (reuse && !known[0])
@@ -615,12 +631,12 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
         mm_memo_add(&wg_memo, key, chosen);
     }
     if (rlx_cu_cfg.verbose && !reuse)
-        fprintf(stderr, "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us ("
+        fprintf(stderr,
+                "[rlx cuda] matmul node %d %lldx%lldx%lld: path as chosen %.2f us, wgmma %s%.2f us ("
                 "tile 128x%d, split %d, %d stages, B %s)\n",
                 (int)t->id, (long long)g->M, (long long)g->N, (long long)g->K, before < 1e29f ? before * 1e3f : -1.0f,
                 s->use_wg ? "(kept) " : "", wg_best < 1e29f ? wg_best * 1e3f : -1.0f, fastest.bn, fastest.split,
-                fastest.stages,
-                (t->in_fixed >> 1 & 1) ? "fixed" : "computed");
+                fastest.stages, (t->in_fixed >> 1 & 1) ? "fixed" : "computed");
     if (forced && !s->use_wg)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "RLX_CUDA_MM_PATH=wgmma: no wgmma plan ran (%d candidates)", nc);
     return RLX_OK;

@@ -83,7 +83,10 @@ __global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state 
         base += (q % s.kdims[d]) * s.kst[d];
         q /= s.kdims[d];
     }
-    double init = op == RLX_OP_REDUCE_MAX ? -INFINITY : op == RLX_OP_REDUCE_MIN ? INFINITY : op == RLX_OP_REDUCE_PROD ? 1.0 : 0.0;
+    double init = op == RLX_OP_REDUCE_MAX    ? -INFINITY
+                  : op == RLX_OP_REDUCE_MIN  ? INFINITY
+                  : op == RLX_OP_REDUCE_PROD ? 1.0
+                                             : 0.0;
     double acc = init;
     for (int64_t r = lane; r < s.R; r += 32) {
         int64_t off = base, rr = r;
@@ -223,17 +226,13 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "arg launch");
 }
 
-static bool arg_ok(const rlx_graph *g, const rlx_node_data *n)
-{
-    return g->nodes[n->in[0]].dtype != RLX_BOOL;
-}
+static bool arg_ok(const rlx_graph *g, const rlx_node_data *n) { return g->nodes[n->in[0]].dtype != RLX_BOOL; }
 
 /* ------------------------------------------------------------ softmax */
 
 /* Rows along the last axis: one block per row; online max/sum in one read,
  * then one more read to write. */
-template <typename T>
-__global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
+template <typename T> __global__ void softmax_rows(const T *x, T *y, int64_t n, int logsm)
 {
     cu_grid_wait();
     int64_t row = blockIdx.x;
@@ -301,7 +300,8 @@ template <typename T>
 __global__ void softmax_strided(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int logsm)
 {
     cu_grid_wait();
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outer * inner; o += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < outer * inner;
+         o += (int64_t)gridDim.x * blockDim.x) {
         int64_t base = (o / inner) * n * inner + (o % inner);
         float m = -INFINITY;
         for (int64_t i = 0; i < n; i++) {
@@ -338,9 +338,12 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype dt = xn->dtype;
     if (inner == 1 && outer < (1LL << 31)) {
         int threads = n >= 1024 ? 256 : n >= 256 ? 128 : 32;
-        CU_FLOAT_DISPATCH(dt, T, cu_launch(softmax_rows<T>, (unsigned)outer, threads, 0, (const T *)t->in[0], (T *)t->out, n, logsm));
+        CU_FLOAT_DISPATCH(
+            dt, T, cu_launch(softmax_rows<T>, (unsigned)outer, threads, 0, (const T *)t->in[0], (T *)t->out, n, logsm));
     } else {
-        CU_FLOAT_DISPATCH(dt, T, cu_launch(softmax_strided<T>, cu_blocks(outer * inner, 256), 256, 0, (const T *)t->in[0], (T *)t->out, outer, n, inner, logsm));
+        CU_FLOAT_DISPATCH(dt, T,
+                          cu_launch(softmax_strided<T>, cu_blocks(outer * inner, 256), 256, 0, (const T *)t->in[0],
+                                    (T *)t->out, outer, n, inner, logsm));
     }
     return rlx_cu_check(t, "softmax launch");
 }
@@ -365,9 +368,10 @@ __global__ void norm_rows(const T *x, const T *res, const T *gamma, const T *bet
         return;
     const T *xr = x + row * n, *rr = res ? res + row * n : NULL;
     T *yr = y + row * n, *sr = KEEP ? sum + row * n : NULL;
-#define XV(i)                                                                                                          \
-    (KEEP ? cu_tof<T>(cu_fromf<T>(cu_tof<T>(xr[i]) + cu_tof<T>(rr[i])))                                                \
-          : rr ? cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]) : cu_tof<T>(xr[i]))
+#define XV(i)                                                           \
+    (KEEP ? cu_tof<T>(cu_fromf<T>(cu_tof<T>(xr[i]) + cu_tof<T>(rr[i]))) \
+     : rr ? cu_tof<T>(xr[i]) + cu_tof<T>(rr[i])                         \
+          : cu_tof<T>(xr[i]))
     float mean = 0;
     if (is_layer) {
         float s = 0;
@@ -404,8 +408,7 @@ template <typename T, int V> struct norm_vec {
     };
 };
 
-template <typename T, int V>
-__device__ __forceinline__ void norm_load(const T *p, float (&o)[V])
+template <typename T, int V> __device__ __forceinline__ void norm_load(const T *p, float (&o)[V])
 {
     norm_vec<T, V> b;
 #pragma unroll
@@ -526,10 +529,10 @@ static bool norm_launch_reg(const void *x, const void *res, const void *gamma, c
         return false;
     int per = (int)((n / V + 31) / 32);
     int blocks = cu_blocks(rows * 32, 128);
-#define NR_LAUNCH(P)                                                                                                   \
-    (sum ? cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, true>, blocks, 128, 0, (const T *)x, (const T *)res,        \
-                     (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer)                    \
-         : cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, false>, blocks, 128, 0, (const T *)x, (const T *)res,       \
+#define NR_LAUNCH(P)                                                                                           \
+    (sum ? cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, true>, blocks, 128, 0, (const T *)x, (const T *)res,  \
+                     (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer)         \
+         : cu_launch(norm_rows_reg<T, 16 / sizeof(T), P, false>, blocks, 128, 0, (const T *)x, (const T *)res, \
                      (const T *)gamma, (const T *)beta, (T *)y, (T *)sum, rows, (int)n, eps, is_layer))
     if (per <= 1)
         NR_LAUNCH(1);
@@ -563,7 +566,8 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     void *sum = keep ? t->out : NULL;
     void *y = keep ? (char *)t->out + (size_t)total * rlx_dtype_size(xn->dtype) : t->out;
     bool done = false;
-    CU_FLOAT_DISPATCH(xn->dtype, T, done = norm_launch_reg<T>(t->in[0], res, gamma, beta, y, sum, rows, n, eps, is_layer));
+    CU_FLOAT_DISPATCH(xn->dtype, T,
+                      done = norm_launch_reg<T>(t->in[0], res, gamma, beta, y, sum, rows, n, eps, is_layer));
     if (!done)
         CU_FLOAT_DISPATCH(xn->dtype, T,
                           (keep ? cu_launch(norm_rows<T, true>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0],
@@ -584,7 +588,8 @@ typedef struct ssm_state {
 } ssm_state;
 
 template <typename T>
-__device__ __forceinline__ float ssm_val(const T *x, const void *mask, int mdt, const ssm_state &s, float scale, int64_t o)
+__device__ __forceinline__ float ssm_val(const T *x, const void *mask, int mdt, const ssm_state &s, float scale,
+                                         int64_t o)
 {
     float v = cu_tof<T>(x[o]) * scale;
     if (mdt >= 0) {
@@ -602,8 +607,7 @@ __device__ __forceinline__ float ssm_val(const T *x, const void *mask, int mdt, 
 }
 
 /* One warp per row (outer, inner): max, sum, write. */
-template <typename T>
-__global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_state s, float scale)
+template <typename T> __global__ void ssm_kernel(const T *x, const void *mask, int mdt, T *y, ssm_state s, float scale)
 {
     cu_grid_wait();
     int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
@@ -667,7 +671,9 @@ static rlx_status k_ssm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int mdt = t->node->attrs.sm.has_mask ? (int)t->in_node[1]->dtype : -1;
     const void *mask = mdt >= 0 ? t->in[1] : NULL;
     float scale = (float)t->node->attrs.sm.scale;
-    CU_FLOAT_DISPATCH(t->node->dtype, T, cu_launch(ssm_kernel<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], mask, mdt, (T *)t->out, *s, scale));
+    CU_FLOAT_DISPATCH(t->node->dtype, T,
+                      cu_launch(ssm_kernel<T>, cu_blocks(rows * 32, 128), 128, 0, (const T *)t->in[0], mask, mdt,
+                                (T *)t->out, *s, scale));
     return rlx_cu_check(t, "softmax launch");
 }
 

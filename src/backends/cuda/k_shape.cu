@@ -22,7 +22,8 @@ static bool any_ok(const rlx_graph *g, const rlx_node_data *n)
 template <typename E> __global__ void strided_copy(const E *src, E *dst, cu_walk w)
 {
     cu_grid_wait();
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off = 0, q = i;
         for (int d = w.nd - 1; d >= 0; d--) {
             off += (q % w.dims[d]) * w.st[0][d];
@@ -118,20 +119,44 @@ static rlx_status launch_strided(const rlx_thunk *t, const void *src, const cu_w
         }
         int b32 = cu_blocks(v.total, THREADS);
         switch (ves) {
-        case 1: cu_launch(strided_copy32<unsigned char>, b32, THREADS, 0, (const unsigned char *)src, (unsigned char *)t->out, w32); break;
-        case 2: cu_launch(strided_copy32<unsigned short>, b32, THREADS, 0, (const unsigned short *)src, (unsigned short *)t->out, w32); break;
-        case 4: cu_launch(strided_copy32<unsigned int>, b32, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out, w32); break;
-        case 8: cu_launch(strided_copy32<unsigned long long>, b32, THREADS, 0, (const unsigned long long *)src, (unsigned long long *)t->out, w32); break;
+        case 1:
+            cu_launch(strided_copy32<unsigned char>, b32, THREADS, 0, (const unsigned char *)src,
+                      (unsigned char *)t->out, w32);
+            break;
+        case 2:
+            cu_launch(strided_copy32<unsigned short>, b32, THREADS, 0, (const unsigned short *)src,
+                      (unsigned short *)t->out, w32);
+            break;
+        case 4:
+            cu_launch(strided_copy32<unsigned int>, b32, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out,
+                      w32);
+            break;
+        case 8:
+            cu_launch(strided_copy32<unsigned long long>, b32, THREADS, 0, (const unsigned long long *)src,
+                      (unsigned long long *)t->out, w32);
+            break;
         default: cu_launch(strided_copy32<uint4>, b32, THREADS, 0, (const uint4 *)src, (uint4 *)t->out, w32); break;
         }
         return rlx_cu_check(t, "strided copy launch");
     }
     int blocks = cu_blocks(w->total, THREADS);
     switch (es) {
-    case 1: cu_launch(strided_copy<unsigned char>, blocks, THREADS, 0, (const unsigned char *)src, (unsigned char *)t->out, *w); break;
-    case 2: cu_launch(strided_copy<unsigned short>, blocks, THREADS, 0, (const unsigned short *)src, (unsigned short *)t->out, *w); break;
-    case 4: cu_launch(strided_copy<unsigned int>, blocks, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out, *w); break;
-    default: cu_launch(strided_copy<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)src, (unsigned long long *)t->out, *w); break;
+    case 1:
+        cu_launch(strided_copy<unsigned char>, blocks, THREADS, 0, (const unsigned char *)src, (unsigned char *)t->out,
+                  *w);
+        break;
+    case 2:
+        cu_launch(strided_copy<unsigned short>, blocks, THREADS, 0, (const unsigned short *)src,
+                  (unsigned short *)t->out, *w);
+        break;
+    case 4:
+        cu_launch(strided_copy<unsigned int>, blocks, THREADS, 0, (const unsigned int *)src, (unsigned int *)t->out,
+                  *w);
+        break;
+    default:
+        cu_launch(strided_copy<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)src,
+                  (unsigned long long *)t->out, *w);
+        break;
     }
     return rlx_cu_check(t, "strided copy launch");
 }
@@ -195,9 +220,11 @@ static rlx_status k_transpose(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (tile && batch < 65536 && (R + 31) / 32 < 65536 && (es == 2 || es == 4)) {
         dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
         if (es == 2)
-            cu_launch(transpose_tile<unsigned short>, grid, block, 0, (const unsigned short *)t->in[0], (unsigned short *)t->out, batch, R, C);
+            cu_launch(transpose_tile<unsigned short>, grid, block, 0, (const unsigned short *)t->in[0],
+                      (unsigned short *)t->out, batch, R, C);
         else
-            cu_launch(transpose_tile<unsigned int>, grid, block, 0, (const unsigned int *)t->in[0], (unsigned int *)t->out, batch, R, C);
+            cu_launch(transpose_tile<unsigned int>, grid, block, 0, (const unsigned int *)t->in[0],
+                      (unsigned int *)t->out, batch, R, C);
         return rlx_cu_check(t, "transpose launch");
     }
     return launch_strided(t, t->in[0], w, es);
@@ -321,15 +348,28 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (bytes_row % 16 == 0 && (uintptr_t)t->in[0] % 16 == 0) {
         int64_t in16 = bytes_row / 16;
         blocks = cu_blocks(outer * m * in16, THREADS);
-        cu_launch(gather_kernel<uint4>, blocks, THREADS, 0, (const uint4 *)t->in[0], t->in[1], in->dtype, (uint4 *)t->out, outer, n, m, in16, rlx_cu_fault, t->id);
+        cu_launch(gather_kernel<uint4>, blocks, THREADS, 0, (const uint4 *)t->in[0], t->in[1], in->dtype,
+                  (uint4 *)t->out, outer, n, m, in16, rlx_cu_fault, t->id);
         return rlx_cu_check(t, "gather launch");
     }
     blocks = cu_blocks(total, THREADS);
     switch (es) {
-    case 1: cu_launch(gather_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0], t->in[1], in->dtype, (unsigned char *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    case 2: cu_launch(gather_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0], t->in[1], in->dtype, (unsigned short *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    case 4: cu_launch(gather_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], t->in[1], in->dtype, (unsigned int *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
-    default: cu_launch(gather_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0], t->in[1], in->dtype, (unsigned long long *)t->out, outer, n, m, inner, rlx_cu_fault, t->id); break;
+    case 1:
+        cu_launch(gather_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0], t->in[1],
+                  in->dtype, (unsigned char *)t->out, outer, n, m, inner, rlx_cu_fault, t->id);
+        break;
+    case 2:
+        cu_launch(gather_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0], t->in[1],
+                  in->dtype, (unsigned short *)t->out, outer, n, m, inner, rlx_cu_fault, t->id);
+        break;
+    case 4:
+        cu_launch(gather_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], t->in[1], in->dtype,
+                  (unsigned int *)t->out, outer, n, m, inner, rlx_cu_fault, t->id);
+        break;
+    default:
+        cu_launch(gather_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0], t->in[1],
+                  in->dtype, (unsigned long long *)t->out, outer, n, m, inner, rlx_cu_fault, t->id);
+        break;
     }
     return rlx_cu_check(t, "gather launch");
 }
@@ -434,10 +474,22 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
     size_t es = rlx_dtype_size(t->node->dtype);
     int blocks = cu_blocks(total, THREADS);
     switch (es) {
-    case 1: cu_launch(pad_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0], (unsigned char *)t->out, total, *s); break;
-    case 2: cu_launch(pad_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0], (unsigned short *)t->out, total, *s); break;
-    case 4: cu_launch(pad_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], (unsigned int *)t->out, total, *s); break;
-    default: cu_launch(pad_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0], (unsigned long long *)t->out, total, *s); break;
+    case 1:
+        cu_launch(pad_kernel<unsigned char>, blocks, THREADS, 0, (const unsigned char *)t->in[0],
+                  (unsigned char *)t->out, total, *s);
+        break;
+    case 2:
+        cu_launch(pad_kernel<unsigned short>, blocks, THREADS, 0, (const unsigned short *)t->in[0],
+                  (unsigned short *)t->out, total, *s);
+        break;
+    case 4:
+        cu_launch(pad_kernel<unsigned int>, blocks, THREADS, 0, (const unsigned int *)t->in[0], (unsigned int *)t->out,
+                  total, *s);
+        break;
+    default:
+        cu_launch(pad_kernel<unsigned long long>, blocks, THREADS, 0, (const unsigned long long *)t->in[0],
+                  (unsigned long long *)t->out, total, *s);
+        break;
     }
     return rlx_cu_check(t, "pad launch");
 }
@@ -446,7 +498,8 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* One thread per rotated pair. */
 template <typename T>
-__global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset, int inter)
+__global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset,
+                            int inter)
 {
     cu_grid_wait();
     int64_t half = D / 2;
@@ -517,9 +570,13 @@ static rlx_status k_rope_tables(const rlx_thunk *t)
                            rlx_dtype_name(t->in_node[2]->dtype), rlx_dtype_name(xn->dtype));
     const unsigned blocks = cu_blocks(pairs, THREADS);
     if (ct == RLX_F32)
-        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_tables_kernel<T, float>, blocks, THREADS, 0, (const T *)t->in[0], (const float *)t->in[1], (const float *)t->in[2], (T *)t->out, pairs, D, inter, w));
+        CU_FLOAT_DISPATCH(xn->dtype, T,
+                          cu_launch(rope_tables_kernel<T, float>, blocks, THREADS, 0, (const T *)t->in[0],
+                                    (const float *)t->in[1], (const float *)t->in[2], (T *)t->out, pairs, D, inter, w));
     else
-        CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_tables_kernel<T, T>, blocks, THREADS, 0, (const T *)t->in[0], (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, pairs, D, inter, w));
+        CU_FLOAT_DISPATCH(xn->dtype, T,
+                          cu_launch(rope_tables_kernel<T, T>, blocks, THREADS, 0, (const T *)t->in[0],
+                                    (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, pairs, D, inter, w));
     return rlx_cu_check(t, "rope launch");
 }
 
@@ -545,7 +602,9 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     int64_t pairs = total / 2;
     const rlx_node_data *n = t->node;
-    CU_FLOAT_DISPATCH(xn->dtype, T, cu_launch(rope_kernel<T>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
+    CU_FLOAT_DISPATCH(xn->dtype, T,
+                      cu_launch(rope_kernel<T>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0], (T *)t->out,
+                                pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
     return rlx_cu_check(t, "rope launch");
 }
 
@@ -586,12 +645,24 @@ static rlx_status k_cache_write(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t row = D * (int64_t)es;
     if (row % 16 == 0) {
         int64_t W = row / 16;
-        cu_launch(cache_write_kernel<uint4>, cu_blocks(B * H * S * W, THREADS), THREADS, 0, (uint4 *)t->out, (const uint4 *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, W);
+        cu_launch(cache_write_kernel<uint4>, cu_blocks(B * H * S * W, THREADS), THREADS, 0, (uint4 *)t->out,
+                  (const uint4 *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, W);
     } else {
         switch (es) {
-        case 2: cu_launch(cache_write_kernel<unsigned short>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned short *)t->out, (const unsigned short *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
-        case 4: cu_launch(cache_write_kernel<unsigned int>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned int *)t->out, (const unsigned int *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
-        default: cu_launch(cache_write_kernel<unsigned long long>, cu_blocks(B * H * S * D, THREADS), THREADS, 0, (unsigned long long *)t->out, (const unsigned long long *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D); break;
+        case 2:
+            cu_launch(cache_write_kernel<unsigned short>, cu_blocks(B * H * S * D, THREADS), THREADS, 0,
+                      (unsigned short *)t->out, (const unsigned short *)t->in[1], t->in[2], p->dtype, B * H, H, S, T,
+                      D);
+            break;
+        case 4:
+            cu_launch(cache_write_kernel<unsigned int>, cu_blocks(B * H * S * D, THREADS), THREADS, 0,
+                      (unsigned int *)t->out, (const unsigned int *)t->in[1], t->in[2], p->dtype, B * H, H, S, T, D);
+            break;
+        default:
+            cu_launch(cache_write_kernel<unsigned long long>, cu_blocks(B * H * S * D, THREADS), THREADS, 0,
+                      (unsigned long long *)t->out, (const unsigned long long *)t->in[1], t->in[2], p->dtype, B * H, H,
+                      S, T, D);
+            break;
         }
     }
     return rlx_cu_check(t, "cache_write launch");

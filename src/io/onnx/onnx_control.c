@@ -17,36 +17,48 @@ typedef struct sub_result {
     ox_tensor *k; /* owned copy */
 } sub_result;
 
-static const Onnx__GraphProto *graph_attr(ox_node *n, const char *name) {
+static const Onnx__GraphProto *graph_attr(ox_node *n, const char *name)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
     return a ? a->g : NULL;
 }
 
 /* Runs gp in a child scope with its inputs bound to `args` (by position).
  * Fills res[0..n_output) with the subgraph's outputs. */
-static rlx_status run_sub(ox_node *n, const Onnx__GraphProto *gp, ox_value *const *args, int nargs, sub_result *res, int nres) {
+static rlx_status run_sub(ox_node *n, const Onnx__GraphProto *gp, ox_value *const *args, int nargs, sub_result *res,
+                          int nres)
+{
     ox_ctx *c = n->c;
-    if (c->depth > 16) return ox_fail(n, RLX_ERR_UNSUPPORTED, "subgraphs nested too deep");
-    if ((int)gp->n_output != nres) return ox_fail(n, RLX_ERR_FORMAT, "subgraph has %zu outputs, %d expected", gp->n_output, nres);
+    if (c->depth > 16)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "subgraphs nested too deep");
+    if ((int)gp->n_output != nres)
+        return ox_fail(n, RLX_ERR_FORMAT, "subgraph has %zu outputs, %d expected", gp->n_output, nres);
     ox_scope *child = ox_scope_new(c->scope);
-    if (!child) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    if (!child)
+        return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     c->scope = child;
     c->depth++;
     rlx_status st = RLX_OK;
     for (size_t i = 0; i < gp->n_initializer && st == RLX_OK; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         ox_tensor *k;
-        if (!tp || !tp->name) st = ox_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
-        else if ((st = ox_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !ox_bind(c, tp->name, -1, k)) st = RLX_ERR_OUT_OF_MEMORY;
+        if (!tp || !tp->name)
+            st = ox_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
+        else if ((st = ox_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !ox_bind(c, tp->name, -1, k))
+            st = RLX_ERR_OUT_OF_MEMORY;
     }
     for (int i = 0; i < nargs && st == RLX_OK; i++) {
-        if (i >= (int)gp->n_input || !gp->input[i] || !gp->input[i]->name) break;
+        if (i >= (int)gp->n_input || !gp->input[i] || !gp->input[i]->name)
+            break;
         ox_value *a = args[i];
-        if (!a) continue;
+        if (!a)
+            continue;
         ox_tensor *k = a->k ? ox_tensor_clone(a->k) : NULL;
-        if (!ox_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k)) st = RLX_ERR_OUT_OF_MEMORY;
+        if (!ox_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k))
+            st = RLX_ERR_OUT_OF_MEMORY;
     }
-    if (st == RLX_OK) st = ox_run_nodes(c, gp);
+    if (st == RLX_OK)
+        st = ox_run_nodes(c, gp);
     for (int i = 0; i < nres && st == RLX_OK; i++) {
         const char *nm = gp->output[i] ? gp->output[i]->name : NULL;
         ox_value *v = nm ? ox_lookup(c, nm) : NULL;
@@ -63,7 +75,8 @@ static rlx_status run_sub(ox_node *n, const Onnx__GraphProto *gp, ox_value *cons
     return st;
 }
 
-static rlx_status set_out(ox_node *n, int i, sub_result *r) {
+static rlx_status set_out(ox_node *n, int i, sub_result *r)
+{
     if (r->k) {
         ox_tensor *k = r->k;
         r->k = NULL;
@@ -72,20 +85,27 @@ static rlx_status set_out(ox_node *n, int i, sub_result *r) {
     return ox_out_node(n, i, r->node);
 }
 
-static rlx_node res_node(ox_node *n, sub_result *r) {
-    if (r->node >= 0) return r->node;
-    if (!r->k) return -1;
+static rlx_node res_node(ox_node *n, sub_result *r)
+{
+    if (r->node >= 0)
+        return r->node;
+    if (!r->k)
+        return -1;
     r->node = rlx_constant(G, r->k->dtype, r->k->ndim, r->k->dims, r->k->data, r->k->bytes);
     return r->node;
 }
 
-static void free_res(sub_result *r, int n) {
-    for (int i = 0; i < n; i++) ox_tensor_free(r[i].k);
+static void free_res(sub_result *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        ox_tensor_free(r[i].k);
 }
 
-rlx_status oxo_h_if(ox_node *n) {
+rlx_status oxo_h_if(ox_node *n)
+{
     const Onnx__GraphProto *tg = graph_attr(n, "then_branch"), *eg = graph_attr(n, "else_branch");
-    if (!tg || !eg) return ox_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
+    if (!tg || !eg)
+        return ox_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
     int no = n->n_out;
     sub_result a[16], b[16];
     memset(a, 0, sizeof a);
@@ -94,22 +114,29 @@ rlx_status oxo_h_if(ox_node *n) {
     if (n->in[0]->k) {
         bool cond = n->in[0]->k->numel > 0 && ox_get_i(n->in[0]->k, 0) != 0;
         st = run_sub(n, cond ? tg : eg, NULL, 0, a, no);
-        for (int i = 0; i < no && st == RLX_OK; i++) st = set_out(n, i, &a[i]);
+        for (int i = 0; i < no && st == RLX_OK; i++)
+            st = set_out(n, i, &a[i]);
         free_res(a, no);
         return st;
     }
     st = run_sub(n, tg, NULL, 0, a, no);
-    if (st == RLX_OK) st = run_sub(n, eg, NULL, 0, b, no);
+    if (st == RLX_OK)
+        st = run_sub(n, eg, NULL, 0, b, no);
     rlx_node cond = rlx_reshape(G, oxo_in(n, 0), 0, NULL);
     for (int i = 0; i < no && st == RLX_OK; i++) {
         rlx_node x = res_node(n, &a[i]), y = res_node(n, &b[i]);
         int64_t xd[RLX_MAX_DIMS], yd[RLX_MAX_DIMS];
         int xr = oxo_shape(n, x, xd), yr = oxo_shape(n, y, yd);
         bool same = xr == yr;
-        for (int k = 0; same && k < xr; k++) same = xd[k] == yd[k];
+        for (int k = 0; same && k < xr; k++)
+            same = xd[k] == yd[k];
         if (!same)
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "branches give output %d different shapes, so the condition must be known at import time (bind it by value)", i);
-        else st = ox_out_node(n, i, rlx_where(G, cond, x, y));
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED,
+                         "branches give output %d different shapes, so the condition must be known at import time "
+                         "(bind it by value)",
+                         i);
+        else
+            st = ox_out_node(n, i, rlx_where(G, cond, x, y));
     }
     free_res(a, no);
     free_res(b, no);
@@ -117,30 +144,38 @@ rlx_status oxo_h_if(ox_node *n) {
 }
 
 /* Stacks per-iteration values along a new axis 0. */
-static rlx_node stack(ox_node *n, rlx_node *xs, int cnt, int axis) {
+static rlx_node stack(ox_node *n, rlx_node *xs, int cnt, int axis)
+{
     int64_t d[RLX_MAX_DIMS];
     int r = oxo_shape(n, xs[0], d);
     int64_t u[RLX_MAX_DIMS];
     int k = 0;
-    for (int i = 0; i <= r; i++) u[i] = i == axis ? 1 : d[k++];
-    for (int i = 0; i < cnt; i++) xs[i] = rlx_reshape(G, xs[i], r + 1, u);
+    for (int i = 0; i <= r; i++)
+        u[i] = i == axis ? 1 : d[k++];
+    for (int i = 0; i < cnt; i++)
+        xs[i] = rlx_reshape(G, xs[i], r + 1, u);
     return rlx_concat(G, cnt, xs, axis);
 }
 
-static ox_value *temp_value(ox_value *store, rlx_node node, ox_tensor *k) {
+static ox_value *temp_value(ox_value *store, rlx_node node, ox_tensor *k)
+{
     store->name = NULL;
     store->node = node;
     store->k = k;
     return store;
 }
 
-rlx_status oxo_h_loop(ox_node *n) {
+rlx_status oxo_h_loop(ox_node *n)
+{
     const Onnx__GraphProto *body = graph_attr(n, "body");
-    if (!body) return ox_fail(n, RLX_ERR_FORMAT, "Loop without a body");
+    if (!body)
+        return ox_fail(n, RLX_ERR_FORMAT, "Loop without a body");
     int64_t M = -1;
     if (n->n_in > 0 && n->in[0]) {
-        if (!n->in[0]->k) return oxo_need_const(n, 0, "trip count M");
-        if (n->in[0]->k->numel != 1) return ox_fail(n, RLX_ERR_SHAPE, "trip count must have one element");
+        if (!n->in[0]->k)
+            return oxo_need_const(n, 0, "trip count M");
+        if (n->in[0]->k->numel != 1)
+            return ox_fail(n, RLX_ERR_SHAPE, "trip count must have one element");
         M = ox_get_i(n->in[0]->k, 0);
     }
     int cond_known = 1, cond = 1;
@@ -148,25 +183,34 @@ rlx_status oxo_h_loop(ox_node *n) {
      * as a bool node: once false, later iterations leave the state alone.
      * That needs a known trip count and no scan outputs. */
     rlx_node active = -1;
-    if (n->n_in > 1 && n->in[1] && !n->in[1]->k && M >= 0 && (int)graph_attr(n, "body")->n_output - 1 - (n->n_in - 2) == 0) {
+    if (n->n_in > 1 && n->in[1] && !n->in[1]->k && M >= 0 &&
+        (int)graph_attr(n, "body")->n_output - 1 - (n->n_in - 2) == 0) {
         active = rlx_reshape(G, oxo_in(n, 1), 0, NULL);
     } else if (n->n_in > 1 && n->in[1]) {
-        if (!n->in[1]->k) cond_known = 0;
-        else if (n->in[1]->k->numel != 1) return ox_fail(n, RLX_ERR_SHAPE, "cond must have one element");
-        else cond = ox_get_i(n->in[1]->k, 0) != 0;
+        if (!n->in[1]->k)
+            cond_known = 0;
+        else if (n->in[1]->k->numel != 1)
+            return ox_fail(n, RLX_ERR_SHAPE, "cond must have one element");
+        else
+            cond = ox_get_i(n->in[1]->k, 0) != 0;
     }
-    if (!cond_known) return oxo_need_const(n, 1, "cond");
-    if (M < 0 && !cond_known) return ox_fail(n, RLX_ERR_UNSUPPORTED, "Loop without a trip count");
+    if (!cond_known)
+        return oxo_need_const(n, 1, "cond");
+    if (M < 0 && !cond_known)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "Loop without a trip count");
     int nv = n->n_in - 2;
-    if (nv < 0) nv = 0;
+    if (nv < 0)
+        nv = 0;
     int nbody_out = (int)body->n_output;
     int nscan = nbody_out - 1 - nv;
-    if (nscan < 0 || nv > 14 || nscan > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
+    if (nscan < 0 || nv > 14 || nscan > 14)
+        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
     sub_result cur[16];
     memset(cur, 0, sizeof cur);
     for (int i = 0; i < nv; i++) {
         ox_value *v = n->in[2 + i];
-        if (!v) return ox_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
+        if (!v)
+            return ox_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
         cur[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
         cur[i].node = v->k ? -1 : v->node;
     }
@@ -191,7 +235,8 @@ rlx_status oxo_h_loop(ox_node *n) {
         *(uint8_t *)ck->data = 1;
         args[0] = temp_value(&store[0], -1, itk);
         args[1] = active >= 0 ? temp_value(&store[1], active, NULL) : temp_value(&store[1], -1, ck);
-        for (int i = 0; i < nv; i++) args[2 + i] = temp_value(&store[2 + i], cur[i].node, cur[i].k);
+        for (int i = 0; i < nv; i++)
+            args[2 + i] = temp_value(&store[2 + i], cur[i].node, cur[i].k);
         sub_result out[32];
         memset(out, 0, sizeof out);
         st = run_sub(n, body, args, 2 + nv, out, nbody_out);
@@ -204,7 +249,8 @@ rlx_status oxo_h_loop(ox_node *n) {
         if (!out[0].k && (M < 0 || nscan > 0)) {
             free_res(out, nbody_out);
             st = ox_fail(n, RLX_ERR_UNSUPPORTED,
-                         "the loop condition depends on run-time values (supported with a known trip count and no scan outputs)");
+                         "the loop condition depends on run-time values (supported with a known trip count and no scan "
+                         "outputs)");
             break;
         }
         rlx_node was_active = active;
@@ -237,63 +283,82 @@ rlx_status oxo_h_loop(ox_node *n) {
         }
         free_res(out, nbody_out);
     }
-    for (int i = 0; i < nv && st == RLX_OK; i++) st = set_out(n, i, &cur[i]);
+    for (int i = 0; i < nv && st == RLX_OK; i++)
+        st = set_out(n, i, &cur[i]);
     for (int i = 0; i < nscan && st == RLX_OK; i++) {
-        if (it == 0) st = ox_fail(n, RLX_ERR_UNSUPPORTED, "zero iterations with scan outputs");
-        else st = ox_out_node(n, nv + i, stack(n, scans[i], (int)it, 0));
+        if (it == 0)
+            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "zero iterations with scan outputs");
+        else
+            st = ox_out_node(n, nv + i, stack(n, scans[i], (int)it, 0));
     }
     free_res(cur, nv);
-    for (int i = 0; i < nscan; i++) free(scans[i]);
+    for (int i = 0; i < nscan; i++)
+        free(scans[i]);
     return st;
 }
 
-static rlx_node take(ox_node *n, rlx_node x, int axis, int64_t i) {
+static rlx_node take(ox_node *n, rlx_node x, int axis, int64_t i)
+{
     int64_t d[RLX_MAX_DIMS], q[RLX_MAX_DIMS];
     int r = oxo_shape(n, x, d), k = 0;
     int64_t s = i, e = i + 1;
     rlx_node sl = rlx_slice(G, x, 1, &axis, &s, &e, NULL);
     for (int j = 0; j < r; j++)
-        if (j != axis) q[k++] = d[j];
+        if (j != axis)
+            q[k++] = d[j];
     return rlx_reshape(G, sl, r - 1, q);
 }
 
 /* Scan-8: batch axis 0 on every input, scan axis 1 on scan inputs,
  * optional sequence_lens first (all equal to the length only). */
-static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body) {
+static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body)
+{
     int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
     int first = 1; /* input 0: sequence_lens */
     int nst = n->n_in - first - nsi;
-    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14)
+        return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
     int nso = (int)body->n_output - nst;
-    if (nso < 0 || nso > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+    if (nso < 0 || nso > 14)
+        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
     int64_t dirs[16] = {0};
     ox_attr_ints(n, "directions", dirs, 16);
     int64_t d0[RLX_MAX_DIMS];
-    if (!n->in[first + nst]) return ox_fail(n, RLX_ERR_FORMAT, "scan input missing");
+    if (!n->in[first + nst])
+        return ox_fail(n, RLX_ERR_FORMAT, "scan input missing");
     int r0 = oxo_in_shape(n, first + nst, d0);
-    if (r0 < 2) return ox_fail(n, RLX_ERR_SHAPE, "scan inputs need [batch, sequence, ...]");
+    if (r0 < 2)
+        return ox_fail(n, RLX_ERR_SHAPE, "scan inputs need [batch, sequence, ...]");
     int64_t B = d0[0], L = d0[1];
-    if (B < 1 || L < 1 || B * L > OX_MAX_UNROLL) return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan of %lld x %lld steps", (long long)B, (long long)L);
+    if (B < 1 || L < 1 || B * L > OX_MAX_UNROLL)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan of %lld x %lld steps", (long long)B, (long long)L);
     if (n->in[0]) {
         const ox_tensor *k = n->in[0]->k;
-        if (!k) return oxo_need_const(n, 0, "sequence_lens");
+        if (!k)
+            return oxo_need_const(n, 0, "sequence_lens");
         for (int64_t i = 0; i < k->numel; i++)
-            if (ox_get_i(k, i) != L) return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
+            if (ox_get_i(k, i) != L)
+                return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
     }
     for (int i = 0; i < nst + nsi; i++)
-        if (!n->in[first + i]) return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", first + i);
+        if (!n->in[first + i])
+            return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", first + i);
     rlx_node fin[14][64], outs[14][64];
-    if (B > 64) return ox_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
+    if (B > 64)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
     rlx_status st = RLX_OK;
     rlx_node *steps[14];
-    for (int i = 0; i < nso; i++) steps[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
+    for (int i = 0; i < nso; i++)
+        steps[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
     for (int64_t b = 0; b < B && st == RLX_OK; b++) {
         sub_result cur[16];
         memset(cur, 0, sizeof cur);
-        for (int i = 0; i < nst; i++) cur[i].node = take(n, oxo_in(n, first + i), 0, b);
+        for (int i = 0; i < nst; i++)
+            cur[i].node = take(n, oxo_in(n, first + i), 0, b);
         for (int64_t t = 0; t < L && st == RLX_OK; t++) {
             ox_value store[32], *args[32];
-            for (int i = 0; i < nst; i++) args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+            for (int i = 0; i < nst; i++)
+                args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
             for (int i = 0; i < nsi; i++) {
                 rlx_node xb = take(n, oxo_in(n, first + nst + i), 0, b);
                 args[nst + i] = temp_value(&store[nst + i], take(n, xb, 0, dirs[i] ? L - 1 - t : t), NULL);
@@ -308,31 +373,43 @@ static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body) {
                     out[i].k = NULL;
                     res_node(n, &cur[i]);
                 }
-                for (int i = 0; i < nso; i++) steps[i][t] = res_node(n, &out[nst + i]);
+                for (int i = 0; i < nso; i++)
+                    steps[i][t] = res_node(n, &out[nst + i]);
             }
             free_res(out, nst + nso);
         }
-        for (int i = 0; i < nst && st == RLX_OK; i++) fin[i][b] = res_node(n, &cur[i]);
-        for (int i = 0; i < nso && st == RLX_OK; i++) outs[i][b] = stack(n, steps[i], (int)L, 0);
+        for (int i = 0; i < nst && st == RLX_OK; i++)
+            fin[i][b] = res_node(n, &cur[i]);
+        for (int i = 0; i < nso && st == RLX_OK; i++)
+            outs[i][b] = stack(n, steps[i], (int)L, 0);
         free_res(cur, nst);
     }
-    for (int i = 0; i < nst && st == RLX_OK; i++) st = ox_out_node(n, i, stack(n, fin[i], (int)B, 0));
-    for (int i = 0; i < nso && st == RLX_OK; i++) st = ox_out_node(n, nst + i, stack(n, outs[i], (int)B, 0));
-    for (int i = 0; i < nso; i++) free(steps[i]);
+    for (int i = 0; i < nst && st == RLX_OK; i++)
+        st = ox_out_node(n, i, stack(n, fin[i], (int)B, 0));
+    for (int i = 0; i < nso && st == RLX_OK; i++)
+        st = ox_out_node(n, nst + i, stack(n, outs[i], (int)B, 0));
+    for (int i = 0; i < nso; i++)
+        free(steps[i]);
     return st;
 }
 
-rlx_status oxo_h_scan(ox_node *n) {
+rlx_status oxo_h_scan(ox_node *n)
+{
     const Onnx__GraphProto *body = graph_attr(n, "body");
-    if (!body) return ox_fail(n, RLX_ERR_FORMAT, "Scan without a body");
-    if (n->opset < 9) return scan8(n, body);
+    if (!body)
+        return ox_fail(n, RLX_ERR_FORMAT, "Scan without a body");
+    if (n->opset < 9)
+        return scan8(n, body);
     int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
     int nst = n->n_in - nsi;
-    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14) return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+    if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14)
+        return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
     int nso = (int)body->n_output - nst;
-    if (nso < 0 || nso > 14) return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+    if (nso < 0 || nso > 14)
+        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
     for (int i = 0; i < n->n_in; i++)
-        if (!n->in[i]) return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", i);
+        if (!n->in[i])
+            return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", i);
     int64_t in_axes[16] = {0}, in_dirs[16] = {0}, out_axes[16] = {0}, out_dirs[16] = {0};
     ox_attr_ints(n, "scan_input_axes", in_axes, 16);
     ox_attr_ints(n, "scan_input_directions", in_dirs, 16);
@@ -344,11 +421,14 @@ rlx_status oxo_h_scan(ox_node *n) {
         int64_t d[RLX_MAX_DIMS];
         int r = oxo_in_shape(n, nst + i, d);
         axes[i] = oxo_norm_axis(in_axes[i], r);
-        if (axes[i] < 0 || axes[i] >= r) return ox_fail(n, RLX_ERR_SHAPE, "scan axis");
-        if (L >= 0 && d[axes[i]] != L) return ox_fail(n, RLX_ERR_SHAPE, "scan inputs differ in length");
+        if (axes[i] < 0 || axes[i] >= r)
+            return ox_fail(n, RLX_ERR_SHAPE, "scan axis");
+        if (L >= 0 && d[axes[i]] != L)
+            return ox_fail(n, RLX_ERR_SHAPE, "scan inputs differ in length");
         L = d[axes[i]];
     }
-    if (L < 1 || L > OX_MAX_UNROLL) return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
+    if (L < 1 || L > OX_MAX_UNROLL)
+        return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
     sub_result cur[16];
     memset(cur, 0, sizeof cur);
     for (int i = 0; i < nst; i++) {
@@ -357,11 +437,13 @@ rlx_status oxo_h_scan(ox_node *n) {
         cur[i].node = v->k ? -1 : v->node;
     }
     rlx_node *outs[14];
-    for (int i = 0; i < nso; i++) outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
+    for (int i = 0; i < nso; i++)
+        outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
     rlx_status st = RLX_OK;
     for (int64_t t = 0; t < L && st == RLX_OK; t++) {
         ox_value store[32], *args[32];
-        for (int i = 0; i < nst; i++) args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+        for (int i = 0; i < nst; i++)
+            args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
         for (int i = 0; i < nsi; i++) {
             int64_t d[RLX_MAX_DIMS];
             rlx_node x = oxo_in(n, nst + i);
@@ -371,7 +453,8 @@ rlx_status oxo_h_scan(ox_node *n) {
             int64_t q[RLX_MAX_DIMS];
             int k = 0;
             for (int j = 0; j < r; j++)
-                if (j != axes[i]) q[k++] = d[j];
+                if (j != axes[i])
+                    q[k++] = d[j];
             args[nst + i] = temp_value(&store[nst + i], rlx_reshape(G, sl, r - 1, q), NULL);
         }
         sub_result out[32];
@@ -386,10 +469,12 @@ rlx_status oxo_h_scan(ox_node *n) {
             cur[i] = out[i];
             out[i].k = NULL;
         }
-        for (int i = 0; i < nso; i++) outs[i][out_dirs[i] ? L - 1 - t : t] = res_node(n, &out[nst + i]);
+        for (int i = 0; i < nso; i++)
+            outs[i][out_dirs[i] ? L - 1 - t : t] = res_node(n, &out[nst + i]);
         free_res(out, nst + nso);
     }
-    for (int i = 0; i < nst && st == RLX_OK; i++) st = set_out(n, i, &cur[i]);
+    for (int i = 0; i < nst && st == RLX_OK; i++)
+        st = set_out(n, i, &cur[i]);
     for (int i = 0; i < nso && st == RLX_OK; i++) {
         int64_t d[RLX_MAX_DIMS];
         int r = oxo_shape(n, outs[i][0], d);
@@ -397,6 +482,7 @@ rlx_status oxo_h_scan(ox_node *n) {
         st = ox_out_node(n, nst + i, stack(n, outs[i], (int)L, ax));
     }
     free_res(cur, nst);
-    for (int i = 0; i < nso; i++) free(outs[i]);
+    for (int i = 0; i < nso; i++)
+        free(outs[i]);
     return st;
 }

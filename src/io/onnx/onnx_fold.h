@@ -5,9 +5,32 @@
 #include "io/onnx/onnx_internal.h"
 
 typedef enum oxh_op {
-    OXH_ADD, OXH_SUB, OXH_MUL, OXH_DIV, OXH_POW, OXH_MOD, OXH_MAX, OXH_MIN,
-    OXH_EQ, OXH_LT, OXH_GT, OXH_LE, OXH_GE, OXH_AND, OXH_OR, OXH_XOR,
-    OXH_NEG, OXH_ABS, OXH_SQRT, OXH_FLOOR, OXH_CEIL, OXH_SIGN, OXH_NOT, OXH_RELU, OXH_EXP, OXH_LOG,
+    OXH_ADD,
+    OXH_SUB,
+    OXH_MUL,
+    OXH_DIV,
+    OXH_POW,
+    OXH_MOD,
+    OXH_MAX,
+    OXH_MIN,
+    OXH_EQ,
+    OXH_LT,
+    OXH_GT,
+    OXH_LE,
+    OXH_GE,
+    OXH_AND,
+    OXH_OR,
+    OXH_XOR,
+    OXH_NEG,
+    OXH_ABS,
+    OXH_SQRT,
+    OXH_FLOOR,
+    OXH_CEIL,
+    OXH_SIGN,
+    OXH_NOT,
+    OXH_RELU,
+    OXH_EXP,
+    OXH_LOG,
     OXH_RECIP
 } oxh_op;
 

@@ -21,43 +21,59 @@ typedef struct name_list {
     int n, cap;
 } name_list;
 
-static void names_push(name_list *l, const char *s) {
-    if (!s || !*s) return;
+static void names_push(name_list *l, const char *s)
+{
+    if (!s || !*s)
+        return;
     if (l->n == l->cap) {
         int nc = l->cap ? l->cap * 2 : 16;
         const char **nv = rlx_realloc(l->v, sizeof *nv * (size_t)nc);
-        if (!nv) return;
+        if (!nv)
+            return;
         l->v = nv;
         l->cap = nc;
     }
     l->v[l->n++] = s;
 }
 
-static void subgraph_names(const Onnx__GraphProto *gp, name_list *l, int depth) {
-    if (!gp || depth > 32) return;
+static void subgraph_names(const Onnx__GraphProto *gp, name_list *l, int depth)
+{
+    if (!gp || depth > 32)
+        return;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *nd = gp->node[i];
-        if (!nd) continue;
-        for (size_t j = 0; j < nd->n_input; j++) names_push(l, nd->input[j]);
+        if (!nd)
+            continue;
+        for (size_t j = 0; j < nd->n_input; j++)
+            names_push(l, nd->input[j]);
         for (size_t a = 0; a < nd->n_attribute; a++) {
             const Onnx__AttributeProto *at = nd->attribute[a];
-            if (!at) continue;
-            if (at->g) subgraph_names(at->g, l, depth + 1);
-            for (size_t k = 0; k < at->n_graphs; k++) subgraph_names(at->graphs[k], l, depth + 1);
+            if (!at)
+                continue;
+            if (at->g)
+                subgraph_names(at->g, l, depth + 1);
+            for (size_t k = 0; k < at->n_graphs; k++)
+                subgraph_names(at->graphs[k], l, depth + 1);
         }
     }
     for (size_t i = 0; i < gp->n_output; i++)
-        if (gp->output[i]) names_push(l, gp->output[i]->name);
+        if (gp->output[i])
+            names_push(l, gp->output[i]->name);
 }
 
-static void node_names(const Onnx__NodeProto *nd, name_list *l) {
+static void node_names(const Onnx__NodeProto *nd, name_list *l)
+{
     l->n = 0;
-    for (size_t j = 0; j < nd->n_input; j++) names_push(l, nd->input[j]);
+    for (size_t j = 0; j < nd->n_input; j++)
+        names_push(l, nd->input[j]);
     for (size_t a = 0; a < nd->n_attribute; a++) {
         const Onnx__AttributeProto *at = nd->attribute[a];
-        if (!at) continue;
-        if (at->g) subgraph_names(at->g, l, 1);
-        for (size_t k = 0; k < at->n_graphs; k++) subgraph_names(at->graphs[k], l, 1);
+        if (!at)
+            continue;
+        if (at->g)
+            subgraph_names(at->g, l, 1);
+        for (size_t k = 0; k < at->n_graphs; k++)
+            subgraph_names(at->graphs[k], l, 1);
     }
 }
 
@@ -67,26 +83,31 @@ typedef struct prod_map {
     int cap;
 } prod_map;
 
-static int prod_find(const prod_map *m, const char *name) {
+static int prod_find(const prod_map *m, const char *name)
+{
     uint32_t h = ox_hash_str(name) & (uint32_t)(m->cap - 1);
     while (m->names[h]) {
-        if (!strcmp(m->names[h], name)) return m->node[h];
+        if (!strcmp(m->names[h], name))
+            return m->node[h];
         h = (h + 1) & (uint32_t)(m->cap - 1);
     }
     return -1;
 }
 
 /* Kahn's algorithm, keeping the file's order among ready nodes. */
-static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
+static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out)
+{
     int n = (int)gp->n_node;
     *order_out = NULL;
     int cap = 64;
     size_t nouts = 0;
     for (int i = 0; i < n; i++) {
-        if (!gp->node[i]) return rlx_set_error(RLX_ERR_FORMAT, "graph has an empty node entry");
+        if (!gp->node[i])
+            return rlx_set_error(RLX_ERR_FORMAT, "graph has an empty node entry");
         nouts += gp->node[i]->n_output;
     }
-    while ((size_t)cap < nouts * 2 + 2) cap *= 2;
+    while ((size_t)cap < nouts * 2 + 2)
+        cap *= 2;
     prod_map m = {rlx_calloc((size_t)cap, sizeof(char *)), rlx_calloc((size_t)cap, sizeof(int)), cap};
     int *indeg = rlx_calloc((size_t)n + 1, sizeof(int));
     int *order = rlx_calloc((size_t)n + 1, sizeof(int));
@@ -102,7 +123,8 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
         const Onnx__NodeProto *nd = gp->node[i];
         for (size_t j = 0; j < nd->n_output; j++) {
             const char *o = nd->output[j];
-            if (!o || !*o) continue;
+            if (!o || !*o)
+                continue;
             uint32_t h = ox_hash_str(o) & (uint32_t)(cap - 1);
             while (m.names[h]) {
                 if (!strcmp(m.names[h], o)) {
@@ -121,12 +143,14 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
         node_names(gp->node[i], &l);
         for (int j = 0; j < l.n; j++) {
             int p = prod_find(&m, l.v[j]);
-            if (p < 0) continue;
+            if (p < 0)
+                continue;
             if (p == i) {
                 /* A node reading its own output (not inside a subgraph of itself, where names may be reused). */
                 bool direct = false;
                 for (size_t k = 0; k < gp->node[i]->n_input; k++)
-                    if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], l.v[j])) direct = true;
+                    if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], l.v[j]))
+                        direct = true;
                 if (direct) {
                     st = rlx_set_error(RLX_ERR_FORMAT, "cycle: node '%s' reads its own output '%s'",
                                        gp->node[i]->name ? gp->node[i]->name : "", l.v[j]);
@@ -150,11 +174,13 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
     }
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++)
-        if (indeg[i] == 0) order[tail++] = i;
+        if (indeg[i] == 0)
+            order[tail++] = i;
     while (head < tail) {
         int i = order[head++];
         for (int k = 0; k < nusers[i]; k++)
-            if (--indeg[users[i][k]] == 0) order[tail++] = users[i][k];
+            if (--indeg[users[i][k]] == 0)
+                order[tail++] = users[i][k];
     }
     if (tail < n) {
         int bad = 0;
@@ -171,7 +197,8 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out) {
     *order_out = order;
     order = NULL;
 done:
-    for (int i = 0; i < n && users; i++) free(users[i]);
+    for (int i = 0; i < n && users; i++)
+        free(users[i]);
     free(users);
     free(nusers);
     free(capusers);
@@ -186,56 +213,123 @@ done:
 /* ------------------------------------------------------------ running nodes */
 
 /* Inputs an op needs present (non-empty) before its handler runs. */
-static int min_inputs(const char *op, int opset) {
+static int min_inputs(const char *op, int opset)
+{
     static const struct {
         const char *op;
         int n;
     } t[] = {
-        {"Constant", 0}, {"Loop", 0}, {"Scan", 0}, {"RandomUniform", 0}, {"RandomNormal", 0}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"Mod", 2},
-        {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2}, {"GreaterOrEqual", 2}, {"And", 2},
-        {"Or", 2}, {"Xor", 2}, {"PRelu", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2}, {"ConvTranspose", 2},
-        {"Expand", 2}, {"Gather", 2}, {"GatherElements", 2}, {"GatherND", 2}, {"Tile", 2}, {"CumSum", 2},
-        {"OneHot", 3}, {"Range", 3}, {"Where", 3}, {"ScatterElements", 3}, {"Scatter", 3}, {"ScatterND", 3},
-        {"BatchNormalization", 5}, {"InstanceNormalization", 3}, {"GroupNormalization", 3}, {"LayerNormalization", 2},
-        {"NegativeLogLikelihoodLoss", 2}, {"SoftmaxCrossEntropyLoss", 2}, {"CastLike", 2},
-        {"MatMulInteger", 2}, {"QLinearMatMul", 8}, {"QLinearConv", 8}, {"ConvInteger", 2},
-        {"DequantizeLinear", 2}, {"QuantizeLinear", 2}, {"LSTM", 3}, {"GRU", 3}, {"RNN", 3}, {"Compress", 2}, {"ReverseSequence", 2}, {"GridSample", 2}, {"MelWeightMatrix", 5}, {"STFT", 2}, {"MaxUnpool", 2}, {"RoiAlign", 3},
+        {"Constant", 0},
+        {"Loop", 0},
+        {"Scan", 0},
+        {"RandomUniform", 0},
+        {"RandomNormal", 0},
+        {"Add", 2},
+        {"Sub", 2},
+        {"Mul", 2},
+        {"Div", 2},
+        {"Pow", 2},
+        {"Mod", 2},
+        {"Equal", 2},
+        {"Less", 2},
+        {"Greater", 2},
+        {"LessOrEqual", 2},
+        {"GreaterOrEqual", 2},
+        {"And", 2},
+        {"Or", 2},
+        {"Xor", 2},
+        {"PRelu", 2},
+        {"MatMul", 2},
+        {"Gemm", 2},
+        {"Conv", 2},
+        {"ConvTranspose", 2},
+        {"Expand", 2},
+        {"Gather", 2},
+        {"GatherElements", 2},
+        {"GatherND", 2},
+        {"Tile", 2},
+        {"CumSum", 2},
+        {"OneHot", 3},
+        {"Range", 3},
+        {"Where", 3},
+        {"ScatterElements", 3},
+        {"Scatter", 3},
+        {"ScatterND", 3},
+        {"BatchNormalization", 5},
+        {"InstanceNormalization", 3},
+        {"GroupNormalization", 3},
+        {"LayerNormalization", 2},
+        {"NegativeLogLikelihoodLoss", 2},
+        {"SoftmaxCrossEntropyLoss", 2},
+        {"CastLike", 2},
+        {"MatMulInteger", 2},
+        {"QLinearMatMul", 8},
+        {"QLinearConv", 8},
+        {"ConvInteger", 2},
+        {"DequantizeLinear", 2},
+        {"QuantizeLinear", 2},
+        {"LSTM", 3},
+        {"GRU", 3},
+        {"RNN", 3},
+        {"Compress", 2},
+        {"ReverseSequence", 2},
+        {"GridSample", 2},
+        {"MelWeightMatrix", 5},
+        {"STFT", 2},
+        {"MaxUnpool", 2},
+        {"RoiAlign", 3},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(t[i].op, op)) return t[i].n;
-    if (!strcmp(op, "Reshape")) return opset >= 5 ? 2 : 1;
-    if (!strcmp(op, "Unsqueeze")) return opset >= 13 ? 2 : 1;
-    if (!strcmp(op, "Slice")) return opset >= 10 ? 3 : 1;
-    if (!strcmp(op, "Pad")) return opset >= 11 ? 2 : 1;
-    if (!strcmp(op, "TopK")) return opset >= 10 ? 2 : 1;
-    if (!strcmp(op, "Upsample")) return opset >= 9 ? 2 : 1;
-    if (!strcmp(op, "Split") || !strcmp(op, "Squeeze")) return 1;
+        if (!strcmp(t[i].op, op))
+            return t[i].n;
+    if (!strcmp(op, "Reshape"))
+        return opset >= 5 ? 2 : 1;
+    if (!strcmp(op, "Unsqueeze"))
+        return opset >= 13 ? 2 : 1;
+    if (!strcmp(op, "Slice"))
+        return opset >= 10 ? 3 : 1;
+    if (!strcmp(op, "Pad"))
+        return opset >= 11 ? 2 : 1;
+    if (!strcmp(op, "TopK"))
+        return opset >= 10 ? 2 : 1;
+    if (!strcmp(op, "Upsample"))
+        return opset >= 9 ? 2 : 1;
+    if (!strcmp(op, "Split") || !strcmp(op, "Squeeze"))
+        return 1;
     return 1;
 }
 
-static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
+static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd)
+{
     ox_node n;
     memset(&n, 0, sizeof n);
     n.c = c;
     n.p = nd;
     n.opset = c->opset;
-    if (!nd->op_type) return rlx_set_error(RLX_ERR_FORMAT, "node '%s' has no op_type", nd->name ? nd->name : "");
-    if (nd->n_input > 64 || nd->n_output > 16) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
+    if (!nd->op_type)
+        return rlx_set_error(RLX_ERR_FORMAT, "node '%s' has no op_type", nd->name ? nd->name : "");
+    if (nd->n_input > 64 || nd->n_output > 16)
+        return ox_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
     n.n_in = (int)nd->n_input;
     n.n_out = (int)nd->n_output;
     for (int i = 0; i < n.n_in; i++) {
         const char *nm = nd->input[i];
-        if (!nm || !*nm) continue;
+        if (!nm || !*nm)
+            continue;
         n.in[i] = ox_lookup(c, nm);
         if (!n.in[i])
-            return ox_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input", nm);
+            return ox_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input",
+                           nm);
     }
-    while (n.n_in > 0 && !n.in[n.n_in - 1]) n.n_in--; /* trailing optional inputs left out */
+    while (n.n_in > 0 && !n.in[n.n_in - 1])
+        n.n_in--; /* trailing optional inputs left out */
     int need = min_inputs(nd->op_type, c->opset);
     for (int i = 0; i < need; i++)
-        if (i >= n.n_in || !n.in[i]) return ox_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
+        if (i >= n.n_in || !n.in[i])
+            return ox_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
     ox_handler h = ox_find_handler(nd->op_type);
-    if (!h) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
+    if (!h)
+        return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
     int first_new = rlx_graph_node_count(c->g);
     rlx_status st = ox_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
@@ -244,24 +338,31 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd) {
     }
     if (st != RLX_OK && c->g->error == RLX_ERR_OUT_OF_MEMORY)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "%s", c->g->error_msg);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     for (int i = 0; i < n.n_out; i++) {
         const char *nm = nd->output[i];
-        if (!nm || !*nm) continue;
-        if (!n.out[i]) return ox_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
+        if (!nm || !*nm)
+            continue;
+        if (!n.out[i])
+            return ox_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
         /* name new nodes after their ONNX output (never rename an input) */
-        if (n.out[i]->node >= first_new && !n.out[i]->k) rlx_node_set_name(c->g, n.out[i]->node, nm);
+        if (n.out[i]->node >= first_new && !n.out[i]->k)
+            rlx_node_set_name(c->g, n.out[i]->node, nm);
     }
     return RLX_OK;
 }
 
-rlx_status ox_run_nodes(ox_ctx *c, const Onnx__GraphProto *gp) {
+rlx_status ox_run_nodes(ox_ctx *c, const Onnx__GraphProto *gp)
+{
     int *order = NULL;
     rlx_status st = topo_sort(gp, &order);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     for (size_t i = 0; i < gp->n_node; i++) {
         st = run_one(c, gp->node[order[i]]);
-        if (st != RLX_OK) break;
+        if (st != RLX_OK)
+            break;
     }
     free(order);
     return st;
@@ -275,20 +376,26 @@ typedef struct op_seen {
     int count;
 } op_seen;
 
-static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth) {
-    if (!gp || depth > 32) return;
+static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth)
+{
+    if (!gp || depth > 32)
+        return;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *nd = gp->node[i];
-        if (!nd) continue;
+        if (!nd)
+            continue;
         const char *op = nd->op_type ? nd->op_type : "";
         bool std_domain = !nd->domain || !*nd->domain || !strcmp(nd->domain, "ai.onnx");
         if (!std_domain || !ox_find_handler(op)) {
             char key[64];
-            if (std_domain) snprintf(key, sizeof key, "%s", op);
-            else snprintf(key, sizeof key, "%s.%s", nd->domain, op);
+            if (std_domain)
+                snprintf(key, sizeof key, "%s", op);
+            else
+                snprintf(key, sizeof key, "%s.%s", nd->domain, op);
             int k;
             for (k = 0; k < *nseen; k++)
-                if (!strcmp(seen[k].op, key)) break;
+                if (!strcmp(seen[k].op, key))
+                    break;
             if (k == *nseen && *nseen < max) {
                 memset(&seen[k], 0, sizeof seen[k]);
                 snprintf(seen[k].op, sizeof seen[k].op, "%s", key);
@@ -306,14 +413,18 @@ static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int m
         }
         for (size_t a = 0; a < nd->n_attribute; a++) {
             const Onnx__AttributeProto *at = nd->attribute[a];
-            if (!at) continue;
-            if (at->g) collect(at->g, seen, nseen, max, depth + 1);
-            for (size_t k = 0; k < at->n_graphs; k++) collect(at->graphs[k], seen, nseen, max, depth + 1);
+            if (!at)
+                continue;
+            if (at->g)
+                collect(at->g, seen, nseen, max, depth + 1);
+            for (size_t k = 0; k < at->n_graphs; k++)
+                collect(at->graphs[k], seen, nseen, max, depth + 1);
         }
     }
 }
 
-void ox_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, size_t n, int *count) {
+void ox_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, size_t n, int *count)
+{
     op_seen seen[32];
     int nseen = 0;
     collect(gp, seen, &nseen, 32, 0);
@@ -328,7 +439,8 @@ void ox_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, si
 
 /* ------------------------------------------------------------ import */
 
-static int model_opset(const Onnx__ModelProto *m) {
+static int model_opset(const Onnx__ModelProto *m)
+{
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (o && (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")))
@@ -337,19 +449,23 @@ static int model_opset(const Onnx__ModelProto *m) {
     return m->n_opset_import ? 1 : 1;
 }
 
-static const rlx_onnx_binding *find_binding(const rlx_onnx_options *o, const char *name, bool dim) {
-    if (!o || !name) return NULL;
+static const rlx_onnx_binding *find_binding(const rlx_onnx_options *o, const char *name, bool dim)
+{
+    if (!o || !name)
+        return NULL;
     for (int i = 0; i < o->n_bindings; i++) {
         const rlx_onnx_binding *b = &o->bindings[i];
         /* a dim binding: ndim -1, or a one-value binding whose name is no input's */
-        if (b->name && !strcmp(b->name, name) && (dim ? (b->ndim < 0 || b->ndim == 1) : b->ndim >= 0)) return b;
+        if (b->name && !strcmp(b->name, name) && (dim ? (b->ndim < 0 || b->ndim == 1) : b->ndim >= 0))
+            return b;
     }
     return NULL;
 }
 
 /* Declared type of a graph input/output value. */
 static rlx_status value_type(const Onnx__ValueInfoProto *vi, int *onnx_type, int *ndim,
-                             const Onnx__TensorShapeProto **shape) {
+                             const Onnx__TensorShapeProto **shape)
+{
     *onnx_type = 0;
     *ndim = -1;
     *shape = NULL;
@@ -364,12 +480,15 @@ static rlx_status value_type(const Onnx__ValueInfoProto *vi, int *onnx_type, int
     return RLX_OK;
 }
 
-static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
+static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi)
+{
     const char *name = vi->name;
     int ot, nd;
     const Onnx__TensorShapeProto *sh;
     if (value_type(vi, &ot, &nd, &sh) != RLX_OK)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' is not a tensor (sequence, map or optional types are not supported)", name);
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "graph input '%s' is not a tensor (sequence, map or optional types are not supported)",
+                             name);
     rlx_dtype t;
     if (!ox_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
@@ -377,68 +496,85 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
     int64_t dims[RLX_MAX_DIMS];
     const rlx_onnx_binding *b = find_binding(c->opt, name, false);
     if (b) {
-        if (b->ndim > RLX_MAX_DIMS) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "binding for '%s': rank %d", name, b->ndim);
+        if (b->ndim > RLX_MAX_DIMS)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "binding for '%s': rank %d", name, b->ndim);
         if (nd >= 0 && nd != b->ndim)
             return rlx_set_error(RLX_ERR_SHAPE, "input '%s' has rank %d, the binding gives rank %d", name, nd, b->ndim);
         for (int i = 0; i < b->ndim; i++) {
-            if (b->dims[i] < 0) return rlx_set_error(RLX_ERR_SHAPE, "binding for '%s': negative dim", name);
+            if (b->dims[i] < 0)
+                return rlx_set_error(RLX_ERR_SHAPE, "binding for '%s': negative dim", name);
             if (sh && sh->dim[i] && sh->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                 sh->dim[i]->dim_value > 0 && sh->dim[i]->dim_value != b->dims[i])
-                return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is %lld in the model, the binding gives %lld", name,
-                                     i, (long long)sh->dim[i]->dim_value, (long long)b->dims[i]);
+                return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is %lld in the model, the binding gives %lld",
+                                     name, i, (long long)sh->dim[i]->dim_value, (long long)b->dims[i]);
             dims[i] = b->dims[i];
         }
         nd = b->ndim;
     } else {
-        if (nd < 0) return rlx_set_error(RLX_ERR_SHAPE, "input '%s' has no declared shape; bind it (name=dims)", name);
-        if (nd > RLX_MAX_DIMS) return rlx_set_error(RLX_ERR_UNSUPPORTED, "input '%s' has rank %d", name, nd);
+        if (nd < 0)
+            return rlx_set_error(RLX_ERR_SHAPE, "input '%s' has no declared shape; bind it (name=dims)", name);
+        if (nd > RLX_MAX_DIMS)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "input '%s' has rank %d", name, nd);
         for (int i = 0; i < nd; i++) {
             const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
             if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0) {
                 dims[i] = d->dim_value;
                 continue;
             }
-            const char *sym = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : NULL;
+            const char *sym =
+                d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : NULL;
             const rlx_onnx_binding *db = find_binding(c->opt, sym, true);
-            if (db) dims[i] = db->dims[0];
-            else if (c->opt && c->opt->default_dim > 0) dims[i] = c->opt->default_dim;
+            if (db)
+                dims[i] = db->dims[0];
+            else if (c->opt && c->opt->default_dim > 0)
+                dims[i] = c->opt->default_dim;
             else
-                return rlx_set_error(RLX_ERR_SHAPE, "input '%s' dim %d is symbolic ('%s'); bind it with %s=N or %s=AxBx...",
-                                     name, i, sym ? sym : "?", sym ? sym : "dim", name);
+                return rlx_set_error(RLX_ERR_SHAPE,
+                                     "input '%s' dim %d is symbolic ('%s'); bind it with %s=N or %s=AxBx...", name, i,
+                                     sym ? sym : "?", sym ? sym : "dim", name);
         }
     }
     if (!ox_dims_fit(nd, dims, NULL))
         return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
     if (b && b->value) {
         ox_tensor *k = ox_tensor_new(t, nd, dims);
-        if (!k) return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
+        if (!k)
+            return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
         if (k->bytes != b->bytes) {
             ox_tensor_free(k);
-            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "input '%s': value has %zu bytes, its shape and dtype need %zu",
-                                 name, b->bytes, k->bytes);
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                 "input '%s': value has %zu bytes, its shape and dtype need %zu", name, b->bytes,
+                                 k->bytes);
         }
-        if (k->bytes) memcpy(k->data, b->value, k->bytes);
+        if (k->bytes)
+            memcpy(k->data, b->value, k->bytes);
         return ox_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
     }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);
-    if (x < 0) return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
+    if (x < 0)
+        return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
     return ox_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
-void rlx_onnx_options_init(rlx_onnx_options *o) {
-    if (o) memset(o, 0, sizeof *o);
+void rlx_onnx_options_init(rlx_onnx_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
 }
 
 static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
-                               rlx_graph **out) {
+                               rlx_graph **out)
+{
     const Onnx__GraphProto *gp = m->graph;
-    if (!gp) return rlx_set_error(RLX_ERR_FORMAT, "the model has no graph");
+    if (!gp)
+        return rlx_set_error(RLX_ERR_FORMAT, "the model has no graph");
     int opset = model_opset(m);
     char unsup[2048];
     int nunsup = 0;
     ox_collect_unsupported(gp, opset, unsup, sizeof unsup, &nunsup);
     if (nunsup)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "%d unsupported op type%s: %s", nunsup, nunsup == 1 ? "" : "s", unsup);
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "%d unsupported op type%s: %s", nunsup, nunsup == 1 ? "" : "s",
+                             unsup);
     ox_ctx c;
     memset(&c, 0, sizeof c);
     c.base_dir = base_dir;
@@ -459,7 +595,8 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
         }
         ox_tensor *k;
         st = ox_tensor_from_proto(tp, base_dir, &k);
-        if (st != RLX_OK) goto done;
+        if (st != RLX_OK)
+            goto done;
         if (!ox_bind(&c, tp->name, -1, k)) {
             st = RLX_ERR_OUT_OF_MEMORY;
             goto done;
@@ -475,12 +612,15 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "graph input %zu has no name", i);
             goto done;
         }
-        if (ox_lookup(&c, vi->name)) continue; /* an initializer (default value) */
+        if (ox_lookup(&c, vi->name))
+            continue; /* an initializer (default value) */
         st = add_input(&c, vi);
-        if (st != RLX_OK) goto done;
+        if (st != RLX_OK)
+            goto done;
     }
     st = ox_run_nodes(&c, gp);
-    if (st != RLX_OK) goto done;
+    if (st != RLX_OK)
+        goto done;
     if (!gp->n_output) {
         st = rlx_set_error(RLX_ERR_FORMAT, "the graph has no outputs");
         goto done;
@@ -513,7 +653,8 @@ done:
     return RLX_OK;
 }
 
-static Onnx__ModelProto *unpack_model(const void *data, size_t size) {
+static Onnx__ModelProto *unpack_model(const void *data, size_t size)
+{
     if (!ox_pb_depth_ok(data, size, &onnx__model_proto__descriptor)) {
         rlx_set_error(RLX_ERR_FORMAT, "the model nests messages deeper than %d levels", OX_MAX_PB_DEPTH);
         return NULL;
@@ -523,12 +664,15 @@ static Onnx__ModelProto *unpack_model(const void *data, size_t size) {
 }
 
 rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
-                                  rlx_graph **out) {
-    if (!out || (!data && size)) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
+                                  rlx_graph **out)
+{
+    if (!out || (!data && size))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
     *out = NULL;
     Onnx__ModelProto *m = unpack_model(data, size);
     if (!m) {
-        if (rlx_last_status_or(RLX_OK) != RLX_OK) return rlx_last_status_or(RLX_OK);
+        if (rlx_last_status_or(RLX_OK) != RLX_OK)
+            return rlx_last_status_or(RLX_OK);
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
     rlx_status st = import_model(m, base_dir, o, out);
@@ -536,22 +680,28 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
     return st;
 }
 
-static char *dir_of(const char *path) {
+static char *dir_of(const char *path)
+{
     const char *s = strrchr(path, '/');
-    if (!s) return rlx_strdup(".");
-    if (s == path) return rlx_strdup("/");
+    if (!s)
+        return rlx_strdup(".");
+    if (s == path)
+        return rlx_strdup("/");
     char *d = rlx_malloc((size_t)(s - path) + 1);
-    if (!d) return NULL;
+    if (!d)
+        return NULL;
     memcpy(d, path, (size_t)(s - path));
     d[s - path] = 0;
     return d;
 }
 
-static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir) {
+static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
+{
     uint8_t *buf;
     size_t n;
     rlx_status st = ox_read_file(path, OX_MAX_MODEL_BYTES, &buf, &n);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     if (n == 0) {
         free(buf);
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' is empty", path);
@@ -560,8 +710,10 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     *m = unpack_model(buf, n);
     free(buf);
     if (!*m) {
-        if (rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY) return RLX_ERR_OUT_OF_MEMORY;
-        if (strstr(rlx_last_error(), "nests messages")) return rlx_set_error(RLX_ERR_FORMAT, "'%s': %s", path, "the model nests messages too deeply");
+        if (rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY)
+            return RLX_ERR_OUT_OF_MEMORY;
+        if (strstr(rlx_last_error(), "nests messages"))
+            return rlx_set_error(RLX_ERR_FORMAT, "'%s': %s", path, "the model nests messages too deeply");
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
     }
     if (dir && !(*dir = dir_of(path))) {
@@ -572,13 +724,16 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     return RLX_OK;
 }
 
-rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out) {
-    if (!path || !out) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import: NULL argument");
+rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out)
+{
+    if (!path || !out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import: NULL argument");
     *out = NULL;
     Onnx__ModelProto *m;
     char *dir = NULL;
     rlx_status st = load_model(path, &m, &dir);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     st = import_model(m, dir, o, out);
     if (st != RLX_OK) {
         char msg[1500];
@@ -592,14 +747,18 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
 
 /* ------------------------------------------------------------ info */
 
-static void print_value(FILE *f, const Onnx__ValueInfoProto *vi) {
+static void print_value(FILE *f, const Onnx__ValueInfoProto *vi)
+{
     int ot, nd;
     const Onnx__TensorShapeProto *sh;
     if (value_type(vi, &ot, &nd, &sh) != RLX_OK) {
         const char *kind = "non-tensor";
-        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) kind = "sequence";
-        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) kind = "optional";
-        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE) kind = "map";
+        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+            kind = "sequence";
+        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
+            kind = "optional";
+        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE)
+            kind = "map";
         fprintf(f, "  %s: %s\n", vi->name ? vi->name : "?", kind);
         return;
     }
@@ -611,61 +770,80 @@ static void print_value(FILE *f, const Onnx__ValueInfoProto *vi) {
     fputc('[', f);
     for (int i = 0; i < nd; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
-        if (i) fputs(", ", f);
-        if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) fprintf(f, "%lld", (long long)d->dim_value);
-        else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) fprintf(f, "%s", d->dim_param);
-        else fputc('?', f);
+        if (i)
+            fputs(", ", f);
+        if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            fprintf(f, "%lld", (long long)d->dim_value);
+        else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+            fprintf(f, "%s", d->dim_param);
+        else
+            fputc('?', f);
     }
     fputs("]\n", f);
 }
 
-static void count_ops(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth) {
-    if (!gp || depth > 32) return;
+static void count_ops(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int max, int depth)
+{
+    if (!gp || depth > 32)
+        return;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *nd = gp->node[i];
-        if (!nd) continue;
+        if (!nd)
+            continue;
         char key[64];
         if (nd->domain && *nd->domain && strcmp(nd->domain, "ai.onnx"))
             snprintf(key, sizeof key, "%s.%s", nd->domain, nd->op_type ? nd->op_type : "?");
-        else snprintf(key, sizeof key, "%s", nd->op_type ? nd->op_type : "?");
+        else
+            snprintf(key, sizeof key, "%s", nd->op_type ? nd->op_type : "?");
         int k;
         for (k = 0; k < *nseen; k++)
-            if (!strcmp(seen[k].op, key)) break;
+            if (!strcmp(seen[k].op, key))
+                break;
         if (k == *nseen && *nseen < max) {
             memset(&seen[k], 0, sizeof seen[k]);
             snprintf(seen[k].op, sizeof seen[k].op, "%s", key);
             (*nseen)++;
         }
-        if (k < *nseen) seen[k].count++;
+        if (k < *nseen)
+            seen[k].count++;
         for (size_t a = 0; a < nd->n_attribute; a++) {
             const Onnx__AttributeProto *at = nd->attribute[a];
-            if (!at) continue;
-            if (at->g) count_ops(at->g, seen, nseen, max, depth + 1);
-            for (size_t k2 = 0; k2 < at->n_graphs; k2++) count_ops(at->graphs[k2], seen, nseen, max, depth + 1);
+            if (!at)
+                continue;
+            if (at->g)
+                count_ops(at->g, seen, nseen, max, depth + 1);
+            for (size_t k2 = 0; k2 < at->n_graphs; k2++)
+                count_ops(at->graphs[k2], seen, nseen, max, depth + 1);
         }
     }
 }
 
-static int cmp_seen(const void *a, const void *b) {
+static int cmp_seen(const void *a, const void *b)
+{
     const op_seen *x = a, *y = b;
-    if (x->count != y->count) return y->count - x->count;
+    if (x->count != y->count)
+        return y->count - x->count;
     return strcmp(x->op, y->op);
 }
 
-rlx_status rlx_onnx_print_info(const char *path, void *file) {
+rlx_status rlx_onnx_print_info(const char *path, void *file)
+{
     FILE *f = file ? file : stdout;
-    if (!path) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_print_info: NULL path");
+    if (!path)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_print_info: NULL path");
     Onnx__ModelProto *m;
     rlx_status st = load_model(path, &m, NULL);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     const Onnx__GraphProto *gp = m->graph;
     fprintf(f, "model: %s\n", path);
-    fprintf(f, "ir_version: %lld  producer: %s %s\n", (long long)m->ir_version, m->producer_name ? m->producer_name : "",
-            m->producer_version ? m->producer_version : "");
+    fprintf(f, "ir_version: %lld  producer: %s %s\n", (long long)m->ir_version,
+            m->producer_name ? m->producer_name : "", m->producer_version ? m->producer_version : "");
     fprintf(f, "opsets:");
     for (size_t i = 0; i < m->n_opset_import; i++)
         if (m->opset_import[i])
-            fprintf(f, " %s=%lld", m->opset_import[i]->domain && *m->opset_import[i]->domain ? m->opset_import[i]->domain : "ai.onnx",
+            fprintf(f, " %s=%lld",
+                    m->opset_import[i]->domain && *m->opset_import[i]->domain ? m->opset_import[i]->domain : "ai.onnx",
                     (long long)m->opset_import[i]->version);
     fputc('\n', f);
     if (!gp) {
@@ -677,32 +855,39 @@ rlx_status rlx_onnx_print_info(const char *path, void *file) {
     int64_t nparams = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
-        if (!t) continue;
+        if (!t)
+            continue;
         ninit++;
         int64_t n = 1;
-        for (size_t d = 0; d < t->n_dims; d++) n *= t->dims[d] > 0 ? t->dims[d] : 0;
+        for (size_t d = 0; d < t->n_dims; d++)
+            n *= t->dims[d] > 0 ? t->dims[d] : 0;
         nparams += n;
     }
     fprintf(f, "inputs:\n");
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
-        if (!vi) continue;
+        if (!vi)
+            continue;
         bool init = false;
         for (size_t k = 0; k < gp->n_initializer && !init; k++)
-            if (gp->initializer[k] && gp->initializer[k]->name && vi->name && !strcmp(gp->initializer[k]->name, vi->name))
+            if (gp->initializer[k] && gp->initializer[k]->name && vi->name &&
+                !strcmp(gp->initializer[k]->name, vi->name))
                 init = true;
-        if (!init) print_value(f, vi);
+        if (!init)
+            print_value(f, vi);
     }
     fprintf(f, "outputs:\n");
     for (size_t i = 0; i < gp->n_output; i++)
-        if (gp->output[i]) print_value(f, gp->output[i]);
+        if (gp->output[i])
+            print_value(f, gp->output[i]);
     fprintf(f, "initializers: %zu (%lld elements)\n", ninit, (long long)nparams);
     op_seen seen[256];
     int nseen = 0;
     count_ops(gp, seen, &nseen, 256, 0);
     qsort(seen, (size_t)nseen, sizeof seen[0], cmp_seen);
     long total = 0;
-    for (int i = 0; i < nseen; i++) total += seen[i].count;
+    for (int i = 0; i < nseen; i++)
+        total += seen[i].count;
     fprintf(f, "nodes: %zu at the top level, %ld with subgraphs; op types: %d\n", gp->n_node, total, nseen);
     for (int i = 0; i < nseen; i++) {
         bool std_domain = !strchr(seen[i].op, '.');
@@ -713,15 +898,20 @@ rlx_status rlx_onnx_print_info(const char *path, void *file) {
     return RLX_OK;
 }
 
-rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs) {
-    if (!path || !inputs || !n_inputs) return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_inputs: NULL argument");
+rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs)
+{
+    if (!path || !inputs || !n_inputs)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_inputs: NULL argument");
     *inputs = NULL;
     *n_inputs = 0;
-    if (outputs) *outputs = NULL;
-    if (n_outputs) *n_outputs = 0;
+    if (outputs)
+        *outputs = NULL;
+    if (n_outputs)
+        *n_outputs = 0;
     Onnx__ModelProto *m;
     rlx_status st = load_model(path, &m, NULL);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     const Onnx__GraphProto *gp = m->graph;
     if (!gp) {
         onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
@@ -732,11 +922,14 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     int k = 0;
     for (size_t i = 0; i < gp->n_input && in; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
-        if (!vi || !vi->name) continue;
+        if (!vi || !vi->name)
+            continue;
         bool init = false;
         for (size_t j = 0; j < gp->n_initializer && !init; j++)
-            if (gp->initializer[j] && gp->initializer[j]->name && !strcmp(gp->initializer[j]->name, vi->name)) init = true;
-        if (init) continue;
+            if (gp->initializer[j] && gp->initializer[j]->name && !strcmp(gp->initializer[j]->name, vi->name))
+                init = true;
+        if (init)
+            continue;
         rlx_onnx_input *x = &in[k++];
         x->name = rlx_strdup(vi->name);
         int ot, nd;
@@ -745,13 +938,15 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
         if (value_type(vi, &ot, &nd, &sh) == RLX_OK) {
             x->is_tensor = 1;
             x->onnx_type = ot;
-            if (!ox_dtype_from_onnx(ot, &x->dtype)) x->dtype = RLX_DTYPE_COUNT;
+            if (!ox_dtype_from_onnx(ot, &x->dtype))
+                x->dtype = RLX_DTYPE_COUNT;
             if (nd >= 0 && nd <= RLX_MAX_DIMS) {
                 x->ndim = nd;
                 for (int d = 0; d < nd; d++) {
-                    x->dims[d] = sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
-                                     ? sh->dim[d]->dim_value
-                                     : -1;
+                    x->dims[d] =
+                        sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                            ? sh->dim[d]->dim_value
+                            : -1;
                     if (sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                         sh->dim[d]->dim_param && *sh->dim[d]->dim_param)
                         x->dim_names[d] = strdup(sh->dim[d]->dim_param); /* NULL on no memory: unnamed */
@@ -770,18 +965,24 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     }
     *inputs = in;
     *n_inputs = k;
-    if (outputs) *outputs = outs;
-    else rlx_onnx_inputs_free(NULL, 0, outs, no);
-    if (n_outputs) *n_outputs = no;
+    if (outputs)
+        *outputs = outs;
+    else
+        rlx_onnx_inputs_free(NULL, 0, outs, no);
+    if (n_outputs)
+        *n_outputs = no;
     return RLX_OK;
 }
 
-void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs) {
+void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs)
+{
     for (int i = 0; inputs && i < n_inputs; i++) {
         free(inputs[i].name);
-        for (int d = 0; d < RLX_MAX_DIMS; d++) free(inputs[i].dim_names[d]);
+        for (int d = 0; d < RLX_MAX_DIMS; d++)
+            free(inputs[i].dim_names[d]);
     }
     free(inputs);
-    for (int i = 0; outputs && i < n_outputs; i++) free(outputs[i]);
+    for (int i = 0; outputs && i < n_outputs; i++)
+        free(outputs[i]);
     free(outputs);
 }

@@ -73,8 +73,8 @@ rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size
  * both (a constant gets its node when a graph op first needs it). */
 typedef struct ox_value {
     char *name;
-    rlx_node node;  /* -1 until materialised */
-    ox_tensor *k;   /* owned; NULL when not known at import */
+    rlx_node node; /* -1 until materialised */
+    ox_tensor *k;  /* owned; NULL when not known at import */
 } ox_value;
 
 typedef struct ox_scope {
@@ -88,11 +88,11 @@ typedef struct ox_scope {
 typedef struct ox_ctx {
     rlx_graph *g;
     const char *base_dir;
-    int opset;          /* ai.onnx opset of the model */
+    int opset; /* ai.onnx opset of the model */
     const rlx_onnx_options *opt;
-    ox_scope *scope;    /* innermost */
+    ox_scope *scope; /* innermost */
     char err[1024];
-    int depth;          /* subgraph nesting */
+    int depth; /* subgraph nesting */
 } ox_ctx;
 
 /* Per-node view for handlers. */
@@ -101,8 +101,8 @@ typedef struct ox_node {
     const Onnx__NodeProto *p;
     int opset;
     int n_in, n_out;
-    ox_value *in[64];     /* NULL for a missing optional input */
-    ox_value *out[16];    /* filled by the handler */
+    ox_value *in[64];  /* NULL for a missing optional input */
+    ox_value *out[16]; /* filled by the handler */
 } ox_node;
 
 /* Scopes. */

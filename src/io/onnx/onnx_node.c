@@ -13,21 +13,27 @@
 
 /* ------------------------------------------------------------ scopes */
 
-uint32_t ox_hash_str(const char *s) {
+uint32_t ox_hash_str(const char *s)
+{
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
 
-ox_scope *ox_scope_new(ox_scope *parent) {
+ox_scope *ox_scope_new(ox_scope *parent)
+{
     ox_scope *s = rlx_calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     s->parent = parent;
     return s;
 }
 
-void ox_scope_free(ox_scope *s) {
-    if (!s) return;
+void ox_scope_free(ox_scope *s)
+{
+    if (!s)
+        return;
     for (int i = 0; i < s->n; i++) {
         free(s->vals[i]->name);
         ox_tensor_free(s->vals[i]->k);
@@ -38,24 +44,31 @@ void ox_scope_free(ox_scope *s) {
     free(s);
 }
 
-static ox_value *scope_find(ox_scope *s, const char *name) {
-    if (!s->hcap) return NULL;
+static ox_value *scope_find(ox_scope *s, const char *name)
+{
+    if (!s->hcap)
+        return NULL;
     uint32_t h = ox_hash_str(name) & (uint32_t)(s->hcap - 1);
     while (s->hash[h] >= 0) {
         ox_value *v = s->vals[s->hash[h]];
-        if (!strcmp(v->name, name)) return v;
+        if (!strcmp(v->name, name))
+            return v;
         h = (h + 1) & (uint32_t)(s->hcap - 1);
     }
     return NULL;
 }
 
-static bool scope_rehash(ox_scope *s, int hcap) {
+static bool scope_rehash(ox_scope *s, int hcap)
+{
     int *h = rlx_malloc(sizeof(int) * (size_t)hcap);
-    if (!h) return false;
-    for (int i = 0; i < hcap; i++) h[i] = -1;
+    if (!h)
+        return false;
+    for (int i = 0; i < hcap; i++)
+        h[i] = -1;
     for (int i = 0; i < s->n; i++) {
         uint32_t k = ox_hash_str(s->vals[i]->name) & (uint32_t)(hcap - 1);
-        while (h[k] >= 0) k = (k + 1) & (uint32_t)(hcap - 1);
+        while (h[k] >= 0)
+            k = (k + 1) & (uint32_t)(hcap - 1);
         h[k] = i;
     }
     free(s->hash);
@@ -64,19 +77,23 @@ static bool scope_rehash(ox_scope *s, int hcap) {
     return true;
 }
 
-ox_value *ox_lookup(ox_ctx *c, const char *name) {
+ox_value *ox_lookup(ox_ctx *c, const char *name)
+{
     for (ox_scope *s = c->scope; s; s = s->parent) {
         ox_value *v = scope_find(s, name);
-        if (v) return v;
+        if (v)
+            return v;
     }
     return NULL;
 }
 
-ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k) {
+ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k)
+{
     ox_scope *s = c->scope;
     ox_value *v = scope_find(s, name);
     if (v) {
-        if (v->k != k) ox_tensor_free(v->k);
+        if (v->k != k)
+            ox_tensor_free(v->k);
         v->k = k;
         v->node = node;
         return v;
@@ -84,13 +101,16 @@ ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k) {
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 64;
         ox_value **nv = rlx_realloc_array(s->vals, (size_t)nc, sizeof *nv);
-        if (!nv) goto oom;
+        if (!nv)
+            goto oom;
         s->vals = nv;
         s->cap = nc;
     }
-    if ((s->n + 1) * 2 > s->hcap && !scope_rehash(s, s->hcap ? s->hcap * 2 : 128)) goto oom;
+    if ((s->n + 1) * 2 > s->hcap && !scope_rehash(s, s->hcap ? s->hcap * 2 : 128))
+        goto oom;
     v = rlx_calloc(1, sizeof *v);
-    if (!v) goto oom;
+    if (!v)
+        goto oom;
     v->name = rlx_strdup(name);
     if (!v->name) {
         free(v);
@@ -100,7 +120,8 @@ ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k) {
     v->k = k;
     s->vals[s->n] = v;
     uint32_t h = ox_hash_str(name) & (uint32_t)(s->hcap - 1);
-    while (s->hash[h] >= 0) h = (h + 1) & (uint32_t)(s->hcap - 1);
+    while (s->hash[h] >= 0)
+        h = (h + 1) & (uint32_t)(s->hcap - 1);
     s->hash[h] = s->n++;
     return v;
 oom:
@@ -109,93 +130,124 @@ oom:
     return NULL;
 }
 
-rlx_node ox_node_of(ox_ctx *c, ox_value *v) {
-    if (!v) return -1;
-    if (v->node >= 0) return v->node;
-    if (!v->k) return -1;
+rlx_node ox_node_of(ox_ctx *c, ox_value *v)
+{
+    if (!v)
+        return -1;
+    if (v->node >= 0)
+        return v->node;
+    if (!v->k)
+        return -1;
     v->node = rlx_constant(c->g, v->k->dtype, v->k->ndim, v->k->dims, v->k->data, v->k->bytes);
     return v->node;
 }
 
-int ox_rank(ox_ctx *c, ox_value *v) {
+int ox_rank(ox_ctx *c, ox_value *v)
+{
     int nd;
     int64_t d[RLX_MAX_DIMS];
     ox_shape(c, v, &nd, d);
     return nd;
 }
 
-void ox_shape(ox_ctx *c, ox_value *v, int *ndim, int64_t *dims) {
+void ox_shape(ox_ctx *c, ox_value *v, int *ndim, int64_t *dims)
+{
     if (v->k) {
         *ndim = v->k->ndim;
-        for (int i = 0; i < v->k->ndim; i++) dims[i] = v->k->dims[i];
+        for (int i = 0; i < v->k->ndim; i++)
+            dims[i] = v->k->dims[i];
         return;
     }
-    if (rlx_node_shape(c->g, v->node, ndim, dims) != RLX_OK) *ndim = 0;
+    if (rlx_node_shape(c->g, v->node, ndim, dims) != RLX_OK)
+        *ndim = 0;
 }
 
-rlx_dtype ox_dtype(ox_ctx *c, ox_value *v) {
-    if (v->k) return v->k->dtype;
+rlx_dtype ox_dtype(ox_ctx *c, ox_value *v)
+{
+    if (v->k)
+        return v->k->dtype;
     return rlx_node_dtype(c->g, v->node);
 }
 
 /* ------------------------------------------------------------ attributes */
 
-const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name) {
+const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name)
+{
     for (size_t i = 0; i < n->p->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->p->attribute[i];
-        if (a && a->name && !strcmp(a->name, name)) return a;
+        if (a && a->name && !strcmp(a->name, name))
+            return a;
     }
     return NULL;
 }
 
-int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def) {
+int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
-    if (!a) return def;
-    if (a->has_i) return a->i;
+    if (!a)
+        return def;
+    if (a->has_i)
+        return a->i;
     if (a->has_f) { /* a float where an int belongs: saturate (the cast is UB out of range) */
         double f = a->f;
-        if (f != f) return def;
-        if (f >= 9.2e18) return INT64_MAX;
-        if (f <= -9.2e18) return INT64_MIN;
+        if (f != f)
+            return def;
+        if (f >= 9.2e18)
+            return INT64_MAX;
+        if (f <= -9.2e18)
+            return INT64_MIN;
         return (int64_t)f;
     }
     return def;
 }
 
-double ox_attr_f(const ox_node *n, const char *name, double def) {
+double ox_attr_f(const ox_node *n, const char *name, double def)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
-    if (!a) return def;
-    if (a->has_f) return a->f;
-    if (a->has_i) return (double)a->i;
+    if (!a)
+        return def;
+    if (a->has_f)
+        return a->f;
+    if (a->has_i)
+        return (double)a->i;
     return def;
 }
 
-const char *ox_attr_s(const ox_node *n, const char *name, const char *def, char *buf, size_t bufn) {
+const char *ox_attr_s(const ox_node *n, const char *name, const char *def, char *buf, size_t bufn)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
-    if (!a || !a->has_s) return def;
+    if (!a || !a->has_s)
+        return def;
     size_t l = a->s.len < bufn - 1 ? a->s.len : bufn - 1;
     memcpy(buf, a->s.data, l);
     buf[l] = 0;
     return buf;
 }
 
-int ox_attr_ints(const ox_node *n, const char *name, int64_t *vals, int max) {
+int ox_attr_ints(const ox_node *n, const char *name, int64_t *vals, int max)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
-    if (!a) return -1;
+    if (!a)
+        return -1;
     int k = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
-    for (int i = 0; i < k; i++) vals[i] = a->ints[i];
+    for (int i = 0; i < k; i++)
+        vals[i] = a->ints[i];
     return a->n_ints > (size_t)max ? max + 1 : k;
 }
 
-int ox_attr_floats(const ox_node *n, const char *name, float *vals, int max) {
+int ox_attr_floats(const ox_node *n, const char *name, float *vals, int max)
+{
     const Onnx__AttributeProto *a = ox_attr(n, name);
-    if (!a) return -1;
+    if (!a)
+        return -1;
     int k = (int)(a->n_floats < (size_t)max ? a->n_floats : (size_t)max);
-    for (int i = 0; i < k; i++) vals[i] = a->floats[i];
+    for (int i = 0; i < k; i++)
+        vals[i] = a->floats[i];
     return a->n_floats > (size_t)max ? max + 1 : k;
 }
 
-rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...) {
+rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...)
+{
     char msg[700];
     va_list ap;
     va_start(ap, fmt);
@@ -205,21 +257,26 @@ rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...) {
                          n->p->op_type ? n->p->op_type : "?", n->opset, msg);
 }
 
-rlx_status ox_out_node(ox_node *n, int i, rlx_node node) {
-    if (i >= n->n_out) return RLX_OK; /* optional output not asked for */
+rlx_status ox_out_node(ox_node *n, int i, rlx_node node)
+{
+    if (i >= n->n_out)
+        return RLX_OK; /* optional output not asked for */
     if (node < 0) {
         char buf[600];
         snprintf(buf, sizeof buf, "%s", rlx_last_error());
         return ox_fail(n, RLX_ERR_SHAPE, "%s", buf);
     }
     const char *name = n->p->output[i];
-    if (!name || !*name) return RLX_OK;
+    if (!name || !*name)
+        return RLX_OK;
     n->out[i] = ox_bind(n->c, name, node, NULL);
     return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
-rlx_status ox_out_const(ox_node *n, int i, ox_tensor *k) {
-    if (!k) return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "cannot make constant: %s", rlx_last_error());
+rlx_status ox_out_const(ox_node *n, int i, ox_tensor *k)
+{
+    if (!k)
+        return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "cannot make constant: %s", rlx_last_error());
     if (i >= n->n_out || !n->p->output[i] || !*n->p->output[i]) {
         ox_tensor_free(k);
         return RLX_OK;

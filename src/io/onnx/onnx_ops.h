@@ -8,7 +8,7 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-rlx_node oxo_in(ox_node *n, int i);                 /* node of input i (-1 if absent) */
+rlx_node oxo_in(ox_node *n, int i); /* node of input i (-1 if absent) */
 int oxo_shape(ox_node *n, rlx_node x, int64_t *dims);
 int oxo_in_shape(ox_node *n, int i, int64_t *dims);
 rlx_dtype oxo_in_dtype(ox_node *n, int i);

@@ -12,38 +12,44 @@
 #include "io/onnx/onnx_internal.h"
 
 /* protobuf-c allocates through the library's helpers (onnx_internal.h) */
-static void *ox_pb_alloc(void *data, size_t size) {
+static void *ox_pb_alloc(void *data, size_t size)
+{
     (void)data;
     return rlx_malloc(size);
 }
-static void ox_pb_free(void *data, void *p) {
+static void ox_pb_free(void *data, void *p)
+{
     (void)data;
     free(p);
 }
 ProtobufCAllocator ox_pb_allocator = {ox_pb_alloc, ox_pb_free, NULL};
 
-
 bool ox_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
 
-bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel) {
+bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel)
+{
     /* the product of the non-zero dims is bounded too, so that no product
      * of some of the dims overflows where a zero dim makes the count 0 */
     int64_t nz = 1;
     bool zero = false;
     for (int i = 0; i < ndim; i++) {
-        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL) return false;
+        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL)
+            return false;
         if (dims[i] == 0) {
             zero = true;
             continue;
         }
-        if (nz > OX_MAX_NUMEL / dims[i]) return false;
+        if (nz > OX_MAX_NUMEL / dims[i])
+            return false;
         nz *= dims[i];
     }
-    if (numel) *numel = zero ? 0 : nz;
+    if (numel)
+        *numel = zero ? 0 : nz;
     return true;
 }
 
-ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
+ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
+{
     if (ndim < 0 || ndim > RLX_MAX_DIMS || (unsigned)t >= RLX_DTYPE_COUNT) {
         rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor of rank %d (at most %d)", ndim, RLX_MAX_DIMS);
         return NULL;
@@ -54,14 +60,17 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
         return NULL;
     }
     if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_HOST_BYTES) {
-        rlx_set_error(RLX_ERR_UNSUPPORTED, "a %lld-element host tensor is too large for import-time evaluation", (long long)n);
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "a %lld-element host tensor is too large for import-time evaluation",
+                      (long long)n);
         return NULL;
     }
     ox_tensor *x = rlx_calloc(1, sizeof *x);
-    if (!x) return NULL;
+    if (!x)
+        return NULL;
     x->dtype = t;
     x->ndim = ndim;
-    for (int i = 0; i < ndim; i++) x->dims[i] = dims[i];
+    for (int i = 0; i < ndim; i++)
+        x->dims[i] = dims[i];
     x->numel = n;
     x->bytes = (size_t)n * rlx_dtype_size(t);
     x->data = rlx_calloc(x->bytes ? x->bytes : 1, 1);
@@ -72,7 +81,8 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) {
     return x;
 }
 
-ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims) {
+ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims)
+{
     int64_t n = 1;
     for (int i = 0; i < ndim && i < RLX_MAX_DIMS; i++) {
         if (dims[i] < 0 || (dims[i] && n > OX_MAX_DERIVED_BYTES / dims[i])) {
@@ -82,25 +92,31 @@ ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims) {
         n *= dims[i];
     }
     if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_DERIVED_BYTES) {
-        rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table of %lld elements is too large", (long long)n);
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table of %lld elements is too large",
+                      (long long)n);
         return NULL;
     }
     return ox_tensor_new(t, ndim, dims);
 }
 
-void ox_tensor_free(ox_tensor *t) {
-    if (!t) return;
+void ox_tensor_free(ox_tensor *t)
+{
+    if (!t)
+        return;
     free(t->data);
     free(t);
 }
 
-ox_tensor *ox_tensor_clone(const ox_tensor *t) {
+ox_tensor *ox_tensor_clone(const ox_tensor *t)
+{
     ox_tensor *x = ox_tensor_new(t->dtype, t->ndim, t->dims);
-    if (x && t->bytes) memcpy(x->data, t->data, t->bytes);
+    if (x && t->bytes)
+        memcpy(x->data, t->data, t->bytes);
     return x;
 }
 
-double ox_get_f(const ox_tensor *t, int64_t i) {
+double ox_get_f(const ox_tensor *t, int64_t i)
+{
     const void *d = t->data;
     switch (t->dtype) {
     case RLX_F32: return ((const float *)d)[i];
@@ -116,7 +132,8 @@ double ox_get_f(const ox_tensor *t, int64_t i) {
     }
 }
 
-int64_t ox_get_i(const ox_tensor *t, int64_t i) {
+int64_t ox_get_i(const ox_tensor *t, int64_t i)
+{
     const void *d = t->data;
     switch (t->dtype) {
     case RLX_I64: return ((const int64_t *)d)[i];
@@ -126,15 +143,19 @@ int64_t ox_get_i(const ox_tensor *t, int64_t i) {
     case RLX_BOOL: return ((const uint8_t *)d)[i] != 0;
     default: {
         double v = ox_get_f(t, i);
-        if (isnan(v)) return 0;
-        if (v >= 9.2e18) return INT64_MAX;
-        if (v <= -9.2e18) return INT64_MIN;
+        if (isnan(v))
+            return 0;
+        if (v >= 9.2e18)
+            return INT64_MAX;
+        if (v <= -9.2e18)
+            return INT64_MIN;
         return (int64_t)v;
     }
     }
 }
 
-void ox_set_f(ox_tensor *t, int64_t i, double v) {
+void ox_set_f(ox_tensor *t, int64_t i, double v)
+{
     void *d = t->data;
     switch (t->dtype) {
     case RLX_F32: ((float *)d)[i] = (float)v; break;
@@ -144,16 +165,21 @@ void ox_set_f(ox_tensor *t, int64_t i, double v) {
     case RLX_BOOL: ((uint8_t *)d)[i] = v != 0; break;
     default: {
         int64_t x;
-        if (isnan(v)) x = 0;
-        else if (v >= 9.2e18) x = INT64_MAX;
-        else if (v <= -9.2e18) x = INT64_MIN;
-        else x = (int64_t)v;
+        if (isnan(v))
+            x = 0;
+        else if (v >= 9.2e18)
+            x = INT64_MAX;
+        else if (v <= -9.2e18)
+            x = INT64_MIN;
+        else
+            x = (int64_t)v;
         ox_set_i(t, i, x);
     }
     }
 }
 
-void ox_set_i(ox_tensor *t, int64_t i, int64_t v) {
+void ox_set_i(ox_tensor *t, int64_t i, int64_t v)
+{
     void *d = t->data;
     switch (t->dtype) {
     case RLX_I64: ((int64_t *)d)[i] = v; break;
@@ -165,7 +191,8 @@ void ox_set_i(ox_tensor *t, int64_t i, int64_t v) {
     }
 }
 
-bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out) {
+bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out)
+{
     switch (onnx_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = RLX_F32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = RLX_U8; return true;
@@ -185,19 +212,23 @@ bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out) {
     }
 }
 
-const char *ox_onnx_type_name(int t) {
-    static const char *names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16",
-                                  "int32", "int64", "string", "bool", "float16", "double",
-                                  "uint32", "uint64", "complex64", "complex128", "bfloat16"};
-    if (t >= 0 && t < (int)(sizeof names / sizeof names[0])) return names[t];
+const char *ox_onnx_type_name(int t)
+{
+    static const char *names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+                                  "int32",     "int64",  "string",    "bool",       "float16", "double",
+                                  "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
+    if (t >= 0 && t < (int)(sizeof names / sizeof names[0]))
+        return names[t];
     return "unknown";
 }
 
-rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
+rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size)
+{
     *data = NULL;
     *size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (!f)
+        return rlx_set_error(RLX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         bool dir = S_ISDIR(st.st_mode);
@@ -225,12 +256,16 @@ rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size
     return RLX_OK;
 }
 
-static bool parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s) return false;
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
     uint64_t v = 0;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        if (v > (UINT64_MAX - 9) / 10) return false;
+        if (*s < '0' || *s > '9')
+            return false;
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
         v = v * 10 + (uint64_t)(*s - '0');
     }
     *out = v;
@@ -238,29 +273,40 @@ static bool parse_u64(const char *s, uint64_t *out) {
 }
 
 /* Reads [offset, offset+len) of an external data file that must lie in base_dir. */
-static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir, void *dst, size_t want) {
+static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir, void *dst, size_t want)
+{
     const char *loc = NULL, *off_s = NULL, *len_s = NULL;
     for (size_t i = 0; i < p->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = p->external_data[i];
-        if (!e || !e->key) continue;
-        if (!strcmp(e->key, "location")) loc = e->value;
-        else if (!strcmp(e->key, "offset")) off_s = e->value;
-        else if (!strcmp(e->key, "length")) len_s = e->value;
+        if (!e || !e->key)
+            continue;
+        if (!strcmp(e->key, "location"))
+            loc = e->value;
+        else if (!strcmp(e->key, "offset"))
+            off_s = e->value;
+        else if (!strcmp(e->key, "length"))
+            len_s = e->value;
     }
     const char *tn = p->name ? p->name : "?";
-    if (!loc || !*loc) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data without a location", tn);
-    if (!base_dir) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data but no model folder", tn);
+    if (!loc || !*loc)
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data without a location", tn);
+    if (!base_dir)
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data but no model folder", tn);
     if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
-        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data location '%s' leaves the model's folder", tn, loc);
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data location '%s' leaves the model's folder", tn,
+                             loc);
     uint64_t off = 0, len = want;
-    if (off_s && !parse_u64(off_s, &off)) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external offset '%s'", tn, off_s);
-    if (len_s && !parse_u64(len_s, &len)) return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external length '%s'", tn, len_s);
+    if (off_s && !parse_u64(off_s, &off))
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external offset '%s'", tn, off_s);
+    if (len_s && !parse_u64(len_s, &len))
+        return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': bad external length '%s'", tn, len_s);
     if (len != want)
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external length %llu, the tensor needs %zu bytes", tn,
                              (unsigned long long)len, want);
     size_t pl = strlen(base_dir) + strlen(loc) + 2;
     char *path = rlx_malloc(pl);
-    if (!path) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!path)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(path, pl, "%s/%s", base_dir, loc);
     /* Symlinks must not lead out of the folder either. */
     char *rbase = realpath(base_dir, NULL), *rpath = realpath(path, NULL);
@@ -275,13 +321,15 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
     if (st == RLX_OK) {
         FILE *f = fopen(rpath, "rb");
         struct stat sb;
-        if (!f) st = rlx_set_error(RLX_ERR_IO, "tensor '%s': cannot open external data '%s'", tn, path);
+        if (!f)
+            st = rlx_set_error(RLX_ERR_IO, "tensor '%s': cannot open external data '%s'", tn, path);
         else {
             if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
                 st = rlx_set_error(RLX_ERR_IO, "tensor '%s': '%s' is not a regular file", tn, path);
             else if (off > (uint64_t)sb.st_size || len > (uint64_t)sb.st_size - off)
-                st = rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': external data [%llu, +%llu) beyond the end of '%s' (%lld bytes)",
-                                   tn, (unsigned long long)off, (unsigned long long)len, loc, (long long)sb.st_size);
+                st = rlx_set_error(RLX_ERR_FORMAT,
+                                   "tensor '%s': external data [%llu, +%llu) beyond the end of '%s' (%lld bytes)", tn,
+                                   (unsigned long long)off, (unsigned long long)len, loc, (long long)sb.st_size);
             else if (fseeko(f, (off_t)off, SEEK_SET) != 0 || (want && fread(dst, 1, want, f) != want))
                 st = rlx_set_error(RLX_ERR_IO, "tensor '%s': short read on '%s'", tn, path);
             fclose(f);
@@ -293,7 +341,8 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
     return st;
 }
 
-rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, ox_tensor **out) {
+rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, ox_tensor **out)
+{
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
     int ot = p->has_data_type ? p->data_type : 0;
@@ -303,15 +352,16 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
                              ox_onnx_type_name(ot), ot);
     if (p->n_dims > RLX_MAX_DIMS)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': rank %zu (at most %d)", tn, p->n_dims, RLX_MAX_DIMS);
-    if (p->segment) return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", tn);
+    if (p->segment)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", tn);
     int64_t numel;
     if (!ox_dims_fit((int)p->n_dims, p->dims, &numel))
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': dimensions negative or too large", tn);
     size_t es = rlx_dtype_size(t), want = (size_t)numel * es;
     /* stored element size (differs from es for widened types) */
     size_t ses = ot == ONNX__TENSOR_PROTO__DATA_TYPE__INT16 || ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ? 2
-                 : ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32                                            ? 4
-                                                                                                          : es;
+                 : ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32                                             ? 4
+                                                                                                           : es;
     bool widened = ses != es || ot == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
     size_t stored = (size_t)numel * ses;
     bool external = p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
@@ -334,7 +384,8 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
                                  (long long)numel);
     }
     ox_tensor *x = ox_tensor_new(t, (int)p->n_dims, p->dims);
-    if (!x) return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
+    if (!x)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
     rlx_status st = RLX_OK;
     if (external && widened) {
         st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': external %s data", tn, ox_onnx_type_name(ot));
@@ -364,7 +415,8 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
             ox_set_i(x, i, v);
         }
     } else if (p->has_raw_data) {
-        if (want) memcpy(x->data, p->raw_data.data, want);
+        if (want)
+            memcpy(x->data, p->raw_data.data, want);
     } else {
         for (int64_t i = 0; i < numel; i++) {
             switch (ot) {
@@ -372,9 +424,7 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
             case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: ((int64_t *)x->data)[i] = p->int64_data[i]; break;
             case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: ((double *)x->data)[i] = p->double_data[i]; break;
             case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
-            case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
-                ((uint16_t *)x->data)[i] = (uint16_t)p->int32_data[i];
-                break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: ((uint16_t *)x->data)[i] = (uint16_t)p->int32_data[i]; break;
             case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
             case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: ox_set_i(x, i, (int64_t)p->uint64_data[i]); break;
             default: ox_set_i(x, i, p->int32_data[i]); break;
@@ -394,36 +444,45 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
  * walks the wire format, guided by the generated descriptors, and only
  * measures how deep message fields nest; malformed input is left for
  * protobuf-c to reject. */
-static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v) {
+static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
     *v = 0;
     for (int s = 0; s < 64 && *i < n; s += 7) {
         uint8_t b = p[(*i)++];
         *v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80)) return true;
+        if (!(b & 0x80))
+            return true;
     }
     return false;
 }
 
-static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth) {
-    if (depth > OX_MAX_PB_DEPTH) return false;
+static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth)
+{
+    if (depth > OX_MAX_PB_DEPTH)
+        return false;
     size_t i = 0;
     while (i < n) {
         uint64_t tag, v;
-        if (!rd_varint(p, n, &i, &tag)) return true;
+        if (!rd_varint(p, n, &i, &tag))
+            return true;
         switch (tag & 7) {
         case 0:
-            if (!rd_varint(p, n, &i, &v)) return true;
+            if (!rd_varint(p, n, &i, &v))
+                return true;
             break;
         case 1:
-            if (n - i < 8) return true;
+            if (n - i < 8)
+                return true;
             i += 8;
             break;
         case 5:
-            if (n - i < 4) return true;
+            if (n - i < 4)
+                return true;
             i += 4;
             break;
         case 2: {
-            if (!rd_varint(p, n, &i, &v) || v > n - i) return true;
+            if (!rd_varint(p, n, &i, &v) || v > n - i)
+                return true;
             const ProtobufCFieldDescriptor *f =
                 d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
             if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && !depth_ok(p + i, (size_t)v, f->descriptor, depth + 1))
@@ -437,19 +496,21 @@ static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescripto
     return true;
 }
 
-bool ox_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d) {
+bool ox_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d)
+{
     return depth_ok(data, size, d, 0);
 }
 
-rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
-                                size_t *bytes) {
+rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes)
+{
     if (!path || !t || !ndim || !dims || !data || !bytes)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_read_tensor: NULL argument");
     *data = NULL;
     uint8_t *buf;
     size_t n;
     rlx_status st = ox_read_file(path, (size_t)1 << 34, &buf, &n);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     if (!ox_pb_depth_ok(buf, n, &onnx__tensor_proto__descriptor)) {
         free(buf);
         return rlx_set_error(RLX_ERR_FORMAT, "'%s': messages nested deeper than %d levels", path, OX_MAX_PB_DEPTH);
@@ -457,15 +518,19 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
     rlx_clear_error();
     Onnx__TensorProto *p = onnx__tensor_proto__unpack(&ox_pb_allocator, n, buf);
     free(buf);
-    if (!p && rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY) return RLX_ERR_OUT_OF_MEMORY;
-    if (!p) return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
+    if (!p && rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY)
+        return RLX_ERR_OUT_OF_MEMORY;
+    if (!p)
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
     ox_tensor *x = NULL;
     st = ox_tensor_from_proto(p, NULL, &x);
     onnx__tensor_proto__free_unpacked(p, &ox_pb_allocator);
-    if (st != RLX_OK) return st;
+    if (st != RLX_OK)
+        return st;
     *t = x->dtype;
     *ndim = x->ndim;
-    for (int i = 0; i < x->ndim; i++) dims[i] = x->dims[i];
+    for (int i = 0; i < x->ndim; i++)
+        dims[i] = x->dims[i];
     *data = x->data;
     *bytes = x->bytes;
     free(x);
