@@ -14,23 +14,14 @@
 #include <cuda.h>
 #include <cuda_profiler_api.h>
 
+#include "backends/cuda/cuda_attention.h"
 #include "backends/cuda/cuda_common.h"
 
 extern "C" {
 #include "core/error.h"
 }
 
-cudaStream_t rlx_cu_stream;
-bool rlx_cu_pdl;
 static bool pdl_hw; /* the device can launch dependent grids (sm_90+) */
-
-static rlx_backend_settings default_settings(void)
-{
-    rlx_backend_settings s;
-    rlx_backend_settings_init(&s);
-    return s;
-}
-rlx_backend_settings rlx_cu_cfg = default_settings();
 
 static cu_kernel table[CU_TABLE_SIZE];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -45,7 +36,6 @@ static void *staging;
 static size_t staging_bytes;
 static unsigned long long *pinned_run_index;
 static cu_fault *host_fault; /* the host's view of rlx_cu_fault */
-cu_fault *rlx_cu_fault;
 
 #define STAGING_CHUNK ((size_t)64 << 20)
 
@@ -82,6 +72,7 @@ static void init_device(void)
     rlx_cuda_register_matmul(table);
     rlx_cuda_register_conv(table);
     rlx_cuda_register_attention(table);
+    rlx_cuda_register_attn_block(table);
     rlx_cuda_register_fused(table);
 }
 
@@ -90,63 +81,6 @@ static const cu_kernel *kernel_of(rlx_op op)
     if ((unsigned)op >= CU_TABLE_SIZE || !table[op].fn)
         return NULL;
     return &table[op];
-}
-
-rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!t)
-        return rlx_set_error(s, "cuda: %s", msg);
-    if (t->node->name)
-        return rlx_set_error(s, "cuda: node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op), t->node->name, msg);
-    return rlx_set_error(s, "cuda: node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
-}
-
-rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what)
-{
-    return rlx_cu_fail(t, RLX_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
-}
-
-bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n)
-{
-    if (!cu_is_f(n->dtype))
-        return false;
-    for (int i = 0; i < n->n_in; i++)
-        if (!cu_is_f(g->nodes[n->in[i]].dtype))
-            return false;
-    return true;
-}
-
-void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const int64_t (*strides)[CU_MAX_DIMS])
-{
-    memset(w, 0, sizeof *w);
-    w->nops = nops;
-    w->total = 1;
-    int n = 0;
-    for (int i = 0; i < ndim; i++) {
-        w->total *= dims[i];
-        if (dims[i] == 1)
-            continue;
-        bool merge = n > 0;
-        for (int k = 0; k < nops && merge; k++)
-            if (w->st[k][n - 1] != dims[i] * strides[k][i])
-                merge = false;
-        if (merge) {
-            w->dims[n - 1] *= dims[i];
-            for (int k = 0; k < nops; k++)
-                w->st[k][n - 1] = strides[k][i];
-            continue;
-        }
-        w->dims[n] = dims[i];
-        for (int k = 0; k < nops; k++)
-            w->st[k][n] = strides[k][i];
-        n++;
-    }
-    w->nd = n;
 }
 
 /* ------------------------------------------------------------- vtable */
@@ -469,51 +403,6 @@ static void mark_dirty(const void *dst, size_t bytes)
         for (int i = 0; i < g->n_ranges && !g->dirty; i++)
             if (a < g->ranges[i].p + g->ranges[i].n && g->ranges[i].p < a + bytes)
                 g->dirty = 1;
-}
-
-/* Device time of one launch sequence: run once (warm-up, lazy module
- * loads), then `reps` launches captured into a CUDA graph and replayed
- * between events, so kernels shorter than a host launch are not timed by
- * it.  1e30 when anything fails or the stream is being captured. */
-float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
-{
-    cudaStreamCaptureStatus cs;
-    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
-        return 1e30f;
-    float ms = 1e30f;
-    if (!launch(arg) || cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
-        cudaGetLastError();
-        return ms;
-    }
-    cudaEvent_t a = NULL, b = NULL;
-    cudaGraph_t gr = NULL;
-    cudaGraphExec_t ex = NULL;
-    bool ok = cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess &&
-              cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-    if (ok) {
-        for (int r = 0; r < reps && ok; r++)
-            ok = launch(arg);
-        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
-            ok = false;
-    }
-    float t = 0;
-    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess &&
-        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(a, rlx_cu_stream) == cudaSuccess &&
-        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(b, rlx_cu_stream) == cudaSuccess &&
-        cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t, a, b) == cudaSuccess)
-        ms = t / reps;
-    if (ex)
-        cudaGraphExecDestroy(ex);
-    if (gr)
-        cudaGraphDestroy(gr);
-    if (a)
-        cudaEventDestroy(a);
-    if (b)
-        cudaEventDestroy(b);
-    cudaStreamSynchronize(rlx_cu_stream);
-    cudaGetLastError();
-    rlx_clear_error();
-    return ms;
 }
 
 /* One thunk, its pack hook first when `pack` (and it has one). */

@@ -1182,5 +1182,4 @@ static bool attention_ok(const rlx_graph *g, const rlx_node_data *n)
 extern "C" void rlx_cuda_register_attention(cu_kernel *tab)
 {
     tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, attention_scratch, attention_ok, prep_attention, NULL};
-    rlx_cuda_register_attn_block(tab);
 }

@@ -1,0 +1,129 @@
+/* cuda_util.cu - what the CUDA backend's files share, below all of them:
+ * the stream, the settings in force, the device-visible fault word, error
+ * messages naming a thunk, the strided-walk setup and the timing of a
+ * captured launch sequence.  cuda_backend.cu (device, arena, graph) and
+ * every k_*.cu call these; this file calls none of them. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_common.h"
+
+extern "C" {
+#include "core/error.h"
+}
+
+cudaStream_t rlx_cu_stream;
+bool rlx_cu_pdl;
+
+static rlx_backend_settings default_settings(void)
+{
+    rlx_backend_settings s;
+    rlx_backend_settings_init(&s);
+    return s;
+}
+rlx_backend_settings rlx_cu_cfg = default_settings();
+
+cu_fault *rlx_cu_fault; /* device-visible: the first bad index a kernel met */
+
+rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!t)
+        return rlx_set_error(s, "cuda: %s", msg);
+    if (t->node->name)
+        return rlx_set_error(s, "cuda: node %d (%s '%s'): %s", t->id, rlx_op_name(t->node->op), t->node->name, msg);
+    return rlx_set_error(s, "cuda: node %d (%s): %s", t->id, rlx_op_name(t->node->op), msg);
+}
+
+rlx_status rlx_cu_error(const rlx_thunk *t, cudaError_t e, const char *what)
+{
+    return rlx_cu_fail(t, RLX_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
+}
+
+bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (!cu_is_f(n->dtype))
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (!cu_is_f(g->nodes[n->in[i]].dtype))
+            return false;
+    return true;
+}
+
+void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const int64_t (*strides)[CU_MAX_DIMS])
+{
+    memset(w, 0, sizeof *w);
+    w->nops = nops;
+    w->total = 1;
+    int n = 0;
+    for (int i = 0; i < ndim; i++) {
+        w->total *= dims[i];
+        if (dims[i] == 1)
+            continue;
+        bool merge = n > 0;
+        for (int k = 0; k < nops && merge; k++)
+            if (w->st[k][n - 1] != dims[i] * strides[k][i])
+                merge = false;
+        if (merge) {
+            w->dims[n - 1] *= dims[i];
+            for (int k = 0; k < nops; k++)
+                w->st[k][n - 1] = strides[k][i];
+            continue;
+        }
+        w->dims[n] = dims[i];
+        for (int k = 0; k < nops; k++)
+            w->st[k][n] = strides[k][i];
+        n++;
+    }
+    w->nd = n;
+}
+
+/* Device time of one launch sequence: run once (warm-up, lazy module
+ * loads), then `reps` launches captured into a CUDA graph and replayed
+ * between events, so kernels shorter than a host launch are not timed by
+ * it.  1e30 when anything fails or the stream is being captured. */
+float rlx_cu_time_captured(bool (*launch)(void *), void *arg, int reps)
+{
+    cudaStreamCaptureStatus cs;
+    if (cudaStreamIsCapturing(rlx_cu_stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return 1e30f;
+    float ms = 1e30f;
+    if (!launch(arg) || cudaStreamSynchronize(rlx_cu_stream) != cudaSuccess) {
+        cudaGetLastError();
+        return ms;
+    }
+    cudaEvent_t a = NULL, b = NULL;
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t ex = NULL;
+    bool ok = cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess &&
+              cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (ok) {
+        for (int r = 0; r < reps && ok; r++)
+            ok = launch(arg);
+        if (cudaStreamEndCapture(rlx_cu_stream, &gr) != cudaSuccess)
+            ok = false;
+    }
+    float t = 0;
+    if (ok && gr && cudaGraphInstantiate(&ex, gr, 0) == cudaSuccess &&
+        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(a, rlx_cu_stream) == cudaSuccess &&
+        cudaGraphLaunch(ex, rlx_cu_stream) == cudaSuccess && cudaEventRecord(b, rlx_cu_stream) == cudaSuccess &&
+        cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t, a, b) == cudaSuccess)
+        ms = t / reps;
+    if (ex)
+        cudaGraphExecDestroy(ex);
+    if (gr)
+        cudaGraphDestroy(gr);
+    if (a)
+        cudaEventDestroy(a);
+    if (b)
+        cudaEventDestroy(b);
+    cudaStreamSynchronize(rlx_cu_stream);
+    cudaGetLastError();
+    rlx_clear_error();
+    return ms;
+}
