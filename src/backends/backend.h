@@ -46,14 +46,15 @@ typedef struct rlx_backend_settings {
     int cuda_ew_lin;                                        /* RLX_CUDA_EW_LIN (on by default) */
     int cuda_no_attn_block;                                 /* RLX_CUDA_NO_ATTN_BLOCK */
     int cuda_no_tc_attention;                               /* RLX_CUDA_NO_TC_ATTENTION */
-    int cuda_no_decode_attention; /* RLX_CUDA_NO_DECODE_ATTENTION: one-row attention by the general kernels */
-    int cuda_attn_split;          /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
-    int cuda_attn_warps;          /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
-    int cuda_attn_lanes;          /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
-    int cuda_nhwc;                /* RLX_CUDA_NHWC (on by default) */
-    int cuda_conv_path;           /* RLX_CUDA_CONV_PATH: RLX_CUDA_CONV_* */
-    int cuda_conv_legacy;         /* RLX_CUDA_CONV_LEGACY (on by default) */
-    int cuda_conv_rtc;            /* RLX_CUDA_CONV_RTC */
+    int cuda_decode_attention; /* RLX_CUDA_DECODE_ATTENTION: one-row attention by attn_decode (opt-in until
+                                 * the GPU suite has run it) */
+    int cuda_attn_split;       /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
+    int cuda_attn_warps;       /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
+    int cuda_attn_lanes;       /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
+    int cuda_nhwc;             /* RLX_CUDA_NHWC (on by default) */
+    int cuda_conv_path;        /* RLX_CUDA_CONV_PATH: RLX_CUDA_CONV_* */
+    int cuda_conv_legacy;      /* RLX_CUDA_CONV_LEGACY (on by default) */
+    int cuda_conv_rtc;         /* RLX_CUDA_CONV_RTC */
 } rlx_backend_settings;
 
 /* The defaults: what a compile with ignore_env gets. */

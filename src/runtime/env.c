@@ -254,7 +254,7 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     env_bool(&s->cuda_ew_lin, "RLX_CUDA_EW_LIN");
     env_bool(&s->cuda_no_attn_block, "RLX_CUDA_NO_ATTN_BLOCK");
     env_bool(&s->cuda_no_tc_attention, "RLX_CUDA_NO_TC_ATTENTION");
-    env_bool(&s->cuda_no_decode_attention, "RLX_CUDA_NO_DECODE_ATTENTION");
+    env_bool(&s->cuda_decode_attention, "RLX_CUDA_DECODE_ATTENTION");
     s->cuda_attn_split = env_atoi("RLX_CUDA_ATTN_SPLIT", 0);
     int warps = env_atoi("RLX_CUDA_ATTN_WARPS", 0);
     s->cuda_attn_warps = warps == 2 || warps == 4 || warps == 8 ? warps : 0;

@@ -969,30 +969,41 @@ static void test_attention(void)
         {2, 8, 1, 1, 130, 64, "i130"},
         {5, 4, 4, 1, 37, 64, "i37"},
     };
-    for (size_t k = 0; k < sizeof ap / sizeof ap[0]; k++)
+    /* one-row cases run twice: by the default kernels and by attn_decode
+     * (RLX_CUDA_DECODE_ATTENTION, which the compile reads from here) */
+    for (int dec = 0; dec < 2; dec++) {
+        if (dec)
+            setenv("RLX_CUDA_DECODE_ATTENTION", "1", 1);
+        for (size_t k = 0; k < sizeof ap / sizeof ap[0]; k++)
+            for (int d = 0; d < 3; d++)
+                for (int i32 = 0; i32 < (k == 0 ? 2 : 1) && (!dec || ap[k].S == 1); i32++) {
+                    rlx_graph *g = rlx_graph_new();
+                    rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(ap[k].B, ap[k].H, ap[k].S, ap[k].D));
+                    rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
+                    rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
+                    rlx_node pos = rlx_input(g, ap[k].pos, i32 ? RLX_I32 : RLX_I64, 1, DIMS(ap[k].B));
+                    rlx_output(g, "o", rlx_attention_at(g, q, kk, v, pos, 0.0));
+                    check(NAME("attention_at %s B%lld H%lld/%lld S%lld T%lld D%lld%s%s", dn(FLOATS[d]),
+                               (long long)ap[k].B, (long long)ap[k].H, (long long)ap[k].Hk, (long long)ap[k].S,
+                               (long long)ap[k].T, (long long)ap[k].D, i32 ? " i32 positions" : "",
+                               dec ? " attn_decode" : ""),
+                          g);
+                }
+        /* one query row without positions: every key (or, causal, up to the last) */
         for (int d = 0; d < 3; d++)
-            for (int i32 = 0; i32 < (k == 0 ? 2 : 1); i32++) {
+            for (int causal = 0; causal < 2; causal++) {
                 rlx_graph *g = rlx_graph_new();
-                rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(ap[k].B, ap[k].H, ap[k].S, ap[k].D));
-                rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
-                rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(ap[k].B, ap[k].Hk, ap[k].T, ap[k].D));
-                rlx_node pos = rlx_input(g, ap[k].pos, i32 ? RLX_I32 : RLX_I64, 1, DIMS(ap[k].B));
-                rlx_output(g, "o", rlx_attention_at(g, q, kk, v, pos, 0.0));
-                check(NAME("attention_at %s B%lld H%lld/%lld S%lld T%lld D%lld%s", dn(FLOATS[d]), (long long)ap[k].B,
-                           (long long)ap[k].H, (long long)ap[k].Hk, (long long)ap[k].S, (long long)ap[k].T,
-                           (long long)ap[k].D, i32 ? " i32 positions" : ""),
-                      g);
+                rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(2, 8, 1, 128));
+                rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(2, 4, 70, 128));
+                rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(2, 4, 70, 128));
+                rlx_output(g, "o", rlx_attention(g, q, kk, v, -1, causal, 0.0));
+                check(
+                    NAME("attention %s one row%s%s", dn(FLOATS[d]), causal ? " causal" : "", dec ? " attn_decode" : ""),
+                    g);
             }
-    /* one query row without positions: every key (or, causal, up to the last) */
-    for (int d = 0; d < 3; d++)
-        for (int causal = 0; causal < 2; causal++) {
-            rlx_graph *g = rlx_graph_new();
-            rlx_node q = rlx_input(g, "q", FLOATS[d], 4, DIMS(2, 8, 1, 128));
-            rlx_node kk = rlx_input(g, "k", FLOATS[d], 4, DIMS(2, 4, 70, 128));
-            rlx_node v = rlx_input(g, "v", FLOATS[d], 4, DIMS(2, 4, 70, 128));
-            rlx_output(g, "o", rlx_attention(g, q, kk, v, -1, causal, 0.0));
-            check(NAME("attention %s one row%s", dn(FLOATS[d]), causal ? " causal" : ""), g);
-        }
+        if (dec)
+            unsetenv("RLX_CUDA_DECODE_ATTENTION");
+    }
 }
 
 /* The fused attention block, built the way the fuser recognises it (as

@@ -1017,7 +1017,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
                            (long long)a->Hk);
     cu_attn p = *a;
     int64_t bh = p.B * p.H;
-    if (decode_fits(p) && !rlx_cu_cfg.cuda_no_decode_attention)
+    if (rlx_cu_cfg.cuda_decode_attention && decode_fits(p))
         return decode_run(t, dt, p);
     if (tc_fits(dt, p.D, p.Dv)) {
         const tc_plan pl = tc_plan_of(p.B, p.H, p.S, p.T, p.D);
