@@ -38,6 +38,21 @@ NO_GPU = _no_gpu_reason()
 gpu = pytest.mark.skipif(NO_GPU is not None, reason=str(NO_GPU))
 
 
+def _no_onnx_reason():
+    """Why this librlx cannot read ONNX models (built without the importer), or None."""
+    try:
+        rlx._rlx.onnx_inputs("/nonexistent/probe.onnx")
+    except rlx.UnsupportedError as e:
+        return f"this librlx has no ONNX importer: {e}"
+    except rlx.RLXError:
+        pass
+    return None
+
+
+NO_ONNX = _no_onnx_reason()
+needs_onnx = pytest.mark.skipif(NO_ONNX is not None, reason=str(NO_ONNX))
+
+
 # ------------------------------------------------------------ anywhere
 
 class _DLDevice(ctypes.Structure):
@@ -106,6 +121,7 @@ def onnx_classifier(path):
 
 
 @pytest.mark.skipif(RLX_CUDA_ERROR is None, reason="RLX can use CUDA here: the errors for its absence do not apply")
+@needs_onnx
 def test_cuda_device_without_gpu_says_why(tmp_path):
     # a symbolic batch, so nothing compiles at construction: the device is checked anyway
     path = onnx_classifier(str(tmp_path / "classifier.onnx"))
@@ -132,6 +148,7 @@ def test_cuda_tensor_into_a_cpu_session_is_refused():
     assert y.tolist() == [[0, 2, 3], [4, 0, 6]]
 
 
+@needs_onnx
 def test_cuda_outputs_need_a_cuda_session(tmp_path):
     c = relu_graph().compile()
     with pytest.raises(rlx.UnsupportedError, match="needs a session compiled for CUDA"):
@@ -146,6 +163,7 @@ def test_cuda_outputs_need_a_cuda_session(tmp_path):
 # ------------------------------------------------------------ on a GPU
 
 @gpu
+@needs_onnx
 def test_onnx_session_torch_cuda_in_numpy_out(tmp_path):
     import torch
     path = onnx_classifier(str(tmp_path / "classifier.onnx"))
@@ -161,6 +179,7 @@ def test_onnx_session_torch_cuda_in_numpy_out(tmp_path):
 
 
 @gpu
+@needs_onnx
 def test_onnx_session_cuda_out_through_dlpack(tmp_path):
     import torch
     path = onnx_classifier(str(tmp_path / "classifier.onnx"))
