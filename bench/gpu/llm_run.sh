@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # llm_run.sh - the decoder LLM on the GPU machine: builds RLX with CUDA,
-# runs the GPU parity suite's cache_write cases (or all, FULL=1), checks
-# the LLM on CUDA against float64 references prepared on a CPU machine
+# runs the GPU parity suite's cache_write, attention and argmax cases (or
+# all, FULL=1), checks the LLM on CUDA against float64 references prepared
+# on a CPU machine
 # (DATA: llm_probe outputs and reference.py logits, see below), then times
 # the `decoder` workload (Qwen3-0.6B shape, bf16, prefill 512, decode 128
-# at batch 1, 8, 32) in RLX and in PyTorch (bench/gpu/llm_torch.py).
+# at batch 1, 8, 32) in RLX, with and without RLX_CUDA_DECODE_ATTENTION=1,
+# and in PyTorch (bench/gpu/llm_torch.py).
 # SKIP_BENCH=1 / SKIP_TORCH=1 leave out RLX's or PyTorch's timing.
 #
 #   bench/gpu/llm_run.sh [DATA]
@@ -38,11 +40,15 @@ for p in tests/llm/llm_probe.c bench/llm_bench.c; do
 done
 echo "build: $(( $(date +%s) - t0 )) s"
 
-echo "== GPU parity (${FULL:+all cases}${FULL:-cache_write cases})"
+cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_parity.c -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" \
+   -lrlx_internal -lm -o "$BUILD/cuda_parity" || exit 1
+echo "== GPU parity (${FULL:+all cases}${FULL:-cache_write, attention and argmax cases})"
 if [ -n "${FULL:-}" ]; then
   PREBUILT=$BUILD tests/gpu/run_all.sh 2>&1 | tail -3
 else
-  PREBUILT=$BUILD RLX_GPU_TEST_FILTER=cache_write tests/gpu/run_all.sh 2>&1 | grep -E "FAIL|passed" | tail -4
+  for f in cache_write attention argm; do # the cases the LLM step leans on
+    RLX_GPU_TEST_FILTER=$f "$BUILD/cuda_parity" 2>&1 | grep -E "FAIL|passed" | tail -4
+  done
 fi
 
 echo "== LLM on CUDA against the float64 reference"
@@ -60,6 +66,9 @@ if [ -z "${SKIP_BENCH:-}" ]; then
   echo "== decoder (Qwen3-0.6B shape), bf16: RLX"
   "$BUILD/llm_bench" decoder --device cuda --precision bf16 --prompt 512 --decode 128 --batches 1,8,32 --repeat 3 \
     2>&1 | tee "$OUTD/llm_bench_rlx.txt"
+  echo "== the same with the one-row attention kernel (RLX_CUDA_DECODE_ATTENTION=1)"
+  RLX_CUDA_DECODE_ATTENTION=1 "$BUILD/llm_bench" decoder --device cuda --precision bf16 --prompt 512 --decode 128 \
+    --batches 1,8,32 --repeat 3 2>&1 | tee "$OUTD/llm_bench_rlx_decode_attention.txt"
 fi
 if [ -z "${SKIP_TORCH:-}" ]; then
   echo "== decoder, bf16: PyTorch (eager, and static cache + torch.compile reduce-overhead)"
