@@ -16,7 +16,8 @@
 # float64 logits over prompt + those tokens), made with
 #   tests/llm/reference.py write / llm_probe --greedy 32 / reference.py logits.
 # DEPS (default gpu-deps, if present): lib/ and include/ of PCRE2, utf8proc
-# and cJSON for a GPU machine whose package manager cannot reach them.
+# and cJSON for a GPU machine whose package manager cannot reach them
+# (bench/gpu/make_deps.sh gathers them, and protobuf-c for the ONNX importer).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 DATA=${1:-gpu-llm}
