@@ -511,7 +511,7 @@ static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char 
         if (dev == DL_CUDA) {
             if (device != RLX_DEVICE_CUDA) {
                 PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
-                             "input '%s' is a CUDA tensor; this session runs on the cpu: copy it to the host first "
+                             "input '%s' is a CUDA tensor; the session runs on the cpu: copy it to the host first "
                              "(e.g. tensor.cpu()) or use device='cuda'",
                              names[i]);
                 goto fail;

@@ -139,7 +139,7 @@ def test_cuda_device_without_gpu_says_why(tmp_path):
 
 def test_cuda_tensor_into_a_cpu_session_is_refused():
     c = relu_graph().compile()
-    with pytest.raises(rlx.UnsupportedError, match="input 'x' is a CUDA tensor; this session runs on the cpu"):
+    with pytest.raises(rlx.UnsupportedError, match="input 'x' is a CUDA tensor; the session runs on the cpu"):
         c.run({"x": FakeCudaTensor((2, 3))})
     with pytest.raises(rlx.UnsupportedError, match="CUDA memory"):
         rlx.from_dlpack(FakeCudaTensor((2, 3)))

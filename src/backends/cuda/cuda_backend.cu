@@ -851,7 +851,7 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     pthread_mutex_lock(&lock);
     rlx_status st = RLX_OK;
-    /* this session's settings for the kernels it launches: what a launch
+    /* the running session's settings for the kernels it launches: what a launch
      * reads (the attention's split and warps, which also sized its scratch
      * at compile, PDL) must be what its compile read, whichever session
      * was compiled last */
