@@ -222,7 +222,7 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     c->pos = rlx_calloc((size_t)B, sizeof *c->pos);
     c->logits = rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits);
     c->step_logits = B > 1 ? rlx_calloc((size_t)B * (size_t)hp->vocab, sizeof *c->logits) : NULL;
-    c->in_decode = rlx_calloc((size_t)B, 1);
+    c->in_decode = rlx_calloc((size_t)B, sizeof *c->in_decode);
     c->next = rlx_calloc((size_t)B, sizeof *c->next);
     c->tokens = rlx_calloc((size_t)B * (size_t)S, sizeof *c->tokens);
     c->in_pos = rlx_calloc((size_t)B, sizeof *c->in_pos);
@@ -266,27 +266,36 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     return RLX_OK;
 }
 
+static bool any_row(const bool *rows, int B)
+{
+    for (int b = 0; b < B; b++)
+        if (rows[b])
+            return true;
+    return false;
+}
+
+/* Copies session s's logits of the sequences in `rows` into c->logits. */
+static rlx_status copy_logits(rlx_llm_context *c, rlx_session *s, const bool *rows)
+{
+    int B = c->opts.batch, V = c->model->hp.vocab;
+    if (!any_row(rows, B))
+        return RLX_OK;
+    if (B == 1)
+        return rlx_session_get_output(s, "logits", c->logits, (size_t)V * sizeof(float));
+    rlx_status st = rlx_session_get_output(s, "logits", c->step_logits, (size_t)B * (size_t)V * sizeof(float));
+    for (int b = 0; st == RLX_OK && b < B; b++)
+        if (rows[b])
+            memcpy(c->logits + (size_t)b * V, c->step_logits + (size_t)b * V, (size_t)V * sizeof(float));
+    return st;
+}
+
 /* Copies the decode session's logits of every sequence whose latest ones
  * are still only there (before another step overwrites them). */
 static rlx_status fetch_decode_logits(rlx_llm_context *c)
 {
-    int B = c->opts.batch, V = c->model->hp.vocab;
-    bool any = false;
-    for (int b = 0; b < B; b++)
-        any = any || c->in_decode[b];
-    if (!any)
-        return RLX_OK;
-    rlx_status st;
-    if (B == 1) {
-        st = rlx_session_get_output(c->decode, "logits", c->logits, (size_t)V * sizeof(float));
-    } else {
-        st = rlx_session_get_output(c->decode, "logits", c->step_logits, (size_t)B * (size_t)V * sizeof(float));
-        for (int b = 0; st == RLX_OK && b < B; b++)
-            if (c->in_decode[b])
-                memcpy(c->logits + (size_t)b * V, c->step_logits + (size_t)b * V, (size_t)V * sizeof(float));
-    }
+    rlx_status st = copy_logits(c, c->decode, c->in_decode);
     if (st == RLX_OK)
-        memset(c->in_decode, 0, (size_t)B);
+        memset(c->in_decode, 0, (size_t)c->opts.batch * sizeof *c->in_decode);
     return st;
 }
 
@@ -296,7 +305,7 @@ static rlx_status fetch_decode_logits(rlx_llm_context *c)
  * they are asked for). */
 static rlx_status run_step(rlx_llm_context *c, rlx_session *s, int S, const bool *take)
 {
-    int B = c->opts.batch, V = c->model->hp.vocab;
+    int B = c->opts.batch;
     rlx_status st;
     /* rows whose logits are still in the decode session and that this step
      * does not replace are copied out before it overwrites them */
@@ -311,25 +320,13 @@ static rlx_status run_step(rlx_llm_context *c, rlx_session *s, int S, const bool
         (st = rlx_session_run(s)) != RLX_OK)
         return st;
     if (s == c->decode) {
-        for (int b = 0; b < B; b++)
-            c->in_decode[b] = take[b];
+        memcpy(c->in_decode, take, (size_t)B * sizeof *c->in_decode);
         return RLX_OK;
     }
     for (int b = 0; b < B; b++)
         if (take[b])
-            c->in_decode[b] = 0;
-    bool any = false;
-    for (int b = 0; b < B; b++)
-        any = any || take[b];
-    if (!any)
-        return RLX_OK;
-    if (B == 1)
-        return rlx_session_get_output(s, "logits", c->logits, (size_t)V * sizeof(float));
-    st = rlx_session_get_output(s, "logits", c->step_logits, (size_t)B * (size_t)V * sizeof(float));
-    for (int b = 0; st == RLX_OK && b < B; b++)
-        if (take[b])
-            memcpy(c->logits + (size_t)b * V, c->step_logits + (size_t)b * V, (size_t)V * sizeof(float));
-    return st;
+            c->in_decode[b] = false;
+    return copy_logits(c, s, take);
 }
 
 rlx_status rlx_llm_prefill(rlx_llm_context *c, int n_seqs, const int32_t *const *ids, const int *n_ids)
@@ -421,10 +418,9 @@ rlx_status rlx_llm_argmax(rlx_llm_context *c, int32_t *tokens)
     if (!c || !tokens)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "argmax: context and tokens must not be NULL");
     int B = c->opts.batch, V = c->model->hp.vocab;
-    bool any = false;
-    for (int b = 0; b < B; b++)
-        any = any || c->in_decode[b];
-    rlx_status st = any ? rlx_session_get_output(c->decode, "next", c->next, (size_t)B * sizeof(int64_t)) : RLX_OK;
+    rlx_status st = any_row(c->in_decode, B)
+                        ? rlx_session_get_output(c->decode, "next", c->next, (size_t)B * sizeof(int64_t))
+                        : RLX_OK;
     if (st != RLX_OK)
         return st;
     for (int b = 0; b < B; b++)

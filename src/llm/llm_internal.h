@@ -21,7 +21,7 @@ struct rlx_llm_context {
     /* per sequence: 1 while its latest logits are still only in the decode
      * session's output (copied when asked for: a greedy caller takes the
      * device's argmax and never copies them) */
-    unsigned char *in_decode;
+    bool *in_decode;
     int64_t *next;                      /* [batch]: the decode step's argmax */
     int64_t *tokens, *in_pos, *in_last; /* the step's inputs */
 };

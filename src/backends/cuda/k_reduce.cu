@@ -160,6 +160,17 @@ __device__ __forceinline__ bool arg_better(int is_max, double v, int64_t i, doub
     return is_max ? v > b : v < b;
 }
 
+/* Lane 0 ends with the warp's best (value, index); bi < 0: no candidate. */
+__device__ __forceinline__ void arg_warp_reduce(int is_max, double &best, int64_t &bi)
+{
+    for (int off = 16; off > 0; off >>= 1) {
+        double ov = __shfl_down_sync(0xffffffffu, best, off);
+        int64_t oi = __shfl_down_sync(0xffffffffu, bi, off);
+        if (oi >= 0 && (bi < 0 || arg_better(is_max, ov, oi, best, bi)))
+            best = ov, bi = oi;
+    }
+}
+
 /* One block per row of a contiguous last axis (a vocabulary's logits):
  * every thread scans a strided part, then the block reduces. */
 #define ARG_ROW_THREADS 1024
@@ -177,12 +188,7 @@ __global__ void __launch_bounds__(ARG_ROW_THREADS)
         if (bi < 0 || arg_better(is_max, v, i, best, bi))
             best = v, bi = i;
     }
-    for (int off = 16; off > 0; off >>= 1) {
-        double ov = __shfl_down_sync(0xffffffffu, best, off);
-        int64_t oi = __shfl_down_sync(0xffffffffu, bi, off);
-        if (oi >= 0 && (bi < 0 || arg_better(is_max, ov, oi, best, bi)))
-            best = ov, bi = oi;
-    }
+    arg_warp_reduce(is_max, best, bi);
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0)
         sv[warp] = best, si[warp] = bi;
@@ -191,12 +197,7 @@ __global__ void __launch_bounds__(ARG_ROW_THREADS)
         int nw = blockDim.x / 32;
         best = lane < nw ? sv[lane] : 0;
         bi = lane < nw ? si[lane] : -1;
-        for (int off = 16; off > 0; off >>= 1) {
-            double ov = __shfl_down_sync(0xffffffffu, best, off);
-            int64_t oi = __shfl_down_sync(0xffffffffu, bi, off);
-            if (oi >= 0 && (bi < 0 || arg_better(is_max, ov, oi, best, bi)))
-                best = ov, bi = oi;
-        }
+        arg_warp_reduce(is_max, best, bi);
         if (lane == 0)
             y[blockIdx.x] = bi;
     }
