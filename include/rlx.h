@@ -296,6 +296,7 @@ typedef enum rlx_precision { RLX_PRECISION_F32 = 0, RLX_PRECISION_F16, RLX_PRECI
 
 typedef struct rlx_options {
     rlx_device device;
+    int device_index; /* which device of that kind: cuda:N (0 = the first; the cpu is 0) */
     rlx_precision precision;
     int threads;              /* 0 = all cores */
     uint64_t seed;            /* random ops */
@@ -320,6 +321,14 @@ typedef struct rlx_options {
 
 RLX_API void rlx_options_init(rlx_options *o);
 
+/* "cpu", "cuda", "cuda:N" (also "cpu:0") as a device and its index; an
+ * error naming the text otherwise.  Whether the device exists is checked
+ * at compile. */
+RLX_API rlx_status rlx_device_parse(const char *text, rlx_device *device, int *index);
+/* How many devices of a kind this process can use: 1 for the cpu; the
+ * CUDA devices where the backend is built and a driver sees them; else 0. */
+RLX_API int rlx_device_count(rlx_device device);
+
 typedef struct rlx_session rlx_session;
 
 /* Optimizes, plans and prepares the graph for the device.  The graph is
@@ -343,20 +352,21 @@ RLX_API rlx_status rlx_session_run(rlx_session *s);
 RLX_API rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
 
 /* The same with device memory, for a CUDA session: `device_ptr` points into
- * CUDA device 0's memory (cudaMalloc'd, or another library's tensor on that
- * device) and is copied device to device, dense and row-major as above.
- * The copy is ordered after the work queued on CUDA's legacy default stream
- * (DLPack's stream 1) and has finished when the call returns.  A pointer
- * that is not device memory of device 0 is RLX_ERR_INVALID_ARGUMENT; a CPU
- * session gives RLX_ERR_UNSUPPORTED (its tensors are host memory: use the
- * calls above). */
+ * the memory of the session's GPU (cudaMalloc'd, or another library's
+ * tensor on that device) and is copied device to device, dense and
+ * row-major as above.  The copy is ordered after the work queued on CUDA's
+ * legacy default stream (DLPack's stream 1) and has finished when the call
+ * returns.  A pointer that is not device memory of the session's device is
+ * RLX_ERR_INVALID_ARGUMENT; a CPU session gives RLX_ERR_UNSUPPORTED (its
+ * tensors are host memory: use the calls above). */
 RLX_API rlx_status rlx_session_set_input_device(rlx_session *s, const char *name, const void *device_ptr, size_t bytes);
 RLX_API rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void *device_ptr, size_t bytes);
-/* Device memory to hand those calls: `bytes` (zeroed) on `device`; free it
- * with rlx_device_free.  RLX_ERR_UNSUPPORTED for RLX_DEVICE_CPU and where
- * the library has no CUDA backend; RLX_ERR_DEVICE where it has no GPU. */
-RLX_API rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out);
-RLX_API void rlx_device_free(rlx_device device, void *ptr);
+/* Device memory to hand those calls: `bytes` (zeroed) on device `index` of
+ * kind `device` (cuda:index); free it with rlx_device_free and the same
+ * device.  RLX_ERR_UNSUPPORTED for RLX_DEVICE_CPU and where the library
+ * has no CUDA backend; RLX_ERR_DEVICE where it has no such GPU. */
+RLX_API rlx_status rlx_device_alloc(rlx_device device, int index, size_t bytes, void **out);
+RLX_API void rlx_device_free(rlx_device device, int index, void *ptr);
 
 /* What the compiled session takes and gives. kind: 0 input, 1 param, 2 output. */
 typedef struct rlx_tensor_info {
@@ -556,6 +566,7 @@ RLX_API int rlx_llm_is_eog(const rlx_llm *m, int32_t id);
  * sequences. */
 typedef struct rlx_llm_options {
     rlx_device device;
+    int device_index; /* cuda:N */
     rlx_precision precision;
     int threads;       /* 0 = all cores */
     int ctx;           /* positions per sequence (0 = min(model's, 2048)) */

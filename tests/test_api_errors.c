@@ -842,6 +842,50 @@ static void test_unavailable_device(void **state)
     rlx_graph_free(g);
 }
 
+/* Device names: cpu, cuda, cuda:N; anything else is refused naming it. */
+static void test_device_names(void **state)
+{
+    (void)state;
+    rlx_device d = RLX_DEVICE_CPU;
+    int i = -1;
+    assert_int_equal(rlx_device_parse("cpu", &d, &i), RLX_OK);
+    assert_true(d == RLX_DEVICE_CPU && i == 0);
+    assert_int_equal(rlx_device_parse("cuda", &d, &i), RLX_OK);
+    assert_true(d == RLX_DEVICE_CUDA && i == 0);
+    assert_int_equal(rlx_device_parse("cuda:3", &d, &i), RLX_OK);
+    assert_true(d == RLX_DEVICE_CUDA && i == 3);
+    assert_int_equal(rlx_device_parse("cpu:0", &d, &i), RLX_OK);
+    assert_true(d == RLX_DEVICE_CPU && i == 0);
+    const char *bad[] = {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "cuda:99999", "cpu:1", "", "cudax", "cuda: 1"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        d = RLX_DEVICE_CUDA;
+        i = 7;
+        EXPECT_STATUS(rlx_device_parse(bad[k], &d, &i), RLX_ERR_INVALID_ARGUMENT);
+        assert_true(d == RLX_DEVICE_CUDA && i == 7); /* untouched */
+        assert_true(msg_has(bad[k], NULL));
+    }
+    EXPECT_STATUS(rlx_device_parse(NULL, &d, &i), RLX_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rlx_device_count(RLX_DEVICE_CPU), 1);
+    assert_true(rlx_device_count(RLX_DEVICE_CUDA) >= 0);
+
+    /* a compile on a device index the machine lacks names it */
+    rlx_graph *g = graph_with_output();
+    rlx_options o;
+    rlx_options_init(&o);
+    o.device_index = 1;
+    rlx_session *s = NULL;
+    EXPECT_STATUS(rlx_compile(g, &o, &s), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("cpu:1", NULL) && !s);
+    o.device = RLX_DEVICE_CUDA;
+    o.device_index = rlx_device_count(RLX_DEVICE_CUDA);
+    rlx_status st = rlx_compile(g, &o, &s);
+    assert_true((st == RLX_ERR_UNSUPPORTED || st == RLX_ERR_DEVICE) && !s);
+    char want[32];
+    snprintf(want, sizeof want, "cuda:%d", o.device_index);
+    assert_true(msg_has(st == RLX_ERR_UNSUPPORTED ? "no backend" : want, NULL));
+    rlx_graph_free(g);
+}
+
 /* Device pointers: a CPU session's tensors are host memory, so the device
  * calls say so; device memory for the CPU is refused, and for CUDA it is
  * given only where a GPU is. */
@@ -858,16 +902,24 @@ static void test_device_pointers(void **state)
     EXPECT_STATUS(rlx_session_set_input_device(NULL, "x", buf, sizeof buf), RLX_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(rlx_session_get_output_device(s, NULL, buf, sizeof buf), RLX_ERR_INVALID_ARGUMENT);
     void *p = buf;
-    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CPU, 16, &p), RLX_ERR_UNSUPPORTED);
+    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CPU, 0, 16, &p), RLX_ERR_UNSUPPORTED);
     assert_null(p);
-    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CUDA, 16, NULL), RLX_ERR_INVALID_ARGUMENT);
-    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, 16, &p);
+    EXPECT_STATUS(rlx_device_alloc(RLX_DEVICE_CUDA, 0, 16, NULL), RLX_ERR_INVALID_ARGUMENT);
+    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, 0, 16, &p);
     if (st == RLX_OK)
         assert_non_null(p);
     else
         assert_true((st == RLX_ERR_UNSUPPORTED || st == RLX_ERR_DEVICE) && !p && msg_has(NULL, NULL));
-    rlx_device_free(RLX_DEVICE_CUDA, p);
-    rlx_device_free(RLX_DEVICE_CPU, NULL);
+    rlx_device_free(RLX_DEVICE_CUDA, 0, p);
+    rlx_device_free(RLX_DEVICE_CPU, 0, NULL);
+    /* a device the machine does not have: refused, naming it */
+    int n = rlx_device_count(RLX_DEVICE_CUDA);
+    p = buf;
+    st = rlx_device_alloc(RLX_DEVICE_CUDA, n, 16, &p);
+    assert_true((st == RLX_ERR_UNSUPPORTED || st == RLX_ERR_DEVICE) && !p);
+    char want[32];
+    snprintf(want, sizeof want, "cuda:%d", n);
+    assert_true(st == RLX_ERR_UNSUPPORTED ? msg_has("no backend", NULL) : msg_has(want, NULL));
     rlx_session_free(s);
     rlx_graph_free(g);
 }
@@ -1073,8 +1125,8 @@ int main(void)
         cmocka_unit_test(test_bad_perms),           cmocka_unit_test(test_bad_attributes),
         cmocka_unit_test(test_verify_no_outputs),   cmocka_unit_test(test_graph_freed_after_compile),
         cmocka_unit_test(test_gather_out_of_range), cmocka_unit_test(test_unavailable_device),
-        cmocka_unit_test(test_device_pointers),     cmocka_unit_test(test_extreme_values),
-        cmocka_unit_test(test_session_info),
+        cmocka_unit_test(test_device_names),        cmocka_unit_test(test_device_pointers),
+        cmocka_unit_test(test_extreme_values),      cmocka_unit_test(test_session_info),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@ static void usage(FILE *f)
                "  --prompt TEXT              the prompt (default: \"Once upon a time\")\n"
                "  --prompt-tokens ID,ID,...  the prompt as token ids (no tokenizer involved)\n"
                "  -n, --max-tokens N         tokens to generate (default 64)\n"
-               "  --device cpu|cuda          (default cpu)\n"
+               "  --device cpu|cuda|cuda:N   (default cpu; cuda is cuda:0)\n"
                "  --precision f32|f16|bf16   compute precision (default f32)\n"
                "  --threads N                CPU threads (default: all cores)\n"
                "  --ctx N                    context length (default: prompt + N, rounded up to 64)\n"
@@ -146,12 +146,8 @@ int rlx_cmd_generate(int argc, char **argv)
             bad = parse_long(f, v, 0, 1 << 20, &n_predict), i++;
         } else if (!strcmp(f, "--device") && v) {
             i++;
-            if (!strcmp(v, "cpu"))
-                lo.device = RLX_DEVICE_CPU;
-            else if (!strcmp(v, "cuda"))
-                lo.device = RLX_DEVICE_CUDA;
-            else
-                bad = fprintf(stderr, "rlx generate: --device is cpu or cuda, not '%s'\n", v) > 0;
+            if (rlx_device_parse(v, &lo.device, &lo.device_index) != RLX_OK)
+                bad = fprintf(stderr, "rlx generate: --device: %s\n", rlx_last_error()) > 0;
         } else if (!strcmp(f, "--precision") && v) {
             i++;
             if (!strcmp(v, "f32"))

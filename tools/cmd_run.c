@@ -67,7 +67,7 @@ static void run_help(void)
            "random values).\n"
            "\n"
            "options:\n"
-           "  --device cpu|cuda          device to run on (default cpu)\n"
+           "  --device cpu|cuda|cuda:N   device to run on (default cpu; cuda is cuda:0)\n"
            "  --precision f32|f16|bf16   compute precision (default f32; f16/bf16 run the\n"
            "                             mixed-precision pass where the device supports it)\n"
            "  --threads N                CPU threads, 1 to 1024 (default: all cores)\n"
@@ -127,12 +127,10 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             run_help();
             return 1;
         } else if (!strcmp(f, "--device")) {
-            if (v && !strcmp(v, "cpu"))
-                a->opts.device = RLX_DEVICE_CPU;
-            else if (v && !strcmp(v, "cuda"))
-                a->opts.device = RLX_DEVICE_CUDA;
-            else
-                return fprintf(stderr, "rlx run: --device takes cpu or cuda\n"), -1;
+            if (!v)
+                return fprintf(stderr, "rlx run: --device takes cpu, cuda or cuda:N\n"), -1;
+            if (rlx_device_parse(v, &a->opts.device, &a->opts.device_index) != RLX_OK)
+                return fprintf(stderr, "rlx run: --device: %s\n", rlx_last_error()), -1;
             i++;
         } else if (!strcmp(f, "--precision")) {
             if (v && !strcmp(v, "f32"))

@@ -7,7 +7,8 @@
 # the `decoder` workload (Qwen3-0.6B shape, bf16, prefill 512, decode 128
 # at batch 1, 8, 32) in RLX, with and without RLX_CUDA_DECODE_ATTENTION=1,
 # and in PyTorch (bench/gpu/llm_torch.py).
-# SKIP_BENCH=1 / SKIP_TORCH=1 leave out RLX's or PyTorch's timing.
+# SKIP_BENCH=1 / SKIP_TORCH=1 leave out RLX's or PyTorch's timing;
+# SKIP_PARITY=1 the parity cases; PREBUILT=1 uses the library in $BUILD.
 #
 #   bench/gpu/llm_run.sh [DATA]
 #
@@ -33,8 +34,10 @@ if [ -d "$DEPS/lib" ]; then
   export LD_LIBRARY_PATH="$PWD/$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 t0=$(date +%s)
-cmake -S . -B "$BUILD" -DRLX_ONNX=OFF -DRLX_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >"$BUILD/configure.log" 2>&1 &&
-  cmake --build "$BUILD" -j"${JOBS:-16}" >"$BUILD/build.log" 2>&1 || { tail -30 "$BUILD/configure.log" "$BUILD/build.log"; exit 1; }
+if [ -z "${PREBUILT:-}" ]; then # PREBUILT=1: $BUILD already holds the library (bench/gpu/check_all.sh)
+  cmake -S . -B "$BUILD" -DRLX_ONNX=OFF -DRLX_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >"$BUILD/configure.log" 2>&1 &&
+    cmake --build "$BUILD" -j"${JOBS:-16}" >"$BUILD/build.log" 2>&1 || { tail -30 "$BUILD/configure.log" "$BUILD/build.log"; exit 1; }
+fi
 for p in tests/llm/llm_probe.c bench/llm_bench.c; do
   cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L "$p" -Iinclude -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx -lm \
      -o "$BUILD/$(basename "$p" .c)" || exit 1
@@ -44,7 +47,9 @@ echo "build: $(( $(date +%s) - t0 )) s"
 cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_parity.c -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" \
    -lrlx_internal -lm -o "$BUILD/cuda_parity" || exit 1
 echo "== GPU parity (${FULL:+all cases}${FULL:-cache_write, attention and argmax cases})"
-if [ -n "${FULL:-}" ]; then
+if [ -n "${SKIP_PARITY:-}" ]; then
+  echo "(left out: SKIP_PARITY)"
+elif [ -n "${FULL:-}" ]; then
   PREBUILT=$BUILD tests/gpu/run_all.sh 2>&1 | tail -3
 else
   for f in cache_write attention argm; do # the cases the LLM step leans on

@@ -60,7 +60,6 @@ _ALIASES = {
 }
 _NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64, "i64": np.int64,
           "i32": np.int32, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
-_DEVICES = {"cpu": 0, "cuda": 1}
 _PRECISIONS = {"f32": 0, "float32": 0, "f16": 1, "float16": 1, "bf16": 2, "bfloat16": 2}
 
 
@@ -84,11 +83,12 @@ def _dtype_code(dtype: Any) -> int:
     return _DTYPE_NAMES.index(name)
 
 
-def _device_code(device: str) -> int:
-    d = str(device).split(":")[0].lower()
-    if d not in _DEVICES:
-        raise InvalidArgumentError(f"unknown device {device!r} (cpu or cuda)")
-    return _DEVICES[d]
+def _device(device: str) -> Tuple[str, int, int]:
+    """The device's text and its (kind, index): kind 0 cpu, 1 cuda; "cuda" is
+    cuda:0.  The library parses it (rlx_device_parse)."""
+    text = str(device)
+    kind, index = _rlx._parse_device(text)
+    return text, kind, index
 
 
 def _precision_code(precision: str) -> int:
@@ -99,8 +99,8 @@ def _precision_code(precision: str) -> int:
 
 def _output_device(output_device: str, session_device: str) -> bool:
     """True for outputs in CUDA memory ("cuda"), False for numpy arrays ("cpu")."""
-    on_device = _device_code(output_device) == 1
-    if on_device and _device_code(session_device) != 1:
+    on_device = _device(output_device)[1] == 1
+    if on_device and _device(session_device)[1] != 1:
         raise UnsupportedError(f"output_device={output_device!r} needs a session compiled for CUDA (device='cuda'); "
                                f"this one runs on {session_device!r}")
     return on_device
@@ -143,7 +143,7 @@ class InferenceSession:
     library's model cache, rlx_model_load_onnx / rlx_model_session).
 
     path_or_bytes: a .onnx file path, or the model's bytes (external data
-    then comes from base_dir).  device: "cpu" or "cuda" (an UnsupportedError
+    then comes from base_dir).  device: "cpu", "cuda" or "cuda:N" (an UnsupportedError
     says why where CUDA is not available).  precision: "f32", "f16" or
     "bf16".  threads: CPU threads, 0 for all cores.  value_inputs: names of
     inputs bound by value at import (they become constants, so shape
@@ -157,7 +157,8 @@ class InferenceSession:
 
     CUDA memory: with device="cuda", an input may be a CUDA tensor of
     another library (any object with __dlpack__ whose __dlpack_device__ is
-    (2, 0), e.g. a torch.cuda tensor): it is copied device to device into
+    (2, N) for the session's cuda:N, e.g. a torch.cuda tensor): it is copied
+    device to device into
     the session (no host round trip), after the producer's queued work (it
     is asked for DLPack stream 1).  run(..., output_device="cuda") returns
     DeviceTensor objects (device memory of their own, for
@@ -170,7 +171,7 @@ class InferenceSession:
                  value_inputs: Sequence[str] = ()):
         self.device = str(device)
         self.precision = precision
-        dev, prec, thr = _device_code(device), _precision_code(precision), _check_threads(threads)
+        (dev, kind, _), prec, thr = _device(device), _precision_code(precision), _check_threads(threads)
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             data = bytes(path_or_bytes)
             fd, tmp = tempfile.mkstemp(suffix=".onnx")
@@ -202,9 +203,9 @@ class InferenceSession:
         self._model = _rlx._Model(source, [(n, dt, dims, n in value_inputs) for n, dt, dims, _t, _o in ins], dev,
                                   prec, thr, base_dir)
         self._last_outputs: Optional[List[TensorInfo]] = None
-        if dev == 1:  # a missing backend or GPU shows here, whatever the shapes
-            _rlx._check_device(1)
-        if dev == 1:  # compile once now where the shapes allow
+        if kind == 1:  # a missing backend or GPU shows here, whatever the shapes
+            _rlx._check_device(dev)
+        if kind == 1:  # compile once now where the shapes allow
             if all(i.shape is not None and None not in i.shape for i in self._inputs):
                 self._compile_for(self._zeros())
 
@@ -246,7 +247,7 @@ class InferenceSession:
 
         Arrays that are C-contiguous with the input's dtype are read in
         place (no copy); other layouts are copied; another dtype is a
-        DTypeError naming the input.  CUDA tensors (DLPack device (2, 0),
+        DTypeError naming the input.  CUDA tensors (DLPack device (2, N) of cuda:N,
         dense) are copied device to device.  A new set of input shapes
         compiles once and is kept."""
         if output_names is not None:
@@ -578,7 +579,7 @@ class Graph:
                 seed: int = 0) -> CompiledGraph:
         """Optimizes, plans and prepares the graph (the GIL is released).
         report=True keeps the dispatch report (CompiledGraph.report())."""
-        return CompiledGraph(self._g.compile(_device_code(device), _precision_code(precision),
+        return CompiledGraph(self._g.compile(_device(device)[0], _precision_code(precision),
                                              _check_threads(threads), report, seed), str(device))
 
     def run(self, inputs: Dict[str, Any], **compile_options: Any) -> List[np.ndarray]:
@@ -687,30 +688,31 @@ class DeviceTensor:
     memory is freed when this object and every tensor made from it are
     gone."""
 
-    __slots__ = ("_b", "shape", "dtype", "nbytes")
+    __slots__ = ("_b", "shape", "dtype", "nbytes", "_index")
 
     def __init__(self, buffer: "_rlx._DeviceBuffer"):
-        shape, dtype, nbytes = buffer.info()
+        shape, dtype, nbytes, index = buffer.info()
         self._b = buffer
         self.shape: Tuple[int, ...] = tuple(shape)
         self.dtype: str = _np_name(dtype)
         self.nbytes: int = nbytes
+        self._index: int = index
 
     @property
     def device(self) -> str:
-        """Where the memory is: "cuda:0"."""
-        return "cuda:0"
+        """Where the memory is: "cuda:N", the session's GPU."""
+        return f"cuda:{self._index}"
 
     def __dlpack__(self, stream: Any = None) -> Any:
-        """A 'dltensor' capsule lending the device memory (kDLCUDA, device 0)."""
+        """A 'dltensor' capsule lending the device memory (kDLCUDA, its device)."""
         return self._b.dlpack()
 
     def __dlpack_device__(self) -> Tuple[int, int]:
-        """(2, 0): kDLCUDA, device 0."""
-        return (2, 0)
+        """(2, N): kDLCUDA, device N."""
+        return (2, self._index)
 
     def __repr__(self) -> str:
-        return f"rlx.DeviceTensor(shape={self.shape}, dtype={self.dtype}, device=cuda:0)"
+        return f"rlx.DeviceTensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
 
 
 def _pieces(stream: "_rlx._Stream") -> Iterator[str]:
@@ -738,7 +740,7 @@ class LLM:
     tokenizer.json, or a built-in shape ("decoder-small", "decoder": seeded
     weights and a byte tokenizer, so their text is noise); None is the
     built-in "decoder-small" that `rlx generate` runs without a model.
-    device: "cpu" or "cuda"; precision: "f32", "f16" or "bf16"; ctx:
+    device: "cpu", "cuda" or "cuda:N"; precision: "f32", "f16" or "bf16"; ctx:
     positions of the context (None: the model's, at most 2048), which bounds
     prompt + max_tokens; threads: CPU threads, 0 for all cores;
     prefill_chunk: prompt tokens per prefill run (None: min(ctx, 512)).
@@ -755,7 +757,7 @@ class LLM:
                  ctx: Optional[int] = None, threads: int = 0, prefill_chunk: Optional[int] = None):
         self.device = str(device)
         self.precision = precision
-        dev, prec, thr = _device_code(device), _precision_code(precision), _check_threads(threads)
+        dev, prec, thr = _device(device)[0], _precision_code(precision), _check_threads(threads)
         for name, v in (("ctx", ctx), ("prefill_chunk", prefill_chunk)):
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise InvalidArgumentError(f"{name} must be an int >= 1 or None, got {v!r}")

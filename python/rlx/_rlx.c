@@ -337,11 +337,12 @@ static int dlpack_device_of(PyObject *v, int *dev_id)
  * with stream 1 (the producer orders its work before CUDA's legacy default
  * stream, which the copy in rlx_session_set_input_device follows), kept
  * until the run is over; dense row-major, the input's dtype. */
-static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_id, prepared *p)
+static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_id, int index, prepared *p)
 {
-    if (dev_id != 0) {
-        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "input '%s' is on CUDA device %d; RLX runs on device 0", name,
-                     dev_id);
+    if (dev_id != index) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT],
+                     "input '%s' is on CUDA device %d; the session runs on cuda:%d (copy it there first)", name, dev_id,
+                     index);
         return -1;
     }
     PyObject *meth = PyObject_GetAttrString(v, "__dlpack__");
@@ -363,7 +364,7 @@ static int as_device_input(PyObject *v, const char *name, rlx_dtype t, int dev_i
     dl_dtype want = dl_of_rlx(t);
     const char *why = NULL;
     char buf[160];
-    if (dt->device.device_type != DL_CUDA || dt->device.device_id != 0) {
+    if (dt->device.device_type != DL_CUDA || dt->device.device_id != index) {
         snprintf(buf, sizeof buf, "its capsule is on device type %d, id %d", (int)dt->device.device_type,
                  (int)dt->device.device_id);
         why = buf;
@@ -489,8 +490,8 @@ static const char *shape_text(char *buf, size_t cap, int nd, const int64_t *d)
 /* Checks the dict against the declared inputs (n, names, dtypes, ndim and
  * dims with -1 unknown); fills p (n entries, arr NULL where declared but
  * optional and absent is not allowed: every input is required). */
-static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char *const *names, const rlx_dtype *dtypes,
-                          const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
+static int prepare_inputs(rlx_device device, int index, PyObject *feeds, int n, const char *const *names,
+                          const rlx_dtype *dtypes, const int *ndims, const int64_t (*dims)[RLX_MAX_DIMS], prepared *p)
 {
     if (!PyDict_Check(feeds)) {
         PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}, got %s", Py_TYPE(feeds)->tp_name);
@@ -516,7 +517,7 @@ static int prepare_inputs(rlx_device device, PyObject *feeds, int n, const char 
                              names[i]);
                 goto fail;
             }
-            if (as_device_input(v, names[i], dtypes[i], dev_id, &p[i]) != 0)
+            if (as_device_input(v, names[i], dtypes[i], dev_id, index, &p[i]) != 0)
                 goto fail;
         } else if (!(p[i].arr = as_input(v, names[i], dtypes[i]))) {
             goto fail;
@@ -598,6 +599,7 @@ static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
 
 typedef struct {
     PyObject_HEAD void *ptr;
+    int index; /* cuda:index */
     size_t bytes;
     rlx_dtype dtype;
     int nd;
@@ -606,14 +608,14 @@ typedef struct {
 
 static void devbuf_dealloc(DeviceBufObject *self)
 {
-    rlx_device_free(RLX_DEVICE_CUDA, self->ptr);
+    rlx_device_free(RLX_DEVICE_CUDA, self->index, self->ptr);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *devbuf_dlpack(DeviceBufObject *self, PyObject *noargs)
 {
     (void)noargs;
-    return make_capsule((PyObject *)self, self->ptr, (dl_device){DL_CUDA, 0}, self->nd, self->dims, NULL,
+    return make_capsule((PyObject *)self, self->ptr, (dl_device){DL_CUDA, self->index}, self->nd, self->dims, NULL,
                         dl_of_rlx(self->dtype));
 }
 
@@ -623,12 +625,13 @@ static PyObject *devbuf_info(DeviceBufObject *self, PyObject *noargs)
     PyObject *shape = PyTuple_New(self->nd);
     for (int d = 0; shape && d < self->nd; d++)
         PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(self->dims[d]));
-    return shape ? Py_BuildValue("(Nsn)", shape, rlx_dtype_name(self->dtype), (Py_ssize_t)self->bytes) : NULL;
+    return shape ? Py_BuildValue("(Nsni)", shape, rlx_dtype_name(self->dtype), (Py_ssize_t)self->bytes, self->index)
+                 : NULL;
 }
 
 static PyMethodDef devbuf_methods[] = {
-    {"dlpack", (PyCFunction)devbuf_dlpack, METH_NOARGS, "a 'dltensor' capsule of the memory (kDLCUDA, device 0)"},
-    {"info", (PyCFunction)devbuf_info, METH_NOARGS, "(shape, dtype name, bytes)"},
+    {"dlpack", (PyCFunction)devbuf_dlpack, METH_NOARGS, "a 'dltensor' capsule of the memory (kDLCUDA, its device)"},
+    {"info", (PyCFunction)devbuf_info, METH_NOARGS, "(shape, dtype name, bytes, cuda device index)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject DeviceBufType = {
@@ -641,22 +644,23 @@ static PyTypeObject DeviceBufType = {
 };
 
 /* Output `ti` copied into new device memory (GIL held, the lock held). */
-static PyObject *device_output(rlx_session *s, const rlx_tensor_info *ti)
+static PyObject *device_output(rlx_session *s, int index, const rlx_tensor_info *ti)
 {
     void *ptr = NULL;
-    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, ti->bytes, &ptr);
+    rlx_status st = rlx_device_alloc(RLX_DEVICE_CUDA, index, ti->bytes, &ptr);
     if (st == RLX_OK)
         st = rlx_session_get_output_device(s, ti->name, ptr, ti->bytes);
     if (st != RLX_OK) {
-        rlx_device_free(RLX_DEVICE_CUDA, ptr);
+        rlx_device_free(RLX_DEVICE_CUDA, index, ptr);
         return raise_status(st);
     }
     DeviceBufObject *o = PyObject_New(DeviceBufObject, &DeviceBufType);
     if (!o) {
-        rlx_device_free(RLX_DEVICE_CUDA, ptr);
+        rlx_device_free(RLX_DEVICE_CUDA, index, ptr);
         return NULL;
     }
     o->ptr = ptr;
+    o->index = index;
     o->bytes = ti->bytes;
     o->dtype = ti->dtype;
     o->nd = ti->ndim;
@@ -666,7 +670,7 @@ static PyObject *device_output(rlx_session *s, const rlx_tensor_info *ti)
 
 /* The outputs as new arrays, or as device buffers when on_device (GIL
  * held, the lock held). */
-static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device)
+static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device, int index)
 {
     int n;
     PyObject *list = NULL;
@@ -699,7 +703,7 @@ static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device)
             return raise_status(st);
         }
         if (on_device) {
-            PyObject *o = device_output(s, &ti);
+            PyObject *o = device_output(s, index, &ti);
             if (!o) {
                 Py_DECREF(list);
                 return NULL;
@@ -727,15 +731,26 @@ static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device)
 
 /* ------------------------------------------------------------ options */
 
-static int parse_options(rlx_options *o, int device, int precision, int threads, int report)
+/* "cpu", "cuda", "cuda:N" through the library's parser. */
+static int parse_device(const char *text, rlx_device *device, int *index)
 {
-    rlx_options_init(o);
-    if (device < 0 || device > 1 || precision < 0 || precision > 2 || threads < 0) {
-        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad device %d, precision %d or threads %d", device,
-                     precision, threads);
+    rlx_status st = rlx_device_parse(text, device, index);
+    if (st != RLX_OK) {
+        raise_status(st);
         return -1;
     }
-    o->device = (rlx_device)device;
+    return 0;
+}
+
+static int parse_options(rlx_options *o, const char *device, int precision, int threads, int report)
+{
+    rlx_options_init(o);
+    if (precision < 0 || precision > 2 || threads < 0) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad precision %d or threads %d", precision, threads);
+        return -1;
+    }
+    if (parse_device(device, &o->device, &o->device_index) != 0)
+        return -1;
     o->precision = (rlx_precision)precision;
     o->threads = threads;
     if (report)
@@ -754,6 +769,7 @@ typedef struct {
     int *in_ndims;
     int64_t (*in_dims)[RLX_MAX_DIMS];
     rlx_device device;
+    int device_index;
 } SessionObject;
 
 static PyTypeObject SessionType;
@@ -771,7 +787,7 @@ static void session_dealloc(SessionObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *session_wrap(rlx_session *s, rlx_device device)
+static PyObject *session_wrap(rlx_session *s, rlx_device device, int index)
 {
     SessionObject *o = PyObject_New(SessionObject, &SessionType);
     if (!o) {
@@ -780,6 +796,7 @@ static PyObject *session_wrap(rlx_session *s, rlx_device device)
     }
     o->s = s;
     o->device = device;
+    o->device_index = index;
     pthread_mutex_init(&o->lock, NULL);
     int n = rlx_session_count(s, 0);
     o->n_in = 0;
@@ -817,12 +834,13 @@ static PyObject *session_run(SessionObject *self, PyObject *args)
     if (!pp)
         return PyErr_NoMemory();
     PyObject *res = NULL;
-    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
-                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
+    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) == 0) {
         rlx_status st;
         Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
         st = set_and_run(self->s, pp, self->n_in);
-        Py_END_ALLOW_THREADS res = st == RLX_OK ? collect_outputs(self->s, names, on_device) : raise_status(st);
+        Py_END_ALLOW_THREADS res =
+            st == RLX_OK ? collect_outputs(self->s, names, on_device, self->device_index) : raise_status(st);
         pthread_mutex_unlock(&self->lock);
         release_prepared(pp, self->n_in);
     }
@@ -961,8 +979,8 @@ static PyObject *session_bench_c(SessionObject *self, PyObject *args)
     prepared pp[64];
     if (self->n_in > 64)
         return PyErr_Format(PyExc_ValueError, "too many inputs");
-    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
-                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
+    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, pp) != 0)
         return NULL;
     if (any_device_input(pp, self->n_in)) {
         release_prepared(pp, self->n_in);
@@ -1035,6 +1053,7 @@ typedef struct {
     int *by_value; /* per input: bound by value at import (a constant; each value compiles once) */
     int any_by_value;
     rlx_device device;
+    int device_index;
 } ModelObject;
 
 static void model_dealloc(ModelObject *self)
@@ -1058,9 +1077,10 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"source", "inputs", "device", "precision", "threads", "base_dir", NULL};
     PyObject *source, *inputs;
-    int device = 0, precision = 0, threads = 0;
+    const char *device = "cpu";
+    int precision = 0, threads = 0;
     const char *base_dir = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiiz", kwlist, &source, &inputs, &device, &precision, &threads,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|siiz", kwlist, &source, &inputs, &device, &precision, &threads,
                                      &base_dir))
         return -1;
     if (self->m) {
@@ -1072,6 +1092,7 @@ static int model_init(ModelObject *self, PyObject *args, PyObject *kw)
     if (parse_options(&o, device, precision, threads, 0) != 0)
         return -1;
     self->device = o.device;
+    self->device_index = o.device_index;
     if (!PyList_Check(inputs))
         return PyErr_SetString(PyExc_TypeError, "inputs must be a list"), -1;
     int n = (int)PyList_GET_SIZE(inputs);
@@ -1183,8 +1204,8 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     if (self->n_in > 64)
         return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
     prepared p[64];
-    if (prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
-                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return NULL;
     for (int i = 0; i < self->n_in; i++) {
         if (p_ndim(&p[i]) > RLX_MAX_DIMS) {
@@ -1206,7 +1227,8 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     st = model_session_for(self, p, &s);
     if (st == RLX_OK)
         st = set_and_run(s, p, self->n_in);
-    Py_END_ALLOW_THREADS PyObject *res = st == RLX_OK ? collect_outputs(s, names, on_device) : raise_status(st);
+    Py_END_ALLOW_THREADS PyObject *res =
+        st == RLX_OK ? collect_outputs(s, names, on_device, self->device_index) : raise_status(st);
     pthread_mutex_unlock(&self->lock);
     release_prepared(p, self->n_in);
     return res;
@@ -1221,8 +1243,8 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
         return NULL;
     prepared p[64];
     if (self->n_in > 64 ||
-        prepare_inputs(self->device, feeds, self->n_in, (const char *const *)self->in_names, self->in_dtypes,
-                       self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+        prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
         return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
     rlx_status st;
     rlx_session *s = NULL;
@@ -1812,9 +1834,10 @@ static PyObject *g_to_dot(GraphObject *self, PyObject *args)
 
 static PyObject *g_compile(GraphObject *self, PyObject *args)
 {
-    int device = 0, precision = 0, threads = 0, report = 0;
+    const char *device = "cpu";
+    int precision = 0, threads = 0, report = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTuple(args, "|iiipK", &device, &precision, &threads, &report, &seed))
+    if (!PyArg_ParseTuple(args, "|siipK", &device, &precision, &threads, &report, &seed))
         return NULL;
     rlx_options o;
     if (parse_options(&o, device, precision, threads, report) != 0)
@@ -1825,7 +1848,7 @@ static PyObject *g_compile(GraphObject *self, PyObject *args)
     rlx_status st;
     Py_BEGIN_ALLOW_THREADS st = rlx_compile(self->g, &o, &s);
     Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
-    return session_wrap(s, o.device);
+    return session_wrap(s, o.device, o.device_index);
 }
 
 static PyObject *g_from_workload(PyTypeObject *type, PyObject *args)
@@ -1943,20 +1966,23 @@ static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"path", "device", "precision", "ctx", "threads", "prefill_chunk", NULL};
     PyObject *path = Py_None;
-    int device = 0, precision = 0, ctx = 0, threads = 0, chunk = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oiiiii", kwlist, &path, &device, &precision, &ctx, &threads, &chunk))
+    const char *device = "cpu";
+    int precision = 0, ctx = 0, threads = 0, chunk = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osiiii", kwlist, &path, &device, &precision, &ctx, &threads, &chunk))
         return -1;
     if (self->m) {
         PyErr_SetString(PyExc_RuntimeError, "_LLM is already initialised");
         return -1;
     }
-    if (device < 0 || device > 1 || precision < 0 || precision > 2 || ctx < 0 || threads < 0 || chunk < 0) {
-        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT],
-                     "bad device %d, precision %d, ctx %d, threads %d or prefill "
-                     "chunk %d",
-                     device, precision, ctx, threads, chunk);
+    if (precision < 0 || precision > 2 || ctx < 0 || threads < 0 || chunk < 0) {
+        PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "bad precision %d, ctx %d, threads %d or prefill chunk %d",
+                     precision, ctx, threads, chunk);
         return -1;
     }
+    rlx_device kind;
+    int index;
+    if (parse_device(device, &kind, &index) != 0)
+        return -1;
     pthread_mutex_init(&self->mu, NULL);
     pthread_cond_init(&self->cv, NULL);
     self->init = 1;
@@ -1966,7 +1992,8 @@ static int llm_init(LLMObject *self, PyObject *args, PyObject *kw)
     const char *p = b ? PyBytes_AS_STRING(b) : NULL;
     rlx_llm_options o;
     rlx_llm_options_init(&o);
-    o.device = (rlx_device)device;
+    o.device = kind;
+    o.device_index = index;
     o.precision = (rlx_precision)precision;
     o.threads = threads;
     o.ctx = ctx;
@@ -2584,19 +2611,34 @@ static PyTypeObject LLMType = {
     .tp_new = PyType_GenericNew,
 };
 
-/* _check_device(device): raises why the device cannot be used, if it cannot. */
+/* _parse_device(text) -> (kind, index): 0 cpu, 1 cuda; InvalidArgumentError
+ * naming the text otherwise. */
+static PyObject *py_parse_device(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *text = PyUnicode_AsUTF8(arg);
+    rlx_device kind;
+    int index;
+    if (!text || parse_device(text, &kind, &index) != 0)
+        return NULL;
+    return Py_BuildValue("(ii)", (int)kind, index);
+}
+
+/* _check_device(text): raises why the device cannot be used, if it cannot. */
 static PyObject *py_check_device(PyObject *self, PyObject *arg)
 {
     (void)self;
-    long dev = PyLong_AsLong(arg);
-    if (dev == -1 && PyErr_Occurred())
+    const char *text = PyUnicode_AsUTF8(arg);
+    rlx_device kind;
+    int index;
+    if (!text || parse_device(text, &kind, &index) != 0)
         return NULL;
-    if (dev != RLX_DEVICE_CUDA)
+    if (kind != RLX_DEVICE_CUDA)
         Py_RETURN_NONE;
     void *p = NULL;
     rlx_status st;
-    Py_BEGIN_ALLOW_THREADS st = rlx_device_alloc(RLX_DEVICE_CUDA, 256, &p);
-    rlx_device_free(RLX_DEVICE_CUDA, p);
+    Py_BEGIN_ALLOW_THREADS st = rlx_device_alloc(RLX_DEVICE_CUDA, index, 256, &p);
+    rlx_device_free(RLX_DEVICE_CUDA, index, p);
     Py_END_ALLOW_THREADS if (st != RLX_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
@@ -2724,7 +2766,8 @@ static PyObject *py_dtype_names(PyObject *self, PyObject *noargs)
 static PyMethodDef module_methods[] = {
     {"_to_dlpack", py_to_dlpack, METH_O, "capsule lending a numpy array's memory"},
     {"_from_dlpack_capsule", py_from_dlpack_capsule, METH_O, "numpy array over a DLPack capsule's memory"},
-    {"_check_device", py_check_device, METH_O, "raises why a device (1: cuda) cannot be used"},
+    {"_parse_device", py_parse_device, METH_O, "(kind, index) of 'cpu', 'cuda' or 'cuda:N' (kind 1: cuda)"},
+    {"_check_device", py_check_device, METH_O, "raises why a device ('cuda:N') cannot be used"},
     {"onnx_inputs", py_onnx_inputs, METH_O, "([(name, dtype, dims, is_tensor, onnx_type)], [output names])"},
     {"read_tensor", py_read_tensor, METH_O, "a .npy or ONNX TensorProto .pb file as an array"},
     {"print_info", py_print_info, METH_O, "rlx info MODEL"},

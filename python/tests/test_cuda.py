@@ -13,7 +13,7 @@ import rlx
 
 def _rlx_cuda_error():
     try:
-        rlx._rlx._check_device(1)
+        rlx._rlx._check_device("cuda")
     except rlx.RLXError as e:
         return e
     return None
@@ -225,6 +225,69 @@ def test_compiled_graph_cuda_in_and_out():
     np.testing.assert_allclose(torch.from_dlpack(s).cpu().numpy(), ref[1], rtol=1e-4, atol=1e-5)
 
 
+def _gpu_count():
+    try:
+        import torch
+        return torch.cuda.device_count() if NO_GPU is None else 0
+    except ImportError:
+        return 0
+
+
+def _check_on(device, shape=(64, 48), threads_runs=20):
+    """A graph compiled for `device` (cuda:N) against the CPU, fed tensors
+    of that GPU, its outputs on that GPU; returns the compiled graph."""
+    import torch
+    index = int(device.split(":")[1]) if ":" in device else 0
+    g = rlx.Graph()
+    x = g.input("x", "float32", shape)
+    w = g.param("w", "float32", (shape[1], 8))
+    g.output("y", g.gelu(x @ w))
+    wv = np.random.default_rng(index).standard_normal((shape[1], 8)).astype(np.float32)
+    cpu, dev = g.compile(), g.compile(device=device)
+    cpu.set_param("w", wv)
+    dev.set_param("w", wv)
+    for _ in range(threads_runs):
+        xt = torch.randn(*shape, device=f"cuda:{index}")
+        (ref,) = cpu.run({"x": xt.cpu().numpy()})
+        (out,) = dev.run({"x": xt}, output_device="cuda")
+        assert out.device == f"cuda:{index}" and out.__dlpack_device__() == (2, index)
+        t = torch.from_dlpack(out)
+        assert t.device.index == index
+        np.testing.assert_allclose(t.cpu().numpy(), ref, rtol=1e-4, atol=1e-5)
+    return dev
+
+
+@gpu
+def test_explicit_device_index():
+    _check_on("cuda:0")
+    with pytest.raises(rlx.DeviceError, match=f"cuda:{_gpu_count()}"):
+        relu_graph().compile(device=f"cuda:{_gpu_count()}")
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs (this machine has fewer, or none usable)")
+def test_two_sessions_on_two_gpus_at_once():
+    import threading
+    import torch
+    errors = []
+
+    def work(device):
+        try:
+            _check_on(device, threads_runs=50)
+        except Exception as e:  # reported below
+            errors.append((device, e))
+
+    ts = [threading.Thread(target=work, args=(d,)) for d in ("cuda:0", "cuda:1", "cuda:1", "cuda:0")]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    # a tensor of the other GPU is refused, naming both
+    c = relu_graph().compile(device="cuda:1")
+    with pytest.raises(rlx.InvalidArgumentError, match="runs on cuda:1"):
+        c.run({"x": torch.randn(2, 3, device="cuda:0")})
+
+
 @gpu
 def test_input_made_on_a_side_stream():
     import torch
@@ -262,7 +325,7 @@ def test_device_input_errors():
     with pytest.raises(rlx.ShapeError, match="must have shape"):
         c.run({"x": torch.randn(3, 2, device="cuda")})
     if torch.cuda.device_count() > 1:
-        with pytest.raises(rlx.InvalidArgumentError, match="device 0"):
+        with pytest.raises(rlx.InvalidArgumentError, match="runs on cuda:0"):
             c.run({"x": torch.randn(2, 3, device="cuda:1")})
     cpu = relu_graph((2, 3)).compile()
     with pytest.raises(rlx.UnsupportedError, match="CUDA tensor"):

@@ -58,8 +58,9 @@ def test_wrong_inputs_name_the_input(add_session):
         s.run(None, {"x": "text", "y": X})
     with pytest.raises(TypeError):
         s.run(None, {1: X, "x": X, "y": X})
-    with pytest.raises(rlx.InvalidArgumentError):
-        rlx.InferenceSession(f"{case('test_add')}/model.onnx", device="tpu")
+    for bad in ("tpu", "cuda:", "cuda:-1", "cuda:x", "cpu:1"):
+        with pytest.raises(rlx.InvalidArgumentError, match=f"'{bad}'"):
+            rlx.InferenceSession(f"{case('test_add')}/model.onnx", device=bad)
     with pytest.raises(rlx.InvalidArgumentError):
         rlx.InferenceSession(f"{case('test_add')}/model.onnx", threads=-1)
 

@@ -179,6 +179,13 @@ def test_cuda_says_why():
         assert str(e)
 
 
+def test_a_cuda_device_the_machine_lacks_is_named():
+    d = case("test_relu")
+    with pytest.raises((rlx.UnsupportedError, rlx.DeviceError)) as e:
+        rlx.InferenceSession(f"{d}/model.onnx", device="cuda:63")
+    assert "cuda" in str(e.value)
+
+
 def test_every_public_name_documented_and_stubbed():
     import inspect
     stub = open(os.path.join(os.path.dirname(rlx.__file__), "__init__.pyi")).read()

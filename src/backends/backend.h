@@ -107,13 +107,20 @@ typedef struct rlx_schedule {
     void *backend_state; /* e.g. a captured CUDA graph */
 } rlx_schedule;
 
-typedef struct rlx_backend {
+/* A backend instance: the table of one device's calls, with the state of
+ * that device (the CUDA backend makes one per GPU, cuda:N, on first use;
+ * the CPU has one).  Calls that touch the device take the instance first;
+ * the claim and the size queries depend only on the graph and the
+ * settings configure handed over, and are asked on the compiling thread
+ * after configure. */
+typedef struct rlx_backend rlx_backend;
+struct rlx_backend {
     const char *name;
     rlx_device device;
-    /* RLX_OK if the device can be used here; else a message saying why not. */
-    rlx_status (*available)(void);
+    int index;  /* the device's ordinal among those of its kind */
+    void *self; /* the instance's own state */
     size_t alignment;
-    size_t (*max_buffer)(void);
+    size_t (*max_buffer)(const rlx_backend *b);
     /* The claim: can this node run natively (op and dtypes)?  Derived from
      * the backend's kernel table; the optimizer consults it. */
     bool (*supports)(const rlx_graph *g, rlx_node id);
@@ -121,37 +128,44 @@ typedef struct rlx_backend {
     bool inplace_elementwise;
     /* Workspace a node needs while it runs (0 for most). */
     size_t (*scratch_bytes)(const rlx_graph *g, rlx_node id, int threads);
-    rlx_status (*alloc)(size_t bytes, void **ptr);
-    void (*free)(void *ptr);
-    rlx_status (*upload)(void *dst, const void *src, size_t bytes);   /* host -> device */
-    rlx_status (*download)(void *dst, const void *src, size_t bytes); /* device -> host */
+    rlx_status (*alloc)(const rlx_backend *b, size_t bytes, void **ptr);
+    void (*free)(const rlx_backend *b, void *ptr);
+    rlx_status (*upload)(const rlx_backend *b, void *dst, const void *src, size_t bytes);   /* host -> device */
+    rlx_status (*download)(const rlx_backend *b, void *dst, const void *src, size_t bytes); /* device -> host */
     /* Fills t->fn and t->state for a node (pointers already resolved). */
-    rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
-    void (*release)(rlx_thunk *t);
+    rlx_status (*prepare)(const rlx_backend *b, const rlx_graph *g, rlx_thunk *t);
+    void (*release)(const rlx_backend *b, rlx_thunk *t);
     /* Optional: record the schedule for replay (graph capture). */
-    rlx_status (*finalize)(rlx_schedule *s, const rlx_run_ctx *ctx);
-    void (*release_schedule)(rlx_schedule *s);
-    rlx_status (*run)(rlx_schedule *s, const rlx_run_ctx *ctx);
+    rlx_status (*finalize)(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx);
+    void (*release_schedule)(const rlx_backend *b, rlx_schedule *s);
+    rlx_status (*run)(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx);
     /* Optional: arena bytes each node keeps across runs (what the backend
      * derives from params once, such as packed weights or a cached cast),
      * written to bytes[0..n_nodes) (0 = none); one region per node after
      * the scratch.  NULL = none anywhere. */
     void (*keep_bytes)(const rlx_graph *g, size_t *bytes);
     /* Optional: device -> device copy between device pointers (the arena and
-     * memory the caller lent), finished when it returns; NULL where tensors
-     * are host memory (rlx_session_set_input_device: unsupported). */
-    rlx_status (*copy_device)(void *dst, const void *src, size_t bytes);
-    /* Optional: the session's settings, at the start of each compile (after
-     * `available`, before the claim is asked); a backend that needs them
-     * outside a run context keeps a copy. */
-    void (*configure)(const rlx_backend_settings *s);
-} rlx_backend;
+     * memory the caller lent, on this instance's device), finished when it
+     * returns; NULL where tensors are host memory
+     * (rlx_session_set_input_device: unsupported). */
+    rlx_status (*copy_device)(const rlx_backend *b, void *dst, const void *src, size_t bytes);
+    /* Optional: the session's settings, at the start of each compile
+     * (before the claim is asked); a backend that needs them outside a run
+     * context keeps a copy for the compiling thread. */
+    void (*configure)(const rlx_backend *b, const rlx_backend_settings *s);
+};
 
-/* The backends built into this library; NULL if that device's backend was
- * not compiled in. */
-const rlx_backend *rlx_backend_for(rlx_device d);
+/* The instance serving device `index` of kind d, made and checked on first
+ * use; an error naming the device and why it cannot be used otherwise (no
+ * backend for it in this build, no such device, the driver's failure). */
+rlx_status rlx_backend_get(rlx_device d, int index, const rlx_backend **out);
+/* Devices of kind d this process can use (0 where none or no backend). */
+int rlx_backend_device_count(rlx_device d);
 const rlx_backend *rlx_cpu_backend(void);
-const rlx_backend *rlx_cuda_backend(void); /* weak: NULL without CUDA */
+/* The CUDA backend's instance for device `index` and its device count
+ * (weak: absent without CUDA). */
+rlx_status rlx_cuda_backend(int index, const rlx_backend **out);
+int rlx_cuda_device_count(void);
 /* The CPU backend's GEMM library under these settings (rlx_cpu_gemm_info). */
 const char *rlx_cpu_gemm_describe(const rlx_backend_settings *s);
 

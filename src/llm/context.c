@@ -236,6 +236,7 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
     rlx_options so;
     rlx_options_init(&so);
     so.device = o.device;
+    so.device_index = o.device_index;
     so.precision = o.precision;
     so.threads = o.threads;
     so.verbose = o.verbose;

@@ -72,13 +72,13 @@ rlx_status rlx_cpu_evaluate(const rlx_graph *g, rlx_node id, void *out, const vo
     if (t.scratch_bytes && !(scratch = rlx_malloc(t.scratch_bytes)))
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: no memory for scratch");
     t.scratch = scratch;
-    rlx_status s = cpu->prepare(g, &t);
+    rlx_status s = cpu->prepare(cpu, g, &t);
     if (s == RLX_OK && t.fn) {
         rlx_run_ctx ctx = {.seed = 0, .run_index = 0, .threads = 1, .settings = settings};
         s = t.fn(&t, &ctx);
     }
     if (cpu->release)
-        cpu->release(&t);
+        cpu->release(cpu, &t);
     free(scratch);
     return s;
 }
@@ -130,8 +130,9 @@ static rlx_status find_shared_params(rlx_session *s, bool **external)
     if (!o)
         return RLX_OK;
     if (o->backend != s->backend)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "shared params: the sessions are on different devices (%s, %s)",
-                             o->backend->name, s->backend->name);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "shared params: the sessions are on different devices (%s:%d, %s:%d)", o->backend->name,
+                             o->backend->index, s->backend->name, s->backend->index);
     if (!(*external = rlx_calloc((size_t)g->n_nodes + 1, sizeof(bool))) ||
         !(s->ext = rlx_calloc((size_t)g->n_nodes + 1, sizeof(void *))))
         return RLX_ERR_OUT_OF_MEMORY;
@@ -189,7 +190,7 @@ static rlx_status plan_with_limits(rlx_session *s, const rlx_graph *g, const boo
     rlx_status st = rlx_plan_memory(g, &po, &s->plan);
     if (st != RLX_OK)
         return st;
-    size_t limit = s->backend->max_buffer();
+    size_t limit = s->backend->max_buffer(s->backend);
     /* RLX_MAX_BUFFER_BYTES: act as if the device's largest buffer were this
      * small (to rehearse memory-constrained devices). */
     size_t cap = s->settings.max_buffer_bytes;
@@ -236,7 +237,7 @@ static rlx_status build_schedule(rlx_session *s)
         t->scratch = t->scratch_bytes ? (char *)s->arena + s->scratch_offset : NULL;
         t->keep_bytes = s->keep_bytes ? s->keep_bytes[i] : 0;
         t->keep = t->keep_bytes ? (char *)s->arena + s->keep_offset[i] : NULL;
-        rlx_status st = s->backend->prepare(g, t);
+        rlx_status st = s->backend->prepare(s->backend, g, t);
         if (st != RLX_OK)
             return st;
         if (!t->fn)
@@ -455,7 +456,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     /* 10. the arena, allocated once, if it fits the limits */
     if ((rc = check_arena_limits(s)) != RLX_OK)
         return rc;
-    if ((rc = s->backend->alloc(s->arena_bytes, &s->arena)) != RLX_OK)
+    if ((rc = s->backend->alloc(s->backend, s->arena_bytes, &s->arena)) != RLX_OK)
         return rc;
     st->arena_bytes = s->arena_bytes;
     STAGE_DONE(RLX_STAGE_ARENA);
@@ -467,7 +468,8 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         const rlx_node_data *n = &s->graph->nodes[i];
         if (n->op != RLX_OP_CONSTANT || !s->plan.slots[i].bytes)
             continue;
-        if ((rc = s->backend->upload((char *)s->arena + s->plan.slots[i].offset, n->data, n->data_bytes)) != RLX_OK)
+        if ((rc = s->backend->upload(s->backend, (char *)s->arena + s->plan.slots[i].offset, n->data, n->data_bytes)) !=
+            RLX_OK)
             return rc;
         const_bytes += n->data_bytes;
     }
@@ -497,7 +499,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 
     /* 14. pre-encoding (graph capture) where the backend offers it */
     if (!s->opts.no_preencode && s->backend->finalize &&
-        (rc = s->backend->finalize(&s->schedule, &s->run_ctx)) != RLX_OK)
+        (rc = s->backend->finalize(s->backend, &s->schedule, &s->run_ctx)) != RLX_OK)
         return rc;
     STAGE_DONE(RLX_STAGE_PREENCODE);
     if (s->backend->finalize)
@@ -549,24 +551,18 @@ rlx_status rlx_compile_shared(const rlx_graph *g, const rlx_options *o, const rl
         long n = rlx_cpu_count();
         s->opts.threads = n > 0 ? (int)n : 1;
     }
-    s->backend = rlx_backend_for(s->opts.device);
     rlx_status rc;
     if ((unsigned)s->opts.precision > RLX_PRECISION_BF16) {
         rc = rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_compile: unknown precision %d", (int)s->opts.precision);
         goto fail;
     }
-    if (!s->backend) {
-        rc = rlx_set_error(RLX_ERR_UNSUPPORTED, "device %s: this build of RLX has no backend for it",
-                           s->opts.device == RLX_DEVICE_CUDA ? "cuda" : "?");
-        goto fail;
-    }
-    if ((rc = s->backend->available()) != RLX_OK)
+    if ((rc = rlx_backend_get(s->opts.device, s->opts.device_index, &s->backend)) != RLX_OK)
         goto fail;
     /* the backend's settings, read once here and handed to it: before the
      * optimizer asks its claim, and in every run context */
     rlx_backend_settings_from_env(&s->settings, &s->opts);
     if (s->backend->configure)
-        s->backend->configure(&s->settings);
+        s->backend->configure(s->backend, &s->settings);
     s->run_ctx.seed = s->opts.seed;
     s->run_ctx.threads = s->opts.threads;
     s->run_ctx.settings = &s->settings;

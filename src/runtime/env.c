@@ -26,6 +26,34 @@ void rlx_options_init(rlx_options *o)
     o->seed = 0x5eed;
 }
 
+rlx_status rlx_device_parse(const char *text, rlx_device *device, int *index)
+{
+    if (!text || !device || !index)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_device_parse: text, device and index must not be NULL");
+    const char *colon = strchr(text, ':');
+    size_t kind_len = colon ? (size_t)(colon - text) : strlen(text);
+    rlx_device d;
+    if (kind_len == 3 && !strncmp(text, "cpu", 3))
+        d = RLX_DEVICE_CPU;
+    else if (kind_len == 4 && !strncmp(text, "cuda", 4))
+        d = RLX_DEVICE_CUDA;
+    else
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unknown device '%s' (cpu, cuda or cuda:N)", text);
+    long n = 0;
+    if (colon) {
+        char *end = NULL;
+        n = strtol(colon + 1, &end, 10);
+        if (!colon[1] || *end || colon[1] == '-' || colon[1] == '+' || colon[1] == ' ' || n > 1023)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                 "device '%s': the index after ':' must be a number from 0 to 1023", text);
+    }
+    if (d == RLX_DEVICE_CPU && n != 0)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "device '%s': the cpu is device 0 (cpu or cpu:0)", text);
+    *device = d;
+    *index = (int)n;
+    return RLX_OK;
+}
+
 int rlx_env_int(const char *name, int def)
 {
     const char *v = getenv(name);

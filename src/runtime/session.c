@@ -13,17 +13,17 @@ void rlx_session_free(rlx_session *s)
         return;
     if (s->schedule.thunks && s->backend) {
         if (s->backend->release_schedule)
-            s->backend->release_schedule(&s->schedule);
+            s->backend->release_schedule(s->backend, &s->schedule);
         for (int i = 0; i < s->schedule.n_thunks; i++)
             if (s->backend->release)
-                s->backend->release(&s->schedule.thunks[i]);
+                s->backend->release(s->backend, &s->schedule.thunks[i]);
     }
     free(s->schedule.thunks);
     free(s->keep_bytes);
     free(s->keep_offset);
     free(s->ext);
     if (s->arena && s->backend)
-        s->backend->free(s->arena);
+        s->backend->free(s->backend, s->arena);
     for (int k = 0; k < 3; k++) {
         for (int i = 0; i < s->n_io[k]; i++)
             free(s->io[k][i].name);
@@ -64,7 +64,7 @@ static rlx_status set_tensor(rlx_session *s, int kind, const char *name, const v
     rlx_status st = check_bytes(s, kind, slot, bytes);
     if (st != RLX_OK)
         return st;
-    if (bytes && (st = s->backend->upload(slot->ptr, data, bytes)) != RLX_OK)
+    if (bytes && (st = s->backend->upload(s->backend, slot->ptr, data, bytes)) != RLX_OK)
         return st;
     slot->set = true;
     return RLX_OK;
@@ -88,7 +88,7 @@ rlx_status rlx_session_run(rlx_session *s)
         for (int i = 0; i < s->n_io[k]; i++)
             if (!s->io[k][i].set && s->io[k][i].bytes)
                 return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' was never set", kind_name[k], s->io[k][i].name);
-    rlx_status st = s->backend->run(&s->schedule, &s->run_ctx);
+    rlx_status st = s->backend->run(s->backend, &s->schedule, &s->run_ctx);
     s->run_ctx.run_index++;
     return st;
 }
@@ -107,7 +107,7 @@ rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, 
         return RLX_OK;
     /* A constant output lives in the persistent region; anything else was
      * written by the last run. */
-    return s->backend->download(data, slot->ptr, bytes);
+    return s->backend->download(s->backend, data, slot->ptr, bytes);
 }
 
 /* Device pointers: a device -> device copy between the caller's memory and
@@ -135,7 +135,8 @@ static rlx_status device_copy(rlx_session *s, int kind, const char *name, void *
     if ((kind ? (const void *)dst : src) == NULL && bytes)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "%s '%s' on the device: the pointer is NULL", kind_name[kind],
                              name);
-    if (bytes && (st = s->backend->copy_device(kind ? dst : slot->ptr, kind ? slot->ptr : src, bytes)) != RLX_OK)
+    if (bytes &&
+        (st = s->backend->copy_device(s->backend, kind ? dst : slot->ptr, kind ? slot->ptr : src, bytes)) != RLX_OK)
         return st;
     *out = slot;
     return RLX_OK;
@@ -156,29 +157,28 @@ rlx_status rlx_session_get_output_device(rlx_session *s, const char *name, void 
     return device_copy(s, 2, name, device_ptr, NULL, bytes, &slot);
 }
 
-rlx_status rlx_device_alloc(rlx_device device, size_t bytes, void **out)
+rlx_status rlx_device_alloc(rlx_device device, int index, size_t bytes, void **out)
 {
     if (!out)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_device_alloc: out must not be NULL");
     *out = NULL;
-    const rlx_backend *be = rlx_backend_for(device);
-    if (device == RLX_DEVICE_CPU || (be && !be->copy_device))
+    if (device == RLX_DEVICE_CPU)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "rlx_device_alloc: the cpu's memory is host memory (use malloc)");
-    if (!be)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "device %s: this build of RLX has no backend for it",
-                             device == RLX_DEVICE_CUDA ? "cuda" : "?");
-    rlx_status st = be->available();
+    const rlx_backend *be = NULL;
+    rlx_status st = rlx_backend_get(device, index, &be);
     if (st != RLX_OK)
         return st;
-    return be->alloc(bytes, out);
+    return be->alloc(be, bytes, out);
 }
 
-void rlx_device_free(rlx_device device, void *ptr)
+void rlx_device_free(rlx_device device, int index, void *ptr)
 {
-    const rlx_backend *be = rlx_backend_for(device);
-    if (ptr && be && be->copy_device)
-        be->free(ptr);
+    const rlx_backend *be = NULL;
+    if (ptr && device != RLX_DEVICE_CPU && rlx_backend_get(device, index, &be) == RLX_OK)
+        be->free(be, ptr);
 }
+
+int rlx_device_count(rlx_device device) { return rlx_backend_device_count(device); }
 
 int rlx_session_count(const rlx_session *s, int kind)
 {

@@ -34,8 +34,11 @@ static const rlx_cpu_kernel *kernel_of(rlx_op op)
 
 bool rlx_cpu_has_kernel(rlx_op op) { return kernel_of(op) != NULL; }
 
-static rlx_status cpu_available(void) { return RLX_OK; }
-static size_t cpu_max_buffer(void) { return (size_t)1 << 46; }
+static size_t cpu_max_buffer(const rlx_backend *b)
+{
+    (void)b;
+    return (size_t)1 << 46;
+}
 
 static bool cpu_supports(const rlx_graph *g, rlx_node id)
 {
@@ -55,8 +58,9 @@ static size_t cpu_scratch(const rlx_graph *g, rlx_node id, int threads)
     return (k && k->scratch) ? k->scratch(g, &g->nodes[id], threads) : 0;
 }
 
-static rlx_status cpu_alloc(size_t bytes, void **ptr)
+static rlx_status cpu_alloc(const rlx_backend *b, size_t bytes, void **ptr)
 {
+    (void)b;
     /* 64-byte aligned, zeroed so padding bytes are defined */
     size_t sz = (bytes + 63) / 64 * 64;
     void *p = NULL;
@@ -67,17 +71,23 @@ static rlx_status cpu_alloc(size_t bytes, void **ptr)
     return RLX_OK;
 }
 
-static void cpu_free(void *p) { free(p); }
-
-static rlx_status cpu_copy(void *dst, const void *src, size_t bytes)
+static void cpu_free(const rlx_backend *b, void *p)
 {
+    (void)b;
+    free(p);
+}
+
+static rlx_status cpu_copy(const rlx_backend *b, void *dst, const void *src, size_t bytes)
+{
+    (void)b;
     if (bytes)
         memmove(dst, src, bytes);
     return RLX_OK;
 }
 
-static rlx_status cpu_prepare(const rlx_graph *g, rlx_thunk *t)
+static rlx_status cpu_prepare(const rlx_backend *b, const rlx_graph *g, rlx_thunk *t)
 {
+    (void)b;
     const rlx_node_data *n = &g->nodes[t->id];
     const rlx_op_info *info = rlx_op_info_of(n->op);
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM)) {
@@ -91,8 +101,9 @@ static rlx_status cpu_prepare(const rlx_graph *g, rlx_thunk *t)
     return k->prepare ? k->prepare(g, t) : RLX_OK;
 }
 
-static void cpu_release(rlx_thunk *t)
+static void cpu_release(const rlx_backend *b, rlx_thunk *t)
 {
+    (void)b;
     free(t->state);
     t->state = NULL;
 }
@@ -133,8 +144,9 @@ static void cpu_threads_by_load(const rlx_backend_settings *set)
         omp_set_dynamic(1);
 }
 
-static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
+static rlx_status cpu_run(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    (void)b;
     cpu_threads_by_load(ctx->settings);
     if (ctx->settings && ctx->settings->profile)
         return cpu_run_profiled(s, ctx);
@@ -152,7 +164,6 @@ static rlx_status cpu_run(rlx_schedule *s, const rlx_run_ctx *ctx)
 static const rlx_backend cpu_backend = {
     .name = "cpu",
     .device = RLX_DEVICE_CPU,
-    .available = cpu_available,
     .alignment = 64,
     .max_buffer = cpu_max_buffer,
     .supports = cpu_supports,

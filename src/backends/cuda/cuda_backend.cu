@@ -3,8 +3,10 @@
  * its claim, thunk preparation, CUDA Graph capture of the whole schedule
  * (pre-encoding) and replay per run.
  *
- * Everything runs on one stream.  Kernels never synchronize; run() waits
- * for the stream at its end so a run's outputs are ready when it returns. */
+ * One instance per GPU (cuda:N) owns that device's state (cu_device).
+ * Everything on a device runs on its one stream.  Kernels never
+ * synchronize; run() waits for the stream at its end so a run's outputs
+ * are ready when it returns. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,51 +23,12 @@ extern "C" {
 #include "core/error.h"
 }
 
-static bool pdl_hw; /* the device can launch dependent grids (sm_90+) */
-
+/* The kernel table, filled once per process (the same on every device). */
 static cu_kernel table[CU_TABLE_SIZE];
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static cudaError_t init_error = cudaSuccess;
-static char init_msg[256];
-static size_t device_total_mem;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-/* Pinned host staging buffer for uploads and downloads, and the pinned
- * word that carries the run index to the device. */
-static void *staging;
-static size_t staging_bytes;
-static unsigned long long *pinned_run_index;
-static cu_fault *host_fault; /* the host's view of rlx_cu_fault */
-
-#define STAGING_CHUNK ((size_t)64 << 20)
-
-static void mark_dirty(const void *dst, size_t bytes);
-
-static void init_device(void)
+static void build_table(void)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        init_error = e != cudaSuccess ? e : cudaErrorNoDevice;
-        snprintf(init_msg, sizeof init_msg, "no CUDA device: cudaGetDeviceCount says %s (%d devices)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "no device", n);
-        return;
-    }
-    if ((e = cudaSetDevice(0)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&rlx_cu_stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMallocHost((void **)&pinned_run_index, sizeof(unsigned long long))) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&host_fault, sizeof(cu_fault), cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostGetDevicePointer((void **)&rlx_cu_fault, host_fault, 0)) != cudaSuccess) {
-        init_error = e;
-        snprintf(init_msg, sizeof init_msg, "CUDA device 0 could not be initialised: %s", cudaGetErrorString(e));
-        return;
-    }
-    int major = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    pdl_hw = major >= 9;
-    rlx_cu_pdl = pdl_hw && !rlx_cu_cfg.cuda_no_pdl;
-    size_t free_b = 0;
-    cudaMemGetInfo(&free_b, &device_total_mem);
     rlx_cuda_register_elementwise(table);
     rlx_cuda_register_reduce(table);
     rlx_cuda_register_shape(table);
@@ -74,6 +37,87 @@ static void init_device(void)
     rlx_cuda_register_attention(table);
     rlx_cuda_register_attn_block(table);
     rlx_cuda_register_fused(table);
+}
+
+#define STAGING_CHUNK ((size_t)64 << 20)
+
+static void mark_dirty(cu_device *d, const void *dst, size_t bytes);
+
+/* Every call into the backend works on its instance's device: made the
+ * calling thread's (rlx_cu_dev) and CUDA's current device for the call,
+ * both as they were again when it returns, so the caller's own CUDA work
+ * (another library's current device) is left as it found it. */
+struct cu_scope {
+    cu_device *prev_dev;
+    int prev_cuda;
+    bool switched;
+    explicit cu_scope(const rlx_backend *b) : prev_dev(rlx_cu_dev), prev_cuda(-1), switched(false)
+    {
+        cu_device *d = (cu_device *)b->self;
+        if (cudaGetDevice(&prev_cuda) != cudaSuccess)
+            prev_cuda = -1;
+        if (prev_cuda != d->index) {
+            cudaSetDevice(d->index);
+            switched = true;
+        }
+        rlx_cu_dev = d;
+    }
+    ~cu_scope()
+    {
+        if (switched && prev_cuda >= 0)
+            cudaSetDevice(prev_cuda);
+        rlx_cu_dev = prev_dev;
+    }
+};
+
+static int device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+/* Makes device `index` ready: its stream, pinned words, properties. */
+static rlx_status init_device(cu_device *d, int index)
+{
+    d->index = index;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->handles_lock, NULL);
+    pthread_mutex_init(&d->mm_dnn.lock, NULL);
+    pthread_mutex_init(&d->mm_wgmma.lock, NULL);
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess)
+        prev = -1;
+    cudaError_t e;
+    if ((e = cudaSetDevice(index)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMallocHost((void **)&d->pinned_run_index, sizeof(unsigned long long))) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&d->host_fault, sizeof(cu_fault), cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostGetDevicePointer((void **)&d->fault, d->host_fault, 0)) != cudaSuccess) {
+        cudaGetLastError();
+        if (prev >= 0)
+            cudaSetDevice(prev);
+        return rlx_set_error(RLX_ERR_DEVICE, "CUDA device %d could not be initialised: %s", index,
+                             cudaGetErrorString(e));
+    }
+    memset(d->host_fault, 0, sizeof *d->host_fault);
+    cudaDeviceGetAttribute(&d->major, cudaDevAttrComputeCapabilityMajor, index);
+    cudaDeviceGetAttribute(&d->minor, cudaDevAttrComputeCapabilityMinor, index);
+    if (cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, index) != cudaSuccess || d->sms <= 0)
+        d->sms = 132;
+    d->pdl_hw = d->major >= 9;
+#ifdef RLX_HAVE_SM90A
+    d->wgmma = d->major == 9 && d->minor == 0;
+#endif
+    size_t free_b = 0;
+    cudaMemGetInfo(&free_b, &d->total_mem);
+    cudaGetLastError();
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return RLX_OK;
 }
 
 static const cu_kernel *kernel_of(rlx_op op)
@@ -85,18 +129,10 @@ static const cu_kernel *kernel_of(rlx_op op)
 
 /* ------------------------------------------------------------- vtable */
 
-static rlx_status cuda_available(void)
+static size_t cuda_max_buffer(const rlx_backend *b)
 {
-    pthread_once(&init_once, init_device);
-    if (init_error != cudaSuccess)
-        return rlx_set_error(RLX_ERR_DEVICE, "%s", init_msg);
-    return RLX_OK;
-}
-
-static size_t cuda_max_buffer(void)
-{
-    pthread_once(&init_once, init_device);
-    return device_total_mem ? device_total_mem / 10 * 9 : ((size_t)1 << 30);
+    const cu_device *d = (const cu_device *)b->self;
+    return d->total_mem ? d->total_mem / 10 * 9 : ((size_t)1 << 30);
 }
 
 static bool is_plain_leaf(rlx_op op)
@@ -107,7 +143,8 @@ static bool is_plain_leaf(rlx_op op)
 
 static bool cuda_supports(const rlx_graph *g, rlx_node id)
 {
-    pthread_once(&init_once, init_device);
+    if (!rlx_cu_dev)
+        return false; /* asked outside a compile (configure binds the device) */
     const rlx_node_data *n = &g->nodes[id];
     if (is_plain_leaf(n->op))
         return true;
@@ -120,7 +157,6 @@ static bool cuda_supports(const rlx_graph *g, rlx_node id)
 static size_t cuda_scratch(const rlx_graph *g, rlx_node id, int threads)
 {
     (void)threads;
-    pthread_once(&init_once, init_device);
     const cu_kernel *k = kernel_of(g->nodes[id].op);
     return (k && k->scratch) ? k->scratch(g, &g->nodes[id]) : 0;
 }
@@ -179,7 +215,6 @@ static size_t kernel_keep(const rlx_graph *g, rlx_node id)
 
 static void cuda_keep_bytes(const rlx_graph *g, size_t *bytes)
 {
-    pthread_once(&init_once, init_device);
     unsigned char *ok = (unsigned char *)rlx_calloc((size_t)g->n_nodes + 1, 1);
     if (ok)
         may_prologue(g, ok);
@@ -188,11 +223,9 @@ static void cuda_keep_bytes(const rlx_graph *g, size_t *bytes)
     free(ok);
 }
 
-static rlx_status cuda_alloc(size_t bytes, void **ptr)
+static rlx_status cuda_alloc(const rlx_backend *b, size_t bytes, void **ptr)
 {
-    rlx_status st = cuda_available();
-    if (st != RLX_OK)
-        return st;
+    cu_scope on(b);
     void *p = NULL;
     /* refused up front, naming the sizes, when the device has not the room */
     size_t free_b = 0, total_b = 0;
@@ -218,33 +251,39 @@ static rlx_status cuda_alloc(size_t bytes, void **ptr)
     return RLX_OK;
 }
 
-static void cuda_free(void *p)
+static void cuda_free(const rlx_backend *b, void *p)
 {
+    cu_scope on(b);
     if (p)
         cudaFree(p);
 }
 
-static rlx_status ensure_staging(void)
+static rlx_status ensure_staging(cu_device *d)
 {
-    if (staging)
+    if (d->staging)
         return RLX_OK;
-    cudaError_t e = cudaMallocHost(&staging, STAGING_CHUNK);
+    cudaError_t e = cudaMallocHost(&d->staging, STAGING_CHUNK);
     if (e != cudaSuccess) {
-        staging = NULL;
+        d->staging = NULL;
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: no pinned staging buffer: %s", cudaGetErrorString(e));
     }
-    staging_bytes = STAGING_CHUNK;
+    d->staging_bytes = STAGING_CHUNK;
     return RLX_OK;
 }
 
 /* Host -> device through the pinned staging buffer, async on the stream. */
-static rlx_status cuda_upload(void *dst, const void *src, size_t bytes)
+static rlx_status cuda_upload(const rlx_backend *b, void *dst, const void *src, size_t bytes)
 {
     if (!bytes)
         return RLX_OK;
-    pthread_mutex_lock(&lock);
-    mark_dirty(dst, bytes);
-    rlx_status st = ensure_staging();
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
+    void *staging = NULL;
+    size_t staging_bytes = 0;
+    pthread_mutex_lock(&d->lock);
+    mark_dirty(d, dst, bytes);
+    rlx_status st = ensure_staging(d);
+    staging = d->staging, staging_bytes = d->staging_bytes;
     for (size_t at = 0; st == RLX_OK && at < bytes; at += staging_bytes) {
         size_t n = bytes - at < staging_bytes ? bytes - at : staging_bytes;
         memcpy(staging, (const char *)src + at, n);
@@ -254,16 +293,20 @@ static rlx_status cuda_upload(void *dst, const void *src, size_t bytes)
         if (e != cudaSuccess)
             st = rlx_set_error(RLX_ERR_DEVICE, "cuda: upload of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&d->lock);
     return st;
 }
 
-static rlx_status cuda_download(void *dst, const void *src, size_t bytes)
+static rlx_status cuda_download(const rlx_backend *b, void *dst, const void *src, size_t bytes)
 {
     if (!bytes)
         return RLX_OK;
-    pthread_mutex_lock(&lock);
-    rlx_status st = ensure_staging();
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
+    pthread_mutex_lock(&d->lock);
+    rlx_status st = ensure_staging(d);
+    void *staging = d->staging;
+    size_t staging_bytes = d->staging_bytes;
     for (size_t at = 0; st == RLX_OK && at < bytes; at += staging_bytes) {
         size_t n = bytes - at < staging_bytes ? bytes - at : staging_bytes;
         cudaError_t e = cudaMemcpyAsync(staging, (const char *)src + at, n, cudaMemcpyDeviceToHost, rlx_cu_stream);
@@ -274,13 +317,13 @@ static rlx_status cuda_download(void *dst, const void *src, size_t bytes)
         else
             memcpy((char *)dst + at, staging, n);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&d->lock);
     return st;
 }
 
 /* A pointer the caller lent for a device copy: device (or managed) memory
- * of device 0, where the arena is. */
-static rlx_status check_device_ptr(const void *p, const char *what)
+ * of the instance's device, where the arena is. */
+static rlx_status check_device_ptr(const cu_device *d, const void *p, const char *what)
 {
     cudaPointerAttributes a;
     memset(&a, 0, sizeof a);
@@ -293,36 +336,38 @@ static rlx_status check_device_ptr(const void *p, const char *what)
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cuda: the %s %p is %s memory, not device memory", what, p,
                              a.type == cudaMemoryTypeHost ? "pinned host" : "host");
-    if (a.device != 0)
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cuda: the %s %p is on CUDA device %d; RLX runs on device 0",
-                             what, p, a.device);
+    if (a.device != d->index)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "cuda: the %s %p is on CUDA device %d; the session runs on cuda:%d", what, p, a.device,
+                             d->index);
     return RLX_OK;
 }
 
 /* Device -> device between the arena and memory the caller lent, after the
  * work queued on the legacy default stream (DLPack's stream 1: a producer
  * asked for that stream orders its own work before it), synchronised. */
-static rlx_status cuda_copy_device(void *dst, const void *src, size_t bytes)
+static rlx_status cuda_copy_device(const rlx_backend *b, void *dst, const void *src, size_t bytes)
 {
-    rlx_status st = cuda_available();
-    if (st != RLX_OK)
-        return st;
     if (!bytes)
         return RLX_OK;
-    if ((st = check_device_ptr(dst, "destination")) != RLX_OK || (st = check_device_ptr(src, "source")) != RLX_OK)
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
+    rlx_status st;
+    if ((st = check_device_ptr(d, dst, "destination")) != RLX_OK || (st = check_device_ptr(d, src, "source")) != RLX_OK)
         return st;
-    pthread_mutex_lock(&lock);
-    mark_dirty(dst, bytes);
+    pthread_mutex_lock(&d->lock);
+    mark_dirty(d, dst, bytes);
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(cudaStreamLegacy);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&d->lock);
     if (e != cudaSuccess)
         return rlx_set_error(RLX_ERR_DEVICE, "cuda: device copy of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
     return RLX_OK;
 }
 
-static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
+/* The thunk's kernel state on the current device (rlx_cu_dev). */
+static rlx_status prepare_thunk(const rlx_graph *g, rlx_thunk *t)
 {
     const rlx_node_data *n = &g->nodes[t->id];
     if (is_plain_leaf(n->op)) {
@@ -344,7 +389,7 @@ static rlx_status cuda_prepare(const rlx_graph *g, rlx_thunk *t)
     return RLX_OK;
 }
 
-static void cuda_release(rlx_thunk *t)
+static void release_thunk(rlx_thunk *t)
 {
     if (!t->node)
         return;
@@ -352,6 +397,18 @@ static void cuda_release(rlx_thunk *t)
     if (k && k->release && t->state)
         k->release(t);
     t->state = NULL;
+}
+
+static rlx_status cuda_prepare(const rlx_backend *b, const rlx_graph *g, rlx_thunk *t)
+{
+    cu_scope on(b);
+    return prepare_thunk(g, t);
+}
+
+static void cuda_release(const rlx_backend *b, rlx_thunk *t)
+{
+    cu_scope on(b);
+    release_thunk(t);
 }
 
 /* What finalize builds: the captured graph of the schedule, and a prologue
@@ -382,8 +439,6 @@ typedef struct cu_graph_state {
 
 enum { CU_IN_GRAPH = 0, CU_IN_PROLOGUE = 1, CU_PACK_IN_PROLOGUE = 2 };
 
-static cu_graph_state *registry; /* every state with a prologue (under lock) */
-
 /* Whether a random op of the schedule reads the run index. */
 static bool has_random(const rlx_schedule *s)
 {
@@ -395,11 +450,12 @@ static bool has_random(const rlx_schedule *s)
     return false;
 }
 
-/* Called with the lock held: an upload into a param a prologue reads. */
-static void mark_dirty(const void *dst, size_t bytes)
+/* Called with the device's lock held: an upload into a param a prologue
+ * reads. */
+static void mark_dirty(cu_device *d, const void *dst, size_t bytes)
 {
     const char *a = (const char *)dst;
-    for (cu_graph_state *g = registry; g; g = g->next)
+    for (cu_graph_state *g = d->registry; g; g = g->next)
         for (int i = 0; i < g->n_ranges && !g->dirty; i++)
             if (a < g->ranges[i].p + g->ranges[i].n && g->ranges[i].p < a + bytes)
                 g->dirty = 1;
@@ -425,11 +481,6 @@ static rlx_status launch_one(const rlx_thunk *t, const rlx_run_ctx *ctx, bool pa
  * launch gaps.  The repeats rerun in-place kernels: a profiled run's
  * outputs are not meaningful. */
 #define PROF_REPS 10
-static bool profiled; /* some run was profiled (RLX_CUDA_PROFILE): report at release */
-static double prof_ms[CU_TABLE_SIZE];
-static long prof_n[CU_TABLE_SIZE];
-static double *prof_thunk_ms; /* per thunk of prof_sched */
-static const rlx_schedule *prof_sched;
 
 /* A thunk and its run context, for rlx_cu_time_captured. */
 typedef struct thunk_run {
@@ -445,11 +496,12 @@ static bool launch_thunk(void *arg)
 
 static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
-    profiled = true;
-    if (prof_sched != s) {
-        free(prof_thunk_ms);
-        prof_thunk_ms = (double *)rlx_calloc((size_t)s->n_thunks + 1, sizeof(double));
-        prof_sched = s;
+    cu_device *d = rlx_cu_dev;
+    d->profiled = true;
+    if (d->prof_sched != s) {
+        free(d->prof_thunk_ms);
+        d->prof_thunk_ms = (double *)rlx_calloc((size_t)s->n_thunks + 1, sizeof(double));
+        d->prof_sched = s;
     }
     rlx_status st = RLX_OK;
     for (int i = 0; i < s->n_thunks && st == RLX_OK; i++) {
@@ -462,20 +514,22 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
         if (ms >= 1e29f)
             ms = -1;
         unsigned op = (unsigned)t->node->op;
-        if (ms >= 0 && op < CU_TABLE_SIZE) {
-            prof_ms[op] += ms;
-            prof_n[op]++;
-            if (prof_thunk_ms)
-                prof_thunk_ms[i] += ms;
+        if (ms >= 0 && op < CU_PROF_OPS) {
+            d->prof_ms[op] += ms;
+            d->prof_n[op]++;
+            if (d->prof_thunk_ms)
+                d->prof_thunk_ms[i] += ms;
         }
     }
     return st;
 }
 
-static void profile_report(const rlx_schedule *s)
+static void profile_report(cu_device *d, const rlx_schedule *s)
 {
+    double *prof_ms = d->prof_ms;
+    long *prof_n = d->prof_n;
     double total = 0;
-    for (int i = 0; i < CU_TABLE_SIZE; i++)
+    for (int i = 0; i < CU_PROF_OPS; i++)
         total += prof_ms[i];
     if (total <= 0)
         return;
@@ -483,7 +537,7 @@ static void profile_report(const rlx_schedule *s)
             total);
     for (;;) {
         int best = -1;
-        for (int i = 0; i < CU_TABLE_SIZE; i++)
+        for (int i = 0; i < CU_PROF_OPS; i++)
             if (prof_n[i] && (best < 0 || prof_ms[i] > prof_ms[best]))
                 best = i;
         if (best < 0)
@@ -493,13 +547,13 @@ static void profile_report(const rlx_schedule *s)
         prof_n[best] = 0;
         prof_ms[best] = 0;
     }
-    if (prof_sched != s || !prof_thunk_ms)
+    if (d->prof_sched != s || !d->prof_thunk_ms)
         return;
     fprintf(stderr, "[rlx cuda profile] costliest nodes:\n");
     for (int k = 0; k < 12; k++) {
         int best = -1;
         for (int i = 0; i < s->n_thunks; i++)
-            if (prof_thunk_ms[i] > 0 && (best < 0 || prof_thunk_ms[i] > prof_thunk_ms[best]))
+            if (d->prof_thunk_ms[i] > 0 && (best < 0 || d->prof_thunk_ms[i] > d->prof_thunk_ms[best]))
                 best = i;
         if (best < 0)
             break;
@@ -507,16 +561,16 @@ static void profile_report(const rlx_schedule *s)
         char dims[96];
         int at = 0;
         dims[0] = 0;
-        for (int d = 0; d < n->shape.ndim && at < (int)sizeof dims - 24; d++)
-            at += snprintf(dims + at, sizeof dims - (size_t)at, d ? "x%lld" : "%lld", (long long)n->shape.dims[d]);
-        fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s\n", prof_thunk_ms[best],
-                100.0 * prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op), rlx_dtype_name(n->dtype),
-                dims, n->name ? " " : "", n->name ? n->name : "");
-        prof_thunk_ms[best] = 0;
+        for (int ax = 0; ax < n->shape.ndim && at < (int)sizeof dims - 24; ax++)
+            at += snprintf(dims + at, sizeof dims - (size_t)at, ax ? "x%lld" : "%lld", (long long)n->shape.dims[ax]);
+        fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s\n", d->prof_thunk_ms[best],
+                100.0 * d->prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op),
+                rlx_dtype_name(n->dtype), dims, n->name ? " " : "", n->name ? n->name : "");
+        d->prof_thunk_ms[best] = 0;
     }
-    free(prof_thunk_ms);
-    prof_thunk_ms = NULL;
-    prof_sched = NULL;
+    free(d->prof_thunk_ms);
+    d->prof_thunk_ms = NULL;
+    d->prof_sched = NULL;
 }
 
 /* The graph part (prologue = 0): every thunk not in the prologue, packing
@@ -679,8 +733,8 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs, const rlx_
     for (int j = 0; j < n && st == RLX_OK; j++) {
         if (!redo[j])
             continue;
-        cuda_release(&s->thunks[j]);
-        st = cuda_prepare(s->graph, &s->thunks[j]);
+        release_thunk(&s->thunks[j]);
+        st = prepare_thunk(s->graph, &s->thunks[j]);
     }
     free(redo);
     if (set->verbose)
@@ -689,14 +743,14 @@ static rlx_status build_prologue(rlx_schedule *s, cu_graph_state *gs, const rlx_
                 "kept in the arena)\n",
                 gs->n_pre, gs->n_pack, total);
     gs->dirty = 1;
-    gs->next = registry;
-    registry = gs;
+    gs->next = rlx_cu_dev->registry;
+    rlx_cu_dev->registry = gs;
     return st;
 }
 
 static void free_state(cu_graph_state *gs)
 {
-    for (cu_graph_state **p = &registry; *p; p = &(*p)->next)
+    for (cu_graph_state **p = &rlx_cu_dev->registry; *p; p = &(*p)->next)
         if (*p == gs) {
             *p = gs->next;
             break;
@@ -720,20 +774,23 @@ typedef CUresult (*cu_kern_name_fn)(const char **, CUkernel);
 
 /* The kernel a graph node launches, with its launch shape; library kernels
  * are named through the driver. */
+static void *driver_entry(const char *name, int version)
+{
+    void *p = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        p = NULL;
+    cudaGetLastError();
+    return p;
+}
+
 static void describe_kernel_node(cudaGraphNode_t nd, char *buf, size_t cap)
 {
-    static cu_node_params_fn node_params;
-    static cu_func_name_fn func_name;
-    static cu_kern_name_fn kern_name;
-    static int looked;
-    if (!looked) {
-        cudaDriverEntryPointQueryResult q;
-        looked = 1;
-        cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", (void **)&node_params, 12000, cudaEnableDefault,
-                                         &q);
-        cudaGetDriverEntryPointByVersion("cuFuncGetName", (void **)&func_name, 12030, cudaEnableDefault, &q);
-        cudaGetDriverEntryPointByVersion("cuKernelGetName", (void **)&kern_name, 12030, cudaEnableDefault, &q);
-    }
+    /* looked up once (thread-safe initialisation) */
+    static const cu_node_params_fn node_params = (cu_node_params_fn)driver_entry("cuGraphKernelNodeGetParams", 12000);
+    static const cu_func_name_fn func_name = (cu_func_name_fn)driver_entry("cuFuncGetName", 12030);
+    static const cu_kern_name_fn kern_name = (cu_kern_name_fn)driver_entry("cuKernelGetName", 12030);
     CUDA_KERNEL_NODE_PARAMS p;
     memset(&p, 0, sizeof p);
     const char *name = NULL;
@@ -785,8 +842,10 @@ static void report_graph(cudaGraph_t g, bool each)
     free(data);
 }
 
-static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
+static rlx_status cuda_finalize(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx)
 {
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
     const rlx_backend_settings *set = ctx && ctx->settings ? ctx->settings : &rlx_cu_cfg;
     if (set->no_preencode || s->n_thunks == 0)
         return RLX_OK;
@@ -794,7 +853,7 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
     if (!gs)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda: out of memory");
     gs->random = has_random(s);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&d->lock);
     rlx_status st = build_prologue(s, gs, set);
     cudaError_t e = cudaSuccess;
     if (st == RLX_OK && (e = cudaStreamBeginCapture(rlx_cu_stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess) {
@@ -812,24 +871,25 @@ static rlx_status cuda_finalize(rlx_schedule *s, const rlx_run_ctx *ctx)
     if (st != RLX_OK) {
         free_state(gs);
         cudaGetLastError();
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&d->lock);
         return st;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&d->lock);
     s->backend_state = gs;
     return RLX_OK;
 }
 
-static void cuda_release_schedule(rlx_schedule *s)
+static void cuda_release_schedule(const rlx_backend *b, rlx_schedule *s)
 {
-    if (profiled)
-        profile_report(s);
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
+    pthread_mutex_lock(&d->lock);
+    if (d->profiled)
+        profile_report(d, s);
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
-    if (!gs)
-        return;
-    pthread_mutex_lock(&lock);
-    free_state(gs);
-    pthread_mutex_unlock(&lock);
+    if (gs)
+        free_state(gs);
+    pthread_mutex_unlock(&d->lock);
     s->backend_state = NULL;
 }
 
@@ -837,19 +897,20 @@ static void cuda_release_schedule(rlx_schedule *s)
  * session is bracketed by cudaProfilerStart/Stop, for an external profiler
  * started with its capture off (ncu --profile-from-start off). */
 
-/* The session's settings for the compile that begins: kept for the claim
- * and prepare (rlx_cu_cfg). */
-static void cuda_configure(const rlx_backend_settings *set)
+/* The session's settings and device for the compile that begins on this
+ * thread: kept for the claim and prepare (rlx_cu_cfg, rlx_cu_dev). */
+static void cuda_configure(const rlx_backend *b, const rlx_backend_settings *set)
 {
-    pthread_mutex_lock(&lock);
+    rlx_cu_dev = (cu_device *)b->self;
     rlx_cu_cfg = *set;
-    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl;
-    pthread_mutex_unlock(&lock);
+    rlx_cu_pdl = rlx_cu_dev->pdl_hw && !set->cuda_no_pdl;
 }
 
-static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
+static rlx_status cuda_run(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx)
 {
-    pthread_mutex_lock(&lock);
+    cu_scope on(b);
+    cu_device *d = rlx_cu_dev;
+    pthread_mutex_lock(&d->lock);
     rlx_status st = RLX_OK;
     /* the running session's settings for the kernels it launches: what a launch
      * reads (the attention's split and warps, which also sized its scratch
@@ -857,15 +918,15 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
      * was compiled last */
     const rlx_backend_settings *set = ctx->settings ? ctx->settings : &rlx_cu_cfg;
     rlx_cu_cfg = *set;
-    rlx_cu_pdl = pdl_hw && !set->cuda_no_pdl;
+    rlx_cu_pdl = d->pdl_hw && !set->cuda_no_pdl;
     bool bracket = set->cuda_profile_run >= 0 && (long)ctx->run_index == set->cuda_profile_run;
     if (bracket)
         cudaProfilerStart();
     cu_graph_state *gs = (cu_graph_state *)s->backend_state;
     cudaError_t e = cudaSuccess;
     if (gs ? gs->random : has_random(s)) {
-        *pinned_run_index = ctx->run_index;
-        e = rlx_cu_set_run_index(pinned_run_index);
+        *d->pinned_run_index = ctx->run_index;
+        e = rlx_cu_set_run_index(d->pinned_run_index);
     }
     if (e != cudaSuccess) {
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: setting the run index failed: %s", cudaGetErrorString(e));
@@ -888,41 +949,91 @@ static rlx_status cuda_run(rlx_schedule *s, const rlx_run_ctx *ctx)
         cudaProfilerStop();
     if (st == RLX_OK && e != cudaSuccess)
         st = rlx_set_error(RLX_ERR_DEVICE, "cuda: run failed: %s", cudaGetErrorString(e));
-    if (host_fault->code) {
+    if (d->host_fault->code) {
         const rlx_graph *g = s->graph;
-        int id = host_fault->node;
+        int id = d->host_fault->node;
         const rlx_node_data *n = g && id >= 0 && id < g->n_nodes ? &g->nodes[id] : NULL;
         if (st == RLX_OK)
             st = rlx_set_error(RLX_ERR_RUNTIME, "cuda: node %d (%s%s%s%s): index %lld out of range [0, %lld)", id,
                                n ? rlx_op_name(n->op) : "?", n && n->name ? " '" : "", n && n->name ? n->name : "",
-                               n && n->name ? "'" : "", host_fault->value, host_fault->bound);
-        memset(host_fault, 0, sizeof *host_fault);
+                               n && n->name ? "'" : "", d->host_fault->value, d->host_fault->bound);
+        memset(d->host_fault, 0, sizeof *d->host_fault);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&d->lock);
     return st;
 }
 
-static const rlx_backend cuda_backend = {
-    /* .name */ "cuda",
-    /* .device */ RLX_DEVICE_CUDA,
-    /* .available */ cuda_available,
-    /* .alignment */ 256,
-    /* .max_buffer */ cuda_max_buffer,
-    /* .supports */ cuda_supports,
-    /* .inplace_elementwise */ true,
-    /* .scratch_bytes */ cuda_scratch,
-    /* .alloc */ cuda_alloc,
-    /* .free */ cuda_free,
-    /* .upload */ cuda_upload,
-    /* .download */ cuda_download,
-    /* .prepare */ cuda_prepare,
-    /* .release */ cuda_release,
-    /* .finalize */ cuda_finalize,
-    /* .release_schedule */ cuda_release_schedule,
-    /* .run */ cuda_run,
-    /* .keep_bytes */ cuda_keep_bytes,
-    /* .copy_device */ cuda_copy_device,
-    /* .configure */ cuda_configure,
-};
+/* The instances, one per device ordinal, made on first use under the lock
+ * and kept for the process (a CUDA context lives as long). */
+static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+static rlx_backend instances[CU_MAX_DEVICES];
+static cu_device *devices[CU_MAX_DEVICES];
 
-extern "C" const rlx_backend *rlx_cuda_backend(void) { return &cuda_backend; }
+static rlx_backend instance_table(cu_device *d)
+{
+    rlx_backend b;
+    memset(&b, 0, sizeof b);
+    b.name = "cuda";
+    b.device = RLX_DEVICE_CUDA;
+    b.index = d->index;
+    b.self = d;
+    b.alignment = 256;
+    b.max_buffer = cuda_max_buffer;
+    b.supports = cuda_supports;
+    b.inplace_elementwise = true;
+    b.scratch_bytes = cuda_scratch;
+    b.alloc = cuda_alloc;
+    b.free = cuda_free;
+    b.upload = cuda_upload;
+    b.download = cuda_download;
+    b.prepare = cuda_prepare;
+    b.release = cuda_release;
+    b.finalize = cuda_finalize;
+    b.release_schedule = cuda_release_schedule;
+    b.run = cuda_run;
+    b.keep_bytes = cuda_keep_bytes;
+    b.copy_device = cuda_copy_device;
+    b.configure = cuda_configure;
+    return b;
+}
+
+extern "C" int rlx_cuda_device_count(void) { return device_count(); }
+
+extern "C" rlx_status rlx_cuda_backend(int index, const rlx_backend **out)
+{
+    *out = NULL;
+    int n = device_count();
+    if (n == 0) {
+        int drv = 0;
+        cudaError_t e = cudaGetDeviceCount(&drv);
+        cudaGetLastError();
+        return rlx_set_error(RLX_ERR_DEVICE, "cuda:%d: no CUDA device: cudaGetDeviceCount says %s", index,
+                             e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+    }
+    if (index < 0 || index >= n || index >= CU_MAX_DEVICES) {
+        if (n == 1)
+            return rlx_set_error(RLX_ERR_DEVICE, "cuda:%d: no such device: this machine has 1 CUDA device (cuda:0)",
+                                 index);
+        return rlx_set_error(RLX_ERR_DEVICE,
+                             "cuda:%d: no such device: this machine has %d CUDA devices (cuda:0 to cuda:%d)", index, n,
+                             n - 1);
+    }
+    pthread_once(&table_once, build_table);
+    rlx_status st = RLX_OK;
+    pthread_mutex_lock(&instances_lock);
+    if (!devices[index]) {
+        cu_device *d = (cu_device *)rlx_calloc(1, sizeof *d);
+        if (!d)
+            st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cuda:%d: out of memory", index);
+        else if ((st = init_device(d, index)) != RLX_OK)
+            free(d);
+        else {
+            instances[index] = instance_table(d);
+            devices[index] = d;
+        }
+    }
+    if (st == RLX_OK)
+        *out = &instances[index];
+    pthread_mutex_unlock(&instances_lock);
+    return st;
+}

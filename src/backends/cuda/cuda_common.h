@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,6 @@ void rlx_cuda_register_attention(cu_kernel *tab);
 void rlx_cuda_register_fused(cu_kernel *tab);
 }
 
-/* The backend's stream (all work, copies and captures go through it). */
-extern cudaStream_t rlx_cu_stream;
 /* Copies the run index (read by random kernels) to the device, on the
  * stream, before each run; src must be pinned. */
 cudaError_t rlx_cu_set_run_index(const unsigned long long *src);
@@ -77,7 +76,65 @@ typedef struct cu_fault {
     long long value, bound;
 } cu_fault;
 enum { CU_FAULT_INDEX = 1 };
-extern cu_fault *rlx_cu_fault;
+
+/* Shape-keyed choices a compile-time tuner made (which GEMM plan won),
+ * so sessions of the same shapes on the device skip the timing. */
+typedef struct cu_memo {
+    struct {
+        int64_t key[10];
+        int val[4];
+    } e[64];
+    int n;
+    pthread_mutex_t lock;
+} cu_memo;
+bool rlx_cu_memo_find(cu_memo *m, const int64_t *key, int *val);
+void rlx_cu_memo_add(cu_memo *m, const int64_t *key, const int *val);
+
+#define CU_MAX_DEVICES 32
+#define CU_PROF_OPS 256 /* = CU_TABLE_SIZE */
+
+/* One GPU as the backend drives it: an instance per device ordinal
+ * (cuda:N), made on first use by rlx_cuda_backend(N) and kept for the
+ * process, owning everything that is per device: the stream, the copies'
+ * pinned staging, the fault word, the library handles, the tuners' memos
+ * and the prologues to refresh after an upload.  Sessions on different
+ * devices share none of it. */
+typedef struct cu_device {
+    int index;
+    cudaStream_t stream; /* all work, copies and captures of the device */
+    int major, minor, sms;
+    bool pdl_hw; /* can launch dependent grids (sm_90+) */
+    bool wgmma;  /* sm_90a machine code in the build and an sm_90 device */
+    size_t total_mem;
+    pthread_mutex_t lock; /* runs, copies and the registry below */
+    void *staging;        /* pinned host staging for uploads and downloads */
+    size_t staging_bytes;
+    unsigned long long *pinned_run_index; /* the run index, carried to the device */
+    cu_fault *host_fault, *fault;         /* the fault word: host view, device view */
+    struct cu_graph_state *registry;      /* every captured schedule with a prologue */
+    void *gemm_lt;                        /* cuBLASLt handle (gemm.cu), made on first use */
+    void *dnn;                            /* cuDNN handle (dnn.cu), made on first use */
+    pthread_mutex_t handles_lock;         /* making those two */
+    cu_memo mm_dnn, mm_wgmma;             /* the matmul tuners' choices (k_matmul.cu) */
+    /* RLX_CUDA_PROFILE: device ms per op kind and per thunk of one schedule */
+    bool profiled;
+    double prof_ms[CU_PROF_OPS];
+    long prof_n[CU_PROF_OPS];
+    double *prof_thunk_ms;
+    const struct rlx_schedule *prof_sched;
+} cu_device;
+
+/* The device the calling thread is working on: set at every entry into
+ * the backend (and by configure, for the claim that follows), with that
+ * device made CUDA's current one for the call.  Kernels, tuners and
+ * libraries reach the device's stream and state through it. */
+extern thread_local cu_device *rlx_cu_dev;
+#define rlx_cu_stream (rlx_cu_dev->stream)
+#define rlx_cu_fault (rlx_cu_dev->fault)
+/* Whether a kernel's one-time setting (cudaFuncSetAttribute, which CUDA
+ * keeps per device) is still to be made on the current device: claims the
+ * device's bit in *done and says whether it was clear. */
+bool rlx_cu_first_on_device(unsigned *done);
 
 #ifdef __CUDACC__
 __device__ __forceinline__ void cu_report_index(cu_fault *f, int node, long long value, long long bound)
@@ -113,12 +170,12 @@ bool rlx_cu_float_ok(const rlx_graph *g, const rlx_node_data *n); /* node and ev
 static inline size_t cu_round256(size_t b) { return (b + 255) / 256 * 256; }
 
 /* The backend settings (backend.h; read by the runtime in env.c, never
- * from the environment here) of the compile or run in progress: set by the
- * backend's configure at the start of each compile and by each run (to its
- * session's), read by the claim, prepare and the launches.  The device
- * lock does not cover compiles: CUDA sessions compiled concurrently with
- * different settings would see each other's. */
-extern rlx_backend_settings rlx_cu_cfg;
+ * from the environment here) of the compile or run in progress on this
+ * thread: set by the backend's configure at the start of each compile and
+ * by each run (to its session's), read by the claim, prepare and the
+ * launches.  Per thread, so sessions compiled at once with different
+ * settings never see each other's. */
+extern thread_local rlx_backend_settings rlx_cu_cfg;
 
 /* The largest power of two (<= 16) dividing an address. */
 static inline int64_t cu_ptr_align(const void *p)
@@ -146,7 +203,7 @@ static inline int cu_blocks(int64_t n, int threads)
  * Library kernels are launched by their libraries: cuDNN asks for the same
  * overlap where its kernels wait; cuBLASLt's do not wait, so nothing is
  * ever made to overlap into them.  RLX_CUDA_NO_PDL=1 turns it off. */
-extern bool rlx_cu_pdl;
+extern thread_local bool rlx_cu_pdl; /* the device can and the settings let it */
 
 __device__ __forceinline__ void cu_grid_wait(void)
 {

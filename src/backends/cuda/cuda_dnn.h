@@ -15,9 +15,8 @@
 #endif
 
 #ifdef RLX_CUDNN
-/* The entry points used, resolved with dlsym, and the one handle. */
+/* The entry points used, resolved with dlsym. */
 struct rlx_dnn_api {
-    cudnnHandle_t h;
 #define DNN_FN(name) decltype(&::name) name
     DNN_FN(cudnnCreate);
     DNN_FN(cudnnSetStream);
@@ -49,9 +48,13 @@ struct rlx_dnn_api {
 #undef DNN_FN
 };
 extern rlx_dnn_api rlx_dnn;
+/* The current device's cuDNN handle (cu_device.dnn), on its stream; valid
+ * once rlx_dnn_ready() said yes on this device. */
+#define rlx_dnn_h (*(cudnnHandle_t *)&rlx_cu_dev->dnn)
 
-/* Loads cuDNN once (thread-safe): whether its legacy calls, and also its
- * graph API, are there. */
+/* Loads cuDNN once (thread-safe) and makes the current device's handle
+ * (rlx_dnn_h) on its first call there: whether its legacy calls, and also
+ * its graph API, are there. */
 bool rlx_dnn_ready(void);
 bool rlx_dnn_graph_ready(void);
 

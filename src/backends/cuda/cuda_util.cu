@@ -1,6 +1,6 @@
 /* cuda_util.cu - what the CUDA backend's files share, below all of them:
- * the stream, the settings in force, the device-visible fault word, error
- * messages naming a thunk, the strided-walk setup and the timing of a
+ * the device a thread works on, the settings in force, the tuners' memos,
+ * error messages naming a thunk, the strided-walk setup and the timing of a
  * captured launch sequence.  cuda_backend.cu (device, arena, graph) and
  * every k_*.cu call these; this file calls none of them. */
 #include <stdarg.h>
@@ -13,8 +13,8 @@ extern "C" {
 #include "core/error.h"
 }
 
-cudaStream_t rlx_cu_stream;
-bool rlx_cu_pdl;
+thread_local cu_device *rlx_cu_dev;
+thread_local bool rlx_cu_pdl;
 
 static rlx_backend_settings default_settings(void)
 {
@@ -22,9 +22,36 @@ static rlx_backend_settings default_settings(void)
     rlx_backend_settings_init(&s);
     return s;
 }
-rlx_backend_settings rlx_cu_cfg = default_settings();
+thread_local rlx_backend_settings rlx_cu_cfg = default_settings();
 
-cu_fault *rlx_cu_fault; /* device-visible: the first bad index a kernel met */
+bool rlx_cu_first_on_device(unsigned *done)
+{
+    unsigned bit = 1u << (rlx_cu_dev->index % CU_MAX_DEVICES);
+    return !(__atomic_fetch_or(done, bit, __ATOMIC_RELAXED) & bit);
+}
+
+bool rlx_cu_memo_find(cu_memo *m, const int64_t *key, int *val)
+{
+    bool found = false;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->n && !found; i++)
+        if (!memcmp(m->e[i].key, key, sizeof m->e[i].key)) {
+            memcpy(val, m->e[i].val, sizeof m->e[i].val);
+            found = true;
+        }
+    pthread_mutex_unlock(&m->lock);
+    return found;
+}
+
+void rlx_cu_memo_add(cu_memo *m, const int64_t *key, const int *val)
+{
+    pthread_mutex_lock(&m->lock);
+    if (m->n < (int)(sizeof m->e / sizeof m->e[0])) {
+        memcpy(m->e[m->n].key, key, sizeof m->e[0].key);
+        memcpy(m->e[m->n++].val, val, sizeof m->e[0].val);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
 
 rlx_status rlx_cu_fail(const rlx_thunk *t, rlx_status s, const char *fmt, ...)
 {

@@ -53,24 +53,34 @@ static void dnn_load(void)
     DNN_LOAD(cudnnBackendFinalize);
     DNN_LOAD(cudnnBackendExecute);
 #undef DNN_LOAD
-    if (!legacy || rlx_dnn.cudnnCreate(&rlx_dnn.h) != CUDNN_STATUS_SUCCESS ||
-        rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream) != CUDNN_STATUS_SUCCESS)
+    if (!legacy)
         return;
     dnn_ok = 1;
     dnn_graph_ok = ok;
 }
 
-bool rlx_dnn_ready(void)
+/* The library, then the current device's handle on its stream. */
+static bool dnn_device_ready(void)
 {
     pthread_once(&dnn_once, dnn_load);
-    return dnn_ok != 0;
+    if (!dnn_ok)
+        return false;
+    cu_device *d = rlx_cu_dev;
+    pthread_mutex_lock(&d->handles_lock);
+    if (!d->dnn) {
+        cudnnHandle_t h = NULL;
+        if (rlx_dnn.cudnnCreate(&h) == CUDNN_STATUS_SUCCESS) {
+            rlx_dnn.cudnnSetStream(h, d->stream);
+            d->dnn = h;
+        }
+    }
+    pthread_mutex_unlock(&d->handles_lock);
+    return d->dnn != NULL;
 }
 
-bool rlx_dnn_graph_ready(void)
-{
-    pthread_once(&dnn_once, dnn_load);
-    return dnn_ok && dnn_graph_ok;
-}
+bool rlx_dnn_ready(void) { return dnn_device_ready(); }
+
+bool rlx_dnn_graph_ready(void) { return dnn_device_ready() && dnn_graph_ok; }
 
 cudnnDataType_t dnn_type(rlx_dtype dt)
 {
@@ -168,7 +178,7 @@ void dnn_release_graph(dnn_graph *g)
 static bool launch_plan(void *arg)
 {
     bdesc *pp = (bdesc *)arg;
-    return rlx_dnn.cudnnBackendExecute(rlx_dnn.h, pp[0], pp[1]) == CUDNN_STATUS_SUCCESS;
+    return rlx_dnn.cudnnBackendExecute(rlx_dnn_h, pp[0], pp[1]) == CUDNN_STATUS_SUCCESS;
 }
 
 static bool engine_ok(bdesc cfg, bool allow_rtc)
@@ -253,7 +263,7 @@ float dnn_pick_plan(graph_build *b, bdesc og, void *const *ptrs, const int64_t *
                                   &cfgs[i], "plan config");
                 if (pok)
                     rlx_dnn.cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                                                     &rlx_dnn.h);
+                                                     &rlx_dnn_h);
                 int64_t got = 0;
                 void *wsp = scratch;
                 pok = pok && gb_ok(b, rlx_dnn.cudnnBackendFinalize(plan), "plan finalize") &&

@@ -7,7 +7,8 @@
 
 #include "backends/cuda/cuda_gemm.h"
 
-static cublasLtHandle_t lt;
+/* The current device's cuBLASLt handle (made by the first plan on it). */
+static cublasLtHandle_t device_lt(void) { return (cublasLtHandle_t)rlx_cu_dev->gemm_lt; }
 
 static cudaDataType_t cuda_type(rlx_dtype dt)
 {
@@ -71,7 +72,8 @@ static void add_splitk(cu_lt_plan *g, const cublasLtMatmulHeuristicResult_t *res
                                                      sizeof splits[k]) != CUBLAS_STATUS_SUCCESS ||
                 cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
                                                      sizeof scheme) != CUBLAS_STATUS_SUCCESS ||
-                cublasLtMatmulAlgoCheck(lt, g->op, g->la, g->lb, g->lc, g->lc, &a, &chk) != CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoCheck(device_lt(), g->op, g->la, g->lb, g->lc, g->lc, &a, &chk) !=
+                    CUBLAS_STATUS_SUCCESS ||
                 chk.workspaceSize > CU_GEMM_WORKSPACE)
                 continue;
             g->cand[g->n_cand] = a;
@@ -145,7 +147,8 @@ static rlx_status lt_plan(cu_lt_plan *g, cudaDataType_t ty, cublasComputeType_t 
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
     cublasLtMatmulHeuristicResult_t res[CU_GEMM_HEURISTIC];
     int found = 0;
-    s = cublasLtMatmulAlgoGetHeuristic(lt, g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_HEURISTIC, res, &found);
+    s = cublasLtMatmulAlgoGetHeuristic(device_lt(), g->op, g->la, g->lb, g->lc, g->lc, pref, CU_GEMM_HEURISTIC, res,
+                                       &found);
     cublasLtMatmulPreferenceDestroy(pref);
     *heur = s == CUBLAS_STATUS_SUCCESS && found <= 0 ? CUBLAS_STATUS_NOT_SUPPORTED : s;
     if (*heur != CUBLAS_STATUS_SUCCESS)
@@ -178,11 +181,17 @@ rlx_status rlx_cu_gemm_plan(cu_gemm *g, rlx_dtype dt, int trans_a, int trans_b, 
                             int64_t stride_c, cu_epi epi, size_t align)
 {
     memset(g, 0, sizeof *g);
-    if (!lt) {
-        cublasStatus_t s = cublasLtCreate(&lt);
-        if (s != CUBLAS_STATUS_SUCCESS)
-            return lt_fail("create", s);
+    cu_device *d = rlx_cu_dev;
+    pthread_mutex_lock(&d->handles_lock);
+    cublasStatus_t made = CUBLAS_STATUS_SUCCESS;
+    if (!d->gemm_lt) {
+        cublasLtHandle_t h = NULL;
+        if ((made = cublasLtCreate(&h)) == CUBLAS_STATUS_SUCCESS)
+            d->gemm_lt = h;
     }
+    pthread_mutex_unlock(&d->handles_lock);
+    if (made != CUBLAS_STATUS_SUCCESS)
+        return lt_fail("create", made);
     g->dt = dt, g->trans_a = trans_a, g->trans_b = trans_b;
     g->M = M, g->N = N, g->K = K, g->lda = lda, g->ldb = ldb, g->ldc = ldc, g->batch = batch, g->epi = epi;
     cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
@@ -322,8 +331,8 @@ static cublasStatus_t lt_matmul(const cu_lt_plan *g, const cublasLtMatmulAlgo_t 
                                 const void *B, void *C, void *ws)
 {
     float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, algo, ws, ws ? ws_bytes : 0,
-                          rlx_cu_stream);
+    return cublasLtMatmul(device_lt(), g->op, &alpha, B, g->la, A, g->lb, &beta, C, g->lc, C, g->lc, algo, ws,
+                          ws ? ws_bytes : 0, rlx_cu_stream);
 }
 
 rlx_status rlx_cu_gemm_run(const rlx_thunk *t, const cu_gemm *g, const void *A, const void *B, void *C,

@@ -342,16 +342,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 bool rlx_cu_wg_available(void)
 {
 #ifdef RLX_HAVE_SM90A
-    static int ok = -1;
-    if (ok < 0) {
-        int dev = 0, major = 0, minor = 0;
-        ok = cudaGetDevice(&dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
-             minor == 0;
-        cudaGetLastError();
-    }
-    return ok == 1;
+    return rlx_cu_dev->wgmma;
 #else
     return false; /* the build has no sm_90a machine code */
 #endif
@@ -368,20 +359,20 @@ bool rlx_cu_wg_fits(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t lda, 
 
 /* The driver's tensor-map encoder, reached through the runtime (no link
  * to the driver library); NULL where the driver lacks it. */
+static PFN_cuTensorMapEncodeTiled_v12000 find_tensor_map_encoder(void)
+{
+    void *p = NULL;
+    cudaDriverEntryPointQueryResult q;
+    bool ok =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess;
+    cudaGetLastError();
+    return ok ? (PFN_cuTensorMapEncodeTiled_v12000)p : NULL;
+}
+
 static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    static bool tried;
-    if (!tried) {
-        tried = true;
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
-                cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
-            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-        cudaGetLastError();
-    }
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = find_tensor_map_encoder(); /* looked up once, thread-safe */
     return fn;
 }
 
@@ -429,13 +420,11 @@ int rlx_cu_wg_candidates(rlx_dtype dt, int64_t M, int64_t N, int64_t K, int64_t 
     return n;
 }
 
-/* Raises a kernel's shared-memory limit once. */
-template <typename K> static void allow_smem(K kernel, size_t bytes, bool *done)
+/* Raises a kernel's shared-memory limit once per device. */
+template <typename K> static void allow_smem(K kernel, size_t bytes, unsigned *done)
 {
-    if (!*done) {
+    if (rlx_cu_first_on_device(done))
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-        *done = true;
-    }
 }
 
 template <typename T, int BN, int STAGES>
@@ -444,7 +433,7 @@ static void ws_launch_t(const cu_wg_plan *p, int64_t M, int64_t N, int64_t K, in
 {
     static_assert(WG_BM * wg_tile<BN>::ld * 4 <= STAGES * ws_size<BN>::stage, "the staged tile fits in the ring");
     size_t smem = (size_t)STAGES * (ws_size<BN>::stage + 16) + 1024;
-    static bool attr_set;
+    static unsigned attr_set; /* a bit per device */
     allow_smem(ws_gemm<T, BN, STAGES>, smem, &attr_set);
     alignas(64) CUtensorMap ma, mb;
     memcpy(&ma, p->maps[0], sizeof ma);

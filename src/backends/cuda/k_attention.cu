@@ -750,16 +750,7 @@ template <typename T> static void *attn_fn(int dvl)
 static int dvl_of(int64_t Dv) { return Dv <= 32 ? 1 : Dv <= 64 ? 2 : Dv <= 128 ? 4 : 8; }
 
 /* Tensor cores: sm_80 or newer, unless RLX_CUDA_NO_TC_ATTENTION=1. */
-static bool tc_available(void)
-{
-    static int hw = -1;
-    if (hw < 0) {
-        int dev = 0, major = 0;
-        hw = cudaGetDevice(&dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 8;
-    }
-    return hw != 0 && !rlx_cu_cfg.cuda_no_tc_attention;
-}
+static bool tc_available(void) { return rlx_cu_dev->major >= 8 && !rlx_cu_cfg.cuda_no_tc_attention; }
 
 static bool tc_fits(rlx_dtype dt, int64_t D, int64_t Dv)
 {
@@ -810,13 +801,7 @@ rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D,
     return RLX_OK;
 }
 
-static int sm_count(void)
-{
-    static int sms = 0;
-    if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
-        sms = 132;
-    return sms;
-}
+static int sm_count(void) { return rlx_cu_dev->sms; }
 
 /* How flash_tc runs B x H heads of S queries over T keys: warps per block
  * (W), query blocks per head, and the key split. */

@@ -233,7 +233,7 @@ static bool dnn_describe(conv_state *s, rlx_dtype dt, cudnnTensorFormat_t fmt)
 static bool dnn_find(rlx_thunk *t, conv_state *s, cudnnConvolutionFwdAlgoPerf_t *perf, int *pick, int *precomp)
 {
     int found = 0;
-    bool ok = rlx_dnn.cudnnFindConvolutionForwardAlgorithmEx(rlx_dnn.h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd,
+    bool ok = rlx_dnn.cudnnFindConvolutionForwardAlgorithmEx(rlx_dnn_h, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->yd,
                                                              t->out, 8, &found, perf, t->scratch,
                                                              t->scratch_bytes) == CUDNN_STATUS_SUCCESS;
     *pick = *precomp = -1;
@@ -370,7 +370,7 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
     rlx_dtype dt = n->dtype;
     if (dt != RLX_F16 && dt != RLX_BF16)
         return false; /* f32 stays off the tensor cores (no TF32) */
-    rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream);
+    rlx_dnn.cudnnSetStream(rlx_dnn_h, rlx_cu_stream);
     cudnnDataType_t ty = dt == RLX_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
     const win2d &w = s->w;
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
@@ -433,7 +433,7 @@ static bool prep_graph_nhwc(rlx_thunk *t, conv_state *s, int verbose, bool fuse)
          gb_set(&b, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops, "op graph ops");
     if (ok) {
         /* the handle attribute is deprecated in newer cuDNN 9 releases but still read by older ones */
-        rlx_dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn.h);
+        rlx_dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn_h);
         ok = gb_ok(&b, rlx_dnn.cudnnBackendFinalize(og), "op graph finalize");
     }
     bool allow_rtc = rlx_cu_cfg.cuda_conv_rtc;
@@ -592,7 +592,7 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
     }
 #ifdef RLX_CUDNN
     if (s->use_graph) {
-        cudnnStatus_t gs = rlx_dnn.cudnnBackendExecute(rlx_dnn.h, s->g.plan, s->g.pack);
+        cudnnStatus_t gs = rlx_dnn.cudnnBackendExecute(rlx_dnn_h, s->g.plan, s->g.pack);
         if (gs != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnBackendExecute (channels-last conv) failed (status %d)",
                                (int)gs);
@@ -614,14 +614,14 @@ static rlx_status k_conv_nhwc(const rlx_thunk *t)
     cudnnStatus_t ds;
     if (s->fused) {
         /* y = act(conv(x) + 0 * z + bias), z = y (not read with alpha2 0) */
-        ds = rlx_dnn.cudnnConvolutionBiasActivationForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
+        ds = rlx_dnn.cudnnConvolutionBiasActivationForward(rlx_dnn_h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
                                                            s->algo_fused, t->scratch, s->ws_fused, &zero, s->yd, t->out,
                                                            s->bd, t->in[2], s->ad, s->yd, t->out);
         if (ds != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionBiasActivationForward failed (status %d)", (int)ds);
         return RLX_OK;
     }
-    ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo, t->scratch,
+    ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn_h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd, s->algo, t->scratch,
                                          s->dnn_ws, &zero, s->yd, t->out);
     if (ds != CUDNN_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward (channels-last) failed (status %d)", (int)ds);
@@ -777,7 +777,7 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #ifdef RLX_CUDNN
     if (s->use_dnn) {
         float one = 1.0f, zero = 0.0f;
-        cudnnStatus_t ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn.h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
+        cudnnStatus_t ds = rlx_dnn.cudnnConvolutionForward(rlx_dnn_h, &one, s->xd, t->in[0], s->wd, t->in[1], s->cd,
                                                            s->algo, t->scratch, s->dnn_ws, &zero, s->yd, t->out);
         if (ds != CUDNN_STATUS_SUCCESS)
             return rlx_cu_fail(t, RLX_ERR_DEVICE, "cudnnConvolutionForward failed (status %d)", (int)ds);

@@ -359,42 +359,10 @@ static size_t matmul_scratch(const rlx_graph *g, const rlx_node_data *n)
     return CU_GEMM_WORKSPACE + rlx_cu_gemm_split_bytes(n->dtype, rows, N, K);
 }
 
-/* What the tuning chose for a GEMM shape, for the rest of the process:
- * identical GEMMs (an encoder's layers) reuse it instead of building or
- * timing every candidate again.  One table per choice; a key is the
- * shape, layout, epilogue and what else the choice depends on. */
-typedef struct mm_memo {
-    struct {
-        int64_t key[10];
-        int val[4];
-    } e[64];
-    int n;
-    pthread_mutex_t lock;
-} mm_memo;
-
-static bool mm_memo_find(mm_memo *m, const int64_t *key, int *val)
-{
-    bool found = false;
-    pthread_mutex_lock(&m->lock);
-    for (int i = 0; i < m->n && !found; i++)
-        if (!memcmp(m->e[i].key, key, sizeof m->e[i].key)) {
-            memcpy(val, m->e[i].val, sizeof m->e[i].val);
-            found = true;
-        }
-    pthread_mutex_unlock(&m->lock);
-    return found;
-}
-
-static void mm_memo_add(mm_memo *m, const int64_t *key, const int *val)
-{
-    pthread_mutex_lock(&m->lock);
-    if (m->n < (int)(sizeof m->e / sizeof m->e[0])) {
-        memcpy(m->e[m->n].key, key, sizeof m->e[0].key);
-        memcpy(m->e[m->n++].val, val, sizeof m->e[0].val);
-    }
-    pthread_mutex_unlock(&m->lock);
-}
-
+/* What the tuning chose for a GEMM shape is kept in the device's memos
+ * (cu_device): identical GEMMs (an encoder's layers) reuse it instead of
+ * building or timing every candidate again.  One memo per choice; a key is
+ * the shape, layout, epilogue and what else the choice depends on. */
 /* ---- matmul + bias + GELU/SiLU through cuDNN's graph API.
  * Operation graph: matmul (A [1, M, K], B [1, K, N] in either stored
  * layout, f32 compute) -> [add bias [1, 1, N]] -> GELU (erf form) or
@@ -406,7 +374,6 @@ static void mm_memo_add(mm_memo *m, const int64_t *key, const int *val)
 #ifdef RLX_CUDNN
 enum { MM_REPS = 8 }; /* launches per captured timing graph */
 /* per shape: the cuDNN plan chosen, -1 for cuBLASLt and the activation pass */
-static mm_memo dnn_memo = {{}, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static bool launch_mm_act(void *t) { return k_mm_act((const rlx_thunk *)t, NULL) == RLX_OK; }
 
@@ -422,7 +389,7 @@ static void release_mm_dnn(mm_state *s)
 static rlx_status run_mm_dnn(const rlx_thunk *t)
 {
     const dnn_graph *d = ((const mm_state *)t->state)->dnn;
-    cudnnStatus_t st = rlx_dnn.cudnnBackendExecute(rlx_dnn.h, d->plan, d->pack);
+    cudnnStatus_t st = rlx_dnn.cudnnBackendExecute(rlx_dnn_h, d->plan, d->pack);
     if (st != CUDNN_STATUS_SUCCESS)
         return rlx_cu_fail(t, RLX_ERR_DEVICE, "cuDNN matmul graph failed (status %d)", (int)st);
     return rlx_cu_check(t, "cuDNN matmul graph");
@@ -457,10 +424,11 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
                        g->trans_b | has_bias << 1 | act << 2,
                        cu_ptr_align(t->in[0]) << 16 | cu_ptr_align(t->in[1]) << 8 | cu_ptr_align(t->out),
                        has_bias ? cu_ptr_align(t->in[2]) : 0};
-    int memo[4], known = !forced && mm_memo_find(&dnn_memo, key, memo) ? memo[0] : -2; /* -2: not tuned yet */
+    int memo[4],
+        known = !forced && rlx_cu_memo_find(&rlx_cu_dev->mm_dnn, key, memo) ? memo[0] : -2; /* -2: not tuned yet */
     if (known == -1)
         return RLX_OK; /* cuBLASLt won for this shape before */
-    rlx_dnn.cudnnSetStream(rlx_dnn.h, rlx_cu_stream);
+    rlx_dnn.cudnnSetStream(rlx_dnn_h, rlx_cu_stream);
     /* the path as it stands: cuBLASLt (tuned) and the activation pass */
     float lt_ms = forced || known >= 0 ? 1e30f : rlx_cu_time_captured(launch_mm_act, t, MM_REPS);
     dnn_graph *d = (dnn_graph *)rlx_calloc(1, sizeof *d);
@@ -501,7 +469,7 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
     ok = ok && gb_new(&b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &og, "op graph create") &&
          gb_set(&b, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops, "op graph ops");
     if (ok) {
-        rlx_dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn.h);
+        rlx_dnn.cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &rlx_dnn_h);
         ok = gb_ok(&b, rlx_dnn.cudnnBackendFinalize(og), "op graph finalize");
     }
     void *ptrs[4] = {(void *)t->in[0], (void *)t->in[1], t->out, has_bias ? (void *)t->in[2] : NULL};
@@ -513,7 +481,7 @@ static rlx_status prep_mm_dnn(rlx_thunk *t)
                   : 1e30f;
     if (!forced && known == -2) {
         int chosen[4] = {d->plan && ms < lt_ms ? d->pick : -1};
-        mm_memo_add(&dnn_memo, key, chosen);
+        rlx_cu_memo_add(&rlx_cu_dev->mm_dnn, key, chosen);
     }
     if (rlx_cu_cfg.verbose)
         fprintf(stderr,
@@ -564,7 +532,6 @@ static bool launch_mm_any(void *t)
 }
 
 /* per shape: {kept, bn, split, stages} of the wgmma plan timed */
-static mm_memo wg_memo = {{}, 0, PTHREAD_MUTEX_INITIALIZER};
 
 static rlx_status prep_mm_wg(rlx_thunk *t)
 {
@@ -594,7 +561,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     const int64_t key[10] = {n->dtype, g->M,   g->N,   g->K,
                              g->lda,   g->ldb, g->ldc, act_bias | (int)(t->in_fixed >> 1 & 1) << 6};
     int known[4] = {0}; /* kept, bn, split, stages */
-    bool reuse = !forced && mm_memo_find(&wg_memo, key, known);
+    bool reuse = !forced && rlx_cu_memo_find(&rlx_cu_dev->mm_wgmma, key, known);
     if (reuse && !known[0])
         return RLX_OK; /* the path above won for this shape before */
     enum { REPS = 8, MAX_PLANS = 16 };
@@ -628,7 +595,7 @@ static rlx_status prep_mm_wg(rlx_thunk *t)
     s->wg = pick;
     if (!forced && !reuse) {
         int chosen[4] = {s->use_wg, pick.bn, pick.split, pick.stages};
-        mm_memo_add(&wg_memo, key, chosen);
+        rlx_cu_memo_add(&rlx_cu_dev->mm_wgmma, key, chosen);
     }
     if (rlx_cu_cfg.verbose && !reuse)
         fprintf(stderr,
