@@ -10,82 +10,82 @@
 #include "io/onnx/onnx_ops.h"
 
 #define G (n->c->g)
-#define OX_MAX_UNROLL 4096
+#define ONNX_MAX_UNROLL 4096
 
 typedef struct sub_result {
     rlx_node node;
-    ox_tensor *k; /* owned copy */
+    onnx_tensor *k; /* owned copy */
 } sub_result;
 
-static const Onnx__GraphProto *graph_attr(ox_node *n, const char *name)
+static const Onnx__GraphProto *graph_attr(onnx_node *n, const char *name)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     return a ? a->g : NULL;
 }
 
 /* Runs gp in a child scope with its inputs bound to `args` (by position).
  * Fills res[0..n_output) with the subgraph's outputs. */
-static rlx_status run_sub(ox_node *n, const Onnx__GraphProto *gp, ox_value *const *args, int nargs, sub_result *res,
+static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *const *args, int nargs, sub_result *res,
                           int nres)
 {
-    ox_ctx *c = n->c;
+    onnx_ctx *c = n->c;
     if (c->depth > 16)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "subgraphs nested too deep");
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "subgraphs nested too deep");
     if ((int)gp->n_output != nres)
-        return ox_fail(n, RLX_ERR_FORMAT, "subgraph has %zu outputs, %d expected", gp->n_output, nres);
-    ox_scope *child = ox_scope_new(c->scope);
+        return onnx_fail(n, RLX_ERR_FORMAT, "subgraph has %zu outputs, %d expected", gp->n_output, nres);
+    onnx_scope *child = onnx_scope_new(c->scope);
     if (!child)
-        return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     c->scope = child;
     c->depth++;
     rlx_status st = RLX_OK;
     for (size_t i = 0; i < gp->n_initializer && st == RLX_OK; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
-        ox_tensor *k;
+        onnx_tensor *k;
         if (!tp || !tp->name)
-            st = ox_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
-        else if ((st = ox_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !ox_bind(c, tp->name, -1, k))
+            st = onnx_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
+        else if ((st = onnx_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !onnx_bind(c, tp->name, -1, k))
             st = RLX_ERR_OUT_OF_MEMORY;
     }
     for (int i = 0; i < nargs && st == RLX_OK; i++) {
         if (i >= (int)gp->n_input || !gp->input[i] || !gp->input[i]->name)
             break;
-        ox_value *a = args[i];
+        onnx_value *a = args[i];
         if (!a)
             continue;
-        ox_tensor *k = a->k ? ox_tensor_clone(a->k) : NULL;
-        if (!ox_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k))
+        onnx_tensor *k = a->k ? onnx_tensor_clone(a->k) : NULL;
+        if (!onnx_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k))
             st = RLX_ERR_OUT_OF_MEMORY;
     }
     if (st == RLX_OK)
-        st = ox_run_nodes(c, gp);
+        st = onnx_run_nodes(c, gp);
     for (int i = 0; i < nres && st == RLX_OK; i++) {
         const char *nm = gp->output[i] ? gp->output[i]->name : NULL;
-        ox_value *v = nm ? ox_lookup(c, nm) : NULL;
+        onnx_value *v = nm ? onnx_lookup(c, nm) : NULL;
         if (!v) {
-            st = ox_fail(n, RLX_ERR_FORMAT, "subgraph output '%s' is not produced", nm ? nm : "?");
+            st = onnx_fail(n, RLX_ERR_FORMAT, "subgraph output '%s' is not produced", nm ? nm : "?");
             break;
         }
-        res[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+        res[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
         res[i].node = v->k ? -1 : v->node;
     }
     c->depth--;
     c->scope = child->parent;
-    ox_scope_free(child);
+    onnx_scope_free(child);
     return st;
 }
 
-static rlx_status set_out(ox_node *n, int i, sub_result *r)
+static rlx_status set_out(onnx_node *n, int i, sub_result *r)
 {
     if (r->k) {
-        ox_tensor *k = r->k;
+        onnx_tensor *k = r->k;
         r->k = NULL;
-        return ox_out_const(n, i, k);
+        return onnx_out_const(n, i, k);
     }
-    return ox_out_node(n, i, r->node);
+    return onnx_out_node(n, i, r->node);
 }
 
-static rlx_node res_node(ox_node *n, sub_result *r)
+static rlx_node res_node(onnx_node *n, sub_result *r)
 {
     if (r->node >= 0)
         return r->node;
@@ -98,21 +98,21 @@ static rlx_node res_node(ox_node *n, sub_result *r)
 static void free_res(sub_result *r, int n)
 {
     for (int i = 0; i < n; i++)
-        ox_tensor_free(r[i].k);
+        onnx_tensor_free(r[i].k);
 }
 
-rlx_status oxo_h_if(ox_node *n)
+static rlx_status h_if(onnx_node *n)
 {
     const Onnx__GraphProto *tg = graph_attr(n, "then_branch"), *eg = graph_attr(n, "else_branch");
     if (!tg || !eg)
-        return ox_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
+        return onnx_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
     int no = n->n_out;
     sub_result a[16], b[16];
     memset(a, 0, sizeof a);
     memset(b, 0, sizeof b);
     rlx_status st;
     if (n->in[0]->k) {
-        bool cond = n->in[0]->k->numel > 0 && ox_get_i(n->in[0]->k, 0) != 0;
+        bool cond = n->in[0]->k->numel > 0 && onnx_get_i(n->in[0]->k, 0) != 0;
         st = run_sub(n, cond ? tg : eg, NULL, 0, a, no);
         for (int i = 0; i < no && st == RLX_OK; i++)
             st = set_out(n, i, &a[i]);
@@ -122,21 +122,21 @@ rlx_status oxo_h_if(ox_node *n)
     st = run_sub(n, tg, NULL, 0, a, no);
     if (st == RLX_OK)
         st = run_sub(n, eg, NULL, 0, b, no);
-    rlx_node cond = rlx_reshape(G, oxo_in(n, 0), 0, NULL);
+    rlx_node cond = rlx_reshape(G, onnx_in(n, 0), 0, NULL);
     for (int i = 0; i < no && st == RLX_OK; i++) {
         rlx_node x = res_node(n, &a[i]), y = res_node(n, &b[i]);
         int64_t xd[RLX_MAX_DIMS], yd[RLX_MAX_DIMS];
-        int xr = oxo_shape(n, x, xd), yr = oxo_shape(n, y, yd);
+        int xr = onnx_shape(n, x, xd), yr = onnx_shape(n, y, yd);
         bool same = xr == yr;
         for (int k = 0; same && k < xr; k++)
             same = xd[k] == yd[k];
         if (!same)
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED,
-                         "branches give output %d different shapes, so the condition must be known at import time "
-                         "(bind it by value)",
-                         i);
+            st = onnx_fail(n, RLX_ERR_UNSUPPORTED,
+                           "branches give output %d different shapes, so the condition must be known at import time "
+                           "(bind it by value)",
+                           i);
         else
-            st = ox_out_node(n, i, rlx_where(G, cond, x, y));
+            st = onnx_out_node(n, i, rlx_where(G, cond, x, y));
     }
     free_res(a, no);
     free_res(b, no);
@@ -144,10 +144,10 @@ rlx_status oxo_h_if(ox_node *n)
 }
 
 /* Stacks per-iteration values along a new axis 0. */
-static rlx_node stack(ox_node *n, rlx_node *xs, int cnt, int axis)
+static rlx_node stack(onnx_node *n, rlx_node *xs, int cnt, int axis)
 {
     int64_t d[RLX_MAX_DIMS];
-    int r = oxo_shape(n, xs[0], d);
+    int r = onnx_shape(n, xs[0], d);
     int64_t u[RLX_MAX_DIMS];
     int k = 0;
     for (int i = 0; i <= r; i++)
@@ -157,7 +157,7 @@ static rlx_node stack(ox_node *n, rlx_node *xs, int cnt, int axis)
     return rlx_concat(G, cnt, xs, axis);
 }
 
-static ox_value *temp_value(ox_value *store, rlx_node node, ox_tensor *k)
+static onnx_value *temp_value(onnx_value *store, rlx_node node, onnx_tensor *k)
 {
     store->name = NULL;
     store->node = node;
@@ -165,18 +165,18 @@ static ox_value *temp_value(ox_value *store, rlx_node node, ox_tensor *k)
     return store;
 }
 
-rlx_status oxo_h_loop(ox_node *n)
+static rlx_status h_loop(onnx_node *n)
 {
     const Onnx__GraphProto *body = graph_attr(n, "body");
     if (!body)
-        return ox_fail(n, RLX_ERR_FORMAT, "Loop without a body");
+        return onnx_fail(n, RLX_ERR_FORMAT, "Loop without a body");
     int64_t M = -1;
     if (n->n_in > 0 && n->in[0]) {
         if (!n->in[0]->k)
-            return oxo_need_const(n, 0, "trip count M");
+            return onnx_need_const(n, 0, "trip count M");
         if (n->in[0]->k->numel != 1)
-            return ox_fail(n, RLX_ERR_SHAPE, "trip count must have one element");
-        M = ox_get_i(n->in[0]->k, 0);
+            return onnx_fail(n, RLX_ERR_SHAPE, "trip count must have one element");
+        M = onnx_get_i(n->in[0]->k, 0);
     }
     int cond_known = 1, cond = 1;
     /* A condition only known at run time (input or body output) is carried
@@ -185,50 +185,50 @@ rlx_status oxo_h_loop(ox_node *n)
     rlx_node active = -1;
     if (n->n_in > 1 && n->in[1] && !n->in[1]->k && M >= 0 &&
         (int)graph_attr(n, "body")->n_output - 1 - (n->n_in - 2) == 0) {
-        active = rlx_reshape(G, oxo_in(n, 1), 0, NULL);
+        active = rlx_reshape(G, onnx_in(n, 1), 0, NULL);
     } else if (n->n_in > 1 && n->in[1]) {
         if (!n->in[1]->k)
             cond_known = 0;
         else if (n->in[1]->k->numel != 1)
-            return ox_fail(n, RLX_ERR_SHAPE, "cond must have one element");
+            return onnx_fail(n, RLX_ERR_SHAPE, "cond must have one element");
         else
-            cond = ox_get_i(n->in[1]->k, 0) != 0;
+            cond = onnx_get_i(n->in[1]->k, 0) != 0;
     }
     if (!cond_known)
-        return oxo_need_const(n, 1, "cond");
+        return onnx_need_const(n, 1, "cond");
     if (M < 0 && !cond_known)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "Loop without a trip count");
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "Loop without a trip count");
     int nv = n->n_in - 2;
     if (nv < 0)
         nv = 0;
     int nbody_out = (int)body->n_output;
     int nscan = nbody_out - 1 - nv;
     if (nscan < 0 || nv > 14 || nscan > 14)
-        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
+        return onnx_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
     sub_result cur[16];
     memset(cur, 0, sizeof cur);
     for (int i = 0; i < nv; i++) {
-        ox_value *v = n->in[2 + i];
+        onnx_value *v = n->in[2 + i];
         if (!v)
-            return ox_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
-        cur[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+            return onnx_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
+        cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
         cur[i].node = v->k ? -1 : v->node;
     }
     rlx_node *scans[14] = {0};
     int64_t it = 0;
     rlx_status st = RLX_OK;
-    int64_t limit = M >= 0 ? M : OX_MAX_UNROLL + 1;
+    int64_t limit = M >= 0 ? M : ONNX_MAX_UNROLL + 1;
     for (; it < limit && cond && st == RLX_OK; it++) {
-        if (it >= OX_MAX_UNROLL) {
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "more than %d iterations to unroll", OX_MAX_UNROLL);
+        if (it >= ONNX_MAX_UNROLL) {
+            st = onnx_fail(n, RLX_ERR_UNSUPPORTED, "more than %d iterations to unroll", ONNX_MAX_UNROLL);
             break;
         }
-        ox_value store[16], *args[16];
-        ox_tensor *itk = oxo_tensor(RLX_I64, 0, NULL), *ck = oxo_tensor(RLX_BOOL, 0, NULL);
+        onnx_value store[16], *args[16];
+        onnx_tensor *itk = onnx_tensor_derived(RLX_I64, 0, NULL), *ck = onnx_tensor_derived(RLX_BOOL, 0, NULL);
         if (!itk || !ck) {
-            ox_tensor_free(itk);
-            ox_tensor_free(ck);
-            st = ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+            onnx_tensor_free(itk);
+            onnx_tensor_free(ck);
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
             break;
         }
         *(int64_t *)itk->data = it;
@@ -240,17 +240,18 @@ rlx_status oxo_h_loop(ox_node *n)
         sub_result out[32];
         memset(out, 0, sizeof out);
         st = run_sub(n, body, args, 2 + nv, out, nbody_out);
-        ox_tensor_free(itk);
-        ox_tensor_free(ck);
+        onnx_tensor_free(itk);
+        onnx_tensor_free(ck);
         if (st != RLX_OK) {
             free_res(out, nbody_out);
             break;
         }
         if (!out[0].k && (M < 0 || nscan > 0)) {
             free_res(out, nbody_out);
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED,
-                         "the loop condition depends on run-time values (supported with a known trip count and no scan "
-                         "outputs)");
+            st = onnx_fail(
+                n, RLX_ERR_UNSUPPORTED,
+                "the loop condition depends on run-time values (supported with a known trip count and no scan "
+                "outputs)");
             break;
         }
         rlx_node was_active = active;
@@ -258,12 +259,12 @@ rlx_status oxo_h_loop(ox_node *n)
             rlx_node c = rlx_reshape(G, rlx_cast(G, res_node(n, &out[0]), RLX_BOOL), 0, NULL);
             active = active >= 0 ? rlx_and(G, active, c) : c;
         } else {
-            cond = out[0].k->numel == 1 && ox_get_i(out[0].k, 0) != 0;
+            cond = out[0].k->numel == 1 && onnx_get_i(out[0].k, 0) != 0;
         }
         for (int i = 0; i < nv && was_active >= 0; i++) {
             /* this iteration counts only where the loop was still running */
             rlx_node nw = res_node(n, &out[1 + i]), old = res_node(n, &cur[i]);
-            ox_tensor_free(out[1 + i].k);
+            onnx_tensor_free(out[1 + i].k);
             out[1 + i].k = NULL;
             out[1 + i].node = rlx_where(G, was_active, nw, old);
         }
@@ -275,7 +276,7 @@ rlx_status oxo_h_loop(ox_node *n)
         for (int i = 0; i < nscan; i++) {
             rlx_node *nv2 = rlx_realloc(scans[i], sizeof(rlx_node) * (size_t)(it + 1));
             if (!nv2) {
-                st = ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+                st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
                 break;
             }
             scans[i] = nv2;
@@ -287,9 +288,9 @@ rlx_status oxo_h_loop(ox_node *n)
         st = set_out(n, i, &cur[i]);
     for (int i = 0; i < nscan && st == RLX_OK; i++) {
         if (it == 0)
-            st = ox_fail(n, RLX_ERR_UNSUPPORTED, "zero iterations with scan outputs");
+            st = onnx_fail(n, RLX_ERR_UNSUPPORTED, "zero iterations with scan outputs");
         else
-            st = ox_out_node(n, nv + i, stack(n, scans[i], (int)it, 0));
+            st = onnx_out_node(n, nv + i, stack(n, scans[i], (int)it, 0));
     }
     free_res(cur, nv);
     for (int i = 0; i < nscan; i++)
@@ -297,10 +298,10 @@ rlx_status oxo_h_loop(ox_node *n)
     return st;
 }
 
-static rlx_node take(ox_node *n, rlx_node x, int axis, int64_t i)
+static rlx_node take(onnx_node *n, rlx_node x, int axis, int64_t i)
 {
     int64_t d[RLX_MAX_DIMS], q[RLX_MAX_DIMS];
-    int r = oxo_shape(n, x, d), k = 0;
+    int r = onnx_shape(n, x, d), k = 0;
     int64_t s = i, e = i + 1;
     rlx_node sl = rlx_slice(G, x, 1, &axis, &s, &e, NULL);
     for (int j = 0; j < r; j++)
@@ -311,41 +312,41 @@ static rlx_node take(ox_node *n, rlx_node x, int axis, int64_t i)
 
 /* Scan-8: batch axis 0 on every input, scan axis 1 on scan inputs,
  * optional sequence_lens first (all equal to the length only). */
-static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body)
+static rlx_status scan8(onnx_node *n, const Onnx__GraphProto *body)
 {
-    int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
+    int nsi = (int)onnx_attr_i(n, "num_scan_inputs", 0);
     int first = 1; /* input 0: sequence_lens */
     int nst = n->n_in - first - nsi;
     if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14)
-        return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+        return onnx_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
     int nso = (int)body->n_output - nst;
     if (nso < 0 || nso > 14)
-        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+        return onnx_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
     int64_t dirs[16] = {0};
-    ox_attr_ints(n, "directions", dirs, 16);
+    onnx_attr_ints(n, "directions", dirs, 16);
     int64_t d0[RLX_MAX_DIMS];
     if (!n->in[first + nst])
-        return ox_fail(n, RLX_ERR_FORMAT, "scan input missing");
-    int r0 = oxo_in_shape(n, first + nst, d0);
+        return onnx_fail(n, RLX_ERR_FORMAT, "scan input missing");
+    int r0 = onnx_in_shape(n, first + nst, d0);
     if (r0 < 2)
-        return ox_fail(n, RLX_ERR_SHAPE, "scan inputs need [batch, sequence, ...]");
+        return onnx_fail(n, RLX_ERR_SHAPE, "scan inputs need [batch, sequence, ...]");
     int64_t B = d0[0], L = d0[1];
-    if (B < 1 || L < 1 || B * L > OX_MAX_UNROLL)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan of %lld x %lld steps", (long long)B, (long long)L);
+    if (B < 1 || L < 1 || B * L > ONNX_MAX_UNROLL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "scan of %lld x %lld steps", (long long)B, (long long)L);
     if (n->in[0]) {
-        const ox_tensor *k = n->in[0]->k;
+        const onnx_tensor *k = n->in[0]->k;
         if (!k)
-            return oxo_need_const(n, 0, "sequence_lens");
+            return onnx_need_const(n, 0, "sequence_lens");
         for (int64_t i = 0; i < k->numel; i++)
-            if (ox_get_i(k, i) != L)
-                return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
+            if (onnx_get_i(k, i) != L)
+                return onnx_fail(n, RLX_ERR_UNSUPPORTED, "sequence_lens shorter than the sequence");
     }
     for (int i = 0; i < nst + nsi; i++)
         if (!n->in[first + i])
-            return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", first + i);
+            return onnx_fail(n, RLX_ERR_FORMAT, "input %d missing", first + i);
     rlx_node fin[14][64], outs[14][64];
     if (B > 64)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
     rlx_status st = RLX_OK;
     rlx_node *steps[14];
     for (int i = 0; i < nso; i++)
@@ -354,13 +355,13 @@ static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body)
         sub_result cur[16];
         memset(cur, 0, sizeof cur);
         for (int i = 0; i < nst; i++)
-            cur[i].node = take(n, oxo_in(n, first + i), 0, b);
+            cur[i].node = take(n, onnx_in(n, first + i), 0, b);
         for (int64_t t = 0; t < L && st == RLX_OK; t++) {
-            ox_value store[32], *args[32];
+            onnx_value store[32], *args[32];
             for (int i = 0; i < nst; i++)
                 args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
             for (int i = 0; i < nsi; i++) {
-                rlx_node xb = take(n, oxo_in(n, first + nst + i), 0, b);
+                rlx_node xb = take(n, onnx_in(n, first + nst + i), 0, b);
                 args[nst + i] = temp_value(&store[nst + i], take(n, xb, 0, dirs[i] ? L - 1 - t : t), NULL);
             }
             sub_result out[32];
@@ -385,55 +386,55 @@ static rlx_status scan8(ox_node *n, const Onnx__GraphProto *body)
         free_res(cur, nst);
     }
     for (int i = 0; i < nst && st == RLX_OK; i++)
-        st = ox_out_node(n, i, stack(n, fin[i], (int)B, 0));
+        st = onnx_out_node(n, i, stack(n, fin[i], (int)B, 0));
     for (int i = 0; i < nso && st == RLX_OK; i++)
-        st = ox_out_node(n, nst + i, stack(n, outs[i], (int)B, 0));
+        st = onnx_out_node(n, nst + i, stack(n, outs[i], (int)B, 0));
     for (int i = 0; i < nso; i++)
         free(steps[i]);
     return st;
 }
 
-rlx_status oxo_h_scan(ox_node *n)
+static rlx_status h_scan(onnx_node *n)
 {
     const Onnx__GraphProto *body = graph_attr(n, "body");
     if (!body)
-        return ox_fail(n, RLX_ERR_FORMAT, "Scan without a body");
+        return onnx_fail(n, RLX_ERR_FORMAT, "Scan without a body");
     if (n->opset < 9)
         return scan8(n, body);
-    int nsi = (int)ox_attr_i(n, "num_scan_inputs", 0);
+    int nsi = (int)onnx_attr_i(n, "num_scan_inputs", 0);
     int nst = n->n_in - nsi;
     if (nsi < 1 || nst < 0 || nst > 14 || nsi > 14)
-        return ox_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
+        return onnx_fail(n, RLX_ERR_FORMAT, "bad num_scan_inputs");
     int nso = (int)body->n_output - nst;
     if (nso < 0 || nso > 14)
-        return ox_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
+        return onnx_fail(n, RLX_ERR_FORMAT, "body outputs do not fit");
     for (int i = 0; i < n->n_in; i++)
         if (!n->in[i])
-            return ox_fail(n, RLX_ERR_FORMAT, "input %d missing", i);
+            return onnx_fail(n, RLX_ERR_FORMAT, "input %d missing", i);
     int64_t in_axes[16] = {0}, in_dirs[16] = {0}, out_axes[16] = {0}, out_dirs[16] = {0};
-    ox_attr_ints(n, "scan_input_axes", in_axes, 16);
-    ox_attr_ints(n, "scan_input_directions", in_dirs, 16);
-    ox_attr_ints(n, "scan_output_axes", out_axes, 16);
-    ox_attr_ints(n, "scan_output_directions", out_dirs, 16);
+    onnx_attr_ints(n, "scan_input_axes", in_axes, 16);
+    onnx_attr_ints(n, "scan_input_directions", in_dirs, 16);
+    onnx_attr_ints(n, "scan_output_axes", out_axes, 16);
+    onnx_attr_ints(n, "scan_output_directions", out_dirs, 16);
     int64_t L = -1;
     int axes[16];
     for (int i = 0; i < nsi; i++) {
         int64_t d[RLX_MAX_DIMS];
-        int r = oxo_in_shape(n, nst + i, d);
-        axes[i] = oxo_norm_axis(in_axes[i], r);
+        int r = onnx_in_shape(n, nst + i, d);
+        axes[i] = onnx_norm_axis(in_axes[i], r);
         if (axes[i] < 0 || axes[i] >= r)
-            return ox_fail(n, RLX_ERR_SHAPE, "scan axis");
+            return onnx_fail(n, RLX_ERR_SHAPE, "scan axis");
         if (L >= 0 && d[axes[i]] != L)
-            return ox_fail(n, RLX_ERR_SHAPE, "scan inputs differ in length");
+            return onnx_fail(n, RLX_ERR_SHAPE, "scan inputs differ in length");
         L = d[axes[i]];
     }
-    if (L < 1 || L > OX_MAX_UNROLL)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
+    if (L < 1 || L > ONNX_MAX_UNROLL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
     sub_result cur[16];
     memset(cur, 0, sizeof cur);
     for (int i = 0; i < nst; i++) {
-        ox_value *v = n->in[i];
-        cur[i].k = v->k ? ox_tensor_clone(v->k) : NULL;
+        onnx_value *v = n->in[i];
+        cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
         cur[i].node = v->k ? -1 : v->node;
     }
     rlx_node *outs[14];
@@ -441,13 +442,13 @@ rlx_status oxo_h_scan(ox_node *n)
         outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
     rlx_status st = RLX_OK;
     for (int64_t t = 0; t < L && st == RLX_OK; t++) {
-        ox_value store[32], *args[32];
+        onnx_value store[32], *args[32];
         for (int i = 0; i < nst; i++)
             args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
         for (int i = 0; i < nsi; i++) {
             int64_t d[RLX_MAX_DIMS];
-            rlx_node x = oxo_in(n, nst + i);
-            int r = oxo_shape(n, x, d);
+            rlx_node x = onnx_in(n, nst + i);
+            int r = onnx_shape(n, x, d);
             int64_t s = in_dirs[i] ? L - 1 - t : t, e = s + 1;
             rlx_node sl = rlx_slice(G, x, 1, &axes[i], &s, &e, NULL);
             int64_t q[RLX_MAX_DIMS];
@@ -477,12 +478,19 @@ rlx_status oxo_h_scan(ox_node *n)
         st = set_out(n, i, &cur[i]);
     for (int i = 0; i < nso && st == RLX_OK; i++) {
         int64_t d[RLX_MAX_DIMS];
-        int r = oxo_shape(n, outs[i][0], d);
-        int ax = oxo_norm_axis(out_axes[i], r + 1);
-        st = ox_out_node(n, nst + i, stack(n, outs[i], (int)L, ax));
+        int r = onnx_shape(n, outs[i][0], d);
+        int ax = onnx_norm_axis(out_axes[i], r + 1);
+        st = onnx_out_node(n, nst + i, stack(n, outs[i], (int)L, ax));
     }
     free_res(cur, nst);
     for (int i = 0; i < nso; i++)
         free(outs[i]);
     return st;
 }
+
+const onnx_op onnx_control_ops[] = {
+    ONNX_OP("If", h_if, 1),
+    ONNX_OP("Loop", h_loop, 0),
+    ONNX_OP("Scan", h_scan, 0),
+    ONNX_OP_END,
+};

@@ -4,46 +4,46 @@
 
 #include "io/onnx/onnx_internal.h"
 
-typedef enum oxh_op {
-    OXH_ADD,
-    OXH_SUB,
-    OXH_MUL,
-    OXH_DIV,
-    OXH_POW,
-    OXH_MOD,
-    OXH_MAX,
-    OXH_MIN,
-    OXH_EQ,
-    OXH_LT,
-    OXH_GT,
-    OXH_LE,
-    OXH_GE,
-    OXH_AND,
-    OXH_OR,
-    OXH_XOR,
-    OXH_NEG,
-    OXH_ABS,
-    OXH_SQRT,
-    OXH_FLOOR,
-    OXH_CEIL,
-    OXH_SIGN,
-    OXH_NOT,
-    OXH_RELU,
-    OXH_EXP,
-    OXH_LOG,
-    OXH_RECIP
-} oxh_op;
+typedef enum onnx_fold_op {
+    ONNX_FOLD_ADD,
+    ONNX_FOLD_SUB,
+    ONNX_FOLD_MUL,
+    ONNX_FOLD_DIV,
+    ONNX_FOLD_POW,
+    ONNX_FOLD_MOD,
+    ONNX_FOLD_MAX,
+    ONNX_FOLD_MIN,
+    ONNX_FOLD_EQ,
+    ONNX_FOLD_LT,
+    ONNX_FOLD_GT,
+    ONNX_FOLD_LE,
+    ONNX_FOLD_GE,
+    ONNX_FOLD_AND,
+    ONNX_FOLD_OR,
+    ONNX_FOLD_XOR,
+    ONNX_FOLD_NEG,
+    ONNX_FOLD_ABS,
+    ONNX_FOLD_SQRT,
+    ONNX_FOLD_FLOOR,
+    ONNX_FOLD_CEIL,
+    ONNX_FOLD_SIGN,
+    ONNX_FOLD_NOT,
+    ONNX_FOLD_RELU,
+    ONNX_FOLD_EXP,
+    ONNX_FOLD_LOG,
+    ONNX_FOLD_RECIP
+} onnx_fold_op;
 
-bool oxh_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out);
+bool onnx_fold_broadcast(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out);
 /* Each returns a new tensor, or NULL when the operands do not fit. */
-ox_tensor *oxh_binary(oxh_op op, const ox_tensor *a, const ox_tensor *b, int fmod_flag);
-ox_tensor *oxh_unary(oxh_op op, const ox_tensor *a);
-ox_tensor *oxh_cast(const ox_tensor *a, rlx_dtype to);
-ox_tensor *oxh_where(const ox_tensor *c, const ox_tensor *a, const ox_tensor *b);
-ox_tensor *oxh_expand(const ox_tensor *a, int nd, const int64_t *dims);
-ox_tensor *oxh_transpose(const ox_tensor *a, const int *perm);
-ox_tensor *oxh_slice(const ox_tensor *a, const int64_t *start, const int64_t *step, const int64_t *odims);
-ox_tensor *oxh_concat(ox_tensor *const *xs, int n, int axis);
-ox_tensor *oxh_gather(const ox_tensor *a, const ox_tensor *ind, int axis);
+onnx_tensor *onnx_fold_binary(onnx_fold_op op, const onnx_tensor *a, const onnx_tensor *b, int fmod_flag);
+onnx_tensor *onnx_fold_unary(onnx_fold_op op, const onnx_tensor *a);
+onnx_tensor *onnx_fold_cast(const onnx_tensor *a, rlx_dtype to);
+onnx_tensor *onnx_fold_where(const onnx_tensor *c, const onnx_tensor *a, const onnx_tensor *b);
+onnx_tensor *onnx_fold_expand(const onnx_tensor *a, int nd, const int64_t *dims);
+onnx_tensor *onnx_fold_transpose(const onnx_tensor *a, const int *perm);
+onnx_tensor *onnx_fold_slice(const onnx_tensor *a, const int64_t *start, const int64_t *step, const int64_t *odims);
+onnx_tensor *onnx_fold_concat(onnx_tensor *const *xs, int n, int axis);
+onnx_tensor *onnx_fold_gather(const onnx_tensor *a, const onnx_tensor *ind, int axis);
 
 #endif

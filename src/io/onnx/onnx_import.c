@@ -11,7 +11,7 @@
 #include "io/onnx/onnx_internal.h"
 #include "ir/ir.h"
 
-#define OX_MAX_MODEL_BYTES ((size_t)1 << 31)
+#define ONNX_MAX_MODEL_BYTES ((size_t)1 << 31)
 
 /* ------------------------------------------------------------ node order */
 
@@ -85,7 +85,7 @@ typedef struct prod_map {
 
 static int prod_find(const prod_map *m, const char *name)
 {
-    uint32_t h = ox_hash_str(name) & (uint32_t)(m->cap - 1);
+    uint32_t h = onnx_hash_str(name) & (uint32_t)(m->cap - 1);
     while (m->names[h]) {
         if (!strcmp(m->names[h], name))
             return m->node[h];
@@ -125,7 +125,7 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out)
             const char *o = nd->output[j];
             if (!o || !*o)
                 continue;
-            uint32_t h = ox_hash_str(o) & (uint32_t)(cap - 1);
+            uint32_t h = onnx_hash_str(o) & (uint32_t)(cap - 1);
             while (m.names[h]) {
                 if (!strcmp(m.names[h], o)) {
                     st = rlx_set_error(RLX_ERR_FORMAT, "tensor '%s' is produced by two nodes ('%s' and '%s')", o,
@@ -212,96 +212,9 @@ done:
 
 /* ------------------------------------------------------------ running nodes */
 
-/* Inputs an op needs present (non-empty) before its handler runs. */
-static int min_inputs(const char *op, int opset)
+static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
 {
-    static const struct {
-        const char *op;
-        int n;
-    } t[] = {
-        {"Constant", 0},
-        {"Loop", 0},
-        {"Scan", 0},
-        {"RandomUniform", 0},
-        {"RandomNormal", 0},
-        {"Add", 2},
-        {"Sub", 2},
-        {"Mul", 2},
-        {"Div", 2},
-        {"Pow", 2},
-        {"Mod", 2},
-        {"Equal", 2},
-        {"Less", 2},
-        {"Greater", 2},
-        {"LessOrEqual", 2},
-        {"GreaterOrEqual", 2},
-        {"And", 2},
-        {"Or", 2},
-        {"Xor", 2},
-        {"PRelu", 2},
-        {"MatMul", 2},
-        {"Gemm", 2},
-        {"Conv", 2},
-        {"ConvTranspose", 2},
-        {"Expand", 2},
-        {"Gather", 2},
-        {"GatherElements", 2},
-        {"GatherND", 2},
-        {"Tile", 2},
-        {"CumSum", 2},
-        {"OneHot", 3},
-        {"Range", 3},
-        {"Where", 3},
-        {"ScatterElements", 3},
-        {"Scatter", 3},
-        {"ScatterND", 3},
-        {"BatchNormalization", 5},
-        {"InstanceNormalization", 3},
-        {"GroupNormalization", 3},
-        {"LayerNormalization", 2},
-        {"NegativeLogLikelihoodLoss", 2},
-        {"SoftmaxCrossEntropyLoss", 2},
-        {"CastLike", 2},
-        {"MatMulInteger", 2},
-        {"QLinearMatMul", 8},
-        {"QLinearConv", 8},
-        {"ConvInteger", 2},
-        {"DequantizeLinear", 2},
-        {"QuantizeLinear", 2},
-        {"LSTM", 3},
-        {"GRU", 3},
-        {"RNN", 3},
-        {"Compress", 2},
-        {"ReverseSequence", 2},
-        {"GridSample", 2},
-        {"MelWeightMatrix", 5},
-        {"STFT", 2},
-        {"MaxUnpool", 2},
-        {"RoiAlign", 3},
-    };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(t[i].op, op))
-            return t[i].n;
-    if (!strcmp(op, "Reshape"))
-        return opset >= 5 ? 2 : 1;
-    if (!strcmp(op, "Unsqueeze"))
-        return opset >= 13 ? 2 : 1;
-    if (!strcmp(op, "Slice"))
-        return opset >= 10 ? 3 : 1;
-    if (!strcmp(op, "Pad"))
-        return opset >= 11 ? 2 : 1;
-    if (!strcmp(op, "TopK"))
-        return opset >= 10 ? 2 : 1;
-    if (!strcmp(op, "Upsample"))
-        return opset >= 9 ? 2 : 1;
-    if (!strcmp(op, "Split") || !strcmp(op, "Squeeze"))
-        return 1;
-    return 1;
-}
-
-static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd)
-{
-    ox_node n;
+    onnx_node n;
     memset(&n, 0, sizeof n);
     n.c = c;
     n.p = nd;
@@ -309,32 +222,32 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd)
     if (!nd->op_type)
         return rlx_set_error(RLX_ERR_FORMAT, "node '%s' has no op_type", nd->name ? nd->name : "");
     if (nd->n_input > 64 || nd->n_output > 16)
-        return ox_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
+        return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
     n.n_in = (int)nd->n_input;
     n.n_out = (int)nd->n_output;
     for (int i = 0; i < n.n_in; i++) {
         const char *nm = nd->input[i];
         if (!nm || !*nm)
             continue;
-        n.in[i] = ox_lookup(c, nm);
+        n.in[i] = onnx_lookup(c, nm);
         if (!n.in[i])
-            return ox_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input",
-                           nm);
+            return onnx_fail(&n, RLX_ERR_FORMAT, "input '%s' is not produced by any node, initializer or graph input",
+                             nm);
     }
     while (n.n_in > 0 && !n.in[n.n_in - 1])
         n.n_in--; /* trailing optional inputs left out */
-    int need = min_inputs(nd->op_type, c->opset);
+    n.op = onnx_find_op(nd->op_type);
+    int need = n.op ? onnx_op_min_inputs(n.op, c->opset) : 1;
     for (int i = 0; i < need; i++)
         if (i >= n.n_in || !n.in[i])
-            return ox_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
-    ox_handler h = ox_find_handler(nd->op_type);
-    if (!h)
-        return ox_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
+            return onnx_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
+    if (!n.op)
+        return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
     int first_new = rlx_graph_node_count(c->g);
-    rlx_status st = ox_try_fold(&n);
+    rlx_status st = onnx_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
         rlx_clear_error();
-        st = h(&n);
+        st = n.op->fn(&n);
     }
     if (st != RLX_OK && c->g->error == RLX_ERR_OUT_OF_MEMORY)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "%s", c->g->error_msg);
@@ -345,7 +258,7 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd)
         if (!nm || !*nm)
             continue;
         if (!n.out[i])
-            return ox_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
+            return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
         /* name new nodes after their ONNX output (never rename an input) */
         if (n.out[i]->node >= first_new && !n.out[i]->k)
             rlx_node_set_name(c->g, n.out[i]->node, nm);
@@ -353,7 +266,7 @@ static rlx_status run_one(ox_ctx *c, const Onnx__NodeProto *nd)
     return RLX_OK;
 }
 
-rlx_status ox_run_nodes(ox_ctx *c, const Onnx__GraphProto *gp)
+rlx_status onnx_run_nodes(onnx_ctx *c, const Onnx__GraphProto *gp)
 {
     int *order = NULL;
     rlx_status st = topo_sort(gp, &order);
@@ -386,7 +299,7 @@ static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int m
             continue;
         const char *op = nd->op_type ? nd->op_type : "";
         bool std_domain = !nd->domain || !*nd->domain || !strcmp(nd->domain, "ai.onnx");
-        if (!std_domain || !ox_find_handler(op)) {
+        if (!std_domain || !onnx_find_op(op)) {
             char key[64];
             if (std_domain)
                 snprintf(key, sizeof key, "%s", op);
@@ -423,7 +336,7 @@ static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int m
     }
 }
 
-void ox_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, size_t n, int *count)
+void onnx_collect_unsupported(const Onnx__GraphProto *gp, int opset, char *buf, size_t n, int *count)
 {
     op_seen seen[32];
     int nseen = 0;
@@ -480,7 +393,7 @@ static rlx_status value_type(const Onnx__ValueInfoProto *vi, int *onnx_type, int
     return RLX_OK;
 }
 
-static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi)
+static rlx_status add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 {
     const char *name = vi->name;
     int ot, nd;
@@ -490,9 +403,9 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi)
                              "graph input '%s' is not a tensor (sequence, map or optional types are not supported)",
                              name);
     rlx_dtype t;
-    if (!ox_dtype_from_onnx(ot, &t))
+    if (!onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
-                             ox_onnx_type_name(ot));
+                             onnx_type_name(ot));
     int64_t dims[RLX_MAX_DIMS];
     const rlx_onnx_binding *b = find_binding(c->opt, name, false);
     if (b) {
@@ -534,26 +447,26 @@ static rlx_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi)
                                      sym ? sym : "?", sym ? sym : "dim", name);
         }
     }
-    if (!ox_dims_fit(nd, dims, NULL))
+    if (!onnx_dims_fit(nd, dims, NULL))
         return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
     if (b && b->value) {
-        ox_tensor *k = ox_tensor_new(t, nd, dims);
+        onnx_tensor *k = onnx_tensor_new(t, nd, dims);
         if (!k)
             return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
         if (k->bytes != b->bytes) {
-            ox_tensor_free(k);
+            onnx_tensor_free(k);
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                                  "input '%s': value has %zu bytes, its shape and dtype need %zu", name, b->bytes,
                                  k->bytes);
         }
         if (k->bytes)
             memcpy(k->data, b->value, k->bytes);
-        return ox_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+        return onnx_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
     }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);
     if (x < 0)
         return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
-    return ox_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+    return onnx_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
 void rlx_onnx_options_init(rlx_onnx_options *o)
@@ -571,17 +484,17 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
     int opset = model_opset(m);
     char unsup[2048];
     int nunsup = 0;
-    ox_collect_unsupported(gp, opset, unsup, sizeof unsup, &nunsup);
+    onnx_collect_unsupported(gp, opset, unsup, sizeof unsup, &nunsup);
     if (nunsup)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "%d unsupported op type%s: %s", nunsup, nunsup == 1 ? "" : "s",
                              unsup);
-    ox_ctx c;
+    onnx_ctx c;
     memset(&c, 0, sizeof c);
     c.base_dir = base_dir;
     c.opset = opset;
     c.opt = o;
     c.g = rlx_graph_new();
-    c.scope = ox_scope_new(NULL);
+    c.scope = onnx_scope_new(NULL);
     rlx_status st = RLX_OK;
     if (!c.g || !c.scope) {
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
@@ -593,11 +506,11 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "initializer %zu has no name", i);
             goto done;
         }
-        ox_tensor *k;
-        st = ox_tensor_from_proto(tp, base_dir, &k);
+        onnx_tensor *k;
+        st = onnx_tensor_from_proto(tp, base_dir, &k);
         if (st != RLX_OK)
             goto done;
-        if (!ox_bind(&c, tp->name, -1, k)) {
+        if (!onnx_bind(&c, tp->name, -1, k)) {
             st = RLX_ERR_OUT_OF_MEMORY;
             goto done;
         }
@@ -612,13 +525,13 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "graph input %zu has no name", i);
             goto done;
         }
-        if (ox_lookup(&c, vi->name))
+        if (onnx_lookup(&c, vi->name))
             continue; /* an initializer (default value) */
         st = add_input(&c, vi);
         if (st != RLX_OK)
             goto done;
     }
-    st = ox_run_nodes(&c, gp);
+    st = onnx_run_nodes(&c, gp);
     if (st != RLX_OK)
         goto done;
     if (!gp->n_output) {
@@ -631,12 +544,12 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "graph output %zu has no name", i);
             goto done;
         }
-        ox_value *v = ox_lookup(&c, vi->name);
+        onnx_value *v = onnx_lookup(&c, vi->name);
         if (!v) {
             st = rlx_set_error(RLX_ERR_FORMAT, "graph output '%s' is not produced by any node", vi->name);
             goto done;
         }
-        rlx_node nd = ox_node_of(&c, v);
+        rlx_node nd = onnx_node_of(&c, v);
         if (nd < 0 || rlx_output(c.g, vi->name, nd) != RLX_OK) {
             st = rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", vi->name, rlx_last_error());
             goto done;
@@ -644,7 +557,7 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
     }
     st = rlx_graph_verify(c.g);
 done:
-    ox_scope_free(c.scope);
+    onnx_scope_free(c.scope);
     if (st != RLX_OK) {
         rlx_graph_free(c.g);
         return st;
@@ -655,12 +568,12 @@ done:
 
 static Onnx__ModelProto *unpack_model(const void *data, size_t size)
 {
-    if (!ox_pb_depth_ok(data, size, &onnx__model_proto__descriptor)) {
-        rlx_set_error(RLX_ERR_FORMAT, "the model nests messages deeper than %d levels", OX_MAX_PB_DEPTH);
+    if (!onnx_pb_depth_ok(data, size, &onnx__model_proto__descriptor)) {
+        rlx_set_error(RLX_ERR_FORMAT, "the model nests messages deeper than %d levels", ONNX_MAX_PB_DEPTH);
         return NULL;
     }
     rlx_clear_error();
-    return onnx__model_proto__unpack(&ox_pb_allocator, size, data);
+    return onnx__model_proto__unpack(&onnx_pb_allocator, size, data);
 }
 
 rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
@@ -676,7 +589,7 @@ rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *bas
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
     rlx_status st = import_model(m, base_dir, o, out);
-    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return st;
 }
 
@@ -699,7 +612,7 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
 {
     uint8_t *buf;
     size_t n;
-    rlx_status st = ox_read_file(path, OX_MAX_MODEL_BYTES, &buf, &n);
+    rlx_status st = onnx_read_file(path, ONNX_MAX_MODEL_BYTES, &buf, &n);
     if (st != RLX_OK)
         return st;
     if (n == 0) {
@@ -717,7 +630,7 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a valid ONNX model (protobuf decoding failed)", path);
     }
     if (dir && !(*dir = dir_of(path))) {
-        onnx__model_proto__free_unpacked(*m, &ox_pb_allocator);
+        onnx__model_proto__free_unpacked(*m, &onnx_pb_allocator);
         *m = NULL;
         return RLX_ERR_OUT_OF_MEMORY;
     }
@@ -740,7 +653,7 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
         snprintf(msg, sizeof msg, "%s", rlx_last_error());
         rlx_set_error(st, "%s: %s", path, msg);
     }
-    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     free(dir);
     return st;
 }
@@ -762,7 +675,7 @@ static void print_value(FILE *f, const Onnx__ValueInfoProto *vi)
         fprintf(f, "  %s: %s\n", vi->name ? vi->name : "?", kind);
         return;
     }
-    fprintf(f, "  %s: %s ", vi->name ? vi->name : "?", ox_onnx_type_name(ot));
+    fprintf(f, "  %s: %s ", vi->name ? vi->name : "?", onnx_type_name(ot));
     if (nd < 0) {
         fprintf(f, "[?]\n");
         return;
@@ -848,7 +761,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
     fputc('\n', f);
     if (!gp) {
         fprintf(f, "(no graph)\n");
-        onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
         return RLX_OK;
     }
     size_t ninit = 0;
@@ -892,9 +805,9 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
     for (int i = 0; i < nseen; i++) {
         bool std_domain = !strchr(seen[i].op, '.');
         fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
-                std_domain && ox_find_handler(seen[i].op) ? "" : "   (unsupported)");
+                std_domain && onnx_find_op(seen[i].op) ? "" : "   (unsupported)");
     }
-    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return RLX_OK;
 }
 
@@ -914,7 +827,7 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
         return st;
     const Onnx__GraphProto *gp = m->graph;
     if (!gp) {
-        onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
     }
     rlx_onnx_input *in = rlx_calloc(gp->n_input + 1, sizeof *in);
@@ -938,7 +851,7 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
         if (value_type(vi, &ot, &nd, &sh) == RLX_OK) {
             x->is_tensor = 1;
             x->onnx_type = ot;
-            if (!ox_dtype_from_onnx(ot, &x->dtype))
+            if (!onnx_dtype_from_onnx(ot, &x->dtype))
                 x->dtype = RLX_DTYPE_COUNT;
             if (nd >= 0 && nd <= RLX_MAX_DIMS) {
                 x->ndim = nd;
@@ -957,7 +870,7 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     int no = 0;
     for (size_t i = 0; i < gp->n_output && outs; i++)
         outs[no++] = rlx_strdup(gp->output[i] && gp->output[i]->name ? gp->output[i]->name : "");
-    onnx__model_proto__free_unpacked(m, &ox_pb_allocator);
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     if (!in || !outs) {
         free(in);
         free(outs);

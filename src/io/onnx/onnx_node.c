@@ -13,7 +13,7 @@
 
 /* ------------------------------------------------------------ scopes */
 
-uint32_t ox_hash_str(const char *s)
+uint32_t onnx_hash_str(const char *s)
 {
     uint32_t h = 2166136261u;
     for (; *s; s++)
@@ -21,22 +21,22 @@ uint32_t ox_hash_str(const char *s)
     return h;
 }
 
-ox_scope *ox_scope_new(ox_scope *parent)
+onnx_scope *onnx_scope_new(onnx_scope *parent)
 {
-    ox_scope *s = rlx_calloc(1, sizeof *s);
+    onnx_scope *s = rlx_calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->parent = parent;
     return s;
 }
 
-void ox_scope_free(ox_scope *s)
+void onnx_scope_free(onnx_scope *s)
 {
     if (!s)
         return;
     for (int i = 0; i < s->n; i++) {
         free(s->vals[i]->name);
-        ox_tensor_free(s->vals[i]->k);
+        onnx_tensor_free(s->vals[i]->k);
         free(s->vals[i]);
     }
     free(s->vals);
@@ -44,13 +44,13 @@ void ox_scope_free(ox_scope *s)
     free(s);
 }
 
-static ox_value *scope_find(ox_scope *s, const char *name)
+static onnx_value *scope_find(onnx_scope *s, const char *name)
 {
     if (!s->hcap)
         return NULL;
-    uint32_t h = ox_hash_str(name) & (uint32_t)(s->hcap - 1);
+    uint32_t h = onnx_hash_str(name) & (uint32_t)(s->hcap - 1);
     while (s->hash[h] >= 0) {
-        ox_value *v = s->vals[s->hash[h]];
+        onnx_value *v = s->vals[s->hash[h]];
         if (!strcmp(v->name, name))
             return v;
         h = (h + 1) & (uint32_t)(s->hcap - 1);
@@ -58,7 +58,7 @@ static ox_value *scope_find(ox_scope *s, const char *name)
     return NULL;
 }
 
-static bool scope_rehash(ox_scope *s, int hcap)
+static bool scope_rehash(onnx_scope *s, int hcap)
 {
     int *h = rlx_malloc(sizeof(int) * (size_t)hcap);
     if (!h)
@@ -66,7 +66,7 @@ static bool scope_rehash(ox_scope *s, int hcap)
     for (int i = 0; i < hcap; i++)
         h[i] = -1;
     for (int i = 0; i < s->n; i++) {
-        uint32_t k = ox_hash_str(s->vals[i]->name) & (uint32_t)(hcap - 1);
+        uint32_t k = onnx_hash_str(s->vals[i]->name) & (uint32_t)(hcap - 1);
         while (h[k] >= 0)
             k = (k + 1) & (uint32_t)(hcap - 1);
         h[k] = i;
@@ -77,30 +77,30 @@ static bool scope_rehash(ox_scope *s, int hcap)
     return true;
 }
 
-ox_value *ox_lookup(ox_ctx *c, const char *name)
+onnx_value *onnx_lookup(onnx_ctx *c, const char *name)
 {
-    for (ox_scope *s = c->scope; s; s = s->parent) {
-        ox_value *v = scope_find(s, name);
+    for (onnx_scope *s = c->scope; s; s = s->parent) {
+        onnx_value *v = scope_find(s, name);
         if (v)
             return v;
     }
     return NULL;
 }
 
-ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k)
+onnx_value *onnx_bind(onnx_ctx *c, const char *name, rlx_node node, onnx_tensor *k)
 {
-    ox_scope *s = c->scope;
-    ox_value *v = scope_find(s, name);
+    onnx_scope *s = c->scope;
+    onnx_value *v = scope_find(s, name);
     if (v) {
         if (v->k != k)
-            ox_tensor_free(v->k);
+            onnx_tensor_free(v->k);
         v->k = k;
         v->node = node;
         return v;
     }
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 64;
-        ox_value **nv = rlx_realloc_array(s->vals, (size_t)nc, sizeof *nv);
+        onnx_value **nv = rlx_realloc_array(s->vals, (size_t)nc, sizeof *nv);
         if (!nv)
             goto oom;
         s->vals = nv;
@@ -119,18 +119,18 @@ ox_value *ox_bind(ox_ctx *c, const char *name, rlx_node node, ox_tensor *k)
     v->node = node;
     v->k = k;
     s->vals[s->n] = v;
-    uint32_t h = ox_hash_str(name) & (uint32_t)(s->hcap - 1);
+    uint32_t h = onnx_hash_str(name) & (uint32_t)(s->hcap - 1);
     while (s->hash[h] >= 0)
         h = (h + 1) & (uint32_t)(s->hcap - 1);
     s->hash[h] = s->n++;
     return v;
 oom:
-    ox_tensor_free(k);
+    onnx_tensor_free(k);
     rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory binding '%s'", name);
     return NULL;
 }
 
-rlx_node ox_node_of(ox_ctx *c, ox_value *v)
+rlx_node onnx_node_of(onnx_ctx *c, onnx_value *v)
 {
     if (!v)
         return -1;
@@ -142,15 +142,15 @@ rlx_node ox_node_of(ox_ctx *c, ox_value *v)
     return v->node;
 }
 
-int ox_rank(ox_ctx *c, ox_value *v)
+int onnx_value_rank(onnx_ctx *c, onnx_value *v)
 {
     int nd;
     int64_t d[RLX_MAX_DIMS];
-    ox_shape(c, v, &nd, d);
+    onnx_value_shape(c, v, &nd, d);
     return nd;
 }
 
-void ox_shape(ox_ctx *c, ox_value *v, int *ndim, int64_t *dims)
+void onnx_value_shape(onnx_ctx *c, onnx_value *v, int *ndim, int64_t *dims)
 {
     if (v->k) {
         *ndim = v->k->ndim;
@@ -162,7 +162,7 @@ void ox_shape(ox_ctx *c, ox_value *v, int *ndim, int64_t *dims)
         *ndim = 0;
 }
 
-rlx_dtype ox_dtype(ox_ctx *c, ox_value *v)
+rlx_dtype onnx_value_dtype(onnx_ctx *c, onnx_value *v)
 {
     if (v->k)
         return v->k->dtype;
@@ -171,7 +171,7 @@ rlx_dtype ox_dtype(ox_ctx *c, ox_value *v)
 
 /* ------------------------------------------------------------ attributes */
 
-const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name)
+const Onnx__AttributeProto *onnx_attr(const onnx_node *n, const char *name)
 {
     for (size_t i = 0; i < n->p->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->p->attribute[i];
@@ -181,9 +181,9 @@ const Onnx__AttributeProto *ox_attr(const ox_node *n, const char *name)
     return NULL;
 }
 
-int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def)
+int64_t onnx_attr_i(const onnx_node *n, const char *name, int64_t def)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a)
         return def;
     if (a->has_i)
@@ -201,9 +201,9 @@ int64_t ox_attr_i(const ox_node *n, const char *name, int64_t def)
     return def;
 }
 
-double ox_attr_f(const ox_node *n, const char *name, double def)
+double onnx_attr_f(const onnx_node *n, const char *name, double def)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a)
         return def;
     if (a->has_f)
@@ -213,9 +213,9 @@ double ox_attr_f(const ox_node *n, const char *name, double def)
     return def;
 }
 
-const char *ox_attr_s(const ox_node *n, const char *name, const char *def, char *buf, size_t bufn)
+const char *onnx_attr_s(const onnx_node *n, const char *name, const char *def, char *buf, size_t bufn)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a || !a->has_s)
         return def;
     size_t l = a->s.len < bufn - 1 ? a->s.len : bufn - 1;
@@ -224,9 +224,9 @@ const char *ox_attr_s(const ox_node *n, const char *name, const char *def, char 
     return buf;
 }
 
-int ox_attr_ints(const ox_node *n, const char *name, int64_t *vals, int max)
+int onnx_attr_ints(const onnx_node *n, const char *name, int64_t *vals, int max)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a)
         return -1;
     int k = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
@@ -235,9 +235,9 @@ int ox_attr_ints(const ox_node *n, const char *name, int64_t *vals, int max)
     return a->n_ints > (size_t)max ? max + 1 : k;
 }
 
-int ox_attr_floats(const ox_node *n, const char *name, float *vals, int max)
+int onnx_attr_floats(const onnx_node *n, const char *name, float *vals, int max)
 {
-    const Onnx__AttributeProto *a = ox_attr(n, name);
+    const Onnx__AttributeProto *a = onnx_attr(n, name);
     if (!a)
         return -1;
     int k = (int)(a->n_floats < (size_t)max ? a->n_floats : (size_t)max);
@@ -246,7 +246,7 @@ int ox_attr_floats(const ox_node *n, const char *name, float *vals, int max)
     return a->n_floats > (size_t)max ? max + 1 : k;
 }
 
-rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...)
+rlx_status onnx_fail(onnx_node *n, rlx_status s, const char *fmt, ...)
 {
     char msg[700];
     va_list ap;
@@ -257,30 +257,30 @@ rlx_status ox_fail(ox_node *n, rlx_status s, const char *fmt, ...)
                          n->p->op_type ? n->p->op_type : "?", n->opset, msg);
 }
 
-rlx_status ox_out_node(ox_node *n, int i, rlx_node node)
+rlx_status onnx_out_node(onnx_node *n, int i, rlx_node node)
 {
     if (i >= n->n_out)
         return RLX_OK; /* optional output not asked for */
     if (node < 0) {
         char buf[600];
         snprintf(buf, sizeof buf, "%s", rlx_last_error());
-        return ox_fail(n, RLX_ERR_SHAPE, "%s", buf);
+        return onnx_fail(n, RLX_ERR_SHAPE, "%s", buf);
     }
     const char *name = n->p->output[i];
     if (!name || !*name)
         return RLX_OK;
-    n->out[i] = ox_bind(n->c, name, node, NULL);
+    n->out[i] = onnx_bind(n->c, name, node, NULL);
     return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
-rlx_status ox_out_const(ox_node *n, int i, ox_tensor *k)
+rlx_status onnx_out_const(onnx_node *n, int i, onnx_tensor *k)
 {
     if (!k)
-        return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "cannot make constant: %s", rlx_last_error());
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "cannot make constant: %s", rlx_last_error());
     if (i >= n->n_out || !n->p->output[i] || !*n->p->output[i]) {
-        ox_tensor_free(k);
+        onnx_tensor_free(k);
         return RLX_OK;
     }
-    n->out[i] = ox_bind(n->c, n->p->output[i], -1, k);
+    n->out[i] = onnx_bind(n->c, n->p->output[i], -1, k);
     return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }

@@ -1,4 +1,5 @@
-/* onnx_ops.h - helpers shared by the op handler files. */
+/* onnx_ops.h - what the op handler files share, and the one table each
+ * topic file (onnx_<topic>.c) defines; onnx_registry.c lists the tables. */
 #ifndef RLX_IO_ONNX_OPS_H
 #define RLX_IO_ONNX_OPS_H
 
@@ -8,27 +9,67 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-rlx_node oxo_in(ox_node *n, int i); /* node of input i (-1 if absent) */
-int oxo_shape(ox_node *n, rlx_node x, int64_t *dims);
-int oxo_in_shape(ox_node *n, int i, int64_t *dims);
-rlx_dtype oxo_in_dtype(ox_node *n, int i);
-rlx_node oxo_scalar(ox_node *n, rlx_dtype t, double v);
+/* A row of a topic table: op type, handler, inputs that must be present;
+ * ONNX_OP_SINCE for an op that needs more inputs from some opset on. */
+#define ONNX_OP(name, fn, min)                \
+    {                                         \
+        (name), (fn), (min), 0, 0, NULL, NULL \
+    }
+#define ONNX_OP_SINCE(name, fn, min, opset, later_min)        \
+    {                                                         \
+        (name), (fn), (min), (opset), (later_min), NULL, NULL \
+    }
+#define ONNX_OP_END                     \
+    {                                   \
+        NULL, NULL, 0, 0, 0, NULL, NULL \
+    }
+
+/* The topic tables, each ended by ONNX_OP_END. */
+extern const onnx_op onnx_elementwise_ops[];
+extern const onnx_op onnx_nn_ops[];
+extern const onnx_op onnx_linalg_ops[];
+extern const onnx_op onnx_conv_ops[];
+extern const onnx_op onnx_image_ops[];
+extern const onnx_op onnx_reduce_ops[];
+extern const onnx_op onnx_shape_ops[];
+extern const onnx_op onnx_gather_ops[];
+extern const onnx_op onnx_generate_ops[];
+extern const onnx_op onnx_signal_ops[];
+extern const onnx_op onnx_quantized_ops[];
+extern const onnx_op onnx_rnn_ops[];
+extern const onnx_op onnx_control_ops[];
+
+rlx_node onnx_in(onnx_node *n, int i); /* node of input i (-1 if absent) */
+int onnx_shape(onnx_node *n, rlx_node x, int64_t *dims);
+int onnx_in_shape(onnx_node *n, int i, int64_t *dims);
+rlx_dtype onnx_in_dtype(onnx_node *n, int i);
+rlx_node onnx_scalar(onnx_node *n, rlx_dtype t, double v);
 /* Values of a constant integer input: count, -1 absent, -2 not constant, -3 too many. */
-int oxo_const_ints(ox_node *n, int i, int64_t *out, int max);
-bool oxo_const_scalar(ox_node *n, int i, double *v);
-int oxo_norm_axis(int64_t a, int r);
-rlx_status oxo_need_const(ox_node *n, int i, const char *what);
-/* Every dim in [0, OX_MAX_NUMEL] and the product too. */
-bool oxo_dims_ok(int nd, const int64_t *dims);
-rlx_node oxo_reshape(ox_node *n, rlx_node x, int nd, const int64_t *dims);
-bool oxo_onnx_dtype(int64_t ot, rlx_dtype *t);
-/* 3-d convolution and pooling from 2-d primitives (onnx_ops3d.c). */
-rlx_status oxo_conv3d(ox_node *n, rlx_node x, rlx_node w, rlx_node b);
-rlx_node oxo_conv3d_p(ox_node *n, rlx_node x, rlx_node w, rlx_node b, const int64_t *st, const int64_t *dl,
-                      const int64_t *pd, int64_t groups);
-rlx_status oxo_pool3d(ox_node *n, rlx_node x, const int64_t *k, bool is_max);
-rlx_status oxo_maxpool_indices(ox_node *n, rlx_node x, const int64_t *k);
-/* The handlers of onnx_ops2.c. */
-ox_handler oxo_find_more(const char *op_type);
+int onnx_const_ints(onnx_node *n, int i, int64_t *out, int max);
+bool onnx_const_scalar(onnx_node *n, int i, double *v);
+int onnx_norm_axis(int64_t a, int r);
+rlx_status onnx_need_const(onnx_node *n, int i, const char *what);
+/* Every dim in [0, ONNX_MAX_NUMEL] and the product too. */
+bool onnx_dims_ok(int nd, const int64_t *dims);
+rlx_node onnx_reshape(onnx_node *n, rlx_node x, int nd, const int64_t *dims);
+/* Output o = the value of input i, as a host constant when it is one. */
+rlx_status onnx_pass_through(onnx_node *n, int i, int o);
+/* A graph constant of a host tensor (takes k; -1 when k is NULL). */
+rlx_node onnx_const_node(onnx_node *n, onnx_tensor *k);
+int64_t onnx_numel(int r, const int64_t *d);
+rlx_node onnx_to_i64(onnx_node *n, rlx_node x);
+/* Negative indices wrap by dim. */
+rlx_node onnx_wrap_index(onnx_node *n, rlx_node idx, int64_t dim);
+/* out[i...] = data[..., idx[i...] on axis, ...]: a gather over the flattened data. */
+rlx_node onnx_gather_elements(onnx_node *n, rlx_node data, rlx_node idx, int axis);
+/* Scatter of updates [U, R] into rows pos [U] of data [P, R] by a one-hot
+ * matmul; red: "none", "add", "mul", "max" or "min". */
+rlx_node onnx_scatter_rows(onnx_node *n, rlx_node data2, rlx_node pos, rlx_node upd2, int64_t P, const char *red);
+/* 3-d convolution and pooling from 2-d primitives (onnx_conv3d.c). */
+rlx_status onnx_conv3d(onnx_node *n, rlx_node x, rlx_node w, rlx_node b);
+rlx_node onnx_conv3d_p(onnx_node *n, rlx_node x, rlx_node w, rlx_node b, const int64_t *st, const int64_t *dl,
+                       const int64_t *pd, int64_t groups);
+rlx_status onnx_pool3d(onnx_node *n, rlx_node x, const int64_t *k, bool is_max);
+rlx_status onnx_maxpool_indices(onnx_node *n, rlx_node x, const int64_t *k);
 
 #endif

@@ -12,10 +12,10 @@
 
 #define G (n->c->g)
 
-static rlx_node act(ox_node *n, const char *name, double alpha, double beta, rlx_node x, bool has_a, bool has_b)
+static rlx_node act(onnx_node *n, const char *name, double alpha, double beta, rlx_node x, bool has_a, bool has_b)
 {
     rlx_dtype t = rlx_node_dtype(G, x);
-#define S(v) oxo_scalar(n, t, (v))
+#define S(v) onnx_scalar(n, t, (v))
     if (!strcasecmp(name, "Sigmoid"))
         return rlx_sigmoid(G, x);
     if (!strcasecmp(name, "Tanh"))
@@ -43,23 +43,23 @@ static rlx_node act(ox_node *n, const char *name, double alpha, double beta, rlx
     return rlx_graph_fail(G, RLX_ERR_UNSUPPORTED, "recurrent activation '%s'", name);
 }
 
-static rlx_node slice1(ox_node *n, rlx_node x, int axis, int64_t s, int64_t e)
+static rlx_node slice1(onnx_node *n, rlx_node x, int axis, int64_t s, int64_t e)
 {
     return rlx_slice(G, x, 1, &axis, &s, &e, NULL);
 }
 
-rlx_status oxo_h_rnn(ox_node *n)
+static rlx_status h_rnn(onnx_node *n)
 {
     const char *op = n->p->op_type;
     int kind = !strcmp(op, "RNN") ? 0 : (!strcmp(op, "GRU") ? 1 : 2);
     int ng = kind == 0 ? 1 : (kind == 1 ? 3 : 4);
     if (n->n_in < 3)
-        return ox_fail(n, RLX_ERR_FORMAT, "needs X, W, R");
-    rlx_node X = oxo_in(n, 0), W = oxo_in(n, 1), R = oxo_in(n, 2);
+        return onnx_fail(n, RLX_ERR_FORMAT, "needs X, W, R");
+    rlx_node X = onnx_in(n, 0), W = onnx_in(n, 1), R = onnx_in(n, 2);
     int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
-    if (oxo_shape(n, X, xd) != 3 || oxo_shape(n, W, wd) != 3)
-        return ox_fail(n, RLX_ERR_SHAPE, "X and W must have rank 3");
-    int layout = (int)ox_attr_i(n, "layout", 0);
+    if (onnx_shape(n, X, xd) != 3 || onnx_shape(n, W, wd) != 3)
+        return onnx_fail(n, RLX_ERR_SHAPE, "X and W must have rank 3");
+    int layout = (int)onnx_attr_i(n, "layout", 0);
     if (layout) {
         X = rlx_transpose(G, X, (int[]){1, 0, 2});
         int64_t t = xd[0];
@@ -67,47 +67,47 @@ rlx_status oxo_h_rnn(ox_node *n)
         xd[1] = t;
     }
     int64_t S = xd[0], B = xd[1], I = xd[2];
-    int64_t H = ox_attr_i(n, "hidden_size", wd[1] / ng);
+    int64_t H = onnx_attr_i(n, "hidden_size", wd[1] / ng);
     char dbuf[32];
-    const char *dir = ox_attr_s(n, "direction", "forward", dbuf, sizeof dbuf);
+    const char *dir = onnx_attr_s(n, "direction", "forward", dbuf, sizeof dbuf);
     int D = !strcmp(dir, "bidirectional") ? 2 : 1;
     if (wd[0] != D || wd[1] != ng * H || wd[2] != I)
-        return ox_fail(n, RLX_ERR_SHAPE, "W does not fit [dirs, gates*H, input]");
+        return onnx_fail(n, RLX_ERR_SHAPE, "W does not fit [dirs, gates*H, input]");
     if (S < 1)
-        return ox_fail(n, RLX_ERR_SHAPE, "empty sequence");
+        return onnx_fail(n, RLX_ERR_SHAPE, "empty sequence");
     if (S > 4096)
-        return ox_fail(n, RLX_ERR_UNSUPPORTED, "sequence of %lld steps is too long to unroll", (long long)S);
-    rlx_dtype t = oxo_in_dtype(n, 0);
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "sequence of %lld steps is too long to unroll", (long long)S);
+    rlx_dtype t = onnx_in_dtype(n, 0);
     /* sequence_lens: every length == S needs nothing; otherwise (forward
      * only) steps past a batch entry's length keep its state and output 0 */
     rlx_node lens = -1;
     if (n->n_in > 4 && n->in[4]) {
-        const ox_tensor *k = n->in[4]->k;
+        const onnx_tensor *k = n->in[4]->k;
         bool full = k != NULL;
         for (int64_t i = 0; k && i < k->numel; i++)
-            full &= ox_get_i(k, i) == S;
+            full &= onnx_get_i(k, i) == S;
         if (!full) {
             char db[32];
-            if (strcmp(ox_attr_s(n, "direction", "forward", db, sizeof db), "forward"))
-                return ox_fail(n, RLX_ERR_UNSUPPORTED,
-                               "sequence_lens shorter than the sequence with a reverse direction");
+            if (strcmp(onnx_attr_s(n, "direction", "forward", db, sizeof db), "forward"))
+                return onnx_fail(n, RLX_ERR_UNSUPPORTED,
+                                 "sequence_lens shorter than the sequence with a reverse direction");
             int64_t ld[RLX_MAX_DIMS];
-            if (oxo_in_shape(n, 4, ld) != 1)
-                return ox_fail(n, RLX_ERR_SHAPE, "sequence_lens must be 1-d");
-            lens = rlx_reshape(G, rlx_cast(G, oxo_in(n, 4), RLX_I64), 2, (int64_t[]){ld[0], 1});
+            if (onnx_in_shape(n, 4, ld) != 1)
+                return onnx_fail(n, RLX_ERR_SHAPE, "sequence_lens must be 1-d");
+            lens = rlx_reshape(G, rlx_cast(G, onnx_in(n, 4), RLX_I64), 2, (int64_t[]){ld[0], 1});
         }
     }
-    double clip = ox_attr_f(n, "clip", -1);
-    int lbr = (int)ox_attr_i(n, "linear_before_reset", 0);
-    int input_forget = (int)ox_attr_i(n, "input_forget", 0);
+    double clip = onnx_attr_f(n, "clip", -1);
+    int lbr = (int)onnx_attr_i(n, "linear_before_reset", 0);
+    int input_forget = (int)onnx_attr_i(n, "input_forget", 0);
     /* activations */
     const char *defs[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
     int nact = kind == 0 ? 1 : (kind == 1 ? 2 : 3);
     char acts[6][32];
     float alphas[6], betas[6];
-    int na_alpha = ox_attr_floats(n, "activation_alpha", alphas, 6),
-        na_beta = ox_attr_floats(n, "activation_beta", betas, 6);
-    const Onnx__AttributeProto *aa = ox_attr(n, "activations");
+    int na_alpha = onnx_attr_floats(n, "activation_alpha", alphas, 6),
+        na_beta = onnx_attr_floats(n, "activation_beta", betas, 6);
+    const Onnx__AttributeProto *aa = onnx_attr(n, "activations");
     for (int d = 0; d < D; d++)
         for (int k = 0; k < nact; k++) {
             size_t idx = (size_t)(d * nact + k);
@@ -118,10 +118,10 @@ rlx_status oxo_h_rnn(ox_node *n)
             } else
                 snprintf(acts[idx], 32, "%s", defs[kind][k]);
         }
-    rlx_node Bias = n->n_in > 3 && n->in[3] ? oxo_in(n, 3) : -1;
-    rlx_node H0 = n->n_in > 5 && n->in[5] ? oxo_in(n, 5) : -1;
-    rlx_node C0 = kind == 2 && n->n_in > 6 && n->in[6] ? oxo_in(n, 6) : -1;
-    rlx_node P = kind == 2 && n->n_in > 7 && n->in[7] ? oxo_in(n, 7) : -1;
+    rlx_node Bias = n->n_in > 3 && n->in[3] ? onnx_in(n, 3) : -1;
+    rlx_node H0 = n->n_in > 5 && n->in[5] ? onnx_in(n, 5) : -1;
+    rlx_node C0 = kind == 2 && n->n_in > 6 && n->in[6] ? onnx_in(n, 6) : -1;
+    rlx_node P = kind == 2 && n->n_in > 7 && n->in[7] ? onnx_in(n, 7) : -1;
     if (layout) {
         if (H0 >= 0)
             H0 = rlx_transpose(G, H0, (int[]){1, 0, 2});
@@ -148,11 +148,11 @@ rlx_status oxo_h_rnn(ox_node *n)
         }
         XW = rlx_reshape(G, XW, 3, (int64_t[]){S, B, ng * H});
         rlx_node h = H0 >= 0 ? rlx_reshape(G, slice1(n, H0, 0, d, d + 1), 2, (int64_t[]){B, H})
-                             : rlx_expand(G, oxo_scalar(n, t, 0), 2, (int64_t[]){B, H});
+                             : rlx_expand(G, onnx_scalar(n, t, 0), 2, (int64_t[]){B, H});
         rlx_node c = -1;
         if (kind == 2)
             c = C0 >= 0 ? rlx_reshape(G, slice1(n, C0, 0, d, d + 1), 2, (int64_t[]){B, H})
-                        : rlx_expand(G, oxo_scalar(n, t, 0), 2, (int64_t[]){B, H});
+                        : rlx_expand(G, onnx_scalar(n, t, 0), 2, (int64_t[]){B, H});
         rlx_node Pi = -1, Po = -1, Pf = -1;
         if (P >= 0) {
             rlx_node pd = rlx_reshape(G, slice1(n, P, 0, d, d + 1), 1, (int64_t[]){3 * H});
@@ -169,7 +169,7 @@ rlx_status oxo_h_rnn(ox_node *n)
         bool reverse = !strcmp(dir, "reverse") || d == 1;
         rlx_node *steps = rlx_calloc((size_t)S, sizeof(rlx_node));
         if (!steps)
-            return ox_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+            return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
         rlx_node Rh = kind == 1 && !lbr ? slice1(n, Rd, 0, 2 * H, 3 * H) : -1;
         rlx_node Rzr = kind == 1 && !lbr ? slice1(n, Rd, 0, 0, 2 * H) : -1;
         for (int64_t k = 0; k < S; k++) {
@@ -187,7 +187,7 @@ rlx_status oxo_h_rnn(ox_node *n)
                     gf = rlx_add(G, gf, rlx_mul(G, Pf, c));
                 }
                 rlx_node it = ACT(f, ai, CLIP(gi));
-                rlx_node ft = input_forget ? rlx_sub(G, oxo_scalar(n, t, 1), it) : ACT(f, ai, CLIP(gf));
+                rlx_node ft = input_forget ? rlx_sub(G, onnx_scalar(n, t, 1), it) : ACT(f, ai, CLIP(gf));
                 rlx_node ct = ACT(g, ai + 1, CLIP(gc));
                 c = rlx_add(G, rlx_mul(G, ft, c), rlx_mul(G, it, ct));
                 if (Po >= 0)
@@ -223,11 +223,11 @@ rlx_status oxo_h_rnn(ox_node *n)
                     hpre = rlx_add(G, xh, m);
                 }
                 rlx_node ht = ACT(g, ai + 1, CLIP(hpre));
-                h = rlx_add(G, rlx_mul(G, rlx_sub(G, oxo_scalar(n, t, 1), z), ht), rlx_mul(G, z, h));
+                h = rlx_add(G, rlx_mul(G, rlx_sub(G, onnx_scalar(n, t, 1), z), ht), rlx_mul(G, z, h));
             }
             if (lens >= 0) {
-                rlx_node live = rlx_less(G, oxo_scalar(n, RLX_I64, (double)s), lens); /* [B, 1] */
-                steps[s] = rlx_reshape(G, rlx_where(G, live, h, oxo_scalar(n, t, 0)), 4, (int64_t[]){1, 1, B, H});
+                rlx_node live = rlx_less(G, onnx_scalar(n, RLX_I64, (double)s), lens); /* [B, 1] */
+                steps[s] = rlx_reshape(G, rlx_where(G, live, h, onnx_scalar(n, t, 0)), 4, (int64_t[]){1, 1, B, H});
                 h = rlx_where(G, live, h, h_prev);
                 if (kind == 2)
                     c = rlx_where(G, live, c, c_prev);
@@ -251,10 +251,17 @@ rlx_status oxo_h_rnn(ox_node *n)
         if (Yc >= 0)
             Yc = rlx_transpose(G, Yc, (int[]){1, 0, 2});
     }
-    rlx_status st = ox_out_node(n, 0, Y);
+    rlx_status st = onnx_out_node(n, 0, Y);
     if (st == RLX_OK && n->n_out > 1)
-        st = ox_out_node(n, 1, Yh);
+        st = onnx_out_node(n, 1, Yh);
     if (st == RLX_OK && n->n_out > 2 && kind == 2)
-        st = ox_out_node(n, 2, Yc);
+        st = onnx_out_node(n, 2, Yc);
     return st;
 }
+
+const onnx_op onnx_rnn_ops[] = {
+    ONNX_OP("LSTM", h_rnn, 3),
+    ONNX_OP("GRU", h_rnn, 3),
+    ONNX_OP("RNN", h_rnn, 3),
+    ONNX_OP_END,
+};

@@ -12,34 +12,34 @@
 #include "io/onnx/onnx_internal.h"
 
 /* protobuf-c allocates through the library's helpers (onnx_internal.h) */
-static void *ox_pb_alloc(void *data, size_t size)
+static void *onnx_pb_alloc(void *data, size_t size)
 {
     (void)data;
     return rlx_malloc(size);
 }
-static void ox_pb_free(void *data, void *p)
+static void onnx_pb_free(void *data, void *p)
 {
     (void)data;
     free(p);
 }
-ProtobufCAllocator ox_pb_allocator = {ox_pb_alloc, ox_pb_free, NULL};
+ProtobufCAllocator onnx_pb_allocator = {onnx_pb_alloc, onnx_pb_free, NULL};
 
-bool ox_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
+bool onnx_dtype_is_float(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64; }
 
-bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel)
+bool onnx_dims_fit(int ndim, const int64_t *dims, int64_t *numel)
 {
     /* the product of the non-zero dims is bounded too, so that no product
      * of some of the dims overflows where a zero dim makes the count 0 */
     int64_t nz = 1;
     bool zero = false;
     for (int i = 0; i < ndim; i++) {
-        if (dims[i] < 0 || dims[i] > OX_MAX_NUMEL)
+        if (dims[i] < 0 || dims[i] > ONNX_MAX_NUMEL)
             return false;
         if (dims[i] == 0) {
             zero = true;
             continue;
         }
-        if (nz > OX_MAX_NUMEL / dims[i])
+        if (nz > ONNX_MAX_NUMEL / dims[i])
             return false;
         nz *= dims[i];
     }
@@ -48,23 +48,23 @@ bool ox_dims_fit(int ndim, const int64_t *dims, int64_t *numel)
     return true;
 }
 
-ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
+onnx_tensor *onnx_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
 {
     if (ndim < 0 || ndim > RLX_MAX_DIMS || (unsigned)t >= RLX_DTYPE_COUNT) {
         rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor of rank %d (at most %d)", ndim, RLX_MAX_DIMS);
         return NULL;
     }
     int64_t n;
-    if (!ox_dims_fit(ndim, dims, &n)) {
+    if (!onnx_dims_fit(ndim, dims, &n)) {
         rlx_set_error(RLX_ERR_FORMAT, "tensor dimensions negative or too large");
         return NULL;
     }
-    if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_HOST_BYTES) {
+    if ((uint64_t)n * rlx_dtype_size(t) > ONNX_MAX_HOST_BYTES) {
         rlx_set_error(RLX_ERR_UNSUPPORTED, "a %lld-element host tensor is too large for import-time evaluation",
                       (long long)n);
         return NULL;
     }
-    ox_tensor *x = rlx_calloc(1, sizeof *x);
+    onnx_tensor *x = rlx_calloc(1, sizeof *x);
     if (!x)
         return NULL;
     x->dtype = t;
@@ -81,25 +81,25 @@ ox_tensor *ox_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
     return x;
 }
 
-ox_tensor *oxo_tensor(rlx_dtype t, int ndim, const int64_t *dims)
+onnx_tensor *onnx_tensor_derived(rlx_dtype t, int ndim, const int64_t *dims)
 {
     int64_t n = 1;
     for (int i = 0; i < ndim && i < RLX_MAX_DIMS; i++) {
-        if (dims[i] < 0 || (dims[i] && n > OX_MAX_DERIVED_BYTES / dims[i])) {
+        if (dims[i] < 0 || (dims[i] && n > ONNX_MAX_DERIVED_BYTES / dims[i])) {
             rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table would be too large");
             return NULL;
         }
         n *= dims[i];
     }
-    if ((uint64_t)n * rlx_dtype_size(t) > OX_MAX_DERIVED_BYTES) {
+    if ((uint64_t)n * rlx_dtype_size(t) > ONNX_MAX_DERIVED_BYTES) {
         rlx_set_error(RLX_ERR_UNSUPPORTED, "an import-time index or weight table of %lld elements is too large",
                       (long long)n);
         return NULL;
     }
-    return ox_tensor_new(t, ndim, dims);
+    return onnx_tensor_new(t, ndim, dims);
 }
 
-void ox_tensor_free(ox_tensor *t)
+void onnx_tensor_free(onnx_tensor *t)
 {
     if (!t)
         return;
@@ -107,15 +107,15 @@ void ox_tensor_free(ox_tensor *t)
     free(t);
 }
 
-ox_tensor *ox_tensor_clone(const ox_tensor *t)
+onnx_tensor *onnx_tensor_clone(const onnx_tensor *t)
 {
-    ox_tensor *x = ox_tensor_new(t->dtype, t->ndim, t->dims);
+    onnx_tensor *x = onnx_tensor_new(t->dtype, t->ndim, t->dims);
     if (x && t->bytes)
         memcpy(x->data, t->data, t->bytes);
     return x;
 }
 
-double ox_get_f(const ox_tensor *t, int64_t i)
+double onnx_get_f(const onnx_tensor *t, int64_t i)
 {
     const void *d = t->data;
     switch (t->dtype) {
@@ -132,7 +132,7 @@ double ox_get_f(const ox_tensor *t, int64_t i)
     }
 }
 
-int64_t ox_get_i(const ox_tensor *t, int64_t i)
+int64_t onnx_get_i(const onnx_tensor *t, int64_t i)
 {
     const void *d = t->data;
     switch (t->dtype) {
@@ -142,7 +142,7 @@ int64_t ox_get_i(const ox_tensor *t, int64_t i)
     case RLX_U8: return ((const uint8_t *)d)[i];
     case RLX_BOOL: return ((const uint8_t *)d)[i] != 0;
     default: {
-        double v = ox_get_f(t, i);
+        double v = onnx_get_f(t, i);
         if (isnan(v))
             return 0;
         if (v >= 9.2e18)
@@ -154,7 +154,7 @@ int64_t ox_get_i(const ox_tensor *t, int64_t i)
     }
 }
 
-void ox_set_f(ox_tensor *t, int64_t i, double v)
+void onnx_set_f(onnx_tensor *t, int64_t i, double v)
 {
     void *d = t->data;
     switch (t->dtype) {
@@ -173,12 +173,12 @@ void ox_set_f(ox_tensor *t, int64_t i, double v)
             x = INT64_MIN;
         else
             x = (int64_t)v;
-        ox_set_i(t, i, x);
+        onnx_set_i(t, i, x);
     }
     }
 }
 
-void ox_set_i(ox_tensor *t, int64_t i, int64_t v)
+void onnx_set_i(onnx_tensor *t, int64_t i, int64_t v)
 {
     void *d = t->data;
     switch (t->dtype) {
@@ -187,11 +187,11 @@ void ox_set_i(ox_tensor *t, int64_t i, int64_t v)
     case RLX_I8: ((int8_t *)d)[i] = (int8_t)v; break;
     case RLX_U8: ((uint8_t *)d)[i] = (uint8_t)v; break;
     case RLX_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: ox_set_f(t, i, (double)v); break;
+    default: onnx_set_f(t, i, (double)v); break;
     }
 }
 
-bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out)
+bool onnx_dtype_from_onnx(int onnx_type, rlx_dtype *out)
 {
     switch (onnx_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = RLX_F32; return true;
@@ -212,7 +212,7 @@ bool ox_dtype_from_onnx(int onnx_type, rlx_dtype *out)
     }
 }
 
-const char *ox_onnx_type_name(int t)
+const char *onnx_type_name(int t)
 {
     static const char *names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
                                   "int32",     "int64",  "string",    "bool",       "float16", "double",
@@ -222,7 +222,7 @@ const char *ox_onnx_type_name(int t)
     return "unknown";
 }
 
-rlx_status ox_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size)
+rlx_status onnx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
@@ -341,21 +341,21 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
     return st;
 }
 
-rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, ox_tensor **out)
+rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out)
 {
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
     int ot = p->has_data_type ? p->data_type : 0;
     rlx_dtype t;
-    if (!ox_dtype_from_onnx(ot, &t))
+    if (!onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': data type %s (%d) is not supported", tn,
-                             ox_onnx_type_name(ot), ot);
+                             onnx_type_name(ot), ot);
     if (p->n_dims > RLX_MAX_DIMS)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': rank %zu (at most %d)", tn, p->n_dims, RLX_MAX_DIMS);
     if (p->segment)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", tn);
     int64_t numel;
-    if (!ox_dims_fit((int)p->n_dims, p->dims, &numel))
+    if (!onnx_dims_fit((int)p->n_dims, p->dims, &numel))
         return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': dimensions negative or too large", tn);
     size_t es = rlx_dtype_size(t), want = (size_t)numel * es;
     /* stored element size (differs from es for widened types) */
@@ -378,17 +378,17 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
     if (!external) {
         if (p->has_raw_data && p->raw_data.len != stored)
             return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': raw_data has %zu bytes, its %lld %s elements need %zu",
-                                 tn, p->raw_data.len, (long long)numel, ox_onnx_type_name(ot), stored);
+                                 tn, p->raw_data.len, (long long)numel, onnx_type_name(ot), stored);
         if (!p->has_raw_data && have_typed != (size_t)numel)
             return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': %zu stored values for %lld elements", tn, have_typed,
                                  (long long)numel);
     }
-    ox_tensor *x = ox_tensor_new(t, (int)p->n_dims, p->dims);
+    onnx_tensor *x = onnx_tensor_new(t, (int)p->n_dims, p->dims);
     if (!x)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
     rlx_status st = RLX_OK;
     if (external && widened) {
-        st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': external %s data", tn, ox_onnx_type_name(ot));
+        st = rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': external %s data", tn, onnx_type_name(ot));
     } else if (external) {
         st = read_external(p, base_dir, x->data, want);
     } else if (p->has_raw_data && widened) {
@@ -412,7 +412,7 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
                 break;
             }
             }
-            ox_set_i(x, i, v);
+            onnx_set_i(x, i, v);
         }
     } else if (p->has_raw_data) {
         if (want)
@@ -426,13 +426,13 @@ rlx_status ox_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir
             case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
             case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: ((uint16_t *)x->data)[i] = (uint16_t)p->int32_data[i]; break;
             case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: ox_set_i(x, i, (int64_t)p->uint64_data[i]); break;
-            default: ox_set_i(x, i, p->int32_data[i]); break;
+            case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: onnx_set_i(x, i, (int64_t)p->uint64_data[i]); break;
+            default: onnx_set_i(x, i, p->int32_data[i]); break;
             }
         }
     }
     if (st != RLX_OK) {
-        ox_tensor_free(x);
+        onnx_tensor_free(x);
         return st;
     }
     *out = x;
@@ -458,7 +458,7 @@ static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
 
 static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth)
 {
-    if (depth > OX_MAX_PB_DEPTH)
+    if (depth > ONNX_MAX_PB_DEPTH)
         return false;
     size_t i = 0;
     while (i < n) {
@@ -496,7 +496,7 @@ static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescripto
     return true;
 }
 
-bool ox_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d)
+bool onnx_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescriptor *d)
 {
     return depth_ok(data, size, d, 0);
 }
@@ -508,23 +508,23 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
     *data = NULL;
     uint8_t *buf;
     size_t n;
-    rlx_status st = ox_read_file(path, (size_t)1 << 34, &buf, &n);
+    rlx_status st = onnx_read_file(path, (size_t)1 << 34, &buf, &n);
     if (st != RLX_OK)
         return st;
-    if (!ox_pb_depth_ok(buf, n, &onnx__tensor_proto__descriptor)) {
+    if (!onnx_pb_depth_ok(buf, n, &onnx__tensor_proto__descriptor)) {
         free(buf);
-        return rlx_set_error(RLX_ERR_FORMAT, "'%s': messages nested deeper than %d levels", path, OX_MAX_PB_DEPTH);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s': messages nested deeper than %d levels", path, ONNX_MAX_PB_DEPTH);
     }
     rlx_clear_error();
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&ox_pb_allocator, n, buf);
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&onnx_pb_allocator, n, buf);
     free(buf);
     if (!p && rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY)
         return RLX_ERR_OUT_OF_MEMORY;
     if (!p)
         return rlx_set_error(RLX_ERR_FORMAT, "'%s' is not a TensorProto file", path);
-    ox_tensor *x = NULL;
-    st = ox_tensor_from_proto(p, NULL, &x);
-    onnx__tensor_proto__free_unpacked(p, &ox_pb_allocator);
+    onnx_tensor *x = NULL;
+    st = onnx_tensor_from_proto(p, NULL, &x);
+    onnx__tensor_proto__free_unpacked(p, &onnx_pb_allocator);
     if (st != RLX_OK)
         return st;
     *t = x->dtype;

@@ -1,0 +1,459 @@
+/* onnx_image.c - image resampling at computed coordinates: Resize and
+ * Upsample (nearest, linear, cubic; separable, one axis at a time),
+ * GridSample and RoiAlign (taps gathered at run-time indices). */
+#include <math.h>
+#include <string.h>
+
+#include "io/onnx/onnx_ops.h"
+
+#define G (n->c->g)
+
+static double cubic_w(double A, double x)
+{
+    x = fabs(x);
+    if (x <= 1)
+        return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2)
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+}
+
+static rlx_status resize_axis(onnx_node *n, rlx_node *x, int axis, int64_t in, int64_t out, double out_f, double scale,
+                              const char *mode, const char *ctm, const char *nm, double A, int excl, double roi_s,
+                              double roi_e, double extrap)
+{
+    int taps = !strcmp(mode, "nearest") ? 1 : (!strcmp(mode, "linear") ? 2 : 4);
+    onnx_tensor *idx[4] = {0}, *w[4] = {0};
+    onnx_tensor *valid = NULL;
+    bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    for (int t = 0; t < taps; t++) {
+        idx[t] = onnx_tensor_derived(RLX_I64, 1, &out);
+        w[t] = onnx_tensor_derived(RLX_F32, 1, &out);
+        if (!idx[t] || !w[t])
+            return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    }
+    if (crop)
+        valid = onnx_tensor_derived(RLX_F32, 1, &out);
+    for (int64_t o = 0; o < out; o++) {
+        double xo;
+        if (!strcmp(ctm, "half_pixel"))
+            xo = ((double)o + 0.5) / scale - 0.5;
+        else if (!strcmp(ctm, "pytorch_half_pixel"))
+            xo = out_f > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
+        else if (!strcmp(ctm, "align_corners"))
+            xo = out_f == 1 ? 0 : (double)o * (double)(in - 1) / (out_f - 1);
+        else if (!strcmp(ctm, "asymmetric"))
+            xo = (double)o / scale;
+        else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+            xo = ((double)o + 0.5) / scale;
+        else if (crop) {
+            xo = out > 1 ? roi_s * (double)(in - 1) + (double)o * (roi_e - roi_s) * (double)(in - 1) / (double)(out - 1)
+                         : 0.5 * (roi_s + roi_e) * (double)(in - 1);
+            ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
+        } else
+            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
+        if (!(xo > -1e9 && xo < 1e9))
+            xo = 0; /* NaN or absurd roi/scale: keep the casts defined */
+        if (taps == 1) {
+            double f = floor(xo), fr = xo - f;
+            int64_t k;
+            if (!strcmp(nm, "floor"))
+                k = (int64_t)f;
+            else if (!strcmp(nm, "ceil"))
+                k = (int64_t)ceil(xo);
+            else if (!strcmp(nm, "round_prefer_ceil"))
+                k = fr >= 0.5 ? (int64_t)f + 1 : (int64_t)f;
+            else
+                k = fr > 0.5 ? (int64_t)f + 1 : (int64_t)f; /* round_prefer_floor */
+            if (k < 0)
+                k = 0;
+            if (k > in - 1)
+                k = in - 1;
+            ((int64_t *)idx[0]->data)[o] = k;
+            ((float *)w[0]->data)[o] = 1;
+        } else if (taps == 2) {
+            double xc = xo;
+            if (xc < 0)
+                xc = 0;
+            if (xc > (double)(in - 1))
+                xc = (double)(in - 1);
+            double f = floor(xc), fr = xc - f;
+            int64_t k0 = (int64_t)f, k1 = k0 + 1 > in - 1 ? in - 1 : k0 + 1;
+            ((int64_t *)idx[0]->data)[o] = k0;
+            ((int64_t *)idx[1]->data)[o] = k1;
+            ((float *)w[0]->data)[o] = (float)(1 - fr);
+            ((float *)w[1]->data)[o] = (float)fr;
+        } else {
+            double f = floor(xo), fr = xo - f;
+            double ws[4], tot = 0;
+            for (int t = 0; t < 4; t++) {
+                int64_t k = (int64_t)f - 1 + t;
+                ws[t] = cubic_w(A, fr + 1 - t);
+                if (excl && (k < 0 || k >= in))
+                    ws[t] = 0;
+                tot += ws[t];
+                if (k < 0)
+                    k = 0;
+                if (k > in - 1)
+                    k = in - 1;
+                ((int64_t *)idx[t]->data)[o] = k;
+            }
+            for (int t = 0; t < 4; t++)
+                ((float *)w[t]->data)[o] = (float)(excl && tot != 0 ? ws[t] / tot : ws[t]);
+        }
+    }
+    int64_t xd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, *x, xd);
+    int64_t wd[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        wd[i] = i == axis ? out : 1;
+    rlx_dtype dt = rlx_node_dtype(G, *x);
+    rlx_node acc = -1;
+    for (int t = 0; t < taps; t++) {
+        rlx_node gt = rlx_gather(G, *x, onnx_const_node(n, idx[t]), axis);
+        if (taps == 1) {
+            onnx_tensor_free(w[t]);
+            acc = gt;
+            continue;
+        }
+        rlx_node wn = rlx_reshape(G, onnx_const_node(n, w[t]), r, wd);
+        if (dt != RLX_F32)
+            wn = rlx_cast(G, wn, dt);
+        rlx_node term = rlx_mul(G, gt, wn);
+        acc = acc < 0 ? term : rlx_add(G, acc, term);
+    }
+    if (valid) {
+        rlx_node vn = rlx_reshape(G, onnx_const_node(n, valid), r, wd);
+        if (dt != RLX_F32)
+            vn = rlx_cast(G, vn, dt);
+        acc = rlx_add(G, rlx_mul(G, acc, vn),
+                      rlx_mul(G, rlx_sub(G, onnx_scalar(n, dt, 1), vn), onnx_scalar(n, dt, extrap)));
+    }
+    *x = acc;
+    return RLX_OK;
+}
+
+static rlx_status h_resize(onnx_node *n)
+{
+    rlx_node x = onnx_in(n, 0);
+    int64_t xd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, x, xd);
+    char b1[32], b2[48], b3[32];
+    const char *mode = onnx_attr_s(n, "mode", "nearest", b1, sizeof b1);
+    const char *ctm = onnx_attr_s(n, "coordinate_transformation_mode", "half_pixel", b2, sizeof b2);
+    const char *nm = onnx_attr_s(n, "nearest_mode", "round_prefer_floor", b3, sizeof b3);
+    bool upsample = !strcmp(n->p->op_type, "Upsample");
+    if (upsample || n->opset < 11) {
+        ctm = "asymmetric";
+        if (!strcmp(mode, "nearest"))
+            nm = "floor";
+    }
+    if (!strcmp(mode, "bilinear"))
+        mode = "linear";
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "mode '%s'", mode);
+    if (onnx_attr_i(n, "antialias", 0))
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "antialias");
+    double A = onnx_attr_f(n, "cubic_coeff_a", -0.75), extrap = onnx_attr_f(n, "extrapolation_value", 0.0);
+    int excl = (int)onnx_attr_i(n, "exclude_outside", 0);
+    double scales[RLX_MAX_DIMS];
+    int64_t sizes[RLX_MAX_DIMS];
+    double roi[2 * RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++) {
+        scales[i] = 1;
+        sizes[i] = xd[i];
+        roi[i] = 0;
+        roi[r + i] = 1;
+    }
+    int si = -1, zi = -1, ri = -1;
+    if (upsample && n->opset < 9) {
+        float f[RLX_MAX_DIMS];
+        int c = onnx_attr_floats(n, "scales", f, RLX_MAX_DIMS);
+        if (c != r)
+            return onnx_fail(n, RLX_ERR_FORMAT, "scales");
+        for (int i = 0; i < r; i++)
+            scales[i] = f[i];
+    } else if (upsample || n->opset < 11)
+        si = 1;
+    else {
+        ri = 1;
+        si = 2;
+        zi = 3;
+    }
+    bool have_sizes = false;
+    if (zi >= 0 && zi < n->n_in && n->in[zi] && (!n->in[zi]->k || n->in[zi]->k->numel > 0)) {
+        int c = onnx_const_ints(n, zi, sizes, RLX_MAX_DIMS);
+        if (c == -2)
+            return onnx_need_const(n, zi, "sizes");
+        if (c != r)
+            return onnx_fail(n, RLX_ERR_FORMAT, "sizes has %d values for rank %d", c, r);
+        have_sizes = true;
+        for (int i = 0; i < r; i++)
+            scales[i] = (double)sizes[i] / (double)xd[i];
+    } else if (si >= 0 && si < n->n_in && n->in[si]) {
+        const onnx_tensor *k = n->in[si]->k;
+        if (!k)
+            return onnx_need_const(n, si, "scales");
+        if (k->numel != r)
+            return onnx_fail(n, RLX_ERR_FORMAT, "scales has %lld values for rank %d", (long long)k->numel, r);
+        for (int i = 0; i < r; i++)
+            scales[i] = onnx_get_f(k, i);
+    }
+    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * r)
+        for (int i = 0; i < 2 * r; i++)
+            roi[i] = onnx_get_f(n->in[ri]->k, i);
+    for (int i = 0; i < r; i++) {
+        if (!(scales[i] > 0))
+            return onnx_fail(n, RLX_ERR_FORMAT, "scale %g", scales[i]);
+        if (!have_sizes) {
+            double sz = floor((double)xd[i] * scales[i] + 1e-9);
+            if (!(sz >= 1 && sz <= (double)(INT64_C(1) << 24)))
+                return onnx_fail(n, RLX_ERR_SHAPE, "output size out of range");
+            sizes[i] = (int64_t)sz;
+        }
+        if (sizes[i] < 1 || sizes[i] > (INT64_C(1) << 24))
+            return onnx_fail(n, RLX_ERR_SHAPE, "output size %lld", (long long)sizes[i]);
+    }
+    bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    for (int i = 0; i < r; i++) {
+        if (sizes[i] == xd[i] && scales[i] == 1 && !crop)
+            continue;
+        double out_f = have_sizes ? (double)sizes[i] : (double)xd[i] * scales[i];
+        rlx_status st = resize_axis(n, &x, i, xd[i], sizes[i], out_f, scales[i], mode, ctm, nm, A, excl, roi[i],
+                                    roi[r + i], extrap);
+        if (st != RLX_OK)
+            return st;
+    }
+    if (x == onnx_in(n, 0))
+        return onnx_out_node(n, 0, rlx_reshape(G, x, r, xd));
+    return onnx_out_node(n, 0, x);
+}
+
+/* GridSample (4-d): per output pixel, taps gathered at run-time indices
+ * computed from the grid, weighted and summed. */
+static rlx_node gs_reflect(onnx_node *n, rlx_node x, double lo, double hi)
+{
+    rlx_dtype t = RLX_F32;
+    double span = hi - lo;
+    if (span <= 0)
+        return rlx_mul(G, x, onnx_scalar(n, t, 0));
+    rlx_node d = rlx_abs(G, rlx_sub(G, x, onnx_scalar(n, t, lo)));
+    rlx_node flips = rlx_floor(G, rlx_div(G, d, onnx_scalar(n, t, span)));
+    rlx_node extra = rlx_sub(G, d, rlx_mul(G, flips, onnx_scalar(n, t, span)));
+    rlx_node even = rlx_equal(G, rlx_mod(G, flips, onnx_scalar(n, t, 2), 1), onnx_scalar(n, t, 0));
+    return rlx_where(G, even, rlx_add(G, extra, onnx_scalar(n, t, lo)), rlx_sub(G, onnx_scalar(n, t, hi), extra));
+}
+
+static rlx_node cubic_coef(onnx_node *n, rlx_node t, int k)
+{
+    /* A = -0.75; distance of tap k (0..3) from the point at fraction t */
+    double A = -0.75;
+    rlx_dtype ft = RLX_F32;
+#define S(v) onnx_scalar(n, ft, (v))
+    rlx_node x = k == 0 ? rlx_add(G, t, S(1)) : k == 1 ? t : k == 2 ? rlx_sub(G, S(1), t) : rlx_sub(G, S(2), t);
+    if (k == 1 || k == 2) /* ((A+2)x - (A+3)) x^2 + 1 */
+        return rlx_add(G, rlx_mul(G, rlx_sub(G, rlx_mul(G, x, S(A + 2)), S(A + 3)), rlx_mul(G, x, x)), S(1));
+    /* ((A x - 5A) x + 8A) x - 4A */
+    return rlx_sub(G, rlx_mul(G, rlx_add(G, rlx_mul(G, rlx_sub(G, rlx_mul(G, x, S(A)), S(5 * A)), x), S(8 * A)), x),
+                   S(4 * A));
+#undef S
+}
+
+static rlx_status h_grid_sample(onnx_node *n)
+{
+    rlx_node X = onnx_in(n, 0), grid = onnx_in(n, 1);
+    int64_t xd[RLX_MAX_DIMS], gd[RLX_MAX_DIMS];
+    if (onnx_shape(n, X, xd) != 4 || onnx_shape(n, grid, gd) != 4 || gd[3] != 2 || gd[0] != xd[0])
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "GridSample needs X [N,C,H,W] and grid [N,Ho,Wo,2]");
+    if (onnx_in_dtype(n, 0) != RLX_F32 || onnx_in_dtype(n, 1) != RLX_F32)
+        return onnx_fail(n, RLX_ERR_DTYPE, "float32 only");
+    char b1[16], b2[16];
+    const char *mode = onnx_attr_s(n, "mode", "bilinear", b1, sizeof b1);
+    const char *pad = onnx_attr_s(n, "padding_mode", "zeros", b2, sizeof b2);
+    int ac = (int)onnx_attr_i(n, "align_corners", 0);
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], Ho = gd[1], Wo = gd[2];
+    rlx_dtype t = RLX_F32;
+#define S(v) onnx_scalar(n, t, (v))
+    int ax = 3;
+    int64_t z0 = 0, z1 = 1, z2 = 2;
+    rlx_node gx = rlx_reshape(G, rlx_slice(G, grid, 1, &ax, &z0, &z1, NULL), 3, (int64_t[]){N, Ho, Wo});
+    rlx_node gy = rlx_reshape(G, rlx_slice(G, grid, 1, &ax, &z1, &z2, NULL), 3, (int64_t[]){N, Ho, Wo});
+    rlx_node c[2];
+    int64_t size[2] = {W, H};
+    rlx_node gg[2] = {gx, gy};
+    for (int i = 0; i < 2; i++) {
+        double L = (double)size[i];
+        c[i] = ac ? rlx_mul(G, rlx_add(G, gg[i], S(1)), S((L - 1) / 2))
+                  : rlx_div(G, rlx_sub(G, rlx_mul(G, rlx_add(G, gg[i], S(1)), S(L)), S(1)), S(2));
+        if (!strcmp(pad, "border"))
+            c[i] = rlx_clip(G, c[i], 0, L - 1);
+        else if (!strcmp(pad, "reflection")) {
+            c[i] = ac ? gs_reflect(n, c[i], 0, L - 1) : gs_reflect(n, c[i], -0.5, L - 0.5);
+            c[i] = rlx_clip(G, c[i], 0, L - 1);
+        } else if (strcmp(pad, "zeros"))
+            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "padding_mode '%s'", pad);
+    }
+    /* the data as rows [N*H*W, C] */
+    rlx_node rows = rlx_reshape(G, rlx_transpose(G, rlx_reshape(G, X, 3, (int64_t[]){N, C, H * W}), (int[]){0, 2, 1}),
+                                2, (int64_t[]){N * H * W, C});
+    onnx_tensor *base = onnx_tensor_derived(RLX_F32, 3, (int64_t[]){N, 1, 1});
+    if (!base)
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    for (int64_t i = 0; i < N; i++)
+        ((float *)base->data)[i] = (float)(i * H * W);
+    rlx_node basen = onnx_const_node(n, base);
+    int taps;
+    rlx_node fx = -1, fy = -1, tx = -1, ty = -1;
+    if (!strcmp(mode, "nearest")) {
+        taps = 1;
+        fx = rlx_round(G, c[0]);
+        fy = rlx_round(G, c[1]);
+    } else if (!strcmp(mode, "bilinear")) {
+        taps = 2;
+        fx = rlx_floor(G, c[0]);
+        fy = rlx_floor(G, c[1]);
+    } else if (!strcmp(mode, "bicubic")) {
+        taps = 4;
+        fx = rlx_sub(G, rlx_floor(G, c[0]), S(1));
+        fy = rlx_sub(G, rlx_floor(G, c[1]), S(1));
+    } else
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "mode '%s'", mode);
+    if (taps > 1) {
+        tx = rlx_sub(G, c[0], rlx_floor(G, c[0]));
+        ty = rlx_sub(G, c[1], rlx_floor(G, c[1]));
+    }
+    rlx_node acc = -1;
+    for (int jy = 0; jy < taps; jy++)
+        for (int jx = 0; jx < taps; jx++) {
+            rlx_node px = rlx_add(G, fx, S(jx)), py = rlx_add(G, fy, S(jy));
+            rlx_node w = -1;
+            if (taps == 2) {
+                rlx_node wx = jx ? tx : rlx_sub(G, S(1), tx), wy = jy ? ty : rlx_sub(G, S(1), ty);
+                w = rlx_mul(G, wx, wy);
+            } else if (taps == 4)
+                w = rlx_mul(G, cubic_coef(n, tx, jx), cubic_coef(n, ty, jy));
+            /* zeros padding: taps outside contribute nothing; others read clamped */
+            rlx_node inside = rlx_and(G, rlx_and(G, rlx_not(G, rlx_less(G, px, S(0))), rlx_less(G, px, S((double)W))),
+                                      rlx_and(G, rlx_not(G, rlx_less(G, py, S(0))), rlx_less(G, py, S((double)H))));
+            rlx_node cx = rlx_clip(G, px, 0, (double)(W - 1)), cy = rlx_clip(G, py, 0, (double)(H - 1));
+            rlx_node idx = rlx_cast(G, rlx_add(G, rlx_add(G, rlx_mul(G, cy, S((double)W)), cx), basen), RLX_I64);
+            rlx_node v = rlx_gather(G, rows, idx, 0); /* [N, Ho, Wo, C] */
+            rlx_node m = rlx_cast(G, inside, t);
+            if (!strcmp(pad, "zeros"))
+                w = w >= 0 ? rlx_mul(G, w, m) : m;
+            if (w >= 0)
+                v = rlx_mul(G, v, rlx_reshape(G, w, 4, (int64_t[]){N, Ho, Wo, 1}));
+            acc = acc < 0 ? v : rlx_add(G, acc, v);
+        }
+#undef S
+    return onnx_out_node(n, 0, rlx_transpose(G, acc, (int[]){0, 3, 1, 2}));
+}
+
+/* RoiAlign (avg/max, fixed sampling_ratio): sample points computed from the
+ * run-time rois, bilinear taps gathered from [N*H*W, C] rows. */
+static rlx_status h_roi_align(onnx_node *n)
+{
+    rlx_node X = onnx_in(n, 0), rois = onnx_in(n, 1), bidx = onnx_in(n, 2);
+    int64_t xd[RLX_MAX_DIMS], rd[RLX_MAX_DIMS];
+    if (onnx_shape(n, X, xd) != 4 || onnx_shape(n, rois, rd) != 2 || rd[1] != 4)
+        return onnx_fail(n, RLX_ERR_SHAPE, "needs X [N,C,H,W] and rois [R,4]");
+    if (onnx_in_dtype(n, 0) != RLX_F32)
+        return onnx_fail(n, RLX_ERR_DTYPE, "float32 only");
+    char b1[32], b2[8];
+    const char *ctm = onnx_attr_s(n, "coordinate_transformation_mode",
+                                  n->opset >= 16 ? "half_pixel" : "output_half_pixel", b1, sizeof b1);
+    const char *mode = onnx_attr_s(n, "mode", "avg", b2, sizeof b2);
+    int64_t OH = onnx_attr_i(n, "output_height", 1), OW = onnx_attr_i(n, "output_width", 1),
+            SR = onnx_attr_i(n, "sampling_ratio", 0);
+    double scale = onnx_attr_f(n, "spatial_scale", 1.0);
+    if (SR < 1)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "sampling_ratio 0 (adaptive, data-dependent)");
+    /* each factor bounded first: the products must not overflow */
+    if (OH < 1 || OW < 1 || OH > 4096 || OW > 4096 || SR > 4096 || OH * SR > 4096 || OW * SR > 4096)
+        return onnx_fail(n, RLX_ERR_SHAPE, "output %lld x %lld with sampling ratio %lld: more than 4096 samples a side",
+                         (long long)OH, (long long)OW, (long long)SR);
+    bool is_max = !strcmp(mode, "max");
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], R = rd[0];
+    rlx_dtype t = RLX_F32;
+#define S(v) onnx_scalar(n, t, (v))
+    double off = !strcmp(ctm, "half_pixel") ? 0.5 : 0;
+    rlx_node rc[4];
+    int ax = 1;
+    for (int64_t i = 0; i < 4; i++) {
+        int64_t s0 = i, e0 = i + 1;
+        rc[i] =
+            rlx_sub(G, rlx_mul(G, rlx_reshape(G, rlx_slice(G, rois, 1, &ax, &s0, &e0, NULL), 1, &R), S(scale)), S(off));
+    }
+    rlx_node rw = rlx_sub(G, rc[2], rc[0]), rh = rlx_sub(G, rc[3], rc[1]);
+    if (off == 0) {
+        rw = rlx_max(G, rw, S(1));
+        rh = rlx_max(G, rh, S(1));
+    }
+    /* sample coordinates: y [R, OH*SR], x [R, OW*SR] */
+    rlx_node coord[2];
+    int64_t cnt[2] = {OH, OW};
+    rlx_node start[2] = {rc[1], rc[0]}, len[2] = {rh, rw};
+    for (int d = 0; d < 2; d++) {
+        int64_t M = cnt[d] * SR;
+        onnx_tensor *f = onnx_tensor_derived(RLX_F32, 2, (int64_t[]){1, M});
+        if (!f)
+            return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        for (int64_t p = 0; p < cnt[d]; p++)
+            for (int64_t q = 0; q < SR; q++)
+                ((float *)f->data)[p * SR + q] = (float)(((double)p + ((double)q + 0.5) / (double)SR) / (double)cnt[d]);
+        coord[d] = rlx_add(G, rlx_reshape(G, start[d], 2, (int64_t[]){R, 1}),
+                           rlx_mul(G, onnx_const_node(n, f), rlx_reshape(G, len[d], 2, (int64_t[]){R, 1})));
+    }
+    int64_t MY = OH * SR, MX = OW * SR;
+    rlx_node lo[2], hi[2], frac[2], ok[2];
+    int64_t lim[2] = {H, W};
+    for (int d = 0; d < 2; d++) {
+        rlx_node v = coord[d];
+        ok[d] = rlx_and(G, rlx_not(G, rlx_less(G, v, S(-1))), rlx_not(G, rlx_greater(G, v, S((double)lim[d]))));
+        v = rlx_max(G, v, S(0));
+        rlx_node l = rlx_floor(G, v);
+        rlx_node edge = rlx_not(G, rlx_less(G, l, S((double)(lim[d] - 1))));
+        l = rlx_where(G, edge, S((double)(lim[d] - 1)), l);
+        v = rlx_where(G, edge, l, v);
+        lo[d] = l;
+        hi[d] = rlx_where(G, edge, l, rlx_add(G, l, S(1)));
+        frac[d] = rlx_sub(G, v, l);
+    }
+    /* broadcast shapes: y terms [R, MY, 1], x terms [R, 1, MX] */
+    for (int d = 0; d < 2; d++) {
+        int64_t shp[3] = {R, d == 0 ? MY : 1, d == 0 ? 1 : MX};
+        lo[d] = rlx_reshape(G, lo[d], 3, shp);
+        hi[d] = rlx_reshape(G, hi[d], 3, shp);
+        frac[d] = rlx_reshape(G, frac[d], 3, shp);
+        ok[d] = rlx_reshape(G, ok[d], 3, shp);
+    }
+    rlx_node valid = rlx_cast(G, rlx_and(G, ok[0], ok[1]), t); /* [R, MY, MX] */
+    rlx_node rows = rlx_reshape(G, rlx_transpose(G, rlx_reshape(G, X, 3, (int64_t[]){N, C, H * W}), (int[]){0, 2, 1}),
+                                2, (int64_t[]){N * H * W, C});
+    rlx_node base = rlx_mul(G, rlx_reshape(G, rlx_cast(G, bidx, t), 3, (int64_t[]){R, 1, 1}), S((double)(H * W)));
+    rlx_node acc = -1;
+    for (int ty = 0; ty < 2; ty++)
+        for (int tx = 0; tx < 2; tx++) {
+            rlx_node yy = ty ? hi[0] : lo[0], xx = tx ? hi[1] : lo[1];
+            rlx_node wy = ty ? frac[0] : rlx_sub(G, S(1), frac[0]), wx = tx ? frac[1] : rlx_sub(G, S(1), frac[1]);
+            rlx_node idx = rlx_cast(G, rlx_add(G, rlx_add(G, rlx_mul(G, yy, S((double)W)), xx), base), RLX_I64);
+            rlx_node v = rlx_gather(G, rows, idx, 0); /* [R, MY, MX, C] */
+            rlx_node w = rlx_reshape(G, rlx_mul(G, rlx_mul(G, wy, wx), valid), 4, (int64_t[]){R, MY, MX, 1});
+            rlx_node term = rlx_mul(G, v, w);
+            acc = acc < 0 ? term : (is_max ? rlx_max(G, acc, term) : rlx_add(G, acc, term));
+        }
+#undef S
+    /* pool SR x SR samples per bin */
+    rlx_node a6 = rlx_reshape(G, acc, 6, (int64_t[]){R, OH, SR, OW, SR, C});
+    int axes[2] = {2, 4};
+    rlx_node y = is_max ? rlx_reduce_max(G, a6, 2, axes, 0) : rlx_reduce_mean(G, a6, 2, axes, 0); /* [R, OH, OW, C] */
+    return onnx_out_node(n, 0, rlx_transpose(G, y, (int[]){0, 3, 1, 2}));
+}
+
+const onnx_op onnx_image_ops[] = {
+    ONNX_OP("GridSample", h_grid_sample, 2),
+    ONNX_OP("RoiAlign", h_roi_align, 3),
+    ONNX_OP("Resize", h_resize, 1),
+    ONNX_OP_SINCE("Upsample", h_resize, 1, 9, 2),
+    ONNX_OP_END,
+};

@@ -1,0 +1,185 @@
+/* onnx_quantized.c - quantised ops: QuantizeLinear, DequantizeLinear,
+ * DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
+ * QLinearConv, computed in float on dequantised values. */
+#include <math.h>
+#include <string.h>
+
+#include "io/onnx/onnx_ops.h"
+
+#define G (n->c->g)
+
+/* scale/zero point of per-axis quantisation reshaped to broadcast on axis. */
+static rlx_node per_axis(onnx_node *n, rlx_node v, int r, int axis)
+{
+    int64_t d[RLX_MAX_DIMS];
+    int vr = onnx_shape(n, v, d);
+    if (vr != 1 || r <= 1)
+        return v;
+    int64_t nd[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        nd[i] = i == axis ? d[0] : 1;
+    return rlx_reshape(G, v, r, nd);
+}
+
+static rlx_node dequant(onnx_node *n, rlx_node x, rlx_node scale, rlx_node zp, int axis)
+{
+    int64_t xd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, x, xd);
+    rlx_node xf = rlx_cast(G, x, RLX_F32);
+    if (zp >= 0)
+        xf = rlx_sub(G, xf, per_axis(n, rlx_cast(G, zp, RLX_F32), r, axis));
+    return rlx_mul(G, xf, per_axis(n, scale, r, axis));
+}
+
+static rlx_node quant(onnx_node *n, rlx_node x, rlx_node scale, rlx_node zp, rlx_dtype qt, int axis)
+{
+    int64_t xd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, x, xd);
+    rlx_node y = rlx_round(G, rlx_div(G, x, per_axis(n, scale, r, axis)));
+    if (zp >= 0)
+        y = rlx_add(G, y, per_axis(n, rlx_cast(G, zp, RLX_F32), r, axis));
+    y = qt == RLX_U8 ? rlx_clip(G, y, 0, 255) : (qt == RLX_I8 ? rlx_clip(G, y, -128, 127) : y);
+    return rlx_cast(G, y, qt);
+}
+
+static rlx_status h_dequantize(onnx_node *n)
+{
+    int r = onnx_value_rank(n->c, n->in[0]);
+    int axis = onnx_norm_axis(onnx_attr_i(n, "axis", 1), r);
+    rlx_node zp = n->n_in > 2 && n->in[2] ? onnx_in(n, 2) : -1;
+    return onnx_out_node(n, 0, dequant(n, onnx_in(n, 0), onnx_in(n, 1), zp, axis));
+}
+
+static rlx_status h_quantize(onnx_node *n)
+{
+    int r = onnx_value_rank(n->c, n->in[0]);
+    int axis = onnx_norm_axis(onnx_attr_i(n, "axis", 1), r);
+    rlx_node zp = n->n_in > 2 && n->in[2] ? onnx_in(n, 2) : -1;
+    rlx_dtype qt = zp >= 0 ? onnx_in_dtype(n, 2) : RLX_U8;
+    return onnx_out_node(n, 0, quant(n, onnx_in(n, 0), onnx_in(n, 1), zp, qt, axis));
+}
+
+static rlx_status h_dyn_quantize(onnx_node *n)
+{
+    rlx_node x = onnx_in(n, 0);
+    rlx_node mx = rlx_max(G, rlx_reduce_max(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
+    rlx_node mn = rlx_min(G, rlx_reduce_min(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
+    rlx_node scale = rlx_div(G, rlx_sub(G, mx, mn), onnx_scalar(n, RLX_F32, 255));
+    rlx_node zpf = rlx_clip(G, rlx_round(G, rlx_sub(G, onnx_scalar(n, RLX_F32, 0), rlx_div(G, mn, scale))), 0, 255);
+    rlx_node zp = rlx_cast(G, zpf, RLX_U8);
+    rlx_node y = rlx_cast(G, rlx_clip(G, rlx_add(G, rlx_round(G, rlx_div(G, x, scale)), zpf), 0, 255), RLX_U8);
+    rlx_status st = onnx_out_node(n, 0, y);
+    if (st == RLX_OK)
+        st = onnx_out_node(n, 1, scale);
+    if (st == RLX_OK)
+        st = onnx_out_node(n, 2, zp);
+    return st;
+}
+
+static rlx_node int_minus_zp(onnx_node *n, int i, int zi, int axis_for_zp)
+{
+    rlx_node x = rlx_cast(G, onnx_in(n, i), RLX_F32);
+    if (zi < n->n_in && n->in[zi]) {
+        int r = onnx_value_rank(n->c, n->in[i]);
+        rlx_node zp = rlx_cast(G, onnx_in(n, zi), RLX_F32);
+        x = rlx_sub(G, x, axis_for_zp >= 0 ? per_axis(n, zp, r, axis_for_zp) : zp);
+    }
+    return x;
+}
+
+static rlx_status h_matmul_integer(onnx_node *n)
+{
+    int rb = onnx_value_rank(n->c, n->in[1]);
+    rlx_node a = int_minus_zp(n, 0, 2, -1), b = int_minus_zp(n, 1, 3, rb >= 2 ? rb - 1 : -1);
+    return onnx_out_node(n, 0, rlx_cast(G, rlx_matmul(G, a, b, 0, 0), RLX_I32));
+}
+
+static rlx_status h_qlinear_matmul(onnx_node *n)
+{
+    if (n->n_in < 8)
+        return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
+    int rb = onnx_value_rank(n->c, n->in[3]);
+    rlx_node a = dequant(n, onnx_in(n, 0), onnx_in(n, 1), onnx_in(n, 2), 1);
+    rlx_node b = dequant(n, onnx_in(n, 3), onnx_in(n, 4), onnx_in(n, 5), rb - 1);
+    rlx_node y = rlx_matmul(G, a, b, 0, 0);
+    return onnx_out_node(n, 0, quant(n, y, onnx_in(n, 6), onnx_in(n, 7), onnx_in_dtype(n, 7), 1));
+}
+
+static rlx_status conv_params(onnx_node *n, rlx_node x, rlx_node w, rlx_conv_params *p)
+{
+    int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
+    int xr = onnx_shape(n, x, xd), wr = onnx_shape(n, w, wd);
+    int ns = wr - 2;
+    if (ns < 1 || ns > 2 || xr != wr)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "convolution over %d spatial dims", ns);
+    rlx_conv_params_init(p);
+    int64_t tmp[8];
+    if (onnx_attr_ints(n, "strides", tmp, 8) == ns)
+        for (int i = 0; i < ns; i++)
+            p->stride[i] = tmp[i];
+    if (onnx_attr_ints(n, "dilations", tmp, 8) == ns)
+        for (int i = 0; i < ns; i++)
+            p->dilation[i] = tmp[i];
+    if (onnx_attr_ints(n, "pads", tmp, 8) == 2 * ns)
+        for (int i = 0; i < 2 * ns; i++)
+            p->pads[i] = tmp[i];
+    for (int i = 0; i < ns; i++)
+        if (p->stride[i] < 1 || p->dilation[i] < 1 || p->stride[i] > (1 << 20) || p->dilation[i] > (1 << 20) ||
+            wd[2 + i] > (1 << 20))
+            return onnx_fail(n, RLX_ERR_FORMAT, "bad kernel, stride or dilation");
+    char buf[32];
+    const char *ap = onnx_attr_s(n, "auto_pad", "NOTSET", buf, sizeof buf);
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        for (int i = 0; i < ns; i++) {
+            int64_t in = xd[2 + i], s = p->stride[i], outd = (in + s - 1) / s;
+            int64_t total = (outd - 1) * s + (wd[2 + i] - 1) * p->dilation[i] + 1 - in;
+            if (total < 0)
+                total = 0;
+            p->pads[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+            p->pads[ns + i] = total - p->pads[i];
+        }
+    }
+    p->groups = onnx_attr_i(n, "group", 1);
+    return RLX_OK;
+}
+
+static rlx_status h_conv_integer(onnx_node *n)
+{
+    rlx_node x = int_minus_zp(n, 0, 2, -1), w = int_minus_zp(n, 1, 3, 0);
+    rlx_conv_params p;
+    rlx_status st = conv_params(n, x, w, &p);
+    if (st != RLX_OK)
+        return st;
+    return onnx_out_node(n, 0, rlx_cast(G, rlx_conv(G, x, w, -1, &p), RLX_I32));
+}
+
+static rlx_status h_qlinear_conv(onnx_node *n)
+{
+    if (n->n_in < 8)
+        return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
+    rlx_node x = dequant(n, onnx_in(n, 0), onnx_in(n, 1), onnx_in(n, 2), 1);
+    rlx_node w = dequant(n, onnx_in(n, 3), onnx_in(n, 4), onnx_in(n, 5), 0);
+    rlx_node b = -1;
+    if (n->n_in > 8 && n->in[8]) {
+        /* int32 bias in units of x_scale * w_scale */
+        rlx_node sc = rlx_reshape(G, rlx_mul(G, onnx_in(n, 1), onnx_in(n, 4)), 1, (int64_t[]){-1});
+        b = rlx_mul(G, rlx_cast(G, onnx_in(n, 8), RLX_F32), sc);
+        int64_t bd[RLX_MAX_DIMS];
+        onnx_shape(n, onnx_in(n, 8), bd);
+        int64_t bdim = bd[0];
+        b = rlx_expand(G, b, 1, &bdim);
+    }
+    rlx_conv_params p;
+    rlx_status st = conv_params(n, x, w, &p);
+    if (st != RLX_OK)
+        return st;
+    rlx_node y = rlx_conv(G, x, w, b, &p);
+    return onnx_out_node(n, 0, quant(n, y, onnx_in(n, 6), onnx_in(n, 7), onnx_in_dtype(n, 7), 1));
+}
+
+const onnx_op onnx_quantized_ops[] = {
+    ONNX_OP("DequantizeLinear", h_dequantize, 2),        ONNX_OP("QuantizeLinear", h_quantize, 2),
+    ONNX_OP("DynamicQuantizeLinear", h_dyn_quantize, 1), ONNX_OP("MatMulInteger", h_matmul_integer, 2),
+    ONNX_OP("QLinearMatMul", h_qlinear_matmul, 8),       ONNX_OP("ConvInteger", h_conv_integer, 2),
+    ONNX_OP("QLinearConv", h_qlinear_conv, 8),           ONNX_OP_END,
+};
