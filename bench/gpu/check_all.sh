@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # check_all.sh - the GPU machine's checks in one call: builds RLX with CUDA
 # and the ONNX importer (libraries the machine lacks from gpu-deps, made by
-# bench/gpu/make_deps.sh), runs the GPU parity suite (every op against the
-# CPU reference; RLX_GPU_TEST_FILTER narrows it), the Python package's CUDA
-# tests, and device selection through the CLI (cuda:0 runs; an index past
-# the machine's GPUs is refused, naming it); a table last.
+# bench/gpu/make_deps.sh), checks device selection through the CLI (cuda:0
+# runs; an index past the machine's GPUs is refused, naming it), runs the
+# Python package's CUDA tests and the GPU parity suite (every op against the
+# CPU reference; RLX_GPU_TEST_FILTER narrows it); a table last.
 #
 #   bench/gpu/check_all.sh            # ARCH=90a-real (default) builds sm_90a only, for an H100/H200
 #
@@ -35,12 +35,6 @@ else
 fi
 grep -E "warning" "$BUILD/build.log" | head -5
 
-echo "== GPU parity suite"
-t0=$(date +%s)
-PREBUILT=$BUILD BUILD=$BUILD tests/gpu/run_all.sh >"$OUTD/parity.txt" 2>&1
-grep -E "FAIL" "$OUTD/parity.txt" | head -20
-result[parity]="$(tail -1 "$OUTD/parity.txt") ($(( $(date +%s) - t0 )) s)"
-
 echo "== device selection"
 rlx="$BUILD/rlx"
 out0=$("$rlx" run mlp --device cuda:0 --repeat 3 2>&1 | tail -2 | tr '\n' ' ')
@@ -57,6 +51,12 @@ rm -rf /tmp/pyb /tmp/pylib
   >"$OUTD/python_build.txt" 2>&1 || tail -20 "$OUTD/python_build.txt"
 PYTHONPATH=/tmp/pylib:python/tests python3 -m pytest -q -rs python/tests/test_cuda.py 2>&1 | tee "$OUTD/python_cuda.txt" | tail -15
 result[python]="$(grep -E '[0-9]+ (passed|failed)' "$OUTD/python_cuda.txt" | tail -1)"
+
+echo "== GPU parity suite"
+t0=$(date +%s)
+PREBUILT=$BUILD BUILD=$BUILD tests/gpu/run_all.sh >"$OUTD/parity.txt" 2>&1
+grep -E "FAIL" "$OUTD/parity.txt" | head -20
+result[parity]="$(tail -1 "$OUTD/parity.txt") ($(( $(date +%s) - t0 )) s)"
 
 echo
 echo "| check | result |"
