@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what RLX needs to build and test, from Debian's packages (as root).
 set -euo pipefail
-# compiler and build; OpenBLAS (f32 GEMM, loaded at run time); cmocka (unit
+# compiler and build; oneDNN and OpenBLAS (f32/f64 GEMM, opened at run time); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
 # suite; NumPy and onnx for independent references; clang for libFuzzer;
 # cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
@@ -10,7 +10,7 @@ set -euo pipefail
 # clang-format for the style check (scripts/check_format.sh).
 packages=(
   build-essential cmake pkg-config
-  libopenblas0-pthread libopenblas-dev
+  libopenblas0-pthread libopenblas-dev libdnnl2
   libcmocka-dev
   protobuf-c-compiler libprotobuf-c-dev
   libonnx-dev

@@ -17,6 +17,7 @@
  * docs/ENVIRONMENT_VARIABLES.md lists each variable) and hands them to the
  * backend: to `configure` before the optimizer asks its claim, and in every
  * run context.  A backend never reads the environment itself. */
+enum { RLX_CPU_GEMM_AUTO = 0, RLX_CPU_GEMM_ONEDNN, RLX_CPU_GEMM_OPENBLAS, RLX_CPU_GEMM_BUILTIN };
 enum { RLX_CUDA_F32_GEMM_SGEMM = 0, RLX_CUDA_F32_GEMM_TUNED = 1, RLX_CUDA_F32_GEMM_SPLIT = 2 };
 enum { RLX_CUDA_MM_AUTO = 0, RLX_CUDA_MM_CUBLASLT, RLX_CUDA_MM_CUDNN, RLX_CUDA_MM_WGMMA };
 enum { RLX_CUDA_CONV_AUTO = 0, RLX_CUDA_CONV_GEMM, RLX_CUDA_CONV_GRAPH, RLX_CUDA_CONV_LEGACY };
@@ -28,8 +29,9 @@ typedef struct rlx_backend_settings {
     int omp_dynamic_user;       /* OMP_DYNAMIC is set: leave OpenMP's dynamic teams as the user chose */
     int openblas_coretype_user; /* OPENBLAS_CORETYPE is set: never name a core type for OpenBLAS */
     /* CPU */
-    int no_blas; /* RLX_NO_BLAS: GEMM by the built-in loop */
-    int profile; /* RLX_PROFILE: time per op kind per run */
+    int no_blas;  /* RLX_NO_BLAS: GEMM by the built-in loop */
+    int cpu_gemm; /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN or OpenBLAS, timed per shape) */
+    int profile;  /* RLX_PROFILE: time per op kind per run */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */
     long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */

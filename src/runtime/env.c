@@ -259,6 +259,8 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
         s->max_buffer_bytes = (size_t)strtoull(cap, NULL, 10);
     /* CPU */
     env_bool(&s->no_blas, "RLX_NO_BLAS");
+    static const char *const cpu_gemm[] = {NULL, "onednn", "openblas", "builtin"};
+    s->cpu_gemm = env_choice("RLX_CPU_GEMM", cpu_gemm, 4, RLX_CPU_GEMM_AUTO);
     env_bool(&s->profile, "RLX_PROFILE");
     /* CUDA */
     env_bool(&s->cuda_profile, "RLX_CUDA_PROFILE");

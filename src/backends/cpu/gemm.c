@@ -1,0 +1,358 @@
+/* gemm.c - the CPU's f32/f64 GEMM: oneDNN's sgemm, OpenBLAS, or a plain
+ * loop, chosen per shape.
+ *
+ * Both libraries are opened at first use (dlopen: neither is a link
+ * dependency).  oneDNN (libdnnl.so.2) compiles its kernels for the
+ * processor it finds (AVX2, AVX-512, ...) whatever the environment says;
+ * OpenBLAS picks its kernels when it is loaded, from the processor or from
+ * OPENBLAS_CORETYPE, and Debian's 0.3.21 falls back to an SSE3 kernel
+ * several times slower on recent Xeons, so without a core type from the
+ * user we name one for the moment its library loads (its constructor reads
+ * the variable once, while dlopen runs) and remove it right after: the
+ * process's environment is left as it was.  This happens once per process,
+ * under gemm_lock; a user's own OPENBLAS_CORETYPE
+ * (rlx_backend_settings.openblas_coretype_user, read in src/runtime/env.c)
+ * wins and is never touched.
+ *
+ * Which library runs a shape (RLX_CPU_GEMM=auto): where both are there, a
+ * shape of moderate size is timed once with each (rlx_sgemm_choose, at
+ * the shape's first call: a session's first run, which a warm-up absorbs)
+ * and the faster kept for the process; tiny shapes (timing noise exceeds any difference) and huge ones
+ * (both near peak, and slow to time) take oneDNN.  f64 has OpenBLAS or the
+ * loop.  RLX_NO_BLAS (or RLX_CPU_GEMM=builtin) keeps a session on the
+ * plain loop.  Large products are split into row (or column) blocks over
+ * our threads, one single-threaded library call per block. */
+#include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_kernels.h"
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                         int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
+                         double *, int);
+typedef void (*set_threads_fn)(int);
+/* oneDNN's row-major sgemm (dnnl.h: dnnl_sgemm; returns dnnl_status_t, 0 = success) */
+typedef int (*dnnl_sgemm_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
+                             int64_t, float, float *, int64_t);
+
+static sgemm_fn blas_sgemm;
+static dgemm_fn blas_dgemm;
+static set_threads_fn blas_set_threads;
+static dnnl_sgemm_fn dnnl_sgemm;
+static const char *blas_name = NULL;
+static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int gemm_loaded;
+
+static const char *(*blas_corename)(void);
+static bool core_from_user; /* OPENBLAS_CORETYPE was set before we loaded OpenBLAS */
+
+static void load_dnnl(void)
+{
+    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    *(void **)&dnnl_sgemm = dlsym(h, "dnnl_sgemm");
+    if (!dnnl_sgemm)
+        dlclose(h);
+}
+
+static void load_blas(bool user_core)
+{
+    core_from_user = user_core;
+    bool name_core = !user_core && __builtin_cpu_supports("avx512f");
+    if (name_core)
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0); /* for OpenBLAS's constructor only: removed below */
+    static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            continue;
+        blas_sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+        blas_dgemm = (dgemm_fn)dlsym(h, "cblas_dgemm");
+        blas_set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
+        *(void **)&blas_corename = dlsym(h, "openblas_get_corename");
+        if (blas_sgemm && blas_dgemm) {
+            /* We split large products across our own threads and call BLAS
+             * single-threaded in each: its threaded path allocates per call. */
+            if (blas_set_threads)
+                blas_set_threads(1);
+            blas_name = names[i];
+            break;
+        }
+        blas_sgemm = NULL;
+        blas_dgemm = NULL;
+        dlclose(h);
+    }
+    if (name_core)
+        unsetenv("OPENBLAS_CORETYPE");
+}
+
+/* Opens the libraries once per process (set: the settings of the session
+ * that asks first; NULL: as if OPENBLAS_CORETYPE were the user's, so
+ * nothing is named). */
+static void ensure_libraries(const rlx_backend_settings *set)
+{
+    if (atomic_load_explicit(&gemm_loaded, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&gemm_lock);
+    if (!atomic_load_explicit(&gemm_loaded, memory_order_relaxed)) {
+        load_blas(!set || set->openblas_coretype_user);
+        load_dnnl();
+        atomic_store_explicit(&gemm_loaded, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&gemm_lock);
+}
+
+static char gemm_info[512];
+static pthread_once_t gemm_info_once = PTHREAD_ONCE_INIT;
+
+static void fill_gemm_info(void)
+{
+    char blas[160];
+    const char *core = blas_corename ? blas_corename() : NULL;
+    /* a core type named by the user wins, even one below this processor's */
+    bool below = core && core_from_user && __builtin_cpu_supports("avx512f") && strcmp(core, "SkylakeX") != 0 &&
+                 strcmp(core, "Cooperlake") != 0 && strcmp(core, "SapphireRapids") != 0;
+    if (!blas_name)
+        snprintf(blas, sizeof blas, "no OpenBLAS");
+    else if (!core)
+        snprintf(blas, sizeof blas, "%s", blas_name);
+    else
+        snprintf(blas, sizeof blas, "%s, core %s%s", blas_name, core,
+                 below ? " (set by OPENBLAS_CORETYPE; this processor runs the faster SkylakeX kernels)" : "");
+    if (dnnl_sgemm && blas_sgemm)
+        snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2) or %s, timed per shape; f64: %s", blas, blas);
+    else if (dnnl_sgemm)
+        snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2); f64: builtin loops");
+    else if (blas_sgemm)
+        snprintf(gemm_info, sizeof gemm_info, "%s", blas);
+    else
+        snprintf(gemm_info, sizeof gemm_info, "builtin loops");
+}
+
+const char *rlx_cpu_gemm_describe(const rlx_backend_settings *set)
+{
+    if (set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN))
+        return "builtin loops";
+    ensure_libraries(set);
+    if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
+        return dnnl_sgemm ? "f32: oneDNN (libdnnl.so.2), as RLX_CPU_GEMM asks" : "builtin loops (no oneDNN)";
+    if (set && set->cpu_gemm == RLX_CPU_GEMM_OPENBLAS)
+        return blas_sgemm ? "OpenBLAS, as RLX_CPU_GEMM asks" : "builtin loops (no OpenBLAS)";
+    pthread_once(&gemm_info_once, fill_gemm_info);
+    return gemm_info;
+}
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
+
+/* Splits C into `parts` blocks along its longer side (block k of n). */
+static void split_range(int64_t total, int parts, int k, int64_t *lo, int64_t *len)
+{
+    int64_t base = total / parts, extra = total % parts;
+    *lo = k * base + (k < extra ? k : extra);
+    *len = base + (k < extra);
+}
+
+static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
+{
+    if (threads <= 1 || M * N * K < (int64_t)1 << 21)
+        return 1;
+    return threads;
+}
+
+enum { LIB_LOOP = 0, LIB_ONEDNN, LIB_OPENBLAS };
+
+/* One block of C through a library, single-threaded: oneDNN reads the
+ * OpenMP thread count of the calling task, set to one here (inside our own
+ * parallel region, so the caller's setting is untouched). */
+static void sgemm_block(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    if (lib == LIB_ONEDNN) {
+        omp_set_num_threads(1);
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+        blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda,
+                   B, (int)ldb, beta, C, (int)ldc);
+    }
+}
+
+static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads)
+{
+    int parts = gemm_parts(M, N, K, threads);
+    bool by_rows = M >= N;
+    /* always a parallel region (of one thread when parts is 1): oneDNN's
+     * thread count is set per task inside it */
+#pragma omp parallel for num_threads(parts)
+    for (int k = 0; k < parts; k++) {
+        int64_t lo, len;
+        split_range(by_rows ? M : N, parts, k, &lo, &len);
+        if (len == 0)
+            continue;
+        const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
+        const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
+        float *c = by_rows ? C + lo * ldc : C + lo;
+        sgemm_block(lib, ta, tb, by_rows ? len : M, by_rows ? N : len, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+}
+
+/* The per-shape choices (RLX_CPU_GEMM=auto with both libraries), kept for
+ * the process: written under gemm_lock, each entry complete before the
+ * count that publishes it. */
+typedef struct gemm_choice {
+    int64_t M, N, K;
+    int ta, tb, threads, lib;
+} gemm_choice;
+static gemm_choice choices[512];
+static atomic_int n_choices;
+
+static int find_choice(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads)
+{
+    int n = atomic_load_explicit(&n_choices, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        const gemm_choice *c = &choices[i];
+        if (c->M == M && c->N == N && c->K == K && c->ta == ta && c->tb == tb && c->threads == threads)
+            return c->lib;
+    }
+    return -1;
+}
+
+/* Shapes worth timing: from about 2^18 to 2^30 multiply-adds. */
+static bool timed_shape(int64_t M, int64_t N, int64_t K)
+{
+    double work = (double)M * (double)N * (double)K;
+    return work >= 262144.0 && work <= 1073741824.0;
+}
+
+static double best_ms(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                      float *C, int threads)
+{
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) { /* the first is a warm-up */
+        double t0 = rlx_now_ms();
+        sgemm_split(lib, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N, threads);
+        double ms = rlx_now_ms() - t0;
+        if (r && ms < best)
+            best = ms;
+    }
+    return best;
+}
+
+int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
+{
+    if ((set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN)) || M <= 0 || N <= 0 || K <= 0)
+        return LIB_LOOP;
+    ensure_libraries(set);
+    if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
+        return dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
+    if (set && set->cpu_gemm == RLX_CPU_GEMM_OPENBLAS)
+        return blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
+    if (!dnnl_sgemm || !blas_sgemm)
+        return dnnl_sgemm ? LIB_ONEDNN : blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
+    bool fits = fits_int(M) && fits_int(N) && fits_int(K);
+    if (!fits || !timed_shape(M, N, K))
+        return LIB_ONEDNN;
+    int lib = find_choice(ta, tb, M, N, K, threads);
+    if (lib >= 0)
+        return lib;
+    /* timed on buffers of its own (the caller's may accumulate into C),
+     * filled with small values: the speed of both depends on the shape */
+    size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
+    float *buf = rlx_malloc((na + nb + nc) * sizeof(float));
+    if (!buf)
+        return LIB_ONEDNN;
+    for (size_t i = 0; i < na + nb + nc; i++)
+        buf[i] = (float)((i * 2654435761u >> 16) & 255) * (1.0f / 256.0f) - 0.5f;
+    pthread_mutex_lock(&gemm_lock);
+    lib = find_choice(ta, tb, M, N, K, threads);
+    if (lib < 0) {
+        double t_dnnl = best_ms(LIB_ONEDNN, ta, tb, M, N, K, buf, buf + na, buf + na + nb, threads);
+        double t_blas = best_ms(LIB_OPENBLAS, ta, tb, M, N, K, buf, buf + na, buf + na + nb, threads);
+        lib = t_blas < t_dnnl ? LIB_OPENBLAS : LIB_ONEDNN;
+        int n = atomic_load_explicit(&n_choices, memory_order_relaxed);
+        if (n < (int)(sizeof choices / sizeof choices[0])) {
+            choices[n] = (gemm_choice){M, N, K, ta, tb, threads, lib};
+            atomic_store_explicit(&n_choices, n + 1, memory_order_release);
+        }
+        if (set && set->verbose >= 2)
+            fprintf(stderr, "[rlx cpu] sgemm %c%c M %lld N %lld K %lld, %d threads: oneDNN %.3f ms, OpenBLAS %.3f ms\n",
+                    ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, threads, t_dnnl, t_blas);
+    }
+    pthread_mutex_unlock(&gemm_lock);
+    free(buf);
+    return lib;
+}
+
+void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set)
+{
+    if (M == 0 || N == 0)
+        return;
+    int lib = rlx_sgemm_choose(ta, tb, M, N, K, threads, set);
+    if (lib == LIB_OPENBLAS && !(fits_int(lda) && fits_int(ldb) && fits_int(ldc)))
+        lib = dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
+    if (lib != LIB_LOOP) {
+        sgemm_split(lib, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
+        return;
+    }
+    int nt = threads > 0 ? threads : 1;
+#pragma omp parallel for num_threads(nt) if (M * N * K > 65536)
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = (float)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));
+        }
+    }
+}
+
+/* f64: OpenBLAS, split like f32, or the loop. */
+void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
+               const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads,
+               const rlx_backend_settings *set)
+{
+    bool use_blas = !(set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN));
+    if (use_blas)
+        ensure_libraries(set);
+    if (M == 0 || N == 0)
+        return;
+    if (use_blas && blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) &&
+        fits_int(ldc) && K > 0) {
+        int parts = gemm_parts(M, N, K, threads);
+        bool by_rows = M >= N;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+        for (int k = 0; k < parts; k++) {
+            int64_t lo, len;
+            split_range(by_rows ? M : N, parts, k, &lo, &len);
+            if (len == 0)
+                continue;
+            const double *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
+            const double *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
+            double *c = by_rows ? C + lo * ldc : C + lo;
+            blas_dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
+                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        }
+        return;
+    }
+    int nt = threads > 0 ? threads : 1;
+#pragma omp parallel for num_threads(nt) if (M * N * K > 65536)
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0);
+        }
+    }
+}
