@@ -289,6 +289,31 @@ RLX_API rlx_node rlx_random_normal(rlx_graph *g, rlx_dtype t, int ndim, const in
 /* Zeroes each element with probability p and scales the rest by 1/(1-p). */
 RLX_API rlx_node rlx_dropout(rlx_graph *g, rlx_node x, double p);
 
+/* Quantized weights in ggml's block formats (the ids GGUF files use): a
+ * weight of N rows of k elements is a u8 tensor [N, rlx_quant_row_bytes(
+ * qtype, k)], each row whole blocks as GGUF stores them. */
+typedef enum rlx_qtype {
+    RLX_Q4_0 = 2,
+    RLX_Q4_1 = 3,
+    RLX_Q5_0 = 6,
+    RLX_Q5_1 = 7,
+    RLX_Q8_0 = 8,
+    RLX_Q4_K = 12,
+    RLX_Q5_K = 13,
+    RLX_Q6_K = 14,
+    RLX_Q8_K = 15
+} rlx_qtype;
+/* Bytes of one row of k elements; 0 when the type is not one of the above
+ * or k is not whole blocks (32 elements, 256 for the _K types). */
+RLX_API size_t rlx_quant_row_bytes(int qtype, int64_t k);
+/* x [.., k] times the transpose of the quantized w [N, row bytes]: [.., N]
+ * in x's dtype, w never expanded (the activations are quantized per block
+ * as the kernels need). */
+RLX_API rlx_node rlx_qmatmul(rlx_graph *g, rlx_node x, rlx_node w, int qtype, int64_t k);
+/* The quantized w [N, row bytes] as floats [N, k] of dtype `to` (f32, f16,
+ * bf16). */
+RLX_API rlx_node rlx_dequantize(rlx_graph *g, rlx_node w, int qtype, int64_t k, rlx_dtype to);
+
 /* ------------------------------------------------------------- compiling */
 
 typedef enum rlx_device { RLX_DEVICE_CPU = 0, RLX_DEVICE_CUDA } rlx_device;

@@ -25,72 +25,6 @@
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_ARRAY_DEPTH 8
 
-/* ---------------------------------------------------------------- ggml types */
-
-static const struct {
-    const char *name;
-    int64_t block;   /* elements per block; 0: retired id */
-    size_t bytes;    /* bytes per block */
-    rlx_dtype dtype; /* RLX_WEIGHT_NO_DTYPE when none */
-} ggml_types[RLX_GGML_TYPE_COUNT] = {
-    [RLX_GGML_F32] = {"F32", 1, 4, RLX_F32},
-    [RLX_GGML_F16] = {"F16", 1, 2, RLX_F16},
-    [RLX_GGML_Q4_0] = {"Q4_0", 32, 18, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q4_1] = {"Q4_1", 32, 20, RLX_WEIGHT_NO_DTYPE},
-    [4] = {"Q4_2 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [5] = {"Q4_3 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q5_0] = {"Q5_0", 32, 22, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q5_1] = {"Q5_1", 32, 24, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q8_0] = {"Q8_0", 32, 34, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q8_1] = {"Q8_1", 32, 36, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q2_K] = {"Q2_K", 256, 84, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q3_K] = {"Q3_K", 256, 110, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q4_K] = {"Q4_K", 256, 144, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q5_K] = {"Q5_K", 256, 176, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q6_K] = {"Q6_K", 256, 210, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_Q8_K] = {"Q8_K", 256, 292, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ2_XXS] = {"IQ2_XXS", 256, 66, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ2_XS] = {"IQ2_XS", 256, 74, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ3_XXS] = {"IQ3_XXS", 256, 98, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ1_S] = {"IQ1_S", 256, 50, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ4_NL] = {"IQ4_NL", 32, 18, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ3_S] = {"IQ3_S", 256, 110, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ2_S] = {"IQ2_S", 256, 82, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_IQ4_XS] = {"IQ4_XS", 256, 136, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_I8] = {"I8", 1, 1, RLX_I8},
-    [RLX_GGML_I16] = {"I16", 1, 2, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_I32] = {"I32", 1, 4, RLX_I32},
-    [RLX_GGML_I64] = {"I64", 1, 8, RLX_I64},
-    [RLX_GGML_F64] = {"F64", 1, 8, RLX_F64},
-    [RLX_GGML_IQ1_M] = {"IQ1_M", 256, 56, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_BF16] = {"BF16", 1, 2, RLX_BF16},
-    [31] = {"Q4_0_4_4 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [32] = {"Q4_0_4_8 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [33] = {"Q4_0_8_8 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_TQ1_0] = {"TQ1_0", 256, 54, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_TQ2_0] = {"TQ2_0", 256, 66, RLX_WEIGHT_NO_DTYPE},
-    [36] = {"IQ4_NL_4_4 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [37] = {"IQ4_NL_4_8 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [38] = {"IQ4_NL_8_8 (removed)", 0, 0, RLX_WEIGHT_NO_DTYPE},
-    [RLX_GGML_MXFP4] = {"MXFP4", 32, 17, RLX_WEIGHT_NO_DTYPE},
-};
-
-const char *rlx_ggml_type_name(int type)
-{
-    return type >= 0 && type < RLX_GGML_TYPE_COUNT ? ggml_types[type].name : NULL;
-}
-
-bool rlx_ggml_type_size(int type, int64_t *block_elems, size_t *block_bytes)
-{
-    if (type < 0 || type >= RLX_GGML_TYPE_COUNT || ggml_types[type].block == 0)
-        return false;
-    if (block_elems)
-        *block_elems = ggml_types[type].block;
-    if (block_bytes)
-        *block_bytes = ggml_types[type].bytes;
-    return true;
-}
-
 static const char *const value_type_names[RLX_GGUF_TYPE_COUNT] = {
     "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
     "bool",  "string", "array",  "uint64", "int64",  "float64",
@@ -420,7 +354,7 @@ static rlx_status read_tensor_info(cursor *c, int64_t idx, rlx_weight_view *t, u
                     type);
     t->ggml_type = (int)type;
     t->type_name = tname;
-    t->dtype = ggml_types[type].dtype;
+    t->dtype = rlx_ggml_type_dtype(type);
     t->ndim = (int)nd;
     /* numel and bytes, each step checked against overflow */
     uint64_t numel = 1;

@@ -278,6 +278,24 @@ rlx_node rlx_matmul(rlx_graph *g, rlx_node a, rlx_node b, int trans_a, int trans
     return rlx_reshape(g, y, s.ndim, s.dims);
 }
 
+rlx_node rlx_qmatmul(rlx_graph *g, rlx_node x, rlx_node w, int qtype, int64_t k)
+{
+    rlx_node in[2] = {x, w};
+    rlx_node_data p = proto(RLX_OP_QMATMUL, 2, in);
+    p.attrs.quant.qtype = qtype;
+    p.attrs.quant.k = k;
+    return rlx_graph_add(g, &p);
+}
+
+rlx_node rlx_dequantize(rlx_graph *g, rlx_node w, int qtype, int64_t k, rlx_dtype to)
+{
+    rlx_node_data p = proto(RLX_OP_DEQUANTIZE, 1, &w);
+    p.attrs.quant.qtype = qtype;
+    p.attrs.quant.k = k;
+    p.attrs.quant.to = to;
+    return rlx_graph_add(g, &p);
+}
+
 static rlx_node reduce(rlx_graph *g, rlx_op op, rlx_node x, int naxes, const int *axes, int keepdims)
 {
     int r = rank_of(g, x, rlx_op_name(op));

@@ -81,6 +81,11 @@ typedef enum rlx_op {
     RLX_OP_CLIP,
     /* linear algebra */
     RLX_OP_MATMUL,
+    /* quantized weights (ggml's block formats, rlx_qtype): qmatmul(x [.., K],
+     * w u8 [N, row bytes]) = x @ dequantize(w)^T [.., N] without expanding
+     * w; dequantize(w) [N, K] in the node's float dtype */
+    RLX_OP_QMATMUL,
+    RLX_OP_DEQUANTIZE,
     /* reductions */
     RLX_OP_REDUCE_SUM,
     RLX_OP_REDUCE_MEAN,
@@ -173,6 +178,11 @@ typedef union rlx_attrs {
     struct {
         int trans_a, trans_b;
     } matmul;
+    struct {
+        int qtype;    /* rlx_qtype: ggml's type id */
+        int64_t k;    /* elements per weight row */
+        rlx_dtype to; /* dequantize: the float dtype it gives */
+    } quant;          /* qmatmul, dequantize */
     struct {
         uint32_t axes;
         int keepdims;

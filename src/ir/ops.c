@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/ggml_type.h"
 #include "ir/ir.h"
 
 #define IN(i) (&g->nodes[n->in[i]])
@@ -174,6 +175,61 @@ static rlx_status infer_matmul(const rlx_graph *g, rlx_node_data *n)
     n->shape.dims[n->shape.ndim++] = m;
     n->shape.dims[n->shape.ndim++] = nn;
     n->dtype = a->dtype;
+    return RLX_OK;
+}
+
+/* The quantized weight w of a qmatmul or dequantize: u8 [N, row bytes]. */
+static rlx_status check_quant_weight(const rlx_node_data *n, const rlx_node_data *w)
+{
+    int qt = n->attrs.quant.qtype;
+    int64_t k = n->attrs.quant.k;
+    const char *name = rlx_ggml_type_name(qt);
+    if (!rlx_qtype_supported(qt))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "quantized type %d (%s) is not one RLX computes with", qt,
+                             name ? name : "unknown");
+    size_t rb = rlx_quant_row_bytes(qt, k);
+    if (!rb) {
+        int64_t block = 0;
+        rlx_ggml_type_size(qt, &block, NULL);
+        return rlx_set_error(RLX_ERR_SHAPE, "%s rows hold whole blocks of %lld elements; k = %lld", name,
+                             (long long)block, (long long)k);
+    }
+    if (w->dtype != RLX_U8 || w->shape.ndim != 2 || w->shape.dims[1] != (int64_t)rb)
+        return rlx_set_error(RLX_ERR_SHAPE, "a %s weight of rows of %lld elements is u8 [N, %zu]; got %s %s", name,
+                             (long long)k, rb, rlx_dtype_name(w->dtype), SHAPE_A(&w->shape));
+    return RLX_OK;
+}
+
+static rlx_status infer_qmatmul(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *w = IN(1);
+    rlx_status st = check_quant_weight(n, w);
+    if (st != RLX_OK)
+        return st;
+    if (!rlx_dtype_is_float(x->dtype) || x->dtype == RLX_F64)
+        return rlx_set_error(RLX_ERR_DTYPE, "qmatmul takes f32, f16 or bf16 activations, got %s",
+                             rlx_dtype_name(x->dtype));
+    if (x->shape.ndim < 1 || x->shape.dims[x->shape.ndim - 1] != n->attrs.quant.k)
+        return rlx_set_error(RLX_ERR_SHAPE, "activations %s do not end in k = %lld", SHAPE_A(&x->shape),
+                             (long long)n->attrs.quant.k);
+    n->shape = x->shape;
+    n->shape.dims[n->shape.ndim - 1] = w->shape.dims[0];
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
+static rlx_status infer_dequantize(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_status st = check_quant_weight(n, IN(0));
+    if (st != RLX_OK)
+        return st;
+    rlx_dtype to = n->attrs.quant.to;
+    if (to != RLX_F32 && to != RLX_F16 && to != RLX_BF16)
+        return rlx_set_error(RLX_ERR_DTYPE, "dequantize gives f32, f16 or bf16, not %s", rlx_dtype_name(to));
+    n->shape.ndim = 2;
+    n->shape.dims[0] = IN(0)->shape.dims[0];
+    n->shape.dims[1] = n->attrs.quant.k;
+    n->dtype = to;
     return RLX_OK;
 }
 
@@ -736,6 +792,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_CAST] = ROW("cast", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, RLX_AMP_CAST, infer_cast),
     [RLX_OP_CLIP] = ROW("clip", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_same_numeric),
     [RLX_OP_MATMUL] = ROW("matmul", 2, 2, 0, RLX_KIND_MATMUL, LOW, infer_matmul),
+    [RLX_OP_QMATMUL] = ROW("qmatmul", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_MATMUL, FOLLOW, infer_qmatmul),
+    [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize),
     [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
     [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
     [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
