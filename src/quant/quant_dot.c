@@ -87,20 +87,28 @@ static float dot_q8_0(int64_t nb, const uint8_t *w, const uint8_t *a)
     return sum;
 }
 
-/* Q4_0 and Q5_0 (qh_at 0: no fifth bit), levels centred by `zero`. */
+/* The 32 levels of a Q4/Q5 block (qh_at 0: no fifth bit) less `zero`,
+ * unpacked first so that the dot loops after it vectorise. */
+static inline void unpack32(const uint8_t *qs, const uint8_t *w, int qh_at, int zero, int8_t q[32])
+{
+    const uint32_t qh = qh_at ? rlx_q_u32(w + qh_at) : 0;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)(((qs[j] & 0x0f) | (int)(((qh >> j) & 1u) << 4)) - zero);
+        q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4)) - zero);
+    }
+}
+
+/* Q4_0 and Q5_0, levels centred by `zero`. */
 static float dot_sym(int64_t nb, const uint8_t *w, const uint8_t *a, size_t bytes, int qh_at, int zero)
 {
     float sum = 0;
     for (int64_t i = 0; i < nb; i++, w += bytes, a += RLX_Q8_0_BYTES) {
-        const uint8_t *qs = w + (qh_at ? qh_at + 4 : 2);
-        const uint32_t qh = qh_at ? rlx_q_u32(w + qh_at) : 0;
+        int8_t q[32];
+        unpack32(w + (qh_at ? qh_at + 4 : 2), w, qh_at, zero, q);
         const int8_t *y = (const int8_t *)(a + 2);
         int s = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (qs[j] & 0x0f) | (int)(((qh >> j) & 1u) << 4);
-            int hi = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4);
-            s += (lo - zero) * y[j] + (hi - zero) * y[j + 16];
-        }
+        for (int j = 0; j < 32; j++)
+            s += q[j] * y[j];
         sum += rlx_q_f16(w) * rlx_q_f16(a) * (float)s;
     }
     return sum;
@@ -111,15 +119,13 @@ static float dot_min(int64_t nb, const uint8_t *w, const uint8_t *a, size_t byte
 {
     float sum = 0;
     for (int64_t i = 0; i < nb; i++, w += bytes, a += RLX_Q8_0_BYTES) {
-        const uint8_t *qs = w + (qh_at ? qh_at + 4 : 4);
-        const uint32_t qh = qh_at ? rlx_q_u32(w + qh_at) : 0;
+        int8_t q[32];
+        unpack32(w + (qh_at ? qh_at + 4 : 4), w, qh_at, 0, q);
         const int8_t *y = (const int8_t *)(a + 2);
         int s = 0, ys = 0;
-        for (int j = 0; j < 16; j++) {
-            int lo = (qs[j] & 0x0f) | (int)(((qh >> j) & 1u) << 4);
-            int hi = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4);
-            s += lo * y[j] + hi * y[j + 16];
-            ys += y[j] + y[j + 16];
+        for (int j = 0; j < 32; j++) {
+            s += q[j] * y[j];
+            ys += y[j];
         }
         const float da = rlx_q_f16(a);
         sum += rlx_q_f16(w) * da * (float)s + rlx_q_f16(w + 2) * da * (float)ys;
@@ -141,19 +147,23 @@ static float dot_q45_k(int64_t nb, const uint8_t *w, const uint8_t *a, bool five
         const int8_t *y = (const int8_t *)(a + RLX_Q8_K_QS);
         int16_t bs[16];
         memcpy(bs, a + RLX_Q8_K_BSUMS, sizeof bs);
-        int isum = 0, msum = 0;
-        for (int c = 0; c < 4; c++) {
-            int s0 = 0, s1 = 0;
+        int8_t q[RLX_QK];
+        for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++) {
                 int lo = qs[32 * c + l] & 0x0f, hi = qs[32 * c + l] >> 4;
                 if (qh) {
                     lo |= ((qh[l] >> (2 * c)) & 1) << 4;
                     hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
                 }
-                s0 += lo * y[64 * c + l];
-                s1 += hi * y[64 * c + 32 + l];
+                q[64 * c + l] = (int8_t)lo;
+                q[64 * c + 32 + l] = (int8_t)hi;
             }
-            isum += sc[2 * c] * s0 + sc[2 * c + 1] * s1;
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; j++) {
+            int s = 0;
+            for (int l = 0; l < 32; l++)
+                s += q[32 * j + l] * y[32 * j + l];
+            isum += sc[j] * s;
         }
         for (int j = 0; j < 8; j++)
             msum += m[j] * (bs[2 * j] + bs[2 * j + 1]);
@@ -169,24 +179,24 @@ static float dot_q6_k(int64_t nb, const uint8_t *w, const uint8_t *a)
     for (int64_t i = 0; i < nb; i++, w += RLX_Q6_K_BYTES, a += RLX_Q8_K_BYTES) {
         const int8_t *sc = (const int8_t *)(w + RLX_Q6_K_SCALES);
         const int8_t *y = (const int8_t *)(a + RLX_Q8_K_QS);
-        int isum = 0;
+        /* the levels unpacked first, then plain loops compilers vectorise */
+        int8_t q[RLX_QK];
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = w + 64 * h, *qh = w + RLX_Q6_K_QH + 32 * h;
-            const int8_t *yh = y + 128 * h;
-            int s[8] = {0}; /* sub-blocks 8h + 0..7 */
+            int8_t *qq = q + 128 * h;
             for (int l = 0; l < 32; l++) {
-                int q1 = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) - 32;
-                int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
-                int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-                int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                int g = l / 16;
-                s[g] += q1 * yh[l];
-                s[g + 2] += q2 * yh[l + 32];
-                s[g + 4] += q3 * yh[l + 64];
-                s[g + 6] += q4 * yh[l + 96];
+                qq[l] = (int8_t)(((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) - 32);
+                qq[l + 32] = (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+                qq[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+                qq[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
             }
-            for (int g = 0; g < 8; g++)
-                isum += sc[8 * h + g] * s[g];
+        }
+        int isum = 0;
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++)
+                s += q[16 * g + j] * y[16 * g + j];
+            isum += sc[g] * s;
         }
         sum += rlx_q_f16(w + RLX_Q6_K_D) * rlx_q_f32(a) * (float)isum;
     }
