@@ -10,13 +10,35 @@
 
 /* ------------------------------------------------------------- choice */
 
+#ifdef RLX_QUANT_HAVE_AVX2
+#include <cpuid.h>
+
+/* AVX2 and FMA as the compiler's runtime knows them (which includes the
+ * operating system saving the AVX registers); F16C from cpuid, which not
+ * every compiler's __builtin_cpu_supports names.  Asked once (cpuid can
+ * trap to a hypervisor), kept in an atomic: -1 not yet asked. */
+static int avx2_state = -1;
+
+static bool avx2_usable(void)
+{
+    int s = __atomic_load_n(&avx2_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        unsigned a, b, c, d;
+        bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        s = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+        __atomic_store_n(&avx2_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+#endif
+
 bool rlx_quant_isa_available(rlx_quant_isa isa)
 {
     switch (isa) {
     case RLX_QUANT_SCALAR: return true;
     case RLX_QUANT_AVX2:
 #ifdef RLX_QUANT_HAVE_AVX2
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return avx2_usable();
 #else
         return false;
 #endif

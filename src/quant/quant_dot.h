@@ -9,7 +9,8 @@
  * Each kernel has a portable scalar version and an AVX2 one (quant_dot_avx2.c,
  * compiled for AVX2+FMA+F16C by function attributes, so the library still
  * runs on any x86-64); rlx_quant_vec_dot picks the best the processor has
- * at each call (the check is a load and a test). */
+ * at each call (the features are asked once; the check is a load and a
+ * test). */
 #ifndef RLX_QUANT_QUANT_DOT_H
 #define RLX_QUANT_QUANT_DOT_H
 
