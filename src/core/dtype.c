@@ -72,18 +72,4 @@ uint16_t rlx_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-float rlx_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1f)
-        return bits_f32(sign | 0x7f800000u | (mant << 13));
-    if (exp == 0) {
-        if (mant == 0)
-            return bits_f32(sign);
-        float v = (float)mant * (1.0f / 16777216.0f); /* mant * 2^-24 */
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-}
+float rlx_f16_to_f32(uint16_t h) { return rlx_f16_to_f32_inline(h); }

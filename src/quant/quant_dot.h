@@ -1,0 +1,47 @@
+/* quant_dot.h - the CPU dot products of a quantized matrix-vector product:
+ * one weight row (a quantized type of quant.h) against one activation row
+ * quantized per block to 8 bits, the pairing llama.cpp uses:
+ *   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights  <->  Q8_0 activations
+ *   Q4_K, Q5_K, Q6_K, Q8_K weights        <->  Q8_K activations
+ * so that the inner products are integer sums, exact, and only the
+ * per-block scaling and the sum over blocks round (in f32).
+ *
+ * Each kernel has a portable scalar version and an AVX2 one (quant_dot_avx2.c,
+ * compiled for AVX2+FMA+F16C by function attributes, so the library still
+ * runs on any x86-64); rlx_quant_vec_dot picks the best the processor has
+ * at each call (the features are asked once; the check is a load and a
+ * test). */
+#ifndef RLX_QUANT_QUANT_DOT_H
+#define RLX_QUANT_QUANT_DOT_H
+
+#include "quant/quant.h"
+
+typedef enum rlx_quant_isa {
+    RLX_QUANT_SCALAR,
+    RLX_QUANT_AVX2, /* AVX2, FMA and F16C */
+    RLX_QUANT_ISA_COUNT
+} rlx_quant_isa;
+
+/* Whether this processor (and build) runs the kernels of isa; the best one. */
+bool rlx_quant_isa_available(rlx_quant_isa isa);
+rlx_quant_isa rlx_quant_isa_best(void);
+const char *rlx_quant_isa_name(rlx_quant_isa isa); /* "scalar", "avx2" */
+
+/* The activation type for a weight type (RLX_GGML_Q8_0 or RLX_GGML_Q8_K),
+ * -1 when the weight type is unsupported; the bytes of n activations. */
+int rlx_quant_act_type(int weight_type);
+size_t rlx_quant_act_bytes(int weight_type, int64_t n);
+/* Quantizes n activations (a multiple of the weight type's block size) into
+ * act_q8 (rlx_quant_act_bytes of them).  Levels stay in [-127, 127], which
+ * the kernels rely on. */
+rlx_status rlx_quantize_act(int weight_type, const float *x, void *act_q8, int64_t n);
+
+/* The dot product of n elements of w_row (weight_type) and act_q8 (as
+ * rlx_quantize_act made it for that weight type).  The hot call of the
+ * matrix-vector product: an unsupported type or an n that is not a multiple
+ * of the block size sets an error and returns NaN. */
+float rlx_quant_vec_dot(int weight_type, int64_t n, const void *w_row, const void *act_q8);
+/* The same with the kernels of isa (which must be available). */
+float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int weight_type, int64_t n, const void *w_row, const void *act_q8);
+
+#endif

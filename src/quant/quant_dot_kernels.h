@@ -1,0 +1,17 @@
+/* quant_dot_kernels.h - the per-instruction-set kernel entry points behind
+ * quant_dot.c.  Each takes nb blocks of the weight type (32 or 256
+ * elements each, by type) and the matching activation blocks. */
+#ifndef RLX_QUANT_QUANT_DOT_KERNELS_H
+#define RLX_QUANT_QUANT_DOT_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define RLX_QUANT_HAVE_AVX2 1
+/* The AVX2 kernels (quant_dot_avx2.c); call only where the processor has
+ * AVX2, FMA and F16C.  false for a type without an AVX2 kernel. */
+bool rlx_quant_dot_avx2(int weight_type, int64_t nb, const uint8_t *w, const uint8_t *a, float *out);
+#endif
+
+#endif
