@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < RLX_GGML_TYPE_COUNT; t++) {
         const char *name = rlx_ggml_type_name(t);
         char lower[16];
-        if (!rlx_quant_supported(t) || !name || strlen(name) >= sizeof lower)
+        if (!rlx_qtype_supported(t) || !name || strlen(name) >= sizeof lower)
             continue;
         for (size_t k = 0; k <= strlen(name); k++)
             lower[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);

@@ -203,7 +203,7 @@ static void test_sizes(void **state)
         int t = qt_types[i];
         int64_t be;
         size_t bb;
-        assert_true(rlx_quant_supported(t));
+        assert_true(rlx_qtype_supported(t));
         assert_true(rlx_ggml_type_size(t, &be, &bb)); /* the GGUF reader's table */
         assert_int_equal(be, belems(t));
         assert_int_equal(bb, bbytes(t));
@@ -215,7 +215,7 @@ static void test_sizes(void **state)
         int t = unsupported[i];
         float x[256] = {0};
         uint8_t b[512];
-        assert_false(rlx_quant_supported(t));
+        assert_false(rlx_qtype_supported(t));
         assert_int_equal(rlx_quant_row_bytes(t, 256), 0);
         assert_int_equal(rlx_quant_act_type(t), -1);
         assert_int_equal(rlx_dequantize_row(t, b, x, 256), RLX_ERR_UNSUPPORTED);

@@ -1,7 +1,6 @@
 /* ggml_type.c - the table of ggml tensor types (ggml_type.h). */
 #include "core/ggml_type.h"
 
-
 static const struct {
     const char *name;
     int64_t block;   /* elements per block; 0: retired id */

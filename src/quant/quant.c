@@ -34,46 +34,18 @@
 
 /* ---------------------------------------------------------------- table */
 
+/* The geometry is the ggml type table's (src/core/ggml_type.c), for the
+ * types computed with. */
 int64_t rlx_quant_block_elems(int t)
 {
-    switch (t) {
-    case RLX_GGML_Q8_0:
-    case RLX_GGML_Q4_0:
-    case RLX_GGML_Q4_1:
-    case RLX_GGML_Q5_0:
-    case RLX_GGML_Q5_1: return RLX_QB;
-    case RLX_GGML_Q4_K:
-    case RLX_GGML_Q5_K:
-    case RLX_GGML_Q6_K:
-    case RLX_GGML_Q8_K: return RLX_QK;
-    default: return 0;
-    }
+    int64_t block = 0;
+    return rlx_qtype_supported(t) && rlx_ggml_type_size(t, &block, NULL) ? block : 0;
 }
 
 size_t rlx_quant_block_bytes(int t)
 {
-    switch (t) {
-    case RLX_GGML_Q8_0: return RLX_Q8_0_BYTES;
-    case RLX_GGML_Q4_0: return RLX_Q4_0_BYTES;
-    case RLX_GGML_Q4_1: return RLX_Q4_1_BYTES;
-    case RLX_GGML_Q5_0: return RLX_Q5_0_BYTES;
-    case RLX_GGML_Q5_1: return RLX_Q5_1_BYTES;
-    case RLX_GGML_Q4_K: return RLX_Q4_K_BYTES;
-    case RLX_GGML_Q5_K: return RLX_Q5_K_BYTES;
-    case RLX_GGML_Q6_K: return RLX_Q6_K_BYTES;
-    case RLX_GGML_Q8_K: return RLX_Q8_K_BYTES;
-    default: return 0;
-    }
-}
-
-bool rlx_quant_supported(int t) { return rlx_quant_block_elems(t) != 0; }
-
-size_t rlx_quant_row_bytes(int t, int64_t n)
-{
-    int64_t be = rlx_quant_block_elems(t);
-    if (be == 0 || n <= 0 || n % be != 0)
-        return 0;
-    return (size_t)(n / be) * rlx_quant_block_bytes(t);
+    size_t bytes = 0;
+    return rlx_qtype_supported(t) && rlx_ggml_type_size(t, NULL, &bytes) ? bytes : 0;
 }
 
 static rlx_status check_row(const char *what, int t, int64_t n)

@@ -1,6 +1,6 @@
 /* quant.h - ggml's block-quantized weight types (the formats GGUF files
  * store): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and Q8_K, named
- * by their ggml type ids (RLX_GGML_*, io/gguf.h).  The block layouts are
+ * by their ggml type ids (RLX_GGML_*, core/ggml_type.h).  The block layouts are
  * written out in quant_layout.h.
  *
  * A row of n elements is n / block-size blocks back to back; rows may start
@@ -24,17 +24,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/gguf.h"
+#include "core/ggml_type.h"
 #include "rlx.h"
 
-/* One of the nine types above. */
-bool rlx_quant_supported(int ggml_type);
+/* Which types (rlx_qtype_supported) and their row size (rlx_quant_row_bytes,
+ * rlx.h) come from src/core/ggml_type.h. */
 /* Elements per block (32 or 256) and bytes per block; 0 when unsupported. */
 int64_t rlx_quant_block_elems(int ggml_type);
 size_t rlx_quant_block_bytes(int ggml_type);
-/* Bytes of a row of n elements; 0 when the type is unsupported or n is not
- * a positive multiple of its block size. */
-size_t rlx_quant_row_bytes(int ggml_type, int64_t n);
 
 /* n elements (a multiple of the block size) from blocks into out.
  * RLX_ERR_UNSUPPORTED for another type, RLX_ERR_INVALID_ARGUMENT for n. */
