@@ -92,8 +92,7 @@ static rlx_status k_dequantize(const rlx_thunk *t, const rlx_run_ctx *ctx)
         else if (n->dtype != RLX_F32)
             rlx_cpu_from_f32((char *)t->out + (size_t)(r * k) * rlx_dtype_size(n->dtype), n->dtype, row, k);
     }
-    return st == RLX_OK ? RLX_OK
-                        : rlx_set_error(st, "dequantize: %s rows could not be read", rlx_ggml_type_name(qt));
+    return st == RLX_OK ? RLX_OK : rlx_set_error(st, "dequantize: %s rows could not be read", rlx_ggml_type_name(qt));
 }
 
 void rlx_cpu_register_quant(rlx_cpu_kernel *table)
