@@ -175,7 +175,8 @@ static void test_dequantize_op(void **state)
                 } else {
                     uint16_t h = ((uint16_t *)y)[i];
                     got = dt == RLX_F16 ? rlx_f16_to_f32(h) : rlx_bf16_to_f32(h);
-                    want = dt == RLX_F16 ? rlx_f16_to_f32(rlx_f32_to_f16(want)) : rlx_bf16_to_f32(rlx_f32_to_bf16(want));
+                    want =
+                        dt == RLX_F16 ? rlx_f16_to_f32(rlx_f32_to_f16(want)) : rlx_bf16_to_f32(rlx_f32_to_bf16(want));
                 }
                 if (memcmp(&got, &want, sizeof got))
                     fail_msg("%s -> %s element %lld: %.9g, want %.9g", rlx_ggml_type_name(qt), rlx_dtype_name(dt),

@@ -110,9 +110,15 @@ static rlx_status ckpt_get(void *ctx, const char *name, llm_tensor *t)
         if (st != RLX_OK)
             return st;
     }
-    rlx_status st = rlx_weight_view_dtype(v, &t->dtype);
-    if (st != RLX_OK)
-        return st;
+    int64_t block = 0;
+    if (v->ggml_type >= 0 && rlx_ggml_type_size(v->ggml_type, &block, NULL) && block > 1) {
+        t->dtype = RLX_DTYPE_COUNT; /* block-quantized: its bytes as they are */
+        t->qtype = v->ggml_type;
+    } else {
+        rlx_status st = rlx_weight_view_dtype(v, &t->dtype);
+        if (st != RLX_OK)
+            return st;
+    }
     if (v->ndim > 4)
         return rlx_set_error(RLX_ERR_SHAPE, "tensor '%s' has rank %d", v->name, v->ndim);
     t->ndim = v->ndim;

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/ggml_type.h"
 #include "llm/llm_internal.h"
+#include "quant/quant.h"
 
 void rlx_llm_options_init(rlx_llm_options *o)
 {
@@ -42,10 +44,62 @@ static void store(void *p, rlx_dtype t, size_t i, float v)
     }
 }
 
+/* A block-quantized checkpoint tensor t (dims checked) into buf: its bytes
+ * as they are for a u8 param the graph reads quantized, its rows
+ * dequantized for a float one. */
+static rlx_status convert_quantized(const llm_tensor *t, const rlx_tensor_info *info, void *buf)
+{
+    const char *tn = rlx_ggml_type_name(t->qtype);
+    int64_t k = t->ndim ? t->dims[t->ndim - 1] : 0, rows = 1;
+    for (int d = 0; d < t->ndim - 1; d++)
+        rows *= t->dims[d];
+    size_t rb = rlx_quant_row_bytes(t->qtype, k);
+    /* the rows and k the param wants: [rows, row bytes] quantized, [rows, k] as floats */
+    int64_t want_rows = 1, want_k = info->ndim ? info->dims[info->ndim - 1] : 0;
+    for (int d = 0; d < info->ndim - 1; d++)
+        want_rows *= info->dims[d];
+    if (info->dtype == RLX_U8)
+        want_k = k; /* checked through the bytes below */
+    if (t->ndim < 1 || want_rows != rows || want_k != k)
+        return rlx_set_error(RLX_ERR_SHAPE,
+                             "weight '%s': %lld rows of %lld in the checkpoint; the model's config needs "
+                             "%lld of %lld",
+                             info->name, (long long)rows, (long long)k, (long long)want_rows, (long long)want_k);
+    if (!rlx_qtype_supported(t->qtype) || !rb)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "weight '%s' is stored as %s (ggml type %d), which RLX cannot read yet", info->name,
+                             tn ? tn : "?", t->qtype);
+    if (t->in_out)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "weight '%s': a quantized tensor stored [in, out]", info->name);
+    if ((size_t)rows * rb != t->bytes)
+        return rlx_set_error(RLX_ERR_SHAPE, "weight '%s': %lld %s rows of %lld take %zu bytes; the file holds %zu",
+                             info->name, (long long)rows, tn, (long long)k, (size_t)rows * rb, t->bytes);
+    if (info->dtype == RLX_U8) {
+        if (info->bytes != t->bytes)
+            return rlx_set_error(RLX_ERR_SHAPE, "weight '%s': %zu bytes in the file, the graph reads %zu", info->name,
+                                 t->bytes, info->bytes);
+        memcpy(buf, t->data, t->bytes);
+        return RLX_OK;
+    }
+    float *row = rlx_malloc((size_t)k * sizeof(float));
+    if (!row)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "llm: no memory to dequantize '%s'", info->name);
+    rlx_status st = RLX_OK;
+    for (int64_t r = 0; r < rows && st == RLX_OK; r++) {
+        st = rlx_dequantize_row(t->qtype, (const char *)t->data + (size_t)r * rb, row, k);
+        for (int64_t i = 0; i < k && st == RLX_OK; i++)
+            store(buf, info->dtype, (size_t)(r * k + i), row[i]);
+    }
+    free(row);
+    return st;
+}
+
 /* Copies checkpoint tensor t into buf as the param `info` wants it: its
  * dtype, and [out, in] for a projection stored [in, out]. */
 static rlx_status convert_weight(const llm_tensor *t, const rlx_tensor_info *info, void *buf)
 {
+    if (t->dtype == RLX_DTYPE_COUNT)
+        return convert_quantized(t, info, buf);
     int64_t want = 1, have = 1;
     for (int d = 0; d < info->ndim; d++)
         want *= info->dims[d];
@@ -94,43 +148,89 @@ static const struct {
     {"ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight", NULL}},
 };
 
-/* Converts weight `info` into buf from the checkpoint, joining its parts
- * where the checkpoint has them apart. */
-static rlx_status load_weight(rlx_llm_context *c, const rlx_tensor_info *info, void *buf)
+int llm_joined_parts(const char *name, char parts[4][128])
 {
-    const llm_source *src = &c->model->src;
-    const char *dot = !strncmp(info->name, "blk.", 4) ? strchr(info->name + 4, '.') : NULL;
-    llm_tensor t;
+    const char *dot = !strncmp(name, "blk.", 4) ? strchr(name + 4, '.') : NULL;
     for (size_t j = 0; dot && j < sizeof k_joined / sizeof k_joined[0]; j++) {
         if (strcmp(dot + 1, k_joined[j].joined))
             continue;
-        if (c->model->hp.fused_qkv && !strncmp(dot + 1, "attn_qkv", 8))
-            break; /* stored joined */
-        size_t at = 0;
-        for (int k = 0; k_joined[j].parts[k]; k++) {
-            rlx_tensor_info part = *info;
-            char name[128];
-            snprintf(name, sizeof name, "%.*s.%s", (int)(dot - info->name), info->name, k_joined[j].parts[k]);
-            part.name = name;
-            part.ndim = llm_canonical_shape(&c->model->hp, name, part.dims);
+        int n = 0;
+        for (; k_joined[j].parts[n]; n++)
+            snprintf(parts[n], 128, "%.*s.%s", (int)(dot - name), name, k_joined[j].parts[n]);
+        return n;
+    }
+    return 0;
+}
+
+/* The parts of `name` the checkpoint keeps apart (0: it is read whole). */
+static int stored_parts(const rlx_llm_context *c, const char *name, char parts[4][128])
+{
+    int n = llm_joined_parts(name, parts);
+    if (n && c->model->hp.fused_qkv && strstr(name, ".attn_qkv."))
+        return 0; /* stored joined */
+    return n;
+}
+
+/* How the checkpoint stores weight `name` (llm_storage.qtype): a joined
+ * weight is quantized when all its parts are, in one type. */
+static int weight_storage(void *ctx, const char *name)
+{
+    const rlx_llm_context *c = ctx;
+    const llm_source *src = &c->model->src;
+    char parts[4][128];
+    int n = stored_parts(c, name, parts), q = LLM_FLOAT;
+    for (int i = 0; i < (n ? n : 1); i++) {
+        llm_tensor t;
+        if (src->get(src->ctx, n ? parts[i] : name, &t) != RLX_OK)
+            return LLM_FLOAT; /* the load says what is missing */
+        int pq = t.dtype == RLX_DTYPE_COUNT && rlx_qtype_supported(t.qtype) ? t.qtype : LLM_FLOAT;
+        if (i > 0 && pq != q)
+            return LLM_MIXED;
+        q = pq;
+    }
+    rlx_clear_error();
+    return q;
+}
+
+/* Converts weight `info` into buf from the checkpoint, joining its parts
+ * where the checkpoint has them apart (a quantized weight: their rows'
+ * bytes one after another). */
+static rlx_status load_weight(rlx_llm_context *c, const rlx_tensor_info *info, void *buf)
+{
+    const llm_source *src = &c->model->src;
+    llm_tensor t;
+    char parts[4][128];
+    int n = stored_parts(c, info->name, parts);
+    if (!n) {
+        rlx_status st = src->get(src->ctx, info->name, &t);
+        return st != RLX_OK ? st : convert_weight(&t, info, buf);
+    }
+    size_t at = 0;
+    for (int k = 0; k < n; k++) {
+        rlx_tensor_info part = *info;
+        part.name = parts[k];
+        part.ndim = llm_canonical_shape(&c->model->hp, parts[k], part.dims);
+        rlx_status st = src->get(src->ctx, parts[k], &t);
+        if (st != RLX_OK)
+            return st;
+        if (info->dtype == RLX_U8) { /* rows of the part's own quantized bytes */
+            part.dims[1] = part.ndim == 2 ? (int64_t)rlx_quant_row_bytes(t.qtype, part.dims[1]) : 0;
+            part.bytes = (size_t)(part.dims[0] * part.dims[1]);
+        } else {
             part.bytes = rlx_dtype_size(info->dtype);
             for (int d = 0; d < part.ndim; d++)
                 part.bytes *= (size_t)part.dims[d];
-            rlx_status st;
-            if (at + part.bytes > info->bytes)
-                return rlx_set_error(RLX_ERR_SHAPE, "weight '%s' is larger than '%s' holds", name, info->name);
-            if ((st = src->get(src->ctx, name, &t)) != RLX_OK ||
-                (st = convert_weight(&t, &part, (char *)buf + at)) != RLX_OK)
-                return st;
-            at += part.bytes;
         }
-        if (at != info->bytes)
-            return rlx_set_error(RLX_ERR_SHAPE, "the parts of '%s' hold %zu bytes, it needs %zu", info->name, at,
-                                 info->bytes);
-        return RLX_OK;
+        if (at + part.bytes > info->bytes)
+            return rlx_set_error(RLX_ERR_SHAPE, "weight '%s' is larger than '%s' holds", parts[k], info->name);
+        if ((st = convert_weight(&t, &part, (char *)buf + at)) != RLX_OK)
+            return st;
+        at += part.bytes;
     }
-    rlx_status st = src->get(src->ctx, info->name, &t);
-    return st != RLX_OK ? st : convert_weight(&t, info, buf);
+    if (at != info->bytes)
+        return rlx_set_error(RLX_ERR_SHAPE, "the parts of '%s' hold %zu bytes, it needs %zu", info->name, at,
+                             info->bytes);
+    return RLX_OK;
 }
 
 /* Every param of the prefill session: weights from the checkpoint, the
@@ -245,8 +345,10 @@ rlx_status rlx_llm_context_new(rlx_llm *m, const rlx_llm_options *opts, rlx_llm_
                        : o.precision == RLX_PRECISION_F16 ? RLX_F16
                                                           : RLX_F32;
     rlx_status st = RLX_OK;
-    rlx_graph *gp = llm_build_step(hp, B, S, o.ctx, wdtype);
-    rlx_graph *gd = gp ? llm_build_step(hp, B, 1, o.ctx, wdtype) : NULL;
+    /* block-quantized weights stay so (qmatmul reads them as stored) */
+    llm_storage storage = {c, weight_storage};
+    rlx_graph *gp = llm_build_step(hp, B, S, o.ctx, wdtype, &storage);
+    rlx_graph *gd = gp ? llm_build_step(hp, B, 1, o.ctx, wdtype, &storage) : NULL;
     if (!gp || !gd)
         st = rlx_last_error()[0] ? RLX_ERR_INVALID_ARGUMENT : RLX_ERR_OUT_OF_MEMORY;
     if (st == RLX_OK)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/ggml_type.h"
 #include "llm/llm.h"
 
 typedef struct builder {
@@ -16,7 +17,26 @@ typedef struct builder {
     const llm_hparams *hp;
     rlx_dtype wdtype;
     int64_t B, S, T;
+    const llm_storage *storage;
 } builder;
+
+static int storage_of(const builder *b, const char *name)
+{
+    return b->storage ? b->storage->qtype(b->storage->ctx, name) : LLM_FLOAT;
+}
+
+/* x [.., in] @ W^T for W [out, in] stored quantized in qt: a u8 param. */
+static rlx_node qlinear(builder *b, rlx_node x, int64_t out, int64_t in, const char *name, int qt)
+{
+    size_t rb = rlx_quant_row_bytes(qt, in);
+    if (!rb) {
+        rlx_set_error(RLX_ERR_SHAPE, "weight '%s': %s rows of %lld elements are not whole blocks", name,
+                      rlx_ggml_type_name(qt), (long long)in);
+        return -1;
+    }
+    rlx_node w = rlx_param(b->g, name, RLX_U8, 2, (int64_t[]){out, (int64_t)rb});
+    return rlx_qmatmul(b->g, x, w, qt, in);
+}
 
 static rlx_node weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int layer)
 {
@@ -27,10 +47,38 @@ static rlx_node weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int 
     return b->wdtype == RLX_F32 ? w : rlx_cast(b->g, w, RLX_F32);
 }
 
-/* x [.., in] @ W^T (+ bias): W is [out, in], as GGUF and torch.nn.Linear store it. */
+/* x [.., in] @ W^T (+ bias): W is [out, in], as GGUF and torch.nn.Linear
+ * store it; a quantized W stays so (qmatmul), a joined one whose parts are
+ * quantized differently is multiplied part by part. */
 static rlx_node linear(builder *b, rlx_node x, int64_t out, int64_t in, const char *wfmt, const char *bfmt, int layer)
 {
-    rlx_node y = rlx_matmul(b->g, x, weight(b, out, in, wfmt, layer), 0, 1);
+    char name[96];
+    snprintf(name, sizeof name, wfmt, layer);
+    int qt = storage_of(b, name);
+    rlx_node y;
+    if (qt == LLM_MIXED) {
+        char parts[4][128];
+        int np = llm_joined_parts(name, parts);
+        rlx_node ys[4];
+        int64_t rows_left = out;
+        for (int i = 0; i < np; i++) {
+            int64_t dims[4];
+            int pq = storage_of(b, parts[i]);
+            int64_t rows = llm_canonical_shape(b->hp, parts[i], dims) == 2 ? dims[0] : -1;
+            if (rows <= 0 || rows > rows_left) {
+                rlx_set_error(RLX_ERR_SHAPE, "weight '%s': its part '%s' has no shape", name, parts[i]);
+                return -1;
+            }
+            rows_left -= rows;
+            ys[i] = pq >= 0 ? qlinear(b, x, rows, in, parts[i], pq)
+                            : rlx_matmul(b->g, x, weight(b, rows, in, parts[i], 0), 0, 1);
+        }
+        y = rlx_concat(b->g, np, ys, 2); /* joined weights multiply the [B, S, in] activations */
+    } else if (qt >= 0) {
+        y = qlinear(b, x, out, in, name, qt);
+    } else {
+        y = rlx_matmul(b->g, x, weight(b, out, in, wfmt, layer), 0, 1);
+    }
     return bfmt ? rlx_add(b->g, y, weight(b, out, 0, bfmt, layer)) : y;
 }
 
@@ -168,12 +216,13 @@ static rlx_node ffn(builder *b, rlx_node x, int l)
     return linear(b, rlx_mul(b->g, rlx_silu(b->g, gu[0]), gu[1]), H, F, "blk.%d.ffn_down.weight", NULL, l);
 }
 
-rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype)
+rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype,
+                          const llm_storage *storage)
 {
     rlx_graph *g = rlx_graph_new();
     if (!g)
         return NULL;
-    builder b = {g, hp, wdtype, batch, seq, ctx};
+    builder b = {g, hp, wdtype, batch, seq, ctx, storage};
     int64_t B = batch, S = seq, T = ctx, H = hp->hidden;
     rlx_node tokens = rlx_input(g, "tokens", RLX_I64, 2, (int64_t[]){B, S});
     rlx_node pos = rlx_input(g, "pos", RLX_I64, 1, (int64_t[]){B});
@@ -186,12 +235,22 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     rlx_node pc = rlx_min(g, p, rlx_scalar(g, RLX_I64, (double)(T - 1)));
 
     /* the rows of the embedding in its stored dtype, then f32: never the
-     * whole table converted */
-    rlx_node emb = rlx_param(g, "token_embd.weight", wdtype, 2, (int64_t[]){hp->vocab, H});
-    rlx_node x = rlx_gather(g, emb, tokens, 0);
-    if (wdtype != RLX_F32) {
-        x = rlx_cast(g, x, RLX_F32);
-        emb = rlx_cast(g, emb, RLX_F32);
+     * whole table converted (a quantized table: its rows dequantized) */
+    int emb_q = storage_of(&b, "token_embd.weight");
+    rlx_node emb, emb_u8 = -1, x;
+    if (emb_q >= 0) {
+        size_t rb = rlx_quant_row_bytes(emb_q, H);
+        emb_u8 = rlx_param(g, "token_embd.weight", RLX_U8, 2, (int64_t[]){hp->vocab, (int64_t)rb});
+        rlx_node rows = rlx_gather(g, emb_u8, rlx_reshape(g, tokens, 1, (int64_t[]){B * S}), 0);
+        x = rlx_reshape(g, rlx_dequantize(g, rows, emb_q, H, RLX_F32), 3, (int64_t[]){B, S, H});
+        emb = -1;
+    } else {
+        emb = rlx_param(g, "token_embd.weight", wdtype, 2, (int64_t[]){hp->vocab, H});
+        x = rlx_gather(g, emb, tokens, 0);
+        if (wdtype != RLX_F32) {
+            x = rlx_cast(g, x, RLX_F32);
+            emb = rlx_cast(g, emb, RLX_F32);
+        }
     }
     rlx_node cs = -1, sn = -1;
     if (hp->learned_pos) {
@@ -211,8 +270,13 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     rlx_node rows = rlx_add(g, last, rlx_mul(g, iota(g, B, 0, 1, 0), rlx_scalar(g, RLX_I64, (double)S)));
     x = rlx_gather(g, rlx_reshape(g, x, 2, (int64_t[]){B * S, H}), rows, 0);
     x = norm(&b, x, H, "output_norm.weight", "output_norm.bias", 0);
-    rlx_node out = hp->tied ? emb : weight(&b, hp->vocab, H, "output.weight", 0);
-    rlx_node logits = rlx_matmul(g, x, out, 0, 1);
+    rlx_node logits;
+    if (hp->tied && emb_q >= 0)
+        logits = rlx_qmatmul(g, x, emb_u8, emb_q, H);
+    else if (hp->tied)
+        logits = rlx_matmul(g, x, emb, 0, 1);
+    else
+        logits = linear(&b, x, hp->vocab, H, "output.weight", NULL, 0);
     rlx_output(g, "logits", logits);
     /* the most likely next token, so that greedy decoding reads B ids
      * rather than B * vocab logits from the device */

@@ -47,7 +47,8 @@ typedef struct llm_hparams {
  * stored [in, out] (GPT-2's Conv1D in Hugging Face files) rather than
  * [out, in]. */
 typedef struct llm_tensor {
-    rlx_dtype dtype;
+    rlx_dtype dtype; /* RLX_DTYPE_COUNT: block-quantized, of type qtype */
+    int qtype;       /* the ggml type id of a block-quantized tensor */
     int ndim;
     int64_t dims[4];
     const void *data;
@@ -90,6 +91,22 @@ rlx_status llm_default_model(const char *shape, uint64_t seed, llm_hparams *hp, 
  *          the KV cache cache.N.k / cache.N.v [batch, kv_heads, ctx, head_dim],
  *          all in `wdtype` (f32, or the 16-bit type the model computes in).
  * output:  logits f32 [batch, vocab]. */
-rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype);
+/* How a weight is stored, for the builder: the rlx_qtype of a weight kept
+ * quantized (a u8 param [rows, row bytes] its products read as they are),
+ * LLM_FLOAT for one loaded as floats, LLM_MIXED for a joined weight whose
+ * parts are stored in different quantized types (built part by part). */
+enum { LLM_FLOAT = -1, LLM_MIXED = -2 };
+typedef struct llm_storage {
+    void *ctx;
+    int (*qtype)(void *ctx, const char *name);
+} llm_storage;
+/* The checkpoint names of the parts of a weight the graphs read joined
+ * (blk.N.attn_qkv.weight: attn_q, attn_k, attn_v), NULL-terminated in
+ * parts[0..3] with buffers of `cap` bytes; the count, 0 when `name` is not
+ * joined. */
+int llm_joined_parts(const char *name, char parts[4][128]);
+/* storage NULL: every weight as floats. */
+rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype,
+                          const llm_storage *storage);
 
 #endif

@@ -2,6 +2,7 @@
  * and the choice of kernels (quant_dot.h).  Each block's integer inner
  * product is exact in int; it is scaled and summed in f32. */
 #include <math.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "quant/quant_dot.h"
@@ -84,13 +85,42 @@ size_t rlx_quant_act_bytes(int weight_type, int64_t n)
     return at < 0 ? 0 : rlx_quant_row_bytes(at, n);
 }
 
+/* Activations to Q8_0 the way llama.cpp's CPU backend rounds them (f32
+ * scale 127 / max|x|, levels to nearest even; the stored scale is the f16
+ * of max|x| / 127), so that a dot over the same weights gives its result:
+ * the reference quantizer would use the f16 scale for the levels too. */
+static rlx_status act_q8_0(const float *x, uint8_t *b, int64_t n)
+{
+    if (n < 0 || n % 32)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_quantize_act: Q8_0 rows hold whole blocks of 32, not %lld",
+                             (long long)n);
+    for (int64_t s = 0; s < n; s += 32, b += 34) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) {
+            float a = fabsf(x[s + j]);
+            amax = a > amax ? a : amax; /* NaN never wins */
+        }
+        float id = amax != 0 && isfinite(amax) ? 127.0f / amax : 0.0f;
+        uint16_t d = rlx_f32_to_f16(isfinite(amax) ? amax / 127.0f : 0.0f);
+        memcpy(b, &d, 2);
+        for (int j = 0; j < 32; j++) {
+            float v = x[s + j] * id;
+            v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+            b[2 + j] = (uint8_t)(int8_t)nearbyintf(v);
+        }
+    }
+    return RLX_OK;
+}
+
 rlx_status rlx_quantize_act(int weight_type, const float *x, void *act_q8, int64_t n)
 {
     int at = rlx_quant_act_type(weight_type);
     if (at < 0)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "rlx_quantize_act: ggml type %d has no quantized dot product",
                              weight_type);
-    /* both quantizers keep levels in [-127, 127] */
+    if (at == RLX_GGML_Q8_0)
+        return act_q8_0(x, act_q8, n);
+    /* the reference quantizer keeps levels in [-127, 127] */
     return rlx_quantize_row(at, x, act_q8, n);
 }
 

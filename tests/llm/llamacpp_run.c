@@ -100,17 +100,41 @@ static int argmax(const float *x, int n)
 static int usage(void)
 {
     fprintf(stderr, "usage: llamacpp_run MODEL --ids 1,2,3 [--greedy N] [--all] [--threads T] "
-                    "[--backends DIR] [--verbose] --out PREFIX\n");
+                    "[--backends DIR] [--verbose] --out PREFIX\n"
+                    "       llamacpp_run MODEL --quantize FTYPE OUT   (llama.cpp's quantizer: FTYPE is a\n"
+                    "                                                llama_ftype number, e.g. 7 Q8_0, 15 Q4_K_M)\n");
     return 2;
+}
+
+/* MODEL written to OUT in llama.cpp's file type `ftype` (its own choice of
+ * type per tensor for the mixed presets). */
+static int quantize(const char *model_path, int ftype, const char *out)
+{
+    llama_log_set(on_log, NULL);
+    llama_backend_init();
+    llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.nthread = 1;
+    qp.ftype = (enum llama_ftype)ftype;
+    uint32_t rc = llama_model_quantize(model_path, out, &qp);
+    llama_backend_free();
+    if (rc) {
+        fprintf(stderr, "llamacpp_run: llama_model_quantize of %s to type %d returned %u\n", model_path, ftype, rc);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *ids_s = NULL, *out = NULL, *backends = getenv("LLAMACPP_LIB");
-    int greedy = 0, all = 0, threads = 1;
+    int greedy = 0, all = 0, threads = 1, ftype = -1;
+    const char *quant_out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--ids") && i + 1 < argc)
+        if (!strcmp(a, "--quantize") && i + 2 < argc) {
+            ftype = atoi(argv[++i]);
+            quant_out = argv[++i];
+        } else if (!strcmp(a, "--ids") && i + 1 < argc)
             ids_s = argv[++i];
         else if (!strcmp(a, "--greedy") && i + 1 < argc)
             greedy = atoi(argv[++i]);
@@ -129,6 +153,8 @@ int main(int argc, char **argv)
         else
             return usage();
     }
+    if (model_path && quant_out && ftype >= 0)
+        return quantize(model_path, ftype, quant_out);
     if (!model_path || !ids_s || !out || greedy < 0 || threads < 1)
         return usage();
     static llama_token ids[1 << 16];
