@@ -22,10 +22,12 @@
  * The CPU backend (one of the libggml-cpu-*.so, the best the machine runs)
  * is loaded from --backends DIR (default: the folder given by the
  * LLAMACPP_LIB environment variable). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama.h"
 
@@ -101,6 +103,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: llamacpp_run MODEL --ids 1,2,3 [--greedy N] [--all] [--threads T] "
                     "[--backends DIR] [--verbose] --out PREFIX\n"
+                    "       llamacpp_run MODEL --ids ... --greedy N --time R [--threads T]   (timing: R repeats\n"
+                    "                    of the prompt and N decode steps, llama.cpp's default cache and attention)\n"
                     "       llamacpp_run MODEL --quantize FTYPE OUT   (llama.cpp's quantizer: FTYPE is a\n"
                     "                                                llama_ftype number, e.g. 7 Q8_0, 15 Q4_K_M)\n");
     return 2;
@@ -124,17 +128,60 @@ static int quantize(const char *model_path, int ftype, const char *out)
     return 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* One warm-up, then `reps` times: the prompt (batch, as filled) and
+ * `steps` greedy decode steps from a cleared cache; prints each. */
+static int time_runs(struct llama_context *ctx, struct llama_batch *batch, int n_prompt, int steps, int n_vocab,
+                     int reps)
+{
+    struct llama_batch one = llama_batch_init(1, 0, 1);
+    for (int r = 0; r <= reps; r++) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        batch->n_tokens = n_prompt;
+        double t0 = now_ms();
+        if (llama_decode(ctx, *batch) != 0)
+            return fprintf(stderr, "llamacpp_run: llama_decode of the prompt failed\n"), 1;
+        double t1 = now_ms();
+        llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        for (int s = 0; s < steps; s++) {
+            one.token[0] = t;
+            one.pos[0] = n_prompt + s;
+            one.n_seq_id[0] = 1;
+            one.seq_id[0][0] = 0;
+            one.logits[0] = 1;
+            one.n_tokens = 1;
+            if (llama_decode(ctx, one) != 0)
+                return fprintf(stderr, "llamacpp_run: llama_decode of step %d failed\n", s), 1;
+            t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+        }
+        double t2 = now_ms();
+        if (r > 0)
+            printf("prefill %.3f ms (%.1f tok/s), decode %.3f ms (%.1f tok/s)\n", t1 - t0, n_prompt / (t1 - t0) * 1e3,
+                   t2 - t1, steps / (t2 - t1) * 1e3);
+    }
+    llama_batch_free(one);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *ids_s = NULL, *out = NULL, *backends = getenv("LLAMACPP_LIB");
-    int greedy = 0, all = 0, threads = 1, ftype = -1;
+    int greedy = 0, all = 0, threads = 1, ftype = -1, time_reps = 0;
     const char *quant_out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--quantize") && i + 2 < argc) {
             ftype = atoi(argv[++i]);
             quant_out = argv[++i];
-        } else if (!strcmp(a, "--ids") && i + 1 < argc)
+        } else if (!strcmp(a, "--time") && i + 1 < argc)
+            time_reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--ids") && i + 1 < argc)
             ids_s = argv[++i];
         else if (!strcmp(a, "--greedy") && i + 1 < argc)
             greedy = atoi(argv[++i]);
@@ -155,7 +202,7 @@ int main(int argc, char **argv)
     }
     if (model_path && quant_out && ftype >= 0)
         return quantize(model_path, ftype, quant_out);
-    if (!model_path || !ids_s || !out || greedy < 0 || threads < 1)
+    if (!model_path || !ids_s || (!out && !time_reps) || greedy < 0 || threads < 1)
         return usage();
     static llama_token ids[1 << 16];
     int n_prompt = parse_ids(ids_s, ids, (int)(sizeof ids / sizeof ids[0]));
@@ -193,8 +240,10 @@ int main(int argc, char **argv)
     cp.n_batch = cp.n_ubatch = (uint32_t)n_prompt;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = threads;
-    cp.type_k = cp.type_v = GGML_TYPE_F32;
-    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    if (!time_reps) { /* parity: exact f32 attention; timing keeps llama.cpp's defaults */
+        cp.type_k = cp.type_v = GGML_TYPE_F32;
+        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    }
     cp.no_perf = true;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
@@ -218,6 +267,8 @@ int main(int argc, char **argv)
         batch.logits[i] = (int8_t)(all || i == n_prompt - 1);
     }
     batch.n_tokens = n_prompt;
+    if (time_reps)
+        return time_runs(ctx, &batch, n_prompt, greedy, n_vocab, time_reps);
     int rc = llama_decode(ctx, batch);
     if (rc != 0) {
         fprintf(stderr, "llamacpp_run: llama_decode of the prompt returned %d\n", rc);
