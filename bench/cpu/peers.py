@@ -71,24 +71,52 @@ ROWS = [
     Row("encoder-b32", 3, 0.9, workload="encoder", batch=32),
     Row("resnet50-b1", 5, 0.8, workload="resnet50", batch=1),
     Row("resnet50-b16", 2, 0.9, workload="resnet50", batch=16),
-    Row("ocr-det", 5, 1.0, npm_file="ch_PP-OCRv4_det_infer.onnx", inputs={"x": ("image-imagenet", [1, 3, 480, 640])}),
-    Row("ocr-rec", 20, 1.0, npm_file="ch_PP-OCRv4_rec_infer.onnx", inputs={"x": ("image-pm1", [1, 3, 48, 320])}),
+    Row("ocr-det", 5, 1.0, npm_file="ch_PP-OCRv4_det_infer.onnx", inputs={"x": ("page-imagenet", [1, 3, 480, 640])}),
+    Row("ocr-rec", 20, 1.0, npm_file="ch_PP-OCRv4_rec_infer.onnx", inputs={"x": ("line-pm1", [1, 3, 48, 320])}),
     Row("ocr-cls", 100, 1.0, npm_file="ch_ppocr_mobile_v2.0_cls_infer.onnx",
-        inputs={"x": ("image-pm1", [1, 3, 48, 192])}),
+        inputs={"x": ("line-pm1", [1, 3, 48, 192])}),
     Row("silero-vad", 300, 1.0, npm_file="silero_vad.onnx",
         inputs={"input": ("audio", [1, 512]), "sr": ("sr16k", []), "h": ("state", [2, 1, 64]),
                 "c": ("state", [2, 1, 64])}),
 ]
 
 
+def imagenet_norm(x):
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    return ((x - mean) / std).astype(np.float32)
+
+
+def text_page(shape, rng):
+    """Pixels in [0, 1] of a page of dark glyph-sized blobs in lines on a
+    light, noisy background: something the OCR models find text in (on
+    plain noise the detector's output is all but zero)."""
+    n, c, h, w = shape
+    img = 0.85 + 0.1 * rng.random((n, 1, h, w), dtype=np.float32)
+    line_h = max(8, min(h // 2, 24))
+    for b in range(n):
+        y = int(rng.integers(2, max(3, h - line_h - 1))) if h < 3 * line_h else int(rng.integers(4, line_h))
+        while y + line_h < h:
+            x = int(rng.integers(2, max(3, w // 8)))
+            end = w - int(rng.integers(2, max(3, w // 4)))
+            while x < end:
+                gw = int(rng.integers(line_h // 3, line_h))
+                top = y + int(rng.integers(0, line_h // 4 + 1))
+                img[b, 0, top:y + line_h - int(rng.integers(0, line_h // 4 + 1)), x:min(x + gw, end)] = \
+                    0.1 * rng.random(dtype=np.float32)
+                x += gw + int(rng.integers(2, line_h // 2))
+            y += line_h + int(rng.integers(line_h // 2, 2 * line_h))
+    return np.repeat(img, c, axis=1)
+
+
 def make_input(kind, shape, rng):
     """Seeded input of the right kind (never zeros)."""
-    if kind == "image-imagenet":  # pixels in [0, 1], ImageNet mean/std, as PaddleOCR's detector and ResNet take them
-        mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
-        std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
-        return ((rng.random(shape, dtype=np.float32) - mean) / std).astype(np.float32)
-    if kind == "image-pm1":  # pixels scaled to [-1, 1], as PaddleOCR's recogniser and classifier take them
-        return (rng.random(shape, dtype=np.float32) * 2 - 1).astype(np.float32)
+    if kind == "image-imagenet":  # pixels in [0, 1], ImageNet mean/std, as ResNet takes them
+        return imagenet_norm(rng.random(shape, dtype=np.float32))
+    if kind == "page-imagenet":  # a text page, normalised as PaddleOCR's detector takes it
+        return imagenet_norm(text_page(shape, rng))
+    if kind == "line-pm1":  # a text line scaled to [-1, 1], as PaddleOCR's recogniser and classifier take it
+        return (text_page(shape, rng) * 2 - 1).astype(np.float32)
     if kind == "audio":  # 32 ms at 16 kHz: two tones and noise
         t = np.arange(shape[-1]) / 16000.0
         x = 0.3 * np.sin(2 * np.pi * 220 * t) + 0.1 * np.sin(2 * np.pi * 1330 * t + 1.0)
@@ -451,7 +479,11 @@ def report(rows, cells, envs, a, work, facts, peak, peaks, loads, command, start
              "RLX/ORT target. goals: ORT = ratio within its goal, PyTorch = RLX faster than PyTorch eager, mem = "
              "RLX's peak RSS at or below ORT's.")
     L.append("- Peak RSS is the whole process's (ru_maxrss, the largest over rounds): the node runtime for ORT, "
-             "the Python interpreter and torch import for PyTorch.")
+             "the Python interpreter and torch import for PyTorch; each is started from a small launcher (about "
+             "8 MiB, a floor for the figure).")
+    L.append("- Inputs (seeded, the same files for every engine): normal values for mlp, token ids for the encoder, "
+             "ImageNet-normalised random pixels for resnet50, a synthetic text page / text line for the OCR models, "
+             "two tones plus noise (16 kHz) and a small random LSTM state for Silero VAD.")
     L.append("- GFLOP/s counts Conv, ConvTranspose, MatMul, Gemm and LSTM/GRU products from the graph at the "
              "row's input shapes (bench/cpu/onnx_flops.py); % of peak is against the measured GEMM ceiling above.")
     L.append("- max diff = max |out - ORT| / rms(ORT), the largest over the model's outputs.")
@@ -506,7 +538,7 @@ def main():
     if "rlx" not in a.engines or "ort" not in a.engines:
         raise SystemExit("--engines must hold rlx and ort (the ratios and differences are against ORT)")
     want = [w.strip() for w in a.models.split(",") if w.strip()]
-    rows = [r for r in ROWS if any(r.name == w or r.name.startswith(w) for w in want)]
+    rows = [r for r in ROWS if any(r.name == w or r.name.startswith(w + "-") for w in want)]
     if not rows:
         raise SystemExit("no rows match --models %s (rows: %s)" % (a.models, ", ".join(r.name for r in ROWS)))
     if not os.access(a.rlx, os.X_OK):
