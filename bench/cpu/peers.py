@@ -394,6 +394,7 @@ def table(rows, cells, env_name, a, work, peak):
     head = (["model"] + ["%s ms" % LABEL[e] for e in eng] + ["RLX/ORT (goal)"] + (["RLX/PyTorch"] if has_torch else [])
             + ["GFLOP/s " + " / ".join(LABEL[e] for e in eng), "RLX % of peak"]
             + ["peak RSS MiB " + " / ".join(LABEL[e] for e in eng)]
+            + ["round spread " + " / ".join(LABEL[e] for e in eng)]
             + ["max diff vs ORT: RLX" + (" / PyTorch" if has_torch else ""), "goals"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
@@ -401,6 +402,7 @@ def table(rows, cells, env_name, a, work, peak):
         c = {e: cells.get((row.name, env_name, e)) for e in eng}
         med = {e: (c[e].median() if c[e] else None) for e in eng}
         rss = {e: (max(c[e].rss) if c[e] and c[e].rss else None) for e in eng}
+        spread = {e: (max(c[e].times) / min(c[e].times) if c[e] and c[e].times else None) for e in eng}
         ms = []
         for e in eng:
             if c[e] is None or (not c[e].times and not c[e].error):
@@ -425,7 +427,8 @@ def table(rows, cells, env_name, a, work, peak):
         out.append("| " + " | ".join(
             [row.name] + ms + ["%s (≤%.1f)" % (fmt(r_ort), row.goal)] + ([fmt(r_torch)] if has_torch else [])
             + [" / ".join(fmt(gf[e], "%.1f") for e in eng), fmt(pct, "%.0f%%")]
-            + [" / ".join(fmt(rss[e], "%.0f") for e in eng), " / ".join(diffs), ", ".join(goals)]) + " |")
+            + [" / ".join(fmt(rss[e], "%.0f") for e in eng), " / ".join(fmt(spread[e], "%.1f") for e in eng)]
+            + [" / ".join(diffs), ", ".join(goals)]) + " |")
     return "\n".join(out), notes
 
 
@@ -486,6 +489,8 @@ def report(rows, cells, envs, a, work, facts, peak, peaks, loads, command, start
              "two tones plus noise (16 kHz) and a small random LSTM state for Silero VAD.")
     L.append("- GFLOP/s counts Conv, ConvTranspose, MatMul, Gemm and LSTM/GRU products from the graph at the "
              "row's input shapes (bench/cpu/onnx_flops.py); % of peak is against the measured GEMM ceiling above.")
+    L.append("- round spread = slowest / fastest per-round median; far above 1, the machine's speed moved during "
+             "the run (other load, or the VM) and the ratios of that row are less certain.")
     L.append("- max diff = max |out - ORT| / rms(ORT), the largest over the model's outputs.")
     L.append("- PyTorch shows — on the npm models: their packages ship ONNX files only, and PyTorch eager cannot run "
              "an ONNX file.")
@@ -578,8 +583,12 @@ def main():
     out = a.out
     if not out:
         cpu = re.sub(r"[^A-Za-z0-9]+", "-", facts["cpu"]).strip("-")[:40]
-        out = os.path.join(ROOT, "bench", "results", "tmp" if a.quick else "",
-                           "cpu-peers-%s-%s-%s.md" % (started.strftime("%Y-%m-%d"), cpu, facts["commit"]))
+        stem = os.path.join(ROOT, "bench", "results", "tmp" if a.quick else "", "cpu-peers-%s-%s-%s%s" % (
+            started.strftime("%Y-%m-%d"), cpu, facts["commit"], "-dirty" if facts["dirty"] else ""))
+        out, k = stem + ".md", 1
+        while os.path.exists(out):  # never replace an earlier run's results
+            k += 1
+            out = "%s-%d.md" % (stem, k)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         f.write(text)
