@@ -1,14 +1,19 @@
 #!/usr/bin/python3
 """PyTorch (Debian's python3-torch, CPU) versions of the workloads, timed the
 same way `rlx run --repeat` times RLX: one warm-up forward pass, then N
-passes, median and min in milliseconds.
+passes, median and min in milliseconds.  build(MODEL) gives the network with
+its seeded weights; bench/cpu/peers.py exports the ONNX files from it, so
+PyTorch and the ONNX engines run the same weights.
 
-usage: torch_workloads.py MODEL BATCH REPEAT THREADS
+usage: torch_workloads.py MODEL BATCH REPEAT THREADS [--input X.npy] [--output Y.npy]
+(without --input: seeded random input of the model's kind)
 prints: latency: median X ms, min Y ms over N runs
 """
+import argparse
 import math
-import sys
 import time
+
+import numpy as np
 
 import torch
 import torch.nn as nn
@@ -103,26 +108,47 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-def main():
-    model, batch, repeat, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    torch.set_num_threads(threads)
-    torch.manual_seed(1)
-    if model == "mlp":
-        net, x = Mlp(), torch.randn(batch, 1024)
-    elif model == "encoder":
-        net, x = Encoder(), torch.randint(0, 30000, (batch, 128))
-    elif model == "resnet50":
-        net, x = ResNet50(), torch.randn(batch, 3, 224, 224)
-    else:
+MODELS = {"mlp": lambda: Mlp(), "encoder": lambda: Encoder(), "resnet50": lambda: ResNet50()}
+
+
+def build(model):
+    """The workload's network in eval mode, weights seeded as WORKLOADS.md says."""
+    if model not in MODELS:
         raise SystemExit("unknown model " + model)
-    net = normal_(net).eval()
+    torch.manual_seed(1)
+    return normal_(MODELS[model]()).eval()
+
+
+def random_input(model, batch):
+    torch.manual_seed(2)
+    if model == "mlp":
+        return torch.randn(batch, 1024)
+    if model == "encoder":
+        return torch.randint(0, 30000, (batch, 128))
+    return torch.randn(batch, 3, 224, 224)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", choices=sorted(MODELS))
+    ap.add_argument("batch", type=int)
+    ap.add_argument("repeat", type=int)
+    ap.add_argument("threads", type=int)
+    ap.add_argument("--input", help="the input as .npy (its batch wins over BATCH)")
+    ap.add_argument("--output", help="write the output of the last run here as .npy")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    net = build(a.model)
+    x = torch.from_numpy(np.load(a.input)) if a.input else random_input(a.model, a.batch)
     times = []
     with torch.inference_mode():
-        net(x)
-        for _ in range(repeat):
+        y = net(x)
+        for _ in range(a.repeat):
             t0 = time.perf_counter()
-            net(x)
+            y = net(x)
             times.append((time.perf_counter() - t0) * 1e3)
+    if a.output:
+        np.save(a.output, y.numpy())
     times.sort()
     n = len(times)
     median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
