@@ -35,7 +35,9 @@ for config in ${RLX_TEST_CONFIGS:-release asan tsan}; do
   cmake --build "$dir" -j"$jobs" "${targets[@]}" 2>&1 | grep -E "warning|error" || true
   cmake --build "$dir" -j"$jobs" "${targets[@]}" >/dev/null
   echo "== $config: ctest"
-  if ! env "${extra_env[@]}" ASAN_OPTIONS=detect_leaks=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  # the tests run in parallel (ctest -j): teams sized by the load keep them
+  # from waiting on workers the OS has not scheduled
+  if ! env "${extra_env[@]}" OMP_DYNAMIC=true ASAN_OPTIONS=detect_leaks=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
       ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 1500 "${select[@]}"; then
     status=1
   fi

@@ -26,7 +26,6 @@ typedef struct rlx_backend_settings {
     int no_preencode;        /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
     size_t max_buffer_bytes; /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
     /* the loaded libraries' own variables, read whatever ignore_env says */
-    int omp_dynamic_user;       /* OMP_DYNAMIC is set: leave OpenMP's dynamic teams as the user chose */
     int openblas_coretype_user; /* OPENBLAS_CORETYPE is set: never name a core type for OpenBLAS */
     /* CPU */
     int no_blas;  /* RLX_NO_BLAS: GEMM by the built-in loop */

@@ -250,7 +250,6 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     s->no_preencode = o ? o->no_preencode : 0;
     /* The loaded libraries' own variables: they read them whatever RLX
      * does, so ignore_env does not apply; RLX only leaves them in place. */
-    s->omp_dynamic_user = getenv("OMP_DYNAMIC") != NULL;
     s->openblas_coretype_user = getenv("OPENBLAS_CORETYPE") != NULL;
     if (o && o->ignore_env)
         return;

@@ -133,22 +133,9 @@ static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-/* Thread teams sized by load: with other busy processes on the machine, a
- * fixed team waits in every parallel region for a worker the OS has not
- * scheduled (measured: encoder on 2 threads 750 ms vs 140 ms with dynamic
- * teams).  libgomp then sizes each team by the load average.  A user's
- * OMP_DYNAMIC wins (the settings' omp_dynamic_user).  The setting is per
- * thread, so it is made on each run. */
-static void cpu_threads_by_load(const rlx_backend_settings *set)
-{
-    if (!(set && set->omp_dynamic_user))
-        omp_set_dynamic(1);
-}
-
 static rlx_status cpu_run(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     (void)b;
-    cpu_threads_by_load(ctx->settings);
     if (ctx->settings && ctx->settings->profile)
         return cpu_run_profiled(s, ctx);
     for (int i = 0; i < s->n_thunks; i++) {
