@@ -40,7 +40,7 @@ rlx="$BUILD/rlx"
 out0=$("$rlx" run mlp --device cuda:0 --repeat 3 2>&1 | tail -2 | tr '\n' ' ')
 echo "cuda:0: $out0"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-outn=$("$rlx" run mlp --device "cuda:$ngpu" 2>&1 | tail -1)
+outn=$("$rlx" run mlp --device "cuda:$ngpu" 2>&1 | grep -i "cuda:$ngpu" | head -1)
 echo "cuda:$ngpu: $outn"
 if echo "$outn" | grep -q "cuda:$ngpu: no such device"; then sel="cuda:$ngpu refused by name"; else sel="cuda:$ngpu NOT refused as expected"; fi
 result[devices]="$ngpu GPU(s); cuda:0 ran: $(echo "$out0" | grep -qi 'median' && echo yes || echo no); $sel"

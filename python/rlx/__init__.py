@@ -206,7 +206,7 @@ class InferenceSession:
         if kind == 1:  # a missing backend or GPU shows here, whatever the shapes
             _rlx._check_device(dev)
         if kind == 1:  # compile once now where the shapes allow
-            if all(i.shape is not None and None not in i.shape for i in self._inputs):
+            if all(i.shape is not None and all(isinstance(d, int) for d in i.shape) for i in self._inputs):
                 self._compile_for(self._zeros())
 
     def _zeros(self) -> Dict[str, np.ndarray]:
