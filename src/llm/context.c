@@ -136,32 +136,6 @@ static rlx_status convert_weight(const llm_tensor *t, const rlx_tensor_info *inf
     return RLX_OK;
 }
 
-/* Weights the graphs read joined where checkpoints keep them apart (one
- * product instead of two or three): the parts' rows one after another.
- * A checkpoint that stores the joined tensor (GPT-2's attn_qkv) gives it
- * as it is. */
-static const struct {
-    const char *joined, *parts[4];
-} k_joined[] = {
-    {"attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight", NULL}},
-    {"attn_qkv.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias", NULL}},
-    {"ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight", NULL}},
-};
-
-int llm_joined_parts(const char *name, char parts[4][128])
-{
-    const char *dot = !strncmp(name, "blk.", 4) ? strchr(name + 4, '.') : NULL;
-    for (size_t j = 0; dot && j < sizeof k_joined / sizeof k_joined[0]; j++) {
-        if (strcmp(dot + 1, k_joined[j].joined))
-            continue;
-        int n = 0;
-        for (; k_joined[j].parts[n]; n++)
-            snprintf(parts[n], 128, "%.*s.%s", (int)(dot - name), name, k_joined[j].parts[n]);
-        return n;
-    }
-    return 0;
-}
-
 /* The parts of `name` the checkpoint keeps apart (0: it is read whole). */
 static int stored_parts(const rlx_llm_context *c, const char *name, char parts[4][128])
 {

@@ -20,6 +20,32 @@ typedef struct builder {
     const llm_storage *storage;
 } builder;
 
+/* Weights the graphs read joined where checkpoints keep them apart (one
+ * product instead of two or three): the parts' rows one after another.
+ * A checkpoint that stores the joined tensor (GPT-2's attn_qkv) gives it
+ * as it is. */
+static const struct {
+    const char *joined, *parts[4];
+} k_joined[] = {
+    {"attn_qkv.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight", NULL}},
+    {"attn_qkv.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias", NULL}},
+    {"ffn_gate_up.weight", {"ffn_gate.weight", "ffn_up.weight", NULL}},
+};
+
+int llm_joined_parts(const char *name, char parts[4][128])
+{
+    const char *dot = !strncmp(name, "blk.", 4) ? strchr(name + 4, '.') : NULL;
+    for (size_t j = 0; dot && j < sizeof k_joined / sizeof k_joined[0]; j++) {
+        if (strcmp(dot + 1, k_joined[j].joined))
+            continue;
+        int n = 0;
+        for (; k_joined[j].parts[n]; n++)
+            snprintf(parts[n], 128, "%.*s.%s", (int)(dot - name), name, k_joined[j].parts[n]);
+        return n;
+    }
+    return 0;
+}
+
 static int storage_of(const builder *b, const char *name)
 {
     return b->storage ? b->storage->qtype(b->storage->ctx, name) : LLM_FLOAT;

@@ -204,15 +204,14 @@ static inline int rlx_cpu_threads(const rlx_run_ctx *ctx, int64_t work)
 }
 
 /* f32 GEMM through oneDNN or OpenBLAS (gemm.c: opened at first use, the
- * library chosen per shape), falling back to a plain loop if neither is
+ * library as RLX_CPU_GEMM says), falling back to a plain loop if neither is
  * there or when the session's settings say so (set: the run context's
  * settings, NULL for the defaults).  Row-major C[M,N] = alpha * op(A)
  * op(B) + beta * C.  f64: OpenBLAS or the loop. */
 void rlx_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
                const rlx_backend_settings *set);
-/* The library a shape runs on (timed at its first call and kept for the
- * process; see gemm.c). */
+/* The library a shape runs on (see gemm.c). */
 int rlx_sgemm_choose(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int threads,
                      const rlx_backend_settings *set);
 void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,

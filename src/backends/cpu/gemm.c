@@ -1,5 +1,5 @@
 /* gemm.c - the CPU's f32/f64 GEMM: oneDNN's sgemm, OpenBLAS, or a plain
- * loop, chosen per shape.
+ * loop.
  *
  * Both libraries are opened at first use (dlopen: neither is a link
  * dependency).  oneDNN (libdnnl.so.2) compiles its kernels for the
@@ -14,11 +14,11 @@
  * (rlx_backend_settings.openblas_coretype_user, read in src/runtime/env.c)
  * wins and is never touched.
  *
- * Which library runs a shape (RLX_CPU_GEMM=auto): where both are there, a
- * shape of moderate size is timed once with each (rlx_sgemm_choose, at
- * the shape's first call: a session's first run, which a warm-up absorbs)
- * and the faster kept for the process; tiny shapes (timing noise exceeds any difference) and huge ones
- * (both near peak, and slow to time) take oneDNN.  f64 has OpenBLAS or the
+ * Which library runs f32 (rlx_sgemm_choose): oneDNN where it is there (on
+ * the shapes measured it was as fast as OpenBLAS named for the processor,
+ * and twice as fast as OpenBLAS told Haswell), else OpenBLAS; the rule is
+ * fixed, not timed, so a session gives the same bits in every process.
+ * RLX_CPU_GEMM forces one.  f64 has OpenBLAS or the
  * loop.  RLX_NO_BLAS (or RLX_CPU_GEMM=builtin) keeps a session on the
  * plain loop.  Large products are split into row (or column) blocks over
  * our threads, one single-threaded library call per block. */
@@ -129,7 +129,7 @@ static void fill_gemm_info(void)
         snprintf(blas, sizeof blas, "%s, core %s%s", blas_name, core,
                  below ? " (set by OPENBLAS_CORETYPE; this processor runs the faster SkylakeX kernels)" : "");
     if (dnnl_sgemm && blas_sgemm)
-        snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2) or %s, timed per shape; f64: %s", blas, blas);
+        snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2); f64: %s", blas);
     else if (dnnl_sgemm)
         snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2); f64: builtin loops");
     else if (blas_sgemm)
@@ -205,91 +205,17 @@ static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K
     }
 }
 
-/* The per-shape choices (RLX_CPU_GEMM=auto with both libraries), kept for
- * the process: written under gemm_lock, each entry complete before the
- * count that publishes it. */
-typedef struct gemm_choice {
-    int64_t M, N, K;
-    int ta, tb, threads, lib;
-} gemm_choice;
-static gemm_choice choices[512];
-static atomic_int n_choices;
-
-static int find_choice(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads)
-{
-    int n = atomic_load_explicit(&n_choices, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        const gemm_choice *c = &choices[i];
-        if (c->M == M && c->N == N && c->K == K && c->ta == ta && c->tb == tb && c->threads == threads)
-            return c->lib;
-    }
-    return -1;
-}
-
-/* Shapes worth timing: from about 2^18 to 2^30 multiply-adds. */
-static bool timed_shape(int64_t M, int64_t N, int64_t K)
-{
-    double work = (double)M * (double)N * (double)K;
-    return work >= 262144.0 && work <= 1073741824.0;
-}
-
-static double best_ms(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                      float *C, int threads)
-{
-    double best = 1e30;
-    for (int r = 0; r < 4; r++) { /* the first is a warm-up */
-        double t0 = rlx_now_ms();
-        sgemm_split(lib, ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N, threads);
-        double ms = rlx_now_ms() - t0;
-        if (r && ms < best)
-            best = ms;
-    }
-    return best;
-}
-
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
 {
-    if ((set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN)) || M <= 0 || N <= 0 || K <= 0)
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)threads;
+    if (set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN))
         return LIB_LOOP;
     ensure_libraries(set);
-    if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
-        return dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
     if (set && set->cpu_gemm == RLX_CPU_GEMM_OPENBLAS)
         return blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
-    if (!dnnl_sgemm || !blas_sgemm)
-        return dnnl_sgemm ? LIB_ONEDNN : blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
-    bool fits = fits_int(M) && fits_int(N) && fits_int(K);
-    if (!fits || !timed_shape(M, N, K))
-        return LIB_ONEDNN;
-    int lib = find_choice(ta, tb, M, N, K, threads);
-    if (lib >= 0)
-        return lib;
-    /* timed on buffers of its own (the caller's may accumulate into C),
-     * filled with small values: the speed of both depends on the shape */
-    size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
-    float *buf = rlx_malloc((na + nb + nc) * sizeof(float));
-    if (!buf)
-        return LIB_ONEDNN;
-    for (size_t i = 0; i < na + nb + nc; i++)
-        buf[i] = (float)((i * 2654435761u >> 16) & 255) * (1.0f / 256.0f) - 0.5f;
-    pthread_mutex_lock(&gemm_lock);
-    lib = find_choice(ta, tb, M, N, K, threads);
-    if (lib < 0) {
-        double t_dnnl = best_ms(LIB_ONEDNN, ta, tb, M, N, K, buf, buf + na, buf + na + nb, threads);
-        double t_blas = best_ms(LIB_OPENBLAS, ta, tb, M, N, K, buf, buf + na, buf + na + nb, threads);
-        lib = t_blas < t_dnnl ? LIB_OPENBLAS : LIB_ONEDNN;
-        int n = atomic_load_explicit(&n_choices, memory_order_relaxed);
-        if (n < (int)(sizeof choices / sizeof choices[0])) {
-            choices[n] = (gemm_choice){M, N, K, ta, tb, threads, lib};
-            atomic_store_explicit(&n_choices, n + 1, memory_order_release);
-        }
-        if (set && set->verbose >= 2)
-            fprintf(stderr, "[rlx cpu] sgemm %c%c M %lld N %lld K %lld, %d threads: oneDNN %.3f ms, OpenBLAS %.3f ms\n",
-                    ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, threads, t_dnnl, t_blas);
-    }
-    pthread_mutex_unlock(&gemm_lock);
-    free(buf);
-    return lib;
+    if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
+        return dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
+    return dnnl_sgemm ? LIB_ONEDNN : blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
 }
 
 void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
