@@ -25,11 +25,9 @@ typedef struct rlx_backend_settings {
     int verbose;             /* RLX_VERBOSE level (rlx_options.verbose): 1 report choices, 2 also each timing */
     int no_preencode;        /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
     size_t max_buffer_bytes; /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
-    /* the loaded libraries' own variables, read whatever ignore_env says */
-    int openblas_coretype_user; /* OPENBLAS_CORETYPE is set: never name a core type for OpenBLAS */
     /* CPU */
     int no_blas;  /* RLX_NO_BLAS: GEMM by the built-in loop */
-    int cpu_gemm; /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN or OpenBLAS, timed per shape) */
+    int cpu_gemm; /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
     int profile;  /* RLX_PROFILE: time per op kind per run */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */

@@ -248,9 +248,6 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     rlx_backend_settings_init(s);
     s->verbose = o ? o->verbose : 0;
     s->no_preencode = o ? o->no_preencode : 0;
-    /* The loaded libraries' own variables: they read them whatever RLX
-     * does, so ignore_env does not apply; RLX only leaves them in place. */
-    s->openblas_coretype_user = getenv("OPENBLAS_CORETYPE") != NULL;
     if (o && o->ignore_env)
         return;
     const char *cap = getenv("RLX_MAX_BUFFER_BYTES");

@@ -5,14 +5,9 @@
  * dependency).  oneDNN (libdnnl.so.2) compiles its kernels for the
  * processor it finds (AVX2, AVX-512, ...) whatever the environment says;
  * OpenBLAS picks its kernels when it is loaded, from the processor or from
- * OPENBLAS_CORETYPE, and Debian's 0.3.21 falls back to an SSE3 kernel
- * several times slower on recent Xeons, so without a core type from the
- * user we name one for the moment its library loads (its constructor reads
- * the variable once, while dlopen runs) and remove it right after: the
- * process's environment is left as it was.  This happens once per process,
- * under gemm_lock; a user's own OPENBLAS_CORETYPE
- * (rlx_backend_settings.openblas_coretype_user, read in src/runtime/env.c)
- * wins and is never touched.
+ * OPENBLAS_CORETYPE (Debian's 0.3.21 falls back to an SSE3 kernel several
+ * times slower on processors it does not know), which RLX leaves as the
+ * process has it.  Opened once per process, under gemm_lock.
  *
  * Which library runs f32 (rlx_sgemm_choose): oneDNN where it is there (on
  * the shapes measured it was as fast as OpenBLAS named for the processor,
@@ -52,7 +47,6 @@ static pthread_mutex_t gemm_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int gemm_loaded;
 
 static const char *(*blas_corename)(void);
-static bool core_from_user; /* OPENBLAS_CORETYPE was set before we loaded OpenBLAS */
 
 static void load_dnnl(void)
 {
@@ -64,12 +58,8 @@ static void load_dnnl(void)
         dlclose(h);
 }
 
-static void load_blas(bool user_core)
+static void load_blas(void)
 {
-    core_from_user = user_core;
-    bool name_core = !user_core && __builtin_cpu_supports("avx512f");
-    if (name_core)
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0); /* for OpenBLAS's constructor only: removed below */
     static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -91,20 +81,16 @@ static void load_blas(bool user_core)
         blas_dgemm = NULL;
         dlclose(h);
     }
-    if (name_core)
-        unsetenv("OPENBLAS_CORETYPE");
 }
 
-/* Opens the libraries once per process (set: the settings of the session
- * that asks first; NULL: as if OPENBLAS_CORETYPE were the user's, so
- * nothing is named). */
-static void ensure_libraries(const rlx_backend_settings *set)
+/* Opens the libraries once per process. */
+static void ensure_libraries(void)
 {
     if (atomic_load_explicit(&gemm_loaded, memory_order_acquire))
         return;
     pthread_mutex_lock(&gemm_lock);
     if (!atomic_load_explicit(&gemm_loaded, memory_order_relaxed)) {
-        load_blas(!set || set->openblas_coretype_user);
+        load_blas();
         load_dnnl();
         atomic_store_explicit(&gemm_loaded, 1, memory_order_release);
     }
@@ -118,16 +104,12 @@ static void fill_gemm_info(void)
 {
     char blas[160];
     const char *core = blas_corename ? blas_corename() : NULL;
-    /* a core type named by the user wins, even one below this processor's */
-    bool below = core && core_from_user && __builtin_cpu_supports("avx512f") && strcmp(core, "SkylakeX") != 0 &&
-                 strcmp(core, "Cooperlake") != 0 && strcmp(core, "SapphireRapids") != 0;
     if (!blas_name)
         snprintf(blas, sizeof blas, "no OpenBLAS");
     else if (!core)
         snprintf(blas, sizeof blas, "%s", blas_name);
     else
-        snprintf(blas, sizeof blas, "%s, core %s%s", blas_name, core,
-                 below ? " (set by OPENBLAS_CORETYPE; this processor runs the faster SkylakeX kernels)" : "");
+        snprintf(blas, sizeof blas, "%s, core %s", blas_name, core);
     if (dnnl_sgemm && blas_sgemm)
         snprintf(gemm_info, sizeof gemm_info, "f32: oneDNN (libdnnl.so.2); f64: %s", blas);
     else if (dnnl_sgemm)
@@ -142,7 +124,7 @@ const char *rlx_cpu_gemm_describe(const rlx_backend_settings *set)
 {
     if (set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN))
         return "builtin loops";
-    ensure_libraries(set);
+    ensure_libraries();
     if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
         return dnnl_sgemm ? "f32: oneDNN (libdnnl.so.2), as RLX_CPU_GEMM asks" : "builtin loops (no oneDNN)";
     if (set && set->cpu_gemm == RLX_CPU_GEMM_OPENBLAS)
@@ -210,7 +192,7 @@ int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int thread
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)threads;
     if (set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN))
         return LIB_LOOP;
-    ensure_libraries(set);
+    ensure_libraries();
     if (set && set->cpu_gemm == RLX_CPU_GEMM_OPENBLAS)
         return blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
     if (set && set->cpu_gemm == RLX_CPU_GEMM_ONEDNN)
@@ -250,7 +232,7 @@ void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, co
 {
     bool use_blas = !(set && (set->no_blas || set->cpu_gemm == RLX_CPU_GEMM_BUILTIN));
     if (use_blas)
-        ensure_libraries(set);
+        ensure_libraries();
     if (M == 0 || N == 0)
         return;
     if (use_blas && blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) &&
