@@ -200,6 +200,26 @@ int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int thread
     return dnnl_sgemm ? LIB_ONEDNN : blas_sgemm ? LIB_OPENBLAS : LIB_LOOP;
 }
 
+/* The plain loop, accumulating in double: without a library, past its int
+ * sizes, or when the settings ask for it. */
+#define DEFINE_GEMM_LOOP(NAME, T)                                                                                   \
+    static void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B, \
+                     int64_t ldb, T beta, T *C, int64_t ldc, int threads)                                           \
+    {                                                                                                               \
+        int nt = threads > 0 ? threads : 1;                                                                         \
+        _Pragma("omp parallel for num_threads(nt) if (M * N * K > 65536)") for (int64_t i = 0; i < M; i++)          \
+        {                                                                                                           \
+            for (int64_t j = 0; j < N; j++) {                                                                       \
+                double acc = 0;                                                                                     \
+                for (int64_t k = 0; k < K; k++)                                                                     \
+                    acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]); \
+                C[i * ldc + j] = (T)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));                        \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+DEFINE_GEMM_LOOP(gemm_loop_f32, float)
+DEFINE_GEMM_LOOP(gemm_loop_f64, double)
+
 void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
                const rlx_backend_settings *set)
@@ -213,16 +233,7 @@ void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
         sgemm_split(lib, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
         return;
     }
-    int nt = threads > 0 ? threads : 1;
-#pragma omp parallel for num_threads(nt) if (M * N * K > 65536)
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = (float)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));
-        }
-    }
+    gemm_loop_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
 
 /* f64: OpenBLAS, split like f32, or the loop. */
@@ -253,14 +264,5 @@ void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, co
         }
         return;
     }
-    int nt = threads > 0 ? threads : 1;
-#pragma omp parallel for num_threads(nt) if (M * N * K > 65536)
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; k++)
-                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-            C[i * ldc + j] = alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0);
-        }
-    }
+    gemm_loop_f64(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
