@@ -219,7 +219,8 @@ const char *onnx_attr_s(const onnx_node *n, const char *name, const char *def, c
     if (!a || !a->has_s)
         return def;
     size_t l = a->s.len < bufn - 1 ? a->s.len : bufn - 1;
-    memcpy(buf, a->s.data, l);
+    if (l) /* an empty string may come with no data pointer at all */
+        memcpy(buf, a->s.data, l);
     buf[l] = 0;
     return buf;
 }
