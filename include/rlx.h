@@ -282,6 +282,16 @@ RLX_API rlx_node rlx_avg_pool(rlx_graph *g, rlx_node x, const rlx_pool_params *p
 /* [N, C, *spatial] -> [N, C, 1, ...] */
 RLX_API rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x);
 
+/* Reverse-mode differentiation: appends to g the nodes computing the
+ * gradient of `loss` (a float tensor of one element) with respect to each
+ * wrt[i] (float params, inputs or any node), and writes their ids to
+ * grads[i] (wrt[i]'s shape and dtype; zeros where the loss does not depend
+ * on it).  The forward stays as it was, so compile sees one graph: give the
+ * gradients names with rlx_output to read them.  A path through an op with
+ * no gradient (dropout, argmax's index, a KV-cache write) is refused with an
+ * error naming the node. */
+RLX_API rlx_status rlx_gradients(rlx_graph *g, rlx_node loss, int n, const rlx_node *wrt, rlx_node *grads);
+
 /* Random ops: deterministic for one compile seed (rlx_options.seed) and node,
  * different for each run of a session. */
 RLX_API rlx_node rlx_random_uniform(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double lo, double hi);

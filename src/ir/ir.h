@@ -353,6 +353,9 @@ typedef enum rlx_amp_class {
 /* Where an op keeps its data layout (RLX_LAYOUT_*), if it has one. */
 typedef enum rlx_layout_attr { RLX_LAYOUT_ATTR_NONE = 0, RLX_LAYOUT_ATTR_CONV, RLX_LAYOUT_ATTR_POOL } rlx_layout_attr;
 
+/* An op's gradient rule (src/ir/grad_rules.c, contract in src/ir/grad.h). */
+typedef rlx_status (*rlx_grad_fn)(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
+
 /* One row per op: everything a pass or the planner needs to know about an
  * op.  Passes read these traits; none keeps a per-op list of its own.
  * docs/ADDING_AN_OP.md lists what else a new op needs; test_op_table checks
@@ -376,6 +379,9 @@ typedef struct rlx_op_info {
      * when this node has none (an NCHW conv); -1 when a builder failed.
      * Every fused op has one. */
     rlx_node (*decompose)(rlx_graph *g, const rlx_node_data *n);
+    /* Its gradient rule (every op but the leaves has one; rlx_grad_refuse
+     * for those a gradient cannot pass through). */
+    rlx_grad_fn grad;
 } rlx_op_info;
 
 #define RLX_NO_DECOMPOSITION (-2)

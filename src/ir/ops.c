@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ggml_type.h"
+#include "ir/grad.h"
 #include "ir/ir.h"
 
 #define IN(i) (&g->nodes[n->in[i]])
@@ -720,29 +721,32 @@ static bool view_transpose(const rlx_graph *g, const rlx_node_data *n, size_t *b
 /* Rows, by family.  Columns: name, inputs min..max, flags, kind, mixed
  * precision class, fused activation, layout attribute, inference, alias
  * rule, decomposition (ops_fused.c and decompose.c hold the fused ops'). */
-#define ROW(nm, lo, hi, fl, kind, amp, infer)                                            \
-    {                                                                                    \
-        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, NULL, NULL \
+#define ROW(nm, lo, hi, fl, kind, amp, infer, grad)                                            \
+    {                                                                                          \
+        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, NULL, NULL, grad \
     }
-#define LEAF(nm) ROW(nm, 0, 0, RLX_OPF_LEAF, RLX_KIND_LEAF, RLX_AMP_LEAF, infer_leaf)
-#define UNARY(nm, amp, fl) ROW(nm, 1, 1, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_UNARY, amp, infer_unary)
+#define LEAF(nm) ROW(nm, 0, 0, RLX_OPF_LEAF, RLX_KIND_LEAF, RLX_AMP_LEAF, infer_leaf, NULL)
+#define UNARY(nm, amp, fl) ROW(nm, 1, 1, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_UNARY, amp, infer_unary, rlx_grad_unary)
 #define ACT(nm, act)                                                                                                   \
     {                                                                                                                  \
         nm, 1, 1, RLX_OPF_ELEMENTWISE | CH, RLX_KIND_UNARY, RLX_AMP_LOW, act, RLX_LAYOUT_ATTR_NONE, infer_unary, NULL, \
-            NULL                                                                                                       \
+            NULL, rlx_grad_unary                                                                                       \
     }
-#define BINARY(nm, amp, fl) ROW(nm, 2, 2, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_BINARY, amp, infer_binary)
-#define VIEW(nm, fl, infer, view)                                                                                 \
+#define BINARY(nm, amp, fl, grad) ROW(nm, 2, 2, RLX_OPF_ELEMENTWISE | (fl), RLX_KIND_BINARY, amp, infer_binary, grad)
+#define VIEW(nm, fl, infer, view, grad)                                                                           \
     {                                                                                                             \
         nm, 1, 1, RLX_OPF_VIEW | (fl), RLX_KIND_SHAPE, RLX_AMP_FOLLOW, RLX_ACT_NONE, RLX_LAYOUT_ATTR_NONE, infer, \
-            view, NULL                                                                                            \
+            view, NULL, grad                                                                                      \
     }
-#define DECOMP(nm, lo, hi, fl, kind, amp, lay, infer, dec)             \
-    {                                                                  \
-        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, lay, infer, NULL, dec \
+#define DECOMP(nm, lo, hi, fl, kind, amp, lay, infer, dec, grad)             \
+    {                                                                        \
+        nm, lo, hi, fl, kind, amp, RLX_ACT_NONE, lay, infer, NULL, dec, grad \
     }
 #define FUSED(nm, lo, hi, fl, kind, amp, lay, infer, dec) \
-    DECOMP(nm, lo, hi, RLX_OPF_FUSED | (fl), kind, amp, lay, infer, dec)
+    DECOMP(nm, lo, hi, RLX_OPF_FUSED | (fl), kind, amp, lay, infer, dec, rlx_grad_decomposed)
+/* gradient rules: every non-leaf row names one (src/ir/grad_rules.c) */
+#define NOGRAD rlx_grad_refuse
+#define DIFF rlx_grad_binary
 #define CH RLX_OPF_CHAIN
 #define CH32 (RLX_OPF_CHAIN | RLX_OPF_CHAIN_F32)
 #define LOW RLX_AMP_LOW
@@ -774,59 +778,64 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_ROUND] = UNARY("round", F32, CH),
     [RLX_OP_SIGN] = UNARY("sign", F32, CH),
     [RLX_OP_NOT] = UNARY("not", F32, 0),
-    [RLX_OP_ADD] = BINARY("add", LOW, CH),
-    [RLX_OP_SUB] = BINARY("sub", LOW, CH),
-    [RLX_OP_MUL] = BINARY("mul", LOW, CH),
-    [RLX_OP_DIV] = BINARY("div", LOW, CH),
-    [RLX_OP_POW] = BINARY("pow", F32, CH32),
-    [RLX_OP_MAX] = BINARY("max", LOW, CH),
-    [RLX_OP_MIN] = BINARY("min", LOW, CH),
-    [RLX_OP_MOD] = BINARY("mod", F32, 0),
-    [RLX_OP_EQUAL] = BINARY("equal", F32, 0),
-    [RLX_OP_LESS] = BINARY("less", F32, 0),
-    [RLX_OP_GREATER] = BINARY("greater", F32, 0),
-    [RLX_OP_AND] = BINARY("and", F32, 0),
-    [RLX_OP_OR] = BINARY("or", F32, 0),
-    [RLX_OP_XOR] = BINARY("xor", F32, 0),
-    [RLX_OP_WHERE] = ROW("where", 3, 3, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_where),
-    [RLX_OP_CAST] = ROW("cast", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, RLX_AMP_CAST, infer_cast),
-    [RLX_OP_CLIP] = ROW("clip", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_same_numeric),
-    [RLX_OP_MATMUL] = ROW("matmul", 2, 2, 0, RLX_KIND_MATMUL, LOW, infer_matmul),
-    [RLX_OP_QMATMUL] = ROW("qmatmul", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_MATMUL, FOLLOW, infer_qmatmul),
-    [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize),
-    [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
-    [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
-    [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
-    [RLX_OP_REDUCE_MIN] = ROW("reduce_min", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
-    [RLX_OP_REDUCE_PROD] = ROW("reduce_prod", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce),
-    [RLX_OP_ARGMAX] = ROW("argmax", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg),
-    [RLX_OP_ARGMIN] = ROW("argmin", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg),
-    [RLX_OP_SOFTMAX] = ROW("softmax", 1, 1, 0, RLX_KIND_NORM, LOW, infer_softmax),
-    [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax),
-    [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm),
-    [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm),
-    [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always),
-    [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose),
-    [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice),
-    [RLX_OP_CONCAT] = ROW("concat", 1, RLX_MAX_INPUTS, 0, RLX_KIND_SHAPE, FOLLOW, infer_concat),
-    [RLX_OP_GATHER] = ROW("gather", 2, 2, 0, RLX_KIND_SHAPE, FOLLOW, infer_gather),
-    [RLX_OP_EXPAND] = ROW("expand", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_expand),
-    [RLX_OP_PAD] = ROW("pad", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_pad),
-    [RLX_OP_ROPE] = ROW("rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, infer_rope),
-    [RLX_OP_ATTENTION] = ROW("attention", 3, 5, 0, RLX_KIND_ATTENTION, LOW, infer_attention),
-    [RLX_OP_CONV] =
-        DECOMP("conv", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV, infer_conv, rlx_decompose_channels_last),
-    [RLX_OP_MAX_POOL] =
-        DECOMP("max_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool, rlx_decompose_channels_last),
-    [RLX_OP_AVG_POOL] =
-        DECOMP("avg_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool, rlx_decompose_channels_last),
-    [RLX_OP_GLOBAL_AVG_POOL] = ROW("global_avg_pool", 1, 1, 0, RLX_KIND_POOL, F32, infer_global_pool),
-    [RLX_OP_RANDOM_UNIFORM] = ROW("random_uniform", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
-    [RLX_OP_RANDOM_NORMAL] = ROW("random_normal", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf),
-    [RLX_OP_DROPOUT] = ROW("dropout", 1, 1, RLX_OPF_RANDOM, RLX_KIND_RANDOM, FOLLOW, infer_dropout),
+    [RLX_OP_ADD] = BINARY("add", LOW, CH, DIFF),
+    [RLX_OP_SUB] = BINARY("sub", LOW, CH, DIFF),
+    [RLX_OP_MUL] = BINARY("mul", LOW, CH, DIFF),
+    [RLX_OP_DIV] = BINARY("div", LOW, CH, DIFF),
+    [RLX_OP_POW] = BINARY("pow", F32, CH32, DIFF),
+    [RLX_OP_MAX] = BINARY("max", LOW, CH, DIFF),
+    [RLX_OP_MIN] = BINARY("min", LOW, CH, DIFF),
+    [RLX_OP_MOD] = BINARY("mod", F32, 0, DIFF),
+    [RLX_OP_EQUAL] = BINARY("equal", F32, 0, NOGRAD),
+    [RLX_OP_LESS] = BINARY("less", F32, 0, NOGRAD),
+    [RLX_OP_GREATER] = BINARY("greater", F32, 0, NOGRAD),
+    [RLX_OP_AND] = BINARY("and", F32, 0, NOGRAD),
+    [RLX_OP_OR] = BINARY("or", F32, 0, NOGRAD),
+    [RLX_OP_XOR] = BINARY("xor", F32, 0, NOGRAD),
+    [RLX_OP_WHERE] = ROW("where", 3, 3, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_where, rlx_grad_where),
+    [RLX_OP_CAST] =
+        ROW("cast", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, RLX_AMP_CAST, infer_cast, rlx_grad_cast),
+    [RLX_OP_CLIP] =
+        ROW("clip", 1, 1, RLX_OPF_ELEMENTWISE, RLX_KIND_ELEMENTWISE, FOLLOW, infer_same_numeric, rlx_grad_clip),
+    [RLX_OP_MATMUL] = ROW("matmul", 2, 2, 0, RLX_KIND_MATMUL, LOW, infer_matmul, rlx_grad_matmul),
+    [RLX_OP_QMATMUL] =
+        ROW("qmatmul", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_MATMUL, FOLLOW, infer_qmatmul, rlx_grad_qmatmul),
+    [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize, NOGRAD),
+    [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
+    [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
+    [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
+    [RLX_OP_REDUCE_MIN] = ROW("reduce_min", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
+    [RLX_OP_REDUCE_PROD] = ROW("reduce_prod", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
+    [RLX_OP_ARGMAX] = ROW("argmax", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg, NOGRAD),
+    [RLX_OP_ARGMIN] = ROW("argmin", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_arg, NOGRAD),
+    [RLX_OP_SOFTMAX] = ROW("softmax", 1, 1, 0, RLX_KIND_NORM, LOW, infer_softmax, rlx_grad_softmax),
+    [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax, rlx_grad_softmax),
+    [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
+    [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
+    [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always, rlx_grad_reshape),
+    [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose, rlx_grad_transpose),
+    [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice, rlx_grad_slice),
+    [RLX_OP_CONCAT] = ROW("concat", 1, RLX_MAX_INPUTS, 0, RLX_KIND_SHAPE, FOLLOW, infer_concat, rlx_grad_concat),
+    [RLX_OP_GATHER] = ROW("gather", 2, 2, 0, RLX_KIND_SHAPE, FOLLOW, infer_gather, rlx_grad_gather),
+    [RLX_OP_EXPAND] = ROW("expand", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_expand, rlx_grad_expand),
+    [RLX_OP_PAD] = ROW("pad", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_pad, rlx_grad_pad),
+    [RLX_OP_ROPE] = ROW("rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, infer_rope, rlx_grad_rope),
+    [RLX_OP_ATTENTION] = ROW("attention", 3, 5, 0, RLX_KIND_ATTENTION, LOW, infer_attention, rlx_grad_attention),
+    [RLX_OP_CONV] = DECOMP("conv", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV, infer_conv,
+                           rlx_decompose_channels_last, rlx_grad_conv),
+    [RLX_OP_MAX_POOL] = DECOMP("max_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
+                               rlx_decompose_channels_last, rlx_grad_pool),
+    [RLX_OP_AVG_POOL] = DECOMP("avg_pool", 1, 1, 0, RLX_KIND_POOL, LOW, RLX_LAYOUT_ATTR_POOL, infer_pool,
+                               rlx_decompose_channels_last, rlx_grad_pool),
+    [RLX_OP_GLOBAL_AVG_POOL] =
+        ROW("global_avg_pool", 1, 1, 0, RLX_KIND_POOL, F32, infer_global_pool, rlx_grad_global_pool),
+    [RLX_OP_RANDOM_UNIFORM] = ROW("random_uniform", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf, NOGRAD),
+    [RLX_OP_RANDOM_NORMAL] = ROW("random_normal", 0, 0, RLX_OPF_RANDOM, RLX_KIND_RANDOM, F32, infer_leaf, NOGRAD),
+    [RLX_OP_DROPOUT] = ROW("dropout", 1, 1, RLX_OPF_RANDOM, RLX_KIND_RANDOM, FOLLOW, infer_dropout, NOGRAD),
     [RLX_OP_BATCH_NORM] = DECOMP("batch_norm", 5, 5, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_batch_norm,
-                                 rlx_decompose_batch_norm),
-    [RLX_OP_CACHE_WRITE] = ROW("cache_write", 3, 3, RLX_OPF_STATEFUL, RLX_KIND_STATE, RLX_AMP_STATE, infer_cache_write),
+                                 rlx_decompose_batch_norm, rlx_grad_decomposed),
+    [RLX_OP_CACHE_WRITE] =
+        ROW("cache_write", 3, 3, RLX_OPF_STATEFUL, RLX_KIND_STATE, RLX_AMP_STATE, infer_cache_write, NOGRAD),
     /* fused ops (inference in ops_fused.c, decompositions in decompose.c) */
     [RLX_OP_MATMUL_BIAS_ACT] = FUSED("matmul_bias_act", 2, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE,
                                      rlx_infer_matmul_bias_act, rlx_decompose_matmul_bias_act),

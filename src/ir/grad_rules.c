@@ -1,0 +1,722 @@
+/* grad_rules.c - the gradient rule of each op family, built from the same
+ * public builders a user calls (so the backward is ordinary graph that the
+ * optimizer fuses and plans like the forward).  The rules follow PyTorch's
+ * conventions where a derivative is a choice: ties of max/min split the
+ * gradient, floor/round/sign have a zero gradient, the exponent of pow at a
+ * zero base gets zero. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/grad.h"
+#include "ir/op_math.h"
+
+/* A copy of node id: rules append nodes, which may move g->nodes. */
+static rlx_node_data node_copy(const rlx_graph *g, rlx_node id) { return g->nodes[id]; }
+static rlx_shape shape_of(const rlx_graph *g, rlx_node id) { return g->nodes[id].shape; }
+static rlx_dtype dtype_of(const rlx_graph *g, rlx_node id) { return g->nodes[id].dtype; }
+
+static rlx_node scalar_like(rlx_graph *g, rlx_node like, double v) { return rlx_scalar(g, dtype_of(g, like), v); }
+
+static rlx_node zeros_shaped(rlx_graph *g, rlx_dtype t, const rlx_shape *s)
+{
+    return rlx_expand(g, rlx_scalar(g, t, 0.0), s->ndim, s->dims);
+}
+
+/* The gradient d of a broadcast result, summed back to an operand's shape. */
+static rlx_node sum_to(rlx_graph *g, rlx_node d, const rlx_shape *to)
+{
+    if (d < 0)
+        return d;
+    rlx_shape s = shape_of(g, d);
+    if (rlx_shape_equal(&s, to))
+        return d;
+    int axes[RLX_MAX_DIMS], n = 0, lead = s.ndim - to->ndim;
+    for (int i = 0; i < s.ndim; i++)
+        if (i < lead || (to->dims[i - lead] == 1 && s.dims[i] != 1))
+            axes[n++] = i;
+    rlx_node r = n ? rlx_reduce_sum(g, d, n, axes, 1) : d;
+    return rlx_reshape(g, r, to->ndim, to->dims);
+}
+
+static rlx_status status_of(const rlx_graph *g, const rlx_node *dx, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (dx[i] < 0 && dx[i] != -1)
+            return g->error != RLX_OK ? g->error : RLX_ERR_INTERNAL;
+    return g->error;
+}
+
+static rlx_status refuse(rlx_graph *g, rlx_node n, const char *why)
+{
+    char lbl[160];
+    rlx_graph_fail(g, RLX_ERR_UNSUPPORTED, "gradient through %s: %s", rlx_node_label(g, n, lbl, sizeof lbl), why);
+    return RLX_ERR_UNSUPPORTED;
+}
+
+rlx_status rlx_grad_refuse(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    (void)dy, (void)need, (void)dx;
+    const char *why = "the op is not differentiable";
+    if (g->nodes[n].op == RLX_OP_DROPOUT)
+        why = "dropout's mask is not reproducible in the backward; build it as x * (rlx_random_uniform(..) >= p) / (1 "
+              "- p), which differentiates";
+    else if (g->nodes[n].op == RLX_OP_CACHE_WRITE)
+        why = "a KV-cache write is inference state";
+    return refuse(g, n, why);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+/* d/dx of the unary op at x (y its value), times dy */
+rlx_status rlx_grad_unary(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node x = nd.in[0], y = n, d;
+#define C(v) scalar_like(g, x, (v))
+    switch (nd.op) {
+    case RLX_OP_NEG: d = rlx_neg(g, dy); break;
+    case RLX_OP_ABS: d = rlx_mul(g, dy, rlx_sign(g, x)); break;
+    case RLX_OP_EXP: d = rlx_mul(g, dy, y); break;
+    case RLX_OP_LOG: d = rlx_div(g, dy, x); break;
+    case RLX_OP_SQRT: d = rlx_div(g, rlx_mul(g, dy, C(0.5)), y); break;
+    case RLX_OP_RSQRT: d = rlx_mul(g, dy, rlx_mul(g, C(-0.5), rlx_mul(g, y, rlx_mul(g, y, y)))); break;
+    case RLX_OP_RECIPROCAL: d = rlx_neg(g, rlx_mul(g, dy, rlx_mul(g, y, y))); break;
+    case RLX_OP_TANH: d = rlx_mul(g, dy, rlx_sub(g, C(1), rlx_mul(g, y, y))); break;
+    case RLX_OP_SIGMOID: d = rlx_mul(g, dy, rlx_mul(g, y, rlx_sub(g, C(1), y))); break;
+    case RLX_OP_RELU: d = rlx_where(g, rlx_greater(g, x, C(0)), dy, C(0)); break;
+    case RLX_OP_GELU: {
+        /* Phi(x) + x phi(x) */
+        rlx_node cdf = rlx_mul(g, C(0.5), rlx_add(g, C(1), rlx_erf(g, rlx_mul(g, x, C(RLX_SQRT1_2)))));
+        rlx_node pdf = rlx_mul(g, C(0.39894228040143267794), rlx_exp(g, rlx_mul(g, C(-0.5), rlx_mul(g, x, x))));
+        d = rlx_mul(g, dy, rlx_add(g, cdf, rlx_mul(g, x, pdf)));
+        break;
+    }
+    case RLX_OP_GELU_TANH: {
+        /* 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 c x^2) */
+        rlx_node x2 = rlx_mul(g, x, x);
+        rlx_node u =
+            rlx_mul(g, C(RLX_SQRT_2_OVER_PI), rlx_add(g, x, rlx_mul(g, C(RLX_GELU_TANH_CUBIC), rlx_mul(g, x2, x))));
+        rlx_node t = rlx_tanh(g, u);
+        rlx_node du = rlx_mul(g, C(RLX_SQRT_2_OVER_PI), rlx_add(g, C(1), rlx_mul(g, C(3 * RLX_GELU_TANH_CUBIC), x2)));
+        rlx_node a = rlx_mul(g, C(0.5), rlx_add(g, C(1), t));
+        rlx_node b = rlx_mul(g, rlx_mul(g, C(0.5), x), rlx_mul(g, rlx_sub(g, C(1), rlx_mul(g, t, t)), du));
+        d = rlx_mul(g, dy, rlx_add(g, a, b));
+        break;
+    }
+    case RLX_OP_SILU: {
+        rlx_node s = rlx_sigmoid(g, x);
+        d = rlx_mul(g, dy, rlx_mul(g, s, rlx_add(g, C(1), rlx_mul(g, x, rlx_sub(g, C(1), s)))));
+        break;
+    }
+    case RLX_OP_ERF:
+        d = rlx_mul(g, dy, rlx_mul(g, C(1.12837916709551257390), rlx_exp(g, rlx_neg(g, rlx_mul(g, x, x)))));
+        break;
+    case RLX_OP_SIN: d = rlx_mul(g, dy, rlx_cos(g, x)); break;
+    case RLX_OP_COS: d = rlx_neg(g, rlx_mul(g, dy, rlx_sin(g, x))); break;
+    case RLX_OP_FLOOR:
+    case RLX_OP_CEIL:
+    case RLX_OP_ROUND:
+    case RLX_OP_SIGN: {
+        rlx_shape s = shape_of(g, x);
+        d = zeros_shaped(g, dtype_of(g, x), &s);
+        break;
+    }
+    default: return refuse(g, n, "no derivative for this unary op");
+    }
+#undef C
+    dx[0] = d;
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_binary(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node a = nd.in[0], b = nd.in[1], y = n;
+    rlx_shape sa = shape_of(g, a), sb = shape_of(g, b);
+    rlx_node da = -1, db = -1;
+#define C(v) scalar_like(g, a, (v))
+    switch (nd.op) {
+    case RLX_OP_ADD:
+        da = dy;
+        db = dy;
+        break;
+    case RLX_OP_SUB:
+        da = dy;
+        db = need[1] ? rlx_neg(g, dy) : -1;
+        break;
+    case RLX_OP_MUL:
+        da = need[0] ? rlx_mul(g, dy, b) : -1;
+        db = need[1] ? rlx_mul(g, dy, a) : -1;
+        break;
+    case RLX_OP_DIV:
+        da = need[0] ? rlx_div(g, dy, b) : -1;
+        db = need[1] ? rlx_neg(g, rlx_div(g, rlx_mul(g, dy, y), b)) : -1;
+        break;
+    case RLX_OP_POW:
+        if (need[0])
+            da = rlx_mul(g, dy, rlx_mul(g, b, rlx_pow(g, a, rlx_sub(g, b, C(1)))));
+        if (need[1]) {
+            rlx_node t = rlx_mul(g, y, rlx_log(g, a));
+            db = rlx_mul(g, dy, rlx_where(g, rlx_equal(g, a, C(0)), C(0), t));
+        }
+        break;
+    case RLX_OP_MAX:
+    case RLX_OP_MIN: {
+        /* the larger (smaller) operand takes the gradient; ties split it */
+        rlx_node half = rlx_mul(g, dy, C(0.5)), eq = rlx_equal(g, a, b);
+        rlx_node a_wins = nd.op == RLX_OP_MAX ? rlx_greater(g, a, b) : rlx_less(g, a, b);
+        rlx_node b_wins = nd.op == RLX_OP_MAX ? rlx_less(g, a, b) : rlx_greater(g, a, b);
+        if (need[0])
+            da = rlx_where(g, eq, half, rlx_where(g, a_wins, dy, C(0)));
+        if (need[1])
+            db = rlx_where(g, eq, half, rlx_where(g, b_wins, dy, C(0)));
+        break;
+    }
+    case RLX_OP_MOD:
+        /* a - b * q with q = trunc(a / b) (fmod) or floor(a / b) */
+        da = dy;
+        if (need[1]) {
+            rlx_node q = rlx_div(g, a, b);
+            q = nd.attrs.mod.fmod ? rlx_mul(g, rlx_sign(g, q), rlx_floor(g, rlx_abs(g, q))) : rlx_floor(g, q);
+            db = rlx_neg(g, rlx_mul(g, dy, q));
+        }
+        break;
+    default: return refuse(g, n, "no derivative for this binary op");
+    }
+#undef C
+    dx[0] = need[0] ? sum_to(g, da, &sa) : -1;
+    dx[1] = need[1] ? sum_to(g, db, &sb) : -1;
+    return status_of(g, dx, 2);
+}
+
+rlx_status rlx_grad_where(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    rlx_shape sa = shape_of(g, nd.in[1]), sb = shape_of(g, nd.in[2]);
+    rlx_node zero = scalar_like(g, dy, 0);
+    dx[1] = need[1] ? sum_to(g, rlx_where(g, nd.in[0], dy, zero), &sa) : -1;
+    dx[2] = need[2] ? sum_to(g, rlx_where(g, nd.in[0], zero, dy), &sb) : -1;
+    return status_of(g, dx, 3);
+}
+
+rlx_status rlx_grad_cast(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (need[0])
+        dx[0] = rlx_cast(g, dy, dtype_of(g, g->nodes[n].in[0]));
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_clip(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node x = nd.in[0];
+    rlx_node inside = rlx_and(g, rlx_not(g, rlx_less(g, x, scalar_like(g, x, nd.attrs.clip.lo))),
+                              rlx_not(g, rlx_greater(g, x, scalar_like(g, x, nd.attrs.clip.hi))));
+    dx[0] = rlx_where(g, inside, dy, scalar_like(g, x, 0));
+    return status_of(g, dx, 1);
+}
+
+/* ------------------------------------------------------------ matmul */
+
+/* a [.., M, K] of rank > 2 against a 2-D b: the weight's gradient is one
+ * GEMM over the flattened rows, not a batch of them summed after */
+static rlx_node flatten_rows(rlx_graph *g, rlx_node x)
+{
+    rlx_shape s = shape_of(g, x);
+    int64_t rows = rlx_shape_numel(&s) / (s.dims[s.ndim - 1] ? s.dims[s.ndim - 1] : 1);
+    return rlx_reshape(g, x, 2, (int64_t[]){rows, s.dims[s.ndim - 1]});
+}
+
+rlx_status rlx_grad_matmul(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node a = nd.in[0], b = nd.in[1];
+    int ta = nd.attrs.matmul.trans_a, tb = nd.attrs.matmul.trans_b;
+    rlx_shape sa = shape_of(g, a), sb = shape_of(g, b);
+    if (need[0]) {
+        rlx_node d = !ta ? rlx_matmul(g, dy, b, 0, !tb) : rlx_matmul(g, b, dy, tb, 1);
+        dx[0] = sum_to(g, d, &sa);
+    }
+    if (need[1]) {
+        rlx_node d;
+        if (!ta && sb.ndim == 2 && sa.ndim > 2) {
+            rlx_node af = flatten_rows(g, a), df = flatten_rows(g, dy);
+            d = !tb ? rlx_matmul(g, af, df, 1, 0) : rlx_matmul(g, df, af, 1, 0);
+        } else {
+            d = !tb ? rlx_matmul(g, a, dy, !ta, 0) : rlx_matmul(g, dy, a, 1, ta);
+        }
+        dx[1] = sum_to(g, d, &sb);
+    }
+    return status_of(g, dx, 2);
+}
+
+/* qmatmul(x, w) = x @ dequantize(w)^T: the activations' gradient only (the
+ * quantized weight is frozen; train an adapter beside it) */
+rlx_status rlx_grad_qmatmul(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    if (need[0]) {
+        rlx_node w = rlx_dequantize(g, nd.in[1], nd.attrs.quant.qtype, nd.attrs.quant.k, dtype_of(g, dy));
+        dx[0] = rlx_matmul(g, dy, w, 0, 0);
+    }
+    return status_of(g, dx, 2);
+}
+
+/* ------------------------------------------------------------ reductions, norms */
+
+/* dy of a reduction, reshaped to keep the reduced axes as 1 and expanded back */
+static rlx_node unreduce(rlx_graph *g, rlx_node d, uint32_t axes, const rlx_shape *in)
+{
+    rlx_shape k = *in;
+    for (int i = 0; i < in->ndim; i++)
+        if (axes & (1u << i))
+            k.dims[i] = 1;
+    return rlx_expand(g, rlx_reshape(g, d, k.ndim, k.dims), in->ndim, in->dims);
+}
+
+rlx_status rlx_grad_reduce(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node x = nd.in[0];
+    rlx_shape sx = shape_of(g, x);
+    uint32_t axes = nd.attrs.reduce.axes;
+    int64_t count = 1;
+    for (int i = 0; i < sx.ndim; i++)
+        if (axes & (1u << i))
+            count *= sx.dims[i];
+    rlx_node d = unreduce(g, dy, axes, &sx);
+    switch (nd.op) {
+    case RLX_OP_REDUCE_SUM: break;
+    case RLX_OP_REDUCE_MEAN: d = rlx_mul(g, d, scalar_like(g, x, count ? 1.0 / (double)count : 0.0)); break;
+    case RLX_OP_REDUCE_MAX:
+    case RLX_OP_REDUCE_MIN: {
+        /* the positions that hold the extreme share the gradient evenly */
+        rlx_node hit = rlx_equal(g, x, unreduce(g, n, axes, &sx));
+        rlx_node hits = rlx_cast(g, hit, dtype_of(g, x));
+        int ax[RLX_MAX_DIMS], na = 0;
+        for (int i = 0; i < sx.ndim; i++)
+            if (axes & (1u << i))
+                ax[na++] = i;
+        rlx_node cnt = rlx_reduce_sum(g, hits, na, ax, 1);
+        d = rlx_where(g, hit, rlx_div(g, d, cnt), scalar_like(g, x, 0));
+        break;
+    }
+    case RLX_OP_REDUCE_PROD: d = rlx_div(g, rlx_mul(g, d, unreduce(g, n, axes, &sx)), x); break;
+    default: return refuse(g, n, "not differentiable");
+    }
+    dx[0] = d;
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_softmax(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    int axis = nd.attrs.softmax.axis;
+    if (nd.op == RLX_OP_SOFTMAX) {
+        rlx_node s = rlx_reduce_sum(g, rlx_mul(g, dy, n), 1, &axis, 1);
+        dx[0] = rlx_mul(g, n, rlx_sub(g, dy, s));
+    } else {
+        rlx_node s = rlx_reduce_sum(g, dy, 1, &axis, 1);
+        dx[0] = rlx_sub(g, dy, rlx_mul(g, rlx_exp(g, n), s));
+    }
+    return status_of(g, dx, 1);
+}
+
+/* layer_norm and rms_norm over the last axis: the statistics are recomputed
+ * (cheaper than keeping them alive from the forward) */
+rlx_status rlx_grad_norm(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node x = nd.in[0];
+    int last = shape_of(g, x).ndim - 1;
+    bool layer = nd.op == RLX_OP_LAYER_NORM;
+    int ig = nd.attrs.norm.has_gamma ? 1 : -1, ib = nd.attrs.norm.has_beta ? 1 + (ig > 0) : -1;
+    rlx_node xc = x;
+    if (layer)
+        xc = rlx_sub(g, x, rlx_reduce_mean(g, x, 1, &last, 1));
+    rlx_node var = rlx_reduce_mean(g, rlx_mul(g, xc, xc), 1, &last, 1);
+    rlx_node rstd = rlx_rsqrt(g, rlx_add(g, var, scalar_like(g, x, nd.attrs.norm.eps)));
+    rlx_node xhat = rlx_mul(g, xc, rstd);
+    if (ig > 0 && need[ig]) {
+        rlx_shape s = shape_of(g, nd.in[ig]);
+        dx[ig] = sum_to(g, rlx_mul(g, dy, xhat), &s);
+    }
+    if (ib > 0 && need[ib]) {
+        rlx_shape s = shape_of(g, nd.in[ib]);
+        dx[ib] = sum_to(g, dy, &s);
+    }
+    if (need[0]) {
+        rlx_node gd = ig > 0 ? rlx_mul(g, dy, nd.in[ig]) : dy;
+        rlx_node t = rlx_sub(g, gd, rlx_mul(g, xhat, rlx_reduce_mean(g, rlx_mul(g, gd, xhat), 1, &last, 1)));
+        if (layer)
+            t = rlx_sub(g, t, rlx_reduce_mean(g, gd, 1, &last, 1));
+        dx[0] = rlx_mul(g, rstd, t);
+    }
+    return status_of(g, dx, nd.n_in);
+}
+
+/* ------------------------------------------------------------ data movement */
+
+rlx_status rlx_grad_reshape(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    (void)n;
+    if (need[0]) {
+        rlx_shape s = shape_of(g, g->nodes[n].in[0]);
+        dx[0] = rlx_reshape(g, dy, s.ndim, s.dims);
+    }
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_transpose(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    int inv[RLX_MAX_DIMS];
+    for (int i = 0; i < nd.shape.ndim; i++)
+        inv[nd.attrs.transpose.perm[i]] = i;
+    dx[0] = rlx_transpose(g, dy, inv);
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_slice(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_shape in = shape_of(g, nd.in[0]);
+    int r = in.ndim;
+    int64_t pads[2 * RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++) {
+        if (nd.attrs.slice.step[i] != 1 && nd.shape.dims[i] > 1)
+            return refuse(g, n, "only slices of step 1 have a gradient rule");
+        pads[i] = nd.shape.dims[i] ? nd.attrs.slice.start[i] : 0;
+        pads[r + i] = in.dims[i] - pads[i] - nd.shape.dims[i];
+    }
+    dx[0] = rlx_pad(g, dy, pads, RLX_PAD_CONSTANT, 0.0);
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_concat(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    int axis = nd.attrs.concat.axis;
+    int64_t at = 0;
+    for (int j = 0; j < nd.n_in; j++) {
+        int64_t len = shape_of(g, nd.in[j]).dims[axis];
+        if (need[j])
+            dx[j] = rlx_slice(g, dy, 1, &axis, (int64_t[]){at}, (int64_t[]){at + len}, NULL);
+        at += len;
+    }
+    return status_of(g, dx, nd.n_in);
+}
+
+/* gather(data, idx, axis): the data's gradient adds each row of dy into the
+ * row it was read from.  As a product with the one-hot matrix of the
+ * indices, [V, N]^T-style, so every backend runs it as a GEMM. */
+rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node data = nd.in[0], idx = nd.in[1];
+    rlx_shape sd = shape_of(g, data), si = shape_of(g, idx);
+    int axis = nd.attrs.gather.axis;
+    int64_t P = 1, Q = 1, V = sd.dims[axis], N = rlx_shape_numel(&si);
+    for (int i = 0; i < axis; i++)
+        P *= sd.dims[i];
+    for (int i = axis + 1; i < sd.ndim; i++)
+        Q *= sd.dims[i];
+    rlx_dtype it = dtype_of(g, idx), t = dtype_of(g, data);
+    rlx_node flat = rlx_reshape(g, idx, 2, (int64_t[]){N, 1});
+    flat = rlx_where(g, rlx_less(g, flat, rlx_scalar(g, it, 0)), rlx_add(g, flat, rlx_scalar(g, it, (double)V)), flat);
+    int64_t *iota = malloc((size_t)(V ? V : 1) * sizeof *iota);
+    if (!iota)
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "gather gradient: out of memory"), RLX_ERR_OUT_OF_MEMORY;
+    for (int64_t v = 0; v < V; v++)
+        iota[v] = v;
+    rlx_node row = rlx_constant(g, RLX_I64, 2, (int64_t[]){1, V}, iota, (size_t)V * sizeof *iota);
+    free(iota);
+    if (it != RLX_I64)
+        row = rlx_cast(g, row, it);
+    rlx_node onehot = rlx_cast(g, rlx_equal(g, flat, row), t);          /* [N, V] */
+    rlx_node d3 = rlx_reshape(g, dy, 3, (int64_t[]){P, N, Q});          /* [P, N, Q] */
+    rlx_node acc = rlx_matmul(g, onehot, d3, 1, 0);                     /* [P, V, Q] */
+    dx[0] = rlx_reshape(g, acc, sd.ndim, sd.dims);
+    return status_of(g, dx, 2);
+}
+
+rlx_status rlx_grad_expand(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (need[0]) {
+        rlx_shape s = shape_of(g, g->nodes[n].in[0]);
+        dx[0] = sum_to(g, dy, &s);
+    }
+    return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_pad(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    if (nd.attrs.pad.mode != RLX_PAD_CONSTANT)
+        return refuse(g, n, "only constant padding has a gradient rule");
+    rlx_shape in = shape_of(g, nd.in[0]);
+    int axes[RLX_MAX_DIMS];
+    int64_t st[RLX_MAX_DIMS], en[RLX_MAX_DIMS];
+    for (int i = 0; i < in.ndim; i++) {
+        axes[i] = i;
+        st[i] = nd.attrs.pad.pads[i];
+        en[i] = st[i] + in.dims[i];
+    }
+    dx[0] = rlx_slice(g, dy, in.ndim, axes, st, en, NULL);
+    return status_of(g, dx, 1);
+}
+
+/* RoPE is a rotation per pair: its gradient is the inverse rotation, the
+ * same tables with the sines negated */
+rlx_status rlx_grad_rope(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    if (nd.n_in == 3 && (need[1] || need[2]))
+        return refuse(g, n, "the cos/sin tables take no gradient (make them constants or inputs)");
+    if (!need[0])
+        return RLX_OK;
+    int interleaved = nd.attrs.rope.interleaved;
+    if (nd.n_in == 3) {
+        dx[0] = rlx_rope_tables(g, dy, nd.in[1], rlx_neg(g, nd.in[2]), interleaved);
+        return status_of(g, dx, 3);
+    }
+    int64_t S = nd.shape.dims[nd.shape.ndim - 2], D = nd.shape.dims[nd.shape.ndim - 1], H = D / 2;
+    double *tab = malloc((size_t)(S * D > 0 ? S * D : 1) * sizeof *tab);
+    float *cs = malloc((size_t)(S * H > 0 ? S * H : 1) * 2 * sizeof *cs);
+    if (!tab || !cs) {
+        free(tab), free(cs);
+        rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "rope gradient: out of memory");
+        return RLX_ERR_OUT_OF_MEMORY;
+    }
+    rlx_rope_table(tab, S, D, nd.attrs.rope.theta, nd.attrs.rope.offset, 1);
+    for (int64_t i = 0; i < S * H; i++) {
+        cs[i] = (float)tab[2 * i];
+        cs[S * H + i] = (float)-tab[2 * i + 1];
+    }
+    free(tab);
+    rlx_shape ts = {nd.shape.ndim, {0}};
+    for (int i = 0; i < ts.ndim; i++)
+        ts.dims[i] = 1;
+    ts.dims[ts.ndim - 2] = S;
+    ts.dims[ts.ndim - 1] = H;
+    size_t bytes = (size_t)(S * H) * sizeof *cs;
+    rlx_node c = rlx_constant(g, RLX_F32, ts.ndim, ts.dims, cs, bytes);
+    rlx_node s = rlx_constant(g, RLX_F32, ts.ndim, ts.dims, cs + S * H, bytes);
+    free(cs);
+    dx[0] = rlx_rope_tables(g, dy, c, s, interleaved);
+    return status_of(g, dx, 1);
+}
+
+/* ------------------------------------------------------------ attention */
+
+/* Attention in primitives, recomputing the probabilities: grouped heads as
+ * [B, Hkv, G*S, D] against [B, Hkv, T, D], the masks as `where`s. */
+static rlx_node attention_primitives(rlx_graph *g, const rlx_node_data *nd)
+{
+    rlx_node q = nd->in[0], k = nd->in[1], v = nd->in[2];
+    rlx_shape sq = shape_of(g, q), sk = shape_of(g, k), sv = shape_of(g, v);
+    int64_t B = sq.dims[0], H = sq.dims[1], S = sq.dims[2], D = sq.dims[3], Hk = sk.dims[1], T = sk.dims[2];
+    int64_t Dv = sv.dims[3], G = H / Hk;
+    double scale = nd->attrs.attention.scale > 0 ? nd->attrs.attention.scale : 1.0 / sqrt((double)D);
+    rlx_dtype t = dtype_of(g, q);
+    rlx_node qg = rlx_reshape(g, q, 4, (int64_t[]){B, Hk, G * S, D});
+    rlx_node s = rlx_matmul(g, qg, k, 0, 1);
+    s = rlx_reshape(g, s, 4, (int64_t[]){B, H, S, T});
+    s = rlx_mul(g, s, rlx_scalar(g, t, scale));
+    bool masked = false;
+    if (nd->attrs.attention.has_mask) {
+        rlx_node m = nd->in[3];
+        if (dtype_of(g, m) == RLX_BOOL)
+            s = rlx_where(g, m, s, rlx_scalar(g, t, -INFINITY));
+        else
+            s = rlx_add(g, s, m);
+        masked = true;
+    }
+    if (nd->attrs.attention.causal) {
+        bool *keep = malloc((size_t)(S * T > 0 ? S * T : 1));
+        if (!keep)
+            return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "attention gradient: out of memory");
+        for (int64_t i = 0; i < S; i++)
+            for (int64_t j = 0; j < T; j++)
+                keep[i * T + j] = j <= i + (T - S);
+        rlx_node c = rlx_constant(g, RLX_BOOL, 2, (int64_t[]){S, T}, keep, (size_t)(S * T));
+        free(keep);
+        s = rlx_where(g, c, s, rlx_scalar(g, t, -INFINITY));
+        masked = true;
+    }
+    rlx_node p = rlx_softmax(g, s, 3);
+    if (masked) /* a row with every key masked gives zeros, as the op does */
+        p = rlx_where(g, rlx_equal(g, p, p), p, rlx_scalar(g, t, 0));
+    rlx_node pg = rlx_reshape(g, p, 4, (int64_t[]){B, Hk, G * S, T});
+    rlx_node o = rlx_matmul(g, pg, v, 0, 0);
+    return rlx_reshape(g, o, 4, (int64_t[]){B, H, S, Dv});
+}
+
+rlx_status rlx_grad_attention(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    if (nd.attrs.attention.has_pos)
+        return refuse(g, n, "attention at run-time positions is for decoding; a training graph uses rlx_attention");
+    rlx_node lo = g->n_nodes;
+    rlx_node root = attention_primitives(g, &nd);
+    if (root < 0)
+        return g->error;
+    return rlx_grad_through(g, n, lo, root, dy, need, dx);
+}
+
+rlx_status rlx_grad_decomposed(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node lo = g->n_nodes;
+    rlx_node root = rlx_decompose(g, &nd);
+    if (root == RLX_NO_DECOMPOSITION)
+        return refuse(g, n, "the op has no decomposition to differentiate");
+    if (root < 0)
+        return g->error;
+    return rlx_grad_through(g, n, lo, root, dy, need, dx);
+}
+
+/* ------------------------------------------------------------ convolution, pooling */
+
+/* dy [N, O, *out] with stride s: zeros between its elements, so the input's
+ * gradient becomes a stride-1 convolution */
+static rlx_node dilate(rlx_graph *g, rlx_node d, int sp, const int64_t *stride)
+{
+    for (int a = 0; a < sp; a++) {
+        if (stride[a] == 1)
+            continue;
+        rlx_shape s = shape_of(g, d);
+        int ax = 2 + a;
+        rlx_shape r = {s.ndim + 1, {0}};
+        for (int i = 0, j = 0; i < s.ndim; i++) {
+            r.dims[j++] = s.dims[i];
+            if (i == ax)
+                r.dims[j++] = 1;
+        }
+        int64_t pads[2 * RLX_MAX_DIMS] = {0};
+        pads[r.ndim + ax + 1] = stride[a] - 1;
+        rlx_node t = rlx_pad(g, rlx_reshape(g, d, r.ndim, r.dims), pads, RLX_PAD_CONSTANT, 0.0);
+        rlx_shape m = s;
+        m.dims[ax] = s.dims[ax] * stride[a];
+        t = rlx_reshape(g, t, m.ndim, m.dims);
+        int64_t len = (s.dims[ax] - 1) * stride[a] + 1;
+        d = rlx_slice(g, t, 1, &ax, (int64_t[]){0}, (int64_t[]){len}, NULL);
+    }
+    return d;
+}
+
+rlx_status rlx_grad_conv(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    rlx_node_data nd = node_copy(g, n);
+    const rlx_conv_params *p = &nd.attrs.conv.p;
+    int sp = nd.attrs.conv.spatial;
+    if (nd.attrs.conv.layout != RLX_LAYOUT_NCHW || p->groups != 1)
+        return refuse(g, n, "only NCHW convolutions with groups = 1 have a gradient rule");
+    rlx_node x = nd.in[0], w = nd.in[1];
+    rlx_shape sx = shape_of(g, x), sw = shape_of(g, w), sy = nd.shape;
+    int r = sx.ndim;
+    int sw_perm[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        sw_perm[i] = i;
+    sw_perm[0] = 1;
+    sw_perm[1] = 0;
+    if (nd.attrs.conv.has_bias && need[2]) {
+        int axes[RLX_MAX_DIMS], na = 0;
+        for (int i = 0; i < r; i++)
+            if (i != 1)
+                axes[na++] = i;
+        dx[2] = rlx_reduce_sum(g, dy, na, axes, 0);
+    }
+    if (need[1]) {
+        /* dW[o, c, k] = sum_{n, j} dy[n, o, j] x[n, c, j*s + k*d - p]: a
+         * convolution of x^T (batch C, channels N) with dy^T as weights,
+         * strides and dilations swapped, cut to the kernel's size */
+        rlx_conv_params q = *p;
+        for (int a = 0; a < sp; a++) {
+            q.stride[a] = p->dilation[a];
+            q.dilation[a] = p->stride[a];
+        }
+        rlx_node xt = rlx_transpose(g, x, sw_perm), dyt = rlx_transpose(g, dy, sw_perm);
+        rlx_node c = rlx_conv(g, xt, dyt, -1, &q); /* [C, O, *k'] */
+        int axes[2];
+        int64_t st[2] = {0, 0}, en[2];
+        for (int a = 0; a < sp; a++) {
+            axes[a] = 2 + a;
+            en[a] = sw.dims[2 + a];
+        }
+        c = rlx_slice(g, c, sp, axes, st, en, NULL);
+        dx[1] = rlx_transpose(g, c, sw_perm);
+    }
+    if (need[0]) {
+        /* dx = conv(dilate(dy), flip(w)^T) at stride 1, dilation d, padded
+         * so that output j reads the taps that wrote it */
+        rlx_conv_params q;
+        rlx_conv_params_init(&q);
+        int axes[2];
+        int64_t st[2], en[2], steps[2];
+        for (int a = 0; a < sp; a++) {
+            axes[a] = 2 + a;
+            st[a] = -1;
+            en[a] = INT64_MIN + 1;
+            steps[a] = -1;
+        }
+        rlx_node wf = rlx_transpose(g, rlx_slice(g, w, sp, axes, st, en, steps), sw_perm); /* [C, O, *k] */
+        rlx_node dd = dilate(g, dy, sp, p->stride);
+        int64_t cut[2];
+        bool need_cut = false;
+        for (int a = 0; a < sp; a++) {
+            int64_t span = p->dilation[a] * (sw.dims[2 + a] - 1);
+            int64_t pb = span - p->pads[a];
+            if (pb < 0)
+                return refuse(g, n, "padding wider than the kernel's reach has no gradient rule");
+            int64_t len = (sy.dims[2 + a] - 1) * p->stride[a] + 1;
+            int64_t pe = sx.dims[2 + a] - len - pb + span;
+            q.dilation[a] = p->dilation[a];
+            q.pads[a] = pb;
+            q.pads[sp + a] = pe > 0 ? pe : 0;
+            cut[a] = sx.dims[2 + a];
+            need_cut |= pe < 0;
+        }
+        rlx_node c = rlx_conv(g, dd, wf, -1, &q);
+        if (need_cut)
+            c = rlx_slice(g, c, sp, axes, (int64_t[]){0, 0}, cut, NULL);
+        dx[0] = c;
+    }
+    return status_of(g, dx, nd.n_in);
+}
+
+rlx_status rlx_grad_pool(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    (void)dy, (void)need, (void)dx;
+    return refuse(g, n, "windowed pooling has no gradient rule yet (global average pooling has)");
+}
+
+rlx_status rlx_grad_global_pool(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_shape sx = shape_of(g, g->nodes[n].in[0]);
+    int64_t area = 1;
+    for (int i = 2; i < sx.ndim; i++)
+        area *= sx.dims[i];
+    rlx_node d = rlx_expand(g, dy, sx.ndim, sx.dims);
+    dx[0] = rlx_mul(g, d, scalar_like(g, dy, area ? 1.0 / (double)area : 0.0));
+    return status_of(g, dx, 1);
+}
