@@ -292,6 +292,19 @@ RLX_API rlx_node rlx_global_avg_pool(rlx_graph *g, rlx_node x);
  * error naming the node. */
 RLX_API rlx_status rlx_gradients(rlx_graph *g, rlx_node loss, int n, const rlx_node *wrt, rlx_node *grads);
 
+/* Losses (src/train/loss.c), scalars built from primitives.
+ * Cross-entropy of logits [..., C] against class indices labels [...] (i64
+ * or i32), as torch.nn.functional.cross_entropy: mean over the rows whose
+ * label is not ignore_index, with label smoothing s in [0, 1]. */
+RLX_API rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64_t ignore_index,
+                                   double label_smoothing);
+/* mean((pred - target)^2), broadcasting as sub does. */
+RLX_API rlx_node rlx_mse_loss(rlx_graph *g, rlx_node pred, rlx_node target);
+
+/* Optimizers (rlx_trainer, below): the update rules of PyTorch's
+ * torch.optim.SGD, Adam and AdamW. */
+typedef enum rlx_optim_kind { RLX_OPTIM_SGD = 0, RLX_OPTIM_ADAM, RLX_OPTIM_ADAMW } rlx_optim_kind;
+
 /* Random ops: deterministic for one compile seed (rlx_options.seed) and node,
  * different for each run of a session. */
 RLX_API rlx_node rlx_random_uniform(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, double lo, double hi);
@@ -385,6 +398,8 @@ RLX_API rlx_status rlx_session_set_param(rlx_session *s, const char *name, const
 RLX_API rlx_status rlx_session_set_input(rlx_session *s, const char *name, const void *data, size_t bytes);
 RLX_API rlx_status rlx_session_run(rlx_session *s);
 RLX_API rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, size_t bytes);
+/* A param's current value (a training step or a cache write changes it). */
+RLX_API rlx_status rlx_session_get_param(rlx_session *s, const char *name, void *data, size_t bytes);
 
 /* The same with device memory, for a CUDA session: `device_ptr` points into
  * the memory of the session's GPU (cudaMalloc'd, or another library's
@@ -533,6 +548,54 @@ RLX_API rlx_status rlx_npy_write(const char *path, rlx_dtype t, int ndim, const 
 typedef struct rlx_file rlx_file;
 RLX_API rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
                                       size_t bytes);
+
+/* ----------------------------------------------------------------- training */
+/* A trainer compiles a graph's forward, its gradients (rlx_gradients) and
+ * the optimizer's update into one session: each step is one run, updating
+ * the params and the optimizer state in place on the device. */
+typedef struct rlx_train_options {
+    rlx_optim_kind optimizer;  /* RLX_OPTIM_ADAMW */
+    double lr;                 /* peak learning rate: 1e-3 */
+    double beta1, beta2, eps;  /* Adam: 0.9, 0.999, 1e-8 */
+    double weight_decay;       /* 0.01 (AdamW's default; SGD and Adam add it to the gradient) */
+    double momentum;           /* SGD: 0 */
+    double dampening;          /* SGD: 0 */
+    int nesterov;              /* SGD: 0 */
+    double clip_norm;          /* > 0: gradients scaled so that their global L2 norm is at most this */
+    int warmup_steps;          /* learning rate rises linearly over these optimizer steps (0: none) */
+    int decay_steps;           /* > 0: then falls to min_lr along a cosine over these steps */
+    double min_lr;             /* 0 */
+    int accumulate;            /* micro-batches per optimizer step, gradients averaged: 1 */
+    const char *const *frozen; /* names of float params not to train (n_frozen of them) */
+    int n_frozen;
+} rlx_train_options;
+RLX_API void rlx_train_options_init(rlx_train_options *t);
+
+typedef struct rlx_trainer rlx_trainer;
+/* loss: the name of g's output holding the (one-element, float) loss.
+ * Every float param of g not frozen is trained; the rest stay as set. */
+RLX_API rlx_status rlx_trainer_new(const rlx_graph *g, const char *loss, const rlx_train_options *t,
+                                   const rlx_options *o, rlx_trainer **out);
+RLX_API void rlx_trainer_free(rlx_trainer *tr);
+/* Params (initial weights) and inputs (the batch) by name, as for a session. */
+RLX_API rlx_status rlx_trainer_set_param(rlx_trainer *tr, const char *name, const void *data, size_t bytes);
+RLX_API rlx_status rlx_trainer_get_param(rlx_trainer *tr, const char *name, void *data, size_t bytes);
+RLX_API rlx_status rlx_trainer_set_input(rlx_trainer *tr, const char *name, const void *data, size_t bytes);
+/* One micro-batch: forward and backward; on every `accumulate`-th, the
+ * optimizer step.  *loss (may be NULL) gets this micro-batch's loss. */
+RLX_API rlx_status rlx_trainer_step(rlx_trainer *tr, double *loss);
+/* An output of the last step (the loss, "grad_norm": the global gradient
+ * norm before clipping, written by the optimizer steps, or any output of g). */
+RLX_API rlx_status rlx_trainer_get_output(rlx_trainer *tr, const char *name, void *data, size_t bytes);
+RLX_API int64_t rlx_trainer_steps(const rlx_trainer *tr); /* optimizer steps taken */
+RLX_API double rlx_trainer_lr(const rlx_trainer *tr);     /* learning rate of the next optimizer step */
+/* Saves every param, the optimizer state ("opt.m.NAME", "opt.v.NAME",
+ * "opt.buf.NAME", "opt.acc.NAME") and the step count ("opt.step", i64 [2]:
+ * optimizer steps, micro-batches) as one safetensors file (flags as
+ * rlx_file_open); load puts them back, so that training continues exactly
+ * as if it had not stopped. */
+RLX_API rlx_status rlx_trainer_save(rlx_trainer *tr, const char *path, int flags);
+RLX_API rlx_status rlx_trainer_load(rlx_trainer *tr, const char *path);
 
 /* ----------------------------------------------------------------- files */
 /* Every file RLX or its program writes goes through these calls, so that

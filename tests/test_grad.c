@@ -156,7 +156,7 @@ static void check_case(const grad_case *c)
 
 /* ------------------------------------------------------------ case bodies */
 
-#define U(fn)                                                                  \
+#define U(fn) \
     static rlx_node u_##fn(rlx_graph *g, const rlx_node *p) { return rlx_##fn(g, p[0]); }
 U(neg)
 U(abs)
@@ -178,7 +178,7 @@ U(floor)
 U(ceil)
 U(round)
 U(sign)
-#define B2(fn)                                                                 \
+#define B2(fn) \
     static rlx_node b_##fn(rlx_graph *g, const rlx_node *p) { return rlx_##fn(g, p[0], p[1]); }
 B2(add)
 B2(sub)
@@ -207,7 +207,7 @@ static rlx_node m_nn(rlx_graph *g, const rlx_node *p) { return rlx_matmul(g, p[0
 static rlx_node m_tn(rlx_graph *g, const rlx_node *p) { return rlx_matmul(g, p[0], p[1], 1, 0); }
 static rlx_node m_nt(rlx_graph *g, const rlx_node *p) { return rlx_matmul(g, p[0], p[1], 0, 1); }
 static rlx_node m_tt(rlx_graph *g, const rlx_node *p) { return rlx_matmul(g, p[0], p[1], 1, 1); }
-#define R(nm, fn, na, keep, ...)                                                                                       \
+#define R(nm, fn, na, keep, ...) \
     static rlx_node r_##nm(rlx_graph *g, const rlx_node *p) { return fn(g, p[0], na, (int[]){__VA_ARGS__}, keep); }
 R(sum01, rlx_reduce_sum, 2, 0, 0, 2)
 R(sum1k, rlx_reduce_sum, 1, 1, 1)
@@ -247,7 +247,10 @@ static rlx_node s_pad(rlx_graph *g, const rlx_node *p)
 static rlx_node a_rope(rlx_graph *g, const rlx_node *p) { return rlx_rope(g, p[0], 10000.0, 3, 0); }
 static rlx_node a_rope_il(rlx_graph *g, const rlx_node *p) { return rlx_rope(g, p[0], 500.0, 0, 1); }
 static rlx_node a_attn(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[1], p[2], -1, 0, 0); }
-static rlx_node a_attn_causal(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[1], p[2], -1, 1, 0.4); }
+static rlx_node a_attn_causal(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_attention(g, p[0], p[1], p[2], -1, 1, 0.4);
+}
 static rlx_node a_attn_bool(rlx_graph *g, const rlx_node *p)
 {
     bool m[12] = {1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1};
@@ -306,9 +309,27 @@ static rlx_node f_add_rms_norm(rlx_graph *g, const rlx_node *p)
     return rlx_graph_add(g, &n);
 }
 
-#define S1(a) 1, {{a}}
-#define S2(a, b) 2, {{a, b}}
-#define P1(nd, ...) 1, {nd}, {{__VA_ARGS__}}
+#define S1(a) \
+    1,        \
+    {         \
+        {     \
+            a \
+        }     \
+    }
+#define S2(a, b) \
+    2,           \
+    {            \
+        {        \
+            a, b \
+        }        \
+    }
+#define P1(nd, ...)     \
+    1, {nd},            \
+    {                   \
+        {               \
+            __VA_ARGS__ \
+        }               \
+    }
 static const grad_case cases[] = {
     {"neg", P1(2, 3, 4), {ANY}, u_neg},
     {"abs", P1(2, 3, 4), {AWAY0}, u_abs},

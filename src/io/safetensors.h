@@ -47,4 +47,18 @@ rlx_status rlx_json_read_file(const char *path, struct cJSON **out);
  * (the .safetensors or index json). */
 rlx_status rlx_safetensors_read_config(const char *path, struct cJSON **out);
 
+/* Writing: one tensor of a file to write. */
+typedef struct rlx_safetensors_entry {
+    const char *name;
+    rlx_dtype dtype;
+    int ndim;
+    const int64_t *dims;
+    const void *data; /* numel * element size bytes, little-endian */
+} rlx_safetensors_entry;
+
+/* Writes a safetensors file of the n entries, in their order, through
+ * rlx_file_open (flags as there: an existing path is refused unless
+ * RLX_FILE_FORCE; a failure leaves nothing behind). */
+rlx_status rlx_safetensors_write(const char *path, int flags, const rlx_safetensors_entry *e, int n);
+
 #endif

@@ -63,6 +63,8 @@ rlx_status rlx_grad_refuse(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
               "- p), which differentiates";
     else if (g->nodes[n].op == RLX_OP_CACHE_WRITE)
         why = "a KV-cache write is inference state";
+    else if (g->nodes[n].op == RLX_OP_OPTIMIZER_STEP)
+        why = "an optimizer step is the end of a training step";
     return refuse(g, n, why);
 }
 
@@ -448,9 +450,9 @@ rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
     free(iota);
     if (it != RLX_I64)
         row = rlx_cast(g, row, it);
-    rlx_node onehot = rlx_cast(g, rlx_equal(g, flat, row), t);          /* [N, V] */
-    rlx_node d3 = rlx_reshape(g, dy, 3, (int64_t[]){P, N, Q});          /* [P, N, Q] */
-    rlx_node acc = rlx_matmul(g, onehot, d3, 1, 0);                     /* [P, V, Q] */
+    rlx_node onehot = rlx_cast(g, rlx_equal(g, flat, row), t); /* [N, V] */
+    rlx_node d3 = rlx_reshape(g, dy, 3, (int64_t[]){P, N, Q}); /* [P, N, Q] */
+    rlx_node acc = rlx_matmul(g, onehot, d3, 1, 0);            /* [P, V, Q] */
     dx[0] = rlx_reshape(g, acc, sd.ndim, sd.dims);
     return status_of(g, dx, 2);
 }

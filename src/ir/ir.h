@@ -127,6 +127,14 @@ typedef enum rlx_op {
      * aliases it), so a param used as the cache keeps what was written
      * across runs: a KV cache.  Rows outside [0, T) are not written. */
     RLX_OP_CACHE_WRITE,
+    /* state: optimizer_step(param, grad, hyper, gscale, after[, s1[, s2]])
+     * updates param (and its optimizer state s1, s2, params of param's
+     * shape) in place from grad * gscale, by attrs.optim (SGD with
+     * momentum, Adam, AdamW).  hyper f32 [4] carries the per-step scalars
+     * (rlx_optim_hyper), so a schedule changes no compiled graph; `after`
+     * (the loss) is read by nothing and orders the step after the forward.
+     * Its result is param's memory. */
+    RLX_OP_OPTIMIZER_STEP,
     /* fused ops, produced by the fusion pass (src/opt/fuse*.c); each has a
      * reference CPU kernel and a decomposition into the primitives above
      * (src/opt/lower.c) */
@@ -247,6 +255,11 @@ typedef union rlx_attrs {
     struct {
         double eps;
     } batch_norm;
+    struct {
+        int kind; /* rlx_optim_kind */
+        int nesterov;
+        double beta1, beta2, eps, weight_decay, momentum, dampening;
+    } optim;
     /* fused ops */
     struct {
         int trans_a, trans_b, act, has_bias;
@@ -424,6 +437,15 @@ bool rlx_op_is_binary(rlx_op op); /* kind RLX_KIND_BINARY */
 rlx_op rlx_act_op(rlx_act a);
 /* The node's layout attribute (RLX_LAYOUT_NCHW for ops without one). */
 int rlx_node_layout(const rlx_node_data *n);
+
+/* Whether node n writes into the memory of its input k: input 0 of every
+ * RLX_OPF_STATEFUL op (its result is that memory), and the optimizer
+ * state of optimizer_step. */
+bool rlx_node_writes_input(const rlx_node_data *n, int k);
+/* Whether leaf id (a param) is written by some node of g: its value changes
+ * during a run, so no backend may treat it as fixed or cache what is
+ * computed from it. */
+bool rlx_leaf_is_written(const rlx_graph *g, rlx_node id);
 
 /* The planner's alias rule, in one place: whether node id aliases its
  * operand's memory (at *byte_offset): a reshape, a contiguous slice, or a

@@ -393,4 +393,45 @@ RLX_MATH double rlx_uniform01(uint64_t seed, uint64_t stream, uint64_t index)
     return ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
+/* ------------------------------------------------------ optimizer steps
+ * One element of optimizer_step, as torch.optim computes it (single-tensor
+ * form, the order of its roundings): the CPU and CUDA kernels both call
+ * these.  hyper[4] is what the trainer sets per step (rlx_optim_hyper):
+ * SGD {lr, first step?, 0, 0}; Adam/AdamW {lr, lr / (1 - beta1^t),
+ * sqrt(1 - beta2^t), 1 - lr * weight_decay}. */
+typedef struct rlx_optim_coef {
+    int kind, nesterov, n_states;
+    double beta1, beta2, eps, weight_decay, momentum, dampening;
+} rlx_optim_coef;
+
+#define RLX_OPTIM_STEP(T, NAME, SQRT)                                                                  \
+    RLX_MATH void NAME(const rlx_optim_coef *c, const float *hyper, T gscale, T *p, T g, T *s1, T *s2) \
+    {                                                                                                  \
+        g = g * gscale;                                                                                \
+        T w = *p, lr = (T)hyper[0];                                                                    \
+        if (c->kind == 0) { /* SGD */                                                                  \
+            if (c->weight_decay != 0)                                                                  \
+                g = g + (T)c->weight_decay * w;                                                        \
+            if (c->n_states) {                                                                         \
+                T b = hyper[1] != 0 ? g : (T)c->momentum * *s1 + (T)(1 - c->dampening) * g;            \
+                *s1 = b;                                                                               \
+                g = c->nesterov ? g + (T)c->momentum * b : b;                                          \
+            }                                                                                          \
+            *p = w - lr * g;                                                                           \
+            return;                                                                                    \
+        }                                                                                              \
+        if (c->kind == 1 && c->weight_decay != 0) /* Adam: L2 in the gradient */                       \
+            g = g + (T)c->weight_decay * w;                                                            \
+        if (c->kind == 2) /* AdamW: decoupled decay */                                                 \
+            w = w * (T)hyper[3];                                                                       \
+        T m = *s1 + (T)(1 - c->beta1) * (g - *s1);                                                     \
+        T v = *s2 * (T)c->beta2 + (T)(1 - c->beta2) * g * g;                                           \
+        *s1 = m;                                                                                       \
+        *s2 = v;                                                                                       \
+        T denom = SQRT(v) / (T)hyper[2] + (T)c->eps;                                                   \
+        *p = w - (T)hyper[1] * (m / denom);                                                            \
+    }
+RLX_OPTIM_STEP(float, rlx_optim_step_f32, sqrtf)
+RLX_OPTIM_STEP(double, rlx_optim_step_f64, sqrt)
+
 #endif

@@ -551,6 +551,63 @@ static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+/* The optimizer state inputs each kind keeps (after param, grad, hyper,
+ * gscale, after): SGD's momentum buffer (with momentum only), Adam's two
+ * moments. */
+static int optim_states(const rlx_node_data *n)
+{
+    if (n->attrs.optim.kind == RLX_OPTIM_SGD)
+        return n->attrs.optim.momentum != 0 ? 1 : 0;
+    return 2;
+}
+
+static rlx_status infer_optimizer_step(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *p = IN(0), *gr = IN(1), *h = IN(2), *sc = IN(3);
+    int kind = n->attrs.optim.kind;
+    if (kind < RLX_OPTIM_SGD || kind > RLX_OPTIM_ADAMW)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", kind);
+    if (n->n_in != 5 + optim_states(n))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "optimizer step of kind %d takes %d inputs, got %d", kind,
+                             5 + optim_states(n), n->n_in);
+    if (!rlx_dtype_is_float(p->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "a trained param must be float, got %s", rlx_dtype_name(p->dtype));
+    if (gr->dtype != p->dtype || !rlx_shape_equal(&gr->shape, &p->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "gradient %s %s does not match param %s %s", rlx_dtype_name(gr->dtype),
+                             SHAPE_A(&gr->shape), rlx_dtype_name(p->dtype), SHAPE_B(&p->shape));
+    if (h->dtype != RLX_F32 || rlx_shape_numel(&h->shape) != 4)
+        return rlx_set_error(RLX_ERR_SHAPE, "optimizer hyper-parameters must be f32 [4]");
+    if (sc->dtype != RLX_F32 || rlx_shape_numel(&sc->shape) != 1)
+        return rlx_set_error(RLX_ERR_SHAPE, "gradient scale must be one f32");
+    for (int k = 5; k < n->n_in; k++)
+        if (IN(k)->dtype != p->dtype || !rlx_shape_equal(&IN(k)->shape, &p->shape))
+            return rlx_set_error(RLX_ERR_SHAPE, "optimizer state %d must match the param's %s %s", k - 5,
+                                 rlx_dtype_name(p->dtype), SHAPE_A(&p->shape));
+    n->shape = p->shape;
+    n->dtype = p->dtype;
+    return RLX_OK;
+}
+
+bool rlx_node_writes_input(const rlx_node_data *n, int k)
+{
+    if (!(rlx_op_info_of(n->op)->flags & RLX_OPF_STATEFUL) || k < 0 || k >= n->n_in)
+        return false;
+    return k == 0 || (n->op == RLX_OP_OPTIMIZER_STEP && k >= 5);
+}
+
+bool rlx_leaf_is_written(const rlx_graph *g, rlx_node id)
+{
+    for (rlx_node i = id + 1; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        if (!(rlx_op_info_of(n->op)->flags & RLX_OPF_STATEFUL))
+            continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] == id && rlx_node_writes_input(n, k))
+                return true;
+    }
+    return false;
+}
+
 static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe, int ceil_mode,
                              int64_t *out)
 {
@@ -836,6 +893,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                  rlx_decompose_batch_norm, rlx_grad_decomposed),
     [RLX_OP_CACHE_WRITE] =
         ROW("cache_write", 3, 3, RLX_OPF_STATEFUL, RLX_KIND_STATE, RLX_AMP_STATE, infer_cache_write, NOGRAD),
+    [RLX_OP_OPTIMIZER_STEP] =
+        ROW("optimizer_step", 5, 7, RLX_OPF_STATEFUL, RLX_KIND_STATE, RLX_AMP_STATE, infer_optimizer_step, NOGRAD),
     /* fused ops (inference in ops_fused.c, decompositions in decompose.c) */
     [RLX_OP_MATMUL_BIAS_ACT] = FUSED("matmul_bias_act", 2, 3, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE,
                                      rlx_infer_matmul_bias_act, rlx_decompose_matmul_bias_act),

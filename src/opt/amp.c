@@ -196,7 +196,15 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
             for (int j = 0; j < p.n_in; j++)
                 p.in[j] = st.map[src->in[j]];
             p.in[1] = to_dtype(&st, src->in[1], st.out->nodes[p.in[0]].dtype);
-            if (p.in[1] < 0 || (st.map[i] = rlx_graph_add(st.out, &p)) < 0)
+            if (p.in[1] < 0)
+                goto fail;
+            /* the rest arrive as the op was given them (an optimizer's
+             * hyper-parameters, gradient scale and state stay f32) */
+            for (int j = 2; j < p.n_in; j++)
+                if (rlx_dtype_is_float(g->nodes[src->in[j]].dtype) &&
+                    (p.in[j] = to_dtype(&st, src->in[j], g->nodes[src->in[j]].dtype)) < 0)
+                    goto fail;
+            if ((st.map[i] = rlx_graph_add(st.out, &p)) < 0)
                 goto fail;
             continue;
         }

@@ -1,5 +1,7 @@
-/* dce.c - dead-code elimination: keeps what an output depends on, plus every
- * input and param (so they can still be set by name). */
+/* dce.c - dead-code elimination: keeps what an output depends on, every
+ * input and param (so they can still be set by name), and every write into
+ * a param's memory (an optimizer step, a cache write: their effect is the
+ * state the next run reads). */
 #include <stdlib.h>
 
 #include "opt/pass.h"
@@ -22,6 +24,8 @@ rlx_graph *rlx_pass_dce(const rlx_graph *g, const rlx_pass_ctx *ctx)
     for (int i = n - 1; i >= 0; i--) {
         rlx_op op = g->nodes[i].op;
         if (op == RLX_OP_INPUT || op == RLX_OP_PARAM)
+            live[i] = true;
+        if ((rlx_op_info_of(op)->flags & RLX_OPF_STATEFUL) && g->nodes[g->nodes[i].in[0]].op == RLX_OP_PARAM)
             live[i] = true;
         if (live[i])
             for (int j = 0; j < g->nodes[i].n_in; j++)

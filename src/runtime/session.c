@@ -110,6 +110,19 @@ rlx_status rlx_session_get_output(rlx_session *s, const char *name, void *data, 
     return s->backend->download(s->backend, data, slot->ptr, bytes);
 }
 
+rlx_status rlx_session_get_param(rlx_session *s, const char *name, void *data, size_t bytes)
+{
+    if (!s || !name || (!data && bytes))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "get param: session, name and data must not be NULL");
+    rlx_io_slot *slot = find(s, 1, name);
+    if (!slot)
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no param named '%s'", name);
+    rlx_status st = check_bytes(s, 1, slot, bytes);
+    if (st != RLX_OK || !bytes)
+        return st;
+    return s->backend->download(s->backend, data, slot->ptr, bytes);
+}
+
 /* Device pointers: a device -> device copy between the caller's memory and
  * the slot, where the backend has one (CUDA); the CPU's tensors are host
  * memory, so it has none. */

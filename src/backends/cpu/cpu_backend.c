@@ -23,6 +23,7 @@ static void build_table(void)
     rlx_cpu_register_random(kernel_table);
     rlx_cpu_register_fused(kernel_table);
     rlx_cpu_register_quant(kernel_table);
+    rlx_cpu_register_train(kernel_table);
 }
 
 static const rlx_cpu_kernel *kernel_of(rlx_op op)
