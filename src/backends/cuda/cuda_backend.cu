@@ -37,6 +37,7 @@ static void build_table(void)
     rlx_cuda_register_attention(table);
     rlx_cuda_register_attn_block(table);
     rlx_cuda_register_fused(table);
+    rlx_cuda_register_train(table);
 }
 
 #define STAGING_CHUNK ((size_t)64 << 20)
@@ -163,6 +164,13 @@ static size_t cuda_scratch(const rlx_graph *g, rlx_node id, int threads)
 
 static bool param_leaf(const rlx_node_data *n) { return n->op == RLX_OP_PARAM || n->op == RLX_OP_CONSTANT; }
 
+/* A param or constant that keeps its value through a run: not one a node
+ * of the graph writes (an optimizer step, a cache write). */
+static bool fixed_leaf(const rlx_graph *g, rlx_node id)
+{
+    return param_leaf(&g->nodes[id]) && !rlx_leaf_is_written(g, id);
+}
+
 static bool is_graph_output(const rlx_graph *g, rlx_node id)
 {
     for (int i = 0; i < g->n_outputs; i++)
@@ -180,12 +188,22 @@ static bool no_op(const rlx_graph *g, rlx_node id) { return rlx_node_is_no_op(g,
  * every node the prologue can take (and for few it then does not). */
 static void may_prologue(const rlx_graph *g, unsigned char *ok)
 {
+    /* params written during a run change: nothing computed from them is cached */
+    unsigned char *written = (unsigned char *)rlx_calloc((size_t)g->n_nodes + 1, 1);
+    if (!written) {
+        memset(ok, 0, (size_t)g->n_nodes);
+        return;
+    }
+    for (rlx_node i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (rlx_node_writes_input(&g->nodes[i], k))
+                written[g->nodes[i].in[k]] = 1;
     for (rlx_node i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         bool yes = !param_leaf(n) && n->op != RLX_OP_INPUT && n->n_in > 0 && !no_op(g, i) &&
                    !(rlx_op_info_of(n->op)->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) && !is_graph_output(g, i);
         for (int k = 0; yes && k < n->n_in; k++)
-            yes = n->in[k] < i && (param_leaf(&g->nodes[n->in[k]]) || ok[n->in[k]]);
+            yes = n->in[k] < i && (written[n->in[k]] ? false : param_leaf(&g->nodes[n->in[k]]) || ok[n->in[k]]);
         ok[i] = yes;
     }
     /* every consumer reads it through its input pointer (no view of it),
@@ -202,6 +220,7 @@ static void may_prologue(const rlx_graph *g, unsigned char *ok)
     for (rlx_node i = 0; i < g->n_nodes; i++)
         ok[i] = ok[i] && read && read[i];
     free(read);
+    free(written);
 }
 
 /* A thunk's keep region: the kernel's own bytes first, then room for the
@@ -379,10 +398,9 @@ static rlx_status prepare_thunk(const rlx_graph *g, rlx_thunk *t)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "cuda backend has no kernel for %s", rlx_op_name(n->op));
     t->fn = k->fn;
     t->state = NULL;
-    /* a stateful op's first input is written by it: not fixed */
-    bool stateful = (rlx_op_info_of(n->op)->flags & RLX_OPF_STATEFUL) != 0;
-    for (int i = stateful ? 1 : 0; i < n->n_in; i++)
-        if (param_leaf(t->in_node[i]))
+    /* a param some node writes (this one, an optimizer step) is not fixed */
+    for (int i = 0; i < n->n_in; i++)
+        if (fixed_leaf(g, n->in[i]))
             t->in_fixed |= 1u << i;
     if (k->prepare)
         return k->prepare(g, t);
