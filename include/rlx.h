@@ -725,6 +725,19 @@ RLX_API rlx_status rlx_llm_generate(rlx_llm_context *c, const int32_t *prompt, i
                                     const rlx_generate_params *p, rlx_token_fn fn, void *user,
                                     rlx_generate_stats *stats);
 
+/* --------------------------------------------------------- quantization
+ *
+ * Writes `out`, a GGUF (v3) model file, from `in`: a Hugging Face folder
+ * (config.json, safetensors single or sharded, tokenizer.json; Llama,
+ * Mistral, Qwen2, Qwen3) converted as llama.cpp's converter does, or a GGUF
+ * file whose metadata is copied.  `type`: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k
+ * q6_k (every weight matrix in that type) or q4_k_m q5_k_m (llama.cpp's
+ * mixes; q8_0 and q6_k follow its rules too).  Norms and biases stay
+ * unquantized.  The file is written through rlx_file_open with `flags`
+ * (RLX_FILE_FORCE replaces an existing `out`): an error leaves nothing.
+ * log_file: a FILE* for one line per tensor, or NULL. */
+RLX_API rlx_status rlx_quantize_file(const char *in, const char *out, const char *type, int flags, void *log_file);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,37 +30,39 @@ static bool has_tensor(const rlx_weights *w, const char *name)
     return rlx_weights_find(w, name, &v) == RLX_OK;
 }
 
+/* Canonical (GGUF) weight names and their Hugging Face names: per layer
+ * (blk.N. / model.layers.N. or h.N.) and global. */
+static const char *llama[][2] = {
+    {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},          {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},          {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_output.bias", "self_attn.o_proj.bias"},     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+static const char *gpt2_layer[][2] = {
+    {"attn_norm.weight", "ln_1.weight"},          {"attn_norm.bias", "ln_1.bias"},
+    {"attn_qkv.weight", "attn.c_attn.weight"},    {"attn_qkv.bias", "attn.c_attn.bias"},
+    {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
+    {"ffn_norm.weight", "ln_2.weight"},           {"ffn_norm.bias", "ln_2.bias"},
+    {"ffn_up.weight", "mlp.c_fc.weight"},         {"ffn_up.bias", "mlp.c_fc.bias"},
+    {"ffn_down.weight", "mlp.c_proj.weight"},     {"ffn_down.bias", "mlp.c_proj.bias"},
+};
+static const char *llama_global[][2] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+static const char *gpt2_global[][2] = {
+    {"token_embd.weight", "wte.weight"}, {"position_embd.weight", "wpe.weight"}, {"output_norm.weight", "ln_f.weight"},
+    {"output_norm.bias", "ln_f.bias"},   {"output.weight", "lm_head.weight"},
+};
+
 /* The Hugging Face name of canonical weight `name` (in_out: stored [in, out]). */
 static bool hf_name(bool gpt2, const char *name, char *out, size_t n, bool *in_out)
 {
-    static const char *llama[][2] = {
-        {"attn_norm.weight", "input_layernorm.weight"},    {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_q.bias", "self_attn.q_proj.bias"},          {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},          {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_v.bias", "self_attn.v_proj.bias"},          {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"attn_output.bias", "self_attn.o_proj.bias"},     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-        {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},       {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},
-    };
-    static const char *gpt2_layer[][2] = {
-        {"attn_norm.weight", "ln_1.weight"},          {"attn_norm.bias", "ln_1.bias"},
-        {"attn_qkv.weight", "attn.c_attn.weight"},    {"attn_qkv.bias", "attn.c_attn.bias"},
-        {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
-        {"ffn_norm.weight", "ln_2.weight"},           {"ffn_norm.bias", "ln_2.bias"},
-        {"ffn_up.weight", "mlp.c_fc.weight"},         {"ffn_up.bias", "mlp.c_fc.bias"},
-        {"ffn_down.weight", "mlp.c_proj.weight"},     {"ffn_down.bias", "mlp.c_proj.bias"},
-    };
-    static const char *llama_global[][2] = {
-        {"token_embd.weight", "model.embed_tokens.weight"},
-        {"output_norm.weight", "model.norm.weight"},
-        {"output.weight", "lm_head.weight"},
-    };
-    static const char *gpt2_global[][2] = {
-        {"token_embd.weight", "wte.weight"},   {"position_embd.weight", "wpe.weight"},
-        {"output_norm.weight", "ln_f.weight"}, {"output_norm.bias", "ln_f.bias"},
-        {"output.weight", "lm_head.weight"},
-    };
     *in_out = false;
     int layer;
     char rest[64];
@@ -81,6 +83,33 @@ static bool hf_name(bool gpt2, const char *name, char *out, size_t n, bool *in_o
         const char *const *row = gpt2 ? gpt2_global[i] : llama_global[i];
         if (!strcmp(name, row[0])) {
             snprintf(out, n, "%s", row[1]);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool llm_gguf_name_of_hf(bool gpt2, const char *hf, char *out, size_t n)
+{
+    int layer, used = 0;
+    if (gpt2 && !strncmp(hf, "transformer.", 12))
+        hf += 12;
+    if (sscanf(hf, gpt2 ? "h.%d.%n" : "model.layers.%d.%n", &layer, &used) == 1 && used > 0) {
+        size_t k = gpt2 ? sizeof gpt2_layer / sizeof gpt2_layer[0] : sizeof llama / sizeof llama[0];
+        for (size_t i = 0; i < k; i++) {
+            const char *const *row = gpt2 ? gpt2_layer[i] : llama[i];
+            if (!strcmp(hf + used, row[1])) {
+                snprintf(out, n, "blk.%d.%s", layer, row[0]);
+                return true;
+            }
+        }
+        return false;
+    }
+    size_t k = gpt2 ? sizeof gpt2_global / sizeof gpt2_global[0] : sizeof llama_global / sizeof llama_global[0];
+    for (size_t i = 0; i < k; i++) {
+        const char *const *row = gpt2 ? gpt2_global[i] : llama_global[i];
+        if (!strcmp(hf, row[1])) {
+            snprintf(out, n, "%s", row[0]);
             return true;
         }
     }

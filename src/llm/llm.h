@@ -72,6 +72,9 @@ struct rlx_tokenizer;
  * tokenizer (*tok NULL when the checkpoint has none: a GGUF without
  * tokenizer.ggml.*, a folder without tokenizer.json). */
 rlx_status llm_open_checkpoint(const char *path, llm_hparams *hp, llm_source *src, struct rlx_tokenizer **tok);
+/* The canonical (GGUF) name of a Hugging Face tensor name; false when it
+ * has none. */
+bool llm_gguf_name_of_hf(bool gpt2, const char *hf, char *out, size_t n);
 /* The shape of canonical weight `name` in a model of hp; its rank, or 0
  * for a name the model's graphs never read. */
 int llm_canonical_shape(const llm_hparams *hp, const char *name, int64_t *dims);

@@ -484,6 +484,8 @@ rlx_status rlx_tokenizer_from_hf_json_text(const char *json, size_t len, const c
     rlx_tokenizer *t = NULL;
     st = tok_create(&spec, &cfg, &t);
     if (st == RLX_OK) {
+        const char *pre_name = tok_pre_name(regex);
+        snprintf(t->pre, sizeof t->pre, "%s", pre_name ? pre_name : "");
         t->cfg.regex = NULL; /* compiled; the string is freed here */
         cJSON_ArrayForEach(it, added)
         {

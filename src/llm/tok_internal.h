@@ -83,6 +83,7 @@ struct rlx_tokenizer {
     int add_bos, add_eos;
     uint8_t *eog; /* per id */
     void *re;     /* pcre2_code_8 */
+    char pre[24]; /* byte-level: the GGUF tokenizer.ggml.pre naming its regex ("" when none does) */
 };
 
 /* A growable id vector. */
@@ -125,6 +126,8 @@ typedef rlx_status (*tok_piece_fn)(void *ctx, const char *s, size_t n);
 rlx_status tok_pretokenize(const rlx_tokenizer *t, const char *s, size_t n, tok_piece_fn fn, void *ctx);
 /* The pattern GGUF's tokenizer.ggml.pre names, NULL when unknown. */
 const char *tok_pre_regex(const char *pre, int *ignore_merges);
+/* The GGUF pre name of a split pattern (one of tok_pre_regex's), NULL when none. */
+const char *tok_pre_name(const char *regex);
 extern const char TOK_REGEX_GPT2[];
 
 /* tokenizer.c: the common constructor; takes ownership of cfg's normalizer strings. */

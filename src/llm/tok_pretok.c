@@ -42,6 +42,16 @@ const char *tok_pre_regex(const char *pre, int *ignore_merges)
     return NULL;
 }
 
+const char *tok_pre_name(const char *regex)
+{
+    static const char *const names[] = {"gpt-2", "llama-bpe", "qwen2"};
+    int im;
+    for (int i = 0; regex && i < 3; i++)
+        if (strcmp(regex, tok_pre_regex(names[i], &im)) == 0)
+            return names[i];
+    return NULL;
+}
+
 rlx_status tok_regex_compile(rlx_tokenizer *t, const char *pattern)
 {
     int err;

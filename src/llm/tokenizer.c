@@ -4,6 +4,7 @@
  * small containers they share in tok_util.c. */
 #include "llm/tok_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -436,7 +437,10 @@ rlx_status rlx_tokenizer_from_arrays(const rlx_tokenizer_spec *spec, rlx_tokeniz
                              "(byte-level BPE), llama (SentencePiece BPE)",
                              model);
     }
-    return tok_create(spec, &cfg, out);
+    rlx_status st = tok_create(spec, &cfg, out);
+    if (st == RLX_OK && cfg.byte_level)
+        snprintf((*out)->pre, sizeof(*out)->pre, "%s", spec->pre ? spec->pre : "default");
+    return st;
 }
 
 /* ---- getters ---- */

@@ -126,4 +126,23 @@ int rlx_tokenizer_is_special(const rlx_tokenizer *tok, int32_t id);
  * (<|eot_id|>, <|im_end|>, <|endoftext|>, <|end_of_text|>, </s>, <end_of_turn>, <|eom_id|>). */
 int rlx_tokenizer_is_eog(const rlx_tokenizer *tok, int32_t id);
 
+/* A tokenizer as the tokenizer.ggml.* arrays of a GGUF file, for writing
+ * one (tok_export.c).  Strings point into the tokenizer (tokens) or into
+ * the arrays' own memory (merges); free with rlx_tokenizer_arrays_free. */
+typedef struct rlx_tokenizer_arrays {
+    const char *model; /* "gpt2" or "llama" */
+    const char *pre;   /* "gpt2": the pre-tokenizer's name; NULL when no GGUF name fits its regex */
+    int64_t n_tokens;
+    const char **tokens;
+    size_t *token_lens;
+    float *scores;
+    int32_t *token_types;
+    int64_t n_merges;
+    char **merges; /* "a b", by rank */
+    int32_t bos_id, eos_id, unk_id, pad_id, eot_id, eom_id;
+    int add_bos, add_eos, add_space_prefix;
+} rlx_tokenizer_arrays;
+rlx_status rlx_tokenizer_export(const rlx_tokenizer *tok, rlx_tokenizer_arrays *out);
+void rlx_tokenizer_arrays_free(rlx_tokenizer_arrays *a);
+
 #endif
