@@ -450,7 +450,57 @@ static rlx_status h_roi_align(onnx_node *n)
     return onnx_out_node(n, 0, rlx_transpose(G, y, (int[]){0, 3, 1, 2}));
 }
 
+/* AffineGrid (opset 20): the normalized base grid [P, nd + 1] (x first,
+ * then y (, z), then 1) is a constant of the size input; grid = base times
+ * theta [N, nd, nd + 1] transposed, as [N, (D,) H, W, nd]. */
+static rlx_status h_affine_grid(onnx_node *n)
+{
+    int64_t td[RLX_MAX_DIMS], sz[6];
+    int tr = onnx_in_shape(n, 0, td);
+    int ns = onnx_const_ints(n, 1, sz, 6);
+    if (ns == -2)
+        return onnx_need_const(n, 1, "size");
+    if (ns != 4 && ns != 5)
+        return onnx_fail(n, RLX_ERR_FORMAT, "size has %d values; it takes [N, C, H, W] or [N, C, D, H, W]", ns);
+    int nd = ns - 2;
+    if (tr != 3 || td[0] != sz[0] || td[1] != nd || td[2] != nd + 1)
+        return onnx_fail(n, RLX_ERR_SHAPE, "theta must be [N, %d, %d] for a size of %d values", nd, nd + 1, ns);
+    int align = (int)onnx_attr_i(n, "align_corners", 0);
+    int64_t P = 1;
+    for (int i = 0; i < nd; i++) {
+        if (sz[2 + i] < 1)
+            return onnx_fail(n, RLX_ERR_SHAPE, "size %d is %lld", 2 + i, (long long)sz[2 + i]);
+        P *= sz[2 + i];
+    }
+    if (P > ONNX_FOLD_MAX_NUMEL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of %lld points", (long long)P);
+    int64_t bd[2] = {P, nd + 1};
+    onnx_tensor *k = onnx_tensor_new(onnx_in_dtype(n, 0), 2, bd);
+    if (!k)
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t p = 0; p < P; p++) {
+        int64_t rest = p;
+        for (int i = nd - 1; i >= 0; i--) { /* spatial dim i; the last (W) is x, column 0 */
+            int64_t len = sz[2 + i], idx = rest % len;
+            rest /= len;
+            double v = align ? (len > 1 ? -1.0 + 2.0 * (double)idx / (double)(len - 1) : 0.0)
+                             : (2.0 * (double)idx + 1.0) / (double)len - 1.0;
+            onnx_set_f(k, p * (nd + 1) + (nd - 1 - i), v);
+        }
+        onnx_set_f(k, p * (nd + 1) + nd, 1.0);
+    }
+    rlx_graph *g = n->c->g;
+    rlx_node y = rlx_matmul(g, onnx_const_node(n, k), onnx_in(n, 0), 0, 1); /* [N, P, nd] */
+    int64_t od[RLX_MAX_DIMS];
+    od[0] = sz[0];
+    for (int i = 0; i < nd; i++)
+        od[1 + i] = sz[2 + i];
+    od[1 + nd] = nd;
+    return onnx_out_node(n, 0, rlx_reshape(g, y, nd + 2, od));
+}
+
 const onnx_op onnx_image_ops[] = {
+    ONNX_OP("AffineGrid", h_affine_grid, 2),
     ONNX_OP("GridSample", h_grid_sample, 2),
     ONNX_OP("RoiAlign", h_roi_align, 3),
     ONNX_OP("Resize", h_resize, 1),
