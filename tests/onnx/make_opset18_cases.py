@@ -348,4 +348,13 @@ for pol, sizes, scale in (("not_larger", (2, 5), 0.5), ("not_smaller", (8, 9), 2
          [("y", x[:, :, iy][:, :, :, ix])], 18, inits=[("sizes", i64(*sizes))], axes=[2, 3],
          keep_aspect_ratio_policy=pol, mode="nearest", coordinate_transformation_mode="asymmetric",
          nearest_mode="floor")
+# scales for the listed axes only: linear, half_pixel, x2 along the width
+xo = (np.arange(12) + 0.5) / 2.0 - 0.5
+xo = np.clip(xo, 0, 5)
+lo = np.floor(xo).astype(int)
+hi = np.minimum(lo + 1, 5)
+fr = xo - lo
+want = (x[..., lo] * (1 - fr) + x[..., hi] * fr).astype(np.float32)
+case("resize_scales_axes_linear", "Resize", [("x", x), ("", None), ("scales", np.array([2.0], np.float32))],
+     [("y", want)], 18, inits=[("scales", np.array([2.0], np.float32))], axes=[-1], mode="linear")
 print("ok")

@@ -412,8 +412,7 @@ static rlx_status h_col2im(onnx_node *n)
     if (nb == -2)
         return onnx_need_const(n, 2, "block_shape");
     if (ni != 2 || nb != 2)
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "only 2-d images (image_shape has %d values, block_shape %d)", ni,
-                         nb);
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "only 2-d images (image_shape has %d values, block_shape %d)", ni, nb);
     if ((onnx_attr_ints(n, "dilations", dl, 2) != 2 && onnx_attr(n, "dilations")) ||
         (onnx_attr_ints(n, "strides", st, 2) != 2 && onnx_attr(n, "strides")) ||
         (onnx_attr_ints(n, "pads", pd, 4) != 4 && onnx_attr(n, "pads")))

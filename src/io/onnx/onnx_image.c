@@ -180,28 +180,64 @@ static rlx_status h_resize(onnx_node *n)
         si = 2;
         zi = 3;
     }
+    /* opset 18: sizes, scales and roi may list only the axes of `axes` */
+    int nax = r, axmap[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        axmap[i] = i;
+    if (n->opset >= 18 && onnx_attr(n, "axes")) {
+        int64_t ax[RLX_MAX_DIMS + 1];
+        nax = onnx_attr_ints(n, "axes", ax, RLX_MAX_DIMS + 1);
+        if (nax < 1 || nax > r)
+            return onnx_fail(n, RLX_ERR_FORMAT, "axes has %d values for rank %d", nax, r);
+        for (int i = 0; i < nax; i++) {
+            axmap[i] = onnx_norm_axis(ax[i], r);
+            if (axmap[i] < 0 || axmap[i] >= r)
+                return onnx_fail(n, RLX_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)ax[i], r);
+        }
+    }
     bool have_sizes = false;
     if (zi >= 0 && zi < n->n_in && n->in[zi] && (!n->in[zi]->k || n->in[zi]->k->numel > 0)) {
-        int c = onnx_const_ints(n, zi, sizes, RLX_MAX_DIMS);
+        int64_t given[RLX_MAX_DIMS];
+        int c = onnx_const_ints(n, zi, given, RLX_MAX_DIMS);
         if (c == -2)
             return onnx_need_const(n, zi, "sizes");
-        if (c != r)
-            return onnx_fail(n, RLX_ERR_FORMAT, "sizes has %d values for rank %d", c, r);
+        if (c != nax)
+            return onnx_fail(n, RLX_ERR_FORMAT, "sizes has %d values for %d axes", c, nax);
         have_sizes = true;
+        for (int i = 0; i < nax; i++)
+            sizes[axmap[i]] = given[i];
         for (int i = 0; i < r; i++)
             scales[i] = (double)sizes[i] / (double)xd[i];
+        /* opset 18: one scale for the listed axes, the smallest or largest */
+        char b4[32];
+        const char *pol =
+            n->opset >= 18 ? onnx_attr_s(n, "keep_aspect_ratio_policy", "stretch", b4, sizeof b4) : "stretch";
+        if (strcmp(pol, "stretch")) {
+            bool larger = !strcmp(pol, "not_smaller");
+            if (!larger && strcmp(pol, "not_larger"))
+                return onnx_fail(n, RLX_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s'", pol);
+            double sc = scales[axmap[0]];
+            for (int i = 1; i < nax; i++)
+                sc = larger ? fmax(sc, scales[axmap[i]]) : fmin(sc, scales[axmap[i]]);
+            for (int i = 0; i < nax; i++) {
+                scales[axmap[i]] = sc;
+                sizes[axmap[i]] = (int64_t)floor(sc * (double)xd[axmap[i]] + 0.5);
+            }
+        }
     } else if (si >= 0 && si < n->n_in && n->in[si]) {
         const onnx_tensor *k = n->in[si]->k;
         if (!k)
             return onnx_need_const(n, si, "scales");
-        if (k->numel != r)
-            return onnx_fail(n, RLX_ERR_FORMAT, "scales has %lld values for rank %d", (long long)k->numel, r);
-        for (int i = 0; i < r; i++)
-            scales[i] = onnx_get_f(k, i);
+        if (k->numel != nax)
+            return onnx_fail(n, RLX_ERR_FORMAT, "scales has %lld values for %d axes", (long long)k->numel, nax);
+        for (int i = 0; i < nax; i++)
+            scales[axmap[i]] = onnx_get_f(k, i);
     }
-    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * r)
-        for (int i = 0; i < 2 * r; i++)
-            roi[i] = onnx_get_f(n->in[ri]->k, i);
+    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * nax)
+        for (int i = 0; i < nax; i++) {
+            roi[axmap[i]] = onnx_get_f(n->in[ri]->k, i);
+            roi[r + axmap[i]] = onnx_get_f(n->in[ri]->k, nax + i);
+        }
     for (int i = 0; i < r; i++) {
         if (!(scales[i] > 0))
             return onnx_fail(n, RLX_ERR_FORMAT, "scale %g", scales[i]);
@@ -500,10 +536,7 @@ static rlx_status h_affine_grid(onnx_node *n)
 }
 
 const onnx_op onnx_image_ops[] = {
-    ONNX_OP("AffineGrid", h_affine_grid, 2),
-    ONNX_OP("GridSample", h_grid_sample, 2),
-    ONNX_OP("RoiAlign", h_roi_align, 3),
-    ONNX_OP("Resize", h_resize, 1),
-    ONNX_OP_SINCE("Upsample", h_resize, 1, 9, 2),
-    ONNX_OP_END,
+    ONNX_OP("AffineGrid", h_affine_grid, 2),      ONNX_OP("GridSample", h_grid_sample, 2),
+    ONNX_OP("RoiAlign", h_roi_align, 3),          ONNX_OP("Resize", h_resize, 1),
+    ONNX_OP_SINCE("Upsample", h_resize, 1, 9, 2), ONNX_OP_END,
 };
