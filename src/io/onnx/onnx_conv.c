@@ -1,5 +1,5 @@
 /* onnx_conv.c - convolution and pooling: Conv, ConvTranspose, the max,
- * average and Lp pools (windowed and global) and MaxUnpool.  Three spatial
+ * average and Lp pools (windowed and global), MaxUnpool and Col2Im.  Three spatial
  * dims go through onnx_conv3d.c. */
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* onnx_elementwise.c - elementwise ONNX ops: the unary and binary ops that
  * map one-to-one onto a builder (the builder sits in the op's row), the
  * variadic ones (Sum, Max, Min, Mean), Pow, Mod, Where, Cast/CastLike,
- * Identity, Clip, BitShift, and the activations and math functions RLX
+ * Identity, Clip, BitShift, the Bitwise ops, and the activations and math functions RLX
  * has no primitive for, built from primitives. */
 #include <math.h>
 #include <string.h>

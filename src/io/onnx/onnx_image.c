@@ -1,6 +1,7 @@
 /* onnx_image.c - image resampling at computed coordinates: Resize and
  * Upsample (nearest, linear, cubic; separable, one axis at a time),
- * GridSample and RoiAlign (taps gathered at run-time indices). */
+ * GridSample and RoiAlign (taps gathered at run-time indices), AffineGrid
+ * (a constant base grid times theta). */
 #include <math.h>
 #include <string.h>
 

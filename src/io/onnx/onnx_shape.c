@@ -1,6 +1,6 @@
 /* onnx_shape.c - ops that move data without computing on it: Shape, Size,
  * Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Concat, Split,
- * Expand, Pad, Tile, DepthToSpace/SpaceToDepth.  A constant input gives a
+ * Expand, Pad, CenterCropPad, Tile, DepthToSpace/SpaceToDepth.  A constant input gives a
  * constant output, folded on the host. */
 #include <math.h>
 #include <string.h>
