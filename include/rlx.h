@@ -479,7 +479,9 @@ typedef struct rlx_onnx_binding {
     int64_t dims[RLX_MAX_DIMS];
     /* Optional: the input's value (model dtype, `bytes` long).  The input
      * then becomes a constant, so shape computations that read it (Reshape
-     * targets, Range limits, ...) fold at import. */
+     * targets, Range limits, ...) fold at import.  A session compiled from
+     * the graph accepts only that value for it (rlx_session_set_input
+     * fails naming the input otherwise); an rlx_model compiles per value. */
     const void *value;
     size_t bytes;
 } rlx_onnx_binding;

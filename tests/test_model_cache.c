@@ -1,5 +1,6 @@
 /* test_model_cache.c - one model file run at several input shapes: each
- * shape compiles once and is reused; results follow the shape. */
+ * shape compiles once and is reused; results follow the shape.  Likewise
+ * for an input bound by value: each value compiles once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,6 +59,57 @@ static void test_one_compile_per_shape(void **state)
     rlx_model_free(m);
 }
 
+/* reshape_by_value.onnx (make_models.py): y = transpose(reshape(x [2, 6],
+ * s)).flatten(), s bound by value: each value of s is its own session,
+ * and a session refuses a value it was not compiled for. */
+static rlx_session *run_target(rlx_model *m, int64_t a, int64_t b)
+{
+    int64_t sv[2] = {a, b};
+    rlx_onnx_binding bind[2];
+    memset(bind, 0, sizeof bind);
+    bind[0].name = "x";
+    bind[0].ndim = 2, bind[0].dims[0] = 2, bind[0].dims[1] = 6;
+    bind[1].name = "s";
+    bind[1].ndim = 1, bind[1].dims[0] = 2;
+    bind[1].value = sv, bind[1].bytes = sizeof sv;
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_model_session(m, bind, 2, &s), RLX_OK);
+    float x[12], y[12], want[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = (float)(i * i) - 7.0f;
+    for (int64_t i = 0; i < a; i++)
+        for (int64_t j = 0; j < b; j++)
+            want[j * a + i] = x[i * b + j];
+    assert_int_equal(rlx_session_set_input(s, "x", x, sizeof x), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "s", sv, sizeof sv), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "y", y, sizeof y), RLX_OK);
+    assert_memory_equal(y, want, sizeof y);
+    return s;
+}
+
+static void test_one_compile_per_value(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/reshape_by_value.onnx", dir);
+    rlx_model *m = NULL;
+    assert_int_equal(rlx_model_load_onnx(path, NULL, &m), RLX_OK);
+    rlx_session *a = run_target(m, 3, 4);
+    rlx_session *b = run_target(m, 4, 3); /* same shapes, another value: recompiled */
+    assert_ptr_not_equal(a, b);
+    assert_int_equal(rlx_model_cached_sessions(m), 2);
+    assert_ptr_equal(run_target(m, 3, 4), a); /* the first value: its cached session */
+    run_target(m, 6, 2);
+    assert_int_equal(rlx_model_cached_sessions(m), 3);
+    /* a session handed another value than its own refuses it */
+    int64_t other[2] = {4, 3};
+    assert_int_equal(rlx_session_set_input(a, "s", other, sizeof other), RLX_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(rlx_last_error(), "'s'"));
+    assert_non_null(strstr(rlx_last_error(), "3, 4"));
+    rlx_model_free(m);
+}
+
 static void test_bad_requests(void **state)
 {
     (void)state;
@@ -100,6 +152,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_compile_per_shape),
+        cmocka_unit_test(test_one_compile_per_value),
         cmocka_unit_test(test_bad_requests),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

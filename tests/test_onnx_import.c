@@ -406,6 +406,70 @@ static void test_runner(void **state)
     assert_string_equal(last, "4 passed, 0 failed, 0 skipped\n");
 }
 
+/* reshape_by_value.onnx: y = transpose(reshape(x [2, 6], s)).flatten(). */
+static void reshape_by_value_ref(const float *x, int64_t a, int64_t b, float *y)
+{
+    for (int64_t i = 0; i < a; i++)
+        for (int64_t j = 0; j < b; j++)
+            y[j * a + i] = x[i * b + j];
+}
+
+/* An input bound by value at import: the session accepts that value (and
+ * computes with it), refuses another with an error naming the input and
+ * the value it was compiled for, and keeps working for the first value. */
+static void test_bound_by_value(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    float x[12], y[12], want[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = (float)i;
+    int64_t s34[2] = {3, 4}, s43[2] = {4, 3}, s26[2] = {2, 6};
+    rlx_onnx_binding b[2];
+    memset(b, 0, sizeof b);
+    b[0].name = "x";
+    b[0].ndim = 2, b[0].dims[0] = 2, b[0].dims[1] = 6;
+    b[1].name = "s";
+    b[1].ndim = 1, b[1].dims[0] = 2;
+    b[1].value = s34, b[1].bytes = sizeof s34;
+    rlx_graph *g;
+    assert_int_equal(import("reshape_by_value.onnx", b, 2, &g), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    rlx_graph_free(g);
+    rlx_tensor_info ti;
+    assert_int_not_equal(rlx_session_find(s, 0, "s", &ti), RLX_OK); /* a constant, not an input slot */
+    for (int round = 0; round < 2; round++) {
+        /* the value compiled for: accepted, and the result follows it */
+        assert_int_equal(rlx_session_set_input(s, "x", x, sizeof x), RLX_OK);
+        assert_int_equal(rlx_session_set_input(s, "s", s34, sizeof s34), RLX_OK);
+        assert_int_equal(rlx_session_run(s), RLX_OK);
+        assert_int_equal(rlx_session_get_output(s, "y", y, sizeof y), RLX_OK);
+        reshape_by_value_ref(x, 3, 4, want);
+        assert_memory_equal(y, want, sizeof y);
+        /* another value of the same size: refused, naming the input and
+         * the value it was compiled for */
+        assert_int_equal(rlx_session_set_input(s, "s", s43, sizeof s43), RLX_ERR_INVALID_ARGUMENT);
+        assert_true(msg_has("'s'"));
+        assert_true(msg_has("bound by value"));
+        assert_true(msg_has("3, 4"));
+        assert_true(msg_has("got 4, 3"));
+        assert_int_equal(rlx_session_set_input(s, "s", s26, sizeof s26), RLX_ERR_INVALID_ARGUMENT);
+        /* another size: refused too */
+        int64_t s3[3] = {2, 3, 2};
+        assert_int_equal(rlx_session_set_input(s, "s", s3, sizeof s3), RLX_ERR_SHAPE);
+        assert_true(msg_has("'s'"));
+        x[0] += 100.0f; /* the next round runs on other data */
+    }
+    rlx_session_free(s);
+    /* a plain input of the same model is still checked as before */
+    b[1].value = NULL, b[1].bytes = 0;
+    assert_int_not_equal(import("reshape_by_value.onnx", b, 2, &g), RLX_OK);
+    assert_true(msg_has("must be known at import time"));
+}
+
 static void test_softmax_opsets(void **state)
 {
     (void)state;
@@ -481,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),
         cmocka_unit_test(test_softmax_opsets),
+        cmocka_unit_test(test_bound_by_value),
         cmocka_unit_test(test_npy_roundtrip),
         cmocka_unit_test(test_loop_runtime_cond),
         cmocka_unit_test(test_runner),

@@ -147,7 +147,8 @@ class InferenceSession:
     says why where CUDA is not available).  precision: "f32", "f16" or
     "bf16".  threads: CPU threads, 0 for all cores.  value_inputs: names of
     inputs bound by value at import (they become constants, so shape
-    computations reading them fold; each distinct value compiles once):
+    computations reading them fold; each distinct value compiles once and
+    its session is kept, so a new value never runs on an old one's graph):
     what a model needs when a Reshape target or a Range limit is a graph
     input.
 

@@ -580,12 +580,13 @@ static rlx_status set_and_run(rlx_session *s, const prepared *p, int n)
     for (int i = 0; i < n; i++) {
         if (!p[i].arr && !p[i].cap)
             continue;
-        rlx_tensor_info ti;
-        if (rlx_session_find(s, 0, p[i].name, &ti) != RLX_OK)
-            continue; /* an input the graph does not read (folded or unused) */
+        /* an input bound by value is set too: the session checks that the
+         * value is the one it was compiled for */
         rlx_status st =
             p[i].cap ? rlx_session_set_input_device(s, p[i].name, p[i].dptr, p[i].dbytes)
                      : rlx_session_set_input(s, p[i].name, PyArray_DATA(p[i].arr), (size_t)PyArray_NBYTES(p[i].arr));
+        if (st == RLX_ERR_NOT_FOUND)
+            continue; /* an input the graph does not read */
         if (st != RLX_OK)
             return st;
     }

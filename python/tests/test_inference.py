@@ -70,6 +70,28 @@ def test_symbolic_dims_and_shape_cache(tmp_path):
     assert s.get_outputs()[0].shape == (7, 4)
 
 
+def test_value_inputs_compile_per_value(tmp_path):
+    """A Reshape target fed by a graph input, bound by value: another value
+    of the same shape compiles another session (never the old values), and
+    the first value still runs on its own."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
+             helper.make_node("Reshape", ["t", "flat"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                                       helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [12])],
+                          [numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    p = tmp_path / "reshape_by_value.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(p))
+    s = rlx.InferenceSession(str(p), threads=1, value_inputs=["s"])
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for target in ((3, 4), (4, 3), (3, 4), (6, 2)):
+        (y,) = s.run(None, {"x": x, "s": np.array(target, np.int64)})
+        assert np.array_equal(y, x.reshape(target).T.reshape(-1)), target
+    assert s.cached_shapes() == 3
+
+
 def test_bit_exact_with_c_api(tmp_path, cli):
     """The same model and inputs through `rlx run` (the C API) and through
     Python give identical bytes."""

@@ -124,7 +124,9 @@ static int cmp_binding(const void *a, const void *b)
     return strcmp(((const rlx_onnx_binding *)a)->name, ((const rlx_onnx_binding *)b)->name);
 }
 
-/* "name:ndim:d0,d1,...[:v<len>.<fnv>];" for each binding, sorted by name. */
+/* "name:ndim:d0,d1,...[:v<hex bytes>];" for each binding, sorted by name: a
+ * value bound by value is part of the key byte for byte, so another value
+ * is another session (never a hash that two values could share). */
 static char *binding_key(const rlx_onnx_binding *b, int n)
 {
     rlx_onnx_binding *sorted = rlx_calloc((size_t)n + 1, sizeof *sorted);
@@ -134,7 +136,7 @@ static char *binding_key(const rlx_onnx_binding *b, int n)
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_binding);
     size_t cap = 64, len = 0;
     for (int i = 0; i < n; i++)
-        cap += strlen(sorted[i].name) + 32 + 21 * RLX_MAX_DIMS + 40;
+        cap += strlen(sorted[i].name) + 32 + 21 * RLX_MAX_DIMS + 4 + (sorted[i].value ? 2 * sorted[i].bytes : 0);
     char *key = rlx_calloc(cap, 1);
     for (int i = 0; key && i < n; i++) {
         const rlx_onnx_binding *x = &sorted[i];
@@ -143,10 +145,14 @@ static char *binding_key(const rlx_onnx_binding *b, int n)
         for (int d = 0; d < nd; d++)
             len += (size_t)snprintf(key + len, cap - len, "%lld,", (long long)x->dims[d]);
         if (x->value) {
-            uint64_t h = 1469598103934665603ULL;
-            for (size_t k = 0; k < x->bytes; k++)
-                h = (h ^ ((const unsigned char *)x->value)[k]) * 1099511628211ULL;
-            len += (size_t)snprintf(key + len, cap - len, ":v%zu.%016llx", x->bytes, (unsigned long long)h);
+            static const char hex[] = "0123456789abcdef";
+            key[len++] = ':';
+            key[len++] = 'v';
+            for (size_t k = 0; k < x->bytes; k++) {
+                unsigned char c = ((const unsigned char *)x->value)[k];
+                key[len++] = hex[c >> 4];
+                key[len++] = hex[c & 15];
+            }
         }
         len += (size_t)snprintf(key + len, cap - len, ";");
     }

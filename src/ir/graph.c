@@ -20,7 +20,62 @@ void rlx_graph_free(rlx_graph *g)
         free(g->outputs[i].name);
     free(g->nodes);
     free(g->outputs);
+    rlx_bound_inputs_free(g->bound, g->n_bound);
     free(g);
+}
+
+rlx_status rlx_graph_bind_input(rlx_graph *g, const char *name, rlx_dtype t, const rlx_shape *shape, const void *value,
+                                size_t bytes)
+{
+    rlx_bound_input *p = rlx_realloc_array(g->bound, (size_t)g->n_bound + 1, sizeof *p);
+    if (!p)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory binding input '%s'", name);
+    g->bound = p;
+    rlx_bound_input *b = &p[g->n_bound];
+    memset(b, 0, sizeof *b);
+    b->name = rlx_strdup(name);
+    b->value = rlx_malloc(bytes ? bytes : 1);
+    if (!b->name || !b->value) {
+        free(b->name);
+        free(b->value);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory binding input '%s'", name);
+    }
+    if (bytes)
+        memcpy(b->value, value, bytes);
+    b->dtype = t;
+    b->shape = *shape;
+    b->bytes = bytes;
+    g->n_bound++;
+    return RLX_OK;
+}
+
+void rlx_bound_inputs_free(rlx_bound_input *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(b[i].name);
+        free(b[i].value);
+    }
+    free(b);
+}
+
+rlx_status rlx_bound_inputs_copy(const rlx_graph *g, rlx_bound_input **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!g->n_bound)
+        return RLX_OK;
+    rlx_graph tmp;
+    memset(&tmp, 0, sizeof tmp);
+    for (int i = 0; i < g->n_bound; i++) {
+        const rlx_bound_input *b = &g->bound[i];
+        if (rlx_graph_bind_input(&tmp, b->name, b->dtype, &b->shape, b->value, b->bytes) != RLX_OK) {
+            rlx_bound_inputs_free(tmp.bound, tmp.n_bound);
+            return RLX_ERR_OUT_OF_MEMORY;
+        }
+    }
+    *out = tmp.bound;
+    *n = tmp.n_bound;
+    return RLX_OK;
 }
 
 int rlx_graph_node_count(const rlx_graph *g) { return g ? g->n_nodes : 0; }
@@ -151,6 +206,8 @@ rlx_graph *rlx_graph_clone(const rlx_graph *g)
     for (int i = 0; i < g->n_outputs; i++)
         if (rlx_output(c, g->outputs[i].name, g->outputs[i].node) != RLX_OK)
             goto fail;
+    if (rlx_bound_inputs_copy(g, &c->bound, &c->n_bound) != RLX_OK)
+        goto fail;
     c->error = g->error;
     memcpy(c->error_msg, g->error_msg, sizeof c->error_msg);
     return c;

@@ -302,11 +302,24 @@ typedef struct rlx_output_ref {
     rlx_node node;
 } rlx_output_ref;
 
+/* A model input an importer bound to a value (it became a constant, so the
+ * graph could be shaped): a session compiled from the graph accepts that
+ * value for it and refuses any other. */
+typedef struct rlx_bound_input {
+    char *name;
+    rlx_dtype dtype;
+    rlx_shape shape;
+    void *value; /* owned */
+    size_t bytes;
+} rlx_bound_input;
+
 struct rlx_graph {
     rlx_node_data *nodes;
     int n_nodes, cap_nodes;
     rlx_output_ref *outputs;
     int n_outputs, cap_outputs;
+    rlx_bound_input *bound; /* inputs bound by value (rlx_graph_bind_input) */
+    int n_bound;
     /* First builder failure, reported by verify. */
     rlx_status error;
     char error_msg[512];
@@ -470,6 +483,13 @@ bool rlx_has_decomposition(rlx_op op);
 /* ----------------------------------------------------------- graphs */
 
 rlx_graph *rlx_graph_clone(const rlx_graph *g);
+/* Records that input `name` was bound to `value` (copied). */
+rlx_status rlx_graph_bind_input(rlx_graph *g, const char *name, rlx_dtype t, const rlx_shape *shape, const void *value,
+                                size_t bytes);
+/* A copy of g's bound inputs (*out NULL when it has none); freed with
+ * rlx_bound_inputs_free. */
+rlx_status rlx_bound_inputs_copy(const rlx_graph *g, rlx_bound_input **out, int *n);
+void rlx_bound_inputs_free(rlx_bound_input *b, int n);
 static inline rlx_node_data *rlx_graph_node(const rlx_graph *g, rlx_node id) { return &g->nodes[id]; }
 /* Appends a node: checks its operands, runs shape inference and records
  * the first failure in the graph.  The node is copied (name and data are

@@ -291,7 +291,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     /* 1. verify */
     if ((rc = rlx_graph_verify(user)) != RLX_OK)
         return rc;
-    if (!(s->graph = rlx_graph_clone(user)))
+    if (!(s->graph = rlx_graph_clone(user)) || rlx_bound_inputs_copy(user, &s->bound, &s->n_bound) != RLX_OK)
         return RLX_ERR_OUT_OF_MEMORY;
     st->nodes_in = s->graph->n_nodes;
     STAGE_DONE(RLX_STAGE_VERIFY);

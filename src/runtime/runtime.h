@@ -55,7 +55,9 @@ struct rlx_session {
      * (ext[i]: the address of external param node i, else NULL) */
     const rlx_session *params_from;
     void **ext;
-    char *report; /* the dispatch report when asked for (opts.dispatch_report) */
+    char *report;           /* the dispatch report when asked for (opts.dispatch_report) */
+    rlx_bound_input *bound; /* inputs bound by value at import: only that value is accepted */
+    int n_bound;
 };
 
 /* Applies RLX_* environment variables on top of o (unless o->ignore_env). */

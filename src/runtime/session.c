@@ -30,6 +30,7 @@ void rlx_session_free(rlx_session *s)
         free(s->io[k]);
     }
     free(s->report);
+    rlx_bound_inputs_free(s->bound, s->n_bound);
     rlx_plan_free(&s->plan);
     rlx_graph_free(s->graph);
     free(s);
@@ -53,12 +54,80 @@ static rlx_status check_bytes(const rlx_session *s, int kind, const rlx_io_slot 
                          rlx_dtype_name(n->dtype), rlx_shape_str(&n->shape, sh, sizeof sh), slot->bytes, bytes);
 }
 
+/* Up to 8 values of a bound input, as text: "3, 4". */
+static const char *values_str(rlx_dtype t, const void *v, size_t bytes, char *buf, size_t n)
+{
+    size_t es = rlx_dtype_size(t), len = 0, count = es ? bytes / es : 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < count && i < 8 && len < n; i++) {
+        const char *p = (const char *)v + i * es, *sep = i ? ", " : "";
+        double d = 0;
+        float f;
+        uint16_t h;
+        int64_t q64;
+        int32_t q32;
+        long long q = 0;
+        int is_int = 1;
+        switch (t) {
+        case RLX_F32: memcpy(&f, p, sizeof f), d = (double)f, is_int = 0; break;
+        case RLX_F64: memcpy(&d, p, sizeof d), is_int = 0; break;
+        case RLX_F16: memcpy(&h, p, sizeof h), d = (double)rlx_f16_to_f32(h), is_int = 0; break;
+        case RLX_BF16: memcpy(&h, p, sizeof h), d = (double)rlx_bf16_to_f32(h), is_int = 0; break;
+        case RLX_I64: memcpy(&q64, p, sizeof q64), q = (long long)q64; break;
+        case RLX_I32: memcpy(&q32, p, sizeof q32), q = q32; break;
+        case RLX_I8: q = *(const int8_t *)p; break;
+        default: q = *(const uint8_t *)p; break;
+        }
+        len += is_int ? (size_t)snprintf(buf + len, n - len, "%s%lld", sep, q)
+                      : (size_t)snprintf(buf + len, n - len, "%s%g", sep, d);
+    }
+    if (count > 8 && len < n)
+        snprintf(buf + len, n - len, ", ... (%zu values)", count);
+    return buf;
+}
+
+/* An input bound by value when the graph was built: it has no slot; the
+ * value it was bound to is accepted (nothing to do), any other is refused,
+ * since the compiled graph holds the old one. */
+static rlx_status check_bound(const rlx_bound_input *b, const void *data, size_t bytes)
+{
+    char want[256], sh[128];
+    values_str(b->dtype, b->value, b->bytes, want, sizeof want);
+    if (bytes != b->bytes)
+        return rlx_set_error(RLX_ERR_SHAPE,
+                             "input '%s' was bound by value when the model was imported (%s%s: %s); got %zu bytes "
+                             "where it has %zu: import it again with the new value",
+                             b->name, rlx_dtype_name(b->dtype), rlx_shape_str(&b->shape, sh, sizeof sh), want, bytes,
+                             b->bytes);
+    if (bytes && memcmp(data, b->value, bytes) != 0) {
+        char got[256];
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "input '%s' was bound by value when the model was imported (%s%s: %s), and the session "
+                             "was compiled for that value; got %s: import it again with the new value (an rlx_model "
+                             "compiles once per value)",
+                             b->name, rlx_dtype_name(b->dtype), rlx_shape_str(&b->shape, sh, sizeof sh), want,
+                             values_str(b->dtype, data, bytes, got, sizeof got));
+    }
+    return RLX_OK;
+}
+
+static const rlx_bound_input *find_bound(const rlx_session *s, const char *name)
+{
+    for (int i = 0; i < s->n_bound; i++)
+        if (strcmp(s->bound[i].name, name) == 0)
+            return &s->bound[i];
+    return NULL;
+}
+
 static rlx_status set_tensor(rlx_session *s, int kind, const char *name, const void *data, size_t bytes)
 {
     if (!s || !name || (!data && bytes))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "set %s: session, name and data must not be NULL",
                              kind_name[kind]);
     rlx_io_slot *slot = find(s, kind, name);
+    const rlx_bound_input *b = !slot && kind == 0 ? find_bound(s, name) : NULL;
+    if (b)
+        return check_bound(b, data, bytes);
     if (!slot)
         return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no %s named '%s'", kind_name[kind], name);
     rlx_status st = check_bytes(s, kind, slot, bytes);
@@ -140,6 +209,11 @@ static rlx_status device_copy(rlx_session *s, int kind, const char *name, void *
                              kind ? "get" : "set", kind_name[kind], name, s->backend->name,
                              kind ? "get_output" : "set_input");
     rlx_io_slot *slot = find(s, kind, name);
+    if (!slot && kind == 0 && find_bound(s, name))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "input '%s' was bound by value when the model was imported: set it from host memory "
+                             "(rlx_session_set_input), which checks the value",
+                             name);
     if (!slot)
         return rlx_set_error(RLX_ERR_NOT_FOUND, "the compiled graph has no %s named '%s'", kind_name[kind], name);
     rlx_status st = check_bytes(s, kind, slot, bytes);

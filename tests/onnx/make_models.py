@@ -323,6 +323,15 @@ yg = (pg @ vg).transpose(0, 2, 1, 3).reshape(1, S, HID) @ wo + bo
 np.save(os.path.join(out, "gpt2_attention_x.npy"), xg)
 np.save(os.path.join(out, "gpt2_attention_y.npy"), yg.astype(np.float32))
 
+# 10d. a Reshape whose target shape is a graph input (bound by value at
+# import): y = transpose(reshape(x, s)).flatten(), so two targets of the
+# same size give the same shapes but different values
+save("reshape_by_value", helper.make_graph(
+    [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
+     helper.make_node("Reshape", ["t", "flat"], ["y"])],
+    "reshape_by_value", [vi("x", [2, 6]), vi("s", [2], TensorProto.INT64)], [vi("y", [12])],
+    [numpy_helper.from_array(np.array([-1], np.int64), "flat")]))
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

@@ -1,5 +1,5 @@
 /* onnx_conv.c - convolution and pooling: Conv, ConvTranspose, the max,
- * average and Lp pools (windowed and global) and MaxUnpool.  Three spatial
+ * average and Lp pools (windowed and global), MaxUnpool and Col2Im.  Three spatial
  * dims go through onnx_conv3d.c. */
 #include <math.h>
 #include <string.h>
@@ -396,7 +396,72 @@ static rlx_status h_maxunpool(onnx_node *n)
     return onnx_out_node(n, 0, y);
 }
 
+/* Col2Im (opset 18, 2-d): the columns [N, C*kh*kw, L] as [N, C, kh, kw,
+ * oh, ow]; each kernel tap (i, j) spreads its [oh, ow] block over the
+ * padded image at stride (a pad after each element, then a reshape) and
+ * offset (i*dh, j*dw) (a pad around it); the taps add up, and the image
+ * is cut out of the padding. */
+static rlx_status h_col2im(onnx_node *n)
+{
+    rlx_graph *g = n->c->g;
+    int64_t xd[RLX_MAX_DIMS], im[3], bl[3], dl[2] = {1, 1}, st[2] = {1, 1}, pd[4] = {0, 0, 0, 0};
+    int r = onnx_in_shape(n, 0, xd);
+    int ni = onnx_const_ints(n, 1, im, 3), nb = onnx_const_ints(n, 2, bl, 3);
+    if (ni == -2)
+        return onnx_need_const(n, 1, "image_shape");
+    if (nb == -2)
+        return onnx_need_const(n, 2, "block_shape");
+    if (ni != 2 || nb != 2)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "only 2-d images (image_shape has %d values, block_shape %d)", ni, nb);
+    if ((onnx_attr_ints(n, "dilations", dl, 2) != 2 && onnx_attr(n, "dilations")) ||
+        (onnx_attr_ints(n, "strides", st, 2) != 2 && onnx_attr(n, "strides")) ||
+        (onnx_attr_ints(n, "pads", pd, 4) != 4 && onnx_attr(n, "pads")))
+        return onnx_fail(n, RLX_ERR_FORMAT, "dilations and strides take 2 values, pads 4");
+    int64_t kh = bl[0], kw = bl[1], H = im[0], W = im[1];
+    if (kh < 1 || kw < 1 || H < 1 || W < 1 || dl[0] < 1 || dl[1] < 1 || st[0] < 1 || st[1] < 1 || pd[0] < 0 ||
+        pd[1] < 0 || pd[2] < 0 || pd[3] < 0)
+        return onnx_fail(n, RLX_ERR_SHAPE, "bad image, block, dilations, strides or pads");
+    int64_t Hp = H + pd[0] + pd[2], Wp = W + pd[1] + pd[3];
+    int64_t oh = (Hp - dl[0] * (kh - 1) - 1) / st[0] + 1, ow = (Wp - dl[1] * (kw - 1) - 1) / st[1] + 1;
+    if (r != 3 || oh < 1 || ow < 1 || xd[1] % (kh * kw) || xd[2] != oh * ow)
+        return onnx_fail(n, RLX_ERR_SHAPE, "input must be [N, C*%lld, %lld] for this image and block",
+                         (long long)(kh * kw), (long long)(oh > 0 && ow > 0 ? oh * ow : 0));
+    if (kh * kw > 1024)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a block of %lld taps", (long long)(kh * kw));
+    int64_t N = xd[0], C = xd[1] / (kh * kw);
+    rlx_node x6 = rlx_reshape(g, onnx_in(n, 0), 6, (int64_t[]){N, C, kh, kw, oh, ow}), sum = -1;
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++) {
+            int ax[2] = {2, 3};
+            int64_t s0[2] = {i, j}, e0[2] = {i + 1, j + 1};
+            rlx_node b = rlx_reshape(g, rlx_slice(g, x6, 2, ax, s0, e0, NULL), 6, (int64_t[]){N, C, oh, 1, ow, 1});
+            int64_t sp[12] = {0};
+            sp[6 + 3] = st[0] - 1;
+            sp[6 + 5] = st[1] - 1;
+            if (st[0] > 1 || st[1] > 1)
+                b = rlx_pad(g, b, sp, RLX_PAD_CONSTANT, 0);
+            b = rlx_reshape(g, b, 4, (int64_t[]){N, C, oh * st[0], ow * st[1]});
+            /* rows from i*dh: oh*sh of them, cut to the padded image */
+            int64_t r0 = i * dl[0], c0 = j * dl[1];
+            int64_t nr = oh * st[0] < Hp - r0 ? oh * st[0] : Hp - r0, nc = ow * st[1] < Wp - c0 ? ow * st[1] : Wp - c0;
+            int ax2[2] = {2, 3};
+            int64_t z[2] = {0, 0}, en[2] = {nr, nc};
+            if (nr != oh * st[0] || nc != ow * st[1])
+                b = rlx_slice(g, b, 2, ax2, z, en, NULL);
+            int64_t pp[8] = {0, 0, r0, c0, 0, 0, Hp - r0 - nr, Wp - c0 - nc};
+            b = rlx_pad(g, b, pp, RLX_PAD_CONSTANT, 0);
+            sum = sum < 0 ? b : rlx_add(g, sum, b);
+        }
+    if (pd[0] || pd[1] || pd[2] || pd[3]) {
+        int ax[2] = {2, 3};
+        int64_t s0[2] = {pd[0], pd[1]}, e0[2] = {pd[0] + H, pd[1] + W};
+        sum = rlx_slice(g, sum, 2, ax, s0, e0, NULL);
+    }
+    return onnx_out_node(n, 0, sum);
+}
+
 const onnx_op onnx_conv_ops[] = {
+    ONNX_OP("Col2Im", h_col2im, 3),
     ONNX_OP("Conv", h_conv, 2),
     ONNX_OP("ConvTranspose", h_conv_transpose, 2),
     ONNX_OP("MaxPool", h_pool, 1),

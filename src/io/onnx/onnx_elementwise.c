@@ -1,7 +1,7 @@
 /* onnx_elementwise.c - elementwise ONNX ops: the unary and binary ops that
  * map one-to-one onto a builder (the builder sits in the op's row), the
  * variadic ones (Sum, Max, Min, Mean), Pow, Mod, Where, Cast/CastLike,
- * Identity, Clip, BitShift, and the activations and math functions RLX
+ * Identity, Clip, BitShift, the Bitwise ops, and the activations and math functions RLX
  * has no primitive for, built from primitives. */
 #include <math.h>
 #include <string.h>
@@ -255,6 +255,68 @@ static rlx_status h_bitshift(onnx_node *n)
     return onnx_out_node(n, 0, rlx_cast(G, y, t));
 }
 
+/* A 256 x 256 table of op(a, b) over bytes, indexed a * 256 + b: unsigned
+ * bytes (u8), or signed (i8, both offset by 128). */
+static rlx_node byte_table(onnx_node *n, char op, bool is_signed)
+{
+    int64_t len = 65536;
+    onnx_tensor *k = onnx_tensor_new(is_signed ? RLX_I8 : RLX_U8, 1, &len);
+    if (!k)
+        return -1;
+    for (int i = 0; i < 256; i++)
+        for (int j = 0; j < 256; j++) {
+            int a = is_signed ? i - 128 : i, b = is_signed ? j - 128 : j;
+            int v = op == '&' ? (a & b) : op == '|' ? (a | b) : (a ^ b);
+            if (is_signed)
+                ((int8_t *)k->data)[i * 256 + j] = (int8_t)v;
+            else
+                ((uint8_t *)k->data)[i * 256 + j] = (uint8_t)v;
+        }
+    return onnx_const_node(n, k);
+}
+
+/* BitwiseAnd/Or/Xor/Not (opset 18) from arithmetic: Not is -1 - x (255 - x
+ * for u8); the others split both operands (as i64) into bytes, low first
+ * (x mod 256, then the exact quotient), look each pair up in a byte table
+ * and add the results times their place values.  The top byte of a signed
+ * type stays signed, so no sum overflows.  uint16/uint32/uint64, held
+ * widened, are right for And/Or/Xor but not for Not. */
+static rlx_status h_bitwise(onnx_node *n)
+{
+    const char *op = n->p->op_type;
+    rlx_dtype t = onnx_in_dtype(n, 0);
+    int nbytes = t == RLX_I64 ? 8 : t == RLX_I32 ? 4 : (t == RLX_I8 || t == RLX_U8) ? 1 : 0;
+    if (!nbytes)
+        return onnx_fail(n, RLX_ERR_DTYPE, "%s takes integers, got %s", op, rlx_dtype_name(t));
+    if (!strcmp(op, "BitwiseNot"))
+        return onnx_out_node(n, 0, rlx_sub(G, onnx_scalar(n, t, t == RLX_U8 ? 255 : -1), onnx_in(n, 0)));
+    if (onnx_in_dtype(n, 1) != t)
+        return onnx_fail(n, RLX_ERR_DTYPE, "operands of different types (%s and %s)", rlx_dtype_name(t),
+                         rlx_dtype_name(onnx_in_dtype(n, 1)));
+    char c = !strcmp(op, "BitwiseAnd") ? '&' : !strcmp(op, "BitwiseOr") ? '|' : '^';
+    rlx_node a = rlx_cast(G, onnx_in(n, 0), RLX_I64), b = rlx_cast(G, onnx_in(n, 1), RLX_I64);
+    rlx_node b256 = onnx_scalar(n, RLX_I64, 256), y = -1;
+    for (int j = 0; j < nbytes; j++) {
+        bool top_signed = j == nbytes - 1 && t != RLX_U8;
+        rlx_node ca = a, cb = b;
+        if (!top_signed) {
+            ca = rlx_mod(G, a, b256, 0);
+            cb = rlx_mod(G, b, b256, 0);
+            a = rlx_div(G, rlx_sub(G, a, ca), b256);
+            b = rlx_div(G, rlx_sub(G, b, cb), b256);
+        } else {
+            ca = rlx_add(G, ca, onnx_scalar(n, RLX_I64, 128));
+            cb = rlx_add(G, cb, onnx_scalar(n, RLX_I64, 128));
+        }
+        rlx_node idx = rlx_add(G, rlx_mul(G, ca, b256), cb);
+        rlx_node r = rlx_cast(G, rlx_gather(G, byte_table(n, c, top_signed), idx, 0), RLX_I64);
+        if (j)
+            r = rlx_mul(G, r, onnx_scalar(n, RLX_I64, ldexp(1.0, 8 * j)));
+        y = j ? rlx_add(G, y, r) : r;
+    }
+    return onnx_out_node(n, 0, rlx_cast(G, y, t));
+}
+
 /* Rows of the ops that map one-to-one onto a builder (binary: at least min inputs). */
 #define UNARY(name, builder)                      \
     {                                             \
@@ -331,5 +393,9 @@ const onnx_op onnx_elementwise_ops[] = {
     ONNX_OP("Asin", h_activation, 1),
     ONNX_OP("Acos", h_activation, 1),
     ONNX_OP("BitShift", h_bitshift, 1),
+    ONNX_OP("BitwiseAnd", h_bitwise, 2),
+    ONNX_OP("BitwiseOr", h_bitwise, 2),
+    ONNX_OP("BitwiseXor", h_bitwise, 2),
+    ONNX_OP("BitwiseNot", h_bitwise, 1),
     ONNX_OP_END,
 };

@@ -1,6 +1,7 @@
 /* onnx_image.c - image resampling at computed coordinates: Resize and
  * Upsample (nearest, linear, cubic; separable, one axis at a time),
- * GridSample and RoiAlign (taps gathered at run-time indices). */
+ * GridSample and RoiAlign (taps gathered at run-time indices), AffineGrid
+ * (a constant base grid times theta). */
 #include <math.h>
 #include <string.h>
 
@@ -180,28 +181,64 @@ static rlx_status h_resize(onnx_node *n)
         si = 2;
         zi = 3;
     }
+    /* opset 18: sizes, scales and roi may list only the axes of `axes` */
+    int nax = r, axmap[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        axmap[i] = i;
+    if (n->opset >= 18 && onnx_attr(n, "axes")) {
+        int64_t ax[RLX_MAX_DIMS + 1];
+        nax = onnx_attr_ints(n, "axes", ax, RLX_MAX_DIMS + 1);
+        if (nax < 1 || nax > r)
+            return onnx_fail(n, RLX_ERR_FORMAT, "axes has %d values for rank %d", nax, r);
+        for (int i = 0; i < nax; i++) {
+            axmap[i] = onnx_norm_axis(ax[i], r);
+            if (axmap[i] < 0 || axmap[i] >= r)
+                return onnx_fail(n, RLX_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)ax[i], r);
+        }
+    }
     bool have_sizes = false;
     if (zi >= 0 && zi < n->n_in && n->in[zi] && (!n->in[zi]->k || n->in[zi]->k->numel > 0)) {
-        int c = onnx_const_ints(n, zi, sizes, RLX_MAX_DIMS);
+        int64_t given[RLX_MAX_DIMS];
+        int c = onnx_const_ints(n, zi, given, RLX_MAX_DIMS);
         if (c == -2)
             return onnx_need_const(n, zi, "sizes");
-        if (c != r)
-            return onnx_fail(n, RLX_ERR_FORMAT, "sizes has %d values for rank %d", c, r);
+        if (c != nax)
+            return onnx_fail(n, RLX_ERR_FORMAT, "sizes has %d values for %d axes", c, nax);
         have_sizes = true;
+        for (int i = 0; i < nax; i++)
+            sizes[axmap[i]] = given[i];
         for (int i = 0; i < r; i++)
             scales[i] = (double)sizes[i] / (double)xd[i];
+        /* opset 18: one scale for the listed axes, the smallest or largest */
+        char b4[32];
+        const char *pol =
+            n->opset >= 18 ? onnx_attr_s(n, "keep_aspect_ratio_policy", "stretch", b4, sizeof b4) : "stretch";
+        if (strcmp(pol, "stretch")) {
+            bool larger = !strcmp(pol, "not_smaller");
+            if (!larger && strcmp(pol, "not_larger"))
+                return onnx_fail(n, RLX_ERR_UNSUPPORTED, "keep_aspect_ratio_policy '%s'", pol);
+            double sc = scales[axmap[0]];
+            for (int i = 1; i < nax; i++)
+                sc = larger ? fmax(sc, scales[axmap[i]]) : fmin(sc, scales[axmap[i]]);
+            for (int i = 0; i < nax; i++) {
+                scales[axmap[i]] = sc;
+                sizes[axmap[i]] = (int64_t)floor(sc * (double)xd[axmap[i]] + 0.5);
+            }
+        }
     } else if (si >= 0 && si < n->n_in && n->in[si]) {
         const onnx_tensor *k = n->in[si]->k;
         if (!k)
             return onnx_need_const(n, si, "scales");
-        if (k->numel != r)
-            return onnx_fail(n, RLX_ERR_FORMAT, "scales has %lld values for rank %d", (long long)k->numel, r);
-        for (int i = 0; i < r; i++)
-            scales[i] = onnx_get_f(k, i);
+        if (k->numel != nax)
+            return onnx_fail(n, RLX_ERR_FORMAT, "scales has %lld values for %d axes", (long long)k->numel, nax);
+        for (int i = 0; i < nax; i++)
+            scales[axmap[i]] = onnx_get_f(k, i);
     }
-    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * r)
-        for (int i = 0; i < 2 * r; i++)
-            roi[i] = onnx_get_f(n->in[ri]->k, i);
+    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * nax)
+        for (int i = 0; i < nax; i++) {
+            roi[axmap[i]] = onnx_get_f(n->in[ri]->k, i);
+            roi[r + axmap[i]] = onnx_get_f(n->in[ri]->k, nax + i);
+        }
     for (int i = 0; i < r; i++) {
         if (!(scales[i] > 0))
             return onnx_fail(n, RLX_ERR_FORMAT, "scale %g", scales[i]);
@@ -450,10 +487,57 @@ static rlx_status h_roi_align(onnx_node *n)
     return onnx_out_node(n, 0, rlx_transpose(G, y, (int[]){0, 3, 1, 2}));
 }
 
+/* AffineGrid (opset 20): the normalized base grid [P, nd + 1] (x first,
+ * then y (, z), then 1) is a constant of the size input; grid = base times
+ * theta [N, nd, nd + 1] transposed, as [N, (D,) H, W, nd]. */
+static rlx_status h_affine_grid(onnx_node *n)
+{
+    int64_t td[RLX_MAX_DIMS], sz[6];
+    int tr = onnx_in_shape(n, 0, td);
+    int ns = onnx_const_ints(n, 1, sz, 6);
+    if (ns == -2)
+        return onnx_need_const(n, 1, "size");
+    if (ns != 4 && ns != 5)
+        return onnx_fail(n, RLX_ERR_FORMAT, "size has %d values; it takes [N, C, H, W] or [N, C, D, H, W]", ns);
+    int nd = ns - 2;
+    if (tr != 3 || td[0] != sz[0] || td[1] != nd || td[2] != nd + 1)
+        return onnx_fail(n, RLX_ERR_SHAPE, "theta must be [N, %d, %d] for a size of %d values", nd, nd + 1, ns);
+    int align = (int)onnx_attr_i(n, "align_corners", 0);
+    int64_t P = 1;
+    for (int i = 0; i < nd; i++) {
+        if (sz[2 + i] < 1)
+            return onnx_fail(n, RLX_ERR_SHAPE, "size %d is %lld", 2 + i, (long long)sz[2 + i]);
+        P *= sz[2 + i];
+    }
+    if (P > ONNX_FOLD_MAX_NUMEL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of %lld points", (long long)P);
+    int64_t bd[2] = {P, nd + 1};
+    onnx_tensor *k = onnx_tensor_new(onnx_in_dtype(n, 0), 2, bd);
+    if (!k)
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t p = 0; p < P; p++) {
+        int64_t rest = p;
+        for (int i = nd - 1; i >= 0; i--) { /* spatial dim i; the last (W) is x, column 0 */
+            int64_t len = sz[2 + i], idx = rest % len;
+            rest /= len;
+            double v = align ? (len > 1 ? -1.0 + 2.0 * (double)idx / (double)(len - 1) : 0.0)
+                             : (2.0 * (double)idx + 1.0) / (double)len - 1.0;
+            onnx_set_f(k, p * (nd + 1) + (nd - 1 - i), v);
+        }
+        onnx_set_f(k, p * (nd + 1) + nd, 1.0);
+    }
+    rlx_graph *g = n->c->g;
+    rlx_node y = rlx_matmul(g, onnx_const_node(n, k), onnx_in(n, 0), 0, 1); /* [N, P, nd] */
+    int64_t od[RLX_MAX_DIMS];
+    od[0] = sz[0];
+    for (int i = 0; i < nd; i++)
+        od[1 + i] = sz[2 + i];
+    od[1 + nd] = nd;
+    return onnx_out_node(n, 0, rlx_reshape(g, y, nd + 2, od));
+}
+
 const onnx_op onnx_image_ops[] = {
-    ONNX_OP("GridSample", h_grid_sample, 2),
-    ONNX_OP("RoiAlign", h_roi_align, 3),
-    ONNX_OP("Resize", h_resize, 1),
-    ONNX_OP_SINCE("Upsample", h_resize, 1, 9, 2),
-    ONNX_OP_END,
+    ONNX_OP("AffineGrid", h_affine_grid, 2),      ONNX_OP("GridSample", h_grid_sample, 2),
+    ONNX_OP("RoiAlign", h_roi_align, 3),          ONNX_OP("Resize", h_resize, 1),
+    ONNX_OP_SINCE("Upsample", h_resize, 1, 9, 2), ONNX_OP_END,
 };

@@ -461,6 +461,13 @@ static rlx_status add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi)
         }
         if (k->bytes)
             memcpy(k->data, b->value, k->bytes);
+        /* kept with the graph, so that a session refuses other values */
+        rlx_shape ks = {.ndim = nd};
+        memcpy(ks.dims, dims, sizeof dims[0] * (size_t)nd);
+        if (rlx_graph_bind_input(c->g, name, t, &ks, b->value, b->bytes) != RLX_OK) {
+            onnx_tensor_free(k);
+            return RLX_ERR_OUT_OF_MEMORY;
+        }
         return onnx_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
     }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);

@@ -40,6 +40,14 @@ static rlx_status h_reduce(onnx_node *n)
         return onnx_pass_through(n, 0, 0);
     rlx_dtype t = onnx_in_dtype(n, 0);
     rlx_node y;
+    if (t == RLX_BOOL && (!strcmp(op, "ReduceMax") || !strcmp(op, "ReduceMin"))) {
+        /* opset 20: any / all, through u8 */
+        rlx_node xu = rlx_cast(g, x, RLX_U8);
+        y = !strcmp(op, "ReduceMax") ? rlx_reduce_max(g, xu, na, axes, keep) : rlx_reduce_min(g, xu, na, axes, keep);
+        return onnx_out_node(n, 0, rlx_cast(g, y, RLX_BOOL));
+    }
+    if (t == RLX_BOOL)
+        return onnx_fail(n, RLX_ERR_DTYPE, "%s of bool (only ReduceMax and ReduceMin take bool)", op);
     if (!strcmp(op, "ReduceSum"))
         y = rlx_reduce_sum(g, x, na, axes, keep);
     else if (!strcmp(op, "ReduceMean"))

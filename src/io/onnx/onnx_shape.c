@@ -1,6 +1,6 @@
 /* onnx_shape.c - ops that move data without computing on it: Shape, Size,
  * Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice, Concat, Split,
- * Expand, Pad, Tile, DepthToSpace/SpaceToDepth.  A constant input gives a
+ * Expand, Pad, CenterCropPad, Tile, DepthToSpace/SpaceToDepth.  A constant input gives a
  * constant output, folded on the host. */
 #include <math.h>
 #include <string.h>
@@ -414,6 +414,74 @@ static rlx_status h_expand(onnx_node *n)
     return onnx_out_node(n, 0, rlx_expand(n->c->g, onnx_in(n, 0), ns, sh));
 }
 
+/* Pad mode "wrap" (opset 19): per padded axis a gather of the indices
+ * (j - begin) mod dim, so pads longer than the axis wrap around again. */
+static rlx_node pad_wrap(onnx_node *n, rlx_node x, const int64_t *pads)
+{
+    int64_t xd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, x, xd);
+    for (int a = 0; a < r && x >= 0; a++) {
+        int64_t b = pads[a], e = pads[r + a], len = xd[a] + b + e;
+        if (!b && !e)
+            continue;
+        onnx_tensor *k = onnx_tensor_new(RLX_I64, 1, &len);
+        if (!k)
+            return -1;
+        for (int64_t j = 0; j < len; j++)
+            ((int64_t *)k->data)[j] = (((j - b) % xd[a]) + xd[a]) % xd[a];
+        x = rlx_gather(n->c->g, x, onnx_const_node(n, k), a);
+    }
+    return x;
+}
+
+/* CenterCropPad (opset 18): per axis, a centred slice where the target is
+ * smaller, zeros around where it is larger (the extra element after). */
+static rlx_status h_center_crop_pad(onnx_node *n)
+{
+    int64_t in[RLX_MAX_DIMS], sh[RLX_MAX_DIMS + 1], ax[RLX_MAX_DIMS + 1];
+    int r = onnx_in_shape(n, 0, in);
+    int ns = onnx_const_ints(n, 1, sh, RLX_MAX_DIMS + 1);
+    if (ns == -2)
+        return onnx_need_const(n, 1, "shape");
+    int na = onnx_attr_ints(n, "axes", ax, RLX_MAX_DIMS + 1);
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++)
+            ax[i] = i;
+    }
+    if (ns != na)
+        return onnx_fail(n, RLX_ERR_FORMAT, "shape has %d values for %d axes", ns, na);
+    rlx_node x = onnx_in(n, 0);
+    int64_t pads[2 * RLX_MAX_DIMS] = {0};
+    int sl_axes[RLX_MAX_DIMS], nsl = 0;
+    int64_t st[RLX_MAX_DIMS], en[RLX_MAX_DIMS];
+    bool pad = false;
+    for (int i = 0; i < na; i++) {
+        int a = onnx_norm_axis(ax[i], r);
+        if (a < 0 || a >= r)
+            return onnx_fail(n, RLX_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)ax[i], r);
+        if (sh[i] < 0)
+            return onnx_fail(n, RLX_ERR_SHAPE, "negative target size %lld", (long long)sh[i]);
+        if (sh[i] < in[a]) {
+            sl_axes[nsl] = a;
+            st[nsl] = (in[a] - sh[i]) / 2;
+            en[nsl] = st[nsl] + sh[i];
+            nsl++;
+        } else if (sh[i] > in[a]) {
+            pads[a] = (sh[i] - in[a]) / 2;
+            pads[r + a] = sh[i] - in[a] - pads[a];
+            pad = true;
+        }
+    }
+    if (nsl)
+        x = rlx_slice(n->c->g, x, nsl, sl_axes, st, en, NULL);
+    if (pad)
+        x = rlx_pad(n->c->g, x, pads, RLX_PAD_CONSTANT, 0);
+    if (!nsl && !pad)
+        return onnx_pass_through(n, 0, 0);
+    return onnx_out_node(n, 0, x);
+}
+
 static rlx_status h_pad(onnx_node *n)
 {
     rlx_graph *g = n->c->g;
@@ -456,8 +524,11 @@ static rlx_status h_pad(onnx_node *n)
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] > (INT64_C(1) << 31) || pads[i] < -(INT64_C(1) << 31))
             return onnx_fail(n, RLX_ERR_SHAPE, "pad too large");
-    rlx_pad_mode m;
-    if (!strcmp(mode, "constant"))
+    rlx_pad_mode m = RLX_PAD_CONSTANT;
+    bool wrap = !strcmp(mode, "wrap");
+    if (wrap)
+        ; /* opset 19: gathers below */
+    else if (!strcmp(mode, "constant"))
         m = RLX_PAD_CONSTANT;
     else if (!strcmp(mode, "reflect"))
         m = RLX_PAD_REFLECT;
@@ -490,6 +561,14 @@ static rlx_status h_pad(onnx_node *n)
         if (!na)
             return onnx_pass_through(n, 0, 0);
         return onnx_out_node(n, 0, x);
+    }
+    if (wrap) {
+        int64_t xd[RLX_MAX_DIMS];
+        onnx_shape(n, x, xd);
+        for (int i = 0; i < r; i++)
+            if ((pads[i] || pads[r + i]) && xd[i] <= 0)
+                return onnx_fail(n, RLX_ERR_SHAPE, "wrap padding of axis %d, which is empty", i);
+        return onnx_out_node(n, 0, pad_wrap(n, x, pads));
     }
     return onnx_out_node(n, 0, rlx_pad(g, x, pads, m, value));
 }
@@ -598,6 +677,7 @@ const onnx_op onnx_shape_ops[] = {
     ONNX_OP("Expand", h_expand, 2),
     ONNX_OP_SINCE("Pad", h_pad, 1, 11, 2),
     ONNX_OP("Tile", h_tile, 2),
+    ONNX_OP("CenterCropPad", h_center_crop_pad, 2),
     ONNX_OP("DepthToSpace", h_depth_space, 1),
     ONNX_OP("SpaceToDepth", h_depth_space, 1),
     ONNX_OP_END,

@@ -153,9 +153,14 @@ static rlx_status h_dft(onnx_node *n)
         return onnx_fail(n, RLX_ERR_SHAPE, "needs [batch, ..., 1 or 2]");
     if (!onnx_dtype_is_float(onnx_in_dtype(n, 0)))
         return onnx_fail(n, RLX_ERR_DTYPE, "float input");
-    int axis = onnx_norm_axis(onnx_attr_i(n, "axis", 1), r);
-    if (axis < 1 || axis > r - 2)
-        return onnx_fail(n, RLX_ERR_SHAPE, "axis out of range");
+    /* opset 20: the axis is input 2 (default -2, the last signal axis) and
+     * may be 0; before, an attribute (default 1, after the batch axis) */
+    int64_t a64 = n->opset >= 20 ? -2 : onnx_attr_i(n, "axis", 1);
+    if (n->opset >= 20 && n->n_in > 2 && n->in[2] && onnx_const_ints(n, 2, &a64, 1) != 1)
+        return onnx_need_const(n, 2, "axis");
+    int axis = onnx_norm_axis(a64, r);
+    if (axis < (n->opset >= 20 ? 0 : 1) || axis > r - 2)
+        return onnx_fail(n, RLX_ERR_SHAPE, "axis %lld out of range for rank %d", (long long)a64, r);
     int inverse = (int)onnx_attr_i(n, "inverse", 0), onesided = (int)onnx_attr_i(n, "onesided", 0);
     int64_t N = xd[axis], L = N;
     if (n->n_in > 1 && n->in[1]) {
