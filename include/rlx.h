@@ -457,6 +457,12 @@ RLX_API rlx_status rlx_session_to_dot(const rlx_session *s, const char *title, c
  * rlx_workload_set_params fills them from a seeded generator. */
 RLX_API rlx_status rlx_workload_graph(const char *name, int batch, int seq, rlx_graph **out);
 RLX_API rlx_status rlx_workload_set_params(rlx_session *s, uint64_t seed);
+/* The decoder-small shape (WORKLOADS.md; `layers` > 0 overrides its 8) as a
+ * training graph over a vocabulary of `vocab` tokens: inputs "input_ids"
+ * and "labels" (i64 [batch, seq]; label -100 is ignored), outputs "logits"
+ * and "loss" (mean next-token cross-entropy).  Params named as the
+ * decoder workload's ("embed.w", "l0.q.w", ..., norms' gains end in ".g"). */
+RLX_API rlx_status rlx_decoder_train_graph(int batch, int seq, int vocab, int layers, rlx_graph **out);
 /* n values drawn from normal(0, std) by RLX's seeded generator (f32): the
  * values `rlx run` gives inputs it was not handed. */
 RLX_API void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed);
@@ -579,6 +585,9 @@ typedef struct rlx_trainer rlx_trainer;
 RLX_API rlx_status rlx_trainer_new(const rlx_graph *g, const char *loss, const rlx_train_options *t,
                                    const rlx_options *o, rlx_trainer **out);
 RLX_API void rlx_trainer_free(rlx_trainer *tr);
+/* The compiled step (to list params with rlx_session_count/info, read the
+ * report or the memory statistics); owned by the trainer. */
+RLX_API const rlx_session *rlx_trainer_session(const rlx_trainer *tr);
 /* Params (initial weights) and inputs (the batch) by name, as for a session. */
 RLX_API rlx_status rlx_trainer_set_param(rlx_trainer *tr, const char *name, const void *data, size_t bytes);
 RLX_API rlx_status rlx_trainer_get_param(rlx_trainer *tr, const char *name, void *data, size_t bytes);

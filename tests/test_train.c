@@ -435,8 +435,8 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimizers),      cmocka_unit_test(test_accumulation),
-        cmocka_unit_test(test_cross_entropy),   cmocka_unit_test(test_loss_falls),
+        cmocka_unit_test(test_optimizers),        cmocka_unit_test(test_accumulation),
+        cmocka_unit_test(test_cross_entropy),     cmocka_unit_test(test_loss_falls),
         cmocka_unit_test(test_checkpoint_resume), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

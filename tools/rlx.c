@@ -16,6 +16,7 @@ static void usage(FILE *f)
                "  run [MODEL]     compile and run a model (default: the embedded encoder workload)\n"
                "  generate [MODEL] text from a decoder LLM (.gguf, safetensors folder; default: embedded)\n"
                "  quantize IN OUT --type T  write a quantized GGUF file (from safetensors or GGUF)\n"
+               "  train           train the built-in decoder on a text (default: Debian's license texts)\n"
                "  dump --dot      write the graph before and after optimization as Graphviz\n"
                "  info MODEL      inputs, outputs, opsets and op counts of a model file\n"
                "  onnx-test DIR   run ONNX backend test cases\n"
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
         return rlx_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate"))
         return rlx_cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train"))
+        return rlx_cmd_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "quantize"))
         return rlx_cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "dump"))

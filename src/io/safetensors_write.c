@@ -14,7 +14,7 @@
 static const char *st_name(rlx_dtype t)
 {
     static const char *const names[RLX_DTYPE_COUNT] = {
-        [RLX_F32] = "F32", [RLX_F16] = "F16", [RLX_BF16] = "BF16", [RLX_F64] = "F64", [RLX_I64] = "I64",
+        [RLX_F32] = "F32", [RLX_F16] = "F16", [RLX_BF16] = "BF16", [RLX_F64] = "F64",  [RLX_I64] = "I64",
         [RLX_I32] = "I32", [RLX_I8] = "I8",   [RLX_U8] = "U8",     [RLX_BOOL] = "BOOL"};
     return (unsigned)t < RLX_DTYPE_COUNT ? names[t] : NULL;
 }
@@ -69,8 +69,8 @@ rlx_status rlx_safetensors_write(const char *path, int flags, const rlx_safetens
                                  i, e[i].name ? e[i].name : "");
         for (int j = 0; j < i; j++)
             if (!strcmp(e[i].name, e[j].name))
-                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "safetensors write '%s': tensor '%s' given twice",
-                                     path, e[i].name);
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "safetensors write '%s': tensor '%s' given twice", path,
+                                     e[i].name);
     }
     char *header = build_header(e, n);
     if (!header)
@@ -105,7 +105,8 @@ rlx_status rlx_safetensors_write(const char *path, int flags, const rlx_safetens
 rlx_status rlx_safetensors_write(const char *path, int flags, const rlx_safetensors_entry *e, int n)
 {
     (void)path, (void)flags, (void)e, (void)n;
-    return rlx_set_error(RLX_ERR_UNSUPPORTED, "safetensors support needs cJSON (Debian: libcjson-dev); rebuild with it");
+    return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                         "safetensors support needs cJSON (Debian: libcjson-dev); rebuild with it");
 }
 
 #endif

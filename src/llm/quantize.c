@@ -52,11 +52,11 @@ typedef struct preset {
 } preset;
 
 static const preset presets[] = {
-    {"q8_0", RLX_GGML_Q8_0, FTYPE_Q8_0, true},       {"q4_0", RLX_GGML_Q4_0, FTYPE_Q4_0, false},
-    {"q4_1", RLX_GGML_Q4_1, FTYPE_Q4_1, false},      {"q5_0", RLX_GGML_Q5_0, FTYPE_Q5_0, false},
-    {"q5_1", RLX_GGML_Q5_1, FTYPE_Q5_1, false},      {"q4_k", RLX_GGML_Q4_K, FTYPE_Q4_K_S, false},
-    {"q5_k", RLX_GGML_Q5_K, FTYPE_Q5_K_S, false},    {"q6_k", RLX_GGML_Q6_K, FTYPE_Q6_K, true},
-    {"q4_k_m", RLX_GGML_Q4_K, FTYPE_Q4_K_M, true},   {"q5_k_m", RLX_GGML_Q5_K, FTYPE_Q5_K_M, true},
+    {"q8_0", RLX_GGML_Q8_0, FTYPE_Q8_0, true},     {"q4_0", RLX_GGML_Q4_0, FTYPE_Q4_0, false},
+    {"q4_1", RLX_GGML_Q4_1, FTYPE_Q4_1, false},    {"q5_0", RLX_GGML_Q5_0, FTYPE_Q5_0, false},
+    {"q5_1", RLX_GGML_Q5_1, FTYPE_Q5_1, false},    {"q4_k", RLX_GGML_Q4_K, FTYPE_Q4_K_S, false},
+    {"q5_k", RLX_GGML_Q5_K, FTYPE_Q5_K_S, false},  {"q6_k", RLX_GGML_Q6_K, FTYPE_Q6_K, true},
+    {"q4_k_m", RLX_GGML_Q4_K, FTYPE_Q4_K_M, true}, {"q5_k_m", RLX_GGML_Q5_K, FTYPE_Q5_K_M, true},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -99,9 +99,9 @@ static int64_t block_of(int type)
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 typedef struct model_facts {
-    int n_layers;  /* for ffn_down */
-    int n_attn_v;  /* attn_v / attn_qkv tensors */
-    bool tied;     /* no output.weight: token_embd is the output too */
+    int n_layers; /* for ffn_down */
+    int n_attn_v; /* attn_v / attn_qkv tensors */
+    bool tied;    /* no output.weight: token_embd is the output too */
 } model_facts;
 
 static int choose_type(const preset *p, const model_facts *mf, const char *name, int64_t row)
@@ -158,7 +158,8 @@ static rlx_status read_f32(const rlx_weight_view *v, float *dst)
         int64_t row = v->dims[v->ndim - 1], rows = v->numel / (row ? row : 1);
         size_t rb = rlx_quant_row_bytes(v->ggml_type, row);
         for (int64_t r = 0; r < rows; r++) {
-            rlx_status st = rlx_dequantize_row(v->ggml_type, (const char *)v->data + (size_t)r * rb, dst + r * row, row);
+            rlx_status st =
+                rlx_dequantize_row(v->ggml_type, (const char *)v->data + (size_t)r * rb, dst + r * row, row);
             if (st != RLX_OK)
                 return st;
         }
@@ -166,8 +167,9 @@ static rlx_status read_f32(const rlx_weight_view *v, float *dst)
     }
     rlx_dtype dt = v->dtype;
     if (dt != RLX_F32 && dt != RLX_F16 && dt != RLX_BF16 && dt != RLX_F64)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s' is %s: only float tensors (F32, F16, BF16, F64) and "
-                                                  "ggml's quantized types can be quantized",
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "tensor '%s' is %s: only float tensors (F32, F16, BF16, F64) and "
+                             "ggml's quantized types can be quantized",
                              v->name, v->type_name);
     return rlx_weight_view_read(v, RLX_F32, dst, (size_t)v->numel * sizeof(float));
 }
@@ -178,8 +180,8 @@ static rlx_status read_f32(const rlx_weight_view *v, float *dst)
 static rlx_status permute_rows(float *x, int64_t rows, int64_t cols, int heads)
 {
     if (heads <= 0 || rows % (2 * heads))
-        return rlx_set_error(RLX_ERR_SHAPE, "q/k projection of %lld rows does not split into %d heads",
-                             (long long)rows, heads);
+        return rlx_set_error(RLX_ERR_SHAPE, "q/k projection of %lld rows does not split into %d heads", (long long)rows,
+                             heads);
     int64_t hd = rows / heads, half = hd / 2;
     float *tmp = rlx_malloc((size_t)(hd * cols) * sizeof *tmp);
     if (!tmp)
@@ -459,8 +461,9 @@ static rlx_status plan_type(const job *j, plan *pl, const rlx_weight_view *v, bo
     int64_t row = v->ndim ? v->dims[v->ndim - 1] : 1;
     if (is_quantizable(pl->name, v->ndim)) {
         if (src_type(v) < 0 && !(v->dtype == RLX_F64))
-            return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s' is %s: only float tensors (F32, F16, BF16, F64) "
-                                                      "and ggml's quantized types can be quantized",
+            return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                                 "tensor '%s' is %s: only float tensors (F32, F16, BF16, F64) "
+                                 "and ggml's quantized types can be quantized",
                                  v->name, v->type_name);
         pl->type = choose_type(j->p, &j->mf, pl->name, row);
         return RLX_OK;
@@ -639,8 +642,8 @@ rlx_status rlx_quantize_file(const char *in, const char *out, const char *type, 
             rlx_file_discard(f);
     }
     if (st == RLX_OK && log)
-        fprintf(log, "%s: %lld tensors, %.2f MiB -> %.2f MiB (%s)\n", out, (long long)j.n_plans,
-                total_in / 1048576.0, total_out / 1048576.0, j.p->name);
+        fprintf(log, "%s: %lld tensors, %.2f MiB -> %.2f MiB (%s)\n", out, (long long)j.n_plans, total_in / 1048576.0,
+                total_out / 1048576.0, j.p->name);
     free(bytes);
     job_free(&j);
     return st;

@@ -5,7 +5,9 @@
  * tied embedding.  This is the prefill graph over `seq` tokens from position
  * 0 (causal); decoding with a KV cache is not built here yet. */
 #include <stdio.h>
+#include <string.h>
 
+#include "ir/ir.h"
 #include "models/workloads.h"
 
 rlx_decoder_config rlx_decoder_small(int seq)
@@ -76,4 +78,37 @@ rlx_graph *rlx_workload_decoder(const rlx_decoder_config *c)
         return NULL;
     }
     return g;
+}
+
+rlx_status rlx_decoder_train_graph(int batch, int seq, int vocab, int layers, rlx_graph **out)
+{
+    if (!out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "decoder train graph: out is NULL");
+    *out = NULL;
+    if (batch < 1 || seq < 1 || vocab < 2 || layers < 0 || layers > 256)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "decoder train graph: batch %d, seq %d, vocab %d, layers %d out of range", batch, seq,
+                             vocab, layers);
+    rlx_decoder_config c = rlx_decoder_small(seq);
+    c.batch = batch;
+    c.vocab = vocab;
+    if (layers)
+        c.layers = layers;
+    rlx_graph *g = rlx_workload_decoder(&c);
+    if (!g)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "decoder train graph: building it failed");
+    rlx_node logits = -1;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!strcmp(g->outputs[i].name, "logits"))
+            logits = g->outputs[i].node;
+    rlx_node labels = rlx_input(g, "labels", RLX_I64, 2, (int64_t[]){batch, seq});
+    rlx_status s = rlx_output(g, "loss", rlx_cross_entropy(g, logits, labels, -100, 0.0));
+    if (s == RLX_OK)
+        s = rlx_graph_verify(g);
+    if (s != RLX_OK) {
+        rlx_graph_free(g);
+        return s;
+    }
+    *out = g;
+    return RLX_OK;
 }

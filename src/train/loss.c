@@ -7,8 +7,7 @@
 /* Cross-entropy as torch.nn.functional.cross_entropy computes it for class
  * indices: per row -(1 - s) log p[label] - s/C sum_c log p[c], averaged over
  * the rows whose label is not ignore_index (NaN when every row is). */
-rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64_t ignore_index,
-                           double label_smoothing)
+rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64_t ignore_index, double label_smoothing)
 {
     if (!g)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "cross_entropy: graph is NULL"), -1;
@@ -18,7 +17,8 @@ rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64
     rlx_shape sl = g->nodes[logits].shape, sy = g->nodes[labels].shape;
     rlx_dtype t = g->nodes[logits].dtype, it = g->nodes[labels].dtype;
     if (!rlx_dtype_is_float(t) || (it != RLX_I64 && it != RLX_I32))
-        return rlx_graph_fail(g, RLX_ERR_DTYPE, "cross_entropy: logits must be float and labels i64 or i32 (got %s, %s)",
+        return rlx_graph_fail(g, RLX_ERR_DTYPE,
+                              "cross_entropy: logits must be float and labels i64 or i32 (got %s, %s)",
                               rlx_dtype_name(t), rlx_dtype_name(it));
     bool fits = sl.ndim == sy.ndim + 1;
     for (int i = 0; fits && i < sy.ndim; i++)

@@ -62,13 +62,13 @@ static rlx_status check_options(const rlx_train_options *t)
                              "trainer: lr (%g), min_lr (%g), weight decay (%g) and eps (%g) must be >= 0", t->lr,
                              t->min_lr, t->weight_decay, t->eps);
     if (!(t->beta1 >= 0 && t->beta1 < 1) || !(t->beta2 >= 0 && t->beta2 < 1))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: betas (%g, %g) must be in [0, 1)", t->beta1,
-                             t->beta2);
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: betas (%g, %g) must be in [0, 1)", t->beta1, t->beta2);
     if (!(t->momentum >= 0) || !(t->dampening >= 0 && t->dampening <= 1))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: momentum %g must be >= 0, dampening %g in [0, 1]",
                              t->momentum, t->dampening);
     if (t->nesterov && (t->momentum <= 0 || t->dampening != 0))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: Nesterov momentum needs momentum > 0 and no dampening");
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "trainer: Nesterov momentum needs momentum > 0 and no dampening");
     if (t->accumulate < 1 || t->warmup_steps < 0 || t->decay_steps < 0 || !(t->clip_norm >= 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "trainer: accumulate must be >= 1; warm-up, decay steps and clip norm >= 0");
@@ -150,7 +150,8 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "trainer: out of memory");
     }
     for (int i = 0, k = 0; i < g->n_nodes; i++)
-        if (k < n && g->nodes[i].op == RLX_OP_PARAM && g->nodes[i].name && !strcmp(g->nodes[i].name, tr->params[k].name))
+        if (k < n && g->nodes[i].op == RLX_OP_PARAM && g->nodes[i].name &&
+            !strcmp(g->nodes[i].name, tr->params[k].name))
             p[k++] = i;
     rlx_status s = rlx_gradients(g, loss, n, p, gr);
     if (s != RLX_OK)
@@ -180,14 +181,13 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
         rlx_output(g, "grad_norm", norm);
         /* gscale depends on every gradient, so every update runs after
          * every read of the params it writes (clip(.., 1, 1) is 1) */
-        rlx_node gscale = t->clip_norm > 0
-                              ? rlx_min(g,
-                                        rlx_div(g, rlx_scalar(g, RLX_F32, t->clip_norm),
-                                                rlx_add(g, norm, rlx_scalar(g, RLX_F32, 1e-6))),
-                                        rlx_scalar(g, RLX_F32, 1.0))
-                              : rlx_clip(g, norm2, 1.0, 1.0);
-        rlx_optim_coef c = {(int)t->optimizer, t->nesterov, 0, t->beta1, t->beta2, t->eps,
-                            t->weight_decay, t->momentum, t->dampening};
+        rlx_node gscale = t->clip_norm > 0 ? rlx_min(g,
+                                                     rlx_div(g, rlx_scalar(g, RLX_F32, t->clip_norm),
+                                                             rlx_add(g, norm, rlx_scalar(g, RLX_F32, 1e-6))),
+                                                     rlx_scalar(g, RLX_F32, 1.0))
+                                           : rlx_clip(g, norm2, 1.0, 1.0);
+        rlx_optim_coef c = {(int)t->optimizer, t->nesterov, 0,           t->beta1, t->beta2, t->eps,
+                            t->weight_decay,   t->momentum, t->dampening};
         c.n_states = t->optimizer == RLX_OPTIM_SGD ? (t->momentum != 0) : 2;
         for (int i = 0; i < n; i++) {
             rlx_node s1 = -1, s2 = -1;
@@ -249,8 +249,10 @@ static rlx_status collect(rlx_trainer *tr, const rlx_graph *g)
         if (n->op != RLX_OP_PARAM || !rlx_dtype_is_float(n->dtype) || is_frozen(&tr->t, n->name))
             continue;
         if (!strncmp(n->name, "opt.", 4))
-            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: param '%s': names starting 'opt.' are the "
-                                                           "optimizer's", n->name);
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                                 "trainer: param '%s': names starting 'opt.' are the "
+                                 "optimizer's",
+                                 n->name);
         trained_param *tp = &tr->params[tr->n_params++];
         if (!(tp->name = strdup(n->name)))
             return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "trainer: out of memory");
@@ -328,7 +330,8 @@ rlx_status rlx_trainer_new(const rlx_graph *g, const char *loss, const rlx_train
         }
         s = build(c, tr, mode);
         if (s == RLX_OK)
-            s = mode == MODE_STEP ? rlx_compile(c, &opts, &tr->step) : rlx_compile_shared(c, &opts, tr->step, &tr->accum);
+            s = mode == MODE_STEP ? rlx_compile(c, &opts, &tr->step)
+                                  : rlx_compile_shared(c, &opts, tr->step, &tr->accum);
         rlx_graph_free(c);
     }
     if (s == RLX_OK)
@@ -407,6 +410,8 @@ double rlx_trainer_lr(const rlx_trainer *tr)
 }
 
 int64_t rlx_trainer_steps(const rlx_trainer *tr) { return tr ? tr->steps : -1; }
+
+const rlx_session *rlx_trainer_session(const rlx_trainer *tr) { return tr ? tr->step : NULL; }
 
 /* The scalars of optimizer step tr->steps + 1 (op_math.h's layout). */
 static void hyper_of(const rlx_trainer *tr, float h[4])
@@ -524,8 +529,8 @@ rlx_status rlx_trainer_load(rlx_trainer *tr, const char *path)
     if (s == RLX_OK)
         s = rlx_weight_view_read(v, RLX_I64, counts, sizeof counts);
     if (s == RLX_OK && (counts[0] < 0 || counts[1] < 0 || counts[1] >= tr->t.accumulate))
-        s = rlx_set_error(RLX_ERR_FORMAT, "trainer load '%s': step counts %lld, %lld do not fit accumulate = %d",
-                          path, (long long)counts[0], (long long)counts[1], tr->t.accumulate);
+        s = rlx_set_error(RLX_ERR_FORMAT, "trainer load '%s': step counts %lld, %lld do not fit accumulate = %d", path,
+                          (long long)counts[0], (long long)counts[1], tr->t.accumulate);
     /* every param of the session from the file: checked first, then set,
      * so that a bad file changes nothing */
     int n = rlx_session_count(tr->step, 1);
@@ -545,8 +550,8 @@ rlx_status rlx_trainer_load(rlx_trainer *tr, const char *path)
         for (int d = 0; same && d < v->ndim; d++)
             same = v->dims[d] == info[i].dims[d];
         if (!same) {
-            s = rlx_set_error(RLX_ERR_SHAPE, "trainer load '%s': tensor '%s' is %s of %d dims; the model's is %s",
-                              path, info[i].name, v->type_name, v->ndim, rlx_dtype_name(info[i].dtype));
+            s = rlx_set_error(RLX_ERR_SHAPE, "trainer load '%s': tensor '%s' is %s of %d dims; the model's is %s", path,
+                              info[i].name, v->type_name, v->ndim, rlx_dtype_name(info[i].dtype));
             break;
         }
         size[i] = v->nbytes;

@@ -6,9 +6,9 @@
 
 static rlx_optim_coef optim_coef(const rlx_node_data *n)
 {
-    return (rlx_optim_coef){n->attrs.optim.kind,        n->attrs.optim.nesterov,     n->n_in - 5,
-                            n->attrs.optim.beta1,       n->attrs.optim.beta2,        n->attrs.optim.eps,
-                            n->attrs.optim.weight_decay, n->attrs.optim.momentum,    n->attrs.optim.dampening};
+    return (rlx_optim_coef){n->attrs.optim.kind,         n->attrs.optim.nesterov, n->n_in - 5,
+                            n->attrs.optim.beta1,        n->attrs.optim.beta2,    n->attrs.optim.eps,
+                            n->attrs.optim.weight_decay, n->attrs.optim.momentum, n->attrs.optim.dampening};
 }
 
 static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -22,7 +22,8 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
         memcpy(t->out, t->in[0], rlx_node_bytes(n));
     int threads = rlx_cpu_threads(ctx, total * 4);
     if (n->dtype == RLX_F32) {
-        float *p = t->out, *s1 = c.n_states > 0 ? (float *)t->in[5] : NULL, *s2 = c.n_states > 1 ? (float *)t->in[6] : NULL;
+        float *p = t->out, *s1 = c.n_states > 0 ? (float *)t->in[5] : NULL,
+              *s2 = c.n_states > 1 ? (float *)t->in[6] : NULL;
         const float *g = t->in[1];
         float dummy1 = 0, dummy2 = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) firstprivate(dummy1, dummy2)

@@ -25,8 +25,8 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
     const rlx_node_data *n = t->node;
-    rlx_optim_coef c = {n->attrs.optim.kind,  n->attrs.optim.nesterov,     n->n_in - 5,
-                        n->attrs.optim.beta1, n->attrs.optim.beta2,        n->attrs.optim.eps,
+    rlx_optim_coef c = {n->attrs.optim.kind,         n->attrs.optim.nesterov, n->n_in - 5,
+                        n->attrs.optim.beta1,        n->attrs.optim.beta2,    n->attrs.optim.eps,
                         n->attrs.optim.weight_decay, n->attrs.optim.momentum, n->attrs.optim.dampening};
     int64_t total = rlx_shape_numel(&n->shape);
     if (t->out != t->in[0]) {
