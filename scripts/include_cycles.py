@@ -22,9 +22,10 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 SRC = os.path.join(ROOT, 'src')
-# the op table's rows point at their inference and decomposition functions,
+# the op table's rows point at their inference, decomposition and gradient functions,
 # which look rows up in turn: one unit split by meaning
-ALLOWED = {('src/ir/decompose.c', 'src/ir/ops.c'), ('src/ir/ops.c', 'src/ir/ops_fused.c')}
+ALLOWED = {('src/ir/decompose.c', 'src/ir/ops.c'), ('src/ir/grad_rules.c', 'src/ir/ops.c'),
+           ('src/ir/ops.c', 'src/ir/ops_fused.c')}
 
 
 def sources():
