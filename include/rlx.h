@@ -562,18 +562,25 @@ RLX_API rlx_status rlx_npy_write_file(rlx_file *f, rlx_dtype t, int ndim, const 
  * the optimizer's update into one session: each step is one run, updating
  * the params and the optimizer state in place on the device. */
 typedef struct rlx_train_options {
-    rlx_optim_kind optimizer;  /* RLX_OPTIM_ADAMW */
-    double lr;                 /* peak learning rate: 1e-3 */
-    double beta1, beta2, eps;  /* Adam: 0.9, 0.999, 1e-8 */
-    double weight_decay;       /* 0.01 (AdamW's default; SGD and Adam add it to the gradient) */
-    double momentum;           /* SGD: 0 */
-    double dampening;          /* SGD: 0 */
-    int nesterov;              /* SGD: 0 */
-    double clip_norm;          /* > 0: gradients scaled so that their global L2 norm is at most this */
-    int warmup_steps;          /* learning rate rises linearly over these optimizer steps (0: none) */
-    int decay_steps;           /* > 0: then falls to min_lr along a cosine over these steps */
-    double min_lr;             /* 0 */
-    int accumulate;            /* micro-batches per optimizer step, gradients averaged: 1 */
+    rlx_optim_kind optimizer; /* RLX_OPTIM_ADAMW */
+    double lr;                /* peak learning rate: 1e-3 */
+    double beta1, beta2, eps; /* Adam: 0.9, 0.999, 1e-8 */
+    double weight_decay;      /* 0.01 (AdamW's default; SGD and Adam add it to the gradient) */
+    double momentum;          /* SGD: 0 */
+    double dampening;         /* SGD: 0 */
+    int nesterov;             /* SGD: 0 */
+    double clip_norm;         /* > 0: gradients scaled so that their global L2 norm is at most this */
+    int warmup_steps;         /* learning rate rises linearly over these optimizer steps (0: none) */
+    int decay_steps;          /* > 0: then falls to min_lr along a cosine over these steps */
+    double min_lr;            /* 0 */
+    int accumulate;           /* micro-batches per optimizer step, gradients averaged: 1 */
+    /* Dynamic loss scaling (as torch.cuda.amp.GradScaler): the loss is
+     * multiplied by a scale before the backward and the gradients divided
+     * after; a step whose gradients overflow is skipped and the scale
+     * halved, and after 2000 good steps it doubles.  0: on when the
+     * compile's precision is f16 (from 65536), 1: on, -1: off. */
+    int loss_scaling;
+    double initial_loss_scale; /* 0: 65536 */
     const char *const *frozen; /* names of float params not to train (n_frozen of them) */
     int n_frozen;
 } rlx_train_options;
@@ -600,9 +607,14 @@ RLX_API rlx_status rlx_trainer_step(rlx_trainer *tr, double *loss);
 RLX_API rlx_status rlx_trainer_get_output(rlx_trainer *tr, const char *name, void *data, size_t bytes);
 RLX_API int64_t rlx_trainer_steps(const rlx_trainer *tr); /* optimizer steps taken */
 RLX_API double rlx_trainer_lr(const rlx_trainer *tr);     /* learning rate of the next optimizer step */
+/* The loss scale of the next step (1 without loss scaling), and how many
+ * steps were skipped for overflowing gradients. */
+RLX_API double rlx_trainer_loss_scale(const rlx_trainer *tr);
+RLX_API int64_t rlx_trainer_skipped(const rlx_trainer *tr);
 /* Saves every param, the optimizer state ("opt.m.NAME", "opt.v.NAME",
- * "opt.buf.NAME", "opt.acc.NAME") and the step count ("opt.step", i64 [2]:
- * optimizer steps, micro-batches) as one safetensors file (flags as
+ * "opt.buf.NAME", "opt.acc.NAME"), the step count ("opt.step", i64 [2]:
+ * optimizer steps, micro-batches) and, with loss scaling, "opt.scaler" (f64
+ * [3]: scale, good steps, skipped steps) as one safetensors file (flags as
  * rlx_file_open); load puts them back, so that training continues exactly
  * as if it had not stopped. */
 RLX_API rlx_status rlx_trainer_save(rlx_trainer *tr, const char *path, int flags);

@@ -186,6 +186,56 @@ static void test_optimizers(void **state)
     check_optimizer(&t, "AdamW, clipped to norm 0.05");
 }
 
+/* dynamic loss scaling: a scale so large that the gradients overflow makes
+ * the steps skip (params and optimizer state untouched) and the scale fall,
+ * until the steps go through and then match the unscaled reference */
+static void test_loss_scaling(void **state)
+{
+    (void)state;
+    rlx_train_options t;
+    rlx_train_options_init(&t);
+    t.lr = 0.05;
+    t.loss_scaling = 1;
+    t.initial_loss_scale = 3e37;
+    rlx_graph *g = linear_model(N);
+    rlx_trainer *tr = NULL;
+    assert_int_equal(rlx_trainer_new(g, "loss", &t, NULL, &tr), RLX_OK);
+    assert_true(rlx_trainer_loss_scale(tr) == 3e37);
+    ref_state st;
+    memset(&st, 0, sizeof st);
+    init_params(tr, &st);
+    float x[N * I], tt[N * O];
+    random_batch(x, tt, N);
+    rlx_trainer_set_input(tr, "x", x, sizeof x);
+    rlx_trainer_set_input(tr, "t", tt, sizeof tt);
+    assert_int_equal(rlx_trainer_step(tr, NULL), RLX_OK);
+    assert_int_equal(rlx_trainer_steps(tr), 0);
+    assert_int_equal(rlx_trainer_skipped(tr), 1);
+    assert_true(rlx_trainer_loss_scale(tr) == 1.5e37);
+    compare_params(tr, &st, "after a skipped step");
+    float m[I * O];
+    assert_int_equal(rlx_trainer_get_param(tr, "opt.m.w", m, sizeof m), RLX_OK);
+    for (int k = 0; k < I * O; k++)
+        assert_true(m[k] == 0.0f);
+    /* the same batch until three steps went through; the reference steps
+     * with them (from the params before each) */
+    for (int runs = 0; rlx_trainer_steps(tr) < 3 && runs < 200; runs++) {
+        double gr[I * O + O];
+        ref_grad(st.p, x, tt, N, gr);
+        int64_t before = rlx_trainer_steps(tr);
+        assert_int_equal(rlx_trainer_step(tr, NULL), RLX_OK);
+        if (rlx_trainer_steps(tr) > before)
+            ref_step(&st, &t, gr);
+    }
+    printf("  loss scale 3e37: %lld steps skipped, scale now %g\n", (long long)rlx_trainer_skipped(tr),
+           rlx_trainer_loss_scale(tr));
+    assert_true(rlx_trainer_skipped(tr) > 1);
+    assert_int_equal(rlx_trainer_steps(tr), 3);
+    compare_params(tr, &st, "loss scaling");
+    rlx_trainer_free(tr);
+    rlx_graph_free(g);
+}
+
 /* two micro-batches of N rows averaged = one step on the 2N rows */
 static void test_accumulation(void **state)
 {
@@ -435,9 +485,10 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimizers),        cmocka_unit_test(test_accumulation),
-        cmocka_unit_test(test_cross_entropy),     cmocka_unit_test(test_loss_falls),
-        cmocka_unit_test(test_checkpoint_resume), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_optimizers),   cmocka_unit_test(test_loss_scaling),
+        cmocka_unit_test(test_accumulation), cmocka_unit_test(test_cross_entropy),
+        cmocka_unit_test(test_loss_falls),   cmocka_unit_test(test_checkpoint_resume),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

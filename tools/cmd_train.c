@@ -302,8 +302,8 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
     if (load_corpus(a->text, &c))
         return 1;
     if (c.n < (size_t)a->seq + 2) {
-        fprintf(stderr, "rlx train: the text '%s' has %zu bytes; --seq %ld needs at least %ld\n", a->text, c.n,
-                a->seq, a->seq + 2);
+        fprintf(stderr, "rlx train: the text '%s' has %zu bytes; --seq %ld needs at least %ld\n", a->text, c.n, a->seq,
+                a->seq + 2);
         free(c.data);
         return 1;
     }

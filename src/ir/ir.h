@@ -131,7 +131,7 @@ typedef enum rlx_op {
      * updates param (and its optimizer state s1, s2, params of param's
      * shape) in place from grad * gscale, by attrs.optim (SGD with
      * momentum, Adam, AdamW).  hyper f32 [4] carries the per-step scalars
-     * (rlx_optim_hyper), so a schedule changes no compiled graph; `after`
+     * (trainer.c), so a schedule changes no compiled graph; `after`
      * (the loss) is read by nothing and orders the step after the forward.
      * Its result is param's memory. */
     RLX_OP_OPTIMIZER_STEP,

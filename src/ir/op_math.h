@@ -396,9 +396,11 @@ RLX_MATH double rlx_uniform01(uint64_t seed, uint64_t stream, uint64_t index)
 /* ------------------------------------------------------ optimizer steps
  * One element of optimizer_step, as torch.optim computes it (single-tensor
  * form, the order of its roundings): the CPU and CUDA kernels both call
- * these.  hyper[4] is what the trainer sets per step (rlx_optim_hyper):
+ * these.  hyper[4] is what the trainer sets per step (trainer.c, hyper_of):
  * SGD {lr, first step?, 0, 0}; Adam/AdamW {lr, lr / (1 - beta1^t),
- * sqrt(1 - beta2^t), 1 - lr * weight_decay}. */
+ * sqrt(1 - beta2^t), 1 - lr * weight_decay}.  A non-finite gradient scale
+ * (the trainer's sign of an overflow under loss scaling) leaves everything
+ * as it was. */
 typedef struct rlx_optim_coef {
     int kind, nesterov, n_states;
     double beta1, beta2, eps, weight_decay, momentum, dampening;
@@ -407,6 +409,8 @@ typedef struct rlx_optim_coef {
 #define RLX_OPTIM_STEP(T, NAME, SQRT)                                                                  \
     RLX_MATH void NAME(const rlx_optim_coef *c, const float *hyper, T gscale, T *p, T g, T *s1, T *s2) \
     {                                                                                                  \
+        if (!(gscale - gscale == (T)0)) /* non-finite: the step is skipped (loss scaling) */           \
+            return;                                                                                    \
         g = g * gscale;                                                                                \
         T w = *p, lr = (T)hyper[0];                                                                    \
         if (c->kind == 0) { /* SGD */                                                                  \

@@ -5,6 +5,11 @@
  * (learning rate from the schedule, bias corrections) arrive as a small
  * input, so the graph is compiled once.
  *
+ * Under dynamic loss scaling the backward starts from loss * scale (an
+ * input), the gradients are divided by it in the optimizer's gradient
+ * scale, and a step whose gradients are not finite gets a NaN scale, which
+ * the optimizer kernels take as "skip"; the host halves the scale then.
+ *
  * With gradient accumulation a second graph, compiled sharing the params,
  * runs the first accumulate-1 micro-batches: it adds grad / accumulate
  * into an accumulator per param; the step graph adds its own share, steps,
@@ -19,6 +24,10 @@
 #include "ir/op_math.h"
 
 enum { MODE_STEP, MODE_ACCUMULATE };
+
+/* torch.cuda.amp.GradScaler's defaults */
+#define SCALE_INIT 65536.0
+#define SCALE_GROWTH_INTERVAL 2000
 
 typedef struct trained_param {
     char *name;
@@ -36,7 +45,10 @@ struct rlx_trainer {
     int n_states;
     char *loss;
     rlx_dtype loss_dtype;
-    int64_t steps, micro; /* optimizer steps taken; micro-batches since the last one */
+    int64_t steps, micro;  /* optimizer steps taken; micro-batches since the last one */
+    bool scaling;          /* dynamic loss scaling */
+    double scale;          /* the loss scale of the next run */
+    int64_t good, skipped; /* steps since the scale last changed; steps skipped */
 };
 
 void rlx_train_options_init(rlx_train_options *t)
@@ -69,6 +81,8 @@ static rlx_status check_options(const rlx_train_options *t)
     if (t->nesterov && (t->momentum <= 0 || t->dampening != 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "trainer: Nesterov momentum needs momentum > 0 and no dampening");
+    if (t->loss_scaling < -1 || t->loss_scaling > 1 || !(t->initial_loss_scale >= 0 && t->initial_loss_scale < 1e38))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: loss_scaling is -1, 0 or 1; the initial scale >= 0");
     if (t->accumulate < 1 || t->warmup_steps < 0 || t->decay_steps < 0 || !(t->clip_norm >= 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "trainer: accumulate must be >= 1; warm-up, decay steps and clip norm >= 0");
@@ -153,7 +167,13 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
         if (k < n && g->nodes[i].op == RLX_OP_PARAM && g->nodes[i].name &&
             !strcmp(g->nodes[i].name, tr->params[k].name))
             p[k++] = i;
-    rlx_status s = rlx_gradients(g, loss, n, p, gr);
+    rlx_node scale = -1, seed = loss;
+    if (tr->scaling) { /* the gradients of loss * scale; divided again below */
+        scale = rlx_input(g, "opt.loss_scale", RLX_F32, 0, NULL);
+        rlx_node sl = g->nodes[loss].dtype == RLX_F32 ? scale : rlx_cast(g, scale, g->nodes[loss].dtype);
+        seed = rlx_mul(g, loss, sl);
+    }
+    rlx_status s = seed < 0 ? g->error : rlx_gradients(g, seed, n, p, gr);
     if (s != RLX_OK)
         goto out;
     double k_inv = 1.0 / t->accumulate;
@@ -178,6 +198,8 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
         if (norm2 < 0)
             norm2 = rlx_scalar(g, RLX_F32, 0.0);
         rlx_node norm = rlx_sqrt(g, norm2);
+        if (scale >= 0)
+            norm = rlx_div(g, norm, scale);
         rlx_output(g, "grad_norm", norm);
         /* gscale depends on every gradient, so every update runs after
          * every read of the params it writes (clip(.., 1, 1) is 1) */
@@ -186,6 +208,11 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
                                                              rlx_add(g, norm, rlx_scalar(g, RLX_F32, 1e-6))),
                                                      rlx_scalar(g, RLX_F32, 1.0))
                                            : rlx_clip(g, norm2, 1.0, 1.0);
+        if (scale >= 0) {
+            /* unscaled; NaN (the optimizer then skips) where the gradients overflowed */
+            rlx_node ok = rlx_equal(g, rlx_sub(g, norm2, norm2), rlx_scalar(g, RLX_F32, 0.0));
+            gscale = rlx_where(g, ok, rlx_div(g, gscale, scale), rlx_scalar(g, RLX_F32, NAN));
+        }
         rlx_optim_coef c = {(int)t->optimizer, t->nesterov, 0,           t->beta1, t->beta2, t->eps,
                             t->weight_decay,   t->momentum, t->dampening};
         c.n_states = t->optimizer == RLX_OPTIM_SGD ? (t->momentum != 0) : 2;
@@ -322,6 +349,8 @@ rlx_status rlx_trainer_new(const rlx_graph *g, const char *loss, const rlx_train
         opts = *o;
     else
         rlx_options_init(&opts);
+    tr->scaling = tr->t.loss_scaling > 0 || (tr->t.loss_scaling == 0 && opts.precision == RLX_PRECISION_F16);
+    tr->scale = tr->scaling ? (tr->t.initial_loss_scale > 0 ? tr->t.initial_loss_scale : SCALE_INIT) : 1.0;
     for (int mode = MODE_STEP; s == RLX_OK && mode <= (tr->t.accumulate > 1 ? MODE_ACCUMULATE : MODE_STEP); mode++) {
         rlx_graph *c = rlx_graph_clone(g);
         if (!c) {
@@ -413,6 +442,10 @@ int64_t rlx_trainer_steps(const rlx_trainer *tr) { return tr ? tr->steps : -1; }
 
 const rlx_session *rlx_trainer_session(const rlx_trainer *tr) { return tr ? tr->step : NULL; }
 
+double rlx_trainer_loss_scale(const rlx_trainer *tr) { return tr ? tr->scale : NAN; }
+
+int64_t rlx_trainer_skipped(const rlx_trainer *tr) { return tr ? tr->skipped : -1; }
+
 /* The scalars of optimizer step tr->steps + 1 (op_math.h's layout). */
 static void hyper_of(const rlx_trainer *tr, float h[4])
 {
@@ -452,16 +485,38 @@ rlx_status rlx_trainer_step(rlx_trainer *tr, double *loss)
         hyper_of(tr, h);
         st = rlx_session_set_input(s, "opt.hyper", h, sizeof h);
     }
+    if (st == RLX_OK && tr->scaling) {
+        float sc = (float)tr->scale;
+        st = rlx_session_set_input(s, "opt.loss_scale", &sc, sizeof sc);
+    }
     if (st == RLX_OK)
         st = rlx_session_run(s);
     if (st != RLX_OK)
         return st;
     tr->last = s;
-    if (apply) {
-        tr->steps++;
-        tr->micro = 0;
-    } else {
+    if (!apply) {
         tr->micro++;
+    } else {
+        tr->micro = 0;
+        bool overflow = false;
+        if (tr->scaling) {
+            float norm = 0;
+            st = rlx_session_get_output(s, "grad_norm", &norm, sizeof norm);
+            if (st != RLX_OK)
+                return st;
+            overflow = !isfinite(norm);
+        }
+        if (overflow) { /* the updates skipped themselves: a smaller scale */
+            tr->skipped++;
+            tr->good = 0;
+            tr->scale = fmax(tr->scale * 0.5, 1.0 / 65536);
+        } else {
+            tr->steps++;
+            if (tr->scaling && ++tr->good >= SCALE_GROWTH_INTERVAL) {
+                tr->good = 0;
+                tr->scale = fmin(tr->scale * 2, 1e30);
+            }
+        }
     }
     if (loss) {
         unsigned char b[8];
@@ -485,7 +540,7 @@ rlx_status rlx_trainer_save(rlx_trainer *tr, const char *path, int flags)
     if (!tr || !path)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer save: trainer and path must be given");
     int n = rlx_session_count(tr->step, 1);
-    rlx_safetensors_entry *e = calloc((size_t)n + 1, sizeof *e);
+    rlx_safetensors_entry *e = calloc((size_t)n + 2, sizeof *e);
     void **data = calloc((size_t)n + 1, sizeof *data);
     rlx_tensor_info *info = calloc((size_t)n + 1, sizeof *info);
     rlx_status s = e && data && info ? RLX_OK : rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "trainer save: out of memory");
@@ -503,9 +558,11 @@ rlx_status rlx_trainer_save(rlx_trainer *tr, const char *path, int flags)
         e[i] = (rlx_safetensors_entry){info[i].name, info[i].dtype, info[i].ndim, info[i].dims, data[i]};
     }
     int64_t counts[2] = {tr->steps, tr->micro};
+    double scaler[3] = {tr->scale, (double)tr->good, (double)tr->skipped};
     if (s == RLX_OK) {
         e[n] = (rlx_safetensors_entry){"opt.step", RLX_I64, 1, (int64_t[]){2}, counts};
-        s = rlx_safetensors_write(path, flags, e, n + 1);
+        e[n + 1] = (rlx_safetensors_entry){"opt.scaler", RLX_F64, 1, (int64_t[]){3}, scaler};
+        s = rlx_safetensors_write(path, flags, e, n + 1 + tr->scaling);
     }
     for (int i = 0; data && i < n; i++)
         free(data[i]);
@@ -531,6 +588,14 @@ rlx_status rlx_trainer_load(rlx_trainer *tr, const char *path)
     if (s == RLX_OK && (counts[0] < 0 || counts[1] < 0 || counts[1] >= tr->t.accumulate))
         s = rlx_set_error(RLX_ERR_FORMAT, "trainer load '%s': step counts %lld, %lld do not fit accumulate = %d", path,
                           (long long)counts[0], (long long)counts[1], tr->t.accumulate);
+    double scaler[3] = {tr->scale, (double)tr->good, (double)tr->skipped};
+    if (s == RLX_OK && tr->scaling) {
+        if (rlx_safetensors_find(st, "opt.scaler", &v) != RLX_OK || v->dtype != RLX_F64 || v->numel != 3)
+            s = rlx_set_error(RLX_ERR_FORMAT, "trainer load '%s': no loss scaler state (opt.scaler, f64 [3])", path);
+        else if ((s = rlx_weight_view_read(v, RLX_F64, scaler, sizeof scaler)) == RLX_OK &&
+                 !(scaler[0] > 0 && scaler[0] < 1e38 && scaler[1] >= 0 && scaler[2] >= 0))
+            s = rlx_set_error(RLX_ERR_FORMAT, "trainer load '%s': loss scaler state out of range", path);
+    }
     /* every param of the session from the file: checked first, then set,
      * so that a bad file changes nothing */
     int n = rlx_session_count(tr->step, 1);
@@ -565,6 +630,9 @@ rlx_status rlx_trainer_load(rlx_trainer *tr, const char *path)
     if (s == RLX_OK) {
         tr->steps = counts[0];
         tr->micro = counts[1];
+        tr->scale = scaler[0];
+        tr->good = (int64_t)scaler[1];
+        tr->skipped = (int64_t)scaler[2];
     }
     for (int i = 0; data && i < n; i++)
         free(data[i]);
