@@ -279,6 +279,13 @@ static rlx_node c_conv_dil(rlx_graph *g, const rlx_node *p)
     cp.dilation[0] = 2, cp.stride[0] = 2, cp.pads[0] = 2, cp.pads[1] = 1;
     return rlx_conv(g, p[0], p[1], p[2], &cp);
 }
+static rlx_node l_xent(rlx_graph *g, const rlx_node *p)
+{
+    int64_t lab[6] = {0, 3, -100, 2, 1, 3};
+    rlx_node y = rlx_constant(g, RLX_I64, 2, (int64_t[]){2, 3}, lab, sizeof lab);
+    return rlx_cross_entropy(g, p[0], y, -100, 0.1);
+}
+static rlx_node l_mse(rlx_graph *g, const rlx_node *p) { return rlx_mse_loss(g, p[0], p[1]); }
 static rlx_node c_gap(rlx_graph *g, const rlx_node *p) { return rlx_global_avg_pool(g, p[0]); }
 static rlx_node c_batch_norm(rlx_graph *g, const rlx_node *p)
 {
@@ -403,6 +410,8 @@ static const grad_case cases[] = {
     {"conv 3x3 pad 1 bias", 3, {4, 4, 1}, {{2, 3, 5, 4}, {4, 3, 3, 3}, {4}}, {ANY, ANY, ANY}, c_conv},
     {"conv stride 2", 2, {4, 4}, {{1, 2, 6, 5}, {3, 2, 3, 2}}, {ANY, ANY}, c_conv_s2},
     {"conv 1-d dilated strided", 3, {3, 3, 1}, {{2, 2, 9}, {3, 2, 3}, {3}}, {ANY, ANY, ANY}, c_conv_dil},
+    {"cross_entropy, smoothing, ignored row", P1(3, 2, 3, 4), {ANY}, l_xent},
+    {"mse_loss broadcast", 2, {2, 1}, {{3, 4}, {4}}, {ANY, ANY}, l_mse},
     {"global_avg_pool", P1(4, 2, 3, 2, 3), {ANY}, c_gap},
     {"batch_norm", 5, {4, 1, 1, 1, 1}, {{2, 3, 2, 2}, {3}, {3}, {3}, {3}}, {ANY, ANY, ANY, ANY, POS}, c_batch_norm},
     {"fused matmul_bias_act", 3, {2, 2, 1}, {{3, 4}, {4, 5}, {5}}, {ANY, ANY, ANY}, f_matmul_bias_gelu},

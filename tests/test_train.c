@@ -318,6 +318,26 @@ static void test_cross_entropy(void **state)
         rlx_session_free(s);
         rlx_graph_free(g);
     }
+    /* a label that is no class fails the run, naming it */
+    rlx_graph *g = rlx_graph_new();
+    rlx_node l = rlx_input(g, "l", RLX_F32, 2, (int64_t[]){2, 3});
+    rlx_node y = rlx_input(g, "y", RLX_I32, 1, (int64_t[]){2});
+    rlx_output(g, "ce", rlx_cross_entropy(g, l, y, -1, 0));
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    float lv[6] = {1, 2, 3, 4, 5, 6};
+    int32_t yv[2] = {1, 3};
+    rlx_session_set_input(s, "l", lv, sizeof lv);
+    rlx_session_set_input(s, "y", yv, sizeof yv);
+    assert_int_equal(rlx_session_run(s), RLX_ERR_RUNTIME);
+    assert_non_null(strstr(rlx_last_error(), "label 3"));
+    yv[1] = -1; /* the ignored label */
+    rlx_session_set_input(s, "y", yv, sizeof yv);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    rlx_session_free(s);
+    rlx_graph_free(g);
 }
 
 /* a two-layer network fits a fixed batch: the loss falls 10x */

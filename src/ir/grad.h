@@ -22,6 +22,7 @@ rlx_status rlx_grad_matmul(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
 rlx_status rlx_grad_qmatmul(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_reduce(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_softmax(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
+rlx_status rlx_grad_cross_entropy(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_norm(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_reshape(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_transpose(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);

@@ -63,6 +63,8 @@ rlx_status rlx_grad_refuse(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
               "- p), which differentiates";
     else if (g->nodes[n].op == RLX_OP_CACHE_WRITE)
         why = "a KV-cache write is inference state";
+    else if (g->nodes[n].op == RLX_OP_CROSS_ENTROPY_GRAD)
+        why = "second derivatives of the cross-entropy are not built";
     else if (g->nodes[n].op == RLX_OP_OPTIMIZER_STEP)
         why = "an optimizer step is the end of a training step";
     return refuse(g, n, why);
@@ -331,6 +333,21 @@ rlx_status rlx_grad_softmax(rlx_graph *g, rlx_node n, rlx_node dy, const bool *n
         dx[0] = rlx_sub(g, dy, rlx_mul(g, rlx_exp(g, n), s));
     }
     return status_of(g, dx, 1);
+}
+
+rlx_status rlx_grad_cross_entropy(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = RLX_OP_CROSS_ENTROPY_GRAD;
+    p.n_in = 3;
+    p.in[0] = nd.in[0], p.in[1] = nd.in[1], p.in[2] = dy;
+    p.attrs.xent = nd.attrs.xent;
+    dx[0] = rlx_graph_add(g, &p);
+    return status_of(g, dx, 2);
 }
 
 /* layer_norm and rms_norm over the last axis: the statistics are recomputed

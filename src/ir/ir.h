@@ -99,6 +99,13 @@ typedef enum rlx_op {
     RLX_OP_LOG_SOFTMAX,
     RLX_OP_LAYER_NORM,
     RLX_OP_RMS_NORM,
+    /* training: cross_entropy(logits [..., C], labels [...] i64/i32) [...]
+     * per row -(1 - s) log softmax(x)[label] - s/C sum_c log softmax(x)[c],
+     * 0 where label = ignore_index; cross_entropy_grad(logits, labels,
+     * dy [...]) its gradient with respect to the logits, in one pass:
+     * dy * (softmax(x) - (1 - s) onehot(label) - s/C) */
+    RLX_OP_CROSS_ENTROPY,
+    RLX_OP_CROSS_ENTROPY_GRAD,
     /* data movement */
     RLX_OP_RESHAPE,
     RLX_OP_TRANSPOSE,
@@ -255,6 +262,10 @@ typedef union rlx_attrs {
     struct {
         double eps;
     } batch_norm;
+    struct {
+        int64_t ignore_index;
+        double smoothing;
+    } xent;
     struct {
         int kind; /* rlx_optim_kind */
         int nesterov;

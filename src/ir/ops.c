@@ -551,6 +551,33 @@ static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+static rlx_status infer_cross_entropy(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *y = IN(1);
+    if (!rlx_dtype_is_float(x->dtype) || (y->dtype != RLX_I64 && y->dtype != RLX_I32))
+        return rlx_set_error(RLX_ERR_DTYPE, "cross-entropy takes float logits and i64/i32 labels, got %s and %s",
+                             rlx_dtype_name(x->dtype), rlx_dtype_name(y->dtype));
+    bool fits = x->shape.ndim == y->shape.ndim + 1 && x->shape.dims[x->shape.ndim - 1] > 0;
+    for (int i = 0; fits && i < y->shape.ndim; i++)
+        fits = x->shape.dims[i] == y->shape.dims[i];
+    if (!fits)
+        return rlx_set_error(RLX_ERR_SHAPE, "logits %s must be labels %s plus a class axis of at least one class",
+                             SHAPE_A(&x->shape), SHAPE_B(&y->shape));
+    if (!(n->attrs.xent.smoothing >= 0 && n->attrs.xent.smoothing <= 1))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "label smoothing %g is outside [0, 1]", n->attrs.xent.smoothing);
+    if (n->op == RLX_OP_CROSS_ENTROPY_GRAD) {
+        const rlx_node_data *dy = IN(2);
+        if (dy->dtype != x->dtype || !rlx_shape_equal(&dy->shape, &y->shape))
+            return rlx_set_error(RLX_ERR_SHAPE, "cross-entropy gradient dy must be %s %s", rlx_dtype_name(x->dtype),
+                                 SHAPE_A(&y->shape));
+        n->shape = x->shape;
+    } else {
+        n->shape = y->shape;
+    }
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
 /* The optimizer state inputs each kind keeps (after param, grad, hyper,
  * gscale, after): SGD's momentum buffer (with momentum only), Adam's two
  * moments. */
@@ -869,6 +896,10 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax, rlx_grad_softmax),
     [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
     [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
+    [RLX_OP_CROSS_ENTROPY] = ROW("cross_entropy", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, F32, infer_cross_entropy,
+                                 rlx_grad_cross_entropy),
+    [RLX_OP_CROSS_ENTROPY_GRAD] =
+        ROW("cross_entropy_grad", 3, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, F32, infer_cross_entropy, NOGRAD),
     [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always, rlx_grad_reshape),
     [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose, rlx_grad_transpose),
     [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice, rlx_grad_slice),

@@ -1,6 +1,8 @@
-/* loss.c - the losses a training graph ends in, built from primitives so
- * that autodiff, fusion and the backends need nothing new for them. */
+/* loss.c - the losses a training graph ends in: cross-entropy as its fused
+ * row op (the [rows, classes] probabilities are never stored; the gradient
+ * is one pass over the logits) and a mean over the rows, MSE in primitives. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/ir.h"
 
@@ -28,35 +30,23 @@ rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "cross_entropy: label smoothing %g is outside [0, 1]",
                               label_smoothing);
-    int64_t C = sl.dims[sl.ndim - 1];
-    int last = sl.ndim - 1;
-    int64_t *iota = malloc((size_t)(C ? C : 1) * sizeof *iota);
-    if (!iota)
-        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "cross_entropy: out of memory");
-    for (int64_t c = 0; c < C; c++)
-        iota[c] = c;
-    rlx_node classes = rlx_constant(g, RLX_I64, 1, &C, iota, (size_t)C * sizeof *iota);
-    free(iota);
-    if (it != RLX_I64)
-        classes = rlx_cast(g, classes, it);
-    rlx_shape col = sy;
-    col.dims[col.ndim++] = 1;
-    rlx_node lab = rlx_reshape(g, labels, col.ndim, col.dims);
-    rlx_node logp = rlx_log_softmax(g, logits, last);
-    rlx_node onehot = rlx_cast(g, rlx_equal(g, lab, classes), t);
-    rlx_node per = rlx_neg(g, rlx_reduce_sum(g, rlx_mul(g, onehot, logp), 1, &last, 0));
-    if (label_smoothing > 0) {
-        rlx_node smooth = rlx_neg(g, rlx_reduce_mean(g, logp, 1, &last, 0));
-        per = rlx_add(g, rlx_mul(g, per, rlx_scalar(g, t, 1 - label_smoothing)),
-                      rlx_mul(g, smooth, rlx_scalar(g, t, label_smoothing)));
-    }
+    /* one fused op per row (its gradient is one pass too), then the mean
+     * over the rows not ignored */
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = RLX_OP_CROSS_ENTROPY;
+    p.n_in = 2;
+    p.in[0] = logits, p.in[1] = labels;
+    p.attrs.xent.ignore_index = ignore_index;
+    p.attrs.xent.smoothing = label_smoothing;
+    rlx_node per = rlx_graph_add(g, &p);
     rlx_node keep = rlx_not(g, rlx_equal(g, labels, rlx_scalar(g, it, (double)ignore_index)));
     rlx_node w = rlx_cast(g, keep, t);
     int axes[RLX_MAX_DIMS];
     for (int i = 0; i < sy.ndim; i++)
         axes[i] = i;
-    rlx_node total = rlx_reduce_sum(g, rlx_mul(g, per, w), sy.ndim, axes, 0);
-    rlx_node count = rlx_reduce_sum(g, w, sy.ndim, axes, 0);
+    rlx_node total = sy.ndim ? rlx_reduce_sum(g, per, sy.ndim, axes, 0) : per;
+    rlx_node count = sy.ndim ? rlx_reduce_sum(g, w, sy.ndim, axes, 0) : w;
     return rlx_div(g, total, count);
 }
 

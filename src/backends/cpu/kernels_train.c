@@ -1,6 +1,8 @@
-/* kernels_train.c - the optimizer step: param, gradient and optimizer
- * state updated in place, one pass over the elements, split among threads
- * (the formula is op_math.h's, shared with the CUDA kernel). */
+/* kernels_train.c - training's own kernels: the optimizer step (param,
+ * gradient and optimizer state updated in place, one pass over the
+ * elements, split among threads; the formula is op_math.h's, shared with
+ * the CUDA kernel) and the cross-entropy with its gradient, a row each
+ * (statistics in double). */
 #include "backends/cpu/cpu_kernels.h"
 #include "ir/op_math.h"
 
@@ -47,4 +49,86 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-void rlx_cpu_register_train(rlx_cpu_kernel *table) { table[RLX_OP_OPTIMIZER_STEP].fn = k_optimizer_step; }
+/* A row's max and log-sum-exp (in double) and the mean of its logits. */
+static void row_stats(const void *x, rlx_dtype t, int64_t base, int64_t C, double *lse, double *mean)
+{
+    double m = -INFINITY, sum = 0, all = 0;
+    for (int64_t c = 0; c < C; c++) {
+        double v = rlx_load(x, t, base + c);
+        m = v > m ? v : m;
+        all += v;
+    }
+    for (int64_t c = 0; c < C; c++)
+        sum += exp(rlx_load(x, t, base + c) - m);
+    *lse = m + log(sum);
+    *mean = all / (double)C;
+}
+
+/* every label is a class or the ignored one: else the run fails, naming it */
+static rlx_status check_labels(const rlx_thunk *t, int64_t rows, int64_t C)
+{
+    const rlx_node_data *n = t->node;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
+        if (y != n->attrs.xent.ignore_index && (y < 0 || y >= C))
+            return rlx_cpu_kernel_error(t, "label %lld of row %lld is not a class of [0, %lld) nor the ignored %lld",
+                                        (long long)y, (long long)r, (long long)C,
+                                        (long long)n->attrs.xent.ignore_index);
+    }
+    return RLX_OK;
+}
+
+static rlx_status k_cross_entropy(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&n->shape);
+    double s = n->attrs.xent.smoothing;
+    rlx_status st = check_labels(t, rows, C);
+    if (st != RLX_OK)
+        return st;
+    int threads = rlx_cpu_threads(ctx, rows * C * 4);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
+        double loss = 0;
+        if (y != n->attrs.xent.ignore_index) {
+            double lse, mean;
+            row_stats(t->in[0], x->dtype, r * C, C, &lse, &mean);
+            loss = (1 - s) * (lse - rlx_load(t->in[0], x->dtype, r * C + y)) + s * (lse - mean);
+        }
+        rlx_store(t->out, n->dtype, r, loss);
+    }
+    return RLX_OK;
+}
+
+static rlx_status k_cross_entropy_grad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&t->in_node[1]->shape);
+    double s = n->attrs.xent.smoothing;
+    rlx_status st = check_labels(t, rows, C);
+    if (st != RLX_OK)
+        return st;
+    int threads = rlx_cpu_threads(ctx, rows * C * 4);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
+        double dy = rlx_load(t->in[2], t->in_node[2]->dtype, r), lse = 0, mean;
+        bool ignored = y == n->attrs.xent.ignore_index;
+        if (!ignored)
+            row_stats(t->in[0], x->dtype, r * C, C, &lse, &mean);
+        for (int64_t c = 0; c < C; c++) {
+            double p = exp(rlx_load(t->in[0], x->dtype, r * C + c) - lse);
+            double d = ignored ? 0.0 : dy * (p - (c == y ? 1 - s : 0.0) - s / (double)C);
+            rlx_store(t->out, n->dtype, r * C + c, d);
+        }
+    }
+    return RLX_OK;
+}
+
+void rlx_cpu_register_train(rlx_cpu_kernel *table)
+{
+    table[RLX_OP_OPTIMIZER_STEP].fn = k_optimizer_step;
+    table[RLX_OP_CROSS_ENTROPY].fn = k_cross_entropy;
+    table[RLX_OP_CROSS_ENTROPY_GRAD].fn = k_cross_entropy_grad;
+}
