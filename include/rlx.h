@@ -581,6 +581,11 @@ typedef struct rlx_train_options {
      * compile's precision is f16 (from 65536), 1: on, -1: off. */
     int loss_scaling;
     double initial_loss_scale; /* 0: 65536 */
+    /* Activation checkpointing: cheap forward values the backward reads
+     * (activations, norms' outputs, softmax probabilities) are computed
+     * again in the backward instead of kept (rlx_trainer_recomputed says
+     * how many and how many bytes). */
+    int recompute;
     const char *const *frozen; /* names of float params not to train (n_frozen of them) */
     int n_frozen;
 } rlx_train_options;
@@ -611,6 +616,9 @@ RLX_API double rlx_trainer_lr(const rlx_trainer *tr);     /* learning rate of th
  * steps were skipped for overflowing gradients. */
 RLX_API double rlx_trainer_loss_scale(const rlx_trainer *tr);
 RLX_API int64_t rlx_trainer_skipped(const rlx_trainer *tr);
+/* With recompute: how many forward values the step computes again, and
+ * their bytes (what the forward no longer keeps for the backward). */
+RLX_API void rlx_trainer_recomputed(const rlx_trainer *tr, int *count, size_t *bytes);
 /* Saves every param, the optimizer state ("opt.m.NAME", "opt.v.NAME",
  * "opt.buf.NAME", "opt.acc.NAME"), the step count ("opt.step", i64 [2]:
  * optimizer steps, micro-batches) and, with loss scaling, "opt.scaler" (f64

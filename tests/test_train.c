@@ -236,6 +236,68 @@ static void test_loss_scaling(void **state)
     rlx_graph_free(g);
 }
 
+/* activation checkpointing: the decoder's step plans fewer transient bytes
+ * and gives the same losses and weights */
+static void test_recompute(void **state)
+{
+    (void)state;
+    enum { B = 8, S = 64, V = 64 };
+    rlx_graph *g = NULL;
+    assert_int_equal(rlx_decoder_train_graph(B, S, V, 2, &g), RLX_OK);
+    size_t transient[2];
+    float w[2][V * 512];
+    double loss[2][3];
+    for (int r = 0; r < 2; r++) {
+        rlx_train_options t;
+        rlx_train_options_init(&t);
+        t.recompute = r;
+        rlx_trainer *tr = NULL;
+        if (rlx_trainer_new(g, "loss", &t, NULL, &tr) != RLX_OK)
+            fail_msg("recompute %d: %s", r, rlx_last_error());
+        const rlx_session *s = rlx_trainer_session(tr);
+        rng = 76; /* the same weights and batches for both */
+        for (int i = 0; i < rlx_session_count(s, 1); i++) {
+            rlx_tensor_info info;
+            rlx_session_info(s, 1, i, &info);
+            if (strncmp(info.name, "opt.", 4)) {
+                size_t n = info.bytes / sizeof(float);
+                float *v = malloc(info.bytes);
+                for (size_t k = 0; k < n; k++)
+                    v[k] = strstr(info.name, ".g") ? 1.0f : (float)(urand() - 0.5) * 0.04f;
+                rlx_trainer_set_param(tr, info.name, v, info.bytes);
+                free(v);
+            }
+        }
+        rng = 77;
+        for (int step = 0; step < 3; step++) {
+            int64_t ids[B * S], lab[B * S];
+            for (int k = 0; k < B * S; k++)
+                ids[k] = (int64_t)(urand() * V), lab[k] = (int64_t)(urand() * V);
+            rlx_trainer_set_input(tr, "input_ids", ids, sizeof ids);
+            rlx_trainer_set_input(tr, "labels", lab, sizeof lab);
+            assert_int_equal(rlx_trainer_step(tr, &loss[r][step]), RLX_OK);
+        }
+        rlx_trainer_get_param(tr, "embed.w", w[r], sizeof w[r]);
+        rlx_compile_stats st;
+        assert_int_equal(rlx_session_stats(s, &st), RLX_OK);
+        transient[r] = st.transient_bytes;
+        int count;
+        size_t bytes;
+        rlx_trainer_recomputed(tr, &count, &bytes);
+        printf("  recompute %d: transient %zu B; %d values (%zu B) recomputed\n", r, transient[r], count, bytes);
+        assert_true(r ? count > 0 && bytes > 0 : count == 0);
+        rlx_trainer_free(tr);
+    }
+    assert_true(transient[1] < transient[0]);
+    for (int step = 0; step < 3; step++) {
+        printf("  step %d: loss %.9g kept, %.9g recomputed\n", step, loss[0][step], loss[1][step]);
+        assert_true(fabs(loss[1][step] - loss[0][step]) <= 1e-6 * fabs(loss[0][step]));
+    }
+    for (int k = 0; k < V * 512; k++)
+        assert_true(fabsf(w[1][k] - w[0][k]) <= 1e-6f + 1e-5f * fabsf(w[0][k]));
+    rlx_graph_free(g);
+}
+
 /* two micro-batches of N rows averaged = one step on the 2N rows */
 static void test_accumulation(void **state)
 {
@@ -505,10 +567,10 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optimizers),   cmocka_unit_test(test_loss_scaling),
-        cmocka_unit_test(test_accumulation), cmocka_unit_test(test_cross_entropy),
-        cmocka_unit_test(test_loss_falls),   cmocka_unit_test(test_checkpoint_resume),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_optimizers),        cmocka_unit_test(test_loss_scaling),
+        cmocka_unit_test(test_recompute),         cmocka_unit_test(test_accumulation),
+        cmocka_unit_test(test_cross_entropy),     cmocka_unit_test(test_loss_falls),
+        cmocka_unit_test(test_checkpoint_resume), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

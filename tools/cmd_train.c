@@ -46,6 +46,7 @@ static void usage(FILE *f)
                "  --save FILE               write params and optimizer state as safetensors at the end\n"
                "  --resume FILE             start from a checkpoint --save wrote\n"
                "  --plot FILE.svg           draw the loss per step\n"
+               "  --recompute               recompute cheap activations in the backward instead of keeping them\n"
                "  --force                   let --save and --plot replace existing files\n"
                "  --verbose                 compile stages on stderr\n");
 }
@@ -340,6 +341,17 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
     }
     fprintf(stderr, "compiled in %.1f s; training steps %ld to %ld of %ld x %ld bytes on %zu bytes of text from %s\n",
             now() - t0, first + 1, end, a->batch * a->accumulate, a->seq, c.n, a->text);
+    rlx_compile_stats cs;
+    if (rlx_session_stats(rlx_trainer_session(tr), &cs) == RLX_OK) {
+        int nre = 0;
+        size_t bre = 0;
+        rlx_trainer_recomputed(tr, &nre, &bre);
+        fprintf(stderr, "memory: %.1f MiB params and optimizer state, %.1f MiB planned for one step",
+                cs.persistent_bytes / 1048576.0, cs.transient_bytes / 1048576.0);
+        if (topt->recompute)
+            fprintf(stderr, " (%d activations, %.1f MiB, recomputed in the backward)", nre, bre / 1048576.0);
+        fputc('\n', stderr);
+    }
     int tty = isatty(2);
     double start = now(), tokens = 0;
     for (long s = 0; s < todo; s++) {
@@ -420,6 +432,9 @@ int rlx_cmd_train(int argc, char **argv)
             continue;
         } else if (!strcmp(f, "--verbose")) {
             o.verbose = 1;
+            continue;
+        } else if (!strcmp(f, "--recompute")) {
+            t.recompute = 1;
             continue;
         }
         if (!v) {

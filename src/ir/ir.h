@@ -304,6 +304,9 @@ typedef struct rlx_node_data {
     rlx_node in[RLX_MAX_INPUTS];
     rlx_attrs attrs;
     char *name; /* owned; may be NULL */
+    /* a forward value computed again for the backward (activation
+     * checkpointing, src/train/recompute.c): CSE never merges it back */
+    bool recompute;
     void *data; /* owned; constants only */
     size_t data_bytes;
 } rlx_node_data;

@@ -1,6 +1,7 @@
 /* cse.c - common-subexpression elimination: two nodes with the same op,
  * operands, attributes and (for constants) bytes become one.  Inputs,
- * params and random ops are never merged. */
+ * params, random ops and values recomputed for the backward are never
+ * merged. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,8 @@ static rlx_node merge_node(rlx_graph *out, const rlx_graph *g, rlx_node id, cons
     cse_table *t = (cse_table *)arg;
     const rlx_node_data *src = &g->nodes[id];
     const rlx_op_info *info = rlx_op_info_of(src->op);
-    if (src->op == RLX_OP_INPUT || src->op == RLX_OP_PARAM || (info->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)))
+    if (src->op == RLX_OP_INPUT || src->op == RLX_OP_PARAM || (info->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)) ||
+        src->recompute)
         return RLX_REBUILD_COPY;
     rlx_node_data probe = *src;
     for (int j = 0; j < probe.n_in; j++)

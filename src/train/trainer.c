@@ -22,6 +22,7 @@
 #include "io/safetensors.h"
 #include "ir/ir.h"
 #include "ir/op_math.h"
+#include "train/train.h"
 
 enum { MODE_STEP, MODE_ACCUMULATE };
 
@@ -49,6 +50,8 @@ struct rlx_trainer {
     bool scaling;          /* dynamic loss scaling */
     double scale;          /* the loss scale of the next run */
     int64_t good, skipped; /* steps since the scale last changed; steps skipped */
+    int recomputed;        /* activation checkpointing: values computed again, their bytes */
+    size_t recomputed_bytes;
 };
 
 void rlx_train_options_init(rlx_train_options *t)
@@ -86,6 +89,8 @@ static rlx_status check_options(const rlx_train_options *t)
     if (t->accumulate < 1 || t->warmup_steps < 0 || t->decay_steps < 0 || !(t->clip_norm >= 0))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "trainer: accumulate must be >= 1; warm-up, decay steps and clip norm >= 0");
+    if (t->recompute < 0 || t->recompute > 1)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: recompute is 0 or 1");
     if (t->n_frozen < 0 || (t->n_frozen && !t->frozen))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: bad frozen list");
     return RLX_OK;
@@ -150,7 +155,7 @@ static rlx_node sum_all(rlx_graph *g, rlx_node x)
 }
 
 /* Appends gradients and updates to g (a copy of the user's graph). */
-static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
+static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode, rlx_node *first_backward)
 {
     const rlx_train_options *t = &tr->t;
     rlx_node loss = -1;
@@ -173,6 +178,7 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode)
         rlx_node sl = g->nodes[loss].dtype == RLX_F32 ? scale : rlx_cast(g, scale, g->nodes[loss].dtype);
         seed = rlx_mul(g, loss, sl);
     }
+    *first_backward = g->n_nodes;
     rlx_status s = seed < 0 ? g->error : rlx_gradients(g, seed, n, p, gr);
     if (s != RLX_OK)
         goto out;
@@ -357,7 +363,20 @@ rlx_status rlx_trainer_new(const rlx_graph *g, const char *loss, const rlx_train
             s = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "trainer: out of memory");
             break;
         }
-        s = build(c, tr, mode);
+        rlx_node first_backward = 0;
+        s = build(c, tr, mode, &first_backward);
+        if (s == RLX_OK && tr->t.recompute) {
+            int count = 0;
+            size_t bytes = 0;
+            rlx_graph *r = rlx_recompute_activations(c, first_backward, &count, &bytes);
+            rlx_graph_free(c);
+            if (!(c = r)) {
+                s = RLX_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            if (mode == MODE_STEP)
+                tr->recomputed = count, tr->recomputed_bytes = bytes;
+        }
         if (s == RLX_OK)
             s = mode == MODE_STEP ? rlx_compile(c, &opts, &tr->step)
                                   : rlx_compile_shared(c, &opts, tr->step, &tr->accum);
@@ -445,6 +464,14 @@ const rlx_session *rlx_trainer_session(const rlx_trainer *tr) { return tr ? tr->
 double rlx_trainer_loss_scale(const rlx_trainer *tr) { return tr ? tr->scale : NAN; }
 
 int64_t rlx_trainer_skipped(const rlx_trainer *tr) { return tr ? tr->skipped : -1; }
+
+void rlx_trainer_recomputed(const rlx_trainer *tr, int *count, size_t *bytes)
+{
+    if (count)
+        *count = tr ? tr->recomputed : 0;
+    if (bytes)
+        *bytes = tr ? tr->recomputed_bytes : 0;
+}
 
 /* The scalars of optimizer step tr->steps + 1 (op_math.h's layout). */
 static void hyper_of(const rlx_trainer *tr, float h[4])
