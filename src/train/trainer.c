@@ -408,6 +408,8 @@ double rlx_trainer_lr(const rlx_trainer *tr)
 
 int64_t rlx_trainer_steps(const rlx_trainer *tr) { return tr ? tr->steps : -1; }
 
+const rlx_session *rlx_trainer_session(const rlx_trainer *tr) { return tr ? tr->step : NULL; }
+
 /* The scalars of optimizer step tr->steps + 1 (op_math.h's layout). */
 static void hyper_of(const rlx_trainer *tr, float h[4])
 {
