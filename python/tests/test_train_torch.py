@@ -15,7 +15,9 @@ Models, at reduced sizes so that the file runs in well under a minute:
 - decoder-small: Qwen3-shaped (RMSNorm, q/k RMSNorm per head, RoPE
   theta 1e6, grouped-query attention, SwiGLU, tied embeddings) at 2
   layers, hidden 64, 4 heads over 2 KV heads of 16, ffn 192, vocab 512,
-  with next-token cross-entropy (per-step loss within 5e-5: see LOSS_RTOL).
+  with next-token cross-entropy (per-step loss within 5e-5: see LOSS_RTOL);
+- the mlp again, exported by torch.onnx.export with its loss as an output
+  and trained by rlx.Trainer from the file (initializers as params).
 
 Skipped, saying why, where torch does not import (CI installs Debian's
 python3-torch)."""
@@ -36,7 +38,7 @@ LR, BETAS, EPS, WD = 1e-3, (0.9, 0.999), 1e-8, 0.01
 # PyTorch's own float32 run differs by up to 1.2e-5 relative and RLX's by
 # 1.8e-5 (RLX against PyTorch, both float32: 2.7e-5), while the params of
 # the two runs end within 1.5e-6 of each other.
-LOSS_RTOL = {"mlp": 1e-5, "encoder": 1e-5, "decoder-small": 5e-5}
+LOSS_RTOL = {"mlp": 1e-5, "mlp (ONNX)": 1e-5, "encoder": 1e-5, "decoder-small": 5e-5}
 PARAM_ATOL = 1e-4  # at the end
 
 
@@ -298,3 +300,44 @@ def test_decoder_small_next_token():
         batches.append({"input_ids": ids, "targets": np.ascontiguousarray(ids[:, 1:])})
     losses, diffs = run_both(g, params, torch_loss, [batches[i % 4] for i in range(STEPS)])
     check("decoder-small", losses, diffs)
+
+
+def test_mlp_exported_to_onnx(tmp_path):
+    """The same MLP exported by torch.onnx.export (opset 17) with its loss
+    as the graph's output: rlx.Trainer imports the file with the
+    initializers as params (torch's names) and loads their values from it."""
+    B, D, Hd = 16, 256, 1024
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.fc3 = torch.nn.Linear(D, Hd), torch.nn.Linear(Hd, Hd), torch.nn.Linear(Hd, D)
+
+        def forward(self, x, t):  # F.mse_loss has no ONNX export in torch 1.13
+            return ((self.fc3(F.gelu(self.fc2(F.gelu(self.fc1(x))))) - t) ** 2).mean()
+
+    torch.manual_seed(14)
+    net = Net()
+    rng = np.random.default_rng(4)
+    batches = [{"x": rng.standard_normal((B, D)).astype(np.float32),
+                "t": rng.standard_normal((B, D)).astype(np.float32)} for _ in range(4)]
+    path = str(tmp_path / "mlp_loss.onnx")
+    torch.onnx.export(net, (torch.from_numpy(batches[0]["x"]), torch.from_numpy(batches[0]["t"])), path,
+                      input_names=["x", "t"], output_names=["loss"], opset_version=17, do_constant_folding=False)
+    tr = rlx.Trainer(path, "loss", optimizer="adamw", lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    names = [p.name for p in tr.get_params() if not p.name.startswith("opt.")]
+    assert sorted(names) == sorted(n for n, _ in net.named_parameters())
+    for n, p in net.named_parameters():
+        np.testing.assert_array_equal(tr.get_param(n), p.detach().numpy())
+    opt = torch.optim.AdamW(net.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    losses = []
+    for i in range(STEPS):
+        f = batches[i % 4]
+        got = tr.step(f)
+        opt.zero_grad()
+        loss = net(torch.from_numpy(f["x"]), torch.from_numpy(f["t"]))
+        loss.backward()
+        opt.step()
+        losses.append((got, loss.item()))
+    diffs = {n: float(np.max(np.abs(tr.get_param(n) - p.detach().numpy()))) for n, p in net.named_parameters()}
+    check("mlp (ONNX)", losses, diffs)
