@@ -496,7 +496,15 @@ typedef struct rlx_onnx_options {
     const rlx_onnx_binding *bindings;
     int n_bindings;
     int64_t default_dim; /* for unbound symbolic dims; 0 = unbound is an error */
-} rlx_onnx_options;      /* initializers become constants (so they fold) */
+    /* 0: initializers become constants (so they fold).  1: float
+     * initializers of rank >= 1 become params named as in the model (to
+     * train, or to set other weights); rank-0 and integer ones stay
+     * constants (shapes, axes).  An op that needs such a param's value at
+     * import (Resize scales, ...) reads the model's; where it cannot, the
+     * error names the op and the initializer.  rlx_onnx_load_params reads
+     * the model's values. */
+    int initializers_as_params;
+} rlx_onnx_options;
 
 RLX_API void rlx_onnx_options_init(rlx_onnx_options *o);
 /* Reads an ONNX model (external data next to it) and builds a graph whose
@@ -537,6 +545,17 @@ typedef struct rlx_onnx_input {
 RLX_API rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs,
                                    int *n_outputs);
 RLX_API void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
+
+/* Hands `fn` each initializer of the model's main graph that
+ * initializers_as_params may make a param (float, rank >= 1), in file
+ * order, as host bytes of its dtype: e.g. to rlx_session_set_param or
+ * rlx_trainer_set_param.  One that no op of the graph reads (or only at
+ * import, as Resize's scales) is no param of the graph: a caller setting
+ * params may skip names the session lacks.  A non-OK return from fn stops
+ * the walk and is returned. */
+typedef rlx_status (*rlx_onnx_param_fn)(void *user, const char *name, rlx_dtype t, int ndim, const int64_t *dims,
+                                        const void *data, size_t bytes);
+RLX_API rlx_status rlx_onnx_load_params(const char *path, rlx_onnx_param_fn fn, void *user);
 
 /* ONNX types RLX lacks are widened at import: int16 and uint16 become i32,
  * uint32 and uint64 become i64 (graph inputs and outputs too; uint64 values

@@ -7,6 +7,7 @@ set -euo pipefail
 # cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
 # utf8proc for the LLM tokenizers (pre-tokenizer regexes, NFC).
 # Python headers, setuptools, venv and pytest for the Python package;
+# PyTorch (CPU) for the training runs compared against it;
 # clang-format for the style check (scripts/check_format.sh).
 packages=(
   build-essential cmake pkg-config
@@ -16,7 +17,7 @@ packages=(
   libonnx-dev
   libcjson-dev
   libonnx-testdata
-  python3-numpy python3-onnx
+  python3-numpy python3-onnx python3-torch
   python3-dev python3-setuptools python3-venv python3-pytest python3-pip
   clang clang-format
   libpcre2-dev libutf8proc-dev

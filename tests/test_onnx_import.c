@@ -533,6 +533,125 @@ static void test_npy_roundtrip(void **state)
     assert_int_equal(rlx_npy_read(p, &t, &nd, d, &data, &bytes), RLX_ERR_FORMAT);
 }
 
+/* initializers_as_params: the float initializers of rank >= 1 of
+ * train_mlp.onnx are params (the scalar and the int64 shape stay
+ * constants); rlx_onnx_load_params hands exactly those; the first step's
+ * loss is numpy's at the model's weights and training makes it fall.
+ * Without the option the model has no param at all (today's constants). */
+typedef struct loaded {
+    rlx_trainer *tr;
+    char names[8][16];
+    int n;
+} loaded;
+
+static rlx_status load_into_trainer(void *user, const char *name, rlx_dtype t, int ndim, const int64_t *dims,
+                                    const void *data, size_t bytes)
+{
+    loaded *l = user;
+    assert_int_equal(t, RLX_F32);
+    assert_true(ndim >= 1 && dims[0] > 0);
+    if (l->n < 8)
+        snprintf(l->names[l->n], sizeof l->names[0], "%s", name);
+    l->n++;
+    return rlx_trainer_set_param(l->tr, name, data, bytes);
+}
+
+static rlx_status refuse(void *user, const char *name, rlx_dtype t, int ndim, const int64_t *dims, const void *data,
+                         size_t bytes)
+{
+    (void)user, (void)name, (void)t, (void)ndim, (void)dims, (void)data, (void)bytes;
+    return RLX_ERR_NOT_FOUND;
+}
+
+static void test_initializers_as_params(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    assert_int_equal(o.initializers_as_params, 0);
+    rlx_graph *g = NULL;
+    /* off: constants, nothing to train */
+    assert_int_equal(rlx_onnx_import(path("train_mlp.onnx"), &o, &g), RLX_OK);
+    rlx_options co;
+    rlx_options_init(&co);
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &co, &s), RLX_OK);
+    assert_int_equal(rlx_session_count(s, 1), 0);
+    rlx_session_free(s);
+    rlx_trainer *tr = NULL;
+    assert_int_equal(rlx_trainer_new(g, "loss", NULL, NULL, &tr), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("no float param"));
+    rlx_graph_free(g);
+
+    /* on: four params, named as in the model */
+    o.initializers_as_params = 1;
+    assert_int_equal(rlx_onnx_import(path("train_mlp.onnx"), &o, &g), RLX_OK);
+    assert_int_equal(rlx_compile(g, &co, &s), RLX_OK);
+    assert_int_equal(rlx_session_count(s, 1), 4);
+    rlx_tensor_info info;
+    const char *want[] = {"w1", "b1", "w2", "b2"};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rlx_session_find(s, 1, want[i], &info), RLX_OK);
+    assert_int_equal(rlx_session_find(s, 1, "half", &info), RLX_ERR_NOT_FOUND);
+    rlx_session_free(s);
+
+    rlx_train_options t;
+    rlx_train_options_init(&t);
+    t.optimizer = RLX_OPTIM_ADAM;
+    t.lr = 1e-2;
+    assert_int_equal(rlx_trainer_new(g, "loss", &t, NULL, &tr), RLX_OK);
+    rlx_graph_free(g);
+    loaded l = {.tr = tr};
+    assert_int_equal(rlx_onnx_load_params(path("train_mlp.onnx"), load_into_trainer, &l), RLX_OK);
+    assert_int_equal(l.n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(l.names[i], want[i]);
+    size_t xb, tb, lb;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("train_mlp_x.npy", &xb, &nd, d), *tt = npy("train_mlp_t.npy", &tb, &nd, d);
+    float *loss0 = npy("train_mlp_loss.npy", &lb, &nd, d);
+    assert_int_equal(rlx_trainer_set_input(tr, "x", x, xb), RLX_OK);
+    assert_int_equal(rlx_trainer_set_input(tr, "t", tt, tb), RLX_OK);
+    double first = 0, loss = 0;
+    for (int i = 0; i < 60; i++) {
+        assert_int_equal(rlx_trainer_step(tr, &loss), RLX_OK);
+        if (i == 0)
+            first = loss;
+    }
+    assert_true(fabs(first - loss0[0]) <= 1e-5 * fabs(loss0[0]) + 1e-7);
+    assert_true(loss < 0.5 * first);
+    fprintf(stderr, "train_mlp.onnx: loss %g -> %g after 60 Adam steps\n", first, loss);
+    /* the callback's error stops the walk and is returned */
+    assert_int_equal(rlx_onnx_load_params(path("train_mlp.onnx"), refuse, NULL), RLX_ERR_NOT_FOUND);
+    assert_int_equal(rlx_onnx_load_params(path("no_such.onnx"), refuse, NULL), RLX_ERR_IO);
+    assert_int_equal(rlx_onnx_load_params(path("train_mlp.onnx"), NULL, NULL), RLX_ERR_INVALID_ARGUMENT);
+    free(x), free(tt), free(loss0);
+    rlx_trainer_free(tr);
+
+    /* an op reading a param initializer's value at import gets the model's */
+    assert_int_equal(rlx_onnx_import(path("param_resize.onnx"), &o, &g), RLX_OK);
+    float xin[4] = {1, 2, 3, 4}, *y;
+    void *xp = xin;
+    size_t xsz = sizeof xin, ysz;
+    const char *xn[] = {"x"};
+    y = run1(g, 1, xn, &xp, &xsz, "y", &ysz);
+    assert_int_equal(ysz, 16 * sizeof(float));
+    for (int i = 0; i < 16; i++)
+        assert_true(y[i] == xin[(i / 8) * 2 + (i % 4) / 2]);
+    free(y);
+    rlx_graph_free(g);
+    /* ... and one that cannot says which op and initializer */
+    assert_int_equal(rlx_onnx_import(path("param_nonzero.onnx"), &o, &g), RLX_ERR_UNSUPPORTED);
+    assert_null(g);
+    assert_true(msg_has("NonZero"));
+    assert_true(msg_has("initializer 'nzw' is a param"));
+    o.initializers_as_params = 0;
+    assert_int_equal(rlx_onnx_import(path("param_nonzero.onnx"), &o, &g), RLX_OK);
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_loop_runtime_cond),
         cmocka_unit_test(test_runner),
         cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_initializers_as_params),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -47,7 +47,8 @@ from ._rlx import (  # noqa: F401  (re-exported)
 __version__ = _rlx.version()
 
 __all__ = [
-    "InferenceSession", "Graph", "Node", "CompiledGraph", "TensorInfo", "Tensor", "DeviceTensor", "LLM", "from_dlpack",
+    "InferenceSession", "Graph", "Node", "CompiledGraph", "Trainer", "TensorInfo", "Tensor", "DeviceTensor", "LLM",
+    "from_dlpack",
     "read_tensor", "version", "cpu_gemm_info", "RLXError", "InvalidArgumentError", "ShapeError",
     "DTypeError", "NotFoundError", "UnsupportedError", "RLXIOError", "FormatError", "OutOfMemoryError",
     "DeviceError", "RLXRuntimeError", "InternalError",
@@ -563,6 +564,24 @@ class Graph:
         """Zero with probability p, scale the rest by 1/(1-p)."""
         return self._n(self._g.dropout(x.id, p))
 
+    # training
+    def gradients(self, loss: Node, wrt: Sequence[Node]) -> List[Node]:
+        """Appends reverse-mode gradients of loss (one float element) with
+        respect to each node of wrt (rlx_gradients); returns them, each of
+        its node's shape and dtype.  Name them with output() to read them."""
+        return [self._n(i) for i in self._g.gradients(loss.id, _ids(wrt))]
+
+    def cross_entropy(self, logits: Node, labels: Node, ignore_index: int = -100,
+                      label_smoothing: float = 0.0) -> Node:
+        """torch.nn.functional.cross_entropy of logits [..., C] against class
+        indices labels [...] (int64/int32): the mean over rows whose label is
+        not ignore_index."""
+        return self._n(self._g.cross_entropy(logits.id, labels.id, int(ignore_index), float(label_smoothing)))
+
+    def mse_loss(self, pred: Node, target: Node) -> Node:
+        """mean((pred - target)**2), broadcasting as sub does."""
+        return self._n(self._g.mse_loss(pred.id, target.id))
+
     # whole graph
     def node_count(self) -> int:
         """Number of nodes."""
@@ -607,6 +626,104 @@ for _name in _unary:
     _add_builder(_name, 1)
 for _name in _binary:
     _add_builder(_name, 2)
+
+
+_OPTIMIZERS = {"sgd": 0, "adam": 1, "adamw": 2}
+
+
+class Trainer:
+    """Training of a graph's float params against its loss output
+    (rlx_trainer): forward, gradients and the optimizer's update compiled
+    into one step that updates the params in place on the device.
+
+    source: an rlx.Graph, or an ONNX file whose float initializers of rank
+    >= 1 become the params, set from the file (shapes: {input name: shape}
+    binds symbolic dims).  loss: the name of the output holding the loss.
+    The optimizer options are torch.optim's: optimizer "adamw", "adam" or
+    "sgd"; lr, betas, eps, weight_decay (AdamW's decoupled decay; SGD and
+    Adam add it to the gradient), momentum, dampening, nesterov (SGD);
+    clip_norm (> 0: gradients scaled to a global L2 norm of at most this);
+    a linear warm-up over warmup_steps, then a cosine decay to min_lr over
+    decay_steps; accumulate micro-batches per optimizer step (gradients
+    averaged); frozen: names of params not trained.  device "cpu", "cuda"
+    or "cuda:N"; precision "f32", "f16" or "bf16".
+
+    A Graph's params must each be set with set_param before the first
+    step (an ONNX file's come from the file).  Every failure raises an
+    RLXError subclass with the library's message.
+    """
+
+    def __init__(self, source: Union["Graph", str, os.PathLike], loss: str = "loss", optimizer: str = "adamw",
+                 lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
+                 clip_norm: float = 0.0, warmup_steps: int = 0, decay_steps: int = 0, min_lr: float = 0.0,
+                 accumulate: int = 1, frozen: Sequence[str] = (), device: str = "cpu", precision: str = "f32",
+                 threads: int = 0, seed: int = 0, shapes: Optional[Dict[str, Sequence[int]]] = None):
+        if optimizer not in _OPTIMIZERS:
+            raise InvalidArgumentError(f"unknown optimizer {optimizer!r} (adamw, adam or sgd)")
+        if len(betas) != 2:
+            raise InvalidArgumentError(f"betas must be two numbers, got {betas!r}")
+        if isinstance(source, Graph):
+            src: Any = source._g
+        elif isinstance(source, (str, os.PathLike)):
+            src = os.fspath(source)
+        else:
+            raise TypeError(f"source must be an rlx.Graph or an ONNX file path, got {type(source).__name__}")
+        self.device = str(device)
+        self._t = _rlx._Trainer(
+            src, loss, _OPTIMIZERS[optimizer], float(lr), float(betas[0]), float(betas[1]), float(eps),
+            float(weight_decay), float(momentum), float(dampening), bool(nesterov), float(clip_norm),
+            int(warmup_steps), int(decay_steps), float(min_lr), int(accumulate), list(frozen), _device(device)[0],
+            _precision_code(precision), _check_threads(threads), int(seed),
+            None if shapes is None else {k: list(v) for k, v in shapes.items()})
+
+    def get_params(self) -> List[TensorInfo]:
+        """The params: the graph's, then the optimizer's state ("opt.m.NAME", ...)."""
+        return [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in self._t.info(1)]
+
+    def get_inputs(self) -> List[TensorInfo]:
+        """The inputs step() takes (besides the optimizer's own "opt.hyper")."""
+        return [TensorInfo(n, tuple(s), _np_name(d)) for n, s, d in self._t.info(0) if not n.startswith("opt.")]
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Copies a param's value in (initial weights, or any param)."""
+        self._t.set_param(name, value)
+
+    def get_param(self, name: str) -> np.ndarray:
+        """A param's current value, as a new array."""
+        return self._t.get_param(name)
+
+    def step(self, inputs: Dict[str, Any]) -> float:
+        """One micro-batch {input name: array}: forward and backward, and on
+        every accumulate-th the optimizer's step.  Returns its loss."""
+        return self._t.step(dict(inputs))
+
+    def get_output(self, name: str) -> np.ndarray:
+        """An output of the last step: the loss, "grad_norm" (the global
+        gradient norm before clipping) or any output of the graph."""
+        return self._t.get_output(name)
+
+    @property
+    def steps(self) -> int:
+        """Optimizer steps taken."""
+        return self._t.counters()[0]
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of the next optimizer step."""
+        return self._t.counters()[1]
+
+    def save(self, path: Union[str, os.PathLike], force: bool = False) -> None:
+        """Params, optimizer state and step counts as one safetensors file;
+        an existing file is replaced only with force=True."""
+        self._t.save(os.fspath(path), bool(force))
+
+    def load(self, path: Union[str, os.PathLike]) -> None:
+        """Puts back what save() wrote: training goes on exactly as before."""
+        self._t.load(os.fspath(path))
+
+    def __repr__(self) -> str:
+        return f"Trainer(device={self.device!r}, steps={self.steps})"
 
 
 def _set_workload_params(self: CompiledGraph, seed: int = 1) -> None:

@@ -3,8 +3,8 @@
  * Types: _Model (an ONNX model compiled once per input shape, rlx_model),
  * _Graph (a graph under construction; builders take and return node ids),
  * _Session (a compiled graph), _DeviceBuffer (an output in CUDA memory),
- * _LLM (a decoder LLM and its generation context) and _Stream (one
- * generation on a thread of its own).  Each model and session has a mutex:
+ * _LLM (a decoder LLM and its generation context), _Stream (one
+ * generation on a thread of its own) and _Trainer (rlx_trainer).  Each model and session has a mutex:
  * runs of one of them are serialised, runs of different ones go in
  * parallel.  The GIL is released while compiling and running; the mutex is
  * only ever waited for without the GIL, so the two cannot deadlock.
@@ -882,7 +882,7 @@ static PyObject *session_set_param(SessionObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *info_list(rlx_session *s, int kind)
+static PyObject *info_list(const rlx_session *s, int kind)
 {
     int n = rlx_session_count(s, kind);
     PyObject *l = PyList_New(n);
@@ -1808,6 +1808,60 @@ static PyObject *g_dropout(GraphObject *self, PyObject *args)
     NODE(rlx_dropout(self->g, x, p));
 }
 
+static PyObject *g_gradients(GraphObject *self, PyObject *args)
+{
+    int loss;
+    PyObject *wrt;
+    if (!PyArg_ParseTuple(args, "iO", &loss, &wrt))
+        return NULL;
+    PyObject *f = PySequence_Fast(wrt, "wrt must be a list of node ids");
+    if (!f)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    rlx_node *w = calloc((size_t)n + 1, sizeof *w), *gr = calloc((size_t)n + 1, sizeof *gr);
+    PyObject *res = NULL;
+    if (!w || !gr) {
+        res = PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
+        if (v == -1 && PyErr_Occurred())
+            goto out;
+        w[i] = (rlx_node)v;
+    }
+    rlx_status st = rlx_gradients(self->g, loss, (int)n, w, gr);
+    if (st != RLX_OK) {
+        res = raise_status(st);
+        goto out;
+    }
+    res = PyList_New(n);
+    for (Py_ssize_t i = 0; res && i < n; i++)
+        PyList_SET_ITEM(res, i, PyLong_FromLong(gr[i]));
+out:
+    free(w), free(gr);
+    Py_DECREF(f);
+    return res;
+}
+
+static PyObject *g_cross_entropy(GraphObject *self, PyObject *args)
+{
+    int logits, labels;
+    long long ignore = -100;
+    double smoothing = 0;
+    if (!PyArg_ParseTuple(args, "ii|Ld", &logits, &labels, &ignore, &smoothing))
+        return NULL;
+    NODE(rlx_cross_entropy(self->g, logits, labels, (int64_t)ignore, smoothing));
+}
+
+static PyObject *g_mse_loss(GraphObject *self, PyObject *args)
+{
+    int pred, target;
+    if (!PyArg_ParseTuple(args, "ii", &pred, &target))
+        return NULL;
+    NODE(rlx_mse_loss(self->g, pred, target));
+}
+
 static PyObject *g_node_count(GraphObject *self, PyObject *noargs)
 {
     (void)noargs;
@@ -1903,6 +1957,9 @@ static PyMethodDef graph_methods[] = {{"unary", (PyCFunction)g_unary, METH_VARAR
                                       {"pool", (PyCFunction)g_pool, METH_VARARGS, NULL},
                                       {"random", (PyCFunction)g_random, METH_VARARGS, NULL},
                                       {"dropout", (PyCFunction)g_dropout, METH_VARARGS, NULL},
+                                      {"gradients", (PyCFunction)g_gradients, METH_VARARGS, NULL},
+                                      {"cross_entropy", (PyCFunction)g_cross_entropy, METH_VARARGS, NULL},
+                                      {"mse_loss", (PyCFunction)g_mse_loss, METH_VARARGS, NULL},
                                       {"node_count", (PyCFunction)g_node_count, METH_NOARGS, NULL},
                                       {"verify", (PyCFunction)g_verify, METH_NOARGS, NULL},
                                       {"to_dot", (PyCFunction)g_to_dot, METH_VARARGS, NULL},
@@ -2644,6 +2701,380 @@ static PyObject *py_check_device(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------ _Trainer */
+
+typedef struct {
+    PyObject_HEAD rlx_trainer *tr;
+    pthread_mutex_t lock;
+} TrainerObject;
+
+static void trainer_dealloc(TrainerObject *self)
+{
+    if (self->tr) { /* the lock exists once tr does */
+        rlx_trainer_free(self->tr);
+        pthread_mutex_destroy(&self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* rlx_onnx_load_params' callback: each initializer into the trainer (one
+ * that is no param of the graph, read only at import or not at all, is
+ * skipped). */
+static rlx_status trainer_load_one(void *user, const char *name, rlx_dtype t, int ndim, const int64_t *dims,
+                                   const void *data, size_t bytes)
+{
+    (void)t, (void)ndim, (void)dims;
+    rlx_tensor_info ti;
+    if (rlx_session_find(rlx_trainer_session(user), 1, name, &ti) != RLX_OK)
+        return RLX_OK;
+    return rlx_trainer_set_param(user, name, data, bytes);
+}
+
+static int str_list(PyObject *o, const char ***out, int *n, PyObject **keep)
+{
+    *out = NULL;
+    *n = 0;
+    *keep = NULL;
+    if (o == Py_None)
+        return 0;
+    PyObject *f = PySequence_Fast(o, "frozen must be a list of param names");
+    if (!f)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(f);
+    const char **v = calloc((size_t)k + 1, sizeof *v);
+    if (!v) {
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(f, i);
+        if (!PyUnicode_Check(it) || !(v[i] = PyUnicode_AsUTF8(it))) {
+            free(v);
+            Py_DECREF(f);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "frozen must be a list of param names (str)");
+            return -1;
+        }
+    }
+    *out = v;
+    *n = (int)k;
+    *keep = f;
+    return 0;
+}
+
+static int trainer_init(TrainerObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"source",       "loss",         "optimizer", "lr",         "beta1",    "beta2",
+                             "eps",          "weight_decay", "momentum",  "dampening",  "nesterov", "clip_norm",
+                             "warmup_steps", "decay_steps",  "min_lr",    "accumulate", "frozen",   "device",
+                             "precision",    "threads",      "seed",      "shapes",     NULL};
+    PyObject *source, *frozen = Py_None, *shapes = Py_None;
+    const char *loss, *device = "cpu";
+    rlx_train_options t;
+    rlx_train_options_init(&t);
+    int optimizer = (int)t.optimizer, nesterov = 0, precision = 0, threads = 0;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|idddddddpdiidiOsiiKO", kwlist, &source, &loss, &optimizer, &t.lr,
+                                     &t.beta1, &t.beta2, &t.eps, &t.weight_decay, &t.momentum, &t.dampening, &nesterov,
+                                     &t.clip_norm, &t.warmup_steps, &t.decay_steps, &t.min_lr, &t.accumulate, &frozen,
+                                     &device, &precision, &threads, &seed, &shapes))
+        return -1;
+    if (self->tr) {
+        PyErr_SetString(PyExc_RuntimeError, "_Trainer is already initialised");
+        return -1;
+    }
+    t.optimizer = (rlx_optim_kind)optimizer;
+    t.nesterov = nesterov;
+    rlx_options o;
+    if (parse_options(&o, device, precision, threads, 0) != 0)
+        return -1;
+    if (seed)
+        o.seed = seed;
+    PyObject *keep = NULL;
+    const char **names = NULL;
+    if (str_list(frozen, &names, &t.n_frozen, &keep) != 0)
+        return -1;
+    t.frozen = names;
+    const rlx_graph *g = NULL;
+    rlx_graph *imported = NULL;
+    PyObject *pathb = NULL;
+    rlx_onnx_binding b[64];
+    int nb = 0;
+    int ret = -1;
+    if (PyObject_TypeCheck(source, &GraphType)) {
+        g = ((GraphObject *)source)->g;
+    } else {
+        if (!PyUnicode_FSConverter(source, &pathb))
+            goto out;
+        if (shapes != Py_None) { /* {input name: shape} binds symbolic dims */
+            if (!PyDict_Check(shapes)) {
+                PyErr_SetString(PyExc_TypeError, "shapes must be a dict {input name: shape}");
+                goto out;
+            }
+            PyObject *key, *val;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(shapes, &pos, &key, &val)) {
+                if (nb == 64 || !PyUnicode_Check(key)) {
+                    PyErr_SetString(PyExc_TypeError, "shapes: at most 64 entries, keyed by input name");
+                    goto out;
+                }
+                memset(&b[nb], 0, sizeof b[nb]);
+                b[nb].name = PyUnicode_AsUTF8(key);
+                if (int64_list(val, b[nb].dims, RLX_MAX_DIMS, &b[nb].ndim, "shape") != 0)
+                    goto out;
+                nb++;
+            }
+        }
+        rlx_onnx_options io;
+        rlx_onnx_options_init(&io);
+        io.initializers_as_params = 1;
+        io.bindings = b;
+        io.n_bindings = nb;
+        rlx_status st;
+        const char *path = PyBytes_AS_STRING(pathb);
+        Py_BEGIN_ALLOW_THREADS st = rlx_onnx_import(path, &io, &imported);
+        Py_END_ALLOW_THREADS if (st != RLX_OK)
+        {
+            raise_status(st);
+            goto out;
+        }
+        g = imported;
+    }
+    rlx_status st;
+    rlx_trainer *tr = NULL;
+    Py_BEGIN_ALLOW_THREADS st = rlx_trainer_new(g, loss, &t, &o, &tr);
+    if (st == RLX_OK && pathb)
+        st = rlx_onnx_load_params(PyBytes_AS_STRING(pathb), trainer_load_one, tr);
+    Py_END_ALLOW_THREADS if (st != RLX_OK)
+    {
+        raise_status(st);
+        rlx_trainer_free(tr);
+        goto out;
+    }
+    self->tr = tr;
+    pthread_mutex_init(&self->lock, NULL);
+    ret = 0;
+out:
+    rlx_graph_free(imported);
+    Py_XDECREF(pathb);
+    Py_XDECREF(keep);
+    free(names);
+    return ret;
+}
+
+static int trainer_ready(TrainerObject *self)
+{
+    if (!self->tr) {
+        PyErr_SetString(PyExc_RuntimeError, "_Trainer is not initialised");
+        return 0;
+    }
+    return 1;
+}
+
+/* An array for the step session's tensor `name` of `kind`, checked
+ * against its dtype and size. */
+static PyArrayObject *trainer_array(TrainerObject *self, int kind, const char *name, PyObject *v)
+{
+    rlx_tensor_info ti;
+    rlx_status st = rlx_session_find(rlx_trainer_session(self->tr), kind, name, &ti);
+    if (st != RLX_OK) {
+        raise_status(st);
+        return NULL;
+    }
+    PyArrayObject *a = as_input(v, name, ti.dtype);
+    if (a && (size_t)PyArray_NBYTES(a) != ti.bytes) {
+        char want[256], got[256];
+        int64_t g[NPY_MAXDIMS];
+        for (int d = 0; d < PyArray_NDIM(a); d++)
+            g[d] = PyArray_DIM(a, d);
+        PyErr_Format(err_class[RLX_ERR_SHAPE], "%s '%s' must have shape %s, got %s", kind ? "param" : "input", name,
+                     shape_text(want, sizeof want, ti.ndim, ti.dims), shape_text(got, sizeof got, PyArray_NDIM(a), g));
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+static PyObject *trainer_set_param(TrainerObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *v;
+    if (!PyArg_ParseTuple(args, "sO", &name, &v) || !trainer_ready(self))
+        return NULL;
+    PyArrayObject *a = trainer_array(self, 1, name, v);
+    if (!a)
+        return NULL;
+    rlx_status st;
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    st = rlx_trainer_set_param(self->tr, name, PyArray_DATA(a), (size_t)PyArray_NBYTES(a));
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS Py_DECREF(a);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* A param (kind 1) or an output of the last step (kind 2) as a new array. */
+static PyObject *trainer_get(TrainerObject *self, PyObject *args, int kind)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name) || !trainer_ready(self))
+        return NULL;
+    rlx_tensor_info ti;
+    rlx_status st = rlx_session_find(rlx_trainer_session(self->tr), kind, name, &ti);
+    if (st != RLX_OK)
+        return raise_status(st);
+    npy_intp d[RLX_MAX_DIMS];
+    for (int k = 0; k < ti.ndim; k++)
+        d[k] = (npy_intp)ti.dims[k];
+    PyObject *arr = PyArray_SimpleNew(ti.ndim, d, npy_of(ti.dtype));
+    if (!arr)
+        return NULL;
+    void *data = PyArray_DATA((PyArrayObject *)arr);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    st = kind == 1 ? rlx_trainer_get_param(self->tr, name, data, ti.bytes)
+                   : rlx_trainer_get_output(self->tr, name, data, ti.bytes);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS if (st != RLX_OK)
+    {
+        Py_DECREF(arr);
+        return raise_status(st);
+    }
+    return arr;
+}
+
+static PyObject *trainer_get_param(TrainerObject *self, PyObject *args) { return trainer_get(self, args, 1); }
+static PyObject *trainer_get_output(TrainerObject *self, PyObject *args) { return trainer_get(self, args, 2); }
+
+/* step({input: array}) -> the micro-batch's loss */
+static PyObject *trainer_step(TrainerObject *self, PyObject *args)
+{
+    PyObject *feeds;
+    if (!PyArg_ParseTuple(args, "O", &feeds) || !trainer_ready(self))
+        return NULL;
+    if (!PyDict_Check(feeds))
+        return PyErr_Format(PyExc_TypeError, "inputs must be a dict {name: array}");
+    Py_ssize_t n = PyDict_Size(feeds), pos = 0;
+    PyArrayObject **arrs = calloc((size_t)n + 1, sizeof *arrs);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    PyObject *key, *val, *res = NULL;
+    int k = 0;
+    if (!arrs || !names) {
+        free(arrs), free(names);
+        return PyErr_NoMemory();
+    }
+    while (PyDict_Next(feeds, &pos, &key, &val)) {
+        if (!PyUnicode_Check(key) || !(names[k] = PyUnicode_AsUTF8(key))) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "input names must be str");
+            goto out;
+        }
+        if (!strncmp(names[k], "opt.", 4)) {
+            PyErr_Format(err_class[RLX_ERR_INVALID_ARGUMENT], "input '%s' is the optimizer's own", names[k]);
+            goto out;
+        }
+        if (!(arrs[k] = trainer_array(self, 0, names[k], val)))
+            goto out;
+        k++;
+    }
+    rlx_status st = RLX_OK;
+    double loss = 0;
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    for (int i = 0; st == RLX_OK && i < k; i++)
+        st = rlx_trainer_set_input(self->tr, names[i], PyArray_DATA(arrs[i]), (size_t)PyArray_NBYTES(arrs[i]));
+    if (st == RLX_OK)
+        st = rlx_trainer_step(self->tr, &loss);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS res = st == RLX_OK ? PyFloat_FromDouble(loss) : raise_status(st);
+out:
+    for (int i = 0; i < k; i++)
+        Py_XDECREF(arrs[i]);
+    free(arrs), free(names);
+    return res;
+}
+
+static PyObject *trainer_counters(TrainerObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (!trainer_ready(self))
+        return NULL;
+    return Py_BuildValue("(Ld)", (long long)rlx_trainer_steps(self->tr), rlx_trainer_lr(self->tr));
+}
+
+static PyObject *trainer_save(TrainerObject *self, PyObject *args)
+{
+    PyObject *pb = NULL;
+    int force = 0;
+    if (!PyArg_ParseTuple(args, "O&|p", PyUnicode_FSConverter, &pb, &force))
+        return NULL;
+    if (!trainer_ready(self)) {
+        Py_DECREF(pb);
+        return NULL;
+    }
+    rlx_status st;
+    const char *path = PyBytes_AS_STRING(pb);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    st = rlx_trainer_save(self->tr, path, force ? RLX_FILE_FORCE : 0);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS Py_DECREF(pb);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *trainer_load(TrainerObject *self, PyObject *args)
+{
+    PyObject *pb = NULL;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &pb))
+        return NULL;
+    if (!trainer_ready(self)) {
+        Py_DECREF(pb);
+        return NULL;
+    }
+    rlx_status st;
+    const char *path = PyBytes_AS_STRING(pb);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    st = rlx_trainer_load(self->tr, path);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS Py_DECREF(pb);
+    if (st != RLX_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *trainer_info(TrainerObject *self, PyObject *args)
+{
+    int kind;
+    if (!PyArg_ParseTuple(args, "i", &kind) || !trainer_ready(self))
+        return NULL;
+    if (kind < 0 || kind > 2)
+        return PyErr_Format(PyExc_ValueError, "kind must be 0, 1 or 2");
+    return info_list(rlx_trainer_session(self->tr), kind);
+}
+
+static PyMethodDef trainer_methods[] = {
+    {"set_param", (PyCFunction)trainer_set_param, METH_VARARGS, "set_param(name, array)"},
+    {"get_param", (PyCFunction)trainer_get_param, METH_VARARGS, "get_param(name) -> array"},
+    {"get_output", (PyCFunction)trainer_get_output, METH_VARARGS, "get_output(name) -> array of the last step"},
+    {"step", (PyCFunction)trainer_step, METH_VARARGS, "step({name: array}) -> loss"},
+    {"counters", (PyCFunction)trainer_counters, METH_NOARGS, "(optimizer steps taken, next learning rate)"},
+    {"save", (PyCFunction)trainer_save, METH_VARARGS, "save(path, force)"},
+    {"load", (PyCFunction)trainer_load, METH_VARARGS, "load(path)"},
+    {"info", (PyCFunction)trainer_info, METH_VARARGS, "info(kind) -> [(name, shape, dtype)]; 0 in, 1 param, 2 out"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject TrainerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlx._rlx._Trainer",
+    .tp_basicsize = sizeof(TrainerObject),
+    .tp_dealloc = (destructor)trainer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A graph's training step compiled with its optimizer (internal; see rlx.Trainer).",
+    .tp_methods = trainer_methods,
+    .tp_init = (initproc)trainer_init,
+    .tp_new = PyType_GenericNew,
+};
+
 /* ------------------------------------------------------------ functions */
 
 static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
@@ -2811,8 +3242,11 @@ PyMODINIT_FUNC PyInit__rlx(void)
     if (!m)
         return NULL;
     if (PyType_Ready(&SessionType) < 0 || PyType_Ready(&ModelType) < 0 || PyType_Ready(&GraphType) < 0 ||
-        PyType_Ready(&DeviceBufType) < 0 || PyType_Ready(&LLMType) < 0 || PyType_Ready(&StreamType) < 0)
+        PyType_Ready(&DeviceBufType) < 0 || PyType_Ready(&LLMType) < 0 || PyType_Ready(&StreamType) < 0 ||
+        PyType_Ready(&TrainerType) < 0)
         return NULL;
+    Py_INCREF(&TrainerType);
+    PyModule_AddObject(m, "_Trainer", (PyObject *)&TrainerType);
     Py_INCREF(&DeviceBufType);
     PyModule_AddObject(m, "_DeviceBuffer", (PyObject *)&DeviceBufType);
     Py_INCREF(&LLMType);

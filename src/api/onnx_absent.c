@@ -93,6 +93,12 @@ void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, 
     (void)inputs, (void)n_inputs, (void)outputs, (void)n_outputs;
 }
 
+rlx_status rlx_onnx_load_params(const char *path, rlx_onnx_param_fn fn, void *user)
+{
+    (void)path, (void)fn, (void)user;
+    return no_onnx();
+}
+
 rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes)
 {
     (void)path, (void)t, (void)ndim, (void)dims, (void)bytes;

@@ -332,6 +332,41 @@ save("reshape_by_value", helper.make_graph(
     "reshape_by_value", [vi("x", [2, 6]), vi("s", [2], TensorProto.INT64)], [vi("y", [12])],
     [numpy_helper.from_array(np.array([-1], np.int64), "flat")]))
 
+# 12. training (initializers_as_params): a two-layer MLP whose output
+# "loss" is the MSE against the input t; float initializers of rank >= 1
+# become params, the scalar "half" and the int64 shape "shp" stay constants
+x = rng.standard_normal((8, 4)).astype(np.float32)
+t = rng.standard_normal((8, 2)).astype(np.float32)
+w1 = (rng.standard_normal((4, 16)) * 0.5).astype(np.float32)
+b1 = (rng.standard_normal((16,)) * 0.1).astype(np.float32)
+w2 = (rng.standard_normal((16, 2)) * 0.5).astype(np.float32)
+b2 = np.zeros((2,), np.float32)
+inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"), numpy_helper.from_array(w2, "w2"),
+         numpy_helper.from_array(b2, "b2"), numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array([8, 4], np.int64), "shp")]
+save("train_mlp", helper.make_graph(
+    [helper.make_node("Reshape", ["x", "shp"], ["xr"]), helper.make_node("MatMul", ["xr", "w1"], ["h0"]),
+     helper.make_node("Add", ["h0", "b1"], ["h1"]), helper.make_node("Relu", ["h1"], ["h"]),
+     helper.make_node("MatMul", ["h", "w2"], ["y0"]), helper.make_node("Add", ["y0", "b2"], ["y"]),
+     helper.make_node("Sub", ["y", "t"], ["d"]), helper.make_node("Mul", ["d", "d"], ["d2"]),
+     helper.make_node("Mul", ["d2", "half"], ["d3"]), helper.make_node("ReduceMean", ["d3"], ["loss"], keepdims=0)],
+    "train_mlp", [vi("x", [8, 4]), vi("t", [8, 2])], [vi("loss", []), vi("y", [8, 2])], inits))
+y = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+np.save(os.path.join(out, "train_mlp_x.npy"), x)
+np.save(os.path.join(out, "train_mlp_t.npy"), t)
+np.save(os.path.join(out, "train_mlp_loss.npy"), np.array([np.mean((y - t) ** 2 * 0.5)], np.float32))
+
+# Resize reading its float scales initializer at import, and NonZero, which
+# needs its float initializer's value and cannot have it from a param
+save("param_resize", helper.make_graph(
+    [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "param_resize",
+    [vi("x", [1, 1, 2, 2])], [vi("y", [1, 1, 4, 4])],
+    [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]))
+save("param_nonzero", helper.make_graph(
+    [helper.make_node("NonZero", ["nzw"], ["i"]), helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT),
+     helper.make_node("Add", ["y", "x"], ["z"])], "param_nonzero",
+    [vi("x", [1])], [vi("z", [1, 2])], [numpy_helper.from_array(np.array([0, 3], np.float32), "nzw")]))
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

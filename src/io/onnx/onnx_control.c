@@ -54,7 +54,7 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
         if (!a)
             continue;
         onnx_tensor *k = a->k ? onnx_tensor_clone(a->k) : NULL;
-        if (!onnx_bind(c, gp->input[i]->name, a->k ? -1 : a->node, k))
+        if (!onnx_bind(c, gp->input[i]->name, a->k ? -1 : onnx_node_of(c, a), k))
             st = RLX_ERR_OUT_OF_MEMORY;
     }
     if (st == RLX_OK)
@@ -67,7 +67,7 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
             break;
         }
         res[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        res[i].node = v->k ? -1 : v->node;
+        res[i].node = v->k ? -1 : onnx_node_of(c, v);
     }
     c->depth--;
     c->scope = child->parent;
@@ -212,7 +212,7 @@ static rlx_status h_loop(onnx_node *n)
         if (!v)
             return onnx_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
         cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        cur[i].node = v->k ? -1 : v->node;
+        cur[i].node = v->k ? -1 : onnx_node_of(n->c, v);
     }
     rlx_node *scans[14] = {0};
     int64_t it = 0;
@@ -435,7 +435,7 @@ static rlx_status h_scan(onnx_node *n)
     for (int i = 0; i < nst; i++) {
         onnx_value *v = n->in[i];
         cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        cur[i].node = v->k ? -1 : v->node;
+        cur[i].node = v->k ? -1 : onnx_node_of(n->c, v);
     }
     rlx_node *outs[14];
     for (int i = 0; i < nso; i++)

@@ -231,7 +231,8 @@ static rlx_status h_onehot(onnx_node *n)
     double depth;
     if (!onnx_const_scalar(n, 1, &depth))
         return onnx_need_const(n, 1, "depth");
-    if (!n->in[2] || !n->in[2]->k || n->in[2]->k->numel != 2)
+    const onnx_tensor *v = onnx_in_const(n, 2);
+    if (!v || v->numel != 2)
         return onnx_need_const(n, 2, "values");
     int64_t id[RLX_MAX_DIMS];
     int r = onnx_in_shape(n, 0, id);
@@ -259,9 +260,13 @@ static rlx_status h_onehot(onnx_node *n)
     for (int64_t i = 0; i < D; i++)
         ((int64_t *)rg->data)[i] = i;
     rlx_node eq = rlx_equal(G, rlx_reshape(G, idx, r + 1, ud), onnx_const_node(n, rg));
-    const onnx_tensor *v = n->in[2]->k;
     rlx_dtype t = v->dtype;
     rlx_node off = onnx_scalar(n, t, onnx_get_f(v, 0)), on = onnx_scalar(n, t, onnx_get_f(v, 1));
+    if (n->in[2]->init) { /* a param: read from the graph, so that it trains */
+        rlx_node vn = onnx_in(n, 2);
+        off = rlx_reshape(G, rlx_slice(G, vn, 1, (int[]){0}, (int64_t[]){0}, (int64_t[]){1}, (int64_t[]){1}), 0, NULL);
+        on = rlx_reshape(G, rlx_slice(G, vn, 1, (int[]){0}, (int64_t[]){1}, (int64_t[]){2}, (int64_t[]){1}), 0, NULL);
+    }
     return onnx_out_node(n, 0, rlx_where(G, eq, on, off));
 }
 

@@ -197,7 +197,7 @@ static rlx_status h_resize(onnx_node *n)
         }
     }
     bool have_sizes = false;
-    if (zi >= 0 && zi < n->n_in && n->in[zi] && (!n->in[zi]->k || n->in[zi]->k->numel > 0)) {
+    if (zi >= 0 && zi < n->n_in && n->in[zi] && (!onnx_in_const(n, zi) || onnx_in_const(n, zi)->numel > 0)) {
         int64_t given[RLX_MAX_DIMS];
         int c = onnx_const_ints(n, zi, given, RLX_MAX_DIMS);
         if (c == -2)
@@ -226,7 +226,7 @@ static rlx_status h_resize(onnx_node *n)
             }
         }
     } else if (si >= 0 && si < n->n_in && n->in[si]) {
-        const onnx_tensor *k = n->in[si]->k;
+        const onnx_tensor *k = onnx_in_const(n, si);
         if (!k)
             return onnx_need_const(n, si, "scales");
         if (k->numel != nax)
@@ -234,10 +234,11 @@ static rlx_status h_resize(onnx_node *n)
         for (int i = 0; i < nax; i++)
             scales[axmap[i]] = onnx_get_f(k, i);
     }
-    if (ri >= 0 && ri < n->n_in && n->in[ri] && n->in[ri]->k && n->in[ri]->k->numel == 2 * nax)
+    const onnx_tensor *rk = ri >= 0 ? onnx_in_const(n, ri) : NULL;
+    if (rk && rk->numel == 2 * nax)
         for (int i = 0; i < nax; i++) {
-            roi[axmap[i]] = onnx_get_f(n->in[ri]->k, i);
-            roi[r + axmap[i]] = onnx_get_f(n->in[ri]->k, nax + i);
+            roi[axmap[i]] = onnx_get_f(rk, i);
+            roi[r + axmap[i]] = onnx_get_f(rk, nax + i);
         }
     for (int i = 0; i < r; i++) {
         if (!(scales[i] > 0))

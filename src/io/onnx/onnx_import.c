@@ -259,8 +259,12 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
             continue;
         if (!n.out[i])
             return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "output %d ('%s') is not supported", i, nm);
-        /* name new nodes after their ONNX output (never rename an input) */
-        if (n.out[i]->node >= first_new && !n.out[i]->k)
+        /* name new nodes after their ONNX output (never rename an input,
+         * nor a param made for an initializer this node read) */
+        bool passed = false;
+        for (int j = 0; j < n.n_in && !passed; j++)
+            passed = n.in[j] && n.in[j]->node == n.out[i]->node;
+        if (n.out[i]->node >= first_new && !n.out[i]->k && !passed)
             rlx_node_set_name(c->g, n.out[i]->node, nm);
     }
     return RLX_OK;
@@ -482,6 +486,12 @@ void rlx_onnx_options_init(rlx_onnx_options *o)
         memset(o, 0, sizeof *o);
 }
 
+/* Whether initializers_as_params makes this initializer a param. */
+static bool is_param_initializer(const rlx_onnx_options *o, const onnx_tensor *k)
+{
+    return o && o->initializers_as_params && onnx_dtype_is_float(k->dtype) && k->ndim >= 1;
+}
+
 static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
                                rlx_graph **out)
 {
@@ -517,6 +527,16 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
         st = onnx_tensor_from_proto(tp, base_dir, &k);
         if (st != RLX_OK)
             goto done;
+        if (is_param_initializer(o, k)) { /* a param once a graph op reads it (onnx_node_of) */
+            onnx_value *v = onnx_bind(&c, tp->name, -1, NULL);
+            if (!v) {
+                onnx_tensor_free(k);
+                st = RLX_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+            v->init = k;
+            continue;
+        }
         if (!onnx_bind(&c, tp->name, -1, k)) {
             st = RLX_ERR_OUT_OF_MEMORY;
             goto done;
@@ -659,6 +679,42 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
         char msg[1500];
         snprintf(msg, sizeof msg, "%s", rlx_last_error());
         rlx_set_error(st, "%s: %s", path, msg);
+    }
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+    free(dir);
+    return st;
+}
+
+rlx_status rlx_onnx_load_params(const char *path, rlx_onnx_param_fn fn, void *user)
+{
+    if (!path || !fn)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_load_params: NULL argument");
+    Onnx__ModelProto *m;
+    char *dir = NULL;
+    rlx_status st = load_model(path, &m, &dir);
+    if (st != RLX_OK)
+        return st;
+    const Onnx__GraphProto *gp = m->graph;
+    rlx_onnx_options o = {.initializers_as_params = 1};
+    if (!gp)
+        st = rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
+    for (size_t i = 0; st == RLX_OK && i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp || !tp->name || !*tp->name) {
+            st = rlx_set_error(RLX_ERR_FORMAT, "'%s': initializer %zu has no name", path, i);
+            break;
+        }
+        onnx_tensor *k;
+        st = onnx_tensor_from_proto(tp, dir, &k);
+        if (st != RLX_OK) {
+            char msg[1000];
+            snprintf(msg, sizeof msg, "%s", rlx_last_error());
+            st = rlx_set_error(st, "'%s': initializer '%s': %s", path, tp->name, msg);
+            break;
+        }
+        if (is_param_initializer(&o, k))
+            st = fn(user, tp->name, k->dtype, k->ndim, k->dims, k->data, k->bytes);
+        onnx_tensor_free(k);
     }
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     free(dir);

@@ -75,6 +75,10 @@ typedef struct onnx_value {
     char *name;
     rlx_node node;  /* -1 until materialised */
     onnx_tensor *k; /* owned; NULL when not known at import */
+    /* an initializer made a param (initializers_as_params): its value in
+     * the model (owned), for ops that need one at import; k stays NULL so
+     * that nothing folds it */
+    onnx_tensor *init;
 } onnx_value;
 
 typedef struct onnx_scope {

@@ -37,6 +37,7 @@ void onnx_scope_free(onnx_scope *s)
     for (int i = 0; i < s->n; i++) {
         free(s->vals[i]->name);
         onnx_tensor_free(s->vals[i]->k);
+        onnx_tensor_free(s->vals[i]->init);
         free(s->vals[i]);
     }
     free(s->vals);
@@ -136,6 +137,8 @@ rlx_node onnx_node_of(onnx_ctx *c, onnx_value *v)
         return -1;
     if (v->node >= 0)
         return v->node;
+    if (v->init) /* an initializer made a param: the param once an op reads it */
+        return v->node = rlx_param(c->g, v->name, v->init->dtype, v->init->ndim, v->init->dims);
     if (!v->k)
         return -1;
     v->node = rlx_constant(c->g, v->k->dtype, v->k->ndim, v->k->dims, v->k->data, v->k->bytes);
@@ -152,10 +155,11 @@ int onnx_value_rank(onnx_ctx *c, onnx_value *v)
 
 void onnx_value_shape(onnx_ctx *c, onnx_value *v, int *ndim, int64_t *dims)
 {
-    if (v->k) {
-        *ndim = v->k->ndim;
-        for (int i = 0; i < v->k->ndim; i++)
-            dims[i] = v->k->dims[i];
+    const onnx_tensor *k = v->k ? v->k : v->init;
+    if (k) {
+        *ndim = k->ndim;
+        for (int i = 0; i < k->ndim; i++)
+            dims[i] = k->dims[i];
         return;
     }
     if (rlx_node_shape(c->g, v->node, ndim, dims) != RLX_OK)
@@ -164,8 +168,8 @@ void onnx_value_shape(onnx_ctx *c, onnx_value *v, int *ndim, int64_t *dims)
 
 rlx_dtype onnx_value_dtype(onnx_ctx *c, onnx_value *v)
 {
-    if (v->k)
-        return v->k->dtype;
+    if (v->k || v->init)
+        return v->k ? v->k->dtype : v->init->dtype;
     return rlx_node_dtype(c->g, v->node);
 }
 

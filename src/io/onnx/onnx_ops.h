@@ -45,6 +45,9 @@ int onnx_in_shape(onnx_node *n, int i, int64_t *dims);
 rlx_dtype onnx_in_dtype(onnx_node *n, int i);
 rlx_node onnx_scalar(onnx_node *n, rlx_dtype t, double v);
 /* Values of a constant integer input: count, -1 absent, -2 not constant, -3 too many. */
+/* Input i's value when known at import: a constant, or the model's value
+ * of an initializer made a param; NULL otherwise. */
+const onnx_tensor *onnx_in_const(onnx_node *n, int i);
 int onnx_const_ints(onnx_node *n, int i, int64_t *out, int max);
 bool onnx_const_scalar(onnx_node *n, int i, double *v);
 int onnx_norm_axis(int64_t a, int r);

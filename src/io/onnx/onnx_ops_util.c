@@ -59,11 +59,18 @@ rlx_node onnx_scalar(onnx_node *n, rlx_dtype t, double v)
     return rlx_scalar(n->c->g, t, v);
 }
 
+const onnx_tensor *onnx_in_const(onnx_node *n, int i)
+{
+    if (i >= n->n_in || !n->in[i])
+        return NULL;
+    return n->in[i]->k ? n->in[i]->k : n->in[i]->init;
+}
+
 int onnx_const_ints(onnx_node *n, int i, int64_t *out, int max)
 {
     if (i >= n->n_in || !n->in[i])
         return -1;
-    const onnx_tensor *k = n->in[i]->k;
+    const onnx_tensor *k = onnx_in_const(n, i);
     if (!k)
         return -2;
     if (k->numel > max)
@@ -75,9 +82,10 @@ int onnx_const_ints(onnx_node *n, int i, int64_t *out, int max)
 
 bool onnx_const_scalar(onnx_node *n, int i, double *v)
 {
-    if (i >= n->n_in || !n->in[i] || !n->in[i]->k || n->in[i]->k->numel != 1)
+    const onnx_tensor *k = onnx_in_const(n, i);
+    if (!k || k->numel != 1)
         return false;
-    *v = onnx_get_f(n->in[i]->k, 0);
+    *v = onnx_get_f(k, 0);
     return true;
 }
 
@@ -92,6 +100,11 @@ int onnx_norm_axis(int64_t a, int r)
 
 rlx_status onnx_need_const(onnx_node *n, int i, const char *what)
 {
+    if (i < n->n_in && n->in[i] && n->in[i]->init)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED,
+                         "input %d (%s) must be known at import time, but initializer '%s' is a param "
+                         "(initializers_as_params)",
+                         i, what, n->in[i]->name);
     return onnx_fail(n, RLX_ERR_UNSUPPORTED,
                      "input %d (%s) must be known at import time (a constant or a shape computation)", i, what);
 }
