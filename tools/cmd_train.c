@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: rlx train [options]\n"
+    fprintf(f, "usage: rlx train [MODEL.onnx --loss NAME --input NAME=FILE.npy ...] [options]\n"
                "\n"
                "Trains the built-in decoder (the decoder-small shape of bench/WORKLOADS.md: RMSNorm,\n"
                "grouped-query attention with RoPE, SwiGLU; over bytes, a vocabulary of 256) to predict\n"
@@ -29,8 +30,16 @@ static void usage(FILE *f)
                "norm 1.  The default text is the license texts in " DEFAULT_CORPUS "\n"
                "(Debian's base-files package).\n"
                "\n"
+               "With MODEL.onnx it trains that model instead: its forward graph must have an output that\n"
+               "is the loss (--loss NAME, one float); every float initializer of rank >= 1 is trained from\n"
+               "the file's values; each graph input comes from --input NAME=FILE.npy, whose first axis\n"
+               "holds the samples, --batch of them per step in order (wrapping around); symbolic dims\n"
+               "of the inputs are --batch.\n"
+               "\n"
                "options:\n"
                "  --text PATH               a text file, or a folder of them (default " DEFAULT_CORPUS ")\n"
+               "  --loss NAME               MODEL.onnx: the output to minimize\n"
+               "  --input NAME=FILE.npy     MODEL.onnx: the samples of input NAME (once per input)\n"
                "  --steps N                 optimizer steps in all (default 40; a resumed run goes on to N)\n"
                "  --stop-at N               stop (and --save) after step N of the --steps schedule\n"
                "  --batch N                 sequences per step (default 4)\n"
@@ -160,6 +169,78 @@ static int load_corpus(const char *path, corpus *c)
     return rc;
 }
 
+/* ------------------------------------------------------------ an ONNX model's data */
+
+#define MAX_INPUTS 16
+
+typedef struct npy_input {
+    const char *name, *path;
+    rlx_dtype dtype;
+    int ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    void *data;
+    size_t bytes, row; /* whole, one sample */
+} npy_input;
+
+static rlx_status set_onnx_param(void *user, const char *name, rlx_dtype t, int ndim, const int64_t *dims,
+                                 const void *data, size_t bytes)
+{
+    (void)t, (void)ndim, (void)dims;
+    rlx_trainer *tr = user;
+    rlx_tensor_info info;
+    if (rlx_session_find(rlx_trainer_session(tr), 1, name, &info) != RLX_OK)
+        return RLX_OK; /* read only at import: no param of the graph */
+    return rlx_trainer_set_param(tr, name, data, bytes);
+}
+
+/* Every input of the step has its samples, of its dtype and sample shape. */
+static int check_inputs(rlx_trainer *tr, npy_input *in, int n, long batch)
+{
+    const rlx_session *s = rlx_trainer_session(tr);
+    for (int i = 0; i < rlx_session_count(s, 0); i++) {
+        rlx_tensor_info info;
+        rlx_session_info(s, 0, i, &info);
+        if (!strncmp(info.name, "opt.", 4))
+            continue;
+        npy_input *x = NULL;
+        for (int k = 0; k < n && !x; k++)
+            if (!strcmp(in[k].name, info.name))
+                x = &in[k];
+        if (!x) {
+            fprintf(stderr, "rlx train: the model's input '%s' needs --input %s=FILE.npy\n", info.name, info.name);
+            return 1;
+        }
+        bool fits = x->dtype == info.dtype && x->ndim == info.ndim && info.ndim >= 1 && info.dims[0] == batch &&
+                    x->dims[0] >= 1;
+        for (int d = 1; fits && d < info.ndim; d++)
+            fits = x->dims[d] == info.dims[d];
+        if (!fits) {
+            fprintf(stderr,
+                    "rlx train: '%s' holds %s of %d dims; input '%s' takes %s [%ld, ...] of %d dims (samples along "
+                    "the first axis)\n",
+                    x->path, rlx_dtype_name(x->dtype), x->ndim, info.name, rlx_dtype_name(info.dtype), batch,
+                    info.ndim);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* batch samples from `first` on (wrapping around) of every input */
+static rlx_status feed_inputs(rlx_trainer *tr, const npy_input *in, int n, long batch, int64_t first, void *buf)
+{
+    for (int k = 0; k < n; k++) {
+        int64_t samples = in[k].dims[0];
+        for (long b = 0; b < batch; b++)
+            memcpy((char *)buf + (size_t)b * in[k].row,
+                   (const char *)in[k].data + (size_t)((first + b) % samples) * in[k].row, in[k].row);
+        rlx_status s = rlx_trainer_set_input(tr, in[k].name, buf, (size_t)batch * in[k].row);
+        if (s != RLX_OK)
+            return s;
+    }
+    return RLX_OK;
+}
+
 /* ------------------------------------------------------------ weights, batches */
 
 static uint64_t splitmix(uint64_t *s)
@@ -227,7 +308,7 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void progress(int step, int steps, double loss, double tok_s, double left, int tty)
+static void progress(int step, int steps, double loss, double rate, const char *unit, double left, int tty)
 {
     char bar[31];
     int w = 30, filled = steps ? (int)((double)step * w / steps) : w;
@@ -235,8 +316,8 @@ static void progress(int step, int steps, double loss, double tok_s, double left
         bar[i] = i < filled ? '=' : i == filled ? '>' : ' ';
     bar[w] = 0;
     int m = (int)(left / 60), s = (int)fmod(left, 60);
-    fprintf(stderr, "%sstep %*d/%d [%s] loss %.4f | %.0f tok/s | %d:%02d left%s", tty ? "\r" : "",
-            (int)snprintf(NULL, 0, "%d", steps), step, steps, bar, loss, tok_s, m, s, tty ? "" : "\n");
+    fprintf(stderr, "%sstep %*d/%d [%s] loss %.4f | %.0f %s/s | %d:%02d left%s", tty ? "\r" : "",
+            (int)snprintf(NULL, 0, "%d", steps), step, steps, bar, loss, rate, unit, m, s, tty ? "" : "\n");
     fflush(stderr);
 }
 
@@ -292,17 +373,27 @@ static int write_plot(const char *path, int force, const double *loss, int n, co
 /* ------------------------------------------------------------ the command */
 
 typedef struct train_args {
-    const char *text, *save, *resume, *plot;
+    const char *text, *save, *resume, *plot, *model, *loss;
+    npy_input inputs[MAX_INPUTS];
+    int n_inputs;
     long steps, stop_at, batch, seq, layers, accumulate, threads, seed;
     int force;
 } train_args;
 
-static int train(const train_args *a, const rlx_train_options *topt, const rlx_options *o)
+static int train(train_args *a, const rlx_train_options *topt, const rlx_options *o)
 {
     corpus c = {0};
-    if (load_corpus(a->text, &c))
+    for (int k = 0; k < a->n_inputs; k++) {
+        npy_input *x = &a->inputs[k];
+        if (rlx_npy_read(x->path, &x->dtype, &x->ndim, x->dims, &x->data, &x->bytes) != RLX_OK) {
+            fprintf(stderr, "rlx train: --input %s: %s\n", x->name, rlx_last_error());
+            return 1;
+        }
+        x->row = x->ndim && x->dims[0] ? x->bytes / (size_t)x->dims[0] : 0;
+    }
+    if (!a->model && load_corpus(a->text, &c))
         return 1;
-    if (c.n < (size_t)a->seq + 2) {
+    if (!a->model && c.n < (size_t)a->seq + 2) {
         fprintf(stderr, "rlx train: the text '%s' has %zu bytes; --seq %ld needs at least %ld\n", a->text, c.n, a->seq,
                 a->seq + 2);
         free(c.data);
@@ -310,7 +401,11 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
     }
     rlx_graph *g = NULL;
     rlx_trainer *tr = NULL;
-    int64_t *ids = malloc((size_t)(a->batch * a->seq) * 2 * sizeof *ids), *labels = ids + a->batch * a->seq;
+    size_t feed = (size_t)(a->batch * a->seq) * 2 * sizeof(int64_t);
+    for (int k = 0; k < a->n_inputs; k++)
+        if ((size_t)a->batch * a->inputs[k].row > feed)
+            feed = (size_t)a->batch * a->inputs[k].row;
+    int64_t *ids = malloc(feed ? feed : 1), *labels = ids + a->batch * a->seq;
     double *losses = calloc((size_t)a->steps + 1, sizeof *losses);
     int rc = 1;
     double t0 = now();
@@ -318,12 +413,23 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
         fprintf(stderr, "rlx train: out of memory\n");
         goto out;
     }
-    if (rlx_decoder_train_graph((int)a->batch, (int)a->seq, 256, (int)a->layers, &g) != RLX_OK ||
-        rlx_trainer_new(g, "loss", topt, o, &tr) != RLX_OK) {
+    if (a->model) {
+        rlx_onnx_options oo;
+        rlx_onnx_options_init(&oo);
+        oo.initializers_as_params = 1;
+        oo.default_dim = a->batch;
+        if (rlx_onnx_import(a->model, &oo, &g) != RLX_OK || rlx_trainer_new(g, a->loss, topt, o, &tr) != RLX_OK ||
+            rlx_onnx_load_params(a->model, set_onnx_param, tr) != RLX_OK) {
+            fprintf(stderr, "rlx train: %s: %s\n", a->model, rlx_last_error());
+            goto out;
+        }
+        if (check_inputs(tr, a->inputs, a->n_inputs, a->batch))
+            goto out;
+    } else if (rlx_decoder_train_graph((int)a->batch, (int)a->seq, 256, (int)a->layers, &g) != RLX_OK ||
+               rlx_trainer_new(g, "loss", topt, o, &tr) != RLX_OK) {
         fprintf(stderr, "rlx train: %s\n", rlx_last_error());
         goto out;
-    }
-    if (init_weights(tr, (uint64_t)a->seed) != RLX_OK) {
+    } else if (init_weights(tr, (uint64_t)a->seed) != RLX_OK) {
         fprintf(stderr, "rlx train: setting the weights: %s\n", rlx_last_error());
         goto out;
     }
@@ -339,8 +445,13 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
                 first, end);
         goto out;
     }
-    fprintf(stderr, "compiled in %.1f s; training steps %ld to %ld of %ld x %ld bytes on %zu bytes of text from %s\n",
-            now() - t0, first + 1, end, a->batch * a->accumulate, a->seq, c.n, a->text);
+    if (a->model)
+        fprintf(stderr, "compiled in %.1f s; training steps %ld to %ld of %ld samples of %s\n", now() - t0, first + 1,
+                end, a->batch * a->accumulate, a->model);
+    else
+        fprintf(stderr,
+                "compiled in %.1f s; training steps %ld to %ld of %ld x %ld bytes on %zu bytes of text from %s\n",
+                now() - t0, first + 1, end, a->batch * a->accumulate, a->seq, c.n, a->text);
     rlx_compile_stats cs;
     if (rlx_session_stats(rlx_trainer_session(tr), &cs) == RLX_OK) {
         int nre = 0;
@@ -360,23 +471,31 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
             double l = 0;
             /* each micro-batch's windows from (seed, its index): a resumed
              * run sees the batches the uninterrupted one would have */
-            uint64_t rng = (uint64_t)a->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)((first + s) * a->accumulate + m);
-            sample_batch(&c, (int)a->batch, (int)a->seq, &rng, ids, labels);
-            size_t bytes = (size_t)(a->batch * a->seq) * sizeof *ids;
-            if (rlx_trainer_set_input(tr, "input_ids", ids, bytes) != RLX_OK ||
-                rlx_trainer_set_input(tr, "labels", labels, bytes) != RLX_OK || rlx_trainer_step(tr, &l) != RLX_OK) {
+            int64_t micro = (first + s) * a->accumulate + m;
+            rlx_status st;
+            if (a->model) {
+                st = feed_inputs(tr, a->inputs, a->n_inputs, a->batch, micro * a->batch, ids);
+            } else {
+                uint64_t rng = (uint64_t)a->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)micro;
+                sample_batch(&c, (int)a->batch, (int)a->seq, &rng, ids, labels);
+                size_t bytes = (size_t)(a->batch * a->seq) * sizeof *ids;
+                st = rlx_trainer_set_input(tr, "input_ids", ids, bytes);
+                if (st == RLX_OK)
+                    st = rlx_trainer_set_input(tr, "labels", labels, bytes);
+            }
+            if (st != RLX_OK || rlx_trainer_step(tr, &l) != RLX_OK) {
                 fprintf(stderr, "%srlx train: step %ld: %s\n", tty ? "\n" : "", first + s + 1, rlx_last_error());
                 goto out;
             }
             loss += l / (double)a->accumulate;
         }
         losses[s] = loss;
-        tokens += (double)(a->batch * a->seq * a->accumulate);
+        double per_step = (double)(a->batch * (a->model ? 1 : a->seq) * a->accumulate);
+        tokens += per_step;
         double elapsed = now() - start, per = elapsed / (double)(s + 1);
         if (tty || (s + 1) % (todo >= 20 ? todo / 20 : 1) == 0 || s + 1 == todo || s == 0)
-            progress((int)(first + s + 1), (int)a->steps, loss,
-                     (double)(a->batch * a->seq * a->accumulate) / (now() - step_start), per * (double)(todo - s - 1),
-                     tty);
+            progress((int)(first + s + 1), (int)end, loss, per_step / (now() - step_start),
+                     a->model ? "samples" : "tok", per * (double)(todo - s - 1), tty);
     }
     if (tty)
         fputc('\n', stderr);
@@ -385,9 +504,14 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
     for (int i = 0; i < k; i++)
         head += losses[i] / k, tail += losses[todo - k + i] / k;
     double elapsed = now() - start;
-    printf("trained %ld steps (%lld in all) in %.1f s, %.0f tokens/s: loss %.4f -> %.4f (mean of the first and "
-           "last %d steps; %.4f is a uniform guess over bytes)\n",
-           todo, (long long)rlx_trainer_steps(tr), elapsed, tokens / elapsed, head, tail, k, log(256.0));
+    if (a->model)
+        printf("trained %ld steps (%lld in all) in %.1f s, %.1f steps/s: loss %.4g -> %.4g (mean of the first and "
+               "last %d steps)\n",
+               todo, (long long)rlx_trainer_steps(tr), elapsed, (double)todo / elapsed, head, tail, k);
+    else
+        printf("trained %ld steps (%lld in all) in %.1f s, %.0f tokens/s: loss %.4f -> %.4f (mean of the first and "
+               "last %d steps; %.4f is a uniform guess over bytes)\n",
+               todo, (long long)rlx_trainer_steps(tr), elapsed, tokens / elapsed, head, tail, k, log(256.0));
     rc = 0;
     if (a->save) {
         if (rlx_trainer_save(tr, a->save, a->force ? RLX_FILE_FORCE : 0) != RLX_OK) {
@@ -400,8 +524,11 @@ static int train(const train_args *a, const rlx_train_options *topt, const rlx_o
     }
     if (a->plot) {
         char title[160];
-        snprintf(title, sizeof title, "rlx train: decoder over bytes, %ld x %ld per step, lr %g", a->batch, a->seq,
-                 topt->lr);
+        if (a->model)
+            snprintf(title, sizeof title, "rlx train: %s, %ld samples per step, lr %g", a->model, a->batch, topt->lr);
+        else
+            snprintf(title, sizeof title, "rlx train: decoder over bytes, %ld x %ld per step, lr %g", a->batch, a->seq,
+                     topt->lr);
         rc |= write_plot(a->plot, a->force, losses, (int)todo, title);
     }
 out:
@@ -415,7 +542,9 @@ out:
 
 int rlx_cmd_train(int argc, char **argv)
 {
-    train_args a = {DEFAULT_CORPUS, NULL, NULL, NULL, 40, 0, 4, 128, 0, 1, 0, 0, 0};
+    train_args a;
+    memset(&a, 0, sizeof a);
+    a.text = DEFAULT_CORPUS, a.steps = 40, a.batch = 4, a.seq = 128, a.accumulate = 1;
     rlx_train_options t;
     rlx_train_options_init(&t);
     t.clip_norm = 1.0;
@@ -437,6 +566,10 @@ int rlx_cmd_train(int argc, char **argv)
             t.recompute = 1;
             continue;
         }
+        if (f[0] != '-' && !a.model) {
+            a.model = f;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "rlx train: unknown option '%s' or it lacks its value\n", f);
             usage(stderr);
@@ -445,7 +578,18 @@ int rlx_cmd_train(int argc, char **argv)
         i++;
         if (!strcmp(f, "--text"))
             a.text = v;
-        else if (!strcmp(f, "--save"))
+        else if (!strcmp(f, "--loss"))
+            a.loss = v;
+        else if (!strcmp(f, "--input")) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !eq[1] || a.n_inputs == MAX_INPUTS) {
+                fprintf(stderr, "rlx train: --input wants NAME=FILE.npy (up to %d), got '%s'\n", MAX_INPUTS, v);
+                return 2;
+            }
+            npy_input *x = &a.inputs[a.n_inputs++];
+            x->name = strndup(v, (size_t)(eq - v));
+            x->path = eq + 1;
+        } else if (!strcmp(f, "--save"))
             a.save = v;
         else if (!strcmp(f, "--resume"))
             a.resume = v;
@@ -517,5 +661,14 @@ int rlx_cmd_train(int argc, char **argv)
         fprintf(stderr, "rlx train: %s\n", rlx_last_error());
         return 1;
     }
-    return train(&a, &t, &o);
+    if (!a.model != !a.loss || (!a.model && a.n_inputs)) {
+        fprintf(stderr, "rlx train: MODEL.onnx, --loss and --input go together\n");
+        return 2;
+    }
+    int rc = train(&a, &t, &o);
+    for (int k = 0; k < a.n_inputs; k++) {
+        free((char *)a.inputs[k].name);
+        rlx_free(a.inputs[k].data);
+    }
+    return rc;
 }

@@ -50,6 +50,45 @@ out=$("$rlx" train --text "$tmp/none.txt" 2>&1)
 [ $? -eq 1 ] && grep -q "none.txt" <<<"$out" && echo "ok   missing-text" || fail "missing-text: $out"
 out=$("$rlx" train --optimizer lion 2>&1)
 [ $? -eq 2 ] && grep -q "adamw, adam or sgd" <<<"$out" && echo "ok   bad-optimizer" || fail "bad-optimizer: $out"
+# an ONNX model with a loss output, its inputs from .npy files (samples along axis 0)
+if /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
+  /usr/bin/python3 - "$tmp" <<'PY'
+import sys, numpy as np
+from onnx import helper, numpy_helper, TensorProto, save
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+w = numpy_helper.from_array((rng.standard_normal((4, 3)) * 0.5).astype(np.float32), "w")
+b = numpy_helper.from_array(np.zeros(3, np.float32), "b")
+vi = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"]),
+                       helper.make_node("Sub", ["y", "t"], ["e"]), helper.make_node("Mul", ["e", "e"], ["e2"]),
+                       helper.make_node("ReduceMean", ["e2"], ["loss"], keepdims=0)],
+                      "lin", [vi("x", ["N", 4]), vi("t", ["N", 3])], [vi("loss", [])], [w, b])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), d + "/lin.onnx")
+x = rng.standard_normal((64, 4)).astype(np.float32)
+np.save(d + "/x.npy", x)
+np.save(d + "/t.npy", (x @ rng.standard_normal((4, 3)) + 0.3).astype(np.float32))
+PY
+  out=$("$rlx" train "$tmp/lin.onnx" --loss loss --input x="$tmp/x.npy" --input t="$tmp/t.npy" --batch 16 \
+    --steps 200 --lr 0.05 --threads 2 --save "$tmp/lin.safetensors" 2>&1)
+  line=$(grep '^trained 200 steps' <<<"$out")
+  first=$(sed -E 's/.*loss ([0-9.e+-]+) -> ([0-9.e+-]+).*/\1/' <<<"$line")
+  last=$(sed -E 's/.*loss ([0-9.e+-]+) -> ([0-9.e+-]+).*/\2/' <<<"$line")
+  if [ -n "$line" ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 20) }'; then
+    echo "ok   onnx-model ($first -> $last)"
+  else
+    fail "onnx-model: $(tail -3 <<<"$out")"
+  fi
+  out=$("$rlx" train "$tmp/lin.onnx" --loss loss --input x="$tmp/x.npy" --threads 2 2>&1)
+  [ $? -eq 1 ] && grep -q "input 't' needs --input t=FILE.npy" <<<"$out" && echo "ok   onnx-missing-input" ||
+    fail "onnx-missing-input: $out"
+  out=$("$rlx" train "$tmp/lin.onnx" --loss nope --input x="$tmp/x.npy" --input t="$tmp/t.npy" 2>&1)
+  [ $? -eq 1 ] && grep -q "no output named 'nope'" <<<"$out" && echo "ok   onnx-bad-loss" || fail "onnx-bad-loss: $out"
+  out=$("$rlx" train "$tmp/lin.onnx" --loss loss --input x="$tmp/t.npy" --input t="$tmp/t.npy" 2>&1)
+  [ $? -eq 1 ] && grep -q "input 'x' takes" <<<"$out" && echo "ok   onnx-wrong-shape" || fail "onnx-wrong-shape: $out"
+else
+  echo "skip onnx-model: /usr/bin/python3 has no onnx module to write the test model"
+fi
 ls "$tmp" | grep -q '\.tmp' && fail "temporary files left: $(ls "$tmp")"
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
