@@ -591,6 +591,11 @@ RLX_API rlx_status rlx_trainer_step(rlx_trainer *tr, double *loss);
 RLX_API rlx_status rlx_trainer_get_output(rlx_trainer *tr, const char *name, void *data, size_t bytes);
 RLX_API int64_t rlx_trainer_steps(const rlx_trainer *tr); /* optimizer steps taken */
 RLX_API double rlx_trainer_lr(const rlx_trainer *tr);     /* learning rate of the next optimizer step */
+/* The compile figures of the step's session (rlx_session_stats): its arena
+ * holds the params, optimizer state, gradients and activations of a step.
+ * With accumulation, the micro-batch session's arena (params shared) is
+ * added to arena_bytes and transient_bytes. */
+RLX_API rlx_status rlx_trainer_stats(const rlx_trainer *tr, rlx_compile_stats *st);
 /* Saves every param, the optimizer state ("opt.m.NAME", "opt.v.NAME",
  * "opt.buf.NAME", "opt.acc.NAME") and the step count ("opt.step", i64 [2]:
  * optimizer steps, micro-batches) as one safetensors file (flags as

@@ -465,7 +465,10 @@ static rlx_node f_mlp(rlx_graph *g, const rlx_node *p)
 {
     return rlx_gelu(g, rlx_add(g, rlx_matmul(g, p[0], p[1], 0, 0), p[2]));
 }
-static rlx_node f_add_rms(rlx_graph *g, const rlx_node *p) { return rlx_rms_norm(g, rlx_add(g, p[0], p[1]), p[2], 1e-5); }
+static rlx_node f_add_rms(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_rms_norm(g, rlx_add(g, p[0], p[1]), p[2], 1e-5);
+}
 static rlx_node f_swiglu(rlx_graph *g, const rlx_node *p)
 {
     rlx_node a = rlx_matmul(g, p[0], p[1], 0, 0), b = rlx_matmul(g, p[0], p[2], 0, 0);
