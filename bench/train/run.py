@@ -124,7 +124,7 @@ def main():
     head = ["workload", "device", "precision", "RLX steps/s", "PyTorch eager steps/s"]
     if "compile" in engines:
         head.append("torch.compile steps/s")
-    head += ["RLX / eager"] + (["RLX / compile"] if "compile" in engines else [])
+    head += ["RLX / eager (steps/s; > 1: RLX faster)"] + (["RLX / compile"] if "compile" in engines else [])
     head += ["RLX tokens/s", "RLX GFLOP/s (% of floor)", "RLX arena MiB", "RLX peak RSS MiB",
              "PyTorch peak MiB (%s)" % mem_torch, "round spread RLX / eager"]
     L = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
