@@ -638,6 +638,11 @@ RLX_API int64_t rlx_trainer_skipped(const rlx_trainer *tr);
 /* With recompute: how many forward values the step computes again, and
  * their bytes (what the forward no longer keeps for the backward). */
 RLX_API void rlx_trainer_recomputed(const rlx_trainer *tr, int *count, size_t *bytes);
+/* The compile figures of the step's session (rlx_session_stats): its arena
+ * holds the params, optimizer state, gradients and activations of a step.
+ * With accumulation, the micro-batch session's arena (params shared) is
+ * added to arena_bytes and transient_bytes. */
+RLX_API rlx_status rlx_trainer_stats(const rlx_trainer *tr, rlx_compile_stats *st);
 /* Saves every param, the optimizer state ("opt.m.NAME", "opt.v.NAME",
  * "opt.buf.NAME", "opt.acc.NAME"), the step count ("opt.step", i64 [2]:
  * optimizer steps, micro-batches) and, with loss scaling, "opt.scaler" (f64

@@ -16,3 +16,10 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME cuda_kernel_lint COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/lint_kernels.py
                                          ${CMAKE_SOURCE_DIR}/src/backends/cuda)
 endif()
+# Training on CUDA against the CPU (tests/gpu/cuda_train.c): optimizer
+# steps, the gradient of every op family, a small decoder trained 20 steps.
+# Skipped (77) like the parity test where no CUDA device is usable.
+add_executable(test_cuda_train ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_train.c)
+target_link_libraries(test_cuda_train PRIVATE rlx_internal m)
+add_test(NAME test_cuda_train COMMAND test_cuda_train)
+set_tests_properties(test_cuda_train PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)

@@ -560,6 +560,11 @@ static void test_errors(void **state)
     rlx_trainer_get_param(tr, "b", b, sizeof b);
     for (int k = 0; k < O; k++)
         assert_true(b[k] == (float)st.p[I * O + k]);
+    /* the step session's figures: params and AdamW state are persistent */
+    rlx_compile_stats cs;
+    assert_int_equal(rlx_trainer_stats(tr, &cs), RLX_OK);
+    assert_true(cs.persistent_bytes >= 3 * (I * O + O) * sizeof(float) && cs.arena_bytes >= cs.persistent_bytes);
+    assert_int_equal(rlx_trainer_stats(NULL, &cs), RLX_ERR_INVALID_ARGUMENT);
     rlx_trainer_free(tr);
     rlx_graph_free(g);
 }

@@ -473,6 +473,19 @@ void rlx_trainer_recomputed(const rlx_trainer *tr, int *count, size_t *bytes)
         *bytes = tr ? tr->recomputed_bytes : 0;
 }
 
+rlx_status rlx_trainer_stats(const rlx_trainer *tr, rlx_compile_stats *st)
+{
+    if (!tr || !st)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer stats: trainer and stats must be given");
+    rlx_status s = rlx_session_stats(tr->step, st);
+    rlx_compile_stats acc;
+    if (s == RLX_OK && tr->accum && (s = rlx_session_stats(tr->accum, &acc)) == RLX_OK) {
+        st->arena_bytes += acc.arena_bytes;
+        st->transient_bytes += acc.transient_bytes;
+    }
+    return s;
+}
+
 /* The scalars of optimizer step tr->steps + 1 (op_math.h's layout). */
 static void hyper_of(const rlx_trainer *tr, float h[4])
 {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_all.sh - builds RLX with the CUDA backend and runs the GPU parity test
 # (every op and fused op against the CPU reference, CUDA Graph replay, the
-# mlp/encoder/resnet50 workloads end to end).  Meant for the GPU machine:
+# mlp/encoder/resnet50 workloads end to end) and the training test
+# (tests/gpu/cuda_train.c).  Meant for the GPU machine:
 #
 #   tests/gpu/run_all.sh            # build in build-gpu, run, last line "N passed, M failed"
 #
@@ -52,10 +53,22 @@ rc=${PIPESTATUS[0]}
 echo "--- conv cases without cuDNN (RLX_CUDA_NO_CUDNN=1)" | tee -a "$LOG"
 RLX_CUDA_NO_CUDNN=1 RLX_GPU_TEST_FILTER=conv "$BUILD/cuda_parity" 2>&1 | grep -v "^group" | sed 's/^\([0-9]* passed, [0-9]* failed\)$/conv without cuDNN: \1/' | tee -a "$LOG"
 rc2=${PIPESTATUS[0]}
+# training: optimizer steps, the gradient of every op family, a small decoder trained (tests/gpu/cuda_train.c)
+echo "--- training (tests/gpu/cuda_train.c)" | tee -a "$LOG"
+rc3=1
+if cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_train.c -Iinclude -Isrc \
+   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx_internal -lm -o "$BUILD/cuda_train"; then
+  "$BUILD/cuda_train" 2>&1 | grep -v "^group" | sed 's/^\([0-9]* passed, [0-9]* failed\)$/training: \1/' | tee -a "$LOG"
+  rc3=${PIPESTATUS[0]}
+else
+  echo "training: 0 passed, 1 failed" | tee -a "$LOG"
+fi
 p1=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG" | tail -1 | awk '{print $1}')
 f1=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG" | tail -1 | awk '{print $3}')
 p2=$(grep -E "^conv without cuDNN: " "$LOG" | tail -1 | awk '{print $4}')
 f2=$(grep -E "^conv without cuDNN: " "$LOG" | tail -1 | awk '{print $6}')
-echo "$(( ${p1:-0} + ${p2:-0} )) passed, $(( ${f1:-1} + ${f2:-1} )) failed"
-[ "$rc" = 0 ] && [ "$rc2" = 0 ] && exit 0
+p3=$(grep -E "^training: " "$LOG" | tail -1 | awk '{print $2}')
+f3=$(grep -E "^training: " "$LOG" | tail -1 | awk '{print $4}')
+echo "$(( ${p1:-0} + ${p2:-0} + ${p3:-0} )) passed, $(( ${f1:-1} + ${f2:-1} + ${f3:-1} )) failed"
+[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && exit 0
 exit 1
