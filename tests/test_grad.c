@@ -239,6 +239,19 @@ static rlx_node s_gather1(rlx_graph *g, const rlx_node *p)
     rlx_node in = rlx_constant(g, RLX_I32, 2, (int64_t[]){2, 2}, idx, sizeof idx);
     return rlx_gather(g, p[0], in, 1);
 }
+static rlx_node s_scatter_add(rlx_graph *g, const rlx_node *p)
+{
+    int64_t idx[4] = {3, 0, 3, -2};
+    rlx_node_data n;
+    memset(&n, 0, sizeof n);
+    n.op = RLX_OP_SCATTER_ADD;
+    n.n_in = 2;
+    n.in[0] = p[0];
+    n.in[1] = rlx_constant(g, RLX_I64, 1, (int64_t[]){4}, idx, sizeof idx);
+    n.attrs.gather.axis = 1;
+    n.shape = (rlx_shape){3, {2, 5, 3}};
+    return rlx_graph_add(g, &n);
+}
 static rlx_node s_expand(rlx_graph *g, const rlx_node *p) { return rlx_expand(g, p[0], 3, (int64_t[]){2, 3, 4}); }
 static rlx_node s_pad(rlx_graph *g, const rlx_node *p)
 {
@@ -395,6 +408,7 @@ static const grad_case cases[] = {
     {"gather axis 0", P1(2, 5, 3), {ANY}, s_gather0},
     {"gather axis 1", P1(3, 2, 3, 2), {ANY}, s_gather1},
     {"expand", P1(3, 2, 1, 4), {ANY}, s_expand},
+    {"scatter_add (gather's gradient)", P1(3, 2, 4, 3), {ANY}, s_scatter_add},
     {"pad", P1(2, 3, 4), {ANY}, s_pad},
     {"rope", P1(4, 1, 2, 3, 8), {ANY}, a_rope},
     {"rope interleaved", P1(3, 2, 4, 6), {ANY}, a_rope_il},

@@ -29,6 +29,7 @@ rlx_status rlx_grad_transpose(rlx_graph *g, rlx_node n, rlx_node dy, const bool 
 rlx_status rlx_grad_slice(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_concat(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
+rlx_status rlx_grad_scatter_add(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_expand(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_pad(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);
 rlx_status rlx_grad_rope(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx);

@@ -439,38 +439,31 @@ rlx_status rlx_grad_concat(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
     return status_of(g, dx, nd.n_in);
 }
 
-/* gather(data, idx, axis): the data's gradient adds each row of dy into the
- * row it was read from.  As a product with the one-hot matrix of the
- * indices, [V, N]^T-style, so every backend runs it as a GEMM. */
+/* gather(data, idx, axis): the data's gradient adds each slice of dy into
+ * the slice it was read from (scatter_add, the op's own kernel) */
 rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    rlx_node data = nd.in[0], idx = nd.in[1];
-    rlx_shape sd = shape_of(g, data), si = shape_of(g, idx);
-    int axis = nd.attrs.gather.axis;
-    int64_t P = 1, Q = 1, V = sd.dims[axis], N = rlx_shape_numel(&si);
-    for (int i = 0; i < axis; i++)
-        P *= sd.dims[i];
-    for (int i = axis + 1; i < sd.ndim; i++)
-        Q *= sd.dims[i];
-    rlx_dtype it = dtype_of(g, idx), t = dtype_of(g, data);
-    rlx_node flat = rlx_reshape(g, idx, 2, (int64_t[]){N, 1});
-    flat = rlx_where(g, rlx_less(g, flat, rlx_scalar(g, it, 0)), rlx_add(g, flat, rlx_scalar(g, it, (double)V)), flat);
-    int64_t *iota = malloc((size_t)(V ? V : 1) * sizeof *iota);
-    if (!iota)
-        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "gather gradient: out of memory"), RLX_ERR_OUT_OF_MEMORY;
-    for (int64_t v = 0; v < V; v++)
-        iota[v] = v;
-    rlx_node row = rlx_constant(g, RLX_I64, 2, (int64_t[]){1, V}, iota, (size_t)V * sizeof *iota);
-    free(iota);
-    if (it != RLX_I64)
-        row = rlx_cast(g, row, it);
-    rlx_node onehot = rlx_cast(g, rlx_equal(g, flat, row), t); /* [N, V] */
-    rlx_node d3 = rlx_reshape(g, dy, 3, (int64_t[]){P, N, Q}); /* [P, N, Q] */
-    rlx_node acc = rlx_matmul(g, onehot, d3, 1, 0);            /* [P, V, Q] */
-    dx[0] = rlx_reshape(g, acc, sd.ndim, sd.dims);
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = RLX_OP_SCATTER_ADD;
+    p.n_in = 2;
+    p.in[0] = dy, p.in[1] = nd.in[1];
+    p.attrs.gather.axis = nd.attrs.gather.axis;
+    p.shape = shape_of(g, nd.in[0]);
+    dx[0] = rlx_graph_add(g, &p);
+    return status_of(g, dx, 2);
+}
+
+/* and scatter_add's gradient reads back where it added */
+rlx_status rlx_grad_scatter_add(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
+{
+    if (need[0]) {
+        rlx_node_data nd = node_copy(g, n);
+        dx[0] = rlx_gather(g, dy, nd.in[1], nd.attrs.gather.axis);
+    }
     return status_of(g, dx, 2);
 }
 

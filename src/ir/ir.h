@@ -112,6 +112,10 @@ typedef enum rlx_op {
     RLX_OP_SLICE,
     RLX_OP_CONCAT,
     RLX_OP_GATHER,
+    /* gather's gradient: scatter_add(dy, indices) is zeros of the node's
+     * shape (the gathered data's) with each slice of dy added where
+     * gather(.., indices, axis) read it (attrs.gather.axis) */
+    RLX_OP_SCATTER_ADD,
     RLX_OP_EXPAND,
     RLX_OP_PAD,
     /* transformer */

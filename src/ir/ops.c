@@ -416,6 +416,33 @@ static rlx_status infer_gather(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+static rlx_status infer_scatter_add(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *d = IN(0), *idx = IN(1);
+    int axis = n->attrs.gather.axis;
+    rlx_status s = check_shape_arg(&n->shape);
+    if (s != RLX_OK)
+        return s;
+    if (axis < 0 || axis >= n->shape.ndim)
+        return rlx_set_error(RLX_ERR_SHAPE, "axis %d out of range for rank %d", axis, n->shape.ndim);
+    if (idx->dtype != RLX_I64 && idx->dtype != RLX_I32)
+        return rlx_set_error(RLX_ERR_DTYPE, "indices must be i32 or i64, got %s", rlx_dtype_name(idx->dtype));
+    if (!rlx_dtype_is_float(d->dtype))
+        return rlx_set_error(RLX_ERR_DTYPE, "scatter_add adds floats, got %s", rlx_dtype_name(d->dtype));
+    rlx_shape want = {0};
+    for (int i = 0; i < axis; i++)
+        want.dims[want.ndim++] = n->shape.dims[i];
+    for (int i = 0; i < idx->shape.ndim && want.ndim < RLX_MAX_DIMS; i++)
+        want.dims[want.ndim++] = idx->shape.dims[i];
+    for (int i = axis + 1; i < n->shape.ndim && want.ndim < RLX_MAX_DIMS; i++)
+        want.dims[want.ndim++] = n->shape.dims[i];
+    if (axis + idx->shape.ndim + (n->shape.ndim - axis - 1) > RLX_MAX_DIMS || !rlx_shape_equal(&want, &d->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "updates %s do not fit indices %s into %s on axis %d", SHAPE_A(&d->shape),
+                             SHAPE_B(&idx->shape), rlx_shape_str(&n->shape, (char[128]){0}, 128), axis);
+    n->dtype = d->dtype;
+    return RLX_OK;
+}
+
 static rlx_status infer_expand(const rlx_graph *g, rlx_node_data *n)
 {
     rlx_shape b;
@@ -905,6 +932,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice, rlx_grad_slice),
     [RLX_OP_CONCAT] = ROW("concat", 1, RLX_MAX_INPUTS, 0, RLX_KIND_SHAPE, FOLLOW, infer_concat, rlx_grad_concat),
     [RLX_OP_GATHER] = ROW("gather", 2, 2, 0, RLX_KIND_SHAPE, FOLLOW, infer_gather, rlx_grad_gather),
+    [RLX_OP_SCATTER_ADD] =
+        ROW("scatter_add", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_SHAPE, F32, infer_scatter_add, rlx_grad_scatter_add),
     [RLX_OP_EXPAND] = ROW("expand", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_expand, rlx_grad_expand),
     [RLX_OP_PAD] = ROW("pad", 1, 1, 0, RLX_KIND_SHAPE, FOLLOW, infer_pad, rlx_grad_pad),
     [RLX_OP_ROPE] = ROW("rope", 1, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, infer_rope, rlx_grad_rope),

@@ -268,6 +268,49 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* scatter_add: zeros, then each slice of the updates added where gather
+ * read it.  Threads split the slices' columns, so every element is summed
+ * by one thread in index order: the result does not depend on threads. */
+static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *un = t->in_node[0], *in = t->in_node[1];
+    int axis = n->attrs.gather.axis;
+    int64_t outer = 1, V = n->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
+    for (int d = 0; d < axis; d++)
+        outer *= n->shape.dims[d];
+    for (int d = axis + 1; d < n->shape.ndim; d++)
+        inner *= n->shape.dims[d];
+    for (int64_t j = 0; j < m; j++) {
+        int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
+        if (ix < -V || ix >= V)
+            return rlx_cpu_kernel_error(t, "index %lld out of range [0, %lld)", (long long)ix, (long long)V);
+    }
+    memset(t->out, 0, rlx_node_bytes(n));
+    int threads = rlx_cpu_threads(ctx, outer * m * inner);
+    int64_t cols = inner < threads ? 1 : threads;
+#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t lo = inner * c / cols, hi = inner * (c + 1) / cols;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
+                ix += ix < 0 ? V : 0;
+                int64_t src = (o * m + j) * inner, dst = (o * V + ix) * inner;
+                if (n->dtype == RLX_F32) {
+                    float *y = (float *)t->out + dst;
+                    const float *x = (const float *)t->in[0] + src;
+                    for (int64_t e = lo; e < hi; e++)
+                        y[e] += x[e];
+                } else {
+                    for (int64_t e = lo; e < hi; e++)
+                        rlx_store(t->out, n->dtype, dst + e,
+                                  rlx_load(t->out, n->dtype, dst + e) + rlx_load(t->in[0], un->dtype, src + e));
+                }
+            }
+        }
+    return RLX_OK;
+}
+
 /* The cache's memory is the output's (the planner aliases them); a copy
  * first only where it did not. */
 static rlx_status k_cache_write(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -375,6 +418,7 @@ void rlx_cpu_register_shape(rlx_cpu_kernel *table)
     table[RLX_OP_SLICE].fn = k_slice;
     table[RLX_OP_CONCAT].fn = k_concat;
     table[RLX_OP_GATHER].fn = k_gather;
+    table[RLX_OP_SCATTER_ADD].fn = k_scatter_add;
     table[RLX_OP_EXPAND].fn = k_expand;
     table[RLX_OP_PAD].fn = k_pad;
     table[RLX_OP_CACHE_WRITE].fn = k_cache_write;

@@ -608,6 +608,52 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "rope launch");
 }
 
+/* ------------------------------------------------------------ scatter add */
+
+/* one thread per element of the updates, added with atomics into zeros */
+__global__ void scatter_add_kernel(const float *upd, const void *idx, int idx_dt, float *out, int64_t outer, int64_t V,
+                                   int64_t m, int64_t inner, cu_fault *fault, int node)
+{
+    cu_grid_wait();
+    int64_t total = outer * m * inner;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t e = i % inner, r = i / inner;
+        int64_t j = r % m, o = r / m;
+        int64_t ix0 = idx_dt == RLX_I64 ? ((const long long *)idx)[j] : ((const int *)idx)[j];
+        int64_t ix = ix0 < 0 ? ix0 + V : ix0;
+        if (ix >= 0 && ix < V)
+            atomicAdd(&out[(o * V + ix) * inner + e], upd[i]);
+        else if (e == 0)
+            cu_report_index(fault, node, ix0, V);
+    }
+}
+
+static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node, *in = t->in_node[1];
+    int axis = n->attrs.gather.axis;
+    int64_t outer = 1, V = n->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
+    for (int d = 0; d < axis; d++)
+        outer *= n->shape.dims[d];
+    for (int d = axis + 1; d < n->shape.ndim; d++)
+        inner *= n->shape.dims[d];
+    cudaError_t e = cudaMemsetAsync(t->out, 0, rlx_node_bytes(n), rlx_cu_stream);
+    if (e != cudaSuccess)
+        return rlx_set_error(RLX_ERR_DEVICE, "cuda: scatter_add zeroing: %s", cudaGetErrorString(e));
+    if (outer * m * inner == 0)
+        return RLX_OK;
+    cu_launch(scatter_add_kernel, cu_blocks(outer * m * inner, THREADS), THREADS, 0, (const float *)t->in[0], t->in[1],
+              in->dtype, (float *)t->out, outer, V, m, inner, rlx_cu_fault, t->id);
+    return rlx_cu_check(t, "scatter_add launch");
+}
+
+/* f32 (mixed precision keeps the op in f32) */
+static bool scatter_add_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    return n->dtype == RLX_F32 && g->nodes[n->in[0]].dtype == RLX_F32;
+}
+
 /* ------------------------------------------------------------ cache write */
 
 /* update [B, H, S, W] into cache [B, H, T, W] at rows pos[b] + s (W in
@@ -682,6 +728,7 @@ extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
     tab[RLX_OP_EXPAND] = (cu_kernel){k_expand, NULL, any_ok, prep_expand, free_state};
     tab[RLX_OP_CONCAT] = (cu_kernel){k_concat, NULL, any_ok, NULL, NULL};
     tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
+    tab[RLX_OP_SCATTER_ADD] = (cu_kernel){k_scatter_add, NULL, scatter_add_ok, NULL, NULL};
     tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
     tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, NULL, NULL};
     tab[RLX_OP_CACHE_WRITE] = (cu_kernel){k_cache_write, NULL, cache_write_ok, NULL, NULL};
