@@ -923,10 +923,9 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax, rlx_grad_softmax),
     [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
     [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
-    [RLX_OP_CROSS_ENTROPY] = ROW("cross_entropy", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, F32, infer_cross_entropy,
-                                 rlx_grad_cross_entropy),
-    [RLX_OP_CROSS_ENTROPY_GRAD] =
-        ROW("cross_entropy_grad", 3, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, F32, infer_cross_entropy, NOGRAD),
+    [RLX_OP_CROSS_ENTROPY] =
+        ROW("cross_entropy", 2, 2, 0, RLX_KIND_NORM, F32, infer_cross_entropy, rlx_grad_cross_entropy),
+    [RLX_OP_CROSS_ENTROPY_GRAD] = ROW("cross_entropy_grad", 3, 3, 0, RLX_KIND_NORM, F32, infer_cross_entropy, NOGRAD),
     [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always, rlx_grad_reshape),
     [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose, rlx_grad_transpose),
     [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice, rlx_grad_slice),

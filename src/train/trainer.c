@@ -146,9 +146,13 @@ static rlx_node optimizer_node(rlx_graph *g, const rlx_optim_coef *c, rlx_node p
 
 static rlx_node f32_of(rlx_graph *g, rlx_node x) { return g->nodes[x].dtype == RLX_F32 ? x : rlx_cast(g, x, RLX_F32); }
 
+/* The sum of every element, in two stages (each row, then the row sums),
+ * so that a device splits the work among many rows first. */
 static rlx_node sum_all(rlx_graph *g, rlx_node x)
 {
-    int axes[RLX_MAX_DIMS], r = g->nodes[x].shape.ndim;
+    int r = g->nodes[x].shape.ndim, last = r - 1, axes[RLX_MAX_DIMS];
+    if (r >= 2)
+        x = rlx_reduce_sum(g, x, 1, &last, 0), r--;
     for (int i = 0; i < r; i++)
         axes[i] = i;
     return r ? rlx_reduce_sum(g, x, r, axes, 0) : x;

@@ -543,6 +543,16 @@ static void test_reduce(void)
                     rlx_output(g, "y", ops[o].fn(g, x, ax[a].n, ax[a].axes, kd));
                     check(NAME("reduce %s %s axes%d keep%d", ops[o].name, dn(FLOATS[d]), a, kd), g);
                 }
+    /* long reductions (a gradient's sum of squares, a bias gradient over
+     * every token) take the block-per-output kernel */
+    for (int o = 0; o < 4; o++)
+        for (int d = 0; d < 3; d += 2)
+            for (int a = 2; a < 4; a++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(64, 3, 4099));
+                rlx_output(g, "y", ops[o].fn(g, x, ax[a].n, ax[a].axes, 0));
+                check(NAME("reduce %s %s long axes%d", ops[o].name, dn(FLOATS[d]), a), g);
+            }
     rlx_graph *g = rlx_graph_new();
     int axis = 1;
     rlx_output(g, "y", rlx_reduce_sum(g, rlx_input(g, "x", RLX_I64, 2, DIMS(9, 33)), 1, &axis, 0));

@@ -105,12 +105,59 @@ __global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state 
     }
 }
 
+/* One block per output element, for long reductions (a gradient's sum of
+ * squares, a bias gradient over every token): a warp alone would walk
+ * millions of elements. */
+#define RED_BLOCK 256
+__global__ void __launch_bounds__(RED_BLOCK) reduce_block_kernel(int op, int dt, const void *x, void *y, red_state s)
+{
+    cu_grid_wait();
+    __shared__ double part[RED_BLOCK / 32];
+    int64_t out = blockIdx.x;
+    int64_t base = 0, q = out;
+    for (int d = s.nk - 1; d >= 0; d--) {
+        base += (q % s.kdims[d]) * s.kst[d];
+        q /= s.kdims[d];
+    }
+    double init = op == RLX_OP_REDUCE_MAX    ? -INFINITY
+                  : op == RLX_OP_REDUCE_MIN  ? INFINITY
+                  : op == RLX_OP_REDUCE_PROD ? 1.0
+                                             : 0.0;
+    double acc = init;
+    for (int64_t r = threadIdx.x; r < s.R; r += RED_BLOCK) {
+        int64_t off = base, rr = r;
+        for (int d = s.nr - 1; d >= 0; d--) {
+            off += (rr % s.rdims[d]) * s.rst[d];
+            rr /= s.rdims[d];
+        }
+        acc = red_combine(op, acc, cu_ld(x, dt, off));
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        acc = red_combine(op, acc, __shfl_xor_sync(0xffffffffu, acc, o));
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        acc = init;
+        for (int w = 0; w < RED_BLOCK / 32; w++)
+            acc = red_combine(op, acc, part[w]);
+        if (op == RLX_OP_REDUCE_MEAN)
+            acc = acc / (double)s.R;
+        cu_st(y, dt, out, acc);
+    }
+}
+
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
     const red_state *s = (const red_state *)t->state;
     if (!s->n_out)
         return RLX_OK;
+    if (s->R >= 2048 && s->n_out < (1LL << 31)) {
+        cu_launch(reduce_block_kernel, (unsigned)s->n_out, RED_BLOCK, 0, t->node->op, t->node->dtype, t->in[0], t->out,
+                  *s);
+        return rlx_cu_check(t, "reduce launch");
+    }
     int64_t threads = s->n_out * 32;
     cu_launch(reduce_kernel, cu_blocks(threads, 256), 256, 0, t->node->op, t->node->dtype, t->in[0], t->out, *s);
     return rlx_cu_check(t, "reduce launch");
