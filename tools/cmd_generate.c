@@ -40,27 +40,16 @@ static void usage(FILE *f)
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "rlx generate: %s needs an integer from %ld to %ld, got '%s'\n", flag, lo, hi, v ? v : "");
-        return 1;
-    }
-    *out = x;
-    return 0;
+    return cli_parse_long("generate", flag, v, lo, hi, out);
 }
 
 static int parse_float(const char *flag, const char *v, double lo, double hi, float *out)
 {
-    char *end = NULL;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "rlx generate: %s needs a number from %g to %g, got '%s'\n", flag, lo, hi, v ? v : "");
-        return 1;
-    }
-    *out = (float)x;
-    return 0;
+    double x = 0;
+    int bad = cli_parse_double("generate", flag, v, lo, hi, &x);
+    if (!bad)
+        *out = (float)x;
+    return bad;
 }
 
 /* "1,2,3" -> ids; returns the count or -1. */

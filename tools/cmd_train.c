@@ -62,27 +62,7 @@ static void usage(FILE *f)
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "rlx train: %s needs an integer from %ld to %ld, got '%s'\n", flag, lo, hi, v ? v : "");
-        return 1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_double(const char *flag, const char *v, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "rlx train: %s needs a number from %g to %g, got '%s'\n", flag, lo, hi, v ? v : "");
-        return 1;
-    }
-    *out = x;
-    return 0;
+    return cli_parse_long("train", flag, v, lo, hi, out);
 }
 
 /* ------------------------------------------------------------ corpus */
@@ -612,7 +592,7 @@ int rlx_cmd_train(int argc, char **argv)
         else if (!strcmp(f, "--seed"))
             bad = parse_long(f, v, 0, 2147483647, &a.seed);
         else if (!strcmp(f, "--lr"))
-            bad = parse_double(f, v, 0, 10, &t.lr);
+            bad = cli_parse_double("train", f, v, 0, 10, &t.lr);
         else if (!strcmp(f, "--optimizer")) {
             if (!strcmp(v, "adamw"))
                 t.optimizer = RLX_OPTIM_ADAMW;

@@ -70,6 +70,36 @@ __device__ __forceinline__ double red_combine(int op, double a, double v)
     }
 }
 
+__device__ __forceinline__ double red_init(int op)
+{
+    return op == RLX_OP_REDUCE_MAX    ? -INFINITY
+           : op == RLX_OP_REDUCE_MIN  ? INFINITY
+           : op == RLX_OP_REDUCE_PROD ? 1.0
+                                      : 0.0;
+}
+
+/* This thread's share of output element `out`: reduced elements first,
+ * first + step, ... combined from red_init. */
+__device__ __forceinline__ double red_walk(int op, int dt, const void *x, const red_state &s, int64_t out,
+                                           int64_t first, int64_t step)
+{
+    int64_t base = 0, q = out;
+    for (int d = s.nk - 1; d >= 0; d--) {
+        base += (q % s.kdims[d]) * s.kst[d];
+        q /= s.kdims[d];
+    }
+    double acc = red_init(op);
+    for (int64_t r = first; r < s.R; r += step) {
+        int64_t off = base, rr = r;
+        for (int d = s.nr - 1; d >= 0; d--) {
+            off += (rr % s.rdims[d]) * s.rst[d];
+            rr /= s.rdims[d];
+        }
+        acc = red_combine(op, acc, cu_ld(x, dt, off));
+    }
+    return acc;
+}
+
 /* One warp per output element. */
 __global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state s)
 {
@@ -78,24 +108,7 @@ __global__ void reduce_kernel(int op, int dt, const void *x, void *y, red_state 
     int lane = threadIdx.x & 31;
     if (warp >= s.n_out)
         return;
-    int64_t base = 0, q = warp;
-    for (int d = s.nk - 1; d >= 0; d--) {
-        base += (q % s.kdims[d]) * s.kst[d];
-        q /= s.kdims[d];
-    }
-    double init = op == RLX_OP_REDUCE_MAX    ? -INFINITY
-                  : op == RLX_OP_REDUCE_MIN  ? INFINITY
-                  : op == RLX_OP_REDUCE_PROD ? 1.0
-                                             : 0.0;
-    double acc = init;
-    for (int64_t r = lane; r < s.R; r += 32) {
-        int64_t off = base, rr = r;
-        for (int d = s.nr - 1; d >= 0; d--) {
-            off += (rr % s.rdims[d]) * s.rst[d];
-            rr /= s.rdims[d];
-        }
-        acc = red_combine(op, acc, cu_ld(x, dt, off));
-    }
+    double acc = red_walk(op, dt, x, s, warp, lane, 32);
     for (int o = 16; o > 0; o >>= 1)
         acc = red_combine(op, acc, __shfl_xor_sync(0xffffffffu, acc, o));
     if (lane == 0) {
@@ -114,24 +127,7 @@ __global__ void __launch_bounds__(RED_BLOCK) reduce_block_kernel(int op, int dt,
     cu_grid_wait();
     __shared__ double part[RED_BLOCK / 32];
     int64_t out = blockIdx.x;
-    int64_t base = 0, q = out;
-    for (int d = s.nk - 1; d >= 0; d--) {
-        base += (q % s.kdims[d]) * s.kst[d];
-        q /= s.kdims[d];
-    }
-    double init = op == RLX_OP_REDUCE_MAX    ? -INFINITY
-                  : op == RLX_OP_REDUCE_MIN  ? INFINITY
-                  : op == RLX_OP_REDUCE_PROD ? 1.0
-                                             : 0.0;
-    double acc = init;
-    for (int64_t r = threadIdx.x; r < s.R; r += RED_BLOCK) {
-        int64_t off = base, rr = r;
-        for (int d = s.nr - 1; d >= 0; d--) {
-            off += (rr % s.rdims[d]) * s.rst[d];
-            rr /= s.rdims[d];
-        }
-        acc = red_combine(op, acc, cu_ld(x, dt, off));
-    }
+    double init = red_init(op), acc = red_walk(op, dt, x, s, out, threadIdx.x, RED_BLOCK);
     for (int o = 16; o > 0; o >>= 1)
         acc = red_combine(op, acc, __shfl_xor_sync(0xffffffffu, acc, o));
     if ((threadIdx.x & 31) == 0)
