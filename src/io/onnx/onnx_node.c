@@ -92,9 +92,11 @@ onnx_value *onnx_bind(onnx_ctx *c, const char *name, rlx_node node, onnx_tensor 
 {
     onnx_scope *s = c->scope;
     onnx_value *v = scope_find(s, name);
-    if (v) {
+    if (v) { /* the name now means the new value (a repeated initializer, say) */
         if (v->k != k)
             onnx_tensor_free(v->k);
+        onnx_tensor_free(v->init);
+        v->init = NULL;
         v->k = k;
         v->node = node;
         return v;
