@@ -226,6 +226,14 @@ static rlx_node s_slice(rlx_graph *g, const rlx_node *p)
 {
     return rlx_slice(g, p[0], 2, (int[]){0, 2}, (int64_t[]){1, 1}, (int64_t[]){3, 3}, NULL);
 }
+static rlx_node s_slice_strided(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_slice(g, p[0], 2, (int[]){0, 2}, (int64_t[]){3, 0}, (int64_t[]){-6, 7}, (int64_t[]){-2, 3});
+}
+static rlx_node s_slice_reversed(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_slice(g, p[0], 1, (int[]){1}, (int64_t[]){-1}, (int64_t[]){INT64_MIN}, (int64_t[]){-1});
+}
 static rlx_node s_concat(rlx_graph *g, const rlx_node *p) { return rlx_concat(g, 2, p, 1); }
 static rlx_node s_gather0(rlx_graph *g, const rlx_node *p)
 {
@@ -404,6 +412,8 @@ static const grad_case cases[] = {
     {"reshape", P1(3, 2, 3, 4), {ANY}, s_reshape},
     {"transpose", P1(3, 2, 3, 4), {ANY}, s_transpose},
     {"slice", P1(3, 4, 2, 5), {ANY}, s_slice},
+    {"slice steps -2 and 3", P1(3, 5, 2, 8), {ANY}, s_slice_strided},
+    {"slice reversed", P1(2, 3, 4), {ANY}, s_slice_reversed},
     {"concat", 2, {2, 2}, {{3, 2}, {3, 4}}, {ANY, ANY}, s_concat},
     {"gather axis 0", P1(2, 5, 3), {ANY}, s_gather0},
     {"gather axis 1", P1(3, 2, 3, 2), {ANY}, s_gather1},

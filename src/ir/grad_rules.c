@@ -407,6 +407,31 @@ rlx_status rlx_grad_transpose(rlx_graph *g, rlx_node n, rlx_node dy, const bool 
     return status_of(g, dx, 1);
 }
 
+/* Zeros between the elements of d along axis: stride - 1 after each but
+ * the last (a strided slice's, or a strided convolution's, gradient) */
+static rlx_node spread(rlx_graph *g, rlx_node d, int axis, int64_t stride)
+{
+    if (stride == 1 || d < 0)
+        return d;
+    rlx_shape s = shape_of(g, d);
+    rlx_shape r = {s.ndim + 1, {0}};
+    for (int i = 0, j = 0; i < s.ndim; i++) {
+        r.dims[j++] = s.dims[i];
+        if (i == axis)
+            r.dims[j++] = 1;
+    }
+    int64_t pads[2 * RLX_MAX_DIMS] = {0};
+    pads[r.ndim + axis + 1] = stride - 1;
+    rlx_node t = rlx_pad(g, rlx_reshape(g, d, r.ndim, r.dims), pads, RLX_PAD_CONSTANT, 0.0);
+    rlx_shape m = s;
+    m.dims[axis] = s.dims[axis] * stride;
+    t = rlx_reshape(g, t, m.ndim, m.dims);
+    int64_t len = (s.dims[axis] - 1) * stride + 1;
+    return rlx_slice(g, t, 1, &axis, (int64_t[]){0}, (int64_t[]){len}, NULL);
+}
+
+/* The slice's elements go back where they were read, zeros elsewhere: a
+ * negative step reads them in reverse, a step of k leaves k - 1 between */
 rlx_status rlx_grad_slice(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     if (!need[0])
@@ -415,13 +440,24 @@ rlx_status rlx_grad_slice(rlx_graph *g, rlx_node n, rlx_node dy, const bool *nee
     rlx_shape in = shape_of(g, nd.in[0]);
     int r = in.ndim;
     int64_t pads[2 * RLX_MAX_DIMS];
+    rlx_node d = dy;
     for (int i = 0; i < r; i++) {
-        if (nd.attrs.slice.step[i] != 1 && nd.shape.dims[i] > 1)
-            return refuse(g, n, "only slices of step 1 have a gradient rule");
-        pads[i] = nd.shape.dims[i] ? nd.attrs.slice.start[i] : 0;
-        pads[r + i] = in.dims[i] - pads[i] - nd.shape.dims[i];
+        int64_t cnt = nd.shape.dims[i], step = nd.attrs.slice.step[i], first = nd.attrs.slice.start[i], len = cnt;
+        if (cnt > 1 && step != 1) {
+            if (r == RLX_MAX_DIMS)
+                return refuse(g, n, "a strided slice of a rank-8 tensor has no gradient rule");
+            if (step < 0) { /* the lowest index read is the last one */
+                d = rlx_slice(g, d, 1, &i, (int64_t[]){-1}, (int64_t[]){INT64_MIN + 1}, (int64_t[]){-1});
+                first += (cnt - 1) * step;
+                step = -step;
+            }
+            d = spread(g, d, i, step);
+            len = (cnt - 1) * step + 1;
+        }
+        pads[i] = cnt ? first : 0;
+        pads[r + i] = in.dims[i] - pads[i] - len;
     }
-    dx[0] = rlx_pad(g, dy, pads, RLX_PAD_CONSTANT, 0.0);
+    dx[0] = rlx_pad(g, d, pads, RLX_PAD_CONSTANT, 0.0);
     return status_of(g, dx, 1);
 }
 
@@ -611,26 +647,8 @@ rlx_status rlx_grad_decomposed(rlx_graph *g, rlx_node n, rlx_node dy, const bool
  * gradient becomes a stride-1 convolution */
 static rlx_node dilate(rlx_graph *g, rlx_node d, int sp, const int64_t *stride)
 {
-    for (int a = 0; a < sp; a++) {
-        if (stride[a] == 1)
-            continue;
-        rlx_shape s = shape_of(g, d);
-        int ax = 2 + a;
-        rlx_shape r = {s.ndim + 1, {0}};
-        for (int i = 0, j = 0; i < s.ndim; i++) {
-            r.dims[j++] = s.dims[i];
-            if (i == ax)
-                r.dims[j++] = 1;
-        }
-        int64_t pads[2 * RLX_MAX_DIMS] = {0};
-        pads[r.ndim + ax + 1] = stride[a] - 1;
-        rlx_node t = rlx_pad(g, rlx_reshape(g, d, r.ndim, r.dims), pads, RLX_PAD_CONSTANT, 0.0);
-        rlx_shape m = s;
-        m.dims[ax] = s.dims[ax] * stride[a];
-        t = rlx_reshape(g, t, m.ndim, m.dims);
-        int64_t len = (s.dims[ax] - 1) * stride[a] + 1;
-        d = rlx_slice(g, t, 1, &ax, (int64_t[]){0}, (int64_t[]){len}, NULL);
-    }
+    for (int a = 0; a < sp; a++)
+        d = spread(g, d, 2 + a, stride[a]);
     return d;
 }
 
