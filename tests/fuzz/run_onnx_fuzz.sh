@@ -38,6 +38,9 @@ fi
 # inputs that once crashed the importer stay in the corpus
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
+# one thread: no OpenMP workers alive when LeakSanitizer stops the process
+# at exit to scan for leaks (its tracer has crashed on them)
+export OMP_NUM_THREADS=1 RLX_THREADS=1
 set +e
 # A fixed seed and run count make the campaign the same on every machine (a
 # slower one stops earlier, on a prefix); RLX_FUZZ_SEED=0 draws a new seed.
