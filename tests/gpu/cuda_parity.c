@@ -978,6 +978,10 @@ static void test_attention(void)
         {3, 8, 2, 1, 300, 128, "i300"},
         {2, 8, 1, 1, 130, 64, "i130"},
         {5, 4, 4, 1, 37, 64, "i37"},
+        /* a long cache over few kv heads: attn_decode cuts the keys into
+         * many chunks, sized by each sequence's position, not the capacity */
+        {2, 8, 2, 1, 4096, 128, "i4096"},
+        {1, 8, 1, 1, 2000, 64, "i300"},
     };
     /* one-row cases run twice: by the default kernels and by attn_decode
      * (RLX_CUDA_DECODE_ATTENTION, which the compile reads from here) */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run_all.sh - builds RLX with the CUDA backend and runs the GPU parity test
 # (every op and fused op against the CPU reference, CUDA Graph replay, the
-# mlp/encoder/resnet50 workloads end to end) and the training test
-# (tests/gpu/cuda_train.c).  Meant for the GPU machine:
+# mlp/encoder/resnet50 workloads end to end), the training test
+# (tests/gpu/cuda_train.c) and the quantized ops (tests/gpu/cuda_quant.c).
+# Meant for the GPU machine:
 #
 #   tests/gpu/run_all.sh            # build in build-gpu, run, last line "N passed, M failed"
 #
@@ -63,12 +64,24 @@ if cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_train.
 else
   echo "training: 0 passed, 1 failed" | tee -a "$LOG"
 fi
+# quantized ops: dequantize bit for bit, qmatmul's two kernels against float64 and the CPU (tests/gpu/cuda_quant.c)
+echo "--- quantized ops (tests/gpu/cuda_quant.c)" | tee -a "$LOG"
+rc4=1
+if cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_quant.c -Iinclude -Isrc \
+   -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx_internal -lm -o "$BUILD/cuda_quant"; then
+  "$BUILD/cuda_quant" 2>&1 | sed 's/^\([0-9]* passed, [0-9]* failed\)$/quantized: \1/' | tee -a "$LOG"
+  rc4=${PIPESTATUS[0]}
+else
+  echo "quantized: 0 passed, 1 failed" | tee -a "$LOG"
+fi
 p1=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG" | tail -1 | awk '{print $1}')
 f1=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG" | tail -1 | awk '{print $3}')
 p2=$(grep -E "^conv without cuDNN: " "$LOG" | tail -1 | awk '{print $4}')
 f2=$(grep -E "^conv without cuDNN: " "$LOG" | tail -1 | awk '{print $6}')
 p3=$(grep -E "^training: " "$LOG" | tail -1 | awk '{print $2}')
 f3=$(grep -E "^training: " "$LOG" | tail -1 | awk '{print $4}')
-echo "$(( ${p1:-0} + ${p2:-0} + ${p3:-0} )) passed, $(( ${f1:-1} + ${f2:-1} + ${f3:-1} )) failed"
-[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && exit 0
+p4=$(grep -E "^quantized: " "$LOG" | tail -1 | awk '{print $2}')
+f4=$(grep -E "^quantized: " "$LOG" | tail -1 | awk '{print $4}')
+echo "$(( ${p1:-0} + ${p2:-0} + ${p3:-0} + ${p4:-0} )) passed, $(( ${f1:-1} + ${f2:-1} + ${f3:-1} + ${f4:-1} )) failed"
+[ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$rc3" = 0 ] && [ "$rc4" = 0 ] && exit 0
 exit 1

@@ -38,6 +38,7 @@ static void build_table(void)
     rlx_cuda_register_attn_block(table);
     rlx_cuda_register_fused(table);
     rlx_cuda_register_train(table);
+    rlx_cuda_register_quant(table);
 }
 
 #define STAGING_CHUNK ((size_t)64 << 20)

@@ -60,6 +60,7 @@ void rlx_cuda_register_conv(cu_kernel *tab);
 void rlx_cuda_register_attention(cu_kernel *tab);
 void rlx_cuda_register_fused(cu_kernel *tab);
 void rlx_cuda_register_train(cu_kernel *tab);
+void rlx_cuda_register_quant(cu_kernel *tab);
 }
 
 /* Copies the run index (read by random kernels) to the device, on the

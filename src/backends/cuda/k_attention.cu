@@ -843,11 +843,15 @@ static tc_plan tc_plan_of(int64_t B, int64_t H, int64_t S, int64_t T, int64_t D)
     return pl;
 }
 
+static size_t decode_scratch(int64_t B, int64_t H, int64_t T, int64_t D);
+
 size_t rlx_cu_attention_scratch(rlx_dtype dt, int64_t B, int64_t H, int64_t S, int64_t T, int64_t D, int64_t Dv)
 {
-    if (!tc_fits(dt, D, Dv) || B * H * S == 0)
+    if (B * H * S == 0)
         return 0;
-    return tc_plan_of(B, H, S, T, D).part_bytes;
+    const size_t tc = tc_fits(dt, D, Dv) ? tc_plan_of(B, H, S, T, D).part_bytes : 0;
+    const size_t dec = S == 1 && D == Dv && (D == 64 || D == 128) ? decode_scratch(B, H, T, D) : 0;
+    return tc > dec ? tc : dec;
 }
 
 static bool aligned16(const void *p, const int64_t *st, size_t es)
@@ -867,10 +871,23 @@ static bool aligned16(const void *p, const int64_t *st, size_t es)
  * value row is read once for the group; its warps take interleaved keys,
  * each lane DEC_EPL consecutive elements of a row, with an online softmax
  * per head, and the block merges its warps at the end.  No tile of 64
- * query rows for one real row, as the tensor-core kernel would run. */
+ * query rows for one real row, as the tensor-core kernel would run.
+ *
+ * One sequence's kv heads alone are a few blocks (8 for a Qwen3-0.6B step at
+ * batch 1) on a GPU of 132 SMs, so the keys are also cut into ns chunks, a
+ * block each (flash-decoding): each writes its unnormalised rows with their
+ * max and sum to part, and attn_decode_combine merges them.  A chunk's length
+ * follows the sequence's current length (known only on the device), so one
+ * captured grid serves every position of the cache. */
 #define DEC_WARPS 8
 #define DEC_KEYS 4 /* key rows in flight per warp */
-template <typename T, int D, int GM> __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p)
+typedef struct dec_split {
+    int ns;      /* key chunks per (sequence, kv head); 1: the output is written directly */
+    float *part; /* [B * Hk][ns][G][D + 2]: output row, then max and sum */
+} dec_split;
+
+template <typename T, int D, int GM>
+__global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_split sp)
 {
     cu_grid_wait();
     constexpr int EPL = D / 32;
@@ -898,16 +915,20 @@ template <typename T, int D, int GM> __global__ void __launch_bounds__(DEC_WARPS
         int64_t lim = attn_shift(p, b) + 1;
         t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
     }
-    for (int64_t t0 = (int64_t)warp * DEC_KEYS; t0 < t_end; t0 += DEC_WARPS * DEC_KEYS) {
+    /* this block's chunk: whole rounds of DEC_WARPS * DEC_KEYS keys */
+    constexpr int64_t ROUND = DEC_WARPS * DEC_KEYS;
+    const int64_t chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
+    const int64_t c0 = (int64_t)blockIdx.y * chunk, c1 = c0 + chunk < t_end ? c0 + chunk : t_end;
+    for (int64_t t0 = c0 + (int64_t)warp * DEC_KEYS; t0 < c1; t0 += ROUND) {
         float kr[DEC_KEYS][EPL];
 #pragma unroll
         for (int j = 0; j < DEC_KEYS; j++)
 #pragma unroll
             for (int e = 0; e < EPL; e++)
-                kr[j][e] = t0 + j < t_end ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + e]) : 0.0f;
+                kr[j][e] = t0 + j < c1 ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + e]) : 0.0f;
 #pragma unroll
         for (int j = 0; j < DEC_KEYS; j++) {
-            if (t0 + j >= t_end)
+            if (t0 + j >= c1)
                 break;
             float vr[EPL];
 #pragma unroll
@@ -954,39 +975,92 @@ template <typename T, int D, int GM> __global__ void __launch_bounds__(DEC_WARPS
                 num += sm_o[w][g][d] * f;
                 den += sm_l[w][g] * f;
             }
-        T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
-        o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+        if (sp.ns > 1) {
+            /* an empty chunk leaves max -inf: the merge skips it */
+            float *pr = sp.part + (((int64_t)blockIdx.x * sp.ns + blockIdx.y) * G + g) * (D + 2);
+            pr[d] = num;
+            if (d == 0)
+                pr[D] = mx, pr[D + 1] = den;
+        } else {
+            T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
+            o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+        }
     }
 }
 
-/* Whether attn_decode runs these shapes, and fills the GPU well enough: a
- * block reads all of one kv head's keys, so long caches over few heads stay
- * with the kernels that split the keys. */
+/* Merges attn_decode's key chunks: a block per (sequence, query head), a
+ * thread per output element. */
+template <typename T, int D> __global__ void __launch_bounds__(D) attn_decode_combine(cu_attn p, dec_split sp)
+{
+    cu_grid_wait();
+    const int G = (int)(p.H / p.Hk), d = threadIdx.x;
+    const int64_t b = blockIdx.x / p.H, h = blockIdx.x % p.H, hk = h / G, g = h % G;
+    const float *pr = sp.part + ((b * p.Hk + hk) * sp.ns * G + g) * (D + 2);
+    const int64_t step = (int64_t)G * (D + 2);
+    float mx = -INFINITY;
+    for (int s = 0; s < sp.ns; s++)
+        mx = fmaxf(mx, pr[s * step + D]);
+    float num = 0.0f, den = 0.0f;
+    if (mx != -INFINITY)
+        for (int s = 0; s < sp.ns; s++) {
+            const float ms = pr[s * step + D];
+            if (ms == -INFINITY)
+                continue; /* an empty chunk: its row was never written */
+            const float f = __expf(ms - mx);
+            num += pr[s * step + d] * f;
+            den += pr[s * step + D + 1] * f;
+        }
+    T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1];
+    o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+}
+
+/* Whether attn_decode runs these shapes. */
 static bool decode_fits(const cu_attn &p)
 {
     if (p.S != 1 || p.mask || p.D != p.Dv || (p.D != 64 && p.D != 128) || p.H % p.Hk)
         return false;
     const int64_t G = p.H / p.Hk;
-    if (G > (p.D == 64 ? 8 : 4))
-        return false;
-    return p.T <= 4096 || p.B * p.Hk >= 2 * sm_count();
+    return G <= (p.D == 64 ? 8 : 4);
+}
+
+/* Key chunks per (sequence, kv head): enough blocks for two per SM, each
+ * chunk at least one round of keys at the cache's full length. */
+static int decode_chunks(int64_t B, int64_t Hk, int64_t T)
+{
+    const int64_t want = (2 * sm_count() + B * Hk - 1) / (B * Hk), most = T / (DEC_WARPS * DEC_KEYS);
+    const int64_t ns = want < most ? want : most;
+    return ns > 1 ? (int)(ns < 1024 ? ns : 1024) : 1;
+}
+
+/* Scratch for the chunks' partial rows; a bound over kv head counts, since
+ * the caller knows only the query heads (fewer kv heads, more chunks). */
+static size_t decode_scratch(int64_t B, int64_t H, int64_t T, int64_t D)
+{
+    const int ns = decode_chunks(B, 1, T);
+    return ns > 1 ? (size_t)(B * H) * (size_t)ns * (size_t)(D + 2) * sizeof(float) : 0;
 }
 
 static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
 {
     const int64_t blocks = p.B * p.Hk;
-    if (blocks > INT_MAX)
+    if (blocks > INT_MAX || p.B * p.H > INT_MAX)
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
-    const unsigned grid = (unsigned)blocks;
+    dec_split sp = {decode_chunks(p.B, p.Hk, p.T), (float *)p.ws};
+    if (sp.ns > 1 && (!p.ws || p.ws_bytes < (size_t)(p.B * p.H) * (size_t)sp.ns * (size_t)(p.D + 2) * sizeof(float)))
+        sp.ns = 1; /* the caller gave no room: one chunk */
+    const dim3 grid((unsigned)blocks, (unsigned)sp.ns);
     const int64_t G = p.H / p.Hk;
-#define DEC_LAUNCH(TT)                                                               \
-    do {                                                                             \
-        if (p.D == 64)                                                               \
-            G <= 2 ? cu_launch(attn_decode<TT, 64, 2>, grid, DEC_WARPS * 32, 0, p)   \
-                   : cu_launch(attn_decode<TT, 64, 8>, grid, DEC_WARPS * 32, 0, p);  \
-        else                                                                         \
-            G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p)  \
-                   : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p); \
+#define DEC_LAUNCH(TT)                                                                                 \
+    do {                                                                                               \
+        if (p.D == 64)                                                                                 \
+            G <= 2 ? cu_launch(attn_decode<TT, 64, 2>, grid, DEC_WARPS * 32, 0, p, sp)                 \
+                   : cu_launch(attn_decode<TT, 64, 8>, grid, DEC_WARPS * 32, 0, p, sp);                \
+        else                                                                                           \
+            G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p, sp)                \
+                   : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p, sp);               \
+        if (sp.ns > 1)                                                                                 \
+            p.D == 64 ? cu_launch(attn_decode_combine<TT, 64>, (unsigned)(p.B * p.H), 64, 0, p, sp)    \
+                      : cu_launch(attn_decode_combine<TT, 128>, (unsigned)(p.B * p.H), 128, 0, p, sp); \
     } while (0)
     CU_FLOAT_DISPATCH(dt, TT, DEC_LAUNCH(TT));
 #undef DEC_LAUNCH

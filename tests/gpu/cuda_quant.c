@@ -1,0 +1,300 @@
+/* cuda_quant.c - the quantized ops on CUDA against the CPU reference and
+ * float64.
+ *
+ *   dequantize  every type into f32, f16 and bf16, on rows of random bytes
+ *               (so scales take every value: subnormal, +-0, +-inf, NaN)
+ *               and on rows quantized from random floats: the GPU's output
+ *               equals the CPU's bit for bit (any NaN matching any NaN).
+ *   qmatmul     every type, activations in f32, f16 and bf16, row counts on
+ *               both kernels (<= 8: matrix-vector; more: tensor-core tiles),
+ *               depths of whole and odd 64-element windows: both backends
+ *               against a float64 product of the dequantized weights, each
+ *               within its own bound relative to sum |x| |w| (the CPU rounds
+ *               the activations to 8 bits per block; the GPU's tiles round
+ *               both sides to bf16 or f16; the matrix-vector kernel only
+ *               sums in f32), and the two within the sum of their bounds.
+ *
+ * Prints one line per failure and per qmatmul type (the worst errors
+ * seen), "N passed, M failed" last; exits 0 when all passed, 77 when no
+ * CUDA device is usable.  RLX_GPU_TEST_FILTER=substr runs only matching
+ * cases; RLX_GPU_TEST_CPU_ONLY=1 runs both sides on the CPU (the harness
+ * checked on a machine without a GPU; the CPU's bound then serves both).
+ * tests/gpu/run_all.sh runs it. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/ggml_type.h"
+#include "quant/quant.h"
+#include "rlx.h"
+
+static int n_pass, n_fail;
+static bool cpu_only;
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double uniform(void) { return (double)(rng() >> 11) / 9007199254740992.0; }
+static double normal(void)
+{
+    double u = uniform() + 1e-12, v = uniform();
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static bool wanted(const char *name)
+{
+    const char *f = getenv("RLX_GPU_TEST_FILTER");
+    return !f || strstr(name, f);
+}
+
+static const int TYPES[] = {RLX_GGML_Q8_0, RLX_GGML_Q4_0, RLX_GGML_Q4_1, RLX_GGML_Q5_0, RLX_GGML_Q5_1,
+                            RLX_GGML_Q4_K, RLX_GGML_Q5_K, RLX_GGML_Q6_K, RLX_GGML_Q8_K};
+static const rlx_dtype FLOATS[] = {RLX_F32, RLX_F16, RLX_BF16};
+static const char *dn(rlx_dtype t) { return t == RLX_F32 ? "f32" : t == RLX_F16 ? "f16" : "bf16"; }
+
+static double load(const void *p, rlx_dtype t, size_t i)
+{
+    switch (t) {
+    case RLX_F32: return ((const float *)p)[i];
+    case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return rlx_bf16_to_f32(((const uint16_t *)p)[i]);
+    }
+}
+
+static void store(void *p, rlx_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case RLX_F32: ((float *)p)[i] = v; break;
+    case RLX_F16: ((uint16_t *)p)[i] = rlx_f32_to_f16(v); break;
+    default: ((uint16_t *)p)[i] = rlx_f32_to_bf16(v); break;
+    }
+}
+
+/* Compiles g for dev, sets the inputs named in[0..n) and runs; the one
+ * output into out (bytes). */
+static rlx_status run_on(rlx_graph *g, rlx_device dev, int n, const char **names, const void **data,
+                         const size_t *bytes, void *out, size_t out_bytes, char *err, size_t errn)
+{
+    rlx_options o;
+    rlx_options_init(&o);
+    o.device = cpu_only ? RLX_DEVICE_CPU : dev;
+    o.ignore_env = 1;
+    rlx_session *s = NULL;
+    rlx_status st = rlx_compile(g, &o, &s);
+    for (int i = 0; st == RLX_OK && i < n; i++)
+        st = rlx_session_set_input(s, names[i], data[i], bytes[i]);
+    if (st == RLX_OK)
+        st = rlx_session_run(s);
+    if (st == RLX_OK) {
+        memset(out, 0xff, out_bytes); /* poison: every element must be written */
+        st = rlx_session_get_output(s, "y", out, out_bytes);
+    }
+    if (st != RLX_OK)
+        snprintf(err, errn, "%s: %s", dev == RLX_DEVICE_CUDA ? "cuda" : "cpu", rlx_last_error());
+    rlx_session_free(s);
+    return st;
+}
+
+/* ------------------------------------------------------------ dequantize */
+
+static void dequantize_case(int qt, rlx_dtype to, bool random_bytes)
+{
+    char name[128];
+    snprintf(name, sizeof name, "dequantize %s to %s, %s", rlx_ggml_type_name(qt), dn(to),
+             random_bytes ? "random bytes" : "quantized floats");
+    if (!wanted(name))
+        return;
+    const int64_t rows = 37, k = 512;
+    const size_t rb = rlx_quant_row_bytes(qt, k);
+    uint8_t *w = malloc(rows * rb);
+    float *src = malloc(sizeof(float) * k);
+    for (int64_t r = 0; r < rows; r++) {
+        if (random_bytes) {
+            for (size_t i = 0; i < rb; i++)
+                w[r * rb + i] = (uint8_t)rng();
+        } else {
+            for (int64_t i = 0; i < k; i++)
+                src[i] = (float)(normal() * (r % 5 == 0 ? 1e-3 : 1.0));
+            rlx_quantize_row(qt, src, w + r * rb, k);
+        }
+    }
+    size_t ob = (size_t)(rows * k) * rlx_dtype_size(to);
+    void *a = malloc(ob), *b = malloc(ob);
+    rlx_graph *g = rlx_graph_new();
+    rlx_node wn = rlx_input(g, "w", RLX_U8, 2, (int64_t[]){rows, (int64_t)rb});
+    rlx_output(g, "y", rlx_dequantize(g, wn, qt, k, to));
+    const char *names[] = {"w"};
+    const void *data[] = {w};
+    const size_t bytes[] = {rows * rb};
+    char err[512] = "";
+    if (run_on(g, RLX_DEVICE_CUDA, 1, names, data, bytes, a, ob, err, sizeof err) != RLX_OK ||
+        run_on(g, RLX_DEVICE_CPU, 1, names, data, bytes, b, ob, err, sizeof err) != RLX_OK) {
+        printf("FAIL %s: %s\n", name, err);
+        n_fail++;
+    } else {
+        size_t es = rlx_dtype_size(to), bad = 0, first = 0;
+        for (int64_t i = 0; i < rows * k; i++) {
+            double x = load(a, to, i), y = load(b, to, i);
+            if (isnan(x) && isnan(y))
+                continue;
+            if (memcmp((char *)a + i * es, (char *)b + i * es, es)) {
+                if (!bad)
+                    first = (size_t)i;
+                bad++;
+            }
+        }
+        if (bad) {
+            printf("FAIL %s: %zu elements differ from the CPU's bits, first at %zu (%.9g vs %.9g)\n", name, bad,
+                   first, load(a, to, first), load(b, to, first));
+            n_fail++;
+        } else {
+            n_pass++;
+        }
+    }
+    rlx_graph_free(g);
+    free(w), free(src), free(a), free(b);
+}
+
+/* --------------------------------------------------------------- qmatmul */
+
+/* unit roundoff of a dtype */
+static double unit(rlx_dtype t) { return t == RLX_F32 ? 0x1p-24 : t == RLX_F16 ? 0x1p-11 : 0x1p-8; }
+
+typedef struct worst {
+    double gpu, cpu; /* max |error| / sum |x w| over a type's cases */
+} worst;
+
+static void qmatmul_case(int qt, rlx_dtype dt, int64_t m, int64_t k, int64_t n, worst *wst)
+{
+    char name[160];
+    snprintf(name, sizeof name, "qmatmul %s x %s m%lld k%lld n%lld", rlx_ggml_type_name(qt), dn(dt), (long long)m,
+             (long long)k, (long long)n);
+    if (!wanted(name))
+        return;
+    const size_t rb = rlx_quant_row_bytes(qt, k), es = rlx_dtype_size(dt);
+    uint8_t *w = malloc(n * rb);
+    float *wf = malloc(sizeof(float) * n * k), *src = malloc(sizeof(float) * k);
+    void *x = malloc(m * k * es), *yg = malloc(m * n * es), *yc = malloc(m * n * es);
+    double *xd = malloc(sizeof(double) * m * k);
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t i = 0; i < k; i++)
+            src[i] = (float)(normal() * 0.05);
+        rlx_quantize_row(qt, src, w + r * rb, k);
+        rlx_dequantize_row(qt, w + r * rb, wf + r * k, k);
+    }
+    for (int64_t i = 0; i < m * k; i++) {
+        store(x, dt, i, (float)(2.0 * uniform() - 1.0));
+        xd[i] = load(x, dt, i);
+    }
+    rlx_graph *g = rlx_graph_new();
+    rlx_node xn = rlx_input(g, "x", dt, 2, (int64_t[]){m, k});
+    rlx_node wn = rlx_input(g, "w", RLX_U8, 2, (int64_t[]){n, (int64_t)rb});
+    rlx_output(g, "y", rlx_qmatmul(g, xn, wn, qt, k));
+    const char *names[] = {"x", "w"};
+    const void *data[] = {x, w};
+    const size_t bytes[] = {m * k * es, n * rb};
+    char err[512] = "";
+    if (run_on(g, RLX_DEVICE_CUDA, 2, names, data, bytes, yg, m * n * es, err, sizeof err) != RLX_OK ||
+        run_on(g, RLX_DEVICE_CPU, 2, names, data, bytes, yc, m * n * es, err, sizeof err) != RLX_OK) {
+        printf("FAIL %s: %s\n", name, err);
+        n_fail++;
+        goto done;
+    }
+    /* the CPU quantizes activations to 8 bits per block of at most 256:
+     * each within max |block| / 254 */
+    const int64_t ab = 256;
+    /* the GPU: f32 sums for a few rows; tiles round x and w to bf16 (f32
+     * and bf16 activations) or w to f16 (f16 activations) */
+    const double gpu_rel = m <= 8 ? 1e-5 : dt == RLX_F16 ? unit(RLX_F16) + 1e-5 : 2 * unit(RLX_BF16) + 1e-5;
+    bool ok = true;
+    for (int64_t i = 0; i < m && ok; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double ref = 0, S = 0, cpu_bound = 0;
+            for (int64_t b0 = 0; b0 < k; b0 += ab) {
+                double mx = 0, sw = 0;
+                for (int64_t e = b0; e < b0 + ab && e < k; e++) {
+                    double xv = xd[i * k + e], wv = wf[j * k + e];
+                    ref += xv * wv;
+                    S += fabs(xv * wv);
+                    mx = fmax(mx, fabs(xv));
+                    sw += fabs(wv);
+                }
+                cpu_bound += mx / 254.0 * sw;
+            }
+            const double out_round = unit(dt) * fabs(ref) * 1.01;
+            cpu_bound += 1e-5 * S + out_round;
+            const double gpu_bound = cpu_only ? cpu_bound : gpu_rel * S + out_round;
+            const double g = load(yg, dt, i * n + j), c = load(yc, dt, i * n + j);
+            const double eg = fabs(g - ref), ec = fabs(c - ref);
+            if (S > 0) {
+                wst->gpu = fmax(wst->gpu, eg / S);
+                wst->cpu = fmax(wst->cpu, ec / S);
+            }
+            if (!(eg <= gpu_bound)) {
+                printf("FAIL %s [%lld, %lld]: cuda %.6g, float64 %.6g, off by %.3g, bound %.3g\n", name,
+                       (long long)i, (long long)j, g, ref, eg, gpu_bound);
+                ok = false;
+                break;
+            }
+            if (!(ec <= cpu_bound)) {
+                printf("FAIL %s [%lld, %lld]: cpu %.6g, float64 %.6g, off by %.3g, bound %.3g\n", name,
+                       (long long)i, (long long)j, c, ref, ec, cpu_bound);
+                ok = false;
+                break;
+            }
+            if (!(fabs(g - c) <= gpu_bound + cpu_bound)) {
+                printf("FAIL %s [%lld, %lld]: cuda %.6g against cpu %.6g\n", name, (long long)i, (long long)j, g, c);
+                ok = false;
+                break;
+            }
+        }
+    if (ok)
+        n_pass++;
+    else
+        n_fail++;
+done:
+    rlx_graph_free(g);
+    free(w), free(wf), free(src), free(x), free(yg), free(yc), free(xd);
+}
+
+int main(void)
+{
+    cpu_only = getenv("RLX_GPU_TEST_CPU_ONLY") != NULL;
+    if (!cpu_only && rlx_device_count(RLX_DEVICE_CUDA) < 1) {
+        printf("0 passed, 0 failed (skipped: no CUDA device usable%s%s)\n", *rlx_last_error() ? ": " : "",
+               rlx_last_error());
+        return 77;
+    }
+    for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++)
+        for (int d = 0; d < 3; d++)
+            for (int rb = 0; rb < 2; rb++)
+                dequantize_case(TYPES[t], FLOATS[d], rb);
+    /* rows: 1, 2, 5 (= 4 + 1), 8 and 13 (8 + 4 + 1) on the matrix-vector
+     * kernel; 9, 64 and 100 on the tiles.  Depth 288 is an odd number of
+     * 32-element blocks (a half window at the end). */
+    static const int64_t shapes[][3] = {{1, 512, 300}, {2, 256, 77},  {5, 1024, 129}, {8, 512, 1000},
+                                        {13, 512, 70}, {9, 256, 64},  {64, 512, 128}, {100, 768, 130},
+                                        {3, 288, 50},  {70, 288, 65}, {1, 4096, 96}};
+    for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
+        worst wst = {0, 0};
+        const int qt = TYPES[t];
+        const int64_t be = rlx_quant_block_elems(qt);
+        for (int d = 0; d < 3; d++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                if (shapes[s][1] % be == 0)
+                    qmatmul_case(qt, FLOATS[d], shapes[s][0], shapes[s][1], shapes[s][2], &wst);
+        printf("qmatmul %-5s worst |error| / sum |x w|: cuda %.3g, cpu %.3g\n", rlx_ggml_type_name(qt), wst.gpu,
+               wst.cpu);
+    }
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}
