@@ -20,7 +20,7 @@
 #include "ir/ir.h"
 #include "rlx.h"
 
-enum { ANY, POS, AWAY0, FRAC };
+enum { ANY, POS, AWAY0, FRAC, DISTINCT };
 #define MAXP 5
 
 typedef struct grad_case {
@@ -43,10 +43,20 @@ static double urand(void)
     return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-static double draw(int domain)
+static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
+
+/* element i of n; DISTINCT: a scrambled ramp, values at least 1.6/n apart
+ * (no ties for max to break, none a finite difference step can swap) */
+static double draw(int domain, size_t i, size_t n)
 {
     double u = urand();
     switch (domain) {
+    case DISTINCT: {
+        size_t a = (size_t)(0.618034 * (double)n) | 1;
+        while (gcd(a, n) != 1)
+            a += 2;
+        return -2 + 4 * ((double)(i * a % n) + 0.2 + 0.6 * u) / (double)n;
+    }
     case POS: return 0.5 + 1.5 * u;
     case AWAY0: return (urand() < 0.5 ? -1 : 1) * (0.2 + 1.8 * u);
     case FRAC: return floor(-2 + 4 * urand()) + 0.2 + 0.6 * u;
@@ -82,7 +92,7 @@ static void check_case(const grad_case *c)
         int64_t n = numel(c->ndim[i], c->dims[i]);
         val[i] = malloc((size_t)n * sizeof(double));
         for (int64_t j = 0; j < n; j++)
-            val[i][j] = draw(c->domain[i]);
+            val[i][j] = draw(c->domain[i], (size_t)j, (size_t)n);
     }
     rlx_node y = c->body(g, p);
     if (y < 0)
@@ -300,6 +310,96 @@ static rlx_node c_conv_dil(rlx_graph *g, const rlx_node *p)
     cp.dilation[0] = 2, cp.stride[0] = 2, cp.pads[0] = 2, cp.pads[1] = 1;
     return rlx_conv(g, p[0], p[1], p[2], &cp);
 }
+static rlx_node c_conv_g2(rlx_graph *g, const rlx_node *p)
+{
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.groups = 2, cp.stride[0] = cp.stride[1] = 2, cp.pads[0] = cp.pads[1] = cp.pads[2] = cp.pads[3] = 1;
+    return rlx_conv(g, p[0], p[1], p[2], &cp);
+}
+static rlx_node c_conv_dw(rlx_graph *g, const rlx_node *p)
+{
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.groups = 3, cp.dilation[0] = 2, cp.pads[0] = 2, cp.pads[1] = 1, cp.pads[2] = 2, cp.pads[3] = 1;
+    return rlx_conv(g, p[0], p[1], -1, &cp);
+}
+static rlx_node c_conv1d_g3(rlx_graph *g, const rlx_node *p)
+{
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.groups = 3, cp.stride[0] = 2, cp.dilation[0] = 2, cp.pads[0] = 3;
+    return rlx_conv(g, p[0], p[1], p[2], &cp);
+}
+static rlx_node c_conv_wide_pad(rlx_graph *g, const rlx_node *p)
+{
+    rlx_conv_params cp;
+    rlx_conv_params_init(&cp);
+    cp.pads[0] = 2, cp.pads[1] = 1, cp.pads[2] = 1, cp.pads[3] = 3;
+    return rlx_conv(g, p[0], p[1], -1, &cp);
+}
+static rlx_node pool(rlx_graph *g, rlx_node x, bool max, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                     int64_t dw, const int64_t *pads, int include_pad, int ceil_mode)
+{
+    rlx_pool_params pp;
+    rlx_pool_params_init(&pp, kh);
+    pp.kernel[1] = kw, pp.stride[0] = sh, pp.stride[1] = sw, pp.dilation[0] = dh, pp.dilation[1] = dw;
+    memcpy(pp.pads, pads, sizeof pp.pads);
+    pp.count_include_pad = include_pad, pp.ceil_mode = ceil_mode;
+    return max ? rlx_max_pool(g, x, &pp) : rlx_avg_pool(g, x, &pp);
+}
+static rlx_node p_max2(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], true, 2, 2, 2, 2, 1, 1, (int64_t[4]){0}, 0, 0);
+}
+static rlx_node p_max3s2p1(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], true, 3, 3, 2, 2, 1, 1, (int64_t[4]){1, 1, 1, 1}, 0, 0);
+}
+static rlx_node p_max_dil_ceil(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], true, 2, 3, 2, 1, 2, 1, (int64_t[4]){1, 0, 0, 1}, 0, 1);
+}
+static rlx_node p_max1d(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], true, 3, 3, 2, 2, 2, 2, (int64_t[4]){2, 1}, 0, 1);
+}
+static rlx_node p_avg3s2p1(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], false, 3, 3, 2, 2, 1, 1, (int64_t[4]){1, 1, 1, 1}, 0, 0);
+}
+static rlx_node p_avg3s2p1_incl(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], false, 3, 3, 2, 2, 1, 1, (int64_t[4]){1, 1, 1, 1}, 1, 0);
+}
+static rlx_node p_avg_ceil(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], false, 3, 2, 2, 2, 1, 1, (int64_t[4]){1, 1, 1, 0}, 0, 1);
+}
+static rlx_node p_avg_ceil_incl(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], false, 3, 2, 2, 2, 1, 1, (int64_t[4]){1, 1, 1, 0}, 1, 1);
+}
+static rlx_node p_avg1d(rlx_graph *g, const rlx_node *p)
+{
+    return pool(g, p[0], false, 2, 2, 1, 1, 3, 3, (int64_t[4]){1, 1}, 1, 0);
+}
+static rlx_node s_pad_reflect(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_pad(g, p[0], (int64_t[]){2, 1, 1, 3}, RLX_PAD_REFLECT, 0);
+}
+static rlx_node s_pad_reflect3(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_pad(g, p[0], (int64_t[]){0, 0, 3, 0, 2, 1}, RLX_PAD_REFLECT, 0);
+}
+static rlx_node s_pad_edge(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_pad(g, p[0], (int64_t[]){1, 5, 4, 0}, RLX_PAD_EDGE, 0);
+}
+static rlx_node s_pad_edge3(rlx_graph *g, const rlx_node *p)
+{
+    return rlx_pad(g, p[0], (int64_t[]){0, 2, 1, 0, 3, 2}, RLX_PAD_EDGE, 0);
+}
 static rlx_node l_xent(rlx_graph *g, const rlx_node *p)
 {
     int64_t lab[6] = {0, 3, -100, 2, 1, 3};
@@ -420,6 +520,10 @@ static const grad_case cases[] = {
     {"expand", P1(3, 2, 1, 4), {ANY}, s_expand},
     {"scatter_add (gather's gradient)", P1(3, 2, 4, 3), {ANY}, s_scatter_add},
     {"pad", P1(2, 3, 4), {ANY}, s_pad},
+    {"pad reflect", P1(2, 3, 5), {ANY}, s_pad_reflect},
+    {"pad reflect 3-d", P1(3, 2, 3, 4), {ANY}, s_pad_reflect3},
+    {"pad edge", P1(2, 3, 4), {ANY}, s_pad_edge},
+    {"pad edge, an axis of 1", P1(3, 2, 1, 3), {ANY}, s_pad_edge3},
     {"rope", P1(4, 1, 2, 3, 8), {ANY}, a_rope},
     {"rope interleaved", P1(3, 2, 4, 6), {ANY}, a_rope_il},
     {"attention", 3, {4, 4, 4}, {{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 3}}, {ANY, ANY, ANY}, a_attn},
@@ -434,6 +538,19 @@ static const grad_case cases[] = {
     {"conv 3x3 pad 1 bias", 3, {4, 4, 1}, {{2, 3, 5, 4}, {4, 3, 3, 3}, {4}}, {ANY, ANY, ANY}, c_conv},
     {"conv stride 2", 2, {4, 4}, {{1, 2, 6, 5}, {3, 2, 3, 2}}, {ANY, ANY}, c_conv_s2},
     {"conv 1-d dilated strided", 3, {3, 3, 1}, {{2, 2, 9}, {3, 2, 3}, {3}}, {ANY, ANY, ANY}, c_conv_dil},
+    {"conv groups 2 stride 2 bias", 3, {4, 4, 1}, {{2, 4, 7, 6}, {6, 2, 3, 3}, {6}}, {ANY, ANY, ANY}, c_conv_g2},
+    {"conv depthwise x2 dilated", 2, {4, 4}, {{2, 3, 5, 5}, {6, 1, 3, 3}}, {ANY, ANY}, c_conv_dw},
+    {"conv 1-d groups 3 dilated strided", 3, {3, 3, 1}, {{2, 6, 11}, {3, 2, 3}, {3}}, {ANY, ANY, ANY}, c_conv1d_g3},
+    {"conv pads past the kernel", 2, {4, 4}, {{1, 2, 4, 5}, {3, 2, 1, 2}}, {ANY, ANY}, c_conv_wide_pad},
+    {"max_pool 2x2", P1(4, 2, 3, 4, 6), {DISTINCT}, p_max2},
+    {"max_pool 3x3 stride 2 pad 1", P1(4, 2, 2, 7, 6), {DISTINCT}, p_max3s2p1},
+    {"max_pool dilated ceil", P1(4, 1, 2, 7, 6), {DISTINCT}, p_max_dil_ceil},
+    {"max_pool 1-d dilated ceil", P1(3, 2, 3, 9), {DISTINCT}, p_max1d},
+    {"avg_pool 3x3 stride 2 pad 1", P1(4, 2, 2, 7, 6), {ANY}, p_avg3s2p1},
+    {"avg_pool counting pads", P1(4, 2, 2, 7, 6), {ANY}, p_avg3s2p1_incl},
+    {"avg_pool ceil", P1(4, 1, 2, 6, 5), {ANY}, p_avg_ceil},
+    {"avg_pool ceil counting pads", P1(4, 1, 2, 6, 5), {ANY}, p_avg_ceil_incl},
+    {"avg_pool 1-d dilated", P1(3, 2, 2, 8), {ANY}, p_avg1d},
     {"cross_entropy, smoothing, ignored row", P1(3, 2, 3, 4), {ANY}, l_xent},
     {"mse_loss broadcast", 2, {2, 1}, {{3, 4}, {4}}, {ANY, ANY}, l_mse},
     {"global_avg_pool", P1(4, 2, 3, 2, 3), {ANY}, c_gap},
@@ -510,11 +627,40 @@ static void test_refusals_and_arguments(void **state)
     rlx_graph_free(g);
 }
 
+/* Ties of max_pool share the window's gradient evenly, as reduce_max's do:
+ * a constant input gives every cell of a 2x2 window a quarter. */
+static void test_max_pool_ties_share(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_param(g, "x", RLX_F64, 4, (int64_t[]){1, 1, 2, 4});
+    rlx_pool_params pp;
+    rlx_pool_params_init(&pp, 2);
+    double w[2] = {1, 2};
+    rlx_node y = rlx_mul(g, rlx_max_pool(g, x, &pp), rlx_constant(g, RLX_F64, 4, (int64_t[]){1, 1, 1, 2}, w, sizeof w));
+    rlx_node loss = rlx_reduce_sum(g, y, 4, (int[]){0, 1, 2, 3}, 0), gx;
+    assert_int_equal(rlx_gradients(g, loss, 1, &x, &gx), RLX_OK);
+    assert_int_equal(rlx_output(g, "gx", gx), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    double xv[8] = {3, 3, 3, 3, 3, 3, 3, 3}, gv[8];
+    assert_int_equal(rlx_session_set_param(s, "x", xv, sizeof xv), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "gx", gv, sizeof gv), RLX_OK);
+    for (int i = 0; i < 8; i++)
+        assert_true(gv[i] == (i % 4 < 2 ? 0.25 : 0.5));
+    rlx_session_free(s);
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op_has_a_rule),
         cmocka_unit_test(test_refusals_and_arguments),
+        cmocka_unit_test(test_max_pool_ties_share),
         cmocka_unit_test(test_every_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
