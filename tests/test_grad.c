@@ -32,10 +32,6 @@ typedef struct grad_case {
     rlx_node (*body)(rlx_graph *g, const rlx_node *p);
 } grad_case;
 
-/* Cases whose CPU kernel computes in f32 even for f64 (the fused GEMM
- * epilogue): a wider step and an f32-sized tolerance. */
-static bool f32_kernel(const grad_case *c) { return strcmp(c->name, "fused matmul_bias_act") == 0; }
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double urand(void)
 {
@@ -137,7 +133,7 @@ static void check_case(const grad_case *c)
         assert_int_equal(rlx_session_run(s), RLX_OK);
         assert_int_equal(rlx_session_get_output(s, gname, an, (size_t)n * 8), RLX_OK);
         for (int64_t j = 0; j < n; j++) {
-            const double h = f32_kernel(c) ? 1e-3 : 1e-6, keep = val[i][j];
+            const double h = 1e-6, keep = val[i][j];
             val[i][j] = keep + h;
             rlx_session_set_param(s, name[i], val[i], (size_t)n * 8);
             double lp = run_loss(s);
@@ -147,7 +143,7 @@ static void check_case(const grad_case *c)
             val[i][j] = keep;
             rlx_session_set_param(s, name[i], val[i], (size_t)n * 8);
             double fd = (lp - lm) / (2 * h), err = fabs(an[j] - fd) / (1e-3 + fabs(fd));
-            if (!(err < (f32_kernel(c) ? 3e-3 : 1e-5)) && bad++ < 4)
+            if (!(err < 1e-5) && bad++ < 4)
                 fprintf(stderr, "%s: d loss / d p%d[%lld]: analytic %.10g, finite difference %.10g\n", c->name, i,
                         (long long)j, an[j], fd);
             if (!(err <= worst))
