@@ -39,6 +39,21 @@ static rlx_node sum_to(rlx_graph *g, rlx_node d, const rlx_shape *to)
     return rlx_reshape(g, r, to->ndim, to->dims);
 }
 
+/* A node of an op with no public builder (shape NULL: inferred). */
+static rlx_node add_node(rlx_graph *g, rlx_op op, int n_in, const rlx_node *in, const rlx_attrs *attrs,
+                         const rlx_shape *shape)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = n_in;
+    memcpy(p.in, in, (size_t)n_in * sizeof *in);
+    p.attrs = *attrs;
+    if (shape)
+        p.shape = *shape;
+    return rlx_graph_add(g, &p);
+}
+
 static rlx_status status_of(const rlx_graph *g, const rlx_node *dx, int n)
 {
     for (int i = 0; i < n; i++)
@@ -340,13 +355,7 @@ rlx_status rlx_grad_cross_entropy(rlx_graph *g, rlx_node n, rlx_node dy, const b
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    rlx_node_data p;
-    memset(&p, 0, sizeof p);
-    p.op = RLX_OP_CROSS_ENTROPY_GRAD;
-    p.n_in = 3;
-    p.in[0] = nd.in[0], p.in[1] = nd.in[1], p.in[2] = dy;
-    p.attrs.xent = nd.attrs.xent;
-    dx[0] = rlx_graph_add(g, &p);
+    dx[0] = add_node(g, RLX_OP_CROSS_ENTROPY_GRAD, 3, (rlx_node[]){nd.in[0], nd.in[1], dy}, &nd.attrs, NULL);
     return status_of(g, dx, 2);
 }
 
@@ -482,14 +491,8 @@ rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    rlx_node_data p;
-    memset(&p, 0, sizeof p);
-    p.op = RLX_OP_SCATTER_ADD;
-    p.n_in = 2;
-    p.in[0] = dy, p.in[1] = nd.in[1];
-    p.attrs.gather.axis = nd.attrs.gather.axis;
-    p.shape = shape_of(g, nd.in[0]);
-    dx[0] = rlx_graph_add(g, &p);
+    rlx_shape s = shape_of(g, nd.in[0]);
+    dx[0] = add_node(g, RLX_OP_SCATTER_ADD, 2, (rlx_node[]){dy, nd.in[1]}, &nd.attrs, &s);
     return status_of(g, dx, 2);
 }
 
