@@ -18,8 +18,10 @@ if(Python3_Interpreter_FOUND)
 endif()
 # Training on CUDA against the CPU (tests/gpu/cuda_train.c): optimizer
 # steps, the gradient of every op family, a small decoder trained 20 steps.
-# Skipped (77) like the parity test where no CUDA device is usable.
+# Skipped (77) like the parity test where no CUDA device is usable.  Its
+# gradient cases are tests/support/grad_cases.h, test_grad's too.
 add_executable(test_cuda_train ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_train.c)
+target_include_directories(test_cuda_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(test_cuda_train PRIVATE rlx_internal m)
 add_test(NAME test_cuda_train COMMAND test_cuda_train)
 set_tests_properties(test_cuda_train PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)

@@ -39,6 +39,21 @@ static rlx_node sum_to(rlx_graph *g, rlx_node d, const rlx_shape *to)
     return rlx_reshape(g, r, to->ndim, to->dims);
 }
 
+/* A node of an op with no public builder (shape NULL: inferred). */
+static rlx_node add_node(rlx_graph *g, rlx_op op, int n_in, const rlx_node *in, const rlx_attrs *attrs,
+                         const rlx_shape *shape)
+{
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.n_in = n_in;
+    memcpy(p.in, in, (size_t)n_in * sizeof *in);
+    p.attrs = *attrs;
+    if (shape)
+        p.shape = *shape;
+    return rlx_graph_add(g, &p);
+}
+
 static rlx_status status_of(const rlx_graph *g, const rlx_node *dx, int n)
 {
     for (int i = 0; i < n; i++)
@@ -340,13 +355,7 @@ rlx_status rlx_grad_cross_entropy(rlx_graph *g, rlx_node n, rlx_node dy, const b
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    rlx_node_data p;
-    memset(&p, 0, sizeof p);
-    p.op = RLX_OP_CROSS_ENTROPY_GRAD;
-    p.n_in = 3;
-    p.in[0] = nd.in[0], p.in[1] = nd.in[1], p.in[2] = dy;
-    p.attrs.xent = nd.attrs.xent;
-    dx[0] = rlx_graph_add(g, &p);
+    dx[0] = add_node(g, RLX_OP_CROSS_ENTROPY_GRAD, 3, (rlx_node[]){nd.in[0], nd.in[1], dy}, &nd.attrs, NULL);
     return status_of(g, dx, 2);
 }
 
@@ -482,14 +491,8 @@ rlx_status rlx_grad_gather(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    rlx_node_data p;
-    memset(&p, 0, sizeof p);
-    p.op = RLX_OP_SCATTER_ADD;
-    p.n_in = 2;
-    p.in[0] = dy, p.in[1] = nd.in[1];
-    p.attrs.gather.axis = nd.attrs.gather.axis;
-    p.shape = shape_of(g, nd.in[0]);
-    dx[0] = rlx_graph_add(g, &p);
+    rlx_shape s = shape_of(g, nd.in[0]);
+    dx[0] = add_node(g, RLX_OP_SCATTER_ADD, 2, (rlx_node[]){dy, nd.in[1]}, &nd.attrs, &s);
     return status_of(g, dx, 2);
 }
 
@@ -512,19 +515,72 @@ rlx_status rlx_grad_expand(rlx_graph *g, rlx_node n, rlx_node dy, const bool *ne
     return status_of(g, dx, 1);
 }
 
+/* A slice of d along one axis, [start, end) by step. */
+static rlx_node slice_axis(rlx_graph *g, rlx_node d, int axis, int64_t start, int64_t end, int64_t step)
+{
+    return rlx_slice(g, d, 1, &axis, &start, &end, &step);
+}
+
+/* d with b zeros before and e after along one axis */
+static rlx_node zero_pad_axis(rlx_graph *g, rlx_node d, int axis, int64_t b, int64_t e)
+{
+    int r = shape_of(g, d).ndim;
+    int64_t pads[2 * RLX_MAX_DIMS] = {0};
+    pads[axis] = b;
+    pads[r + axis] = e;
+    return rlx_pad(g, d, pads, RLX_PAD_CONSTANT, 0.0);
+}
+
+/* The gradient of a reflect or edge pad along one axis (x's length L there,
+ * b before and e after): the middle, plus each padded cell's gradient added
+ * to the cell it copied.  Edge: the pads all copy the end cells, so their
+ * sums go there.  Reflect: cell i < b copied x[b - i] and cell b + L + j
+ * copied x[L - 2 - j], so the pads reversed land on x[1..b] and
+ * x[L-1-e..L-2]. */
+static rlx_node unpad_axis(rlx_graph *g, rlx_node d, int axis, int64_t L, int64_t b, int64_t e, int mode)
+{
+    rlx_node r = slice_axis(g, d, axis, b, b + L, 1);
+    if (mode == RLX_PAD_EDGE) {
+        if (b > 0)
+            r = rlx_add(
+                g, r,
+                zero_pad_axis(g, rlx_reduce_sum(g, slice_axis(g, d, axis, 0, b, 1), 1, &axis, 1), axis, 0, L - 1));
+        if (e > 0)
+            r = rlx_add(g, r,
+                        zero_pad_axis(g, rlx_reduce_sum(g, slice_axis(g, d, axis, b + L, b + L + e, 1), 1, &axis, 1),
+                                      axis, L - 1, 0));
+    } else {
+        if (b > 0)
+            r = rlx_add(g, r, zero_pad_axis(g, slice_axis(g, d, axis, b - 1, INT64_MIN + 1, -1), axis, 1, L - 1 - b));
+        if (e > 0)
+            r = rlx_add(g, r,
+                        zero_pad_axis(g, slice_axis(g, d, axis, b + L + e - 1, b + L - 1, -1), axis, L - 1 - e, 1));
+    }
+    return r;
+}
+
+/* Constant padding: the middle.  Reflect and edge: one axis at a time (the
+ * pad is one per axis, so its gradient is their gradients in turn). */
 rlx_status rlx_grad_pad(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     if (!need[0])
         return RLX_OK;
     rlx_node_data nd = node_copy(g, n);
-    if (nd.attrs.pad.mode != RLX_PAD_CONSTANT)
-        return refuse(g, n, "only constant padding has a gradient rule");
     rlx_shape in = shape_of(g, nd.in[0]);
+    const int64_t *pads = nd.attrs.pad.pads;
+    if (nd.attrs.pad.mode != RLX_PAD_CONSTANT) {
+        rlx_node d = dy;
+        for (int i = 0; i < in.ndim; i++)
+            if (pads[i] > 0 || pads[in.ndim + i] > 0)
+                d = unpad_axis(g, d, i, in.dims[i], pads[i], pads[in.ndim + i], nd.attrs.pad.mode);
+        dx[0] = d;
+        return status_of(g, dx, 1);
+    }
     int axes[RLX_MAX_DIMS];
     int64_t st[RLX_MAX_DIMS], en[RLX_MAX_DIMS];
     for (int i = 0; i < in.ndim; i++) {
         axes[i] = i;
-        st[i] = nd.attrs.pad.pads[i];
+        st[i] = pads[i];
         en[i] = st[i] + in.dims[i];
     }
     dx[0] = rlx_slice(g, dy, in.ndim, axes, st, en, NULL);
@@ -652,90 +708,277 @@ static rlx_node dilate(rlx_graph *g, rlx_node d, int sp, const int64_t *stride)
     return d;
 }
 
+/* axes 0 and 1 swapped, the rest in place */
+static void swap01(int r, int *perm)
+{
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[0] = 1;
+    perm[1] = 0;
+}
+
+/* The gradient of a convolution's input (shape sx) from dy [N, O, *out]:
+ * dx = conv(dilate(dy), w') at stride 1 and the forward's dilation, w' the
+ * kernel [O, C/G, *k] flipped with each group's in and out channels swapped
+ * ([C, O/G, *k], G groups), padded so that output i reads the taps that
+ * wrote x[i]; a forward pad wider than the kernel's reach is cut off the
+ * front instead. */
+static rlx_node conv_input_grad(rlx_graph *g, rlx_node dy, rlx_node w, const rlx_shape *sx, const rlx_conv_params *p,
+                                int sp)
+{
+    rlx_shape sw = shape_of(g, w), sy = shape_of(g, dy);
+    int64_t G = p->groups, O = sw.dims[0], Cg = sw.dims[1];
+    int axes[2] = {0}, perm[RLX_MAX_DIMS] = {0, 2, 1};
+    int64_t st[2] = {0}, en[2] = {0}, steps[2] = {0};
+    rlx_shape s5 = {sw.ndim + 1, {G, O / G, Cg}};
+    for (int a = 0; a < sp; a++) {
+        axes[a] = 2 + a;
+        st[a] = -1;
+        en[a] = INT64_MIN + 1;
+        steps[a] = -1;
+        s5.dims[3 + a] = sw.dims[2 + a];
+        perm[3 + a] = 3 + a;
+    }
+    rlx_node wf = rlx_slice(g, w, sp, axes, st, en, steps);
+    wf = rlx_transpose(g, rlx_reshape(g, wf, s5.ndim, s5.dims), perm);
+    rlx_shape sr = sw;
+    sr.dims[0] = G * Cg;
+    sr.dims[1] = O / G;
+    wf = rlx_reshape(g, wf, sr.ndim, sr.dims);
+    rlx_conv_params q;
+    rlx_conv_params_init(&q);
+    q.groups = G;
+    bool cut = false;
+    for (int a = 0; a < sp; a++) {
+        int64_t span = p->dilation[a] * (sw.dims[2 + a] - 1);
+        int64_t pb = span - p->pads[a];
+        int64_t len = (sy.dims[2 + a] - 1) * p->stride[a] + 1;
+        int64_t pe = sx->dims[2 + a] - len - pb + span;
+        q.dilation[a] = p->dilation[a];
+        q.pads[a] = pb > 0 ? pb : 0;
+        q.pads[sp + a] = pe > 0 ? pe : 0;
+        st[a] = q.pads[a] - pb;
+        en[a] = st[a] + sx->dims[2 + a];
+        cut |= pb < 0 || pe < 0;
+    }
+    rlx_node c = rlx_conv(g, dilate(g, dy, sp, p->stride), wf, -1, &q);
+    return cut ? rlx_slice(g, c, sp, axes, st, en, NULL) : c;
+}
+
+/* dW[o, c, k] = sum_{n, j} dy[n, o, j] x[n, gC/G + c, j*s + k*d - p] (g the
+ * group of o): a convolution of x regrouped as [C/G, G*N, *in] (batch C/G,
+ * channels each group's images) with dy^T [O, N, *out] as a weight of G
+ * groups, strides and dilations swapped, cut to the kernel's size */
+static rlx_node conv_weight_grad(rlx_graph *g, rlx_node x, rlx_node dy, const rlx_shape *sw, const rlx_conv_params *p,
+                                 int sp)
+{
+    rlx_shape sx = shape_of(g, x);
+    int64_t G = p->groups, N = sx.dims[0], Cg = sx.dims[1] / G;
+    int r = sx.ndim, perm[RLX_MAX_DIMS] = {2, 1, 0}, swap[RLX_MAX_DIMS];
+    rlx_shape s5 = {r + 1, {N, G, Cg}};
+    for (int a = 0; a < sp; a++) {
+        s5.dims[3 + a] = sx.dims[2 + a];
+        perm[3 + a] = 3 + a;
+    }
+    rlx_shape st = sx;
+    st.dims[0] = Cg;
+    st.dims[1] = G * N;
+    rlx_node xt = rlx_reshape(g, rlx_transpose(g, rlx_reshape(g, x, s5.ndim, s5.dims), perm), st.ndim, st.dims);
+    swap01(r, swap);
+    rlx_conv_params q = *p;
+    for (int a = 0; a < sp; a++) {
+        q.stride[a] = p->dilation[a];
+        q.dilation[a] = p->stride[a];
+    }
+    rlx_node c = rlx_conv(g, xt, rlx_transpose(g, dy, swap), -1, &q); /* [C/G, O, *k'] */
+    int axes[2];
+    int64_t from[2] = {0, 0}, to[2];
+    for (int a = 0; a < sp; a++) {
+        axes[a] = 2 + a;
+        to[a] = sw->dims[2 + a];
+    }
+    return rlx_transpose(g, rlx_slice(g, c, sp, axes, from, to, NULL), swap);
+}
+
 rlx_status rlx_grad_conv(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     rlx_node_data nd = node_copy(g, n);
     const rlx_conv_params *p = &nd.attrs.conv.p;
     int sp = nd.attrs.conv.spatial;
-    if (nd.attrs.conv.layout != RLX_LAYOUT_NCHW || p->groups != 1)
-        return refuse(g, n, "only NCHW convolutions with groups = 1 have a gradient rule");
-    rlx_node x = nd.in[0], w = nd.in[1];
-    rlx_shape sx = shape_of(g, x), sw = shape_of(g, w), sy = nd.shape;
-    int r = sx.ndim;
-    int sw_perm[RLX_MAX_DIMS];
-    for (int i = 0; i < r; i++)
-        sw_perm[i] = i;
-    sw_perm[0] = 1;
-    sw_perm[1] = 0;
+    if (nd.attrs.conv.layout != RLX_LAYOUT_NCHW)
+        return refuse(g, n, "only NCHW convolutions have a gradient rule");
+    rlx_shape sx = shape_of(g, nd.in[0]), sw = shape_of(g, nd.in[1]);
     if (nd.attrs.conv.has_bias && need[2]) {
         int axes[RLX_MAX_DIMS], na = 0;
-        for (int i = 0; i < r; i++)
+        for (int i = 0; i < sx.ndim; i++)
             if (i != 1)
                 axes[na++] = i;
         dx[2] = rlx_reduce_sum(g, dy, na, axes, 0);
     }
-    if (need[1]) {
-        /* dW[o, c, k] = sum_{n, j} dy[n, o, j] x[n, c, j*s + k*d - p]: a
-         * convolution of x^T (batch C, channels N) with dy^T as weights,
-         * strides and dilations swapped, cut to the kernel's size */
-        rlx_conv_params q = *p;
-        for (int a = 0; a < sp; a++) {
-            q.stride[a] = p->dilation[a];
-            q.dilation[a] = p->stride[a];
-        }
-        rlx_node xt = rlx_transpose(g, x, sw_perm), dyt = rlx_transpose(g, dy, sw_perm);
-        rlx_node c = rlx_conv(g, xt, dyt, -1, &q); /* [C, O, *k'] */
-        int axes[2];
-        int64_t st[2] = {0, 0}, en[2];
-        for (int a = 0; a < sp; a++) {
-            axes[a] = 2 + a;
-            en[a] = sw.dims[2 + a];
-        }
-        c = rlx_slice(g, c, sp, axes, st, en, NULL);
-        dx[1] = rlx_transpose(g, c, sw_perm);
-    }
-    if (need[0]) {
-        /* dx = conv(dilate(dy), flip(w)^T) at stride 1, dilation d, padded
-         * so that output j reads the taps that wrote it */
-        rlx_conv_params q;
-        rlx_conv_params_init(&q);
-        int axes[2];
-        int64_t st[2], en[2], steps[2];
-        for (int a = 0; a < sp; a++) {
-            axes[a] = 2 + a;
-            st[a] = -1;
-            en[a] = INT64_MIN + 1;
-            steps[a] = -1;
-        }
-        rlx_node wf = rlx_transpose(g, rlx_slice(g, w, sp, axes, st, en, steps), sw_perm); /* [C, O, *k] */
-        rlx_node dd = dilate(g, dy, sp, p->stride);
-        int64_t cut[2];
-        bool need_cut = false;
-        for (int a = 0; a < sp; a++) {
-            int64_t span = p->dilation[a] * (sw.dims[2 + a] - 1);
-            int64_t pb = span - p->pads[a];
-            if (pb < 0)
-                return refuse(g, n, "padding wider than the kernel's reach has no gradient rule");
-            int64_t len = (sy.dims[2 + a] - 1) * p->stride[a] + 1;
-            int64_t pe = sx.dims[2 + a] - len - pb + span;
-            q.dilation[a] = p->dilation[a];
-            q.pads[a] = pb;
-            q.pads[sp + a] = pe > 0 ? pe : 0;
-            cut[a] = sx.dims[2 + a];
-            need_cut |= pe < 0;
-        }
-        rlx_node c = rlx_conv(g, dd, wf, -1, &q);
-        if (need_cut)
-            c = rlx_slice(g, c, sp, axes, (int64_t[]){0, 0}, cut, NULL);
-        dx[0] = c;
-    }
+    if (need[1])
+        dx[1] = conv_weight_grad(g, nd.in[0], dy, &sw, p, sp);
+    if (need[0])
+        dx[0] = conv_input_grad(g, dy, nd.in[1], &sx, p, sp);
     return status_of(g, dx, nd.n_in);
+}
+
+/* The taps k in [0, K) of a window starting at `start` (dilation d) whose
+ * position lies in [lo, hi). */
+static int64_t taps_within(int64_t start, int64_t lo, int64_t hi, int64_t d, int64_t K)
+{
+    int64_t a = start >= lo ? 0 : (lo - start + d - 1) / d;
+    int64_t b = start >= hi ? 0 : (hi - start + d - 1) / d;
+    b = b < K ? b : K;
+    return b > a ? b - a : 0;
+}
+
+/* A constant of dtype t from f32 values (exact in every float dtype for the
+ * small integers the pooling rules hold). */
+static rlx_node constant_as(rlx_graph *g, rlx_dtype t, const rlx_shape *s, const float *v)
+{
+    rlx_node c = rlx_constant(g, RLX_F32, s->ndim, s->dims, v, (size_t)rlx_shape_numel(s) * sizeof *v);
+    return t == RLX_F32 ? c : rlx_cast(g, c, t);
+}
+
+/* A pool's window as the params of a one-group convolution. */
+static rlx_conv_params pool_as_conv(const rlx_pool_params *p, int sp)
+{
+    rlx_conv_params q;
+    rlx_conv_params_init(&q);
+    for (int a = 0; a < sp; a++) {
+        q.stride[a] = p->stride[a];
+        q.dilation[a] = p->dilation[a];
+        q.pads[a] = p->pads[a];
+        q.pads[sp + a] = p->pads[sp + a];
+    }
+    return q;
+}
+
+/* avg_pool: dy over each window's divisor (the count of cells the kernel
+ * divided by), spread back over the window: the input gradient of a
+ * one-channel convolution with a kernel of ones, the planes as its batch.
+ * Cells a ceil-mode window reaches past the end pad fall outside x. */
+static rlx_node grad_avg_pool(rlx_graph *g, const rlx_node_data *nd, rlx_node dy)
+{
+    const rlx_pool_params *p = &nd->attrs.pool.p;
+    int sp = nd->attrs.pool.spatial;
+    rlx_shape sx = shape_of(g, nd->in[0]), sy = nd->shape;
+    rlx_dtype t = dtype_of(g, dy);
+    int64_t OH = sp == 2 ? sy.dims[2] : 1, OW = sy.dims[sx.ndim - 1], K = 1;
+    rlx_shape ks = {sx.ndim, {1, 1}}, s1 = sy, sx1 = sx;
+    for (int a = 0; a < sp; a++) {
+        ks.dims[2 + a] = p->kernel[a];
+        K *= p->kernel[a];
+    }
+    float *cnt = rlx_malloc((size_t)(OH * OW > 0 ? OH * OW : 1) * sizeof *cnt);
+    float *ones = rlx_malloc((size_t)K * sizeof *ones);
+    if (!cnt || !ones) {
+        free(cnt), free(ones);
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "avg_pool gradient: out of memory");
+    }
+    bool uniform = true;
+    for (int64_t o = 0; o < OH * OW; o++) {
+        int64_t c = 1, at[2] = {o / OW, o % OW};
+        for (int a = 0; a < sp; a++) {
+            int64_t L = sx.dims[2 + a], pb = p->pads[a], start = at[2 - sp + a] * p->stride[a] - pb;
+            int64_t lo = p->count_include_pad ? -pb : 0, hi = p->count_include_pad ? L + p->pads[sp + a] : L;
+            c *= taps_within(start, lo, hi, p->dilation[a], p->kernel[a]);
+        }
+        cnt[o] = c > 0 ? (float)c : 1.0f; /* no cell of x: its share lands outside x */
+        uniform &= cnt[o] == cnt[0];
+    }
+    rlx_node d;
+    if (uniform) {
+        d = rlx_div(g, dy, scalar_like(g, dy, OH * OW > 0 ? cnt[0] : 1.0));
+    } else {
+        rlx_shape cs = {sp, {sp == 2 ? OH : OW, OW}};
+        d = rlx_div(g, dy, constant_as(g, t, &cs, cnt));
+    }
+    for (int64_t i = 0; i < K; i++)
+        ones[i] = 1.0f;
+    s1.dims[0] = sx1.dims[0] = sx.dims[0] * sx.dims[1];
+    s1.dims[1] = sx1.dims[1] = 1;
+    rlx_conv_params q = pool_as_conv(p, sp);
+    rlx_node r = conv_input_grad(g, rlx_reshape(g, d, s1.ndim, s1.dims), constant_as(g, t, &ks, ones), &sx1, &q, sp);
+    free(cnt), free(ones);
+    return rlx_reshape(g, r, sx.ndim, sx.dims);
+}
+
+/* max_pool: each window's dy goes to the cells holding its maximum, shared
+ * evenly among ties (as reduce_max's rule shares it).  The window's K taps
+ * are strided slices of x padded with -inf (padded cells never win),
+ * stacked as [N, C, K, *out]; the shares go back through the input gradient
+ * of the convolution whose K output channels each pick one tap (one-hot
+ * kernels), so one convolution sums the overlapping windows. */
+static rlx_node grad_max_pool(rlx_graph *g, rlx_node n, const rlx_node_data *nd, rlx_node dy)
+{
+    const rlx_pool_params *p = &nd->attrs.pool.p;
+    int sp = nd->attrs.pool.spatial;
+    rlx_node x = nd->in[0];
+    rlx_shape sx = shape_of(g, x), sy = nd->shape;
+    rlx_dtype t = dtype_of(g, dy);
+    int r = sx.ndim;
+    int64_t pads[2 * RLX_MAX_DIMS] = {0}, K = 1;
+    bool padded = false;
+    for (int a = 0; a < sp; a++) {
+        int64_t reach = (p->kernel[a] - 1) * p->dilation[a] + (sy.dims[2 + a] - 1) * p->stride[a] + 1;
+        int64_t pe = reach - sx.dims[2 + a] - p->pads[a]; /* a ceil-mode window may pass the end pad */
+        pads[2 + a] = p->pads[a];
+        pads[r + 2 + a] = pe > p->pads[sp + a] ? pe : p->pads[sp + a];
+        padded |= pads[2 + a] > 0 || pads[r + 2 + a] > 0;
+        K *= p->kernel[a];
+    }
+    rlx_node xp = padded ? rlx_pad(g, x, pads, RLX_PAD_CONSTANT, -INFINITY) : x;
+    rlx_node *taps = rlx_malloc((size_t)K * sizeof *taps);
+    float *onehot = rlx_calloc((size_t)(K * K), sizeof *onehot);
+    if (!taps || !onehot) {
+        free(taps), free(onehot);
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "max_pool gradient: out of memory");
+    }
+    rlx_shape s1 = sy; /* [N, C, 1, *out] */
+    s1.ndim = r + 1;
+    s1.dims[2] = 1;
+    for (int a = 0; a < sp; a++)
+        s1.dims[3 + a] = sy.dims[2 + a];
+    int axes[2];
+    int64_t st[2], en[2];
+    for (int64_t k = 0; k < K; k++) {
+        int64_t at[2] = {k / p->kernel[sp - 1], k % p->kernel[sp - 1]}; /* 1-d: at[1] */
+        for (int a = 0; a < sp; a++) {
+            axes[a] = 2 + a;
+            st[a] = at[2 - sp + a] * p->dilation[a];
+            en[a] = st[a] + (sy.dims[2 + a] - 1) * p->stride[a] + 1;
+        }
+        taps[k] = rlx_reshape(g, rlx_slice(g, xp, sp, axes, st, en, p->stride), s1.ndim, s1.dims);
+        onehot[k * K + k] = 1.0f;
+    }
+    rlx_node tv = rlx_concat(g, (int)K, taps, 2);
+    rlx_node hit = rlx_equal(g, tv, rlx_reshape(g, n, s1.ndim, s1.dims));
+    int ax2 = 2;
+    rlx_node cnt = rlx_reduce_sum(g, rlx_cast(g, hit, t), 1, &ax2, 1);
+    rlx_node d = rlx_where(g, hit, rlx_div(g, rlx_reshape(g, dy, s1.ndim, s1.dims), cnt), scalar_like(g, dy, 0));
+    rlx_shape sd = sy, ks = {r, {K, 1}}, sx1 = sx;
+    sd.dims[0] = sx1.dims[0] = sx.dims[0] * sx.dims[1];
+    sd.dims[1] = K;
+    sx1.dims[1] = 1;
+    for (int a = 0; a < sp; a++)
+        ks.dims[2 + a] = p->kernel[a];
+    rlx_conv_params q = pool_as_conv(p, sp);
+    rlx_node e = constant_as(g, t, &ks, onehot);
+    free(taps), free(onehot);
+    rlx_node res = conv_input_grad(g, rlx_reshape(g, d, sd.ndim, sd.dims), e, &sx1, &q, sp);
+    return rlx_reshape(g, res, sx.ndim, sx.dims);
 }
 
 rlx_status rlx_grad_pool(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
-    (void)dy, (void)need, (void)dx;
-    return refuse(g, n, "windowed pooling has no gradient rule yet (global average pooling has)");
+    if (!need[0])
+        return RLX_OK;
+    rlx_node_data nd = node_copy(g, n);
+    if (nd.attrs.pool.layout != RLX_LAYOUT_NCHW)
+        return refuse(g, n, "only NCHW pooling has a gradient rule");
+    dx[0] = nd.op == RLX_OP_MAX_POOL ? grad_max_pool(g, n, &nd, dy) : grad_avg_pool(g, &nd, dy);
+    return status_of(g, dx, 1);
 }
 
 rlx_status rlx_grad_global_pool(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)

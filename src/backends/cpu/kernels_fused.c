@@ -2,8 +2,9 @@
  * inference batch norm.
  *
  * Fused kernels compute in f32 (GEMMs through BLAS, activations) or double
- * (statistics, 16-bit elementwise programs) whatever the storage dtype:
- * operands of other float dtypes are widened into scratch first, and
+ * (statistics, 16-bit elementwise programs, and the whole of an f64 GEMM
+ * with its epilogue): operands of other float dtypes are widened into
+ * scratch first, and
  * results are narrowed once on store (elementwise chains compute every step
  * as the unfused node would and round it to the dtype, so rounding-sensitive
  * graphs give the same result).  They are
@@ -131,14 +132,24 @@ static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-/* ----------------------------------------------------- batched f32 GEMM */
+/* ------------------------------------------------ batched f32/f64 GEMM */
 
-/* C (f32, dense, the matmul's output shape) = op(A) op(B) for A, B of any
- * rank >= 2 with broadcast batch dims, both already f32. */
-static void gemm_batched(const float *A, const rlx_shape *as, const float *B, const rlx_shape *bs, int ta, int tb,
-                         float *C, const rlx_shape *cs, int threads, const rlx_backend_settings *set)
+static void gemm_one(rlx_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                     const void *B, int64_t ldb, void *C, int64_t ldc, int threads, const rlx_backend_settings *set)
+{
+    if (dt == RLX_F64)
+        rlx_dgemm(ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, ldc, threads, set);
+    else
+        rlx_sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, threads, set);
+}
+
+/* C (dense, the matmul's output shape) = op(A) op(B) for A, B of any rank
+ * >= 2 with broadcast batch dims, all three f32 or all three f64 (dt). */
+static void gemm_batched(rlx_dtype dt, const void *A, const rlx_shape *as, const void *B, const rlx_shape *bs, int ta,
+                         int tb, void *C, const rlx_shape *cs, int threads, const rlx_backend_settings *set)
 {
     int ra = as->ndim, rb = bs->ndim, rc = cs->ndim;
+    size_t es = rlx_dtype_size(dt);
     int64_t M = cs->dims[rc - 2], N = cs->dims[rc - 1];
     int64_t a_rows = as->dims[ra - 2], a_cols = as->dims[ra - 1];
     int64_t b_rows = bs->dims[rb - 2], b_cols = bs->dims[rb - 1];
@@ -152,7 +163,7 @@ static void gemm_batched(const float *A, const rlx_shape *as, const float *B, co
         return;
     /* b shared by every batch and a contiguous rows: one GEMM */
     if (rb == 2 && !ta && rlx_shape_numel(&ab) == nb) {
-        rlx_sgemm(0, tb, nb * M, N, K, 1.0f, A, a_cols, B, b_cols, 0.0f, C, N, threads, set);
+        gemm_one(dt, 0, tb, nb * M, N, K, A, a_cols, B, b_cols, C, N, threads, set);
         return;
     }
     int64_t ast[RLX_MAX_DIMS], bst[RLX_MAX_DIMS];
@@ -161,7 +172,8 @@ static void gemm_batched(const float *A, const rlx_shape *as, const float *B, co
     for (int64_t i = 0; i < nb; i++) {
         int64_t oa = rlx_bcast_offset(i, &batch, ast) * a_rows * a_cols;
         int64_t ob = rlx_bcast_offset(i, &batch, bst) * b_rows * b_cols;
-        rlx_sgemm(ta, tb, M, N, K, 1.0f, A + oa, a_cols, B + ob, b_cols, 0.0f, C + i * M * N, N, threads, set);
+        gemm_one(dt, ta, tb, M, N, K, (const char *)A + (size_t)oa * es, a_cols, (const char *)B + (size_t)ob * es,
+                 b_cols, (char *)C + (size_t)(i * M * N) * es, N, threads, set);
     }
 }
 
@@ -170,21 +182,26 @@ static void gemm_batched(const float *A, const rlx_shape *as, const float *B, co
 static size_t mm_act_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     (void)threads;
+    if (n->dtype == RLX_F64)
+        return 0;
     size_t b = f32_copy_bytes(NODE_IN(g, n, 0)) + f32_copy_bytes(NODE_IN(g, n, 1));
     if (n->dtype != RLX_F32)
         b += round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
     return b;
 }
 
+/* f64 in f64 throughout (a gradient check's finite differences need it);
+ * other dtypes through f32 */
 static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
+    bool f64 = n->dtype == RLX_F64;
     bump b = {t->scratch};
-    const float *A = as_f32(t, 0, &b), *B = as_f32(t, 1, &b);
+    const void *A = f64 ? t->in[0] : as_f32(t, 0, &b), *B = f64 ? t->in[1] : as_f32(t, 1, &b);
     int64_t total = rlx_shape_numel(&n->shape);
-    float *C = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)total * sizeof(float));
-    gemm_batched(A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b,
-                 C, &n->shape, ctx->threads, ctx->settings);
+    void *C = f64 || n->dtype == RLX_F32 ? t->out : take(&b, (size_t)total * sizeof(float));
+    gemm_batched(f64 ? RLX_F64 : RLX_F32, A, &t->in_node[0]->shape, B, &t->in_node[1]->shape, n->attrs.mm_act.trans_a,
+                 n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads, ctx->settings);
     int64_t N = n->shape.dims[n->shape.ndim - 1];
     int64_t rows = N ? total / N : 0;
     const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
@@ -195,7 +212,13 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
         threads = 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
-        float *c = C + r * N;
+        if (f64) {
+            double *c = (double *)C + r * N;
+            for (int64_t j = 0; j < N; j++)
+                c[j] = rlx_act_f64(act, c[j] + (bias ? rlx_load(bias, bt, j) : 0.0));
+            continue;
+        }
+        float *c = (float *)C + r * N;
         if (n->dtype == RLX_F32) {
             if (!bias || bt == RLX_F32) {
                 act_f32(act, c, bias, N);
@@ -307,8 +330,10 @@ static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const float *X = as_f32(t, 0, &b), *Wg = as_f32(t, 1, &b), *Wu = as_f32(t, 2, &b);
     int64_t total = rlx_shape_numel(&n->shape);
     float *G = take(&b, (size_t)total * sizeof(float)), *U = take(&b, (size_t)total * sizeof(float));
-    gemm_batched(X, &t->in_node[0]->shape, Wg, &t->in_node[1]->shape, 0, 0, G, &n->shape, ctx->threads, ctx->settings);
-    gemm_batched(X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads, ctx->settings);
+    gemm_batched(RLX_F32, X, &t->in_node[0]->shape, Wg, &t->in_node[1]->shape, 0, 0, G, &n->shape, ctx->threads,
+                 ctx->settings);
+    gemm_batched(RLX_F32, X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads,
+                 ctx->settings);
 #pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
     for (int64_t i = 0; i < total; i++) {
         double v = rlx_act_f64(RLX_ACT_SILU, G[i]) * U[i];

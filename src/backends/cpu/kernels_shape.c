@@ -270,12 +270,21 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* scatter_add: zeros, then each slice of the updates added where gather
  * read it.  Threads split the slices' columns, so every element is summed
- * by one thread in index order: the result does not depend on threads. */
+ * by one thread in index order: the result does not depend on threads.
+ * The indices are read once, checked and made non-negative into scratch,
+ * rather than again by each column block. */
+static size_t scatter_add_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    return (size_t)rlx_shape_numel(&g->nodes[n->in[1]].shape) * sizeof(int64_t);
+}
+
 static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node, *un = t->in_node[0], *in = t->in_node[1];
     int axis = n->attrs.gather.axis;
     int64_t outer = 1, V = n->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
+    int64_t *idx = t->scratch;
     for (int d = 0; d < axis; d++)
         outer *= n->shape.dims[d];
     for (int d = axis + 1; d < n->shape.ndim; d++)
@@ -284,6 +293,7 @@ static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
         if (ix < -V || ix >= V)
             return rlx_cpu_kernel_error(t, "index %lld out of range [0, %lld)", (long long)ix, (long long)V);
+        idx[j] = ix < 0 ? ix + V : ix;
     }
     memset(t->out, 0, rlx_node_bytes(n));
     int threads = rlx_cpu_threads(ctx, outer * m * inner);
@@ -293,9 +303,7 @@ static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
         for (int64_t c = 0; c < cols; c++) {
             int64_t lo = inner * c / cols, hi = inner * (c + 1) / cols;
             for (int64_t j = 0; j < m; j++) {
-                int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
-                ix += ix < 0 ? V : 0;
-                int64_t src = (o * m + j) * inner, dst = (o * V + ix) * inner;
+                int64_t src = (o * m + j) * inner, dst = (o * V + idx[j]) * inner;
                 if (n->dtype == RLX_F32) {
                     float *y = (float *)t->out + dst;
                     const float *x = (const float *)t->in[0] + src;
@@ -418,7 +426,7 @@ void rlx_cpu_register_shape(rlx_cpu_kernel *table)
     table[RLX_OP_SLICE].fn = k_slice;
     table[RLX_OP_CONCAT].fn = k_concat;
     table[RLX_OP_GATHER].fn = k_gather;
-    table[RLX_OP_SCATTER_ADD].fn = k_scatter_add;
+    table[RLX_OP_SCATTER_ADD] = (rlx_cpu_kernel){.fn = k_scatter_add, .scratch = scatter_add_scratch};
     table[RLX_OP_EXPAND].fn = k_expand;
     table[RLX_OP_PAD].fn = k_pad;
     table[RLX_OP_CACHE_WRITE].fn = k_cache_write;

@@ -64,66 +64,73 @@ static void row_stats(const void *x, rlx_dtype t, int64_t base, int64_t C, doubl
     *mean = all / (double)C;
 }
 
-/* every label is a class or the ignored one: else the run fails, naming it */
-static rlx_status check_labels(const rlx_thunk *t, int64_t rows, int64_t C)
+/* One row of the cross-entropy: its label, whether the row counts (the
+ * label is not the ignored one) and, if it does, its statistics. */
+typedef struct xent_row {
+    int64_t y;
+    bool counts;
+    double lse, mean;
+} xent_row;
+
+/* Runs fn on every row, split among threads, each label read once: a label
+ * that is neither a class nor the ignored one fails the run, naming the
+ * first such row. */
+static rlx_status xent_each_row(const rlx_thunk *t, const rlx_run_ctx *ctx,
+                                void (*fn)(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row))
 {
-    const rlx_node_data *n = t->node;
+    const rlx_node_data *n = t->node, *x = t->in_node[0], *lab = t->in_node[1];
+    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&lab->shape), bad = rows;
+    int64_t ignore = n->attrs.xent.ignore_index;
+    int threads = rlx_cpu_threads(ctx, rows * C * 4);
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
     for (int64_t r = 0; r < rows; r++) {
-        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
-        if (y != n->attrs.xent.ignore_index && (y < 0 || y >= C))
-            return rlx_cpu_kernel_error(t, "label %lld of row %lld is not a class of [0, %lld) nor the ignored %lld",
-                                        (long long)y, (long long)r, (long long)C,
-                                        (long long)n->attrs.xent.ignore_index);
+        xent_row row = {rlx_load_i(t->in[1], lab->dtype, r), false, 0, 0};
+        row.counts = row.y != ignore;
+        if (row.counts && (row.y < 0 || row.y >= C)) {
+            bad = r < bad ? r : bad;
+            continue;
+        }
+        if (row.counts)
+            row_stats(t->in[0], x->dtype, r * C, C, &row.lse, &row.mean);
+        fn(t, r, C, &row);
     }
+    if (bad < rows)
+        return rlx_cpu_kernel_error(t, "label %lld of row %lld is not a class of [0, %lld) nor the ignored %lld",
+                                    (long long)rlx_load_i(t->in[1], lab->dtype, bad), (long long)bad, (long long)C,
+                                    (long long)ignore);
     return RLX_OK;
+}
+
+static void xent_loss_row(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row)
+{
+    double s = t->node->attrs.xent.smoothing, loss = 0;
+    if (row->counts)
+        loss = (1 - s) * (row->lse - rlx_load(t->in[0], t->in_node[0]->dtype, r * C + row->y)) +
+               s * (row->lse - row->mean);
+    rlx_store(t->out, t->node->dtype, r, loss);
+}
+
+static void xent_grad_row(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row)
+{
+    double s = t->node->attrs.xent.smoothing, dy = rlx_load(t->in[2], t->in_node[2]->dtype, r);
+    for (int64_t c = 0; c < C; c++) {
+        double d = 0;
+        if (row->counts) {
+            double p = exp(rlx_load(t->in[0], t->in_node[0]->dtype, r * C + c) - row->lse);
+            d = dy * (p - (c == row->y ? 1 - s : 0.0) - s / (double)C);
+        }
+        rlx_store(t->out, t->node->dtype, r * C + c, d);
+    }
 }
 
 static rlx_status k_cross_entropy(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
-    const rlx_node_data *n = t->node, *x = t->in_node[0];
-    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&n->shape);
-    double s = n->attrs.xent.smoothing;
-    rlx_status st = check_labels(t, rows, C);
-    if (st != RLX_OK)
-        return st;
-    int threads = rlx_cpu_threads(ctx, rows * C * 4);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
-        double loss = 0;
-        if (y != n->attrs.xent.ignore_index) {
-            double lse, mean;
-            row_stats(t->in[0], x->dtype, r * C, C, &lse, &mean);
-            loss = (1 - s) * (lse - rlx_load(t->in[0], x->dtype, r * C + y)) + s * (lse - mean);
-        }
-        rlx_store(t->out, n->dtype, r, loss);
-    }
-    return RLX_OK;
+    return xent_each_row(t, ctx, xent_loss_row);
 }
 
 static rlx_status k_cross_entropy_grad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
-    const rlx_node_data *n = t->node, *x = t->in_node[0];
-    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&t->in_node[1]->shape);
-    double s = n->attrs.xent.smoothing;
-    rlx_status st = check_labels(t, rows, C);
-    if (st != RLX_OK)
-        return st;
-    int threads = rlx_cpu_threads(ctx, rows * C * 4);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t y = rlx_load_i(t->in[1], t->in_node[1]->dtype, r);
-        double dy = rlx_load(t->in[2], t->in_node[2]->dtype, r), lse = 0, mean;
-        bool ignored = y == n->attrs.xent.ignore_index;
-        if (!ignored)
-            row_stats(t->in[0], x->dtype, r * C, C, &lse, &mean);
-        for (int64_t c = 0; c < C; c++) {
-            double p = exp(rlx_load(t->in[0], x->dtype, r * C + c) - lse);
-            double d = ignored ? 0.0 : dy * (p - (c == y ? 1 - s : 0.0) - s / (double)C);
-            rlx_store(t->out, n->dtype, r * C + c, d);
-        }
-    }
-    return RLX_OK;
+    return xent_each_row(t, ctx, xent_grad_row);
 }
 
 void rlx_cpu_register_train(rlx_cpu_kernel *table)
