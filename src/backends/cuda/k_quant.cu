@@ -2,18 +2,19 @@
  * weights kept in their GGUF blocks (src/quant/quant_layout.h gives the
  * byte layouts).  Every element is formed exactly as the CPU's dequantizer
  * forms it (each product and sum rounded on its own: no fused multiply-add),
- * so dequantize matches the CPU bit for bit.  dequantize reads one element
- * at a time (q_elem), the products eight (q_chunk: a few whole bytes and the
+ * so dequantize matches the CPU bit for bit.  Every kernel reads the
+ * weights eight elements at a time (q_chunk: a few whole bytes and the
  * block's scales once).
  *
- * qmatmul has two kernels:
- * - a few activation rows (decode steps): a warp per weight row, each lane
- *   on chunks of eight elements, activations in f32 in shared memory, f32
- *   sums; meant to be bound by reading the weights once;
- * - more rows (prefill): 64 x 64 output tiles; each step dequantizes a
- *   64 x 64 weight tile into shared memory as bf16 (f16 for f16
- *   activations) beside the activations' tile and multiplies them on tensor
- *   cores (WMMA), accumulating in f32.
+ * qmatmul has three paths, by the number of activation rows:
+ * - up to 8 (decode steps): WPC warps per weight row, each lane on chunks
+ *   of eight elements, activations read as f32, f32 sums;
+ * - up to 64 rows of 16-bit activations: 64 x 64 output tiles; each step
+ *   dequantizes a 64 x 64 weight tile into shared memory beside the
+ *   activations' tile and multiplies them on tensor cores (WMMA),
+ *   accumulating in f32 (f32 activations stay on the kernel above);
+ * - more rows (prefill): the weights dequantized whole into scratch in the
+ *   activations' dtype, then cuBLASLt's GEMM.
  * The CPU instead quantizes the activations per block and takes integer
  * dots; here the activations stay in their precision (f32, or bf16/f16 on
  * tensor cores), so the two differ by the CPU's rounding of the
@@ -63,8 +64,8 @@ __device__ __forceinline__ void q_k4_scale_min(const uint8_t *s, int j, int *sc,
  * o1 inside the window; w[0..3] are the first run, w[4..7] the second.
  * The runs follow the byte layouts, so a chunk reads a few whole bytes and
  * its block's scales once. */
-template <int QT> __device__ __forceinline__ void q_chunk(const uint8_t *__restrict__ row, int64_t c, float w[8],
-                                                          int *o0, int *o1)
+template <int QT>
+__device__ __forceinline__ void q_chunk(const uint8_t *__restrict__ row, int64_t c, float w[8], int *o0, int *o1)
 {
     if (QT == RLX_GGML_Q8_0 || QT == RLX_GGML_Q4_0 || QT == RLX_GGML_Q4_1 || QT == RLX_GGML_Q5_0 ||
         QT == RLX_GGML_Q5_1) {
@@ -174,46 +175,46 @@ template <int QT> __device__ __forceinline__ void q_chunk(const uint8_t *__restr
 }
 
 /* Calls F<QT> for the type (one of rlx_qtype_supported's). */
-#define Q_TYPE_DISPATCH(qt, QT, ...)                                    \
-    do {                                                                \
-        switch (qt) {                                                   \
-        case RLX_GGML_Q8_0: {                                           \
-            constexpr int QT = RLX_GGML_Q8_0;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q4_0: {                                           \
-            constexpr int QT = RLX_GGML_Q4_0;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q4_1: {                                           \
-            constexpr int QT = RLX_GGML_Q4_1;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q5_0: {                                           \
-            constexpr int QT = RLX_GGML_Q5_0;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q5_1: {                                           \
-            constexpr int QT = RLX_GGML_Q5_1;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q4_K: {                                           \
-            constexpr int QT = RLX_GGML_Q4_K;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q5_K: {                                           \
-            constexpr int QT = RLX_GGML_Q5_K;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        case RLX_GGML_Q6_K: {                                           \
-            constexpr int QT = RLX_GGML_Q6_K;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        default: {                                                      \
-            constexpr int QT = RLX_GGML_Q8_K;                           \
-            __VA_ARGS__;                                                \
-        } break;                                                        \
-        }                                                               \
+#define Q_TYPE_DISPATCH(qt, QT, ...)          \
+    do {                                      \
+        switch (qt) {                         \
+        case RLX_GGML_Q8_0: {                 \
+            constexpr int QT = RLX_GGML_Q8_0; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q4_0: {                 \
+            constexpr int QT = RLX_GGML_Q4_0; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q4_1: {                 \
+            constexpr int QT = RLX_GGML_Q4_1; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q5_0: {                 \
+            constexpr int QT = RLX_GGML_Q5_0; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q5_1: {                 \
+            constexpr int QT = RLX_GGML_Q5_1; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q4_K: {                 \
+            constexpr int QT = RLX_GGML_Q4_K; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q5_K: {                 \
+            constexpr int QT = RLX_GGML_Q5_K; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        case RLX_GGML_Q6_K: {                 \
+            constexpr int QT = RLX_GGML_Q6_K; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        default: {                            \
+            constexpr int QT = RLX_GGML_Q8_K; \
+            __VA_ARGS__;                      \
+        } break;                              \
+        }                                     \
     } while (0)
 
 /* ------------------------------------------------------------ dequantize */
@@ -242,10 +243,10 @@ __global__ void dequantize_rows(const uint8_t *__restrict__ w, T *__restrict__ y
 static void launch_dequantize(rlx_dtype dt, int qt, const void *w, void *y, int64_t rows, int64_t k, size_t rb)
 {
     const int grid = cu_blocks(rows * (k / 8), 256);
-    CU_FLOAT_DISPATCH(dt, T,
-                      Q_TYPE_DISPATCH(qt, QT,
-                                      cu_launch(dequantize_rows<T, QT>, grid, 256, 0, (const uint8_t *)w, (T *)y, rows,
-                                                k, rb)));
+    CU_FLOAT_DISPATCH(
+        dt, T,
+        Q_TYPE_DISPATCH(qt, QT,
+                        cu_launch(dequantize_rows<T, QT>, grid, 256, 0, (const uint8_t *)w, (T *)y, rows, k, rb)));
 }
 
 static rlx_status k_dequantize(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -336,8 +337,8 @@ static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, 
 {
     /* four warps per row where rows alone leave the card short of warps */
     if (n >= 4096)
-        cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + QMV_WARPS - 1) / QMV_WARPS), QMV_WARPS * 32, 0, (const T *)x,
-                  w, (T *)y, k, n, rb);
+        cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + QMV_WARPS - 1) / QMV_WARPS), QMV_WARPS * 32, 0, (const T *)x, w,
+                  (T *)y, k, n, rb);
     else
         cu_launch(qmatvec<T, QT, M, 4>, (unsigned)((n + QMV_WARPS / 4 - 1) / (QMV_WARPS / 4)), QMV_WARPS * 32, 0,
                   (const T *)x, w, (T *)y, k, n, rb);
@@ -349,8 +350,8 @@ static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, 
 #define QMM_K 64    /* depth per step: one window of eight chunks */
 #define QMM_LD (QMM_K + 8)
 
-/* The tensor-core input type: bf16 for bf16 and f32 activations (f32's
- * range), f16 for f16 ones. */
+/* The tensor-core input type: the activations' own (bf16 for f32, whose
+ * range it keeps, should f32 ever come here). */
 template <typename T> struct qmm_in {
     typedef __nv_bfloat16 type;
 };
@@ -510,11 +511,11 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         const qmm_state *s = (const qmm_state *)t->state;
         launch_dequantize(n->dtype, qt, w, t->scratch, cols, k, rb);
         rlx_status st = rlx_cu_check(t, "qmatmul (dequantize) launch");
-        return st == RLX_OK ? rlx_cu_gemm_run(t, &s->gemm, t->in[0], t->scratch, t->out, NULL,
-                                               (char *)t->scratch + s->deq_bytes)
-                            : st;
+        return st == RLX_OK
+                   ? rlx_cu_gemm_run(t, &s->gemm, t->in[0], t->scratch, t->out, NULL, (char *)t->scratch + s->deq_bytes)
+                   : st;
     }
-    if (m > QMV_MAX_ROWS) {
+    if (m > QMV_MAX_ROWS && x->dtype != RLX_F32) {
         const int64_t gy = (m + QMM_TILE - 1) / QMM_TILE, gx = (cols + QMM_TILE - 1) / QMM_TILE;
         if (gx > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "qmatmul grid of %lld tiles is too large", (long long)gx);
@@ -525,7 +526,11 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
                                                     (T *)t->out, m, k, cols, rb)));
         return rlx_cu_check(t, "qmatmul (tensor cores) launch");
     }
-    /* in groups of 8, 4, 2 and 1 rows, a launch each (fewer kernels to build) */
+    /* in groups of 8, 4, 2 and 1 rows, a launch each (fewer kernels to
+     * build).  f32 activations come here up to QMM_GEMM_ROWS rows rather
+     * than to the tiles, which would round them to bf16: each row's sum is
+     * then the same however many rows run, so a prompt's logits match a
+     * decode step's. */
     const size_t es = rlx_dtype_size(x->dtype);
     for (int64_t done = 0; done < m;) {
         const int64_t left = m - done;
