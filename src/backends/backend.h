@@ -46,7 +46,7 @@ typedef struct rlx_backend_settings {
     int cuda_no_attn_block;                                 /* RLX_CUDA_NO_ATTN_BLOCK */
     int cuda_no_tc_attention;                               /* RLX_CUDA_NO_TC_ATTENTION */
     int cuda_decode_attention; /* RLX_CUDA_DECODE_ATTENTION: one-row attention by attn_decode (opt-in until
-                                 * the GPU suite has run it) */
+                                 * timed at every batch size) */
     int cuda_attn_split;       /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
     int cuda_attn_warps;       /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
     int cuda_attn_lanes;       /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
