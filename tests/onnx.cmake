@@ -4,8 +4,8 @@ if(TARGET test_onnx_import)
   set_tests_properties(test_onnx_import PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 if(RLX_HAVE_ONNX)
-  # 1009 pass today; the 32 sequence and optional cases among them need the
-  # sequence files read (onnx-data.proto, cmake/onnx.cmake)
+  # 1009 pass today; 24 sequence and optional cases among them need their
+  # value files read (onnx-data.proto, cmake/onnx.cmake)
   if(RLX_ONNX_DATA_SOURCES)
     set(_rlx_onnx_floor 1000)
   else()
