@@ -85,8 +85,8 @@ static rlx_status read_message(const char *path, rlx_onnx_kind kind, rlx_onnx_ki
     if (!m)
         return rlx_last_status_or(RLX_OK) == RLX_ERR_OUT_OF_MEMORY
                    ? RLX_ERR_OUT_OF_MEMORY
-                   : rlx_set_error(RLX_ERR_FORMAT, "not a %s file", kind == RLX_ONNX_SEQUENCE ? "SequenceProto"
-                                                                                               : "OptionalProto");
+                   : rlx_set_error(RLX_ERR_FORMAT, "not a %s file",
+                                   kind == RLX_ONNX_SEQUENCE ? "SequenceProto" : "OptionalProto");
     if (kind == RLX_ONNX_SEQUENCE) {
         *held = RLX_ONNX_SEQUENCE;
         st = take_sequence((const Onnx__SequenceProto *)m, tensors, n);

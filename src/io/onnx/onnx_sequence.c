@@ -336,22 +336,23 @@ static rlx_status h_concat_from_sequence(onnx_node *n)
         for (int k = 0; fits && k < r; k++)
             fits = d[k] == d0[k] || (!new_axis && k == axis);
         if (!fits)
-            return onnx_fail(n, RLX_ERR_SHAPE, "element %d's shape does not concatenate with element 0's on axis %d",
-                             i, axis);
+            return onnx_fail(n, RLX_ERR_SHAPE, "element %d's shape does not concatenate with element 0's on axis %d", i,
+                             axis);
         if (s->elems[i].k)
             tot += s->elems[i].k->numel;
         else
             allk = false;
     }
     if (allk && tot <= ONNX_FOLD_MAX_NUMEL) {
-        onnx_tensor **ks = rlx_calloc((size_t)s->n_elems, sizeof *ks), *views = rlx_calloc((size_t)s->n_elems,
-                                                                                            sizeof *views);
+        onnx_tensor **ks = rlx_calloc((size_t)s->n_elems, sizeof *ks),
+                    *views = rlx_calloc((size_t)s->n_elems, sizeof *views);
         onnx_tensor *y = NULL;
         if (ks && views) {
             for (int i = 0; i < s->n_elems; i++) {
                 views[i] = *s->elems[i].k; /* the same data, read only */
                 if (new_axis) {
-                    memmove(views[i].dims + axis + 1, views[i].dims + axis, sizeof views[i].dims[0] * (size_t)(r - axis));
+                    memmove(views[i].dims + axis + 1, views[i].dims + axis,
+                            sizeof views[i].dims[0] * (size_t)(r - axis));
                     views[i].dims[axis] = 1;
                     views[i].ndim = rr;
                 }
