@@ -475,7 +475,30 @@ RLX_API size_t rlx_parse_size(const char *text);
 /* Present when the library was built with the ONNX importer (RLX_HAVE_ONNX;
  * needs protobuf-c).  Shapes in RLX are static: every symbolic dimension of
  * the model is bound at import, from a binding by input name (whole shape)
- * or by dimension name, or from default_dim. */
+ * or by dimension name, or from default_dim.
+ *
+ * Sequences and optionals.  A sequence's length is fixed at import too: a
+ * graph input `x` that is a sequence of tensors becomes one RLX input per
+ * element, named `x[0]`, `x[1]`, ...; its length comes from a dim binding
+ * of its own name (ndim -1 with dims[0] = N, or ndim 1: "x=N"), else from
+ * how many element bindings `x[0]`, `x[1]`, ... there are, else from
+ * default_dim; each element's shape from its own binding (else the
+ * declared element shape).
+ * A graph output that is a sequence gives one RLX output per element, named
+ * the same way.  An optional is the value it holds (a tensor `x`, or a
+ * sequence as above); a binding of its name with ndim RLX_ONNX_EMPTY makes
+ * an optional input empty, and an empty optional output gives no output. */
+#define RLX_ONNX_EMPTY (-2)
+
+/* What a graph input or output holds. */
+typedef enum rlx_onnx_kind {
+    RLX_ONNX_TENSOR = 0,
+    RLX_ONNX_SEQUENCE,          /* a sequence of tensors */
+    RLX_ONNX_OPTIONAL,          /* an optional tensor */
+    RLX_ONNX_OPTIONAL_SEQUENCE, /* an optional sequence of tensors */
+    RLX_ONNX_NONE,              /* what an empty optional holds (rlx_onnx_read_value) */
+    RLX_ONNX_OTHER              /* a map, a sparse tensor, nested sequences: not supported */
+} rlx_onnx_kind;
 
 typedef struct rlx_onnx_binding {
     const char *name; /* a graph input's name, or a symbolic dim's name */
@@ -495,7 +518,7 @@ typedef struct rlx_onnx_binding {
 typedef struct rlx_onnx_options {
     const rlx_onnx_binding *bindings;
     int n_bindings;
-    int64_t default_dim; /* for unbound symbolic dims; 0 = unbound is an error */
+    int64_t default_dim; /* for unbound symbolic dims and sequence lengths; 0 = unbound is an error */
     /* 0: initializers become constants (so they fold).  1: float
      * initializers of rank >= 1 become params named as in the model (to
      * train, or to set other weights); rank-0 and integer ones stay
@@ -541,10 +564,16 @@ typedef struct rlx_onnx_input {
     int ndim; /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
     char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
+    /* what it holds; for a sequence or an optional, onnx_type to dim_names
+     * describe the tensors in it */
+    rlx_onnx_kind kind;
 } rlx_onnx_input;
 RLX_API rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs,
                                    int *n_outputs);
 RLX_API void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, int n_outputs);
+/* The graph outputs, described the same way (free with
+ * rlx_onnx_inputs_free(outputs, n_outputs, NULL, 0)). */
+RLX_API rlx_status rlx_onnx_outputs(const char *path, rlx_onnx_input **outputs, int *n_outputs);
 
 /* Hands `fn` each initializer of the model's main graph that
  * initializers_as_params may make a param (float, rank >= 1), in file
@@ -565,6 +594,24 @@ RLX_API rlx_status rlx_onnx_load_params(const char *path, rlx_onnx_param_fn fn, 
  * TensorProto (.pb) as the ONNX test suite stores them: */
 RLX_API rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data,
                                         size_t *bytes);
+/* A tensor of a file (data malloc'd). */
+typedef struct rlx_onnx_tensor {
+    rlx_dtype dtype;
+    int ndim;
+    int64_t dims[RLX_MAX_DIMS];
+    void *data;
+    size_t bytes;
+} rlx_onnx_tensor;
+/* A value file of the kind a graph input or output declares: a TensorProto
+ * (RLX_ONNX_TENSOR), a SequenceProto (RLX_ONNX_SEQUENCE) or an
+ * OptionalProto (the optional kinds).  *held: RLX_ONNX_TENSOR (one tensor),
+ * RLX_ONNX_SEQUENCE (*n tensors, maybe none) or RLX_ONNX_NONE (an empty
+ * optional); free *tensors with rlx_onnx_tensors_free.  Sequence and
+ * optional files need a library built with onnx-data.proto (python3-onnx);
+ * without it they give RLX_ERR_UNSUPPORTED. */
+RLX_API rlx_status rlx_onnx_read_value(const char *path, rlx_onnx_kind kind, rlx_onnx_kind *held,
+                                       rlx_onnx_tensor **tensors, int *n);
+RLX_API void rlx_onnx_tensors_free(rlx_onnx_tensor *tensors, int n);
 /* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
 RLX_API rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes);
 /* Writes a new file through rlx_file_open (below): an existing `path` is

@@ -5,8 +5,9 @@
  * Softmax; and the error paths: cycles, dangling names, unsupported ops
  * (one message for all), external data that leaves the folder or the
  * file, wrong raw sizes, huge dims, graphs nested thousands deep,
- * truncated and garbage files; a Llama-style attention layer fused whole.  Also the
- * .npy reader/writer. */
+ * truncated and garbage files; a Llama-style attention layer fused whole;
+ * sequences and optionals (malformed ones, inputs, outputs, value files).
+ * Also the .npy reader/writer. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -652,6 +653,171 @@ static void test_initializers_as_params(void **state)
     rlx_graph_free(g);
 }
 
+/* Sequences and optionals: malformed ones fail naming the node; a sequence
+ * input is one input per element, a sequence output one output per
+ * element; an optional input can be bound empty; the suite's sequence and
+ * optional files read back. */
+static void test_sequences(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    static const struct {
+        const char *model;
+        rlx_status st;
+        const char *words[2];
+    } bad[] = {
+        {"seq_bad_dtype.onnx", RLX_ERR_DTYPE, {"'mix'", "of type i64 in a sequence of f32"}},
+        {"seq_insert_bad_dtype.onnx", RLX_ERR_DTYPE, {"'ins'", "of type f32 in a sequence of i64"}},
+        {"seq_at_out_of_range.onnx", RLX_ERR_SHAPE, {"'at5'", "position 5 is outside [-2, 1]"}},
+        {"seq_insert_out_of_range.onnx", RLX_ERR_SHAPE, {"'insm3'", "position -3 is outside [-1, 1]"}},
+        {"seq_at_empty.onnx", RLX_ERR_SHAPE, {"'at_empty'", "empty"}},
+        {"seq_erase_empty.onnx", RLX_ERR_SHAPE, {"'erase_empty'", "empty sequence"}},
+        {"concat_from_empty.onnx", RLX_ERR_SHAPE, {"'cat_empty'", "empty"}},
+        {"optional_get_empty.onnx", RLX_ERR_INVALID_ARGUMENT, {"'get_empty'", "empty optional"}},
+        {"seq_into_tensor_op.onnx", RLX_ERR_UNSUPPORTED, {"'relu_seq'", "is a sequence; this op takes tensors"}},
+        {"split_to_seq_bad_sizes.onnx", RLX_ERR_SHAPE, {"'split_bad'", "exceed the axis"}},
+        {"seq_only_empty_output.onnx", RLX_ERR_UNSUPPORTED, {"empty sequences", "outputs"}},
+        {"seq_io.onnx", RLX_ERR_SHAPE, {"'xs'", "bind its length"}},
+    };
+    rlx_graph *g = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(import(bad[i].model, NULL, 0, &g), bad[i].st);
+        assert_null(g);
+        assert_true(msg_has(bad[i].words[0]));
+        assert_true(msg_has(bad[i].words[1]));
+    }
+
+    /* SequenceAt at a run-time position: a gather over elements of one
+     * shape (a position out of range fails the run); over elements of two
+     * shapes the position must be bound by value */
+    float a[2] = {1, 2}, b[3] = {3, 4, 5}, y[3];
+    int64_t pos = -1;
+    assert_int_equal(import("seq_at_runtime_same.onnx", NULL, 0, &g), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    rlx_graph_free(g);
+    assert_int_equal(rlx_session_set_input(s, "a", a, sizeof a), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "b", b, 2 * sizeof(float)), RLX_OK);
+    for (pos = -2; pos < 2; pos++) {
+        assert_int_equal(rlx_session_set_input(s, "pos", &pos, sizeof pos), RLX_OK);
+        assert_int_equal(rlx_session_run(s), RLX_OK);
+        assert_int_equal(rlx_session_get_output(s, "y", y, 2 * sizeof(float)), RLX_OK);
+        const float *want = (pos + 2) % 2 == 0 ? a : b;
+        assert_true(y[0] == want[0] && y[1] == want[1]);
+    }
+    pos = 2;
+    assert_int_equal(rlx_session_set_input(s, "pos", &pos, sizeof pos), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_ERR_RUNTIME);
+    rlx_session_free(s);
+    assert_int_equal(import("seq_at_runtime_mixed.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("'at_pos'"));
+    assert_true(msg_has("must be known at import time"));
+    rlx_onnx_binding pb = {.name = "pos", .ndim = 0, .value = &pos, .bytes = sizeof pos};
+    pos = 1;
+    assert_int_equal(import("seq_at_runtime_mixed.onnx", &pb, 1, &g), RLX_OK);
+    const char *abn[] = {"a", "b"};
+    void *abd[] = {a, b};
+    size_t abb[] = {sizeof a, sizeof b}, yb;
+    float *got = run1(g, 2, abn, abd, abb, "y", &yb);
+    assert_int_equal(yb, sizeof b);
+    assert_close(got, b, 3);
+    free(got);
+    rlx_graph_free(g);
+
+    /* a sequence input of two [N, 2] elements (length by a dim binding,
+     * shapes by element bindings); the output sequence is one output per
+     * [1, 2] piece */
+    rlx_onnx_binding sb[3] = {{.name = "xs", .ndim = -1, .dims = {2}},
+                              {.name = "xs[0]", .ndim = 2, .dims = {1, 2}},
+                              {.name = "xs[1]", .ndim = 2, .dims = {2, 2}}};
+    assert_int_equal(import("seq_io.onnx", sb, 3, &g), RLX_OK);
+    s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    rlx_graph_free(g);
+    float x0[2] = {-1, 2}, x1[4] = {3, -4, 5, 6}, want[6] = {0, 2, 3, 0, 5, 6}, part[2];
+    assert_int_equal(rlx_session_set_input(s, "xs[0]", x0, sizeof x0), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "xs[1]", x1, sizeof x1), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    for (int i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "parts[%d]", i);
+        rlx_tensor_info ti;
+        assert_int_equal(rlx_session_find(s, 2, nm, &ti), RLX_OK);
+        assert_true(ti.ndim == 2 && ti.dims[0] == 1 && ti.dims[1] == 2);
+        assert_int_equal(rlx_session_get_output(s, nm, part, sizeof part), RLX_OK);
+        assert_true(part[0] == want[2 * i] && part[1] == want[2 * i + 1]);
+    }
+    rlx_tensor_info ti;
+    assert_int_not_equal(rlx_session_find(s, 2, "parts[3]", &ti), RLX_OK);
+    assert_int_not_equal(rlx_session_find(s, 2, "parts", &ti), RLX_OK);
+    rlx_session_free(s);
+    /* the length from the element bindings alone; a length the bindings do
+     * not fill needs the element shapes (N is symbolic) */
+    assert_int_equal(import("seq_io.onnx", sb + 1, 2, &g), RLX_OK);
+    rlx_graph_free(g);
+    sb[0].dims[0] = 3;
+    assert_int_equal(import("seq_io.onnx", sb, 3, &g), RLX_ERR_SHAPE);
+    assert_true(msg_has("'xs[2]'"));
+
+    /* an optional input: present, or bound empty */
+    uint8_t has = 2;
+    float o2[2] = {1, 2};
+    assert_int_equal(import("optional_input.onnx", NULL, 0, &g), RLX_OK);
+    rlx_graph_free(g);
+    rlx_onnx_binding eb = {.name = "o", .ndim = RLX_ONNX_EMPTY};
+    assert_int_equal(import("optional_input.onnx", &eb, 1, &g), RLX_OK);
+    s = NULL;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "o", o2, sizeof o2), RLX_ERR_NOT_FOUND);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "has", &has, 1), RLX_OK);
+    assert_int_equal(has, 0);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+
+    /* what the model declares, and the value files */
+    rlx_onnx_input *outs = NULL;
+    int n = 0;
+    assert_int_equal(rlx_onnx_outputs(path("seq_io.onnx"), &outs, &n), RLX_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(outs[0].kind, RLX_ONNX_SEQUENCE);
+    assert_int_equal(outs[0].dtype, RLX_F32);
+    assert_int_equal(outs[1].kind, RLX_ONNX_TENSOR);
+    rlx_onnx_inputs_free(outs, n, NULL, 0);
+    rlx_onnx_input *ins = NULL;
+    assert_int_equal(rlx_onnx_inputs(path("optional_input.onnx"), &ins, &n, NULL, NULL), RLX_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ins[0].kind, RLX_ONNX_OPTIONAL);
+    assert_int_equal(ins[0].is_tensor, 0);
+    assert_true(ins[0].ndim == 1 && ins[0].dims[0] == 2);
+    rlx_onnx_inputs_free(ins, n, NULL, 0);
+    rlx_onnx_kind held;
+    rlx_onnx_tensor *ts = NULL;
+    rlx_status st = rlx_onnx_read_value(path("seq_value.pb"), RLX_ONNX_SEQUENCE, &held, &ts, &n);
+    if (st == RLX_ERR_UNSUPPORTED) { /* a library built without onnx-data.proto */
+        assert_true(msg_has("onnx-data.proto"));
+        return;
+    }
+    assert_int_equal(st, RLX_OK);
+    assert_int_equal(held, RLX_ONNX_SEQUENCE);
+    assert_int_equal(n, 2);
+    assert_true(ts[0].dtype == RLX_F32 && ts[0].ndim == 1 && ts[0].dims[0] == 3);
+    assert_true(ts[1].ndim == 2 && ts[1].bytes == 16 && ((float *)ts[1].data)[3] == 1);
+    assert_true(((float *)ts[0].data)[2] == 2);
+    rlx_onnx_tensors_free(ts, n);
+    assert_int_equal(rlx_onnx_read_value(path("empty_optional.pb"), RLX_ONNX_OPTIONAL, &held, &ts, &n), RLX_OK);
+    assert_int_equal(held, RLX_ONNX_NONE);
+    assert_int_equal(n, 0);
+    assert_null(ts);
+    /* a file that is no such message, and a kind with no file form */
+    assert_int_equal(rlx_onnx_read_value(path("seq_io.onnx"), RLX_ONNX_SEQUENCE, &held, &ts, &n), RLX_ERR_FORMAT);
+    assert_null(ts);
+    assert_int_equal(rlx_onnx_read_value(path("seq_value.pb"), RLX_ONNX_OTHER, &held, &ts, &n),
+                     RLX_ERR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_runner),
         cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_initializers_as_params),
+        cmocka_unit_test(test_sequences),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

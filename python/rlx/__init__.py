@@ -181,12 +181,14 @@ class InferenceSession:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
                 ins, outs = _rlx.onnx_inputs(tmp)
+                out_kinds = _rlx.onnx_outputs(tmp)
             finally:
                 os.unlink(tmp)
             source: Union[str, bytes] = data
         else:
             source = os.fspath(path_or_bytes)
             ins, outs = _rlx.onnx_inputs(source)
+            out_kinds = _rlx.onnx_outputs(source)
             if base_dir is None:
                 base_dir = os.path.dirname(os.path.abspath(source))
         for name, dt, _dims, is_tensor, onnx_type in ins:
@@ -195,6 +197,9 @@ class InferenceSession:
                                        "string inputs are not supported)")
             if not 0 <= dt < len(_DTYPE_NAMES):
                 raise UnsupportedError(f"input '{name}' has ONNX element type {onnx_type}, which RLX lacks")
+        for name, out_kind in out_kinds:
+            if out_kind != 0:  # the C API gives such an output as outputs NAME[i]; this package returns tensors only
+                raise UnsupportedError(f"output '{name}' is a sequence or an optional (not supported)")
         self._inputs = [TensorInfo(n, None if dims is None else tuple(dims), _np_name(dt))
                         for n, dt, dims, _t, _o in ins]
         self._output_names = list(outs)

@@ -3122,6 +3122,29 @@ static PyObject *py_onnx_inputs(PyObject *self, PyObject *arg)
     return Py_BuildValue("(NN)", li, lo);
 }
 
+/* [(name, kind)] of the graph outputs: kind 0 a tensor, else a sequence or
+ * an optional (rlx_onnx_kind), which the package does not return. */
+static PyObject *py_onnx_outputs(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    rlx_onnx_input *outs = NULL;
+    int nout = 0;
+    rlx_status st;
+    const char *path = PyBytes_AS_STRING(b);
+    Py_BEGIN_ALLOW_THREADS st = rlx_onnx_outputs(path, &outs, &nout);
+    Py_END_ALLOW_THREADS Py_DECREF(b);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *lo = PyList_New(nout);
+    for (int i = 0; lo && i < nout; i++)
+        PyList_SET_ITEM(lo, i, Py_BuildValue("(si)", outs[i].name ? outs[i].name : "", (int)outs[i].kind));
+    rlx_onnx_inputs_free(outs, nout, NULL, 0);
+    return lo;
+}
+
 static PyObject *tensor_array(rlx_dtype t, int nd, const int64_t *dims, void *data, size_t bytes)
 {
     npy_intp d[RLX_MAX_DIMS];
@@ -3201,6 +3224,7 @@ static PyMethodDef module_methods[] = {
     {"_parse_device", py_parse_device, METH_O, "(kind, index) of 'cpu', 'cuda' or 'cuda:N' (kind 1: cuda)"},
     {"_check_device", py_check_device, METH_O, "raises why a device ('cuda:N') cannot be used"},
     {"onnx_inputs", py_onnx_inputs, METH_O, "([(name, dtype, dims, is_tensor, onnx_type)], [output names])"},
+    {"onnx_outputs", py_onnx_outputs, METH_O, "[(name, kind)]: kind 0 a tensor, else a sequence or an optional"},
     {"read_tensor", py_read_tensor, METH_O, "a .npy or ONNX TensorProto .pb file as an array"},
     {"print_info", py_print_info, METH_O, "rlx info MODEL"},
     {"version", py_version, METH_NOARGS, "library version"},

@@ -191,6 +191,14 @@ def test_dlpack_input_to_run():
     assert np.array_equal(y, np.maximum(x, 0))
 
 
+def test_sequences_refused_by_name():
+    # the C API gives a sequence as one tensor per element; this package takes and returns tensors only
+    with pytest.raises(rlx.UnsupportedError, match="output 'res' is a sequence or an optional"):
+        rlx.InferenceSession(f"{case('test_if_seq')}/model.onnx")
+    with pytest.raises(rlx.UnsupportedError, match="input 'x' is not a numeric tensor"):
+        rlx.InferenceSession(f"{case('test_identity_sequence')}/model.onnx")
+
+
 def test_cuda_says_why():
     d = case("test_relu")
     try:

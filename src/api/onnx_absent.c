@@ -93,6 +93,16 @@ void rlx_onnx_inputs_free(rlx_onnx_input *inputs, int n_inputs, char **outputs, 
     (void)inputs, (void)n_inputs, (void)outputs, (void)n_outputs;
 }
 
+rlx_status rlx_onnx_outputs(const char *path, rlx_onnx_input **outputs, int *n_outputs)
+{
+    (void)path;
+    if (outputs)
+        *outputs = NULL;
+    if (n_outputs)
+        *n_outputs = 0;
+    return no_onnx();
+}
+
 rlx_status rlx_onnx_load_params(const char *path, rlx_onnx_param_fn fn, void *user)
 {
     (void)path, (void)fn, (void)user;
@@ -106,5 +116,18 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
         *data = NULL;
     return no_onnx();
 }
+
+rlx_status rlx_onnx_read_value(const char *path, rlx_onnx_kind kind, rlx_onnx_kind *held, rlx_onnx_tensor **tensors,
+                               int *n)
+{
+    (void)path, (void)kind, (void)held;
+    if (tensors)
+        *tensors = NULL;
+    if (n)
+        *n = 0;
+    return no_onnx();
+}
+
+void rlx_onnx_tensors_free(rlx_onnx_tensor *tensors, int n) { (void)tensors, (void)n; }
 
 #endif

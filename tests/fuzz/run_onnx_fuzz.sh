@@ -2,7 +2,8 @@
 # Builds the ONNX importer fuzz target with clang (libFuzzer + ASan/UBSan,
 # library instrumented for coverage) and runs it for SECONDS seconds from a
 # seed corpus of the ONNX test suite's model.onnx files (and the Llama- and
-# GPT-2-style attention layers from tests/onnx/make_models.py).
+# GPT-2-style attention layers from tests/onnx/make_models.py, and the
+# sequence cases of tests/onnx/sequence).
 # Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
 set -e
 SECS=${1:-60}
@@ -35,6 +36,13 @@ if [ ! -f "$CORPUS/seed_gpt2_attention.onnx" ] &&
     cp "$BUILD/onnx_models/$m.onnx" "$CORPUS/seed_$m.onnx"
   done
 fi
+# sequences and optionals through every op on them, If, Loop and SequenceMap
+# (tests/onnx/make_sequence_cases.py)
+for m in "$SRC"/tests/onnx/sequence/*/model.onnx; do
+  [ -f "$m" ] || continue
+  c=$(basename "$(dirname "$m")")
+  [ -f "$CORPUS/seed_$c.onnx" ] || cp "$m" "$CORPUS/seed_$c.onnx"
+done
 # inputs that once crashed the importer stay in the corpus
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}

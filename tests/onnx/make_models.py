@@ -367,6 +367,81 @@ save("param_nonzero", helper.make_graph(
      helper.make_node("Add", ["y", "x"], ["z"])], "param_nonzero",
     [vi("x", [1])], [vi("z", [1, 2])], [numpy_helper.from_array(np.array([0, 3], np.float32), "nzw")]))
 
+# 13. sequences and optionals: malformed ones (each import fails naming the
+# node), a sequence input and output, an optional input
+def seq_t(t=TensorProto.FLOAT, shape=None):
+    return helper.make_sequence_type_proto(helper.make_tensor_type_proto(t, shape))
+
+
+def cst(name, a):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(a), name))
+
+
+N = helper.make_node
+bad = {
+    # elements of two dtypes
+    "seq_bad_dtype": ([cst("i", np.array([1], np.int64)), N("SequenceConstruct", ["x", "i"], ["s"], name="mix"),
+                       N("SequenceLength", ["s"], ["y"])], TensorProto.INT64),
+    "seq_insert_bad_dtype": ([N("SequenceEmpty", [], ["e"], dtype=TensorProto.INT64),
+                              N("SequenceInsert", ["e", "x"], ["s"], name="ins"), N("SequenceLength", ["s"], ["y"])],
+                             TensorProto.INT64),
+    # positions outside the sequence, elements wanted from empty sequences
+    "seq_at_out_of_range": ([cst("p", np.array(5, np.int64)), N("SequenceConstruct", ["x", "x"], ["s"]),
+                             N("SequenceAt", ["s", "p"], ["y"], name="at5")], TensorProto.FLOAT),
+    "seq_insert_out_of_range": ([cst("p", np.array(-3, np.int64)), N("SequenceConstruct", ["x"], ["s"]),
+                                 N("SequenceInsert", ["s", "x", "p"], ["s2"], name="insm3"),
+                                 N("SequenceLength", ["s2"], ["y"])], TensorProto.INT64),
+    "seq_at_empty": ([cst("p", np.array(0, np.int64)), N("SequenceEmpty", [], ["e"]),
+                      N("SequenceAt", ["e", "p"], ["y"], name="at_empty")], TensorProto.FLOAT),
+    "seq_erase_empty": ([N("SequenceEmpty", [], ["e"]), N("SequenceErase", ["e"], ["s"], name="erase_empty"),
+                         N("SequenceLength", ["s"], ["y"])], TensorProto.INT64),
+    "concat_from_empty": ([N("SequenceEmpty", [], ["e"]), N("ConcatFromSequence", ["e"], ["y"], name="cat_empty",
+                                                            axis=0)], TensorProto.FLOAT),
+    "optional_get_empty": ([N("Optional", [], ["o"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2])),
+                            N("OptionalGetElement", ["o"], ["y"], name="get_empty")], TensorProto.FLOAT),
+    # a sequence where an op takes tensors
+    "seq_into_tensor_op": ([N("SequenceConstruct", ["x"], ["s"]), N("Relu", ["s"], ["y"], name="relu_seq")],
+                           TensorProto.FLOAT),
+    "split_to_seq_bad_sizes": ([cst("sp", np.array([1, 3], np.int64)),
+                                N("SplitToSequence", ["x", "sp"], ["s"], name="split_bad"),
+                                N("SequenceLength", ["s"], ["y"])], TensorProto.INT64),
+    # only an empty sequence comes out
+    "seq_only_empty_output": ([N("SequenceEmpty", [], ["y"])], None),
+}
+for nm, (nodes, ot) in bad.items():
+    yv = helper.make_value_info("y", seq_t()) if ot is None else helper.make_tensor_value_info("y", ot, None)
+    save(nm, helper.make_graph(nodes, nm, [vi("x", [2])], [yv]), opset=16, check=False)
+
+# SequenceAt at a run-time position: fine over elements of one shape, refused
+# (the position must be bound by value) over elements of two shapes
+for nm, shapes in (("seq_at_runtime_same", ([2], [2])), ("seq_at_runtime_mixed", ([2], [3]))):
+    save(nm, helper.make_graph(
+        [N("SequenceConstruct", ["a", "b"], ["s"]), N("SequenceAt", ["s", "pos"], ["y"], name="at_pos")], nm,
+        [vi("a", shapes[0]), vi("b", shapes[1]), vi("pos", [], TensorProto.INT64)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), check=False)
+
+# a sequence input (elements [N, 2]) concatenated, and split again into a
+# sequence output of [1, 2] pieces
+save("seq_io", helper.make_graph(
+    [N("ConcatFromSequence", ["xs"], ["cat"], axis=0), N("Relu", ["cat"], ["r"]),
+     N("SplitToSequence", ["r"], ["parts"], axis=0)], "seq_io",
+    [helper.make_value_info("xs", seq_t(TensorProto.FLOAT, ["N", 2]))],
+    [helper.make_value_info("parts", seq_t()), helper.make_tensor_value_info("r", TensorProto.FLOAT, None)]),
+    check=False)
+
+# an optional tensor input: present or bound empty
+opt_t = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+save("optional_input", helper.make_graph(
+    [N("OptionalHasElement", ["o"], ["has"])], "optional_input", [helper.make_value_info("o", opt_t)],
+    [helper.make_tensor_value_info("has", TensorProto.BOOL, [])]), opset=16)
+# the suite's files of a sequence and of an empty optional
+with open(os.path.join(out, "seq_value.pb"), "wb") as f:
+    f.write(numpy_helper.from_list([np.arange(3, dtype=np.float32), np.ones((2, 2), np.int64).astype(np.float32)],
+                                   "s").SerializeToString())
+with open(os.path.join(out, "empty_optional.pb"), "wb") as f:
+    f.write(onnx.OptionalProto(name="o").SerializeToString())
+
+
 # 11. graphs nested 3000 deep (If in If in ...): protobuf-c would recurse
 # without limit; the importer must refuse it cleanly
 def varint(v):

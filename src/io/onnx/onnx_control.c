@@ -1,8 +1,11 @@
-/* onnx_control.c - If, Loop and Scan.  Subgraphs run in a child scope that
- * sees the enclosing names.  If with a condition known at import inlines
- * one branch; otherwise both branches are built and each output selected
- * with Where.  Loop and Scan are unrolled: the trip count must be known
- * at import, and a Loop's condition must fold on every iteration. */
+/* onnx_control.c - If, Loop, Scan and SequenceMap.  Subgraphs run in a
+ * child scope that sees the enclosing names.  If with a condition known at
+ * import inlines one branch; otherwise both branches are built and each
+ * output selected with Where (sequences element by element, when both
+ * branches give the same lengths and shapes).  Loop and Scan are
+ * unrolled: the trip count must be known at import, and a Loop's condition
+ * must fold on every iteration.  SequenceMap runs its body once per
+ * element (sequences are lists made at import, onnx_sequence.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,20 +15,29 @@
 #define G (n->c->g)
 #define ONNX_MAX_UNROLL 4096
 
-typedef struct sub_result {
-    rlx_node node;
-    onnx_tensor *k; /* owned copy */
-} sub_result;
-
 static const Onnx__GraphProto *graph_attr(onnx_node *n, const char *name)
 {
     const Onnx__AttributeProto *a = onnx_attr(n, name);
     return a ? a->g : NULL;
 }
 
-/* Runs gp in a child scope with its inputs bound to `args` (by position).
- * Fills res[0..n_output) with the subgraph's outputs. */
-static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *const *args, int nargs, sub_result *res,
+static void init_res(onnx_value *r, int n)
+{
+    memset(r, 0, sizeof *r * (size_t)n);
+    for (int i = 0; i < n; i++)
+        r[i].node = -1;
+}
+
+static void free_res(onnx_value *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        onnx_value_clear(&r[i]);
+}
+
+/* Runs gp in a child scope with its inputs bound to copies of `args` (by
+ * position).  Fills res[0..n_output) (left empty by the caller) with copies
+ * of the subgraph's outputs. */
+static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *const *args, int nargs, onnx_value *res,
                           int nres)
 {
     onnx_ctx *c = n->c;
@@ -50,11 +62,12 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
     for (int i = 0; i < nargs && st == RLX_OK; i++) {
         if (i >= (int)gp->n_input || !gp->input[i] || !gp->input[i]->name)
             break;
-        onnx_value *a = args[i];
+        onnx_value *a = args[i], copy = {.node = -1};
         if (!a)
             continue;
-        onnx_tensor *k = a->k ? onnx_tensor_clone(a->k) : NULL;
-        if (!onnx_bind(c, gp->input[i]->name, a->k ? -1 : onnx_node_of(c, a), k))
+        if ((st = onnx_value_copy(c, &copy, a)) != RLX_OK)
+            st = onnx_fail(n, st, "subgraph input %d: %s", i, rlx_last_error());
+        else if (!onnx_bind_move(c, gp->input[i]->name, &copy))
             st = RLX_ERR_OUT_OF_MEMORY;
     }
     if (st == RLX_OK)
@@ -66,8 +79,8 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
             st = onnx_fail(n, RLX_ERR_FORMAT, "subgraph output '%s' is not produced", nm ? nm : "?");
             break;
         }
-        res[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        res[i].node = v->k ? -1 : onnx_node_of(c, v);
+        if ((st = onnx_value_copy(c, &res[i], v)) != RLX_OK)
+            st = onnx_fail(n, st, "subgraph output '%s': %s", nm, rlx_last_error());
     }
     c->depth--;
     c->scope = child->parent;
@@ -75,30 +88,62 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
     return st;
 }
 
-static rlx_status set_out(onnx_node *n, int i, sub_result *r)
+static rlx_status set_out(onnx_node *n, int i, onnx_value *r) { return onnx_out_value(n, i, r); }
+
+/* The node of a tensor result (-1 for a sequence or an empty optional). */
+static rlx_node res_node(onnx_node *n, onnx_value *r) { return onnx_node_of(n->c, r); }
+
+static rlx_status need_tensor_res(onnx_node *n, onnx_value *r, const char *what, int i)
 {
-    if (r->k) {
-        onnx_tensor *k = r->k;
-        r->k = NULL;
-        return onnx_out_const(n, i, k);
+    if (r->kind == ONNX_KIND_TENSOR)
+        return RLX_OK;
+    return onnx_fail(n, RLX_ERR_UNSUPPORTED, "%s %d is %s; it must be a tensor", what, i, onnx_kind_name(r));
+}
+
+/* *r = cond ? a : b, a tensor at a time: RLX_ERR_UNSUPPORTED (no message
+ * set) when a and b differ in kind, length, shape or dtype. */
+static rlx_status select_value(onnx_node *n, rlx_node cond, onnx_value *a, onnx_value *b, onnx_value *r)
+{
+    if (a->kind != b->kind)
+        return RLX_ERR_UNSUPPORTED;
+    if (a->kind == ONNX_KIND_NONE) {
+        onnx_value_clear(r);
+        r->kind = ONNX_KIND_NONE;
+        return RLX_OK;
     }
-    return onnx_out_node(n, i, r->node);
-}
-
-static rlx_node res_node(onnx_node *n, sub_result *r)
-{
-    if (r->node >= 0)
-        return r->node;
-    if (!r->k)
-        return -1;
-    r->node = rlx_constant(G, r->k->dtype, r->k->ndim, r->k->dims, r->k->data, r->k->bytes);
-    return r->node;
-}
-
-static void free_res(sub_result *r, int n)
-{
-    for (int i = 0; i < n; i++)
-        onnx_tensor_free(r[i].k);
+    if (a->kind == ONNX_KIND_SEQUENCE) {
+        if (a->n_elems != b->n_elems || a->elem_dtype != b->elem_dtype)
+            return RLX_ERR_UNSUPPORTED;
+        onnx_value seq = {.node = -1};
+        onnx_seq_init(&seq, a->elem_dtype);
+        rlx_status st = RLX_OK;
+        for (int i = 0; i < a->n_elems && st == RLX_OK; i++) {
+            onnx_value e = {.node = -1};
+            st = select_value(n, cond, &a->elems[i], &b->elems[i], &e);
+            if (st == RLX_OK)
+                st = onnx_seq_push(n->c, &seq, &e);
+            onnx_value_clear(&e);
+        }
+        if (st != RLX_OK) {
+            onnx_value_clear(&seq);
+            return st;
+        }
+        onnx_value_clear(r);
+        *r = seq;
+        return RLX_OK;
+    }
+    int xr, yr;
+    int64_t xd[RLX_MAX_DIMS], yd[RLX_MAX_DIMS];
+    onnx_value_shape(n->c, a, &xr, xd);
+    onnx_value_shape(n->c, b, &yr, yd);
+    if (xr != yr || memcmp(xd, yd, sizeof xd[0] * (size_t)xr) || onnx_value_dtype(n->c, a) != onnx_value_dtype(n->c, b))
+        return RLX_ERR_UNSUPPORTED;
+    rlx_node y = rlx_where(G, cond, res_node(n, a), res_node(n, b));
+    if (y < 0)
+        return onnx_out_node(n, 0, -1); /* the builder's failure, naming the node */
+    onnx_value_clear(r);
+    r->node = y;
+    return RLX_OK;
 }
 
 static rlx_status h_if(onnx_node *n)
@@ -106,10 +151,12 @@ static rlx_status h_if(onnx_node *n)
     const Onnx__GraphProto *tg = graph_attr(n, "then_branch"), *eg = graph_attr(n, "else_branch");
     if (!tg || !eg)
         return onnx_fail(n, RLX_ERR_FORMAT, "If needs then_branch and else_branch");
+    if (n->in[0]->kind != ONNX_KIND_TENSOR)
+        return onnx_fail(n, RLX_ERR_FORMAT, "the condition is %s", onnx_kind_name(n->in[0]));
     int no = n->n_out;
-    sub_result a[16], b[16];
-    memset(a, 0, sizeof a);
-    memset(b, 0, sizeof b);
+    onnx_value a[16], b[16];
+    init_res(a, 16);
+    init_res(b, 16);
     rlx_status st;
     if (n->in[0]->k) {
         bool cond = n->in[0]->k->numel > 0 && onnx_get_i(n->in[0]->k, 0) != 0;
@@ -122,21 +169,18 @@ static rlx_status h_if(onnx_node *n)
     st = run_sub(n, tg, NULL, 0, a, no);
     if (st == RLX_OK)
         st = run_sub(n, eg, NULL, 0, b, no);
-    rlx_node cond = rlx_reshape(G, onnx_in(n, 0), 0, NULL);
+    rlx_node cond = st == RLX_OK ? rlx_reshape(G, onnx_in(n, 0), 0, NULL) : -1;
     for (int i = 0; i < no && st == RLX_OK; i++) {
-        rlx_node x = res_node(n, &a[i]), y = res_node(n, &b[i]);
-        int64_t xd[RLX_MAX_DIMS], yd[RLX_MAX_DIMS];
-        int xr = onnx_shape(n, x, xd), yr = onnx_shape(n, y, yd);
-        bool same = xr == yr;
-        for (int k = 0; same && k < xr; k++)
-            same = xd[k] == yd[k];
-        if (!same)
+        onnx_value r = {.node = -1};
+        st = select_value(n, cond, &a[i], &b[i], &r);
+        if (st == RLX_ERR_UNSUPPORTED)
             st = onnx_fail(n, RLX_ERR_UNSUPPORTED,
-                           "branches give output %d different shapes, so the condition must be known at import time "
-                           "(bind it by value)",
+                           "branches give output %d different kinds, lengths or shapes, so the condition must be known "
+                           "at import time (bind it by value)",
                            i);
-        else
-            st = onnx_out_node(n, i, rlx_where(G, cond, x, y));
+        else if (st == RLX_OK)
+            st = set_out(n, i, &r);
+        onnx_value_clear(&r);
     }
     free_res(a, no);
     free_res(b, no);
@@ -159,7 +203,7 @@ static rlx_node stack(onnx_node *n, rlx_node *xs, int cnt, int axis)
 
 static onnx_value *temp_value(onnx_value *store, rlx_node node, onnx_tensor *k)
 {
-    store->name = NULL;
+    memset(store, 0, sizeof *store);
     store->node = node;
     store->k = k;
     return store;
@@ -170,6 +214,10 @@ static rlx_status h_loop(onnx_node *n)
     const Onnx__GraphProto *body = graph_attr(n, "body");
     if (!body)
         return onnx_fail(n, RLX_ERR_FORMAT, "Loop without a body");
+    for (int i = 0; i < 2 && i < n->n_in; i++)
+        if (n->in[i] && n->in[i]->kind != ONNX_KIND_TENSOR)
+            return onnx_fail(n, RLX_ERR_FORMAT, "input %d (%s) is %s", i, i ? "cond" : "trip count M",
+                             onnx_kind_name(n->in[i]));
     int64_t M = -1;
     if (n->n_in > 0 && n->in[0]) {
         if (!n->in[0]->k)
@@ -205,25 +253,24 @@ static rlx_status h_loop(onnx_node *n)
     int nscan = nbody_out - 1 - nv;
     if (nscan < 0 || nv > 14 || nscan > 14)
         return onnx_fail(n, RLX_ERR_FORMAT, "body outputs do not fit the loop");
-    sub_result cur[16];
-    memset(cur, 0, sizeof cur);
-    for (int i = 0; i < nv; i++) {
-        onnx_value *v = n->in[2 + i];
-        if (!v)
-            return onnx_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
-        cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        cur[i].node = v->k ? -1 : onnx_node_of(n->c, v);
+    onnx_value cur[16];
+    init_res(cur, 16);
+    rlx_status st = RLX_OK;
+    for (int i = 0; i < nv && st == RLX_OK; i++) {
+        if (!n->in[2 + i])
+            st = onnx_fail(n, RLX_ERR_FORMAT, "loop-carried input %d missing", i);
+        else if ((st = onnx_value_copy(n->c, &cur[i], n->in[2 + i])) != RLX_OK)
+            st = onnx_fail(n, st, "loop-carried input %d: %s", i, rlx_last_error());
     }
     rlx_node *scans[14] = {0};
     int64_t it = 0;
-    rlx_status st = RLX_OK;
     int64_t limit = M >= 0 ? M : ONNX_MAX_UNROLL + 1;
     for (; it < limit && cond && st == RLX_OK; it++) {
         if (it >= ONNX_MAX_UNROLL) {
             st = onnx_fail(n, RLX_ERR_UNSUPPORTED, "more than %d iterations to unroll", ONNX_MAX_UNROLL);
             break;
         }
-        onnx_value store[16], *args[16];
+        onnx_value store[2], *args[16];
         onnx_tensor *itk = onnx_tensor_derived(RLX_I64, 0, NULL), *ck = onnx_tensor_derived(RLX_BOOL, 0, NULL);
         if (!itk || !ck) {
             onnx_tensor_free(itk);
@@ -236,12 +283,15 @@ static rlx_status h_loop(onnx_node *n)
         args[0] = temp_value(&store[0], -1, itk);
         args[1] = active >= 0 ? temp_value(&store[1], active, NULL) : temp_value(&store[1], -1, ck);
         for (int i = 0; i < nv; i++)
-            args[2 + i] = temp_value(&store[2 + i], cur[i].node, cur[i].k);
-        sub_result out[32];
-        memset(out, 0, sizeof out);
+            args[2 + i] = &cur[i];
+        onnx_value out[32];
+        init_res(out, 32);
         st = run_sub(n, body, args, 2 + nv, out, nbody_out);
         onnx_tensor_free(itk);
         onnx_tensor_free(ck);
+        for (int i = 0; i < nbody_out && st == RLX_OK; i++)
+            if (i == 0 || i > nv)
+                st = need_tensor_res(n, &out[i], i ? "scan output" : "body output", i ? i - 1 - nv : 0);
         if (st != RLX_OK) {
             free_res(out, nbody_out);
             break;
@@ -261,17 +311,30 @@ static rlx_status h_loop(onnx_node *n)
         } else {
             cond = out[0].k->numel == 1 && onnx_get_i(out[0].k, 0) != 0;
         }
-        for (int i = 0; i < nv && was_active >= 0; i++) {
+        for (int i = 0; i < nv && was_active >= 0 && st == RLX_OK; i++) {
             /* this iteration counts only where the loop was still running */
-            rlx_node nw = res_node(n, &out[1 + i]), old = res_node(n, &cur[i]);
-            onnx_tensor_free(out[1 + i].k);
-            out[1 + i].k = NULL;
-            out[1 + i].node = rlx_where(G, was_active, nw, old);
+            onnx_value r = {.node = -1};
+            st = select_value(n, was_active, &out[1 + i], &cur[i], &r);
+            if (st == RLX_ERR_UNSUPPORTED)
+                st = onnx_fail(n, RLX_ERR_UNSUPPORTED,
+                               "loop-carried value %d changes kind, length or shape, so the loop condition must be "
+                               "known at import time (bind it by value)",
+                               i);
+            else if (st == RLX_OK) {
+                onnx_value_clear(&out[1 + i]);
+                out[1 + i] = r;
+                r.elems = NULL; /* moved */
+                r.n_elems = 0;
+            }
+        }
+        if (st != RLX_OK) {
+            free_res(out, nbody_out);
+            break;
         }
         free_res(cur, nv);
         for (int i = 0; i < nv; i++) {
             cur[i] = out[1 + i];
-            out[1 + i].k = NULL;
+            init_res(&out[1 + i], 1);
         }
         for (int i = 0; i < nscan; i++) {
             rlx_node *nv2 = rlx_realloc(scans[i], sizeof(rlx_node) * (size_t)(it + 1));
@@ -348,30 +411,33 @@ static rlx_status scan8(onnx_node *n, const Onnx__GraphProto *body)
     if (B > 64)
         return onnx_fail(n, RLX_ERR_UNSUPPORTED, "batch above 64");
     rlx_status st = RLX_OK;
-    rlx_node *steps[14];
-    for (int i = 0; i < nso; i++)
-        steps[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
+    rlx_node *steps[14] = {0};
+    for (int i = 0; i < nso && st == RLX_OK; i++)
+        if (!(steps[i] = rlx_calloc((size_t)L, sizeof(rlx_node))))
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t b = 0; b < B && st == RLX_OK; b++) {
-        sub_result cur[16];
-        memset(cur, 0, sizeof cur);
+        onnx_value cur[16];
+        init_res(cur, 16);
         for (int i = 0; i < nst; i++)
             cur[i].node = take(n, onnx_in(n, first + i), 0, b);
         for (int64_t t = 0; t < L && st == RLX_OK; t++) {
             onnx_value store[32], *args[32];
             for (int i = 0; i < nst; i++)
-                args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+                args[i] = &cur[i];
             for (int i = 0; i < nsi; i++) {
                 rlx_node xb = take(n, onnx_in(n, first + nst + i), 0, b);
                 args[nst + i] = temp_value(&store[nst + i], take(n, xb, 0, dirs[i] ? L - 1 - t : t), NULL);
             }
-            sub_result out[32];
-            memset(out, 0, sizeof out);
+            onnx_value out[32];
+            init_res(out, 32);
             st = run_sub(n, body, args, nst + nsi, out, nst + nso);
+            for (int i = 0; i < nst + nso && st == RLX_OK; i++)
+                st = need_tensor_res(n, &out[i], "body output", i);
             if (st == RLX_OK) {
                 free_res(cur, nst);
                 for (int i = 0; i < nst; i++) {
                     cur[i] = out[i];
-                    out[i].k = NULL;
+                    init_res(&out[i], 1);
                     res_node(n, &cur[i]);
                 }
                 for (int i = 0; i < nso; i++)
@@ -430,21 +496,20 @@ static rlx_status h_scan(onnx_node *n)
     }
     if (L < 1 || L > ONNX_MAX_UNROLL)
         return onnx_fail(n, RLX_ERR_UNSUPPORTED, "scan length %lld", (long long)L);
-    sub_result cur[16];
-    memset(cur, 0, sizeof cur);
-    for (int i = 0; i < nst; i++) {
-        onnx_value *v = n->in[i];
-        cur[i].k = v->k ? onnx_tensor_clone(v->k) : NULL;
-        cur[i].node = v->k ? -1 : onnx_node_of(n->c, v);
-    }
-    rlx_node *outs[14];
-    for (int i = 0; i < nso; i++)
-        outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node));
+    onnx_value cur[16];
+    init_res(cur, 16);
     rlx_status st = RLX_OK;
+    for (int i = 0; i < nst && st == RLX_OK; i++)
+        if ((st = onnx_value_copy(n->c, &cur[i], n->in[i])) != RLX_OK)
+            st = onnx_fail(n, st, "state input %d: %s", i, rlx_last_error());
+    rlx_node *outs[14] = {0};
+    for (int i = 0; i < nso && st == RLX_OK; i++)
+        if (!(outs[i] = rlx_calloc((size_t)L, sizeof(rlx_node))))
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
     for (int64_t t = 0; t < L && st == RLX_OK; t++) {
         onnx_value store[32], *args[32];
         for (int i = 0; i < nst; i++)
-            args[i] = temp_value(&store[i], cur[i].node, cur[i].k);
+            args[i] = &cur[i];
         for (int i = 0; i < nsi; i++) {
             int64_t d[RLX_MAX_DIMS];
             rlx_node x = onnx_in(n, nst + i);
@@ -458,9 +523,11 @@ static rlx_status h_scan(onnx_node *n)
                     q[k++] = d[j];
             args[nst + i] = temp_value(&store[nst + i], rlx_reshape(G, sl, r - 1, q), NULL);
         }
-        sub_result out[32];
-        memset(out, 0, sizeof out);
+        onnx_value out[32];
+        init_res(out, 32);
         st = run_sub(n, body, args, nst + nsi, out, nst + nso);
+        for (int i = 0; i < nst + nso && st == RLX_OK; i++)
+            st = need_tensor_res(n, &out[i], "body output", i);
         if (st != RLX_OK) {
             free_res(out, nst + nso);
             break;
@@ -468,7 +535,7 @@ static rlx_status h_scan(onnx_node *n)
         free_res(cur, nst);
         for (int i = 0; i < nst; i++) {
             cur[i] = out[i];
-            out[i].k = NULL;
+            init_res(&out[i], 1);
         }
         for (int i = 0; i < nso; i++)
             outs[i][out_dirs[i] ? L - 1 - t : t] = res_node(n, &out[nst + i]);
@@ -488,9 +555,74 @@ static rlx_status h_scan(onnx_node *n)
     return st;
 }
 
+/* The element type a subgraph declares for output i (its elements', when
+ * it is a sequence); F32 when it declares none. */
+static rlx_dtype declared_dtype(const Onnx__GraphProto *gp, int i)
+{
+    const Onnx__TypeProto *t = i < (int)gp->n_output && gp->output[i] ? gp->output[i]->type : NULL;
+    if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && t->sequence_type)
+        t = t->sequence_type->elem_type;
+    rlx_dtype d;
+    if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type && t->tensor_type->has_elem_type &&
+        onnx_dtype_from_onnx(t->tensor_type->elem_type, &d))
+        return d;
+    return RLX_F32;
+}
+
+/* SequenceMap: the body once per position of the input sequences (all of
+ * one length), other inputs passed whole; output j collects the body's
+ * output j. */
+static rlx_status h_sequence_map(onnx_node *n)
+{
+    const Onnx__GraphProto *body = graph_attr(n, "body");
+    if (!body)
+        return onnx_fail(n, RLX_ERR_FORMAT, "SequenceMap without a body");
+    if (n->in[0]->kind != ONNX_KIND_SEQUENCE)
+        return onnx_fail(n, RLX_ERR_FORMAT, "input 0 is %s, not a sequence", onnx_kind_name(n->in[0]));
+    int len = n->in[0]->n_elems, no = n->n_out;
+    if ((int)body->n_input != n->n_in)
+        return onnx_fail(n, RLX_ERR_FORMAT, "the body takes %zu inputs, the node has %d", body->n_input, n->n_in);
+    if (no < 1 || no > 16 || (int)body->n_output != no)
+        return onnx_fail(n, RLX_ERR_FORMAT, "the body has %zu outputs, the node %d", body->n_output, no);
+    for (int i = 0; i < n->n_in; i++) {
+        if (!n->in[i])
+            return onnx_fail(n, RLX_ERR_FORMAT, "input %d is missing", i);
+        if (n->in[i]->kind == ONNX_KIND_NONE)
+            return onnx_fail(n, RLX_ERR_FORMAT, "input %d is an empty optional", i);
+        if (n->in[i]->kind == ONNX_KIND_SEQUENCE && n->in[i]->n_elems != len)
+            return onnx_fail(n, RLX_ERR_SHAPE, "input %d has %d elements, input 0 has %d", i, n->in[i]->n_elems, len);
+    }
+    onnx_value res[16];
+    init_res(res, 16);
+    for (int j = 0; j < no; j++)
+        onnx_seq_init(&res[j], declared_dtype(body, j));
+    rlx_status st = RLX_OK;
+    for (int t = 0; t < len && st == RLX_OK; t++) {
+        onnx_value *args[64], out[16];
+        for (int i = 0; i < n->n_in; i++)
+            args[i] = n->in[i]->kind == ONNX_KIND_SEQUENCE ? &n->in[i]->elems[t] : n->in[i];
+        init_res(out, no);
+        st = run_sub(n, body, args, n->n_in, out, no);
+        for (int j = 0; j < no && st == RLX_OK; j++) {
+            if ((st = need_tensor_res(n, &out[j], "body output", j)) != RLX_OK)
+                break;
+            if (t == 0)
+                res[j].elem_dtype = onnx_value_dtype(n->c, &out[j]);
+            if ((st = onnx_seq_push(n->c, &res[j], &out[j])) != RLX_OK)
+                st = onnx_fail(n, st, "output %d: %s", j, rlx_last_error());
+        }
+        free_res(out, no);
+    }
+    for (int j = 0; j < no && st == RLX_OK; j++)
+        st = set_out(n, j, &res[j]);
+    free_res(res, no);
+    return st;
+}
+
 const onnx_op onnx_control_ops[] = {
-    ONNX_OP("If", h_if, 1),
-    ONNX_OP("Loop", h_loop, 0),
+    ONNX_OP_ANY("If", h_if, 1),
+    ONNX_OP_ANY("Loop", h_loop, 0),
     ONNX_OP("Scan", h_scan, 0),
+    ONNX_OP_ANY("SequenceMap", h_sequence_map, 1),
     ONNX_OP_END,
 };

@@ -83,7 +83,14 @@ static rlx_status h_cast(onnx_node *n)
     return onnx_out_node(n, 0, rlx_cast(n->c->g, onnx_in(n, 0), to));
 }
 
-static rlx_status h_identity(onnx_node *n) { return onnx_pass_through(n, 0, 0); }
+static rlx_status h_identity(onnx_node *n)
+{
+    if (n->in[0]->kind == ONNX_KIND_TENSOR)
+        return onnx_pass_through(n, 0, 0);
+    onnx_value r = {.node = -1}; /* a sequence or an optional, as it is */
+    rlx_status st = onnx_value_copy(n->c, &r, n->in[0]);
+    return st == RLX_OK ? onnx_out_value(n, 0, &r) : onnx_fail(n, st, "cannot copy the input");
+}
 
 static rlx_status h_clip(onnx_node *n)
 {
@@ -318,13 +325,13 @@ static rlx_status h_bitwise(onnx_node *n)
 }
 
 /* Rows of the ops that map one-to-one onto a builder (binary: at least min inputs). */
-#define UNARY(name, builder)                      \
-    {                                             \
-        (name), h_unary, 1, 0, 0, (builder), NULL \
+#define UNARY(name, builder)                             \
+    {                                                    \
+        (name), h_unary, 1, 0, 0, (builder), NULL, false \
     }
-#define BINARY(name, builder, min)                     \
-    {                                                  \
-        (name), h_binary, (min), 0, 0, NULL, (builder) \
+#define BINARY(name, builder, min)                            \
+    {                                                         \
+        (name), h_binary, (min), 0, 0, NULL, (builder), false \
     }
 
 const onnx_op onnx_elementwise_ops[] = {
@@ -366,7 +373,7 @@ const onnx_op onnx_elementwise_ops[] = {
     ONNX_OP("Where", h_where, 3),
     ONNX_OP("Cast", h_cast, 1),
     ONNX_OP("CastLike", h_cast, 2),
-    ONNX_OP("Identity", h_identity, 1),
+    ONNX_OP_ANY("Identity", h_identity, 1),
     ONNX_OP("Clip", h_clip, 1),
     ONNX_OP("LeakyRelu", h_activation, 1),
     ONNX_OP("PRelu", h_activation, 2),

@@ -243,6 +243,10 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
             return onnx_fail(&n, RLX_ERR_FORMAT, "needs at least %d inputs; input %d is missing", need, i);
     if (!n.op)
         return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "unsupported op");
+    for (int i = 0; i < n.n_in && !n.op->any_kind; i++)
+        if (n.in[i] && n.in[i]->kind != ONNX_KIND_TENSOR)
+            return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "input %d ('%s') is %s; this op takes tensors", i, nd->input[i],
+                             onnx_kind_name(n.in[i]));
     int first_new = rlx_graph_node_count(c->g);
     rlx_status st = onnx_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
@@ -266,6 +270,12 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
             passed = n.in[j] && n.in[j]->node == n.out[i]->node;
         if (n.out[i]->node >= first_new && !n.out[i]->k && !passed)
             rlx_node_set_name(c->g, n.out[i]->node, nm);
+        for (int e = 0; e < n.out[i]->n_elems; e++) { /* a new sequence element: NAME[e] */
+            onnx_value *x = &n.out[i]->elems[e];
+            char en[300];
+            if (x->node >= first_new && !x->k && snprintf(en, sizeof en, "%s[%d]", nm, e) < (int)sizeof en)
+                rlx_node_set_name(c->g, x->node, en);
+        }
     }
     return RLX_OK;
 }
@@ -373,39 +383,57 @@ static const rlx_onnx_binding *find_binding(const rlx_onnx_options *o, const cha
     for (int i = 0; i < o->n_bindings; i++) {
         const rlx_onnx_binding *b = &o->bindings[i];
         /* a dim binding: ndim -1, or a one-value binding whose name is no input's */
-        if (b->name && !strcmp(b->name, name) && (dim ? (b->ndim < 0 || b->ndim == 1) : b->ndim >= 0))
+        if (b->name && !strcmp(b->name, name) &&
+            (dim ? ((b->ndim < 0 && b->ndim != RLX_ONNX_EMPTY) || b->ndim == 1) : b->ndim >= 0))
             return b;
     }
     return NULL;
 }
 
-/* Declared type of a graph input/output value. */
-static rlx_status value_type(const Onnx__ValueInfoProto *vi, int *onnx_type, int *ndim,
-                             const Onnx__TensorShapeProto **shape)
+/* Whether a binding makes the optional input `name` empty. */
+static bool bound_empty(const rlx_onnx_options *o, const char *name)
+{
+    for (int i = 0; o && i < o->n_bindings; i++)
+        if (o->bindings[i].name && !strcmp(o->bindings[i].name, name) && o->bindings[i].ndim == RLX_ONNX_EMPTY)
+            return true;
+    return false;
+}
+
+/* Declared type of a graph input/output value: what it holds, and the
+ * type and shape of its tensors. */
+static rlx_onnx_kind value_kind(const Onnx__ValueInfoProto *vi, int *onnx_type, int *ndim,
+                                const Onnx__TensorShapeProto **shape)
 {
     *onnx_type = 0;
     *ndim = -1;
     *shape = NULL;
-    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type)
-        return RLX_ERR_UNSUPPORTED;
-    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    const Onnx__TypeProto *t = vi->type;
+    rlx_onnx_kind kind = RLX_ONNX_TENSOR;
+    if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && t->optional_type) {
+        t = t->optional_type->elem_type;
+        kind = RLX_ONNX_OPTIONAL;
+    }
+    if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && t->sequence_type) {
+        t = t->sequence_type->elem_type;
+        kind = kind == RLX_ONNX_OPTIONAL ? RLX_ONNX_OPTIONAL_SEQUENCE : RLX_ONNX_SEQUENCE;
+    }
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
+        return RLX_ONNX_OTHER;
+    const Onnx__TypeProto__Tensor *tt = t->tensor_type;
     *onnx_type = tt->has_elem_type ? tt->elem_type : 0;
     if (tt->shape) {
         *ndim = (int)tt->shape->n_dim;
         *shape = tt->shape;
     }
-    return RLX_OK;
+    return kind;
 }
 
-static rlx_status add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi)
+/* The graph input tensor `name` (a whole input, or an element of a
+ * sequence input) of declared type ot and shape (nd, sh): an RLX input, or
+ * a constant when bound by value; *out gets it. */
+static rlx_status add_tensor_input(onnx_ctx *c, const char *name, int ot, int nd, const Onnx__TensorShapeProto *sh,
+                                   onnx_value *out)
 {
-    const char *name = vi->name;
-    int ot, nd;
-    const Onnx__TensorShapeProto *sh;
-    if (value_type(vi, &ot, &nd, &sh) != RLX_OK)
-        return rlx_set_error(RLX_ERR_UNSUPPORTED,
-                             "graph input '%s' is not a tensor (sequence, map or optional types are not supported)",
-                             name);
     rlx_dtype t;
     if (!onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
@@ -472,12 +500,87 @@ static rlx_status add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi)
             onnx_tensor_free(k);
             return RLX_ERR_OUT_OF_MEMORY;
         }
-        return onnx_bind(c, name, -1, k) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+        onnx_value_clear(out);
+        out->k = k;
+        return RLX_OK;
     }
     rlx_node x = rlx_input(c->g, name, t, nd, dims);
     if (x < 0)
         return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", name, rlx_last_error());
-    return onnx_bind(c, name, x, NULL) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+    onnx_value_clear(out);
+    out->node = x;
+    return RLX_OK;
+}
+
+/* A sequence input `name`: one input per element, NAME[i]; its length from
+ * a dim binding of its name, else from the element bindings there are,
+ * else default_dim. */
+static rlx_status add_sequence_input(onnx_ctx *c, const char *name, int ot, int nd, const Onnx__TensorShapeProto *sh,
+                                     onnx_value *out)
+{
+    rlx_dtype t;
+    if (!onnx_dtype_from_onnx(ot, &t))
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' is a sequence of %s, which RLX does not support",
+                             name, onnx_type_name(ot));
+    char en[512];
+    int64_t len = 0;
+    const rlx_onnx_binding *b = find_binding(c->opt, name, true);
+    if (b) {
+        len = b->dims[0];
+        if (len < 0 || len > ONNX_MAX_SEQ_LEN)
+            return rlx_set_error(RLX_ERR_SHAPE, "sequence input '%s': length %lld (at most %d)", name, (long long)len,
+                                 ONNX_MAX_SEQ_LEN);
+    } else {
+        while (len < ONNX_MAX_SEQ_LEN && snprintf(en, sizeof en, "%s[%lld]", name, (long long)len) < (int)sizeof en &&
+               find_binding(c->opt, en, false))
+            len++;
+        if (len == 0 && c->opt && c->opt->default_dim > 0) /* like an unbound symbolic dim */
+            len = c->opt->default_dim < ONNX_MAX_SEQ_LEN ? c->opt->default_dim : ONNX_MAX_SEQ_LEN;
+        if (len == 0)
+            return rlx_set_error(RLX_ERR_SHAPE,
+                                 "sequence input '%s': bind its length (%s=N) or its elements (%s[0]=dims, ...)", name,
+                                 name, name);
+    }
+    onnx_seq_init(out, t);
+    for (int64_t i = 0; i < len; i++) {
+        if (snprintf(en, sizeof en, "%s[%lld]", name, (long long)i) >= (int)sizeof en)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "sequence input '%s': name too long", name);
+        onnx_value e = {.node = -1};
+        rlx_status st = add_tensor_input(c, en, ot, nd, sh, &e);
+        if (st == RLX_OK)
+            st = onnx_seq_push(c, out, &e);
+        onnx_value_clear(&e);
+        if (st != RLX_OK)
+            return st;
+    }
+    return RLX_OK;
+}
+
+static rlx_status add_input(onnx_ctx *c, const Onnx__ValueInfoProto *vi)
+{
+    const char *name = vi->name;
+    int ot, nd;
+    const Onnx__TensorShapeProto *sh;
+    rlx_onnx_kind kind = value_kind(vi, &ot, &nd, &sh);
+    onnx_value v = {.node = -1};
+    rlx_status st;
+    if (kind == RLX_ONNX_OTHER)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "graph input '%s' is not a tensor, a sequence of tensors or an optional of either (maps, "
+                             "sparse tensors and nested sequences are not supported)",
+                             name);
+    if ((kind == RLX_ONNX_OPTIONAL || kind == RLX_ONNX_OPTIONAL_SEQUENCE) && bound_empty(c->opt, name)) {
+        v.kind = ONNX_KIND_NONE;
+        st = RLX_OK;
+    } else if (kind == RLX_ONNX_SEQUENCE || kind == RLX_ONNX_OPTIONAL_SEQUENCE)
+        st = add_sequence_input(c, name, ot, nd, sh, &v);
+    else
+        st = add_tensor_input(c, name, ot, nd, sh, &v);
+    if (st != RLX_OK) {
+        onnx_value_clear(&v);
+        return st;
+    }
+    return onnx_bind_move(c, name, &v) ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 
 void rlx_onnx_options_init(rlx_onnx_options *o)
@@ -490,6 +593,26 @@ void rlx_onnx_options_init(rlx_onnx_options *o)
 static bool is_param_initializer(const rlx_onnx_options *o, const onnx_tensor *k)
 {
     return o && o->initializers_as_params && onnx_dtype_is_float(k->dtype) && k->ndim >= 1;
+}
+
+/* A graph output: a tensor as itself, a sequence as one output per element
+ * (NAME[i]), an empty optional as none. */
+static rlx_status add_output(onnx_ctx *c, const char *name, onnx_value *v)
+{
+    if (v->kind == ONNX_KIND_NONE)
+        return RLX_OK;
+    int n = v->kind == ONNX_KIND_SEQUENCE ? v->n_elems : 1;
+    for (int i = 0; i < n; i++) {
+        char en[512];
+        onnx_value *x = v->kind == ONNX_KIND_SEQUENCE ? &v->elems[i] : v;
+        if (v->kind == ONNX_KIND_SEQUENCE && snprintf(en, sizeof en, "%s[%d]", name, i) >= (int)sizeof en)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph output '%s': name too long", name);
+        const char *on = v->kind == ONNX_KIND_SEQUENCE ? en : name;
+        rlx_node nd = onnx_node_of(c, x);
+        if (nd < 0 || rlx_output(c->g, on, nd) != RLX_OK)
+            return rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", on, rlx_last_error());
+    }
+    return RLX_OK;
 }
 
 static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
@@ -576,11 +699,12 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "graph output '%s' is not produced by any node", vi->name);
             goto done;
         }
-        rlx_node nd = onnx_node_of(&c, v);
-        if (nd < 0 || rlx_output(c.g, vi->name, nd) != RLX_OK) {
-            st = rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", vi->name, rlx_last_error());
+        if ((st = add_output(&c, vi->name, v)) != RLX_OK)
             goto done;
-        }
+    }
+    if (c.g->n_outputs == 0) {
+        st = rlx_set_error(RLX_ERR_UNSUPPORTED, "the graph's outputs are all empty sequences or empty optionals");
+        goto done;
     }
     st = rlx_graph_verify(c.g);
 done:
@@ -727,18 +851,21 @@ static void print_value(FILE *f, const Onnx__ValueInfoProto *vi)
 {
     int ot, nd;
     const Onnx__TensorShapeProto *sh;
-    if (value_type(vi, &ot, &nd, &sh) != RLX_OK) {
-        const char *kind = "non-tensor";
-        if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
-            kind = "sequence";
-        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
-            kind = "optional";
-        else if (vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE)
-            kind = "map";
-        fprintf(f, "  %s: %s\n", vi->name ? vi->name : "?", kind);
+    rlx_onnx_kind kind = value_kind(vi, &ot, &nd, &sh);
+    if (kind == RLX_ONNX_OTHER) {
+        const char *what = "non-tensor";
+        const Onnx__TypeProto *t = vi->type;
+        if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && t->optional_type)
+            t = t->optional_type->elem_type;
+        if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+            what = "sequence (of non-tensors)";
+        else if (t && t->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE)
+            what = "map";
+        fprintf(f, "  %s: %s\n", vi->name ? vi->name : "?", what);
         return;
     }
-    fprintf(f, "  %s: %s ", vi->name ? vi->name : "?", onnx_type_name(ot));
+    static const char *const prefix[] = {"", "sequence of ", "optional ", "optional sequence of "};
+    fprintf(f, "  %s: %s%s ", vi->name ? vi->name : "?", prefix[kind], onnx_type_name(ot));
     if (nd < 0) {
         fprintf(f, "[?]\n");
         return;
@@ -874,6 +1001,32 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
     return RLX_OK;
 }
 
+/* x (name set) described from its declared type. */
+static void describe(const Onnx__ValueInfoProto *vi, rlx_onnx_input *x)
+{
+    int ot, nd;
+    const Onnx__TensorShapeProto *sh;
+    x->ndim = -1;
+    x->kind = value_kind(vi, &ot, &nd, &sh);
+    if (x->kind == RLX_ONNX_OTHER)
+        return;
+    x->is_tensor = x->kind == RLX_ONNX_TENSOR;
+    x->onnx_type = ot;
+    if (!onnx_dtype_from_onnx(ot, &x->dtype))
+        x->dtype = RLX_DTYPE_COUNT;
+    if (nd >= 0 && nd <= RLX_MAX_DIMS) {
+        x->ndim = nd;
+        for (int d = 0; d < nd; d++) {
+            x->dims[d] = sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                             ? sh->dim[d]->dim_value
+                             : -1;
+            if (sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sh->dim[d]->dim_param && *sh->dim[d]->dim_param)
+                x->dim_names[d] = strdup(sh->dim[d]->dim_param); /* NULL on no memory: unnamed */
+        }
+    }
+}
+
 rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs)
 {
     if (!path || !inputs || !n_inputs)
@@ -908,35 +1061,14 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
             continue;
         rlx_onnx_input *x = &in[k++];
         x->name = rlx_strdup(vi->name);
-        int ot, nd;
-        const Onnx__TensorShapeProto *sh;
-        x->ndim = -1;
-        if (value_type(vi, &ot, &nd, &sh) == RLX_OK) {
-            x->is_tensor = 1;
-            x->onnx_type = ot;
-            if (!onnx_dtype_from_onnx(ot, &x->dtype))
-                x->dtype = RLX_DTYPE_COUNT;
-            if (nd >= 0 && nd <= RLX_MAX_DIMS) {
-                x->ndim = nd;
-                for (int d = 0; d < nd; d++) {
-                    x->dims[d] =
-                        sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
-                            ? sh->dim[d]->dim_value
-                            : -1;
-                    if (sh->dim[d] && sh->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                        sh->dim[d]->dim_param && *sh->dim[d]->dim_param)
-                        x->dim_names[d] = strdup(sh->dim[d]->dim_param); /* NULL on no memory: unnamed */
-                }
-            }
-        }
+        describe(vi, x);
     }
     int no = 0;
     for (size_t i = 0; i < gp->n_output && outs; i++)
         outs[no++] = rlx_strdup(gp->output[i] && gp->output[i]->name ? gp->output[i]->name : "");
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     if (!in || !outs) {
-        free(in);
-        free(outs);
+        rlx_onnx_inputs_free(in, k, outs, no);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
     }
     *inputs = in;
@@ -947,6 +1079,40 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
         rlx_onnx_inputs_free(NULL, 0, outs, no);
     if (n_outputs)
         *n_outputs = no;
+    return RLX_OK;
+}
+
+rlx_status rlx_onnx_outputs(const char *path, rlx_onnx_input **outputs, int *n_outputs)
+{
+    if (!path || !outputs || !n_outputs)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_outputs: NULL argument");
+    *outputs = NULL;
+    *n_outputs = 0;
+    Onnx__ModelProto *m;
+    rlx_status st = load_model(path, &m, NULL);
+    if (st != RLX_OK)
+        return st;
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) {
+        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
+    }
+    rlx_onnx_input *out = rlx_calloc(gp->n_output + 1, sizeof *out);
+    int k = 0;
+    for (size_t i = 0; i < gp->n_output && out; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        rlx_onnx_input *x = &out[k++];
+        x->name = rlx_strdup(vi && vi->name ? vi->name : "");
+        if (vi)
+            describe(vi, x);
+        else
+            x->kind = RLX_ONNX_OTHER;
+    }
+    onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+    if (!out)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    *outputs = out;
+    *n_outputs = k;
     return RLX_OK;
 }
 

@@ -35,6 +35,7 @@ typedef struct onnx_tensor {
     int64_t numel;
     void *data; /* owned, may be NULL when numel == 0 */
     size_t bytes;
+    int refs; /* owners beyond the first (onnx_tensor_share); never written through once shared */
 } onnx_tensor;
 
 /* Whether dims are each in [0, ONNX_MAX_NUMEL] and their non-zero ones
@@ -45,8 +46,10 @@ onnx_tensor *onnx_tensor_new(rlx_dtype t, int ndim, const int64_t *dims); /* zer
  * DFT matrices): capped at ONNX_MAX_DERIVED_BYTES. */
 #define ONNX_MAX_DERIVED_BYTES (INT64_C(1) << 26)
 onnx_tensor *onnx_tensor_derived(rlx_dtype t, int ndim, const int64_t *dims);
-void onnx_tensor_free(onnx_tensor *t);
+void onnx_tensor_free(onnx_tensor *t); /* drops one owner */
 onnx_tensor *onnx_tensor_clone(const onnx_tensor *t);
+/* One more owner of t (sequences hold their elements' constants without copies). */
+onnx_tensor *onnx_tensor_share(onnx_tensor *t);
 double onnx_get_f(const onnx_tensor *t, int64_t i);
 int64_t onnx_get_i(const onnx_tensor *t, int64_t i);
 void onnx_set_f(onnx_tensor *t, int64_t i, double v);
@@ -69,6 +72,15 @@ bool onnx_pb_depth_ok(const void *data, size_t size, const ProtobufCMessageDescr
 /* Reads a whole file (bounded by max_bytes). */
 rlx_status onnx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
 
+/* What a value holds.  A sequence is a list made at import: its length
+ * and each element are known while importing (every element an ordinary
+ * tensor value), so the sequence ops resolve then.  An optional is the
+ * value it holds, or ONNX_KIND_NONE when it is empty. */
+typedef enum onnx_kind { ONNX_KIND_TENSOR = 0, ONNX_KIND_SEQUENCE, ONNX_KIND_NONE } onnx_kind;
+
+/* Longest sequence the importer builds (each element is a graph value). */
+#define ONNX_MAX_SEQ_LEN 4096
+
 /* A value: an ONNX tensor name bound to an RLX node, a host constant, or
  * both (a constant gets its node when a graph op first needs it). */
 typedef struct onnx_value {
@@ -79,6 +91,12 @@ typedef struct onnx_value {
      * the model (owned), for ops that need one at import; k stays NULL so
      * that nothing folds it */
     onnx_tensor *init;
+    onnx_kind kind;
+    /* a sequence: its elements (tensor values without names, owned) and
+     * their dtype, known even when it is empty */
+    struct onnx_value *elems;
+    int n_elems;
+    rlx_dtype elem_dtype;
 } onnx_value;
 
 typedef struct onnx_scope {
@@ -117,6 +135,21 @@ onnx_value *onnx_lookup(onnx_ctx *c, const char *name);
 /* Binds name in the innermost scope (replaces an earlier binding). Takes k. */
 onnx_value *onnx_bind(onnx_ctx *c, const char *name, rlx_node node, onnx_tensor *k);
 
+/* Frees what v holds (not its name) and leaves an empty tensor value. */
+void onnx_value_clear(onnx_value *v);
+/* *dst (its old contents dropped, its name kept) = src's contents: constants
+ * shared, an initializer made a param read as its param, elements copied
+ * the same way. */
+rlx_status onnx_value_copy(onnx_ctx *c, onnx_value *dst, onnx_value *src);
+/* Binds name to src's contents, which it takes (src is left empty). */
+onnx_value *onnx_bind_move(onnx_ctx *c, const char *name, onnx_value *src);
+/* A sequence value with no elements yet; elements added by onnx_seq_push. */
+void onnx_seq_init(onnx_value *s, rlx_dtype elem_dtype);
+/* Appends a copy of tensor value x: its dtype must be the sequence's. */
+rlx_status onnx_seq_push(onnx_ctx *c, onnx_value *s, onnx_value *x);
+/* "a tensor", "a sequence", "an empty optional" */
+const char *onnx_kind_name(const onnx_value *v);
+
 /* The node of a value, making a constant node for a host constant. */
 rlx_node onnx_node_of(onnx_ctx *c, onnx_value *v);
 /* Static shape/dtype of a value. */
@@ -139,6 +172,7 @@ rlx_status onnx_fail(onnx_node *n, rlx_status s, const char *fmt, ...) __attribu
 /* Output helpers. */
 rlx_status onnx_out_node(onnx_node *n, int i, rlx_node node);
 rlx_status onnx_out_const(onnx_node *n, int i, onnx_tensor *k); /* takes k */
+rlx_status onnx_out_value(onnx_node *n, int i, onnx_value *v);  /* takes v's contents */
 
 /* Op handlers, one row per ONNX op in the table of a topic file
  * (onnx_<topic>.c); onnx_registry.c holds the list of tables. */
@@ -152,6 +186,9 @@ typedef struct onnx_op {
     /* the builder of an op that maps one-to-one onto one (fn applies it) */
     rlx_node (*unary)(rlx_graph *, rlx_node);
     rlx_node (*binary)(rlx_graph *, rlx_node, rlx_node);
+    /* fn takes sequences and empty optionals too (and checks each input's
+     * kind itself); every other op is refused them before fn runs */
+    bool any_kind;
 } onnx_op;
 /* The row of an op type, or NULL when the importer has no handler for it. */
 const onnx_op *onnx_find_op(const char *op_type);

@@ -36,8 +36,7 @@ void onnx_scope_free(onnx_scope *s)
         return;
     for (int i = 0; i < s->n; i++) {
         free(s->vals[i]->name);
-        onnx_tensor_free(s->vals[i]->k);
-        onnx_tensor_free(s->vals[i]->init);
+        onnx_value_clear(s->vals[i]);
         free(s->vals[i]);
     }
     free(s->vals);
@@ -93,10 +92,9 @@ onnx_value *onnx_bind(onnx_ctx *c, const char *name, rlx_node node, onnx_tensor 
     onnx_scope *s = c->scope;
     onnx_value *v = scope_find(s, name);
     if (v) { /* the name now means the new value (a repeated initializer, say) */
-        if (v->k != k)
-            onnx_tensor_free(v->k);
-        onnx_tensor_free(v->init);
-        v->init = NULL;
+        if (v->k == k)
+            v->k = NULL; /* kept, not freed */
+        onnx_value_clear(v);
         v->k = k;
         v->node = node;
         return v;
@@ -133,9 +131,111 @@ oom:
     return NULL;
 }
 
+void onnx_value_clear(onnx_value *v)
+{
+    onnx_tensor_free(v->k);
+    onnx_tensor_free(v->init);
+    for (int i = 0; i < v->n_elems; i++)
+        onnx_value_clear(&v->elems[i]);
+    free(v->elems);
+    char *name = v->name;
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->node = -1;
+}
+
+rlx_status onnx_value_copy(onnx_ctx *c, onnx_value *dst, onnx_value *src)
+{
+    onnx_value_clear(dst);
+    if (src->kind == ONNX_KIND_NONE) {
+        dst->kind = ONNX_KIND_NONE;
+        return RLX_OK;
+    }
+    if (src->kind == ONNX_KIND_SEQUENCE) {
+        onnx_seq_init(dst, src->elem_dtype);
+        for (int i = 0; i < src->n_elems; i++) {
+            rlx_status st = onnx_seq_push(c, dst, &src->elems[i]);
+            if (st != RLX_OK) {
+                onnx_value_clear(dst);
+                return st;
+            }
+        }
+        return RLX_OK;
+    }
+    dst->k = onnx_tensor_share(src->k);
+    /* a param initializer is read as its param: nothing folds it */
+    dst->node = src->k ? src->node : onnx_node_of(c, src);
+    if (!src->k && dst->node < 0)
+        return rlx_set_error(rlx_last_status_or(RLX_ERR_INVALID_ARGUMENT), "value '%s' has no node: %s",
+                             src->name ? src->name : "", rlx_last_error());
+    return RLX_OK;
+}
+
+onnx_value *onnx_bind_move(onnx_ctx *c, const char *name, onnx_value *src)
+{
+    onnx_value *v = onnx_bind(c, name, src->node, NULL);
+    if (!v) {
+        onnx_value_clear(src);
+        return NULL;
+    }
+    onnx_tensor *k = src->k, *init = src->init;
+    v->kind = src->kind;
+    v->elems = src->elems;
+    v->n_elems = src->n_elems;
+    v->elem_dtype = src->elem_dtype;
+    src->k = src->init = NULL;
+    src->elems = NULL;
+    src->n_elems = 0;
+    onnx_value_clear(src);
+    v->k = k;
+    v->init = init;
+    return v;
+}
+
+void onnx_seq_init(onnx_value *s, rlx_dtype elem_dtype)
+{
+    onnx_value_clear(s);
+    s->kind = ONNX_KIND_SEQUENCE;
+    s->elem_dtype = elem_dtype;
+}
+
+rlx_status onnx_seq_push(onnx_ctx *c, onnx_value *s, onnx_value *x)
+{
+    if (x->kind != ONNX_KIND_TENSOR)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "a sequence element must be a tensor, not %s", onnx_kind_name(x));
+    rlx_dtype t = onnx_value_dtype(c, x);
+    if (t != s->elem_dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "an element of type %s in a sequence of %s", rlx_dtype_name(t),
+                             rlx_dtype_name(s->elem_dtype));
+    if (s->n_elems >= ONNX_MAX_SEQ_LEN)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "a sequence longer than %d elements", ONNX_MAX_SEQ_LEN);
+    if ((s->n_elems & (s->n_elems - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
+        onnx_value *e = rlx_realloc_array(s->elems, (size_t)(s->n_elems ? s->n_elems * 2 : 1), sizeof *e);
+        if (!e)
+            return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory growing a sequence");
+        s->elems = e;
+    }
+    onnx_value *e = &s->elems[s->n_elems];
+    memset(e, 0, sizeof *e);
+    e->node = -1;
+    rlx_status st = onnx_value_copy(c, e, x);
+    if (st == RLX_OK)
+        s->n_elems++;
+    return st;
+}
+
+const char *onnx_kind_name(const onnx_value *v)
+{
+    switch (v->kind) {
+    case ONNX_KIND_SEQUENCE: return "a sequence";
+    case ONNX_KIND_NONE: return "an empty optional";
+    default: return "a tensor";
+    }
+}
+
 rlx_node onnx_node_of(onnx_ctx *c, onnx_value *v)
 {
-    if (!v)
+    if (!v || v->kind != ONNX_KIND_TENSOR)
         return -1;
     if (v->node >= 0)
         return v->node;
@@ -157,6 +257,10 @@ int onnx_value_rank(onnx_ctx *c, onnx_value *v)
 
 void onnx_value_shape(onnx_ctx *c, onnx_value *v, int *ndim, int64_t *dims)
 {
+    if (v->kind != ONNX_KIND_TENSOR) {
+        *ndim = 0;
+        return;
+    }
     const onnx_tensor *k = v->k ? v->k : v->init;
     if (k) {
         *ndim = k->ndim;
@@ -170,6 +274,8 @@ void onnx_value_shape(onnx_ctx *c, onnx_value *v, int *ndim, int64_t *dims)
 
 rlx_dtype onnx_value_dtype(onnx_ctx *c, onnx_value *v)
 {
+    if (v->kind == ONNX_KIND_SEQUENCE)
+        return v->elem_dtype;
     if (v->k || v->init)
         return v->k ? v->k->dtype : v->init->dtype;
     return rlx_node_dtype(c->g, v->node);
@@ -277,6 +383,16 @@ rlx_status onnx_out_node(onnx_node *n, int i, rlx_node node)
     if (!name || !*name)
         return RLX_OK;
     n->out[i] = onnx_bind(n->c, name, node, NULL);
+    return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
+}
+
+rlx_status onnx_out_value(onnx_node *n, int i, onnx_value *v)
+{
+    if (i >= n->n_out || !n->p->output[i] || !*n->p->output[i]) {
+        onnx_value_clear(v);
+        return RLX_OK;
+    }
+    n->out[i] = onnx_bind_move(n->c, n->p->output[i], v);
     return n->out[i] ? RLX_OK : RLX_ERR_OUT_OF_MEMORY;
 }
 

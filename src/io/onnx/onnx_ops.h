@@ -11,17 +11,22 @@
 
 /* A row of a topic table: op type, handler, inputs that must be present;
  * ONNX_OP_SINCE for an op that needs more inputs from some opset on. */
-#define ONNX_OP(name, fn, min)                \
-    {                                         \
-        (name), (fn), (min), 0, 0, NULL, NULL \
+#define ONNX_OP(name, fn, min)                       \
+    {                                                \
+        (name), (fn), (min), 0, 0, NULL, NULL, false \
     }
-#define ONNX_OP_SINCE(name, fn, min, opset, later_min)        \
-    {                                                         \
-        (name), (fn), (min), (opset), (later_min), NULL, NULL \
+#define ONNX_OP_SINCE(name, fn, min, opset, later_min)               \
+    {                                                                \
+        (name), (fn), (min), (opset), (later_min), NULL, NULL, false \
     }
-#define ONNX_OP_END                     \
-    {                                   \
-        NULL, NULL, 0, 0, 0, NULL, NULL \
+/* A row whose handler takes sequences and optionals (onnx_op.any_kind). */
+#define ONNX_OP_ANY(name, fn, min)                  \
+    {                                               \
+        (name), (fn), (min), 0, 0, NULL, NULL, true \
+    }
+#define ONNX_OP_END                            \
+    {                                          \
+        NULL, NULL, 0, 0, 0, NULL, NULL, false \
     }
 
 /* The topic tables, each ended by ONNX_OP_END. */
@@ -38,6 +43,7 @@ extern const onnx_op onnx_signal_ops[];
 extern const onnx_op onnx_quantized_ops[];
 extern const onnx_op onnx_rnn_ops[];
 extern const onnx_op onnx_control_ops[];
+extern const onnx_op onnx_sequence_ops[];
 
 rlx_node onnx_in(onnx_node *n, int i); /* node of input i (-1 if absent) */
 int onnx_shape(onnx_node *n, rlx_node x, int64_t *dims);

@@ -103,8 +103,19 @@ void onnx_tensor_free(onnx_tensor *t)
 {
     if (!t)
         return;
+    if (t->refs > 0) {
+        t->refs--;
+        return;
+    }
     free(t->data);
     free(t);
+}
+
+onnx_tensor *onnx_tensor_share(onnx_tensor *t)
+{
+    if (t)
+        t->refs++;
+    return t;
 }
 
 onnx_tensor *onnx_tensor_clone(const onnx_tensor *t)
