@@ -86,7 +86,9 @@ static void test_qmatmul_every_type(void **state)
 {
     (void)state;
     const rlx_dtype xts[] = {RLX_F32, RLX_F16, RLX_BF16};
-    const int64_t shapes[][3] = {{1, 37, 256}, {5, 64, 512}, {3, 9, 1024}};
+    /* 40 rows: the GEMM path over dequantized weight blocks (a partial last
+     * block of the 300 weight rows) */
+    const int64_t shapes[][3] = {{1, 37, 256}, {5, 64, 512}, {3, 9, 1024}, {40, 300, 512}};
     qt_seed(11);
     for (int ti = 0; ti < QT_NTYPES; ti++) {
         int qt = qt_types[ti];
@@ -143,6 +145,41 @@ static void test_qmatmul_every_type(void **state)
 }
 
 /* dequantize gives the dequantizer's floats (and their f16/bf16 rounding). */
+/* A prompt's rows (the GEMM path over dequantized weights) against the same
+ * rows one at a time (integer dots, as a decode step runs them): equal to
+ * f32 rounding, since both round the activations to the same 8-bit blocks. */
+static void test_prompt_rows_match_single_rows(void **state)
+{
+    (void)state;
+    const int64_t m = 40, n = 300, k = 512;
+    qt_seed(23);
+    for (int ti = 0; ti < QT_NTYPES; ti++) {
+        int qt = qt_types[ti];
+        double *deq;
+        uint8_t *w = make_weights(qt, n, k, &deq);
+        float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n));
+        float *y1 = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < m * k; i++)
+            x[i] = (float)qt_normal();
+        run_qmatmul(qt, RLX_F32, m, n, k, x, w, y);
+        const int64_t rows[] = {0, 17, m - 1};
+        for (int r = 0; r < 3; r++) {
+            int64_t i = rows[r];
+            run_qmatmul(qt, RLX_F32, 1, n, k, x + i * k, w, y1);
+            for (int64_t j = 0; j < n; j++) {
+                double mag = 0;
+                for (int64_t e = 0; e < k; e++)
+                    mag += fabs(x[i * k + e] * deq[j * k + e]);
+                double err = fabs((double)y[i * n + j] - y1[j]);
+                if (!(err <= 1e-5 * mag))
+                    fail_msg("%s row %lld col %lld: %.9g in a prompt, %.9g alone (%.3g > %.3g)", rlx_ggml_type_name(qt),
+                             (long long)i, (long long)j, y[i * n + j], y1[j], err, 1e-5 * mag);
+            }
+        }
+        free(x), free(y), free(y1), free(w), free(deq);
+    }
+}
+
 static void test_dequantize_op(void **state)
 {
     (void)state;
@@ -253,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qmatmul_every_type),
+        cmocka_unit_test(test_prompt_rows_match_single_rows),
         cmocka_unit_test(test_dequantize_op),
         cmocka_unit_test(test_bad_weights),
     };

@@ -13,6 +13,20 @@
  * vectorizes and is several times cheaper than going through double.  The
  * f32 elementwise chains call it too, so a fused chain gives what the
  * unfused nodes give. */
+/* x * sigmoid(x) with one vectorisable exp of -|x| (within a few ulp of
+ * the double form); NaN stays NaN. */
+RLX_VEC_BEGIN
+RLX_CLONES static void silu_f32(const float *restrict x, float *restrict y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], e;
+        RLX_EXPF_VEC(e, -fabsf(v));
+        y[i] = v >= 0 ? v / (1.0f + e) : v * e / (1.0f + e);
+    }
+}
+RLX_VEC_END
+
 void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n)
 {
     switch (op) {
@@ -56,6 +70,9 @@ void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n)
     case RLX_OP_COS:
         for (int64_t i = 0; i < n; i++)
             y[i] = cosf(x[i]);
+        break;
+    case RLX_OP_SILU: /* SwiGLU's gate: the double form took a quarter of a quantized prompt */
+        silu_f32(x, y, n);
         break;
     default:
         for (int64_t i = 0; i < n; i++)
