@@ -86,8 +86,6 @@ static void test_qmatmul_every_type(void **state)
 {
     (void)state;
     const rlx_dtype xts[] = {RLX_F32, RLX_F16, RLX_BF16};
-    /* 40 rows: the GEMM path over dequantized weight blocks (a partial last
-     * block of the 300 weight rows) */
     const int64_t shapes[][3] = {{1, 37, 256}, {5, 64, 512}, {3, 9, 1024}, {40, 300, 512}};
     qt_seed(11);
     for (int ti = 0; ti < QT_NTYPES; ti++) {
@@ -145,9 +143,9 @@ static void test_qmatmul_every_type(void **state)
 }
 
 /* dequantize gives the dequantizer's floats (and their f16/bf16 rounding). */
-/* A prompt's rows (the GEMM path over dequantized weights) against the same
- * rows one at a time (integer dots, as a decode step runs them): equal to
- * f32 rounding, since both round the activations to the same 8-bit blocks. */
+/* A prompt's rows against the same rows one at a time, as a decode step
+ * runs them: equal to f32 rounding (a prompt path that rounded its
+ * activations differently would show here). */
 static void test_prompt_rows_match_single_rows(void **state)
 {
     (void)state;

@@ -15,27 +15,16 @@ static int64_t rows_of(const rlx_node_data *x, int64_t k) { return k ? rlx_shape
  * activation row is multiplied with it. */
 #define QMM_ROWS 16
 
-/* From this many activation rows (a prompt) the product runs as f32 GEMMs
- * over blocks of QMM_GEMM_COLS weight rows dequantized into scratch: the
- * library's tiled GEMM instead of one integer dot per row pair.  The
- * activations are still rounded to their 8-bit blocks first (and expanded
- * back), so each product is the integer path's to f32 rounding and a
- * prompt's rows agree with a decode step's. */
-#define QMM_GEMM_ROWS 32
-#define QMM_GEMM_COLS 256
-
 static size_t qmatmul_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
+    (void)threads;
     const rlx_node_data *x = &g->nodes[n->in[0]];
     int qt = n->attrs.quant.qtype;
     int64_t k = n->attrs.quant.k, m = rows_of(x, k), cols = g->nodes[n->in[1]].shape.dims[0];
     size_t act = (size_t)m * rlx_quant_act_bytes(qt, k);
     size_t xf = x->dtype == RLX_F32 ? 0 : (size_t)(m * k) * sizeof(float);
     size_t yf = n->dtype == RLX_F32 ? 0 : (size_t)(m * cols) * sizeof(float);
-    size_t gemm = 0;
-    if (m >= QMM_GEMM_ROWS) /* the rounded activations, and a block of weights per thread */
-        gemm = (size_t)(m * k) * sizeof(float) + (size_t)threads * QMM_GEMM_COLS * (size_t)k * sizeof(float) + 64;
-    return act + xf + yf + gemm + 64;
+    return act + xf + yf + 64;
 }
 
 static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -67,38 +56,13 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return rlx_set_error(st, "qmatmul: the activations could not be quantized for %s", rlx_ggml_type_name(qt));
     const uint8_t *W = t->in[1];
     int th = rlx_cpu_threads(ctx, m * cols * k / 8);
-    if (m >= QMM_GEMM_ROWS) {
-        if (n->dtype != RLX_F32)
-            scratch += (size_t)(m * cols) * sizeof(float); /* Y's f32 rows */
-        float *xq = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-        float *wblk = xq + m * k;
-        const int at = rlx_quant_act_type(qt);
-#pragma omp parallel for num_threads(qth) if (m > 1)
-        for (int64_t i = 0; i < m; i++)
-            if (rlx_dequantize_row(at, act + (size_t)i * ab, xq + i * k, k) != RLX_OK)
-                st = RLX_ERR_INVALID_ARGUMENT;
-        int64_t blocks = (cols + QMM_GEMM_COLS - 1) / QMM_GEMM_COLS;
-        th = th < blocks ? th : (int)blocks;
-#pragma omp parallel for num_threads(th) schedule(dynamic, 1)
-        for (int64_t b = 0; b < blocks; b++) {
-            int64_t j0 = b * QMM_GEMM_COLS, nj = cols - j0 < QMM_GEMM_COLS ? cols - j0 : QMM_GEMM_COLS;
-            float *wd = wblk + (size_t)omp_get_thread_num() * QMM_GEMM_COLS * (size_t)k;
-            for (int64_t j = 0; j < nj; j++)
-                if (rlx_dequantize_row(qt, W + (size_t)(j0 + j) * rb, wd + j * k, k) != RLX_OK)
-                    st = RLX_ERR_INVALID_ARGUMENT;
-            rlx_sgemm(0, 1, m, nj, k, 1.0f, xq, k, wd, k, 0.0f, Y + j0, cols, 1, ctx->settings);
-        }
-        if (st != RLX_OK)
-            return rlx_set_error(st, "qmatmul: %s weights could not be read", rlx_ggml_type_name(qt));
-    } else {
-        int64_t tasks = (cols + QMM_ROWS - 1) / QMM_ROWS;
+    int64_t tasks = (cols + QMM_ROWS - 1) / QMM_ROWS;
 #pragma omp parallel for num_threads(th) schedule(static)
-        for (int64_t b = 0; b < tasks; b++) {
-            int64_t j0 = b * QMM_ROWS, j1 = j0 + QMM_ROWS < cols ? j0 + QMM_ROWS : cols;
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = j0; j < j1; j++)
-                    Y[i * cols + j] = rlx_quant_vec_dot(qt, k, W + (size_t)j * rb, act + (size_t)i * ab);
-        }
+    for (int64_t b = 0; b < tasks; b++) {
+        int64_t j0 = b * QMM_ROWS, j1 = j0 + QMM_ROWS < cols ? j0 + QMM_ROWS : cols;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = j0; j < j1; j++)
+                Y[i * cols + j] = rlx_quant_vec_dot(qt, k, W + (size_t)j * rb, act + (size_t)i * ab);
     }
     if (n->dtype != RLX_F32)
         rlx_cpu_from_f32(t->out, n->dtype, Y, m * cols);
