@@ -25,3 +25,12 @@ target_include_directories(test_cuda_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} $
 target_link_libraries(test_cuda_train PRIVATE rlx_internal m)
 add_test(NAME test_cuda_train COMMAND test_cuda_train)
 set_tests_properties(test_cuda_train PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
+
+# The quantized ops on CUDA (tests/gpu/cuda_quant.c): dequantize bit for bit
+# against the CPU, qmatmul's three paths against float64 and the CPU.
+# Skipped (77) where no CUDA device is usable.
+add_executable(test_cuda_quant ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_quant.c)
+target_include_directories(test_cuda_quant PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(test_cuda_quant PRIVATE rlx_internal m)
+add_test(NAME test_cuda_quant COMMAND test_cuda_quant)
+set_tests_properties(test_cuda_quant PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)

@@ -427,6 +427,31 @@ __device__ __forceinline__ float cu_warp_sum(float v)
         v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+/* The M row sums of a matrix-vector kernel whose WPC warps share an output
+ * column: each warp's lanes by shuffles, then the WPC warps through part
+ * (shared, [warps][M]).  Every thread of the block must call it; true in
+ * the warp that then holds the totals (its lane 0 writes them). */
+template <int M, int WPC>
+__device__ __forceinline__ bool cu_mv_reduce(float (&acc)[M], float (*part)[M], int warp, int lane, int sub)
+{
+#pragma unroll
+    for (int m = 0; m < M; m++)
+        acc[m] = cu_warp_sum(acc[m]);
+    if (WPC > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int m = 0; m < M; m++)
+                part[warp][m] = acc[m];
+        __syncthreads();
+        if (sub != 0)
+            return false;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+            for (int j = 1; j < WPC; j++)
+                acc[m] += part[warp + j][m];
+    }
+    return true;
+}
 __device__ __forceinline__ float cu_warp_max(float v)
 {
     for (int o = 16; o > 0; o >>= 1)

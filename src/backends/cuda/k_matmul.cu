@@ -136,24 +136,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
             }
         }
     }
-#pragma unroll
-    for (int m = 0; m < M; m++)
-#pragma unroll
-        for (int o = 16; o; o >>= 1)
-            acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-    if (WPC > 1) {
-        if (lane == 0)
-#pragma unroll
-            for (int m = 0; m < M; m++)
-                part[warp][m] = acc[m];
-        __syncthreads();
-        if (sub != 0)
-            return;
-#pragma unroll
-        for (int m = 0; m < M; m++)
-            for (int k = 1; k < WPC; k++)
-                acc[m] += part[warp + k][m];
-    }
+    if (!cu_mv_reduce<M, WPC>(acc, part, warp, lane, sub))
+        return;
     if (lane == 0 && n < N) {
         const float b = bias ? cu_tof<T>(bias[n]) : 0.0f;
 #pragma unroll

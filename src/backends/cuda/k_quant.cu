@@ -310,22 +310,8 @@ __global__ void __launch_bounds__(QMV_WARPS * 32)
             }
         }
     }
-#pragma unroll
-    for (int m = 0; m < M; m++)
-        acc[m] = cu_warp_sum(acc[m]);
-    if (WPC > 1) {
-        if (lane == 0)
-#pragma unroll
-            for (int m = 0; m < M; m++)
-                part[warp][m] = acc[m];
-        __syncthreads();
-        if (sub != 0)
-            return;
-#pragma unroll
-        for (int m = 0; m < M; m++)
-            for (int j = 1; j < WPC; j++)
-                acc[m] += part[warp + j][m];
-    }
+    if (!cu_mv_reduce<M, WPC>(acc, part, warp, lane, sub))
+        return;
     if (lane == 0 && r < n)
 #pragma unroll
         for (int m = 0; m < M; m++)
