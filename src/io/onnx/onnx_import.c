@@ -1027,6 +1027,19 @@ static void describe(const Onnx__ValueInfoProto *vi, rlx_onnx_input *x)
     }
 }
 
+/* The model at path, which must hold a graph (freed here when it does not). */
+static rlx_status load_graph(const char *path, Onnx__ModelProto **m)
+{
+    rlx_status st = load_model(path, m, NULL);
+    if (st != RLX_OK)
+        return st;
+    if (!(*m)->graph) {
+        onnx__model_proto__free_unpacked(*m, &onnx_pb_allocator);
+        return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
+    }
+    return RLX_OK;
+}
+
 rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inputs, char ***outputs, int *n_outputs)
 {
     if (!path || !inputs || !n_inputs)
@@ -1038,14 +1051,10 @@ rlx_status rlx_onnx_inputs(const char *path, rlx_onnx_input **inputs, int *n_inp
     if (n_outputs)
         *n_outputs = 0;
     Onnx__ModelProto *m;
-    rlx_status st = load_model(path, &m, NULL);
+    rlx_status st = load_graph(path, &m);
     if (st != RLX_OK)
         return st;
     const Onnx__GraphProto *gp = m->graph;
-    if (!gp) {
-        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
-        return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
-    }
     rlx_onnx_input *in = rlx_calloc(gp->n_input + 1, sizeof *in);
     char **outs = rlx_calloc(gp->n_output + 1, sizeof *outs);
     int k = 0;
@@ -1089,14 +1098,10 @@ rlx_status rlx_onnx_outputs(const char *path, rlx_onnx_input **outputs, int *n_o
     *outputs = NULL;
     *n_outputs = 0;
     Onnx__ModelProto *m;
-    rlx_status st = load_model(path, &m, NULL);
+    rlx_status st = load_graph(path, &m);
     if (st != RLX_OK)
         return st;
     const Onnx__GraphProto *gp = m->graph;
-    if (!gp) {
-        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
-        return rlx_set_error(RLX_ERR_FORMAT, "'%s' has no graph", path);
-    }
     rlx_onnx_input *out = rlx_calloc(gp->n_output + 1, sizeof *out);
     int k = 0;
     for (size_t i = 0; i < gp->n_output && out; i++) {
