@@ -469,6 +469,30 @@ static void test_bound_by_value(void **state)
     b[1].value = NULL, b[1].bytes = 0;
     assert_int_not_equal(import("reshape_by_value.onnx", b, 2, &g), RLX_OK);
     assert_true(msg_has("must be known at import time"));
+
+    /* NonMaxSuppression on graph inputs: refused naming the op and the
+     * input; bound by value, it selects at import (the second box overlaps
+     * the first by IoU 0.82 > 0.5, the third none) */
+    assert_int_not_equal(import("nms_input.onnx", NULL, 0, &g), RLX_OK);
+    assert_true(msg_has("NonMaxSuppression"));
+    assert_true(msg_has("boxes"));
+    float boxes[12] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3}, scores[3] = {0.9f, 0.8f, 0.7f};
+    rlx_onnx_binding nb[3];
+    memset(nb, 0, sizeof nb);
+    nb[0] = (rlx_onnx_binding){.name = "boxes", .ndim = 3, .dims = {1, 3, 4}, .value = boxes, .bytes = sizeof boxes};
+    nb[1] = (rlx_onnx_binding){.name = "scores", .ndim = 3, .dims = {1, 1, 3}, .value = scores, .bytes = sizeof scores};
+    nb[2] = (rlx_onnx_binding){.name = "x", .ndim = 1, .dims = {1}};
+    assert_int_equal(import("nms_input.onnx", nb, 3, &g), RLX_OK);
+    float one = 1, *z;
+    void *zp = &one;
+    size_t zin = sizeof one, zsz;
+    const char *zn[] = {"x"};
+    z = run1(g, 1, zn, &zp, &zin, "z", &zsz);
+    assert_int_equal(zsz, 6 * sizeof(float));
+    const float want_sel[6] = {1, 1, 1, 1, 1, 3}; /* (0, 0, 0) and (0, 0, 2), plus 1 */
+    assert_memory_equal(z, want_sel, sizeof want_sel);
+    free(z);
+    rlx_graph_free(g);
 }
 
 static void test_softmax_opsets(void **state)

@@ -367,6 +367,15 @@ save("param_nonzero", helper.make_graph(
      helper.make_node("Add", ["y", "x"], ["z"])], "param_nonzero",
     [vi("x", [1])], [vi("z", [1, 2])], [numpy_helper.from_array(np.array([0, 3], np.float32), "nzw")]))
 
+# an op with a data-dependent shape on graph inputs: refused unless they are
+# bound by value
+save("nms_input", helper.make_graph(
+    [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"], ["sel"]),
+     helper.make_node("Cast", ["sel"], ["self"], to=TensorProto.FLOAT), helper.make_node("Add", ["self", "x"], ["z"])],
+    "nms_input", [vi("boxes", [1, 3, 4]), vi("scores", [1, 1, 3]), vi("x", [1])], [vi("z", [None, 3])],
+    [numpy_helper.from_array(np.array([3], np.int64), "max_out"),
+     numpy_helper.from_array(np.array([0.5], np.float32), "iou")]))
+
 # 13. sequences and optionals: malformed ones (each import fails naming the
 # node), a sequence input and output, an optional input
 def seq_t(t=TensorProto.FLOAT, shape=None):

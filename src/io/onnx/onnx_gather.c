@@ -1,6 +1,6 @@
 /* onnx_gather.c - ops that pick or place elements by index: Gather,
  * GatherElements, GatherND, the scatters (one-hot matmuls), Compress,
- * NonZero, OneHot, ReverseSequence and Trilu. */
+ * OneHot, ReverseSequence and Trilu. */
 #include <math.h>
 #include <string.h>
 
@@ -200,32 +200,6 @@ static rlx_status h_compress(onnx_node *n)
     return onnx_out_node(n, 0, rlx_gather(G, x, onnx_const_node(n, ix), axis));
 }
 
-static rlx_status h_nonzero(onnx_node *n)
-{
-    const onnx_tensor *x = n->in[0]->k;
-    if (!x)
-        return onnx_need_const(n, 0, "X (NonZero has a data-dependent shape)");
-    int64_t cnt = 0;
-    for (int64_t i = 0; i < x->numel; i++)
-        cnt += onnx_get_f(x, i) != 0;
-    int64_t d[2] = {x->ndim, cnt};
-    onnx_tensor *y = onnx_tensor_derived(RLX_I64, 2, d);
-    if (!y)
-        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
-    int64_t k = 0;
-    for (int64_t i = 0; i < x->numel; i++) {
-        if (onnx_get_f(x, i) == 0)
-            continue;
-        int64_t rem = i;
-        for (int a = x->ndim - 1; a >= 0; a--) {
-            ((int64_t *)y->data)[a * cnt + k] = rem % x->dims[a];
-            rem /= x->dims[a];
-        }
-        k++;
-    }
-    return onnx_out_const(n, 0, y);
-}
-
 static rlx_status h_onehot(onnx_node *n)
 {
     double depth;
@@ -336,7 +310,6 @@ const onnx_op onnx_gather_ops[] = {
     ONNX_OP("Trilu", h_trilu, 1),
     ONNX_OP("OneHot", h_onehot, 3),
     ONNX_OP("Compress", h_compress, 2),
-    ONNX_OP("NonZero", h_nonzero, 1),
     ONNX_OP("ReverseSequence", h_reverse_sequence, 2),
     ONNX_OP_END,
 };
