@@ -612,6 +612,23 @@ typedef struct rlx_onnx_tensor {
 RLX_API rlx_status rlx_onnx_read_value(const char *path, rlx_onnx_kind kind, rlx_onnx_kind *held,
                                        rlx_onnx_tensor **tensors, int *n);
 RLX_API void rlx_onnx_tensors_free(rlx_onnx_tensor *tensors, int n);
+/* Runs a model on tensors (names[i] is inputs[i]'s graph input; every graph
+ * input that has no initializer must be given; the shapes are the tensors')
+ * and returns the outputs in the model's graph output order (names as
+ * rlx_onnx_outputs gives them; free with rlx_onnx_tensors_free).  Models
+ * whose ops need values known only at run time (NonZero,
+ * NonMaxSuppression, Unique, ... on data the model computes; a Reshape to
+ * a computed shape) run in stages: the nodes before such an op are
+ * compiled and run as one graph, then the rest is imported with the
+ * values that op reads bound by value, and so on.  Each stage compiles
+ * once per set of shapes (and of the bytes bound by value) and is cached in
+ * the model; values cross between stages through host memory.  A model
+ * without such ops is one stage.  Tensors only (no sequence inputs or
+ * outputs). */
+RLX_API rlx_status rlx_model_run(rlx_model *m, int n_inputs, const char *const *names, const rlx_onnx_tensor *inputs,
+                                 rlx_onnx_tensor **outputs, int *n_outputs);
+/* Stages compiled so far by rlx_model_run (each stage and key once). */
+RLX_API int rlx_model_cached_windows(const rlx_model *m);
 /* NumPy .npy, always built (version 1-3, little-endian, C order; f4 f2 f8 i8 i4 i1 u1 b1): */
 RLX_API rlx_status rlx_npy_read(const char *path, rlx_dtype *t, int *ndim, int64_t *dims, void **data, size_t *bytes);
 /* Writes a new file through rlx_file_open (below): an existing `path` is

@@ -156,15 +156,11 @@ static bool has_output(rlx_session *s, const char *name)
     return rlx_session_find(s, 2, name, &info) == RLX_OK;
 }
 
-/* Compares the session's output `name` with the expected tensor e. */
-static void compare(rlx_session *s, const char *name, tensor *e, verdict *v)
+/* Compares output `name` (got: dtype, rank and dims in info) with the
+ * expected tensor e. */
+static void compare_values(const char *name, const rlx_tensor_info *pinfo, const void *got, tensor *e, verdict *v)
 {
-    rlx_tensor_info info;
-    if (rlx_session_find(s, 2, name, &info) != RLX_OK) {
-        v->rc = R_ERROR;
-        snprintf(v->reason, sizeof v->reason, "output '%s': %s", name, rlx_last_error());
-        return;
-    }
+    rlx_tensor_info info = *pinfo;
     if (info.dtype == RLX_BF16 && e->t == RLX_I32)
         to_bf16_bits(e);
     int64_t en = 1, gn = 1;
@@ -181,13 +177,6 @@ static void compare(rlx_session *s, const char *name, tensor *e, verdict *v)
                  name, rlx_dtype_name(info.dtype), info.ndim, (long long)gn, rlx_dtype_name(e->t), e->ndim,
                  (long long)en);
         v->worst = INFINITY;
-        return;
-    }
-    void *got = malloc(info.bytes ? info.bytes : 1);
-    if (!got || rlx_session_get_output(s, name, got, info.bytes) != RLX_OK) {
-        v->rc = R_ERROR;
-        snprintf(v->reason, sizeof v->reason, "get output '%s': %s", name, got ? rlx_last_error() : "out of memory");
-        free(got);
         return;
     }
     bool fl = is_float(e->t);
@@ -228,6 +217,25 @@ static void compare(rlx_session *s, const char *name, tensor *e, verdict *v)
             }
         }
     }
+}
+
+/* Compares the session's output `name` with the expected tensor e. */
+static void compare(rlx_session *s, const char *name, tensor *e, verdict *v)
+{
+    rlx_tensor_info info;
+    if (rlx_session_find(s, 2, name, &info) != RLX_OK) {
+        v->rc = R_ERROR;
+        snprintf(v->reason, sizeof v->reason, "output '%s': %s", name, rlx_last_error());
+        return;
+    }
+    void *got = malloc(info.bytes ? info.bytes : 1);
+    if (!got || rlx_session_get_output(s, name, got, info.bytes) != RLX_OK) {
+        v->rc = R_ERROR;
+        snprintf(v->reason, sizeof v->reason, "get output '%s': %s", name, got ? rlx_last_error() : "out of memory");
+        free(got);
+        return;
+    }
+    compare_values(name, &info, got, e, v);
     free(got);
 }
 
@@ -257,6 +265,149 @@ static void take_tensor(tensor *x, rlx_onnx_tensor *t)
     t->data = NULL;
 }
 
+/* One line for a case: PASS, FAIL, SKIP or ERROR (note follows a verbose PASS). */
+static void report(const char *name, verdict *v, int verbose, const char *note)
+{
+    switch (v->rc) {
+    case R_PASS:
+        if (verbose)
+            printf("PASS %s max_abs_err=%.3g max_rel_err=%.3g%s\n", name, v->seen_err, v->seen_rel, note);
+        else
+            printf("PASS %s\n", name);
+        break;
+    case R_FAIL: printf("FAIL %s max_err=%.3g (%s)\n", name, v->worst, v->where); break;
+    case R_SKIP: printf("SKIP %s: %s\n", name, v->reason); break;
+    default: {
+        for (char *c = v->reason; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+        printf("ERROR %s: %s\n", name, v->reason);
+    }
+    }
+    fflush(stdout);
+}
+
+/* A case through rlx_model_run (--staged): the inputs as given, never
+ * bound by value by the runner; the model runs in stages where its ops
+ * need run-time values at import.  Tensor inputs and outputs only. */
+static int run_case_staged(const char *dir, const char *model, int verbose)
+{
+    const char *name = case_name(dir);
+    rlx_onnx_input *ins = NULL, *outs = NULL;
+    int nin = 0, nout = 0, nsets = 0;
+    char **sets = NULL;
+    rlx_model *m = NULL;
+    verdict v = {.rc = R_ERROR};
+    rlx_onnx_tensor *xs = NULL, *ys = NULL;
+    const char **xn = NULL;
+    int nx = 0, ny = 0;
+    rlx_options o;
+    rlx_options_init(&o);
+    o.threads = 1;
+    if (rlx_onnx_inputs(model, &ins, &nin, NULL, NULL) != RLX_OK || rlx_onnx_outputs(model, &outs, &nout) != RLX_OK ||
+        rlx_model_load_onnx(model, &o, &m) != RLX_OK) {
+        snprintf(v.reason, sizeof v.reason, "%s", rlx_last_error());
+        goto done;
+    }
+    for (int i = 0; i < nin + nout; i++) {
+        const rlx_onnx_input *x = i < nin ? &ins[i] : &outs[i - nin];
+        if (x->kind != RLX_ONNX_TENSOR || x->onnx_type == 8) {
+            v.rc = R_SKIP;
+            snprintf(v.reason, sizeof v.reason, "'%s' is not a numeric tensor (a staged run takes tensors)", x->name);
+            goto done;
+        }
+    }
+    sets = list_dirs(dir, "test_data_set_", &nsets);
+    xs = calloc((size_t)nin + 1, sizeof *xs);
+    xn = calloc((size_t)nin + 1, sizeof *xn);
+    if (!nsets || !xs || !xn) {
+        snprintf(v.reason, sizeof v.reason, nsets ? "out of memory" : "no test_data_set_* folder");
+        goto done;
+    }
+    v.rc = R_PASS;
+    for (int si = 0; si < nsets && v.rc == R_PASS; si++) {
+        rlx_onnx_tensors_free(xs, nx); /* the array itself stays */
+        xs = calloc((size_t)nin + 1, sizeof *xs);
+        nx = 0;
+        for (int i = 0; i < nin && xs; i++) {
+            char p[4096];
+            rlx_onnx_kind held;
+            rlx_onnx_tensor *ts = NULL;
+            int nt = 0;
+            if (snprintf(p, sizeof p, "%s/%s/input_%d.pb", dir, sets[si], i) >= (int)sizeof p || !file_exists(p))
+                continue; /* optional input left out */
+            if (rlx_onnx_read_value(p, RLX_ONNX_TENSOR, &held, &ts, &nt) != RLX_OK || nt != 1) {
+                v.rc = R_ERROR;
+                snprintf(v.reason, sizeof v.reason, "%s/input_%d.pb: %s", sets[si], i, rlx_last_error());
+                rlx_onnx_tensors_free(ts, nt);
+                break;
+            }
+            tensor x;
+            take_tensor(&x, &ts[0]);
+            rlx_onnx_tensors_free(ts, nt);
+            if (ins[i].dtype == RLX_BF16 && x.t == RLX_I32)
+                to_bf16_bits(&x);
+            xn[nx] = ins[i].name;
+            xs[nx++] = (rlx_onnx_tensor){.dtype = x.t, .ndim = x.ndim, .data = x.data, .bytes = x.bytes};
+            memcpy(xs[nx - 1].dims, x.dims, sizeof x.dims);
+        }
+        if (!xs || v.rc != R_PASS) {
+            v.rc = R_ERROR;
+            break;
+        }
+        rlx_onnx_tensors_free(ys, ny);
+        ys = NULL;
+        ny = 0;
+        if (rlx_model_run(m, nx, xn, xs, &ys, &ny) != RLX_OK) {
+            v.rc = R_ERROR;
+            snprintf(v.reason, sizeof v.reason, "%s", rlx_last_error());
+            break;
+        }
+        for (int k = 0; k < nout && k < ny && v.rc != R_ERROR; k++) {
+            char p[4096];
+            rlx_onnx_kind held;
+            rlx_onnx_tensor *ts = NULL;
+            int nt = 0;
+            if (snprintf(p, sizeof p, "%s/%s/output_%d.pb", dir, sets[si], k) >= (int)sizeof p || !file_exists(p))
+                continue;
+            if (rlx_onnx_read_value(p, RLX_ONNX_TENSOR, &held, &ts, &nt) != RLX_OK || nt != 1) {
+                v.rc = R_ERROR;
+                snprintf(v.reason, sizeof v.reason, "output_%d.pb: %s", k, rlx_last_error());
+                rlx_onnx_tensors_free(ts, nt);
+                break;
+            }
+            tensor e;
+            take_tensor(&e, &ts[0]);
+            rlx_tensor_info info = {
+                .name = outs[k].name, .dtype = ys[k].dtype, .ndim = ys[k].ndim, .bytes = ys[k].bytes};
+            memcpy(info.dims, ys[k].dims, sizeof info.dims);
+            compare_values(outs[k].name, &info, ys[k].data, &e, &v);
+            free(e.data);
+            rlx_onnx_tensors_free(ts, nt);
+        }
+        if (v.rc != R_ERROR && ny != nout) {
+            v.rc = R_FAIL;
+            v.worst = INFINITY;
+            snprintf(v.where, sizeof v.where, "%d outputs, the model has %d", ny, nout);
+        }
+    }
+done:;
+    char note[64];
+    snprintf(note, sizeof note, " (%d stage%s)", m ? rlx_model_cached_windows(m) : 0,
+             m && rlx_model_cached_windows(m) == 1 ? "" : "s");
+    report(name, &v, verbose, note);
+    rlx_onnx_tensors_free(xs, nx);
+    rlx_onnx_tensors_free(ys, ny);
+    free(xn);
+    rlx_model_free(m);
+    free_list(sets, nsets);
+    rlx_onnx_inputs_free(ins, nin, NULL, 0);
+    rlx_onnx_inputs_free(outs, nout, NULL, 0);
+    return v.rc;
+}
+
+static int g_staged;
+
 static int run_case(const char *dir, int verbose)
 {
     const char *name = case_name(dir);
@@ -265,6 +416,8 @@ static int run_case(const char *dir, int verbose)
         printf("ERROR %s: path too long\n", name);
         return R_ERROR;
     }
+    if (g_staged)
+        return run_case_staged(dir, model, verbose);
     rlx_onnx_input *ins = NULL, *outs = NULL;
     int nin = 0, nout = 0;
     int nsets = 0;
@@ -495,28 +648,7 @@ static int run_case(const char *dir, int verbose)
         }
     }
 report:
-    switch (v.rc) {
-    case R_PASS:
-        if (verbose)
-            printf("PASS %s max_abs_err=%.3g max_rel_err=%.3g%s\n", name, v.seen_err, v.seen_rel,
-                   value_mode ? " (inputs bound by value)" : "");
-        else
-            printf("PASS %s\n", name);
-        break;
-    case R_FAIL:
-        printf("FAIL %s max_err=%.3g", name, v.worst);
-        printf(" (%s)", v.where);
-        printf("\n");
-        break;
-    case R_SKIP: printf("SKIP %s: %s\n", name, v.reason); break;
-    default: {
-        for (char *c = v.reason; *c; c++)
-            if (*c == '\n')
-                *c = ' ';
-        printf("ERROR %s: %s\n", name, v.reason);
-    }
-    }
-    fflush(stdout);
+    report(name, &v, verbose, value_mode ? " (inputs bound by value)" : "");
     rlx_session_free(s);
     rlx_graph_free(g);
     free_feeds(feeds, nfeeds);
@@ -613,7 +745,8 @@ int rlx_cmd_onnx_test(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf(
-                "usage: rlx onnx-test [--no-fork] [--timeout S] [--filter TEXT] [--rtol R] [--atol A] [-v] DIR...\n\n"
+                "usage: rlx onnx-test [--no-fork] [--timeout S] [--filter TEXT] [--rtol R] [--atol A] [--staged] [-v] "
+                "DIR...\n\n"
                 "Runs ONNX backend test cases: DIR is a case folder (model.onnx and\n"
                 "test_data_set_N/) or a folder of case folders.  One line per case:\n"
                 "PASS name | FAIL name max_err=E | ERROR name: reason | SKIP name: reason,\n"
@@ -621,12 +754,17 @@ int rlx_cmd_onnx_test(int argc, char **argv)
                 "Tolerance: rtol 1e-3, atol 1e-7 for floats (--rtol, --atol); exact for integers\n"
                 "and bools.  -v prints the largest errors of passing cases too (the relative\n"
                 "one over expected values of magnitude 1e-3 or more).\n"
+                "--staged runs each case through rlx_model_run: inputs as given (never bound\n"
+                "by value); the model runs in stages where an op needs run-time values at\n"
+                "import (NonZero, NonMaxSuppression, Unique, ...); -v counts the stages.\n"
                 "Exit status: 0 all passed, 1 some failed, 2 a case crashed.\n");
             return 0;
         } else if (!strcmp(argv[i], "--no-fork"))
             use_fork = 0;
         else if (!strcmp(argv[i], "-v"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--staged"))
+            g_staged = 1;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
             timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rtol") && i + 1 < argc)

@@ -11,20 +11,7 @@
 
 #ifdef RLX_HAVE_ONNX
 
-typedef struct cached_session {
-    char *key;
-    rlx_session *session;
-} cached_session;
-
-struct rlx_model {
-    char *path;
-    char *dir;   /* where external data lives */
-    void *bytes; /* the file, read once */
-    size_t size;
-    rlx_options opts;
-    cached_session *cache;
-    int n_cache;
-};
+#include "api/model_internal.h"
 
 /* The whole file; NULL with *st and the error set. */
 static void *read_file(const char *path, size_t *size, rlx_status *st)
@@ -58,6 +45,7 @@ void rlx_model_free(rlx_model *m)
         rlx_session_free(m->cache[i].session);
     }
     free(m->cache);
+    rlx_model_free_stages(m);
     free(m->bytes);
     free(m->path);
     free(m->dir);

@@ -66,6 +66,23 @@ int rlx_model_cached_sessions(const rlx_model *m)
     return 0;
 }
 
+rlx_status rlx_model_run(rlx_model *m, int n_inputs, const char *const *names, const rlx_onnx_tensor *inputs,
+                         rlx_onnx_tensor **outputs, int *n_outputs)
+{
+    (void)m, (void)n_inputs, (void)names, (void)inputs;
+    if (outputs)
+        *outputs = NULL;
+    if (n_outputs)
+        *n_outputs = 0;
+    return no_onnx();
+}
+
+int rlx_model_cached_windows(const rlx_model *m)
+{
+    (void)m;
+    return 0;
+}
+
 void rlx_model_free(rlx_model *m) { (void)m; }
 
 rlx_status rlx_onnx_print_info(const char *path, void *file)

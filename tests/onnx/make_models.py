@@ -376,6 +376,33 @@ save("nms_input", helper.make_graph(
     [numpy_helper.from_array(np.array([3], np.int64), "max_out"),
      numpy_helper.from_array(np.array([0.5], np.float32), "iou")]))
 
+# ops that need run-time values in the middle of a model (rlx_model_run
+# runs it in stages): y = 2 * relu(x)[relu(x) > 0.5] (NonZero on computed
+# data); boxes = b + off, scores = sigmoid(s) -> NonMaxSuppression -> the
+# kept boxes' rows gathered and scaled
+save("staged_nonzero", helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Greater", ["r", "half"], ["mask"]),
+     helper.make_node("NonZero", ["mask"], ["nz"]), helper.make_node("Transpose", ["nz"], ["nzt"]),
+     helper.make_node("GatherND", ["r", "nzt"], ["g"]), helper.make_node("Mul", ["g", "two"], ["y"])],
+    "staged_nonzero", [vi("x", [3, 4])], [vi("y", [None])],
+    [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+     numpy_helper.from_array(np.array(2.0, np.float32), "two")]))
+save("staged_nms", helper.make_graph(
+    [helper.make_node("Add", ["b", "off"], ["boxes"]), helper.make_node("Sigmoid", ["s"], ["scores"]),
+     helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "smin"], ["sel"]),
+     helper.make_node("Gather", ["sel", "col2"], ["idx"], axis=1),
+     helper.make_node("Reshape", ["boxes", "shape2"], ["flat"]),
+     helper.make_node("Gather", ["flat", "idx"], ["kept"], axis=0),
+     helper.make_node("Mul", ["kept", "scale"], ["y"])],
+    "staged_nms", [vi("b", [1, 8, 4]), vi("s", [1, 1, 8])], [vi("y", [None, 4])],
+    [numpy_helper.from_array(np.array([0, 0, 1, 1], np.float32), "off"),
+     numpy_helper.from_array(np.array([8], np.int64), "max_out"),
+     numpy_helper.from_array(np.array([0.3], np.float32), "iou"),
+     numpy_helper.from_array(np.array([0.4], np.float32), "smin"),
+     numpy_helper.from_array(np.array(2, np.int64), "col2"),
+     numpy_helper.from_array(np.array([8, 4], np.int64), "shape2"),
+     numpy_helper.from_array(np.array(3.0, np.float32), "scale")]))
+
 # 13. sequences and optionals: malformed ones (each import fails naming the
 # node), a sequence input and output, an optional input
 def seq_t(t=TensorProto.FLOAT, shape=None):

@@ -235,6 +235,9 @@ static rlx_status h_resize(onnx_node *n)
             scales[axmap[i]] = onnx_get_f(k, i);
     }
     const onnx_tensor *rk = ri >= 0 ? onnx_in_const(n, ri) : NULL;
+    /* only tf_crop_and_resize reads the roi */
+    if (!rk && ri >= 0 && ri < n->n_in && n->in[ri] && !strcmp(ctm, "tf_crop_and_resize"))
+        return onnx_need_const(n, ri, "roi");
     if (rk && rk->numel == 2 * nax)
         for (int i = 0; i < nax; i++) {
             roi[axmap[i]] = onnx_get_f(rk, i);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "io/onnx/onnx_stage.h"
 #include "ir/ir.h"
 
 #define ONNX_MAX_MODEL_BYTES ((size_t)1 << 31)
@@ -615,8 +616,281 @@ static rlx_status add_output(onnx_ctx *c, const char *name, onnx_value *v)
     return RLX_OK;
 }
 
+/* ------------------------------------------------------------ staged imports */
+
+/* The values entering a window: constants when bound by value, else
+ * inputs of its graph.  The first window must be given every graph input
+ * that is no initializer. */
+static rlx_status add_stage_inputs(onnx_ctx *c, const Onnx__GraphProto *gp, const onnx_stage *stage)
+{
+    for (int i = 0; i < stage->n_inputs; i++) {
+        const onnx_stage_in *in = &stage->inputs[i];
+        if (!in->name || in->ndim < 0 || in->ndim > RLX_MAX_DIMS || !onnx_dims_fit(in->ndim, in->dims, NULL))
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "staged input %d: bad name or shape", i);
+        onnx_value v = {.node = -1};
+        if (in->value) {
+            v.k = onnx_tensor_new(in->dtype, in->ndim, in->dims);
+            if (!v.k)
+                return rlx_set_error(rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "input '%s': %s", in->name,
+                                     rlx_last_error());
+            if (v.k->bytes != in->bytes) {
+                onnx_value_clear(&v);
+                return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "input '%s': %zu bytes given, its shape needs %zu",
+                                     in->name, in->bytes, v.k->bytes);
+            }
+            if (in->bytes)
+                memcpy(v.k->data, in->value, in->bytes);
+        } else if ((v.node = rlx_input(c->g, in->name, in->dtype, in->ndim, in->dims)) < 0)
+            return rlx_set_error(rlx_last_status_or(RLX_ERR_SHAPE), "input '%s': %s", in->name, rlx_last_error());
+        if (!onnx_bind_move(c, in->name, &v)) {
+            onnx_value_clear(&v);
+            return RLX_ERR_OUT_OF_MEMORY;
+        }
+    }
+    for (size_t i = 0; stage->first == 0 && i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi || !vi->name || !*vi->name)
+            return rlx_set_error(RLX_ERR_FORMAT, "graph input %zu has no name", i);
+        onnx_value *v = onnx_lookup(c, vi->name);
+        if (!v)
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "graph input '%s' was not given", vi->name);
+        int ot, nd;
+        const Onnx__TensorShapeProto *sh;
+        rlx_dtype want;
+        rlx_onnx_kind kind = value_kind(vi, &ot, &nd, &sh);
+        if (kind != RLX_ONNX_TENSOR && kind != RLX_ONNX_OPTIONAL)
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' is no tensor; a staged run takes tensors only",
+                                 vi->name);
+        if (onnx_dtype_from_onnx(ot, &want) && want != onnx_value_dtype(c, v))
+            return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "graph input '%s' is %s in the model, given %s", vi->name,
+                                 rlx_dtype_name(want), rlx_dtype_name(onnx_value_dtype(c, v)));
+        if (nd >= 0 && nd != onnx_value_rank(c, v))
+            return rlx_set_error(RLX_ERR_SHAPE, "graph input '%s' has rank %d in the model, given rank %d", vi->name,
+                                 nd, onnx_value_rank(c, v));
+    }
+    return RLX_OK;
+}
+
+/* Imports nodes [first, ...) of the sorted order until the end or until a
+ * node after the first needs a value at import that the window does not
+ * know (stage->end says where it stopped).  The first node needing one
+ * stops the window empty, naming the value in stage->need. */
+/* The window's first node needs c->need_name at import: that name, and
+ * every input of the node not known at import (a handler may name one of
+ * several values it needs). */
+static rlx_status stage_need(onnx_ctx *c, const Onnx__NodeProto *nd, onnx_stage *stage)
+{
+    if (!(stage->need = rlx_strdup(c->need_name)) ||
+        !(stage->need_inputs = rlx_calloc(nd->n_input + 1, sizeof *stage->need_inputs)))
+        return RLX_ERR_OUT_OF_MEMORY;
+    for (size_t j = 0; j < nd->n_input; j++) {
+        onnx_value *v = nd->input[j] && *nd->input[j] ? onnx_lookup(c, nd->input[j]) : NULL;
+        if (v && !v->k && !v->init && v->kind == ONNX_KIND_TENSOR &&
+            !(stage->need_inputs[stage->n_need_inputs++] = rlx_strdup(nd->input[j])))
+            return RLX_ERR_OUT_OF_MEMORY;
+    }
+    return RLX_OK;
+}
+
+static rlx_status run_stage_nodes(onnx_ctx *c, const Onnx__GraphProto *gp, const int *order, onnx_stage *stage)
+{
+    int n = (int)gp->n_node;
+    stage->n_nodes = n;
+    stage->end = n;
+    if (stage->first < 0 || stage->first > n)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "staged import: first node %d of %d", stage->first, n);
+    for (int p = stage->first; p < n; p++) {
+        c->need_name = NULL;
+        rlx_status st = run_one(c, gp->node[order[p]]);
+        if (st == RLX_OK && stage->single) {
+            stage->end = p + 1;
+            return RLX_OK;
+        }
+        if (st == RLX_OK)
+            continue;
+        /* only a value a top-level node reads can be carried in from a run */
+        if (st != RLX_ERR_UNSUPPORTED || !c->need_name || c->need_depth != 0)
+            return st;
+        rlx_clear_error();
+        stage->end = p;
+        return p == stage->first ? stage_need(c, gp->node[order[p]], stage) : RLX_OK;
+    }
+    return RLX_OK;
+}
+
+/* A set of names (open addressing), for the values leaving a window. */
+typedef struct name_set {
+    const char **v;
+    int cap, n;
+} name_set;
+
+static bool name_set_add(name_set *s, const char *name)
+{
+    if (!name || !*name)
+        return false;
+    if (2 * (s->n + 1) > s->cap) {
+        int nc = s->cap ? s->cap * 2 : 64;
+        const char **nv = rlx_calloc((size_t)nc, sizeof *nv);
+        if (!nv)
+            return false;
+        for (int i = 0; i < s->cap; i++)
+            if (s->v[i]) {
+                uint32_t h = onnx_hash_str(s->v[i]) & (uint32_t)(nc - 1);
+                while (nv[h])
+                    h = (h + 1) & (uint32_t)(nc - 1);
+                nv[h] = s->v[i];
+            }
+        free(s->v);
+        s->v = nv;
+        s->cap = nc;
+    }
+    uint32_t h = onnx_hash_str(name) & (uint32_t)(s->cap - 1);
+    while (s->v[h]) {
+        if (!strcmp(s->v[h], name))
+            return false;
+        h = (h + 1) & (uint32_t)(s->cap - 1);
+    }
+    s->v[h] = name;
+    s->n++;
+    return true;
+}
+
+static bool name_set_has(const name_set *s, const char *name)
+{
+    if (!s->cap || !name)
+        return false;
+    uint32_t h = onnx_hash_str(name) & (uint32_t)(s->cap - 1);
+    for (; s->v[h]; h = (h + 1) & (uint32_t)(s->cap - 1))
+        if (!strcmp(s->v[h], name))
+            return true;
+    return false;
+}
+
+static rlx_status stage_out_const(onnx_stage_out *o, const onnx_tensor *k)
+{
+    o->kind = ONNX_STAGE_OUT_CONST;
+    o->value.dtype = k->dtype;
+    o->value.ndim = k->ndim;
+    memcpy(o->value.dims, k->dims, sizeof k->dims);
+    o->value.bytes = k->bytes;
+    o->value.data = rlx_malloc(k->bytes ? k->bytes : 1);
+    if (!o->value.data)
+        return RLX_ERR_OUT_OF_MEMORY;
+    if (k->bytes)
+        memcpy(o->value.data, k->data, k->bytes);
+    return RLX_OK;
+}
+
+/* Names in the order first read, each once. */
+typedef struct ordered_names {
+    name_set seen;
+    const char **v;
+    int n, cap;
+} ordered_names;
+
+static rlx_status ordered_add(ordered_names *o, const name_list *l)
+{
+    for (int j = 0; j < l->n; j++) {
+        if (!name_set_add(&o->seen, l->v[j]))
+            continue;
+        if (o->n == o->cap) {
+            int nc = o->cap ? 2 * o->cap : 64;
+            const char **nv = rlx_realloc(o->v, sizeof *nv * (size_t)nc);
+            if (!nv)
+                return RLX_ERR_OUT_OF_MEMORY;
+            o->v = nv;
+            o->cap = nc;
+        }
+        o->v[o->n++] = l->v[j];
+    }
+    return RLX_OK;
+}
+
+/* The values leaving a window: the graph outputs, then what the nodes
+ * after it read (each once), skipping initializers (the next window reads
+ * them from the model again) and names no node has made yet. */
+static rlx_status stage_outputs(onnx_ctx *c, const Onnx__GraphProto *gp, const int *order, onnx_stage *stage)
+{
+    ordered_names names = {0};
+    name_set inits = {0}, entered = {0};
+    name_list l = {0};
+    rlx_status st = RLX_OK;
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i])
+            names_push(&l, gp->output[i]->name);
+    st = ordered_add(&names, &l);
+    for (int p = stage->end; p < stage->n_nodes && st == RLX_OK; p++) {
+        node_names(gp->node[order[p]], &l);
+        st = ordered_add(&names, &l);
+    }
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i])
+            name_set_add(&inits, gp->initializer[i]->name);
+    for (int i = 0; i < stage->n_inputs; i++)
+        name_set_add(&entered, stage->inputs[i].name);
+    if (st == RLX_OK && !(stage->outs = rlx_calloc((size_t)names.n + 1, sizeof *stage->outs)))
+        st = RLX_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < names.n && st == RLX_OK; i++) {
+        const char *name = names.v[i];
+        bool was_in = !name_set_add(&entered, name), is_init = !name_set_add(&inits, name);
+        onnx_value *v = onnx_lookup(c, name);
+        if (!v || (is_init && !was_in) || v->init)
+            continue;
+        if (v->kind != ONNX_KIND_TENSOR) {
+            st = rlx_set_error(RLX_ERR_UNSUPPORTED,
+                               "'%s' is %s read after an op that needs run-time values at import; a staged run "
+                               "carries tensors only",
+                               name, onnx_kind_name(v));
+            break;
+        }
+        onnx_stage_out *o = &stage->outs[stage->n_outs];
+        if (!(o->name = rlx_strdup(name))) {
+            st = RLX_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        stage->n_outs++;
+        if (was_in)
+            o->kind = ONNX_STAGE_OUT_PASS;
+        else if (v->k)
+            st = stage_out_const(o, v->k);
+        else {
+            o->kind = ONNX_STAGE_OUT_GRAPH;
+            if (rlx_output(c->g, name, onnx_node_of(c, v)) != RLX_OK)
+                st = rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "'%s': %s", name, rlx_last_error());
+        }
+    }
+    free(names.seen.v);
+    free(names.v);
+    free(inits.v);
+    free(entered.v);
+    free(l.v);
+    return st;
+}
+
+void onnx_stage_clear(onnx_stage *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < st->n_outs; i++) {
+        free(st->outs[i].name);
+        free(st->outs[i].value.data);
+    }
+    free(st->outs);
+    free(st->need);
+    for (int i = 0; i < st->n_need_inputs; i++)
+        free(st->need_inputs[i]);
+    free(st->need_inputs);
+    st->outs = NULL;
+    st->n_outs = 0;
+    st->need = NULL;
+    st->need_inputs = NULL;
+    st->n_need_inputs = 0;
+}
+
+/* The model's graph as an rlx_graph; with a stage, only the window it
+ * names (see onnx_stage.h). */
 static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
-                               rlx_graph **out)
+                               onnx_stage *stage, rlx_graph **out)
 {
     const Onnx__GraphProto *gp = m->graph;
     if (!gp)
@@ -636,9 +910,20 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
     c.g = rlx_graph_new();
     c.scope = onnx_scope_new(NULL);
     rlx_status st = RLX_OK;
+    int *order = NULL;
+    name_set only = {0}; /* a one-node window reads just these initializers */
     if (!c.g || !c.scope) {
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
+    }
+    if (stage && (st = topo_sort(gp, &order)) != RLX_OK)
+        goto done;
+    if (stage && stage->single && stage->first >= 0 && stage->first < (int)gp->n_node) {
+        name_list l = {0};
+        node_names(gp->node[order[stage->first]], &l);
+        for (int j = 0; j < l.n; j++)
+            name_set_add(&only, l.v[j]);
+        free(l.v);
     }
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
@@ -646,6 +931,8 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
             st = rlx_set_error(RLX_ERR_FORMAT, "initializer %zu has no name", i);
             goto done;
         }
+        if (only.cap && !name_set_has(&only, tp->name))
+            continue;
         onnx_tensor *k;
         st = onnx_tensor_from_proto(tp, base_dir, &k);
         if (st != RLX_OK)
@@ -667,6 +954,17 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
     }
     if (gp->n_sparse_initializer) {
         st = rlx_set_error(RLX_ERR_UNSUPPORTED, "sparse initializers are not supported");
+        goto done;
+    }
+    if (stage) {
+        if ((st = add_stage_inputs(&c, gp, stage)) == RLX_OK &&
+            (st = run_stage_nodes(&c, gp, order, stage)) == RLX_OK && !stage->need)
+            st = stage_outputs(&c, gp, order, stage);
+        if (st == RLX_OK && (stage->need || c.g->n_outputs == 0)) {
+            rlx_graph_free(c.g); /* nothing to run: constants, values passed on, or a value to bind first */
+            c.g = NULL;
+        } else if (st == RLX_OK)
+            st = rlx_graph_verify(c.g);
         goto done;
     }
     for (size_t i = 0; i < gp->n_input; i++) {
@@ -708,6 +1006,8 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
     }
     st = rlx_graph_verify(c.g);
 done:
+    free(order);
+    free(only.v);
     onnx_scope_free(c.scope);
     if (st != RLX_OK) {
         rlx_graph_free(c.g);
@@ -727,20 +1027,76 @@ static Onnx__ModelProto *unpack_model(const void *data, size_t size)
     return onnx__model_proto__unpack(&onnx_pb_allocator, size, data);
 }
 
-rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
-                                  rlx_graph **out)
+/* data -> graph (or the window of a stage). */
+static rlx_status import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
+                                onnx_stage *stage, rlx_graph **out)
 {
-    if (!out || (!data && size))
-        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
-    *out = NULL;
     Onnx__ModelProto *m = unpack_model(data, size);
     if (!m) {
         if (rlx_last_status_or(RLX_OK) != RLX_OK)
             return rlx_last_status_or(RLX_OK);
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
-    rlx_status st = import_model(m, base_dir, o, out);
+    rlx_status st = import_model(m, base_dir, o, stage, out);
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+    return st;
+}
+
+rlx_status rlx_onnx_import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
+                                  rlx_graph **out)
+{
+    if (!out || (!data && size))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_onnx_import_buffer: NULL argument");
+    *out = NULL;
+    return import_buffer(data, size, base_dir, o, NULL, out);
+}
+
+struct onnx_stage_model {
+    Onnx__ModelProto *m;
+    char *dir;
+};
+
+rlx_status onnx_stage_model_open(const void *data, size_t size, const char *base_dir, onnx_stage_model **out)
+{
+    *out = NULL;
+    onnx_stage_model *sm = rlx_calloc(1, sizeof *sm);
+    if (!sm || !(sm->dir = rlx_strdup(base_dir ? base_dir : "."))) {
+        free(sm);
+        return RLX_ERR_OUT_OF_MEMORY;
+    }
+    if (!(sm->m = unpack_model(data, size))) {
+        onnx_stage_model_close(sm);
+        if (rlx_last_status_or(RLX_OK) != RLX_OK)
+            return rlx_last_status_or(RLX_OK);
+        return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
+    }
+    *out = sm;
+    return RLX_OK;
+}
+
+void onnx_stage_model_close(onnx_stage_model *sm)
+{
+    if (!sm)
+        return;
+    if (sm->m)
+        onnx__model_proto__free_unpacked(sm->m, &onnx_pb_allocator);
+    free(sm->dir);
+    free(sm);
+}
+
+rlx_status onnx_import_stage(onnx_stage_model *sm, onnx_stage *stage, rlx_graph **out)
+{
+    if (!out || !stage || !sm)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "onnx_import_stage: NULL argument");
+    *out = NULL;
+    stage->need = NULL;
+    stage->need_inputs = NULL;
+    stage->n_need_inputs = 0;
+    stage->outs = NULL;
+    stage->n_outs = 0;
+    rlx_status st = import_model(sm->m, sm->dir, NULL, stage, out);
+    if (st != RLX_OK)
+        onnx_stage_clear(stage);
     return st;
 }
 
@@ -798,7 +1154,7 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
     rlx_status st = load_model(path, &m, &dir);
     if (st != RLX_OK)
         return st;
-    st = import_model(m, dir, o, out);
+    st = import_model(m, dir, o, NULL, out);
     if (st != RLX_OK) {
         char msg[1500];
         snprintf(msg, sizeof msg, "%s", rlx_last_error());

@@ -115,6 +115,11 @@ typedef struct onnx_ctx {
     onnx_scope *scope; /* innermost */
     char err[1024];
     int depth; /* subgraph nesting */
+    /* the input whose value a handler needed at import and did not have
+     * (onnx_need_const), and at which nesting: a staged run (onnx_stage.h)
+     * cuts the model there */
+    const char *need_name;
+    int need_depth;
 } onnx_ctx;
 
 /* Per-node view for handlers. */

@@ -100,7 +100,10 @@ int onnx_norm_axis(int64_t a, int r)
 
 rlx_status onnx_need_const(onnx_node *n, int i, const char *what)
 {
-    if (i < n->n_in && n->in[i] && n->in[i]->init)
+    bool param = i < n->n_in && n->in[i] && n->in[i]->init;
+    n->c->need_name = !param && i < n->n_in && n->in[i] ? n->p->input[i] : NULL;
+    n->c->need_depth = n->c->depth;
+    if (param)
         return onnx_fail(n, RLX_ERR_UNSUPPORTED,
                          "input %d (%s) must be known at import time, but initializer '%s' is a param "
                          "(initializers_as_params)",
