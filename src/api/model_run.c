@@ -240,7 +240,8 @@ static rlx_status run_window(const rlx_model *m, const cached_stage *cs, run_val
     rlx_tensor_info ti;
     if (cs->session) {
         for (int i = 0; i < in->n && st == RLX_OK; i++)
-            if (!is_by_value(m, cs->st.first, &in->v[i]) && rlx_session_find(cs->session, 0, in->v[i].name, &ti) == RLX_OK)
+            if (!is_by_value(m, cs->st.first, &in->v[i]) &&
+                rlx_session_find(cs->session, 0, in->v[i].name, &ti) == RLX_OK)
                 st = rlx_session_set_input(cs->session, in->v[i].name, in->v[i].t.data, in->v[i].t.bytes);
         rlx_clear_error();
         if (st == RLX_OK)

@@ -45,8 +45,8 @@ typedef struct rlx_backend_settings {
     int cuda_ew_lin;                                        /* RLX_CUDA_EW_LIN (on by default) */
     int cuda_no_attn_block;                                 /* RLX_CUDA_NO_ATTN_BLOCK */
     int cuda_no_tc_attention;                               /* RLX_CUDA_NO_TC_ATTENTION */
-    int cuda_decode_attention; /* RLX_CUDA_DECODE_ATTENTION: one-row attention by attn_decode (opt-in until
-                                 * timed at every batch size) */
+    int cuda_decode_attention; /* RLX_CUDA_DECODE_ATTENTION: one-row attention by attn_decode (on by
+                                 * default: faster at batch 1, 8 and 32) */
     int cuda_attn_split;       /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
     int cuda_attn_warps;       /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
     int cuda_attn_lanes;       /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
@@ -65,6 +65,7 @@ static inline void rlx_backend_settings_init(rlx_backend_settings *s)
     s->cuda_autotune = 1;
     s->cuda_wgmma_bn = s->cuda_wgmma_split = s->cuda_wgmma_stages = -1;
     s->cuda_ew_lin = 1;
+    s->cuda_decode_attention = 1;
     s->cuda_nhwc = 1;
     s->cuda_conv_legacy = 1;
 }

@@ -1221,13 +1221,14 @@ static void test_conv_pool(void)
                             rlx_param(g, "u_w", FLOATS[d], 3, DIMS(6, 4, 5)),
                             rlx_param(g, "u_b", FLOATS[d], 1, DIMS(6)), &p));
         check(NAME("conv1d %s", dn(FLOATS[d])), g);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) { /* case 4: dilated windows, counting pads */
             g = rlx_graph_new();
             rlx_pool_params pp;
             rlx_pool_params_init(&pp, 3);
             pp.stride[0] = pp.stride[1] = 2;
+            pp.dilation[0] = pp.dilation[1] = k == 4 ? 2 : 1;
             pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = k == 3 ? 0 : 1;
-            pp.count_include_pad = k == 2;
+            pp.count_include_pad = k == 2 || k == 4;
             pp.ceil_mode = k == 3;
             rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 17, 18));
             rlx_output(g, "mx", rlx_max_pool(g, x, &pp));

@@ -57,7 +57,7 @@ rc2=${PIPESTATUS[0]}
 # training: optimizer steps, the gradient of every op family, a small decoder trained (tests/gpu/cuda_train.c)
 echo "--- training (tests/gpu/cuda_train.c)" | tee -a "$LOG"
 rc3=1
-if cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_train.c -Iinclude -Isrc \
+if cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L tests/gpu/cuda_train.c -Iinclude -Isrc -Itests \
    -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -lrlx_internal -lm -o "$BUILD/cuda_train"; then
   "$BUILD/cuda_train" 2>&1 | grep -v "^group" | sed 's/^\([0-9]* passed, [0-9]* failed\)$/training: \1/' | tee -a "$LOG"
   rc3=${PIPESTATUS[0]}

@@ -930,7 +930,6 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.is_max = t->node->op == RLX_OP_MAX_POOL;
     a.count_include_pad = p->count_include_pad;
     int sp = xs->ndim - 2;
-    int64_t one[2] = {1, 1};
     bool nhwc = t->node->attrs.pool.layout == RLX_LAYOUT_NHWC;
     /* the window over an NCHW view of the same sizes */
     rlx_shape xv = *xs, yv = t->node->shape;
@@ -938,8 +937,7 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
         xv.dims[1] = xs->dims[3], xv.dims[2] = xs->dims[1], xv.dims[3] = xs->dims[2];
         yv.dims[1] = yv.dims[3], yv.dims[2] = t->node->shape.dims[1], yv.dims[3] = t->node->shape.dims[2];
     }
-    a.w = window_of(&xv, &yv, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride, a.is_max ? p->dilation : one,
-                    p->pads);
+    a.w = window_of(&xv, &yv, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride, p->dilation, p->pads);
     a.ph_end = sp == 2 ? p->pads[2] : 0;
     a.pw_end = sp == 2 ? p->pads[3] : p->pads[1];
     int64_t C = xv.dims[1], total = xv.dims[0] * C * a.w.OH * a.w.OW;

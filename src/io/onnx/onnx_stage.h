@@ -44,9 +44,9 @@ typedef struct onnx_stage {
     const onnx_stage_in *inputs;
     int n_inputs;
     /* out */
-    int end;     /* nodes [first, end) imported; end == n_nodes: the model is done */
-    int n_nodes; /* nodes of the model's graph */
-    char *need;  /* set (and end == first) when node `first` needs this value at import */
+    int end;            /* nodes [first, end) imported; end == n_nodes: the model is done */
+    int n_nodes;        /* nodes of the model's graph */
+    char *need;         /* set (and end == first) when node `first` needs this value at import */
     char **need_inputs; /* with need: every input of that node not known at import */
     int n_need_inputs;
     onnx_stage_out *outs;
