@@ -314,8 +314,32 @@ static rlx_graph *build_model(const run_args *a, const loaded_tensor *files)
     return st == RLX_OK ? g : NULL;
 }
 
-/* Inputs from --input files; the rest seeded random: token ids for integer
- * inputs, normal values else. */
+/* n seeded random values of dtype t into buf: token ids for integers,
+ * normal values else; -1 when out of memory (message printed). */
+static int fill_random(void *buf, rlx_dtype t, size_t n, uint64_t seed, const char *name)
+{
+    float *f = malloc(n * sizeof(float) + 1);
+    if (!f) {
+        cli_error("input '%s': cannot allocate %zu bytes for its values", name, n * sizeof(float));
+        return -1;
+    }
+    rlx_fill_normal(f, (int64_t)n, 1.0, seed);
+    for (size_t k = 0; k < n; k++) {
+        switch (t) {
+        case RLX_I64: ((int64_t *)buf)[k] = (int64_t)(fabsf(f[k]) * 7919.0f) % 30000; break;
+        case RLX_I32: ((int32_t *)buf)[k] = (int32_t)((int64_t)(fabsf(f[k]) * 7919.0f) % 30000); break;
+        case RLX_F16: ((uint16_t *)buf)[k] = rlx_f32_to_f16(f[k]); break;
+        case RLX_BF16: ((uint16_t *)buf)[k] = rlx_f32_to_bf16(f[k]); break;
+        case RLX_F64: ((double *)buf)[k] = f[k]; break;
+        case RLX_F32: ((float *)buf)[k] = f[k]; break;
+        default: ((uint8_t *)buf)[k] = f[k] > 0; break;
+        }
+    }
+    free(f);
+    return 0;
+}
+
+/* Inputs from --input files; the rest seeded random (fill_random). */
 static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files, int n_files)
 {
     for (int f = 0; f < n_files; f++) {
@@ -338,49 +362,62 @@ static int fill_inputs(rlx_session *s, uint64_t seed, const loaded_tensor *files
             from_file |= !strcmp(files[f].name, info.name);
         if (from_file)
             continue;
-        size_t n = info.bytes / rlx_dtype_size(info.dtype);
         void *buf = malloc(info.bytes + 1);
-        float *f = malloc(n * sizeof(float) + 1);
-        if (!buf || !f) {
-            free(buf);
-            free(f);
-            cli_error("input '%s': cannot allocate %zu bytes for its values", info.name,
-                      info.bytes + n * sizeof(float));
+        if (!buf) {
+            cli_error("input '%s': cannot allocate %zu bytes", info.name, info.bytes);
             return -1;
         }
-        rlx_fill_normal(f, (int64_t)n, 1.0, seed + 77 + (uint64_t)i);
-        for (size_t k = 0; k < n; k++) {
-            switch (info.dtype) {
-            case RLX_I64: ((int64_t *)buf)[k] = (int64_t)(fabsf(f[k]) * 7919.0f) % 30000; break;
-            case RLX_I32: ((int32_t *)buf)[k] = (int32_t)((int64_t)(fabsf(f[k]) * 7919.0f) % 30000); break;
-            case RLX_F16: ((uint16_t *)buf)[k] = rlx_f32_to_f16(f[k]); break;
-            case RLX_BF16: ((uint16_t *)buf)[k] = rlx_f32_to_bf16(f[k]); break;
-            case RLX_F64: ((double *)buf)[k] = f[k]; break;
-            case RLX_F32: ((float *)buf)[k] = f[k]; break;
-            default: ((uint8_t *)buf)[k] = f[k] > 0; break;
-            }
-        }
-        rlx_status st = rlx_session_set_input(s, info.name, buf, info.bytes);
+        rlx_status st = RLX_ERR_OUT_OF_MEMORY;
+        if (fill_random(buf, info.dtype, info.bytes / rlx_dtype_size(info.dtype), seed + 77 + (uint64_t)i, info.name) ==
+            0)
+            st = rlx_session_set_input(s, info.name, buf, info.bytes);
         free(buf);
-        free(f);
         if (st != RLX_OK)
             return -1;
     }
     return 0;
 }
 
-static void summarize_outputs(rlx_session *s)
+/* A model output after a run, on the host. */
+typedef struct run_output {
+    rlx_tensor_info info; /* info.name points into the session or the model's output list */
+    void *data;
+} run_output;
+
+static void free_run_outputs(run_output *o, int n)
 {
-    for (int i = 0; i < rlx_session_count(s, 2); i++) {
-        rlx_tensor_info info;
-        rlx_session_info(s, 2, i, &info);
-        size_t n = info.bytes / rlx_dtype_size(info.dtype);
-        unsigned char *buf = malloc(info.bytes + 1);
-        if (!buf || rlx_session_get_output(s, info.name, buf, info.bytes) != RLX_OK) {
-            printf("output %s: not summarized (%s)\n", info.name, buf ? rlx_last_error() : "out of memory");
-            free(buf);
-            continue;
+    for (int i = 0; i < n; i++)
+        free(o[i].data);
+    free(o);
+}
+
+/* The session's outputs, copied; -1 with the message printed. */
+static int session_outputs(rlx_session *s, run_output **out, int *n_out)
+{
+    int n = rlx_session_count(s, 2);
+    run_output *o = calloc((size_t)n + 1, sizeof *o);
+    if (!o)
+        return cli_error("out of memory"), -1;
+    for (int i = 0; i < n; i++) {
+        rlx_session_info(s, 2, i, &o[i].info);
+        if (!(o[i].data = malloc(o[i].info.bytes + 1)) ||
+            rlx_session_get_output(s, o[i].info.name, o[i].data, o[i].info.bytes) != RLX_OK) {
+            cli_error("output '%s': %s", o[i].info.name, o[i].data ? rlx_last_error() : "out of memory");
+            free_run_outputs(o, i + 1);
+            return -1;
         }
+    }
+    *out = o;
+    *n_out = n;
+    return 0;
+}
+
+static void summarize_outputs(const run_output *outs, int n_outs)
+{
+    for (int i = 0; i < n_outs; i++) {
+        rlx_tensor_info info = outs[i].info;
+        size_t n = info.bytes / rlx_dtype_size(info.dtype);
+        const unsigned char *buf = outs[i].data;
         double sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
         size_t bad = 0;
         double first[4] = {0};
@@ -416,7 +453,6 @@ static void summarize_outputs(rlx_session *s)
         for (size_t k = 0; k < n && k < 4; k++)
             printf(" %.6g", first[k]);
         printf("\n");
-        free(buf);
     }
 }
 
@@ -446,39 +482,38 @@ static char *path_join(const char *dir, const char *name)
  * DIR/NAME.npy under --output-dir (the name reduced to [A-Za-z0-9._-]).
  * Each target is checked before anything runs (exists without --force, no
  * such folder, not writable); -1 with the message printed. */
-static int plan_outputs(rlx_session *s, const run_args *a, out_file **out, int *n_out)
+static int plan_outputs(const char *const *names, int n_model, const run_args *a, out_file **out, int *n_out)
 {
-    int n_model = rlx_session_count(s, 2), cap = a->n_outputs + (a->output_dir ? n_model : 0), n = 0;
+    int cap = a->n_outputs + (a->output_dir ? n_model : 0), n = 0;
     out_file *of = calloc((size_t)cap + 1, sizeof *of);
     if (!of)
         return fprintf(stderr, "rlx run: out of memory\n"), -1;
     for (int i = 0; i < a->n_outputs; i++) {
-        rlx_tensor_info info;
-        if (rlx_session_find(s, 2, a->outputs[i].name, &info) != RLX_OK) {
+        int found = -1;
+        for (int k = 0; k < n_model && found < 0; k++)
+            if (!strcmp(names[k], a->outputs[i].name))
+                found = k;
+        if (found < 0) {
             fprintf(stderr, "rlx run: --output %s: the model has no output '%s' (outputs:", a->outputs[i].name,
                     a->outputs[i].name);
-            for (int k = 0; k < n_model; k++) {
-                rlx_session_info(s, 2, k, &info);
-                fprintf(stderr, " %s", info.name);
-            }
+            for (int k = 0; k < n_model; k++)
+                fprintf(stderr, " %s", names[k]);
             fprintf(stderr, ")\n");
             goto fail;
         }
-        of[n].name = info.name;
+        of[n].name = names[found];
         if (!(of[n++].path = strdup(a->outputs[i].value)))
             goto oom;
     }
     for (int i = 0; a->output_dir && i < n_model; i++) {
-        rlx_tensor_info info;
-        rlx_session_info(s, 2, i, &info);
         char safe[256];
         size_t k = 0;
-        for (const char *c = info.name; *c && k + 1 < sizeof safe; c++)
+        for (const char *c = names[i]; *c && k + 1 < sizeof safe; c++)
             safe[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_') ? *c : '_';
         safe[k] = '\0';
         if (k == 0 || !strcmp(safe, ".") || !strcmp(safe, ".."))
             snprintf(safe, sizeof safe, "output%d", i);
-        of[n].name = info.name;
+        of[n].name = names[i];
         if (!(of[n++].path = path_join(a->output_dir, safe)))
             goto oom;
     }
@@ -506,26 +541,27 @@ fail:
 
 /* Writes every planned file, each beside its path; only when all are
  * written are they moved into place, so a failure leaves none of them. */
-static int write_outputs(rlx_session *s, const out_file *of, int n, int force)
+static int write_outputs(const run_output *outs, int n_outs, const out_file *of, int n, int force)
 {
     rlx_file **w = calloc((size_t)n + 1, sizeof *w);
     if (!w)
         return fprintf(stderr, "rlx run: out of memory\n"), -1;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        rlx_tensor_info info;
-        rlx_session_find(s, 2, of[i].name, &info);
-        void *buf = malloc(info.bytes + 1);
-        rlx_status st = buf ? rlx_session_get_output(s, info.name, buf, info.bytes) : RLX_ERR_OUT_OF_MEMORY;
-        if (!buf)
-            cli_error("cannot allocate %zu bytes", info.bytes);
+        const run_output *o = NULL;
+        for (int k = 0; k < n_outs && !o; k++)
+            if (!strcmp(outs[k].info.name, of[i].name))
+                o = &outs[k];
+        if (!o) {
+            fprintf(stderr, "rlx run: output '%s': the run gave no such output\n", of[i].name);
+            rc = -1;
+            break;
+        }
+        rlx_status st = rlx_file_open(of[i].path, force ? RLX_FILE_FORCE : 0, &w[i]);
         if (st == RLX_OK)
-            st = rlx_file_open(of[i].path, force ? RLX_FILE_FORCE : 0, &w[i]);
-        if (st == RLX_OK)
-            st = rlx_npy_write_file(w[i], info.dtype, info.ndim, info.dims, buf, info.bytes);
-        free(buf);
+            st = rlx_npy_write_file(w[i], o->info.dtype, o->info.ndim, o->info.dims, o->data, o->info.bytes);
         if (st != RLX_OK) {
-            fprintf(stderr, "rlx run: output '%s': %s\n", info.name, why());
+            fprintf(stderr, "rlx run: output '%s': %s\n", of[i].name, why());
             rc = -1;
         }
     }
@@ -564,6 +600,163 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static double median_of(double *times, int n)
+{
+    qsort(times, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+#ifdef RLX_HAVE_ONNX
+/* The shape of graph input x for a staged run: its --input file's, else
+ * --shape NAME=dims, else the declared dims with symbolic ones from
+ * --shape DIM=N (default 1).  false with the message printed. */
+static bool staged_shape(const run_args *a, const rlx_onnx_input *x, int *ndim, int64_t *dims)
+{
+    for (int i = 0; i < a->n_shapes; i++)
+        if (!strcmp(a->shapes[i].name, x->name)) {
+            if (parse_dims(a->shapes[i].value, ndim, dims))
+                return true;
+            cli_error("--shape %s=%s: expected dims like 1x3x224x224", x->name, a->shapes[i].value);
+            return false;
+        }
+    if (x->ndim < 0) {
+        cli_error("input '%s' has no declared shape; give it with --shape %s=dims", x->name, x->name);
+        return false;
+    }
+    *ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) {
+        dims[d] = x->dims[d] >= 0 ? x->dims[d] : 1;
+        for (int i = 0; x->dims[d] < 0 && x->dim_names[d] && i < a->n_shapes; i++)
+            if (!strcmp(a->shapes[i].name, x->dim_names[d]))
+                dims[d] = strtoll(a->shapes[i].value, NULL, 10);
+    }
+    return true;
+}
+
+/* `rlx run MODEL.onnx` for a model whose ops need values it computes
+ * (NonZero, NonMaxSuppression, ... on its own data): rlx_model_run, in
+ * stages, on the --input files and seeded random values for the rest. */
+static int run_staged(const run_args *a, const loaded_tensor *files)
+{
+    rlx_onnx_input *ins = NULL, *outs_decl = NULL;
+    int nin = 0, nout = 0, rc = 1, n_outs = 0, n_results = 0, n_y = 0;
+    rlx_model *m = NULL;
+    rlx_onnx_tensor *xs = NULL, *ys = NULL;
+    const char **xn = NULL, **names = NULL;
+    out_file *outs = NULL;
+    run_output *results = NULL;
+    if (rlx_onnx_inputs(a->model, &ins, &nin, NULL, NULL) != RLX_OK ||
+        rlx_onnx_outputs(a->model, &outs_decl, &nout) != RLX_OK) {
+        fprintf(stderr, "rlx run: %s\n", why());
+        goto done;
+    }
+    xs = calloc((size_t)nin + 1, sizeof *xs);
+    xn = calloc((size_t)nin + 1, sizeof *xn);
+    names = calloc((size_t)nout + 1, sizeof *names);
+    if (!xs || !xn || !names) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nout; i++)
+        names[i] = outs_decl[i].name;
+    if (plan_outputs(names, nout, a, &outs, &n_outs) != 0)
+        goto done;
+    for (int i = 0; i < nin; i++) {
+        rlx_onnx_tensor *x = &xs[i];
+        xn[i] = ins[i].name;
+        const loaded_tensor *f = NULL;
+        for (int k = 0; k < a->n_inputs && !f; k++)
+            if (!strcmp(files[k].name, ins[i].name))
+                f = &files[k];
+        if (f) {
+            *x = (rlx_onnx_tensor){.dtype = f->dtype, .ndim = f->ndim, .bytes = f->bytes};
+            memcpy(x->dims, f->dims, sizeof x->dims);
+            if (!(x->data = malloc(f->bytes + 1))) {
+                cli_error("out of memory");
+                goto done;
+            }
+            memcpy(x->data, f->data, f->bytes);
+            continue;
+        }
+        if (!staged_shape(a, &ins[i], &x->ndim, x->dims))
+            goto done;
+        size_t n = 1;
+        for (int d = 0; d < x->ndim; d++)
+            n *= (size_t)x->dims[d];
+        x->dtype = ins[i].dtype;
+        x->bytes = n * rlx_dtype_size(x->dtype);
+        if (!(x->data = malloc(x->bytes + 1))) {
+            cli_error("input '%s': cannot allocate %zu bytes", ins[i].name, x->bytes);
+            goto done;
+        }
+        if (fill_random(x->data, x->dtype, n, a->opts.seed + 77 + (uint64_t)i, ins[i].name) != 0)
+            goto done;
+    }
+    if (rlx_model_load_onnx(a->model, &a->opts, &m) != RLX_OK) {
+        fprintf(stderr, "rlx run: %s\n", why());
+        goto done;
+    }
+    printf("model: %s (ops that need values it computes: run in stages)\n", a->model);
+    double t0 = now_ms();
+    if (rlx_model_run(m, nin, xn, xs, &ys, &n_y) != RLX_OK) {
+        fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
+        goto done;
+    }
+    printf("first run: %.2f ms (imports and compiles %d stage%s)\n", now_ms() - t0, rlx_model_cached_windows(m),
+           rlx_model_cached_windows(m) == 1 ? "" : "s");
+    if (!(results = calloc((size_t)n_y + 1, sizeof *results))) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n_y && i < nout; i++, n_results++) {
+        results[i].info =
+            (rlx_tensor_info){.name = names[i], .dtype = ys[i].dtype, .ndim = ys[i].ndim, .bytes = ys[i].bytes};
+        memcpy(results[i].info.dims, ys[i].dims, sizeof ys[i].dims);
+        results[i].data = ys[i].data; /* taken */
+        ys[i].data = NULL;
+    }
+    summarize_outputs(results, n_results);
+    if (n_outs > 0 && write_outputs(results, n_results, outs, n_outs, a->force) != 0)
+        goto done;
+    if (n_outs == 0)
+        printf("outputs not written (ask with --output-dir DIR or --output NAME=FILE)\n");
+    if (a->repeat > 0) {
+        double *times = malloc(sizeof(double) * (size_t)a->repeat);
+        if (!times) {
+            fprintf(stderr, "rlx run: --repeat %d: cannot allocate the timing table\n", a->repeat);
+            goto done;
+        }
+        for (int i = 0; i < a->repeat; i++) {
+            rlx_onnx_tensors_free(ys, n_y);
+            ys = NULL;
+            t0 = now_ms();
+            if (rlx_model_run(m, nin, xn, xs, &ys, &n_y) != RLX_OK) {
+                fprintf(stderr, "rlx run: run failed: %s\n", rlx_last_error());
+                free(times);
+                goto done;
+            }
+            times[i] = now_ms() - t0;
+        }
+        double median = median_of(times, a->repeat);
+        printf("latency: median %.3f ms, min %.3f ms over %d runs (%d stages compiled)\n", median, times[0], a->repeat,
+               rlx_model_cached_windows(m));
+        free(times);
+    }
+    rc = 0;
+done:
+    free_out_files(outs, n_outs);
+    free_run_outputs(results, n_results);
+    rlx_onnx_tensors_free(ys, n_y);
+    rlx_onnx_tensors_free(xs, nin);
+    free(xn);
+    free(names);
+    rlx_model_free(m);
+    rlx_onnx_inputs_free(ins, nin, NULL, 0);
+    rlx_onnx_inputs_free(outs_decl, nout, NULL, 0);
+    return rc;
+}
+#endif
+
 int rlx_cmd_run(int argc, char **argv)
 {
     run_args a;
@@ -576,12 +769,20 @@ int rlx_cmd_run(int argc, char **argv)
     rlx_graph *g = NULL;
     int rc = 1;
     out_file *outs = NULL;
-    int n_outs = 0;
+    run_output *results = NULL;
+    int n_outs = 0, n_results = 0;
     if (a.output_dir && check_output_dir(a.output_dir) != 0)
         goto done;
     if (!load_inputs(&a, files))
         goto done;
     if (!(g = build_model(&a, files))) {
+#ifdef RLX_HAVE_ONNX
+        /* an op needs a value the model computes: run it in stages */
+        if (is_model_file(a.model) && strstr(rlx_last_error(), "must be known at import time")) {
+            rc = run_staged(&a, files);
+            goto done;
+        }
+#endif
         fprintf(stderr, "rlx run: %s\n", why());
         goto done;
     }
@@ -603,7 +804,16 @@ int rlx_cmd_run(int argc, char **argv)
     printf("schedule: %d thunks (%d compute, %d no-op)\n", st.thunks, st.thunks - st.noop_thunks, st.noop_thunks);
     if (a.opts.device == RLX_DEVICE_CPU)
         printf("cpu gemm: %s\n", rlx_cpu_gemm_info());
-    if (plan_outputs(s, &a, &outs, &n_outs) != 0)
+    int n_model = rlx_session_count(s, 2);
+    const char **names = calloc((size_t)n_model + 1, sizeof *names);
+    for (int i = 0; names && i < n_model; i++) {
+        rlx_tensor_info info;
+        rlx_session_info(s, 2, i, &info);
+        names[i] = info.name;
+    }
+    int planned = names ? plan_outputs(names, n_model, &a, &outs, &n_outs) : (cli_error("out of memory"), -1);
+    free(names);
+    if (planned != 0)
         goto done;
     if (rlx_workload_set_params(s, a.opts.seed) != RLX_OK || fill_inputs(s, a.opts.seed, files, a.n_inputs) != 0) {
         fprintf(stderr, "rlx run: cannot set params/inputs: %s\n", why());
@@ -615,8 +825,10 @@ int rlx_cmd_run(int argc, char **argv)
         goto done;
     }
     printf("first run: %.2f ms\n", now_ms() - t0);
-    summarize_outputs(s);
-    if (n_outs > 0 && write_outputs(s, outs, n_outs, a.force) != 0)
+    if (session_outputs(s, &results, &n_results) != 0)
+        goto done;
+    summarize_outputs(results, n_results);
+    if (n_outs > 0 && write_outputs(results, n_results, outs, n_outs, a.force) != 0)
         goto done;
     if (n_outs == 0 && is_model_file(a.model))
         printf("outputs not written (ask with --output-dir DIR or --output NAME=FILE)\n");
@@ -635,14 +847,14 @@ int rlx_cmd_run(int argc, char **argv)
             }
             times[i] = now_ms() - t0;
         }
-        qsort(times, (size_t)a.repeat, sizeof(double), cmp_double);
-        double median = a.repeat % 2 ? times[a.repeat / 2] : 0.5 * (times[a.repeat / 2 - 1] + times[a.repeat / 2]);
+        double median = median_of(times, a.repeat);
         printf("latency: median %.3f ms, min %.3f ms over %d runs\n", median, times[0], a.repeat);
         free(times);
     }
     rc = 0;
 done:
     free_out_files(outs, n_outs);
+    free_run_outputs(results, n_results);
     rlx_session_free(s);
     rlx_graph_free(g);
     for (int i = 0; i < a.n_inputs; i++)

@@ -171,6 +171,17 @@ expect max-memory-bad 2 '^rlx run: --max-memory takes a size such as 4096, 512M 
 expect max-memory-fits 0 'output y: f32 \[2, 1024\]' -- "$rlx" run mlp --batch 2 --max-memory 200M
 expect available-memory 1 'the arena needs [0-9]+ bytes \(.*\), more than the [0-9]+ bytes \(.*\) of memory available' -- \
   "$rlx" run mlp --batch 100000000
+# ---- a model whose op needs values it computes (NMS on computed boxes) runs in stages
+mkdir -p "$tmp/mm" "$tmp/st"
+if /usr/bin/python3 "$(dirname "$0")/../onnx/make_models.py" "$tmp/mm" >/dev/null 2>&1; then
+  expect staged 0 'over 3 runs \(2 stages compiled\)' -- "$rlx" run "$tmp/mm/staged_nms.onnx" --repeat 3
+  expect staged-summary 0 'output y: f32 \[[0-9]+, 4\]' -- "$rlx" run "$tmp/mm/staged_nms.onnx"
+  expect staged-output 0 "wrote $tmp/st/y.npy" -- "$rlx" run "$tmp/mm/staged_nms.onnx" --output-dir "$tmp/st"
+  expect staged-no-overwrite 1 "output 'y': '$tmp/st/y.npy' exists; not replaced" -- \
+    "$rlx" run "$tmp/mm/staged_nms.onnx" --output-dir "$tmp/st"
+else
+  echo "skip staged: /usr/bin/python3 with the onnx module is needed to write the model"
+fi
 if [ "${RLX_HAS_CUDA_GPU:-0}" = 0 ]; then
   # without a GPU (or without the CUDA backend) the device is refused clearly
   expect no-gpu 1 'compile failed: .*(cuda|CUDA)' -- "$rlx" run --device cuda --seq 8
