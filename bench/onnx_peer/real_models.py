@@ -37,9 +37,10 @@ DYNAMIC_INT8 = ("dynamic int8 quantization: a last-bit float difference ahead of
                 "activation on the neighbouring level (moonshine tiny, layer 4: x/scale -104.50005 in ORT, "
                 "-104.49999 in RLX)", None)
 # ISNet "medium" computes in float16 (f16 weights, the input cast to f16):
-# each op rounds to 2^-11 relative, and the outputs differ by up to 3e-3 of
-# their scale.
-FLOAT16 = ("the graph computes in float16 (one rounding is 4.9e-4 relative)", "5e-3 1e-3")
+# each op rounds to 2^-11 relative; the masks differ by up to 3e-3 of their
+# scale, the feature maps it also outputs (scale 6, where an f16 step is
+# 0.004) by up to 0.0075.
+FLOAT16 = ("the graph computes in float16 (one rounding is 4.9e-4 relative)", "1e-2 5e-3")
 # Logits of scale 19 from a 288 x 32768 projection: f32 sums in another
 # order differ by up to 3.3e-5 (mean 5e-6), above atol 1e-5 where a logit is
 # near zero.
