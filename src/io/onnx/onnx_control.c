@@ -6,6 +6,7 @@
  * unrolled: the trip count must be known at import, and a Loop's condition
  * must fold on every iteration.  SequenceMap runs its body once per
  * element (sequences are lists made at import, onnx_sequence.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,9 +155,15 @@ static rlx_status h_if(onnx_node *n)
     if (n->in[0]->kind != ONNX_KIND_TENSOR)
         return onnx_fail(n, RLX_ERR_FORMAT, "the condition is %s", onnx_kind_name(n->in[0]));
     int no = n->n_out;
-    onnx_value a[16], b[16];
-    init_res(a, 16);
-    init_res(b, 16);
+    /* a merged decoder's If gives every layer's cache (moonshine: 33 outputs) */
+    onnx_value *a = rlx_calloc((size_t)no + 1, sizeof *a), *b = rlx_calloc((size_t)no + 1, sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+    }
+    init_res(a, no);
+    init_res(b, no);
     rlx_status st;
     if (n->in[0]->k) {
         bool cond = n->in[0]->k->numel > 0 && onnx_get_i(n->in[0]->k, 0) != 0;
@@ -164,11 +171,28 @@ static rlx_status h_if(onnx_node *n)
         for (int i = 0; i < no && st == RLX_OK; i++)
             st = set_out(n, i, &a[i]);
         free_res(a, no);
+        free(a);
+        free(b);
         return st;
     }
+    /* Both branches are built on the same inputs, but the one not taken may
+     * not fit them (Silero VAD's 8 kHz branch on a 16 kHz frame gives its
+     * LSTM a rank-4 input); its failure asks for the condition's value. */
     st = run_sub(n, tg, NULL, 0, a, no);
     if (st == RLX_OK)
         st = run_sub(n, eg, NULL, 0, b, no);
+    if (st != RLX_OK && st != RLX_ERR_OUT_OF_MEMORY) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", rlx_last_error());
+        free_res(a, no);
+        free_res(b, no);
+        free(a);
+        free(b);
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED,
+                         "the condition must be known at import time (bind it by value): with it unknown, both "
+                         "branches are built and one fails: %s",
+                         why);
+    }
     rlx_node cond = st == RLX_OK ? rlx_reshape(G, onnx_in(n, 0), 0, NULL) : -1;
     for (int i = 0; i < no && st == RLX_OK; i++) {
         onnx_value r = {.node = -1};
@@ -184,6 +208,8 @@ static rlx_status h_if(onnx_node *n)
     }
     free_res(a, no);
     free_res(b, no);
+    free(a);
+    free(b);
     return st;
 }
 

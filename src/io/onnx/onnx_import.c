@@ -222,7 +222,7 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
     n.opset = c->opset;
     if (!nd->op_type)
         return rlx_set_error(RLX_ERR_FORMAT, "node '%s' has no op_type", nd->name ? nd->name : "");
-    if (nd->n_input > 64 || nd->n_output > 16)
+    if (nd->n_input > 64 || nd->n_output > 64)
         return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "too many inputs or outputs");
     n.n_in = (int)nd->n_input;
     n.n_out = (int)nd->n_output;

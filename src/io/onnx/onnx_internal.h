@@ -130,7 +130,7 @@ typedef struct onnx_node {
     int opset;
     int n_in, n_out;
     onnx_value *in[64];  /* NULL for a missing optional input */
-    onnx_value *out[16]; /* filled by the handler */
+    onnx_value *out[64]; /* filled by the handler */
 } onnx_node;
 
 /* Scopes. */
