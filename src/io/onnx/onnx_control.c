@@ -188,6 +188,7 @@ static rlx_status h_if(onnx_node *n)
         free_res(b, no);
         free(a);
         free(b);
+        onnx_note_need(n, 0);
         return onnx_fail(n, RLX_ERR_UNSUPPORTED,
                          "the condition must be known at import time (bind it by value): with it unknown, both "
                          "branches are built and one fails: %s",

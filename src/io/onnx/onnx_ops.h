@@ -59,6 +59,9 @@ int onnx_const_ints(onnx_node *n, int i, int64_t *out, int max);
 bool onnx_const_scalar(onnx_node *n, int i, double *v);
 int onnx_norm_axis(int64_t a, int r);
 rlx_status onnx_need_const(onnx_node *n, int i, const char *what);
+/* Records that input i's value is needed at import, for a staged run to
+ * bind it by value (onnx_need_const does, with its message). */
+void onnx_note_need(onnx_node *n, int i);
 /* Every dim in [0, ONNX_MAX_NUMEL] and the product too. */
 bool onnx_dims_ok(int nd, const int64_t *dims);
 rlx_node onnx_reshape(onnx_node *n, rlx_node x, int nd, const int64_t *dims);

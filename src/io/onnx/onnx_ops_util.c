@@ -98,11 +98,17 @@ int onnx_norm_axis(int64_t a, int r)
     return (int)(a < 0 ? a + r : a);
 }
 
-rlx_status onnx_need_const(onnx_node *n, int i, const char *what)
+void onnx_note_need(onnx_node *n, int i)
 {
     bool param = i < n->n_in && n->in[i] && n->in[i]->init;
     n->c->need_name = !param && i < n->n_in && n->in[i] ? n->p->input[i] : NULL;
     n->c->need_depth = n->c->depth;
+}
+
+rlx_status onnx_need_const(onnx_node *n, int i, const char *what)
+{
+    bool param = i < n->n_in && n->in[i] && n->in[i]->init;
+    onnx_note_need(n, i);
     if (param)
         return onnx_fail(n, RLX_ERR_UNSUPPORTED,
                          "input %d (%s) must be known at import time, but initializer '%s' is a param "
