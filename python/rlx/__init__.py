@@ -210,6 +210,9 @@ class InferenceSession:
         self._model = _rlx._Model(source, [(n, dt, dims, n in value_inputs) for n, dt, dims, _t, _o in ins], dev,
                                   prec, thr, base_dir)
         self._last_outputs: Optional[List[TensorInfo]] = None
+        # set when an op needs values the model computes at import: run() then
+        # runs the model in stages (rlx_model_run; host arrays only)
+        self._staged = False
         if kind == 1:  # a missing backend or GPU shows here, whatever the shapes
             _rlx._check_device(dev)
         if kind == 1:  # compile once now where the shapes allow
@@ -256,12 +259,25 @@ class InferenceSession:
         place (no copy); other layouts are copied; another dtype is a
         DTypeError naming the input.  CUDA tensors (DLPack device (2, N) of cuda:N,
         dense) are copied device to device.  A new set of input shapes
-        compiles once and is kept."""
+        compiles once and is kept.  A model whose ops need values it
+        computes (NonZero, NonMaxSuppression, ... on its own data) runs in
+        stages (rlx_model_run: host arrays in and out)."""
         if output_names is not None:
             output_names = list(output_names)
         on_device = _output_device(output_device, self.device)
-        out = self._model.run(input_feed, output_names, on_device)
-        return [DeviceTensor(b) for b in out] if on_device else out
+        if not self._staged:
+            try:
+                out = self._model.run(input_feed, output_names, on_device)
+                return [DeviceTensor(b) for b in out] if on_device else out
+            except UnsupportedError as e:
+                if "must be known at import time" not in str(e) or on_device:
+                    raise
+                self._staged = True  # an op needs values the model computes: run it in stages from now on
+        outs = dict(zip(self._output_names, self._model.run_staged(input_feed)))
+        missing = [n for n in (output_names or []) if n not in outs]
+        if missing:
+            raise NotFoundError(f"no output(s) {missing} (outputs: {self._output_names})")
+        return [outs[n] for n in (output_names if output_names is not None else self._output_names)]
 
     def cached_shapes(self) -> int:
         """How many input shapes have been compiled."""

@@ -1235,6 +1235,64 @@ static PyObject *model_run(ModelObject *self, PyObject *args)
     return res;
 }
 
+static PyObject *tensor_array(rlx_dtype t, int nd, const int64_t *dims, void *data, size_t bytes);
+
+/* run_staged(inputs) -> every output, in the model's order: rlx_model_run,
+ * for models whose ops need values they compute at import (host arrays
+ * only). */
+static PyObject *model_run_staged(ModelObject *self, PyObject *args)
+{
+    PyObject *feeds;
+    if (!PyArg_ParseTuple(args, "O", &feeds))
+        return NULL;
+    if (!self->m)
+        return PyErr_Format(PyExc_RuntimeError, "model not loaded");
+    if (self->n_in > 64)
+        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
+    prepared p[64];
+    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+        return NULL;
+    rlx_onnx_tensor xs[64];
+    const char *xn[64];
+    for (int i = 0; i < self->n_in; i++) {
+        if (!p[i].arr || p_ndim(&p[i]) > RLX_MAX_DIMS) {
+            release_prepared(p, self->n_in);
+            return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED],
+                                "input '%s': a model run in stages takes host arrays of rank %d or less", p[i].name,
+                                RLX_MAX_DIMS);
+        }
+        xn[i] = p[i].name;
+        xs[i] = (rlx_onnx_tensor){.dtype = self->in_dtypes[i],
+                                  .ndim = p_ndim(&p[i]),
+                                  .data = PyArray_DATA(p[i].arr),
+                                  .bytes = (size_t)PyArray_NBYTES(p[i].arr)};
+        for (int d = 0; d < xs[i].ndim; d++)
+            xs[i].dims[d] = p_dim(&p[i], d);
+    }
+    rlx_status st;
+    rlx_onnx_tensor *ys = NULL;
+    int ny = 0;
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
+    st = rlx_model_run(self->m, self->n_in, xn, xs, &ys, &ny);
+    pthread_mutex_unlock(&self->lock);
+    Py_END_ALLOW_THREADS release_prepared(p, self->n_in);
+    if (st != RLX_OK)
+        return raise_status(st);
+    PyObject *list = PyList_New(ny);
+    for (int i = 0; i < ny; i++) {
+        PyObject *a = list ? tensor_array(ys[i].dtype, ys[i].ndim, ys[i].dims, ys[i].data, ys[i].bytes) : NULL;
+        ys[i].data = NULL; /* taken (freed) by tensor_array */
+        if (!a) {
+            Py_CLEAR(list);
+            continue;
+        }
+        PyList_SET_ITEM(list, i, a);
+    }
+    rlx_onnx_tensors_free(ys, ny);
+    return list;
+}
+
 /* session_info(inputs) -> (inputs info, outputs info) of the session for
  * these inputs' shapes (compiling it if needed). */
 static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
@@ -1290,6 +1348,8 @@ static PyMethodDef model_methods[] = {
      "(inputs, outputs) of the session for these inputs"},
     {"last_outputs", (PyCFunction)model_last_outputs, METH_NOARGS, "outputs of the last shapes run, or None"},
     {"cached_sessions", (PyCFunction)model_cached, METH_NOARGS, "number of compiled shapes"},
+    {"run_staged", (PyCFunction)model_run_staged, METH_VARARGS,
+     "run_staged(inputs) -> every output in model order, the model run in stages (rlx_model_run)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ModelType = {

@@ -92,6 +92,32 @@ def test_value_inputs_compile_per_value(tmp_path):
     assert s.cached_shapes() == 3
 
 
+def test_nonzero_on_computed_data_runs_in_stages(tmp_path):
+    """y = 2 * r[r > 0.5] with r = relu(x): NonZero reads data the model
+    computes, so the session runs the model in stages; the output's length
+    follows the data, run after run."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Greater", ["r", "half"], ["m"]),
+             helper.make_node("NonZero", ["m"], ["nz"]), helper.make_node("Transpose", ["nz"], ["nzt"]),
+             helper.make_node("GatherND", ["r", "nzt"], ["g"]), helper.make_node("Mul", ["g", "two"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+                          [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+                           numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    p = tmp_path / "staged_nonzero.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(p))
+    s = rlx.InferenceSession(str(p), threads=1)
+    rng = np.random.default_rng()
+    for _ in range(4):
+        x = rng.uniform(-1, 1.5, (3, 4)).astype(np.float32)
+        (y,) = s.run(None, {"x": x})
+        r = np.maximum(x, 0)
+        assert np.array_equal(y, 2 * r[r > 0.5])
+        (y2,) = s.run(["y"], {"x": x})
+        assert np.array_equal(y2, y)
+
+
 def test_bit_exact_with_c_api(tmp_path, cli):
     """The same model and inputs through `rlx run` (the C API) and through
     Python give identical bytes."""
