@@ -153,14 +153,16 @@ static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
 enum { LIB_LOOP = 0, LIB_ONEDNN, LIB_OPENBLAS };
 
 /* One block of C through a library, single-threaded: oneDNN reads the
- * OpenMP thread count of the calling task, set to one here (inside our own
- * parallel region, so the caller's setting is untouched). */
+ * OpenMP thread count of the calling task, set to one here and restored
+ * after (outside a parallel region it is the caller's setting). */
 static void sgemm_block(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                         int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
     if (lib == LIB_ONEDNN) {
+        int caller = omp_get_max_threads();
         omp_set_num_threads(1);
         dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        omp_set_num_threads(caller);
     } else {
         blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                    B, (int)ldb, beta, C, (int)ldc);
@@ -172,19 +174,16 @@ static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K
 {
     int parts = gemm_parts(M, N, K, threads);
     bool by_rows = M >= N;
-    /* always a parallel region (of one thread when parts is 1): oneDNN's
-     * thread count is set per task inside it */
-#pragma omp parallel for num_threads(parts)
-    for (int k = 0; k < parts; k++) {
+    RLX_CPU_FOR(parts, k, parts, {
         int64_t lo, len;
-        split_range(by_rows ? M : N, parts, k, &lo, &len);
+        split_range(by_rows ? M : N, parts, (int)k, &lo, &len);
         if (len == 0)
             continue;
         const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
         const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
         float *c = by_rows ? C + lo * ldc : C + lo;
         sgemm_block(lib, ta, tb, by_rows ? len : M, by_rows ? N : len, K, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
+    });
 }
 
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
