@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     printf("chain of %d ops on %lld floats, threads %d (0: all cores), median of %d runs\n", ops, (long long)elems,
            threads, runs);
     printf("  1 op:      %10.0f ns per run\n", one);
-    printf("  %d ops: %10.0f ns per run, %.1f ns per op (%.1f ns per op over the 1-op run)\n", ops, many,
-           many / ops, ops > 1 ? (many - one) / (ops - 1) : 0.0);
+    printf("  %d ops: %10.0f ns per run, %.1f ns per op (%.1f ns per op over the 1-op run)\n", ops, many, many / ops,
+           ops > 1 ? (many - one) / (ops - 1) : 0.0);
     return 0;
 }
