@@ -97,6 +97,12 @@ typedef struct rlx_thunk {
      * param, a constant, a value the backend caches across runs), so a
      * kernel may read it before the kernel ahead has finished. */
     uint32_t in_fixed;
+    /* Set: the result is needed only when the one-byte bool at guard (a
+     * select's condition, computed by an earlier thunk) equals guard_when
+     * (src/runtime/branch.h); the backend may skip the thunk otherwise, or
+     * run it anyway. */
+    const uint8_t *guard;
+    uint8_t guard_when;
 } rlx_thunk;
 
 typedef struct rlx_schedule {
@@ -104,6 +110,7 @@ typedef struct rlx_schedule {
     rlx_thunk *thunks;
     int n_thunks;
     int n_noop;
+    int n_guarded;       /* thunks with a guard */
     void *backend_state; /* e.g. a captured CUDA graph */
 } rlx_schedule;
 

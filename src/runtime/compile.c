@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/branch.h"
 #include "runtime/runtime.h"
 
 static const char *stage_names[RLX_STAGE_COUNT] = {
@@ -218,7 +219,10 @@ static rlx_status build_schedule(rlx_session *s)
     if (!s->schedule.thunks)
         return RLX_ERR_OUT_OF_MEMORY;
     s->schedule.graph = g;
-    for (int i = 0; i < g->n_nodes; i++) {
+    rlx_node *cond = rlx_malloc((size_t)g->n_nodes * sizeof *cond + 1);
+    uint8_t *when = rlx_malloc((size_t)g->n_nodes + 1);
+    rlx_status st = cond && when ? rlx_branch_guards(g, cond, when) : RLX_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < g->n_nodes && st == RLX_OK; i++) {
         rlx_thunk *t = &s->schedule.thunks[s->schedule.n_thunks++];
         const rlx_node_data *n = &g->nodes[i];
         t->id = i;
@@ -237,13 +241,18 @@ static rlx_status build_schedule(rlx_session *s)
         t->scratch = t->scratch_bytes ? (char *)s->arena + s->scratch_offset : NULL;
         t->keep_bytes = s->keep_bytes ? s->keep_bytes[i] : 0;
         t->keep = t->keep_bytes ? (char *)s->arena + s->keep_offset[i] : NULL;
-        rlx_status st = s->backend->prepare(s->backend, g, t);
-        if (st != RLX_OK)
-            return st;
-        if (!t->fn)
+        st = s->backend->prepare(s->backend, g, t);
+        if (st == RLX_OK && !t->fn)
             s->schedule.n_noop++;
+        if (st == RLX_OK && t->fn && cond[i] >= 0) {
+            t->guard = (const uint8_t *)node_ptr(s, cond[i]);
+            t->guard_when = when[i];
+            s->schedule.n_guarded++;
+        }
     }
-    return RLX_OK;
+    free(cond);
+    free(when);
+    return st;
 }
 
 /* The arena's size is known before it is allocated: refuse one over the
@@ -482,7 +491,8 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     st->thunks = s->schedule.n_thunks;
     st->noop_thunks = s->schedule.n_noop;
     STAGE_DONE(RLX_STAGE_SCHEDULE);
-    say(s, "schedule: %d thunks (%d compute, %d no-op)", st->thunks, st->thunks - st->noop_thunks, st->noop_thunks);
+    say(s, "schedule: %d thunks (%d compute, %d no-op); %d run only on one side of a run-time branch", st->thunks,
+        st->thunks - st->noop_thunks, st->noop_thunks, s->schedule.n_guarded);
 
     /* 13. slots: names -> arena offsets */
     for (int i = 0; i < s->graph->n_nodes; i++) {

@@ -110,6 +110,9 @@ static void cpu_release(const rlx_backend *b, rlx_thunk *t)
     t->state = NULL;
 }
 
+/* Whether a thunk runs: it has a kernel, and its branch guard, if any, holds. */
+static bool runs(const rlx_thunk *t) { return t->fn && (!t->guard || (*t->guard != 0) == t->guard_when); }
+
 /* RLX_PROFILE=1 (the settings' profile): time per op kind for each run, on stderr. */
 static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
 {
@@ -117,7 +120,7 @@ static rlx_status cpu_run_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
     int calls[CPU_TABLE_SIZE] = {0};
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];
-        if (!t->fn)
+        if (!runs(t))
             continue;
         double t0 = rlx_now_ms();
         rlx_status st = t->fn(t, ctx);
@@ -141,7 +144,7 @@ static rlx_status cpu_run(const rlx_backend *b, rlx_schedule *s, const rlx_run_c
         return cpu_run_profiled(s, ctx);
     for (int i = 0; i < s->n_thunks; i++) {
         const rlx_thunk *t = &s->thunks[i];
-        if (!t->fn)
+        if (!runs(t))
             continue;
         rlx_status st = t->fn(t, ctx);
         if (st != RLX_OK)

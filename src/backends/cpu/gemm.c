@@ -13,7 +13,8 @@
  * the shapes measured it was as fast as OpenBLAS named for the processor,
  * and twice as fast as OpenBLAS told Haswell), else OpenBLAS; the rule is
  * fixed, not timed, so a session gives the same bits in every process.
- * RLX_CPU_GEMM forces one.  f64 has OpenBLAS or the
+ * Products of a few thousand multiply-adds run a plain f32 loop instead
+ * (sgemm_small: a library call costs more).  RLX_CPU_GEMM forces one.  f64 has OpenBLAS or the
  * loop.  RLX_NO_BLAS (or RLX_CPU_GEMM=builtin) keeps a session on the
  * plain loop.  Large products are split into row (or column) blocks over
  * our threads, one single-threaded library call per block. */
@@ -153,14 +154,16 @@ static int gemm_parts(int64_t M, int64_t N, int64_t K, int threads)
 enum { LIB_LOOP = 0, LIB_ONEDNN, LIB_OPENBLAS };
 
 /* One block of C through a library, single-threaded: oneDNN reads the
- * OpenMP thread count of the calling task, set to one here (inside our own
- * parallel region, so the caller's setting is untouched). */
+ * OpenMP thread count of the calling task, set to one here and restored
+ * after (outside a parallel region it is the caller's setting). */
 static void sgemm_block(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                         int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
     if (lib == LIB_ONEDNN) {
+        int caller = omp_get_max_threads();
         omp_set_num_threads(1);
         dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        omp_set_num_threads(caller);
     } else {
         blas_sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                    B, (int)ldb, beta, C, (int)ldc);
@@ -172,19 +175,16 @@ static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K
 {
     int parts = gemm_parts(M, N, K, threads);
     bool by_rows = M >= N;
-    /* always a parallel region (of one thread when parts is 1): oneDNN's
-     * thread count is set per task inside it */
-#pragma omp parallel for num_threads(parts)
-    for (int k = 0; k < parts; k++) {
+    RLX_CPU_FOR(parts, k, parts, {
         int64_t lo, len;
-        split_range(by_rows ? M : N, parts, k, &lo, &len);
+        split_range(by_rows ? M : N, parts, (int)k, &lo, &len);
         if (len == 0)
             continue;
         const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
         const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
         float *c = by_rows ? C + lo * ldc : C + lo;
         sgemm_block(lib, ta, tb, by_rows ? len : M, by_rows ? N : len, K, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
+    });
 }
 
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
@@ -220,6 +220,31 @@ int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int thread
 DEFINE_GEMM_LOOP(gemm_loop_f32, float)
 DEFINE_GEMM_LOOP(gemm_loop_f64, double)
 
+/* Products of at most SMALL_MACS multiply-adds, where a library call costs
+ * more than the product (oneDNN's sgemm: about 1.5 us a call here, with an
+ * allocation; a depthwise conv of 258 channels is 258 of them): rows of C
+ * built as sums of scaled rows (or columns) of B, in f32, one thread. */
+enum { SMALL_MACS = 8192 };
+
+static void sgemm_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        for (int64_t j = 0; j < N; j++)
+            c[j] = beta == 0 ? 0 : beta * c[j]; /* beta 0: C is not read (BLAS) */
+        for (int64_t k = 0; k < K; k++) {
+            float a = alpha * (ta ? A[k * lda + i] : A[i * lda + k]);
+            if (tb)
+                for (int64_t j = 0; j < N; j++)
+                    c[j] += a * B[j * ldb + k];
+            else
+                for (int64_t j = 0; j < N; j++)
+                    c[j] += a * B[k * ldb + j];
+        }
+    }
+}
+
 void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads,
                const rlx_backend_settings *set)
@@ -227,6 +252,10 @@ void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
     if (M == 0 || N == 0)
         return;
     int lib = rlx_sgemm_choose(ta, tb, M, N, K, threads, set);
+    if (lib != LIB_LOOP && M * N * K <= SMALL_MACS && !(set && set->cpu_gemm != RLX_CPU_GEMM_AUTO)) {
+        sgemm_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     if (lib == LIB_OPENBLAS && !(fits_int(lda) && fits_int(ldb) && fits_int(ldc)))
         lib = dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
     if (lib != LIB_LOOP) {

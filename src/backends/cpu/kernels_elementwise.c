@@ -91,19 +91,15 @@ static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (dt == RLX_F32) {
         /* blocks of 4096 elements spread over the threads */
         int64_t blocks = (count + 4095) / 4096;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
-        for (int64_t b = 0; b < blocks; b++) {
-            int64_t lo = b * 4096, len = count - lo < 4096 ? count - lo : 4096;
-            rlx_cpu_unary_f32(n->op, (const float *)x + lo, (float *)y + lo, len);
-        }
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 8), b, blocks, int64_t lo = b * 4096,
+                    len = count - lo < 4096 ? count - lo : 4096;
+                    rlx_cpu_unary_f32(n->op, (const float *)x + lo, (float *)y + lo, len););
     } else if (rlx_dtype_is_float(dt)) {
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 8))
-        for (int64_t i = 0; i < count; i++)
-            rlx_store(y, dt, i, rlx_unary_f64(n->op, rlx_load(x, dt, i)));
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 8), i, count,
+                    rlx_store(y, dt, i, rlx_unary_f64(n->op, rlx_load(x, dt, i))););
     } else {
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count))
-        for (int64_t i = 0; i < count; i++)
-            rlx_store_i(y, dt, i, rlx_unary_i64(n->op, rlx_load_i(x, dt, i)));
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, count), i, count,
+                    rlx_store_i(y, dt, i, rlx_unary_i64(n->op, rlx_load_i(x, dt, i))););
     }
     return RLX_OK;
 }
@@ -157,44 +153,37 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (it == RLX_F32 && ot == RLX_F32) {
         const float *af = a, *bf = b;
         float *yf = y;
-#pragma omp parallel for num_threads(threads)
-        for (int64_t r = 0; r < w.rows; r++) {
-            const float *pa = af + rlx_row_start(&w, 0, r), *pb = bf + rlx_row_start(&w, 1, r);
-            float *py = yf + r * w.cols;
-            int64_t sa = w.inner[0], sb = w.inner[1];
-            switch (n->op) {
-            case RLX_OP_ADD:
-                for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = pa[c * sa] + pb[c * sb];
-                break;
-            case RLX_OP_SUB:
-                for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = pa[c * sa] - pb[c * sb];
-                break;
-            case RLX_OP_MUL:
-                for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = pa[c * sa] * pb[c * sb];
-                break;
-            case RLX_OP_DIV:
-                for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = pa[c * sa] / pb[c * sb];
-                break;
-            default:
-                for (int64_t c = 0; c < w.cols; c++)
-                    py[c] = (float)rlx_binary_f64(n->op, pa[c * sa], pb[c * sb], fm);
-            }
-        }
+        RLX_CPU_FOR(
+            threads, r, w.rows, const float *pa = af + rlx_row_start(&w, 0, r), *pb = bf + rlx_row_start(&w, 1, r);
+            float *py = yf + r * w.cols; int64_t sa = w.inner[0], sb = w.inner[1]; switch (n->op) {
+                case RLX_OP_ADD:
+                    for (int64_t c = 0; c < w.cols; c++)
+                        py[c] = pa[c * sa] + pb[c * sb];
+                    break;
+                case RLX_OP_SUB:
+                    for (int64_t c = 0; c < w.cols; c++)
+                        py[c] = pa[c * sa] - pb[c * sb];
+                    break;
+                case RLX_OP_MUL:
+                    for (int64_t c = 0; c < w.cols; c++)
+                        py[c] = pa[c * sa] * pb[c * sb];
+                    break;
+                case RLX_OP_DIV:
+                    for (int64_t c = 0; c < w.cols; c++)
+                        py[c] = pa[c * sa] / pb[c * sb];
+                    break;
+                default:
+                    for (int64_t c = 0; c < w.cols; c++)
+                        py[c] = (float)rlx_binary_f64(n->op, pa[c * sa], pb[c * sb], fm);
+            });
         return RLX_OK;
     }
     if (rlx_dtype_is_float(it)) {
-#pragma omp parallel for num_threads(threads)
-        for (int64_t r = 0; r < w.rows; r++) {
-            int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
-            for (int64_t c = 0; c < w.cols; c++)
-                rlx_store(y, ot, r * w.cols + c,
-                          rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]),
-                                         rlx_load(b, it, ob + c * w.inner[1]), fm));
-        }
+        RLX_CPU_FOR(threads, r, w.rows, int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
+                    for (int64_t c = 0; c < w.cols; c++)
+                        rlx_store(y, ot, r * w.cols + c,
+                                  rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]),
+                                                 rlx_load(b, it, ob + c * w.inner[1]), fm)););
         return RLX_OK;
     }
     int bad = 0;
@@ -224,15 +213,14 @@ static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     size_t es = rlx_dtype_size(n->dtype);
     const uint8_t *a = t->in[1], *b = t->in[2];
     uint8_t *y = t->out;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, w.rows *w.cols))
-    for (int64_t r = 0; r < w.rows; r++) {
-        int64_t oc = rlx_row_start(&w, 0, r), oa = rlx_row_start(&w, 1, r), ob = rlx_row_start(&w, 2, r);
+    RLX_CPU_FOR(
+        rlx_cpu_threads(ctx, w.rows * w.cols), r, w.rows, int64_t oc = rlx_row_start(&w, 0, r),
+        oa = rlx_row_start(&w, 1, r), ob = rlx_row_start(&w, 2, r);
         for (int64_t k = 0; k < w.cols; k++) {
             const uint8_t *src = c[oc + k * w.inner[0]] ? a + (size_t)(oa + k * w.inner[1]) * es
                                                         : b + (size_t)(ob + k * w.inner[2]) * es;
             memmove(y + (size_t)(r * w.cols + k) * es, src, es);
-        }
-    }
+        });
     return RLX_OK;
 }
 
@@ -249,15 +237,9 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     }
     bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 4))
-    for (int64_t i = 0; i < count; i++) {
-        if (exact_int)
-            rlx_store_i(y, to, i, rlx_load_i(x, from, i));
-        else if (from == RLX_I64 && rlx_dtype_is_float(to))
-            rlx_store(y, to, i, (double)rlx_load_i(x, from, i));
-        else
-            rlx_store(y, to, i, rlx_load(x, from, i));
-    }
+    RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 4), i, count, if (exact_int) rlx_store_i(y, to, i, rlx_load_i(x, from, i));
+                else if (from == RLX_I64 && rlx_dtype_is_float(to)) rlx_store(y, to, i, (double)rlx_load_i(x, from, i));
+                else rlx_store(y, to, i, rlx_load(x, from, i)););
     return RLX_OK;
 }
 
@@ -267,8 +249,8 @@ static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t count = rlx_shape_numel(&n->shape);
     double lo = n->attrs.clip.lo, hi = n->attrs.clip.hi;
     rlx_dtype dt = n->dtype;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, count * 2))
-    for (int64_t i = 0; i < count; i++) {
+    RLX_CPU_FOR(
+        rlx_cpu_threads(ctx, count * 2), i, count,
         if (rlx_dtype_is_float(dt)) {
             double v = rlx_load(t->in[0], dt, i);
             if (v < lo)
@@ -283,8 +265,7 @@ static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             if ((double)v > hi)
                 v = rlx_clip_bound_i(floor(hi), dt);
             rlx_store_i(t->out, dt, i, v);
-        }
-    }
+        });
     return RLX_OK;
 }
 

@@ -210,15 +210,14 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, total * (act ? 8 : 1));
     if (rows < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+    RLX_CPU_FOR(
+        threads, r, rows,
         if (f64) {
             double *c = (double *)C + r * N;
             for (int64_t j = 0; j < N; j++)
                 c[j] = rlx_act_f64(act, c[j] + (bias ? rlx_load(bias, bt, j) : 0.0));
             continue;
-        }
-        float *c = (float *)C + r * N;
+        } float *c = (float *)C + r * N;
         if (n->dtype == RLX_F32) {
             if (!bias || bt == RLX_F32) {
                 act_f32(act, c, bias, N);
@@ -230,8 +229,7 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
             for (int64_t j = 0; j < N; j++)
                 rlx_store(t->out, n->dtype, r * N + j,
                           rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
-        }
-    }
+        });
     return RLX_OK;
 }
 
@@ -653,25 +651,19 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
         int64_t per_row = (cols + EW_BLOCK - 1) / EW_BLOCK, blocks = rows * per_row;
         if (blocks < threads)
             threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t bl = 0; bl < blocks; bl++) {
-            int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK, len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
-            const float *src[RLX_MAX_INPUTS];
-            for (int k = 0; k < nin; k++)
-                src[k] = (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
-            ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0);
-        }
+        RLX_CPU_FOR(threads, bl, blocks, int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK,
+                    len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
+                    const float *src[RLX_MAX_INPUTS];
+                    for (int k = 0; k < nin; k++) src[k] =
+                        (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
+                    ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0););
         return RLX_OK;
     }
     if (rows < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t start[RLX_MAX_INPUTS];
-        double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
-        for (int k = 0; k < nin; k++)
-            start[k] = rlx_row_start(&w, k, r);
-        for (int64_t c = 0; c < cols; c++) {
+    RLX_CPU_FOR(
+        threads, r, rows, int64_t start[RLX_MAX_INPUTS]; double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+        for (int k = 0; k < nin; k++) start[k] = rlx_row_start(&w, k, r); for (int64_t c = 0; c < cols; c++) {
             for (int k = 0; k < nin; k++) {
                 int64_t off = start[k] + c * w.inner[k];
                 reg[k] = rlx_load(t->in[k], dt, off);
@@ -685,8 +677,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
                 reg[nin + i] = round_to_dtype(dt, v);
             }
             rlx_store(t->out, dt, r * cols + c, reg[nin + nops - 1]);
-        }
-    }
+        });
     return RLX_OK;
 }
 

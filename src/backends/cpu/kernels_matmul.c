@@ -79,14 +79,13 @@ RLX_CLONES static void matvec_cols(const float *a, const float *B, int64_t ldb, 
 static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y, int threads)
 {
     int parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1;
-#pragma omp parallel for num_threads(parts) if (parts > 1)
-    for (int p = 0; p < parts; p++) {
+    RLX_CPU_FOR(parts, p, parts, {
         int64_t lo = N * p / parts, hi = N * (p + 1) / parts;
         if (tb)
             matvec_rows(a, B, ldb, K, y, lo, hi);
         else
             matvec_cols(a, B, ldb, K, y, lo, hi);
-    }
+    });
 }
 
 static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)

@@ -89,14 +89,10 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, rows * n * 8);
     if (rows < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t base = (r / inner) * n * inner + (r % inner);
-        if (dt == RLX_F32 &&
-            softmax_row_f32((const float *)t->in[0] + base, (float *)t->out + base, n, inner, log_form) == 0)
-            continue;
-        softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form);
-    }
+    RLX_CPU_FOR(threads, r, rows, int64_t base = (r / inner) * n * inner + (r % inner);
+                if (dt == RLX_F32 && softmax_row_f32((const float *)t->in[0] + base, (float *)t->out + base, n, inner,
+                                                     log_form) == 0) continue;
+                softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form););
     return RLX_OK;
 }
 
@@ -155,24 +151,20 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (rows < threads)
         threads = 1;
 
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t base = r * n;
-        if (dt == RLX_F32) {
+    RLX_CPU_FOR(
+        threads, r, rows, int64_t base = r * n; if (dt == RLX_F32) {
             norm_row_f32((const float *)t->in[0] + base, (float *)t->out + base, gamma, beta, n, is_layer, eps);
             continue;
-        }
-        double mean = 0, var = 0;
+        } double mean = 0,
+                                                var = 0;
         if (is_layer) {
             for (int64_t i = 0; i < n; i++)
                 mean += rlx_load(t->in[0], dt, base + i);
             mean /= (double)n;
-        }
-        for (int64_t i = 0; i < n; i++) {
+        } for (int64_t i = 0; i < n; i++) {
             double d = rlx_load(t->in[0], dt, base + i) - mean;
             var += d * d;
-        }
-        double inv = 1.0 / sqrt(var / (double)n + eps);
+        } double inv = 1.0 / sqrt(var / (double)n + eps);
         for (int64_t i = 0; i < n; i++) {
             double v = (rlx_load(t->in[0], dt, base + i) - mean) * inv;
             if (gamma)
@@ -180,8 +172,7 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
             if (beta)
                 v += rlx_load(beta, dt, i);
             rlx_store(t->out, dt, base + i, v);
-        }
-    }
+        });
     return RLX_OK;
 }
 

@@ -289,36 +289,24 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
                           : dt == RLX_F16 ? row_f16_t
                                           : row_bf16_t;
         double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t it = 0; it < items; it++) {
-            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
-            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
-            int64_t base = kept_offset(L, o0);
-            double acc[ROW_CHUNK];
-            for (int64_t i = 0; i < len; i++)
-                acc[i] = init;
-            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
-            for (int64_t i = 0; i < len; i++)
-                rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]);
-        }
+        RLX_CPU_FOR(threads, it, items, int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+                    int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+                    int64_t base = kept_offset(L, o0); double acc[ROW_CHUNK];
+                    for (int64_t i = 0; i < len; i++) acc[i] = init;
+                    FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc)); for (int64_t i = 0; i < len; i++)
+                        rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]););
     } else {
         int_row_fn fn = dt == RLX_I64   ? irow_int64_t
                         : dt == RLX_I32 ? irow_int32_t
                         : dt == RLX_I8  ? irow_int8_t
                                         : irow_uint8_t;
         int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t it = 0; it < items; it++) {
-            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
-            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
-            int64_t base = kept_offset(L, o0);
-            int64_t acc[ROW_CHUNK];
-            for (int64_t i = 0; i < len; i++)
-                acc[i] = init;
-            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
-            for (int64_t i = 0; i < len; i++)
-                rlx_store_i(y, dt, o0 + i, acc[i]);
-        }
+        RLX_CPU_FOR(threads, it, items, int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+                    int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+                    int64_t base = kept_offset(L, o0); int64_t acc[ROW_CHUNK];
+                    for (int64_t i = 0; i < len; i++) acc[i] = init;
+                    FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
+                    for (int64_t i = 0; i < len; i++) rlx_store_i(y, dt, o0 + i, acc[i]););
     }
     return RLX_OK;
 }
@@ -352,32 +340,23 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
                           : dt == RLX_F16 ? run_f16_t
                                           : run_bf16_t;
         double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t o = 0; o < n_out; o++) {
-            double acc = init;
-            if (L.n_red > 0) {
+        RLX_CPU_FOR(
+            threads, o, n_out, double acc = init; if (L.n_red > 0) {
                 int64_t base = kept_offset(&L, o);
                 FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
-            }
-            if (k == R_MEAN)
-                acc = L.n_red ? acc / (double)L.n_red : NAN;
-            rlx_store(y, dt, o, acc);
-        }
+            } if (k == R_MEAN) acc = L.n_red ? acc / (double)L.n_red : NAN;
+            rlx_store(y, dt, o, acc););
     } else {
         int_run_fn fn = dt == RLX_I64   ? irun_int64_t
                         : dt == RLX_I32 ? irun_int32_t
                         : dt == RLX_I8  ? irun_int8_t
                                         : irun_uint8_t;
         int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t o = 0; o < n_out; o++) {
-            int64_t acc = init;
-            if (L.n_red > 0) {
+        RLX_CPU_FOR(
+            threads, o, n_out, int64_t acc = init; if (L.n_red > 0) {
                 int64_t base = kept_offset(&L, o);
                 FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
-            }
-            rlx_store_i(y, dt, o, acc);
-        }
+            } rlx_store_i(y, dt, o, acc););
     }
     return RLX_OK;
 }
@@ -406,11 +385,8 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
         threads = 1;
     int is_float = rlx_dtype_is_float(dt);
 
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t o = 0; o < n_out; o++) {
-        int64_t base = (o / inner) * n * inner + (o % inner);
-        int64_t best_i = 0;
-        if (is_float) {
+    RLX_CPU_FOR(
+        threads, o, n_out, int64_t base = (o / inner) * n * inner + (o % inner); int64_t best_i = 0; if (is_float) {
             /* doubles hold every float dtype exactly, so one loop serves all */
             double best = rlx_load(x, dt, base);
             if (best == best) {
@@ -435,9 +411,7 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     best_i = i;
                 }
             }
-        }
-        y[o] = best_i;
-    }
+        } y[o] = best_i;);
     return RLX_OK;
 }
 

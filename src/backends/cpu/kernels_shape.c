@@ -51,44 +51,39 @@ static void tiled_copy(void *dst, const void *src, int n, const int64_t *d, cons
     int threads = rlx_cpu_threads(ctx, total);
     if (items < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t it = 0; it < items; it++) {
-        int64_t o = it / (tp * tq), bp = (it / tq) % tp * TILE, bq = it % tq * TILE;
-        int64_t soff = 0, doff = 0, r = o;
-        for (int i = n - 2; i >= 0; i--) { /* outer dims: all but p and q */
-            if (i == p)
-                continue;
-            int64_t k = r % d[i];
-            r /= d[i];
-            soff += k * s[i];
-            doff += k * ost[i];
-        }
-        int64_t ep = bp + TILE < P ? bp + TILE : P, eq = bq + TILE < Q ? bq + TILE : Q;
-        const char *sb = (const char *)src + soff * (int64_t)es;
-        char *db = (char *)dst + doff * (int64_t)es;
-        int64_t sq = s[q], dp = ost[p];
-        switch (es) {
-        case 4:
-            for (int64_t i = bp; i < ep; i++)
-                for (int64_t j = bq; j < eq; j++)
-                    memcpy(db + (i * dp + j) * 4, sb + (i + j * sq) * 4, 4);
-            break;
-        case 2:
-            for (int64_t i = bp; i < ep; i++)
-                for (int64_t j = bq; j < eq; j++)
-                    memcpy(db + (i * dp + j) * 2, sb + (i + j * sq) * 2, 2);
-            break;
-        case 8:
-            for (int64_t i = bp; i < ep; i++)
-                for (int64_t j = bq; j < eq; j++)
-                    memcpy(db + (i * dp + j) * 8, sb + (i + j * sq) * 8, 8);
-            break;
-        default:
-            for (int64_t i = bp; i < ep; i++)
-                for (int64_t j = bq; j < eq; j++)
-                    memcpy(db + (size_t)(i * dp + j) * es, sb + (i + j * sq) * (int64_t)es, es);
-        }
-    }
+    RLX_CPU_FOR(
+        threads, it, items, int64_t o = it / (tp * tq), bp = (it / tq) % tp * TILE, bq = it % tq * TILE;
+        int64_t soff = 0, doff = 0, r = o; for (int i = n - 2; i >= 0; i--) { /* outer dims: all but p and q */
+                                                                              if (i == p)
+                                                                                  continue;
+                                                                              int64_t k = r % d[i];
+                                                                              r /= d[i];
+                                                                              soff += k * s[i];
+                                                                              doff += k * ost[i];
+        } int64_t ep = bp + TILE < P ? bp + TILE : P,
+                                           eq = bq + TILE < Q ? bq + TILE : Q;
+        const char *sb = (const char *)src + soff * (int64_t)es; char *db = (char *)dst + doff * (int64_t)es;
+        int64_t sq = s[q], dp = ost[p]; switch (es) {
+            case 4:
+                for (int64_t i = bp; i < ep; i++)
+                    for (int64_t j = bq; j < eq; j++)
+                        memcpy(db + (i * dp + j) * 4, sb + (i + j * sq) * 4, 4);
+                break;
+            case 2:
+                for (int64_t i = bp; i < ep; i++)
+                    for (int64_t j = bq; j < eq; j++)
+                        memcpy(db + (i * dp + j) * 2, sb + (i + j * sq) * 2, 2);
+                break;
+            case 8:
+                for (int64_t i = bp; i < ep; i++)
+                    for (int64_t j = bq; j < eq; j++)
+                        memcpy(db + (i * dp + j) * 8, sb + (i + j * sq) * 8, 8);
+                break;
+            default:
+                for (int64_t i = bp; i < ep; i++)
+                    for (int64_t j = bq; j < eq; j++)
+                        memcpy(db + (size_t)(i * dp + j) * es, sb + (i + j * sq) * (int64_t)es, es);
+        });
 }
 
 /* dst (dense, shape dims) = src read at element strides str (any sign). */
@@ -130,15 +125,11 @@ static void strided_copy(void *dst, const void *src, int ndim, const int64_t *di
     int threads = rlx_cpu_threads(ctx, total);
     if (rows < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t off = 0, q = r;
-        for (int i = n - 2; i >= 0; i--) {
+    RLX_CPU_FOR(
+        threads, r, rows, int64_t off = 0, q = r; for (int i = n - 2; i >= 0; i--) {
             off += (q % d[i]) * s[i];
             q /= d[i];
-        }
-        copy_run((char *)dst + (size_t)(r * len) * es, (const char *)src + off * (int64_t)es, len, step, es);
-    }
+        } copy_run((char *)dst + (size_t)(r * len) * es, (const char *)src + off * (int64_t)es, len, step, es););
 }
 
 static rlx_status k_reshape(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -227,9 +218,7 @@ static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int threads = rlx_cpu_threads(ctx, outer * (int64_t)chunk / 4);
         if (outer < threads)
             threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t o = 0; o < outer; o++)
-            memcpy(dst + (size_t)o * out_row, src + (size_t)o * chunk, chunk);
+        RLX_CPU_FOR(threads, o, outer, memcpy(dst + (size_t)o * out_row, src + (size_t)o * chunk, chunk););
         at += chunk;
     }
     return RLX_OK;
@@ -257,14 +246,9 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, outer * m * inner);
     if (outer * m < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < outer * m; r++) {
-        int64_t o = r / m, j = r % m;
-        int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
-        if (ix < 0)
-            ix += n;
-        memcpy((char *)t->out + (size_t)r * row, (const char *)t->in[0] + (size_t)(o * n + ix) * row, row);
-    }
+    RLX_CPU_FOR(threads, r, outer * m, int64_t o = r / m, j = r % m; int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
+                if (ix < 0) ix += n;
+                memcpy((char *)t->out + (size_t)r * row, (const char *)t->in[0] + (size_t)(o * n + ix) * row, row););
     return RLX_OK;
 }
 
@@ -386,12 +370,9 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, rows * len);
     if (rows < threads)
         threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t row = 0; row < rows; row++) {
-        char *dst = (char *)t->out + (size_t)(row * len) * es;
-        int64_t off = 0, q = row;
-        int constant = 0;
-        for (int d = r - 2; d >= 0; d--) {
+    RLX_CPU_FOR(
+        threads, row, rows, char *dst = (char *)t->out + (size_t)(row * len) * es; int64_t off = 0, q = row;
+        int constant = 0; for (int d = r - 2; d >= 0; d--) {
             int64_t i = q % os->dims[d];
             q /= os->dims[d];
             int64_t k = pad_src(i, is->dims[d], pads[d], mode);
@@ -399,23 +380,19 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 constant = 1;
             else
                 off += k * st[d];
-        }
-        if (constant) {
+        } if (constant) {
             for (int64_t j = 0; j < len; j++)
                 memcpy(dst + (size_t)j * es, fill, es);
             continue;
-        }
-        const char *src = (const char *)t->in[0] + (size_t)off * es;
+        } const char *src = (const char *)t->in[0] + (size_t)off * es;
         for (int64_t j = 0; j < b; j++) {
             int64_t k = pad_src(j, n, b, mode);
             memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
-        }
-        memcpy(dst + (size_t)b * es, src, (size_t)n * es);
+        } memcpy(dst + (size_t)b * es, src, (size_t)n * es);
         for (int64_t j = b + n; j < b + n + e; j++) {
             int64_t k = pad_src(j, n, b, mode);
             memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
-        }
-    }
+        });
     return RLX_OK;
 }
 
