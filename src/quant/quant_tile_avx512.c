@@ -29,6 +29,7 @@
 #define INLINE AVX512 static inline __attribute__((always_inline))
 
 enum { T = RLX_QUANT_TILE };
+_Static_assert(RLX_QUANT_TILE == 4, "the Q4_K min terms are transposed four by four");
 
 /* ------------------------------------------------------ 32-element types */
 
@@ -77,8 +78,8 @@ INLINE void step32(__m512 acc[T][T], const uint8_t *w, size_t ws, const uint8_t 
         __m512i y = join(ai + 2, RLX_Q8_0_BYTES, two);
         __m512 da = join_d(ai, RLX_Q8_0_BYTES, two);
         /* (w + z) . y - z * sum(y) = w . y, per lane */
-        __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_point, y));
+        __m512i start =
+            _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_point, y));
         for (int j = 0; j < T; j++) {
             __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, u[j], y));
             acc[i][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[j], da), p, acc[i][j], lanes);
@@ -133,9 +134,11 @@ INLINE __m256i fold(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(
  * k4_min_sum (exact integers). */
 INLINE __m512i k4_min_sums(const uint8_t m[T][8], const uint8_t *a, size_t as)
 {
-    __m512i mw = _mm512_setzero_si512();
+    __m128i mj[T];
     for (int j = 0; j < T; j++)
-        mw = _mm512_inserti32x4(mw, _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m[j])), j);
+        mj[j] = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m[j]));
+    __m512i mw =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(mj[1], mj[0])), _mm256_set_m128i(mj[3], mj[2]), 1);
     __m512i d[T]; /* lane 4j + t: the terms 2t and 2t + 1 of pair (i, j) */
     for (int i = 0; i < T; i++) {
         __m256i pairs = _mm256_madd_epi16(loadu(a + (size_t)i * as + RLX_Q8_K_BSUMS), _mm256_set1_epi16(1));
@@ -183,8 +186,8 @@ AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint
         for (int i = 0; i < T; i++) {
             da[i] = rlx_q_f32(a + (size_t)i * as);
             for (int j = 0; j < T; j++)
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d[j] * da[i]), _mm256_cvtepi32_ps(fold(isum[i][j])),
-                                            acc[i][j]);
+                acc[i][j] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d[j] * da[i]), _mm256_cvtepi32_ps(fold(isum[i][j])), acc[i][j]);
         }
         const __m512i by_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         __m512 dm = _mm512_permutexvar_ps(by_j, _mm512_castps128_ps512(_mm_loadu_ps(dmin)));
@@ -221,13 +224,13 @@ AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint
             for (int i = 0; i < T; i++)
                 yv[i] = _mm512_loadu_si512(a + (size_t)i * as + RLX_Q8_K_QS + 64 * z);
             /* sub-blocks 4z .. 4z + 3, eight int16 lanes each */
-            const __m512i pick = _mm512_add_epi16(_mm512_srli_epi16(_mm512_setr_epi32(
-                                                                        0x00010000, 0x00030002, 0x00050004, 0x00070006,
-                                                                        0x00090008, 0x000b000a, 0x000d000c, 0x000f000e,
-                                                                        0x00110010, 0x00130012, 0x00150014, 0x00170016,
-                                                                        0x00190018, 0x001b001a, 0x001d001c, 0x001f001e),
-                                                                    3),
-                                                  _mm512_set1_epi16((short)(4 * z)));
+            const __m512i pick =
+                _mm512_add_epi16(_mm512_srli_epi16(_mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                                     0x00090008, 0x000b000a, 0x000d000c, 0x000f000e,
+                                                                     0x00110010, 0x00130012, 0x00150014, 0x00170016,
+                                                                     0x00190018, 0x001b001a, 0x001d001c, 0x001f001e),
+                                                   3),
+                                 _mm512_set1_epi16((short)(4 * z)));
             for (int j = 0; j < T; j++) {
                 const uint8_t *wj = w + (size_t)j * ws;
                 __m256i ql0 = loadu(wj + 64 * h), ql1 = loadu(wj + 64 * h + 32), qh = loadu(wj + RLX_Q6_K_QH + 32 * h);
