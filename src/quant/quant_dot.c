@@ -337,7 +337,9 @@ bool rlx_quant_tile_available(int t)
     switch (t) {
     case RLX_GGML_Q8_0:
     case RLX_GGML_Q4_0:
+    case RLX_GGML_Q5_0:
     case RLX_GGML_Q4_K:
+    case RLX_GGML_Q5_K:
     case RLX_GGML_Q6_K: return true;
     default: return false;
     }

@@ -50,27 +50,36 @@ INLINE __m512 join_d(const uint8_t *p, size_t step, bool two)
     return _mm512_cvtph_ps(_mm256_set_m128i(o, e));
 }
 
-/* Q8_0 (levels + 128) or Q4_0 (nibbles) of a block pair, unsigned. */
-INLINE __m512i levels32(const uint8_t *w, size_t bytes, bool two, bool q8)
+/* The levels of one block made unsigned: Q8_0's + 128, Q4_0's nibbles,
+ * Q5_0's nibbles with their fifth bit (levels + 8 and + 16). */
+INLINE __m256i levels32_one(const uint8_t *w, int t)
 {
-    if (q8)
-        return _mm512_xor_si512(join(w + 2, bytes, two), _mm512_set1_epi8((char)0x80));
-    __m512i lo = _mm512_zextsi256_si512(nibbles(w + 2));
-    return two ? _mm512_inserti64x4(lo, nibbles(w + bytes + 2), 1) : lo;
+    switch (t) {
+    case RLX_GGML_Q8_0: return _mm256_xor_si256(loadu(w + 2), _mm256_set1_epi8((char)0x80));
+    case RLX_GGML_Q4_0: return nibbles(w + 2);
+    default: return _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bit_bytes(w + 2), _mm256_set1_epi8(0x10)));
+    }
+}
+
+/* Those of a block pair (the upper half zero when !two). */
+INLINE __m512i levels32(const uint8_t *w, size_t bytes, bool two, int t)
+{
+    __m512i lo = _mm512_zextsi256_si512(levels32_one(w, t));
+    return two ? _mm512_inserti64x4(lo, levels32_one(w + bytes, t), 1) : lo;
 }
 
 /* One block pair (the lower block alone when !two) for every pair of the
  * tile.  The AVX2 kernel sums even blocks into acc0 and odd ones into acc1:
  * here the lower and upper halves of acc. */
 INLINE void step32(__m512 acc[T][T], const uint8_t *w, size_t ws, const uint8_t *a, size_t as, size_t bytes, bool two,
-                   bool q8)
+                   int t)
 {
-    const __m512i zero_point = _mm512_set1_epi8(q8 ? (char)0x80 : 8);
+    const __m512i zero_point = _mm512_set1_epi8(t == RLX_GGML_Q8_0 ? (char)0x80 : t == RLX_GGML_Q4_0 ? 8 : 16);
     const __mmask16 lanes = two ? 0xffff : 0x00ff;
     __m512i u[T];
     __m512 dw[T];
     for (int j = 0; j < T; j++) {
-        u[j] = levels32(w + (size_t)j * ws, bytes, two, q8);
+        u[j] = levels32(w + (size_t)j * ws, bytes, two, t);
         dw[j] = join_d(w + (size_t)j * ws, bytes, two);
     }
     for (int i = 0; i < T; i++) {
@@ -88,7 +97,7 @@ INLINE void step32(__m512 acc[T][T], const uint8_t *w, size_t ws, const uint8_t 
 }
 
 INLINE void tile32(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y, int64_t ldy,
-                   size_t bytes, bool q8)
+                   size_t bytes, int t)
 {
     __m512 acc[T][T];
     for (int i = 0; i < T; i++)
@@ -96,9 +105,9 @@ INLINE void tile32(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, si
             acc[i][j] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 1 < nb; b += 2)
-        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, true, q8);
+        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, true, t);
     if (b < nb)
-        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, false, q8);
+        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, false, t);
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++)
             y[i * ldy + j] =
@@ -108,13 +117,19 @@ INLINE void tile32(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, si
 AVX512 static void tile_q8_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
                              int64_t ldy)
 {
-    tile32(nb, w, ws, a, as, y, ldy, RLX_Q8_0_BYTES, true);
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q8_0_BYTES, RLX_GGML_Q8_0);
 }
 
 AVX512 static void tile_q4_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
                              int64_t ldy)
 {
-    tile32(nb, w, ws, a, as, y, ldy, RLX_Q4_0_BYTES, false);
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q4_0_BYTES, RLX_GGML_Q4_0);
+}
+
+AVX512 static void tile_q5_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
 }
 
 /* ----------------------------------------------------------- K types */
@@ -150,16 +165,18 @@ INLINE __m512i k4_min_sums(const uint8_t m[T][8], const uint8_t *a, size_t as)
     return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
 }
 
-AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
-                             int64_t ldy)
+/* Q4_K and Q5_K (five: the fifth bits of chunk c are bits 2c and 2c + 1 of qh) */
+INLINE void tile_q45_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y, int64_t ldy,
+                       bool five)
 {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const size_t bytes = five ? RLX_Q5_K_BYTES : RLX_Q4_K_BYTES, qs_at = five ? 48 : 16;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     __m256 acc[T][T];
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++)
             acc[i][j] = _mm256_setzero_ps();
     __m512 mins = _mm512_setzero_ps(); /* lane 4j + i */
-    for (int64_t b = 0; b < nb; b++, w += RLX_Q4_K_BYTES, a += RLX_Q8_K_BYTES) {
+    for (int64_t b = 0; b < nb; b++, w += bytes, a += RLX_Q8_K_BYTES) {
         uint8_t sc[T][8], m[T][8];
         for (int j = 0; j < T; j++)
             rlx_q_k4_scales_mins(w + (size_t)j * ws + 4, sc[j], m[j]);
@@ -172,9 +189,16 @@ AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint
             for (int i = 0; i < T; i++)
                 yv[i] = _mm512_loadu_si512(a + (size_t)i * as + RLX_Q8_K_QS + 64 * c);
             for (int j = 0; j < T; j++) {
-                __m256i q = loadu(w + (size_t)j * ws + 16 + 32 * c);
-                __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
-                                               _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
+                __m256i q = loadu(w + (size_t)j * ws + qs_at + 32 * c);
+                __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                if (five) {
+                    __m256i qh = loadu(w + (size_t)j * ws + 16);
+                    lo =
+                        _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), bit4));
+                    hi = _mm256_or_si256(
+                        hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), bit4));
+                }
+                __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
                 __m512i s = two_scales(sc[j][2 * c], sc[j][2 * c + 1]);
                 for (int i = 0; i < T; i++)
                     isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], _mm512_maddubs_epi16(u, yv[i]), s);
@@ -199,6 +223,18 @@ AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++)
             y[i * ldy + j] = hsum_ps(acc[i][j]) - mn[4 * j + i];
+}
+
+AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile_q45_k(nb, w, ws, a, as, y, ldy, false);
+}
+
+AVX512 static void tile_q5_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile_q45_k(nb, w, ws, a, as, y, ldy, true);
 }
 
 AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
@@ -273,7 +309,9 @@ bool rlx_quant_tile_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, const
     switch (t) {
     case RLX_GGML_Q8_0: tile_q8_0(nb, w, ws, a, as, y, ldy); return true;
     case RLX_GGML_Q4_0: tile_q4_0(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q5_0: tile_q5_0(nb, w, ws, a, as, y, ldy); return true;
     case RLX_GGML_Q4_K: tile_q4_k(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q5_K: tile_q5_k(nb, w, ws, a, as, y, ldy); return true;
     case RLX_GGML_Q6_K: tile_q6_k(nb, w, ws, a, as, y, ldy); return true;
     default: return false;
     }

@@ -40,4 +40,14 @@ RLX_AVX2 static inline __m256i nibbles(const uint8_t *qs)
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
+/* Byte e = 0xff where bit e of the little-endian u32 at p is set, else 0. */
+RLX_AVX2 static inline __m256i bit_bytes(const uint8_t *p)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)rlx_q_u32(p)), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
 #endif
