@@ -17,7 +17,7 @@ set_tests_properties(quant_ggml_parity PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
 add_executable(quant_dot_bench ${CMAKE_SOURCE_DIR}/bench/quant_dot_bench.c)
 target_include_directories(quant_dot_bench PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(quant_dot_bench PRIVATE rlx_internal m)
-add_test(NAME quant_dot_bench_smoke COMMAND quant_dot_bench --rows 16 --cols 512 --repeat 1)
+add_test(NAME quant_dot_bench_smoke COMMAND quant_dot_bench --rows 16 --cols 512 --repeat 1 --prompt 8)
 
 # `rlx quantize` (tests/quant/check_quantize.py): seeded Llama/Qwen models
 # in safetensors and GGUF quantized to every type; the types chosen per

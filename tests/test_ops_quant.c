@@ -39,9 +39,9 @@ static uint8_t *make_weights(int qt, int64_t n, int64_t k, double **deq)
     return w;
 }
 
-/* Runs y = qmatmul(x, w) for x [m, k] of dtype xt. */
-static void run_qmatmul(int qt, rlx_dtype xt, int64_t m, int64_t n, int64_t k, const void *x, const uint8_t *w,
-                        float *y)
+/* Runs y = qmatmul(x, w) for x [m, k] of dtype xt on `threads` threads. */
+static void run_qmatmul_on(int qt, rlx_dtype xt, int64_t m, int64_t n, int64_t k, const void *x, const uint8_t *w,
+                           float *y, int threads)
 {
     size_t rb = rlx_quant_row_bytes(qt, k);
     rlx_graph *g = rlx_graph_new();
@@ -52,7 +52,7 @@ static void run_qmatmul(int qt, rlx_dtype xt, int64_t m, int64_t n, int64_t k, c
     assert_int_equal(rlx_output(g, "y", xt == RLX_F32 ? q : rlx_cast(g, q, RLX_F32)), RLX_OK);
     rlx_options o;
     rlx_options_init(&o);
-    o.threads = 2;
+    o.threads = threads;
     rlx_session *s = NULL;
     assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
     assert_int_equal(rlx_session_set_param(s, "w", w, rb * (size_t)n), RLX_OK);
@@ -61,6 +61,12 @@ static void run_qmatmul(int qt, rlx_dtype xt, int64_t m, int64_t n, int64_t k, c
     assert_int_equal(rlx_session_get_output(s, "y", y, sizeof(float) * (size_t)(m * n)), RLX_OK);
     rlx_session_free(s);
     rlx_graph_free(g);
+}
+
+static void run_qmatmul(int qt, rlx_dtype xt, int64_t m, int64_t n, int64_t k, const void *x, const uint8_t *w,
+                        float *y)
+{
+    run_qmatmul_on(qt, xt, m, n, k, x, w, y, 2);
 }
 
 /* The activations are quantized in blocks of 32 (256 for the _K types) to
@@ -151,27 +157,36 @@ static void test_qmatmul_every_type(void **state)
 static void test_prompt_rows_match_single_rows(void **state)
 {
     (void)state;
-    const int64_t m = 40, n = 300, k = 512;
+    /* rows and weight rows that are not multiples of the tiles (RLX_QUANT_TILE,
+     * 16 weight rows per task), an odd count of blocks, one and two threads */
+    const int64_t m = 41, n = 302;
     qt_seed(23);
     for (int ti = 0; ti < QT_NTYPES; ti++) {
         int qt = qt_types[ti];
-        double *deq;
-        uint8_t *w = make_weights(qt, n, k, &deq);
-        float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n));
-        float *y1 = malloc(sizeof(float) * (size_t)n);
-        for (int64_t i = 0; i < m * k; i++)
-            x[i] = (float)qt_normal();
-        run_qmatmul(qt, RLX_F32, m, n, k, x, w, y);
-        const int64_t rows[] = {0, 17, m - 1};
-        for (int r = 0; r < 3; r++) {
-            int64_t i = rows[r];
-            run_qmatmul(qt, RLX_F32, 1, n, k, x + i * k, w, y1);
-            for (int64_t j = 0; j < n; j++)
-                if (memcmp(&y[i * n + j], &y1[j], sizeof(float)))
-                    fail_msg("%s row %lld col %lld: %.9g in a prompt, %.9g alone", rlx_ggml_type_name(qt), (long long)i,
-                             (long long)j, y[i * n + j], y1[j]);
+        const int64_t be = rlx_quant_block_elems(qt), ks[] = {be == 32 ? 512 : 1024, be == 32 ? 480 : 768};
+        for (int ki = 0; ki < 2; ki++) {
+            const int64_t k = ks[ki];
+            double *deq;
+            uint8_t *w = make_weights(qt, n, k, &deq);
+            float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n));
+            float *y1 = malloc(sizeof(float) * (size_t)n);
+            for (int64_t i = 0; i < m * k; i++)
+                x[i] = (float)qt_normal();
+            for (int threads = 1; threads <= 2; threads++) {
+                run_qmatmul_on(qt, RLX_F32, m, n, k, x, w, y, threads);
+                const int64_t rows[] = {0, 1, 3, 17, 38, m - 1};
+                for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+                    int64_t i = rows[r];
+                    run_qmatmul_on(qt, RLX_F32, 1, n, k, x + i * k, w, y1, 3 - threads);
+                    for (int64_t j = 0; j < n; j++)
+                        if (memcmp(&y[i * n + j], &y1[j], sizeof(float)))
+                            fail_msg("%s k %lld, %d threads, row %lld col %lld: %.9g in a prompt, %.9g alone",
+                                     rlx_ggml_type_name(qt), (long long)k, threads, (long long)i, (long long)j,
+                                     y[i * n + j], y1[j]);
+                }
+            }
+            free(x), free(y), free(y1), free(w), free(deq);
         }
-        free(x), free(y), free(y1), free(w), free(deq);
     }
 }
 

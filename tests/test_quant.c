@@ -626,6 +626,56 @@ static void test_dot_avx2(void **state)
     check_dots(RLX_QUANT_AVX2);
 }
 
+/* rlx_quant_tile against rlx_quant_vec_dot, to the bit: a tile of weight
+ * rows (quantized data or random bytes) and of activation rows, misaligned
+ * and at a stride that is not the row's, block counts odd and even. */
+static void test_tile(void **state)
+{
+    (void)state;
+    int any = 0;
+    qt_seed(8);
+    for (int i = 0; i < QT_NTYPES; i++) {
+        int t = qt_types[i];
+        if (!rlx_quant_tile_available(t))
+            continue;
+        any++;
+        int64_t be = belems(t);
+        const int64_t blocks32[] = {1, 2, 3, 5, 16, 17}, blocksk[] = {1, 2, 3, 6};
+        const int64_t *nbs = be == 32 ? blocks32 : blocksk;
+        int count = be == 32 ? 6 : 4;
+        for (int c = 0; c < count; c++)
+            for (int raw = 0; raw < 2; raw++) {
+                enum { T = RLX_QUANT_TILE };
+                int64_t nb = nbs[c], n = nb * be;
+                size_t ws = (size_t)nb * bbytes(t) + 3, as = rlx_quant_act_bytes(t, n) + 5;
+                uint8_t *wbuf = malloc(ws * T + 1), *abuf = malloc(as * T + 1);
+                uint8_t *w = wbuf + 1, *a = abuf + 1;
+                float *x = malloc(n * sizeof *x), y[T * 6];
+                for (int r = 0; r < T; r++) {
+                    make_weights(t, w + r * ws, nb, raw);
+                    fill_normal(x, n, pow(10.0, 2 * qt_unit() - 1));
+                    assert_int_equal(rlx_quantize_act(t, x, a + r * as, n), RLX_OK);
+                }
+                assert_true(rlx_quant_tile(t, n, w, ws, a, as, y, 6));
+                for (int r = 0; r < T; r++)
+                    for (int j = 0; j < T; j++) {
+                        float want = rlx_quant_vec_dot(t, n, w + j * ws, a + r * as);
+                        if (memcmp(&y[r * 6 + j], &want, sizeof want))
+                            fail_msg("%s, %lld blocks, %s: tile (%d, %d) %.9g, matrix-vector %.9g",
+                                     rlx_ggml_type_name(t), (long long)nb, raw ? "random bytes" : "quantized", r, j,
+                                     y[r * 6 + j], want);
+                    }
+                free(x);
+                free(wbuf);
+                free(abuf);
+            }
+    }
+    if (!any) {
+        print_message("skipped: no tiled kernel on this processor\n");
+        skip();
+    }
+}
+
 /* Activations: levels within [-127, 127] (the kernels' precondition);
  * Q8_K the reference quantizer with its block sums consistent, Q8_0
  * rounded as llama.cpp's CPU backend rounds them. */
@@ -678,11 +728,17 @@ static void test_quantize_act(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern),   cmocka_unit_test(test_sizes),
-        cmocka_unit_test(test_dequantize_random),   cmocka_unit_test(test_dequantize_crafted),
-        cmocka_unit_test(test_quantize_round_trip), cmocka_unit_test(test_quantize_shapes),
-        cmocka_unit_test(test_quantize_nonfinite),  cmocka_unit_test(test_quantize_act),
-        cmocka_unit_test(test_dot_scalar),          cmocka_unit_test(test_dot_avx2),
+        cmocka_unit_test(test_f16_every_pattern),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_dequantize_random),
+        cmocka_unit_test(test_dequantize_crafted),
+        cmocka_unit_test(test_quantize_round_trip),
+        cmocka_unit_test(test_quantize_shapes),
+        cmocka_unit_test(test_quantize_nonfinite),
+        cmocka_unit_test(test_quantize_act),
+        cmocka_unit_test(test_dot_scalar),
+        cmocka_unit_test(test_dot_avx2),
+        cmocka_unit_test(test_tile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,22 @@ static bool avx2_usable(void)
     }
     return s;
 }
+
+/* The AVX-512 subsets the tiled kernels use, on top of AVX2 (the tiles
+ * must equal the AVX2 kernels' results, so they run only where those do). */
+static int avx512_state = -1;
+
+static bool avx512_vnni_usable(void)
+{
+    int s = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        s = avx2_usable() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vnni");
+        __atomic_store_n(&avx512_state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
 #endif
 
 bool rlx_quant_isa_available(rlx_quant_isa isa)
@@ -308,4 +324,41 @@ float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int t, int64_t n, const void *w_r
 float rlx_quant_vec_dot(int t, int64_t n, const void *w_row, const void *act_q8)
 {
     return rlx_quant_vec_dot_isa(rlx_quant_isa_best(), t, n, w_row, act_q8);
+}
+
+/* ---------------------------------------------------------------- tiles */
+
+bool rlx_quant_tile_available(int t)
+{
+#ifdef RLX_QUANT_HAVE_AVX2
+    /* equal to rlx_quant_vec_dot only while that runs the AVX2 kernels */
+    if (rlx_quant_isa_best() != RLX_QUANT_AVX2 || !avx512_vnni_usable())
+        return false;
+    switch (t) {
+    case RLX_GGML_Q8_0:
+    case RLX_GGML_Q4_0:
+    case RLX_GGML_Q5_0:
+    case RLX_GGML_Q4_K:
+    case RLX_GGML_Q5_K:
+    case RLX_GGML_Q6_K: return true;
+    default: return false;
+    }
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+bool rlx_quant_tile(int t, int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride, float *y,
+                    int64_t ldy)
+{
+    int64_t be = rlx_quant_block_elems(t);
+    if (be == 0 || n <= 0 || n % be != 0 || !rlx_quant_tile_available(t))
+        return false;
+#ifdef RLX_QUANT_HAVE_AVX2
+    return rlx_quant_tile_avx512(t, n / be, w, w_stride, act, act_stride, y, ldy);
+#else
+    (void)w, (void)w_stride, (void)act, (void)act_stride, (void)y, (void)ldy;
+    return false;
+#endif
 }

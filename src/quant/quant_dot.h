@@ -44,4 +44,16 @@ float rlx_quant_vec_dot(int weight_type, int64_t n, const void *w_row, const voi
 /* The same with the kernels of isa (which must be available). */
 float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int weight_type, int64_t n, const void *w_row, const void *act_q8);
 
+/* Tiles of a many-rows product (a prompt): RLX_QUANT_TILE activation rows
+ * times RLX_QUANT_TILE weight rows, each weight block unpacked once for
+ * every row of the tile.  y[i * ldy + j] is rlx_quant_vec_dot of weight row
+ * j (at w + j * w_stride) and activation row i (at act + i * act_stride) to
+ * the bit, so a prompt's rows equal a decode step's.  Available for the
+ * types and processors that have such a kernel (AVX-512 VNNI: Q8_0, Q4_0,
+ * Q5_0, Q4_K, Q5_K, Q6_K); where not, rlx_quant_tile returns false and leaves y alone. */
+enum { RLX_QUANT_TILE = 4 };
+bool rlx_quant_tile_available(int weight_type);
+bool rlx_quant_tile(int weight_type, int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
+                    float *y, int64_t ldy);
+
 #endif

@@ -1,6 +1,8 @@
 /* kernels_quant.c - the quantized ops: qmatmul (activations quantized per
- * block, then one integer dot per weight row: src/quant's kernels, picked
- * for the processor) and dequantize.  The weights are never expanded. */
+ * block, then integer dots against the weight rows: src/quant's kernels,
+ * picked for the processor; a prompt's rows in tiles that reuse each
+ * weight block across several rows) and dequantize.  The weights are never
+ * expanded. */
 #include <omp.h>
 
 #include "backends/cpu/cpu_kernels.h"
@@ -57,11 +59,18 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const uint8_t *W = t->in[1];
     int th = rlx_cpu_threads(ctx, m * cols * k / 8);
     int64_t tasks = (cols + QMM_ROWS - 1) / QMM_ROWS;
+    /* whole tiles of rows where a tiled kernel exists; the rest one dot
+     * at a time (the same results to the bit) */
+    const int64_t T = RLX_QUANT_TILE, mt = m >= T && rlx_quant_tile_available(qt) ? m - m % T : 0;
 #pragma omp parallel for num_threads(th) schedule(static)
     for (int64_t b = 0; b < tasks; b++) {
         int64_t j0 = b * QMM_ROWS, j1 = j0 + QMM_ROWS < cols ? j0 + QMM_ROWS : cols;
+        int64_t jt = j0 + (j1 - j0) / T * T;
+        for (int64_t i = 0; i < mt; i += T)
+            for (int64_t j = j0; j < jt; j += T)
+                rlx_quant_tile(qt, k, W + (size_t)j * rb, rb, act + (size_t)i * ab, ab, Y + i * cols + j, cols);
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = j0; j < j1; j++)
+            for (int64_t j = i < mt ? jt : j0; j < j1; j++)
                 Y[i * cols + j] = rlx_quant_vec_dot(qt, k, W + (size_t)j * rb, act + (size_t)i * ab);
     }
     if (n->dtype != RLX_F32)

@@ -1,0 +1,322 @@
+/* quant_tile_avx512.c - tiles of a quantized matrix product (quant_dot.h,
+ * rlx_quant_tile) with AVX-512 VNNI: RLX_QUANT_TILE activation rows times
+ * RLX_QUANT_TILE weight rows, each weight block unpacked once for all rows
+ * and each activation block read once for all weight rows.
+ *
+ * Every output equals the AVX2 matrix-vector kernel's (quant_dot_avx2.c)
+ * to the bit: a prompt's rows must equal a decode step's, and an 8-bit
+ * activation level downstream flips on a one-ulp difference.  So each pair
+ * keeps the AVX2 kernel's float accumulators lane for lane: lane l of a
+ * block's int32 sums holds the products of bytes 4l..4l+3 (exact, however
+ * they are computed), and the scale products, multiply-adds and final
+ * horizontal sums are the same operations in the same order.  Only the
+ * integer work differs: vpdpbusd (unsigned times signed bytes, no
+ * saturation) takes signed weights as w + 128 against a -128 * sum(y)
+ * start, and the sub-block scales of the K types multiply int16 pair sums
+ * through vpdpwssd.
+ *
+ * Functions carry the target attribute, so the file builds for any x86-64;
+ * quant_dot.c calls them only where the processor has these features. */
+#include "quant/quant_dot_kernels.h"
+
+#ifdef RLX_QUANT_HAVE_AVX2
+
+#include "quant/quant.h"
+#include "quant/quant_dot.h"
+#include "quant/quant_x86.h"
+
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define INLINE AVX512 static inline __attribute__((always_inline))
+
+enum { T = RLX_QUANT_TILE };
+_Static_assert(RLX_QUANT_TILE == 4, "the Q4_K min terms are transposed four by four");
+
+/* ------------------------------------------------------ 32-element types */
+
+/* Two 32-byte runs, at p and p + step, as one vector; only the first
+ * (upper half zero) when !two, so nothing past a row is read. */
+INLINE __m512i join(const uint8_t *p, size_t step, bool two)
+{
+    __m512i lo = _mm512_zextsi256_si512(loadu(p));
+    return two ? _mm512_inserti64x4(lo, loadu(p + step), 1) : lo;
+}
+
+/* The f16 scales at p and p + step, eight lanes each (the AVX2 kernel's
+ * set1 of each), as f32. */
+INLINE __m512 join_d(const uint8_t *p, size_t step, bool two)
+{
+    __m128i e = _mm_set1_epi16((short)rlx_q_u16(p));
+    __m128i o = two ? _mm_set1_epi16((short)rlx_q_u16(p + step)) : _mm_setzero_si128();
+    return _mm512_cvtph_ps(_mm256_set_m128i(o, e));
+}
+
+/* The levels of one block made unsigned: Q8_0's + 128, Q4_0's nibbles,
+ * Q5_0's nibbles with their fifth bit (levels + 8 and + 16). */
+INLINE __m256i levels32_one(const uint8_t *w, int t)
+{
+    switch (t) {
+    case RLX_GGML_Q8_0: return _mm256_xor_si256(loadu(w + 2), _mm256_set1_epi8((char)0x80));
+    case RLX_GGML_Q4_0: return nibbles(w + 2);
+    default: return _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bit_bytes(w + 2), _mm256_set1_epi8(0x10)));
+    }
+}
+
+/* Those of a block pair (the upper half zero when !two). */
+INLINE __m512i levels32(const uint8_t *w, size_t bytes, bool two, int t)
+{
+    __m512i lo = _mm512_zextsi256_si512(levels32_one(w, t));
+    return two ? _mm512_inserti64x4(lo, levels32_one(w + bytes, t), 1) : lo;
+}
+
+/* One block pair (the lower block alone when !two) for every pair of the
+ * tile.  The AVX2 kernel sums even blocks into acc0 and odd ones into acc1:
+ * here the lower and upper halves of acc. */
+INLINE void step32(__m512 acc[T][T], const uint8_t *w, size_t ws, const uint8_t *a, size_t as, size_t bytes, bool two,
+                   int t)
+{
+    const __m512i zero_point = _mm512_set1_epi8(t == RLX_GGML_Q8_0 ? (char)0x80 : t == RLX_GGML_Q4_0 ? 8 : 16);
+    const __mmask16 lanes = two ? 0xffff : 0x00ff;
+    __m512i u[T];
+    __m512 dw[T];
+    for (int j = 0; j < T; j++) {
+        u[j] = levels32(w + (size_t)j * ws, bytes, two, t);
+        dw[j] = join_d(w + (size_t)j * ws, bytes, two);
+    }
+    for (int i = 0; i < T; i++) {
+        const uint8_t *ai = a + (size_t)i * as;
+        __m512i y = join(ai + 2, RLX_Q8_0_BYTES, two);
+        __m512 da = join_d(ai, RLX_Q8_0_BYTES, two);
+        /* (w + z) . y - z * sum(y) = w . y, per lane */
+        __m512i start =
+            _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_point, y));
+        for (int j = 0; j < T; j++) {
+            __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, u[j], y));
+            acc[i][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[j], da), p, acc[i][j], lanes);
+        }
+    }
+}
+
+INLINE void tile32(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y, int64_t ldy,
+                   size_t bytes, int t)
+{
+    __m512 acc[T][T];
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            acc[i][j] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2)
+        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, true, t);
+    if (b < nb)
+        step32(acc, w + (size_t)b * bytes, ws, a + (size_t)b * RLX_Q8_0_BYTES, as, bytes, false, t);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            y[i * ldy + j] =
+                hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[i][j]), _mm512_extractf32x8_ps(acc[i][j], 1)));
+}
+
+AVX512 static void tile_q8_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q8_0_BYTES, RLX_GGML_Q8_0);
+}
+
+AVX512 static void tile_q4_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q4_0_BYTES, RLX_GGML_Q4_0);
+}
+
+AVX512 static void tile_q5_0(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile32(nb, w, ws, a, as, y, ldy, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
+}
+
+/* ----------------------------------------------------------- K types */
+
+/* Sixteen int16 lanes of s0, then sixteen of s1. */
+INLINE __m512i two_scales(int s0, int s1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)s0)), _mm256_set1_epi16((short)s1), 1);
+}
+
+/* The 8 lanes of a pair's block: lanes l and l + 8 of its int32 sums hold
+ * the same bytes of two sub-blocks. */
+INLINE __m256i fold(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
+
+/* The Q4_K min terms of a tile's 16 pairs, lane 4j + i: sum over s of
+ * m_j[s] * (bsums_i[2s] + bsums_i[2s + 1]), as the AVX2 kernel's
+ * k4_min_sum (exact integers). */
+INLINE __m512i k4_min_sums(const uint8_t m[T][8], const uint8_t *a, size_t as)
+{
+    __m128i mj[T];
+    for (int j = 0; j < T; j++)
+        mj[j] = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m[j]));
+    __m512i mw =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(mj[1], mj[0])), _mm256_set_m128i(mj[3], mj[2]), 1);
+    __m512i d[T]; /* lane 4j + t: the terms 2t and 2t + 1 of pair (i, j) */
+    for (int i = 0; i < T; i++) {
+        __m256i pairs = _mm256_madd_epi16(loadu(a + (size_t)i * as + RLX_Q8_K_BSUMS), _mm256_set1_epi16(1));
+        __m512i bs = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(pairs));
+        d[i] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mw, bs);
+    }
+    __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+    __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
+/* Q4_K and Q5_K (five: the fifth bits of chunk c are bits 2c and 2c + 1 of qh) */
+INLINE void tile_q45_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y, int64_t ldy,
+                       bool five)
+{
+    const size_t bytes = five ? RLX_Q5_K_BYTES : RLX_Q4_K_BYTES, qs_at = five ? 48 : 16;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+    __m256 acc[T][T];
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            acc[i][j] = _mm256_setzero_ps();
+    __m512 mins = _mm512_setzero_ps(); /* lane 4j + i */
+    for (int64_t b = 0; b < nb; b++, w += bytes, a += RLX_Q8_K_BYTES) {
+        uint8_t sc[T][8], m[T][8];
+        for (int j = 0; j < T; j++)
+            rlx_q_k4_scales_mins(w + (size_t)j * ws + 4, sc[j], m[j]);
+        __m512i isum[T][T];
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++)
+                isum[i][j] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            __m512i yv[T];
+            for (int i = 0; i < T; i++)
+                yv[i] = _mm512_loadu_si512(a + (size_t)i * as + RLX_Q8_K_QS + 64 * c);
+            for (int j = 0; j < T; j++) {
+                __m256i q = loadu(w + (size_t)j * ws + qs_at + 32 * c);
+                __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                if (five) {
+                    __m256i qh = loadu(w + (size_t)j * ws + 16);
+                    lo =
+                        _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), bit4));
+                    hi = _mm256_or_si256(
+                        hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), bit4));
+                }
+                __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                __m512i s = two_scales(sc[j][2 * c], sc[j][2 * c + 1]);
+                for (int i = 0; i < T; i++)
+                    isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], _mm512_maddubs_epi16(u, yv[i]), s);
+            }
+        }
+        float d[T], dmin[T], da[T];
+        for (int j = 0; j < T; j++)
+            d[j] = f16(w + (size_t)j * ws), dmin[j] = f16(w + (size_t)j * ws + 2);
+        for (int i = 0; i < T; i++) {
+            da[i] = rlx_q_f32(a + (size_t)i * as);
+            for (int j = 0; j < T; j++)
+                acc[i][j] =
+                    _mm256_fmadd_ps(_mm256_set1_ps(d[j] * da[i]), _mm256_cvtepi32_ps(fold(isum[i][j])), acc[i][j]);
+        }
+        const __m512i by_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        __m512 dm = _mm512_permutexvar_ps(by_j, _mm512_castps128_ps512(_mm_loadu_ps(dmin)));
+        __m512 dai = _mm512_broadcast_f32x4(_mm_loadu_ps(da));
+        mins = _mm512_fmadd_ps(_mm512_mul_ps(dm, dai), _mm512_cvtepi32_ps(k4_min_sums(m, a, as)), mins);
+    }
+    float mn[T * T];
+    _mm512_storeu_ps(mn, mins);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            y[i * ldy + j] = hsum_ps(acc[i][j]) - mn[4 * j + i];
+}
+
+AVX512 static void tile_q4_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile_q45_k(nb, w, ws, a, as, y, ldy, false);
+}
+
+AVX512 static void tile_q5_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile_q45_k(nb, w, ws, a, as, y, ldy, true);
+}
+
+AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x30);
+    __m256 acc[T][T];
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += RLX_Q6_K_BYTES, a += RLX_Q8_K_BYTES) {
+        __m256i sc16[T];
+        for (int j = 0; j < T; j++)
+            sc16[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + (size_t)j * ws + RLX_Q6_K_SCALES)));
+        __m512i isum[T][T];
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++)
+                isum[i][j] = _mm512_setzero_si512();
+        /* z = 2h + half: the chunks 2 half, 2 half + 1 of the 128-element half h */
+        for (int z = 0; z < 4; z++) {
+            const int h = z >> 1, half = z & 1;
+            __m512i yv[T];
+            for (int i = 0; i < T; i++)
+                yv[i] = _mm512_loadu_si512(a + (size_t)i * as + RLX_Q8_K_QS + 64 * z);
+            /* sub-blocks 4z .. 4z + 3, eight int16 lanes each */
+            const __m512i pick =
+                _mm512_add_epi16(_mm512_srli_epi16(_mm512_setr_epi32(0x00010000, 0x00030002, 0x00050004, 0x00070006,
+                                                                     0x00090008, 0x000b000a, 0x000d000c, 0x000f000e,
+                                                                     0x00110010, 0x00130012, 0x00150014, 0x00170016,
+                                                                     0x00190018, 0x001b001a, 0x001d001c, 0x001f001e),
+                                                   3),
+                                 _mm512_set1_epi16((short)(4 * z)));
+            for (int j = 0; j < T; j++) {
+                const uint8_t *wj = w + (size_t)j * ws;
+                __m256i ql0 = loadu(wj + 64 * h), ql1 = loadu(wj + 64 * h + 32), qh = loadu(wj + RLX_Q6_K_QH + 32 * h);
+                __m256i q0, q1;
+                if (!half) {
+                    q0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), two));
+                    q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), two));
+                } else {
+                    q0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, two));
+                    q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), two));
+                }
+                __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+                __m512i s = _mm512_permutexvar_epi16(pick, _mm512_castsi256_si512(sc16[j]));
+                for (int i = 0; i < T; i++)
+                    isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], _mm512_maddubs_epi16(u, yv[i]), s);
+            }
+        }
+        for (int i = 0; i < T; i++) {
+            const uint8_t *ai = a + (size_t)i * as;
+            const float da = rlx_q_f32(ai);
+            const __m256i bs = loadu(ai + RLX_Q8_K_BSUMS);
+            for (int j = 0; j < T; j++) {
+                /* the -32 of every level, grouped by sub-block pair as the AVX2 kernel groups it */
+                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[j]), 5);
+                __m256i s = _mm256_sub_epi32(fold(isum[i][j]), off);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(f16(w + (size_t)j * ws + RLX_Q6_K_D) * da),
+                                            _mm256_cvtepi32_ps(s), acc[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            y[i * ldy + j] = hsum_ps(acc[i][j]);
+}
+
+bool rlx_quant_tile_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                           int64_t ldy)
+{
+    switch (t) {
+    case RLX_GGML_Q8_0: tile_q8_0(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q4_0: tile_q4_0(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q5_0: tile_q5_0(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q4_K: tile_q4_k(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q5_K: tile_q5_k(nb, w, ws, a, as, y, ldy); return true;
+    case RLX_GGML_Q6_K: tile_q6_k(nb, w, ws, a, as, y, ldy); return true;
+    default: return false;
+    }
+}
+
+#else
+typedef int rlx_quant_tile_avx512_unused; /* not x86: no AVX-512 kernels */
+#endif
