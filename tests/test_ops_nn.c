@@ -1,7 +1,8 @@
 /* Network ops: attention (causal, bool and float masks, grouped-query
  * heads, per-sequence positions), rotary embedding (both layouts, by theta
  * and by tables), convolution 1-d/2-d (stride,
- * padding, dilation, groups, bias), max/avg pooling (count_include_pad,
+ * padding, dilation, groups, bias; depthwise with channel multipliers and
+ * fused activations), max/avg pooling (count_include_pad,
  * ceil_mode, dilation), global average pooling; against the float64
  * reference on random inputs. */
 #include <math.h>
@@ -350,6 +351,67 @@ static void test_conv2d(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Depthwise convs (groups == channels; a channel multiplier when O is a
+ * multiple of C), which the CPU runs with a direct kernel: the tap layouts
+ * it unrolls (3 and 5 wide, stride 1 and 2) and the general one, borders
+ * and rows on the padding, then with an activation after it, which fusion
+ * makes the kernel's epilogue. */
+
+static int run_depthwise_act(const conv_case *c, int act)
+{
+    rt_graph *rg = rt_graph_new();
+    int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
+    int64_t wd[4] = {c->O, 1, c->k[0], c->k[1]};
+    rt_tensor *x = rt_rand(2 + c->sp, xd, -1, 1), *w = rt_rand(2 + c->sp, wd, -1, 1);
+    rt_tensor *b = rt_rand(1, &c->O, -1, 1);
+    rlx_node y = rlx_conv(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), rt_param(rg, RLX_F32, b), &c->p);
+    y = act == 1 ? rlx_relu(rg->g, y) : act == 2 ? rlx_silu(rg->g, y) : rlx_gelu(rg->g, y);
+    rt_tensor *conv = rt_ref_conv(x, w, b, &c->p);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_map(conv, act == 1 ? rt_f_relu : act == 2 ? rt_f_silu : rt_f_gelu);
+    char what[128];
+    snprintf(what, sizeof what, "depthwise conv%dd %s + %s", c->sp, rt_shape_str(x->ndim, x->dims),
+             act == 1   ? "relu"
+             : act == 2 ? "silu"
+                        : "gelu");
+    int ok = rt_check(what, got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(conv);
+    rt_free(x);
+    rt_free(w);
+    rt_free(b);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static void test_conv_depthwise(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const conv_case cases[] = {
+        {2, 2, 8, {13, 17}, 8, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 8), 1},
+        {2, 1, 8, {14, 19}, 8, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 8), 1},
+        {2, 1, 6, {12, 21}, 6, {5, 5}, cp(1, 1, 1, 1, 2, 2, 2, 2, 6), 0},
+        {2, 2, 6, {15, 20}, 6, {5, 5}, cp(2, 2, 1, 1, 2, 2, 2, 2, 6), 1},
+        {2, 1, 4, {9, 11}, 12, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 4), 1},    /* channel multiplier 3 */
+        {2, 1, 3, {10, 12}, 6, {5, 3}, cp(2, 1, 1, 1, 2, 1, 2, 1, 3), 1},    /* multiplier 2, stride (2, 1) */
+        {2, 1, 4, {12, 16}, 4, {3, 3}, cp(1, 1, 2, 3, 2, 3, 2, 3, 4), 1},    /* dilation */
+        {2, 1, 5, {9, 10}, 5, {3, 5}, cp(1, 2, 1, 1, 0, 1, 2, 3, 5), 1},     /* asymmetric pads */
+        {2, 1, 4, {11, 13}, 4, {7, 7}, cp(3, 3, 1, 1, 3, 3, 3, 3, 4), 1},    /* 7 wide, stride 3: the general row */
+        {2, 1, 3, {4, 3}, 3, {5, 5}, cp(1, 1, 1, 1, 3, 3, 3, 3, 3), 1},      /* pads wider than the image */
+        {2, 1, 2, {6, 2}, 2, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 2), 0},      /* no interior column */
+        {2, 1, 3, {7, 40}, 3, {1, 1}, cp(1, 2, 1, 1, 0, 0, 0, 0, 3), 1},     /* 1x1, strided */
+        {1, 2, 5, {37, 0}, 5, {3, 0}, cp(1, 1, 1, 1, 1, 1, 0, 0, 5), 1},     /* 1-d */
+        {1, 1, 4, {50, 0}, 8, {5, 0}, cp(2, 1, 2, 1, 4, 3, 0, 0, 4), 1},     /* 1-d, multiplier 2, dilation */
+        {2, 1, 24, {48, 80}, 24, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 24), 1}, /* threaded */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bad += run_conv(&cases[i]);
+        bad += run_depthwise_act(&cases[i], 1 + (int)(i % 3));
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* ------------------------------------------------------------ pooling */
 
 typedef struct pool_case {
@@ -616,6 +678,7 @@ int main(void)
         cmocka_unit_test_setup(test_rope_tables, rt_setup),
         cmocka_unit_test_setup(test_conv1d, rt_setup),
         cmocka_unit_test_setup(test_conv2d, rt_setup),
+        cmocka_unit_test_setup(test_conv_depthwise, rt_setup),
         cmocka_unit_test_setup(test_max_pool, rt_setup),
         cmocka_unit_test_setup(test_avg_pool, rt_setup),
         cmocka_unit_test_setup(test_max_pool_negative, rt_setup),

@@ -20,6 +20,7 @@ static void build_table(void)
     rlx_cpu_register_norm(kernel_table);
     rlx_cpu_register_shape(kernel_table);
     rlx_cpu_register_nn(kernel_table);
+    rlx_cpu_register_conv(kernel_table);
     rlx_cpu_register_random(kernel_table);
     rlx_cpu_register_fused(kernel_table);
     rlx_cpu_register_quant(kernel_table);
