@@ -21,6 +21,9 @@ typedef struct rlx_cpu_kernel {
     /* Optional: what the kernel derives once from the node, malloc'd into
      * t->state (the backend's release frees it). */
     rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
+    /* Optional: frees what prepare made inside t->state, before the
+     * backend frees t->state. */
+    void (*release)(rlx_thunk *t);
 } rlx_cpu_kernel;
 
 /* t->state = RoPE's cos/sin table [S][D/2][2] (double, rlx_rope_table),

@@ -11,6 +11,7 @@
  * Workspace comes from t->scratch, sized by conv_scratch. */
 #include <omp.h>
 
+#include "backends/cpu/cpu_conv.h"
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_window.h"
@@ -44,7 +45,7 @@ static bool conv_is_depthwise(const rlx_node_data *xn, const rlx_node_data *wn, 
 static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     (void)threads;
-    if (conv_is_depthwise(IN_NODE(g, n, 0), IN_NODE(g, n, 1), n))
+    if (n->attrs.conv.layout == RLX_LAYOUT_NHWC || conv_is_depthwise(IN_NODE(g, n, 0), IN_NODE(g, n, 1), n))
         return 0;
     const rlx_shape *x = &IN_NODE(g, n, 0)->shape, *w = &IN_NODE(g, n, 1)->shape;
     rlx_dtype dt = IN_NODE(g, n, 0)->dtype;
@@ -205,22 +206,21 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-
 /* ------------------------------------------------------ depthwise, direct */
 
 /* yr[ow] += sum_k wk[k] xr[ow*S + off + k*d] for ow in [lo, hi), every tap
  * inside the row: KW and the stride S constant, so that the taps unroll and
  * the loop over ow vectorises (S = 2 as strided loads). */
-#define DW_ROW(NAME, KWC, SC)                                                                                        \
-    RLX_CLONES static void NAME(float *restrict yr, const float *restrict xr, const float *restrict wk, int64_t lo,  \
-                                int64_t hi, int64_t off, int64_t d)                                                  \
-    {                                                                                                                \
-        for (int64_t ow = lo; ow < hi; ow++) {                                                                       \
-            float s = yr[ow];                                                                                        \
-            for (int k = 0; k < KWC; k++)                                                                            \
-                s += wk[k] * xr[ow * SC + off + k * d];                                                              \
-            yr[ow] = s;                                                                                              \
-        }                                                                                                            \
+#define DW_ROW(NAME, KWC, SC)                                                                                       \
+    RLX_CLONES static void NAME(float *restrict yr, const float *restrict xr, const float *restrict wk, int64_t lo, \
+                                int64_t hi, int64_t off, int64_t d)                                                 \
+    {                                                                                                               \
+        for (int64_t ow = lo; ow < hi; ow++) {                                                                      \
+            float s = yr[ow];                                                                                       \
+            for (int k = 0; k < KWC; k++)                                                                           \
+                s += wk[k] * xr[ow * SC + off + k * d];                                                             \
+            yr[ow] = s;                                                                                             \
+        }                                                                                                           \
     }
 DW_ROW(dw_row_k3s1, 3, 1)
 DW_ROW(dw_row_k3s2, 3, 2)
@@ -246,7 +246,7 @@ RLX_CLONES static void dw_row_any(float *restrict yr, const float *restrict xr, 
 /* Output columns whose taps all lie inside the input row: [*lo, *hi). */
 static void dw_interior(const window2d *w, int64_t *lo, int64_t *hi)
 {
-    int64_t a = (w->pw + w->sw - 1) / w->sw; /* ow*sw - pw >= 0 */
+    int64_t a = (w->pw + w->sw - 1) / w->sw;               /* ow*sw - pw >= 0 */
     int64_t last = w->W - 1 - (w->KW - 1) * w->dw + w->pw; /* ow*sw <= last */
     int64_t b = last < 0 ? 0 : last / w->sw + 1;
     *lo = a < w->OW ? a : w->OW;
@@ -336,6 +336,8 @@ static void conv_act(const rlx_thunk *t, const rlx_run_ctx *ctx, int act)
 /* conv and conv_bias_act (whose act is RLX_ACT_NONE on a plain conv). */
 static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
+    if (t->node->attrs.conv.layout == RLX_LAYOUT_NHWC)
+        return rlx_cpu_conv_nhwc(t, ctx);
     int act = t->node->op == RLX_OP_CONV_BIAS_ACT ? t->node->attrs.conv.act : RLX_ACT_NONE;
     if (conv_is_depthwise(t->in_node[0], t->in_node[1], t->node)) {
         conv_depthwise_f32(t, ctx, act);
@@ -347,8 +349,15 @@ static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return s;
 }
 
+static rlx_status conv_prepare(const rlx_graph *g, rlx_thunk *t)
+{
+    return t->node->attrs.conv.layout == RLX_LAYOUT_NHWC ? rlx_cpu_conv_nhwc_prepare(g, t) : RLX_OK;
+}
+
 void rlx_cpu_register_conv(rlx_cpu_kernel *table)
 {
-    table[RLX_OP_CONV] = (rlx_cpu_kernel){.fn = k_conv, .scratch = conv_scratch};
-    table[RLX_OP_CONV_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_conv, .scratch = conv_scratch};
+    rlx_cpu_kernel k = {
+        .fn = k_conv, .scratch = conv_scratch, .prepare = conv_prepare, .release = rlx_cpu_conv_nhwc_release};
+    table[RLX_OP_CONV] = k;
+    table[RLX_OP_CONV_BIAS_ACT] = k;
 }
