@@ -32,31 +32,31 @@
 #include <oneapi/dnnl/dnnl.h>
 
 /* The entry points used, resolved with dlsym. */
-#define DNNL_FUNCS(X)                                                                                                \
-    X(dnnl_engine_create)                                                                                            \
-    X(dnnl_stream_create)                                                                                            \
-    X(dnnl_stream_wait)                                                                                              \
-    X(dnnl_stream_destroy)                                                                                           \
-    X(dnnl_memory_desc_init_by_tag)                                                                                  \
-    X(dnnl_memory_desc_get_size)                                                                                     \
-    X(dnnl_memory_desc_equal)                                                                                        \
-    X(dnnl_dilated_convolution_forward_desc_init)                                                                    \
-    X(dnnl_post_ops_create)                                                                                          \
-    X(dnnl_post_ops_append_eltwise)                                                                                  \
-    X(dnnl_post_ops_destroy)                                                                                         \
-    X(dnnl_primitive_attr_create)                                                                                    \
-    X(dnnl_primitive_attr_set_post_ops)                                                                              \
-    X(dnnl_primitive_attr_set_scratchpad_mode)                                                                       \
-    X(dnnl_primitive_attr_destroy)                                                                                   \
-    X(dnnl_primitive_desc_create)                                                                                    \
-    X(dnnl_primitive_desc_query_md)                                                                                  \
-    X(dnnl_primitive_desc_destroy)                                                                                   \
-    X(dnnl_reorder_primitive_desc_create)                                                                            \
-    X(dnnl_primitive_create)                                                                                         \
-    X(dnnl_primitive_execute)                                                                                        \
-    X(dnnl_primitive_destroy)                                                                                        \
-    X(dnnl_memory_create)                                                                                            \
-    X(dnnl_memory_set_data_handle)                                                                                   \
+#define DNNL_FUNCS(X)                             \
+    X(dnnl_engine_create)                         \
+    X(dnnl_stream_create)                         \
+    X(dnnl_stream_wait)                           \
+    X(dnnl_stream_destroy)                        \
+    X(dnnl_memory_desc_init_by_tag)               \
+    X(dnnl_memory_desc_get_size)                  \
+    X(dnnl_memory_desc_equal)                     \
+    X(dnnl_dilated_convolution_forward_desc_init) \
+    X(dnnl_post_ops_create)                       \
+    X(dnnl_post_ops_append_eltwise)               \
+    X(dnnl_post_ops_destroy)                      \
+    X(dnnl_primitive_attr_create)                 \
+    X(dnnl_primitive_attr_set_post_ops)           \
+    X(dnnl_primitive_attr_set_scratchpad_mode)    \
+    X(dnnl_primitive_attr_destroy)                \
+    X(dnnl_primitive_desc_create)                 \
+    X(dnnl_primitive_desc_query_md)               \
+    X(dnnl_primitive_desc_destroy)                \
+    X(dnnl_reorder_primitive_desc_create)         \
+    X(dnnl_primitive_create)                      \
+    X(dnnl_primitive_execute)                     \
+    X(dnnl_primitive_destroy)                     \
+    X(dnnl_memory_create)                         \
+    X(dnnl_memory_set_data_handle)                \
     X(dnnl_memory_destroy)
 
 #define DNNL_PTR(f) __typeof__(f) *f;
@@ -74,10 +74,10 @@ static void load_dnnl_conv(void)
     void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return;
-#define DNNL_SYM(f)                                                                                                  \
-    if (!(*(void **)&D.f = dlsym(h, #f))) {                                                                          \
-        dlclose(h);                                                                                                  \
-        return;                                                                                                      \
+#define DNNL_SYM(f)                         \
+    if (!(*(void **)&D.f = dlsym(h, #f))) { \
+        dlclose(h);                         \
+        return;                             \
     }
     DNNL_FUNCS(DNNL_SYM)
 #undef DNNL_SYM
@@ -326,9 +326,8 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
     D.dnnl_memory_set_data_handle(c->src, (void *)t->in[0]);
     D.dnnl_memory_set_data_handle(c->dst, t->out);
-    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, c->src},
-                               {DNNL_ARG_WEIGHTS, c->wreorder ? c->wprim : c->wplain},
-                               {DNNL_ARG_DST, c->dst}};
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, c->src}, {DNNL_ARG_WEIGHTS, c->wreorder ? c->wprim : c->wplain}, {DNNL_ARG_DST, c->dst}};
     int na = 3;
     if (!c->wreorder)
         D.dnnl_memory_set_data_handle(c->wplain, (void *)t->in[1]);
