@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what RLX needs to build and test, from Debian's packages (as root).
 set -euo pipefail
-# compiler and build; oneDNN and OpenBLAS (f32/f64 GEMM, opened at run time); cmocka (unit
+# compiler and build; oneDNN and OpenBLAS (f32/f64 GEMM and channels-last convs, opened at
+# run time; oneDNN's header for the conv primitives); cmocka (unit
 # tests); protobuf-c and onnx.proto (ONNX import); the ONNX backend test
 # suite; NumPy and onnx for independent references; clang for libFuzzer;
 # cJSON (safetensors headers, config.json, tokenizer.json); PCRE2 and
@@ -11,7 +12,7 @@ set -euo pipefail
 # clang-format for the style check (scripts/check_format.sh).
 packages=(
   build-essential cmake pkg-config
-  libopenblas0-pthread libopenblas-dev libdnnl2
+  libopenblas0-pthread libopenblas-dev libdnnl2 libdnnl-dev
   libcmocka-dev
   protobuf-c-compiler libprotobuf-c-dev
   libonnx-dev

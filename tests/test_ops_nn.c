@@ -1,7 +1,8 @@
 /* Network ops: attention (causal, bool and float masks, grouped-query
  * heads, per-sequence positions), rotary embedding (both layouts, by theta
  * and by tables), convolution 1-d/2-d (stride,
- * padding, dilation, groups, bias), max/avg pooling (count_include_pad,
+ * padding, dilation, groups, bias; depthwise with channel multipliers and
+ * fused activations), max/avg pooling (count_include_pad,
  * ceil_mode, dilation), global average pooling; against the float64
  * reference on random inputs. */
 #include <math.h>
@@ -276,9 +277,12 @@ static rlx_conv_params cp(int64_t s0, int64_t s1, int64_t d0, int64_t d1, int64_
     return p;
 }
 
-static int run_conv_dt(const conv_case *c, rlx_dtype dt)
+/* no_layout: NCHW kernels only (2-D f32 convs otherwise run channels-last
+ * through oneDNN where it is installed). */
+static int run_conv_dt(const conv_case *c, rlx_dtype dt, int no_layout)
 {
     rt_graph *rg = rt_graph_new();
+    rg->opts.no_layout = no_layout;
     int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
     int64_t wd[4] = {c->O, c->C / c->p.groups, c->k[0], c->k[1]};
     rt_tensor *x = rt_rand(2 + c->sp, xd, -1, 1);
@@ -289,11 +293,11 @@ static int run_conv_dt(const conv_case *c, rlx_dtype dt)
     rt_tensor *got = rt_run1(rg, y), *want = rt_ref_conv(x, w, b, &c->p);
     char what[256];
     snprintf(what, sizeof what,
-             "conv%dd %s x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d", c->sp,
-             rlx_dtype_name(dt), rt_shape_str(x->ndim, x->dims), rt_shape_str(w->ndim, w->dims),
-             (long long)c->p.stride[0], (long long)c->p.stride[1], (long long)c->p.dilation[0],
-             (long long)c->p.dilation[1], (long long)c->p.pads[0], (long long)c->p.pads[1], (long long)c->p.pads[2],
-             (long long)c->p.pads[3], (long long)c->p.groups, c->bias);
+             "conv%dd %s%s x %s w %s stride %lld,%lld dil %lld,%lld pads %lld,%lld,%lld,%lld groups %lld bias %d",
+             c->sp, rlx_dtype_name(dt), no_layout ? " nchw" : "", rt_shape_str(x->ndim, x->dims),
+             rt_shape_str(w->ndim, w->dims), (long long)c->p.stride[0], (long long)c->p.stride[1],
+             (long long)c->p.dilation[0], (long long)c->p.dilation[1], (long long)c->p.pads[0], (long long)c->p.pads[1],
+             (long long)c->p.pads[2], (long long)c->p.pads[3], (long long)c->p.groups, c->bias);
     int ok = rt_check(what, got, want, dt);
     rt_free(got);
     rt_free(want);
@@ -304,7 +308,8 @@ static int run_conv_dt(const conv_case *c, rlx_dtype dt)
     return !ok;
 }
 
-static int run_conv(const conv_case *c) { return run_conv_dt(c, RLX_F32); }
+/* f32, both ways. */
+static int run_conv(const conv_case *c) { return run_conv_dt(c, RLX_F32, 0) + run_conv_dt(c, RLX_F32, 1); }
 
 static void test_conv1d(void **state)
 {
@@ -323,6 +328,54 @@ static void test_conv1d(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad += run_conv(&cases[i]);
+    assert_int_equal(bad, 0);
+}
+
+static int run_conv_act(const conv_case *c, int act, int no_layout)
+{
+    rt_graph *rg = rt_graph_new();
+    rg->opts.no_layout = no_layout;
+    int64_t xd[4] = {c->N, c->C, c->in[0], c->in[1]};
+    int64_t wd[4] = {c->O, c->C / c->p.groups, c->k[0], c->k[1]};
+    rt_tensor *x = rt_rand(2 + c->sp, xd, -1, 1), *w = rt_rand(2 + c->sp, wd, -1, 1);
+    rt_tensor *b = rt_rand(1, &c->O, -1, 1);
+    rlx_node y = rlx_conv(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), rt_param(rg, RLX_F32, b), &c->p);
+    y = act == 1 ? rlx_relu(rg->g, y) : act == 2 ? rlx_silu(rg->g, y) : rlx_gelu(rg->g, y);
+    rt_tensor *conv = rt_ref_conv(x, w, b, &c->p);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_map(conv, act == 1 ? rt_f_relu : act == 2 ? rt_f_silu : rt_f_gelu);
+    char what[128];
+    snprintf(what, sizeof what, "depthwise conv%dd %s + %s", c->sp, rt_shape_str(x->ndim, x->dims),
+             act == 1   ? "relu"
+             : act == 2 ? "silu"
+                        : "gelu");
+    int ok = rt_check(what, got, want, RLX_F32);
+    rt_free(got);
+    rt_free(want);
+    rt_free(conv);
+    rt_free(x);
+    rt_free(w);
+    rt_free(b);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+/* conv + bias + activation (fused into the conv's epilogue) on regular and
+ * grouped convs, channels-last and NCHW. */
+static void test_conv_fused(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const conv_case cases[] = {
+        {2, 2, 8, {11, 9}, 16, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 1), 1},
+        {2, 1, 16, {12, 12}, 24, {1, 1}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},
+        {2, 1, 12, {10, 13}, 18, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 0, 3), 1}, /* grouped, asymmetric pads */
+        {2, 1, 8, {15, 15}, 8, {3, 5}, cp(1, 2, 2, 1, 2, 2, 2, 2, 2), 1},   /* dilation, groups 2 */
+        {1, 2, 6, {30, 0}, 9, {3, 0}, cp(2, 1, 1, 1, 1, 0, 0, 0, 3), 1},    /* 1-d grouped */
+        {2, 1, 3, {23, 23}, 16, {7, 7}, cp(2, 2, 1, 1, 3, 3, 3, 3, 1), 1},  /* a stem conv */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int act = 1; act <= 3; act++)
+            bad += run_conv_act(&cases[i], act, 0) + run_conv_act(&cases[i], act, 1);
     assert_int_equal(bad, 0);
 }
 
@@ -347,6 +400,41 @@ static void test_conv2d(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad += run_conv(&cases[i]);
+    assert_int_equal(bad, 0);
+}
+
+/* Depthwise convs (groups == channels; a channel multiplier when O is a
+ * multiple of C), which the CPU runs with a direct kernel: the tap layouts
+ * it unrolls (3 and 5 wide, stride 1 and 2) and the general one, borders
+ * and rows on the padding, then with an activation after it, which fusion
+ * makes the kernel's epilogue. */
+
+static void test_conv_depthwise(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const conv_case cases[] = {
+        {2, 2, 8, {13, 17}, 8, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 8), 1},
+        {2, 1, 8, {14, 19}, 8, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 8), 1},
+        {2, 1, 6, {12, 21}, 6, {5, 5}, cp(1, 1, 1, 1, 2, 2, 2, 2, 6), 0},
+        {2, 2, 6, {15, 20}, 6, {5, 5}, cp(2, 2, 1, 1, 2, 2, 2, 2, 6), 1},
+        {2, 1, 4, {9, 11}, 12, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 4), 1},    /* channel multiplier 3 */
+        {2, 1, 3, {10, 12}, 6, {5, 3}, cp(2, 1, 1, 1, 2, 1, 2, 1, 3), 1},    /* multiplier 2, stride (2, 1) */
+        {2, 1, 4, {12, 16}, 4, {3, 3}, cp(1, 1, 2, 3, 2, 3, 2, 3, 4), 1},    /* dilation */
+        {2, 1, 5, {9, 10}, 5, {3, 5}, cp(1, 2, 1, 1, 0, 1, 2, 3, 5), 1},     /* asymmetric pads */
+        {2, 1, 4, {11, 13}, 4, {7, 7}, cp(3, 3, 1, 1, 3, 3, 3, 3, 4), 1},    /* 7 wide, stride 3: the general row */
+        {2, 1, 3, {4, 3}, 3, {5, 5}, cp(1, 1, 1, 1, 3, 3, 3, 3, 3), 1},      /* pads wider than the image */
+        {2, 1, 2, {6, 2}, 2, {3, 3}, cp(1, 1, 1, 1, 1, 1, 1, 1, 2), 0},      /* no interior column */
+        {2, 1, 3, {7, 40}, 3, {1, 1}, cp(1, 2, 1, 1, 0, 0, 0, 0, 3), 1},     /* 1x1, strided */
+        {1, 2, 5, {37, 0}, 5, {3, 0}, cp(1, 1, 1, 1, 1, 1, 0, 0, 5), 1},     /* 1-d */
+        {1, 1, 4, {50, 0}, 8, {5, 0}, cp(2, 1, 2, 1, 4, 3, 0, 0, 4), 1},     /* 1-d, multiplier 2, dilation */
+        {2, 1, 24, {48, 80}, 24, {3, 3}, cp(2, 2, 1, 1, 1, 1, 1, 1, 24), 1}, /* threaded */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bad += run_conv(&cases[i]);
+        bad += run_conv_act(&cases[i], 1 + (int)(i % 3), 0);
+        bad += run_conv_act(&cases[i], 1 + (int)(i % 3), 1);
+    }
     assert_int_equal(bad, 0);
 }
 
@@ -540,7 +628,7 @@ static void test_nn_storage_types(void **state)
     };
     for (int d = 0; d < 3; d++) {
         for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++)
-            bad += run_conv_dt(&conv[i], dts[d]);
+            bad += run_conv_dt(&conv[i], dts[d], 0);
         for (size_t i = 0; i < 5; i++) {
             bad += run_pool_dt(&k_pool[i * 3], 1, dts[d]);
             bad += run_pool_dt(&k_pool[i * 3], 0, dts[d]);
@@ -616,6 +704,8 @@ int main(void)
         cmocka_unit_test_setup(test_rope_tables, rt_setup),
         cmocka_unit_test_setup(test_conv1d, rt_setup),
         cmocka_unit_test_setup(test_conv2d, rt_setup),
+        cmocka_unit_test_setup(test_conv_depthwise, rt_setup),
+        cmocka_unit_test_setup(test_conv_fused, rt_setup),
         cmocka_unit_test_setup(test_max_pool, rt_setup),
         cmocka_unit_test_setup(test_avg_pool, rt_setup),
         cmocka_unit_test_setup(test_max_pool_negative, rt_setup),

@@ -188,6 +188,29 @@ case("groupnorm", helper.make_graph(
 xs = rng.standard_normal((3, 2, 5)).astype(np.float32)
 case("flatten_symbolic", helper.make_graph(nodes, "sc", [vi("x", ["N", 2, 5])], [vi("y", ["N", 10])]),
      [xs], [xs.reshape(3, 10)])
+# ConvTranspose with stride = kernel (a product and a reshuffle in the
+# importer) against a numpy scatter of each tap
+def conv_transpose_ref(x, w, b, s):
+    n, c, h, wd = x.shape
+    o, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    y = np.zeros((n, o, s[0] * (h - 1) + kh, s[1] * (wd - 1) + kw))
+    for i in range(kh):
+        for j in range(kw):
+            y[:, :, i:i + s[0] * h:s[0], j:j + s[1] * wd:s[1]] += np.einsum("nchw,co->nohw", x, w[:, :, i, j])
+    return (y + (0 if b is None else b.reshape(1, -1, 1, 1))).astype(np.float32)
+
+
+for name, xs, ws, st, bias in (("convtranspose_tiles", (2, 5, 3, 4), (5, 3, 2, 2), (2, 2), True),
+                               ("convtranspose_tiles_3x2", (1, 4, 5, 3), (4, 6, 3, 2), (3, 2), False)):
+    xc = rng.standard_normal(xs).astype(np.float32)
+    wc = rng.standard_normal(ws).astype(np.float32)
+    bc = rng.standard_normal(ws[1]).astype(np.float32) if bias else None
+    yc = conv_transpose_ref(xc.astype(np.float64), wc.astype(np.float64), bc, st)
+    inits = [numpy_helper.from_array(wc, "w")] + ([numpy_helper.from_array(bc, "b")] if bias else [])
+    case(name, helper.make_graph(
+        [helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["y"], strides=list(st),
+                          kernel_shape=list(ws[2:]))], name, [vi("x", list(xs))], [vi("y", list(yc.shape))], inits),
+         [xc], [yc])
 # LSTM against a numpy recurrence
 T, B, I, H = 4, 2, 3, 5
 xl = rng.standard_normal((T, B, I)).astype(np.float32)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_conv.h"
 #include "backends/cpu/cpu_kernels.h"
 
 #define CPU_TABLE_SIZE 256
@@ -20,6 +21,7 @@ static void build_table(void)
     rlx_cpu_register_norm(kernel_table);
     rlx_cpu_register_shape(kernel_table);
     rlx_cpu_register_nn(kernel_table);
+    rlx_cpu_register_conv(kernel_table);
     rlx_cpu_register_random(kernel_table);
     rlx_cpu_register_fused(kernel_table);
     rlx_cpu_register_quant(kernel_table);
@@ -48,9 +50,10 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     const rlx_op_info *info = rlx_op_info_of(n->op);
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
         return true;
-    /* channels-last conv and pooling are lowered to NCHW with transposes */
+    /* channels-last f32 convs where oneDNN has one (conv_dnnl.c); other
+     * channels-last convs and pooling are lowered to NCHW with transposes */
     if (rlx_node_layout(n) != RLX_LAYOUT_NCHW)
-        return false;
+        return (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && rlx_cpu_conv_nhwc_claim(g, n);
     return kernel_of(n->op) != NULL;
 }
 
@@ -106,6 +109,9 @@ static rlx_status cpu_prepare(const rlx_backend *b, const rlx_graph *g, rlx_thun
 static void cpu_release(const rlx_backend *b, rlx_thunk *t)
 {
     (void)b;
+    const rlx_cpu_kernel *k = t->node ? kernel_of(t->node->op) : NULL;
+    if (k && k->release && t->state)
+        k->release(t);
     free(t->state);
     t->state = NULL;
 }

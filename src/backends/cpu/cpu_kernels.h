@@ -21,6 +21,9 @@ typedef struct rlx_cpu_kernel {
     /* Optional: what the kernel derives once from the node, malloc'd into
      * t->state (the backend's release frees it). */
     rlx_status (*prepare)(const rlx_graph *g, rlx_thunk *t);
+    /* Optional: frees what prepare made inside t->state, before the
+     * backend frees t->state. */
+    void (*release)(rlx_thunk *t);
 } rlx_cpu_kernel;
 
 /* t->state = RoPE's cos/sin table [S][D/2][2] (double, rlx_rope_table),
@@ -36,6 +39,7 @@ void rlx_cpu_register_reduce(rlx_cpu_kernel *table);
 void rlx_cpu_register_norm(rlx_cpu_kernel *table);
 void rlx_cpu_register_shape(rlx_cpu_kernel *table);
 void rlx_cpu_register_nn(rlx_cpu_kernel *table);
+void rlx_cpu_register_conv(rlx_cpu_kernel *table);
 void rlx_cpu_register_random(rlx_cpu_kernel *table);
 void rlx_cpu_register_fused(rlx_cpu_kernel *table);
 /* Whether the kernel table has op (test_op_table checks every op). */
@@ -101,6 +105,9 @@ static inline void rlx_store_i(void *p, rlx_dtype t, int64_t i, int64_t v)
 
 /* Converts n elements of any dtype to f32 (dst must not alias src unless
  * both are f32). */
+/* c[j] = act(c[j] + bias[j]) for n f32 values (bias NULL: none), the fused
+ * epilogues' vectorised f32 math (kernels_fused.c). */
+void rlx_cpu_act_f32(int act, float *restrict c, const float *restrict bias, int64_t n);
 /* y = op(x) for n f32 values, the unary kernel's f32 math (kernels_elementwise.c). */
 void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n);
 

@@ -65,7 +65,7 @@ static inline double round_to_dtype(rlx_dtype t, double v)
  * tanhf; SiLU with RLX_EXPF_VEC.  rlx_act_f64's double math costs about 20 ns
  * per element, more than the GEMM before it on the encoder's FFN. */
 RLX_VEC_BEGIN
-RLX_CLONES static void act_f32(int act, float *restrict c, const float *restrict bias, int64_t n)
+RLX_CLONES void rlx_cpu_act_f32(int act, float *restrict c, const float *restrict bias, int64_t n)
 {
     if (bias) {
 #pragma omp simd
@@ -220,7 +220,7 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
         } float *c = (float *)C + r * N;
         if (n->dtype == RLX_F32) {
             if (!bias || bt == RLX_F32) {
-                act_f32(act, c, bias, N);
+                rlx_cpu_act_f32(act, c, bias, N);
                 continue;
             }
             for (int64_t j = 0; j < N; j++)
@@ -741,39 +741,6 @@ static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ct
     return RLX_OK;
 }
 
-/* ------------------------------------------------------ conv + bias + act */
-
-/* The conv kernel of the nn family (registered before this one) reads only
- * the conv attributes, which conv_bias_act shares; the activation runs in
- * place on its result. */
-static rlx_cpu_kernel conv_kernel;
-
-static size_t conv_act_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
-{
-    return conv_kernel.scratch ? conv_kernel.scratch(g, n, threads) : 0;
-}
-
-static rlx_status k_conv_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
-{
-    rlx_status s = conv_kernel.fn(t, ctx);
-    int act = t->node->attrs.conv.act;
-    if (s != RLX_OK || act == RLX_ACT_NONE)
-        return s;
-    rlx_dtype dt = t->node->dtype;
-    int64_t total = rlx_shape_numel(&t->node->shape);
-    if (dt == RLX_F32) { /* blocks of 4096 values spread over the threads */
-        int64_t blocks = (total + 4095) / 4096;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
-        for (int64_t b = 0; b < blocks; b++)
-            act_f32(act, (float *)t->out + b * 4096, NULL, total - b * 4096 < 4096 ? total - b * 4096 : 4096);
-        return RLX_OK;
-    }
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
-    for (int64_t i = 0; i < total; i++)
-        rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i)));
-    return RLX_OK;
-}
-
 void rlx_cpu_register_fused(rlx_cpu_kernel *table)
 {
     table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
@@ -786,8 +753,4 @@ void rlx_cpu_register_fused(rlx_cpu_kernel *table)
         (rlx_cpu_kernel){.fn = k_attention_block, .scratch = attn_block_scratch, .prepare = attn_block_prepare};
     table[RLX_OP_ELEMENTWISE_CHAIN].fn = k_elementwise_chain;
     table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
-    if (table[RLX_OP_CONV].fn) {
-        conv_kernel = table[RLX_OP_CONV];
-        table[RLX_OP_CONV_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_conv_bias_act, .scratch = conv_act_scratch};
-    }
 }

@@ -1,6 +1,6 @@
 /* kernels_nn.c - neural-network kernels: rotary position embedding,
- * scaled-dot-product attention, convolution (im2col + GEMM), max/average
- * pooling and global average pooling.
+ * scaled-dot-product attention, max/average pooling and global average
+ * pooling (convolution: kernels_conv.c).
  *
  * Workspace comes from t->scratch, sized by each kernel's scratch callback
  * for the run's thread count; the RoPE table is made once at prepare
@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_expf.h"
+#include "backends/cpu/cpu_window.h"
 
 #include <omp.h>
 
@@ -394,215 +395,6 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
-/* ------------------------------------------------------------ convolution */
-
-/* A conv or pool window over 1 or 2 spatial dims, seen as 2-d (1-d: H = 1). */
-typedef struct window2d {
-    int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, ph, pw;
-} window2d;
-
-static window2d conv_window(const rlx_shape *x, const rlx_shape *y, int64_t kh, int64_t kw, const int64_t *stride,
-                            const int64_t *dil, const int64_t *pads)
-{
-    window2d w;
-    if (x->ndim == 3) {
-        w = (window2d){1, x->dims[2], 1, y->dims[2], 1, kw, 1, stride[0], 1, dil[0], 0, pads[0]};
-    } else {
-        w = (window2d){x->dims[2], x->dims[3], y->dims[2], y->dims[3], kh,      kw,
-                       stride[0],  stride[1],  dil[0],     dil[1],     pads[0], pads[1]};
-    }
-    return w;
-}
-
-static window2d conv_window_of(const rlx_node_data *n, const rlx_shape *x, const rlx_shape *w)
-{
-    int sp = x->ndim - 2;
-    int64_t kh = sp == 2 ? w->dims[2] : 1, kw = w->dims[x->ndim - 1];
-    return conv_window(x, &n->shape, kh, kw, n->attrs.conv.p.stride, n->attrs.conv.p.dilation, n->attrs.conv.p.pads);
-}
-
-static int conv_is_pointwise(const window2d *w)
-{
-    return w->KH == 1 && w->KW == 1 && w->sh == 1 && w->sw == 1 && w->ph == 0 && w->pw == 0 && w->OH == w->H &&
-           w->OW == w->W;
-}
-
-static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
-{
-    (void)threads;
-    const rlx_shape *x = &IN_NODE(g, n, 0)->shape, *w = &IN_NODE(g, n, 1)->shape;
-    rlx_dtype dt = IN_NODE(g, n, 0)->dtype;
-    window2d win = conv_window_of(n, x, w);
-    int64_t G = n->attrs.conv.p.groups, Cg = x->dims[1] / G, O = w->dims[0], Og = O / G;
-    int64_t K = Cg * win.KH * win.KW, OHW = win.OH * win.OW;
-    size_t bytes = 0;
-    int need_col = !conv_is_pointwise(&win) || (dt != RLX_F32 && dt != RLX_F64);
-    if (dt == RLX_F64) {
-        if (need_col)
-            bytes += round64((size_t)(K * OHW) * sizeof(double));
-    } else {
-        if (need_col)
-            bytes += round64((size_t)(K * OHW) * sizeof(float));
-        if (dt != RLX_F32)
-            bytes += round64((size_t)(O * K) * sizeof(float)) + round64((size_t)(Og * OHW) * sizeof(float));
-    }
-    return bytes;
-}
-
-/* First and one-past-last tap k in [0, K) whose position start + k*dil lies
- * in [lo, hi). */
-static inline int64_t tap_lo(int64_t start, int64_t lo, int64_t dil)
-{
-    return start >= lo ? 0 : (lo - start + dil - 1) / dil;
-}
-
-static inline int64_t tap_hi(int64_t start, int64_t hi, int64_t dil, int64_t K)
-{
-    if (start >= hi)
-        return 0;
-    int64_t k = (hi - start + dil - 1) / dil;
-    return k < K ? k : K;
-}
-
-/* col[K][OH*OW] from one image's channels c0..c0+Cg (source element type
- * ST, converted to CT).  One row of col per (channel, kh, kw): for each output row,
- * the taps that fall on the image are copied (a plain copy at stride 1) and
- * those on the padding are zero; the bounds are worked out once per row
- * rather than tested per element. */
-#define IM2COL(NAME, ST, CT, CONV)                                                                        \
-    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                    \
-    {                                                                                                     \
-        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                                              \
-        _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t r = 0; r < K; r++) \
-        {                                                                                                 \
-            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                    \
-            const ST *xc = x + c * w->H * w->W;                                                           \
-            CT *dst = col + r * OHW;                                                                      \
-            int64_t iw0 = -w->pw + kw * w->dw;                                                            \
-            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);                     \
-            lo = lo < w->OW ? lo : w->OW;                                                                 \
-            hi = hi > lo ? hi : lo;                                                                       \
-            for (int64_t oh = 0; oh < w->OH; oh++) {                                                      \
-                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                             \
-                CT *drow = dst + oh * w->OW;                                                              \
-                if (ih < 0 || ih >= w->H) {                                                               \
-                    for (int64_t ow = 0; ow < w->OW; ow++)                                                \
-                        drow[ow] = 0;                                                                     \
-                    continue;                                                                             \
-                }                                                                                         \
-                /* the first tap on the image: iw0 + lo * sw >= 0 */                                      \
-                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);                         \
-                for (int64_t ow = 0; ow < lo; ow++)                                                       \
-                    drow[ow] = 0;                                                                         \
-                if (w->sw == 1) {                                                                         \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
-                        drow[lo + j] = (CT)CONV(xr[j]);                                                   \
-                } else {                                                                                  \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
-                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                                           \
-                }                                                                                         \
-                for (int64_t ow = hi; ow < w->OW; ow++)                                                   \
-                    drow[ow] = 0;                                                                         \
-            }                                                                                             \
-        }                                                                                                 \
-    }
-
-#define CV_ID(v) (v)
-IM2COL(im2col_f32, float, float, CV_ID)
-IM2COL(im2col_f64, double, double, CV_ID)
-IM2COL(im2col_f16, uint16_t, float, rlx_f16_to_f32)
-IM2COL(im2col_bf16, uint16_t, float, rlx_bf16_to_f32)
-
-static rlx_status k_conv(const rlx_thunk *t, const rlx_run_ctx *ctx)
-{
-    const rlx_node_data *xn = t->in_node[0], *wn = t->in_node[1];
-    const rlx_shape *xs = &xn->shape, *ws = &wn->shape;
-    rlx_dtype dt = xn->dtype;
-    window2d win = conv_window_of(t->node, xs, ws);
-    int64_t N = xs->dims[0], C = xs->dims[1], G = t->node->attrs.conv.p.groups, Cg = C / G;
-    int64_t O = ws->dims[0], Og = O / G;
-    int64_t K = Cg * win.KH * win.KW, HW = win.H * win.W, OHW = win.OH * win.OW;
-    const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
-    if (N == 0 || O == 0 || OHW == 0)
-        return RLX_OK;
-    int pointwise = conv_is_pointwise(&win);
-    int threads = ctx->threads > 0 ? ctx->threads : 1;
-    int im_threads = rlx_cpu_threads(ctx, K * OHW);
-    if (K < im_threads)
-        im_threads = 1;
-
-    /* f32/f64: the bias is C's starting value and the GEMMs add onto it
-     * (beta = 1): BLAS passes over C before its product when beta is not 1,
-     * so the bias then costs no pass of its own */
-    if (bias && (dt == RLX_F32 || dt == RLX_F64)) {
-        int bt = rlx_cpu_threads(ctx, N * O * OHW);
-#pragma omp parallel for num_threads(bt) schedule(static)
-        for (int64_t i = 0; i < N * O; i++)
-            if (dt == RLX_F32)
-                for (int64_t j = 0; j < OHW; j++)
-                    ((float *)t->out)[i * OHW + j] = ((const float *)bias)[i % O];
-            else
-                for (int64_t j = 0; j < OHW; j++)
-                    ((double *)t->out)[i * OHW + j] = ((const double *)bias)[i % O];
-    }
-    if (dt == RLX_F64) {
-        const double *x = t->in[0], *w = t->in[1];
-        double *y = t->out, *col = t->scratch;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++) {
-                const double *xg = x + (n * C + g * Cg) * HW;
-                const double *B = xg;
-                if (!pointwise) {
-                    im2col_f64(col, xg, Cg, &win, im_threads);
-                    B = col;
-                }
-                rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, bias ? 1.0 : 0.0,
-                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
-            }
-        return RLX_OK;
-    }
-
-    float *col = t->scratch;
-    if (dt == RLX_F32) {
-        const float *x = t->in[0], *w = t->in[1];
-        float *y = t->out;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++) {
-                const float *xg = x + (n * C + g * Cg) * HW;
-                const float *B = xg;
-                if (!pointwise) {
-                    im2col_f32(col, xg, Cg, &win, im_threads);
-                    B = col;
-                }
-                rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, bias ? 1.0f : 0.0f,
-                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
-            }
-        return RLX_OK;
-    }
-
-    /* f16 / bf16 storage: f32 weights, columns and a per-group f32 result */
-    float *wf = (float *)((char *)t->scratch + round64((size_t)(K * OHW) * sizeof(float)));
-    float *tmp = (float *)((char *)wf + round64((size_t)(O * K) * sizeof(float)));
-    rlx_cpu_to_f32(wf, t->in[1], dt, O * K);
-    const uint16_t *x = t->in[0];
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < G; g++) {
-            const uint16_t *xg = x + (n * C + g * Cg) * HW;
-            if (dt == RLX_F16)
-                im2col_f16(col, xg, Cg, &win, im_threads);
-            else
-                im2col_bf16(col, xg, Cg, &win, im_threads);
-            rlx_sgemm(0, 0, Og, OHW, K, 1.0f, wf + g * Og * K, K, col, OHW, 0.0f, tmp, OHW, threads, ctx->settings);
-            for (int64_t o = 0; o < Og; o++) {
-                double bv = bias ? rlx_load(bias, dt, g * Og + o) : 0.0;
-                int64_t ybase = (n * O + g * Og + o) * OHW;
-                for (int64_t j = 0; j < OHW; j++)
-                    rlx_store(t->out, dt, ybase + j, tmp[o * OHW + j] + bv);
-            }
-        }
-    return RLX_OK;
-}
-
 /* ---------------------------------------------------------------- pooling */
 
 /* Max pool: padded cells never win; a window with no cell inside the input
@@ -735,7 +527,6 @@ void rlx_cpu_register_nn(rlx_cpu_kernel *table)
 {
     table[RLX_OP_ROPE] = (rlx_cpu_kernel){.fn = k_rope, .prepare = rope_prepare};
     table[RLX_OP_ATTENTION] = (rlx_cpu_kernel){.fn = k_attention, .scratch = attention_scratch};
-    table[RLX_OP_CONV] = (rlx_cpu_kernel){.fn = k_conv, .scratch = conv_scratch};
     table[RLX_OP_MAX_POOL].fn = k_pool;
     table[RLX_OP_AVG_POOL].fn = k_pool;
     table[RLX_OP_GLOBAL_AVG_POOL].fn = k_global_avg_pool;

@@ -113,6 +113,27 @@ static rlx_status h_conv(onnx_node *n)
     return onnx_out_node(n, 0, rlx_conv(n->c->g, x, w, b, &p));
 }
 
+/* A transposed conv whose stride equals its kernel (no pads, no dilation,
+ * one group: the 2x upsampling of segmentation heads) writes each input
+ * pixel's own KHxKW tile: one product x [N*H*W, C] @ w [C, O*KH*KW] and a
+ * reshuffle, instead of a conv over an input with zeros inserted (which
+ * spends KH*KW times the multiplies on zeros). */
+static rlx_node conv_transpose_tiles(onnx_node *n, rlx_node x, rlx_node w, const int64_t *xd, const int64_t *wd)
+{
+    rlx_graph *g = n->c->g;
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], O = wd[1], KH = wd[2], KW = wd[3];
+    rlx_node xt = rlx_transpose(g, x, (int[]){0, 2, 3, 1});
+    rlx_node xm = rlx_reshape(g, xt, 2, (int64_t[]){N * H * W, C});
+    rlx_node wm = rlx_reshape(g, w, 2, (int64_t[]){C, O * KH * KW});
+    rlx_node y = rlx_matmul(g, xm, wm, 0, 0);
+    y = rlx_reshape(g, y, 6, (int64_t[]){N, H, W, O, KH, KW});
+    y = rlx_transpose(g, y, (int[]){0, 3, 1, 4, 2, 5}); /* [N, O, H, KH, W, KW] */
+    y = rlx_reshape(g, y, 4, (int64_t[]){N, O, H * KH, W * KW});
+    if (n->n_in >= 3 && n->in[2])
+        y = rlx_add(g, y, rlx_reshape(g, onnx_in(n, 2), 3, (int64_t[]){O, 1, 1}));
+    return y;
+}
+
 static rlx_status h_conv_transpose(onnx_node *n)
 {
     rlx_graph *g = n->c->g;
@@ -167,6 +188,9 @@ static rlx_status h_conv_transpose(onnx_node *n)
             pads[i] = pads[ns + i] = 0;
         }
     }
+    if (ns == 2 && grp == 1 && !opad[0] && !opad[1] && !pads[0] && !pads[1] && !pads[2] && !pads[3] && dil[0] == 1 &&
+        dil[1] == 1 && stride[0] == wd[2] && stride[1] == wd[3])
+        return onnx_out_node(n, 0, conv_transpose_tiles(n, x, w, xd, wd));
     /* 1. insert stride-1 zeros between input pixels */
     rlx_node z = x;
     for (int i = 0; i < ns; i++) {
