@@ -71,42 +71,41 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
  * the taps that fall on the image are copied (a plain copy at stride 1) and
  * those on the padding are zero; the bounds are worked out once per row
  * rather than tested per element. */
-#define IM2COL(NAME, ST, CT, CONV)                                                                        \
-    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads)                    \
-    {                                                                                                     \
-        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                                              \
-        _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t r = 0; r < K; r++) \
-        {                                                                                                 \
-            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW;                    \
-            const ST *xc = x + c * w->H * w->W;                                                           \
-            CT *dst = col + r * OHW;                                                                      \
-            int64_t iw0 = -w->pw + kw * w->dw;                                                            \
-            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);                     \
-            lo = lo < w->OW ? lo : w->OW;                                                                 \
-            hi = hi > lo ? hi : lo;                                                                       \
-            for (int64_t oh = 0; oh < w->OH; oh++) {                                                      \
-                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                                             \
-                CT *drow = dst + oh * w->OW;                                                              \
-                if (ih < 0 || ih >= w->H) {                                                               \
-                    for (int64_t ow = 0; ow < w->OW; ow++)                                                \
-                        drow[ow] = 0;                                                                     \
-                    continue;                                                                             \
-                }                                                                                         \
-                /* the first tap on the image: iw0 + lo * sw >= 0 */                                      \
-                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);                         \
-                for (int64_t ow = 0; ow < lo; ow++)                                                       \
-                    drow[ow] = 0;                                                                         \
-                if (w->sw == 1) {                                                                         \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
-                        drow[lo + j] = (CT)CONV(xr[j]);                                                   \
-                } else {                                                                                  \
-                    for (int64_t j = 0; j < hi - lo; j++)                                                 \
-                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                                           \
-                }                                                                                         \
-                for (int64_t ow = hi; ow < w->OW; ow++)                                                   \
-                    drow[ow] = 0;                                                                         \
-            }                                                                                             \
-        }                                                                                                 \
+#define IM2COL(NAME, ST, CT, CONV)                                                     \
+    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads) \
+    {                                                                                  \
+        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                           \
+        RLX_CPU_FOR(threads, r, K, {                                                   \
+            int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW; \
+            const ST *xc = x + c * w->H * w->W;                                        \
+            CT *dst = col + r * OHW;                                                   \
+            int64_t iw0 = -w->pw + kw * w->dw;                                         \
+            int64_t lo = tap_lo(iw0, 0, w->sw), hi = tap_hi(iw0, w->W, w->sw, w->OW);  \
+            lo = lo < w->OW ? lo : w->OW;                                              \
+            hi = hi > lo ? hi : lo;                                                    \
+            for (int64_t oh = 0; oh < w->OH; oh++) {                                   \
+                int64_t ih = oh * w->sh - w->ph + kh * w->dh;                          \
+                CT *drow = dst + oh * w->OW;                                           \
+                if (ih < 0 || ih >= w->H) {                                            \
+                    for (int64_t ow = 0; ow < w->OW; ow++)                             \
+                        drow[ow] = 0;                                                  \
+                    continue;                                                          \
+                }                                                                      \
+                /* the first tap on the image: iw0 + lo * sw >= 0 */                   \
+                const ST *xr = xc + ih * w->W + (hi > lo ? iw0 + lo * w->sw : 0);      \
+                for (int64_t ow = 0; ow < lo; ow++)                                    \
+                    drow[ow] = 0;                                                      \
+                if (w->sw == 1) {                                                      \
+                    for (int64_t j = 0; j < hi - lo; j++)                              \
+                        drow[lo + j] = (CT)CONV(xr[j]);                                \
+                } else {                                                               \
+                    for (int64_t j = 0; j < hi - lo; j++)                              \
+                        drow[lo + j] = (CT)CONV(xr[j * w->sw]);                        \
+                }                                                                      \
+                for (int64_t ow = hi; ow < w->OW; ow++)                                \
+                    drow[ow] = 0;                                                      \
+            }                                                                          \
+        });                                                                            \
     }
 
 #define CV_ID(v) (v)
@@ -138,15 +137,14 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
      * (beta = 1): BLAS passes over C before its product when beta is not 1,
      * so the bias then costs no pass of its own */
     if (bias && (dt == RLX_F32 || dt == RLX_F64)) {
-        int bt = rlx_cpu_threads(ctx, N * O * OHW);
-#pragma omp parallel for num_threads(bt) schedule(static)
-        for (int64_t i = 0; i < N * O; i++)
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, N * O * OHW), i, N * O, {
             if (dt == RLX_F32)
                 for (int64_t j = 0; j < OHW; j++)
                     ((float *)t->out)[i * OHW + j] = ((const float *)bias)[i % O];
             else
                 for (int64_t j = 0; j < OHW; j++)
                     ((double *)t->out)[i * OHW + j] = ((const double *)bias)[i % O];
+        });
     }
     if (dt == RLX_F64) {
         const double *x = t->in[0], *w = t->in[1];
@@ -295,9 +293,7 @@ static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int a
     float *y = t->out;
     int64_t lo, hi;
     dw_interior(&w, &lo, &hi);
-    int threads = rlx_cpu_threads(ctx, N * O * OHW * KK);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t p = 0; p < N * O; p++) {
+    RLX_CPU_FOR(rlx_cpu_threads(ctx, N * O * OHW * KK), p, N * O, {
         int64_t o = p % O;
         const float *xp = x + (p / O * C + o / M) * HW, *wo = wt + o * KK;
         float b = bias ? bias[o] : 0.0f;
@@ -311,7 +307,7 @@ static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int a
             if (act != RLX_ACT_NONE)
                 rlx_cpu_act_f32(act, yr, NULL, w.OW);
         }
-    }
+    });
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -323,14 +319,13 @@ static void conv_act(const rlx_thunk *t, const rlx_run_ctx *ctx, int act)
     int64_t total = rlx_shape_numel(&t->node->shape);
     if (dt == RLX_F32) { /* blocks of 4096 values spread over the threads */
         int64_t blocks = (total + 4095) / 4096;
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
-        for (int64_t b = 0; b < blocks; b++)
-            rlx_cpu_act_f32(act, (float *)t->out + b * 4096, NULL, total - b * 4096 < 4096 ? total - b * 4096 : 4096);
+        RLX_CPU_FOR(
+            rlx_cpu_threads(ctx, total * 8), b, blocks,
+            rlx_cpu_act_f32(act, (float *)t->out + b * 4096, NULL, total - b * 4096 < 4096 ? total - b * 4096 : 4096););
         return;
     }
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
-    for (int64_t i = 0; i < total; i++)
-        rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i)));
+    RLX_CPU_FOR(rlx_cpu_threads(ctx, total * 8), i, total,
+                rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i))););
 }
 
 /* conv and conv_bias_act (whose act is RLX_ACT_NONE on a plain conv). */
