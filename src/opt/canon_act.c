@@ -132,7 +132,7 @@ static rlx_node match(const rlx_graph *g, rlx_node id, rlx_op *op)
 
 bool canon_activation(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y)
 {
-    rlx_op op;
+    rlx_op op = RLX_OP_GELU; /* set by match whenever it finds x (a compiler that cannot see so warns) */
     rlx_node x = match(g, id, &op);
     if (x < 0)
         return false;
