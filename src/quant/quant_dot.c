@@ -101,6 +101,15 @@ size_t rlx_quant_act_bytes(int weight_type, int64_t n)
     return at < 0 ? 0 : rlx_quant_row_bytes(at, n);
 }
 
+/* v rounded to the nearest integer, ties to even, for |v| < 2^22: adding
+ * 1.5 * 2^23 leaves no fraction bits (as ggml's nearest_int does), and the
+ * loops around it vectorise where nearbyintf is a libm call. */
+static inline float round_even(float v)
+{
+    const float big = 12582912.0f; /* IEEE arithmetic: not folded away without -ffast-math */
+    return (v + big) - big;
+}
+
 /* Activations to Q8_0 the way llama.cpp's CPU backend rounds them (f32
  * scale 127 / max|x|, levels to nearest even; the stored scale is the f16
  * of max|x| / 127), so that a dot over the same weights gives its result:
@@ -122,7 +131,7 @@ static rlx_status act_q8_0(const float *x, uint8_t *b, int64_t n)
         for (int j = 0; j < 32; j++) {
             float v = x[s + j] * id;
             v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-            b[2 + j] = (uint8_t)(int8_t)nearbyintf(v);
+            b[2 + j] = (uint8_t)(int8_t)round_even(v);
         }
     }
     return RLX_OK;
@@ -154,7 +163,7 @@ static rlx_status act_q8_k(const float *x, uint8_t *b, int64_t n)
         if (amax != 0 && isfinite(amax)) {
             const float iscale = -127.0f / max;
             for (int j = 0; j < RLX_QK; j++) {
-                float v = nearbyintf(iscale * x[s + j]);
+                float v = round_even(iscale * x[s + j]);
                 q[j] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
                 bsums[j / 16] = (int16_t)(bsums[j / 16] + q[j]);
             }
