@@ -560,7 +560,22 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * unary ops through the unary kernel's f32 math. */
 #define EW_BLOCK 256
 
-static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y, int64_t n)
+/* pow(a, 2), as the double math gives it: the product of two floats is
+ * exact in double, so one rounding of it is a * a in f32.  (Norms written
+ * out square through pow; libm's double pow took most of such a chain.) */
+static bool all_two(const float *b, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (b[j] != 2.0f)
+            return false;
+    return true;
+}
+
+/* Built for AVX2 too and without trapping math, so that the NaN tests of
+ * max/min vectorise. */
+RLX_VEC_BEGIN
+RLX_CLONES static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y,
+                                   int64_t n)
 {
     switch (op) {
     case RLX_OP_ADD:
@@ -599,6 +614,15 @@ static void ew_step_f32(rlx_op op, const float *restrict a, const float *restric
         for (int64_t j = 0; j < n; j++)
             y[j] = fabsf(a[j]);
         break;
+    case RLX_OP_POW:
+        if (all_two(b, n)) {
+            for (int64_t j = 0; j < n; j++)
+                y[j] = a[j] * a[j];
+            break;
+        }
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
+        break;
     default:
         if (rlx_op_is_unary(op))
             rlx_cpu_unary_f32(op, a, y, n);
@@ -607,28 +631,41 @@ static void ew_step_f32(rlx_op op, const float *restrict a, const float *restric
                 y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
     }
 }
+RLX_VEC_END
+
+/* One worker's registers.  A broadcast input's register is filled once and
+ * kept while the value it repeats stays the same (filled[k]): refilled for
+ * every block, the fills of a chain's scalars took most of its time. */
+typedef struct ew_regs {
+    float v[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
+    const float *filled[RLX_MAX_INPUTS];
+} ew_regs;
 
 /* Columns c0 .. c0 + n of one row: src[k] points at input k's values
- * (stride inner[k]: 1, or 0 for a broadcast value). */
+ * (stride inner[k]: 1, 0 for a broadcast value, or a transposed stride). */
 static void ew_block_f32(const uint8_t *code, int nin, int nops, const float *const *src, const int64_t *inner,
-                         int64_t n, float *out)
+                         int64_t n, float *out, ew_regs *rg)
 {
-    float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
     const float *r[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
     for (int k = 0; k < nin; k++) {
+        r[k] = rg->v[k];
         if (inner[k] == 1) {
             r[k] = src[k];
-            continue;
+        } else if (inner[k] == 0) {
+            if (rg->filled[k] != src[k])
+                for (int64_t j = 0; j < EW_BLOCK; j++)
+                    rg->v[k][j] = src[k][0];
+            rg->filled[k] = src[k];
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                rg->v[k][j] = src[k][j * inner[k]];
         }
-        for (int64_t j = 0; j < n; j++)
-            reg[k][j] = src[k][j * inner[k]];
-        r[k] = reg[k];
     }
     for (int i = 0; i < nops; i++) {
         const uint8_t *ins = code + 3 * i;
-        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], reg[nin + i],
+        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], rg->v[nin + i],
                     n);
-        r[nin + i] = reg[nin + i];
+        r[nin + i] = rg->v[nin + i];
     }
     /* through a register, not into out directly: out may be an input's buffer */
     memcpy(out, r[nin + nops - 1], (size_t)n * sizeof(float));
@@ -651,12 +688,17 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
         int64_t per_row = (cols + EW_BLOCK - 1) / EW_BLOCK, blocks = rows * per_row;
         if (blocks < threads)
             threads = 1;
-        RLX_CPU_FOR(threads, bl, blocks, int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK,
-                    len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
-                    const float *src[RLX_MAX_INPUTS];
-                    for (int k = 0; k < nin; k++) src[k] =
-                        (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
-                    ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0););
+        /* one contiguous range of blocks per worker, each with its registers */
+        RLX_CPU_FOR(
+            threads, part, threads, ew_regs rg; memset(rg.filled, 0, sizeof rg.filled);
+            for (int64_t bl = blocks * part / threads; bl < blocks * (part + 1) / threads; bl++) {
+                int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK;
+                int64_t len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
+                const float *src[RLX_MAX_INPUTS];
+                for (int k = 0; k < nin; k++)
+                    src[k] = (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
+                ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0, &rg);
+            });
         return RLX_OK;
     }
     if (rows < threads)
