@@ -335,6 +335,21 @@ static void test_elementwise_chain(void **state)
         assert_int_equal(f->nodes[f->outputs[i].node].op, RLX_OP_ELEMENTWISE_CHAIN);
     rlx_graph_free(f);
     rlx_graph_free(g);
+    /* hard-swish (x read twice inside) after an affine: one chain, the clip
+     * taken as max/min */
+    g = rlx_graph_new();
+    x = rlx_add(g, rlx_mul(g, rlx_input(g, "x", RLX_F32, SHAPE(2, 8)), rlx_scalar(g, RLX_F32, 0.5)),
+                rlx_scalar(g, RLX_F32, 0.1));
+    y = rlx_clip(g, rlx_add(g, x, rlx_scalar(g, RLX_F32, 3)), 0, 6);
+    rlx_output(g, "y", rlx_div(g, rlx_mul(g, x, y), rlx_scalar(g, RLX_F32, 6)));
+    rlx_graph *cg = rlx_pass_canon(g, &c);
+    assert_non_null(cg);
+    assert_int_equal(ot_count(cg, RLX_OP_CLIP), 0);
+    assert_int_equal(fused_count(cg, RLX_OP_ELEMENTWISE_CHAIN), 1);
+    assert_int_equal(fused_count(cg, RLX_OP_ADD), 0);
+    assert_same_output(g, "y", 1e-6);
+    rlx_graph_free(cg);
+    rlx_graph_free(g);
     /* one op alone is not a chain; integers never fuse */
     g = rlx_graph_new();
     x = rlx_input(g, "x", RLX_I32, SHAPE(8));

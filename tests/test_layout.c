@@ -387,9 +387,10 @@ static void test_pass_resnet_like(void **state)
     claim_pool = 0;
 }
 
-/* Near misses: an add that broadcasts a [C, 1, 1] tensor, and a relu whose
- * transposed input is also read by a reduction, stay NCHW behind their
- * transposes; outputs still agree.  A target claiming nothing
+/* An add that broadcasts a [C, 1, 1] tensor moves channels-last (the
+ * tensor reshaped to [1, 1, 1, C]); a near miss, a relu whose transposed
+ * input is also read by a reduction that drops its axes, stays NCHW behind
+ * its transpose; outputs still agree.  A target claiming nothing
  * channels-last leaves the graph alone. */
 static void test_near_miss(void **state)
 {
@@ -428,7 +429,11 @@ static void test_near_miss(void **state)
     assert_int_equal(st.layout_convs, 2);
     for (int i = 0; i < l->n_nodes; i++) {
         const rlx_node_data *n = &l->nodes[i];
-        if (n->op == RLX_OP_ADD || n->op == RLX_OP_RELU) {
+        if (n->op == RLX_OP_ADD) {
+            assert_int_equal(n->shape.dims[3], 8); /* channels-last */
+            assert_int_equal(l->nodes[n->in[1]].op, RLX_OP_RESHAPE);
+        }
+        if (n->op == RLX_OP_RELU) {
             assert_int_equal(n->shape.dims[1], 8); /* still NCHW */
             assert_int_equal(l->nodes[n->in[0]].op, RLX_OP_TRANSPOSE);
         }
@@ -436,14 +441,15 @@ static void test_near_miss(void **state)
             assert_int_equal(l->nodes[n->in[0]].op, RLX_OP_TRANSPOSE);
     }
     /* one transpose of x is shared by both convs (CSE is not the pass's
-     * job: two), plus one after each conv, plus the weights */
+     * job: two), plus one after each conv (the first after its add), plus
+     * the weights */
     int wt, ot;
     count_transposes(l, &wt, &ot);
     assert_int_equal(wt, 2);
     assert_int_equal(ot, 4);
     rt_tensor *got[3];
     run_graph(rg, l, 3, got);
-    assert_true(rt_check("near miss: broadcast add", got[0], orig[0], RLX_F32));
+    assert_true(rt_check("broadcast add", got[0], orig[0], RLX_F32));
     assert_true(rt_check("near miss: relu", got[1], orig[1], RLX_F32));
     assert_true(rt_check("near miss: reduction", got[2], orig[2], RLX_F32));
     for (int i = 0; i < 3; i++) {
@@ -455,6 +461,57 @@ static void test_near_miss(void **state)
     rt_free(w);
     rt_free(w2);
     rt_free(cb);
+    rt_graph_free(rg);
+}
+
+/* The blocks of PaddleOCR's networks around their convs: a
+ * squeeze-excitation gate (global mean keeping its axes, a 1x1 conv, a
+ * product with the [N, C, 1, 1] gate), a per-channel constant, a 4-D
+ * constant of the full shape, a nearest 2x upsample as two gathers, and a
+ * concat over channels all move channels-last: only the input's transpose
+ * and the output's remain besides the weights'; outputs agree. */
+static void test_paddle_blocks(void **state)
+{
+    (void)state;
+    rt_graph *rg = rt_graph_new();
+    rt_tensor *x = rt_rand_away(RT_SHAPE(1, 4, 6, 5), -1, 1, 0.05);
+    rt_tensor *w = rt_rand_away(RT_SHAPE(8, 4, 3, 3), -0.4, 0.4, 0.02);
+    rt_tensor *wse = rt_rand_away(RT_SHAPE(8, 8, 1, 1), -0.4, 0.4, 0.02);
+    rt_tensor *wo = rt_rand_away(RT_SHAPE(3, 16, 1, 1), -0.4, 0.4, 0.02);
+    rt_tensor *k = rt_rand_away(RT_SHAPE(8, 1, 1), -1, 1, 0.05),
+              *full = rt_rand_away(RT_SHAPE(1, 8, 6, 5), -1, 1, 0.05);
+    rlx_graph *g = rg->g;
+    rlx_conv_params p = conv_p(1, 1, 1), pw = conv_p(1, 0, 1);
+    rlx_node c = rlx_conv(g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), -1, &p);
+    c = rlx_mul(g, c, rt_const(rg, RLX_F32, k));
+    rlx_node gate = rlx_reduce_mean(g, c, 2, (int[]){2, 3}, 1);
+    gate = rlx_sigmoid(g, rlx_conv(g, gate, rt_param(rg, RLX_F32, wse), -1, &pw));
+    rlx_node sc = rlx_add(g, rlx_mul(g, c, gate), rt_const(rg, RLX_F32, full));
+    const int64_t ih[12] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}, iw[10] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4};
+    rlx_node up = rlx_gather(g, sc, rlx_constant(g, RLX_I64, 1, (int64_t[]){12}, ih, sizeof ih), 2);
+    up = rlx_gather(g, up, rlx_constant(g, RLX_I64, 1, (int64_t[]){10}, iw, sizeof iw), 3);
+    rlx_node cat = rlx_concat(g, 2, (rlx_node[]){up, rlx_relu(g, up)}, 1);
+    rlx_node y = rlx_conv(g, cat, rt_param(rg, RLX_F32, wo), -1, &pw);
+    rt_tensor *orig, *got;
+    assert_int_equal(rt_run(rg, 1, &y, &orig), RLX_OK);
+
+    rlx_opt_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_pass_ctx ctx = ot_cpu_ctx(&st);
+    ctx.supports = nhwc_target;
+    rlx_graph *l = rlx_pass_layout(g, &ctx);
+    assert_non_null(l);
+    assert_int_equal(st.layout_convs, 3);
+    int wt, ot;
+    count_transposes(l, &wt, &ot);
+    assert_int_equal(wt, 3);
+    assert_int_equal(ot, 2);
+    run_graph(rg, l, 1, &got);
+    assert_true(rt_check("paddle blocks channels-last", got, orig, RLX_F32));
+    rlx_graph_free(l);
+    rt_tensor *tmp[] = {x, w, wse, wo, k, full, orig, got};
+    for (int i = 0; i < 8; i++)
+        rt_free(tmp[i]);
     rt_graph_free(rg);
 }
 
@@ -495,6 +552,7 @@ int main(void)
         cmocka_unit_test_setup(test_lowering, rt_setup),
         cmocka_unit_test_setup(test_pass_resnet_like, rt_setup),
         cmocka_unit_test_setup(test_near_miss, rt_setup),
+        cmocka_unit_test_setup(test_paddle_blocks, rt_setup),
         cmocka_unit_test_setup(test_constant_weights, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

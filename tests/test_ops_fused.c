@@ -447,6 +447,44 @@ static void test_chain_f32_exact(void **state)
     rt_free(row);
 }
 
+/* Hard-swish as PaddleOCR's exporter writes it, between scalar affines
+ * (x * clip(x + 3, 0, 6) / 6 with x = s * v + t, then * s2 + t2; x read
+ * twice inside the chain, the clip as max/min), and a square through
+ * pow(., 2): one chain, rows of 300 (a block and a tail), against the
+ * float64 reference and bit for bit against the unfused nodes. */
+static void test_chain_hardswish_pow(void **state)
+{
+    (void)state;
+    rt_tensor *v = rt_rand(RT_SHAPE(5, 300), -6, 6), *got[2] = {0};
+    const double s = 0.8, t = 0.3, s2 = 1.1, t2 = -0.2;
+    rt_tensor *want = rt_clone(v);
+    for (int64_t i = 0; i < want->n; i++) {
+        double x = (double)(float)(s * (double)v->d[i]);
+        x = (double)(float)(x + t);
+        double c = fmin(fmax((double)(float)(x + 3), 0), 6);
+        double h = (double)(float)((double)(float)(x * c) / 6);
+        double a = (double)(float)((double)(float)(h * s2) + t2);
+        want->d[i] = a * a;
+    }
+    for (int fuse = 1; fuse >= 0; fuse--) {
+        rt_graph *rg = rt_graph_new();
+        rg->opts.no_fusion = !fuse;
+        rg->opts.ignore_env = 1;
+        rlx_graph *g = rg->g;
+#define SC(c) rlx_scalar(g, RLX_F32, (c))
+        rlx_node x = rlx_add(g, rlx_mul(g, SC(s), rt_input(rg, RLX_F32, v)), SC(t));
+        rlx_node h = rlx_div(g, rlx_mul(g, x, rlx_clip(g, rlx_add(g, x, SC(3)), 0, 6)), SC(6));
+        rlx_node y = rlx_pow(g, rlx_add(g, rlx_mul(g, h, SC(s2)), SC(t2)), SC(2));
+#undef SC
+        assert_int_equal(rt_run(rg, 1, &y, &got[fuse]), RLX_OK);
+        rt_graph_free(rg);
+    }
+    assert_true(rt_check("hard-swish chain", got[1], want, RLX_F32));
+    assert_true(rt_check_tol("hard-swish chain, fused against unfused", got[1], got[0], 0, 0));
+    rt_tensor *tmp[] = {v, want, got[0], got[1]};
+    free_all(tmp, 4);
+}
+
 /* Chains whose operands broadcast along other dims than the last (a
  * per-channel [C, 1, 1] operand, a middle broadcast, two operands each
  * smaller than the result, dims of 1): the CPU merges dims where every
@@ -620,6 +658,7 @@ int main(void)
         cmocka_unit_test_setup(test_conv_bn_act, rt_setup),
         cmocka_unit_test_setup(test_elementwise_chains, rt_setup),
         cmocka_unit_test_setup(test_chain_f32_exact, rt_setup),
+        cmocka_unit_test_setup(test_chain_hardswish_pow, rt_setup),
         cmocka_unit_test_setup(test_chain_broadcasts, rt_setup),
         cmocka_unit_test_setup(test_attention_block, rt_setup),
     };

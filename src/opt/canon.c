@@ -10,6 +10,9 @@
  *   GELU tanh  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
  *              with x^3 as x * (x * x), (x * x) * x or pow(x, 3)
  *   SiLU       x * sigmoid(x)
+ *   max/min    a float clip(x, lo, hi) read from or by another op an
+ *              elementwise chain can hold becomes min(max(x, lo), hi), so
+ *              that it joins the chain (hard-swish, hard-sigmoid, ReLU6)
  *   LayerNorm  d / sqrt(mean(d^2) + eps) with d = x - mean(x)
  *              [* gamma] [+ beta]   (PyTorch before opset 17)
  *   RMSNorm    x / sqrt(mean(x^2) + eps) [* gamma]

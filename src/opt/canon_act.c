@@ -1,5 +1,6 @@
 /* canon_act.c - GELU (erf and tanh forms) and SiLU written out become the
- * one op (see canon.c for the forms taken). */
+ * one op (see canon.c for the forms taken); a float clip beside other
+ * elementwise ops becomes max/min, which elementwise chains take. */
 #include <math.h>
 
 #include "opt/canon.h"
@@ -130,8 +131,45 @@ static rlx_node match(const rlx_graph *g, rlx_node id, rlx_op *op)
     return keeps ? x : -1;
 }
 
+/* Whether node id may be an elementwise-chain instruction of dtype t. */
+static bool chain_op(const rlx_graph *g, rlx_node id, rlx_dtype t)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    const rlx_op_info *i = rlx_op_info_of(n->op);
+    return i && (i->flags & RLX_OPF_CHAIN) && n->dtype == t;
+}
+
+/* A float clip whose operand or one of whose readers is a chain op: as
+ * min(max(x, lo), hi) it fuses into that chain (hard-swish and
+ * hard-sigmoid are such clips between adds and products; alone, each took
+ * a pass over memory of its own). */
+static bool clip_as_max_min(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op != RLX_OP_CLIP || !rlx_dtype_is_float(n->dtype))
+        return false;
+    double lo = n->attrs.clip.lo, hi = n->attrs.clip.hi;
+    if (!(lo > -INFINITY) && !(hi < INFINITY))
+        return false;
+    bool near = chain_op(g, n->in[0], n->dtype);
+    for (int i = id + 1; i < g->n_nodes && !near; i++)
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            near = near || (g->nodes[i].in[j] == id && chain_op(g, i, n->dtype));
+    if (!near)
+        return false;
+    rlx_node v = map[n->in[0]];
+    if (lo > -INFINITY)
+        v = rlx_max(out, v, rlx_scalar(out, n->dtype, lo));
+    if (hi < INFINITY)
+        v = rlx_min(out, v, rlx_scalar(out, n->dtype, hi));
+    *y = v;
+    return true;
+}
+
 bool canon_activation(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, rlx_node *y)
 {
+    if (clip_as_max_min(out, g, id, map, y))
+        return true;
     rlx_op op = RLX_OP_GELU; /* set by match whenever it finds x (a compiler that cannot see so warns) */
     rlx_node x = match(g, id, &op);
     if (x < 0)

@@ -153,6 +153,21 @@ static int region_leaves(const fuse_state *s, const rlx_node *reg, int nreg, rlx
     return nl;
 }
 
+/* Whether every read of x is by a node of the region (a value read twice
+ * inside, as hard-swish reads x, may join it; one read outside may not). */
+static bool read_only_by(const fuse_state *s, const rlx_node *reg, int nreg, rlx_node x)
+{
+    if (s->is_out[x])
+        return false;
+    int reads = 0;
+    for (int i = 0; i < nreg; i++) {
+        const rlx_node_data *n = fs_node(s, reg[i]);
+        for (int j = 0; j < n->n_in; j++)
+            reads += n->in[j] == x;
+    }
+    return reads == s->uses[x];
+}
+
 static int cmp_node(const void *a, const void *b) { return *(const rlx_node *)a - *(const rlx_node *)b; }
 
 bool fuse_elementwise_chain(fuse_state *s, rlx_node root)
@@ -163,12 +178,14 @@ bool fuse_elementwise_chain(fuse_state *s, rlx_node root)
     rlx_node reg[RLX_EW_MAX_OPS], leaves[RLX_MAX_INPUTS + 1];
     int nreg = 0;
     reg[nreg++] = root;
-    /* grow backwards through operands read only by the region */
+    /* grow backwards through operands read only by the region (an operand
+     * with a reader not yet in it is looked at again from that reader) */
     for (int k = 0; k < nreg && nreg < RLX_EW_MAX_OPS; k++) {
         const rlx_node_data *n = fs_node(s, reg[k]);
         for (int j = 0; j < n->n_in && nreg < RLX_EW_MAX_OPS; j++) {
             rlx_node x = n->in[j];
-            if (in_list(reg, nreg, x) || !fs_inner(s, x) || !ew_eligible(s, x) || fs_node(s, x)->dtype != t)
+            if (in_list(reg, nreg, x) || !read_only_by(s, reg, nreg, x) || !ew_eligible(s, x) ||
+                fs_node(s, x)->dtype != t)
                 continue;
             reg[nreg++] = x;
             if (region_leaves(s, reg, nreg, leaves, RLX_MAX_INPUTS) > RLX_MAX_INPUTS)

@@ -5,12 +5,15 @@
  *   transpose(x, [0,2,3,1]) -> channels-last op (weight transposed too)
  *   -> transpose(y, [0,3,1,2])
  *
- * and the transposes are then pushed down through elementwise ops and
- * cancelled against each other until nothing changes, so a chain of
- * convolutions with residual adds and activations between them stays
- * channels-last: only the transposes at the chain's ends and those of the
- * weights remain (param-only: the backend can cache them; constant weights
- * are transposed here, at compile time). */
+ * and the transposes are then pushed down through elementwise ops (their
+ * per-channel operands reshaped or, constants, transposed to match),
+ * reductions that keep their axes (global average pooling), gathers along
+ * one axis (nearest Resize), concats and pools, and cancelled against each
+ * other until nothing changes, so a chain of convolutions with residual
+ * adds, activations, squeeze-excitation gates and upsampling between them
+ * stays channels-last: only the transposes at the chain's ends and those
+ * of the weights remain (param-only: the backend can cache them; constant
+ * weights are transposed here, at compile time). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +125,23 @@ static bool elementwise(const rlx_node_data *n)
     return info && (info->flags & RLX_OPF_ELEMENTWISE) && !(info->flags & RLX_OPF_RANDOM);
 }
 
-/* Per node of g: is every reader a transpose, an elementwise op or a pool
+/* A reduction keeping its axes, a gather along one axis by a vector of
+ * indices, or a concat: ops a transpose moves below by renaming axes. */
+static bool moves_axes(const rlx_graph *g, const rlx_node_data *n)
+{
+    switch (n->op) {
+    case RLX_OP_REDUCE_SUM:
+    case RLX_OP_REDUCE_MEAN:
+    case RLX_OP_REDUCE_MAX:
+    case RLX_OP_REDUCE_MIN: return n->attrs.reduce.keepdims;
+    case RLX_OP_GATHER: return g->nodes[n->in[1]].shape.ndim == 1;
+    case RLX_OP_CONCAT: return true;
+    default: return false;
+    }
+}
+
+/* Per node of g: is every reader a transpose, an elementwise op, one that
+ * moves_axes or a pool
  * the target runs channels-last (so a transpose of it can move below its
  * readers without leaving a copy behind), and is it no graph output? */
 static bool *sinkable_readers(const rlx_graph *g, const rlx_pass_ctx *ctx)
@@ -134,7 +153,8 @@ static bool *sinkable_readers(const rlx_graph *g, const rlx_pass_ctx *ctx)
         ok[i] = true;
     for (int i = 0; i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
-        if (n->op == RLX_OP_TRANSPOSE || elementwise(n) || (is_pool(n->op) && claims_nhwc(g, n, ctx)))
+        if (n->op == RLX_OP_TRANSPOSE || elementwise(n) || moves_axes(g, n) ||
+            (is_pool(n->op) && claims_nhwc(g, n, ctx)))
             continue;
         for (int j = 0; j < n->n_in; j++)
             ok[n->in[j]] = false;
@@ -144,21 +164,52 @@ static bool *sinkable_readers(const rlx_graph *g, const rlx_pass_ctx *ctx)
     return ok;
 }
 
+/* a as an operand of an op moved below transpose(., perm) of rank r:
+ * a's dims (padded with leading 1s) permuted by perm's inverse.  A
+ * reshape where at most one of its dims is not 1 (a per-channel scale, a
+ * squeeze-excitation gate), the constant's data permuted where it is 4-D;
+ * -1 for anything else (it would need a transpose at run time). */
+static rlx_node operand_for(rlx_graph *out, rlx_node a, const int *perm, int r)
+{
+    const rlx_node_data *an = &out->nodes[a];
+    if (rlx_shape_numel(&an->shape) == 1)
+        return a;
+    if (an->shape.ndim > r)
+        return -1;
+    int64_t pad[RLX_MAX_DIMS], dims[RLX_MAX_DIMS];
+    int lead = r - an->shape.ndim, big = 0;
+    for (int i = 0; i < r; i++) {
+        pad[i] = i < lead ? 1 : an->shape.dims[i - lead];
+        big += pad[i] != 1;
+    }
+    for (int i = 0; i < r; i++)
+        dims[perm[i]] = pad[i]; /* dims[k] = pad[inverse[k]] */
+    if (big <= 1)
+        return rlx_reshape(out, a, r, dims);
+    if (an->op == RLX_OP_CONSTANT && an->data && r == 4 && lead == 0) {
+        int inv[4];
+        for (int i = 0; i < 4; i++)
+            inv[perm[i]] = i;
+        return permute_constant(out, an, inv);
+    }
+    return -1;
+}
+
 /* Node n (operands already renamed into out) is elementwise over inputs
- * that are transposes by one perm, each already of n's shape (no further
- * broadcasting), or one-element tensors: returns how many are transposes
- * (0 if the pattern does not hold) and fills perm. */
-static int transposed_inputs(const rlx_graph *out, const rlx_node_data *n, const rlx_node *in, int *perm)
+ * that are transposes by one perm, each of n's rank, or operands
+ * operand_for can match to them: returns how
+ * many are transposes (0 if the pattern does not hold) and fills perm. */
+static int transposed_inputs(rlx_graph *out, const rlx_node_data *n, const rlx_node *in, int *perm)
 {
     int count = 0;
+    bool other = false;
     for (int j = 0; j < n->n_in; j++) {
         const rlx_node_data *a = &out->nodes[in[j]];
         if (a->op != RLX_OP_TRANSPOSE) {
-            if (rlx_shape_numel(&a->shape) != 1)
-                return 0;
+            other = other || rlx_shape_numel(&a->shape) != 1;
             continue;
         }
-        if (!rlx_shape_equal(&a->shape, &n->shape))
+        if (a->shape.ndim != n->shape.ndim) /* of n's rank: it broadcasts the same way untransposed */
             return 0;
         if (!count)
             memcpy(perm, a->attrs.transpose.perm, sizeof(int) * RLX_MAX_DIMS);
@@ -166,7 +217,57 @@ static int transposed_inputs(const rlx_graph *out, const rlx_node_data *n, const
             return 0;
         count++;
     }
+    /* the other operands must fit without a transpose of their own (only
+     * checked here; sink_node builds them) */
+    for (int j = 0; j < n->n_in && count && other; j++) {
+        const rlx_node_data *a = &out->nodes[in[j]];
+        if (a->op == RLX_OP_TRANSPOSE || rlx_shape_numel(&a->shape) == 1)
+            continue;
+        int big = 0;
+        for (int i = 0; i < a->shape.ndim; i++)
+            big += a->shape.dims[i] != 1;
+        if (a->shape.ndim > n->shape.ndim ||
+            (big > 1 && !(a->op == RLX_OP_CONSTANT && a->data && a->shape.ndim == 4 && n->shape.ndim == 4)))
+            return 0;
+    }
     return count;
+}
+
+/* Node n reads transposes only where moves_axes allows, each by one perm
+ * and with no reader that would keep it: the same op over the transposes'
+ * inputs, its axes renamed, then transposed by perm.  -2: not this case. */
+static rlx_node sink_axes(rlx_graph *out, const rlx_graph *g, const rlx_node_data *n, const rlx_node *in,
+                          layout_step *st)
+{
+    if (!moves_axes(g, n))
+        return -2;
+    int n_moved = n->op == RLX_OP_CONCAT ? n->n_in : 1;
+    const int *perm = NULL;
+    for (int j = 0; j < n_moved; j++) {
+        const rlx_node_data *a = &out->nodes[in[j]];
+        if (a->op != RLX_OP_TRANSPOSE || !st->ok[n->in[j]] ||
+            (perm && memcmp(perm, a->attrs.transpose.perm, sizeof(int) * (size_t)a->shape.ndim) != 0))
+            return -2;
+        perm = a->attrs.transpose.perm;
+    }
+    int p_[RLX_MAX_DIMS];
+    memcpy(p_, perm, sizeof p_);
+    rlx_node_data p = *n;
+    for (int j = 0; j < n->n_in; j++)
+        p.in[j] = j < n_moved ? out->nodes[in[j]].in[0] : in[j];
+    if (n->op == RLX_OP_CONCAT) {
+        p.attrs.concat.axis = p_[n->attrs.concat.axis];
+    } else if (n->op == RLX_OP_GATHER) {
+        p.attrs.gather.axis = p_[n->attrs.gather.axis];
+    } else {
+        p.attrs.reduce.axes = 0;
+        for (int i = 0; i < n->shape.ndim; i++)
+            if (n->attrs.reduce.axes & (1u << i))
+                p.attrs.reduce.axes |= 1u << p_[i];
+    }
+    st->changed++;
+    rlx_node y = rlx_graph_add(out, &p);
+    return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, p_);
 }
 
 /* Step 2, one sweep: transpose(transpose(x)) composes, an elementwise op
@@ -202,6 +303,8 @@ static rlx_node sink_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
         y = rlx_graph_add(out, &p);
         return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, to_nchw);
     }
+    if ((y = sink_axes(out, g, n, in, st)) != -2)
+        return y;
     if (!elementwise(n) || n->n_in == 0)
         return RLX_REBUILD_COPY;
     int perm[RLX_MAX_DIMS];
@@ -215,8 +318,12 @@ static rlx_node sink_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     if (!count || (count == 1 && !single_ok))
         return RLX_REBUILD_COPY;
     rlx_node_data p = *n;
-    for (int j = 0; j < n->n_in; j++)
-        p.in[j] = out->nodes[in[j]].op == RLX_OP_TRANSPOSE ? out->nodes[in[j]].in[0] : in[j];
+    for (int j = 0; j < n->n_in; j++) {
+        const rlx_node_data *a = &out->nodes[in[j]];
+        p.in[j] = a->op == RLX_OP_TRANSPOSE ? a->in[0] : operand_for(out, in[j], perm, n->shape.ndim);
+        if (p.in[j] < 0)
+            return RLX_REBUILD_FAIL;
+    }
     st->changed++;
     y = rlx_graph_add(out, &p);
     return y < 0 ? RLX_REBUILD_FAIL : rlx_transpose(out, y, perm);

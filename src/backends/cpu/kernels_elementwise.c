@@ -243,12 +243,35 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* f32 clip between the bounds rounded to f32: rounding is monotonic, so
+ * this is the double comparison's result to the bit (NaN and -0 kept). */
+RLX_VEC_BEGIN
+RLX_CLONES static void clip_f32(const float *x, float *y, int64_t n, float lo, float hi)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        v = v < lo ? lo : v;
+        y[i] = v > hi ? hi : v;
+    }
+}
+RLX_VEC_END
+
 static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
     int64_t count = rlx_shape_numel(&n->shape);
     double lo = n->attrs.clip.lo, hi = n->attrs.clip.hi;
     rlx_dtype dt = n->dtype;
+    if (dt == RLX_F32) { /* blocks of 4096 spread over the threads, as the unary kernel's */
+        const float *x = t->in[0];
+        float *y = t->out;
+        float lf = (float)lo, hf = (float)hi;
+        int64_t blocks = (count + 4095) / 4096;
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 2), b, blocks, int64_t o = b * 4096,
+                    len = count - o < 4096 ? count - o : 4096;
+                    clip_f32(x + o, y + o, len, lf, hf););
+        return RLX_OK;
+    }
     RLX_CPU_FOR(
         rlx_cpu_threads(ctx, count * 2), i, count,
         if (rlx_dtype_is_float(dt)) {

@@ -560,7 +560,22 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * unary ops through the unary kernel's f32 math. */
 #define EW_BLOCK 256
 
-static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y, int64_t n)
+/* pow(a, 2), as the double math gives it: the product of two floats is
+ * exact in double, so one rounding of it is a * a in f32.  (Norms written
+ * out square through pow; libm's double pow took most of such a chain.) */
+static bool all_two(const float *b, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (b[j] != 2.0f)
+            return false;
+    return true;
+}
+
+/* Built for AVX2 too and without trapping math, so that the NaN tests of
+ * max/min vectorise. */
+RLX_VEC_BEGIN
+RLX_CLONES static void ew_step_f32(rlx_op op, const float *restrict a, const float *restrict b, float *restrict y,
+                                   int64_t n)
 {
     switch (op) {
     case RLX_OP_ADD:
@@ -599,6 +614,15 @@ static void ew_step_f32(rlx_op op, const float *restrict a, const float *restric
         for (int64_t j = 0; j < n; j++)
             y[j] = fabsf(a[j]);
         break;
+    case RLX_OP_POW:
+        if (all_two(b, n)) {
+            for (int64_t j = 0; j < n; j++)
+                y[j] = a[j] * a[j];
+            break;
+        }
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
+        break;
     default:
         if (rlx_op_is_unary(op))
             rlx_cpu_unary_f32(op, a, y, n);
@@ -607,31 +631,115 @@ static void ew_step_f32(rlx_op op, const float *restrict a, const float *restric
                 y[j] = (float)rlx_binary_f64(op, a[j], b[j], 0);
     }
 }
+RLX_VEC_END
 
-/* Columns c0 .. c0 + n of one row: src[k] points at input k's values
- * (stride inner[k]: 1, or 0 for a broadcast value). */
-static void ew_block_f32(const uint8_t *code, int nin, int nops, const float *const *src, const int64_t *inner,
-                         int64_t n, float *out)
+/* A chain's program decoded once per run: each instruction's op and
+ * operand registers (a unary op reads a twice). */
+typedef struct ew_prog {
+    int nin, nops;
+    rlx_op op[RLX_EW_MAX_OPS];
+    uint8_t a[RLX_EW_MAX_OPS], b[RLX_EW_MAX_OPS];
+} ew_prog;
+
+static void ew_decode(const rlx_node_data *n, ew_prog *p)
 {
-    float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
+    p->nin = n->n_in;
+    p->nops = n->attrs.ew.n_ops;
+    for (int i = 0; i < p->nops; i++) {
+        const uint8_t *c = &n->attrs.ew.code[3 * i];
+        p->op[i] = (rlx_op)c[0];
+        p->a[i] = c[1];
+        p->b[i] = rlx_op_is_unary(p->op[i]) ? c[1] : c[2];
+    }
+}
+
+/* One worker's registers.  A broadcast input's register is filled once and
+ * kept while the value it repeats stays the same (filled[k]): refilled for
+ * every block, the fills of a chain's scalars took most of its time. */
+typedef struct ew_regs {
+    float v[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
+    const float *filled[RLX_MAX_INPUTS];
+} ew_regs;
+
+/* n values of the chain into out: src[k] points at input k's values
+ * (stride inner[k]: 1, 0 for a broadcast value, or a transposed stride). */
+static void ew_block_f32(const ew_prog *p, const float *const *src, const int64_t *inner, int64_t n, float *out,
+                         ew_regs *rg)
+{
     const float *r[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
-    for (int k = 0; k < nin; k++) {
+    for (int k = 0; k < p->nin; k++) {
+        r[k] = rg->v[k];
         if (inner[k] == 1) {
             r[k] = src[k];
-            continue;
+        } else if (inner[k] == 0) {
+            if (rg->filled[k] != src[k])
+                for (int64_t j = 0; j < EW_BLOCK; j++)
+                    rg->v[k][j] = src[k][0];
+            rg->filled[k] = src[k];
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                rg->v[k][j] = src[k][j * inner[k]];
         }
-        for (int64_t j = 0; j < n; j++)
-            reg[k][j] = src[k][j * inner[k]];
-        r[k] = reg[k];
     }
-    for (int i = 0; i < nops; i++) {
-        const uint8_t *ins = code + 3 * i;
-        ew_step_f32((rlx_op)ins[0], r[ins[1]], rlx_op_is_unary((rlx_op)ins[0]) ? r[ins[1]] : r[ins[2]], reg[nin + i],
-                    n);
-        r[nin + i] = reg[nin + i];
+    int last = p->nin + p->nops - 1;
+    for (int i = 0; i < p->nops; i++) {
+        ew_step_f32(p->op[i], r[p->a[i]], r[p->b[i]], rg->v[p->nin + i], n);
+        r[p->nin + i] = rg->v[p->nin + i];
     }
     /* through a register, not into out directly: out may be an input's buffer */
-    memcpy(out, r[nin + nops - 1], (size_t)n * sizeof(float));
+    memcpy(out, r[last], (size_t)n * sizeof(float));
+}
+
+/* Rows shorter than half a block (channels-last chains with a per-channel
+ * operand: rows of C values) go several rows to a block; per row, the
+ * block's overhead took most of the chain.  An input is dense across rows,
+ * the same for every row (its block tiled once), or gathered row by row. */
+static void ew_rows_f32(const rlx_thunk *t, const rlx_row_walk *w, const ew_prog *p, int threads)
+{
+    enum { DENSE, FIXED, GATHER } kind[RLX_MAX_INPUTS];
+    const int64_t rows = w->rows, cols = w->cols, rpb = EW_BLOCK / cols, blocks = (rows + rpb - 1) / rpb;
+    int64_t ones[RLX_MAX_INPUTS];
+    for (int k = 0; k < p->nin; k++) {
+        bool dense = w->inner[k] == 1, fixed = true;
+        int64_t want = cols;
+        for (int d = w->outer.ndim - 1; d >= 0; d--) {
+            if (w->outer.dims[d] == 1)
+                continue;
+            dense = dense && w->st[k][d] == want;
+            fixed = fixed && w->st[k][d] == 0;
+            want *= w->outer.dims[d];
+        }
+        kind[k] = dense ? DENSE : fixed ? FIXED : GATHER;
+        ones[k] = 1;
+    }
+    if (blocks < threads)
+        threads = 1;
+    RLX_CPU_FOR(
+        threads, part, threads, ew_regs rg; memset(rg.filled, 0, sizeof rg.filled);
+        for (int64_t bl = blocks * part / threads; bl < blocks * (part + 1) / threads; bl++) {
+            int64_t r0 = bl * rpb, nr = rows - r0 < rpb ? rows - r0 : rpb;
+            const float *src[RLX_MAX_INPUTS];
+            for (int k = 0; k < p->nin; k++) {
+                const float *in = (const float *)t->in[k];
+                float *v = rg.v[k];
+                src[k] = v;
+                if (kind[k] == DENSE) {
+                    src[k] = in + r0 * cols;
+                } else if (kind[k] == FIXED) {
+                    if (rg.filled[k] != in)
+                        for (int64_t j = 0; j < rpb * cols; j++)
+                            v[j] = in[j % cols * w->inner[k]];
+                    rg.filled[k] = in;
+                } else {
+                    for (int64_t i = 0; i < nr; i++) {
+                        const float *row = in + rlx_row_start(w, k, r0 + i);
+                        for (int64_t c = 0; c < cols; c++)
+                            v[i * cols + c] = row[c * w->inner[k]];
+                    }
+                }
+            }
+            ew_block_f32(p, src, ones, nr * cols, (float *)t->out + r0 * cols, &rg);
+        });
 }
 
 static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -648,15 +756,26 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     const uint8_t *code = n->attrs.ew.code;
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
     if (dt == RLX_F32) { /* blocks of a row spread over the threads */
+        ew_prog prog;
+        ew_decode(n, &prog);
+        if (cols > 0 && cols < EW_BLOCK / 2 && rows > 1) {
+            ew_rows_f32(t, &w, &prog, threads);
+            return RLX_OK;
+        }
         int64_t per_row = (cols + EW_BLOCK - 1) / EW_BLOCK, blocks = rows * per_row;
         if (blocks < threads)
             threads = 1;
-        RLX_CPU_FOR(threads, bl, blocks, int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK,
-                    len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
-                    const float *src[RLX_MAX_INPUTS];
-                    for (int k = 0; k < nin; k++) src[k] =
-                        (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
-                    ew_block_f32(code, nin, nops, src, w.inner, len, (float *)t->out + r * cols + c0););
+        /* one contiguous range of blocks per worker, each with its registers */
+        RLX_CPU_FOR(
+            threads, part, threads, ew_regs rg; memset(rg.filled, 0, sizeof rg.filled);
+            for (int64_t bl = blocks * part / threads; bl < blocks * (part + 1) / threads; bl++) {
+                int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK;
+                int64_t len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
+                const float *src[RLX_MAX_INPUTS];
+                for (int k = 0; k < nin; k++)
+                    src[k] = (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
+                ew_block_f32(&prog, src, w.inner, len, (float *)t->out + r * cols + c0, &rg);
+            });
         return RLX_OK;
     }
     if (rows < threads)

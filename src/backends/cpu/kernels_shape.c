@@ -111,6 +111,22 @@ static void strided_copy(void *dst, const void *src, int ndim, const int64_t *di
         memcpy(dst, src, es);
         return;
     }
+    /* A short contiguous innermost run (a pixel shuffle's pairs) is one
+     * wider element: copied a few bytes per call of memcpy, it took most
+     * of the copy. */
+    while (n >= 2 && s[n - 1] == 1 && es * (size_t)d[n - 1] <= 8) {
+        int64_t w = d[n - 1];
+        bool fits = true;
+        for (int i = 0; i < n - 1; i++)
+            fits = fits && s[i] % w == 0;
+        if (!fits)
+            break;
+        for (int i = 0; i < n - 1; i++)
+            s[i] /= w;
+        es *= (size_t)w;
+        total /= w;
+        n--;
+    }
     int64_t len = d[n - 1], step = s[n - 1], rows = total / len;
     /* A transpose-like copy (the source's unit-stride dim is not the
      * output's innermost): copy in square tiles so reads and writes both
