@@ -39,8 +39,8 @@ struct rlx_model {
 
 void rlx_model_free_stages(rlx_model *m);
 
-/* Cache keys of sessions (model.c) and windows (model_run.c) are built from
- * one entry per value: "name:tag:d0,d1,...[:v<hex of the bytes>];".  Bytes
+/* Cache keys of sessions (model.c) and windows (model_run.c) are built
+ * (model_key.c) from one entry per value: "name:tag:d0,d1,...[:v<hex of the bytes>];".  Bytes
  * bound by value are part of the key byte for byte, so another value is
  * another key (never a hash two values could share).  key_entry_cap is the
  * room one entry needs; key_append writes it at key + len and returns the

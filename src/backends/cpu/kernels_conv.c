@@ -146,42 +146,32 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     ((double *)t->out)[i * OHW + j] = ((const double *)bias)[i % O];
         });
     }
-    if (dt == RLX_F64) {
-        const double *x = t->in[0], *w = t->in[1];
-        double *y = t->out, *col = t->scratch;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++) {
-                const double *xg = x + (n * C + g * Cg) * HW;
-                const double *B = xg;
-                if (!pointwise) {
-                    im2col_f64(col, xg, Cg, &win, im_threads);
-                    B = col;
-                }
-                rlx_dgemm(0, 0, Og, OHW, K, 1.0, w + g * Og * K, K, B, OHW, bias ? 1.0 : 0.0,
-                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
-            }
-        return RLX_OK;
-    }
-
-    float *col = t->scratch;
-    if (dt == RLX_F32) {
-        const float *x = t->in[0], *w = t->in[1];
-        float *y = t->out;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++) {
-                const float *xg = x + (n * C + g * Cg) * HW;
-                const float *B = xg;
-                if (!pointwise) {
-                    im2col_f32(col, xg, Cg, &win, im_threads);
-                    B = col;
-                }
-                rlx_sgemm(0, 0, Og, OHW, K, 1.0f, w + g * Og * K, K, B, OHW, bias ? 1.0f : 0.0f,
-                          y + (n * O + g * Og) * OHW, OHW, threads, ctx->settings);
-            }
-        return RLX_OK;
-    }
+    /* f32/f64: per image and group, the columns (or the input itself for a
+     * pointwise conv) times the group's weights, onto the bias */
+#define CONV_GROUPS(CT, IM2COL_FN, GEMM)                                                                            \
+    do {                                                                                                            \
+        const CT *x = t->in[0], *w = t->in[1];                                                                      \
+        CT *y = t->out, *col = t->scratch;                                                                          \
+        for (int64_t n = 0; n < N; n++)                                                                             \
+            for (int64_t g = 0; g < G; g++) {                                                                       \
+                const CT *xg = x + (n * C + g * Cg) * HW, *B = xg;                                                  \
+                if (!pointwise) {                                                                                   \
+                    IM2COL_FN(col, xg, Cg, &win, im_threads);                                                       \
+                    B = col;                                                                                        \
+                }                                                                                                   \
+                GEMM(0, 0, Og, OHW, K, 1, w + g * Og * K, K, B, OHW, bias ? 1 : 0, y + (n * O + g * Og) * OHW, OHW, \
+                     threads, ctx->settings);                                                                       \
+            }                                                                                                       \
+        return RLX_OK;                                                                                              \
+    } while (0)
+    if (dt == RLX_F64)
+        CONV_GROUPS(double, im2col_f64, rlx_dgemm);
+    if (dt == RLX_F32)
+        CONV_GROUPS(float, im2col_f32, rlx_sgemm);
+#undef CONV_GROUPS
 
     /* f16 / bf16 storage: f32 weights, columns and a per-group f32 result */
+    float *col = t->scratch;
     float *wf = (float *)((char *)t->scratch + round64((size_t)(K * OHW) * sizeof(float)));
     float *tmp = (float *)((char *)wf + round64((size_t)(O * K) * sizeof(float)));
     rlx_cpu_to_f32(wf, t->in[1], dt, O * K);
