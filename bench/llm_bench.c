@@ -147,8 +147,9 @@ int main(int argc, char **argv)
         free(ps), free(ns), free(toks);
         rlx_llm_context_free(c);
     }
-    printf("model %s (%s), %s, %s; prompt %d, decode %d; weights %.1f MB read per decode step (unquantized)\n", model,
-           info.arch, o.device == RLX_DEVICE_CUDA ? "cuda" : "cpu",
+    printf("model %s (%s), %s, %s; prompt %d, decode %d; weights %.1f MB per decode step at the compute precision (a "
+           "quantized file reads fewer)\n",
+           model, info.arch, o.device == RLX_DEVICE_CUDA ? "cuda" : "cpu",
            o.precision == RLX_PRECISION_BF16  ? "bf16"
            : o.precision == RLX_PRECISION_F16 ? "f16"
                                               : "f32",

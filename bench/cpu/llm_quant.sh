@@ -43,6 +43,6 @@ for spec in "F32 0" "Q8_0 7" "Q4_0 2" "Q4_K_M 15"; do
   done
   a=$(printf "%s\n" "${rp[@]}" | median); b=$(printf "%s\n" "${lp[@]}" | median)
   c=$(printf "%s\n" "${rd[@]}" | median); d=$(printf "%s\n" "${ld[@]}" | median)
-  printf "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f |\n" "$1" "$(($(stat -c %s "$f") / 1048576))" "$a" "$b" "$c" "$d" \
+  printf "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f |\n" "$1" "$(($(stat -L -c %s "$f") / 1048576))" "$a" "$b" "$c" "$d" \
     "$(echo "$c / $d" | bc -l)"
 done

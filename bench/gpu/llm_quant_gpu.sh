@@ -44,7 +44,7 @@ for t in bf16 q8_0 q4_k_m; do
     --repeat "$REPEAT" >"$WORK/bench_$t.txt" 2>&1 || { tail -5 "$WORK/bench_$t.txt"; continue; }
   tail -4 "$WORK/bench_$t.txt"
   tok=$(grep -E '^\| *1 *\|' "$WORK/bench_$t.txt" | tail -1 | awk -F'|' '{print $5}' | tr -d ' ')
-  mb=$(( $(stat -c %s "$f") / 1048576 ))
+  mb=$(( $(stat -L -c %s "$f") / 1048576 ))
   [ -z "$base" ] && { base=$tok; base_mb=$mb; }
   python3 -c "
 tok, base, mb, bmb, bw = float('$tok'), float('$base'), $mb, $base_mb, float('$bw')
