@@ -96,6 +96,20 @@ rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n)
     return rlx_add(g, rlx_mul(g, rlx_sub(g, x, p[2]), k), p[1]);
 }
 
+/* In f32, as backends without an integer kernel compute it: exact while
+ * every partial sum stays below 2^24. */
+rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node d[2];
+    for (int i = 0; i < 2; i++) {
+        rlx_node z = rlx_cast(g, n->in[2 + i], RLX_F32);
+        if (i == 1 && rlx_shape_numel(&g->nodes[n->in[3]].shape) > 1)
+            z = rlx_reshape(g, z, 1, &g->nodes[n->in[1]].shape.dims[1]);
+        d[i] = rlx_sub(g, rlx_cast(g, n->in[i], RLX_F32), z);
+    }
+    return rlx_cast(g, rlx_matmul(g, d[0], d[1], 0, 0), RLX_I32);
+}
+
 rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n)
 {
     rlx_node reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];

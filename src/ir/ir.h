@@ -86,6 +86,10 @@ typedef enum rlx_op {
      * w; dequantize(w) [N, K] in the node's float dtype */
     RLX_OP_QMATMUL,
     RLX_OP_DEQUANTIZE,
+    /* 8-bit integer product, ONNX's MatMulInteger: matmul_integer(a [.., M,
+     * K] u8/i8, b [K, N] i8/u8, a_zp (one element, a's dtype), b_zp (one or
+     * N elements, b's dtype)) = sum_k (a - a_zp)(b - b_zp), i32 [.., M, N] */
+    RLX_OP_MATMUL_INTEGER,
     /* reductions */
     RLX_OP_REDUCE_SUM,
     RLX_OP_REDUCE_MEAN,
@@ -443,6 +447,7 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);

@@ -1,6 +1,8 @@
 /* onnx_quantized.c - quantised ops: QuantizeLinear, DequantizeLinear,
  * DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
- * QLinearConv, computed in float on dequantised values. */
+ * QLinearConv.  MatMulInteger and QLinearMatMul with a matrix b run on the
+ * exact integer product (matmul_integer); the others compute in float on
+ * dequantised values. */
 #include <math.h>
 #include <string.h>
 
@@ -87,8 +89,40 @@ static rlx_node int_minus_zp(onnx_node *n, int i, int zi, int axis_for_zp)
     return x;
 }
 
+/* (a - a_zp) @ (b - b_zp) as int32 on the integer kernel, zero points from
+ * inputs za and zb (absent: 0); -1 where it does not apply (b not a
+ * matrix, zero points per row), for the float form to take over. */
+static rlx_node int_product(onnx_node *n, int ia, int ib, int za, int zb)
+{
+    int64_t ad[RLX_MAX_DIMS], bd[RLX_MAX_DIMS], zd[RLX_MAX_DIMS];
+    int ra = onnx_shape(n, onnx_in(n, ia), ad), rb = onnx_shape(n, onnx_in(n, ib), bd);
+    rlx_dtype at = onnx_in_dtype(n, ia), bt = onnx_in_dtype(n, ib);
+    if (rb != 2 || ra < 1 || (at != RLX_U8 && at != RLX_I8) || (bt != RLX_U8 && bt != RLX_I8))
+        return -1;
+    rlx_node z[2] = {onnx_scalar(n, at, 0), onnx_scalar(n, bt, 0)};
+    int zi[2] = {za, zb};
+    for (int i = 0; i < 2; i++) {
+        if (zi[i] >= n->n_in || !n->in[zi[i]])
+            continue;
+        int zr = onnx_shape(n, onnx_in(n, zi[i]), zd);
+        int64_t cnt = 1;
+        for (int d = 0; d < zr; d++)
+            cnt *= zd[d];
+        if (cnt == 1)
+            z[i] = rlx_reshape(G, onnx_in(n, zi[i]), 0, NULL);
+        else if (i == 1 && cnt == bd[1] && zd[zr - 1] == cnt)
+            z[i] = rlx_reshape(G, onnx_in(n, zi[i]), 1, &cnt);
+        else
+            return -1;
+    }
+    return rlx_matmul_integer(G, onnx_in(n, ia), onnx_in(n, ib), z[0], z[1]);
+}
+
 static rlx_status h_matmul_integer(onnx_node *n)
 {
+    rlx_node y = int_product(n, 0, 1, 2, 3);
+    if (y >= 0)
+        return onnx_out_node(n, 0, y);
     int rb = onnx_value_rank(n->c, n->in[1]);
     rlx_node a = int_minus_zp(n, 0, 2, -1), b = int_minus_zp(n, 1, 3, rb >= 2 ? rb - 1 : -1);
     return onnx_out_node(n, 0, rlx_cast(G, rlx_matmul(G, a, b, 0, 0), RLX_I32));
@@ -98,6 +132,22 @@ static rlx_status h_qlinear_matmul(onnx_node *n)
 {
     if (n->n_in < 8)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
+    rlx_node acc = int_product(n, 0, 3, 2, 5);
+    if (acc >= 0) {
+        /* requantized as ONNX Runtime does: acc * (a_scale * b_scale / y_scale), rounded, + y_zp */
+        int64_t bd[RLX_MAX_DIMS], sd[RLX_MAX_DIMS];
+        onnx_shape(n, onnx_in(n, 3), bd);
+        rlx_node sb = onnx_in(n, 4);
+        int sr = onnx_shape(n, sb, sd);
+        if (sr == 2 && sd[0] == 1) /* [1, N]: per column */
+            sb = rlx_reshape(G, sb, 1, &sd[1]);
+        rlx_node mult = rlx_div(G, rlx_mul(G, onnx_in(n, 1), sb), onnx_in(n, 6));
+        rlx_node y = rlx_round(G, rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult));
+        rlx_dtype qt = onnx_in_dtype(n, 7);
+        y = rlx_add(G, y, rlx_cast(G, onnx_in(n, 7), RLX_F32));
+        y = qt == RLX_U8 ? rlx_clip(G, y, 0, 255) : rlx_clip(G, y, -128, 127);
+        return onnx_out_node(n, 0, rlx_cast(G, y, qt));
+    }
     int rb = onnx_value_rank(n->c, n->in[3]);
     rlx_node a = dequant(n, onnx_in(n, 0), onnx_in(n, 1), onnx_in(n, 2), 1);
     rlx_node b = dequant(n, onnx_in(n, 3), onnx_in(n, 4), onnx_in(n, 5), rb - 1);
