@@ -49,8 +49,8 @@ static void fill(uint8_t *p, int64_t rows, int64_t len, bool is_signed)
 static int64_t val(const uint8_t *p, int64_t i, bool is_signed) { return is_signed ? (int8_t)p[i] : p[i]; }
 
 /* int64 sums, wrapped to int32 as the op's int32 result does. */
-static void reference(const uint8_t *a, bool as, const uint8_t *b, bool bs, int64_t m, int64_t k, int64_t n,
-                      int64_t za, const int64_t *zb, bool per_col, int32_t *c)
+static void reference(const uint8_t *a, bool as, const uint8_t *b, bool bs, int64_t m, int64_t k, int64_t n, int64_t za,
+                      const int64_t *zb, bool per_col, int32_t *c)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -62,8 +62,8 @@ static void reference(const uint8_t *a, bool as, const uint8_t *b, bool bs, int6
 }
 
 static const int64_t shapes[][3] = {
-    {1, 1, 1},  {1, 64, 16},  {1, 3, 17},  {2, 5, 33},   {7, 17, 15},  {6, 64, 32},   {13, 63, 47},
-    {5, 100, 1}, {9, 1029, 40}, {1, 2051, 70}, {25, 257, 129}, {12, 4, 16}, {3, 2, 31}, {64, 96, 64},
+    {1, 1, 1},   {1, 64, 16},   {1, 3, 17},    {2, 5, 33},     {7, 17, 15}, {6, 64, 32}, {13, 63, 47},
+    {5, 100, 1}, {9, 1029, 40}, {1, 2051, 70}, {25, 257, 129}, {12, 4, 16}, {3, 2, 31},  {64, 96, 64},
 };
 static const int za_u8[] = {0, 128, 255}, za_s8[] = {-128, 0, 127};
 
@@ -93,8 +93,18 @@ static void run_case(rlx_igemm_isa isa, int64_t m, int64_t k, int64_t n, bool as
         zb32[j] = (int32_t)zb[j] - (bs ? 0 : 128);
     rlx_igemm_pack_b(b, bs, k, n, n, packed);
     rlx_igemm_row_sums(au, k, m, k, rowsum);
-    rlx_igemm_args g = {.m = m, .k = k, .n = n, .a = au, .lda = k, .packed = packed, .za = (int32_t)za + (as ? 128 : 0),
-                        .zb = zb32, .zb_per_col = per_col, .rowsum = rowsum, .c = c, .ldc = n};
+    rlx_igemm_args g = {.m = m,
+                        .k = k,
+                        .n = n,
+                        .a = au,
+                        .lda = k,
+                        .packed = packed,
+                        .za = (int32_t)za + (as ? 128 : 0),
+                        .zb = zb32,
+                        .zb_per_col = per_col,
+                        .rowsum = rowsum,
+                        .c = c,
+                        .ldc = n};
     memset(c, 0x5a, (size_t)(m * n) * 4);
     int64_t np = rlx_igemm_panels(n), mi = m / 2, pi = np / 2;
     rlx_igemm_block(isa, &g, 0, mi, 0, pi);
@@ -133,7 +143,8 @@ static void test_kernels(void **state)
 static void graph_case(int64_t m, int64_t k, int64_t n, bool as, bool bs, bool constant_b, int threads)
 {
     rlx_dtype at = as ? RLX_I8 : RLX_U8, bt = bs ? RLX_I8 : RLX_U8;
-    uint8_t *a = malloc((size_t)(2 * m * k)), *b = malloc((size_t)(k * n)), za = as ? 0x80 : 255, *zb = malloc((size_t)n);
+    uint8_t *a = malloc((size_t)(2 * m * k)), *b = malloc((size_t)(k * n)), za = as ? 0x80 : 255,
+            *zb = malloc((size_t)n);
     int32_t *c = malloc((size_t)(2 * m * n) * 4), *ref = malloc((size_t)(2 * m * n) * 4);
     int64_t *zb64 = malloc((size_t)n * 8);
     fill(a, 2 * m, k, as);
@@ -147,8 +158,8 @@ static void graph_case(int64_t m, int64_t k, int64_t n, bool as, bool bs, bool c
     rlx_node x = rlx_input(gr, "a", at, 3, (int64_t[]){2, m, k});
     rlx_node w = constant_b ? rlx_constant(gr, bt, 2, (int64_t[]){k, n}, b, (size_t)(k * n))
                             : rlx_param(gr, "b", bt, 2, (int64_t[]){k, n});
-    rlx_node y = rlx_matmul_integer(gr, x, w, rlx_constant(gr, at, 0, NULL, &za, 1),
-                                    rlx_constant(gr, bt, 1, &n, zb, (size_t)n));
+    rlx_node y =
+        rlx_matmul_integer(gr, x, w, rlx_constant(gr, at, 0, NULL, &za, 1), rlx_constant(gr, bt, 1, &n, zb, (size_t)n));
     assert_int_equal(rlx_output(gr, "y", y), RLX_OK);
     rlx_options o;
     rlx_options_init(&o);
@@ -189,8 +200,8 @@ static void test_bad_operands(void **state)
     rlx_node a = rlx_input(g, "a", RLX_F32, 2, (int64_t[]){2, 3});
     rlx_node b = rlx_input(g, "b", RLX_I8, 2, (int64_t[]){3, 4});
     uint8_t z = 0;
-    rlx_node y = rlx_matmul_integer(g, a, b, rlx_constant(g, RLX_U8, 0, NULL, &z, 1),
-                                    rlx_constant(g, RLX_I8, 0, NULL, &z, 1));
+    rlx_node y =
+        rlx_matmul_integer(g, a, b, rlx_constant(g, RLX_U8, 0, NULL, &z, 1), rlx_constant(g, RLX_I8, 0, NULL, &z, 1));
     assert_true(y < 0);
     assert_non_null(strstr(rlx_last_error(), "u8/i8"));
     rlx_node a8 = rlx_input(g, "a8", RLX_U8, 2, (int64_t[]){2, 5});

@@ -164,6 +164,15 @@ rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n)
     return act(g, n->attrs.mm_act.act, y);
 }
 
+rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node y = rlx_matmul_integer(g, n->in[0], n->in[1], n->in[2], n->in[3]);
+    y = rlx_mul(g, rlx_cast(g, y, RLX_F32), n->in[4]);
+    if (n->attrs.mm_act.has_bias)
+        y = rlx_add(g, y, n->in[5]);
+    return act(g, n->attrs.mm_act.act, y);
+}
+
 /* add_layer_norm, add_rms_norm */
 rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n)
 {

@@ -163,6 +163,7 @@ typedef enum rlx_op {
     RLX_OP_SOFTMAX_SCALE_MASK,                   /* softmax(x * scale + mask) */
     RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
     RLX_OP_ADD_RMS_NORM_KEEP,                    /* [2, ...]: x + residual, then its rms_norm */
+    RLX_OP_MATMUL_INTEGER_SCALE,                 /* act(f32(matmul_integer) * scale + bias) */
     RLX_OP_COUNT
 } rlx_op;
 
@@ -438,6 +439,8 @@ const rlx_op_info *rlx_op_info_of(rlx_op op);
 /* Shape inference of the batch-norm primitive and the fused ops (ops_fused.c). */
 rlx_status rlx_infer_batch_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_matmul_integer_scale(const rlx_graph *g, rlx_node_data *n);
+rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n);
 rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);

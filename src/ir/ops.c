@@ -999,6 +999,9 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                    rlx_infer_conv_bias_act, rlx_decompose_conv_bias_act),
     [RLX_OP_ADD_RMS_NORM_KEEP] = FUSED("add_rms_norm_keep", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
                                        rlx_infer_add_norm, rlx_decompose_add_rms_norm_keep),
+    [RLX_OP_MATMUL_INTEGER_SCALE] =
+        FUSED("matmul_integer_scale", 5, 6, 0, RLX_KIND_MATMUL, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
+              rlx_infer_matmul_integer_scale, rlx_decompose_matmul_integer_scale),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

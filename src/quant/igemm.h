@@ -68,8 +68,8 @@ typedef struct rlx_igemm_args {
  * (unsigned: int32's wrapping, without overflow's undefined behaviour). */
 static inline int32_t rlx_igemm_fix(const rlx_igemm_args *g, int64_t i, int64_t j, uint32_t s)
 {
-    const int32_t *colsum = (const int32_t *)((const int8_t *)g->packed +
-                                              rlx_igemm_panels(g->n) * rlx_igemm_kp(g->k) * RLX_IGEMM_NR);
+    const int32_t *colsum =
+        (const int32_t *)((const int8_t *)g->packed + rlx_igemm_panels(g->n) * rlx_igemm_kp(g->k) * RLX_IGEMM_NR);
     uint32_t za = (uint32_t)g->za, zb = (uint32_t)g->zb[g->zb_per_col ? j : 0];
     s -= za * (uint32_t)colsum[j] + zb * (uint32_t)g->rowsum[i];
     s += (uint32_t)g->k * za * zb;

@@ -99,8 +99,9 @@ VINLINE void vnni_tile(const rlx_igemm_args *g, int64_t i, int64_t p, int mr, in
             /* za (K zb - colsum): the terms of column j that do not depend on the row */
             zb = g->zb_per_col ? _mm512_maskz_loadu_epi32(mask[c], g->zb + j0) : _mm512_set1_epi32(g->zb[0]);
             __m512i cs = _mm512_maskz_loadu_epi32(mask[c], colsums(g) + j0);
-            colterm = _mm512_mullo_epi32(_mm512_set1_epi32(g->za),
-                                         _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_set1_epi32((int32_t)g->k), zb), cs));
+            colterm =
+                _mm512_mullo_epi32(_mm512_set1_epi32(g->za),
+                                   _mm512_sub_epi32(_mm512_mullo_epi32(_mm512_set1_epi32((int32_t)g->k), zb), cs));
         }
         for (int r = 0; r < mr; r++) {
             __m512i s = acc[r][c];
@@ -114,8 +115,8 @@ VINLINE void vnni_tile(const rlx_igemm_args *g, int64_t i, int64_t p, int mr, in
 }
 
 /* The tile for mr, np known at compile time (the accumulators stay in registers). */
-#define VNNI_CASE(R, P)                                                           \
-    case (R) * 2 + (P) - 1: vnni_tile(g, i, p, R, P, q0, q1, first, last); break;
+#define VNNI_CASE(R, P) \
+    case (R)*2 + (P)-1: vnni_tile(g, i, p, R, P, q0, q1, first, last); break;
 
 VNNI static void vnni_tile_any(const rlx_igemm_args *g, int64_t i, int64_t p, int mr, int np, int64_t q0, int64_t q1,
                                bool first, bool last)
@@ -167,8 +168,7 @@ AINLINE void avx2_row(const rlx_igemm_args *g, int64_t i, int64_t p)
     const int64_t kp = rlx_igemm_kp(g->k), kq = g->k / 4;
     const int8_t *b = (const int8_t *)g->packed + p * kp * RLX_IGEMM_NR;
     const uint8_t *a = g->a + i * g->lda;
-    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                      _mm256_setzero_si256()};
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int64_t q = 0; q < kp / 4; q++) {
         int32_t av = q < kq ? a4_full(a + 4 * q) : a4(a, q, g->k);
         /* a0 a1 a2 a3 as int16, four times: one column's four k's each */

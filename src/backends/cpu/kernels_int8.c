@@ -1,6 +1,8 @@
 /* kernels_int8.c - ONNX's 8-bit integer ops on src/quant/igemm.h's kernels:
- * matmul_integer.  Constant weights are packed once, at prepare; others
- * at each run into the scratch. */
+ * matmul_integer, and matmul_integer_scale (its int32 sums made f32, times
+ * a scale, plus a bias, an activation: the dequantization after it, done
+ * on each block while it is in cache).  Constant weights are packed once,
+ * at prepare; others at each run into the scratch. */
 #include "backends/cpu/cpu_kernels.h"
 #include "core/error.h"
 #include "quant/igemm.h"
@@ -49,13 +51,36 @@ static rlx_status mmi_prepare(const rlx_graph *g, rlx_thunk *t)
     return RLX_OK;
 }
 
+/* The fused op's epilogue over rows [i0, i1), columns [j0, j1) of C, in
+ * place: the int32 sums become act(sum * scale + bias) in f32. */
+static void rescale(const rlx_thunk *t, int32_t *C, int64_t n, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+    const rlx_node_data *nd = t->node;
+    const float *sc = t->in[4], *bias = nd->attrs.mm_act.has_bias ? (const float *)t->in[5] + j0 : NULL;
+    bool per_col = rlx_shape_numel(&t->in_node[4]->shape) > 1;
+    for (int64_t i = i0; i < i1; i++) {
+        float *y = (float *)(C + i * n);
+        const int32_t *c = C + i * n;
+        if (per_col)
+            for (int64_t j = j0; j < j1; j++)
+                y[j] = (float)c[j] * sc[j];
+        else
+            for (int64_t j = j0; j < j1; j++)
+                y[j] = (float)c[j] * sc[0];
+        rlx_cpu_act_f32(nd->attrs.mm_act.act, y + j0, bias, j1 - j0);
+    }
+}
+
 static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *a = t->in_node[0], *b = t->in_node[1];
     mmi_shape s = shape_of(a, b);
     int32_t *C = t->out;
+    bool scaled = t->node->op == RLX_OP_MATMUL_INTEGER_SCALE;
     if (s.k == 0) { /* no products: every sum is 0 */
         memset(C, 0, (size_t)rlx_shape_numel(&t->node->shape) * sizeof *C);
+        if (scaled)
+            rescale(t, C, s.n, 0, s.m, 0, s.n);
         return RLX_OK;
     }
     char *sp = (char *)(((uintptr_t)t->scratch + 63) & ~(uintptr_t)63);
@@ -85,16 +110,30 @@ static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int64_t j = 0; j < nzb; j++)
         zb[j] = (int32_t)rlx_load_i(t->in[3], b->dtype, j) - (b->dtype == RLX_U8 ? 128 : 0);
     RLX_CPU_FOR(th, i, s.m, { rlx_igemm_row_sums(A + i * s.k, s.k, 1, s.k, rowsum + i); });
-    rlx_igemm_args g = {.m = s.m, .k = s.k, .n = s.n, .a = A, .lda = s.k, .packed = packed, .za = za, .zb = zb,
-                        .zb_per_col = nzb > 1, .rowsum = rowsum, .c = C, .ldc = s.n};
+    rlx_igemm_args g = {.m = s.m,
+                        .k = s.k,
+                        .n = s.n,
+                        .a = A,
+                        .lda = s.k,
+                        .packed = packed,
+                        .za = za,
+                        .zb = zb,
+                        .zb_per_col = nzb > 1,
+                        .rowsum = rowsum,
+                        .c = C,
+                        .ldc = s.n};
     rlx_igemm_isa isa = rlx_igemm_isa_best();
-    int64_t rb = (s.m + ROW_BLOCK - 1) / ROW_BLOCK, np = rlx_igemm_panels(s.n), pb = (np + PANEL_BLOCK - 1) / PANEL_BLOCK;
+    int64_t rb = (s.m + ROW_BLOCK - 1) / ROW_BLOCK, np = rlx_igemm_panels(s.n),
+            pb = (np + PANEL_BLOCK - 1) / PANEL_BLOCK;
     int gth = rlx_cpu_threads(ctx, s.m * s.n * s.k / 8);
     RLX_CPU_FOR(gth, task, rb * pb, {
         int64_t r = task % rb, p = task / rb;
         int64_t i1 = (r + 1) * ROW_BLOCK < s.m ? (r + 1) * ROW_BLOCK : s.m;
         int64_t p1 = (p + 1) * PANEL_BLOCK < np ? (p + 1) * PANEL_BLOCK : np;
         rlx_igemm_block(isa, &g, r * ROW_BLOCK, i1, p * PANEL_BLOCK, p1);
+        if (scaled)
+            rescale(t, C, s.n, r * ROW_BLOCK, i1, p * PANEL_BLOCK * RLX_IGEMM_NR,
+                    p1 * RLX_IGEMM_NR < s.n ? p1 * RLX_IGEMM_NR : s.n);
     });
     return RLX_OK;
 }
@@ -104,4 +143,5 @@ void rlx_cpu_register_int8(rlx_cpu_kernel *table)
     table[RLX_OP_MATMUL_INTEGER].fn = k_matmul_integer;
     table[RLX_OP_MATMUL_INTEGER].scratch = mmi_scratch;
     table[RLX_OP_MATMUL_INTEGER].prepare = mmi_prepare;
+    table[RLX_OP_MATMUL_INTEGER_SCALE] = table[RLX_OP_MATMUL_INTEGER];
 }

@@ -311,6 +311,29 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
     return RLX_OK;
 }
 
+/* The max or min of a whole f32 tensor in one vectorised pass (dynamic
+ * quantization's range): NaN if any element is; only a zero's sign may
+ * differ from the general loop's (the order of a tie). */
+static float minmax_f32(const float *x, int64_t n, reduce_kind k)
+{
+    float m = k == R_MAX ? -INFINITY : INFINITY;
+    int nan = 0;
+    if (k == R_MAX) {
+#pragma omp simd reduction(max : m) reduction(| : nan)
+        for (int64_t i = 0; i < n; i++) {
+            nan |= x[i] != x[i];
+            m = x[i] > m ? x[i] : m;
+        }
+    } else {
+#pragma omp simd reduction(min : m) reduction(| : nan)
+        for (int64_t i = 0; i < n; i++) {
+            nan |= x[i] != x[i];
+            m = x[i] < m ? x[i] : m;
+        }
+    }
+    return nan ? NAN : m;
+}
+
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -325,6 +348,10 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
         L.n_red = 0; /* only reduced dims can be empty here */
     const void *x = t->in[0];
     void *y = t->out;
+    if (dt == RLX_F32 && n_out == 1 && (k == R_MAX || k == R_MIN)) {
+        *(float *)y = minmax_f32(x, L.n_red, k);
+        return RLX_OK;
+    }
     int threads = rlx_cpu_threads(ctx, L.n_red * n_out);
     if (n_out < threads)
         threads = 1;
