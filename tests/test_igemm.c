@@ -6,7 +6,10 @@
  * the kernels' chunk, one-row products, ragged columns, blocks split as
  * threads split them; then the op through a compiled graph with constant
  * (packed at prepare) and run-time weights, on 1 and 2 threads, and a bad
- * operand refused with a message.  Results must be equal to the bit. */
+ * operand refused with a message.  Results must be equal to the bit;
+ * the fused rescale (matmul_integer_scale) within 1e-5 of a float64
+ * reference on the exact sums. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +196,72 @@ static void test_op(void **state)
         }
 }
 
+/* act(f32(matmul_integer) * scale + bias) fuses into one node (one
+ * compute thunk) whose results match a float64 reference on the exact
+ * sums; scale per column or one element, with and without bias and GELU. */
+static void scaled_case(int64_t m, int64_t k, int64_t n, bool per_col, bool bias, bool gelu, int threads)
+{
+    uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n)), za = 77, zb = 0;
+    float *sc = malloc((size_t)n * 4), *bb = malloc((size_t)n * 4), *y = malloc((size_t)(m * n) * 4);
+    int32_t *acc = malloc((size_t)(m * n) * 4);
+    int64_t zb64 = 0;
+    fill(a, m, k, false);
+    fill(b, k, n, true);
+    for (int64_t j = 0; j < n; j++) {
+        sc[j] = 1e-4f * (float)(1 + rnd() % 1000);
+        bb[j] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+    }
+    reference(a, false, b, true, m, k, n, za, &zb64, false, acc);
+    rlx_graph *gr = rlx_graph_new();
+    rlx_node x = rlx_input(gr, "a", RLX_U8, 2, (int64_t[]){m, k});
+    rlx_node w = rlx_constant(gr, RLX_I8, 2, (int64_t[]){k, n}, b, (size_t)(k * n));
+    rlx_node yi = rlx_matmul_integer(gr, x, w, rlx_constant(gr, RLX_U8, 0, NULL, &za, 1),
+                                     rlx_constant(gr, RLX_I8, 0, NULL, &zb, 1));
+    rlx_node s =
+        per_col ? rlx_constant(gr, RLX_F32, 1, &n, sc, (size_t)n * 4) : rlx_constant(gr, RLX_F32, 0, NULL, sc, 4);
+    rlx_node out = rlx_mul(gr, rlx_cast(gr, yi, RLX_F32), s);
+    if (bias)
+        out = rlx_add(gr, out, rlx_constant(gr, RLX_F32, 1, &n, bb, (size_t)n * 4));
+    if (gelu)
+        out = rlx_gelu(gr, out);
+    assert_int_equal(rlx_output(gr, "y", out), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.threads = threads;
+    rlx_session *ss = NULL;
+    if (rlx_compile(gr, &o, &ss) != RLX_OK)
+        fail_msg("compile: %s", rlx_last_error());
+    rlx_compile_stats st;
+    assert_int_equal(rlx_session_stats(ss, &st), RLX_OK);
+    assert_int_equal(st.thunks - st.noop_thunks, 1);
+    assert_int_equal(rlx_session_set_input(ss, "a", a, (size_t)(m * k)), RLX_OK);
+    assert_int_equal(rlx_session_run(ss), RLX_OK);
+    assert_int_equal(rlx_session_get_output(ss, "y", y, (size_t)(m * n) * 4), RLX_OK);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double v = (double)acc[i * n + j] * sc[per_col ? j : 0] + (bias ? bb[j] : 0);
+            if (gelu)
+                v = 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            double got = y[i * n + j];
+            if (fabs(got - v) > 1e-5 * fabs(v) + 1e-5)
+                fail_msg("scaled: m %lld n %lld: y[%lld][%lld] = %.9g, reference %.9g", (long long)m, (long long)n,
+                         (long long)i, (long long)j, got, v);
+        }
+    rlx_session_free(ss);
+    rlx_graph_free(gr);
+    free(a), free(b), free(sc), free(bb), free(y), free(acc);
+}
+
+static void test_scaled(void **state)
+{
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++)
+        for (int v = 0; v < 8; v++) {
+            scaled_case(1, 19, 33, v & 1, v & 2, v & 4, threads);
+            scaled_case(150, 260, 100, v & 1, v & 2, v & 4, threads);
+        }
+}
+
 static void test_bad_operands(void **state)
 {
     (void)state;
@@ -216,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_op),
+        cmocka_unit_test(test_scaled),
         cmocka_unit_test(test_bad_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
