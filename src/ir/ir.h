@@ -90,6 +90,11 @@ typedef enum rlx_op {
      * K] u8/i8, b [K, N] i8/u8, a_zp (one element, a's dtype), b_zp (one or
      * N elements, b's dtype)) = sum_k (a - a_zp)(b - b_zp), i32 [.., M, N] */
     RLX_OP_MATMUL_INTEGER,
+    /* ONNX's DynamicQuantizeLinear in two passes: dynamic_quantize_range(x
+     * f32) = f32 [2] {scale, zero point} of x's range widened to hold 0;
+     * quantize_u8(x f32, range) = saturate(round(x / scale) + zero point), u8 */
+    RLX_OP_DYNAMIC_QUANTIZE_RANGE,
+    RLX_OP_QUANTIZE_U8,
     /* reductions */
     RLX_OP_REDUCE_SUM,
     RLX_OP_REDUCE_MEAN,
@@ -451,6 +456,8 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_dynamic_quantize_range(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_quantize_u8(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);

@@ -242,6 +242,27 @@ static rlx_status infer_matmul_integer(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+static rlx_status infer_dq_range(const rlx_graph *g, rlx_node_data *n)
+{
+    if (IN(0)->dtype != RLX_F32)
+        return rlx_set_error(RLX_ERR_DTYPE, "dynamic_quantize_range takes f32, got %s", rlx_dtype_name(IN(0)->dtype));
+    n->shape.ndim = 1;
+    n->shape.dims[0] = 2;
+    n->dtype = RLX_F32;
+    return RLX_OK;
+}
+
+static rlx_status infer_quantize_u8(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *r = IN(1);
+    if (x->dtype != RLX_F32 || r->dtype != RLX_F32 || r->shape.ndim != 1 || r->shape.dims[0] != 2)
+        return rlx_set_error(RLX_ERR_DTYPE, "quantize_u8 takes f32 values and an f32 [2] range, got %s and %s %s",
+                             rlx_dtype_name(x->dtype), rlx_dtype_name(r->dtype), SHAPE_A(&r->shape));
+    n->shape = x->shape;
+    n->dtype = RLX_U8;
+    return RLX_OK;
+}
+
 static rlx_status infer_dequantize(const rlx_graph *g, rlx_node_data *n)
 {
     rlx_status st = check_quant_weight(n, IN(0));
@@ -937,6 +958,11 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize, NOGRAD),
     [RLX_OP_MATMUL_INTEGER] = DECOMP("matmul_integer", 4, 4, 0, RLX_KIND_MATMUL, RLX_AMP_FOLLOW, RLX_LAYOUT_ATTR_NONE,
                                      infer_matmul_integer, rlx_decompose_matmul_integer, NOGRAD),
+    [RLX_OP_DYNAMIC_QUANTIZE_RANGE] =
+        DECOMP("dynamic_quantize_range", 1, 1, 0, RLX_KIND_REDUCTION, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE, infer_dq_range,
+               rlx_decompose_dynamic_quantize_range, NOGRAD),
+    [RLX_OP_QUANTIZE_U8] = DECOMP("quantize_u8", 2, 2, 0, RLX_KIND_ELEMENTWISE, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
+                                  infer_quantize_u8, rlx_decompose_quantize_u8, NOGRAD),
     [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
     [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
     [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),

@@ -122,6 +122,10 @@ void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te
 double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv);
 
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
+/* The max (else min) of n f32 values in one vectorised pass (kernels_reduce.c):
+ * NaN if any is; only a zero's sign may differ from reduce_max's general
+ * loop (which of a tie comes first). */
+float rlx_cpu_minmax_f32(const float *x, int64_t n, bool max);
 void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n);
 
 /* Flat index -> input offset through broadcast strides. */

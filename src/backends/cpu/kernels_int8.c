@@ -1,8 +1,10 @@
 /* kernels_int8.c - ONNX's 8-bit integer ops on src/quant/igemm.h's kernels:
  * matmul_integer, and matmul_integer_scale (its int32 sums made f32, times
  * a scale, plus a bias, an activation: the dequantization after it, done
- * on each block while it is in cache).  Constant weights are packed once,
+ * on each block while it is in cache); dynamic_quantize_range and
+ * quantize_u8 (DynamicQuantizeLinear in two passes).  Constant weights are packed once,
  * at prepare; others at each run into the scratch. */
+#include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "core/error.h"
 #include "quant/igemm.h"
@@ -123,23 +125,65 @@ static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
                         .c = C,
                         .ldc = s.n};
     rlx_igemm_isa isa = rlx_igemm_isa_best();
-    int64_t rb = (s.m + ROW_BLOCK - 1) / ROW_BLOCK, np = rlx_igemm_panels(s.n),
-            pb = (np + PANEL_BLOCK - 1) / PANEL_BLOCK;
+    /* row blocks of equal size (a multiple of the kernel's 6-row tile) */
+    int64_t rb = (s.m + ROW_BLOCK - 1) / ROW_BLOCK, rows = ((s.m + rb - 1) / rb + 5) / 6 * 6;
+    int64_t np = rlx_igemm_panels(s.n), pb = (np + PANEL_BLOCK - 1) / PANEL_BLOCK;
     int gth = rlx_cpu_threads(ctx, s.m * s.n * s.k / 8);
     RLX_CPU_FOR(gth, task, rb * pb, {
         int64_t r = task % rb, p = task / rb;
-        int64_t i1 = (r + 1) * ROW_BLOCK < s.m ? (r + 1) * ROW_BLOCK : s.m;
+        int64_t i0 = r * rows, i1 = i0 + rows < s.m ? i0 + rows : s.m;
         int64_t p1 = (p + 1) * PANEL_BLOCK < np ? (p + 1) * PANEL_BLOCK : np;
-        rlx_igemm_block(isa, &g, r * ROW_BLOCK, i1, p * PANEL_BLOCK, p1);
+        rlx_igemm_block(isa, &g, i0, i1, p * PANEL_BLOCK, p1);
         if (scaled)
-            rescale(t, C, s.n, r * ROW_BLOCK, i1, p * PANEL_BLOCK * RLX_IGEMM_NR,
+            rescale(t, C, s.n, i0, i1, p * PANEL_BLOCK * RLX_IGEMM_NR,
                     p1 * RLX_IGEMM_NR < s.n ? p1 * RLX_IGEMM_NR : s.n);
     });
     return RLX_OK;
 }
 
+/* Scalars in the same f32 operations, in the same order, as the op's
+ * decomposition. */
+static rlx_status k_dq_range(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    int64_t n = rlx_shape_numel(&t->in_node[0]->shape);
+    float mx = rlx_cpu_minmax_f32(t->in[0], n, true), mn = rlx_cpu_minmax_f32(t->in[0], n, false);
+    mx = rlx_binary_f32(RLX_OP_MAX, mx, 0.0f, 0);
+    mn = rlx_binary_f32(RLX_OP_MIN, mn, 0.0f, 0);
+    float scale = rlx_binary_f32(RLX_OP_DIV, rlx_binary_f32(RLX_OP_SUB, mx, mn, 0), 255.0f, 0);
+    float zp =
+        rlx_unary_f32(RLX_OP_ROUND, rlx_binary_f32(RLX_OP_SUB, 0.0f, rlx_binary_f32(RLX_OP_DIV, mn, scale, 0), 0));
+    float *y = t->out;
+    y[0] = scale;
+    y[1] = (double)zp < 0 ? 0.0f : (double)zp > 255 ? 255.0f : zp; /* clip keeps NaN */
+    return RLX_OK;
+}
+
+/* round(x / scale) + zp clipped to [0, 255] (NaN to 0, as the cast does). */
+RLX_CLONES static void quantize_u8_run(const float *x, uint8_t *y, int64_t n, float scale, float zp)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float v = rintf(x[i] / scale) + zp;
+        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+        y[i] = v != v ? 0 : (uint8_t)(int)v;
+    }
+}
+
+static rlx_status k_quantize_u8(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    int64_t n = rlx_shape_numel(&t->node->shape), blocks = (n + 4095) / 4096;
+    const float *x = t->in[0], *r = t->in[1];
+    uint8_t *y = t->out;
+    RLX_CPU_FOR(rlx_cpu_threads(ctx, n), b, blocks,
+                quantize_u8_run(x + b * 4096, y + b * 4096, n - b * 4096 < 4096 ? n - b * 4096 : 4096, r[0], r[1]););
+    return RLX_OK;
+}
+
 void rlx_cpu_register_int8(rlx_cpu_kernel *table)
 {
+    table[RLX_OP_DYNAMIC_QUANTIZE_RANGE].fn = k_dq_range;
+    table[RLX_OP_QUANTIZE_U8].fn = k_quantize_u8;
     table[RLX_OP_MATMUL_INTEGER].fn = k_matmul_integer;
     table[RLX_OP_MATMUL_INTEGER].scratch = mmi_scratch;
     table[RLX_OP_MATMUL_INTEGER].prepare = mmi_prepare;

@@ -311,14 +311,11 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
     return RLX_OK;
 }
 
-/* The max or min of a whole f32 tensor in one vectorised pass (dynamic
- * quantization's range): NaN if any element is; only a zero's sign may
- * differ from the general loop's (the order of a tie). */
-static float minmax_f32(const float *x, int64_t n, reduce_kind k)
+float rlx_cpu_minmax_f32(const float *x, int64_t n, bool max)
 {
-    float m = k == R_MAX ? -INFINITY : INFINITY;
+    float m = max ? -INFINITY : INFINITY;
     int nan = 0;
-    if (k == R_MAX) {
+    if (max) {
 #pragma omp simd reduction(max : m) reduction(| : nan)
         for (int64_t i = 0; i < n; i++) {
             nan |= x[i] != x[i];
@@ -349,7 +346,7 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const void *x = t->in[0];
     void *y = t->out;
     if (dt == RLX_F32 && n_out == 1 && (k == R_MAX || k == R_MIN)) {
-        *(float *)y = minmax_f32(x, L.n_red, k);
+        *(float *)y = rlx_cpu_minmax_f32(x, L.n_red, k == R_MAX);
         return RLX_OK;
     }
     int threads = rlx_cpu_threads(ctx, L.n_red * n_out);

@@ -64,17 +64,16 @@ static rlx_status h_quantize(onnx_node *n)
 static rlx_status h_dyn_quantize(onnx_node *n)
 {
     rlx_node x = onnx_in(n, 0);
-    rlx_node mx = rlx_max(G, rlx_reduce_max(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
-    rlx_node mn = rlx_min(G, rlx_reduce_min(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
-    rlx_node scale = rlx_div(G, rlx_sub(G, mx, mn), onnx_scalar(n, RLX_F32, 255));
-    rlx_node zpf = rlx_clip(G, rlx_round(G, rlx_sub(G, onnx_scalar(n, RLX_F32, 0), rlx_div(G, mn, scale))), 0, 255);
-    rlx_node zp = rlx_cast(G, zpf, RLX_U8);
-    rlx_node y = rlx_cast(G, rlx_clip(G, rlx_add(G, rlx_round(G, rlx_div(G, x, scale)), zpf), 0, 255), RLX_U8);
-    rlx_status st = onnx_out_node(n, 0, y);
+    if (onnx_in_dtype(n, 0) != RLX_F32)
+        x = rlx_cast(G, x, RLX_F32);
+    rlx_node range = rlx_dynamic_quantize_range(G, x), part[2];
+    for (int i = 0; i < 2; i++)
+        part[i] = rlx_reshape(G, rlx_slice(G, range, 1, (int[]){0}, (int64_t[]){i}, (int64_t[]){i + 1}, NULL), 0, NULL);
+    rlx_status st = onnx_out_node(n, 0, rlx_quantize_u8(G, x, range));
     if (st == RLX_OK)
-        st = onnx_out_node(n, 1, scale);
+        st = onnx_out_node(n, 1, part[0]);
     if (st == RLX_OK)
-        st = onnx_out_node(n, 2, zp);
+        st = onnx_out_node(n, 2, rlx_cast(G, part[1], RLX_U8));
     return st;
 }
 
@@ -87,6 +86,14 @@ static rlx_node int_minus_zp(onnx_node *n, int i, int zi, int axis_for_zp)
         x = rlx_sub(G, x, axis_for_zp >= 0 ? per_axis(n, zp, r, axis_for_zp) : zp);
     }
     return x;
+}
+
+/* Elements of input i. */
+static int64_t in_numel(onnx_node *n, int i)
+{
+    int64_t d[RLX_MAX_DIMS];
+    int r = onnx_shape(n, onnx_in(n, i), d);
+    return onnx_numel(r, d);
 }
 
 /* (a - a_zp) @ (b - b_zp) as int32 on the integer kernel, zero points from
@@ -105,9 +112,7 @@ static rlx_node int_product(onnx_node *n, int ia, int ib, int za, int zb)
         if (zi[i] >= n->n_in || !n->in[zi[i]])
             continue;
         int zr = onnx_shape(n, onnx_in(n, zi[i]), zd);
-        int64_t cnt = 1;
-        for (int d = 0; d < zr; d++)
-            cnt *= zd[d];
+        int64_t cnt = in_numel(n, zi[i]);
         if (cnt == 1)
             z[i] = rlx_reshape(G, onnx_in(n, zi[i]), 0, NULL);
         else if (i == 1 && cnt == bd[1] && zd[zr - 1] == cnt)
@@ -132,7 +137,8 @@ static rlx_status h_qlinear_matmul(onnx_node *n)
 {
     if (n->n_in < 8)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
-    rlx_node acc = int_product(n, 0, 3, 2, 5);
+    /* per-row a or y scales (1-D over a's rows) stay on the float form */
+    rlx_node acc = in_numel(n, 1) == 1 && in_numel(n, 6) == 1 ? int_product(n, 0, 3, 2, 5) : -1;
     if (acc >= 0) {
         /* requantized as ONNX Runtime does: acc * (a_scale * b_scale / y_scale), rounded, + y_zp */
         int64_t bd[RLX_MAX_DIMS], sd[RLX_MAX_DIMS];
