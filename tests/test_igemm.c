@@ -8,7 +8,8 @@
  * (packed at prepare) and run-time weights, on 1 and 2 threads, and a bad
  * operand refused with a message.  Results must be equal to the bit;
  * the fused rescale (matmul_integer_scale) within 1e-5 of a float64
- * reference on the exact sums. */
+ * reference on the exact sums; dynamic quantization's two ops to the bit
+ * against the specification's f32 arithmetic. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +263,64 @@ static void test_scaled(void **state)
         }
 }
 
+/* dynamic_quantize_range + quantize_u8 (DynamicQuantizeLinear) against
+ * the specification's f32 arithmetic written out here, equal to the bit,
+ * and each level within half a level (plus rounding) of the real-valued
+ * x / scale + zero point; all-positive, all-negative and mixed inputs. */
+static void dq_case(int64_t n, float lo, float hi, int threads)
+{
+    float *x = malloc((size_t)n * 4), range[2];
+    uint8_t *y = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)(rnd() % 1000001) / 1e6f;
+    rlx_graph *gr = rlx_graph_new();
+    rlx_node in = rlx_input(gr, "x", RLX_F32, 1, &n), r = rlx_dynamic_quantize_range(gr, in);
+    assert_int_equal(rlx_output(gr, "r", r), RLX_OK);
+    assert_int_equal(rlx_output(gr, "y", rlx_quantize_u8(gr, in, r)), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.threads = threads;
+    rlx_session *ss = NULL;
+    if (rlx_compile(gr, &o, &ss) != RLX_OK)
+        fail_msg("compile: %s", rlx_last_error());
+    assert_int_equal(rlx_session_set_input(ss, "x", x, (size_t)n * 4), RLX_OK);
+    assert_int_equal(rlx_session_run(ss), RLX_OK);
+    assert_int_equal(rlx_session_get_output(ss, "r", range, sizeof range), RLX_OK);
+    assert_int_equal(rlx_session_get_output(ss, "y", y, (size_t)n), RLX_OK);
+    float mx = 0, mn = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mx = x[i] > mx ? x[i] : mx;
+        mn = x[i] < mn ? x[i] : mn;
+    }
+    volatile float diff = mx - mn, scale = diff / 255.0f, q = mn / scale, zp = rintf(0.0f - q);
+    zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+    assert_true(range[0] == scale && range[1] == zp);
+    for (int64_t i = 0; i < n; i++) {
+        volatile float d = x[i] / scale, v = rintf(d) + zp;
+        v = v < 0 ? 0 : v > 255 ? 255 : v;
+        if (y[i] != (uint8_t)v)
+            fail_msg("quantize_u8: x[%lld] = %.9g: %d, reference %d", (long long)i, x[i], y[i], (int)v);
+        double real = (double)x[i] / (double)scale + zp;
+        if (real >= 0 && real <= 255)
+            assert_true(fabs(y[i] - real) <= 0.5 + 1e-4);
+    }
+    rlx_session_free(ss);
+    rlx_graph_free(gr);
+    free(x), free(y);
+}
+
+static void test_dynamic_quantize(void **state)
+{
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        dq_case(1, 0.5f, 2.0f, threads);
+        dq_case(1000, -3.0f, 7.0f, threads);
+        dq_case(70001, 0.1f, 4.0f, threads);
+        dq_case(4099, -9.0f, -0.01f, threads);
+        dq_case(50000, -1e-3f, 2e-3f, threads);
+    }
+}
+
 static void test_bad_operands(void **state)
 {
     (void)state;
@@ -283,10 +342,8 @@ static void test_bad_operands(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernels),
-        cmocka_unit_test(test_op),
-        cmocka_unit_test(test_scaled),
-        cmocka_unit_test(test_bad_operands),
+        cmocka_unit_test(test_kernels),          cmocka_unit_test(test_op),           cmocka_unit_test(test_scaled),
+        cmocka_unit_test(test_dynamic_quantize), cmocka_unit_test(test_bad_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
