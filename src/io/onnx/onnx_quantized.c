@@ -52,8 +52,24 @@ static rlx_status h_dequantize(onnx_node *n)
     return onnx_out_node(n, 0, dequant(n, onnx_in(n, 0), onnx_in(n, 1), zp, axis));
 }
 
+static int64_t in_numel(onnx_node *n, int i);
+
+/* {scale, zero point} f32 [2] for quantize_u8 from one-element nodes. */
+static rlx_node u8_range(onnx_node *n, rlx_node scale, rlx_node zpf)
+{
+    const int64_t one = 1;
+    rlx_node parts[2] = {rlx_reshape(G, scale, 1, &one), rlx_reshape(G, zpf, 1, &one)};
+    return rlx_concat(G, 2, parts, 0);
+}
+
 static rlx_status h_quantize(onnx_node *n)
 {
+    /* per-tensor f32 -> u8: one pass (quantize_u8 is this formula) */
+    if (onnx_in_dtype(n, 0) == RLX_F32 && onnx_in_dtype(n, 1) == RLX_F32 && in_numel(n, 1) == 1 &&
+        (n->n_in < 3 || !n->in[2] || (onnx_in_dtype(n, 2) == RLX_U8 && in_numel(n, 2) == 1))) {
+        rlx_node zpf = n->n_in > 2 && n->in[2] ? rlx_cast(G, onnx_in(n, 2), RLX_F32) : onnx_scalar(n, RLX_F32, 0);
+        return onnx_out_node(n, 0, rlx_quantize_u8(G, onnx_in(n, 0), u8_range(n, onnx_in(n, 1), zpf)));
+    }
     int r = onnx_value_rank(n->c, n->in[0]);
     int axis = onnx_norm_axis(onnx_attr_i(n, "axis", 1), r);
     rlx_node zp = n->n_in > 2 && n->in[2] ? onnx_in(n, 2) : -1;
@@ -148,8 +164,13 @@ static rlx_status h_qlinear_matmul(onnx_node *n)
         if (sr == 2 && sd[0] == 1) /* [1, N]: per column */
             sb = rlx_reshape(G, sb, 1, &sd[1]);
         rlx_node mult = rlx_div(G, rlx_mul(G, onnx_in(n, 1), sb), onnx_in(n, 6));
-        rlx_node y = rlx_round(G, rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult));
+        rlx_node yf = rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult);
         rlx_dtype qt = onnx_in_dtype(n, 7);
+        if (qt == RLX_U8) /* round(y / 1) + y_zp, saturated: quantize_u8's formula, one pass */
+            return onnx_out_node(
+                n, 0,
+                rlx_quantize_u8(G, yf, u8_range(n, onnx_scalar(n, RLX_F32, 1), rlx_cast(G, onnx_in(n, 7), RLX_F32))));
+        rlx_node y = rlx_round(G, yf);
         y = rlx_add(G, y, rlx_cast(G, onnx_in(n, 7), RLX_F32));
         y = qt == RLX_U8 ? rlx_clip(G, y, 0, 255) : rlx_clip(G, y, -128, 127);
         return onnx_out_node(n, 0, rlx_cast(G, y, qt));
