@@ -333,6 +333,16 @@ RLX_API size_t rlx_quant_row_bytes(int qtype, int64_t k);
  * in x's dtype, w never expanded (the activations are quantized per block
  * as the kernels need). */
 RLX_API rlx_node rlx_qmatmul(rlx_graph *g, rlx_node x, rlx_node w, int qtype, int64_t k);
+/* ONNX's MatMulInteger: a [.., M, K] (u8 or i8) times b [K, N] (i8 or u8),
+ * zero points subtracted (a_zp one element of a's dtype, b_zp one or N of
+ * b's), exact int32 sums [.., M, N]. */
+RLX_API rlx_node rlx_matmul_integer(rlx_graph *g, rlx_node a, rlx_node b, rlx_node a_zp, rlx_node b_zp);
+/* ONNX's DynamicQuantizeLinear in two passes: the range of x (f32) as f32
+ * [2] {scale, zero point}, min and max widened to hold 0, scale = (max -
+ * min) / 255, zero point = clip(round(-min / scale), 0, 255); then x as u8
+ * levels: saturate(round(x / scale) + zero point), ties to even. */
+RLX_API rlx_node rlx_dynamic_quantize_range(rlx_graph *g, rlx_node x);
+RLX_API rlx_node rlx_quantize_u8(rlx_graph *g, rlx_node x, rlx_node range);
 /* The quantized w [N, row bytes] as floats [N, k] of dtype `to` (f32, f16,
  * bf16). */
 RLX_API rlx_node rlx_dequantize(rlx_graph *g, rlx_node w, int qtype, int64_t k, rlx_dtype to);

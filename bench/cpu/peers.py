@@ -53,8 +53,9 @@ LABEL = {"rlx": "RLX", "ort": "ORT", "torch": "PyTorch"}
 class Row:
     """One table row: a model file, its inputs and how often to run it."""
 
-    def __init__(self, name, repeat, goal, workload=None, batch=1, npm_file=None, inputs=None):
+    def __init__(self, name, repeat, goal, workload=None, batch=1, npm_file=None, inputs=None, quant=None):
         self.name, self.repeat, self.goal = name, repeat, goal
+        self.quant = quant  # "dynamic" or "static": the workload's 8-bit form (bench/cpu/quantize_onnx.py)
         self.workload, self.batch = workload, batch  # bench/cpu/torch_workloads.py model, or None
         self.npm_file = npm_file  # base name of the .onnx inside the npm packages
         self.input_spec = inputs  # npm models: {input name: (kind, shape)}
@@ -71,6 +72,13 @@ ROWS = [
     Row("encoder-b32", 3, 0.9, workload="encoder", batch=32),
     Row("resnet50-b1", 5, 0.8, workload="resnet50", batch=1),
     Row("resnet50-b16", 2, 0.9, workload="resnet50", batch=16),
+    # 8-bit forms of the f32 files above, the same inputs; not in the default set
+    Row("int8-mlp-b256-dyn", 10, 1.0, workload="mlp", batch=256, quant="dynamic"),
+    Row("int8-mlp-b256-static", 10, 1.0, workload="mlp", batch=256, quant="static"),
+    Row("int8-encoder-b1-dyn", 20, 1.0, workload="encoder", batch=1, quant="dynamic"),
+    Row("int8-encoder-b1-static", 20, 1.0, workload="encoder", batch=1, quant="static"),
+    Row("int8-encoder-b32-dyn", 3, 1.0, workload="encoder", batch=32, quant="dynamic"),
+    Row("int8-encoder-b32-static", 3, 1.0, workload="encoder", batch=32, quant="static"),
     Row("ocr-det", 5, 1.0, npm_file="ch_PP-OCRv4_det_infer.onnx", inputs={"x": ("page-imagenet", [1, 3, 480, 640])}),
     Row("ocr-rec", 20, 1.0, npm_file="ch_PP-OCRv4_rec_infer.onnx", inputs={"x": ("line-pm1", [1, 3, 48, 320])}),
     Row("ocr-cls", 100, 1.0, npm_file="ch_ppocr_mobile_v2.0_cls_infer.onnx",
@@ -130,23 +138,38 @@ def make_input(kind, shape, rng):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def prepare_workload(row, work):
+def workload_input(row, rng):
+    if row.workload == "mlp":
+        return make_input("normal", [row.batch, 1024], rng), "x"
+    if row.workload == "encoder":
+        return make_input("tokens", [row.batch, 128], rng), "input_ids"
+    return make_input("image-imagenet", [row.batch, 3, 224, 224], rng), "image"
+
+
+def prepare_workload(row, work, ort_dir):
     import torch
     import torch_workloads as tw
-    rng = np.random.default_rng(zlib.crc32(row.name.encode()))
-    if row.workload == "mlp":
-        x, in_name = make_input("normal", [row.batch, 1024], rng), "x"
-    elif row.workload == "encoder":
-        x, in_name = make_input("tokens", [row.batch, 128], rng), "input_ids"
-    else:
-        x, in_name = make_input("image-imagenet", [row.batch, 3, 224, 224], rng), "image"
-    row.onnx = os.path.join(work, row.name + ".onnx")
-    net = tw.build(row.workload)
-    with torch.no_grad():
-        torch.onnx.export(net, (torch.from_numpy(x),), row.onnx, input_names=[in_name], output_names=["out"],
-                          opset_version=17)
-    row.inputs = {in_name: os.path.join(work, row.name + "." + in_name + ".npy")}
+    f32 = "%s-b%d" % (row.workload, row.batch)  # the f32 row: an 8-bit row takes its file and inputs
+    x, in_name = workload_input(row, np.random.default_rng(zlib.crc32(f32.encode())))
+    row.onnx = os.path.join(work, f32 + ".onnx")
+    if not os.path.exists(row.onnx):
+        net = tw.build(row.workload)
+        with torch.no_grad():
+            torch.onnx.export(net, (torch.from_numpy(x),), row.onnx, input_names=[in_name], output_names=["out"],
+                              opset_version=17)
+    row.inputs = {in_name: os.path.join(work, f32 + "." + in_name + ".npy")}
     np.save(row.inputs[in_name], x)
+    if row.quant:
+        import quantize_onnx
+        calib = []
+        if row.quant == "static":  # calibrated on other inputs of the same kind
+            cx, _ = workload_input(row, np.random.default_rng(zlib.crc32((f32 + "-calib").encode())))
+            cpath = os.path.join(work, f32 + ".calib.npy")
+            np.save(cpath, cx)
+            calib = ["%s=%s" % (in_name, cpath)]
+        q, _ = quantize_onnx.quantize(onnx.load(row.onnx), row.quant, ort_dir, calib)
+        row.onnx = os.path.join(work, row.name + ".onnx")
+        onnx.save(q, row.onnx)
 
 
 def prepare_npm(row, work, models_dir):
@@ -166,7 +189,7 @@ def prepare(rows, work, models_dir, ort_dir):
     for row in rows:
         t0 = time.time()
         if row.workload:
-            prepare_workload(row, work)
+            prepare_workload(row, work, ort_dir)
         else:
             prepare_npm(row, work, models_dir)
         row.outputs = [o.name for o in onnx.load(row.onnx, load_external_data=False).graph.output]
@@ -228,7 +251,7 @@ def engine_command(engine, row, a, out_dir):
     if engine == "ort":
         return ["node", os.path.join(HERE, "ort_time.js"), a.ort_dir, row.onnx, str(row.repeat), str(a.threads),
                 out_dir] + ["%s=%s" % kv for kv in row.inputs.items()]
-    if not row.workload:
+    if not row.workload or row.quant:
         return None  # no PyTorch model: the npm packages ship ONNX only
     return [PY, os.path.join(HERE, "torch_workloads.py"), row.workload, str(row.batch), str(row.repeat),
             str(a.threads), "--input", list(row.inputs.values())[0], "--output", os.path.join(out_dir, "out_0.npy")]
@@ -421,7 +444,7 @@ def table(rows, cells, env_name, a, work, peak):
         dtxt = lambda d: d if isinstance(d, str) else fmt(d, "%.1e")
         diffs = [dtxt(output_diff(row, work, env_name, "rlx"))]
         if has_torch:
-            diffs.append(dtxt(output_diff(row, work, env_name, "torch")) if row.workload else "—")
+            diffs.append(dtxt(output_diff(row, work, env_name, "torch")) if row.workload and not row.quant else "—")
         goals = [("ORT ok" if r_ort <= row.goal else "ORT MISS") if r_ort else "ORT ?"]
         if has_torch:
             goals.append(("PyTorch ok" if r_torch < 1.0 else "PyTorch MISS") if r_torch else "PyTorch —")
@@ -525,8 +548,8 @@ def main():
                                              "(see bench/cpu/README.md)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--threads", type=int, default=2, help="threads per engine (default 2)")
-    ap.add_argument("--models", default=",".join(r.name for r in ROWS),
-                    help="comma-separated rows, or their prefixes (e.g. encoder,ocr); default: all")
+    ap.add_argument("--models", default=",".join(r.name for r in ROWS if not r.quant),
+                    help="comma-separated rows, or their prefixes (e.g. encoder,ocr,int8); default: all but int8")
     ap.add_argument("--engines", default=",".join(ENGINES), help="subset of rlx,ort,torch (default all)")
     ap.add_argument("--env", choices=("both", "as-is", "no-blas-vars"), default="both",
                     help="which environments to measure (default both)")

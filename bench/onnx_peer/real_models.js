@@ -12,6 +12,7 @@ const NPY = [
   ['<i4', 'int32', Int32Array],
   ['|b1', 'bool', Uint8Array],
   ['|u1', 'uint8', Uint8Array],
+  ['|i1', 'int8', Int8Array],
 ];
 
 function readNpy(file) {

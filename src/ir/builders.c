@@ -287,6 +287,26 @@ rlx_node rlx_qmatmul(rlx_graph *g, rlx_node x, rlx_node w, int qtype, int64_t k)
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_matmul_integer(rlx_graph *g, rlx_node a, rlx_node b, rlx_node a_zp, rlx_node b_zp)
+{
+    rlx_node in[4] = {a, b, a_zp, b_zp};
+    rlx_node_data p = proto(RLX_OP_MATMUL_INTEGER, 4, in);
+    return rlx_graph_add(g, &p);
+}
+
+rlx_node rlx_dynamic_quantize_range(rlx_graph *g, rlx_node x)
+{
+    rlx_node_data p = proto(RLX_OP_DYNAMIC_QUANTIZE_RANGE, 1, &x);
+    return rlx_graph_add(g, &p);
+}
+
+rlx_node rlx_quantize_u8(rlx_graph *g, rlx_node x, rlx_node range)
+{
+    rlx_node in[2] = {x, range};
+    rlx_node_data p = proto(RLX_OP_QUANTIZE_U8, 2, in);
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_dequantize(rlx_graph *g, rlx_node w, int qtype, int64_t k, rlx_dtype to)
 {
     rlx_node_data p = proto(RLX_OP_DEQUANTIZE, 1, &w);

@@ -96,6 +96,42 @@ rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n)
     return rlx_add(g, rlx_mul(g, rlx_sub(g, x, p[2]), k), p[1]);
 }
 
+/* In f32, as backends without an integer kernel compute it: exact while
+ * every partial sum stays below 2^24. */
+rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node d[2];
+    for (int i = 0; i < 2; i++) {
+        rlx_node z = rlx_cast(g, n->in[2 + i], RLX_F32);
+        if (i == 1 && rlx_shape_numel(&g->nodes[n->in[3]].shape) > 1)
+            z = rlx_reshape(g, z, 1, &g->nodes[n->in[1]].shape.dims[1]);
+        d[i] = rlx_sub(g, rlx_cast(g, n->in[i], RLX_F32), z);
+    }
+    return rlx_cast(g, rlx_matmul(g, d[0], d[1], 0, 0), RLX_I32);
+}
+
+/* ONNX's DynamicQuantizeLinear, op by op as the specification writes it. */
+rlx_node rlx_decompose_dynamic_quantize_range(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0], zero = dt_scalar(g, x, 0);
+    rlx_node mx = rlx_max(g, rlx_reduce_max(g, x, 0, NULL, 0), zero);
+    rlx_node mn = rlx_min(g, rlx_reduce_min(g, x, 0, NULL, 0), zero);
+    rlx_node scale = rlx_div(g, rlx_sub(g, mx, mn), dt_scalar(g, x, 255));
+    rlx_node zp = rlx_clip(g, rlx_round(g, rlx_sub(g, zero, rlx_div(g, mn, scale))), 0, 255);
+    const int64_t one = 1;
+    rlx_node parts[2] = {rlx_reshape(g, scale, 1, &one), rlx_reshape(g, zp, 1, &one)};
+    return rlx_concat(g, 2, parts, 0);
+}
+
+rlx_node rlx_decompose_quantize_u8(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node r = n->in[1], p[2];
+    for (int i = 0; i < 2; i++)
+        p[i] = rlx_reshape(g, rlx_slice(g, r, 1, (int[]){0}, (int64_t[]){i}, (int64_t[]){i + 1}, NULL), 0, NULL);
+    rlx_node y = rlx_add(g, rlx_round(g, rlx_div(g, n->in[0], p[0])), p[1]);
+    return rlx_cast(g, rlx_clip(g, y, 0, 255), RLX_U8);
+}
+
 rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n)
 {
     rlx_node reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
@@ -147,6 +183,15 @@ rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n)
     rlx_node y = rlx_matmul(g, n->in[0], n->in[1], n->attrs.mm_act.trans_a, n->attrs.mm_act.trans_b);
     if (n->attrs.mm_act.has_bias)
         y = rlx_add(g, y, n->in[2]);
+    return act(g, n->attrs.mm_act.act, y);
+}
+
+rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node y = rlx_matmul_integer(g, n->in[0], n->in[1], n->in[2], n->in[3]);
+    y = rlx_mul(g, rlx_cast(g, y, RLX_F32), n->in[4]);
+    if (n->attrs.mm_act.has_bias)
+        y = rlx_add(g, y, n->in[5]);
     return act(g, n->attrs.mm_act.act, y);
 }
 

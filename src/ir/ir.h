@@ -86,6 +86,15 @@ typedef enum rlx_op {
      * w; dequantize(w) [N, K] in the node's float dtype */
     RLX_OP_QMATMUL,
     RLX_OP_DEQUANTIZE,
+    /* 8-bit integer product, ONNX's MatMulInteger: matmul_integer(a [.., M,
+     * K] u8/i8, b [K, N] i8/u8, a_zp (one element, a's dtype), b_zp (one or
+     * N elements, b's dtype)) = sum_k (a - a_zp)(b - b_zp), i32 [.., M, N] */
+    RLX_OP_MATMUL_INTEGER,
+    /* ONNX's DynamicQuantizeLinear in two passes: dynamic_quantize_range(x
+     * f32) = f32 [2] {scale, zero point} of x's range widened to hold 0;
+     * quantize_u8(x f32, range) = saturate(round(x / scale) + zero point), u8 */
+    RLX_OP_DYNAMIC_QUANTIZE_RANGE,
+    RLX_OP_QUANTIZE_U8,
     /* reductions */
     RLX_OP_REDUCE_SUM,
     RLX_OP_REDUCE_MEAN,
@@ -159,6 +168,7 @@ typedef enum rlx_op {
     RLX_OP_SOFTMAX_SCALE_MASK,                   /* softmax(x * scale + mask) */
     RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
     RLX_OP_ADD_RMS_NORM_KEEP,                    /* [2, ...]: x + residual, then its rms_norm */
+    RLX_OP_MATMUL_INTEGER_SCALE,                 /* act(f32(matmul_integer) * scale + bias) */
     RLX_OP_COUNT
 } rlx_op;
 
@@ -434,6 +444,8 @@ const rlx_op_info *rlx_op_info_of(rlx_op op);
 /* Shape inference of the batch-norm primitive and the fused ops (ops_fused.c). */
 rlx_status rlx_infer_batch_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_matmul_integer_scale(const rlx_graph *g, rlx_node_data *n);
+rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n);
 rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
@@ -443,6 +455,9 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_dynamic_quantize_range(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_quantize_u8(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_matmul_bias_act(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);

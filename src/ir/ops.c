@@ -219,6 +219,50 @@ static rlx_status infer_qmatmul(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+static bool is_byte(rlx_dtype t) { return t == RLX_U8 || t == RLX_I8; }
+
+static rlx_status infer_matmul_integer(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *a = IN(0), *b = IN(1), *za = IN(2), *zb = IN(3);
+    if (!is_byte(a->dtype) || !is_byte(b->dtype) || za->dtype != a->dtype || zb->dtype != b->dtype)
+        return rlx_set_error(
+            RLX_ERR_DTYPE, "matmul_integer takes u8/i8 operands and zero points of their dtypes, got %s, %s, %s, %s",
+            rlx_dtype_name(a->dtype), rlx_dtype_name(b->dtype), rlx_dtype_name(za->dtype), rlx_dtype_name(zb->dtype));
+    if (a->shape.ndim < 1 || b->shape.ndim != 2 || a->shape.dims[a->shape.ndim - 1] != b->shape.dims[0])
+        return rlx_set_error(RLX_ERR_SHAPE, "matmul_integer takes a [.., K] and b [K, N], got %s and %s",
+                             SHAPE_A(&a->shape), SHAPE_B(&b->shape));
+    int64_t nzb = rlx_shape_numel(&zb->shape);
+    if (rlx_shape_numel(&za->shape) != 1 || (nzb != 1 && nzb != b->shape.dims[1]) || (nzb != 1 && zb->shape.ndim != 1))
+        return rlx_set_error(RLX_ERR_SHAPE,
+                             "matmul_integer's zero points are one element and one or [N], got %s and %s",
+                             SHAPE_A(&za->shape), SHAPE_B(&zb->shape));
+    n->shape = a->shape;
+    n->shape.dims[n->shape.ndim - 1] = b->shape.dims[1];
+    n->dtype = RLX_I32;
+    return RLX_OK;
+}
+
+static rlx_status infer_dq_range(const rlx_graph *g, rlx_node_data *n)
+{
+    if (IN(0)->dtype != RLX_F32)
+        return rlx_set_error(RLX_ERR_DTYPE, "dynamic_quantize_range takes f32, got %s", rlx_dtype_name(IN(0)->dtype));
+    n->shape.ndim = 1;
+    n->shape.dims[0] = 2;
+    n->dtype = RLX_F32;
+    return RLX_OK;
+}
+
+static rlx_status infer_quantize_u8(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *r = IN(1);
+    if (x->dtype != RLX_F32 || r->dtype != RLX_F32 || r->shape.ndim != 1 || r->shape.dims[0] != 2)
+        return rlx_set_error(RLX_ERR_DTYPE, "quantize_u8 takes f32 values and an f32 [2] range, got %s and %s %s",
+                             rlx_dtype_name(x->dtype), rlx_dtype_name(r->dtype), SHAPE_A(&r->shape));
+    n->shape = x->shape;
+    n->dtype = RLX_U8;
+    return RLX_OK;
+}
+
 static rlx_status infer_dequantize(const rlx_graph *g, rlx_node_data *n)
 {
     rlx_status st = check_quant_weight(n, IN(0));
@@ -912,6 +956,13 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_QMATMUL] =
         ROW("qmatmul", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_MATMUL, FOLLOW, infer_qmatmul, rlx_grad_qmatmul),
     [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize, NOGRAD),
+    [RLX_OP_MATMUL_INTEGER] = DECOMP("matmul_integer", 4, 4, 0, RLX_KIND_MATMUL, RLX_AMP_FOLLOW, RLX_LAYOUT_ATTR_NONE,
+                                     infer_matmul_integer, rlx_decompose_matmul_integer, NOGRAD),
+    [RLX_OP_DYNAMIC_QUANTIZE_RANGE] =
+        DECOMP("dynamic_quantize_range", 1, 1, 0, RLX_KIND_REDUCTION, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE, infer_dq_range,
+               rlx_decompose_dynamic_quantize_range, NOGRAD),
+    [RLX_OP_QUANTIZE_U8] = DECOMP("quantize_u8", 2, 2, 0, RLX_KIND_ELEMENTWISE, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
+                                  infer_quantize_u8, rlx_decompose_quantize_u8, NOGRAD),
     [RLX_OP_REDUCE_SUM] = ROW("reduce_sum", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
     [RLX_OP_REDUCE_MEAN] = ROW("reduce_mean", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
     [RLX_OP_REDUCE_MAX] = ROW("reduce_max", 1, 1, 0, RLX_KIND_REDUCTION, F32, infer_reduce, rlx_grad_reduce),
@@ -974,6 +1025,9 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                    rlx_infer_conv_bias_act, rlx_decompose_conv_bias_act),
     [RLX_OP_ADD_RMS_NORM_KEEP] = FUSED("add_rms_norm_keep", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
                                        rlx_infer_add_norm, rlx_decompose_add_rms_norm_keep),
+    [RLX_OP_MATMUL_INTEGER_SCALE] =
+        FUSED("matmul_integer_scale", 5, 6, 0, RLX_KIND_MATMUL, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
+              rlx_infer_matmul_integer_scale, rlx_decompose_matmul_integer_scale),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

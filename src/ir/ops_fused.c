@@ -88,6 +88,32 @@ rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+/* matmul_integer_scale(a, b, a_zp, b_zp, scale[, bias]): scale one
+ * element or [N], bias [N], both f32. */
+rlx_status rlx_infer_matmul_integer_scale(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_attrs a;
+    memset(&a, 0, sizeof a);
+    rlx_node_data r;
+    rlx_status s = infer_as(g, n, RLX_OP_MATMUL_INTEGER, 4, n->in, &a, &r);
+    if (s != RLX_OK)
+        return s;
+    if ((s = check_act(n->attrs.mm_act.act)) != RLX_OK)
+        return s;
+    if (n->attrs.mm_act.has_bias != (n->n_in == 6))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "bias flag and input count disagree");
+    int64_t cols = r.shape.dims[r.shape.ndim - 1];
+    const rlx_node_data *sc = IN(4);
+    if (!(sc->dtype == RLX_F32 && rlx_shape_numel(&sc->shape) == 1 && sc->shape.ndim <= r.shape.ndim) &&
+        (s = check_vec(g, n->in[4], cols, RLX_F32, "scale")) != RLX_OK)
+        return s;
+    if (n->n_in == 6 && (s = check_vec(g, n->in[5], cols, RLX_F32, "bias")) != RLX_OK)
+        return s;
+    n->shape = r.shape;
+    n->dtype = RLX_F32;
+    return RLX_OK;
+}
+
 rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *r = IN(1);

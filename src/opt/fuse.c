@@ -20,8 +20,13 @@ static const struct {
     const char *name;
     pattern_fn fn;
 } patterns[] = {
-    {"attention block", fuse_attention_block},     {"swiglu", fuse_swiglu},          {"conv", fuse_conv},
-    {"matmul epilogue", fuse_matmul_bias_act},     {"residual norm", fuse_add_norm}, {"softmax", fuse_softmax},
+    {"attention block", fuse_attention_block},
+    {"swiglu", fuse_swiglu},
+    {"conv", fuse_conv},
+    {"integer matmul epilogue", fuse_matmul_integer_scale},
+    {"matmul epilogue", fuse_matmul_bias_act},
+    {"residual norm", fuse_add_norm},
+    {"softmax", fuse_softmax},
     {"elementwise chain", fuse_elementwise_chain},
 };
 

@@ -311,6 +311,71 @@ bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
     return fs_commit(s, &sp, nodes, nn);
 }
 
+/* ------------------------------------------- integer matmul rescale */
+
+/* act(f32(matmul_integer) * scale [+ bias]): the dequantization that
+ * follows an 8-bit product (ONNX's MatMulInteger, Cast, Mul), applied by
+ * the product's kernel as it stores each block. */
+bool fuse_matmul_integer_scale(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    int act = fs_act_of(r->op);
+    rlx_node nodes[4], cur = root, bias = -1;
+    int nn = 0;
+    if (act >= 0) {
+        if (!fs_inner(s, r->in[0]))
+            return false;
+        cur = r->in[0];
+        nodes[nn++] = cur;
+    } else {
+        act = RLX_ACT_NONE;
+    }
+    const rlx_node_data *c = fs_node(s, cur);
+    if (c->op != RLX_OP_MUL && c->op != RLX_OP_ADD)
+        return false;
+    if (c->dtype != RLX_F32 || c->shape.ndim < 1)
+        return false;
+    int64_t width = c->shape.dims[c->shape.ndim - 1];
+    if (c->op == RLX_OP_ADD) {
+        for (int j = 0; j < 2 && bias < 0; j++)
+            if (fs_node(s, c->in[1 - j])->op == RLX_OP_MUL && fs_inner(s, c->in[1 - j]) &&
+                is_vec(s, c->in[j], width, RLX_F32) && rlx_shape_equal(&fs_node(s, c->in[1 - j])->shape, &c->shape)) {
+                bias = c->in[j];
+                cur = c->in[1 - j];
+            }
+        if (bias < 0)
+            return false;
+        nodes[nn++] = cur;
+        c = fs_node(s, cur);
+    }
+    for (int j = 0; j < 2; j++) {
+        rlx_node cast = c->in[j], scale = c->in[1 - j];
+        const rlx_node_data *cn = fs_node(s, cast), *sn = fs_node(s, scale);
+        if (cn->op != RLX_OP_CAST || !fs_inner(s, cast) || !rlx_shape_equal(&cn->shape, &c->shape))
+            continue;
+        rlx_node mm = cn->in[0];
+        const rlx_node_data *m = fs_node(s, mm);
+        if (m->op != RLX_OP_MATMUL_INTEGER || !fs_inner(s, mm))
+            continue;
+        bool one = sn->dtype == RLX_F32 && rlx_shape_numel(&sn->shape) == 1 && sn->shape.ndim <= c->shape.ndim;
+        if (!one && !is_vec(s, scale, width, RLX_F32))
+            continue;
+        nodes[nn++] = cast;
+        nodes[nn++] = mm;
+        fuse_spec sp;
+        spec_init(&sp, root, RLX_OP_MATMUL_INTEGER_SCALE);
+        sp.node.attrs.mm_act.act = act;
+        sp.node.attrs.mm_act.has_bias = bias >= 0;
+        for (int i = 0; i < 4; i++)
+            spec_in(&sp, m->in[i]);
+        spec_in(&sp, scale);
+        if (bias >= 0)
+            spec_in(&sp, bias);
+        return fs_commit(s, &sp, nodes, nn);
+    }
+    return false;
+}
+
 /* ------------------------------------------------ residual add + norm */
 
 bool fuse_add_norm(fuse_state *s, rlx_node root)

@@ -63,6 +63,15 @@ bool rlx_quant_isa_available(rlx_quant_isa isa)
     }
 }
 
+bool rlx_quant_avx512_vnni_available(void)
+{
+#ifdef RLX_QUANT_HAVE_AVX2
+    return avx512_vnni_usable();
+#else
+    return false;
+#endif
+}
+
 rlx_quant_isa rlx_quant_isa_best(void)
 {
     return rlx_quant_isa_available(RLX_QUANT_AVX2) ? RLX_QUANT_AVX2 : RLX_QUANT_SCALAR;

@@ -26,6 +26,9 @@ typedef enum rlx_quant_isa {
 bool rlx_quant_isa_available(rlx_quant_isa isa);
 rlx_quant_isa rlx_quant_isa_best(void);
 const char *rlx_quant_isa_name(rlx_quant_isa isa); /* "scalar", "avx2" */
+/* Whether the processor has AVX-512 F, BW, VL, DQ and VNNI besides AVX2
+ * (the tiles here and igemm.h's VNNI kernel use them). */
+bool rlx_quant_avx512_vnni_available(void);
 
 /* The activation type for a weight type (RLX_GGML_Q8_0 or RLX_GGML_Q8_K),
  * -1 when the weight type is unsupported; the bytes of n activations. */

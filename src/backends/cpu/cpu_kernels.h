@@ -33,6 +33,7 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
 /* Registration, one per family file. */
 void rlx_cpu_register_elementwise(rlx_cpu_kernel *table);
 void rlx_cpu_register_quant(rlx_cpu_kernel *table);
+void rlx_cpu_register_int8(rlx_cpu_kernel *table);
 void rlx_cpu_register_train(rlx_cpu_kernel *table);
 void rlx_cpu_register_matmul(rlx_cpu_kernel *table);
 void rlx_cpu_register_reduce(rlx_cpu_kernel *table);
@@ -121,6 +122,10 @@ void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te
 double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv);
 
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
+/* The max (else min) of n f32 values in one vectorised pass (kernels_reduce.c):
+ * NaN if any is; only a zero's sign may differ from reduce_max's general
+ * loop (which of a tie comes first). */
+float rlx_cpu_minmax_f32(const float *x, int64_t n, bool max);
 void rlx_cpu_from_f32(void *dst, rlx_dtype t, const float *src, int64_t n);
 
 /* Flat index -> input offset through broadcast strides. */

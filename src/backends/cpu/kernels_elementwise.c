@@ -224,6 +224,39 @@ static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* The casts around 8-bit integer products (int32 sums to f32, levels to
+ * and from f32) as plain typed loops the compiler vectorises; the same
+ * results as rlx_store's (f32 -> u8/i8: NaN 0, saturated, truncated).
+ * false: not one of these pairs. */
+static bool cast_fast(rlx_dtype from, rlx_dtype to, const void *x, void *y, int64_t i0, int64_t i1)
+{
+    if (to == RLX_F32 && (from == RLX_I32 || from == RLX_U8 || from == RLX_I8)) {
+        float *f = y;
+        if (from == RLX_I32)
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = (float)((const int32_t *)x)[i];
+        else if (from == RLX_U8)
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = (float)((const uint8_t *)x)[i];
+        else
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = (float)((const int8_t *)x)[i];
+        return true;
+    }
+    if (from == RLX_F32 && (to == RLX_U8 || to == RLX_I8)) {
+        const float *f = x, lo = to == RLX_U8 ? 0.0f : -128.0f, hi = to == RLX_U8 ? 255.0f : 127.0f;
+        for (int64_t i = i0; i < i1; i++) {
+            float v = f[i] != f[i] ? 0.0f : f[i] <= lo ? lo : f[i] >= hi ? hi : f[i];
+            if (to == RLX_U8)
+                ((uint8_t *)y)[i] = (uint8_t)(int)v;
+            else
+                ((int8_t *)y)[i] = (int8_t)(int)v;
+        }
+        return true;
+    }
+    return false;
+}
+
 static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -234,6 +267,12 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (from == to) {
         if (x != y)
             memmove(y, x, (size_t)count * rlx_dtype_size(to));
+        return RLX_OK;
+    }
+    if (cast_fast(from, to, x, y, 0, 0)) { /* in blocks, one per thread */
+        int64_t blocks = (count + 4095) / 4096;
+        RLX_CPU_FOR(rlx_cpu_threads(ctx, count), b, blocks,
+                    cast_fast(from, to, x, y, b * 4096, (b + 1) * 4096 < count ? (b + 1) * 4096 : count););
         return RLX_OK;
     }
     bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);

@@ -311,6 +311,26 @@ static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const 
     return RLX_OK;
 }
 
+float rlx_cpu_minmax_f32(const float *x, int64_t n, bool max)
+{
+    float m = max ? -INFINITY : INFINITY;
+    int nan = 0;
+    if (max) {
+#pragma omp simd reduction(max : m) reduction(| : nan)
+        for (int64_t i = 0; i < n; i++) {
+            nan |= x[i] != x[i];
+            m = x[i] > m ? x[i] : m;
+        }
+    } else {
+#pragma omp simd reduction(min : m) reduction(| : nan)
+        for (int64_t i = 0; i < n; i++) {
+            nan |= x[i] != x[i];
+            m = x[i] < m ? x[i] : m;
+        }
+    }
+    return nan ? NAN : m;
+}
+
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
@@ -325,6 +345,10 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
         L.n_red = 0; /* only reduced dims can be empty here */
     const void *x = t->in[0];
     void *y = t->out;
+    if (dt == RLX_F32 && n_out == 1 && (k == R_MAX || k == R_MIN)) {
+        *(float *)y = rlx_cpu_minmax_f32(x, L.n_red, k == R_MAX);
+        return RLX_OK;
+    }
     int threads = rlx_cpu_threads(ctx, L.n_red * n_out);
     if (n_out < threads)
         threads = 1;

@@ -1,6 +1,8 @@
 /* onnx_quantized.c - quantised ops: QuantizeLinear, DequantizeLinear,
  * DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
- * QLinearConv, computed in float on dequantised values. */
+ * QLinearConv.  MatMulInteger and QLinearMatMul with a matrix b run on the
+ * exact integer product (matmul_integer); the others compute in float on
+ * dequantised values. */
 #include <math.h>
 #include <string.h>
 
@@ -50,8 +52,24 @@ static rlx_status h_dequantize(onnx_node *n)
     return onnx_out_node(n, 0, dequant(n, onnx_in(n, 0), onnx_in(n, 1), zp, axis));
 }
 
+static int64_t in_numel(onnx_node *n, int i);
+
+/* {scale, zero point} f32 [2] for quantize_u8 from one-element nodes. */
+static rlx_node u8_range(onnx_node *n, rlx_node scale, rlx_node zpf)
+{
+    const int64_t one = 1;
+    rlx_node parts[2] = {rlx_reshape(G, scale, 1, &one), rlx_reshape(G, zpf, 1, &one)};
+    return rlx_concat(G, 2, parts, 0);
+}
+
 static rlx_status h_quantize(onnx_node *n)
 {
+    /* per-tensor f32 -> u8: one pass (quantize_u8 is this formula) */
+    if (onnx_in_dtype(n, 0) == RLX_F32 && onnx_in_dtype(n, 1) == RLX_F32 && in_numel(n, 1) == 1 &&
+        (n->n_in < 3 || !n->in[2] || (onnx_in_dtype(n, 2) == RLX_U8 && in_numel(n, 2) == 1))) {
+        rlx_node zpf = n->n_in > 2 && n->in[2] ? rlx_cast(G, onnx_in(n, 2), RLX_F32) : onnx_scalar(n, RLX_F32, 0);
+        return onnx_out_node(n, 0, rlx_quantize_u8(G, onnx_in(n, 0), u8_range(n, onnx_in(n, 1), zpf)));
+    }
     int r = onnx_value_rank(n->c, n->in[0]);
     int axis = onnx_norm_axis(onnx_attr_i(n, "axis", 1), r);
     rlx_node zp = n->n_in > 2 && n->in[2] ? onnx_in(n, 2) : -1;
@@ -62,17 +80,16 @@ static rlx_status h_quantize(onnx_node *n)
 static rlx_status h_dyn_quantize(onnx_node *n)
 {
     rlx_node x = onnx_in(n, 0);
-    rlx_node mx = rlx_max(G, rlx_reduce_max(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
-    rlx_node mn = rlx_min(G, rlx_reduce_min(G, x, 0, NULL, 0), onnx_scalar(n, RLX_F32, 0));
-    rlx_node scale = rlx_div(G, rlx_sub(G, mx, mn), onnx_scalar(n, RLX_F32, 255));
-    rlx_node zpf = rlx_clip(G, rlx_round(G, rlx_sub(G, onnx_scalar(n, RLX_F32, 0), rlx_div(G, mn, scale))), 0, 255);
-    rlx_node zp = rlx_cast(G, zpf, RLX_U8);
-    rlx_node y = rlx_cast(G, rlx_clip(G, rlx_add(G, rlx_round(G, rlx_div(G, x, scale)), zpf), 0, 255), RLX_U8);
-    rlx_status st = onnx_out_node(n, 0, y);
+    if (onnx_in_dtype(n, 0) != RLX_F32)
+        x = rlx_cast(G, x, RLX_F32);
+    rlx_node range = rlx_dynamic_quantize_range(G, x), part[2];
+    for (int i = 0; i < 2; i++)
+        part[i] = rlx_reshape(G, rlx_slice(G, range, 1, (int[]){0}, (int64_t[]){i}, (int64_t[]){i + 1}, NULL), 0, NULL);
+    rlx_status st = onnx_out_node(n, 0, rlx_quantize_u8(G, x, range));
     if (st == RLX_OK)
-        st = onnx_out_node(n, 1, scale);
+        st = onnx_out_node(n, 1, part[0]);
     if (st == RLX_OK)
-        st = onnx_out_node(n, 2, zp);
+        st = onnx_out_node(n, 2, rlx_cast(G, part[1], RLX_U8));
     return st;
 }
 
@@ -87,8 +104,46 @@ static rlx_node int_minus_zp(onnx_node *n, int i, int zi, int axis_for_zp)
     return x;
 }
 
+/* Elements of input i. */
+static int64_t in_numel(onnx_node *n, int i)
+{
+    int64_t d[RLX_MAX_DIMS];
+    int r = onnx_shape(n, onnx_in(n, i), d);
+    return onnx_numel(r, d);
+}
+
+/* (a - a_zp) @ (b - b_zp) as int32 on the integer kernel, zero points from
+ * inputs za and zb (absent: 0); -1 where it does not apply (b not a
+ * matrix, zero points per row), for the float form to take over. */
+static rlx_node int_product(onnx_node *n, int ia, int ib, int za, int zb)
+{
+    int64_t ad[RLX_MAX_DIMS], bd[RLX_MAX_DIMS], zd[RLX_MAX_DIMS];
+    int ra = onnx_shape(n, onnx_in(n, ia), ad), rb = onnx_shape(n, onnx_in(n, ib), bd);
+    rlx_dtype at = onnx_in_dtype(n, ia), bt = onnx_in_dtype(n, ib);
+    if (rb != 2 || ra < 1 || (at != RLX_U8 && at != RLX_I8) || (bt != RLX_U8 && bt != RLX_I8))
+        return -1;
+    rlx_node z[2] = {onnx_scalar(n, at, 0), onnx_scalar(n, bt, 0)};
+    int zi[2] = {za, zb};
+    for (int i = 0; i < 2; i++) {
+        if (zi[i] >= n->n_in || !n->in[zi[i]])
+            continue;
+        int zr = onnx_shape(n, onnx_in(n, zi[i]), zd);
+        int64_t cnt = in_numel(n, zi[i]);
+        if (cnt == 1)
+            z[i] = rlx_reshape(G, onnx_in(n, zi[i]), 0, NULL);
+        else if (i == 1 && cnt == bd[1] && zd[zr - 1] == cnt)
+            z[i] = rlx_reshape(G, onnx_in(n, zi[i]), 1, &cnt);
+        else
+            return -1;
+    }
+    return rlx_matmul_integer(G, onnx_in(n, ia), onnx_in(n, ib), z[0], z[1]);
+}
+
 static rlx_status h_matmul_integer(onnx_node *n)
 {
+    rlx_node y = int_product(n, 0, 1, 2, 3);
+    if (y >= 0)
+        return onnx_out_node(n, 0, y);
     int rb = onnx_value_rank(n->c, n->in[1]);
     rlx_node a = int_minus_zp(n, 0, 2, -1), b = int_minus_zp(n, 1, 3, rb >= 2 ? rb - 1 : -1);
     return onnx_out_node(n, 0, rlx_cast(G, rlx_matmul(G, a, b, 0, 0), RLX_I32));
@@ -98,6 +153,28 @@ static rlx_status h_qlinear_matmul(onnx_node *n)
 {
     if (n->n_in < 8)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
+    /* per-row a or y scales (1-D over a's rows) stay on the float form */
+    rlx_node acc = in_numel(n, 1) == 1 && in_numel(n, 6) == 1 ? int_product(n, 0, 3, 2, 5) : -1;
+    if (acc >= 0) {
+        /* requantized as ONNX Runtime does: acc * (a_scale * b_scale / y_scale), rounded, + y_zp */
+        int64_t bd[RLX_MAX_DIMS], sd[RLX_MAX_DIMS];
+        onnx_shape(n, onnx_in(n, 3), bd);
+        rlx_node sb = onnx_in(n, 4);
+        int sr = onnx_shape(n, sb, sd);
+        if (sr == 2 && sd[0] == 1) /* [1, N]: per column */
+            sb = rlx_reshape(G, sb, 1, &sd[1]);
+        rlx_node mult = rlx_div(G, rlx_mul(G, onnx_in(n, 1), sb), onnx_in(n, 6));
+        rlx_node yf = rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult);
+        rlx_dtype qt = onnx_in_dtype(n, 7);
+        if (qt == RLX_U8) /* round(y / 1) + y_zp, saturated: quantize_u8's formula, one pass */
+            return onnx_out_node(
+                n, 0,
+                rlx_quantize_u8(G, yf, u8_range(n, onnx_scalar(n, RLX_F32, 1), rlx_cast(G, onnx_in(n, 7), RLX_F32))));
+        rlx_node y = rlx_round(G, yf);
+        y = rlx_add(G, y, rlx_cast(G, onnx_in(n, 7), RLX_F32));
+        y = qt == RLX_U8 ? rlx_clip(G, y, 0, 255) : rlx_clip(G, y, -128, 127);
+        return onnx_out_node(n, 0, rlx_cast(G, y, qt));
+    }
     int rb = onnx_value_rank(n->c, n->in[3]);
     rlx_node a = dequant(n, onnx_in(n, 0), onnx_in(n, 1), onnx_in(n, 2), 1);
     rlx_node b = dequant(n, onnx_in(n, 3), onnx_in(n, 4), onnx_in(n, 5), rb - 1);
