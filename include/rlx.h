@@ -84,7 +84,12 @@ typedef enum rlx_dtype {
     RLX_I8,
     RLX_U8,
     RLX_BOOL, /* one byte, 0 or 1 */
-    RLX_DTYPE_COUNT
+    RLX_DTYPE_COUNT,
+    /* A tensor of strings: no graph node has it.  It appears only outside
+     * graphs, in ONNX tensor files, bindings by value and the outputs of
+     * strings an ONNX import computed (docs/ONNX.md "Strings"); its bytes
+     * are its elements in order, each UTF-8 and ended by a NUL. */
+    RLX_STRING = 32
 } rlx_dtype;
 
 RLX_API size_t rlx_dtype_size(rlx_dtype t);

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "io/onnx/onnx_ops.h"
 #include "io/onnx/onnx_stage.h"
+#include "io/onnx/onnx_string.h"
 #include "ir/ir.h"
 
 #define ONNX_MAX_MODEL_BYTES ((size_t)1 << 31)
@@ -248,8 +250,24 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
         if (n.in[i] && n.in[i]->kind != ONNX_KIND_TENSOR)
             return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "input %d ('%s') is %s; this op takes tensors", i, nd->input[i],
                              onnx_kind_name(n.in[i]));
+    bool strings = false;
+    for (int i = 0; i < n.n_in; i++) {
+        if (n.in[i] && n.in[i]->unknown_string) {
+            onnx_note_need(&n, i);
+            return onnx_fail(&n, RLX_ERR_UNSUPPORTED,
+                             "input %d ('%s') is a tensor of strings, which must be known at import time: RLX "
+                             "computes on strings only while importing (bind the graph input by value)",
+                             i, nd->input[i]);
+        }
+        strings |= onnx_value_is_string(n.in[i]);
+    }
+    if (strings && !n.op->strings)
+        return onnx_fail(&n, RLX_ERR_UNSUPPORTED,
+                         "this op does not take tensors of strings (RLX evaluates only the string ops docs/ONNX.md "
+                         "lists, at import)");
     int first_new = rlx_graph_node_count(c->g);
-    rlx_status st = onnx_try_fold(&n);
+    /* the host evaluator knows numbers only */
+    rlx_status st = strings ? RLX_ERR_UNSUPPORTED : onnx_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
         rlx_clear_error();
         st = n.op->fn(&n);
@@ -435,8 +453,8 @@ static rlx_onnx_kind value_kind(const Onnx__ValueInfoProto *vi, int *onnx_type, 
 static rlx_status add_tensor_input(onnx_ctx *c, const char *name, int ot, int nd, const Onnx__TensorShapeProto *sh,
                                    onnx_value *out)
 {
-    rlx_dtype t;
-    if (!onnx_dtype_from_onnx(ot, &t))
+    rlx_dtype t = RLX_STRING;
+    if (ot != ONNX__TENSOR_PROTO__DATA_TYPE__STRING && !onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
                              onnx_type_name(ot));
     int64_t dims[RLX_MAX_DIMS];
@@ -482,6 +500,8 @@ static rlx_status add_tensor_input(onnx_ctx *c, const char *name, int ot, int nd
     }
     if (!onnx_dims_fit(nd, dims, NULL))
         return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
+    if (t == RLX_STRING)
+        return onnx_string_input(name, nd, dims, b, out);
     if (b && b->value) {
         onnx_tensor *k = onnx_tensor_new(t, nd, dims);
         if (!k)
@@ -609,6 +629,12 @@ static rlx_status add_output(onnx_ctx *c, const char *name, onnx_value *v)
         if (v->kind == ONNX_KIND_SEQUENCE && snprintf(en, sizeof en, "%s[%d]", name, i) >= (int)sizeof en)
             return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph output '%s': name too long", name);
         const char *on = v->kind == ONNX_KIND_SEQUENCE ? en : name;
+        if (onnx_value_is_string(x)) {
+            rlx_status st = onnx_string_output(c, on, x);
+            if (st != RLX_OK)
+                return st;
+            continue;
+        }
         rlx_node nd = onnx_node_of(c, x);
         if (nd < 0 || rlx_output(c->g, on, nd) != RLX_OK)
             return rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", on, rlx_last_error());

@@ -97,6 +97,9 @@ typedef struct onnx_value {
     struct onnx_value *elems;
     int n_elems;
     rlx_dtype elem_dtype;
+    /* a graph input of strings not bound by value: no node, no constant
+     * (RLX computes on strings only at import, so any op reading it fails) */
+    bool unknown_string;
 } onnx_value;
 
 typedef struct onnx_scope {
@@ -194,6 +197,10 @@ typedef struct onnx_op {
     /* fn takes sequences and empty optionals too (and checks each input's
      * kind itself); every other op is refused them before fn runs */
     bool any_kind;
+    /* fn takes tensors of strings (onnx_string.c); every other op is
+     * refused them, and a string input not known at import is refused
+     * before any fn runs */
+    bool strings;
 } onnx_op;
 /* The row of an op type, or NULL when the importer has no handler for it. */
 const onnx_op *onnx_find_op(const char *op_type);

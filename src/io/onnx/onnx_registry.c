@@ -7,9 +7,9 @@
 #include "io/onnx/onnx_ops.h"
 
 static const onnx_op *const tables[] = {
-    onnx_elementwise_ops, onnx_nn_ops,    onnx_linalg_ops,  onnx_conv_ops,     onnx_image_ops,
-    onnx_reduce_ops,      onnx_shape_ops, onnx_gather_ops,  onnx_generate_ops, onnx_signal_ops,
-    onnx_quantized_ops,   onnx_rnn_ops,   onnx_control_ops, onnx_sequence_ops, onnx_dynamic_ops,
+    onnx_elementwise_ops, onnx_nn_ops,       onnx_linalg_ops,   onnx_conv_ops,   onnx_image_ops,     onnx_reduce_ops,
+    onnx_shape_ops,       onnx_gather_ops,   onnx_generate_ops, onnx_signal_ops, onnx_quantized_ops, onnx_rnn_ops,
+    onnx_control_ops,     onnx_sequence_ops, onnx_dynamic_ops,  onnx_string_ops,
 };
 
 const onnx_op *onnx_find_op(const char *op_type)

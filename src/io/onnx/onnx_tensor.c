@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "io/onnx/onnx_string.h"
 
 /* protobuf-c allocates through the library's helpers (onnx_internal.h) */
 static void *onnx_pb_alloc(void *data, size_t size)
@@ -120,7 +121,8 @@ onnx_tensor *onnx_tensor_share(onnx_tensor *t)
 
 onnx_tensor *onnx_tensor_clone(const onnx_tensor *t)
 {
-    onnx_tensor *x = onnx_tensor_new(t->dtype, t->ndim, t->dims);
+    onnx_tensor *x = t->dtype == RLX_STRING ? onnx_string_new(t->ndim, t->dims, t->bytes)
+                                            : onnx_tensor_new(t->dtype, t->ndim, t->dims);
     if (x && t->bytes)
         memcpy(x->data, t->data, t->bytes);
     return x;
@@ -357,6 +359,8 @@ rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_d
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
     int ot = p->has_data_type ? p->data_type : 0;
+    if (ot == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+        return onnx_string_from_proto(p, out);
     rlx_dtype t;
     if (!onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': data type %s (%d) is not supported", tn,

@@ -1,0 +1,384 @@
+/* onnx_string.c - tensors of strings.  RLX graphs compute on numbers
+ * only, so a string tensor exists only as a host value known at import
+ * (an initializer, a Constant, a graph input bound by value) and the ops
+ * on strings run here while importing: StringNormalizer, Cast and
+ * CastLike to and from strings, Identity.  A numeric result is an
+ * ordinary constant; a string graph output becomes a U8 constant of its
+ * bytes that sessions report as RLX_STRING (rlx_graph_string_output).
+ * A string tensor's bytes are its elements in order, each ended by a NUL
+ * (the encoding of RLX_STRING in rlx.h). */
+#define _GNU_SOURCE /* newlocale, towlower_l */
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "io/onnx/onnx_ops.h"
+#include "io/onnx/onnx_string.h"
+#include "ir/ir.h"
+
+onnx_tensor *onnx_string_new(int ndim, const int64_t *dims, size_t bytes)
+{
+    int64_t n;
+    if (ndim < 0 || ndim > RLX_MAX_DIMS || !onnx_dims_fit(ndim, dims, &n) || bytes > ONNX_MAX_HOST_BYTES) {
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "a string tensor of rank %d and %zu bytes is too large", ndim, bytes);
+        return NULL;
+    }
+    onnx_tensor *x = rlx_calloc(1, sizeof *x);
+    if (!x || !(x->data = rlx_calloc(bytes ? bytes : 1, 1))) {
+        free(x);
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory for a string tensor");
+        return NULL;
+    }
+    x->dtype = RLX_STRING;
+    x->ndim = ndim;
+    memcpy(x->dims, dims, sizeof dims[0] * (size_t)ndim);
+    x->numel = n;
+    x->bytes = bytes;
+    return x;
+}
+
+bool onnx_string_check(const void *data, size_t bytes, int64_t numel)
+{
+    const char *s = data;
+    int64_t ends = 0;
+    for (size_t i = 0; i < bytes; i++)
+        ends += s[i] == 0;
+    return ends == numel && (bytes == 0 || s[bytes - 1] == 0);
+}
+
+const char **onnx_string_elems(const onnx_tensor *t)
+{
+    const char **v = rlx_malloc(sizeof *v * (size_t)(t->numel ? t->numel : 1));
+    if (!v) {
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory reading strings");
+        return NULL;
+    }
+    const char *s = t->data;
+    for (int64_t i = 0; i < t->numel; i++) {
+        v[i] = s;
+        s += strlen(s) + 1;
+    }
+    return v;
+}
+
+onnx_tensor *onnx_string_pack(int ndim, const int64_t *dims, char *const *strs, int64_t n)
+{
+    size_t bytes = 0;
+    for (int64_t i = 0; i < n; i++)
+        bytes += strlen(strs[i]) + 1;
+    onnx_tensor *t = onnx_string_new(ndim, dims, bytes);
+    if (!t)
+        return NULL;
+    char *d = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        size_t l = strlen(strs[i]) + 1;
+        memcpy(d, strs[i], l);
+        d += l;
+    }
+    return t;
+}
+
+rlx_status onnx_string_from_proto(const Onnx__TensorProto *p, onnx_tensor **out)
+{
+    int64_t numel;
+    if (p->n_dims > RLX_MAX_DIMS || !onnx_dims_fit((int)p->n_dims, p->dims, &numel))
+        return rlx_set_error(RLX_ERR_FORMAT, "string tensor '%s': bad dimensions", p->name ? p->name : "?");
+    if ((uint64_t)numel != p->n_string_data)
+        return rlx_set_error(RLX_ERR_FORMAT, "string tensor '%s': %zu strings for %lld elements",
+                             p->name ? p->name : "?", p->n_string_data, (long long)numel);
+    size_t bytes = 0;
+    for (size_t i = 0; i < p->n_string_data; i++) {
+        if (p->string_data[i].len && memchr(p->string_data[i].data, 0, p->string_data[i].len))
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "string tensor '%s': element %zu holds a NUL byte",
+                                 p->name ? p->name : "?", i);
+        bytes += p->string_data[i].len + 1;
+    }
+    onnx_tensor *t = onnx_string_new((int)p->n_dims, p->dims, bytes);
+    if (!t)
+        return rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY);
+    char *d = t->data;
+    for (size_t i = 0; i < p->n_string_data; i++) {
+        if (p->string_data[i].len)
+            memcpy(d, p->string_data[i].data, p->string_data[i].len);
+        d += p->string_data[i].len + 1; /* the NUL: calloc'd */
+    }
+    *out = t;
+    return RLX_OK;
+}
+
+bool onnx_value_is_string(const onnx_value *v)
+{
+    return v && v->kind == ONNX_KIND_TENSOR && (v->unknown_string || (v->k && v->k->dtype == RLX_STRING));
+}
+
+/* ------------------------------------------------------------ graph inputs and outputs */
+
+/* A graph input of strings: its value when bound by value (the bytes of
+ * RLX_STRING), else a value that any op reading it refuses. */
+rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, const rlx_onnx_binding *b,
+                                   onnx_value *out)
+{
+    onnx_value_clear(out);
+    if (!b || !b->value) {
+        out->unknown_string = true;
+        return RLX_OK;
+    }
+    int64_t numel;
+    onnx_dims_fit(nd, dims, &numel);
+    if (!onnx_string_check(b->value, b->bytes, numel))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
+                             "input '%s': a value of strings must be %lld NUL-ended strings (%zu bytes given)", name,
+                             (long long)numel, b->bytes);
+    onnx_tensor *k = onnx_string_new(nd, dims, b->bytes);
+    if (!k)
+        return rlx_set_error(rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "input '%s': %s", name, rlx_last_error());
+    if (b->bytes)
+        memcpy(k->data, b->value, b->bytes);
+    out->k = k;
+    return RLX_OK;
+}
+
+/* A graph output of strings: a U8 constant of its bytes, recorded as
+ * strings of its shape (sessions report it as RLX_STRING). */
+rlx_status onnx_string_output(onnx_ctx *c, const char *name, const onnx_value *x)
+{
+    if (!x->k)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED,
+                             "graph output '%s' is a tensor of strings, which must be known at import time (bind "
+                             "the graph input by value)",
+                             name);
+    int64_t len = (int64_t)x->k->bytes;
+    rlx_shape sh = {.ndim = x->k->ndim};
+    memcpy(sh.dims, x->k->dims, sizeof sh.dims[0] * (size_t)sh.ndim);
+    static const uint8_t none = 0; /* data for an empty tensor of strings (no bytes) */
+    rlx_node nd = rlx_constant(c->g, RLX_U8, 1, &len, len ? x->k->data : &none, (size_t)len);
+    if (nd < 0 || rlx_output(c->g, name, nd) != RLX_OK || rlx_graph_string_output(c->g, name, &sh) != RLX_OK)
+        return rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", name, rlx_last_error());
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ casts */
+
+/* The shortest "%.*g" that reads back as the same value (as NumPy prints
+ * floats); NaN and infinities as the ONNX Cast spec spells them. */
+static void format_float(char *buf, size_t n, double v, bool single)
+{
+    if (isnan(v)) {
+        snprintf(buf, n, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, v < 0 ? "-INF" : "INF");
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, v);
+        if (single ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+static rlx_status cast_to_string(onnx_node *n, const onnx_tensor *x)
+{
+    char **s = rlx_calloc((size_t)(x->numel ? x->numel : 1), sizeof *s);
+    if (!s)
+        return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    rlx_status st = RLX_OK;
+    for (int64_t i = 0; i < x->numel && st == RLX_OK; i++) {
+        char buf[64];
+        if (onnx_dtype_is_float(x->dtype))
+            format_float(buf, sizeof buf, onnx_get_f(x, i), x->dtype != RLX_F64);
+        else
+            snprintf(buf, sizeof buf, "%lld", (long long)onnx_get_i(x, i));
+        if (!(s[i] = rlx_strdup(buf)))
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st == RLX_OK)
+        st = onnx_out_const(n, 0, onnx_string_pack(x->ndim, x->dims, s, x->numel));
+    for (int64_t i = 0; i < x->numel; i++)
+        free(s[i]);
+    free(s);
+    return st;
+}
+
+static rlx_status cast_from_string(onnx_node *n, const onnx_tensor *x, rlx_dtype to)
+{
+    if (to == RLX_BOOL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "cast of strings to bool is not supported");
+    const char **s = onnx_string_elems(x);
+    onnx_tensor *y = s ? onnx_tensor_new(to, x->ndim, x->dims) : NULL;
+    if (!y) {
+        free(s);
+        return onnx_fail(n, rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "%s", rlx_last_error());
+    }
+    for (int64_t i = 0; i < x->numel; i++) {
+        char *end = NULL;
+        errno = 0;
+        if (to == RLX_F32)
+            ((float *)y->data)[i] = strtof(s[i], &end); /* one rounding, not via double */
+        else if (onnx_dtype_is_float(to))
+            onnx_set_f(y, i, strtod(s[i], &end));
+        else
+            onnx_set_i(y, i, strtoll(s[i], &end, 10));
+        bool range = errno == ERANGE && !onnx_dtype_is_float(to); /* float overflow is inf, as the spec wants */
+        if (end == s[i] || *end || range) {
+            rlx_status st = onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "element %lld, \"%.64s\", is not a %s number",
+                                      (long long)i, s[i], rlx_dtype_name(to));
+            free(s);
+            onnx_tensor_free(y);
+            return st;
+        }
+    }
+    free(s);
+    return onnx_out_const(n, 0, y);
+}
+
+rlx_status onnx_string_cast(onnx_node *n, bool to_string, rlx_dtype to)
+{
+    const onnx_tensor *x = n->in[0]->k;
+    if (!x)
+        return onnx_need_const(n, 0, "cast to strings: RLX computes on strings only while importing");
+    if (x->dtype == RLX_STRING)
+        return to_string ? onnx_out_const(n, 0, onnx_tensor_clone(x)) : cast_from_string(n, x, to);
+    if (x->dtype == RLX_BOOL)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "cast of bool to strings is not supported");
+    return cast_to_string(n, x);
+}
+
+/* ------------------------------------------------------------ StringNormalizer */
+
+/* One case-mapped copy of UTF-8 s (dir: 1 upper, -1 lower, 0 none) in
+ * locale loc; invalid UTF-8 is kept byte for byte. */
+static char *map_case(const char *s, int dir, locale_t loc)
+{
+    size_t l = strlen(s);
+    char *r = rlx_malloc(l * 2 + MB_LEN_MAX + 1); /* a mapped character may take more bytes */
+    if (!r)
+        return NULL;
+    size_t o = 0;
+    mbstate_t in, outst;
+    memset(&in, 0, sizeof in);
+    memset(&outst, 0, sizeof outst);
+    locale_t old = uselocale(loc);
+    for (size_t i = 0; i < l;) {
+        wchar_t w;
+        size_t k = mbrtowc(&w, s + i, l - i, &in);
+        if (k == (size_t)-1 || k == (size_t)-2 || k == 0) {
+            memset(&in, 0, sizeof in);
+            r[o++] = s[i++];
+            continue;
+        }
+        wint_t m = dir > 0 ? towupper_l((wint_t)w, loc) : dir < 0 ? towlower_l((wint_t)w, loc) : (wint_t)w;
+        char mb[MB_LEN_MAX];
+        size_t mk = wcrtomb(mb, (wchar_t)m, &outst);
+        if (mk == (size_t)-1 || o + mk > l * 2 + MB_LEN_MAX) { /* unmappable or no room: keep the original */
+            memcpy(r + o, s + i, k);
+            o += k;
+        } else {
+            memcpy(r + o, mb, mk);
+            o += mk;
+        }
+        i += k;
+    }
+    uselocale(old);
+    r[o] = 0;
+    return r;
+}
+
+/* The locale for case mapping: the `locale` attribute in UTF-8, else C.UTF-8. */
+static locale_t case_locale(const char *name)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.UTF-8", name);
+    locale_t l = *name ? newlocale(LC_CTYPE_MASK, full, (locale_t)0) : (locale_t)0;
+    if (!l)
+        l = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    return l;
+}
+
+static rlx_status h_string_normalizer(onnx_node *n)
+{
+    const onnx_tensor *x = n->in[0]->k;
+    if (!x)
+        return onnx_need_const(n, 0, "strings");
+    if (x->dtype != RLX_STRING)
+        return onnx_fail(n, RLX_ERR_DTYPE, "input 0 must be strings, not %s", rlx_dtype_name(x->dtype));
+    if (!(x->ndim == 1 || (x->ndim == 2 && x->dims[0] == 1)))
+        return onnx_fail(n, RLX_ERR_SHAPE, "input 0 must have shape [C] or [1, C] (rank %d given)", x->ndim);
+    char act[32];
+    onnx_attr_s(n, "case_change_action", "NONE", act, sizeof act);
+    int dir = !strcmp(act, "UPPER") ? 1 : !strcmp(act, "LOWER") ? -1 : 0;
+    /* "" as NONE: the suite's models write the default that way */
+    if (!dir && strcmp(act, "NONE") && *act)
+        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "case_change_action \"%s\" (LOWER, UPPER or NONE)", act);
+    int64_t sensitive = onnx_attr_i(n, "is_case_sensitive", 0);
+    if (sensitive != 0 && sensitive != 1)
+        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "is_case_sensitive must be 0 or 1, not %lld",
+                         (long long)sensitive);
+    char lname[128];
+    onnx_attr_s(n, "locale", "", lname, sizeof lname);
+    locale_t loc = case_locale(lname);
+    if (!loc)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "no UTF-8 locale for case mapping (\"%s\" nor C.UTF-8)", lname);
+    const Onnx__AttributeProto *sw = onnx_attr(n, "stopwords");
+    size_t n_stop = sw ? sw->n_strings : 0;
+    const char **in = onnx_string_elems(x);
+    char **stop = rlx_calloc(n_stop + 1, sizeof *stop);
+    char **out = rlx_calloc((size_t)x->numel + 1, sizeof *out);
+    rlx_status st = in && stop && out ? RLX_OK : onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    /* case-insensitive matching compares lower-cased copies */
+    for (size_t i = 0; i < n_stop && st == RLX_OK; i++) {
+        char *w = rlx_malloc(sw->strings[i].len + 1);
+        if (w) {
+            if (sw->strings[i].len)
+                memcpy(w, sw->strings[i].data, sw->strings[i].len);
+            w[sw->strings[i].len] = 0;
+            stop[i] = sensitive ? w : map_case(w, -1, loc);
+            if (!sensitive)
+                free(w);
+        }
+        if (!stop[i])
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < x->numel && st == RLX_OK; i++) {
+        char *key = sensitive ? NULL : map_case(in[i], -1, loc);
+        if (!sensitive && !key) {
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        bool drop = false;
+        for (size_t j = 0; j < n_stop && !drop; j++)
+            drop = !strcmp(sensitive ? in[i] : key, stop[j]);
+        free(key);
+        if (!drop && !(out[kept++] = map_case(in[i], dir, loc)))
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st == RLX_OK) {
+        /* every string dropped: one empty string, as the spec's examples give */
+        if (!kept && !(out[kept++] = rlx_strdup("")))
+            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+        int64_t dims[2] = {1, kept};
+        if (st == RLX_OK)
+            st = onnx_out_const(n, 0, onnx_string_pack(x->ndim, x->ndim == 1 ? dims + 1 : dims, out, kept));
+    }
+    for (size_t i = 0; i < n_stop && stop; i++)
+        free(stop[i]);
+    for (int64_t i = 0; i < x->numel + 1 && out; i++)
+        free(out[i]);
+    free(stop);
+    free(out);
+    free(in);
+    freelocale(loc);
+    return st;
+}
+
+const onnx_op onnx_string_ops[] = {
+    ONNX_OP_STR("StringNormalizer", h_string_normalizer, 1),
+    ONNX_OP_END,
+};
