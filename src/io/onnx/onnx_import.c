@@ -80,6 +80,26 @@ static void node_names(const Onnx__NodeProto *nd, name_list *l)
     }
 }
 
+/* A Gradient node (ai.onnx.preview.training) reads the tensor its
+ * attribute `y` names, though not as an input: that tensor's name. */
+static void gradient_target(const Onnx__GraphProto *gp, const Onnx__NodeProto *nd, name_list *l)
+{
+    if (!nd->op_type || strcmp(nd->op_type, "Gradient") || !nd->domain ||
+        strcmp(nd->domain, "ai.onnx.preview.training"))
+        return;
+    for (size_t a = 0; a < nd->n_attribute; a++) {
+        const Onnx__AttributeProto *at = nd->attribute[a];
+        if (!at || !at->name || strcmp(at->name, "y") || !at->has_s)
+            continue;
+        for (size_t i = 0; i < gp->n_node; i++)
+            for (size_t j = 0; gp->node[i] && j < gp->node[i]->n_output; j++) {
+                const char *o = gp->node[i]->output[j];
+                if (o && strlen(o) == at->s.len && !memcmp(o, at->s.data, at->s.len))
+                    names_push(l, o);
+            }
+    }
+}
+
 typedef struct prod_map {
     const char **names;
     int *node;
@@ -144,6 +164,7 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out)
     }
     for (int i = 0; i < n; i++) {
         node_names(gp->node[i], &l);
+        gradient_target(gp, gp->node[i], &l);
         for (int j = 0; j < l.n; j++) {
             int p = prod_find(&m, l.v[j]);
             if (p < 0)
@@ -239,7 +260,7 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
     }
     while (n.n_in > 0 && !n.in[n.n_in - 1])
         n.n_in--; /* trailing optional inputs left out */
-    n.op = onnx_find_op(nd->op_type);
+    n.op = onnx_find_node_op(nd);
     int need = n.op ? onnx_op_min_inputs(n.op, c->opset) : 1;
     for (int i = 0; i < need; i++)
         if (i >= n.n_in || !n.in[i])
@@ -332,7 +353,7 @@ static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int m
             continue;
         const char *op = nd->op_type ? nd->op_type : "";
         bool std_domain = !nd->domain || !*nd->domain || !strcmp(nd->domain, "ai.onnx");
-        if (!std_domain || !onnx_find_op(op)) {
+        if (!onnx_find_node_op(nd)) {
             char key[64];
             if (std_domain)
                 snprintf(key, sizeof key, "%s", op);
@@ -1375,9 +1396,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
         total += seen[i].count;
     fprintf(f, "nodes: %zu at the top level, %ld with subgraphs; op types: %d\n", gp->n_node, total, nseen);
     for (int i = 0; i < nseen; i++) {
-        bool std_domain = !strchr(seen[i].op, '.');
-        fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
-                std_domain && onnx_find_op(seen[i].op) ? "" : "   (unsupported)");
+        fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count, onnx_find_op(seen[i].op) ? "" : "   (unsupported)");
     }
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return RLX_OK;

@@ -204,6 +204,8 @@ typedef struct onnx_op {
 } onnx_op;
 /* The row of an op type, or NULL when the importer has no handler for it. */
 const onnx_op *onnx_find_op(const char *op_type);
+/* The row of a node's op: op_type in the ai.onnx domain, else DOMAIN.op_type. */
+const onnx_op *onnx_find_node_op(const Onnx__NodeProto *nd);
 int onnx_op_min_inputs(const onnx_op *op, int opset);
 /* Import-time evaluation: fills outputs when every input is constant and
  * the op is one the evaluator knows; returns RLX_ERR_UNSUPPORTED to mean

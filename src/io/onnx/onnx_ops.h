@@ -51,6 +51,7 @@ extern const onnx_op onnx_control_ops[];
 extern const onnx_op onnx_sequence_ops[];
 extern const onnx_op onnx_dynamic_ops[];
 extern const onnx_op onnx_string_ops[];
+extern const onnx_op onnx_training_ops[];
 
 rlx_node onnx_in(onnx_node *n, int i); /* node of input i (-1 if absent) */
 int onnx_shape(onnx_node *n, rlx_node x, int64_t *dims);

@@ -120,8 +120,7 @@ bool onnx_value_is_string(const onnx_value *v)
 
 /* A graph input of strings: its value when bound by value (the bytes of
  * RLX_STRING), else a value that any op reading it refuses. */
-rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, const rlx_onnx_binding *b,
-                                   onnx_value *out)
+rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, const rlx_onnx_binding *b, onnx_value *out)
 {
     onnx_value_clear(out);
     if (!b || !b->value) {

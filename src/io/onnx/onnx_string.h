@@ -19,8 +19,7 @@ rlx_status onnx_string_from_proto(const Onnx__TensorProto *p, onnx_tensor **out)
 bool onnx_value_is_string(const onnx_value *v);
 /* A graph input of strings: its value when bound by value (b->value: the
  * bytes of RLX_STRING), else a value that any op reading it refuses. */
-rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, const rlx_onnx_binding *b,
-                             onnx_value *out);
+rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, const rlx_onnx_binding *b, onnx_value *out);
 /* A graph output of strings: a U8 constant of its bytes, recorded as
  * strings of its shape (sessions report it as RLX_STRING). */
 rlx_status onnx_string_output(onnx_ctx *c, const char *name, const onnx_value *x);
