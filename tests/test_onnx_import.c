@@ -893,6 +893,55 @@ static void test_sequences(void **state)
                      RLX_ERR_INVALID_ARGUMENT);
 }
 
+/* Strings: computed at import, an output read back as RLX_STRING; a string
+ * input not bound by value, an op that takes no strings and malformed
+ * nodes fail naming what is wrong. */
+static void test_strings(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    assert_int_equal(import("str_norm.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("StringNormalizer") && msg_has("must be known at import time"));
+    static const char x[] = "a\0b\0\xc3\xa9t\xc3\xa9";
+    rlx_onnx_binding b = {.name = "x", .ndim = 1, .dims = {3}, .value = x, .bytes = sizeof x};
+    assert_int_equal(import("str_norm.onnx", &b, 1, &g), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    rlx_tensor_info info;
+    assert_int_equal(rlx_session_find(s, 2, "y", &info), RLX_OK);
+    assert_int_equal(info.dtype, RLX_STRING);
+    assert_int_equal(info.ndim, 1);
+    assert_int_equal(info.dims[0], 2);
+    static const char want[] = "A\0\xc3\x89T\xc3\x89"; /* "b" dropped, é upper-cased */
+    char got[sizeof want];
+    assert_int_equal(info.bytes, sizeof want);
+    assert_int_equal(rlx_session_get_output(s, "y", got, sizeof got), RLX_OK);
+    assert_memory_equal(got, want, sizeof want);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+    b.bytes = 3; /* two strings where the shape says three */
+    assert_int_equal(import("str_norm.onnx", &b, 1, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("NUL-ended"));
+    assert_int_equal(import("str_norm_bad.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED); /* the input first */
+    b.bytes = sizeof x;
+    assert_int_equal(import("str_norm_bad.onnx", &b, 1, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("SIDEWAYS"));
+    assert_int_equal(import("str_cast_bad.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("\"abc\""));
+    assert_int_equal(import("str_concat.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("Concat") && msg_has("strings"));
+    assert_int_equal(import("momentum_bad_mode.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("sideways"));
+    assert_int_equal(import("adam_bad_inputs.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("per tensor"));
+    assert_int_equal(import("gradient_no_y.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("'y'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -914,6 +963,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_initializers_as_params),
         cmocka_unit_test(test_sequences),
+        cmocka_unit_test(test_strings),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
