@@ -32,8 +32,8 @@ static rlx_status optimizer_groups(onnx_node *n, int states, int *N)
             return onnx_fail(n, RLX_ERR_FORMAT, "input %d is missing", i);
     rlx_dtype t = onnx_in_dtype(n, 2);
     if (!onnx_dtype_is_float(t) || onnx_in_dtype(n, 1) != RLX_I64)
-        return onnx_fail(n, RLX_ERR_DTYPE, "X must be a float tensor and T an int64 (got %s and %s)",
-                         rlx_dtype_name(t), rlx_dtype_name(onnx_in_dtype(n, 1)));
+        return onnx_fail(n, RLX_ERR_DTYPE, "X must be a float tensor and T an int64 (got %s and %s)", rlx_dtype_name(t),
+                         rlx_dtype_name(onnx_in_dtype(n, 1)));
     int64_t d[RLX_MAX_DIMS];
     if (onnx_in_shape(n, 0, d) != 0 || onnx_in_shape(n, 1, d) != 0)
         return onnx_fail(n, RLX_ERR_SHAPE, "R and T must be scalars");
@@ -65,8 +65,7 @@ static rlx_status h_adagrad(onnx_node *n)
            norm = onnx_attr_f(n, "norm_coefficient", 0);
     rlx_dtype t = onnx_in_dtype(n, 2);
     /* r = R / (1 + T * decay_factor) */
-    rlx_node r = rlx_div(g, in_as(n, 0, t),
-                         rlx_add(g, num(n, t, 1), rlx_mul(g, in_as(n, 1, t), num(n, t, decay))));
+    rlx_node r = rlx_div(g, in_as(n, 0, t), rlx_add(g, num(n, t, 1), rlx_mul(g, in_as(n, 1, t), num(n, t, decay))));
     for (int i = 0; i < N && st == RLX_OK; i++) {
         rlx_node x = onnx_in(n, 2 + i), gr = regularized(n, x, in_as(n, 2 + N + i, t), norm, t);
         rlx_node h = rlx_add(g, in_as(n, 2 + 2 * N + i, t), rlx_mul(g, gr, gr));
@@ -98,8 +97,8 @@ static rlx_status h_adam(onnx_node *n)
     rlx_node radj = rlx_where(g, rlx_greater(g, T, num(n, t, 0)), rlx_mul(g, R, bias), R);
     for (int i = 0; i < N && st == RLX_OK; i++) {
         rlx_node x = onnx_in(n, 2 + i), gr = regularized(n, x, in_as(n, 2 + N + i, t), norm, t);
-        rlx_node v = rlx_add(g, rlx_mul(g, num(n, t, alpha), in_as(n, 2 + 2 * N + i, t)),
-                             rlx_mul(g, num(n, t, 1 - alpha), gr));
+        rlx_node v =
+            rlx_add(g, rlx_mul(g, num(n, t, alpha), in_as(n, 2 + 2 * N + i, t)), rlx_mul(g, num(n, t, 1 - alpha), gr));
         rlx_node h = rlx_add(g, rlx_mul(g, num(n, t, beta), in_as(n, 2 + 3 * N + i, t)),
                              rlx_mul(g, num(n, t, 1 - beta), rlx_mul(g, gr, gr)));
         rlx_node hs = rlx_add(g, rlx_sqrt(g, h), num(n, t, eps));
