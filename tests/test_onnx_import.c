@@ -895,7 +895,8 @@ static void test_sequences(void **state)
 
 /* Strings: computed at import, an output read back as RLX_STRING; a string
  * input not bound by value, an op that takes no strings and malformed
- * nodes fail naming what is wrong. */
+ * nodes (string ops, training ops, Resize's antialias) fail naming what is
+ * wrong. */
 static void test_strings(void **state)
 {
     (void)state;
@@ -940,6 +941,8 @@ static void test_strings(void **state)
     assert_true(msg_has("per tensor"));
     assert_int_equal(import("gradient_no_y.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
     assert_true(msg_has("'y'"));
+    assert_int_equal(import("resize_antialias_bad.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("antialias"));
 }
 
 int main(void)

@@ -574,3 +574,7 @@ m = helper.make_model(helper.make_graph(
     "gradient_no_y", [vi("a", [2])], [vi("g", [2])]), opset_imports=tr)
 m.ir_version = 8
 onnx.save(m, os.path.join(out, "gradient_no_y.onnx"))
+sc = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 0.5, 0.5])
+save("resize_antialias_bad", helper.make_graph(
+    [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=2)],
+    "resize_antialias_bad", [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 2, 2])], [sc]), opset=18, check=False)

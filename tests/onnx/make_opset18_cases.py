@@ -357,4 +357,80 @@ fr = xo - lo
 want = (x[..., lo] * (1 - fr) + x[..., hi] * fr).astype(np.float32)
 case("resize_scales_axes_linear", "Resize", [("x", x), ("", None), ("scales", np.array([2.0], np.float32))],
      [("y", want)], 18, inits=[("scales", np.array([2.0], np.float32))], axes=[-1], mode="linear")
+# --- Resize (18): antialias (linear, cubic) --------------------------------------------------------
+# The spec's reference: per axis, coefficients from the filter stretched by
+# 1 / scale when downscaling, normalised; the taps are the len(coeffs)
+# nearest positions of the edge-padded input (preferring the lower one).
+
+
+def aa_cubic(A, t):
+    t = abs(t)
+    if t <= 1:
+        return (A + 2) * t ** 3 - (A + 3) * t ** 2 + 1
+    return A * t ** 3 - 5 * A * t ** 2 + 8 * A * t - 4 * A if t < 2 else 0.0
+
+
+def aa_coeffs(ratio, scale, mode, A):
+    s = min(scale, 1.0)
+    if mode == "linear":
+        start = int(np.floor(-1 / s) + 1)
+        args = (np.arange(start, 2 - start) - ratio) * s
+        c = np.clip(1 - np.abs(args), 0, 1)
+    else:
+        start = int(np.floor(-2 / s) + 1)
+        c = np.array([aa_cubic(A, s * (i - ratio)) for i in range(start, 2 - start)])
+    return c / c.sum()
+
+
+def aa_1d(data, scale, out_n, mode, A, excl, ctm):
+    n_in = len(data)
+    res = np.zeros(out_n)
+    for o in range(out_n):
+        if ctm == "half_pixel":
+            x = (o + 0.5) / scale - 0.5
+        elif ctm == "align_corners":
+            x = o * (n_in - 1) / (scale * n_in - 1)
+        else:
+            x = o / scale
+        ratio = 1.0 if float(x).is_integer() else x - np.floor(x)
+        c = aa_coeffs(ratio, scale, mode, A)
+        pad = int(np.ceil(len(c) / 2))
+        padded = np.pad(data, pad, mode="edge")
+        xp = x + pad
+        idx = np.array(sorted(sorted(range(len(padded)), key=lambda i: (abs(xp - i), i))[:len(c)]))
+        if excl:
+            c = np.where((idx - pad < 0) | (idx - pad >= n_in), 0, c)
+            c = c / c.sum()
+        res[o] = np.dot(c, padded[idx])
+    return res
+
+
+def aa_resize(x, scales, sizes, mode, A=-0.75, excl=False, ctm="half_pixel"):
+    y = x.astype(np.float64)
+    for ax in range(x.ndim):
+        if sizes[ax] == x.shape[ax] and scales[ax] == 1:
+            continue
+        y = np.apply_along_axis(aa_1d, ax, y, scales[ax], sizes[ax], mode, A, excl, ctm)
+    return y.astype(np.float32)
+
+
+x = f32(1, 2, 8, 10)
+for name, mode, scales, attrs in (("linear_down", "linear", [1, 1, 0.6, 0.5], {}),
+                                  ("cubic_down", "cubic", [1, 1, 0.5, 0.3], {}),
+                                  ("cubic_down_a05_exclude", "cubic", [1, 1, 0.75, 0.4],
+                                   dict(cubic_coeff_a=-0.5, exclude_outside=1)),
+                                  ("linear_down_align_corners", "linear", [1, 1, 0.5, 0.7],
+                                   dict(coordinate_transformation_mode="align_corners")),
+                                  ("linear_up_down", "linear", [1, 1, 1.5, 0.5], {})):
+    sc = np.array(scales, np.float32)
+    sizes = [int(np.floor(d * s)) for d, s in zip(x.shape, sc.astype(np.float64))]
+    want = aa_resize(x, sc.astype(np.float64), sizes, mode, attrs.get("cubic_coeff_a", -0.75),
+                     attrs.get("exclude_outside", 0), attrs.get("coordinate_transformation_mode", "half_pixel"))
+    case(f"resize_antialias_{name}", "Resize", [("x", x), ("", None), ("scales", sc)], [("y", want)], 18,
+         inits=[("scales", sc)], mode=mode, antialias=1, **attrs)
+# sizes for one axis: the scale is the size ratio
+sz = i64(3)
+case("resize_antialias_cubic_sizes_axes", "Resize", [("x", x), ("", None), ("", None), ("sizes", sz)],
+     [("y", aa_resize(x, [1, 1, 1, 3 / 10], [1, 2, 8, 3], "cubic"))], 18, inits=[("sizes", sz)], axes=[3],
+     mode="cubic", antialias=1)
 print("ok")
