@@ -18,7 +18,8 @@ IR = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10}
 NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
            np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.int64): TensorProto.INT64,
            np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int8): TensorProto.INT8,
-           np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.bool_): TensorProto.BOOL}
+           np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.bool_): TensorProto.BOOL,
+           np.dtype(object): TensorProto.STRING}
 
 
 def case(name, op, inputs, outputs, opset, inits=None, **attrs):
@@ -433,4 +434,50 @@ sz = i64(3)
 case("resize_antialias_cubic_sizes_axes", "Resize", [("x", x), ("", None), ("", None), ("sizes", sz)],
      [("y", aa_resize(x, [1, 1, 1, 3 / 10], [1, 2, 8, 3], "cubic"))], 18, inits=[("sizes", sz)], axes=[3],
      mode="cubic", antialias=1)
+# --- strings (19-20): Equal of strings, StringConcat, StringSplit, RegexFullMatch --------------------
+# References: Python's str operations, which the spec's reference uses.
+import re  # noqa: E402
+
+
+def strs(*rows):
+    return np.array(rows, dtype=object)
+
+
+a, b = strs("abc", "", "h\u00e9!", "abc"), strs("abc", "", "h\u00e9", "abd")
+case("equal_string", "Equal", [("x", a), ("y", b)], [("z", np.array([p == q for p, q in zip(a, b)]))], 19)
+case("equal_string_broadcast", "Equal", [("x", strs(["a", "b"], ["b", "a"])), ("y", strs("a"))],
+     [("z", np.array([[True, False], [False, True]]))], 19)
+x2, y2 = strs(["abc", "def"], ["", "\u00e9t\u00e9"]), strs(".com", "!")
+case("string_concat_broadcast", "StringConcat", [("x", x2), ("y", y2)],
+     [("z", np.array([[p + q for p, q in zip(r, y2)] for r in x2], dtype=object))], 20)
+case("string_concat_scalar", "StringConcat", [("x", strs("ab", "")), ("y", np.array("-z", dtype=object))],
+     [("z", strs("ab-z", "-z"))], 20)
+
+
+def split_ref(x, delim, maxsplit):
+    parts = [v.split(delim or None, -1 if maxsplit is None else maxsplit) for v in x.ravel()]
+    most = max((len(p) for p in parts), default=0)
+    y = np.array([p + [""] * (most - len(p)) for p in parts], dtype=object).reshape(x.shape + (most,))
+    return y, np.array([len(p) for p in parts], np.int64).reshape(x.shape)
+
+
+for name, x, delim, maxsplit in (("delimiter", strs("abc.com", "def.net.org", ""), ".", None),
+                                 ("consecutive_delimiters", strs(["o-n-n--x-", "o-n----nx"]), "-", None),
+                                 ("long_delimiter", strs("a<>b<><>c", "<>"), "<>", None),
+                                 ("whitespace_maxsplit", strs("hello world !", "  hello   world ! ", ""), None, 1),
+                                 ("whitespace", strs("\ta  b\n", "   ", "one"), "", None),
+                                 ("delimiter_maxsplit", strs("1,2,3,4", "5"), ",", 2)):
+    y, z = split_ref(x, delim, maxsplit)
+    attrs = {} if delim is None else dict(delimiter=delim)
+    if maxsplit is not None:
+        attrs["maxsplit"] = maxsplit
+    case(f"string_split_{name}", "StringSplit", [("x", x)], [("y", y), ("z", z)], 20, **attrs)
+
+for name, pat, x in (("basic", r"www\.[\w.-]+\.\bcom\b", strs("www.google.com", "www.facebook.com", "www.bbc.co.uk")),
+                     ("email_domain", r"(\W|^)[\w.\-]{0,25}@(yahoo|gmail)\.com(\W|$)",
+                      strs(["account@gmail.com", "account@hotmail.com"], ["not email", "account2@yahoo.com"])),
+                     ("partial_is_no_match", r"ab+", strs("ab", "abbb", "xab", "abx", "")),
+                     ("utf8", r"h.t.", strs("h\u00e9t\u00e9", "hete", "h\u00e9t"))):
+    want = np.array([re.fullmatch(pat, v) is not None for v in x.ravel()]).reshape(x.shape)
+    case(f"regex_full_match_{name}", "RegexFullMatch", [("x", x)], [("y", want)], 20, pattern=pat)
 print("ok")

@@ -19,6 +19,8 @@ static rlx_status h_binary(onnx_node *n)
 {
     if (n->n_in < 1)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs inputs");
+    if (onnx_value_is_string(n->in[0]) || (n->n_in > 1 && onnx_value_is_string(n->in[1])))
+        return onnx_string_equal(n); /* only Equal's row takes strings */
     rlx_node acc = onnx_in(n, 0);
     for (int i = 1; i < n->n_in; i++)
         acc = n->op->binary(n->c->g, acc, onnx_in(n, i));
@@ -363,7 +365,8 @@ const onnx_op onnx_elementwise_ops[] = {
     BINARY("Sub", rlx_sub, 2),
     BINARY("Mul", rlx_mul, 2),
     BINARY("Div", rlx_div, 2),
-    BINARY("Equal", rlx_equal, 2),
+    /* Equal takes strings too (opset 19): onnx_string_equal */
+    {"Equal", h_binary, 2, 0, 0, NULL, rlx_equal, false, true},
     BINARY("Less", rlx_less, 2),
     BINARY("Greater", rlx_greater, 2),
     BINARY("LessOrEqual", le, 2),

@@ -1,21 +1,17 @@
 /* onnx_string.c - tensors of strings.  RLX graphs compute on numbers
  * only, so a string tensor exists only as a host value known at import
  * (an initializer, a Constant, a graph input bound by value) and the ops
- * on strings run here while importing: StringNormalizer, Cast and
- * CastLike to and from strings, Identity.  A numeric result is an
- * ordinary constant; a string graph output becomes a U8 constant of its
- * bytes that sessions report as RLX_STRING (rlx_graph_string_output).
- * A string tensor's bytes are its elements in order, each ended by a NUL
- * (the encoding of RLX_STRING in rlx.h). */
-#define _GNU_SOURCE /* newlocale, towlower_l */
+ * on strings run while importing (Cast and CastLike here, the others in
+ * onnx_string_ops.c).  A numeric result is an ordinary constant; a string
+ * graph output becomes a U8 constant of its bytes that sessions report as
+ * RLX_STRING (rlx_graph_string_output).  A string tensor's bytes are its
+ * elements in order, each ended by a NUL (the encoding of RLX_STRING in
+ * rlx.h). */
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <wchar.h>
-#include <wctype.h>
 
 #include "io/onnx/onnx_ops.h"
 #include "io/onnx/onnx_string.h"
@@ -248,136 +244,3 @@ rlx_status onnx_string_cast(onnx_node *n, bool to_string, rlx_dtype to)
         return onnx_fail(n, RLX_ERR_UNSUPPORTED, "cast of bool to strings is not supported");
     return cast_to_string(n, x);
 }
-
-/* ------------------------------------------------------------ StringNormalizer */
-
-/* One case-mapped copy of UTF-8 s (dir: 1 upper, -1 lower, 0 none) in
- * locale loc; invalid UTF-8 is kept byte for byte. */
-static char *map_case(const char *s, int dir, locale_t loc)
-{
-    size_t l = strlen(s);
-    char *r = rlx_malloc(l * 2 + MB_LEN_MAX + 1); /* a mapped character may take more bytes */
-    if (!r)
-        return NULL;
-    size_t o = 0;
-    mbstate_t in, outst;
-    memset(&in, 0, sizeof in);
-    memset(&outst, 0, sizeof outst);
-    locale_t old = uselocale(loc);
-    for (size_t i = 0; i < l;) {
-        wchar_t w;
-        size_t k = mbrtowc(&w, s + i, l - i, &in);
-        if (k == (size_t)-1 || k == (size_t)-2 || k == 0) {
-            memset(&in, 0, sizeof in);
-            r[o++] = s[i++];
-            continue;
-        }
-        wint_t m = dir > 0 ? towupper_l((wint_t)w, loc) : dir < 0 ? towlower_l((wint_t)w, loc) : (wint_t)w;
-        char mb[MB_LEN_MAX];
-        size_t mk = wcrtomb(mb, (wchar_t)m, &outst);
-        if (mk == (size_t)-1 || o + mk > l * 2 + MB_LEN_MAX) { /* unmappable or no room: keep the original */
-            memcpy(r + o, s + i, k);
-            o += k;
-        } else {
-            memcpy(r + o, mb, mk);
-            o += mk;
-        }
-        i += k;
-    }
-    uselocale(old);
-    r[o] = 0;
-    return r;
-}
-
-/* The locale for case mapping: the `locale` attribute in UTF-8, else C.UTF-8. */
-static locale_t case_locale(const char *name)
-{
-    char full[160];
-    snprintf(full, sizeof full, "%s.UTF-8", name);
-    locale_t l = *name ? newlocale(LC_CTYPE_MASK, full, (locale_t)0) : (locale_t)0;
-    if (!l)
-        l = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-    return l;
-}
-
-static rlx_status h_string_normalizer(onnx_node *n)
-{
-    const onnx_tensor *x = n->in[0]->k;
-    if (!x)
-        return onnx_need_const(n, 0, "strings");
-    if (x->dtype != RLX_STRING)
-        return onnx_fail(n, RLX_ERR_DTYPE, "input 0 must be strings, not %s", rlx_dtype_name(x->dtype));
-    if (!(x->ndim == 1 || (x->ndim == 2 && x->dims[0] == 1)))
-        return onnx_fail(n, RLX_ERR_SHAPE, "input 0 must have shape [C] or [1, C] (rank %d given)", x->ndim);
-    char act[32];
-    onnx_attr_s(n, "case_change_action", "NONE", act, sizeof act);
-    int dir = !strcmp(act, "UPPER") ? 1 : !strcmp(act, "LOWER") ? -1 : 0;
-    /* "" as NONE: the suite's models write the default that way */
-    if (!dir && strcmp(act, "NONE") && *act)
-        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "case_change_action \"%s\" (LOWER, UPPER or NONE)", act);
-    int64_t sensitive = onnx_attr_i(n, "is_case_sensitive", 0);
-    if (sensitive != 0 && sensitive != 1)
-        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "is_case_sensitive must be 0 or 1, not %lld",
-                         (long long)sensitive);
-    char lname[128];
-    onnx_attr_s(n, "locale", "", lname, sizeof lname);
-    locale_t loc = case_locale(lname);
-    if (!loc)
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "no UTF-8 locale for case mapping (\"%s\" nor C.UTF-8)", lname);
-    const Onnx__AttributeProto *sw = onnx_attr(n, "stopwords");
-    size_t n_stop = sw ? sw->n_strings : 0;
-    const char **in = onnx_string_elems(x);
-    char **stop = rlx_calloc(n_stop + 1, sizeof *stop);
-    char **out = rlx_calloc((size_t)x->numel + 1, sizeof *out);
-    rlx_status st = in && stop && out ? RLX_OK : onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-    /* case-insensitive matching compares lower-cased copies */
-    for (size_t i = 0; i < n_stop && st == RLX_OK; i++) {
-        char *w = rlx_malloc(sw->strings[i].len + 1);
-        if (w) {
-            if (sw->strings[i].len)
-                memcpy(w, sw->strings[i].data, sw->strings[i].len);
-            w[sw->strings[i].len] = 0;
-            stop[i] = sensitive ? w : map_case(w, -1, loc);
-            if (!sensitive)
-                free(w);
-        }
-        if (!stop[i])
-            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    int64_t kept = 0;
-    for (int64_t i = 0; i < x->numel && st == RLX_OK; i++) {
-        char *key = sensitive ? NULL : map_case(in[i], -1, loc);
-        if (!sensitive && !key) {
-            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-            break;
-        }
-        bool drop = false;
-        for (size_t j = 0; j < n_stop && !drop; j++)
-            drop = !strcmp(sensitive ? in[i] : key, stop[j]);
-        free(key);
-        if (!drop && !(out[kept++] = map_case(in[i], dir, loc)))
-            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    if (st == RLX_OK) {
-        /* every string dropped: one empty string, as the spec's examples give */
-        if (!kept && !(out[kept++] = rlx_strdup("")))
-            st = onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-        int64_t dims[2] = {1, kept};
-        if (st == RLX_OK)
-            st = onnx_out_const(n, 0, onnx_string_pack(x->ndim, x->ndim == 1 ? dims + 1 : dims, out, kept));
-    }
-    for (size_t i = 0; i < n_stop && stop; i++)
-        free(stop[i]);
-    for (int64_t i = 0; i < x->numel + 1 && out; i++)
-        free(out[i]);
-    free(stop);
-    free(out);
-    free(in);
-    freelocale(loc);
-    return st;
-}
-
-const onnx_op onnx_string_ops[] = {
-    ONNX_OP_STR("StringNormalizer", h_string_normalizer, 1),
-    ONNX_OP_END,
-};

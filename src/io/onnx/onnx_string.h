@@ -23,6 +23,8 @@ rlx_status onnx_string_input(const char *name, int nd, const int64_t *dims, cons
 /* A graph output of strings: a U8 constant of its bytes, recorded as
  * strings of its shape (sessions report it as RLX_STRING). */
 rlx_status onnx_string_output(onnx_ctx *c, const char *name, const onnx_value *x);
+/* Equal where the inputs are strings (opset 19; onnx_string_ops.c). */
+rlx_status onnx_string_equal(onnx_node *n);
 /* Cast and CastLike where the input or the target is strings: input 0
  * must be known at import; to: the numeric target when not to_string. */
 rlx_status onnx_string_cast(onnx_node *n, bool to_string, rlx_dtype to);
