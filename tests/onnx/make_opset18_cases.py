@@ -416,12 +416,14 @@ def aa_resize(x, scales, sizes, mode, A=-0.75, excl=False, ctm="half_pixel"):
 
 
 x = f32(1, 2, 8, 10)
-# scales exact in binary, so that no output size hangs on a float32 rounding
+# scales exact in binary, so that no output size hangs on a float32 rounding;
+# align_corners with whole output sizes (its denominator is scale * size,
+# where ONNX Runtime takes the rounded size)
 for name, mode, scales, attrs in (("linear_down", "linear", [1, 1, 0.625, 0.5], {}),
                                   ("cubic_down", "cubic", [1, 1, 0.5, 0.375], {}),
                                   ("cubic_down_a05_exclude", "cubic", [1, 1, 0.75, 0.625],
                                    dict(cubic_coeff_a=-0.5, exclude_outside=1)),
-                                  ("linear_down_align_corners", "linear", [1, 1, 0.5, 0.75],
+                                  ("linear_down_align_corners", "linear", [1, 1, 0.5, 0.5],
                                    dict(coordinate_transformation_mode="align_corners")),
                                   ("linear_up_down", "linear", [1, 1, 1.5, 0.5], {})):
     sc = np.array(scales, np.float32)
