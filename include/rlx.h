@@ -628,7 +628,9 @@ RLX_API void rlx_onnx_tensors_free(rlx_onnx_tensor *tensors, int n);
  * values that op reads bound by value, and so on.  Each stage compiles
  * once per set of shapes (and of the bytes bound by value) and is cached in
  * the model; values cross between stages through host memory.  A model
- * without such ops is one stage.  Tensors only (no sequence inputs or
+ * without such ops is one stage.  Tensors of strings (RLX_STRING) are
+ * taken and returned as well; strings are always bound by value.
+ * Tensors only (no sequence inputs or
  * outputs). */
 RLX_API rlx_status rlx_model_run(rlx_model *m, int n_inputs, const char *const *names, const rlx_onnx_tensor *inputs,
                                  rlx_onnx_tensor **outputs, int *n_outputs);

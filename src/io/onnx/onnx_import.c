@@ -675,7 +675,12 @@ static rlx_status add_stage_inputs(onnx_ctx *c, const Onnx__GraphProto *gp, cons
         if (!in->name || in->ndim < 0 || in->ndim > RLX_MAX_DIMS || !onnx_dims_fit(in->ndim, in->dims, NULL))
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "staged input %d: bad name or shape", i);
         onnx_value v = {.node = -1};
-        if (in->value) {
+        if (in->dtype == RLX_STRING) { /* known when bound by value, else refused by the ops reading it */
+            rlx_onnx_binding b = {.value = in->value, .bytes = in->bytes};
+            rlx_status st = onnx_string_input(in->name, in->ndim, in->dims, &b, &v);
+            if (st != RLX_OK)
+                return st;
+        } else if (in->value) {
             v.k = onnx_tensor_new(in->dtype, in->ndim, in->dims);
             if (!v.k)
                 return rlx_set_error(rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "input '%s': %s", in->name,

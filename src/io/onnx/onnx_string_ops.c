@@ -155,7 +155,8 @@ static rlx_status string_pair(onnx_node *n, const onnx_tensor **a, const onnx_te
         if (!k)
             return onnx_need_const(n, i, "strings");
         if (k->dtype != RLX_STRING)
-            return onnx_fail(n, RLX_ERR_DTYPE, "input %d is %s where the other is strings", i, rlx_dtype_name(k->dtype));
+            return onnx_fail(n, RLX_ERR_DTYPE, "input %d is %s where the other is strings", i,
+                             rlx_dtype_name(k->dtype));
     }
     *a = n->in[0]->k;
     *b = n->in[1]->k;
@@ -201,7 +202,8 @@ static rlx_status string_pairwise(onnx_node *n, bool concat)
     const char **ea = onnx_string_elems(a), **eb = onnx_string_elems(b);
     char **cat = concat ? rlx_calloc((size_t)numel + 1, sizeof *cat) : NULL;
     onnx_tensor *eq = concat ? NULL : onnx_tensor_new(RLX_BOOL, nd, dims);
-    st = ea && eb && (concat ? cat != NULL : eq != NULL) ? RLX_OK : onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
+    st =
+        ea && eb && (concat ? cat != NULL : eq != NULL) ? RLX_OK : onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t o = 0; o < numel && st == RLX_OK; o++) {
         const char *x = ea[pair_index(a, nd, dims, o)], *y = eb[pair_index(b, nd, dims, o)];
         if (!concat) {
@@ -362,8 +364,9 @@ static rlx_status h_regex_full_match(onnx_node *n)
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "pattern \"%.*s\": %s at offset %zu", (int)(pa->s.len < 200 ? pa->s.len : 200),
-                         (const char *)pa->s.data, (const char *)msg, (size_t)at);
+        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "pattern \"%.*s\": %s at offset %zu",
+                         (int)(pa->s.len < 200 ? pa->s.len : 200), (const char *)pa->s.data, (const char *)msg,
+                         (size_t)at);
     }
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     const char **e = md ? onnx_string_elems(x) : NULL;
