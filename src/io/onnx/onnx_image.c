@@ -22,7 +22,7 @@ static double cubic_w(double A, double x)
 }
 
 /* The input coordinate of output index o along an axis (false: an unknown
- * coordinate_transformation_mode). */
+ * coordinate_transformation_mode, whatever the other arguments). */
 static bool resize_coord(const char *ctm, int64_t o, int64_t in, int64_t out, double out_f, double scale, double roi_s,
                          double roi_e, double *x)
 {
@@ -68,18 +68,25 @@ static rlx_status resize_axis(onnx_node *n, rlx_node *x, int axis, int64_t in, i
     onnx_tensor *idx[4] = {0}, *w[4] = {0};
     onnx_tensor *valid = NULL;
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    bool ok = true;
     for (int t = 0; t < taps; t++) {
         idx[t] = onnx_tensor_derived(RLX_I64, 1, &out);
         w[t] = onnx_tensor_derived(RLX_F32, 1, &out);
-        if (!idx[t] || !w[t])
-            return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        ok &= idx[t] && w[t];
     }
     if (crop)
-        valid = onnx_tensor_derived(RLX_F32, 1, &out);
+        ok &= (valid = onnx_tensor_derived(RLX_F32, 1, &out)) != NULL;
+    if (!ok) {
+        for (int t = 0; t < taps; t++) {
+            onnx_tensor_free(idx[t]);
+            onnx_tensor_free(w[t]);
+        }
+        onnx_tensor_free(valid);
+        return onnx_fail(n, rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "resize tables: %s", rlx_last_error());
+    }
     for (int64_t o = 0; o < out; o++) {
         double xo;
-        if (!resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo))
-            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
+        resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo); /* ctm checked by h_resize */
         if (crop)
             ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
         if (taps == 1) {
@@ -180,12 +187,7 @@ static rlx_status resize_axis_antialias(onnx_node *n, rlx_node *x, int axis, int
     float *wm = W->data;
     for (int64_t o = 0; o < out; o++) {
         double xo;
-        if (!resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo)) {
-            free(ws);
-            onnx_tensor_free(W);
-            onnx_tensor_free(valid);
-            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
-        }
+        resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo); /* ctm checked by h_resize */
         if (crop)
             ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
         /* ratio in (0, 1]: on an integer coordinate the tap left of it leads */
@@ -254,6 +256,9 @@ static rlx_status h_resize(onnx_node *n)
         mode = "linear";
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return onnx_fail(n, RLX_ERR_UNSUPPORTED, "mode '%s'", mode);
+    double x0;
+    if (!resize_coord(ctm, 0, 1, 1, 1, 1, 0, 1, &x0))
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
     int64_t antialias = n->opset >= 18 ? onnx_attr_i(n, "antialias", 0) : 0;
     if (antialias != 0 && antialias != 1)
         return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "antialias must be 0 or 1, not %lld", (long long)antialias);
