@@ -623,10 +623,10 @@ static rlx_status h_affine_grid(onnx_node *n)
     for (int i = 0; i < nd; i++) {
         if (sz[2 + i] < 1)
             return onnx_fail(n, RLX_ERR_SHAPE, "size %d is %lld", 2 + i, (long long)sz[2 + i]);
+        if (sz[2 + i] > ONNX_FOLD_MAX_NUMEL / P) /* checked before the product, which could overflow */
+            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of more than %lld points", (long long)ONNX_FOLD_MAX_NUMEL);
         P *= sz[2 + i];
     }
-    if (P > ONNX_FOLD_MAX_NUMEL)
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of %lld points", (long long)P);
     int64_t bd[2] = {P, nd + 1};
     onnx_tensor *k = onnx_tensor_new(onnx_in_dtype(n, 0), 2, bd);
     if (!k)
