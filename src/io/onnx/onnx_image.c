@@ -330,8 +330,11 @@ static rlx_status h_resize(onnx_node *n)
             for (int i = 1; i < nax; i++)
                 sc = larger ? fmax(sc, scales[axmap[i]]) : fmin(sc, scales[axmap[i]]);
             for (int i = 0; i < nax; i++) {
+                double sz = floor(sc * (double)xd[axmap[i]] + 0.5);
+                if (!(sz >= 0 && sz <= (double)(INT64_C(1) << 24))) /* the cast of a larger one is undefined */
+                    return onnx_fail(n, RLX_ERR_SHAPE, "output size %g out of range", sz);
                 scales[axmap[i]] = sc;
-                sizes[axmap[i]] = (int64_t)floor(sc * (double)xd[axmap[i]] + 0.5);
+                sizes[axmap[i]] = (int64_t)sz;
             }
         }
     } else if (si >= 0 && si < n->n_in && n->in[si]) {
