@@ -335,6 +335,49 @@ static void test_random_shapes(void **state)
     rlx_graph_free(g);
 }
 
+/* rlx_fill_normal, which seeds every built-in model's weights, split over
+ * threads: the same values, bit for bit, as one pass over one splitmix64
+ * stream (Box-Muller on consecutive outputs), for an odd length past the
+ * size where it goes parallel; and moments of a standard normal. */
+static void test_fill_normal_is_one_stream(void **state)
+{
+    (void)state;
+    const int64_t n = 300001;
+    const uint64_t seed = 0x1234abcdULL;
+    float *got = malloc(sizeof *got * (size_t)n), *want = malloc(sizeof *want * (size_t)n);
+    assert_non_null(got);
+    assert_non_null(want);
+    rlx_fill_normal(got, n, 1.0, seed);
+    uint64_t st = seed;
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t r[2];
+        for (int k = 0; k < 2; k++) {
+            uint64_t z = (st += 0x9e3779b97f4a7c15ULL);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            r[k] = z ^ (z >> 31);
+        }
+        double u1 = ((double)(r[0] >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = ((double)(r[1] >> 11) + 0.5) / 9007199254740992.0;
+        double rad = sqrt(-2.0 * log(u1));
+        want[i] = (float)(rad * cos(6.283185307179586 * u2));
+        if (i + 1 < n)
+            want[i + 1] = (float)(rad * sin(6.283185307179586 * u2));
+    }
+    assert_memory_equal(got, want, sizeof *got * (size_t)n);
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < n; i++)
+        m += got[i];
+    m /= (double)n;
+    for (int64_t i = 0; i < n; i++)
+        v += (got[i] - m) * (got[i] - m);
+    v /= (double)n;
+    assert_true(fabs(m) < 5.0 / sqrt((double)n)); /* 5 standard errors */
+    assert_true(fabs(v - 1.0) < 5.0 * sqrt(2.0 / (double)n));
+    free(got);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +388,7 @@ int main(void)
         cmocka_unit_test_setup(test_random_determinism, rt_setup),
         cmocka_unit_test_setup(test_dropout_determinism, rt_setup),
         cmocka_unit_test_setup(test_random_shapes, rt_setup),
+        cmocka_unit_test(test_fill_normal_is_one_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

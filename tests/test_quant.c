@@ -626,6 +626,39 @@ static void test_dot_avx2(void **state)
     check_dots(RLX_QUANT_AVX2);
 }
 
+/* rlx_quant_vec_dot_rows against rlx_quant_vec_dot row by row, to the
+ * bit: weight rows at a stride that is not the row's, misaligned; a length
+ * that is not whole blocks is an error that leaves y alone. */
+static void test_dot_rows(void **state)
+{
+    (void)state;
+    qt_seed(9);
+    for (int i = 0; i < QT_NTYPES; i++) {
+        int t = qt_types[i];
+        enum { R = 5 };
+        int64_t nb = 3, n = nb * belems(t);
+        size_t ws = (size_t)nb * bbytes(t) + 7;
+        uint8_t *wbuf = malloc(ws * R + 1), *abuf = malloc(rlx_quant_act_bytes(t, n) + 1);
+        uint8_t *w = wbuf + 1, *a = abuf + 1;
+        float *x = malloc(n * sizeof *x), y[R];
+        for (int r = 0; r < R; r++)
+            make_weights(t, w + r * ws, nb, r & 1);
+        fill_normal(x, n, 2.0);
+        assert_int_equal(rlx_quantize_act(t, x, a, n), RLX_OK);
+        assert_int_equal(rlx_quant_vec_dot_rows(t, n, w, ws, R, a, y), RLX_OK);
+        for (int r = 0; r < R; r++) {
+            float want = rlx_quant_vec_dot(t, n, w + r * ws, a);
+            assert_memory_equal(&y[r], &want, sizeof want);
+        }
+        y[0] = 42.0f;
+        assert_int_not_equal(rlx_quant_vec_dot_rows(t, n + 16, w, ws, R, a, y), RLX_OK);
+        assert_true(y[0] == 42.0f);
+        free(x);
+        free(wbuf);
+        free(abuf);
+    }
+}
+
 /* rlx_quant_tile against rlx_quant_vec_dot, to the bit: a tile of weight
  * rows (quantized data or random bytes) and of activation rows, misaligned
  * and at a stride that is not the row's, block counts odd and even. */
@@ -676,23 +709,21 @@ static void test_tile(void **state)
     }
 }
 
-/* Activations: levels within [-127, 127] (the kernels' precondition);
- * Q8_K the reference quantizer with its block sums consistent, Q8_0
- * rounded as llama.cpp's CPU backend rounds them. */
+/* Activations: levels within [-127, 127] (the kernels' precondition),
+ * rounded as llama.cpp's CPU backend rounds them: Q8_0 with the step
+ * max|x| / 127, Q8_K with the scale -127 / (the signed element of largest
+ * magnitude) and its reciprocal stored, block sums consistent. */
 static void test_quantize_act(void **state)
 {
     (void)state;
     qt_seed(6);
     float x[1024];
-    uint8_t a[4 * 292], r[4 * 292];
+    uint8_t a[4 * 292];
     for (int i = 0; i < QT_NTYPES; i++) {
         int t = qt_types[i], at = rlx_quant_act_type(t);
         fill_normal(x, 1024, 5.0);
         x[17] = -1e3f; /* a block whose largest element is negative */
         assert_int_equal(rlx_quantize_act(t, x, a, 1024), RLX_OK);
-        assert_int_equal(rlx_quantize_row(at, x, r, 1024), RLX_OK);
-        if (at == RLX_GGML_Q8_K) /* Q8_K: the reference quantizer */
-            assert_memory_equal(a, r, rlx_quant_act_bytes(t, 1024));
         for (int64_t b = 0; b < 1024 / belems(at); b++) {
             const uint8_t *p = a + b * bbytes(at);
             const int8_t *q = (const int8_t *)(p + (at == RLX_GGML_Q8_K ? 4 : 2));
@@ -712,6 +743,18 @@ static void test_quantize_act(void **state)
                 memcpy(&d, p, 2);
                 assert_int_equal(d, rlx_f32_to_f16((float)amax / 127.0f));
             }
+            if (at == RLX_GGML_Q8_K) {
+                const float *xb = x + b * belems(at);
+                float mx = 0;
+                for (int j = 0; j < belems(at); j++)
+                    if (fabsf(xb[j]) > fabsf(mx))
+                        mx = xb[j];
+                float iscale = -127.0f / mx, d;
+                for (int j = 0; j < belems(at); j++)
+                    assert_int_equal(q[j], (int)nearbyintf(iscale * xb[j]));
+                memcpy(&d, p, 4);
+                assert_true(d == 1.0f / iscale);
+            }
             if (at == RLX_GGML_Q8_K)
                 for (int g = 0; g < 16; g++) {
                     int16_t bs;
@@ -722,6 +765,20 @@ static void test_quantize_act(void **state)
                     assert_int_equal(bs, s);
                 }
         }
+    }
+    /* a non-finite activation: its block is zeros with scale 0, the others
+     * as before */
+    const float bad[] = {INFINITY, -INFINITY, NAN};
+    for (int k = 0; k < 3; k++) {
+        fill_normal(x, 512, 1.0);
+        x[300] = bad[k];
+        assert_int_equal(rlx_quantize_act(RLX_GGML_Q4_K, x, a, 512), RLX_OK);
+        float d0, d1;
+        memcpy(&d0, a, 4);
+        memcpy(&d1, a + 292, 4);
+        assert_true(d0 != 0 && d1 == 0);
+        for (int j = 0; j < 256 + 32; j++)
+            assert_int_equal(a[292 + 4 + j], 0);
     }
 }
 
@@ -735,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_quantize_round_trip),
         cmocka_unit_test(test_quantize_shapes),
         cmocka_unit_test(test_quantize_nonfinite),
+        cmocka_unit_test(test_dot_rows),
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_dot_scalar),
         cmocka_unit_test(test_dot_avx2),

@@ -1245,19 +1245,30 @@ static rlx_status model_session_for(ModelObject *self, const prepared *p, rlx_se
     return st;
 }
 
+/* The feeds as prepared inputs of this model (0), or an exception set (-1):
+ * what run, run_staged and session_info share. */
+static int model_prepare(ModelObject *self, PyObject *feeds, prepared *p)
+{
+    if (!self->m) {
+        PyErr_Format(PyExc_RuntimeError, "model not loaded");
+        return -1;
+    }
+    if (self->n_in > 64) {
+        PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
+        return -1;
+    }
+    return prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
+                          self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p);
+}
+
 static PyObject *model_run(ModelObject *self, PyObject *args)
 {
     PyObject *feeds, *names = Py_None;
     int on_device = 0;
     if (!PyArg_ParseTuple(args, "O|Op", &feeds, &names, &on_device))
         return NULL;
-    if (!self->m)
-        return PyErr_Format(PyExc_RuntimeError, "model not loaded");
-    if (self->n_in > 64)
-        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
     prepared p[64];
-    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
-                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (model_prepare(self, feeds, p) != 0)
         return NULL;
     for (int i = 0; i < self->n_in; i++) {
         if (p_ndim(&p[i]) > RLX_MAX_DIMS) {
@@ -1296,13 +1307,8 @@ static PyObject *model_run_staged(ModelObject *self, PyObject *args)
     PyObject *feeds;
     if (!PyArg_ParseTuple(args, "O", &feeds))
         return NULL;
-    if (!self->m)
-        return PyErr_Format(PyExc_RuntimeError, "model not loaded");
-    if (self->n_in > 64)
-        return PyErr_Format(err_class[RLX_ERR_UNSUPPORTED], "models of more than 64 inputs are not supported here");
     prepared p[64];
-    if (prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
-                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
+    if (model_prepare(self, feeds, p) != 0)
         return NULL;
     rlx_onnx_tensor xs[64];
     const char *xn[64];
@@ -1352,10 +1358,8 @@ static PyObject *model_compiled_info(ModelObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O", &feeds))
         return NULL;
     prepared p[64];
-    if (self->n_in > 64 ||
-        prepare_inputs(self->device, self->device_index, feeds, self->n_in, (const char *const *)self->in_names,
-                       self->in_dtypes, self->in_ndims, (const int64_t(*)[RLX_MAX_DIMS])self->in_dims, p) != 0)
-        return self->n_in > 64 ? PyErr_Format(PyExc_ValueError, "too many inputs") : NULL;
+    if (model_prepare(self, feeds, p) != 0)
+        return NULL;
     rlx_status st;
     rlx_session *s = NULL;
     Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);

@@ -112,9 +112,35 @@ static int cmp_binding(const void *a, const void *b)
     return strcmp(((const rlx_onnx_binding *)a)->name, ((const rlx_onnx_binding *)b)->name);
 }
 
-/* "name:ndim:d0,d1,...[:v<hex bytes>];" for each binding, sorted by name: a
- * value bound by value is part of the key byte for byte, so another value
- * is another session (never a hash that two values could share). */
+size_t model_key_entry_cap(const char *name, size_t value_bytes)
+{
+    return strlen(name) + 32 + 21 * RLX_MAX_DIMS + 4 + 2 * value_bytes;
+}
+
+size_t model_key_append(char *key, size_t len, size_t cap, const char *name, int tag, int ndim, const int64_t *dims,
+                        const void *value, size_t value_bytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    len += (size_t)snprintf(key + len, cap - len, "%s:%d:", name, tag);
+    /* ndim < 0: a dim binding, its value in dims[0] */
+    int nd = ndim < 0 ? 1 : (ndim > RLX_MAX_DIMS ? RLX_MAX_DIMS : ndim);
+    for (int d = 0; d < nd; d++)
+        len += (size_t)snprintf(key + len, cap - len, "%lld,", (long long)dims[d]);
+    if (value) {
+        key[len++] = ':';
+        key[len++] = 'v';
+        for (size_t k = 0; k < value_bytes; k++) {
+            unsigned char c = ((const unsigned char *)value)[k];
+            key[len++] = hex[c >> 4];
+            key[len++] = hex[c & 15];
+        }
+    }
+    key[len++] = ';';
+    key[len] = '\0';
+    return len;
+}
+
+/* One entry per binding (the tag is its rank), sorted by name. */
 static char *binding_key(const rlx_onnx_binding *b, int n)
 {
     rlx_onnx_binding *sorted = rlx_calloc((size_t)n + 1, sizeof *sorted);
@@ -124,25 +150,11 @@ static char *binding_key(const rlx_onnx_binding *b, int n)
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_binding);
     size_t cap = 64, len = 0;
     for (int i = 0; i < n; i++)
-        cap += strlen(sorted[i].name) + 32 + 21 * RLX_MAX_DIMS + 4 + (sorted[i].value ? 2 * sorted[i].bytes : 0);
+        cap += model_key_entry_cap(sorted[i].name, sorted[i].value ? sorted[i].bytes : 0);
     char *key = rlx_calloc(cap, 1);
     for (int i = 0; key && i < n; i++) {
         const rlx_onnx_binding *x = &sorted[i];
-        len += (size_t)snprintf(key + len, cap - len, "%s:%d:", x->name, x->ndim);
-        int nd = x->ndim < 0 ? 1 : (x->ndim > RLX_MAX_DIMS ? RLX_MAX_DIMS : x->ndim);
-        for (int d = 0; d < nd; d++)
-            len += (size_t)snprintf(key + len, cap - len, "%lld,", (long long)x->dims[d]);
-        if (x->value) {
-            static const char hex[] = "0123456789abcdef";
-            key[len++] = ':';
-            key[len++] = 'v';
-            for (size_t k = 0; k < x->bytes; k++) {
-                unsigned char c = ((const unsigned char *)x->value)[k];
-                key[len++] = hex[c >> 4];
-                key[len++] = hex[c & 15];
-            }
-        }
-        len += (size_t)snprintf(key + len, cap - len, ";");
+        len = model_key_append(key, len, cap, x->name, x->ndim, x->ndim, x->dims, x->value, x->value ? x->bytes : 0);
     }
     free(sorted);
     return key;

@@ -39,4 +39,14 @@ struct rlx_model {
 
 void rlx_model_free_stages(rlx_model *m);
 
+/* Cache keys of sessions (model.c) and windows (model_run.c) are built from
+ * one entry per value: "name:tag:d0,d1,...[:v<hex of the bytes>];".  Bytes
+ * bound by value are part of the key byte for byte, so another value is
+ * another key (never a hash two values could share).  key_entry_cap is the
+ * room one entry needs; key_append writes it at key + len and returns the
+ * new length. */
+size_t model_key_entry_cap(const char *name, size_t value_bytes);
+size_t model_key_append(char *key, size_t len, size_t cap, const char *name, int tag, int ndim, const int64_t *dims,
+                        const void *value, size_t value_bytes);
+
 #endif

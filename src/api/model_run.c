@@ -130,8 +130,8 @@ static int cmp_by_name(const void *a, const void *b)
     return strcmp((*(const run_value *const *)a)->name, (*(const run_value *const *)b)->name);
 }
 
-/* "first|name:dtype:d0,d1,...[:v<hex>];..." over the values sorted by name:
- * bytes bound by value are part of the key, byte for byte. */
+/* "first|" and one entry per value (model_key_append; the tag is its
+ * dtype), sorted by name. */
 static char *stage_key(const rlx_model *m, int first, const run_values *in)
 {
     const run_value **sorted = rlx_calloc((size_t)in->n + 1, sizeof *sorted);
@@ -140,27 +140,16 @@ static char *stage_key(const rlx_model *m, int first, const run_values *in)
     size_t cap = 32;
     for (int i = 0; i < in->n; i++) {
         sorted[i] = &in->v[i];
-        cap += strlen(in->v[i].name) + 32 + 21 * RLX_MAX_DIMS +
-               (is_by_value(m, first, &in->v[i]) ? 2 * in->v[i].t.bytes : 0);
+        cap += model_key_entry_cap(in->v[i].name, is_by_value(m, first, &in->v[i]) ? in->v[i].t.bytes : 0);
     }
     qsort(sorted, (size_t)in->n, sizeof *sorted, cmp_by_name);
     char *key = rlx_calloc(cap, 1);
     size_t len = key ? (size_t)snprintf(key, cap, "%d|", first) : 0;
     for (int i = 0; key && i < in->n; i++) {
         const run_value *v = sorted[i];
-        len += (size_t)snprintf(key + len, cap - len, "%s:%d:", v->name, (int)v->t.dtype);
-        for (int d = 0; d < v->t.ndim; d++)
-            len += (size_t)snprintf(key + len, cap - len, "%lld,", (long long)v->t.dims[d]);
-        if (is_by_value(m, first, v)) {
-            static const char hex[] = "0123456789abcdef";
-            key[len++] = ':';
-            for (size_t k = 0; k < v->t.bytes; k++) {
-                unsigned char c = ((const unsigned char *)v->t.data)[k];
-                key[len++] = hex[c >> 4];
-                key[len++] = hex[c & 15];
-            }
-        }
-        key[len++] = ';';
+        bool by_value = is_by_value(m, first, v);
+        len = model_key_append(key, len, cap, v->name, (int)v->t.dtype, v->t.ndim, v->t.dims,
+                               by_value ? v->t.data : NULL, by_value ? v->t.bytes : 0);
     }
     free(sorted);
     return key;

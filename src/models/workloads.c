@@ -103,24 +103,30 @@ rlx_graph *rlx_workload_encoder(const rlx_encoder_config *c)
     return g;
 }
 
-static uint64_t splitmix(uint64_t *s)
+/* splitmix64's k-th output (k from 0) from `seed`: its state only ever
+ * adds the same constant, so any element can be drawn on its own. */
+static uint64_t splitmix_at(uint64_t seed, uint64_t k)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    uint64_t z = seed + (k + 1) * 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
 
+/* Box-Muller over consecutive splitmix64 outputs: pair p draws outputs 2p
+ * and 2p + 1.  Pairs are independent, so large fills (a 0.6B-parameter
+ * default model) are split across threads with the same values. */
 void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed)
 {
-    uint64_t s = seed;
-    for (int64_t i = 0; i < n; i += 2) {
-        double u1 = ((double)(splitmix(&s) >> 11) + 0.5) / 9007199254740992.0;
-        double u2 = ((double)(splitmix(&s) >> 11) + 0.5) / 9007199254740992.0;
+    int64_t pairs = (n + 1) / 2;
+#pragma omp parallel for schedule(static) if (pairs > (1 << 16))
+    for (int64_t p = 0; p < pairs; p++) {
+        double u1 = ((double)(splitmix_at(seed, 2 * (uint64_t)p) >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = ((double)(splitmix_at(seed, 2 * (uint64_t)p + 1) >> 11) + 0.5) / 9007199254740992.0;
         double r = sqrt(-2.0 * log(u1));
-        dst[i] = (float)(std * r * cos(6.283185307179586 * u2));
-        if (i + 1 < n)
-            dst[i + 1] = (float)(std * r * sin(6.283185307179586 * u2));
+        dst[2 * p] = (float)(std * r * cos(6.283185307179586 * u2));
+        if (2 * p + 1 < n)
+            dst[2 * p + 1] = (float)(std * r * sin(6.283185307179586 * u2));
     }
 }
 

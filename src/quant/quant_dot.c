@@ -128,16 +128,53 @@ static rlx_status act_q8_0(const float *x, uint8_t *b, int64_t n)
     return RLX_OK;
 }
 
+/* Activations to Q8_K as llama.cpp's CPU backend makes them (its
+ * quantize_row_q8_K: the scale -127 / (the element of largest magnitude,
+ * with its sign), levels rounded to nearest even in f32, the stored scale
+ * its reciprocal), in f32 as the kernels read them; the reference
+ * quantizer's double arithmetic costs a decode step several percent.  A
+ * block with a non-finite element is all zeros (scale 0). */
+static rlx_status act_q8_k(const float *x, uint8_t *b, int64_t n)
+{
+    if (n < 0 || n % RLX_QK)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_quantize_act: Q8_K rows hold whole blocks of %d, not %lld",
+                             RLX_QK, (long long)n);
+    for (int64_t s = 0; s < n; s += RLX_QK, b += RLX_Q8_K_BYTES) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < RLX_QK; j++) {
+            float a = fabsf(x[s + j]);
+            if (a > amax || a != a) { /* a NaN is kept, and ends the block */
+                amax = a;
+                max = x[s + j];
+            }
+        }
+        int8_t *q = (int8_t *)(b + RLX_Q8_K_QS);
+        int16_t bsums[16] = {0};
+        float d = 0;
+        if (amax != 0 && isfinite(amax)) {
+            const float iscale = -127.0f / max;
+            for (int j = 0; j < RLX_QK; j++) {
+                float v = nearbyintf(iscale * x[s + j]);
+                q[j] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+                bsums[j / 16] = (int16_t)(bsums[j / 16] + q[j]);
+            }
+            d = 1.0f / iscale;
+        } else {
+            memset(q, 0, RLX_QK);
+        }
+        memcpy(b, &d, 4);
+        memcpy(b + RLX_Q8_K_BSUMS, bsums, sizeof bsums);
+    }
+    return RLX_OK;
+}
+
 rlx_status rlx_quantize_act(int weight_type, const float *x, void *act_q8, int64_t n)
 {
     int at = rlx_quant_act_type(weight_type);
     if (at < 0)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "rlx_quantize_act: ggml type %d has no quantized dot product",
                              weight_type);
-    if (at == RLX_GGML_Q8_0)
-        return act_q8_0(x, act_q8, n);
-    /* the reference quantizer keeps levels in [-127, 127] */
-    return rlx_quantize_row(at, x, act_q8, n);
+    return at == RLX_GGML_Q8_0 ? act_q8_0(x, act_q8, n) : act_q8_k(x, act_q8, n);
 }
 
 /* -------------------------------------------------------------- scalar */
@@ -302,23 +339,51 @@ static float dot_scalar(int t, int64_t nb, const uint8_t *w, const uint8_t *a)
 
 /* ---------------------------------------------------------------- entry */
 
-float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int t, int64_t n, const void *w_row, const void *act_q8)
+/* The block count of n elements of t, or -1 with the error set. */
+static int64_t dot_blocks(int t, int64_t n)
 {
     int64_t be = rlx_quant_block_elems(t);
     if (be == 0 || n < 0 || n % be != 0) {
         rlx_set_error(be == 0 ? RLX_ERR_UNSUPPORTED : RLX_ERR_INVALID_ARGUMENT,
                       "rlx_quant_vec_dot: %lld elements of ggml type %d (%s), not a multiple of its block",
                       (long long)n, t, rlx_ggml_type_name(t) ? rlx_ggml_type_name(t) : "unknown");
-        return NAN;
+        return -1;
     }
+    return n / be;
+}
+
+static void dot_rows_isa(rlx_quant_isa isa, int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows,
+                         const uint8_t *a, float *y)
+{
 #ifdef RLX_QUANT_HAVE_AVX2
-    float r;
-    if (isa == RLX_QUANT_AVX2 && rlx_quant_dot_avx2(t, n / be, w_row, act_q8, &r))
-        return r;
+    if (isa == RLX_QUANT_AVX2 && rlx_quant_dot_rows_avx2(t, nb, w, ws, rows, a, y))
+        return;
 #else
     (void)isa;
 #endif
-    return dot_scalar(t, n / be, w_row, act_q8);
+    for (int64_t j = 0; j < rows; j++)
+        y[j] = dot_scalar(t, nb, w + (size_t)j * ws, a);
+}
+
+float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int t, int64_t n, const void *w_row, const void *act_q8)
+{
+    int64_t nb = dot_blocks(t, n);
+    if (nb < 0)
+        return NAN;
+    float r;
+    dot_rows_isa(isa, t, nb, w_row, 0, 1, act_q8, &r);
+    return r;
+}
+
+rlx_status rlx_quant_vec_dot_rows(int t, int64_t n, const void *w, size_t w_stride, int64_t rows, const void *act_q8,
+                                  float *y)
+{
+    int64_t nb = dot_blocks(t, n);
+    if (nb < 0)
+        return rlx_last_status_or(RLX_ERR_INVALID_ARGUMENT);
+    if (rows > 0)
+        dot_rows_isa(rlx_quant_isa_best(), t, nb, w, w_stride, rows, act_q8, y);
+    return RLX_OK;
 }
 
 float rlx_quant_vec_dot(int t, int64_t n, const void *w_row, const void *act_q8)

@@ -43,6 +43,13 @@ rlx_status rlx_quantize_act(int weight_type, const float *x, void *act_q8, int64
 float rlx_quant_vec_dot(int weight_type, int64_t n, const void *w_row, const void *act_q8);
 /* The same with the kernels of isa (which must be available). */
 float rlx_quant_vec_dot_isa(rlx_quant_isa isa, int weight_type, int64_t n, const void *w_row, const void *act_q8);
+/* y[j] = rlx_quant_vec_dot of weight row j (at w + j * w_stride) and act_q8,
+ * for j < rows, to the bit: the arguments are checked and the kernel chosen
+ * once for all rows (a decode step's rows are a few blocks each, where a
+ * call per row costs as much as its dot).  The error cases set an error
+ * and return it, leaving y alone. */
+rlx_status rlx_quant_vec_dot_rows(int weight_type, int64_t n, const void *w, size_t w_stride, int64_t rows,
+                                  const void *act_q8, float *y);
 
 /* Tiles of a many-rows product (a prompt): RLX_QUANT_TILE activation rows
  * times RLX_QUANT_TILE weight rows, each weight block unpacked once for

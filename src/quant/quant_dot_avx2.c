@@ -193,20 +193,32 @@ AVX2 static float dot_q8_k(int64_t nb, const uint8_t *w, const uint8_t *a)
     return hsum_ps(acc);
 }
 
-bool rlx_quant_dot_avx2(int t, int64_t nb, const uint8_t *w, const uint8_t *a, float *out)
+/* The type's switch outside the loop over rows, so each kernel inlines
+ * into a loop of its own. */
+#define DOT_ROWS(CALL)                          \
+    for (int64_t j = 0; j < rows; j++, w += ws) \
+        out[j] = CALL;                          \
+    return true
+
+bool rlx_quant_dot_rows_avx2(int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out)
 {
     switch (t) {
-    case RLX_GGML_Q8_0: *out = dot_q8_0(nb, w, a); return true;
-    case RLX_GGML_Q4_0: *out = dot_sym(nb, w, a, RLX_Q4_0_BYTES, 0); return true;
-    case RLX_GGML_Q5_0: *out = dot_sym(nb, w, a, RLX_Q5_0_BYTES, 2); return true;
-    case RLX_GGML_Q4_1: *out = dot_min(nb, w, a, RLX_Q4_1_BYTES, 0); return true;
-    case RLX_GGML_Q5_1: *out = dot_min(nb, w, a, RLX_Q5_1_BYTES, 4); return true;
-    case RLX_GGML_Q4_K: *out = dot_q45_k(nb, w, a, false); return true;
-    case RLX_GGML_Q5_K: *out = dot_q45_k(nb, w, a, true); return true;
-    case RLX_GGML_Q6_K: *out = dot_q6_k(nb, w, a); return true;
-    case RLX_GGML_Q8_K: *out = dot_q8_k(nb, w, a); return true;
+    case RLX_GGML_Q8_0: DOT_ROWS(dot_q8_0(nb, w, a));
+    case RLX_GGML_Q4_0: DOT_ROWS(dot_sym(nb, w, a, RLX_Q4_0_BYTES, 0));
+    case RLX_GGML_Q5_0: DOT_ROWS(dot_sym(nb, w, a, RLX_Q5_0_BYTES, 2));
+    case RLX_GGML_Q4_1: DOT_ROWS(dot_min(nb, w, a, RLX_Q4_1_BYTES, 0));
+    case RLX_GGML_Q5_1: DOT_ROWS(dot_min(nb, w, a, RLX_Q5_1_BYTES, 4));
+    case RLX_GGML_Q4_K: DOT_ROWS(dot_q45_k(nb, w, a, false));
+    case RLX_GGML_Q5_K: DOT_ROWS(dot_q45_k(nb, w, a, true));
+    case RLX_GGML_Q6_K: DOT_ROWS(dot_q6_k(nb, w, a));
+    case RLX_GGML_Q8_K: DOT_ROWS(dot_q8_k(nb, w, a));
     default: return false;
     }
+}
+
+bool rlx_quant_dot_avx2(int t, int64_t nb, const uint8_t *w, const uint8_t *a, float *out)
+{
+    return rlx_quant_dot_rows_avx2(t, nb, w, 0, 1, a, out);
 }
 
 #else

@@ -13,6 +13,9 @@
 /* The AVX2 kernels (quant_dot_avx2.c); call only where the processor has
  * AVX2, FMA and F16C.  false for a type without an AVX2 kernel. */
 bool rlx_quant_dot_avx2(int weight_type, int64_t nb, const uint8_t *w, const uint8_t *a, float *out);
+/* out[j] for weight rows j < rows at w + j * w_stride, the same kernel. */
+bool rlx_quant_dot_rows_avx2(int weight_type, int64_t nb, const uint8_t *w, size_t w_stride, int64_t rows,
+                             const uint8_t *a, float *out);
 /* The AVX-512 VNNI tiles (quant_tile_avx512.c; rlx_quant_tile's contract,
  * nb blocks); call only where the processor has AVX-512 F, BW, VL, DQ and
  * VNNI besides the above.  false for a type without a tiled kernel. */

@@ -3,7 +3,8 @@
 # library instrumented for coverage) and runs it for SECONDS seconds from a
 # seed corpus of the ONNX test suite's model.onnx files (and the Llama- and
 # GPT-2-style attention layers from tests/onnx/make_models.py, and the
-# cases of tests/onnx/sequence and tests/onnx/opset18).
+# cases of tests/onnx/sequence and tests/onnx/opset18, and skeletons of the
+# real npm models when their cache is there).
 # Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
 set -e
 SECS=${1:-60}
@@ -44,6 +45,21 @@ for m in "$SRC"/tests/onnx/sequence/*/model.onnx "$SRC"/tests/onnx/opset18/*/mod
   c=$(basename "$(dirname "$m")")
   [ -f "$CORPUS/seed_$c.onnx" ] || cp "$m" "$CORPUS/seed_$c.onnx"
 done
+# the real models of bench/onnx_peer (when their npm cache is there) as
+# skeletons: each graph whole, its large constants ConstantOfShape
+# (tests/fuzz/onnx_skeleton.py), the ones within MAX_LEN
+NPM=${RLX_NPM_MODELS:-$SRC/third_party_models/npm-models}
+MAX_LEN=163840
+if [ -d "$NPM" ]; then
+  n=0
+  for m in $(find "$NPM" -name '*.onnx' | sort); do
+    s="$CORPUS/seed_real_$(echo "$m" | md5sum | cut -c1-8).onnx"
+    [ -f "$s" ] && { n=$((n+1)); continue; }
+    /usr/bin/python3 "$SRC/tests/fuzz/onnx_skeleton.py" "$m" "$s" 2>/dev/null || { rm -f "$s"; continue; }
+    if [ "$(stat -c %s "$s")" -le $MAX_LEN ]; then n=$((n+1)); else rm -f "$s"; fi
+  done
+  echo "real-model skeletons: $n"
+fi
 # inputs that once crashed the importer stay in the corpus
 cp "$SRC"/tests/fuzz/regressions/*.onnx "$CORPUS"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
@@ -56,7 +72,7 @@ set +e
 # slower one stops earlier, on a prefix); RLX_FUZZ_SEED=0 draws a new seed.
 "$BUILD/tests/fuzz/fuzz_onnx_import" "$CORPUS" -seed="${RLX_FUZZ_SEED:-1}" -runs="${RLX_FUZZ_RUNS:-1000000}" \
   -max_total_time="$SECS" -rss_limit_mb=2048 \
-  -max_len=65536 -timeout=20 -error_exitcode=1 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
+  -max_len=$MAX_LEN -timeout=20 -error_exitcode=1 -print_final_stats=1 -artifact_prefix="$BUILD/" > "$BUILD/fuzz.log" 2>&1
 rc=$?
 tail -25 "$BUILD/fuzz.log"
 [ $rc -eq 0 ] && echo "fuzz: clean after $SECS s" || echo "fuzz: FAILED (exit $rc; see $BUILD/fuzz.log and $BUILD/crash-*)"

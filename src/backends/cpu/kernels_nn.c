@@ -230,6 +230,18 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
             sc[j] = r;                                                                                                    \
         }                                                                                                                 \
     }                                                                                                                     \
+    /* sc[j] = q . k_j over each key's own row (keys [T][D]): for a few query                                          \
+     * rows, where transposing the keys would cost as much as the product */  \
+    RLX_CLONES static void attn_scores_rows_##SFX(const CT *restrict qr, const CT *restrict k, CT *restrict sc,           \
+                                                  int64_t Te, int64_t D)                                                  \
+    {                                                                                                                     \
+        for (int64_t j = 0; j < Te; j++) {                                                                                \
+            const CT *restrict kj = k + j * D;                                                                            \
+            CT r = 0;                                                                                                     \
+            _Pragma("omp simd reduction(+ : r)") for (int64_t d = 0; d < D; d++) r += qr[d] * kj[d];                      \
+            sc[j] = r;                                                                                                    \
+        }                                                                                                                 \
+    }                                                                                                                     \
     /* softmax of sc (in place, unnormalised) and acc = sum_j p_j v_j;                                                  \
      * returns the sum of the p_j, 0 when every key is masked */ \
     RLX_CLONES static double attn_softmax_pv_##SFX(CT *restrict sc, const CT *restrict vb, CT *restrict acc,              \
@@ -272,24 +284,35 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
         /* causal: keys after a row's position are never visible; the keys     \
          * no row of this part sees are not even converted */                 \
         const int64_t shift = attn_shift(a, b), Tb = attn_keys(a, shift, s1 - 1);                \
-        if (dt == RLX_F32) {                                                                     \
+        /* f32 keys and values in the compute type are read where they are:   \
+         * values always (their layout is the block's), keys when the part     \
+         * has so few rows that scoring key rows beats transposing them */                  \
+        const bool in_place = dt == RLX_F32 && sizeof(CT) == sizeof(float);                      \
+        const bool key_rows = in_place && s1 - s0 <= 2;                                          \
+        const CT *kin = in_place ? (const CT *)t->in[1] + kbase : NULL;                          \
+        const CT *vsrc = in_place ? (const CT *)t->in[2] + vbase : vb;                           \
+        if (!key_rows && dt == RLX_F32) {                                                        \
             const float *k = (const float *)t->in[1] + kbase;                                    \
             for (int64_t j = 0; j < Tb; j++)                                                     \
                 for (int64_t d = 0; d < D; d++)                                                  \
                     kT[d * T + j] = (CT)k[j * D + d];                                            \
-        } else {                                                                                 \
+        } else if (!key_rows) {                                                                  \
             for (int64_t j = 0; j < Tb; j++)                                                     \
                 for (int64_t d = 0; d < D; d++)                                                  \
                     kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);               \
         }                                                                                        \
-        for (int64_t j = 0; j < Tb * Dv; j++)                                                    \
-            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                       \
+        if (!in_place)                                                                           \
+            for (int64_t j = 0; j < Tb * Dv; j++)                                                \
+                vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                   \
         for (int64_t s = s0; s < s1; s++) {                                                      \
             int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                         \
             int64_t Te = attn_keys(a, shift, s);                                                 \
             for (int64_t d = 0; d < D; d++)                                                      \
                 qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                      \
-            attn_scores_##SFX(qr, kT, sc, Te, T, D);                                             \
+            if (key_rows)                                                                        \
+                attn_scores_rows_##SFX(qr, kin, sc, Te, D);                                      \
+            else                                                                                 \
+                attn_scores_##SFX(qr, kT, sc, Te, T, D);                                         \
             /* mask: bool (false drops the key) or float (added) */                              \
             if (a->mask) {                                                                       \
                 int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                   \
@@ -303,7 +326,7 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
                         sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);         \
                 }                                                                                \
             }                                                                                    \
-            double sum = attn_softmax_pv_##SFX(sc, vb, acc, Te, Dv);                             \
+            double sum = attn_softmax_pv_##SFX(sc, vsrc, acc, Te, Dv);                           \
             double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros */               \
             if (dt == RLX_F32) {                                                                 \
                 float *o = (float *)t->out + obase;                                              \

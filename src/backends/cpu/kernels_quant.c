@@ -69,9 +69,10 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         for (int64_t i = 0; i < mt; i += T)
             for (int64_t j = j0; j < jt; j += T)
                 rlx_quant_tile(qt, k, W + (size_t)j * rb, rb, act + (size_t)i * ab, ab, Y + i * cols + j, cols);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = i < mt ? jt : j0; j < j1; j++)
-                Y[i * cols + j] = rlx_quant_vec_dot(qt, k, W + (size_t)j * rb, act + (size_t)i * ab);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t js = i < mt ? jt : j0;
+            rlx_quant_vec_dot_rows(qt, k, W + (size_t)js * rb, rb, j1 - js, act + (size_t)i * ab, Y + i * cols + js);
+        }
     }
     if (n->dtype != RLX_F32)
         rlx_cpu_from_f32(t->out, n->dtype, Y, m * cols);

@@ -188,8 +188,9 @@ static int unique_cmp_slices(const unique_view *v, int64_t a, int64_t b)
     return 0;
 }
 
-/* qsort has no context argument: the view being sorted */
-static const unique_view *unique_sorting;
+/* qsort has no context argument: the view being sorted, one per thread
+ * (as gguf.c and safetensors.c sort) so concurrent imports do not race */
+static _Thread_local const unique_view *unique_sorting;
 
 /* By value, then by first position (so each group's first is the first
  * occurrence). */
