@@ -563,10 +563,10 @@ RLX_API rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */)
  * symbolic (name in dim_names, owned by the caller via rlx_onnx_inputs_free). */
 typedef struct rlx_onnx_input {
     char *name;
-    int onnx_type; /* TensorProto.DataType; 0 when not a tensor */
-    int is_tensor; /* 0 for sequence/optional/map inputs */
-    rlx_dtype dtype;
-    int ndim; /* -1 when the rank is unknown */
+    int onnx_type;   /* TensorProto.DataType; 0 when not a tensor */
+    int is_tensor;   /* 0 for sequence/optional/map inputs */
+    rlx_dtype dtype; /* RLX_STRING for strings, RLX_DTYPE_COUNT for a type RLX lacks */
+    int ndim;        /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
     char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
     /* what it holds; for a sequence or an optional, onnx_type to dim_names

@@ -1418,7 +1418,9 @@ static void describe(const Onnx__ValueInfoProto *vi, rlx_onnx_input *x)
         return;
     x->is_tensor = x->kind == RLX_ONNX_TENSOR;
     x->onnx_type = ot;
-    if (!onnx_dtype_from_onnx(ot, &x->dtype))
+    if (ot == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+        x->dtype = RLX_STRING;
+    else if (!onnx_dtype_from_onnx(ot, &x->dtype))
         x->dtype = RLX_DTYPE_COUNT;
     if (nd >= 0 && nd <= RLX_MAX_DIMS) {
         x->ndim = nd;
