@@ -56,6 +56,19 @@ void onnx_set_f(onnx_tensor *t, int64_t i, double v);
 void onnx_set_i(onnx_tensor *t, int64_t i, int64_t v);
 bool onnx_dtype_is_float(rlx_dtype t);
 
+/* Tensors of strings (dtype RLX_STRING): bytes are the elements in order,
+ * each ended by a NUL; numel counts the strings.  A string tensor of
+ * `bytes` zeroed bytes (filled by the caller): */
+onnx_tensor *onnx_string_new(int ndim, const int64_t *dims, size_t bytes);
+/* Whether `bytes` of data are exactly numel NUL-ended strings. */
+bool onnx_string_check(const void *data, size_t bytes, int64_t numel);
+/* Pointers to t's elements, into t's data (free the array only). */
+const char **onnx_string_elems(const onnx_tensor *t);
+/* A string tensor of n strings. */
+onnx_tensor *onnx_string_pack(int ndim, const int64_t *dims, char *const *strs, int64_t n);
+/* A TensorProto of data type STRING. */
+rlx_status onnx_string_from_proto(const Onnx__TensorProto *p, onnx_tensor **out);
+
 /* ONNX TensorProto.DataType -> rlx dtype; false when RLX has no such type. */
 bool onnx_dtype_from_onnx(int onnx_type, rlx_dtype *out);
 const char *onnx_type_name(int onnx_type);
