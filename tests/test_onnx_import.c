@@ -902,6 +902,12 @@ static void test_strings(void **state)
     (void)state;
     NEED_MODELS();
     rlx_graph *g;
+    rlx_onnx_input *ins = NULL;
+    int nin = 0;
+    assert_int_equal(rlx_onnx_inputs(path("str_norm.onnx"), &ins, &nin, NULL, NULL), RLX_OK);
+    assert_int_equal(nin, 1);
+    assert_int_equal(ins[0].dtype, RLX_STRING);
+    rlx_onnx_inputs_free(ins, nin, NULL, 0);
     assert_int_equal(import("str_norm.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
     assert_true(msg_has("StringNormalizer") && msg_has("must be known at import time"));
     static const char x[] = "a\0b\0\xc3\xa9t\xc3\xa9";
@@ -924,6 +930,23 @@ static void test_strings(void **state)
     assert_memory_equal(got, want, sizeof want);
     rlx_session_free(s);
     rlx_graph_free(g);
+    /* a staged run takes and returns strings too */
+    rlx_options_init(&o);
+    rlx_model *m;
+    assert_int_equal(rlx_model_load_onnx(path("str_norm.onnx"), &o, &m), RLX_OK);
+    rlx_onnx_tensor xin = {.dtype = RLX_STRING, .ndim = 1, .dims = {3}, .data = (void *)x, .bytes = sizeof x}, *ys;
+    const char *xname = "x";
+    int ny;
+    assert_int_equal(rlx_model_run(m, 1, &xname, &xin, &ys, &ny), RLX_OK);
+    assert_int_equal(ny, 1);
+    assert_int_equal(ys[0].dtype, RLX_STRING);
+    assert_int_equal(ys[0].dims[0], 2);
+    assert_int_equal(ys[0].bytes, sizeof want);
+    assert_memory_equal(ys[0].data, want, sizeof want);
+    rlx_onnx_tensors_free(ys, ny);
+    xin.bytes = 4; /* the strings' bytes must be whole */
+    assert_int_equal(rlx_model_run(m, 1, &xname, &xin, &ys, &ny), RLX_ERR_INVALID_ARGUMENT);
+    rlx_model_free(m);
     b.bytes = 3; /* two strings where the shape says three */
     assert_int_equal(import("str_norm.onnx", &b, 1, &g), RLX_ERR_INVALID_ARGUMENT);
     assert_true(msg_has("NUL-ended"));
