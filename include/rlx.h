@@ -84,7 +84,12 @@ typedef enum rlx_dtype {
     RLX_I8,
     RLX_U8,
     RLX_BOOL, /* one byte, 0 or 1 */
-    RLX_DTYPE_COUNT
+    RLX_DTYPE_COUNT,
+    /* A tensor of strings: no graph node has it.  It appears only outside
+     * graphs, in ONNX tensor files, bindings by value and the outputs of
+     * strings an ONNX import computed (docs/ONNX.md "Strings"); its bytes
+     * are its elements in order, each UTF-8 and ended by a NUL. */
+    RLX_STRING = 32
 } rlx_dtype;
 
 RLX_API size_t rlx_dtype_size(rlx_dtype t);
@@ -568,10 +573,10 @@ RLX_API rlx_status rlx_onnx_print_info(const char *path, void *file /* FILE* */)
  * symbolic (name in dim_names, owned by the caller via rlx_onnx_inputs_free). */
 typedef struct rlx_onnx_input {
     char *name;
-    int onnx_type; /* TensorProto.DataType; 0 when not a tensor */
-    int is_tensor; /* 0 for sequence/optional/map inputs */
-    rlx_dtype dtype;
-    int ndim; /* -1 when the rank is unknown */
+    int onnx_type;   /* TensorProto.DataType; 0 when not a tensor */
+    int is_tensor;   /* 0 for sequence/optional/map inputs */
+    rlx_dtype dtype; /* RLX_STRING for strings, RLX_DTYPE_COUNT for a type RLX lacks */
+    int ndim;        /* -1 when the rank is unknown */
     int64_t dims[RLX_MAX_DIMS];
     char *dim_names[RLX_MAX_DIMS]; /* a symbolic dim's name, or NULL (unnamed or fixed) */
     /* what it holds; for a sequence or an optional, onnx_type to dim_names
@@ -633,7 +638,9 @@ RLX_API void rlx_onnx_tensors_free(rlx_onnx_tensor *tensors, int n);
  * values that op reads bound by value, and so on.  Each stage compiles
  * once per set of shapes (and of the bytes bound by value) and is cached in
  * the model; values cross between stages through host memory.  A model
- * without such ops is one stage.  Tensors only (no sequence inputs or
+ * without such ops is one stage.  Tensors of strings (RLX_STRING) are
+ * taken and returned as well; strings are always bound by value.
+ * Tensors only (no sequence inputs or
  * outputs). */
 RLX_API rlx_status rlx_model_run(rlx_model *m, int n_inputs, const char *const *names, const rlx_onnx_tensor *inputs,
                                  rlx_onnx_tensor **outputs, int *n_outputs);

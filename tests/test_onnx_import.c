@@ -893,6 +893,81 @@ static void test_sequences(void **state)
                      RLX_ERR_INVALID_ARGUMENT);
 }
 
+/* Strings: computed at import, an output read back as RLX_STRING; a string
+ * input not bound by value, an op that takes no strings and malformed
+ * nodes (string ops, training ops, Resize's antialias) fail naming what is
+ * wrong. */
+static void test_strings(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    rlx_graph *g;
+    rlx_onnx_input *ins = NULL;
+    int nin = 0;
+    assert_int_equal(rlx_onnx_inputs(path("str_norm.onnx"), &ins, &nin, NULL, NULL), RLX_OK);
+    assert_int_equal(nin, 1);
+    assert_int_equal(ins[0].dtype, RLX_STRING);
+    rlx_onnx_inputs_free(ins, nin, NULL, 0);
+    assert_int_equal(import("str_norm.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("StringNormalizer") && msg_has("must be known at import time"));
+    static const char x[] = "a\0b\0\xc3\xa9t\xc3\xa9";
+    rlx_onnx_binding b = {.name = "x", .ndim = 1, .dims = {3}, .value = x, .bytes = sizeof x};
+    assert_int_equal(import("str_norm.onnx", &b, 1, &g), RLX_OK);
+    rlx_options o;
+    rlx_options_init(&o);
+    rlx_session *s;
+    assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    rlx_tensor_info info;
+    assert_int_equal(rlx_session_find(s, 2, "y", &info), RLX_OK);
+    assert_int_equal(info.dtype, RLX_STRING);
+    assert_int_equal(info.ndim, 1);
+    assert_int_equal(info.dims[0], 2);
+    static const char want[] = "A\0\xc3\x89T\xc3\x89"; /* "b" dropped, é upper-cased */
+    char got[sizeof want];
+    assert_int_equal(info.bytes, sizeof want);
+    assert_int_equal(rlx_session_get_output(s, "y", got, sizeof got), RLX_OK);
+    assert_memory_equal(got, want, sizeof want);
+    rlx_session_free(s);
+    rlx_graph_free(g);
+    /* a staged run takes and returns strings too */
+    rlx_options_init(&o);
+    rlx_model *m;
+    assert_int_equal(rlx_model_load_onnx(path("str_norm.onnx"), &o, &m), RLX_OK);
+    rlx_onnx_tensor xin = {.dtype = RLX_STRING, .ndim = 1, .dims = {3}, .data = (void *)x, .bytes = sizeof x}, *ys;
+    const char *xname = "x";
+    int ny;
+    assert_int_equal(rlx_model_run(m, 1, &xname, &xin, &ys, &ny), RLX_OK);
+    assert_int_equal(ny, 1);
+    assert_int_equal(ys[0].dtype, RLX_STRING);
+    assert_int_equal(ys[0].dims[0], 2);
+    assert_int_equal(ys[0].bytes, sizeof want);
+    assert_memory_equal(ys[0].data, want, sizeof want);
+    rlx_onnx_tensors_free(ys, ny);
+    xin.bytes = 4; /* the strings' bytes must be whole */
+    assert_int_equal(rlx_model_run(m, 1, &xname, &xin, &ys, &ny), RLX_ERR_INVALID_ARGUMENT);
+    rlx_model_free(m);
+    b.bytes = 3; /* two strings where the shape says three */
+    assert_int_equal(import("str_norm.onnx", &b, 1, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("NUL-ended"));
+    assert_int_equal(import("str_norm_bad.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED); /* the input first */
+    b.bytes = sizeof x;
+    assert_int_equal(import("str_norm_bad.onnx", &b, 1, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("SIDEWAYS"));
+    assert_int_equal(import("str_cast_bad.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("\"abc\""));
+    assert_int_equal(import("str_concat.onnx", NULL, 0, &g), RLX_ERR_UNSUPPORTED);
+    assert_true(msg_has("Concat") && msg_has("strings"));
+    assert_int_equal(import("momentum_bad_mode.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("sideways"));
+    assert_int_equal(import("adam_bad_inputs.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("per tensor"));
+    assert_int_equal(import("gradient_no_y.onnx", NULL, 0, &g), RLX_ERR_FORMAT);
+    assert_true(msg_has("'y'"));
+    assert_int_equal(import("resize_antialias_bad.onnx", NULL, 0, &g), RLX_ERR_INVALID_ARGUMENT);
+    assert_true(msg_has("antialias"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -914,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_initializers_as_params),
         cmocka_unit_test(test_sequences),
+        cmocka_unit_test(test_strings),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -55,8 +55,14 @@ def main():
                             with open(f, "rb") as fh:
                                 t.ParseFromString(fh.read())
                             a = numpy_helper.to_array(t)
-                            if a.dtype == object:
-                                raise ValueError("string tensor")
+                            if a.dtype == object:  # strings: JSON, as UTF-8 text
+                                js = os.path.join(dst, "%s_%s_%d.json" % (s, kind, k))
+                                with open(js, "w") as fh:
+                                    json.dump({"dims": list(a.shape), "strings": [
+                                        v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in a.ravel()]}, fh)
+                                entry[kind + "s"].append({"file": js, "dtype": "string"})
+                                k += 1
+                                continue
                             npy = os.path.join(dst, "%s_%s_%d.npy" % (s, kind, k))
                             np.save(npy, a)
                             entry[kind + "s"].append({"file": npy, "dtype": str(a.dtype)})

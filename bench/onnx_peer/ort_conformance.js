@@ -1,13 +1,17 @@
 // Runs exported ONNX backend-test cases (export_cases.py) through
 // onnxruntime-node and prints one line per case and the summary in the
 // same form as `rlx onnx-test`: rtol 1e-3, atol 1e-7 for floats, exact
-// for integers and booleans.  Usage: node ort_conformance.js ORT_DIR CASES_DIR
+// for integers, booleans and strings.  Usage: node ort_conformance.js ORT_DIR CASES_DIR
 const fs = require('fs');
 const path = require('path');
 const ort = require(path.join(process.argv[2], 'node_modules', 'onnxruntime-node'));
 const casesDir = process.argv[3];
 
 function readNpy(file) {
+  if (file.endsWith('.json')) { // strings (export_cases.py)
+    const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+    return { type: 'string', data: j.strings, dims: j.dims };
+  }
   const buf = fs.readFileSync(file);
   const major = buf[6];
   const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
@@ -45,6 +49,10 @@ function compare(got, want) {
   for (let i = 0; i < n; i++) {
     let a = got.data[i], b = want.data[i];
     if (want.type === 'float16') { a = f16(a); b = f16(b); }
+    if (want.type === 'string') {
+      if (a !== b) { ok = false; worst = Infinity; }
+      continue;
+    }
     if (typeof a === 'bigint' || typeof b === 'bigint') {
       if (BigInt(a) !== BigInt(b)) { ok = false; worst = Math.max(worst, Math.abs(Number(BigInt(a) - BigInt(b)))); }
       continue;

@@ -136,7 +136,8 @@ class TensorInfo:
 def _np_name(code_or_name: Union[int, str]) -> str:
     name = _DTYPE_NAMES[code_or_name] if isinstance(code_or_name, int) else code_or_name
     return {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i64": "int64",
-            "i32": "int32", "i8": "int8", "u8": "uint8", "bool": "bool"}[name]
+            "i32": "int32", "i8": "int8", "u8": "uint8", "bool": "bool",
+            "string": "str"}[name]  # strings: outputs an ONNX import computed, arrays of str
 
 
 class InferenceSession:

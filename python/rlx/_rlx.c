@@ -54,6 +54,36 @@ static int npy_of(rlx_dtype t)
     }
 }
 
+/* An array of str (dtype object) of RLX_STRING bytes: NUL-ended UTF-8
+ * elements in order. */
+static PyObject *string_array(int nd, const int64_t *dims, const char *data, size_t bytes)
+{
+    npy_intp d[RLX_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        d[i] = (npy_intp)dims[i];
+    PyObject *a = PyArray_SimpleNew(nd, d, NPY_OBJECT);
+    if (!a)
+        return NULL;
+    npy_intp n = PyArray_SIZE((PyArrayObject *)a);
+    PyObject **item = PyArray_DATA((PyArrayObject *)a);
+    const char *p = data, *end = data + bytes;
+    for (npy_intp i = 0; i < n; i++) {
+        size_t l = p < end ? strnlen(p, (size_t)(end - p)) : 0;
+        if (p >= end || p + l == end) {
+            Py_DECREF(a);
+            return PyErr_Format(PyExc_ValueError, "a tensor of strings holds fewer than %zd strings", (Py_ssize_t)n);
+        }
+        PyObject *str = PyUnicode_DecodeUTF8(p, (Py_ssize_t)l, "replace");
+        if (!str) {
+            Py_DECREF(a);
+            return NULL;
+        }
+        Py_XSETREF(item[i], str);
+        p += l + 1;
+    }
+    return a;
+}
+
 static int rlx_of_npy(int npy)
 {
     switch (npy) {
@@ -644,6 +674,18 @@ static PyTypeObject DeviceBufType = {
     .tp_methods = devbuf_methods,
 };
 
+/* An output of strings (RLX_STRING) as an array of str. */
+static PyObject *session_strings(rlx_session *s, const rlx_tensor_info *ti)
+{
+    char *buf = malloc(ti->bytes ? ti->bytes : 1);
+    if (!buf)
+        return PyErr_NoMemory();
+    rlx_status st = rlx_session_get_output(s, ti->name, buf, ti->bytes);
+    PyObject *a = st == RLX_OK ? string_array(ti->ndim, ti->dims, buf, ti->bytes) : raise_status(st);
+    free(buf);
+    return a;
+}
+
 /* Output `ti` copied into new device memory (GIL held, the lock held). */
 static PyObject *device_output(rlx_session *s, int index, const rlx_tensor_info *ti)
 {
@@ -702,6 +744,15 @@ static PyObject *collect_outputs(rlx_session *s, PyObject *names, int on_device,
         if (st != RLX_OK) {
             Py_DECREF(list);
             return raise_status(st);
+        }
+        if (ti.dtype == RLX_STRING) { /* strings the import computed: host only */
+            PyObject *o = session_strings(s, &ti);
+            if (!o) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, o);
+            continue;
         }
         if (on_device) {
             PyObject *o = device_output(s, index, &ti);
@@ -3211,6 +3262,11 @@ static PyObject *py_onnx_outputs(PyObject *self, PyObject *arg)
 
 static PyObject *tensor_array(rlx_dtype t, int nd, const int64_t *dims, void *data, size_t bytes)
 {
+    if (t == RLX_STRING) {
+        PyObject *a = string_array(nd, dims, data, bytes);
+        free(data);
+        return a;
+    }
     npy_intp d[RLX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         d[i] = (npy_intp)dims[i];

@@ -22,6 +22,7 @@
 #ifdef RLX_HAVE_ONNX
 
 #include "io/onnx/onnx_stage.h"
+#include "io/onnx/onnx_string.h"
 
 /* Windows a run may pass through (a guard against a model that keeps
  * asking for another value). */
@@ -116,7 +117,7 @@ static bool node_needs(const rlx_model *m, int node)
  * that node `first` reads at import. */
 static bool is_by_value(const rlx_model *m, int first, const run_value *v)
 {
-    if (v->is_const)
+    if (v->is_const || v->t.dtype == RLX_STRING) /* RLX computes on strings at import only */
         return true;
     for (int i = 0; i < m->n_needs; i++)
         if (m->needs[i].node == first && !strcmp(m->needs[i].name, v->name))
@@ -323,8 +324,11 @@ rlx_status rlx_model_run(rlx_model *m, int n_inputs, const char *const *names, c
         int64_t numel = 1;
         for (int d = 0; d < x->ndim && d < RLX_MAX_DIMS; d++)
             numel = x->dims[d] >= 0 && numel <= INT64_MAX / (x->dims[d] + 1) ? numel * x->dims[d] : -1;
-        if (!names[i] || x->ndim < 0 || x->ndim > RLX_MAX_DIMS || numel < 0 || !es ||
-            (uint64_t)numel * es != x->bytes || (x->bytes && !x->data) || values_find(&cur, names[i])) {
+        bool fits = x->dtype == RLX_STRING
+                        ? numel >= 0 && (!x->bytes || x->data) && onnx_string_check(x->data, x->bytes, numel)
+                        : es && (uint64_t)numel * es == x->bytes;
+        if (!names[i] || x->ndim < 0 || x->ndim > RLX_MAX_DIMS || numel < 0 || !fits || (x->bytes && !x->data) ||
+            values_find(&cur, names[i])) {
             st = rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                                "rlx_model_run: input %d ('%s'): no name, a repeated name, or bytes that do not fit "
                                "its dtype and shape",

@@ -11,6 +11,8 @@ size_t rlx_dtype_size(rlx_dtype t)
 const char *rlx_dtype_name(rlx_dtype t)
 {
     static const char *names[RLX_DTYPE_COUNT] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"};
+    if (t == RLX_STRING)
+        return "string";
     return (unsigned)t < RLX_DTYPE_COUNT ? names[t] : "?";
 }
 

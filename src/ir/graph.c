@@ -49,6 +49,14 @@ rlx_status rlx_graph_bind_input(rlx_graph *g, const char *name, rlx_dtype t, con
     return RLX_OK;
 }
 
+rlx_status rlx_graph_string_output(rlx_graph *g, const char *name, const rlx_shape *shape)
+{
+    rlx_status st = rlx_graph_bind_input(g, name, RLX_STRING, shape, NULL, 0);
+    if (st == RLX_OK)
+        g->bound[g->n_bound - 1].string_output = true;
+    return st;
+}
+
 void rlx_bound_inputs_free(rlx_bound_input *b, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -72,6 +80,7 @@ rlx_status rlx_bound_inputs_copy(const rlx_graph *g, rlx_bound_input **out, int 
             rlx_bound_inputs_free(tmp.bound, tmp.n_bound);
             return RLX_ERR_OUT_OF_MEMORY;
         }
+        tmp.bound[i].string_output = b->string_output;
     }
     *out = tmp.bound;
     *n = tmp.n_bound;

@@ -339,6 +339,10 @@ typedef struct rlx_bound_input {
     rlx_shape shape;
     void *value; /* owned */
     size_t bytes;
+    /* not an input but a graph output of strings an importer computed
+     * (dtype RLX_STRING, value unused): its node is a U8 constant of the
+     * strings' bytes, and sessions report it as strings of `shape` */
+    bool string_output;
 } rlx_bound_input;
 
 struct rlx_graph {
@@ -519,6 +523,9 @@ rlx_graph *rlx_graph_clone(const rlx_graph *g);
 /* Records that input `name` was bound to `value` (copied). */
 rlx_status rlx_graph_bind_input(rlx_graph *g, const char *name, rlx_dtype t, const rlx_shape *shape, const void *value,
                                 size_t bytes);
+/* Records that output `name` (a U8 constant of NUL-ended strings) is a
+ * tensor of strings of `shape`. */
+rlx_status rlx_graph_string_output(rlx_graph *g, const char *name, const rlx_shape *shape);
 /* A copy of g's bound inputs (*out NULL when it has none); freed with
  * rlx_bound_inputs_free. */
 rlx_status rlx_bound_inputs_copy(const rlx_graph *g, rlx_bound_input **out, int *n);

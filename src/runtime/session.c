@@ -114,7 +114,7 @@ static rlx_status check_bound(const rlx_bound_input *b, const void *data, size_t
 static const rlx_bound_input *find_bound(const rlx_session *s, const char *name)
 {
     for (int i = 0; i < s->n_bound; i++)
-        if (strcmp(s->bound[i].name, name) == 0)
+        if (!s->bound[i].string_output && strcmp(s->bound[i].name, name) == 0)
             return &s->bound[i];
     return NULL;
 }
@@ -283,6 +283,13 @@ static void fill_info(const rlx_session *s, const rlx_io_slot *slot, rlx_tensor_
     info->ndim = n->shape.ndim;
     memcpy(info->dims, n->shape.dims, sizeof info->dims);
     info->bytes = slot->bytes;
+    /* an output of strings: its bytes as they are, its shape the strings' */
+    for (int i = 0; i < s->n_bound; i++)
+        if (s->bound[i].string_output && !strcmp(s->bound[i].name, slot->name) && n->dtype == RLX_U8) {
+            info->dtype = RLX_STRING;
+            info->ndim = s->bound[i].shape.ndim;
+            memcpy(info->dims, s->bound[i].shape.dims, sizeof info->dims);
+        }
 }
 
 rlx_status rlx_session_info(const rlx_session *s, int kind, int index, rlx_tensor_info *info)

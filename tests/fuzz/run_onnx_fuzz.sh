@@ -3,8 +3,8 @@
 # library instrumented for coverage) and runs it for SECONDS seconds from a
 # seed corpus of the ONNX test suite's model.onnx files (and the Llama- and
 # GPT-2-style attention layers from tests/onnx/make_models.py, and the
-# sequence cases of tests/onnx/sequence, and skeletons of the real npm
-# models when their cache is there).
+# cases of tests/onnx/sequence and tests/onnx/opset18, and skeletons of the
+# real npm models when their cache is there).
 # Usage: tests/fuzz/run_onnx_fuzz.sh [SECONDS] [BUILD_DIR]
 set -e
 SECS=${1:-60}
@@ -38,8 +38,9 @@ if [ ! -f "$CORPUS/seed_gpt2_attention.onnx" ] &&
   done
 fi
 # sequences and optionals through every op on them, If, Loop and SequenceMap
-# (tests/onnx/make_sequence_cases.py)
-for m in "$SRC"/tests/onnx/sequence/*/model.onnx; do
+# (tests/onnx/make_sequence_cases.py); the ops and attributes of opsets
+# 18-21 (tests/onnx/make_opset18_cases.py: string ops, Resize's antialias, ...)
+for m in "$SRC"/tests/onnx/sequence/*/model.onnx "$SRC"/tests/onnx/opset18/*/model.onnx; do
   [ -f "$m" ] || continue
   c=$(basename "$(dirname "$m")")
   [ -f "$CORPUS/seed_$c.onnx" ] || cp "$m" "$CORPUS/seed_$c.onnx"

@@ -540,3 +540,41 @@ for _ in range(3000):
 with open(os.path.join(out, "deep.onnx"), "wb") as f:
     f.write(varint(1 << 3) + varint(8) + ld(7, g))
 print("ok")
+
+
+# Strings (computed at import only) and the preview training domain: what
+# they give and how malformed nodes fail.
+S = TensorProto.STRING
+save("str_norm", helper.make_graph(
+    [helper.make_node("StringNormalizer", ["x"], ["y"], case_change_action="UPPER", stopwords=["b"])],
+    "str_norm", [vi("x", [3], S)], [vi("y", [None], S)]), opset=10)
+save("str_norm_bad", helper.make_graph(
+    [helper.make_node("StringNormalizer", ["x"], ["y"], case_change_action="SIDEWAYS")],
+    "str_norm_bad", [vi("x", [3], S)], [vi("y", [None], S)]), opset=10, check=False)
+sc = helper.make_tensor("s", S, [2], [b"1.5", b"abc"])
+save("str_cast_bad", helper.make_graph(
+    [helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)],
+    "str_cast_bad", [], [vi("y", [2])], [sc]))
+save("str_concat", helper.make_graph(
+    [helper.make_node("Concat", ["s", "s"], ["y"], axis=0)],
+    "str_concat", [], [vi("y", [4], S)], [sc]))
+tr = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.preview.training", 1)]
+for nm, op, attrs, nin in [("momentum_bad_mode", "Momentum",
+                            dict(alpha=0.9, beta=0.1, norm_coefficient=0.0, mode="sideways"), 5),
+                           ("adam_bad_inputs", "Adam", {}, 7)]:
+    ins = [vi("R", []), vi("T", [], TensorProto.INT64)] + [vi("i%d" % k, [2]) for k in range(nin - 2)]
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node(op, [i.name for i in ins], ["y"], domain="ai.onnx.preview.training", **attrs)],
+        nm, ins, [vi("y", [2])]), opset_imports=tr)
+    m.ir_version = 8
+    onnx.save(m, os.path.join(out, nm + ".onnx"))
+m = helper.make_model(helper.make_graph(
+    [helper.make_node("Mul", ["a", "a"], ["d"]),
+     helper.make_node("Gradient", ["a"], ["g"], domain="ai.onnx.preview.training", xs=["a"])],
+    "gradient_no_y", [vi("a", [2])], [vi("g", [2])]), opset_imports=tr)
+m.ir_version = 8
+onnx.save(m, os.path.join(out, "gradient_no_y.onnx"))
+sc = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 0.5, 0.5])
+save("resize_antialias_bad", helper.make_graph(
+    [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=2)],
+    "resize_antialias_bad", [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 2, 2])], [sc]), opset=18, check=False)

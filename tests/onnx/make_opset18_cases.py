@@ -18,7 +18,8 @@ IR = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10}
 NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
            np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.int64): TensorProto.INT64,
            np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int8): TensorProto.INT8,
-           np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.bool_): TensorProto.BOOL}
+           np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.bool_): TensorProto.BOOL,
+           np.dtype(object): TensorProto.STRING}
 
 
 def case(name, op, inputs, outputs, opset, inits=None, **attrs):
@@ -357,4 +358,129 @@ fr = xo - lo
 want = (x[..., lo] * (1 - fr) + x[..., hi] * fr).astype(np.float32)
 case("resize_scales_axes_linear", "Resize", [("x", x), ("", None), ("scales", np.array([2.0], np.float32))],
      [("y", want)], 18, inits=[("scales", np.array([2.0], np.float32))], axes=[-1], mode="linear")
+# --- Resize (18): antialias (linear, cubic) --------------------------------------------------------
+# The spec's reference: per axis, coefficients from the filter stretched by
+# 1 / scale when downscaling, normalised; the taps are the len(coeffs)
+# nearest positions of the edge-padded input (preferring the lower one).
+
+
+def aa_cubic(A, t):
+    t = abs(t)
+    if t <= 1:
+        return (A + 2) * t ** 3 - (A + 3) * t ** 2 + 1
+    return A * t ** 3 - 5 * A * t ** 2 + 8 * A * t - 4 * A if t < 2 else 0.0
+
+
+def aa_coeffs(ratio, scale, mode, A):
+    s = min(scale, 1.0)
+    if mode == "linear":
+        start = int(np.floor(-1 / s) + 1)
+        args = (np.arange(start, 2 - start) - ratio) * s
+        c = np.clip(1 - np.abs(args), 0, 1)
+    else:
+        start = int(np.floor(-2 / s) + 1)
+        c = np.array([aa_cubic(A, s * (i - ratio)) for i in range(start, 2 - start)])
+    return c / c.sum()
+
+
+def aa_1d(data, scale, out_n, mode, A, excl, ctm):
+    n_in = len(data)
+    res = np.zeros(out_n)
+    for o in range(out_n):
+        if ctm == "half_pixel":
+            x = (o + 0.5) / scale - 0.5
+        elif ctm == "align_corners":
+            x = o * (n_in - 1) / (scale * n_in - 1)
+        else:
+            x = o / scale
+        ratio = 1.0 if float(x).is_integer() else x - np.floor(x)
+        c = aa_coeffs(ratio, scale, mode, A)
+        pad = int(np.ceil(len(c) / 2))
+        padded = np.pad(data, pad, mode="edge")
+        xp = x + pad
+        idx = np.array(sorted(sorted(range(len(padded)), key=lambda i: (abs(xp - i), i))[:len(c)]))
+        if excl:
+            c = np.where((idx - pad < 0) | (idx - pad >= n_in), 0, c)
+            c = c / c.sum()
+        res[o] = np.dot(c, padded[idx])
+    return res
+
+
+def aa_resize(x, scales, sizes, mode, A=-0.75, excl=False, ctm="half_pixel"):
+    y = x.astype(np.float64)
+    for ax in range(x.ndim):
+        if sizes[ax] == x.shape[ax] and scales[ax] == 1:
+            continue
+        y = np.apply_along_axis(aa_1d, ax, y, scales[ax], sizes[ax], mode, A, excl, ctm)
+    return y.astype(np.float32)
+
+
+x = f32(1, 2, 8, 10)
+# scales exact in binary, so that no output size hangs on a float32 rounding;
+# align_corners with whole output sizes (its denominator is scale * size,
+# where ONNX Runtime takes the rounded size)
+for name, mode, scales, attrs in (("linear_down", "linear", [1, 1, 0.625, 0.5], {}),
+                                  ("cubic_down", "cubic", [1, 1, 0.5, 0.375], {}),
+                                  ("cubic_down_a05_exclude", "cubic", [1, 1, 0.75, 0.625],
+                                   dict(cubic_coeff_a=-0.5, exclude_outside=1)),
+                                  ("linear_down_align_corners", "linear", [1, 1, 0.5, 0.5],
+                                   dict(coordinate_transformation_mode="align_corners")),
+                                  ("linear_up_down", "linear", [1, 1, 1.5, 0.5], {})):
+    sc = np.array(scales, np.float32)
+    sizes = [int(np.floor(d * s)) for d, s in zip(x.shape, sc.astype(np.float64))]
+    want = aa_resize(x, sc.astype(np.float64), sizes, mode, attrs.get("cubic_coeff_a", -0.75),
+                     attrs.get("exclude_outside", 0), attrs.get("coordinate_transformation_mode", "half_pixel"))
+    case(f"resize_antialias_{name}", "Resize", [("x", x), ("", None), ("scales", sc)], [("y", want)], 18,
+         inits=[("scales", sc)], mode=mode, antialias=1, **attrs)
+# sizes for one axis: the scale is the size ratio
+sz = i64(3)
+case("resize_antialias_cubic_sizes_axes", "Resize", [("x", x), ("", None), ("", None), ("sizes", sz)],
+     [("y", aa_resize(x, [1, 1, 1, 3 / 10], [1, 2, 8, 3], "cubic"))], 18, inits=[("sizes", sz)], axes=[3],
+     mode="cubic", antialias=1)
+# --- strings (19-20): Equal of strings, StringConcat, StringSplit, RegexFullMatch --------------------
+# References: Python's str operations, which the spec's reference uses.
+import re  # noqa: E402
+
+
+def strs(*rows):
+    return np.array(rows, dtype=object)
+
+
+a, b = strs("abc", "", "h\u00e9!", "abc"), strs("abc", "", "h\u00e9", "abd")
+case("equal_string", "Equal", [("x", a), ("y", b)], [("z", np.array([p == q for p, q in zip(a, b)]))], 19)
+case("equal_string_broadcast", "Equal", [("x", strs(["a", "b"], ["b", "a"])), ("y", strs("a"))],
+     [("z", np.array([[True, False], [False, True]]))], 19)
+x2, y2 = strs(["abc", "def"], ["", "\u00e9t\u00e9"]), strs(".com", "!")
+case("string_concat_broadcast", "StringConcat", [("x", x2), ("y", y2)],
+     [("z", np.array([[p + q for p, q in zip(r, y2)] for r in x2], dtype=object))], 20)
+case("string_concat_scalar", "StringConcat", [("x", strs("ab", "")), ("y", np.array("-z", dtype=object))],
+     [("z", strs("ab-z", "-z"))], 20)
+
+
+def split_ref(x, delim, maxsplit):
+    parts = [v.split(delim or None, -1 if maxsplit is None else maxsplit) for v in x.ravel()]
+    most = max((len(p) for p in parts), default=0)
+    y = np.array([p + [""] * (most - len(p)) for p in parts], dtype=object).reshape(x.shape + (most,))
+    return y, np.array([len(p) for p in parts], np.int64).reshape(x.shape)
+
+
+for name, x, delim, maxsplit in (("delimiter", strs("abc.com", "def.net.org", ""), ".", None),
+                                 ("consecutive_delimiters", strs(["o-n-n--x-", "o-n----nx"]), "-", None),
+                                 ("long_delimiter", strs("a<>b<><>c", "<>"), "<>", None),
+                                 ("whitespace_maxsplit", strs("hello world !", "  hello   world ! ", ""), None, 1),
+                                 ("whitespace", strs("\ta  b\n", "   ", "one"), "", None),
+                                 ("delimiter_maxsplit", strs("1,2,3,4", "5"), ",", 2)):
+    y, z = split_ref(x, delim, maxsplit)
+    attrs = {} if delim is None else dict(delimiter=delim)
+    if maxsplit is not None:
+        attrs["maxsplit"] = maxsplit
+    case(f"string_split_{name}", "StringSplit", [("x", x)], [("y", y), ("z", z)], 20, **attrs)
+
+for name, pat, x in (("basic", r"www\.[\w.-]+\.\bcom\b", strs("www.google.com", "www.facebook.com", "www.bbc.co.uk")),
+                     ("email_domain", r"(\W|^)[\w.\-]{0,25}@(yahoo|gmail)\.com(\W|$)",
+                      strs(["account@gmail.com", "account@hotmail.com"], ["not email", "account2@yahoo.com"])),
+                     ("partial_is_no_match", r"ab+", strs("ab", "abbb", "xab", "abx", "")),
+                     ("utf8", r"h.t.", strs("h\u00e9t\u00e9", "hete", "h\u00e9t"))):
+    want = np.array([re.fullmatch(pat, v) is not None for v in x.ravel()]).reshape(x.shape)
+    case(f"regex_full_match_{name}", "RegexFullMatch", [("x", x)], [("y", want)], 20, pattern=pat)
 print("ok")

@@ -445,13 +445,19 @@ static rlx_status h_col2im(onnx_node *n)
     if (kh < 1 || kw < 1 || H < 1 || W < 1 || dl[0] < 1 || dl[1] < 1 || st[0] < 1 || st[1] < 1 || pd[0] < 0 ||
         pd[1] < 0 || pd[2] < 0 || pd[3] < 0)
         return onnx_fail(n, RLX_ERR_SHAPE, "bad image, block, dilations, strides or pads");
+    /* bounded first, so that the products below cannot overflow */
+    if (kh > 1024 || kw > 1024 || kh * kw > 1024)
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a block of %lld x %lld taps", (long long)kh, (long long)kw);
+    for (int i = 0; i < 4; i++)
+        if ((i < 2 && (dl[i] > ONNX_MAX_NUMEL || st[i] > ONNX_MAX_NUMEL || im[i] > ONNX_MAX_NUMEL)) ||
+            pd[i] > ONNX_MAX_NUMEL)
+            return onnx_fail(n, RLX_ERR_SHAPE, "image, dilations, strides or pads beyond %lld",
+                             (long long)ONNX_MAX_NUMEL);
     int64_t Hp = H + pd[0] + pd[2], Wp = W + pd[1] + pd[3];
     int64_t oh = (Hp - dl[0] * (kh - 1) - 1) / st[0] + 1, ow = (Wp - dl[1] * (kw - 1) - 1) / st[1] + 1;
-    if (r != 3 || oh < 1 || ow < 1 || xd[1] % (kh * kw) || xd[2] != oh * ow)
+    if (r != 3 || oh < 1 || ow < 1 || oh > ONNX_MAX_NUMEL / ow || xd[1] % (kh * kw) || xd[2] != oh * ow)
         return onnx_fail(n, RLX_ERR_SHAPE, "input must be [N, C*%lld, %lld] for this image and block",
                          (long long)(kh * kw), (long long)(oh > 0 && ow > 0 ? oh * ow : 0));
-    if (kh * kw > 1024)
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a block of %lld taps", (long long)(kh * kw));
     int64_t N = xd[0], C = xd[1] / (kh * kw);
     rlx_node x6 = rlx_reshape(g, onnx_in(n, 0), 6, (int64_t[]){N, C, kh, kw, oh, ow}), sum = -1;
     for (int64_t i = 0; i < kh; i++)

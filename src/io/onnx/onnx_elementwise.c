@@ -8,6 +8,7 @@
 
 #include "io/onnx/onnx_fold.h"
 #include "io/onnx/onnx_ops.h"
+#include "io/onnx/onnx_string.h"
 
 #define G (n->c->g)
 
@@ -18,6 +19,8 @@ static rlx_status h_binary(onnx_node *n)
 {
     if (n->n_in < 1)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs inputs");
+    if (onnx_value_is_string(n->in[0]) || (n->n_in > 1 && onnx_value_is_string(n->in[1])))
+        return onnx_string_equal(n); /* only Equal's row takes strings */
     rlx_node acc = onnx_in(n, 0);
     for (int i = 1; i < n->n_in; i++)
         acc = n->op->binary(n->c->g, acc, onnx_in(n, i));
@@ -68,14 +71,20 @@ static rlx_status h_where(onnx_node *n)
 
 static rlx_status h_cast(onnx_node *n)
 {
-    rlx_dtype to;
-    if (!strcmp(n->p->op_type, "CastLike"))
-        to = onnx_in_dtype(n, 1);
-    else {
+    rlx_dtype to = RLX_F32;
+    bool to_string;
+    if (!strcmp(n->p->op_type, "CastLike")) {
+        to_string = onnx_value_is_string(n->in[1]);
+        if (!to_string)
+            to = onnx_in_dtype(n, 1);
+    } else {
         int64_t ot = onnx_attr_i(n, "to", 0);
-        if (!onnx_dtype_from_onnx((int)ot, &to))
+        to_string = ot == ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+        if (!to_string && !onnx_dtype_from_onnx((int)ot, &to))
             return onnx_fail(n, RLX_ERR_UNSUPPORTED, "cast to %s is not supported", onnx_type_name((int)ot));
     }
+    if (to_string || onnx_value_is_string(n->in[0]))
+        return onnx_string_cast(n, to_string, to);
     if (n->in[0]->k && n->in[0]->k->numel <= ONNX_FOLD_MAX_NUMEL)
         return onnx_out_const(n, 0, onnx_fold_cast(n->in[0]->k, to));
     if (onnx_in_dtype(n, 0) == to)
@@ -325,13 +334,13 @@ static rlx_status h_bitwise(onnx_node *n)
 }
 
 /* Rows of the ops that map one-to-one onto a builder (binary: at least min inputs). */
-#define UNARY(name, builder)                             \
-    {                                                    \
-        (name), h_unary, 1, 0, 0, (builder), NULL, false \
+#define UNARY(name, builder)                                    \
+    {                                                           \
+        (name), h_unary, 1, 0, 0, (builder), NULL, false, false \
     }
-#define BINARY(name, builder, min)                            \
-    {                                                         \
-        (name), h_binary, (min), 0, 0, NULL, (builder), false \
+#define BINARY(name, builder, min)                                   \
+    {                                                                \
+        (name), h_binary, (min), 0, 0, NULL, (builder), false, false \
     }
 
 const onnx_op onnx_elementwise_ops[] = {
@@ -356,7 +365,8 @@ const onnx_op onnx_elementwise_ops[] = {
     BINARY("Sub", rlx_sub, 2),
     BINARY("Mul", rlx_mul, 2),
     BINARY("Div", rlx_div, 2),
-    BINARY("Equal", rlx_equal, 2),
+    /* Equal takes strings too (opset 19): onnx_string_equal */
+    {"Equal", h_binary, 2, 0, 0, NULL, rlx_equal, false, true},
     BINARY("Less", rlx_less, 2),
     BINARY("Greater", rlx_greater, 2),
     BINARY("LessOrEqual", le, 2),
@@ -371,9 +381,10 @@ const onnx_op onnx_elementwise_ops[] = {
     ONNX_OP("Pow", h_pow, 2),
     ONNX_OP("Mod", h_mod, 2),
     ONNX_OP("Where", h_where, 3),
-    ONNX_OP("Cast", h_cast, 1),
-    ONNX_OP("CastLike", h_cast, 2),
-    ONNX_OP_ANY("Identity", h_identity, 1),
+    ONNX_OP_STR("Cast", h_cast, 1),
+    ONNX_OP_STR("CastLike", h_cast, 2),
+    /* sequences, optionals and strings as they are */
+    {"Identity", h_identity, 1, 0, 0, NULL, NULL, true, true},
     ONNX_OP("Clip", h_clip, 1),
     ONNX_OP("LeakyRelu", h_activation, 1),
     ONNX_OP("PRelu", h_activation, 2),

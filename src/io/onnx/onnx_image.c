@@ -1,8 +1,10 @@
 /* onnx_image.c - image resampling at computed coordinates: Resize and
- * Upsample (nearest, linear, cubic; separable, one axis at a time),
+ * Upsample (nearest, linear, cubic; separable, one axis at a time;
+ * antialiased downscaling as a weight matrix per axis),
  * GridSample and RoiAlign (taps gathered at run-time indices), AffineGrid
  * (a constant base grid times theta). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/onnx/onnx_ops.h"
@@ -19,6 +21,45 @@ static double cubic_w(double A, double x)
     return 0;
 }
 
+/* The input coordinate of output index o along an axis (false: an unknown
+ * coordinate_transformation_mode, whatever the other arguments). */
+static bool resize_coord(const char *ctm, int64_t o, int64_t in, int64_t out, double out_f, double scale, double roi_s,
+                         double roi_e, double *x)
+{
+    double xo;
+    if (!strcmp(ctm, "half_pixel"))
+        xo = ((double)o + 0.5) / scale - 0.5;
+    else if (!strcmp(ctm, "pytorch_half_pixel"))
+        xo = out_f > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
+    else if (!strcmp(ctm, "align_corners"))
+        xo = out_f == 1 ? 0 : (double)o * (double)(in - 1) / (out_f - 1);
+    else if (!strcmp(ctm, "asymmetric"))
+        xo = (double)o / scale;
+    else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+        xo = ((double)o + 0.5) / scale;
+    else if (!strcmp(ctm, "tf_crop_and_resize"))
+        xo = out > 1 ? roi_s * (double)(in - 1) + (double)o * (roi_e - roi_s) * (double)(in - 1) / (double)(out - 1)
+                     : 0.5 * (roi_s + roi_e) * (double)(in - 1);
+    else
+        return false;
+    *x = xo > -1e9 && xo < 1e9 ? xo : 0; /* NaN or absurd roi/scale: keep the casts defined */
+    return true;
+}
+
+/* tf_crop_and_resize: extrapolation_value where the coordinate left the
+ * input (valid 0; wd: valid's shape broadcast along the axis); takes valid. */
+static rlx_node extrapolate(onnx_node *n, rlx_node acc, onnx_tensor *valid, int r, const int64_t *wd, double extrap)
+{
+    if (!valid)
+        return acc;
+    rlx_dtype dt = rlx_node_dtype(G, acc);
+    rlx_node vn = rlx_reshape(G, onnx_const_node(n, valid), r, wd);
+    if (dt != RLX_F32)
+        vn = rlx_cast(G, vn, dt);
+    return rlx_add(G, rlx_mul(G, acc, vn),
+                   rlx_mul(G, rlx_sub(G, onnx_scalar(n, dt, 1), vn), onnx_scalar(n, dt, extrap)));
+}
+
 static rlx_status resize_axis(onnx_node *n, rlx_node *x, int axis, int64_t in, int64_t out, double out_f, double scale,
                               const char *mode, const char *ctm, const char *nm, double A, int excl, double roi_s,
                               double roi_e, double extrap)
@@ -27,34 +68,27 @@ static rlx_status resize_axis(onnx_node *n, rlx_node *x, int axis, int64_t in, i
     onnx_tensor *idx[4] = {0}, *w[4] = {0};
     onnx_tensor *valid = NULL;
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    bool ok = true;
     for (int t = 0; t < taps; t++) {
         idx[t] = onnx_tensor_derived(RLX_I64, 1, &out);
         w[t] = onnx_tensor_derived(RLX_F32, 1, &out);
-        if (!idx[t] || !w[t])
-            return onnx_fail(n, RLX_ERR_OUT_OF_MEMORY, "oom");
+        ok &= idx[t] && w[t];
     }
     if (crop)
-        valid = onnx_tensor_derived(RLX_F32, 1, &out);
+        ok &= (valid = onnx_tensor_derived(RLX_F32, 1, &out)) != NULL;
+    if (!ok) {
+        for (int t = 0; t < taps; t++) {
+            onnx_tensor_free(idx[t]);
+            onnx_tensor_free(w[t]);
+        }
+        onnx_tensor_free(valid);
+        return onnx_fail(n, rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "resize tables: %s", rlx_last_error());
+    }
     for (int64_t o = 0; o < out; o++) {
         double xo;
-        if (!strcmp(ctm, "half_pixel"))
-            xo = ((double)o + 0.5) / scale - 0.5;
-        else if (!strcmp(ctm, "pytorch_half_pixel"))
-            xo = out_f > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
-        else if (!strcmp(ctm, "align_corners"))
-            xo = out_f == 1 ? 0 : (double)o * (double)(in - 1) / (out_f - 1);
-        else if (!strcmp(ctm, "asymmetric"))
-            xo = (double)o / scale;
-        else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
-            xo = ((double)o + 0.5) / scale;
-        else if (crop) {
-            xo = out > 1 ? roi_s * (double)(in - 1) + (double)o * (roi_e - roi_s) * (double)(in - 1) / (double)(out - 1)
-                         : 0.5 * (roi_s + roi_e) * (double)(in - 1);
+        resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo); /* ctm checked by h_resize */
+        if (crop)
             ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
-        } else
-            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
-        if (!(xo > -1e9 && xo < 1e9))
-            xo = 0; /* NaN or absurd roi/scale: keep the casts defined */
         if (taps == 1) {
             double f = floor(xo), fr = xo - f;
             int64_t k;
@@ -123,14 +157,83 @@ static rlx_status resize_axis(onnx_node *n, rlx_node *x, int axis, int64_t in, i
         rlx_node term = rlx_mul(G, gt, wn);
         acc = acc < 0 ? term : rlx_add(G, acc, term);
     }
-    if (valid) {
-        rlx_node vn = rlx_reshape(G, onnx_const_node(n, valid), r, wd);
-        if (dt != RLX_F32)
-            vn = rlx_cast(G, vn, dt);
-        acc = rlx_add(G, rlx_mul(G, acc, vn),
-                      rlx_mul(G, rlx_sub(G, onnx_scalar(n, dt, 1), vn), onnx_scalar(n, dt, extrap)));
+    *x = extrapolate(n, acc, valid, r, wd, extrap);
+    return RLX_OK;
+}
+
+/* Antialiased linear or cubic resampling along one axis (opset 18): when
+ * downscaling, the filter is stretched by 1 / scale, so each output reads
+ * 2 * ceil(support / scale) taps around its coordinate, weights
+ * normalised to sum 1 (then, with exclude_outside, those of taps outside
+ * the input dropped and the rest normalised again); taps beyond an edge
+ * read the edge.  The taps' weights form a dense [out, in] matrix, applied
+ * as a matmul over the axis. */
+static rlx_status resize_axis_antialias(onnx_node *n, rlx_node *x, int axis, int64_t in, int64_t out, double out_f,
+                                        double scale, bool linear, const char *ctm, double A, int excl, double roi_s,
+                                        double roi_e, double extrap)
+{
+    int64_t wdims[2] = {out, in};
+    onnx_tensor *W = onnx_tensor_derived(RLX_F32, 2, wdims);
+    bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    onnx_tensor *valid = crop ? onnx_tensor_derived(RLX_F32, 1, &out) : NULL;
+    double s = scale < 1 ? scale : 1, support = linear ? 1 : 2;
+    int64_t start = (int64_t)floor(-support / s) + 1, taps = 2 - 2 * start;
+    double *ws = W ? rlx_malloc(sizeof *ws * (size_t)taps) : NULL;
+    if (!W || (crop && !valid) || !ws) {
+        onnx_tensor_free(W);
+        onnx_tensor_free(valid);
+        return onnx_fail(n, rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "antialias weights: %s", rlx_last_error());
     }
-    *x = acc;
+    float *wm = W->data;
+    for (int64_t o = 0; o < out; o++) {
+        double xo;
+        resize_coord(ctm, o, in, out, out_f, scale, roi_s, roi_e, &xo); /* ctm checked by h_resize */
+        if (crop)
+            ((float *)valid->data)[o] = (xo < 0 || xo > (double)(in - 1)) ? 0.0f : 1.0f;
+        /* ratio in (0, 1]: on an integer coordinate the tap left of it leads */
+        double ratio = xo - floor(xo);
+        if (ratio == 0)
+            ratio = 1;
+        int64_t base = (int64_t)(xo - ratio);
+        double tot = 0, kept = 0;
+        for (int64_t i = 0; i < taps; i++) {
+            double t = ((double)(start + i) - ratio) * s;
+            ws[i] = linear ? fmax(0, 1 - fabs(t)) : cubic_w(A, t);
+            tot += ws[i];
+        }
+        for (int64_t i = 0; i < taps; i++) {
+            int64_t k = base + start + i;
+            ws[i] = tot != 0 ? ws[i] / tot : 0;
+            if (excl && (k < 0 || k >= in))
+                ws[i] = 0;
+            kept += ws[i];
+        }
+        for (int64_t i = 0; i < taps; i++) {
+            int64_t k = base + start + i;
+            k = k < 0 ? 0 : k > in - 1 ? in - 1 : k;
+            wm[o * in + k] += (float)(excl && kept != 0 ? ws[i] / kept : ws[i]);
+        }
+    }
+    free(ws);
+    /* the axis last, times W^T, and back */
+    int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
+    int r = onnx_shape(n, *x, xd);
+    int perm[RLX_MAX_DIMS];
+    for (int i = 0, j = 0; i < r; i++)
+        if (i != axis)
+            perm[j++] = i;
+    perm[r - 1] = axis;
+    int inv[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        inv[perm[i]] = i;
+    for (int i = 0; i < r; i++)
+        wd[i] = i == axis ? out : 1;
+    rlx_dtype dt = rlx_node_dtype(G, *x);
+    rlx_node wn = onnx_const_node(n, W);
+    if (dt != RLX_F32)
+        wn = rlx_cast(G, wn, dt);
+    rlx_node y = rlx_matmul(G, rlx_transpose(G, *x, perm), wn, 0, 1);
+    *x = extrapolate(n, rlx_transpose(G, y, inv), valid, r, wd, extrap);
     return RLX_OK;
 }
 
@@ -153,8 +256,14 @@ static rlx_status h_resize(onnx_node *n)
         mode = "linear";
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return onnx_fail(n, RLX_ERR_UNSUPPORTED, "mode '%s'", mode);
-    if (onnx_attr_i(n, "antialias", 0))
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "antialias");
+    double x0;
+    if (!resize_coord(ctm, 0, 1, 1, 1, 1, 0, 1, &x0))
+        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "coordinate_transformation_mode '%s'", ctm);
+    int64_t antialias = n->opset >= 18 ? onnx_attr_i(n, "antialias", 0) : 0;
+    if (antialias != 0 && antialias != 1)
+        return onnx_fail(n, RLX_ERR_INVALID_ARGUMENT, "antialias must be 0 or 1, not %lld", (long long)antialias);
+    if (strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        antialias = 0; /* the spec's filter stretch applies to linear and cubic only */
     double A = onnx_attr_f(n, "cubic_coeff_a", -0.75), extrap = onnx_attr_f(n, "extrapolation_value", 0.0);
     int excl = (int)onnx_attr_i(n, "exclude_outside", 0);
     double scales[RLX_MAX_DIMS];
@@ -221,8 +330,11 @@ static rlx_status h_resize(onnx_node *n)
             for (int i = 1; i < nax; i++)
                 sc = larger ? fmax(sc, scales[axmap[i]]) : fmin(sc, scales[axmap[i]]);
             for (int i = 0; i < nax; i++) {
+                double sz = floor(sc * (double)xd[axmap[i]] + 0.5);
+                if (!(sz >= 0 && sz <= (double)(INT64_C(1) << 24))) /* the cast of a larger one is undefined */
+                    return onnx_fail(n, RLX_ERR_SHAPE, "output size %g out of range", sz);
                 scales[axmap[i]] = sc;
-                sizes[axmap[i]] = (int64_t)floor(sc * (double)xd[axmap[i]] + 0.5);
+                sizes[axmap[i]] = (int64_t)sz;
             }
         }
     } else if (si >= 0 && si < n->n_in && n->in[si]) {
@@ -260,8 +372,11 @@ static rlx_status h_resize(onnx_node *n)
         if (sizes[i] == xd[i] && scales[i] == 1 && !crop)
             continue;
         double out_f = have_sizes ? (double)sizes[i] : (double)xd[i] * scales[i];
-        rlx_status st = resize_axis(n, &x, i, xd[i], sizes[i], out_f, scales[i], mode, ctm, nm, A, excl, roi[i],
-                                    roi[r + i], extrap);
+        rlx_status st = antialias && scales[i] < 1
+                            ? resize_axis_antialias(n, &x, i, xd[i], sizes[i], out_f, scales[i],
+                                                    !strcmp(mode, "linear"), ctm, A, excl, roi[i], roi[r + i], extrap)
+                            : resize_axis(n, &x, i, xd[i], sizes[i], out_f, scales[i], mode, ctm, nm, A, excl, roi[i],
+                                          roi[r + i], extrap);
         if (st != RLX_OK)
             return st;
     }
@@ -511,10 +626,10 @@ static rlx_status h_affine_grid(onnx_node *n)
     for (int i = 0; i < nd; i++) {
         if (sz[2 + i] < 1)
             return onnx_fail(n, RLX_ERR_SHAPE, "size %d is %lld", 2 + i, (long long)sz[2 + i]);
+        if (sz[2 + i] > ONNX_FOLD_MAX_NUMEL / P) /* checked before the product, which could overflow */
+            return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of more than %lld points", (long long)ONNX_FOLD_MAX_NUMEL);
         P *= sz[2 + i];
     }
-    if (P > ONNX_FOLD_MAX_NUMEL)
-        return onnx_fail(n, RLX_ERR_UNSUPPORTED, "a grid of %lld points", (long long)P);
     int64_t bd[2] = {P, nd + 1};
     onnx_tensor *k = onnx_tensor_new(onnx_in_dtype(n, 0), 2, bd);
     if (!k)

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "io/onnx/onnx_ops.h"
 #include "io/onnx/onnx_stage.h"
+#include "io/onnx/onnx_string.h"
 #include "ir/ir.h"
 
 #define ONNX_MAX_MODEL_BYTES ((size_t)1 << 31)
@@ -78,6 +80,26 @@ static void node_names(const Onnx__NodeProto *nd, name_list *l)
     }
 }
 
+/* A Gradient node (ai.onnx.preview.training) reads the tensor its
+ * attribute `y` names, though not as an input: that tensor's name. */
+static void gradient_target(const Onnx__GraphProto *gp, const Onnx__NodeProto *nd, name_list *l)
+{
+    if (!nd->op_type || strcmp(nd->op_type, "Gradient") || !nd->domain ||
+        strcmp(nd->domain, "ai.onnx.preview.training"))
+        return;
+    for (size_t a = 0; a < nd->n_attribute; a++) {
+        const Onnx__AttributeProto *at = nd->attribute[a];
+        if (!at || !at->name || strcmp(at->name, "y") || !at->has_s)
+            continue;
+        for (size_t i = 0; i < gp->n_node; i++)
+            for (size_t j = 0; gp->node[i] && j < gp->node[i]->n_output; j++) {
+                const char *o = gp->node[i]->output[j];
+                if (o && strlen(o) == at->s.len && !memcmp(o, at->s.data, at->s.len))
+                    names_push(l, o);
+            }
+    }
+}
+
 typedef struct prod_map {
     const char **names;
     int *node;
@@ -142,6 +164,7 @@ static rlx_status topo_sort(const Onnx__GraphProto *gp, int **order_out)
     }
     for (int i = 0; i < n; i++) {
         node_names(gp->node[i], &l);
+        gradient_target(gp, gp->node[i], &l);
         for (int j = 0; j < l.n; j++) {
             int p = prod_find(&m, l.v[j]);
             if (p < 0)
@@ -237,7 +260,7 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
     }
     while (n.n_in > 0 && !n.in[n.n_in - 1])
         n.n_in--; /* trailing optional inputs left out */
-    n.op = onnx_find_op(nd->op_type);
+    n.op = onnx_find_node_op(nd);
     int need = n.op ? onnx_op_min_inputs(n.op, c->opset) : 1;
     for (int i = 0; i < need; i++)
         if (i >= n.n_in || !n.in[i])
@@ -248,8 +271,24 @@ static rlx_status run_one(onnx_ctx *c, const Onnx__NodeProto *nd)
         if (n.in[i] && n.in[i]->kind != ONNX_KIND_TENSOR)
             return onnx_fail(&n, RLX_ERR_UNSUPPORTED, "input %d ('%s') is %s; this op takes tensors", i, nd->input[i],
                              onnx_kind_name(n.in[i]));
+    bool strings = false;
+    for (int i = 0; i < n.n_in; i++) {
+        if (n.in[i] && n.in[i]->unknown_string) {
+            onnx_note_need(&n, i);
+            return onnx_fail(&n, RLX_ERR_UNSUPPORTED,
+                             "input %d ('%s') is a tensor of strings, which must be known at import time: RLX "
+                             "computes on strings only while importing (bind the graph input by value)",
+                             i, nd->input[i]);
+        }
+        strings |= onnx_value_is_string(n.in[i]);
+    }
+    if (strings && !n.op->strings)
+        return onnx_fail(&n, RLX_ERR_UNSUPPORTED,
+                         "this op does not take tensors of strings (RLX evaluates only the string ops docs/ONNX.md "
+                         "lists, at import)");
     int first_new = rlx_graph_node_count(c->g);
-    rlx_status st = onnx_try_fold(&n);
+    /* the host evaluator knows numbers only */
+    rlx_status st = strings ? RLX_ERR_UNSUPPORTED : onnx_try_fold(&n);
     if (st == RLX_ERR_UNSUPPORTED) {
         rlx_clear_error();
         st = n.op->fn(&n);
@@ -314,7 +353,7 @@ static void collect(const Onnx__GraphProto *gp, op_seen *seen, int *nseen, int m
             continue;
         const char *op = nd->op_type ? nd->op_type : "";
         bool std_domain = !nd->domain || !*nd->domain || !strcmp(nd->domain, "ai.onnx");
-        if (!std_domain || !onnx_find_op(op)) {
+        if (!onnx_find_node_op(nd)) {
             char key[64];
             if (std_domain)
                 snprintf(key, sizeof key, "%s", op);
@@ -435,8 +474,8 @@ static rlx_onnx_kind value_kind(const Onnx__ValueInfoProto *vi, int *onnx_type, 
 static rlx_status add_tensor_input(onnx_ctx *c, const char *name, int ot, int nd, const Onnx__TensorShapeProto *sh,
                                    onnx_value *out)
 {
-    rlx_dtype t;
-    if (!onnx_dtype_from_onnx(ot, &t))
+    rlx_dtype t = RLX_STRING;
+    if (ot != ONNX__TENSOR_PROTO__DATA_TYPE__STRING && !onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph input '%s' has data type %s, which RLX does not support", name,
                              onnx_type_name(ot));
     int64_t dims[RLX_MAX_DIMS];
@@ -482,6 +521,8 @@ static rlx_status add_tensor_input(onnx_ctx *c, const char *name, int ot, int nd
     }
     if (!onnx_dims_fit(nd, dims, NULL))
         return rlx_set_error(RLX_ERR_SHAPE, "input '%s': dimensions too large", name);
+    if (t == RLX_STRING)
+        return onnx_string_input(name, nd, dims, b, out);
     if (b && b->value) {
         onnx_tensor *k = onnx_tensor_new(t, nd, dims);
         if (!k)
@@ -609,6 +650,12 @@ static rlx_status add_output(onnx_ctx *c, const char *name, onnx_value *v)
         if (v->kind == ONNX_KIND_SEQUENCE && snprintf(en, sizeof en, "%s[%d]", name, i) >= (int)sizeof en)
             return rlx_set_error(RLX_ERR_UNSUPPORTED, "graph output '%s': name too long", name);
         const char *on = v->kind == ONNX_KIND_SEQUENCE ? en : name;
+        if (onnx_value_is_string(x)) {
+            rlx_status st = onnx_string_output(c, on, x);
+            if (st != RLX_OK)
+                return st;
+            continue;
+        }
         rlx_node nd = onnx_node_of(c, x);
         if (nd < 0 || rlx_output(c->g, on, nd) != RLX_OK)
             return rlx_set_error(rlx_last_status_or(RLX_ERR_FORMAT), "graph output '%s': %s", on, rlx_last_error());
@@ -628,7 +675,12 @@ static rlx_status add_stage_inputs(onnx_ctx *c, const Onnx__GraphProto *gp, cons
         if (!in->name || in->ndim < 0 || in->ndim > RLX_MAX_DIMS || !onnx_dims_fit(in->ndim, in->dims, NULL))
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "staged input %d: bad name or shape", i);
         onnx_value v = {.node = -1};
-        if (in->value) {
+        if (in->dtype == RLX_STRING) { /* known when bound by value, else refused by the ops reading it */
+            rlx_onnx_binding b = {.value = in->value, .bytes = in->bytes};
+            rlx_status st = onnx_string_input(in->name, in->ndim, in->dims, &b, &v);
+            if (st != RLX_OK)
+                return st;
+        } else if (in->value) {
             v.k = onnx_tensor_new(in->dtype, in->ndim, in->dims);
             if (!v.k)
                 return rlx_set_error(rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY), "input '%s': %s", in->name,
@@ -1349,9 +1401,7 @@ rlx_status rlx_onnx_print_info(const char *path, void *file)
         total += seen[i].count;
     fprintf(f, "nodes: %zu at the top level, %ld with subgraphs; op types: %d\n", gp->n_node, total, nseen);
     for (int i = 0; i < nseen; i++) {
-        bool std_domain = !strchr(seen[i].op, '.');
-        fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count,
-                std_domain && onnx_find_op(seen[i].op) ? "" : "   (unsupported)");
+        fprintf(f, "  %-28s %d%s\n", seen[i].op, seen[i].count, onnx_find_op(seen[i].op) ? "" : "   (unsupported)");
     }
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return RLX_OK;
@@ -1368,7 +1418,9 @@ static void describe(const Onnx__ValueInfoProto *vi, rlx_onnx_input *x)
         return;
     x->is_tensor = x->kind == RLX_ONNX_TENSOR;
     x->onnx_type = ot;
-    if (!onnx_dtype_from_onnx(ot, &x->dtype))
+    if (ot == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+        x->dtype = RLX_STRING;
+    else if (!onnx_dtype_from_onnx(ot, &x->dtype))
         x->dtype = RLX_DTYPE_COUNT;
     if (nd >= 0 && nd <= RLX_MAX_DIMS) {
         x->ndim = nd;

@@ -56,6 +56,19 @@ void onnx_set_f(onnx_tensor *t, int64_t i, double v);
 void onnx_set_i(onnx_tensor *t, int64_t i, int64_t v);
 bool onnx_dtype_is_float(rlx_dtype t);
 
+/* Tensors of strings (dtype RLX_STRING): bytes are the elements in order,
+ * each ended by a NUL; numel counts the strings.  A string tensor of
+ * `bytes` zeroed bytes (filled by the caller): */
+onnx_tensor *onnx_string_new(int ndim, const int64_t *dims, size_t bytes);
+/* Whether `bytes` of data are exactly numel NUL-ended strings. */
+bool onnx_string_check(const void *data, size_t bytes, int64_t numel);
+/* Pointers to t's elements, into t's data (free the array only). */
+const char **onnx_string_elems(const onnx_tensor *t);
+/* A string tensor of n strings. */
+onnx_tensor *onnx_string_pack(int ndim, const int64_t *dims, char *const *strs, int64_t n);
+/* A TensorProto of data type STRING. */
+rlx_status onnx_string_from_proto(const Onnx__TensorProto *p, onnx_tensor **out);
+
 /* ONNX TensorProto.DataType -> rlx dtype; false when RLX has no such type. */
 bool onnx_dtype_from_onnx(int onnx_type, rlx_dtype *out);
 const char *onnx_type_name(int onnx_type);
@@ -97,6 +110,9 @@ typedef struct onnx_value {
     struct onnx_value *elems;
     int n_elems;
     rlx_dtype elem_dtype;
+    /* a graph input of strings not bound by value: no node, no constant
+     * (RLX computes on strings only at import, so any op reading it fails) */
+    bool unknown_string;
 } onnx_value;
 
 typedef struct onnx_scope {
@@ -194,9 +210,15 @@ typedef struct onnx_op {
     /* fn takes sequences and empty optionals too (and checks each input's
      * kind itself); every other op is refused them before fn runs */
     bool any_kind;
+    /* fn takes tensors of strings (onnx_string.c); every other op is
+     * refused them, and a string input not known at import is refused
+     * before any fn runs */
+    bool strings;
 } onnx_op;
 /* The row of an op type, or NULL when the importer has no handler for it. */
 const onnx_op *onnx_find_op(const char *op_type);
+/* The row of a node's op: op_type in the ai.onnx domain, else DOMAIN.op_type. */
+const onnx_op *onnx_find_node_op(const Onnx__NodeProto *nd);
 int onnx_op_min_inputs(const onnx_op *op, int opset);
 /* Import-time evaluation: fills outputs when every input is constant and
  * the op is one the evaluator knows; returns RLX_ERR_UNSUPPORTED to mean

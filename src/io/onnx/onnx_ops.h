@@ -11,22 +11,27 @@
 
 /* A row of a topic table: op type, handler, inputs that must be present;
  * ONNX_OP_SINCE for an op that needs more inputs from some opset on. */
-#define ONNX_OP(name, fn, min)                       \
-    {                                                \
-        (name), (fn), (min), 0, 0, NULL, NULL, false \
+#define ONNX_OP(name, fn, min)                              \
+    {                                                       \
+        (name), (fn), (min), 0, 0, NULL, NULL, false, false \
     }
-#define ONNX_OP_SINCE(name, fn, min, opset, later_min)               \
-    {                                                                \
-        (name), (fn), (min), (opset), (later_min), NULL, NULL, false \
+#define ONNX_OP_SINCE(name, fn, min, opset, later_min)                      \
+    {                                                                       \
+        (name), (fn), (min), (opset), (later_min), NULL, NULL, false, false \
     }
 /* A row whose handler takes sequences and optionals (onnx_op.any_kind). */
-#define ONNX_OP_ANY(name, fn, min)                  \
-    {                                               \
-        (name), (fn), (min), 0, 0, NULL, NULL, true \
+#define ONNX_OP_ANY(name, fn, min)                         \
+    {                                                      \
+        (name), (fn), (min), 0, 0, NULL, NULL, true, false \
     }
-#define ONNX_OP_END                            \
-    {                                          \
-        NULL, NULL, 0, 0, 0, NULL, NULL, false \
+/* A row whose handler takes tensors of strings (onnx_op.strings). */
+#define ONNX_OP_STR(name, fn, min)                         \
+    {                                                      \
+        (name), (fn), (min), 0, 0, NULL, NULL, false, true \
+    }
+#define ONNX_OP_END                                   \
+    {                                                 \
+        NULL, NULL, 0, 0, 0, NULL, NULL, false, false \
     }
 
 /* The topic tables, each ended by ONNX_OP_END. */
@@ -45,6 +50,8 @@ extern const onnx_op onnx_rnn_ops[];
 extern const onnx_op onnx_control_ops[];
 extern const onnx_op onnx_sequence_ops[];
 extern const onnx_op onnx_dynamic_ops[];
+extern const onnx_op onnx_string_ops[];
+extern const onnx_op onnx_training_ops[];
 
 rlx_node onnx_in(onnx_node *n, int i); /* node of input i (-1 if absent) */
 int onnx_shape(onnx_node *n, rlx_node x, int64_t *dims);

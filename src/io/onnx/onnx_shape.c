@@ -424,7 +424,11 @@ static rlx_node pad_wrap(onnx_node *n, rlx_node x, const int64_t *pads)
         int64_t b = pads[a], e = pads[r + a], len = xd[a] + b + e;
         if (!b && !e)
             continue;
-        onnx_tensor *k = onnx_tensor_new(RLX_I64, 1, &len);
+        if (xd[a] == 0) {
+            rlx_set_error(RLX_ERR_SHAPE, "wrap padding of an empty axis %d", a);
+            return -1;
+        }
+        onnx_tensor *k = onnx_tensor_derived(RLX_I64, 1, &len); /* an index table: capped */
         if (!k)
             return -1;
         for (int64_t j = 0; j < len; j++)

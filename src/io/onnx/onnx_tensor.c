@@ -120,7 +120,8 @@ onnx_tensor *onnx_tensor_share(onnx_tensor *t)
 
 onnx_tensor *onnx_tensor_clone(const onnx_tensor *t)
 {
-    onnx_tensor *x = onnx_tensor_new(t->dtype, t->ndim, t->dims);
+    onnx_tensor *x = t->dtype == RLX_STRING ? onnx_string_new(t->ndim, t->dims, t->bytes)
+                                            : onnx_tensor_new(t->dtype, t->ndim, t->dims);
     if (x && t->bytes)
         memcpy(x->data, t->data, t->bytes);
     return x;
@@ -357,6 +358,8 @@ rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_d
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
     int ot = p->has_data_type ? p->data_type : 0;
+    if (ot == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
+        return onnx_string_from_proto(p, out);
     rlx_dtype t;
     if (!onnx_dtype_from_onnx(ot, &t))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor '%s': data type %s (%d) is not supported", tn,
@@ -545,5 +548,97 @@ rlx_status rlx_onnx_read_tensor(const char *path, rlx_dtype *t, int *ndim, int64
     *data = x->data;
     *bytes = x->bytes;
     free(x);
+    return RLX_OK;
+}
+
+/* ------------------------------------------------------------ tensors of strings */
+
+onnx_tensor *onnx_string_new(int ndim, const int64_t *dims, size_t bytes)
+{
+    int64_t n;
+    if (ndim < 0 || ndim > RLX_MAX_DIMS || !onnx_dims_fit(ndim, dims, &n) || bytes > ONNX_MAX_HOST_BYTES) {
+        rlx_set_error(RLX_ERR_UNSUPPORTED, "a string tensor of rank %d and %zu bytes is too large", ndim, bytes);
+        return NULL;
+    }
+    onnx_tensor *x = rlx_calloc(1, sizeof *x);
+    if (!x || !(x->data = rlx_calloc(bytes ? bytes : 1, 1))) {
+        free(x);
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory for a string tensor");
+        return NULL;
+    }
+    x->dtype = RLX_STRING;
+    x->ndim = ndim;
+    memcpy(x->dims, dims, sizeof dims[0] * (size_t)ndim);
+    x->numel = n;
+    x->bytes = bytes;
+    return x;
+}
+
+bool onnx_string_check(const void *data, size_t bytes, int64_t numel)
+{
+    const char *s = data;
+    int64_t ends = 0;
+    for (size_t i = 0; i < bytes; i++)
+        ends += s[i] == 0;
+    return ends == numel && (bytes == 0 || s[bytes - 1] == 0);
+}
+
+const char **onnx_string_elems(const onnx_tensor *t)
+{
+    const char **v = rlx_malloc(sizeof *v * (size_t)(t->numel ? t->numel : 1));
+    if (!v) {
+        rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "out of memory reading strings");
+        return NULL;
+    }
+    const char *s = t->data;
+    for (int64_t i = 0; i < t->numel; i++) {
+        v[i] = s;
+        s += strlen(s) + 1;
+    }
+    return v;
+}
+
+onnx_tensor *onnx_string_pack(int ndim, const int64_t *dims, char *const *strs, int64_t n)
+{
+    size_t bytes = 0;
+    for (int64_t i = 0; i < n; i++)
+        bytes += strlen(strs[i]) + 1;
+    onnx_tensor *t = onnx_string_new(ndim, dims, bytes);
+    if (!t)
+        return NULL;
+    char *d = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        size_t l = strlen(strs[i]) + 1;
+        memcpy(d, strs[i], l);
+        d += l;
+    }
+    return t;
+}
+
+rlx_status onnx_string_from_proto(const Onnx__TensorProto *p, onnx_tensor **out)
+{
+    int64_t numel;
+    if (p->n_dims > RLX_MAX_DIMS || !onnx_dims_fit((int)p->n_dims, p->dims, &numel))
+        return rlx_set_error(RLX_ERR_FORMAT, "string tensor '%s': bad dimensions", p->name ? p->name : "?");
+    if ((uint64_t)numel != p->n_string_data)
+        return rlx_set_error(RLX_ERR_FORMAT, "string tensor '%s': %zu strings for %lld elements",
+                             p->name ? p->name : "?", p->n_string_data, (long long)numel);
+    size_t bytes = 0;
+    for (size_t i = 0; i < p->n_string_data; i++) {
+        if (p->string_data[i].len && memchr(p->string_data[i].data, 0, p->string_data[i].len))
+            return rlx_set_error(RLX_ERR_UNSUPPORTED, "string tensor '%s': element %zu holds a NUL byte",
+                                 p->name ? p->name : "?", i);
+        bytes += p->string_data[i].len + 1;
+    }
+    onnx_tensor *t = onnx_string_new((int)p->n_dims, p->dims, bytes);
+    if (!t)
+        return rlx_last_status_or(RLX_ERR_OUT_OF_MEMORY);
+    char *d = t->data;
+    for (size_t i = 0; i < p->n_string_data; i++) {
+        if (p->string_data[i].len)
+            memcpy(d, p->string_data[i].data, p->string_data[i].len);
+        d += p->string_data[i].len + 1; /* the NUL: calloc'd */
+    }
+    *out = t;
     return RLX_OK;
 }
