@@ -31,7 +31,7 @@ bool rlx_shape_equal(const rlx_shape *a, const rlx_shape *b)
 
 bool rlx_shape_broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out)
 {
-    rlx_shape r;
+    rlx_shape r = {0};
     r.ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
     for (int i = 0; i < r.ndim; i++) {
         int ia = a->ndim - r.ndim + i, ib = b->ndim - r.ndim + i;

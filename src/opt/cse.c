@@ -20,7 +20,9 @@ static uint64_t node_hash(const rlx_node_data *n)
     uint64_t h = 1469598103934665603ULL;
     h = hash_bytes(h, &n->op, sizeof n->op);
     h = hash_bytes(h, &n->dtype, sizeof n->dtype);
-    h = hash_bytes(h, &n->shape, sizeof n->shape);
+    /* the dims in use: those past ndim may hold anything */
+    h = hash_bytes(h, &n->shape.ndim, sizeof n->shape.ndim);
+    h = hash_bytes(h, n->shape.dims, sizeof(int64_t) * (size_t)(n->shape.ndim > 0 ? n->shape.ndim : 0));
     h = hash_bytes(h, n->in, sizeof(rlx_node) * (size_t)n->n_in);
     h = hash_bytes(h, &n->attrs, sizeof n->attrs);
     if (n->data)
