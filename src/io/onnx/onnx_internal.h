@@ -182,6 +182,9 @@ rlx_dtype onnx_value_dtype(onnx_ctx *c, onnx_value *v);
 const Onnx__AttributeProto *onnx_attr(const onnx_node *n, const char *name);
 int64_t onnx_attr_i(const onnx_node *n, const char *name, int64_t def);
 double onnx_attr_f(const onnx_node *n, const char *name, double def);
+/* A string attribute, or def when absent, written into buf (truncated to
+ * bufn - 1 bytes, NUL-ended); returns buf, or NULL (buf empty) when the
+ * attribute is absent and def is NULL. */
 const char *onnx_attr_s(const onnx_node *n, const char *name, const char *def, char *buf, size_t bufn);
 /* Ints attribute: count, or -1 when absent; copies at most max. */
 int onnx_attr_ints(const onnx_node *n, const char *name, int64_t *vals, int max);

@@ -328,11 +328,15 @@ double onnx_attr_f(const onnx_node *n, const char *name, double def)
 const char *onnx_attr_s(const onnx_node *n, const char *name, const char *def, char *buf, size_t bufn)
 {
     const Onnx__AttributeProto *a = onnx_attr(n, name);
-    if (!a || !a->has_s)
-        return def;
-    size_t l = a->s.len < bufn - 1 ? a->s.len : bufn - 1;
+    if (bufn)
+        buf[0] = 0;
+    if (!(a && a->has_s) && !def)
+        return NULL;
+    const char *src = a && a->has_s ? (const char *)a->s.data : def;
+    size_t len = a && a->has_s ? a->s.len : strlen(def);
+    size_t l = len < bufn - 1 ? len : bufn - 1;
     if (l) /* an empty string may come with no data pointer at all */
-        memcpy(buf, a->s.data, l);
+        memcpy(buf, src, l);
     buf[l] = 0;
     return buf;
 }
