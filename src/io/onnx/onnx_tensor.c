@@ -568,7 +568,8 @@ onnx_tensor *onnx_string_new(int ndim, const int64_t *dims, size_t bytes)
     }
     x->dtype = RLX_STRING;
     x->ndim = ndim;
-    memcpy(x->dims, dims, sizeof dims[0] * (size_t)ndim);
+    if (ndim) /* a scalar may come with no dims at all */
+        memcpy(x->dims, dims, sizeof dims[0] * (size_t)ndim);
     x->numel = n;
     x->bytes = bytes;
     return x;
