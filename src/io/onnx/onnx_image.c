@@ -218,6 +218,10 @@ static rlx_status resize_axis_antialias(onnx_node *n, rlx_node *x, int axis, int
     /* the axis last, times W^T, and back */
     int64_t xd[RLX_MAX_DIMS], wd[RLX_MAX_DIMS];
     int r = onnx_shape(n, *x, xd);
+    if (r < 1 || axis < 0 || axis >= r) { /* a crafted rank the sizes did not catch */
+        onnx_tensor_free(W);
+        return onnx_fail(n, RLX_ERR_SHAPE, "antialias: axis %d of a rank-%d input", axis, r);
+    }
     int perm[RLX_MAX_DIMS];
     for (int i = 0, j = 0; i < r; i++)
         if (i != axis)
