@@ -12,8 +12,10 @@
  *   decoder-small  batch 8, seq 128: next-token cross-entropy over the
  *                  32000-token vocabulary (labels: the next id, -100 at each
  *                  sequence's last position)
+ *   decoder        the same at the `decoder` shape (Qwen3-0.6B, vocab
+ *                  151936), batch 8, seq 512: a GPU row
  *
- *   train_bench [--workload mlp,encoder,decoder-small] [--device cpu|cuda]
+ *   train_bench [--workload mlp,encoder,decoder-small,decoder] [--device cpu|cuda]
  *               [--precision f32|bf16|f16] [--warmup 3] [--steps 10]
  *               [--repeat 3] [--threads 2] [--batch B] [--seq S]
  *               [--peak-gflops G]
@@ -115,9 +117,11 @@ static int build(const char *name, int batch, int seq, workload *w)
         w->vocab = c.vocab;
         return rlx_graph_verify(g) == RLX_OK ? 0 : -1;
     }
-    if (!strcmp(name, "decoder-small")) {
-        rlx_decoder_config c = rlx_decoder_small(seq ? seq : 128);
+    if (!strcmp(name, "decoder-small") || !strcmp(name, "decoder")) {
+        int full = !strcmp(name, "decoder");
+        rlx_decoder_config c = full ? rlx_decoder_qwen3_06b(seq ? seq : 512) : rlx_decoder_small(seq ? seq : 128);
         c.batch = batch ? batch : 8;
+        c.dtype = RLX_F32; /* f32 master weights; --precision picks the compute type */
         w->g = rlx_workload_decoder(&c);
         if (!w->g)
             return -1;
@@ -137,7 +141,7 @@ static int build(const char *name, int batch, int seq, workload *w)
         w->next_token = 1;
         return rlx_graph_verify(g) == RLX_OK ? 0 : -1;
     }
-    fprintf(stderr, "unknown workload '%s' (mlp, encoder, decoder-small)\n", name);
+    fprintf(stderr, "unknown workload '%s' (mlp, encoder, decoder-small, decoder)\n", name);
     return -1;
 }
 
@@ -303,7 +307,7 @@ static int run_one(const char *name, const bench_opts *b)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: train_bench [--workload mlp,encoder,decoder-small] [--device cpu|cuda] "
+    fprintf(stderr, "usage: train_bench [--workload mlp,encoder,decoder-small,decoder] [--device cpu|cuda] "
                     "[--precision f32|bf16|f16] [--warmup N] [--steps N] [--repeat N] [--threads N] "
                     "[--batch B] [--seq S] [--peak-gflops G]\n");
 }

@@ -204,16 +204,19 @@ def build(name, batch, seq, device):
         T, H = B * S, 384
         per_layer = 4 * 2 * T * H * H + 2 * 2 * T * H * 1536 + 2 * 2 * B * S * S * H
         return model, (ids, labels), T, 3 * (6 * per_layer + 2 * T * H * ENC_LABELS)
-    if name == "decoder-small":
-        B, S = batch or 8, seq or 128
-        model = Decoder()
-        ids = torch.randint(0, 32000, (B, S), generator=g)
+    if name in ("decoder-small", "decoder"):
+        # decoder: the Qwen3-0.6B shape of WORKLOADS.md `decoder`, batch 8, seq 512
+        full = name == "decoder"
+        B, S = batch or 8, seq or (512 if full else 128)
+        L, H, heads, kv, d, F, V = (28, 1024, 16, 8, 128, 3072, 151936) if full else (8, 512, 8, 4, 64, 1536, 32000)
+        model = Decoder(L, H, heads, kv, d, F, V)
+        ids = torch.randint(0, V, (B, S), generator=g)
         labels = torch.full((B, S), -100, dtype=torch.long)
         labels[:, :-1] = ids[:, 1:]
-        T, H, Q, KV = B * S, 512, 8 * 64, 4 * 64
-        per_layer = 2 * T * H * (Q + 2 * KV) + 2 * T * Q * H + 3 * 2 * T * H * 1536 + 2 * 2 * B * 8 * S * S * 64
-        return model, (ids, labels), T, 3 * (8 * per_layer + 2 * T * H * 32000)
-    raise SystemExit("unknown workload %r (mlp, encoder, decoder-small)" % name)
+        T, Q, KV = B * S, heads * d, kv * d
+        per_layer = 2 * T * H * (Q + 2 * KV) + 2 * T * Q * H + 3 * 2 * T * H * F + 2 * 2 * B * heads * S * S * d
+        return model, (ids, labels), T, 3 * (L * per_layer + 2 * T * H * V)
+    raise SystemExit("unknown workload %r (mlp, encoder, decoder-small, decoder)" % name)
 
 
 def main():
