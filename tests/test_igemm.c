@@ -65,6 +65,18 @@ static void reference(const uint8_t *a, bool as, const uint8_t *b, bool bs, int6
         }
 }
 
+/* The graph compiled for the CPU with `threads` threads; fails the test if it does not compile. */
+static rlx_session *compile_threads(rlx_graph *g, int threads)
+{
+    rlx_options o;
+    rlx_options_init(&o);
+    o.threads = threads;
+    rlx_session *s = NULL;
+    if (rlx_compile(g, &o, &s) != RLX_OK)
+        fail_msg("compile: %s", rlx_last_error());
+    return s;
+}
+
 static const int64_t shapes[][3] = {
     {1, 1, 1},   {1, 64, 16},   {1, 3, 17},    {2, 5, 33},     {7, 17, 15}, {6, 64, 32}, {13, 63, 47},
     {5, 100, 1}, {9, 1029, 40}, {1, 2051, 70}, {25, 257, 129}, {12, 4, 16}, {3, 2, 31},  {64, 96, 64},
@@ -165,12 +177,7 @@ static void graph_case(int64_t m, int64_t k, int64_t n, bool as, bool bs, bool c
     rlx_node y =
         rlx_matmul_integer(gr, x, w, rlx_constant(gr, at, 0, NULL, &za, 1), rlx_constant(gr, bt, 1, &n, zb, (size_t)n));
     assert_int_equal(rlx_output(gr, "y", y), RLX_OK);
-    rlx_options o;
-    rlx_options_init(&o);
-    o.threads = threads;
-    rlx_session *s = NULL;
-    if (rlx_compile(gr, &o, &s) != RLX_OK)
-        fail_msg("compile: %s", rlx_last_error());
+    rlx_session *s = compile_threads(gr, threads);
     if (!constant_b)
         assert_int_equal(rlx_session_set_param(s, "b", b, (size_t)(k * n)), RLX_OK);
     assert_int_equal(rlx_session_set_input(s, "a", a, (size_t)(2 * m * k)), RLX_OK);
@@ -226,12 +233,7 @@ static void scaled_case(int64_t m, int64_t k, int64_t n, bool per_col, bool bias
     if (gelu)
         out = rlx_gelu(gr, out);
     assert_int_equal(rlx_output(gr, "y", out), RLX_OK);
-    rlx_options o;
-    rlx_options_init(&o);
-    o.threads = threads;
-    rlx_session *ss = NULL;
-    if (rlx_compile(gr, &o, &ss) != RLX_OK)
-        fail_msg("compile: %s", rlx_last_error());
+    rlx_session *ss = compile_threads(gr, threads);
     rlx_compile_stats st;
     assert_int_equal(rlx_session_stats(ss, &st), RLX_OK);
     assert_int_equal(st.thunks - st.noop_thunks, 1);
@@ -277,12 +279,7 @@ static void dq_case(int64_t n, float lo, float hi, int threads)
     rlx_node in = rlx_input(gr, "x", RLX_F32, 1, &n), r = rlx_dynamic_quantize_range(gr, in);
     assert_int_equal(rlx_output(gr, "r", r), RLX_OK);
     assert_int_equal(rlx_output(gr, "y", rlx_quantize_u8(gr, in, r)), RLX_OK);
-    rlx_options o;
-    rlx_options_init(&o);
-    o.threads = threads;
-    rlx_session *ss = NULL;
-    if (rlx_compile(gr, &o, &ss) != RLX_OK)
-        fail_msg("compile: %s", rlx_last_error());
+    rlx_session *ss = compile_threads(gr, threads);
     assert_int_equal(rlx_session_set_input(ss, "x", x, (size_t)n * 4), RLX_OK);
     assert_int_equal(rlx_session_run(ss), RLX_OK);
     assert_int_equal(rlx_session_get_output(ss, "r", range, sizeof range), RLX_OK);

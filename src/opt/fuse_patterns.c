@@ -260,21 +260,30 @@ bool fuse_swiglu(fuse_state *s, rlx_node root)
 
 /* ------------------------------------------------- matmul + bias + act */
 
-bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
+/* An activation at `root` over an inner node: the activation (its operand
+ * becomes *cur and joins nodes[]); otherwise RLX_ACT_NONE with *cur = root.
+ * -1 when the activation's operand is used elsewhere. */
+static int peel_act(fuse_state *s, rlx_node root, rlx_node *cur, rlx_node *nodes, int *nn)
 {
     const rlx_node_data *r = fs_node(s, root);
     int act = fs_act_of(r->op);
-    rlx_node nodes[2];
+    *cur = root;
+    if (act < 0)
+        return RLX_ACT_NONE;
+    if (!fs_inner(s, r->in[0]))
+        return -1;
+    *cur = r->in[0];
+    nodes[(*nn)++] = *cur;
+    return act;
+}
+
+bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
+{
+    rlx_node nodes[2], cur;
     int nn = 0;
-    rlx_node cur = root;
-    if (act >= 0) {
-        if (!fs_inner(s, r->in[0]))
-            return false;
-        cur = r->in[0];
-        nodes[nn++] = cur;
-    } else {
-        act = RLX_ACT_NONE;
-    }
+    int act = peel_act(s, root, &cur, nodes, &nn);
+    if (act < 0)
+        return false;
     const rlx_node_data *c = fs_node(s, cur);
     rlx_node mm = -1, bias = -1;
     if (c->op == RLX_OP_ADD && c->shape.ndim >= 2) {
@@ -318,18 +327,11 @@ bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
  * the product's kernel as it stores each block. */
 bool fuse_matmul_integer_scale(fuse_state *s, rlx_node root)
 {
-    const rlx_node_data *r = fs_node(s, root);
-    int act = fs_act_of(r->op);
-    rlx_node nodes[4], cur = root, bias = -1;
+    rlx_node nodes[4], cur, bias = -1;
     int nn = 0;
-    if (act >= 0) {
-        if (!fs_inner(s, r->in[0]))
-            return false;
-        cur = r->in[0];
-        nodes[nn++] = cur;
-    } else {
-        act = RLX_ACT_NONE;
-    }
+    int act = peel_act(s, root, &cur, nodes, &nn);
+    if (act < 0)
+        return false;
     const rlx_node_data *c = fs_node(s, cur);
     if (c->op != RLX_OP_MUL && c->op != RLX_OP_ADD)
         return false;
