@@ -644,14 +644,16 @@ static rlx_node attention_primitives(rlx_graph *g, const rlx_node_data *nd)
     rlx_node s = rlx_matmul(g, qg, k, 0, 1);
     s = rlx_reshape(g, s, 4, (int64_t[]){B, H, S, T});
     s = rlx_mul(g, s, rlx_scalar(g, t, scale));
-    bool masked = false;
+    /* a row can lose every key to a mask, or to the causal one when there
+     * are fewer keys than queries */
+    bool may_empty_rows = false;
     if (nd->attrs.attention.has_mask) {
         rlx_node m = nd->in[3];
         if (dtype_of(g, m) == RLX_BOOL)
             s = rlx_where(g, m, s, rlx_scalar(g, t, -INFINITY));
         else
             s = rlx_add(g, s, m);
-        masked = true;
+        may_empty_rows = true;
     }
     if (nd->attrs.attention.causal) {
         bool *keep = malloc((size_t)(S * T > 0 ? S * T : 1));
@@ -663,10 +665,10 @@ static rlx_node attention_primitives(rlx_graph *g, const rlx_node_data *nd)
         rlx_node c = rlx_constant(g, RLX_BOOL, 2, (int64_t[]){S, T}, keep, (size_t)(S * T));
         free(keep);
         s = rlx_where(g, c, s, rlx_scalar(g, t, -INFINITY));
-        masked = true;
+        may_empty_rows = may_empty_rows || T < S;
     }
     rlx_node p = rlx_softmax(g, s, 3);
-    if (masked) /* a row with every key masked gives zeros, as the op does */
+    if (may_empty_rows) /* a row with every key masked gives zeros, as the op does */
         p = rlx_where(g, rlx_equal(g, p, p), p, rlx_scalar(g, t, 0));
     rlx_node pg = rlx_reshape(g, p, 4, (int64_t[]){B, Hk, G * S, T});
     rlx_node o = rlx_matmul(g, pg, v, 0, 0);

@@ -434,6 +434,10 @@ static void test_binary(void)
         {2, {24, 72}, 2, {24, 72}},
         {2, {24, 72}, 1, {72}},
         {1, {72}, 2, {24, 72}},
+        /* a column broadcast (one division per operand; 8-wide where the rows allow) */
+        {3, {4, 6, 16}, 3, {4, 6, 1}},
+        {2, {6, 1}, 2, {6, 16}},
+        {3, {4, 6, 7}, 3, {4, 6, 1}},
     };
     char nm[128];
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
@@ -492,6 +496,21 @@ static void test_where_cast_clip(void)
         rlx_output(g, "y", rlx_where(g, c, a, b));
         check(NAME("where %s", dn(wt[d])), g);
     }
+    /* the attention mask's layouts: a [S, T] mask over [B, H, S, T] with a
+     * scalar fill, and a column mask with a row of fills; T a multiple of
+     * 16 (vectors) and not */
+    for (int d = 0; d < 4; d++)
+        for (int v = 0; v < 2; v++) {
+            int64_t T = v ? 7 : 16;
+            rlx_graph *g = rlx_graph_new();
+            rlx_node a = rlx_input(g, "a", wt[d], 4, DIMS(2, 3, 5, T));
+            rlx_node m = rlx_input(g, "c", RLX_BOOL, 2, DIMS(5, T));
+            rlx_node cm = rlx_input(g, "c2", RLX_BOOL, 4, DIMS(2, 3, 5, 1));
+            rlx_node row = rlx_input(g, "b", wt[d], 1, DIMS(T));
+            rlx_node y = rlx_where(g, m, a, rlx_scalar(g, wt[d], -4.0));
+            rlx_output(g, "y", rlx_where(g, cm, y, row));
+            check(NAME("where mask layouts %s T=%lld", dn(wt[d]), (long long)T), g);
+        }
     static const rlx_dtype casts[][2] = {
         {RLX_F32, RLX_F16}, {RLX_F32, RLX_BF16}, {RLX_F16, RLX_F32},  {RLX_BF16, RLX_F32}, {RLX_F16, RLX_BF16},
         {RLX_F32, RLX_I64}, {RLX_I64, RLX_F32},  {RLX_F32, RLX_I32},  {RLX_BOOL, RLX_F32}, {RLX_I32, RLX_I64},

@@ -543,6 +543,15 @@ static rlx_status launch_profiled(rlx_schedule *s, const rlx_run_ctx *ctx)
     return st;
 }
 
+/* "2x3x4" */
+static void shape_text(const rlx_node_data *n, char *buf, size_t cap)
+{
+    int at = 0;
+    buf[0] = 0;
+    for (int ax = 0; ax < n->shape.ndim && at < (int)cap - 24; ax++)
+        at += snprintf(buf + at, cap - (size_t)at, ax ? "x%lld" : "%lld", (long long)n->shape.dims[ax]);
+}
+
 static void profile_report(cu_device *d, const rlx_schedule *s)
 {
     double *prof_ms = d->prof_ms;
@@ -568,8 +577,8 @@ static void profile_report(cu_device *d, const rlx_schedule *s)
     }
     if (d->prof_sched != s || !d->prof_thunk_ms)
         return;
-    fprintf(stderr, "[rlx cuda profile] costliest nodes:\n");
-    for (int k = 0; k < 12; k++) {
+    fprintf(stderr, "[rlx cuda profile] costliest nodes (<- their inputs):\n");
+    for (int k = 0; k < 25; k++) {
         int best = -1;
         for (int i = 0; i < s->n_thunks; i++)
             if (d->prof_thunk_ms[i] > 0 && (best < 0 || d->prof_thunk_ms[i] > d->prof_thunk_ms[best]))
@@ -577,14 +586,19 @@ static void profile_report(cu_device *d, const rlx_schedule *s)
         if (best < 0)
             break;
         const rlx_node_data *n = s->thunks[best].node;
-        char dims[96];
+        char dims[96], ins[256];
+        shape_text(n, dims, sizeof dims);
         int at = 0;
-        dims[0] = 0;
-        for (int ax = 0; ax < n->shape.ndim && at < (int)sizeof dims - 24; ax++)
-            at += snprintf(dims + at, sizeof dims - (size_t)at, ax ? "x%lld" : "%lld", (long long)n->shape.dims[ax]);
-        fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s\n", d->prof_thunk_ms[best],
+        ins[0] = 0;
+        for (int j = 0; j < n->n_in && at < (int)sizeof ins - 64; j++) {
+            char one[96];
+            const rlx_node_data *in = s->thunks[best].in_node[j];
+            shape_text(in, one, sizeof one);
+            at += snprintf(ins + at, sizeof ins - (size_t)at, " %s[%s]", rlx_dtype_name(in->dtype), one);
+        }
+        fprintf(stderr, "  %8.3f ms %5.1f%%  node %d %s %s [%s]%s%s <-%s\n", d->prof_thunk_ms[best],
                 100.0 * d->prof_thunk_ms[best] / total, s->thunks[best].id, rlx_op_name(n->op),
-                rlx_dtype_name(n->dtype), dims, n->name ? " " : "", n->name ? n->name : "");
+                rlx_dtype_name(n->dtype), dims, n->name ? " " : "", n->name ? n->name : "", ins);
         d->prof_thunk_ms[best] = 0;
     }
     free(d->prof_thunk_ms);

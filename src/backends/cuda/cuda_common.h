@@ -343,6 +343,30 @@ typedef struct cu_walk {
 /* Builds a walk over out dims with per-operand strides (in elements). */
 void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const int64_t (*strides)[CU_MAX_DIMS]);
 
+/* A walk whose every operand reads element (i / div) % mod of its buffer
+ * at flat output index i: each is contiguous over one run of dims and
+ * broadcast over the rest (a row of the output, a column, a block of
+ * rows, a scalar: mod 1).  One division and one remainder per operand
+ * instead of one of each per dim; `vec` when 16-byte vectors apply (every
+ * operand's div or mod a multiple of the vector's elements). */
+typedef struct cu_divmod {
+    int64_t total;
+    int64_t div[CU_MAX_OPS], mod[CU_MAX_OPS];
+    int vec;
+} cu_divmod;
+
+/* Fills d from w; false when an operand is not of that form. */
+bool rlx_cu_walk_divmod(const cu_walk *w, int vec_elems, cu_divmod *d);
+
+/* Operand k of vector v (elements v*V .. v*V+V-1): its offset, and
+ * whether the V elements are one broadcast value (else V consecutive) */
+template <typename I, int V> __device__ __forceinline__ I cu_dm_offset(const cu_divmod &d, int k, I v, bool *same)
+{
+    I i = v * (I)V, dv = (I)d.div[k], md = (I)d.mod[k];
+    *same = V == 1 || md == 1 || dv % V == 0;
+    return (i / dv) % md;
+}
+
 __device__ __forceinline__ void cu_walk_offsets(const cu_walk &w, int64_t flat, int64_t *off)
 {
     for (int k = 0; k < w.nops; k++)

@@ -110,6 +110,40 @@ void rlx_cu_walk_init(cu_walk *w, int ndim, const int64_t *dims, int nops, const
     w->nd = n;
 }
 
+bool rlx_cu_walk_divmod(const cu_walk *w, int vec_elems, cu_divmod *d)
+{
+    memset(d, 0, sizeof *d);
+    d->total = w->total;
+    d->vec = vec_elems > 1 && w->total % vec_elems == 0;
+    for (int k = 0; k < w->nops; k++) {
+        int lo = -1, hi = -1;
+        for (int i = 0; i < w->nd; i++)
+            if (w->st[k][i]) {
+                if (hi >= 0 && hi != i - 1)
+                    return false; /* two separate runs */
+                lo = lo < 0 ? i : lo;
+                hi = i;
+            }
+        int64_t div = 1, mod = 1;
+        if (hi >= 0) {
+            if (w->st[k][hi] != 1)
+                return false;
+            for (int i = lo; i < hi; i++)
+                if (w->st[k][i] != w->st[k][i + 1] * w->dims[i + 1])
+                    return false;
+            for (int i = hi + 1; i < w->nd; i++)
+                div *= w->dims[i];
+            for (int i = lo; i <= hi; i++)
+                mod *= w->dims[i];
+        }
+        d->div[k] = div;
+        d->mod[k] = mod;
+        if (!(mod == 1 || div % vec_elems == 0 || (div == 1 && mod % vec_elems == 0)))
+            d->vec = 0;
+    }
+    return true;
+}
+
 /* Device time of one launch sequence: run once (warm-up, lazy module
  * loads), then `reps` launches captured into a CUDA graph and replayed
  * between events, so kernels shorter than a host launch are not timed by

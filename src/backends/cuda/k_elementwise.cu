@@ -142,6 +142,48 @@ __global__ void binary_vec(int op, int fm, const uint4 *a, const uint4 *b, uint4
     }
 }
 
+/* V values of operand k at vector v (cu_dm_offset): one broadcast value,
+ * V consecutive ones in a 16-byte load, or (V 1) one. */
+template <typename E, int V> struct __align__(V * sizeof(E) >= 16 ? 16 : V * sizeof(E)) dm_vec { E e[V]; };
+
+template <typename E, typename I, int V>
+__device__ __forceinline__ void dm_load(const E *p, const cu_divmod &d, int k, I v, dm_vec<E, V> &o)
+{
+    bool same;
+    I off = cu_dm_offset<I, V>(d, k, v, &same);
+    if (same) {
+        E x = p[off];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            o.e[e] = x;
+    } else {
+        o = *(const dm_vec<E, V> *)(p + off);
+    }
+}
+
+/* Operands broadcast by rows, columns or blocks (cu_divmod); V 16 / sizeof(T)
+ * on 16-byte aligned buffers, else 1. */
+template <typename T, typename I, int V>
+__global__ void binary_dm(int op, int fm, const T *a, const T *b, T *y, cu_divmod d)
+{
+    cu_grid_wait();
+    const I nv = (I)(d.total / V);
+    for (I v = blockIdx.x * (I)blockDim.x + threadIdx.x; v < nv; v += (I)gridDim.x * blockDim.x) {
+        dm_vec<T, V> va, vb;
+        dm_load<T, I, V>(a, d, 0, v, va);
+        dm_load<T, I, V>(b, d, 1, v, vb);
+        float l[V], r[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            l[e] = cu_tof<T>(va.e[e]), r[e] = cu_tof<T>(vb.e[e]);
+        cu_binary_fv<V>(op, l, r, l, fm);
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            va.e[e] = cu_fromf<T>(l[e]);
+        *(dm_vec<T, V> *)(y + v * (I)V) = va;
+    }
+}
+
 template <typename T> __global__ void binary_walk(int op, int fm, const T *a, const T *b, T *y, cu_walk w)
 {
     cu_grid_wait();
@@ -174,7 +216,29 @@ typedef struct bin_state {
     cu_walk w;
     int mode; /* 0 flat, 1 a full + b row vector, 2 b full + a row vector, 3 walk */
     int64_t cols;
+    bool use_dm; /* mode 3 through binary_dm */
+    cu_divmod dm;
 } bin_state;
+
+/* The launch of a cu_divmod kernel K<T, I, V>: 16-byte vectors where the
+ * layout and every address allow, 32-bit indices where they reach. */
+#define CU_DM_LAUNCH(K, T, dmv, ptrs_aligned, ...)                           \
+    do {                                                                     \
+        constexpr int VV = 16 / sizeof(T);                                   \
+        bool vv = (dmv).vec && (ptrs_aligned);                               \
+        bool small = (dmv).total < ((int64_t)1 << 31);                       \
+        int bl = cu_blocks(vv ? (dmv).total / VV : (dmv).total, THREADS);    \
+        if (vv && small)                                                     \
+            cu_launch(K<T, uint32_t, VV>, bl, THREADS, 0, __VA_ARGS__, dmv); \
+        else if (vv)                                                         \
+            cu_launch(K<T, int64_t, VV>, bl, THREADS, 0, __VA_ARGS__, dmv);  \
+        else if (small)                                                      \
+            cu_launch(K<T, uint32_t, 1>, bl, THREADS, 0, __VA_ARGS__, dmv);  \
+        else                                                                 \
+            cu_launch(K<T, int64_t, 1>, bl, THREADS, 0, __VA_ARGS__, dmv);   \
+    } while (0)
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 static void walk_for(const rlx_node_data *out, int nops, const rlx_node_data *const *ins, cu_walk *w)
 {
@@ -199,6 +263,8 @@ static rlx_status prep_binary(const rlx_graph *g, rlx_thunk *t)
         s->mode = 1, s->cols = w->dims[1];
     else if (w->nd == 2 && w->st[1][1] == 1 && w->st[1][0] == w->dims[1] && w->st[0][1] == 1 && w->st[0][0] == 0)
         s->mode = 2, s->cols = w->dims[1];
+    if (s->mode == 3)
+        s->use_dm = rlx_cu_walk_divmod(w, 16 / (int)rlx_dtype_size(t->node->dtype), &s->dm);
     t->state = s;
     return RLX_OK;
 }
@@ -254,9 +320,16 @@ static rlx_status k_binary(const rlx_thunk *t, const rlx_run_ctx *ctx)
                                         (const T *)t->in[0], (T *)t->out, count, s->cols, 1));
             break;
         default:
-            CU_FLOAT_DISPATCH(it, T,
-                              cu_launch(binary_walk<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0],
-                                        (const T *)t->in[1], (T *)t->out, s->w));
+            if (s->use_dm) {
+                bool al = aligned16(t->in[0]) && aligned16(t->in[1]) && aligned16(t->out);
+                CU_FLOAT_DISPATCH(it, T,
+                                  CU_DM_LAUNCH(binary_dm, T, s->dm, al, n->op, fm, (const T *)t->in[0],
+                                               (const T *)t->in[1], (T *)t->out));
+            } else {
+                CU_FLOAT_DISPATCH(it, T,
+                                  cu_launch(binary_walk<T>, blocks, THREADS, 0, n->op, fm, (const T *)t->in[0],
+                                            (const T *)t->in[1], (T *)t->out, s->w));
+            }
         }
     } else {
         cu_launch(binary_any, blocks, THREADS, 0, n->op, fm, it, ot, rlx_dtype_is_float(it), t->in[0], t->in[1], t->out,
@@ -299,42 +372,69 @@ template <typename E> __global__ void where_kernel(const unsigned char *c, const
     }
 }
 
+/* where over operands broadcast by rows, columns or blocks (a causal mask
+ * [S, T] over scores [B, H, S, T], a scalar fill): cu_divmod */
+template <typename E, typename I, int V>
+__global__ void where_dm(const unsigned char *c, const E *a, const E *b, E *y, cu_divmod d)
+{
+    cu_grid_wait();
+    const I nv = (I)(d.total / V);
+    for (I v = blockIdx.x * (I)blockDim.x + threadIdx.x; v < nv; v += (I)gridDim.x * blockDim.x) {
+        bool same;
+        I oc = cu_dm_offset<I, V>(d, 0, v, &same);
+        dm_vec<E, V> va, vb;
+        dm_load<E, I, V>(a, d, 1, v, va);
+        dm_load<E, I, V>(b, d, 2, v, vb);
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            if (!c[same ? oc : oc + e])
+                va.e[e] = vb.e[e];
+        *(dm_vec<E, V> *)(y + v * (I)V) = va;
+    }
+}
+
+typedef struct where_state {
+    cu_walk w;
+    bool use_dm;
+    cu_divmod dm;
+} where_state;
+
 static rlx_status prep_where(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    cu_walk *w = (cu_walk *)rlx_calloc(1, sizeof *w);
-    if (!w)
+    where_state *s = (where_state *)rlx_calloc(1, sizeof *s);
+    if (!s)
         return RLX_ERR_OUT_OF_MEMORY;
-    walk_for(t->node, 3, t->in_node, w);
-    t->state = w;
+    walk_for(t->node, 3, t->in_node, &s->w);
+    s->use_dm = rlx_cu_walk_divmod(&s->w, 16 / (int)rlx_dtype_size(t->node->dtype), &s->dm);
+    t->state = s;
     return RLX_OK;
+}
+
+/* E: an unsigned type of the element's size (where only moves bits) */
+template <typename E> static void launch_where(const rlx_thunk *t, const where_state *s)
+{
+    const unsigned char *c = (const unsigned char *)t->in[0];
+    const E *a = (const E *)t->in[1], *b = (const E *)t->in[2];
+    if (s->use_dm) {
+        bool al = aligned16(a) && aligned16(b) && aligned16(t->out);
+        CU_DM_LAUNCH(where_dm, E, s->dm, al, c, a, b, (E *)t->out);
+    } else {
+        cu_launch(where_kernel<E>, cu_blocks(s->w.total, THREADS), THREADS, 0, c, a, b, (E *)t->out, s->w);
+    }
 }
 
 static rlx_status k_where(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
-    const cu_walk *w = (const cu_walk *)t->state;
-    if (!w->total)
+    const where_state *s = (const where_state *)t->state;
+    if (!s->w.total)
         return RLX_OK;
-    int blocks = cu_blocks(w->total, THREADS);
-    const unsigned char *c = (const unsigned char *)t->in[0];
     switch (rlx_dtype_size(t->node->dtype)) {
-    case 1:
-        cu_launch(where_kernel<unsigned char>, blocks, THREADS, 0, c, (const unsigned char *)t->in[1],
-                  (const unsigned char *)t->in[2], (unsigned char *)t->out, *w);
-        break;
-    case 2:
-        cu_launch(where_kernel<unsigned short>, blocks, THREADS, 0, c, (const unsigned short *)t->in[1],
-                  (const unsigned short *)t->in[2], (unsigned short *)t->out, *w);
-        break;
-    case 4:
-        cu_launch(where_kernel<unsigned int>, blocks, THREADS, 0, c, (const unsigned int *)t->in[1],
-                  (const unsigned int *)t->in[2], (unsigned int *)t->out, *w);
-        break;
-    default:
-        cu_launch(where_kernel<unsigned long long>, blocks, THREADS, 0, c, (const unsigned long long *)t->in[1],
-                  (const unsigned long long *)t->in[2], (unsigned long long *)t->out, *w);
-        break;
+    case 1: launch_where<unsigned char>(t, s); break;
+    case 2: launch_where<unsigned short>(t, s); break;
+    case 4: launch_where<unsigned int>(t, s); break;
+    default: launch_where<unsigned long long>(t, s); break;
     }
     return rlx_cu_check(t, "where launch");
 }
@@ -361,15 +461,37 @@ __global__ void cast_any(int from, int to, int mode, const void *x, void *y, int
     }
 }
 
+/* 8 values a thread in 16-byte loads and stores (mixed precision casts
+ * every param and gradient of a training step) */
+template <typename A, typename B> __global__ void cast_ff8(const A *x, B *y, int64_t n8)
+{
+    cu_grid_wait();
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n8; i += (int64_t)gridDim.x * blockDim.x) {
+        dm_vec<A, 8> a = ((const dm_vec<A, 8> *)x)[i];
+        dm_vec<B, 8> b;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            b.e[e] = cu_fromf<B>(cu_tof<A>(a.e[e]));
+        ((dm_vec<B, 8> *)y)[i] = b;
+    }
+}
+
+template <typename A, typename B> static void cast_to(const void *x, void *y, int64_t n)
+{
+    if (n % 8 == 0 && aligned16(x) && aligned16(y))
+        cu_launch(cast_ff8<A, B>, cu_blocks(n / 8, THREADS), THREADS, 0, (const A *)x, (B *)y, n / 8);
+    else
+        cu_launch(cast_ff<A, B>, cu_blocks(n, THREADS), THREADS, 0, (const A *)x, (B *)y, n);
+}
+
 template <typename A> static void cast_from(rlx_dtype to, const void *x, void *y, int64_t n)
 {
-    int blocks = cu_blocks(n, THREADS);
     if (to == RLX_F32)
-        cu_launch(cast_ff<A, float>, blocks, THREADS, 0, (const A *)x, (float *)y, n);
+        cast_to<A, float>(x, y, n);
     else if (to == RLX_F16)
-        cu_launch(cast_ff<A, __half>, blocks, THREADS, 0, (const A *)x, (__half *)y, n);
+        cast_to<A, __half>(x, y, n);
     else
-        cu_launch(cast_ff<A, __nv_bfloat16>, blocks, THREADS, 0, (const A *)x, (__nv_bfloat16 *)y, n);
+        cast_to<A, __nv_bfloat16>(x, y, n);
 }
 
 static rlx_status k_cast(const rlx_thunk *t, const rlx_run_ctx *ctx)
