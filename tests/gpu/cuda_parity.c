@@ -1480,6 +1480,25 @@ static void test_fused(void)
         r = rlx_input(g, "r", t, 4, DIMS(3, 28, 28, 128));
         rlx_output(g, "o", rlx_relu(g, rlx_add(g, x, r)));
         check(NAME("fused elementwise_chain vec residual relu %s", dn(t)), g);
+        /* softmax's backward: a column [.., 1] broadcast along the vector
+         * (read once per vector, from any address), and a scalar */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
+        y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
+        z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
+        rlx_output(g, "o", rlx_mul(g, rlx_mul(g, x, rlx_sub(g, y, z)), rlx_scalar(g, t, 0.125)));
+        check(NAME("fused elementwise_chain column broadcast %s", dn(t)), g);
+        /* a long chain over two tensors and four scalars (a GELU backward's
+         * shape): the wide vector path of up to 8 inputs and 16 instructions */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
+        y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
+        rlx_node e1 =
+            rlx_mul(g, rlx_add(g, rlx_mul(g, x, rlx_scalar(g, t, 0.7)), rlx_scalar(g, t, 0.25)), rlx_sigmoid(g, y));
+        rlx_node e2 = rlx_exp(g, rlx_mul(g, rlx_mul(g, x, x), rlx_scalar(g, t, -0.5)));
+        rlx_node e3 = rlx_mul(g, rlx_add(g, e1, rlx_mul(g, e2, rlx_scalar(g, t, 0.4))), rlx_tanh(g, y));
+        rlx_output(g, "o", rlx_sub(g, rlx_mul(g, e3, y), x));
+        check(NAME("fused elementwise_chain wide %s", dn(t)), g);
         /* linear programs: broadcast sums, and an input minus the running value */
         g = rlx_graph_new();
         x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
