@@ -572,10 +572,30 @@ static void test_reduce(void)
                 rlx_output(g, "y", ops[o].fn(g, x, ax[a].n, ax[a].axes, 0));
                 check(NAME("reduce %s %s long axes%d", ops[o].name, dn(FLOATS[d]), a), g);
             }
+    /* column reductions (every reduced axis ahead of every kept one: a
+     * bias or gain's gradient): row chunks and their combine, one chunk */
+    static const struct {
+        int rank;
+        int64_t dims[3];
+        int n;
+        int axes[2];
+    } col[] = {{2, {4096, 40}, 1, {0}}, {3, {3, 700, 48}, 2, {0, 1}}, {3, {40, 9, 33}, 1, {0}}};
+    for (int o = 0; o < 4; o++)
+        for (int d = 0; d < 3; d += 2)
+            for (int c = 0; c < 3; c++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], col[c].rank, col[c].dims);
+                rlx_output(g, "y", ops[o].fn(g, x, col[c].n, col[c].axes, c == 1));
+                check(NAME("reduce %s %s columns%d", ops[o].name, dn(FLOATS[d]), c), g);
+            }
     rlx_graph *g = rlx_graph_new();
     int axis = 1;
     rlx_output(g, "y", rlx_reduce_sum(g, rlx_input(g, "x", RLX_I64, 2, DIMS(9, 33)), 1, &axis, 0));
     check("reduce sum i64", g);
+    g = rlx_graph_new();
+    axis = 0;
+    rlx_output(g, "y", rlx_reduce_sum(g, rlx_input(g, "x", RLX_I64, 2, DIMS(64, 33)), 1, &axis, 0));
+    check("reduce sum i64 columns", g);
     for (int d = 0; d < 3; d++)
         for (int a = -1; a < 2; a++)
             for (int mx = 0; mx < 2; mx++) {

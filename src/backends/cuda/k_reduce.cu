@@ -143,12 +143,107 @@ __global__ void __launch_bounds__(RED_BLOCK) reduce_block_kernel(int op, int dt,
     }
 }
 
+/* Column reductions: x read as [R, N] (every reduced dim ahead of every
+ * kept one) summed over R, a bias or norm gain's gradient over all tokens.
+ * A warp per output would read addresses N apart; here 32 threads read 32
+ * neighbouring columns and 8 rows at a time, and blocks split the rows
+ * into chunks whose partials a second kernel combines in chunk order
+ * (deterministic). */
+static bool col_form(const rlx_shape *xs, uint32_t axes, int64_t *R, int64_t *N)
+{
+    *R = *N = 1;
+    bool kept_seen = false;
+    for (int d = 0; d < xs->ndim; d++) {
+        if (xs->dims[d] == 1)
+            continue;
+        if (axes == 0 || (axes >> d) & 1u) {
+            if (kept_seen)
+                return false;
+            *R *= xs->dims[d];
+        } else {
+            kept_seen = true;
+            *N *= xs->dims[d];
+        }
+    }
+    return *N >= 8 && *R >= 32;
+}
+
+/* chunks of rows: about two blocks per SM of an H100/H200, at least 256 rows each */
+static int64_t col_chunks(int64_t R, int64_t N)
+{
+    int64_t c = 264 / ((N + 31) / 32);
+    if (c > R / 256)
+        c = R / 256;
+    if (c > 1024)
+        c = 1024;
+    return c < 1 ? 1 : c;
+}
+
+static size_t reduce_scratch(const rlx_graph *g, const rlx_node_data *n)
+{
+    int64_t R, N;
+    if (!col_form(&g->nodes[n->in[0]].shape, n->attrs.reduce.axes, &R, &N))
+        return 0;
+    int64_t c = col_chunks(R, N);
+    return c > 1 ? (size_t)(c * N) * sizeof(double) : 0;
+}
+
+#define COL_ROWS 8
+__global__ void __launch_bounds__(32 * COL_ROWS)
+    col_reduce_kernel(int op, int dt, const void *x, void *y, double *part, int64_t R, int64_t N, int64_t chunk)
+{
+    cu_grid_wait();
+    __shared__ double sh[COL_ROWS][33];
+    int64_t n = blockIdx.x * 32LL + threadIdx.x, r0 = blockIdx.y * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    double acc = red_init(op);
+    if (n < N)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += COL_ROWS)
+            acc = red_combine(op, acc, cu_ld(x, dt, r * N + n));
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y || n >= N)
+        return;
+    for (int k = 1; k < COL_ROWS; k++)
+        acc = red_combine(op, acc, sh[k][threadIdx.x]);
+    if (gridDim.y > 1) {
+        part[blockIdx.y * N + n] = acc;
+        return;
+    }
+    if (op == RLX_OP_REDUCE_MEAN)
+        acc = acc / (double)R;
+    cu_st(y, dt, n, acc);
+}
+
+__global__ void col_reduce_finish(int op, int dt, const double *part, void *y, int64_t C, int64_t N, int64_t R)
+{
+    cu_grid_wait();
+    for (int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; n < N; n += (int64_t)gridDim.x * blockDim.x) {
+        double acc = part[n];
+        for (int64_t c = 1; c < C; c++)
+            acc = red_combine(op, acc, part[c * N + n]);
+        if (op == RLX_OP_REDUCE_MEAN)
+            acc = acc / (double)R;
+        cu_st(y, dt, n, acc);
+    }
+}
+
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
     const red_state *s = (const red_state *)t->state;
     if (!s->n_out)
         return RLX_OK;
+    int64_t R, N;
+    if (col_form(&t->in_node[0]->shape, t->node->attrs.reduce.axes, &R, &N)) {
+        int64_t C = col_chunks(R, N), chunk = (R + C - 1) / C;
+        dim3 grid((unsigned)((N + 31) / 32), (unsigned)C), block(32, COL_ROWS);
+        cu_launch(col_reduce_kernel, grid, block, 0, t->node->op, t->node->dtype, t->in[0], t->out,
+                  (double *)t->scratch, R, N, chunk);
+        if (C > 1)
+            cu_launch(col_reduce_finish, cu_blocks(N, 256), 256, 0, t->node->op, t->node->dtype,
+                      (const double *)t->scratch, t->out, C, N, R);
+        return rlx_cu_check(t, "reduce launch");
+    }
     if (s->R >= 2048 && s->n_out < (1LL << 31)) {
         cu_launch(reduce_block_kernel, (unsigned)s->n_out, RED_BLOCK, 0, t->node->op, t->node->dtype, t->in[0], t->out,
                   *s);
@@ -735,7 +830,7 @@ static bool ssm_ok(const rlx_graph *g, const rlx_node_data *n)
 extern "C" void rlx_cuda_register_reduce(cu_kernel *tab)
 {
     for (int op = RLX_OP_REDUCE_SUM; op <= RLX_OP_REDUCE_PROD; op++)
-        tab[op] = (cu_kernel){k_reduce, NULL, reduce_ok, prep_reduce, free_state};
+        tab[op] = (cu_kernel){k_reduce, reduce_scratch, reduce_ok, prep_reduce, free_state};
     tab[RLX_OP_ARGMAX] = (cu_kernel){k_arg, NULL, arg_ok, NULL, NULL};
     tab[RLX_OP_ARGMIN] = (cu_kernel){k_arg, NULL, arg_ok, NULL, NULL};
     tab[RLX_OP_SOFTMAX] = (cu_kernel){k_softmax, NULL, NULL, NULL, NULL};
