@@ -764,6 +764,55 @@ static void test_tile(void **state)
     }
 }
 
+/* rlx_quant_tiles: a grid of tiles equal to rlx_quant_vec_dot to the bit,
+ * at an output stride wider than the grid (the cells past it untouched);
+ * counts that are not whole tiles refused, y left alone. */
+static void test_tiles(void **state)
+{
+    (void)state;
+    int any = 0;
+    qt_seed(13);
+    for (int i = 0; i < QT_NTYPES; i++) {
+        int t = qt_types[i];
+        if (!rlx_quant_tile_available(t))
+            continue;
+        any++;
+        enum { M = 2 * RLX_QUANT_TILE, N = 3 * RLX_QUANT_TILE, LDY = N + 3 };
+        int64_t nb = belems(t) == 32 ? 5 : 2, n = nb * belems(t);
+        size_t ws = (size_t)nb * bbytes(t) + 1, as = rlx_quant_act_bytes(t, n) + 3;
+        uint8_t *wbuf = malloc(ws * N + 1), *abuf = malloc(as * M + 1);
+        uint8_t *w = wbuf + 1, *a = abuf + 1;
+        float *x = malloc(n * sizeof *x), y[M * LDY];
+        for (int j = 0; j < N; j++)
+            make_weights(t, w + j * ws, nb, j & 1);
+        for (int r = 0; r < M; r++) {
+            fill_normal(x, n, 1.0);
+            assert_int_equal(rlx_quantize_act(t, x, a + r * as, n), RLX_OK);
+        }
+        for (int c = 0; c < M * LDY; c++)
+            y[c] = 42.0f;
+        assert_true(rlx_quant_tiles(t, n, w, ws, N, a, as, M, y, LDY));
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < LDY; j++) {
+                float want = j < N ? rlx_quant_vec_dot(t, n, w + j * ws, a + r * as) : 42.0f;
+                if (memcmp(&y[r * LDY + j], &want, sizeof want))
+                    fail_msg("%s: tiles (%d, %d) %.9g, want %.9g", rlx_ggml_type_name(t), r, j, y[r * LDY + j], want);
+            }
+        y[0] = 7.0f;
+        assert_false(rlx_quant_tiles(t, n, w, ws, N - 1, a, as, M, y, LDY));
+        assert_false(rlx_quant_tiles(t, n, w, ws, N, a, as, M + 2, y, LDY));
+        assert_false(rlx_quant_tiles(t, n + 1, w, ws, N, a, as, M, y, LDY));
+        assert_true(y[0] == 7.0f);
+        free(x);
+        free(wbuf);
+        free(abuf);
+    }
+    if (!any) {
+        print_message("skipped: no tiled kernel on this processor\n");
+        skip();
+    }
+}
+
 /* Activations: levels within [-127, 127] (the kernels' precondition),
  * rounded as llama.cpp's CPU backend rounds them: Q8_0 with the step
  * max|x| / 127, Q8_K with the scale -127 / (the signed element of largest
@@ -882,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_dot_avx2),
         cmocka_unit_test(test_dot_avx512),
         cmocka_unit_test(test_tile),
+        cmocka_unit_test(test_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -463,3 +463,23 @@ bool rlx_quant_tile(int t, int64_t n, const void *w, size_t w_stride, const void
     return false;
 #endif
 }
+
+bool rlx_quant_tiles(int t, int64_t n, const void *w, size_t w_stride, int64_t rows, const void *act, size_t act_stride,
+                     int64_t m, float *y, int64_t ldy)
+{
+    int64_t be = rlx_quant_block_elems(t);
+    if (be == 0 || n <= 0 || n % be != 0 || rows < 0 || m < 0 || rows % RLX_QUANT_TILE || m % RLX_QUANT_TILE ||
+        !rlx_quant_tile_available(t))
+        return false;
+#ifdef RLX_QUANT_HAVE_AVX2
+    const uint8_t *W = w, *A = act;
+    for (int64_t i = 0; i < m; i += RLX_QUANT_TILE)
+        for (int64_t j = 0; j < rows; j += RLX_QUANT_TILE)
+            rlx_quant_tile_avx512(t, n / be, W + (size_t)j * w_stride, w_stride, A + (size_t)i * act_stride, act_stride,
+                                  y + i * ldy + j, ldy);
+    return true;
+#else
+    (void)w, (void)w_stride, (void)act, (void)act_stride, (void)y, (void)ldy;
+    return false;
+#endif
+}

@@ -70,5 +70,12 @@ enum { RLX_QUANT_TILE = 4 };
 bool rlx_quant_tile_available(int weight_type);
 bool rlx_quant_tile(int weight_type, int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
                     float *y, int64_t ldy);
+/* rlx_quant_tile over a grid, the arguments checked once (a prompt's
+ * projection is thousands of tiles): activation rows i < m times weight
+ * rows j < rows, both multiples of RLX_QUANT_TILE, into y[i * ldy + j];
+ * false, y left alone, where rlx_quant_tile would refuse or a count is
+ * not whole tiles. */
+bool rlx_quant_tiles(int weight_type, int64_t n, const void *w, size_t w_stride, int64_t rows, const void *act,
+                     size_t act_stride, int64_t m, float *y, int64_t ldy);
 
 #endif
