@@ -777,35 +777,41 @@ static void test_tiles(void **state)
         if (!rlx_quant_tile_available(t))
             continue;
         any++;
-        enum { M = 2 * RLX_QUANT_TILE, N = 3 * RLX_QUANT_TILE, LDY = N + 3 };
-        int64_t nb = belems(t) == 32 ? 5 : 2, n = nb * belems(t);
-        size_t ws = (size_t)nb * bbytes(t) + 1, as = rlx_quant_act_bytes(t, n) + 3;
-        uint8_t *wbuf = malloc(ws * N + 1), *abuf = malloc(as * M + 1);
-        uint8_t *w = wbuf + 1, *a = abuf + 1;
-        float *x = malloc(n * sizeof *x), y[M * LDY];
-        for (int j = 0; j < N; j++)
-            make_weights(t, w + j * ws, nb, j & 1);
-        for (int r = 0; r < M; r++) {
-            fill_normal(x, n, 1.0);
-            assert_int_equal(rlx_quantize_act(t, x, a + r * as, n), RLX_OK);
-        }
-        for (int c = 0; c < M * LDY; c++)
-            y[c] = 42.0f;
-        assert_true(rlx_quant_tiles(t, n, w, ws, N, a, as, M, y, LDY));
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < LDY; j++) {
-                float want = j < N ? rlx_quant_vec_dot(t, n, w + j * ws, a + r * as) : 42.0f;
-                if (memcmp(&y[r * LDY + j], &want, sizeof want))
-                    fail_msg("%s: tiles (%d, %d) %.9g, want %.9g", rlx_ggml_type_name(t), r, j, y[r * LDY + j], want);
+        /* 32-element types: pairs made ahead for the grid (odd and even
+         * counts) and past what it makes ahead (tile by tile) */
+        const int64_t blocks32[] = {5, 16, 99}, blocksk[] = {2};
+        for (int c = 0; c < (belems(t) == 32 ? 3 : 1); c++) {
+            enum { M = 2 * RLX_QUANT_TILE, N = 3 * RLX_QUANT_TILE, LDY = N + 3 };
+            int64_t nb = belems(t) == 32 ? blocks32[c] : blocksk[c], n = nb * belems(t);
+            size_t ws = (size_t)nb * bbytes(t) + 1, as = rlx_quant_act_bytes(t, n) + 3;
+            uint8_t *wbuf = malloc(ws * N + 1), *abuf = malloc(as * M + 1);
+            uint8_t *w = wbuf + 1, *a = abuf + 1;
+            float *x = malloc(n * sizeof *x), y[M * LDY];
+            for (int j = 0; j < N; j++)
+                make_weights(t, w + j * ws, nb, j & 1);
+            for (int r = 0; r < M; r++) {
+                fill_normal(x, n, 1.0);
+                assert_int_equal(rlx_quantize_act(t, x, a + r * as, n), RLX_OK);
             }
-        y[0] = 7.0f;
-        assert_false(rlx_quant_tiles(t, n, w, ws, N - 1, a, as, M, y, LDY));
-        assert_false(rlx_quant_tiles(t, n, w, ws, N, a, as, M + 2, y, LDY));
-        assert_false(rlx_quant_tiles(t, n + 1, w, ws, N, a, as, M, y, LDY));
-        assert_true(y[0] == 7.0f);
-        free(x);
-        free(wbuf);
-        free(abuf);
+            for (int c = 0; c < M * LDY; c++)
+                y[c] = 42.0f;
+            assert_true(rlx_quant_tiles(t, n, w, ws, N, a, as, M, y, LDY));
+            for (int r = 0; r < M; r++)
+                for (int j = 0; j < LDY; j++) {
+                    float want = j < N ? rlx_quant_vec_dot(t, n, w + j * ws, a + r * as) : 42.0f;
+                    if (memcmp(&y[r * LDY + j], &want, sizeof want))
+                        fail_msg("%s, %lld blocks: tiles (%d, %d) %.9g, want %.9g", rlx_ggml_type_name(t),
+                                 (long long)nb, r, j, y[r * LDY + j], want);
+                }
+            y[0] = 7.0f;
+            assert_false(rlx_quant_tiles(t, n, w, ws, N - 1, a, as, M, y, LDY));
+            assert_false(rlx_quant_tiles(t, n, w, ws, N, a, as, M + 2, y, LDY));
+            assert_false(rlx_quant_tiles(t, n + 1, w, ws, N, a, as, M, y, LDY));
+            assert_true(y[0] == 7.0f);
+            free(x);
+            free(wbuf);
+            free(abuf);
+        }
     }
     if (!any) {
         print_message("skipped: no tiled kernel on this processor\n");

@@ -472,12 +472,7 @@ bool rlx_quant_tiles(int t, int64_t n, const void *w, size_t w_stride, int64_t r
         !rlx_quant_tile_available(t))
         return false;
 #ifdef RLX_QUANT_HAVE_AVX2
-    const uint8_t *W = w, *A = act;
-    for (int64_t i = 0; i < m; i += RLX_QUANT_TILE)
-        for (int64_t j = 0; j < rows; j += RLX_QUANT_TILE)
-            rlx_quant_tile_avx512(t, n / be, W + (size_t)j * w_stride, w_stride, A + (size_t)i * act_stride, act_stride,
-                                  y + i * ldy + j, ldy);
-    return true;
+    return rlx_quant_tiles_avx512(t, n / be, w, w_stride, rows, act, act_stride, m, y, ldy);
 #else
     (void)w, (void)w_stride, (void)act, (void)act_stride, (void)y, (void)ldy;
     return false;

@@ -29,6 +29,9 @@ void rlx_quant_act_q8_0_avx512(const float *x, uint8_t *b, int64_t n);
  * VNNI besides the above.  false for a type without a tiled kernel. */
 bool rlx_quant_tile_avx512(int weight_type, int64_t nb, const uint8_t *w, size_t w_stride, const uint8_t *a,
                            size_t a_stride, float *y, int64_t ldy);
+/* rlx_quant_tiles' grid with those tiles (the same results), nb blocks. */
+bool rlx_quant_tiles_avx512(int weight_type, int64_t nb, const uint8_t *w, size_t w_stride, int64_t rows,
+                            const uint8_t *a, size_t a_stride, int64_t m, float *y, int64_t ldy);
 #endif
 
 #endif

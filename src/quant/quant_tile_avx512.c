@@ -208,6 +208,86 @@ AVX512 static void rows_q5_0(int64_t nb, const uint8_t *w, size_t ws, int64_t ro
     rows32(nb, w, ws, rows, a, out, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
 }
 
+/* A grid of tiles (rlx_quant_tiles_avx512) of the 32-element types: the
+ * activation pairs of a tile's rows made once for all its weight tiles,
+ * the products then as step32's, operation for operation. */
+enum { GRID_PAIRS = 48 }; /* pairs made ahead: rows of up to 3072 elements */
+
+INLINE void grid32(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as, int64_t m,
+                   float *y, int64_t ldy, size_t bytes, int t)
+{
+    act_pair pk[T][GRID_PAIRS];
+    const int64_t np = nb / 2;
+    for (int64_t i0 = 0; i0 < m; i0 += T) {
+        const uint8_t *ai = a + (size_t)i0 * as;
+        for (int i = 0; i < T; i++)
+            for (int64_t p = 0; p < np; p++)
+                pk[i][p] = act_pair_of(ai + (size_t)i * as + (size_t)(2 * p) * RLX_Q8_0_BYTES, true, t);
+        for (int64_t j0 = 0; j0 < rows; j0 += T) {
+            const uint8_t *wj = w + (size_t)j0 * ws;
+            __m512 acc[T][T];
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++)
+                    acc[i][j] = _mm512_setzero_ps();
+            for (int64_t p = 0; p < np; p++) {
+                __m512i u[T];
+                __m512 dw[T];
+                for (int j = 0; j < T; j++) {
+                    u[j] = levels32(wj + (size_t)j * ws + (size_t)(2 * p) * bytes, bytes, true, t);
+                    dw[j] = join_d(wj + (size_t)j * ws + (size_t)(2 * p) * bytes, bytes, true);
+                }
+                for (int i = 0; i < T; i++)
+                    for (int j = 0; j < T; j++) {
+                        __m512 prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(pk[i][p].start, u[j], pk[i][p].y));
+                        acc[i][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[j], pk[i][p].da), prod, acc[i][j], 0xffff);
+                    }
+            }
+            if (nb % 2)
+                step32(acc, wj + (size_t)(2 * np) * bytes, ws, ai + (size_t)(2 * np) * RLX_Q8_0_BYTES, as, bytes, false,
+                       t);
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++)
+                    y[(i0 + i) * ldy + j0 + j] =
+                        hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[i][j]), _mm512_extractf32x8_ps(acc[i][j], 1)));
+        }
+    }
+}
+
+AVX512 static void grid_q8_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q8_0_BYTES, RLX_GGML_Q8_0);
+}
+
+AVX512 static void grid_q4_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q4_0_BYTES, RLX_GGML_Q4_0);
+}
+
+AVX512 static void grid_q5_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
+}
+
+bool rlx_quant_tiles_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                            int64_t m, float *y, int64_t ldy)
+{
+    if (nb / 2 <= GRID_PAIRS)
+        switch (t) {
+        case RLX_GGML_Q8_0: grid_q8_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        case RLX_GGML_Q4_0: grid_q4_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        case RLX_GGML_Q5_0: grid_q5_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        default: break;
+        }
+    for (int64_t i = 0; i < m; i += T)
+        for (int64_t j = 0; j < rows; j += T)
+            if (!rlx_quant_tile_avx512(t, nb, w + (size_t)j * ws, ws, a + (size_t)i * as, as, y + i * ldy + j, ldy))
+                return false;
+    return true;
+}
+
 AVX512 static void rows_q6_k(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out);
 
 bool rlx_quant_dot_rows_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a,
