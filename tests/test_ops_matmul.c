@@ -1,5 +1,6 @@
 /* Matmul: plain, transposed operands, batched with broadcast batch dims,
- * numpy 1-d rules, empty dims, weights as params, against the float64
+ * numpy 1-d rules, one row times transposed weights (the matrix-vector
+ * kernels), empty dims, weights as params, against the float64
  * reference on random inputs. */
 #include <math.h>
 #include <setjmp.h>
@@ -134,6 +135,32 @@ static void test_matmul_vectors(void **state)
 }
 
 /* M = 0 or N = 0 give empty results; K = 0 gives zeros. */
+/* One row times weights stored [N, K] (trans_b): a decode step's
+ * matrix-vector product, which has kernels of its own (AVX-512 where the
+ * processor has it: 64 elements a step, then 16, then a masked tail).
+ * Every K up to 70 and longer rows around those widths, weights as inputs
+ * and as params, a batch of rows over a batch of weights, and rows long
+ * enough to be shared among threads. */
+static void test_matmul_matvec(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int64_t ks[] = {127, 128, 129, 191, 512, 1000, 1536};
+    const int64_t ns[] = {1, 3, 48};
+    for (int64_t k = 1; k <= 70 + (int64_t)(sizeof ks / sizeof ks[0]); k++) {
+        int64_t K = k <= 70 ? k : ks[k - 71];
+        for (size_t n = 0; n < sizeof ns / sizeof ns[0]; n++) {
+            shape a = {2, {1, K}}, b = {2, {ns[n], K}};
+            bad += run_mm(&a, &b, 0, 1, RLX_F32, (int)(k & 1));
+        }
+    }
+    shape a = {3, {3, 1, 100}}, b = {3, {3, 7, 100}};
+    bad += run_mm(&a, &b, 0, 1, RLX_F32, 0);
+    shape c = {3, {2, 1, 33}}, d = {2, {5, 33}};
+    bad += run_mm(&c, &d, 0, 1, RLX_F32, 1);
+    assert_int_equal(bad, 0);
+}
+
 static void test_matmul_empty(void **state)
 {
     (void)state;
@@ -260,9 +287,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_matmul_2d, rt_setup),      cmocka_unit_test_setup(test_matmul_transposed, rt_setup),
         cmocka_unit_test_setup(test_matmul_batched, rt_setup), cmocka_unit_test_setup(test_matmul_vectors, rt_setup),
-        cmocka_unit_test_setup(test_matmul_empty, rt_setup),   cmocka_unit_test_setup(test_matmul_param, rt_setup),
-        cmocka_unit_test_setup(test_matmul_dtypes, rt_setup),  cmocka_unit_test_setup(test_matmul_chain, rt_setup),
-        cmocka_unit_test_setup(test_matmul_large, rt_setup),
+        cmocka_unit_test_setup(test_matmul_matvec, rt_setup),  cmocka_unit_test_setup(test_matmul_empty, rt_setup),
+        cmocka_unit_test_setup(test_matmul_param, rt_setup),   cmocka_unit_test_setup(test_matmul_dtypes, rt_setup),
+        cmocka_unit_test_setup(test_matmul_chain, rt_setup),   cmocka_unit_test_setup(test_matmul_large, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

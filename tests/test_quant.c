@@ -626,6 +626,61 @@ static void test_dot_avx2(void **state)
     check_dots(RLX_QUANT_AVX2);
 }
 
+/* The AVX-512 VNNI rows (Q8_0, Q4_0, Q5_0, Q6_K; the other types fall back
+ * to AVX2): against float64 as above, and equal to the AVX2 kernels to the
+ * bit (the prompt's tiles equal both), one row and many, on rows short
+ * and long (the activation's pairs made ahead up to 64 pairs, made per row
+ * past that), odd and even block counts, misaligned, at a stride that is
+ * not the row's. */
+static void test_dot_avx512(void **state)
+{
+    (void)state;
+    if (!rlx_quant_isa_available(RLX_QUANT_AVX512)) {
+        print_message("skipped: %s\n",
+#if defined(__x86_64__) || defined(__i386__)
+                      "this processor lacks AVX-512 F, BW, VL, DQ or VNNI"
+#else
+                      "not an x86 build (no AVX-512 kernels)"
+#endif
+        );
+        skip();
+    }
+    assert_int_equal(rlx_quant_isa_best(), RLX_QUANT_AVX512);
+    check_dots(RLX_QUANT_AVX512);
+    qt_seed(12);
+    for (int i = 0; i < QT_NTYPES; i++) {
+        int t = qt_types[i];
+        const int64_t blocks32[] = {1, 2, 3, 16, 17, 48, 128, 129, 130, 131}, blocksk[] = {1, 2, 3, 6};
+        const int64_t *nbs = belems(t) == 32 ? blocks32 : blocksk;
+        int count = belems(t) == 32 ? 10 : 4;
+        for (int c = 0; c < count; c++)
+            for (int raw = 0; raw < 2; raw++) {
+                enum { R = 7 };
+                int64_t nb = nbs[c], n = nb * belems(t);
+                size_t ws = (size_t)nb * bbytes(t) + 5;
+                uint8_t *wbuf = malloc(ws * R + 1), *abuf = malloc(rlx_quant_act_bytes(t, n) + 1);
+                uint8_t *w = wbuf + 1, *a = abuf + 1;
+                float *x = malloc(n * sizeof *x), y[R];
+                for (int r = 0; r < R; r++)
+                    make_weights(t, w + r * ws, nb, raw);
+                fill_normal(x, n, pow(10.0, 2 * qt_unit() - 1));
+                assert_int_equal(rlx_quantize_act(t, x, a, n), RLX_OK);
+                for (int rows = 1; rows <= R; rows += R - 1) {
+                    assert_int_equal(rlx_quant_vec_dot_rows(t, n, w, ws, rows, a, y), RLX_OK);
+                    for (int r = 0; r < rows; r++) {
+                        float want = rlx_quant_vec_dot_isa(RLX_QUANT_AVX2, t, n, w + r * ws, a);
+                        if (memcmp(&y[r], &want, sizeof want))
+                            fail_msg("%s, %lld blocks, %s, row %d of %d: avx512 %.9g, avx2 %.9g", rlx_ggml_type_name(t),
+                                     (long long)nb, raw ? "random bytes" : "quantized", r, rows, y[r], want);
+                    }
+                }
+                free(x);
+                free(wbuf);
+                free(abuf);
+            }
+    }
+}
+
 /* rlx_quant_vec_dot_rows against rlx_quant_vec_dot row by row, to the
  * bit: weight rows at a stride that is not the row's, misaligned; a length
  * that is not whole blocks is an error that leaves y alone. */
@@ -709,6 +764,61 @@ static void test_tile(void **state)
     }
 }
 
+/* rlx_quant_tiles: a grid of tiles equal to rlx_quant_vec_dot to the bit,
+ * at an output stride wider than the grid (the cells past it untouched);
+ * counts that are not whole tiles refused, y left alone. */
+static void test_tiles(void **state)
+{
+    (void)state;
+    int any = 0;
+    qt_seed(13);
+    for (int i = 0; i < QT_NTYPES; i++) {
+        int t = qt_types[i];
+        if (!rlx_quant_tile_available(t))
+            continue;
+        any++;
+        /* 32-element types: pairs made ahead for the grid (odd and even
+         * counts) and past what it makes ahead (tile by tile) */
+        const int64_t blocks32[] = {5, 16, 99}, blocksk[] = {2};
+        for (int c = 0; c < (belems(t) == 32 ? 3 : 1); c++) {
+            enum { M = 2 * RLX_QUANT_TILE, N = 3 * RLX_QUANT_TILE, LDY = N + 3 };
+            int64_t nb = belems(t) == 32 ? blocks32[c] : blocksk[c], n = nb * belems(t);
+            size_t ws = (size_t)nb * bbytes(t) + 1, as = rlx_quant_act_bytes(t, n) + 3;
+            uint8_t *wbuf = malloc(ws * N + 1), *abuf = malloc(as * M + 1);
+            uint8_t *w = wbuf + 1, *a = abuf + 1;
+            float *x = malloc(n * sizeof *x), y[M * LDY];
+            for (int j = 0; j < N; j++)
+                make_weights(t, w + j * ws, nb, j & 1);
+            for (int r = 0; r < M; r++) {
+                fill_normal(x, n, 1.0);
+                assert_int_equal(rlx_quantize_act(t, x, a + r * as, n), RLX_OK);
+            }
+            for (int c = 0; c < M * LDY; c++)
+                y[c] = 42.0f;
+            assert_true(rlx_quant_tiles(t, n, w, ws, N, a, as, M, y, LDY));
+            for (int r = 0; r < M; r++)
+                for (int j = 0; j < LDY; j++) {
+                    float want = j < N ? rlx_quant_vec_dot(t, n, w + j * ws, a + r * as) : 42.0f;
+                    if (memcmp(&y[r * LDY + j], &want, sizeof want))
+                        fail_msg("%s, %lld blocks: tiles (%d, %d) %.9g, want %.9g", rlx_ggml_type_name(t),
+                                 (long long)nb, r, j, y[r * LDY + j], want);
+                }
+            y[0] = 7.0f;
+            assert_false(rlx_quant_tiles(t, n, w, ws, N - 1, a, as, M, y, LDY));
+            assert_false(rlx_quant_tiles(t, n, w, ws, N, a, as, M + 2, y, LDY));
+            assert_false(rlx_quant_tiles(t, n + 1, w, ws, N, a, as, M, y, LDY));
+            assert_true(y[0] == 7.0f);
+            free(x);
+            free(wbuf);
+            free(abuf);
+        }
+    }
+    if (!any) {
+        print_message("skipped: no tiled kernel on this processor\n");
+        skip();
+    }
+}
+
 /* Activations: levels within [-127, 127] (the kernels' precondition),
  * rounded as llama.cpp's CPU backend rounds them: Q8_0 with the step
  * max|x| / 127, Q8_K with the scale -127 / (the signed element of largest
@@ -766,6 +876,35 @@ static void test_quantize_act(void **state)
                 }
         }
     }
+    /* Q8_0 (AVX-512 where the processor has it): a NaN element is level 0
+     * and its block's step comes from the others; an infinite one makes its
+     * block zeros with step 0 */
+    fill_normal(x, 128, 3.0);
+    x[40] = NAN;
+    x[57] = -NAN;
+    x[70] = INFINITY;
+    x[101] = -INFINITY;
+    assert_int_equal(rlx_quantize_act(RLX_GGML_Q4_0, x, a, 128), RLX_OK);
+    float amax1 = 0;
+    for (int j = 32; j < 64; j++)
+        if (j != 40 && j != 57)
+            amax1 = fmaxf(amax1, fabsf(x[j]));
+    for (int b = 0; b < 4; b++) {
+        const uint8_t *p = a + 34 * b;
+        uint16_t d;
+        memcpy(&d, p, 2);
+        for (int j = 0; j < 32; j++) {
+            int e = 32 * b + j, q = (int8_t)p[2 + j];
+            if (b == 1)
+                assert_int_equal(q, e == 40 || e == 57 ? 0 : (int)nearbyintf(x[e] * (127.0f / amax1)));
+            if (b >= 2)
+                assert_int_equal(q, 0);
+        }
+        if (b == 1)
+            assert_int_equal(d, rlx_f32_to_f16(amax1 / 127.0f));
+        if (b >= 2)
+            assert_int_equal(d, 0);
+    }
     /* a non-finite activation: its block is zeros with scale 0, the others
      * as before */
     const float bad[] = {INFINITY, -INFINITY, NAN};
@@ -796,7 +935,9 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_dot_scalar),
         cmocka_unit_test(test_dot_avx2),
+        cmocka_unit_test(test_dot_avx512),
         cmocka_unit_test(test_tile),
+        cmocka_unit_test(test_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

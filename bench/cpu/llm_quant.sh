@@ -7,6 +7,9 @@
 # (prefill 128, decode 64, batch 1).  Medians of REPEAT runs each.
 #
 #   bench/cpu/llm_quant.sh [REPEAT] [THREADS]    (after a Release build in build/)
+#
+# BEFORE=path/to/another/llm_bench times that build too, in the same
+# alternation (before, RLX, llama.cpp), for a before/after table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 reps=${1:-3}
@@ -27,14 +30,23 @@ f32=$work/decoder-small_f32.gguf
   --set rope_theta=1000000.0 >/dev/null
 ids=$(/usr/bin/python3 -c "import random; random.seed(1); print(','.join(str(random.randint(3, 31000)) for _ in range(128)))")
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf "| type | file MB | RLX prefill tok/s | llama.cpp prefill tok/s | RLX decode tok/s | llama.cpp decode tok/s | decode RLX/llama.cpp |\n|---|---|---|---|---|---|---|\n"
+before=${BEFORE:-}
+if [ -n "$before" ]; then
+  printf "| type | file MB | before prefill tok/s | RLX prefill tok/s | llama.cpp prefill tok/s | prefill before/llama.cpp | prefill RLX/llama.cpp | before decode tok/s | RLX decode tok/s | llama.cpp decode tok/s | decode before/llama.cpp | decode RLX/llama.cpp |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+else
+  printf "| type | file MB | RLX prefill tok/s | llama.cpp prefill tok/s | prefill RLX/llama.cpp | RLX decode tok/s | llama.cpp decode tok/s | decode RLX/llama.cpp |\n|---|---|---|---|---|---|---|---|\n"
+fi
 for spec in "F32 0" "Q8_0 7" "Q4_0 2" "Q4_K_M 15"; do
   set -- $spec
   f=$work/decoder-small_$1.gguf
   [ "$2" = 0 ] && f=$f32
   [ -f "$f" ] || LLAMACPP_LIB=$lib "$runner" "$f32" --quantize "$2" "$f" >/dev/null
-  rp=(); rd=(); lp=(); ld=()
+  rp=(); rd=(); lp=(); ld=(); bp=(); bd=()
   for r in $(seq "$reps"); do
+    if [ -n "$before" ]; then
+      out=$("$before" "$f" --threads "$threads" --prompt 128 --decode 64 --batches 1 --repeat 1 2>&1 | tail -1)
+      bp+=("$(echo "$out" | awk -F'|' '{print $4}')"); bd+=("$(echo "$out" | awk -F'|' '{print $5}')")
+    fi
     out=$("$bench" "$f" --threads "$threads" --prompt 128 --decode 64 --batches 1 --repeat 1 2>&1 | tail -1)
     rp+=("$(echo "$out" | awk -F'|' '{print $4}')"); rd+=("$(echo "$out" | awk -F'|' '{print $5}')")
     out=$(LLAMACPP_LIB=$lib UV_THREADPOOL_SIZE=1 "$runner" "$f" --ids "$ids" --greedy 64 --time 1 --threads "$threads" | tail -1)
@@ -43,6 +55,13 @@ for spec in "F32 0" "Q8_0 7" "Q4_0 2" "Q4_K_M 15"; do
   done
   a=$(printf "%s\n" "${rp[@]}" | median); b=$(printf "%s\n" "${lp[@]}" | median)
   c=$(printf "%s\n" "${rd[@]}" | median); d=$(printf "%s\n" "${ld[@]}" | median)
-  printf "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f |\n" "$1" "$(($(stat -L -c %s "$f") / 1048576))" "$a" "$b" "$c" "$d" \
-    "$(echo "$c / $d" | bc -l)"
+  mb=$(($(stat -L -c %s "$f") / 1048576))
+  if [ -n "$before" ]; then
+    e=$(printf "%s\n" "${bp[@]}" | median); g=$(printf "%s\n" "${bd[@]}" | median)
+    printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.2f |\n" "$1" "$mb" "$e" "$a" "$b" \
+      "$(echo "$e / $b" | bc -l)" "$(echo "$a / $b" | bc -l)" "$g" "$c" "$d" "$(echo "$g / $d" | bc -l)" "$(echo "$c / $d" | bc -l)"
+  else
+    printf "| %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n" "$1" "$mb" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$c" "$d" \
+      "$(echo "$c / $d" | bc -l)"
+  fi
 done

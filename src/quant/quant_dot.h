@@ -8,7 +8,8 @@
  *
  * Each kernel has a portable scalar version and an AVX2 one (quant_dot_avx2.c,
  * compiled for AVX2+FMA+F16C by function attributes, so the library still
- * runs on any x86-64); rlx_quant_vec_dot picks the best the processor has
+ * runs on any x86-64), Q8_0, Q4_0, Q5_0 and Q6_K also an AVX-512 VNNI one
+ * (quant_tile_avx512.c); rlx_quant_vec_dot picks the best the processor has
  * at each call (the features are asked once; the check is a load and a
  * test). */
 #ifndef RLX_QUANT_QUANT_DOT_H
@@ -19,13 +20,17 @@
 typedef enum rlx_quant_isa {
     RLX_QUANT_SCALAR,
     RLX_QUANT_AVX2, /* AVX2, FMA and F16C */
+    /* AVX2's and AVX-512 F, BW, VL, DQ and VNNI: Q8_0, Q4_0, Q5_0 and Q6_K
+     * rows with vpdpbusd / vpdpwssd, the AVX2 kernels' results to the bit;
+     * the other types run the AVX2 kernels */
+    RLX_QUANT_AVX512,
     RLX_QUANT_ISA_COUNT
 } rlx_quant_isa;
 
 /* Whether this processor (and build) runs the kernels of isa; the best one. */
 bool rlx_quant_isa_available(rlx_quant_isa isa);
 rlx_quant_isa rlx_quant_isa_best(void);
-const char *rlx_quant_isa_name(rlx_quant_isa isa); /* "scalar", "avx2" */
+const char *rlx_quant_isa_name(rlx_quant_isa isa); /* "scalar", "avx2", "avx512" */
 /* Whether the processor has AVX-512 F, BW, VL, DQ and VNNI besides AVX2
  * (the tiles here and igemm.h's VNNI kernel use them). */
 bool rlx_quant_avx512_vnni_available(void);
@@ -65,5 +70,12 @@ enum { RLX_QUANT_TILE = 4 };
 bool rlx_quant_tile_available(int weight_type);
 bool rlx_quant_tile(int weight_type, int64_t n, const void *w, size_t w_stride, const void *act, size_t act_stride,
                     float *y, int64_t ldy);
+/* rlx_quant_tile over a grid, the arguments checked once (a prompt's
+ * projection is thousands of tiles): activation rows i < m times weight
+ * rows j < rows, both multiples of RLX_QUANT_TILE, into y[i * ldy + j];
+ * false, y left alone, where rlx_quant_tile would refuse or a count is
+ * not whole tiles. */
+bool rlx_quant_tiles(int weight_type, int64_t n, const void *w, size_t w_stride, int64_t rows, const void *act,
+                     size_t act_stride, int64_t m, float *y, int64_t ldy);
 
 #endif

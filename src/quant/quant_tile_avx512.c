@@ -21,6 +21,9 @@
 
 #ifdef RLX_QUANT_HAVE_AVX2
 
+#include <math.h>
+#include <string.h>
+
 #include "quant/quant.h"
 #include "quant/quant_dot.h"
 #include "quant/quant_x86.h"
@@ -132,6 +135,203 @@ AVX512 static void tile_q5_0(int64_t nb, const uint8_t *w, size_t ws, const uint
     tile32(nb, w, ws, a, as, y, ldy, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
 }
 
+/* ------------------------------------------- matrix-vector rows, 32 */
+
+/* A decode step's rows (rlx_quant_dot_rows_avx512): one activation row
+ * against many weight rows, a block pair per step as in the tiles above,
+ * lane for lane the AVX2 kernel's sums.  The activation's part of a pair
+ * (its levels, scales and zero-point start) is made once for all rows. */
+typedef struct {
+    __m512i y, start;
+    __m512 da;
+} act_pair;
+
+enum { ROW_PAIRS = 64 }; /* pairs made ahead: rows of up to 4096 elements */
+
+INLINE __m512i zero_point32(int t)
+{
+    return _mm512_set1_epi8(t == RLX_GGML_Q8_0 ? (char)0x80 : t == RLX_GGML_Q4_0 ? 8 : 16);
+}
+
+INLINE act_pair act_pair_of(const uint8_t *a, bool two, int t)
+{
+    act_pair p;
+    p.y = join(a + 2, RLX_Q8_0_BYTES, two);
+    p.da = join_d(a, RLX_Q8_0_BYTES, two);
+    p.start =
+        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_point32(t), p.y));
+    return p;
+}
+
+INLINE __m512 row_step32(__m512 acc, const uint8_t *w, size_t bytes, act_pair p, bool two, int t)
+{
+    __m512 prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(p.start, levels32(w, bytes, two, t), p.y));
+    return _mm512_mask3_fmadd_ps(_mm512_mul_ps(join_d(w, bytes, two), p.da), prod, acc, two ? 0xffff : 0x00ff);
+}
+
+INLINE void rows32(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out, size_t bytes,
+                   int t)
+{
+    const int64_t np = nb / 2;
+    act_pair pre[ROW_PAIRS];
+    const bool ahead = np <= ROW_PAIRS && rows > 1;
+    for (int64_t p = 0; ahead && p < np; p++)
+        pre[p] = act_pair_of(a + (size_t)(2 * p) * RLX_Q8_0_BYTES, true, t);
+    const act_pair last = act_pair_of(a + (size_t)(2 * np) * RLX_Q8_0_BYTES, false, t);
+    for (int64_t j = 0; j < rows; j++, w += ws) {
+        __m512 acc = _mm512_setzero_ps();
+        if (ahead)
+            for (int64_t p = 0; p < np; p++)
+                acc = row_step32(acc, w + (size_t)(2 * p) * bytes, bytes, pre[p], true, t);
+        else
+            for (int64_t p = 0; p < np; p++)
+                acc = row_step32(acc, w + (size_t)(2 * p) * bytes, bytes,
+                                 act_pair_of(a + (size_t)(2 * p) * RLX_Q8_0_BYTES, true, t), true, t);
+        if (nb % 2)
+            acc = row_step32(acc, w + (size_t)(2 * np) * bytes, bytes, last, false, t);
+        out[j] = hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+    }
+}
+
+AVX512 static void rows_q8_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out)
+{
+    rows32(nb, w, ws, rows, a, out, RLX_Q8_0_BYTES, RLX_GGML_Q8_0);
+}
+
+AVX512 static void rows_q4_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out)
+{
+    rows32(nb, w, ws, rows, a, out, RLX_Q4_0_BYTES, RLX_GGML_Q4_0);
+}
+
+AVX512 static void rows_q5_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out)
+{
+    rows32(nb, w, ws, rows, a, out, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
+}
+
+/* A grid of tiles (rlx_quant_tiles_avx512) of the 32-element types: the
+ * activation pairs of a tile's rows made once for all its weight tiles,
+ * the products then as step32's, operation for operation. */
+enum { GRID_PAIRS = 48 }; /* pairs made ahead: rows of up to 3072 elements */
+
+INLINE void grid32(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as, int64_t m,
+                   float *y, int64_t ldy, size_t bytes, int t)
+{
+    act_pair pk[T][GRID_PAIRS];
+    const int64_t np = nb / 2;
+    for (int64_t i0 = 0; i0 < m; i0 += T) {
+        const uint8_t *ai = a + (size_t)i0 * as;
+        for (int i = 0; i < T; i++)
+            for (int64_t p = 0; p < np; p++)
+                pk[i][p] = act_pair_of(ai + (size_t)i * as + (size_t)(2 * p) * RLX_Q8_0_BYTES, true, t);
+        for (int64_t j0 = 0; j0 < rows; j0 += T) {
+            const uint8_t *wj = w + (size_t)j0 * ws;
+            __m512 acc[T][T];
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++)
+                    acc[i][j] = _mm512_setzero_ps();
+            for (int64_t p = 0; p < np; p++) {
+                __m512i u[T];
+                __m512 dw[T];
+                for (int j = 0; j < T; j++) {
+                    u[j] = levels32(wj + (size_t)j * ws + (size_t)(2 * p) * bytes, bytes, true, t);
+                    dw[j] = join_d(wj + (size_t)j * ws + (size_t)(2 * p) * bytes, bytes, true);
+                }
+                for (int i = 0; i < T; i++)
+                    for (int j = 0; j < T; j++) {
+                        __m512 prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(pk[i][p].start, u[j], pk[i][p].y));
+                        acc[i][j] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(dw[j], pk[i][p].da), prod, acc[i][j], 0xffff);
+                    }
+            }
+            if (nb % 2)
+                step32(acc, wj + (size_t)(2 * np) * bytes, ws, ai + (size_t)(2 * np) * RLX_Q8_0_BYTES, as, bytes, false,
+                       t);
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++)
+                    y[(i0 + i) * ldy + j0 + j] =
+                        hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[i][j]), _mm512_extractf32x8_ps(acc[i][j], 1)));
+        }
+    }
+}
+
+AVX512 static void grid_q8_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q8_0_BYTES, RLX_GGML_Q8_0);
+}
+
+AVX512 static void grid_q4_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q4_0_BYTES, RLX_GGML_Q4_0);
+}
+
+AVX512 static void grid_q5_0(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                             int64_t m, float *y, int64_t ldy)
+{
+    grid32(nb, w, ws, rows, a, as, m, y, ldy, RLX_Q5_0_BYTES, RLX_GGML_Q5_0);
+}
+
+bool rlx_quant_tiles_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, size_t as,
+                            int64_t m, float *y, int64_t ldy)
+{
+    if (nb / 2 <= GRID_PAIRS)
+        switch (t) {
+        case RLX_GGML_Q8_0: grid_q8_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        case RLX_GGML_Q4_0: grid_q4_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        case RLX_GGML_Q5_0: grid_q5_0(nb, w, ws, rows, a, as, m, y, ldy); return true;
+        default: break;
+        }
+    for (int64_t i = 0; i < m; i += T)
+        for (int64_t j = 0; j < rows; j += T)
+            if (!rlx_quant_tile_avx512(t, nb, w + (size_t)j * ws, ws, a + (size_t)i * as, as, y + i * ldy + j, ldy))
+                return false;
+    return true;
+}
+
+AVX512 static void rows_q6_k(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out);
+
+bool rlx_quant_dot_rows_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a,
+                               float *out)
+{
+    switch (t) {
+    case RLX_GGML_Q8_0: rows_q8_0(nb, w, ws, rows, a, out); return true;
+    case RLX_GGML_Q4_0: rows_q4_0(nb, w, ws, rows, a, out); return true;
+    case RLX_GGML_Q5_0: rows_q5_0(nb, w, ws, rows, a, out); return true;
+    case RLX_GGML_Q6_K: rows_q6_k(nb, w, ws, rows, a, out); return true;
+    default: return false;
+    }
+}
+
+/* ------------------------------------------------- Q8_0 activations */
+
+/* quant_dot.c's act_q8_0, 32 elements at a time, to the bit: the largest
+ * |x| of a block over its non-NaN elements (as the scalar loop's "NaN never
+ * wins"), the same f32 products with the reciprocal step, NaN levels 0,
+ * clamped to [-127, 127] and rounded to nearest even. */
+AVX512 void rlx_quant_act_q8_0_avx512(const float *x, uint8_t *b, int64_t n)
+{
+    for (int64_t s = 0; s < n; s += 32, b += RLX_Q8_0_BYTES) {
+        __m512 x0 = _mm512_loadu_ps(x + s), x1 = _mm512_loadu_ps(x + s + 16);
+        __m512 a0 = _mm512_abs_ps(x0), a1 = _mm512_abs_ps(x1);
+        a0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a0, a0, _CMP_ORD_Q), a0);
+        a1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a1, a1, _CMP_ORD_Q), a1);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+        const float id = amax != 0 && isfinite(amax) ? 127.0f / amax : 0.0f;
+        const uint16_t d = rlx_f32_to_f16(isfinite(amax) ? amax / 127.0f : 0.0f);
+        memcpy(b, &d, 2);
+        const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), vid = _mm512_set1_ps(id);
+        __m512 v0 = _mm512_mul_ps(x0, vid), v1 = _mm512_mul_ps(x1, vid);
+        v0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v0, v0, _CMP_ORD_Q), v0);
+        v1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v1, v1, _CMP_ORD_Q), v1);
+        v0 = _mm512_roundscale_ps(_mm512_min_ps(_mm512_max_ps(v0, lo), hi),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v1 = _mm512_roundscale_ps(_mm512_min_ps(_mm512_max_ps(v1, lo), hi),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(b + 2), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v0)));
+        _mm_storeu_si128((__m128i *)(b + 18), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v1)));
+    }
+}
+
 /* ----------------------------------------------------------- K types */
 
 /* Sixteen int16 lanes of s0, then sixteen of s1. */
@@ -237,27 +437,28 @@ AVX512 static void tile_q5_k(int64_t nb, const uint8_t *w, size_t ws, const uint
     tile_q45_k(nb, w, ws, a, as, y, ldy, true);
 }
 
-AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
-                             int64_t ldy)
+/* Q6_K, ti activation rows times tj weight rows (at most T each) */
+INLINE void tile_q6_k_n(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y, int64_t ldy,
+                        const int ti, const int tj)
 {
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(0x30);
     __m256 acc[T][T];
-    for (int i = 0; i < T; i++)
-        for (int j = 0; j < T; j++)
+    for (int i = 0; i < ti; i++)
+        for (int j = 0; j < tj; j++)
             acc[i][j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += RLX_Q6_K_BYTES, a += RLX_Q8_K_BYTES) {
         __m256i sc16[T];
-        for (int j = 0; j < T; j++)
+        for (int j = 0; j < tj; j++)
             sc16[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + (size_t)j * ws + RLX_Q6_K_SCALES)));
         __m512i isum[T][T];
-        for (int i = 0; i < T; i++)
-            for (int j = 0; j < T; j++)
+        for (int i = 0; i < ti; i++)
+            for (int j = 0; j < tj; j++)
                 isum[i][j] = _mm512_setzero_si512();
         /* z = 2h + half: the chunks 2 half, 2 half + 1 of the 128-element half h */
         for (int z = 0; z < 4; z++) {
             const int h = z >> 1, half = z & 1;
             __m512i yv[T];
-            for (int i = 0; i < T; i++)
+            for (int i = 0; i < ti; i++)
                 yv[i] = _mm512_loadu_si512(a + (size_t)i * as + RLX_Q8_K_QS + 64 * z);
             /* sub-blocks 4z .. 4z + 3, eight int16 lanes each */
             const __m512i pick =
@@ -267,7 +468,7 @@ AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint
                                                                      0x00190018, 0x001b001a, 0x001d001c, 0x001f001e),
                                                    3),
                                  _mm512_set1_epi16((short)(4 * z)));
-            for (int j = 0; j < T; j++) {
+            for (int j = 0; j < tj; j++) {
                 const uint8_t *wj = w + (size_t)j * ws;
                 __m256i ql0 = loadu(wj + 64 * h), ql1 = loadu(wj + 64 * h + 32), qh = loadu(wj + RLX_Q6_K_QH + 32 * h);
                 __m256i q0, q1;
@@ -281,15 +482,15 @@ AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint
                 }
                 __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
                 __m512i s = _mm512_permutexvar_epi16(pick, _mm512_castsi256_si512(sc16[j]));
-                for (int i = 0; i < T; i++)
+                for (int i = 0; i < ti; i++)
                     isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], _mm512_maddubs_epi16(u, yv[i]), s);
             }
         }
-        for (int i = 0; i < T; i++) {
+        for (int i = 0; i < ti; i++) {
             const uint8_t *ai = a + (size_t)i * as;
             const float da = rlx_q_f32(ai);
             const __m256i bs = loadu(ai + RLX_Q8_K_BSUMS);
-            for (int j = 0; j < T; j++) {
+            for (int j = 0; j < tj; j++) {
                 /* the -32 of every level, grouped by sub-block pair as the AVX2 kernel groups it */
                 __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16[j]), 5);
                 __m256i s = _mm256_sub_epi32(fold(isum[i][j]), off);
@@ -298,9 +499,23 @@ AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint
             }
         }
     }
-    for (int i = 0; i < T; i++)
-        for (int j = 0; j < T; j++)
+    for (int i = 0; i < ti; i++)
+        for (int j = 0; j < tj; j++)
             y[i * ldy + j] = hsum_ps(acc[i][j]);
+}
+
+AVX512 static void tile_q6_k(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,
+                             int64_t ldy)
+{
+    tile_q6_k_n(nb, w, ws, a, as, y, ldy, T, T);
+}
+
+/* A decode step's Q6_K rows (the output projection of Q4_0 and Q4_K_M
+ * files): the tile's arithmetic for one pair at a time. */
+AVX512 static void rows_q6_k(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const uint8_t *a, float *out)
+{
+    for (int64_t j = 0; j < rows; j++)
+        tile_q6_k_n(nb, w + (size_t)j * ws, 0, a, 0, out + j, 1, 1, 1);
 }
 
 bool rlx_quant_tile_avx512(int t, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *y,

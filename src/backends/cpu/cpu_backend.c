@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backends/cpu/cpu_conv.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -64,14 +65,33 @@ static size_t cpu_scratch(const rlx_graph *g, rlx_node id, int threads)
     return (k && k->scratch) ? k->scratch(g, &g->nodes[id], threads) : 0;
 }
 
+/* Arenas of at least 2 MiB (a model's weights, a long context's cache)
+ * start on a 2 MiB boundary and ask for transparent huge pages, where
+ * the system grants them on request (the usual `madvise` setting): a
+ * decode step streams every weight once, and with 4 KiB pages the f32
+ * matrix-vector products of decoder-small ran at 0.8 of their speed on
+ * huge pages (1 thread).  Zeroing the arena then faults in 2 MiB at a
+ * time. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static rlx_status cpu_alloc(const rlx_backend *b, size_t bytes, void **ptr)
 {
     (void)b;
     /* 64-byte aligned, zeroed so padding bytes are defined */
-    size_t sz = (bytes + 63) / 64 * 64;
+    size_t sz = (bytes + 63) / 64 * 64, align = 64;
+#ifdef MADV_HUGEPAGE
+    if (sz >= HUGE_PAGE) {
+        align = HUGE_PAGE;
+        sz = (sz + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    }
+#endif
     void *p = NULL;
-    if (rlx_alloc_injected_failure() || posix_memalign(&p, 64, sz ? sz : 64) != 0 || !p)
+    if (rlx_alloc_injected_failure() || posix_memalign(&p, align, sz ? sz : 64) != 0 || !p)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "cannot allocate an arena of %zu bytes", bytes);
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE)
+        (void)madvise(p, sz, MADV_HUGEPAGE); /* a request: refused, the pages stay small */
+#endif
     memset(p, 0, sz ? sz : 64);
     *ptr = p;
     return RLX_OK;

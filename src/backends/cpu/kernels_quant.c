@@ -66,12 +66,13 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int64_t b = 0; b < tasks; b++) {
         int64_t j0 = b * QMM_ROWS, j1 = j0 + QMM_ROWS < cols ? j0 + QMM_ROWS : cols;
         int64_t jt = j0 + (j1 - j0) / T * T;
-        for (int64_t i = 0; i < mt; i += T)
-            for (int64_t j = j0; j < jt; j += T)
-                rlx_quant_tile(qt, k, W + (size_t)j * rb, rb, act + (size_t)i * ab, ab, Y + i * cols + j, cols);
+        if (mt && jt > j0)
+            rlx_quant_tiles(qt, k, W + (size_t)j0 * rb, rb, jt - j0, act, ab, mt, Y + j0, cols);
         for (int64_t i = 0; i < m; i++) {
             int64_t js = i < mt ? jt : j0;
-            rlx_quant_vec_dot_rows(qt, k, W + (size_t)js * rb, rb, j1 - js, act + (size_t)i * ab, Y + i * cols + js);
+            if (j1 > js)
+                rlx_quant_vec_dot_rows(qt, k, W + (size_t)js * rb, rb, j1 - js, act + (size_t)i * ab,
+                                       Y + i * cols + js);
         }
     }
     if (n->dtype != RLX_F32)
