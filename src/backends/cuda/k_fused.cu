@@ -237,10 +237,9 @@ template <int V> struct ew_vec {
 };
 
 /* r[q] for a q known only at run time (uniform): a switch with constant
- * indices keeps the register file in registers.  R = NI + NO registers:
- * the kernel is instantiated for 4 inputs and programs of up to 2, 4 and 8
- * instructions, since the register file's size sets the occupancy, and
- * for up to 8 inputs and 16 instructions (a backward's long chains). */
+ * indices keeps the register file in registers.  R = 4 + NO registers:
+ * the kernel is instantiated for programs of up to 2, 4 and 8
+ * instructions, since the register file's size sets the occupancy. */
 template <int V, int R> __device__ __forceinline__ void ew_pick(const ew_vec<V> (&r)[R], int q, ew_vec<V> &o)
 {
     switch (q) {
@@ -248,8 +247,6 @@ template <int V, int R> __device__ __forceinline__ void ew_pick(const ew_vec<V> 
 #define EW_CASE(n) case n: o = r[n < R ? n : 0]; break;
         EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5)
         EW_CASE(6) EW_CASE(7) EW_CASE(8) EW_CASE(9) EW_CASE(10) EW_CASE(11)
-        EW_CASE(12) EW_CASE(13) EW_CASE(14) EW_CASE(15) EW_CASE(16) EW_CASE(17)
-        EW_CASE(18) EW_CASE(19) EW_CASE(20) EW_CASE(21) EW_CASE(22) EW_CASE(23)
 #undef EW_CASE
         default: break;
         // clang-format on
@@ -280,25 +277,25 @@ template <typename T, int V> __device__ __forceinline__ void ew_load(const T *p,
 /* Loads vector i of every input: the stride walk gives the offset of its
  * first element (the innermost index from i % inner; one dim needs no
  * division). */
-template <typename T, int V, int NI, int N>
+template <typename T, int V, int N>
 __device__ __forceinline__ void ew_load_inputs(const ew_prog &p, int dense_mask, int64_t i, int64_t inner,
                                                ew_vec<V> (&in)[N])
 {
-    int64_t off[NI];
+    int64_t off[EWS_IN];
     int64_t q = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V;
 #pragma unroll
-    for (int k = 0; k < NI; k++)
+    for (int k = 0; k < EWS_IN; k++)
         off[k] = k < p.nin ? first * p.st[k][p.nd - 1] : 0;
     for (int d = p.nd - 2; d >= 0; d--) {
         int64_t ix = q % p.dims[d];
         q /= p.dims[d];
 #pragma unroll
-        for (int k = 0; k < NI; k++)
+        for (int k = 0; k < EWS_IN; k++)
             if (k < p.nin)
                 off[k] += ix * p.st[k][d];
     }
 #pragma unroll
-    for (int k = 0; k < NI; k++)
+    for (int k = 0; k < EWS_IN; k++)
         if (k < p.nin)
             ew_load<T, V>((const T *)p.in[k] + off[k], (dense_mask >> k) & 1, in[k]);
 }
@@ -317,14 +314,14 @@ template <typename T, int V> __device__ __forceinline__ void ew_store(T *y, int6
         ((uint4 *)(y + i * V))[w] = b.u[w];
 }
 
-template <typename T, int V, int NO, int NI> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
+template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int inner_stride_mask, T *y)
 {
     cu_grid_wait();
-    constexpr int R = NI + NO;
+    constexpr int R = EWS_IN + NO;
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         ew_vec<V> r[R];
-        ew_load_inputs<T, V, NI>(p, inner_stride_mask, i, inner, r);
+        ew_load_inputs<T, V>(p, inner_stride_mask, i, inner, r);
 #pragma unroll
         for (int j = 0; j < NO; j++) {
             if (j >= p.nops)
@@ -334,13 +331,13 @@ template <typename T, int V, int NO, int NI> __global__ void ew_chain_vec(ew_pro
             ew_pick<V, R>(r, p.code[3 * j + 1], a);
             if (op >= RLX_OP_ADD) {
                 ew_pick<V, R>(r, p.code[3 * j + 2], b);
-                cu_binary_fv<V>(op, a.v, b.v, r[NI + j].v, 0);
+                cu_binary_fv<V>(op, a.v, b.v, r[EWS_IN + j].v, 0);
             } else {
-                cu_unary_fv<V>(op, a.v, r[NI + j].v);
+                cu_unary_fv<V>(op, a.v, r[EWS_IN + j].v);
             }
         }
         ew_vec<V> o;
-        ew_pick<V, R>(r, NI + p.nops - 1, o);
+        ew_pick<V, R>(r, EWS_IN + p.nops - 1, o);
         ew_store<T, V>(y, i, o);
     }
 }
@@ -402,7 +399,7 @@ template <typename T, int V> __global__ void ew_chain_lin(ew_prog p, ew_lin lin,
     const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
         ew_vec<V> in[EWS_IN];
-        ew_load_inputs<T, V, EWS_IN>(p, inner_stride_mask, i, inner, in);
+        ew_load_inputs<T, V>(p, inner_stride_mask, i, inner, in);
         ew_vec<V> acc;
         ew_pick_in<V>(in, lin.first[0], acc);
         for (int j = 0; j < lin.n; j++) {
@@ -476,14 +473,10 @@ static bool ew_linear(const ew_prog *p, ew_lin *lin)
     return true;
 }
 
-/* Programs of the wide vector path: up to 8 inputs, 16 instructions */
-#define EWW_IN 8
-#define EWW_OPS 16
-
 typedef struct ew_state {
     ew_prog prog;
-    ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec (or, use_wide, its wide form) */
-    int use_small, use_wide;
+    ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec */
+    int use_small;
     int use_vec, inner_stride_mask; /* ew_chain_vec; bit k: input k dense along the innermost dim */
     int use_lin;                    /* ew_chain_lin, a linear program on the vector path */
     ew_lin lin;
@@ -533,17 +526,14 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
     bool flat = p->nd <= 1;
     for (int k = 0; k < p->nin && flat; k++)
         flat = p->nd == 0 || p->st[k][0] == 1;
-    bool narrow = p->nin <= EWS_IN && p->nops <= EWS_OPS;
-    s->use_wide = !narrow && p->nin <= EWW_IN && p->nops <= EWW_OPS;
-    if ((narrow || s->use_wide) && p->nops > 0) {
-        int base = narrow ? EWS_IN : EWW_IN; /* results' first register */
+    if (p->nin <= EWS_IN && p->nops <= EWS_OPS && p->nops > 0) {
         s->small = *p;
         for (int j = 0; j < p->nops; j++)
             for (int k = 1; k <= 2; k++) {
                 int r = p->code[3 * j + k];
-                s->small.code[3 * j + k] = (uint8_t)(r < p->nin ? r : base + (r - p->nin));
+                s->small.code[3 * j + k] = (uint8_t)(r < p->nin ? r : EWS_IN + (r - p->nin));
             }
-        s->use_small = narrow && flat;
+        s->use_small = flat;
         /* the vector path: V elements of the innermost dim per thread; an
          * input dense along it is read in 16-byte loads (aligned), one
          * broadcast along it is read once per vector (anywhere) */
@@ -557,9 +547,8 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
             s->inner_stride_mask |= (in_st == 1) << k;
         }
         s->use_vec = vec;
-        s->use_wide = s->use_wide && vec;
         /* RLX_CUDA_EW_LIN=0: keep linear programs on the general vector path */
-        s->use_lin = narrow && vec && ew_linear(p, &s->lin) && rlx_cu_cfg.cuda_ew_lin;
+        s->use_lin = vec && ew_linear(p, &s->lin) && rlx_cu_cfg.cuda_ew_lin;
     }
     return RLX_OK;
 }
@@ -590,18 +579,16 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
         int blocks = cu_blocks(nvec, 256);
-#define EWV_LAUNCH(T, VV, NO, NI) \
-    cu_launch(ew_chain_vec<T, VV, NO, NI>, blocks, 256, 0, s->small, s->inner_stride_mask, (T *)t->out)
-#define EWV_SIZES(T, VV)                        \
-    do {                                        \
-        if (s->use_wide)                        \
-            EWV_LAUNCH(T, VV, EWW_OPS, EWW_IN); \
-        else if (nops <= 2)                     \
-            EWV_LAUNCH(T, VV, 2, EWS_IN);       \
-        else if (nops <= 4)                     \
-            EWV_LAUNCH(T, VV, 4, EWS_IN);       \
-        else                                    \
-            EWV_LAUNCH(T, VV, 8, EWS_IN);       \
+#define EWV_LAUNCH(T, VV, NO) \
+    cu_launch(ew_chain_vec<T, VV, NO>, blocks, 256, 0, s->small, s->inner_stride_mask, (T *)t->out)
+#define EWV_SIZES(T, VV)          \
+    do {                          \
+        if (nops <= 2)            \
+            EWV_LAUNCH(T, VV, 2); \
+        else if (nops <= 4)       \
+            EWV_LAUNCH(T, VV, 4); \
+        else                      \
+            EWV_LAUNCH(T, VV, 8); \
     } while (0)
         if (V == 4)
             EWV_SIZES(float, 4);
