@@ -55,13 +55,15 @@ LOGITS_F32 = ("f32 summation order: 3.3e-5 absolute on logits of scale 19, over 
 # differs by 2.1e-5, over atol 1e-5.
 EMBED_F32 = ("f32 summation order: outputs of scale 45 after 20 convolutions, off a float64 evaluation by 1.2e-5 "
              "in ORT and 3.8e-5 in RLX's oneDNN convolutions (3e-6 in its own kernels, which pass)", "1e-4 1e-4")
-# BlazeFace's box regressors are pixel offsets of scale 130: against a float64
-# evaluation of the graph ONNX Runtime is off by up to 3.4e-5 and RLX by up
-# to 3.4e-5 (two ulps at 128), over atol 1e-5 on the small values among them.
+# BlazeFace's box regressors are pixel offsets of scale 130 (37 and 69
+# convolutions): against a float64 evaluation of the graph ONNX Runtime is
+# off by up to 3.4e-5 and RLX by up to 3.4e-5 (about two f32 steps at 128);
+# the two differ by up to 2e-5, over atol 1e-5 on the small offsets.
 BOX_F32 = ("f32 rounding: box offsets of scale 130, off a float64 evaluation by 3.4e-5 in ORT and in RLX alike",
            "1e-4 1e-4")
 # M-LSD takes 0-255 pixels: its first convolution's outputs reach 46 and its
-# line offsets 80, and 30 MobileNetV2 layers amplify each rounding; against a
+# line offsets 80, and 41 (tiny) or 58 (large) convolutions carry each
+# rounding on; against a
 # float64 evaluation ONNX Runtime's offsets are off by 6.8e-4 and RLX's by
 # 1.7e-3 (tiny, 320); the scores agree within 2e-7.
 LINES_F32 = ("f32 rounding: line offsets of scale 80 from 0-255 pixels, off a float64 evaluation by 6.8e-4 in ORT "
