@@ -223,8 +223,9 @@ static bool ends_with(const char *s, const char *suffix)
 }
 #endif
 
-/* Reads every --input file; false (message printed) on the first failure. */
-static bool load_inputs(const run_args *a, loaded_tensor *out)
+/* Reads every --input file; false (message printed, naming the command
+ * `cmd`) on the first failure. */
+static bool load_inputs(const char *cmd, const run_args *a, loaded_tensor *out)
 {
     for (int i = 0; i < a->n_inputs; i++) {
         loaded_tensor *t = &out[i];
@@ -238,7 +239,7 @@ static bool load_inputs(const run_args *a, loaded_tensor *out)
 #endif
             st = rlx_npy_read(path, &t->dtype, &t->ndim, t->dims, &t->data, &t->bytes);
         if (st != RLX_OK) {
-            fprintf(stderr, "rlx run: --input %s: %s\n", t->name, rlx_last_error());
+            fprintf(stderr, "rlx %s: --input %s: %s\n", cmd, t->name, rlx_last_error());
             return false;
         }
     }
@@ -773,7 +774,7 @@ int rlx_cmd_run(int argc, char **argv)
     int n_outs = 0, n_results = 0;
     if (a.output_dir && check_output_dir(a.output_dir) != 0)
         goto done;
-    if (!load_inputs(&a, files))
+    if (!load_inputs("run", &a, files))
         goto done;
     if (!(g = build_model(&a, files))) {
 #ifdef RLX_HAVE_ONNX
@@ -911,9 +912,16 @@ int rlx_cmd_dump(int argc, char **argv)
             return 1;
         }
     }
-    rlx_graph *g = build_model(&a, NULL);
+    /* --input files give the model's input shapes, as for `rlx run` */
+    loaded_tensor files[MAX_FILE_ARGS];
+    memset(files, 0, sizeof files);
+    bool loaded = load_inputs("dump", &a, files);
+    rlx_graph *g = loaded ? build_model(&a, files) : NULL;
+    for (int i = 0; i < a.n_inputs; i++)
+        free(files[i].data);
     if (!g) {
-        fprintf(stderr, "rlx dump: %s\n", why());
+        if (loaded) /* else load_inputs said why */
+            fprintf(stderr, "rlx dump: %s\n", why());
         return 1;
     }
     rlx_session *s = NULL;

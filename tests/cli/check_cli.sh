@@ -68,6 +68,10 @@ if "$rlx" info "$model" >/dev/null 2>&1; then
   no_files no-output-unasked "$out"
   expect not-written-note 0 'outputs not written \(ask with --output-dir DIR or --output NAME=FILE\)' -- \
     "$rlx" run "$model" --input x="$x"
+  # dump binds the model's input shapes from --input files, as run does
+  expect dump-input 0 'wrote .*after.dot' -- "$rlx" dump --dot "$model" --input x="$x" -o "$tmp/gi"
+  expect dump-input-missing 1 "rlx dump: --input x: .*none.npy" -- "$rlx" dump --dot "$model" --input x="$tmp/none.npy" \
+    -o "$tmp/gm"
   expect output-dir 0 "wrote $out/p.npy" -- "$rlx" run "$model" --input x="$x" --output-dir "$out"
   cp "$out/y.npy" "$tmp/y.before"
   expect no-overwrite 1 "^rlx run: output 'y': '$out/y.npy' exists; not replaced \(pass --force to overwrite\)$" -- \
