@@ -125,6 +125,36 @@ static void test_redundant_casts(void **state)
     rlx_graph_free(g);
 }
 
+/* An f32 value read in f16 by two matmuls, directly and through a
+ * reshape, is cast once; the result matches the graph without the pass. */
+static void test_cast_once_through_views(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 8));
+    rlx_node e = rlx_exp(g, x); /* f32 under the policy */
+    rlx_node w1 = rlx_input(g, "w1", RLX_F32, SHAPE(8, 5)), w2 = rlx_input(g, "w2", RLX_F32, SHAPE(8, 4));
+    rlx_node a = rlx_matmul(g, e, w1, 0, 0);
+    rlx_node b = rlx_matmul(g, rlx_reshape(g, e, SHAPE(6, 8)), w2, 0, 0);
+    rlx_output(g, "a", a);
+    rlx_output(g, "b", b);
+    rlx_opt_stats st;
+    rlx_pass_ctx c = amp_ctx(RLX_PRECISION_F16, &st);
+    rlx_graph *am = rlx_pass_amp(g, &c);
+    assert_non_null(am);
+    int casts_of_e = 0;
+    for (int i = 0; i < am->n_nodes; i++) {
+        const rlx_node_data *n = &am->nodes[i];
+        if (n->op == RLX_OP_CAST && n->dtype == RLX_F16 && am->nodes[n->in[0]].op == RLX_OP_EXP)
+            casts_of_e++;
+        assert_false(n->op == RLX_OP_CAST && am->nodes[n->in[0]].op == RLX_OP_RESHAPE);
+    }
+    assert_int_equal(casts_of_e, 1);
+    assert_int_equal(dtype_of(am, RLX_OP_MATMUL), RLX_F16);
+    rlx_graph_free(am);
+    rlx_graph_free(g);
+}
+
 static bool no_low_matmul(const rlx_graph *g, rlx_node id)
 {
     const rlx_node_data *n = &g->nodes[id];
@@ -236,7 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy),          cmocka_unit_test(test_policy_after_fusion),
         cmocka_unit_test(test_redundant_casts), cmocka_unit_test(test_fallback),
-        cmocka_unit_test(test_numerics),
+        cmocka_unit_test(test_numerics),        cmocka_unit_test(test_cast_once_through_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

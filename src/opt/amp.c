@@ -80,6 +80,20 @@ static double load_any(const void *p, rlx_dtype t, int64_t i)
     }
 }
 
+/* Whether a node other than `reader` reads v. */
+static bool read_elsewhere(const rlx_graph *g, rlx_node v, rlx_node reader)
+{
+    for (int i = v + 1; i < g->n_nodes; i++)
+        if (i != reader)
+            for (int k = 0; k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] == v)
+                    return true;
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o].node == v)
+            return true;
+    return false;
+}
+
 /* The old node j's value in dtype t, as a node of out. */
 static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
 {
@@ -113,6 +127,16 @@ static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
         rlx_node c = rlx_constant(st->out, t, xn->shape.ndim, xn->shape.dims, buf, bytes);
         free(buf);
         return *slot = c;
+    }
+    /* a reshape of a value other nodes read too: the reshape of that
+     * value's cast, so a value read in t directly and through a view (the
+     * logits' gradient by two products) is cast once */
+    const rlx_node_data *jn = &st->g->nodes[j];
+    if (jn->op == RLX_OP_RESHAPE && xn->op == RLX_OP_RESHAPE && st->map[jn->in[0]] == xn->in[0] &&
+        read_elsewhere(st->g, jn->in[0], j)) {
+        rlx_shape s = xn->shape;
+        rlx_node c = to_dtype(st, jn->in[0], t);
+        return c < 0 ? -1 : (*slot = rlx_reshape(st->out, c, s.ndim, s.dims));
     }
     rlx_node c = rlx_cast(st->out, x, t);
     if (c >= 0 && !mark_cast(st, c))
