@@ -919,6 +919,25 @@ static void test_quantize_act(void **state)
         for (int j = 0; j < 256 + 32; j++)
             assert_int_equal(a[292 + 4 + j], 0);
     }
+    /* Q8_K: of two elements of the largest magnitude the first gives the
+     * scale (with its sign); an all-zero block is zeros with scale 0 */
+    for (int k = 0; k < 2; k++) {
+        fill_normal(x, 512, 1.0);
+        for (int j = 0; j < 512; j++)
+            x[j] = fmaxf(fminf(x[j], 6.0f), -6.0f);
+        x[37] = k ? -7.5f : 7.5f;
+        x[200] = -x[37];
+        memset(x + 256, 0, 256 * sizeof *x);
+        assert_int_equal(rlx_quantize_act(RLX_GGML_Q4_K, x, a, 512), RLX_OK);
+        float d0, d1, iscale = -127.0f / x[37];
+        memcpy(&d0, a, 4);
+        memcpy(&d1, a + 292, 4);
+        assert_true(d0 == 1.0f / iscale && d1 == 0);
+        for (int j = 0; j < 256; j++) {
+            assert_int_equal((int8_t)a[4 + j], (int)nearbyintf(iscale * x[j]));
+            assert_int_equal(a[292 + 4 + j], 0);
+        }
+    }
 }
 
 int main(void)

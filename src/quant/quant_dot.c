@@ -172,6 +172,12 @@ static rlx_status act_q8_k(const float *x, uint8_t *b, int64_t n)
     if (n < 0 || n % RLX_QK)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_quantize_act: Q8_K rows hold whole blocks of %d, not %lld",
                              RLX_QK, (long long)n);
+#ifdef RLX_QUANT_HAVE_AVX2
+    if (avx512_vnni_usable()) { /* the same bytes */
+        rlx_quant_act_q8_k_avx512(x, b, n);
+        return RLX_OK;
+    }
+#endif
     for (int64_t s = 0; s < n; s += RLX_QK, b += RLX_Q8_K_BYTES) {
         float amax = 0, max = 0;
         for (int j = 0; j < RLX_QK; j++) {

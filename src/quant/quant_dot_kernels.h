@@ -21,9 +21,11 @@ bool rlx_quant_dot_rows_avx2(int weight_type, int64_t nb, const uint8_t *w, size
  * other types); call only where rlx_quant_tile_avx512 may be called. */
 bool rlx_quant_dot_rows_avx512(int weight_type, int64_t nb, const uint8_t *w, size_t w_stride, int64_t rows,
                                const uint8_t *a, float *out);
-/* Q8_0 activations (quant_tile_avx512.c): quant_dot.c's, to the bit, for
- * n a multiple of 32; call only where the above may be called. */
+/* Q8_0 and Q8_K activations (quant_tile_avx512.c): quant_dot.c's, to the
+ * bit, for n a multiple of 32 (Q8_K: of 256); call only where the above may
+ * be called. */
 void rlx_quant_act_q8_0_avx512(const float *x, uint8_t *b, int64_t n);
+void rlx_quant_act_q8_k_avx512(const float *x, uint8_t *b, int64_t n);
 /* The AVX-512 VNNI tiles (quant_tile_avx512.c; rlx_quant_tile's contract,
  * nb blocks); call only where the processor has AVX-512 F, BW, VL, DQ and
  * VNNI besides the above.  false for a type without a tiled kernel. */
