@@ -177,7 +177,11 @@ INLINE void rows32(int64_t nb, const uint8_t *w, size_t ws, int64_t rows, const 
     const bool ahead = np <= ROW_PAIRS && rows > 1;
     for (int64_t p = 0; ahead && p < np; p++)
         pre[p] = act_pair_of(a + (size_t)(2 * p) * RLX_Q8_0_BYTES, true, t);
-    const act_pair last = act_pair_of(a + (size_t)(2 * np) * RLX_Q8_0_BYTES, false, t);
+    /* the odd block's pair, made only where there is one: past an even row
+     * it would read beyond the activations */
+    act_pair last = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_ps()};
+    if (nb % 2)
+        last = act_pair_of(a + (size_t)(2 * np) * RLX_Q8_0_BYTES, false, t);
     for (int64_t j = 0; j < rows; j++, w += ws) {
         __m512 acc = _mm512_setzero_ps();
         if (ahead)
