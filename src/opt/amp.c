@@ -50,6 +50,7 @@ typedef struct amp_state {
     rlx_node *map;
     rlx_node *memo; /* [old id][dtype] -> converted node in out, or -1 */
     bool *amp_cast; /* per out node: a cast this pass inserted */
+    int *uses;      /* per old node: its readers, graph outputs included */
     int amp_cast_cap;
     rlx_opt_stats *stats;
 } amp_state;
@@ -78,20 +79,6 @@ static double load_any(const void *p, rlx_dtype t, int64_t i)
     case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)p)[i]);
     default: return 0;
     }
-}
-
-/* Whether a node other than `reader` reads v. */
-static bool read_elsewhere(const rlx_graph *g, rlx_node v, rlx_node reader)
-{
-    for (int i = v + 1; i < g->n_nodes; i++)
-        if (i != reader)
-            for (int k = 0; k < g->nodes[i].n_in; k++)
-                if (g->nodes[i].in[k] == v)
-                    return true;
-    for (int o = 0; o < g->n_outputs; o++)
-        if (g->outputs[o].node == v)
-            return true;
-    return false;
 }
 
 /* The old node j's value in dtype t, as a node of out. */
@@ -133,7 +120,7 @@ static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
      * logits' gradient by two products) is cast once */
     const rlx_node_data *jn = &st->g->nodes[j];
     if (jn->op == RLX_OP_RESHAPE && xn->op == RLX_OP_RESHAPE && st->map[jn->in[0]] == xn->in[0] &&
-        read_elsewhere(st->g, jn->in[0], j)) {
+        st->uses[jn->in[0]] > 1) {
         rlx_shape s = xn->shape;
         rlx_node c = to_dtype(st, jn->in[0], t);
         return c < 0 ? -1 : (*slot = rlx_reshape(st->out, c, s.ndim, s.dims));
@@ -192,9 +179,12 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
     st.map = rlx_calloc((size_t)n + 1, sizeof(rlx_node));
     st.memo = rlx_calloc((size_t)n * RLX_DTYPE_COUNT + 1, sizeof(rlx_node));
     st.out = rlx_graph_new();
+    st.uses = rlx_graph_use_counts(g);
     bool noted[RLX_OP_COUNT] = {0};
-    if (!st.map || !st.memo || !st.out)
+    if (!st.map || !st.memo || !st.out || !st.uses)
         goto fail;
+    for (int i = 0; i < g->n_outputs; i++)
+        st.uses[g->outputs[i].node]++;
     for (size_t i = 0; i < (size_t)n * RLX_DTYPE_COUNT; i++)
         st.memo[i] = -1;
     for (int i = 0; i < n; i++) {
@@ -279,6 +269,7 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
     free(st.map);
     free(st.memo);
     free(st.amp_cast);
+    free(st.uses);
     /* casts made redundant by a later cast are no longer read */
     rlx_graph *live = rlx_pass_dce(st.out, ctx);
     rlx_graph_free(st.out);
@@ -287,6 +278,7 @@ fail:
     free(st.map);
     free(st.memo);
     free(st.amp_cast);
+    free(st.uses);
     rlx_graph_free(st.out);
     return NULL;
 }

@@ -14,7 +14,45 @@ typedef struct red_state {
     int64_t kdims[CU_MAX_DIMS], kst[CU_MAX_DIMS]; /* kept dims (output order) */
     int64_t rdims[CU_MAX_DIMS], rst[CU_MAX_DIMS]; /* reduced dims */
     int64_t n_out, R;
+    bool cols;            /* col_form: x read as [R, N] summed over R */
+    int64_t col_n, col_c; /* N, and the chunks of rows (col_chunks) */
 } red_state;
+
+/* Column reductions: x read as [R, N] (every reduced dim ahead of every
+ * kept one) summed over R, a bias or norm gain's gradient over all tokens.
+ * A warp per output would read addresses N apart; here 32 threads read 32
+ * neighbouring columns and 8 rows at a time, and blocks split the rows
+ * into chunks whose partials a second kernel combines in chunk order
+ * (deterministic). */
+static bool col_form(const rlx_shape *xs, uint32_t axes, int64_t *R, int64_t *N)
+{
+    *R = *N = 1;
+    bool kept_seen = false;
+    for (int d = 0; d < xs->ndim; d++) {
+        if (xs->dims[d] == 1)
+            continue;
+        if (axes == 0 || (axes >> d) & 1u) {
+            if (kept_seen)
+                return false;
+            *R *= xs->dims[d];
+        } else {
+            kept_seen = true;
+            *N *= xs->dims[d];
+        }
+    }
+    return *N >= 8 && *R >= 32;
+}
+
+/* chunks of rows: about two blocks per SM of an H100/H200, at least 256 rows each */
+static int64_t col_chunks(int64_t R, int64_t N)
+{
+    int64_t c = 264 / ((N + 31) / 32);
+    if (c > R / 256)
+        c = R / 256;
+    if (c > 1024)
+        c = 1024;
+    return c < 1 ? 1 : c;
+}
 
 static rlx_status prep_reduce(const rlx_graph *g, rlx_thunk *t)
 {
@@ -54,6 +92,9 @@ static rlx_status prep_reduce(const rlx_graph *g, rlx_thunk *t)
             }
         }
     }
+    int64_t R;
+    s->cols = col_form(xs, axes, &R, &s->col_n);
+    s->col_c = s->cols ? col_chunks(R, s->col_n) : 0;
     t->state = s;
     return RLX_OK;
 }
@@ -143,42 +184,6 @@ __global__ void __launch_bounds__(RED_BLOCK) reduce_block_kernel(int op, int dt,
     }
 }
 
-/* Column reductions: x read as [R, N] (every reduced dim ahead of every
- * kept one) summed over R, a bias or norm gain's gradient over all tokens.
- * A warp per output would read addresses N apart; here 32 threads read 32
- * neighbouring columns and 8 rows at a time, and blocks split the rows
- * into chunks whose partials a second kernel combines in chunk order
- * (deterministic). */
-static bool col_form(const rlx_shape *xs, uint32_t axes, int64_t *R, int64_t *N)
-{
-    *R = *N = 1;
-    bool kept_seen = false;
-    for (int d = 0; d < xs->ndim; d++) {
-        if (xs->dims[d] == 1)
-            continue;
-        if (axes == 0 || (axes >> d) & 1u) {
-            if (kept_seen)
-                return false;
-            *R *= xs->dims[d];
-        } else {
-            kept_seen = true;
-            *N *= xs->dims[d];
-        }
-    }
-    return *N >= 8 && *R >= 32;
-}
-
-/* chunks of rows: about two blocks per SM of an H100/H200, at least 256 rows each */
-static int64_t col_chunks(int64_t R, int64_t N)
-{
-    int64_t c = 264 / ((N + 31) / 32);
-    if (c > R / 256)
-        c = R / 256;
-    if (c > 1024)
-        c = 1024;
-    return c < 1 ? 1 : c;
-}
-
 static size_t reduce_scratch(const rlx_graph *g, const rlx_node_data *n)
 {
     int64_t R, N;
@@ -233,9 +238,8 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const red_state *s = (const red_state *)t->state;
     if (!s->n_out)
         return RLX_OK;
-    int64_t R, N;
-    if (col_form(&t->in_node[0]->shape, t->node->attrs.reduce.axes, &R, &N)) {
-        int64_t C = col_chunks(R, N), chunk = (R + C - 1) / C;
+    if (s->cols) {
+        int64_t R = s->R, N = s->col_n, C = s->col_c, chunk = (R + C - 1) / C;
         dim3 grid((unsigned)((N + 31) / 32), (unsigned)C), block(32, COL_ROWS);
         cu_launch(col_reduce_kernel, grid, block, 0, t->node->op, t->node->dtype, t->in[0], t->out,
                   (double *)t->scratch, R, N, chunk);
