@@ -231,6 +231,49 @@ static void test_lower_chain_softmax_conv_bn(void **state)
     rlx_graph_free(g);
 }
 
+/* attention's gradient node, as autodiff makes it, against its definition:
+ * grouped heads, causal with fewer keys than queries (empty rows), bool
+ * and float masks, and q given as k too. */
+static void test_lower_attention_grad(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 5; form++) {
+        int64_t B = 2, H = 4, Hk = form == 1 ? 2 : 4, S = 5,
+                T = form == 2   ? 3
+                    : form == 4 ? 5
+                                : 6,
+                D = 4, Dv = form == 4 ? 4 : 3;
+        int causal = form == 1 || form == 2;
+        rlx_graph *g = rlx_graph_new();
+        rlx_node q = rlx_input(g, "q", RLX_F32, SHAPE(B, H, S, D));
+        rlx_node k = form == 4 ? q : rlx_input(g, "k", RLX_F32, SHAPE(B, Hk, T, D));
+        rlx_node v = rlx_input(g, "v", RLX_F32, SHAPE(B, Hk, T, Dv));
+        rlx_node m = -1;
+        if (form == 3) {
+            bool keep[5 * 6];
+            for (int i = 0; i < 5 * 6; i++)
+                keep[i] = (i * 7) % 5 != 0 && i != 6 * 2 + 5; /* row 2 keeps keys 1..4 */
+            m = rlx_constant(g, RLX_BOOL, SHAPE(1, 1, S, T), keep, sizeof keep);
+        } else if (form == 0) {
+            m = rlx_input(g, "m", RLX_F32, SHAPE(1, H, S, T));
+        }
+        rlx_node o = rlx_attention(g, q, k, v, m, causal, 0);
+        rlx_node_data p;
+        memset(&p, 0, sizeof p);
+        p.op = RLX_OP_ATTENTION_GRAD;
+        p.in[0] = q, p.in[1] = k, p.in[2] = v, p.in[3] = o;
+        p.in[4] = rlx_input(g, "dy", RLX_F32, SHAPE(B, H, S, Dv));
+        p.n_in = 5;
+        if (m >= 0)
+            p.in[p.n_in++] = m;
+        p.attrs = g->nodes[o].attrs;
+        rlx_output(g, "y", rlx_graph_add(g, &p));
+        assert_int_equal(rlx_graph_verify(g), RLX_OK);
+        check_lowering(g, RLX_OP_ATTENTION_GRAD, "attention_grad");
+        rlx_graph_free(g);
+    }
+}
+
 /* The target takes the block for S <= 4 only: the long one is lowered. */
 static void test_lower_by_shape(void **state)
 {
@@ -314,9 +357,13 @@ int main(void)
     seed = s ? strtoull(s, NULL, 10) : 777;
     printf("test_lower: seed %llu (set RLX_TEST_SEED to repeat)\n", (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lower_matmul_norms_swiglu),       cmocka_unit_test(test_lower_attention_block),
-        cmocka_unit_test(test_lower_chain_softmax_conv_bn),     cmocka_unit_test(test_lower_by_shape),
-        cmocka_unit_test(test_lower_leaves_missing_primitives), cmocka_unit_test(test_report),
+        cmocka_unit_test(test_lower_matmul_norms_swiglu),
+        cmocka_unit_test(test_lower_attention_block),
+        cmocka_unit_test(test_lower_chain_softmax_conv_bn),
+        cmocka_unit_test(test_lower_by_shape),
+        cmocka_unit_test(test_lower_leaves_missing_primitives),
+        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_lower_attention_grad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,13 @@ static bool carries_gradient(const rlx_node_data *n) { return rlx_dtype_is_float
 rlx_status rlx_grad_through(rlx_graph *g, rlx_node n, rlx_node lo, rlx_node root, rlx_node dy, const bool *need,
                             rlx_node *dx)
 {
+    rlx_node_data nd = g->nodes[n];
+    return rlx_grad_through_inputs(g, nd.n_in, nd.in, lo, root, dy, need, dx);
+}
+
+rlx_status rlx_grad_through_inputs(rlx_graph *g, int n_in, const rlx_node *in, rlx_node lo, rlx_node root, rlx_node dy,
+                                   const bool *need, rlx_node *dx)
+{
     rlx_node hi = g->n_nodes;
     bool *active = calloc((size_t)hi, sizeof *active);
     rlx_node *grad = malloc((size_t)hi * sizeof *grad);
@@ -64,10 +71,9 @@ rlx_status rlx_grad_through(rlx_graph *g, rlx_node n, rlx_node lo, rlx_node root
         rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "gradient: out of memory");
         return RLX_ERR_OUT_OF_MEMORY;
     }
-    rlx_node_data nd = g->nodes[n];
-    for (int j = 0; j < nd.n_in; j++)
+    for (int j = 0; j < n_in; j++)
         if (need[j])
-            active[nd.in[j]] = true;
+            active[in[j]] = true;
     for (rlx_node i = lo; i < hi; i++) {
         const rlx_node_data *c = &g->nodes[i];
         for (int j = 0; j < c->n_in && !active[i]; j++)
@@ -77,12 +83,12 @@ rlx_status rlx_grad_through(rlx_graph *g, rlx_node n, rlx_node lo, rlx_node root
         grad[i] = -1;
     grad[root] = dy;
     rlx_status s = sweep(g, lo, hi, active, grad);
-    for (int j = 0; j < nd.n_in && s == RLX_OK; j++) {
+    for (int j = 0; j < n_in && s == RLX_OK; j++) {
         bool first = true; /* an operand used twice: its whole gradient goes to one use */
         for (int k = 0; k < j; k++)
-            first &= nd.in[k] != nd.in[j];
+            first &= in[k] != in[j];
         if (need[j] && first)
-            dx[j] = grad[nd.in[j]];
+            dx[j] = grad[in[j]];
     }
     free(active);
     free(grad);

@@ -48,5 +48,8 @@ rlx_status rlx_grad_decomposed(rlx_graph *g, rlx_node n, rlx_node dy, const bool
  * dy is the gradient at root, dx receives the gradients of n's inputs. */
 rlx_status rlx_grad_through(rlx_graph *g, rlx_node n, rlx_node lo, rlx_node root, rlx_node dy, const bool *need,
                             rlx_node *dx);
+/* The same from an operand list (in[0..n_in), ids of g) instead of a node. */
+rlx_status rlx_grad_through_inputs(rlx_graph *g, int n_in, const rlx_node *in, rlx_node lo, rlx_node root, rlx_node dy,
+                                   const bool *need, rlx_node *dx);
 
 #endif

@@ -675,16 +675,66 @@ static rlx_node attention_primitives(rlx_graph *g, const rlx_node_data *nd)
     return rlx_reshape(g, o, 4, (int64_t[]){B, H, S, Dv});
 }
 
+/* q, k and v's gradients as one attention_grad node (its value holds the
+ * three one after another; each is a view of it).  A float mask that wants
+ * a gradient goes through the primitives instead. */
 rlx_status rlx_grad_attention(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     rlx_node_data nd = node_copy(g, n);
     if (nd.attrs.attention.has_pos)
         return refuse(g, n, "attention at run-time positions is for decoding; a training graph uses rlx_attention");
+    if (!(nd.attrs.attention.has_mask && need[3])) {
+        rlx_node in[6] = {nd.in[0], nd.in[1], nd.in[2], n, dy, nd.attrs.attention.has_mask ? nd.in[3] : -1};
+        rlx_node all = add_node(g, RLX_OP_ATTENTION_GRAD, nd.attrs.attention.has_mask ? 6 : 5, in, &nd.attrs, NULL);
+        if (all < 0)
+            return g->error;
+        int64_t at = 0;
+        for (int j = 0; j < 3; j++) {
+            rlx_shape s = shape_of(g, nd.in[j]);
+            int64_t len = rlx_shape_numel(&s), end = at + len;
+            if (need[j])
+                dx[j] = rlx_reshape(g, rlx_slice(g, all, 1, (int[]){0}, &at, &end, NULL), s.ndim, s.dims);
+            at = end;
+        }
+        return status_of(g, dx, 3);
+    }
     rlx_node lo = g->n_nodes;
     rlx_node root = attention_primitives(g, &nd);
     if (root < 0)
         return g->error;
     return rlx_grad_through(g, n, lo, root, dy, need, dx);
+}
+
+/* attention_grad's definition: the gradients of attention in primitives
+ * (the probabilities recomputed), flattened side by side.  An operand
+ * given twice (q also as k) gets the gradient of each place apart, as a
+ * kernel computes them; the gradient sweep sums them. */
+rlx_node rlx_decompose_attention_grad(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node_data a = *n;
+    a.op = RLX_OP_ATTENTION;
+    a.n_in = 3;
+    for (int j = 1; j < 3; j++) /* a second place of an operand: a node of its own */
+        if (a.in[j] == a.in[0] || a.in[j] == a.in[j - 1]) {
+            rlx_shape s = shape_of(g, a.in[j]);
+            a.in[j] = rlx_reshape(g, a.in[j], s.ndim, s.dims);
+        }
+    if (n->attrs.attention.has_mask)
+        a.in[a.n_in++] = n->in[5];
+    rlx_node lo = g->n_nodes;
+    rlx_node root = attention_primitives(g, &a);
+    if (root < 0)
+        return -1;
+    bool need[3] = {true, true, true};
+    rlx_node dx[3] = {-1, -1, -1}, flat[3];
+    if (rlx_grad_through_inputs(g, 3, a.in, lo, root, n->in[4], need, dx) != RLX_OK)
+        return -1;
+    for (int j = 0; j < 3; j++) {
+        rlx_shape s = shape_of(g, a.in[j]);
+        rlx_node d = dx[j] >= 0 ? dx[j] : zeros_shaped(g, dtype_of(g, a.in[j]), &s);
+        flat[j] = rlx_reshape(g, d, 1, (int64_t[]){rlx_shape_numel(&s)});
+    }
+    return rlx_concat(g, 3, flat, 0);
 }
 
 rlx_status rlx_grad_decomposed(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)

@@ -113,7 +113,7 @@ typedef enum rlx_op {
      * 0 where label = ignore_index; cross_entropy_grad(logits, labels,
      * dy [...]) its gradient with respect to the logits, in one pass:
      * dy * (softmax(x) - (1 - s) onehot(label) - s/C) */
-    RLX_OP_CROSS_ENTROPY,
+    RLX_OP_CROSS_ENTROPY, /* its loss: f32 for f16/bf16 logits (rlx_cross_entropy_loss_dtype) */
     RLX_OP_CROSS_ENTROPY_GRAD,
     /* data movement */
     RLX_OP_RESHAPE,
@@ -169,6 +169,12 @@ typedef enum rlx_op {
     RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
     RLX_OP_ADD_RMS_NORM_KEEP,                    /* [2, ...]: x + residual, then its rms_norm */
     RLX_OP_MATMUL_INTEGER_SCALE,                 /* act(f32(matmul_integer) * scale + bias) */
+    /* attention's gradient, made by its gradient rule: inputs q, k, v, o
+     * (attention's value), dy[, mask], attrs.attention; the result is flat
+     * [numel(q) + numel(k) + numel(v)] in q's dtype, dq, dk and dv one after
+     * another (a backend may run it as one kernel that recomputes the
+     * scores instead of storing them) */
+    RLX_OP_ATTENTION_GRAD,
     RLX_OP_COUNT
 } rlx_op;
 
@@ -468,6 +474,8 @@ rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_add_rms_norm_keep(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_swiglu(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_attention_block(rlx_graph *g, const rlx_node_data *n);
+/* attention_grad's, in grad_rules.c beside attention's gradient rule */
+rlx_node rlx_decompose_attention_grad(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n);
@@ -531,6 +539,13 @@ rlx_status rlx_graph_string_output(rlx_graph *g, const char *name, const rlx_sha
 rlx_status rlx_bound_inputs_copy(const rlx_graph *g, rlx_bound_input **out, int *n);
 void rlx_bound_inputs_free(rlx_bound_input *b, int n);
 static inline rlx_node_data *rlx_graph_node(const rlx_graph *g, rlx_node id) { return &g->nodes[id]; }
+/* The cross-entropy's per-row loss dtype for logits of dtype t: f32 for
+ * f16/bf16 logits (a loss rounded to 8 bits of mantissa per row would move
+ * the mean), else t. */
+static inline rlx_dtype rlx_cross_entropy_loss_dtype(rlx_dtype t)
+{
+    return t == RLX_F16 || t == RLX_BF16 ? RLX_F32 : t;
+}
 /* Appends a node: checks its operands, runs shape inference and records
  * the first failure in the graph.  The node is copied (name and data are
  * duplicated).  Returns the new id or -1. */

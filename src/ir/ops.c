@@ -602,6 +602,33 @@ static rlx_status infer_attention(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+/* attention_grad: q, k, v[, mask] as attention takes them, o and dy of
+ * attention's shape */
+static rlx_status infer_attention_grad(const rlx_graph *g, rlx_node_data *n)
+{
+    if (n->attrs.attention.has_pos)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "attention_grad takes no run-time positions");
+    if (n->n_in != 5 + (n->attrs.attention.has_mask != 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "attention_grad has %d inputs; its flags want %d", n->n_in,
+                             5 + (n->attrs.attention.has_mask != 0));
+    rlx_node_data a = *n;
+    a.op = RLX_OP_ATTENTION;
+    a.n_in = 3;
+    if (n->attrs.attention.has_mask)
+        a.in[a.n_in++] = n->in[5];
+    rlx_status st = infer_attention(g, &a);
+    if (st != RLX_OK)
+        return st;
+    for (int j = 3; j < 5; j++)
+        if (IN(j)->dtype != a.dtype || !rlx_shape_equal(&IN(j)->shape, &a.shape))
+            return rlx_set_error(RLX_ERR_SHAPE, "attention_grad: %s must be %s %s", j == 3 ? "o" : "dy",
+                                 rlx_dtype_name(a.dtype), SHAPE_A(&a.shape));
+    n->shape.ndim = 1;
+    n->shape.dims[0] = rlx_shape_numel(&IN(0)->shape) + rlx_shape_numel(&IN(1)->shape) + rlx_shape_numel(&IN(2)->shape);
+    n->dtype = a.dtype;
+    return RLX_OK;
+}
+
 static rlx_status infer_cache_write(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *c = IN(0), *u = IN(1), *p = IN(2);
@@ -636,16 +663,18 @@ static rlx_status infer_cross_entropy(const rlx_graph *g, rlx_node_data *n)
                              SHAPE_A(&x->shape), SHAPE_B(&y->shape));
     if (!(n->attrs.xent.smoothing >= 0 && n->attrs.xent.smoothing <= 1))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "label smoothing %g is outside [0, 1]", n->attrs.xent.smoothing);
+    rlx_dtype loss_t = rlx_cross_entropy_loss_dtype(x->dtype);
     if (n->op == RLX_OP_CROSS_ENTROPY_GRAD) {
         const rlx_node_data *dy = IN(2);
-        if (dy->dtype != x->dtype || !rlx_shape_equal(&dy->shape, &y->shape))
-            return rlx_set_error(RLX_ERR_SHAPE, "cross-entropy gradient dy must be %s %s", rlx_dtype_name(x->dtype),
+        if (dy->dtype != loss_t || !rlx_shape_equal(&dy->shape, &y->shape))
+            return rlx_set_error(RLX_ERR_SHAPE, "cross-entropy gradient dy must be %s %s", rlx_dtype_name(loss_t),
                                  SHAPE_A(&y->shape));
         n->shape = x->shape;
+        n->dtype = x->dtype;
     } else {
         n->shape = y->shape;
+        n->dtype = loss_t;
     }
-    n->dtype = x->dtype;
     return RLX_OK;
 }
 
@@ -974,9 +1003,12 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX] = ROW("log_softmax", 1, 1, 0, RLX_KIND_NORM, F32, infer_softmax, rlx_grad_softmax),
     [RLX_OP_LAYER_NORM] = ROW("layer_norm", 1, 3, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
     [RLX_OP_RMS_NORM] = ROW("rms_norm", 1, 2, 0, RLX_KIND_NORM, LOW, infer_norm, rlx_grad_norm),
-    [RLX_OP_CROSS_ENTROPY] =
-        ROW("cross_entropy", 2, 2, 0, RLX_KIND_NORM, F32, infer_cross_entropy, rlx_grad_cross_entropy),
-    [RLX_OP_CROSS_ENTROPY_GRAD] = ROW("cross_entropy_grad", 3, 3, 0, RLX_KIND_NORM, F32, infer_cross_entropy, NOGRAD),
+    /* the logits stay in the dtype they arrive in (statistics in f32 or
+     * wider, the loss f32 or wider); dy is the loss's dtype */
+    [RLX_OP_CROSS_ENTROPY] = ROW("cross_entropy", 2, 2, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, FOLLOW,
+                                 infer_cross_entropy, rlx_grad_cross_entropy),
+    [RLX_OP_CROSS_ENTROPY_GRAD] =
+        ROW("cross_entropy_grad", 3, 3, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_NORM, FOLLOW, infer_cross_entropy, NOGRAD),
     [RLX_OP_RESHAPE] = VIEW("reshape", 0, infer_reshape, view_always, rlx_grad_reshape),
     [RLX_OP_TRANSPOSE] = VIEW("transpose", 0, infer_transpose, view_transpose, rlx_grad_transpose),
     [RLX_OP_SLICE] = VIEW("slice", 0, infer_slice, view_slice, rlx_grad_slice),
@@ -1028,6 +1060,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_MATMUL_INTEGER_SCALE] =
         FUSED("matmul_integer_scale", 5, 6, 0, RLX_KIND_MATMUL, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
               rlx_infer_matmul_integer_scale, rlx_decompose_matmul_integer_scale),
+    [RLX_OP_ATTENTION_GRAD] = FUSED("attention_grad", 5, 6, 0, RLX_KIND_ATTENTION, LOW, RLX_LAYOUT_ATTR_NONE,
+                                    infer_attention_grad, rlx_decompose_attention_grad),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

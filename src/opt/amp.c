@@ -15,8 +15,10 @@
  *                    elementwise chain is low unless one of its
  *                    instructions is range-sensitive (RLX_OPF_CHAIN_F32);
  *   follow:          data movement (reshape, transpose, slice, concat,
- *                    gather, expand, pad), where, clip, dropout: they run in
- *                    the dtype their data arrives in.
+ *                    gather, expand, pad), where, clip, dropout, and the
+ *                    cross-entropy (its kernels read low logits into f32
+ *                    statistics): they run in the dtype their data
+ *                    arrives in.
  * Inputs, params and graph outputs keep their dtypes: casts are inserted on
  * the edges where a consumer wants another dtype (one cast per source and
  * dtype; constants are converted at compile time instead), and a cast that
@@ -247,7 +249,10 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
         bool keep_aux = info->flags & RLX_OPF_AUX_KEEP_DTYPE;
         for (int j = 0; j < p.n_in; j++) {
             rlx_node in = src->in[j];
-            p.in[j] = g->nodes[in].dtype == RLX_F32 && !(keep_aux && j > 0) ? to_dtype(&st, in, t) : st.map[in];
+            rlx_dtype want = g->nodes[in].dtype; /* keep_aux: the operand's declared dtype */
+            if (want == RLX_F32 && !(keep_aux && j > 0))
+                want = t;
+            p.in[j] = rlx_dtype_is_float(want) ? to_dtype(&st, in, want) : st.map[in];
             if (p.in[j] < 0)
                 goto fail;
         }

@@ -41,7 +41,7 @@ rlx_node rlx_cross_entropy(rlx_graph *g, rlx_node logits, rlx_node labels, int64
     p.attrs.xent.smoothing = label_smoothing;
     rlx_node per = rlx_graph_add(g, &p);
     rlx_node keep = rlx_not(g, rlx_equal(g, labels, rlx_scalar(g, it, (double)ignore_index)));
-    rlx_node w = rlx_cast(g, keep, t);
+    rlx_node w = rlx_cast(g, keep, rlx_cross_entropy_loss_dtype(t));
     int axes[RLX_MAX_DIMS];
     for (int i = 0; i < sy.ndim; i++)
         axes[i] = i;

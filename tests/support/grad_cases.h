@@ -285,6 +285,7 @@ static rlx_node a_attn_bool(rlx_graph *g, const rlx_node *p)
     return rlx_attention(g, p[0], p[1], p[2], mn, 1, 0);
 }
 static rlx_node a_attn_float(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[1], p[2], p[3], 0, 0); }
+static rlx_node a_attn_self(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[0], p[1], -1, 1, 0); }
 
 /* ------------------------------------------------------------ convolution, pooling */
 
@@ -596,6 +597,7 @@ static const grad_case GRAD_CASES[] = {
      {{1, 2, 3, 2}, {1, 1, 4, 2}, {1, 1, 4, 3}},
      {ANY, ANY, ANY},
      a_attn_bool},
+    {"attention, q also as k", BOTH, 2, {4, 4}, {{1, 2, 4, 4}, {1, 2, 4, 3}}, {ANY, ANY}, a_attn_self},
     {"attention float mask",
      BOTH,
      4,

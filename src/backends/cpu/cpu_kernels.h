@@ -205,6 +205,9 @@ static inline uint64_t rlx_random_stream(const rlx_thunk *t, const rlx_run_ctx *
     return ((uint64_t)(uint32_t)t->id << 32) ^ ctx->run_index;
 }
 
+/* Operand i of node n of graph g (scratch and prepare functions see the graph, not the thunk). */
+#define IN_NODE(g, n, i) (&(g)->nodes[(n)->in[i]])
+
 /* Runtime errors from kernels name the node. */
 rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -16,8 +16,6 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_window.h"
 
-#define IN_NODE(g, n, i) (&(g)->nodes[(n)->in[i]])
-
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 static window2d conv_window_of(const rlx_node_data *n, const rlx_shape *x, const rlx_shape *w)

@@ -13,8 +13,6 @@
 
 #include <omp.h>
 
-#define IN_NODE(g, n, i) (&(g)->nodes[(n)->in[i]])
-
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 /* ------------------------------------------------------------------ rope */

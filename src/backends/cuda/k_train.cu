@@ -1,8 +1,9 @@
 /* k_train.cu - training's kernels on the GPU: the optimizer step (param,
  * gradient and optimizer state updated in place, one thread per element,
  * by op_math.h's formula, the CPU kernel's) and the cross-entropy with its
- * gradient (a block per row; the row's max and log-sum-exp in f32 with
- * warp reductions). */
+ * gradient (a block per row, logits in f32, f16 or bf16; the row's
+ * log-sum-exp in f32 from one read, running max and sum merged by warp
+ * reductions). */
 #include "backends/cuda/cuda_common.h"
 #include "ir/op_math.h"
 
@@ -52,36 +53,94 @@ static bool optimizer_step_ok(const rlx_graph *g, const rlx_node_data *n)
 
 /* ------------------------------------------------------------ cross-entropy */
 
-/* max, sum of exp(x - max) and sum of x over a row, reduced over the block */
-__device__ void xent_row_stats(const float *x, int64_t C, float *lse, float *mean)
+/* Running (max, sum of exp(x - max)) of part of a row: one read of the
+ * logits gives the log-sum-exp (a 151936-wide row does not stay in cache
+ * between two passes). */
+struct xent_acc {
+    float m, e, a; /* max, sum of exp(x - m), sum of x */
+};
+
+__device__ __forceinline__ void xent_add(xent_acc &s, const float *x, int n)
 {
-    __shared__ float red[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-    float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-        m = fmaxf(m, x[c]);
-    m = cu_warp_max(m);
-    if (!lane)
-        red[warp] = m;
-    __syncthreads();
-    m = lane < nw ? red[lane] : -INFINITY;
-    m = cu_warp_max(m);
-    __syncthreads();
-    float e = 0, a = 0;
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        e += __expf(x[c] - m);
-        a += x[c];
+    float mx = s.m;
+    for (int i = 0; i < n; i++)
+        mx = fmaxf(mx, x[i]);
+    if (mx > s.m) { /* rescale what was summed against the old max */
+        s.e *= __expf(s.m - mx);
+        s.m = mx;
     }
-    e = cu_warp_sum(e);
-    a = cu_warp_sum(a);
-    __shared__ float red2[32];
+    if (s.m == -INFINITY) { /* every logit so far -inf: they add nothing (and -inf - -inf is NaN) */
+        for (int i = 0; i < n; i++)
+            s.a += x[i];
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        s.e += __expf(x[i] - s.m);
+        s.a += x[i];
+    }
+}
+
+__device__ __forceinline__ xent_acc xent_merge(xent_acc p, xent_acc q)
+{
+    float m = fmaxf(p.m, q.m);
+    if (m == -INFINITY)
+        return {m, 0.0f, p.a + q.a};
+    return {m, p.e * __expf(p.m - m) + q.e * __expf(q.m - m), p.a + q.a};
+}
+
+__device__ __forceinline__ xent_acc xent_warp(xent_acc s)
+{
+#pragma unroll
+    for (int o = 16; o; o >>= 1) {
+        xent_acc q = {__shfl_xor_sync(0xffffffffu, s.m, o), __shfl_xor_sync(0xffffffffu, s.e, o),
+                      __shfl_xor_sync(0xffffffffu, s.a, o)};
+        s = xent_merge(s, q);
+    }
+    return s;
+}
+
+/* E (16 bytes) neighbouring logits as f32 */
+template <typename T> __device__ __forceinline__ void xent_load(const T *p, float *x)
+{
+    constexpr int E = 16 / sizeof(T);
+    union {
+        uint4 u;
+        T v[E];
+    } w;
+    w.u = *(const uint4 *)p;
+#pragma unroll
+    for (int i = 0; i < E; i++)
+        x[i] = cu_tof<T>(w.v[i]);
+}
+
+/* A row's log-sum-exp and mean, reduced over the block; vec: the row is
+ * 16-byte aligned and C a multiple of 16 bytes. */
+template <typename T> __device__ void xent_row_stats(const T *x, int64_t C, int vec, float *lse, float *mean)
+{
+    constexpr int E = 16 / sizeof(T);
+    __shared__ xent_acc red[32];
+    xent_acc s = {-INFINITY, 0.0f, 0.0f};
+    if (vec) {
+        for (int64_t c = (int64_t)threadIdx.x * E; c < C; c += (int64_t)blockDim.x * E) {
+            float v[E];
+            xent_load<T>(x + c, v);
+            xent_add(s, v, E);
+        }
+    } else {
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float v = cu_tof<T>(x[c]);
+            xent_add(s, &v, 1);
+        }
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    s = xent_warp(s);
     if (!lane)
-        red[warp] = e, red2[warp] = a;
+        red[warp] = s;
     __syncthreads();
-    e = cu_warp_sum(lane < nw ? red[lane] : 0.0f);
-    a = cu_warp_sum(lane < nw ? red2[lane] : 0.0f);
-    *lse = m + logf(e);
-    *mean = a / (float)C;
+    s = lane < nw ? red[lane] : xent_acc{-INFINITY, 0.0f, 0.0f};
+    s = xent_warp(s);
+    *lse = s.m + logf(s.e);
+    *mean = s.a / (float)C;
 }
 
 __device__ __forceinline__ long long xent_label(const void *labels, int dt, int64_t r)
@@ -89,7 +148,8 @@ __device__ __forceinline__ long long xent_label(const void *labels, int dt, int6
     return dt == RLX_I64 ? ((const long long *)labels)[r] : ((const int *)labels)[r];
 }
 
-__global__ void cross_entropy_kernel(const float *x, const void *labels, int label_dt, float *out, int64_t C,
+template <typename T>
+__global__ void cross_entropy_kernel(const T *x, const void *labels, int label_dt, float *out, int64_t C, int vec,
                                      long long ignore, float smoothing, cu_fault *fault, int node)
 {
     cu_grid_wait();
@@ -100,9 +160,9 @@ __global__ void cross_entropy_kernel(const float *x, const void *labels, int lab
             out[r] = 0.0f;
         return;
     }
-    const float *row = x + r * C;
+    const T *row = x + r * C;
     float lse, mean;
-    xent_row_stats(row, C, &lse, &mean);
+    xent_row_stats<T>(row, C, vec, &lse, &mean);
     if (threadIdx.x)
         return;
     if (y < 0 || y >= C) {
@@ -110,57 +170,87 @@ __global__ void cross_entropy_kernel(const float *x, const void *labels, int lab
         out[r] = NAN;
         return;
     }
-    out[r] = (1.0f - smoothing) * (lse - row[y]) + smoothing * (lse - mean);
+    out[r] = (1.0f - smoothing) * (lse - cu_tof<T>(row[y])) + smoothing * (lse - mean);
 }
 
-__global__ void cross_entropy_grad_kernel(const float *x, const void *labels, int label_dt, const float *dy, float *out,
-                                          int64_t C, long long ignore, float smoothing, cu_fault *fault, int node)
+/* dy * (softmax(x) - (1 - s) onehot(y) - s / C), written in the logits' dtype */
+template <typename T>
+__global__ void cross_entropy_grad_kernel(const T *x, const void *labels, int label_dt, const float *dy, T *out,
+                                          int64_t C, int vec, long long ignore, float smoothing, cu_fault *fault,
+                                          int node)
 {
+    constexpr int E = 16 / sizeof(T);
     cu_grid_wait();
     int64_t r = blockIdx.x;
     long long y = xent_label(labels, label_dt, r);
-    float *o = out + r * C;
-    if (y == ignore) {
-        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-            o[c] = 0.0f;
-        return;
-    }
-    if (y < 0 || y >= C) {
-        if (!threadIdx.x)
+    T *o = out + r * C;
+    if (y == ignore || y < 0 || y >= C) {
+        if (y != ignore && !threadIdx.x)
             cu_report_index(fault, node, y, C);
+        const T fill = cu_fromf<T>(y == ignore ? 0.0f : NAN);
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-            o[c] = NAN;
+            o[c] = fill;
         return;
     }
-    const float *row = x + r * C;
+    const T *row = x + r * C;
     float lse, mean, d = dy[r], u = smoothing / (float)C;
-    xent_row_stats(row, C, &lse, &mean);
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-        o[c] = d * (__expf(row[c] - lse) - (c == y ? 1.0f - smoothing : 0.0f) - u);
+    xent_row_stats<T>(row, C, vec, &lse, &mean);
+    (void)mean;
+    if (vec) {
+        for (int64_t c = (int64_t)threadIdx.x * E; c < C; c += (int64_t)blockDim.x * E) {
+            float v[E];
+            xent_load<T>(row + c, v);
+            union {
+                uint4 u;
+                T v[E];
+            } w;
+#pragma unroll
+            for (int i = 0; i < E; i++)
+                w.v[i] = cu_fromf<T>(d * (__expf(v[i] - lse) - (c + i == y ? 1.0f - smoothing : 0.0f) - u));
+            *(uint4 *)(o + c) = w.u;
+        }
+    } else {
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+            o[c] = cu_fromf<T>(d * (__expf(cu_tof<T>(row[c]) - lse) - (c == y ? 1.0f - smoothing : 0.0f) - u));
+    }
+}
+
+template <typename T> static void cross_entropy_launch(const rlx_thunk *t, int64_t rows, int64_t C)
+{
+    const rlx_node_data *n = t->node;
+    const size_t row_bytes = (size_t)C * sizeof(T);
+    const int vec = row_bytes % 16 == 0 && (uintptr_t)t->in[0] % 16 == 0 && (uintptr_t)t->out % 16 == 0;
+    const long long ignore = (long long)n->attrs.xent.ignore_index;
+    const float smoothing = (float)n->attrs.xent.smoothing;
+    if (n->op == RLX_OP_CROSS_ENTROPY)
+        cu_launch(cross_entropy_kernel<T>, (unsigned)rows, THREADS, 0, (const T *)t->in[0], t->in[1],
+                  t->in_node[1]->dtype, (float *)t->out, C, vec, ignore, smoothing, rlx_cu_fault, t->id);
+    else
+        cu_launch(cross_entropy_grad_kernel<T>, (unsigned)rows, THREADS, 0, (const T *)t->in[0], t->in[1],
+                  t->in_node[1]->dtype, (const float *)t->in[2], (T *)t->out, C, vec, ignore, smoothing, rlx_cu_fault,
+                  t->id);
 }
 
 static rlx_status k_cross_entropy(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
-    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    const rlx_node_data *x = t->in_node[0];
     int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&t->in_node[1]->shape);
     if (!rows)
         return RLX_OK;
-    if (n->op == RLX_OP_CROSS_ENTROPY)
-        cu_launch(cross_entropy_kernel, (unsigned)rows, THREADS, 0, (const float *)t->in[0], t->in[1],
-                  t->in_node[1]->dtype, (float *)t->out, C, (long long)n->attrs.xent.ignore_index,
-                  (float)n->attrs.xent.smoothing, rlx_cu_fault, t->id);
-    else
-        cu_launch(cross_entropy_grad_kernel, (unsigned)rows, THREADS, 0, (const float *)t->in[0], t->in[1],
-                  t->in_node[1]->dtype, (const float *)t->in[2], (float *)t->out, C,
-                  (long long)n->attrs.xent.ignore_index, (float)n->attrs.xent.smoothing, rlx_cu_fault, t->id);
+    switch (x->dtype) {
+    case RLX_F16: cross_entropy_launch<__half>(t, rows, C); break;
+    case RLX_BF16: cross_entropy_launch<__nv_bfloat16>(t, rows, C); break;
+    default: cross_entropy_launch<float>(t, rows, C); break;
+    }
     return rlx_cu_check(t, "cross-entropy launch");
 }
 
-/* f32 logits (mixed precision keeps the op in f32); rows fit a grid */
+/* f32, f16 or bf16 logits (the loss and dy f32); rows fit a grid */
 static bool cross_entropy_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    return g->nodes[n->in[0]].dtype == RLX_F32 && rlx_shape_numel(&g->nodes[n->in[1]].shape) < INT32_MAX;
+    rlx_dtype t = g->nodes[n->in[0]].dtype;
+    return (t == RLX_F32 || t == RLX_F16 || t == RLX_BF16) && rlx_shape_numel(&g->nodes[n->in[1]].shape) < INT32_MAX;
 }
 
 extern "C" void rlx_cuda_register_train(cu_kernel *tab)
