@@ -1,6 +1,6 @@
 /* cuda_train.c - training on CUDA against the CPU reference.
  *
- * Three groups:
+ * Four groups:
  *   optimizer  rlx_trainer steps with SGD, momentum, Nesterov, Adam and
  *              AdamW (with weight decay, a warm-up/cosine schedule, global
  *              norm clipping, gradient accumulation) on both devices: the
@@ -14,6 +14,9 @@
  *              loss = sum(y * R) with R random, rlx_gradients, the same
  *              graph compiled on CUDA and on the CPU in f32, every gradient
  *              compared with f32 tolerances (relative to the gradient's rms).
+ *   gradients bf16  the attention and cross-entropy cases again with
+ *              precision bf16 on both devices (the device's low-precision
+ *              kernels against the CPU's), within bf16's tolerance.
  *   trainer    a tiny Qwen3-shaped decoder (the decoder-small builder, 2
  *              layers, hidden 64) with next-token cross-entropy, AdamW for
  *              20 steps on a fixed batch: the CUDA losses follow the CPU's
@@ -283,10 +286,10 @@ typedef struct grad_run {
     float *grad[GC_MAXP];
 } grad_run;
 
-static rlx_status run_grad_graph(const rlx_graph *g, rlx_device dev, const grad_case *c, float *const *val,
-                                 grad_run *out, char *err, size_t errn)
+static rlx_status run_grad_graph(const rlx_graph *g, rlx_device dev, rlx_precision prec, const grad_case *c,
+                                 float *const *val, grad_run *out, char *err, size_t errn)
 {
-    rlx_options o = device_options(dev, RLX_PRECISION_F32);
+    rlx_options o = device_options(dev, prec);
     rlx_session *s = NULL;
     rlx_status st = rlx_compile(g, &o, &s);
     if (st != RLX_OK) {
@@ -325,10 +328,17 @@ static void grad_run_free(grad_run *r, int np)
         free(r->grad[i]);
 }
 
-static void grad_case_check(const grad_case *c, uint64_t seed)
+/* prec: the precision both devices compile the graph in.  bf16 compares
+ * within bf16's reach: 5e-2 of the gradient's rms plus 5e-2 relative (the
+ * kernels round different intermediates to 8 bits of mantissa: the CUDA
+ * attention gradient its probabilities for the tensor cores, the CPU's
+ * none); the loss, a sum of many products of either sign, is not compared
+ * there (its rounding can be large against a sum that cancels). */
+static void grad_case_check(const grad_case *c, uint64_t seed, rlx_precision prec)
 {
-    char name[96];
-    snprintf(name, sizeof name, "gradient %s", c->name);
+    const bool low = prec != RLX_PRECISION_F32;
+    char name[112];
+    snprintf(name, sizeof name, "gradient %s%s", low ? "bf16 " : "", c->name);
     if (!wanted(name))
         return;
     rlx_graph *g = rlx_graph_new();
@@ -378,12 +388,12 @@ static void grad_case_check(const grad_case *c, uint64_t seed)
         report(name, false, "graph: %s", rlx_last_error());
         goto out;
     }
-    if (run_grad_graph(g, RLX_DEVICE_CUDA, c, val, &a, err, sizeof err) != RLX_OK ||
-        run_grad_graph(g, RLX_DEVICE_CPU, c, val, &b, err, sizeof err) != RLX_OK) {
+    if (run_grad_graph(g, RLX_DEVICE_CUDA, prec, c, val, &a, err, sizeof err) != RLX_OK ||
+        run_grad_graph(g, RLX_DEVICE_CPU, prec, c, val, &b, err, sizeof err) != RLX_OK) {
         report(name, false, "%s", err);
         goto out;
     }
-    if (!(fabs(*a.loss - *b.loss) <= 1e-4 * (1 + fabs(*b.loss)))) {
+    if (!low && !(fabs(*a.loss - *b.loss) <= 1e-4 * (1 + fabs(*b.loss)))) {
         report(name, false, "loss %.9g on %s, %.9g on the cpu", *a.loss, dev_name(RLX_DEVICE_CUDA), *b.loss);
         goto out;
     }
@@ -392,7 +402,8 @@ static void grad_case_check(const grad_case *c, uint64_t seed)
         size_t n = numel_of(c->ndim[i], c->dims[i]), at;
         /* f32 on both: 1e-4 of the gradient's rms plus 1e-4 relative, as a
          * sum of a few hundred f32 products in another order can differ */
-        double e = rel_err(a.grad[i], b.grad[i], n, 1e-4, 1e-4, &at);
+        double e =
+            low ? rel_err(a.grad[i], b.grad[i], n, 5e-2, 5e-2, &at) : rel_err(a.grad[i], b.grad[i], n, 1e-4, 1e-4, &at);
         if (!(e <= 1)) {
             report(name, false, "d loss / d p%d[%zu] is %.9g on %s, %.9g on the cpu (%.3g x the tolerance)", i, at,
                    a.grad[i][at], dev_name(RLX_DEVICE_CUDA), b.grad[i][at], e);
@@ -415,7 +426,19 @@ static void test_gradients(void)
 {
     for (size_t i = 0; i < sizeof GRAD_CASES / sizeof *GRAD_CASES; i++)
         if (GRAD_CASES[i].runs & GC_DEVICE)
-            grad_case_check(&GRAD_CASES[i], 1 + i);
+            grad_case_check(&GRAD_CASES[i], 1 + i, RLX_PRECISION_F32);
+}
+
+/* The cases whose ops have kernels of their own in low precision (the
+ * tensor-core attention gradient, the cross-entropy reading bf16 logits),
+ * compiled with precision bf16 on the device and on the CPU. */
+static void test_gradients_bf16(void)
+{
+    for (size_t i = 0; i < sizeof GRAD_CASES / sizeof *GRAD_CASES; i++) {
+        const grad_case *c = &GRAD_CASES[i];
+        if ((c->runs & GC_DEVICE) && (!strncmp(c->name, "attention", 9) || !strncmp(c->name, "cross_entropy", 13)))
+            grad_case_check(c, 1 + i, RLX_PRECISION_BF16);
+    }
 }
 
 /* ================================================================ trainer */
@@ -571,6 +594,7 @@ int main(void)
     } groups[] = {
         {"optimizer", test_optimizer},
         {"gradients", test_gradients},
+        {"gradients bf16", test_gradients_bf16},
         {"trainer", test_trainer},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

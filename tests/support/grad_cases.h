@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -286,6 +287,34 @@ static rlx_node a_attn_bool(rlx_graph *g, const rlx_node *p)
 }
 static rlx_node a_attn_float(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[1], p[2], p[3], 0, 0); }
 static rlx_node a_attn_self(rlx_graph *g, const rlx_node *p) { return rlx_attention(g, p[0], p[0], p[1], -1, 1, 0); }
+/* a padding mask [B, 1, 1, T]: sequence b hides its last 7 * (b + 1) keys */
+static rlx_node a_attn_pad(rlx_graph *g, const rlx_node *p)
+{
+    rlx_shape ks = g->nodes[p[1]].shape;
+    int64_t B = ks.dims[0], T = ks.dims[2];
+    bool m[4 * 256];
+    if (B * T > 4 * 256)
+        return -1;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            m[b * T + t] = t < T - 7 * (b + 1);
+    rlx_node mn = rlx_constant(g, RLX_BOOL, 4, (int64_t[]){B, 1, 1, T}, m, (size_t)(B * T));
+    return rlx_attention(g, p[0], p[1], p[2], mn, 0, 0);
+}
+/* an additive mask, a constant [1, H, S, T] of values in [-2, 0] */
+static rlx_node a_attn_bias(rlx_graph *g, const rlx_node *p)
+{
+    rlx_shape qs = g->nodes[p[0]].shape, ks = g->nodes[p[1]].shape;
+    int64_t H = qs.dims[1], S = qs.dims[2], T = ks.dims[2], n = H * S * T;
+    float *m = malloc((size_t)n * sizeof *m + 1);
+    if (!m)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        m[i] = -2.0f * (float)(gc_mix((uint64_t)i + 3) % 1000) / 1000.0f;
+    rlx_node mn = rlx_constant(g, RLX_F32, 4, (int64_t[]){1, H, S, T}, m, (size_t)n * sizeof *m);
+    free(m);
+    return rlx_attention(g, p[0], p[1], p[2], mn, 1, 0);
+}
 
 /* ------------------------------------------------------------ convolution, pooling */
 
@@ -436,6 +465,13 @@ static rlx_node x_cross_entropy(rlx_graph *g, const rlx_node *p)
         lab[i] = i % 5 == 2 ? -100 : (int64_t)(gc_mix((uint64_t)i + 9) % (uint64_t)C);
     rlx_node l = rlx_constant(g, RLX_I64, s.ndim - 1, s.dims, lab, (size_t)rows * sizeof *lab);
     return rlx_cross_entropy(g, p[0], l, -100, 0.1);
+}
+/* the same of logits made by a product (in low precision under mixed
+ * precision, so the cross-entropy reads them as they arrive) */
+static rlx_node x_cross_entropy_mm(rlx_graph *g, const rlx_node *p)
+{
+    rlx_node logits = rlx_matmul(g, p[0], p[1], 0, 0);
+    return logits < 0 ? -1 : x_cross_entropy(g, &logits);
 }
 static rlx_node x_mse(rlx_graph *g, const rlx_node *p) { return rlx_mse_loss(g, p[0], p[1]); }
 
@@ -598,6 +634,36 @@ static const grad_case GRAD_CASES[] = {
      {ANY, ANY, ANY},
      a_attn_bool},
     {"attention, q also as k", BOTH, 2, {4, 4}, {{1, 2, 4, 4}, {1, 2, 4, 3}}, {ANY, ANY}, a_attn_self},
+    /* head dims the tensor-core gradient kernel takes (32, 64, 128), sizes
+     * that are not multiples of its tiles */
+    {"attention d128 causal gqa",
+     DEV,
+     3,
+     {4, 4, 4},
+     {{2, 8, 100, 128}, {2, 2, 100, 128}, {2, 2, 100, 128}},
+     {ANY, ANY, ANY},
+     a_attn_causal_default},
+    {"attention d32 causal, fewer keys than queries",
+     DEV,
+     3,
+     {4, 4, 4},
+     {{1, 2, 70, 32}, {1, 2, 40, 32}, {1, 2, 40, 32}},
+     {ANY, ANY, ANY},
+     a_attn_causal},
+    {"attention d64 padding mask",
+     DEV,
+     3,
+     {4, 4, 4},
+     {{2, 4, 80, 64}, {2, 4, 80, 64}, {2, 4, 80, 64}},
+     {ANY, ANY, ANY},
+     a_attn_pad},
+    {"attention d64 causal additive mask",
+     DEV,
+     3,
+     {4, 4, 4},
+     {{1, 4, 96, 64}, {1, 2, 96, 64}, {1, 2, 96, 64}},
+     {ANY, ANY, ANY},
+     a_attn_bias},
     {"attention float mask",
      BOTH,
      4,
@@ -646,6 +712,8 @@ static const grad_case GRAD_CASES[] = {
     {"fused add_rms_norm", BOTH, 3, {2, 2, 1}, {{3, 6}, {3, 6}, {6}}, {ANY, ANY, ANY}, f_add_rms_norm},
     {"cross_entropy, smoothing, ignored row", BOTH, P1(3, 2, 3, 4), {ANY}, x_cross_entropy},
     {"cross_entropy 300 classes", BOTH, P1(3, 3, 4, 300), {ANY}, x_cross_entropy},
+    {"cross_entropy of a product", BOTH, 2, {3, 2}, {{3, 4, 16}, {16, 300}}, {ANY, ANY}, x_cross_entropy_mm},
+    {"cross_entropy of a product, wide rows", DEV, 2, {3, 2}, {{4, 8, 64}, {64, 5000}}, {ANY, ANY}, x_cross_entropy_mm},
     {"mse_loss broadcast", BOTH, 2, {2, 1}, {{16, 24}, {24}}, {ANY, ANY}, x_mse},
 };
 #undef P1

@@ -179,8 +179,8 @@ __global__ void cross_entropy_grad_kernel(const T *x, const void *labels, int la
                                           int64_t C, int vec, long long ignore, float smoothing, cu_fault *fault,
                                           int node)
 {
-    constexpr int E = 16 / sizeof(T);
     cu_grid_wait();
+    constexpr int E = 16 / sizeof(T);
     int64_t r = blockIdx.x;
     long long y = xent_label(labels, label_dt, r);
     T *o = out + r * C;
