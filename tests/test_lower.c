@@ -274,6 +274,32 @@ static void test_lower_attention_grad(void **state)
     }
 }
 
+/* the norms' gradient node against its definition: layer and rms, with
+ * and without gamma */
+static void test_lower_norm_grad(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 4; form++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node_data p;
+        memset(&p, 0, sizeof p);
+        p.op = RLX_OP_NORM_GRAD;
+        p.in[0] = rlx_input(g, "x", RLX_F32, SHAPE(3, 5, 24));
+        p.in[1] = rlx_input(g, "dy", RLX_F32, SHAPE(3, 5, 24));
+        p.n_in = 2;
+        p.attrs.norm.eps = 1e-5;
+        p.attrs.norm.rms = form & 1;
+        if (form & 2) {
+            p.in[p.n_in++] = rlx_input(g, "gamma", RLX_F32, SHAPE(24));
+            p.attrs.norm.has_gamma = 1;
+        }
+        rlx_output(g, "y", rlx_graph_add(g, &p));
+        assert_int_equal(rlx_graph_verify(g), RLX_OK);
+        check_lowering(g, RLX_OP_NORM_GRAD, "norm_grad");
+        rlx_graph_free(g);
+    }
+}
+
 /* The target takes the block for S <= 4 only: the long one is lowered. */
 static void test_lower_by_shape(void **state)
 {
@@ -364,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_lower_leaves_missing_primitives),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_lower_attention_grad),
+        cmocka_unit_test(test_lower_norm_grad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -359,37 +359,82 @@ rlx_status rlx_grad_cross_entropy(rlx_graph *g, rlx_node n, rlx_node dy, const b
     return status_of(g, dx, 2);
 }
 
-/* layer_norm and rms_norm over the last axis: the statistics are recomputed
- * (cheaper than keeping them alive from the forward) */
+/* layer_norm's or rms_norm's x-hat over the last axis (x centred first for
+ * layer_norm) and its reciprocal standard deviation, in primitives: the
+ * statistics are recomputed (cheaper than keeping them alive from the
+ * forward) */
+static rlx_node norm_xhat(rlx_graph *g, rlx_node x, bool layer, double eps, rlx_node *rstd)
+{
+    int last = shape_of(g, x).ndim - 1;
+    rlx_node xc = layer ? rlx_sub(g, x, rlx_reduce_mean(g, x, 1, &last, 1)) : x;
+    rlx_node var = rlx_reduce_mean(g, rlx_mul(g, xc, xc), 1, &last, 1);
+    *rstd = rlx_rsqrt(g, rlx_add(g, var, scalar_like(g, x, eps)));
+    return rlx_mul(g, xc, *rstd);
+}
+
+/* d/dx of the norm given dy, with gd = dy * gamma:
+ * rstd (gd - mean(gd xhat) xhat [- mean(gd) for layer_norm]) */
+static rlx_node norm_dx(rlx_graph *g, rlx_node gd, rlx_node xhat, rlx_node rstd, bool layer)
+{
+    int last = shape_of(g, gd).ndim - 1;
+    rlx_node t = rlx_sub(g, gd, rlx_mul(g, xhat, rlx_reduce_mean(g, rlx_mul(g, gd, xhat), 1, &last, 1)));
+    if (layer)
+        t = rlx_sub(g, t, rlx_reduce_mean(g, gd, 1, &last, 1));
+    return rlx_mul(g, rstd, t);
+}
+
+/* layer_norm and rms_norm over the last axis: x's gradient and dy * xhat
+ * from one norm_grad node (a pass per row), gamma's as the sums of the
+ * latter over the rows, beta's as dy's */
 rlx_status rlx_grad_norm(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need, rlx_node *dx)
 {
     rlx_node_data nd = node_copy(g, n);
     rlx_node x = nd.in[0];
-    int last = shape_of(g, x).ndim - 1;
+    rlx_shape xs = shape_of(g, x);
     bool layer = nd.op == RLX_OP_LAYER_NORM;
     int ig = nd.attrs.norm.has_gamma ? 1 : -1, ib = nd.attrs.norm.has_beta ? 1 + (ig > 0) : -1;
-    rlx_node xc = x;
-    if (layer)
-        xc = rlx_sub(g, x, rlx_reduce_mean(g, x, 1, &last, 1));
-    rlx_node var = rlx_reduce_mean(g, rlx_mul(g, xc, xc), 1, &last, 1);
-    rlx_node rstd = rlx_rsqrt(g, rlx_add(g, var, scalar_like(g, x, nd.attrs.norm.eps)));
-    rlx_node xhat = rlx_mul(g, xc, rstd);
-    if (ig > 0 && need[ig]) {
-        rlx_shape s = shape_of(g, nd.in[ig]);
-        dx[ig] = sum_to(g, rlx_mul(g, dy, xhat), &s);
-    }
     if (ib > 0 && need[ib]) {
         rlx_shape s = shape_of(g, nd.in[ib]);
         dx[ib] = sum_to(g, dy, &s);
     }
+    rlx_node dyx; /* dy * xhat */
     if (need[0]) {
-        rlx_node gd = ig > 0 ? rlx_mul(g, dy, nd.in[ig]) : dy;
-        rlx_node t = rlx_sub(g, gd, rlx_mul(g, xhat, rlx_reduce_mean(g, rlx_mul(g, gd, xhat), 1, &last, 1)));
-        if (layer)
-            t = rlx_sub(g, t, rlx_reduce_mean(g, gd, 1, &last, 1));
-        dx[0] = rlx_mul(g, rstd, t);
+        rlx_attrs a = nd.attrs;
+        a.norm.has_beta = 0;
+        a.norm.rms = !layer;
+        rlx_node in[3] = {x, dy, ig > 0 ? nd.in[ig] : -1};
+        rlx_node all = add_node(g, RLX_OP_NORM_GRAD, ig > 0 ? 3 : 2, in, &a, NULL);
+        if (all < 0)
+            return g->error;
+        int64_t st[1] = {0}, en[1] = {1};
+        dx[0] = rlx_reshape(g, rlx_slice(g, all, 1, (int[]){0}, st, en, NULL), xs.ndim, xs.dims);
+        st[0] = 1, en[0] = 2;
+        dyx = rlx_reshape(g, rlx_slice(g, all, 1, (int[]){0}, st, en, NULL), xs.ndim, xs.dims);
+    } else {
+        rlx_node rstd;
+        dyx = rlx_mul(g, dy, norm_xhat(g, x, layer, nd.attrs.norm.eps, &rstd));
+    }
+    if (ig > 0 && need[ig]) {
+        rlx_shape s = shape_of(g, nd.in[ig]);
+        dx[ig] = sum_to(g, dyx, &s);
     }
     return status_of(g, dx, nd.n_in);
+}
+
+/* norm_grad's definition in primitives: x's gradient and dy * xhat, stacked */
+rlx_node rlx_decompose_norm_grad(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0], dy = n->in[1], rstd;
+    bool layer = !n->attrs.norm.rms;
+    rlx_node xhat = norm_xhat(g, x, layer, n->attrs.norm.eps, &rstd);
+    rlx_node gd = n->attrs.norm.has_gamma ? rlx_mul(g, dy, n->in[2]) : dy;
+    rlx_shape one = shape_of(g, x);
+    memmove(one.dims + 1, one.dims, (size_t)one.ndim * sizeof *one.dims);
+    one.dims[0] = 1;
+    one.ndim++;
+    rlx_node parts[2] = {rlx_reshape(g, norm_dx(g, gd, xhat, rstd, layer), one.ndim, one.dims),
+                         rlx_reshape(g, rlx_mul(g, dy, xhat), one.ndim, one.dims)};
+    return rlx_concat(g, 2, parts, 0);
 }
 
 /* ------------------------------------------------------------ data movement */

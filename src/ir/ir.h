@@ -175,6 +175,11 @@ typedef enum rlx_op {
      * another (a backend may run it as one kernel that recomputes the
      * scores instead of storing them) */
     RLX_OP_ATTENTION_GRAD,
+    /* layer_norm's or rms_norm's gradient, made by their gradient rule:
+     * inputs x, dy[, gamma], attrs.norm (rms set for rms_norm); the result
+     * is [2, ...x]: the gradient with respect to x, then dy * xhat (the
+     * normalised x), whose sums over the rows are gamma's gradient */
+    RLX_OP_NORM_GRAD,
     RLX_OP_COUNT
 } rlx_op;
 
@@ -232,6 +237,7 @@ typedef union rlx_attrs {
     struct {
         double eps;
         int has_gamma, has_beta;
+        int rms; /* norm_grad: of rms_norm (else layer_norm) */
     } norm;
     struct {
         int perm[RLX_MAX_DIMS];
@@ -474,8 +480,9 @@ rlx_node rlx_decompose_add_norm(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_add_rms_norm_keep(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_swiglu(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_attention_block(rlx_graph *g, const rlx_node_data *n);
-/* attention_grad's, in grad_rules.c beside attention's gradient rule */
+/* attention_grad's and norm_grad's, in grad_rules.c beside the gradient rules that make them */
 rlx_node rlx_decompose_attention_grad(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_norm_grad(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n);

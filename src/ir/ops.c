@@ -359,6 +359,33 @@ static rlx_status infer_norm(const rlx_graph *g, rlx_node_data *n)
     return infer_same_float(g, n);
 }
 
+/* norm_grad: x and dy of one shape, gamma as the norm takes it; [2, ...x] */
+static rlx_status infer_norm_grad(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *dy = IN(1);
+    if (n->attrs.norm.has_beta || n->n_in != 2 + (n->attrs.norm.has_gamma != 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "norm_grad takes x, dy and gamma if flagged, no beta");
+    if (!rlx_dtype_is_float(x->dtype) || dy->dtype != x->dtype || !rlx_shape_equal(&dy->shape, &x->shape))
+        return rlx_set_error(RLX_ERR_SHAPE, "norm_grad: dy must be x's %s %s", rlx_dtype_name(x->dtype),
+                             SHAPE_A(&x->shape));
+    if (x->shape.ndim < 1 || x->shape.ndim >= RLX_MAX_DIMS)
+        return rlx_set_error(RLX_ERR_SHAPE, "norm_grad: x %s must have rank 1 to %d", SHAPE_A(&x->shape),
+                             RLX_MAX_DIMS - 1);
+    if (n->attrs.norm.has_gamma) {
+        const rlx_node_data *gm = IN(2);
+        if (gm->dtype != x->dtype || gm->shape.ndim != 1 || gm->shape.dims[0] != x->shape.dims[x->shape.ndim - 1])
+            return rlx_set_error(RLX_ERR_SHAPE, "norm_grad: gamma must be %s [%lld]", rlx_dtype_name(x->dtype),
+                                 (long long)x->shape.dims[x->shape.ndim - 1]);
+    }
+    if (!(n->attrs.norm.eps >= 0))
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "eps must be >= 0");
+    n->shape.ndim = x->shape.ndim + 1;
+    n->shape.dims[0] = 2;
+    memcpy(n->shape.dims + 1, x->shape.dims, (size_t)x->shape.ndim * sizeof *x->shape.dims);
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
 static rlx_status infer_reshape(const rlx_graph *g, rlx_node_data *n)
 {
     rlx_status s = check_shape_arg(&n->shape);
@@ -1062,6 +1089,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
               rlx_infer_matmul_integer_scale, rlx_decompose_matmul_integer_scale),
     [RLX_OP_ATTENTION_GRAD] = FUSED("attention_grad", 5, 6, 0, RLX_KIND_ATTENTION, LOW, RLX_LAYOUT_ATTR_NONE,
                                     infer_attention_grad, rlx_decompose_attention_grad),
+    [RLX_OP_NORM_GRAD] =
+        FUSED("norm_grad", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, infer_norm_grad, rlx_decompose_norm_grad),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

@@ -14,7 +14,7 @@
  *              loss = sum(y * R) with R random, rlx_gradients, the same
  *              graph compiled on CUDA and on the CPU in f32, every gradient
  *              compared with f32 tolerances (relative to the gradient's rms).
- *   gradients bf16  the attention and cross-entropy cases again with
+ *   gradients bf16  the attention, cross-entropy and norm cases again with
  *              precision bf16 on both devices (the device's low-precision
  *              kernels against the CPU's), within bf16's tolerance.
  *   trainer    a tiny Qwen3-shaped decoder (the decoder-small builder, 2
@@ -430,13 +430,15 @@ static void test_gradients(void)
 }
 
 /* The cases whose ops have kernels of their own in low precision (the
- * tensor-core attention gradient, the cross-entropy reading bf16 logits),
- * compiled with precision bf16 on the device and on the CPU. */
+ * tensor-core attention gradient, the cross-entropy reading bf16 logits,
+ * the norms' gradient), compiled with precision bf16 on the device and on
+ * the CPU. */
 static void test_gradients_bf16(void)
 {
     for (size_t i = 0; i < sizeof GRAD_CASES / sizeof *GRAD_CASES; i++) {
         const grad_case *c = &GRAD_CASES[i];
-        if ((c->runs & GC_DEVICE) && (!strncmp(c->name, "attention", 9) || !strncmp(c->name, "cross_entropy", 13)))
+        if ((c->runs & GC_DEVICE) &&
+            (!strncmp(c->name, "attention", 9) || !strncmp(c->name, "cross_entropy", 13) || strstr(c->name, "norm")))
             grad_case_check(c, 1 + i, RLX_PRECISION_BF16);
     }
 }

@@ -2,8 +2,8 @@
  * gradient and optimizer state updated in place, one pass over the
  * elements, split among threads; the formula is op_math.h's, shared with
  * the CUDA kernel), the cross-entropy with its gradient, a row each
- * (statistics in double), and attention's gradient (the scores recomputed
- * row by row, never stored). */
+ * (statistics in double), attention's gradient (the scores recomputed
+ * row by row, never stored) and the norms' (a row at a time). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -308,8 +308,52 @@ static rlx_status k_attention_grad(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* ------------------------------------------------------------ the norms' gradient */
+
+/* One row of norm_grad, in double: the statistics, then x's gradient into
+ * dx and dy * xhat into dyx (rlx_decompose_norm_grad's formulas). */
+static void norm_grad_row(const rlx_thunk *t, int64_t r, int64_t C, int64_t plane)
+{
+    const rlx_node_data *n = t->node;
+    const rlx_dtype dt = t->in_node[0]->dtype;
+    const void *x = t->in[0], *dy = t->in[1], *gamma = n->attrs.norm.has_gamma ? t->in[2] : NULL;
+    const bool layer = !n->attrs.norm.rms;
+    const int64_t base = r * C;
+    double mu = 0, var = 0, sg = 0, sgx = 0;
+    if (layer) {
+        for (int64_t c = 0; c < C; c++)
+            mu += rlx_load(x, dt, base + c);
+        mu /= (double)C;
+    }
+    for (int64_t c = 0; c < C; c++) {
+        double xc = rlx_load(x, dt, base + c) - mu, gd = rlx_load(dy, dt, base + c);
+        if (gamma)
+            gd *= rlx_load(gamma, dt, c);
+        var += xc * xc;
+        sg += gd;
+        sgx += gd * xc;
+    }
+    const double rstd = 1.0 / sqrt(var / (double)C + n->attrs.norm.eps);
+    const double mgx = sgx * rstd / (double)C, mg = layer ? sg / (double)C : 0.0;
+    for (int64_t c = 0; c < C; c++) {
+        double d = rlx_load(dy, dt, base + c), xhat = (rlx_load(x, dt, base + c) - mu) * rstd;
+        double gd = gamma ? d * rlx_load(gamma, dt, c) : d;
+        rlx_store(t->out, n->dtype, base + c, rstd * (gd - mg - xhat * mgx));
+        rlx_store(t->out, n->dtype, plane + base + c, d * xhat);
+    }
+}
+
+static rlx_status k_norm_grad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    const int64_t C = xs->dims[xs->ndim - 1], plane = rlx_shape_numel(xs), rows = C ? plane / C : 0;
+    RLX_CPU_FOR(rlx_cpu_threads(ctx, plane * 8), r, rows, norm_grad_row(t, r, C, plane););
+    return RLX_OK;
+}
+
 void rlx_cpu_register_train(rlx_cpu_kernel *table)
 {
+    table[RLX_OP_NORM_GRAD].fn = k_norm_grad;
     table[RLX_OP_ATTENTION_GRAD] = (rlx_cpu_kernel){.fn = k_attention_grad, .scratch = attn_grad_scratch};
     table[RLX_OP_OPTIMIZER_STEP].fn = k_optimizer_step;
     table[RLX_OP_CROSS_ENTROPY].fn = k_cross_entropy;

@@ -56,10 +56,7 @@ __device__ __forceinline__ float ag_masked(const ag_args &p, int64_t b, int64_t 
 }
 
 /* The f32 pair a packed f16/bf16 operand word holds. */
-__device__ __forceinline__ float2 ag_unpack(uint32_t w, __half)
-{
-    return __half22float2(*(const __half2 *)&w);
-}
+__device__ __forceinline__ float2 ag_unpack(uint32_t w, __half) { return __half22float2(*(const __half2 *)&w); }
 __device__ __forceinline__ float2 ag_unpack(uint32_t w, __nv_bfloat16)
 {
     return __bfloat1622float2(*(const __nv_bfloat162 *)&w);
@@ -122,7 +119,8 @@ __device__ __forceinline__ void ag_frags(uint32_t (*f)[4], const T *base, int64_
 
 /* 16 rows x D of an accumulator (times mul) to global rows [r0, n), row stride D. */
 template <typename T, int D>
-__device__ __forceinline__ void ag_store(T *base, const float (*acc)[4], float mul, int64_t r0, int64_t n, int g, int tg)
+__device__ __forceinline__ void ag_store(T *base, const float (*acc)[4], float mul, int64_t r0, int64_t n, int g,
+                                         int tg)
 {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -145,8 +143,7 @@ static constexpr size_t ag_dkv_smem(int D, int es)
     return (size_t)(2 * AG_KB + 4 * AG_QT) * TC_LD(D) * es + (size_t)4 * AG_QT * sizeof(float);
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dq(ag_args p, int vec)
+template <typename T, int D> __global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dq(ag_args p, int vec)
 {
     cu_grid_wait();
     constexpr int LD = TC_LD(D), NT = AG_KT / 8, KD = D / 16, ND = D / 8;
@@ -198,7 +195,7 @@ __global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dq(ag_args p, int ve
     const int n_tiles = (int)((t_end + AG_KT - 1) / AG_KT);
     const bool live = w0 < p.S;
     /* scores of this warp's rows against key tile kt (from key t0), base 2, masked */
-    auto scores = [&](float (*sc)[4], const T *kt, int64_t t0) {
+    auto scores = [&](float(*sc)[4], const T *kt, int64_t t0) {
         ag_rows_times<T, D, NT, LD>(sc, qf, kt, lane);
         const bool edge = (p.causal && t0 + AG_KT - 1 > w0 + shift) || t0 + AG_KT > p.T || p.mask;
 #pragma unroll
@@ -297,8 +294,7 @@ __global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dq(ag_args p, int ve
         ag_store<T, D>((T *)p.dq + row_of * D, dq, p.scale, w0, p.S, g, tg);
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dkv(ag_args p, int vec)
+template <typename T, int D> __global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dkv(ag_args p, int vec)
 {
     cu_grid_wait();
     constexpr int LD = TC_LD(D), NT = AG_QT / 8, KD = D / 16, ND = D / 8;
@@ -398,8 +394,8 @@ __global__ void __launch_bounds__(128, D == 128 ? 1 : 2) ag_dkv(ag_args p, int v
 
 static bool ag_fits(rlx_dtype dt, int64_t D, int64_t Dv)
 {
-    return (dt == RLX_F16 || dt == RLX_BF16) && D == Dv && (D == 32 || D == 64 || D == 128) &&
-           rlx_cu_dev->major >= 8 && !rlx_cu_cfg.cuda_no_tc_attention;
+    return (dt == RLX_F16 || dt == RLX_BF16) && D == Dv && (D == 32 || D == 64 || D == 128) && rlx_cu_dev->major >= 8 &&
+           !rlx_cu_cfg.cuda_no_tc_attention;
 }
 
 static bool attention_grad_ok(const rlx_graph *g, const rlx_node_data *n)

@@ -3,7 +3,7 @@
  * by op_math.h's formula, the CPU kernel's) and the cross-entropy with its
  * gradient (a block per row, logits in f32, f16 or bf16; the row's
  * log-sum-exp in f32 from one read, running max and sum merged by warp
- * reductions). */
+ * reductions), and the norms' gradient (a warp per row). */
 #include "backends/cuda/cuda_common.h"
 #include "ir/op_math.h"
 
@@ -253,8 +253,76 @@ static bool cross_entropy_ok(const rlx_graph *g, const rlx_node_data *n)
     return (t == RLX_F32 || t == RLX_F16 || t == RLX_BF16) && rlx_shape_numel(&g->nodes[n->in[1]].shape) < INT32_MAX;
 }
 
+/* ------------------------------------------------------------ the norms' gradient */
+
+#define NG_WARPS 8 /* rows per block, one warp each */
+
+/* One warp per row of norm_grad: the statistics in f32 over the row (re-read
+ * from cache by each pass), then x's gradient to out's first plane and
+ * dy * xhat to its second (rlx_decompose_norm_grad's formulas). */
+template <typename T>
+__global__ void __launch_bounds__(NG_WARPS * 32)
+    norm_grad_kernel(const T *x, const T *dy, const T *gamma, T *out, int64_t rows, int64_t C, float eps, int layer)
+{
+    cu_grid_wait();
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * NG_WARPS + (threadIdx.x >> 5);
+    if (r >= rows)
+        return;
+    const T *xr = x + r * C, *dr = dy + r * C;
+    float mu = 0.0f;
+    if (layer) {
+        for (int64_t c = lane; c < C; c += 32)
+            mu += cu_tof<T>(xr[c]);
+        mu = cu_warp_sum(mu) / (float)C;
+    }
+    float var = 0.0f, sg = 0.0f, sgx = 0.0f;
+    for (int64_t c = lane; c < C; c += 32) {
+        const float xc = cu_tof<T>(xr[c]) - mu, gd = cu_tof<T>(dr[c]) * (gamma ? cu_tof<T>(gamma[c]) : 1.0f);
+        var += xc * xc;
+        sg += gd;
+        sgx += gd * xc;
+    }
+    var = cu_warp_sum(var);
+    sg = cu_warp_sum(sg);
+    sgx = cu_warp_sum(sgx);
+    const float rstd = rsqrtf(var / (float)C + eps), mgx = sgx * rstd / (float)C, mg = layer ? sg / (float)C : 0.0f;
+    T *dx = out + r * C, *dyx = out + rows * C + r * C;
+    for (int64_t c = lane; c < C; c += 32) {
+        const float d = cu_tof<T>(dr[c]), xhat = (cu_tof<T>(xr[c]) - mu) * rstd;
+        const float gd = gamma ? d * cu_tof<T>(gamma[c]) : d;
+        dx[c] = cu_fromf<T>(rstd * (gd - mg - xhat * mgx));
+        dyx[c] = cu_fromf<T>(d * xhat);
+    }
+}
+
+static rlx_status k_norm_grad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    const int64_t C = x->shape.dims[x->shape.ndim - 1], rows = C ? rlx_shape_numel(&x->shape) / C : 0;
+    if (!rows)
+        return RLX_OK;
+    const unsigned grid = (unsigned)((rows + NG_WARPS - 1) / NG_WARPS);
+    const void *gamma = n->attrs.norm.has_gamma ? t->in[2] : NULL;
+    const float eps = (float)n->attrs.norm.eps;
+    const int layer = !n->attrs.norm.rms;
+    CU_FLOAT_DISPATCH(x->dtype, T,
+                      cu_launch(norm_grad_kernel<T>, grid, NG_WARPS * 32, 0, (const T *)t->in[0], (const T *)t->in[1],
+                                (const T *)gamma, (T *)t->out, rows, C, eps, layer));
+    return rlx_cu_check(t, "norm gradient launch");
+}
+
+/* rows fit a grid */
+static bool norm_grad_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *x = &g->nodes[n->in[0]];
+    return cu_is_f(x->dtype) && rlx_shape_numel(&x->shape) / NG_WARPS < INT32_MAX;
+}
+
 extern "C" void rlx_cuda_register_train(cu_kernel *tab)
 {
+    tab[RLX_OP_NORM_GRAD] = (cu_kernel){k_norm_grad, NULL, norm_grad_ok, NULL, NULL};
     tab[RLX_OP_CROSS_ENTROPY] = (cu_kernel){k_cross_entropy, NULL, cross_entropy_ok, NULL, NULL};
     tab[RLX_OP_CROSS_ENTROPY_GRAD] = (cu_kernel){k_cross_entropy, NULL, cross_entropy_ok, NULL, NULL};
     tab[RLX_OP_OPTIMIZER_STEP] = (cu_kernel){k_optimizer_step, NULL, optimizer_step_ok, NULL, NULL};
