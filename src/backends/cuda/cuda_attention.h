@@ -47,7 +47,7 @@ rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn 
 /* The attention block's table row (k_attn_block.cu), filled from
  * rlx_cuda_register_attention so the backend's init list stays as it is. */
 extern "C" void rlx_cuda_register_attn_block(cu_kernel *tab);
-/* attention_grad's (k_attn_grad.cu), the same way. */
+/* attention_grad's row (k_attn_grad.cu), filled from rlx_cuda_register_attention. */
 extern "C" void rlx_cuda_register_attn_grad(cu_kernel *tab);
 
 #endif
