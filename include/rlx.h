@@ -688,6 +688,11 @@ typedef struct rlx_train_options {
     int recompute;
     const char *const *frozen; /* names of float params not to train (n_frozen of them) */
     int n_frozen;
+    /* 1: every optimizer step also writes the global L2 norm of the
+     * gradients (before clipping) as the output "grad_norm".  It is
+     * computed anyway where clipping or loss scaling needs it; otherwise
+     * it is a reduction of every gradient per step, skipped unless asked. */
+    int grad_norm;
 } rlx_train_options;
 RLX_API void rlx_train_options_init(rlx_train_options *t);
 
@@ -708,7 +713,8 @@ RLX_API rlx_status rlx_trainer_set_input(rlx_trainer *tr, const char *name, cons
  * optimizer step.  *loss (may be NULL) gets this micro-batch's loss. */
 RLX_API rlx_status rlx_trainer_step(rlx_trainer *tr, double *loss);
 /* An output of the last step (the loss, "grad_norm": the global gradient
- * norm before clipping, written by the optimizer steps, or any output of g). */
+ * norm before clipping, written by the optimizer steps where clipping, loss
+ * scaling or rlx_train_options.grad_norm asks for it, or any output of g). */
 RLX_API rlx_status rlx_trainer_get_output(rlx_trainer *tr, const char *name, void *data, size_t bytes);
 RLX_API int64_t rlx_trainer_steps(const rlx_trainer *tr); /* optimizer steps taken */
 RLX_API double rlx_trainer_lr(const rlx_trainer *tr);     /* learning rate of the next optimizer step */

@@ -186,6 +186,45 @@ static void test_optimizers(void **state)
     check_optimizer(&t, "AdamW, clipped to norm 0.05");
 }
 
+/* the global gradient norm is an output only where asked for (or where
+ * clipping or loss scaling needs it) */
+static void test_grad_norm_output(void **state)
+{
+    (void)state;
+    for (int ask = 0; ask < 2; ask++) {
+        rlx_train_options t;
+        rlx_train_options_init(&t);
+        t.grad_norm = ask;
+        rlx_graph *g = linear_model(N);
+        rlx_trainer *tr = NULL;
+        if (rlx_trainer_new(g, "loss", &t, NULL, &tr) != RLX_OK)
+            fail_msg("%s", rlx_last_error());
+        ref_state st;
+        memset(&st, 0, sizeof st);
+        init_params(tr, &st);
+        float x[N * I], tt[N * O];
+        random_batch(x, tt, N);
+        double gr[I * O + O], want = 0;
+        ref_grad(st.p, x, tt, N, gr);
+        for (int k = 0; k < I * O + O; k++)
+            want += gr[k] * gr[k];
+        rlx_trainer_set_input(tr, "x", x, sizeof x);
+        rlx_trainer_set_input(tr, "t", tt, sizeof tt);
+        assert_int_equal(rlx_trainer_step(tr, NULL), RLX_OK);
+        float norm = -1;
+        rlx_status s = rlx_trainer_get_output(tr, "grad_norm", &norm, sizeof norm);
+        if (ask) {
+            assert_int_equal(s, RLX_OK);
+            assert_true(fabs(norm - sqrt(want)) <= 1e-5 * sqrt(want));
+        } else {
+            assert_int_equal(s, RLX_ERR_NOT_FOUND);
+            assert_non_null(strstr(rlx_last_error(), "grad_norm"));
+        }
+        rlx_trainer_free(tr);
+        rlx_graph_free(g);
+    }
+}
+
 /* dynamic loss scaling: a scale so large that the gradients overflow makes
  * the steps skip (params and optimizer state untouched) and the scale fall,
  * until the steps go through and then match the unscaled reference */
@@ -576,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_recompute),         cmocka_unit_test(test_accumulation),
         cmocka_unit_test(test_cross_entropy),     cmocka_unit_test(test_loss_falls),
         cmocka_unit_test(test_checkpoint_resume), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_grad_norm_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

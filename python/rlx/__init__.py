@@ -667,8 +667,10 @@ class Trainer:
     clip_norm (> 0: gradients scaled to a global L2 norm of at most this);
     a linear warm-up over warmup_steps, then a cosine decay to min_lr over
     decay_steps; accumulate micro-batches per optimizer step (gradients
-    averaged); frozen: names of params not trained.  device "cpu", "cuda"
-    or "cuda:N"; precision "f32", "f16" or "bf16".
+    averaged); frozen: names of params not trained; grad_norm: also write
+    the global gradient norm as the output "grad_norm" (computed anyway
+    with clip_norm or loss scaling).  device "cpu", "cuda" or "cuda:N";
+    precision "f32", "f16" or "bf16".
 
     A Graph's params must each be set with set_param before the first
     step (an ONNX file's come from the file).  Every failure raises an
@@ -680,7 +682,8 @@ class Trainer:
                  weight_decay: float = 0.01, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
                  clip_norm: float = 0.0, warmup_steps: int = 0, decay_steps: int = 0, min_lr: float = 0.0,
                  accumulate: int = 1, frozen: Sequence[str] = (), device: str = "cpu", precision: str = "f32",
-                 threads: int = 0, seed: int = 0, shapes: Optional[Dict[str, Sequence[int]]] = None):
+                 threads: int = 0, seed: int = 0, shapes: Optional[Dict[str, Sequence[int]]] = None,
+                 grad_norm: bool = False):
         if optimizer not in _OPTIMIZERS:
             raise InvalidArgumentError(f"unknown optimizer {optimizer!r} (adamw, adam or sgd)")
         if len(betas) != 2:
@@ -697,7 +700,7 @@ class Trainer:
             float(weight_decay), float(momentum), float(dampening), bool(nesterov), float(clip_norm),
             int(warmup_steps), int(decay_steps), float(min_lr), int(accumulate), list(frozen), _device(device)[0],
             _precision_code(precision), _check_threads(threads), int(seed),
-            None if shapes is None else {k: list(v) for k, v in shapes.items()})
+            None if shapes is None else {k: list(v) for k, v in shapes.items()}, bool(grad_norm))
 
     def get_params(self) -> List[TensorInfo]:
         """The params: the graph's, then the optimizer's state ("opt.m.NAME", ...)."""
@@ -722,7 +725,8 @@ class Trainer:
 
     def get_output(self, name: str) -> np.ndarray:
         """An output of the last step: the loss, "grad_norm" (the global
-        gradient norm before clipping) or any output of the graph."""
+        gradient norm before clipping, where clip_norm, loss scaling or
+        grad_norm=True has it computed) or any output of the graph."""
         return self._t.get_output(name)
 
     @property

@@ -2880,21 +2880,22 @@ static int str_list(PyObject *o, const char ***out, int *n, PyObject **keep)
 
 static int trainer_init(TrainerObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",       "loss",         "optimizer", "lr",         "beta1",    "beta2",
-                             "eps",          "weight_decay", "momentum",  "dampening",  "nesterov", "clip_norm",
-                             "warmup_steps", "decay_steps",  "min_lr",    "accumulate", "frozen",   "device",
-                             "precision",    "threads",      "seed",      "shapes",     NULL};
+    static char *kwlist[] = {"source",       "loss",         "optimizer", "lr",         "beta1",     "beta2",
+                             "eps",          "weight_decay", "momentum",  "dampening",  "nesterov",  "clip_norm",
+                             "warmup_steps", "decay_steps",  "min_lr",    "accumulate", "frozen",    "device",
+                             "precision",    "threads",      "seed",      "shapes",     "grad_norm", NULL};
     PyObject *source, *frozen = Py_None, *shapes = Py_None;
     const char *loss, *device = "cpu";
     rlx_train_options t;
     rlx_train_options_init(&t);
-    int optimizer = (int)t.optimizer, nesterov = 0, precision = 0, threads = 0;
+    int optimizer = (int)t.optimizer, nesterov = 0, precision = 0, threads = 0, grad_norm = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|idddddddpdiidiOsiiKO", kwlist, &source, &loss, &optimizer, &t.lr,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|idddddddpdiidiOsiiKOp", kwlist, &source, &loss, &optimizer, &t.lr,
                                      &t.beta1, &t.beta2, &t.eps, &t.weight_decay, &t.momentum, &t.dampening, &nesterov,
                                      &t.clip_norm, &t.warmup_steps, &t.decay_steps, &t.min_lr, &t.accumulate, &frozen,
-                                     &device, &precision, &threads, &seed, &shapes))
+                                     &device, &precision, &threads, &seed, &shapes, &grad_norm))
         return -1;
+    t.grad_norm = grad_norm;
     if (self->tr) {
         PyErr_SetString(PyExc_RuntimeError, "_Trainer is already initialised");
         return -1;

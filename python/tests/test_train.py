@@ -38,7 +38,7 @@ def ref_grads(x, t, w, b):
 def test_adamw_matches_numpy_reference():
     x, t, w0, b0 = data()
     tr = rlx.Trainer(linear_graph(), "loss", optimizer="adamw", lr=0.05, betas=(0.8, 0.95), eps=1e-6,
-                     weight_decay=0.1)
+                     weight_decay=0.1, grad_norm=True)
     tr.set_param("w", w0)
     tr.set_param("b", b0)
     p = [w0.astype(np.float64), b0.astype(np.float64)]

@@ -196,28 +196,36 @@ static rlx_status build(rlx_graph *g, const rlx_trainer *tr, int mode, rlx_node 
             optimizer_node(g, &plain, acc, gr[i], hyper, one, loss, -1, -1);
         }
     } else {
+        /* the global norm where clipping, loss scaling or the caller needs
+         * it: otherwise a reduction of every gradient per step for nothing */
+        const bool want_norm = t->clip_norm > 0 || scale >= 0 || t->grad_norm;
         rlx_node norm2 = -1;
         for (int i = 0; i < n; i++) {
             if (t->accumulate > 1) {
                 rlx_node acc = state_param(g, "opt.acc.", &g->nodes[p[i]]);
                 gr[i] = rlx_add(g, rlx_mul(g, gr[i], rlx_scalar(g, g->nodes[gr[i]].dtype, k_inv)), acc);
             }
-            rlx_node sq = f32_of(g, sum_all(g, rlx_mul(g, gr[i], gr[i])));
-            norm2 = norm2 < 0 ? sq : rlx_add(g, norm2, sq);
+            if (want_norm) {
+                rlx_node sq = f32_of(g, sum_all(g, rlx_mul(g, gr[i], gr[i])));
+                norm2 = norm2 < 0 ? sq : rlx_add(g, norm2, sq);
+            }
         }
         if (norm2 < 0)
             norm2 = rlx_scalar(g, RLX_F32, 0.0);
-        rlx_node norm = rlx_sqrt(g, norm2);
-        if (scale >= 0)
-            norm = rlx_div(g, norm, scale);
-        rlx_output(g, "grad_norm", norm);
-        /* gscale depends on every gradient, so every update runs after
-         * every read of the params it writes (clip(.., 1, 1) is 1) */
-        rlx_node gscale = t->clip_norm > 0 ? rlx_min(g,
-                                                     rlx_div(g, rlx_scalar(g, RLX_F32, t->clip_norm),
-                                                             rlx_add(g, norm, rlx_scalar(g, RLX_F32, 1e-6))),
-                                                     rlx_scalar(g, RLX_F32, 1.0))
-                                           : rlx_clip(g, norm2, 1.0, 1.0);
+        /* the updates come after every gradient in the graph's order, which
+         * the passes keep and the schedule runs: no update writes a param
+         * before the backward's last read of it */
+        rlx_node gscale = rlx_scalar(g, RLX_F32, 1.0);
+        if (want_norm) {
+            rlx_node norm = rlx_sqrt(g, norm2);
+            if (scale >= 0)
+                norm = rlx_div(g, norm, scale);
+            rlx_output(g, "grad_norm", norm);
+            if (t->clip_norm > 0)
+                gscale = rlx_min(
+                    g, rlx_div(g, rlx_scalar(g, RLX_F32, t->clip_norm), rlx_add(g, norm, rlx_scalar(g, RLX_F32, 1e-6))),
+                    rlx_scalar(g, RLX_F32, 1.0));
+        }
         if (scale >= 0) {
             /* unscaled; NaN (the optimizer then skips) where the gradients overflowed */
             rlx_node ok = rlx_equal(g, rlx_sub(g, norm2, norm2), rlx_scalar(g, RLX_F32, 0.0));
@@ -574,6 +582,9 @@ rlx_status rlx_trainer_get_output(rlx_trainer *tr, const char *name, void *data,
 {
     if (!tr || !tr->last)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "trainer: no step has run yet");
+    if (name && !strcmp(name, "grad_norm") && !(tr->t.clip_norm > 0 || tr->scaling || tr->t.grad_norm))
+        return rlx_set_error(RLX_ERR_NOT_FOUND, "trainer: no grad_norm: it is computed with clipping, loss scaling or "
+                                                "rlx_train_options.grad_norm = 1");
     return rlx_session_get_output(tr->last, name, data, bytes);
 }
 
