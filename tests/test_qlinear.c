@@ -142,8 +142,8 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
             } else {
                 float have = ((float *)got)[i * n + j];
                 if (memcmp(&have, (const void *)&e, 4) != 0)
-                    fail_msg("qlinear_matmul v%d: y[%lld][%lld] = %.9g, reference %.9g", v, (long long)i,
-                             (long long)j, have, (double)e);
+                    fail_msg("qlinear_matmul v%d: y[%lld][%lld] = %.9g, reference %.9g", v, (long long)i, (long long)j,
+                             have, (double)e);
                 assert_true(fabs(have - real) <= (rq ? ys : 0) + 1e-5 * (1 + fabs(real)));
             }
         }
@@ -169,14 +169,18 @@ typedef struct conv_cfg {
     bool one_d, x_signed, w_signed, per_ch, const_w;
 } conv_cfg;
 
-static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+    return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
 
 static void conv_case(conv_cfg c, int threads)
 {
     int64_t Cg = c.C / c.G, Og = c.O / c.G;
     int64_t OH = out_dim(c.H, c.KH, c.sh, c.ph, c.dh), OW = out_dim(c.W, c.KW, c.sw, c.pw, c.dw);
     int64_t nx = c.N * c.C * c.H * c.W, nw = c.O * Cg * c.KH * c.KW, ny = c.N * c.O * OH * OW;
-    uint8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), zx = (uint8_t)(rnd() % 200 + 20), *zw = malloc((size_t)c.O);
+    uint8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), zx = (uint8_t)(rnd() % 200 + 20),
+            *zw = malloc((size_t)c.O);
     fill(x, nx);
     fill(w, nw);
     for (int64_t o = 0; o < c.O; o++)
@@ -224,7 +228,8 @@ static void conv_case(conv_cfg c, int threads)
                                     continue;
                                 int64_t xi = ((b * c.C + gi * Cg + ci) * c.H + ih) * c.W + iw;
                                 int64_t wi = ((o * Cg + ci) * c.KH + kh) * c.KW + kw;
-                                sum += (val(x, xi, c.x_signed) - val(&zx, 0, c.x_signed)) * (val(w, wi, c.w_signed) - z);
+                                sum +=
+                                    (val(x, xi, c.x_signed) - val(&zx, 0, c.x_signed)) * (val(w, wi, c.w_signed) - z);
                             }
                     int64_t yi = ((b * c.O + o) * OH + oh) * OW + ow;
                     if (got[yi] != (int32_t)sum)

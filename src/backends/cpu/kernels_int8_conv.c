@@ -146,8 +146,7 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
         for (int64_t g = 0; g < d.G; g++)
             for (int64_t p0 = 0; p0 < d.OHW; p0 += P) {
                 int64_t m = d.OHW - p0 < P ? d.OHW - p0 : P;
-                im2row(A, x + (n * d.C + g * d.Cg) * d.HW, &d, p0, m, flip, (uint8_t)za,
-                       rlx_cpu_threads(ctx, m * d.K));
+                im2row(A, x + (n * d.C + g * d.Cg) * d.HW, &d, p0, m, flip, (uint8_t)za, rlx_cpu_threads(ctx, m * d.K));
                 rlx_igemm_row_sums(A, d.K, m, d.K, rowsum);
                 rlx_igemm_args ga = {.m = m,
                                      .k = d.K,
@@ -179,6 +178,5 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 void rlx_cpu_register_int8_conv(rlx_cpu_kernel *table)
 {
-    table[RLX_OP_CONV_INTEGER] =
-        (rlx_cpu_kernel){.fn = k_conv_integer, .scratch = ci_scratch, .prepare = ci_prepare};
+    table[RLX_OP_CONV_INTEGER] = (rlx_cpu_kernel){.fn = k_conv_integer, .scratch = ci_scratch, .prepare = ci_prepare};
 }
