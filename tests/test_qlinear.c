@@ -3,12 +3,13 @@
  *  - qlinear_matmul: the graph ONNX's QLinearMatMul, DequantizeLinear, Add,
  *    Relu and QuantizeLinear import to fuses into one compute thunk, and
  *    its results equal, to the bit, exact int64 sums followed by the f32
- *    steps the ONNX operators define (round half to even, saturation);
- *    each u8 level also within one of the real-valued (float64) result;
+ *    steps the ONNX operators define (round half to even, saturation) and
+ *    the unfused graph's; each u8 level also within one of the real-valued
+ *    (float64) result;
  *  - conv_integer against an int64 reference: u8/s8 both ways, per-tensor
  *    and per-output-channel weight zero points, groups, stride, padding,
  *    dilation, 1-D, 1x1, constant (packed at prepare) and run-time weights,
- *    1 and 2 threads;
+ *    1 and 2 threads; its decomposition (lowering) gives the same;
  *  - bad operands refused with a message. */
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backends/backend.h"
+#include "opt/pass.h"
 #include "rlx.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -41,11 +44,12 @@ static void fill(uint8_t *p, int64_t n)
 
 static int64_t val(const uint8_t *p, int64_t i, bool is_signed) { return is_signed ? (int8_t)p[i] : p[i]; }
 
-static rlx_session *compile_threads(rlx_graph *g, int threads)
+static rlx_session *compile_threads(rlx_graph *g, int threads, bool fuse)
 {
     rlx_options o;
     rlx_options_init(&o);
     o.threads = threads;
+    o.no_fusion = !fuse;
     rlx_session *s = NULL;
     if (rlx_compile(g, &o, &s) != RLX_OK)
         fail_msg("compile: %s", rlx_last_error());
@@ -101,7 +105,7 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
     if (out)
         y = rlx_quantize_u8(g, y, range_of(g, os, oz));
     assert_int_equal(rlx_output(g, "y", y), RLX_OK);
-    rlx_session *s = compile_threads(g, threads);
+    rlx_session *s = compile_threads(g, threads, true);
     rlx_compile_stats st;
     assert_int_equal(rlx_session_stats(s, &st), RLX_OK);
     assert_int_equal(st.thunks - st.noop_thunks, 1);
@@ -147,9 +151,17 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
                 assert_true(fabs(have - real) <= (rq ? ys : 0) + 1e-5 * (1 + fabs(real)));
             }
         }
+    /* the unfused graph (the decomposition, op by op) gives the same bits */
+    rlx_session *u = compile_threads(g, threads, false);
+    void *unfused = malloc((size_t)(m * n) * es);
+    assert_int_equal(rlx_session_set_input(u, "a", a, (size_t)(m * k)), RLX_OK);
+    assert_int_equal(rlx_session_run(u), RLX_OK);
+    assert_int_equal(rlx_session_get_output(u, "y", unfused, (size_t)(m * n) * es), RLX_OK);
+    assert_memory_equal(got, unfused, (size_t)(m * n) * es);
+    rlx_session_free(u);
     rlx_session_free(s);
     rlx_graph_free(g);
-    free(a), free(b), free(mult), free(bb), free(got);
+    free(a), free(b), free(mult), free(bb), free(got), free(unfused);
 }
 
 static void test_qlinear_matmul(void **state)
@@ -162,6 +174,36 @@ static void test_qlinear_matmul(void **state)
             qmm_case(1, 19, 33, v & 2, v, threads);
             qmm_case(150, 260, 300, !(v & 2), v, threads);
         }
+}
+
+static bool refuse_conv_integer(const rlx_graph *g, rlx_node id)
+{
+    return g->nodes[id].op != RLX_OP_CONV_INTEGER && rlx_cpu_backend()->supports(g, id);
+}
+
+/* The graph lowered for a target without conv_integer (its decomposition:
+ * an f32 conv of the differences, exact at these sizes) gives `want`. */
+static void check_decomposition(rlx_graph *g, const uint8_t *x, size_t nx, const uint8_t *w, size_t nw,
+                                const int32_t *want, size_t ny)
+{
+    rlx_pass_ctx pc;
+    memset(&pc, 0, sizeof pc);
+    pc.supports = refuse_conv_integer;
+    pc.precision = RLX_PRECISION_F32;
+    rlx_graph *low = rlx_pass_lower(g, &pc);
+    assert_non_null(low);
+    for (int i = 0; i < low->n_nodes; i++)
+        assert_int_not_equal(low->nodes[i].op, RLX_OP_CONV_INTEGER);
+    rlx_session *s = compile_threads(low, 1, true);
+    int32_t *y = malloc(ny * 4);
+    assert_int_equal(rlx_session_set_input(s, "x", x, nx), RLX_OK);
+    assert_int_equal(rlx_session_set_input(s, "w", w, nw), RLX_OK);
+    assert_int_equal(rlx_session_run(s), RLX_OK);
+    assert_int_equal(rlx_session_get_output(s, "y", y, ny * 4), RLX_OK);
+    assert_memory_equal(y, want, ny * 4);
+    rlx_session_free(s);
+    rlx_graph_free(low);
+    free(y);
 }
 
 typedef struct conv_cfg {
@@ -208,7 +250,7 @@ static void conv_case(conv_cfg c, int threads)
     if (y < 0)
         fail_msg("conv_integer: %s", rlx_last_error());
     assert_int_equal(rlx_output(g, "y", y), RLX_OK);
-    rlx_session *s = compile_threads(g, threads);
+    rlx_session *s = compile_threads(g, threads, true);
     int32_t *got = malloc((size_t)ny * 4);
     assert_int_equal(rlx_session_set_input(s, "x", x, (size_t)nx), RLX_OK);
     if (!c.const_w)
@@ -236,6 +278,8 @@ static void conv_case(conv_cfg c, int threads)
                         fail_msg("conv_integer: y[%lld][%lld][%lld][%lld] = %d, reference %lld", (long long)b,
                                  (long long)o, (long long)oh, (long long)ow, got[yi], (long long)sum);
                 }
+    if (!c.const_w && threads == 1)
+        check_decomposition(g, x, (size_t)nx, w, (size_t)nw, got, (size_t)ny);
     rlx_session_free(s);
     rlx_graph_free(g);
     free(x), free(w), free(zw), free(got);
