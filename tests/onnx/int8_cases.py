@@ -13,8 +13,9 @@ that bench/onnx_peer/real_models.js runs through onnxruntime-node.
           QLinearConv (per-channel weight scales, int32 bias; 1x1,
           depthwise, s8 activations).
   float/  small MLPs (a Gemm one and a MatMul + Add one on 3-D input,
-          GELU between) quantized by bench/cpu/quantize_onnx.py, dynamic
-          and static; f32 results (int8_peers.sh states the tolerance).
+          GELU between) quantized by bench/cpu/quantize_onnx.py, dynamic,
+          static and static in the QDQ form; f32 results (int8_peers.sh
+          states the tolerance).
 
 usage: int8_cases.py inputs DIR ORT_DIR | outputs DIR
 """
@@ -186,7 +187,7 @@ def float_cases(folder, ort_dir):
         tag = "mlp3d" if three_d else "mlp"
         cal = os.path.join(os.path.dirname(folder), tag + ".calib.npy")
         np.save(cal, rng.standard_normal(x.shape).astype(np.float32))
-        for mode in ("dynamic", "static"):
+        for mode in ("dynamic", "static", "qdq"):
             q, n = quantize_onnx.quantize(onnx.load_from_string(m.SerializeToString()), mode, ort_dir, ["x=" + cal])
             assert n == 3, n
             case(folder, "%s_%s" % (tag, mode), q, {"x": x})

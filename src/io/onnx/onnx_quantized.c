@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_ops.h"
+#include "ir/ir.h"
 
 #define G (n->c->g)
 
@@ -148,6 +149,85 @@ static rlx_status h_matmul_integer(onnx_node *n)
     int rb = onnx_value_rank(n->c, n->in[1]);
     rlx_node a = int_minus_zp(n, 0, 2, -1), b = int_minus_zp(n, 1, 3, rb >= 2 ? rb - 1 : -1);
     return onnx_out_node(n, 0, rlx_cast(G, rlx_matmul(G, a, b, 0, 0), RLX_I32));
+}
+
+/* The parts of a dequantization as dequant() builds it (cast to f32, [sub
+ * of the cast zero point], mul by the scale; zero point and scale maybe
+ * reshaped to broadcast): the levels, the zero point (-1 if absent) and
+ * scale as they were before the reshapes, and the broadcast forms. */
+typedef struct dq_parts {
+    rlx_node q, zp, scale, zp_b, scale_b;
+} dq_parts;
+
+static rlx_node before_reshapes(const rlx_graph *g, rlx_node v)
+{
+    while (g->nodes[v].op == RLX_OP_RESHAPE)
+        v = g->nodes[v].in[0];
+    return v;
+}
+
+static bool dq_parts_of(const rlx_graph *g, rlx_node v, dq_parts *p)
+{
+    const rlx_node_data *m = &g->nodes[v];
+    if (m->op != RLX_OP_MUL || m->dtype != RLX_F32)
+        return false;
+    rlx_node x = m->in[0];
+    p->scale_b = m->in[1];
+    p->scale = before_reshapes(g, p->scale_b);
+    p->zp = p->zp_b = -1;
+    if (g->nodes[x].op == RLX_OP_SUB) {
+        p->zp_b = g->nodes[x].in[1];
+        rlx_node z = before_reshapes(g, p->zp_b);
+        if (g->nodes[z].op != RLX_OP_CAST)
+            return false;
+        p->zp = g->nodes[z].in[0];
+        x = g->nodes[x].in[0];
+    }
+    if (g->nodes[x].op != RLX_OP_CAST)
+        return false;
+    p->q = g->nodes[x].in[0];
+    rlx_dtype t = g->nodes[p->q].dtype;
+    return (t == RLX_U8 || t == RLX_I8) && g->nodes[p->scale].dtype == RLX_F32 &&
+           (p->zp < 0 || g->nodes[p->zp].dtype == t);
+}
+
+/* One element, or [1, cols] (per column of a matrix). */
+static bool one_or_cols(const rlx_graph *g, rlx_node v, int64_t cols)
+{
+    const rlx_shape *s = &g->nodes[v].shape;
+    return rlx_shape_numel(s) == 1 || (s->ndim == 2 && s->dims[0] == 1 && s->dims[1] == cols);
+}
+
+/* v (one element or cols of them) as a scalar or [cols]. */
+static rlx_node scalar_or_vec(onnx_node *n, rlx_node v, int64_t cols)
+{
+    return rlx_shape_numel(&G->nodes[v].shape) == 1 ? rlx_reshape(G, v, 0, NULL) : rlx_reshape(G, v, 1, &cols);
+}
+
+/* A MatMul of two DequantizeLinear results (QDQ form: activations per
+ * tensor, a weight matrix per tensor or per column) as the exact integer
+ * product times the two scales, as ONNX Runtime runs it; a QuantizeLinear
+ * after it then fuses into the product's kernel (qlinear_matmul).  -1 where
+ * a or b is not such a dequantization. */
+rlx_node onnx_qdq_matmul(onnx_node *n, rlx_node a, rlx_node b)
+{
+    const rlx_graph *g = G;
+    dq_parts pa, pb;
+    if (a < 0 || b < 0 || !dq_parts_of(g, a, &pa) || !dq_parts_of(g, b, &pb))
+        return -1;
+    const rlx_node_data *qa = &g->nodes[pa.q], *qb = &g->nodes[pb.q];
+    if (qb->shape.ndim != 2 || qa->shape.ndim < 1 || qa->shape.dims[qa->shape.ndim - 1] != qb->shape.dims[0])
+        return -1;
+    int64_t cols = qb->shape.dims[1];
+    if (rlx_shape_numel(&g->nodes[pa.scale_b].shape) != 1 ||
+        (pa.zp >= 0 && rlx_shape_numel(&g->nodes[pa.zp_b].shape) != 1) || !one_or_cols(g, pb.scale_b, cols) ||
+        (pb.zp >= 0 && !one_or_cols(g, pb.zp_b, cols)))
+        return -1;
+    rlx_node za = pa.zp >= 0 ? rlx_reshape(G, pa.zp, 0, NULL) : onnx_scalar(n, qa->dtype, 0);
+    rlx_node zb = pb.zp >= 0 ? scalar_or_vec(n, pb.zp, cols) : onnx_scalar(n, qb->dtype, 0);
+    rlx_node mult = rlx_mul(G, rlx_reshape(G, pa.scale, 0, NULL), scalar_or_vec(n, pb.scale, cols));
+    rlx_node acc = rlx_matmul_integer(G, pa.q, pb.q, za, zb);
+    return rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult);
 }
 
 static rlx_status h_qlinear_matmul(onnx_node *n)
