@@ -72,12 +72,16 @@ static rlx_node range_of(rlx_graph *g, float scale, float zp)
 }
 
 /* The stages as bits of v: 1 requantize + dequantize, 2 bias, 4 relu, 8
- * output quantization; at least one of 1 and 8. */
+ * output quantization (at least one of 1 and 8); 16: the weights a
+ * run-time input (packed at each run).  per_col: scales and weight zero
+ * points per column. */
 static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int threads)
 {
-    bool rq = v & 1, bias = v & 2, relu = v & 4, out = v & 8;
+    bool rq = v & 1, bias = v & 2, relu = v & 4, out = v & 8, run_w = v & 16;
     uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n)), za = (uint8_t)(100 + rnd() % 60);
-    int8_t zb = (int8_t)(1 + rnd() % 5);
+    int8_t *zb = malloc((size_t)n);
+    for (int64_t j = 0; j < n; j++)
+        zb[j] = (int8_t)(1 + rnd() % 5);
     float *mult = malloc((size_t)n * 4), *bb = malloc((size_t)n * 4);
     float yz = (float)(90 + rnd() % 70), ys = 0.01f + 1e-4f * (float)(rnd() % 100);
     float os = 0.02f + 1e-4f * (float)(rnd() % 100), oz = (float)(rnd() % 256);
@@ -89,9 +93,10 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
     }
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "a", RLX_U8, 2, (int64_t[]){m, k});
-    rlx_node w = rlx_constant(g, RLX_I8, 2, (int64_t[]){k, n}, b, (size_t)(k * n));
-    rlx_node acc =
-        rlx_matmul_integer(g, x, w, rlx_constant(g, RLX_U8, 0, NULL, &za, 1), rlx_constant(g, RLX_I8, 0, NULL, &zb, 1));
+    rlx_node w = run_w ? rlx_input(g, "w", RLX_I8, 2, (int64_t[]){k, n})
+                       : rlx_constant(g, RLX_I8, 2, (int64_t[]){k, n}, b, (size_t)(k * n));
+    rlx_node zbn = per_col ? rlx_constant(g, RLX_I8, 1, &n, zb, (size_t)n) : rlx_constant(g, RLX_I8, 0, NULL, zb, 1);
+    rlx_node acc = rlx_matmul_integer(g, x, w, rlx_constant(g, RLX_U8, 0, NULL, &za, 1), zbn);
     rlx_node sc = per_col ? rlx_constant(g, RLX_F32, 1, &n, mult, (size_t)n * 4) : scalar_f32(g, mult[0]);
     rlx_node y = rlx_mul(g, rlx_cast(g, acc, RLX_F32), sc);
     if (rq) {
@@ -112,13 +117,15 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
     size_t es = out ? 1 : 4;
     void *got = malloc((size_t)(m * n) * es);
     assert_int_equal(rlx_session_set_input(s, "a", a, (size_t)(m * k)), RLX_OK);
+    if (run_w)
+        assert_int_equal(rlx_session_set_input(s, "w", b, (size_t)(k * n)), RLX_OK);
     assert_int_equal(rlx_session_run(s), RLX_OK);
     assert_int_equal(rlx_session_get_output(s, "y", got, (size_t)(m * n) * es), RLX_OK);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             int64_t sum = 0;
             for (int64_t q = 0; q < k; q++)
-                sum += (val(a, i * k + q, false) - za) * (val(b, q * n + j, true) - zb);
+                sum += (val(a, i * k + q, false) - za) * (val(b, q * n + j, true) - zb[per_col ? j : 0]);
             float mj = mult[per_col ? j : 0];
             volatile float e = (float)sum * mj;
             double real = (double)sum * mj;
@@ -155,20 +162,22 @@ static void qmm_case(int64_t m, int64_t k, int64_t n, bool per_col, int v, int t
     rlx_session *u = compile_threads(g, threads, false);
     void *unfused = malloc((size_t)(m * n) * es);
     assert_int_equal(rlx_session_set_input(u, "a", a, (size_t)(m * k)), RLX_OK);
+    if (run_w)
+        assert_int_equal(rlx_session_set_input(u, "w", b, (size_t)(k * n)), RLX_OK);
     assert_int_equal(rlx_session_run(u), RLX_OK);
     assert_int_equal(rlx_session_get_output(u, "y", unfused, (size_t)(m * n) * es), RLX_OK);
     assert_memory_equal(got, unfused, (size_t)(m * n) * es);
     rlx_session_free(u);
     rlx_session_free(s);
     rlx_graph_free(g);
-    free(a), free(b), free(mult), free(bb), free(got), free(unfused);
+    free(a), free(b), free(zb), free(mult), free(bb), free(got), free(unfused);
 }
 
 static void test_qlinear_matmul(void **state)
 {
     (void)state;
     for (int threads = 1; threads <= 2; threads++)
-        for (int v = 1; v < 16; v++) {
+        for (int v = 1; v < 32; v++) {
             if (!(v & 9))
                 continue;
             qmm_case(1, 19, 33, v & 2, v, threads);
