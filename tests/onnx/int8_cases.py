@@ -138,7 +138,8 @@ def conv_cases(folder):
     for name, xt, shape, wshape, attrs in (
             ("qlinear_conv", np.uint8, (1, 6, 10, 12), (8, 6, 3, 3), dict(pads=[1, 1, 1, 1])),
             ("qlinear_conv_1x1", np.uint8, (2, 16, 5, 7), (24, 16, 1, 1), {}),
-            ("qlinear_conv_dw", np.uint8, (1, 8, 9, 9), (8, 1, 3, 3), dict(group=8, strides=[2, 2], pads=[1, 1, 1, 1])),
+            ("qlinear_conv_dw", np.uint8, (1, 8, 9, 9), (8, 1, 3, 3),
+             dict(group=8, strides=[2, 2], pads=[1, 1, 1, 1])),
             ("qlinear_conv_s8", np.int8, (1, 4, 8, 8), (6, 4, 3, 3), dict(dilations=[2, 2]))):
         x = levels(xt, shape)
         w = levels(np.int8, wshape)
