@@ -1,10 +1,11 @@
 /* kernels_int8_conv.c - conv_integer (ONNX's ConvInteger, and QLinearConv's
- * product) on src/quant/igemm.h's kernels: per image and group, the
- * transposed columns (one row of K = C/groups * KH * KW taps per output
- * pixel; a 1x1 conv's rows are the input transposed) times the group's
- * weights, transposed, packed once at prepare when they are constant.
- * Taps on the padding hold x_zp, so that they add nothing.  The int32
- * sums come out [pixels][O/groups] and are transposed into NCHW. */
+ * product) on src/quant/igemm.h's kernels: per image and group, the input
+ * transposed to channels-last ([H][W][C/groups]), then one row of K = KH *
+ * KW * C/groups taps per output pixel (a copy of C/groups bytes per tap; a
+ * 1x1 conv's rows are the transposed input itself) times the group's
+ * weights in the same tap order, packed once at prepare when they are
+ * constant.  Taps on the padding hold x_zp, so that they add nothing.  The
+ * int32 sums come out [pixels][O/groups] and are transposed into NCHW. */
 #include <omp.h>
 
 #include "backends/cpu/cpu_kernels.h"
@@ -12,7 +13,8 @@
 #include "core/error.h"
 #include "quant/igemm.h"
 
-/* Output pixels per GEMM: bounds the columns and sums in the scratch. */
+/* Output pixels per GEMM (whole output rows, at least one): bounds the
+ * columns and sums in the scratch. */
 enum { PIX_BLOCK = 2048, ROW_BLOCK = 96, PANEL_BLOCK = 8 };
 
 static size_t up64(size_t b) { return (b + 63) / 64 * 64; }
@@ -41,7 +43,14 @@ static ci_dims dims_of(const rlx_node_data *n, const rlx_node_data *x, const rlx
     return d;
 }
 
-static int64_t pix_block(const ci_dims *d) { return d->OHW < PIX_BLOCK ? d->OHW : PIX_BLOCK; }
+/* Whole output rows per GEMM, about PIX_BLOCK pixels. */
+static int64_t rows_per_block(const ci_dims *d)
+{
+    int64_t r = d->w.OW ? PIX_BLOCK / d->w.OW : 1;
+    return r < 1 ? 1 : r > d->w.OH ? d->w.OH : r;
+}
+
+static int64_t pix_block(const ci_dims *d) { return rows_per_block(d) * d->w.OW; }
 
 static size_t packed_all(const ci_dims *d) { return (size_t)d->G * up64(rlx_igemm_packed_bytes(d->K, d->Og)); }
 
@@ -51,7 +60,7 @@ static size_t ci_scratch(const rlx_graph *g, const rlx_node_data *n, int threads
     const rlx_node_data *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
     ci_dims d = dims_of(n, x, w);
     int64_t P = pix_block(&d);
-    size_t bytes = up64((size_t)(P * d.K)) + up64((size_t)(P * d.Og) * sizeof(int32_t)) +
+    size_t bytes = up64((size_t)(d.HW * d.Cg)) + up64((size_t)(P * d.K)) + up64((size_t)(P * d.Og) * sizeof(int32_t)) +
                    up64((size_t)(P + 1) * sizeof(int32_t)) + up64((size_t)(d.O + 1) * sizeof(int32_t));
     if (w->op != RLX_OP_CONSTANT)
         bytes += packed_all(&d) + up64((size_t)(d.K * d.Og));
@@ -63,9 +72,11 @@ static void pack_weights(const ci_dims *d, const uint8_t *w, bool w_signed, uint
 {
     for (int64_t g = 0; g < d->G; g++) {
         const uint8_t *wg = w + g * d->Og * d->K;
-        for (int64_t k = 0; k < d->K; k++)
-            for (int64_t o = 0; o < d->Og; o++)
-                wt[k * d->Og + o] = wg[o * d->K + k];
+        int64_t taps = d->w.KH * d->w.KW; /* row k = tap * Cg + c of the tap order above */
+        for (int64_t c = 0; c < d->Cg; c++)
+            for (int64_t tap = 0; tap < taps; tap++)
+                for (int64_t o = 0; o < d->Og; o++)
+                    wt[(tap * d->Cg + c) * d->Og + o] = wg[o * d->K + c * taps + tap];
         rlx_igemm_pack_b(wt, w_signed, d->K, d->Og, d->Og, packed + g * up64(rlx_igemm_packed_bytes(d->K, d->Og)));
     }
 }
@@ -84,31 +95,50 @@ static rlx_status ci_prepare(const rlx_graph *g, rlx_thunk *t)
     return RLX_OK;
 }
 
-/* Rows [p0, p0 + P) of the transposed columns of one image's group xg
- * (channels [Cg][H][W], bytes ^ flip: s8 made u8), taps off the image set
- * to pad. */
-static void im2row(uint8_t *A, const uint8_t *xg, const ci_dims *d, int64_t p0, int64_t P, uint8_t flip, uint8_t pad,
-                   int threads)
+/* xt[p][c] = xg[c][p] ^ flip (s8 made u8): one image's group, channels-last,
+ * in blocks that stay in cache. */
+static void to_channels_last(uint8_t *xt, const uint8_t *xg, int64_t Cg, int64_t HW, uint8_t flip, int threads)
+{
+    enum { B = 64 };
+    RLX_CPU_FOR(threads, pb, (HW + B - 1) / B, {
+        int64_t p0 = pb * B, p1 = p0 + B < HW ? p0 + B : HW;
+        for (int64_t c0 = 0; c0 < Cg; c0 += B) {
+            int64_t c1 = c0 + B < Cg ? c0 + B : Cg;
+            for (int64_t p = p0; p < p1; p++)
+                for (int64_t c = c0; c < c1; c++)
+                    xt[p * Cg + c] = (uint8_t)(xg[c * HW + p] ^ flip);
+        }
+    });
+}
+
+/* Output rows [oh0, oh1) of the columns from the channels-last xt: row
+ * (oh - oh0) * OW + ow of A holds pixel (oh, ow)'s taps, tap by tap (kh,
+ * kw), each Cg bytes; taps off the image hold pad. */
+static void im2row(uint8_t *A, const uint8_t *xt, const ci_dims *d, int64_t oh0, int64_t oh1, uint8_t pad, int threads)
 {
     const window2d *w = &d->w;
-    RLX_CPU_FOR(threads, r, P, {
-        int64_t p = p0 + r, oh = p / w->OW, ow = p % w->OW;
-        uint8_t *row = A + r * d->K;
-        for (int64_t c = 0; c < d->Cg; c++)
-            for (int64_t kh = 0; kh < w->KH; kh++) {
-                int64_t ih = oh * w->sh - w->ph + kh * w->dh;
-                uint8_t *dst = row + (c * w->KH + kh) * w->KW;
-                if (ih < 0 || ih >= w->H) {
-                    memset(dst, pad, (size_t)w->KW);
-                    continue;
-                }
-                const uint8_t *src = xg + (c * w->H + ih) * w->W;
-                for (int64_t kw = 0; kw < w->KW; kw++) {
-                    int64_t iw = ow * w->sw - w->pw + kw * w->dw;
-                    dst[kw] = iw < 0 || iw >= w->W ? pad : (uint8_t)(src[iw] ^ flip);
-                }
+    const int64_t Cg = d->Cg;
+    RLX_CPU_FOR(threads, r, (oh1 - oh0) * w->OW, {
+        int64_t oh = oh0 + r / w->OW, ow = r % w->OW;
+        uint8_t *dst = A + r * d->K;
+        for (int64_t kh = 0; kh < w->KH; kh++) {
+            int64_t ih = oh * w->sh - w->ph + kh * w->dh;
+            for (int64_t kw = 0; kw < w->KW; kw++, dst += Cg) {
+                int64_t iw = ow * w->sw - w->pw + kw * w->dw;
+                if (ih < 0 || ih >= w->H || iw < 0 || iw >= w->W)
+                    memset(dst, pad, (size_t)Cg);
+                else
+                    memcpy(dst, xt + (ih * w->W + iw) * Cg, (size_t)Cg);
             }
+        }
     });
+}
+
+/* A 1x1 conv of stride 1 without padding: its rows are the pixels. */
+static bool pointwise(const window2d *w)
+{
+    return w->KH == 1 && w->KW == 1 && w->sh == 1 && w->sw == 1 && w->ph == 0 && w->pw == 0 && w->OH == w->H &&
+           w->OW == w->W;
 }
 
 static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -118,8 +148,10 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int32_t *y = t->out;
     if (d.N == 0 || d.O == 0 || d.OHW == 0)
         return RLX_OK;
-    int64_t P = pix_block(&d);
+    int64_t P = pix_block(&d), rpb = rows_per_block(&d);
     char *sp = (char *)(((uintptr_t)t->scratch + 63) & ~(uintptr_t)63);
+    uint8_t *xt = (uint8_t *)sp;
+    sp += up64((size_t)(d.HW * d.Cg));
     uint8_t *A = (uint8_t *)sp;
     sp += up64((size_t)(P * d.K));
     int32_t *Cm = (int32_t *)sp;
@@ -142,16 +174,22 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_igemm_isa isa = rlx_igemm_isa_best();
     const uint8_t *x = t->in[0];
     int64_t np = rlx_igemm_panels(d.Og), pb = (np + PANEL_BLOCK - 1) / PANEL_BLOCK;
+    bool pw = pointwise(&d.w);
     for (int64_t n = 0; n < d.N; n++)
-        for (int64_t g = 0; g < d.G; g++)
-            for (int64_t p0 = 0; p0 < d.OHW; p0 += P) {
-                int64_t m = d.OHW - p0 < P ? d.OHW - p0 : P;
-                im2row(A, x + (n * d.C + g * d.Cg) * d.HW, &d, p0, m, flip, (uint8_t)za, rlx_cpu_threads(ctx, m * d.K));
-                rlx_igemm_row_sums(A, d.K, m, d.K, rowsum);
+        for (int64_t g = 0; g < d.G; g++) {
+            to_channels_last(xt, x + (n * d.C + g * d.Cg) * d.HW, d.Cg, d.HW, flip, rlx_cpu_threads(ctx, d.HW * d.Cg));
+            for (int64_t oh0 = 0; oh0 < d.w.OH; oh0 += rpb) {
+                int64_t oh1 = oh0 + rpb < d.w.OH ? oh0 + rpb : d.w.OH, p0 = oh0 * d.w.OW, m = (oh1 - oh0) * d.w.OW;
+                const uint8_t *arows = xt + p0 * d.Cg;
+                if (!pw) {
+                    im2row(A, xt, &d, oh0, oh1, (uint8_t)za, rlx_cpu_threads(ctx, m * d.K));
+                    arows = A;
+                }
+                rlx_igemm_row_sums(arows, d.K, m, d.K, rowsum);
                 rlx_igemm_args ga = {.m = m,
                                      .k = d.K,
                                      .n = d.Og,
-                                     .a = A,
+                                     .a = arows,
                                      .lda = d.K,
                                      .packed = packed + g * up64(rlx_igemm_packed_bytes(d.K, d.Og)),
                                      .za = za,
@@ -173,6 +211,7 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
                         yg[o * d.OHW + i] = Cm[i * d.Og + o];
                 });
             }
+        }
     return RLX_OK;
 }
 
