@@ -342,6 +342,12 @@ RLX_API rlx_node rlx_qmatmul(rlx_graph *g, rlx_node x, rlx_node w, int qtype, in
  * zero points subtracted (a_zp one element of a's dtype, b_zp one or N of
  * b's), exact int32 sums [.., M, N]. */
 RLX_API rlx_node rlx_matmul_integer(rlx_graph *g, rlx_node a, rlx_node b, rlx_node a_zp, rlx_node b_zp);
+/* ONNX's ConvInteger: x [N, C, ..] (u8 or i8) convolved with w [O,
+ * C/groups, ..] (i8 or u8), 1 or 2 spatial dims, as (x - x_zp) and (w -
+ * w_zp) (x_zp one element of x's dtype, w_zp one or O elements of w's;
+ * padding counts as x_zp): exact int32 [N, O, ..]. */
+RLX_API rlx_node rlx_conv_integer(rlx_graph *g, rlx_node x, rlx_node w, rlx_node x_zp, rlx_node w_zp,
+                                  const rlx_conv_params *p);
 /* ONNX's DynamicQuantizeLinear in two passes: the range of x (f32) as f32
  * [2] {scale, zero point}, min and max widened to hold 0, scale = (max -
  * min) / 255, zero point = clip(round(-min / scale), 0, 255); then x as u8

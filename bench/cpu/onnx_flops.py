@@ -6,7 +6,10 @@ Reshape and If nodes of real models).
 
 Counted: Conv, ConvTranspose, MatMul, Gemm (2 per multiply-add), LSTM and
 GRU (their gate products); everything else (elementwise ops, norms,
-softmax, pooling) is left out, as usual for GFLOP/s figures.  An If whose
+softmax, pooling) is left out, as usual for GFLOP/s figures; so are the
+8-bit products (QLinearMatMul, MatMulInteger, and in the QDQ form a MatMul,
+Gemm or Conv of two DequantizeLinear results), which are not floating-point
+work.  An If whose
 condition ONNX Runtime computed is replaced by the branch it takes, and the
 model is run again, until no such If is left; an If left over, or a Loop or
 Scan, makes the count unknown.
@@ -103,9 +106,10 @@ def count(model_path, inputs, ort_dir, work):
     dims.update({k: v["dims"] for k, v in values.items()})
     for name, path in inputs.items():
         dims[name] = list(np.load(path, mmap_mode="r").shape)
+    dequantized = {o for n in model.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
     total = 0
     for n in model.graph.node:
-        if n.op_type in COUNTED:
+        if n.op_type in COUNTED and not (len(n.input) > 1 and n.input[0] in dequantized and n.input[1] in dequantized):
             try:
                 total += _node_flops(n, lambda name: dims[name])
             except (KeyError, TypeError, ValueError, IndexError):

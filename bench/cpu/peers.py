@@ -55,7 +55,7 @@ class Row:
 
     def __init__(self, name, repeat, goal, workload=None, batch=1, npm_file=None, inputs=None, quant=None):
         self.name, self.repeat, self.goal = name, repeat, goal
-        self.quant = quant  # "dynamic" or "static": the workload's 8-bit form (bench/cpu/quantize_onnx.py)
+        self.quant = quant  # "dynamic", "static" or "qdq": the workload's 8-bit form (bench/cpu/quantize_onnx.py)
         self.workload, self.batch = workload, batch  # bench/cpu/torch_workloads.py model, or None
         self.npm_file = npm_file  # base name of the .onnx inside the npm packages
         self.input_spec = inputs  # npm models: {input name: (kind, shape)}
@@ -75,8 +75,10 @@ ROWS = [
     # 8-bit forms of the f32 files above, the same inputs; not in the default set
     Row("int8-mlp-b256-dyn", 10, 1.0, workload="mlp", batch=256, quant="dynamic"),
     Row("int8-mlp-b256-static", 10, 1.0, workload="mlp", batch=256, quant="static"),
+    Row("int8-mlp-b256-qdq", 10, 1.0, workload="mlp", batch=256, quant="qdq"),
     Row("int8-encoder-b1-dyn", 20, 1.0, workload="encoder", batch=1, quant="dynamic"),
     Row("int8-encoder-b1-static", 20, 1.0, workload="encoder", batch=1, quant="static"),
+    Row("int8-encoder-b1-qdq", 20, 1.0, workload="encoder", batch=1, quant="qdq"),
     Row("int8-encoder-b32-dyn", 3, 1.0, workload="encoder", batch=32, quant="dynamic"),
     Row("int8-encoder-b32-static", 3, 1.0, workload="encoder", batch=32, quant="static"),
     Row("ocr-det", 5, 1.0, npm_file="ch_PP-OCRv4_det_infer.onnx", inputs={"x": ("page-imagenet", [1, 3, 480, 640])}),
@@ -162,7 +164,7 @@ def prepare_workload(row, work, ort_dir):
     if row.quant:
         import quantize_onnx
         calib = []
-        if row.quant == "static":  # calibrated on other inputs of the same kind
+        if row.quant in ("static", "qdq"):  # calibrated on other inputs of the same kind
             cx, _ = workload_input(row, np.random.default_rng(zlib.crc32((f32 + "-calib").encode())))
             cpath = os.path.join(work, f32 + ".calib.npy")
             np.save(cpath, cx)

@@ -11,13 +11,17 @@ constant weight matrix becomes an integer product.
            activations' range on a calibration input) -> QLinearMatMul
            (s8 weights, output u8 with its calibrated range) ->
            DequantizeLinear [-> Add bias].
+  qdq:     static, in the QDQ form onnxruntime's quantize_static writes
+           by default: QuantizeLinear -> DequantizeLinear of the
+           activations and of the s8 weights -> MatMul -> QuantizeLinear ->
+           DequantizeLinear [-> Add bias], the same scales as static.
 
 Products of two activations (attention's) stay f32.  Static calibration
 runs the f32 model with the products' inputs and outputs as extra graph
 outputs in onnxruntime-node (bench/cpu/ort_time.js), on --calib inputs.
 
 usage: quantize_onnx.py IN.onnx OUT.onnx dynamic
-       quantize_onnx.py IN.onnx OUT.onnx static --ort-dir DIR --calib NAME=FILE.npy [...]
+       quantize_onnx.py IN.onnx OUT.onnx static|qdq --ort-dir DIR --calib NAME=FILE.npy [...]
 """
 import argparse
 import os
@@ -91,7 +95,7 @@ def calibrate(model, names, ort_dir, calib):
 def quantize(model, mode, ort_dir=None, calib=None):
     found = products(model)
     ranges = {}
-    if mode == "static":
+    if mode in ("static", "qdq"):
         names = sorted({x for _, x, _, _ in found} | {n.output[0] for n, _, _, _ in found})
         ranges = calibrate(model, names, ort_dir, calib)
     g = model.graph
@@ -128,17 +132,29 @@ def quantize(model, mode, ort_dir=None, calib=None):
                                                   name=x + "_quant"))
                 done[x] = [x + "_q", x + "_scale", x + "_zp"]
             xq, xs, xz = done[x]
+            if mode == "qdq" and x + "_dq" not in done:
+                new_nodes.append(helper.make_node("DequantizeLinear", [xq, xs, xz], [x + "_dq"]))
+                done[x + "_dq"] = True
             lo, hi = ranges[node.output[0]]
             if b is not None:  # calibrated with the bias added: the product's range is the bias less
                 lo, hi = lo - float(b.max()), hi - float(b.min())
             ys, yz = u8_params(lo, hi)
             inits += [numpy_helper.from_array(ys, base + "_y_scale"), numpy_helper.from_array(yz, base + "_y_zp")]
-            new_nodes += [
-                helper.make_node("QLinearMatMul", [xq, xs, xz, base + "_w_q", base + "_w_scale", base + "_w_zp",
-                                                   base + "_y_scale", base + "_y_zp"], [base + "_yq"],
-                                 name=base + "_qlinear"),
-                helper.make_node("DequantizeLinear", [base + "_yq", base + "_y_scale", base + "_y_zp"], [y]),
-            ]
+            if mode == "qdq":
+                new_nodes += [
+                    helper.make_node("DequantizeLinear", [base + "_w_q", base + "_w_scale", base + "_w_zp"],
+                                     [base + "_w_dq"]),
+                    helper.make_node("MatMul", [x + "_dq", base + "_w_dq"], [base + "_y"], name=base + "_matmul"),
+                    helper.make_node("QuantizeLinear", [base + "_y", base + "_y_scale", base + "_y_zp"],
+                                     [base + "_yq"]),
+                ]
+            else:
+                new_nodes.append(
+                    helper.make_node("QLinearMatMul", [xq, xs, xz, base + "_w_q", base + "_w_scale", base + "_w_zp",
+                                                       base + "_y_scale", base + "_y_zp"], [base + "_yq"],
+                                     name=base + "_qlinear"))
+            new_nodes.append(helper.make_node("DequantizeLinear", [base + "_yq", base + "_y_scale", base + "_y_zp"],
+                                              [y]))
         if b is not None:
             inits.append(numpy_helper.from_array(b.astype(np.float32), base + "_bias"))
             new_nodes.append(helper.make_node("Add", [y, base + "_bias"], [node.output[0]]))
@@ -157,11 +173,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src")
     ap.add_argument("dst")
-    ap.add_argument("mode", choices=["dynamic", "static"])
+    ap.add_argument("mode", choices=["dynamic", "static", "qdq"])
     ap.add_argument("--ort-dir", default=os.environ.get("ORT_DIR", "/tmp/rlx-ort-peer"))
     ap.add_argument("--calib", nargs="*", default=[], help="NAME=FILE.npy inputs for static calibration")
     a = ap.parse_args()
-    if a.mode == "static" and not a.calib:
+    if a.mode != "dynamic" and not a.calib:
         sys.exit("quantize_onnx.py: static quantization needs --calib NAME=FILE.npy inputs")
     model, count = quantize(onnx.load(a.src), a.mode, a.ort_dir, a.calib)
     onnx.save(model, a.dst)

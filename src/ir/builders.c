@@ -294,6 +294,17 @@ rlx_node rlx_matmul_integer(rlx_graph *g, rlx_node a, rlx_node b, rlx_node a_zp,
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_conv_integer(rlx_graph *g, rlx_node x, rlx_node w, rlx_node x_zp, rlx_node w_zp, const rlx_conv_params *cp)
+{
+    if (g && !cp)
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "conv_integer: params are NULL");
+    rlx_node in[4] = {x, w, x_zp, w_zp};
+    rlx_node_data p = proto(RLX_OP_CONV_INTEGER, 4, in);
+    if (cp)
+        p.attrs.conv.p = *cp;
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_dynamic_quantize_range(rlx_graph *g, rlx_node x)
 {
     rlx_node_data p = proto(RLX_OP_DYNAMIC_QUANTIZE_RANGE, 1, &x);

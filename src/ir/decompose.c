@@ -110,6 +110,26 @@ rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n)
     return rlx_cast(g, rlx_matmul(g, d[0], d[1], 0, 0), RLX_I32);
 }
 
+/* As matmul_integer's: the differences in f32 (exact), an f32 conv, i32;
+ * the conv pads the differences with zeros, as if x were padded with x_zp. */
+rlx_node rlx_decompose_conv_integer(rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *w = &g->nodes[n->in[1]];
+    int r = w->shape.ndim;
+    rlx_node x = rlx_cast(g, n->in[0], RLX_F32), zx = rlx_cast(g, n->in[2], RLX_F32);
+    rlx_node zw = rlx_cast(g, n->in[3], RLX_F32);
+    if (rlx_shape_numel(&g->nodes[n->in[3]].shape) > 1) {
+        int64_t d[RLX_MAX_DIMS];
+        for (int i = 0; i < r; i++)
+            d[i] = i ? 1 : w->shape.dims[0];
+        zw = rlx_reshape(g, zw, r, d);
+    }
+    x = rlx_sub(g, x, zx);
+    rlx_node wf = rlx_sub(g, rlx_cast(g, n->in[1], RLX_F32), zw);
+    rlx_conv_params p = n->attrs.conv.p;
+    return rlx_cast(g, rlx_conv(g, x, wf, -1, &p), RLX_I32);
+}
+
 /* ONNX's DynamicQuantizeLinear, op by op as the specification writes it. */
 rlx_node rlx_decompose_dynamic_quantize_range(rlx_graph *g, const rlx_node_data *n)
 {
@@ -193,6 +213,22 @@ rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n
     if (n->attrs.mm_act.has_bias)
         y = rlx_add(g, y, n->in[5]);
     return act(g, n->attrs.mm_act.act, y);
+}
+
+rlx_node rlx_decompose_qlinear_matmul(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node y = rlx_matmul_integer(g, n->in[0], n->in[1], n->in[2], n->in[3]);
+    y = rlx_mul(g, rlx_cast(g, y, RLX_F32), n->in[4]);
+    int k = 5;
+    if (n->attrs.qmm.requant) {
+        y = rlx_cast(g, rlx_quantize_u8(g, y, n->in[k]), RLX_F32);
+        y = rlx_mul(g, rlx_sub(g, y, n->in[k + 1]), n->in[k + 2]);
+        k += 3;
+    }
+    if (n->attrs.qmm.has_bias)
+        y = rlx_add(g, y, n->in[k++]);
+    y = act(g, n->attrs.qmm.act, y);
+    return n->attrs.qmm.out_u8 ? rlx_quantize_u8(g, y, n->in[k]) : y;
 }
 
 /* add_layer_norm, add_rms_norm */

@@ -90,6 +90,11 @@ typedef enum rlx_op {
      * K] u8/i8, b [K, N] i8/u8, a_zp (one element, a's dtype), b_zp (one or
      * N elements, b's dtype)) = sum_k (a - a_zp)(b - b_zp), i32 [.., M, N] */
     RLX_OP_MATMUL_INTEGER,
+    /* ONNX's ConvInteger: conv_integer(x [N, C, ..] u8/i8, w [O, C/groups, ..]
+     * i8/u8, x_zp (one element, x's dtype), w_zp (one or O elements, w's
+     * dtype)) = the convolution of (x - x_zp) and (w - w_zp), i32; NCHW,
+     * padding counts as x_zp (a zero difference); attrs.conv */
+    RLX_OP_CONV_INTEGER,
     /* ONNX's DynamicQuantizeLinear in two passes: dynamic_quantize_range(x
      * f32) = f32 [2] {scale, zero point} of x's range widened to hold 0;
      * quantize_u8(x f32, range) = saturate(round(x / scale) + zero point), u8 */
@@ -180,6 +185,7 @@ typedef enum rlx_op {
      * is [2, ...x]: the gradient with respect to x, then dy * xhat (the
      * normalised x), whose sums over the rows are gamma's gradient */
     RLX_OP_NORM_GRAD,
+    RLX_OP_QLINEAR_MATMUL, /* matmul_integer_scale with requantization stages (attrs.qmm) */
     RLX_OP_COUNT
 } rlx_op;
 
@@ -301,6 +307,14 @@ typedef union rlx_attrs {
     struct {
         int trans_a, trans_b, act, has_bias;
     } mm_act;
+    /* qlinear_matmul(a, b, a_zp, b_zp, scale, [rq_range, dq_zp, dq_scale],
+     * [bias], [out_range]): y = f32(matmul_integer) * scale; requant: y =
+     * (f32(quantize_u8(y, rq_range)) - dq_zp) * dq_scale (ONNX's
+     * QLinearMatMul, then DequantizeLinear); y = act(y + bias); out_u8: y =
+     * quantize_u8(y, out_range) (the next product's QuantizeLinear) */
+    struct {
+        int act, has_bias, requant, out_u8;
+    } qmm;
     struct {
         int n_ops;
         uint8_t code[3 * RLX_EW_MAX_OPS];
@@ -462,6 +476,8 @@ rlx_status rlx_infer_batch_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_matmul_bias_act(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_matmul_integer_scale(const rlx_graph *g, rlx_node_data *n);
 rlx_node rlx_decompose_matmul_integer_scale(rlx_graph *g, const rlx_node_data *n);
+rlx_status rlx_infer_qlinear_matmul(const rlx_graph *g, rlx_node_data *n);
+rlx_node rlx_decompose_qlinear_matmul(rlx_graph *g, const rlx_node_data *n);
 rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_swiglu(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
@@ -472,6 +488,7 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_matmul_integer(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_conv_integer(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_dynamic_quantize_range(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_quantize_u8(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n);

@@ -783,7 +783,40 @@ static rlx_status window_out(int64_t in, int64_t k, int64_t stride, int64_t dil,
     return RLX_OK;
 }
 
+static rlx_status infer_conv_shape(const rlx_graph *g, rlx_node_data *n);
+
 static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *w = IN(1);
+    if (!rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
+        return rlx_set_error(RLX_ERR_DTYPE, "conv input and weight must share one float dtype");
+    rlx_status s = infer_conv_shape(g, n);
+    n->dtype = x->dtype;
+    return s;
+}
+
+/* conv_integer: NCHW, zero points as matmul_integer's with w_zp per output
+ * channel. */
+static rlx_status infer_conv_integer(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *w = IN(1), *zx = IN(2), *zw = IN(3);
+    if (!is_byte(x->dtype) || !is_byte(w->dtype) || zx->dtype != x->dtype || zw->dtype != w->dtype)
+        return rlx_set_error(
+            RLX_ERR_DTYPE, "conv_integer takes u8/i8 operands and zero points of their dtypes, got %s, %s, %s, %s",
+            rlx_dtype_name(x->dtype), rlx_dtype_name(w->dtype), rlx_dtype_name(zx->dtype), rlx_dtype_name(zw->dtype));
+    if (n->attrs.conv.layout != RLX_LAYOUT_NCHW || n->attrs.conv.has_bias || n->attrs.conv.act)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "conv_integer is NCHW without bias or activation");
+    int64_t nzw = rlx_shape_numel(&zw->shape);
+    if (rlx_shape_numel(&zx->shape) != 1 ||
+        (nzw != 1 && (zw->shape.ndim != 1 || w->shape.ndim < 1 || nzw != w->shape.dims[0])))
+        return rlx_set_error(RLX_ERR_SHAPE, "conv_integer's zero points are one element and one or [O], got %s and %s",
+                             SHAPE_A(&zx->shape), SHAPE_B(&zw->shape));
+    rlx_status s = infer_conv_shape(g, n);
+    n->dtype = RLX_I32;
+    return s;
+}
+
+static rlx_status infer_conv_shape(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *w = IN(1);
     int sp = x->shape.ndim - 2, lay = n->attrs.conv.layout;
@@ -797,8 +830,6 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_SHAPE, "conv input must be [N, C, L] or [N, C, H, W], got %s", SHAPE_A(&x->shape));
     if (w->shape.ndim != x->shape.ndim)
         return rlx_set_error(RLX_ERR_SHAPE, "weight rank %d differs from input rank %d", w->shape.ndim, x->shape.ndim);
-    if (!rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
-        return rlx_set_error(RLX_ERR_DTYPE, "conv input and weight must share one float dtype");
     /* channel and spatial axes of x and w in this layout */
     int cx = lay ? 3 : 1, cw = lay ? 3 : 1, s0 = lay ? 1 : 2;
     int64_t C = x->shape.dims[cx], O = w->shape.dims[0], G = p->groups;
@@ -820,7 +851,6 @@ static rlx_status infer_conv(const rlx_graph *g, rlx_node_data *n)
         if (s != RLX_OK)
             return s;
     }
-    n->dtype = x->dtype;
     return RLX_OK;
 }
 
@@ -1014,6 +1044,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
     [RLX_OP_DEQUANTIZE] = ROW("dequantize", 1, 1, 0, RLX_KIND_ELEMENTWISE, FOLLOW, infer_dequantize, NOGRAD),
     [RLX_OP_MATMUL_INTEGER] = DECOMP("matmul_integer", 4, 4, 0, RLX_KIND_MATMUL, RLX_AMP_FOLLOW, RLX_LAYOUT_ATTR_NONE,
                                      infer_matmul_integer, rlx_decompose_matmul_integer, NOGRAD),
+    [RLX_OP_CONV_INTEGER] = DECOMP("conv_integer", 4, 4, 0, RLX_KIND_CONV, RLX_AMP_FOLLOW, RLX_LAYOUT_ATTR_NONE,
+                                   infer_conv_integer, rlx_decompose_conv_integer, NOGRAD),
     [RLX_OP_DYNAMIC_QUANTIZE_RANGE] =
         DECOMP("dynamic_quantize_range", 1, 1, 0, RLX_KIND_REDUCTION, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE, infer_dq_range,
                rlx_decompose_dynamic_quantize_range, NOGRAD),
@@ -1091,6 +1123,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                     infer_attention_grad, rlx_decompose_attention_grad),
     [RLX_OP_NORM_GRAD] =
         FUSED("norm_grad", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, infer_norm_grad, rlx_decompose_norm_grad),
+    [RLX_OP_QLINEAR_MATMUL] = FUSED("qlinear_matmul", 5, 10, 0, RLX_KIND_MATMUL, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
+                                    rlx_infer_qlinear_matmul, rlx_decompose_qlinear_matmul),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

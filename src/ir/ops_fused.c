@@ -114,6 +114,62 @@ rlx_status rlx_infer_matmul_integer_scale(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+/* One f32 element (a scalar, or a tensor of one element no wider than the
+ * result). */
+static rlx_status check_one(const rlx_graph *g, rlx_node id, int rank, const char *what)
+{
+    const rlx_node_data *v = &g->nodes[id];
+    if (v->dtype != RLX_F32 || rlx_shape_numel(&v->shape) != 1 || v->shape.ndim > rank)
+        return rlx_set_error(RLX_ERR_SHAPE, "%s must be one f32 element, got %s %s", what, rlx_dtype_name(v->dtype),
+                             SHAPE_A(&v->shape));
+    return RLX_OK;
+}
+
+static rlx_status check_range(const rlx_graph *g, rlx_node id, const char *what)
+{
+    const rlx_node_data *v = &g->nodes[id];
+    if (v->dtype != RLX_F32 || v->shape.ndim != 1 || v->shape.dims[0] != 2)
+        return rlx_set_error(RLX_ERR_SHAPE, "%s must be f32 [2] (scale, zero point), got %s %s", what,
+                             rlx_dtype_name(v->dtype), SHAPE_A(&v->shape));
+    return RLX_OK;
+}
+
+/* qlinear_matmul(a, b, a_zp, b_zp, scale, [rq_range, dq_zp, dq_scale],
+ * [bias], [out_range]): the inputs its attributes name, in this order. */
+rlx_status rlx_infer_qlinear_matmul(const rlx_graph *g, rlx_node_data *n)
+{
+    rlx_attrs a;
+    memset(&a, 0, sizeof a);
+    rlx_node_data r;
+    rlx_status s = infer_as(g, n, RLX_OP_MATMUL_INTEGER, 4, n->in, &a, &r);
+    if (s != RLX_OK)
+        return s;
+    if ((s = check_act(n->attrs.qmm.act)) != RLX_OK)
+        return s;
+    int rq = n->attrs.qmm.requant != 0, bias = n->attrs.qmm.has_bias != 0, out = n->attrs.qmm.out_u8 != 0;
+    if (n->n_in != 5 + 3 * rq + bias + out)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "qlinear_matmul's flags and input count disagree");
+    int64_t cols = r.shape.dims[r.shape.ndim - 1];
+    int k = 4, rank = r.shape.ndim;
+    const rlx_node_data *sc = IN(k);
+    if (!(sc->dtype == RLX_F32 && rlx_shape_numel(&sc->shape) == 1 && sc->shape.ndim <= rank) &&
+        (s = check_vec(g, n->in[k], cols, RLX_F32, "scale")) != RLX_OK)
+        return s;
+    k++;
+    if (rq && ((s = check_range(g, n->in[k], "requantization range")) != RLX_OK ||
+               (s = check_one(g, n->in[k + 1], rank, "dequantization zero point")) != RLX_OK ||
+               (s = check_one(g, n->in[k + 2], rank, "dequantization scale")) != RLX_OK))
+        return s;
+    k += 3 * rq;
+    if (bias && (s = check_vec(g, n->in[k++], cols, RLX_F32, "bias")) != RLX_OK)
+        return s;
+    if (out && (s = check_range(g, n->in[k], "output range")) != RLX_OK)
+        return s;
+    n->shape = r.shape;
+    n->dtype = out ? RLX_U8 : RLX_F32;
+    return RLX_OK;
+}
+
 rlx_status rlx_infer_add_norm(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *r = IN(1);

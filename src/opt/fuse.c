@@ -23,6 +23,7 @@ static const struct {
     {"attention block", fuse_attention_block},
     {"swiglu", fuse_swiglu},
     {"conv", fuse_conv},
+    {"quantized matmul requantization", fuse_qlinear_matmul},
     {"integer matmul epilogue", fuse_matmul_integer_scale},
     {"matmul epilogue", fuse_matmul_bias_act},
     {"residual norm", fuse_add_norm},

@@ -378,6 +378,129 @@ bool fuse_matmul_integer_scale(fuse_state *s, rlx_node root)
     return false;
 }
 
+/* ------------------------------------ quantized product with requantization */
+
+static bool is_one_f32(const fuse_state *s, rlx_node id, int rank)
+{
+    const rlx_node_data *n = fs_node(s, id);
+    return n->dtype == RLX_F32 && rlx_shape_numel(&n->shape) == 1 && n->shape.ndim <= rank;
+}
+
+/* One operand of the binary node `id` that is an inner `op` node of the
+ * node's shape; the other operand into *other. */
+static rlx_node inner_operand(const fuse_state *s, rlx_node id, rlx_op op, rlx_node *other)
+{
+    const rlx_node_data *c = fs_node(s, id);
+    for (int j = 0; j < 2; j++) {
+        const rlx_node_data *o = fs_node(s, c->in[j]);
+        if (o->op == op && fs_inner(s, c->in[j]) && rlx_shape_equal(&o->shape, &c->shape)) {
+            *other = c->in[1 - j];
+            return c->in[j];
+        }
+    }
+    return -1;
+}
+
+/* mul(cast(matmul_integer) to f32, scale one element or [N]) at id: the
+ * product and its scale; swallowed nodes join nodes[]. */
+static bool match_int_product(fuse_state *s, rlx_node id, rlx_node *mm, rlx_node *scale, rlx_node *nodes, int *nn)
+{
+    const rlx_node_data *c = fs_node(s, id);
+    if (c->op != RLX_OP_MUL || c->dtype != RLX_F32 || c->shape.ndim < 1)
+        return false;
+    rlx_node cast = inner_operand(s, id, RLX_OP_CAST, scale);
+    if (cast < 0 || fs_node(s, fs_node(s, cast)->in[0])->op != RLX_OP_MATMUL_INTEGER ||
+        !fs_inner(s, fs_node(s, cast)->in[0]))
+        return false;
+    if (!is_one_f32(s, *scale, c->shape.ndim) && !is_vec(s, *scale, c->shape.dims[c->shape.ndim - 1], RLX_F32))
+        return false;
+    *mm = fs_node(s, cast)->in[0];
+    nodes[(*nn)++] = cast;
+    nodes[(*nn)++] = *mm;
+    return true;
+}
+
+/* [quantize_u8 of] act([dequantized requantization of] an integer product
+ * [+ bias]), as ONNX's QuantizeLinear, QLinearMatMul (matmul_integer, cast,
+ * mul, quantize_u8 at import) and DequantizeLinear (cast, sub, mul) leave
+ * it: one product whose kernel requantizes each block while it is in
+ * cache, where these were three or four passes over the result.  At least
+ * one of the requantization and the output quantization must be there
+ * (without either it is matmul_integer_scale). */
+bool fuse_qlinear_matmul(fuse_state *s, rlx_node root)
+{
+    rlx_node nodes[12], cur = root, out_range = -1, bias = -1, mm = -1, scale = -1, rq[3] = {-1, -1, -1};
+    int nn = 0;
+    const rlx_node_data *r = fs_node(s, root);
+    if (r->op == RLX_OP_QUANTIZE_U8) {
+        if (!fs_inner(s, r->in[0]))
+            return false;
+        out_range = r->in[1];
+        cur = r->in[0];
+        nodes[nn++] = cur;
+    }
+    int act = peel_act(s, cur, &cur, nodes, &nn);
+    if (act < 0)
+        return false;
+    const rlx_node_data *c = fs_node(s, cur);
+    if (c->dtype != RLX_F32 || c->shape.ndim < 1)
+        return false;
+    int rank = c->shape.ndim;
+    int64_t width = c->shape.dims[rank - 1];
+    if (c->op == RLX_OP_ADD) {
+        rlx_node mul = inner_operand(s, cur, RLX_OP_MUL, &bias);
+        if (mul < 0 || !is_vec(s, bias, width, RLX_F32))
+            return false;
+        cur = mul;
+        nodes[nn++] = cur;
+    }
+    if (!match_int_product(s, cur, &mm, &scale, nodes, &nn)) {
+        /* DequantizeLinear of the requantized product: mul(sub(cast(q), zp), scale) */
+        if (fs_node(s, cur)->op != RLX_OP_MUL)
+            return false;
+        rlx_node sub = inner_operand(s, cur, RLX_OP_SUB, &rq[2]), cast, q;
+        if (sub < 0 || !is_one_f32(s, rq[2], rank))
+            return false;
+        nodes[nn++] = sub;
+        const rlx_node_data *sn = fs_node(s, sub);
+        cast = sn->in[0];
+        rq[1] = sn->in[1];
+        if (fs_node(s, cast)->op != RLX_OP_CAST || !fs_inner(s, cast) || !is_one_f32(s, rq[1], rank) ||
+            !rlx_shape_equal(&fs_node(s, cast)->shape, &sn->shape))
+            return false;
+        nodes[nn++] = cast;
+        q = fs_node(s, cast)->in[0];
+        if (fs_node(s, q)->op != RLX_OP_QUANTIZE_U8 || !fs_inner(s, q))
+            return false;
+        nodes[nn++] = q;
+        rq[0] = fs_node(s, q)->in[1];
+        if (!match_int_product(s, fs_node(s, q)->in[0], &mm, &scale, nodes, &nn))
+            return false;
+        nodes[nn++] = fs_node(s, q)->in[0];
+        if (!fs_inner(s, fs_node(s, q)->in[0]))
+            return false;
+    } else if (out_range < 0) {
+        return false;
+    }
+    const rlx_node_data *m = fs_node(s, mm);
+    fuse_spec sp;
+    spec_init(&sp, root, RLX_OP_QLINEAR_MATMUL);
+    sp.node.attrs.qmm.act = act;
+    sp.node.attrs.qmm.has_bias = bias >= 0;
+    sp.node.attrs.qmm.requant = rq[0] >= 0;
+    sp.node.attrs.qmm.out_u8 = out_range >= 0;
+    for (int i = 0; i < 4; i++)
+        spec_in(&sp, m->in[i]);
+    spec_in(&sp, scale);
+    for (int i = 0; i < 3 && rq[0] >= 0; i++)
+        spec_in(&sp, rq[i]);
+    if (bias >= 0)
+        spec_in(&sp, bias);
+    if (out_range >= 0)
+        spec_in(&sp, out_range);
+    return fs_commit(s, &sp, nodes, nn);
+}
+
 /* ------------------------------------------------ residual add + norm */
 
 bool fuse_add_norm(fuse_state *s, rlx_node root)

@@ -6,10 +6,16 @@ that bench/onnx_peer/real_models.js runs through onnxruntime-node.
   exact/  integer results, equal to the bit: MatMulInteger on u8 x s8
           (zero points 131 and per column), u8 x u8 (zero points 0 and
           255), s8 x s8 (-128), after DynamicQuantizeLinear of a graph
-          input; QLinearMatMul from u8 inputs to u8.
+          input; QLinearMatMul from u8 inputs to u8, two in a row, and
+          static quantization's QuantizeLinear, QLinearMatMul,
+          DequantizeLinear, Add, Relu, QuantizeLinear, QLinearMatMul;
+          ConvInteger (groups, stride, padding; 1-D with dilation) and
+          QLinearConv (per-channel weight scales, int32 bias; 1x1,
+          depthwise, s8 activations).
   float/  small MLPs (a Gemm one and a MatMul + Add one on 3-D input,
-          GELU between) quantized by bench/cpu/quantize_onnx.py, dynamic
-          and static; f32 results (int8_peers.sh states the tolerance).
+          GELU between) quantized by bench/cpu/quantize_onnx.py, dynamic,
+          static and static in the QDQ form; f32 results (int8_peers.sh
+          states the tolerance).
 
 usage: int8_cases.py inputs DIR ORT_DIR | outputs DIR
 """
@@ -82,6 +88,71 @@ def exact_cases(folder):
     inits = [("as", np.float32(0.02)), ("az", np.uint8(128)), ("w", w), ("ws", np.float32(0.01)),
              ("wz", np.int8(0)), ("ys", np.float32(0.9)), ("yz", np.uint8(100))]
     case(folder, "qlinear_matmul", model_of(nodes, [("a", a)], [("y", TensorProto.UINT8, [2, 3, 21])], inits), {"a": a})
+    static_chain_cases(folder)
+    conv_cases(folder)
+
+
+def static_chain_cases(folder):
+    """QLinearMatMul into QLinearMatMul; and QuantizeLinear, QLinearMatMul,
+    DequantizeLinear, Add, Relu, QuantizeLinear, QLinearMatMul (the u8 result
+    of RLX's fused requantization equal to ONNX Runtime's)."""
+    a = levels(np.uint8, (9, 40))
+    w0, w1 = levels(np.int8, (40, 35)), levels(np.int8, (35, 17))
+    nodes = [helper.make_node("QLinearMatMul", ["a", "as", "az", "w0", "ws0", "wz", "hs", "hz"], ["h"]),
+             helper.make_node("QLinearMatMul", ["h", "hs", "hz", "w1", "ws1", "wz", "ys", "yz"], ["y"])]
+    inits = [("as", np.float32(0.03)), ("az", np.uint8(121)), ("w0", w0), ("ws0", np.float32(0.011)),
+             ("wz", np.int8(0)), ("hs", np.float32(0.7)), ("hz", np.uint8(97)), ("w1", w1),
+             ("ws1", np.float32(0.013)), ("ys", np.float32(0.4)), ("yz", np.uint8(133))]
+    case(folder, "qlinear_chain", model_of(nodes, [("a", a)], [("y", TensorProto.UINT8, [9, 17])], inits), {"a": a})
+    x = (rng.standard_normal((12, 48)) * 2).astype(np.float32)
+    w0, w1 = levels(np.int8, (48, 64)), levels(np.int8, (64, 24))
+    b = (0.5 * rng.standard_normal(64)).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("QLinearMatMul", ["xq", "xs", "xz", "w0", "ws0", "wz", "hs", "hz"], ["hq"]),
+             helper.make_node("DequantizeLinear", ["hq", "hs", "hz"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["hb"]), helper.make_node("Relu", ["hb"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "rs", "rz"], ["rq"]),
+             helper.make_node("QLinearMatMul", ["rq", "rs", "rz", "w1", "ws1", "wz", "ys", "yz"], ["y"])]
+    inits = [("xs", np.float32(0.025)), ("xz", np.uint8(128)), ("w0", w0), ("ws0", np.float32(0.004)),
+             ("wz", np.int8(0)), ("hs", np.float32(0.09)), ("hz", np.uint8(117)), ("b", b),
+             ("rs", np.float32(0.05)), ("rz", np.uint8(3)), ("w1", w1), ("ws1", np.float32(0.006)),
+             ("ys", np.float32(0.3)), ("yz", np.uint8(140))]
+    case(folder, "static_relu_chain", model_of(nodes, [("x", x)], [("y", TensorProto.UINT8, [12, 24])], inits),
+         {"x": x})
+
+
+def conv_cases(folder):
+    """ConvInteger and QLinearConv: padding, stride, groups, dilation, 1x1,
+    1-D, per-channel weight scales, int32 bias, s8 activations."""
+    x = levels(np.uint8, (2, 4, 9, 11))
+    w = levels(np.uint8, (6, 2, 3, 3))
+    nodes = [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 2, 1, 0], strides=[2, 1],
+                              group=2)]
+    case(folder, "conv_integer", model_of(nodes, [("x", x)], [("y", TensorProto.INT32, None)],
+                                          [("w", w), ("xz", np.uint8(131)), ("wz", np.uint8(120))]), {"x": x})
+    x1 = levels(np.uint8, (1, 5, 30))
+    w1 = levels(np.uint8, (7, 5, 4))
+    nodes = [helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], dilations=[2], pads=[3, 3])]
+    case(folder, "conv_integer_1d", model_of(nodes, [("x", x1)], [("y", TensorProto.INT32, None)],
+                                             [("w", w1), ("xz", np.uint8(77))]), {"x": x1})
+    for name, xt, shape, wshape, attrs in (
+            ("qlinear_conv", np.uint8, (1, 6, 10, 12), (8, 6, 3, 3), dict(pads=[1, 1, 1, 1])),
+            ("qlinear_conv_1x1", np.uint8, (2, 16, 5, 7), (24, 16, 1, 1), {}),
+            ("qlinear_conv_dw", np.uint8, (1, 8, 9, 9), (8, 1, 3, 3),
+             dict(group=8, strides=[2, 2], pads=[1, 1, 1, 1])),
+            ("qlinear_conv_s8", np.int8, (1, 4, 8, 8), (6, 4, 3, 3), dict(dilations=[2, 2]))):
+        x = levels(xt, shape)
+        w = levels(np.int8, wshape)
+        o = wshape[0]
+        ws = (0.002 + 0.004 * rng.random(o)).astype(np.float32)
+        bias = rng.integers(-3000, 3000, o).astype(np.int32)
+        zp = np.uint8(119) if xt == np.uint8 else np.int8(-7)
+        yz = np.uint8(128) if xt == np.uint8 else np.int8(5)
+        nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], **attrs)]
+        inits = [("xs", np.float32(0.05)), ("xz", zp), ("w", w), ("ws", ws), ("wz", np.zeros(o, np.int8)),
+                 ("ys", np.float32(0.8)), ("yz", yz), ("b", bias)]
+        yt = TensorProto.UINT8 if xt == np.uint8 else TensorProto.INT8
+        case(folder, name, model_of(nodes, [("x", x)], [("y", yt, None)], inits), {"x": x})
 
 
 def mlp(three_d):
@@ -117,7 +188,7 @@ def float_cases(folder, ort_dir):
         tag = "mlp3d" if three_d else "mlp"
         cal = os.path.join(os.path.dirname(folder), tag + ".calib.npy")
         np.save(cal, rng.standard_normal(x.shape).astype(np.float32))
-        for mode in ("dynamic", "static"):
+        for mode in ("dynamic", "static", "qdq"):
             q, n = quantize_onnx.quantize(onnx.load_from_string(m.SerializeToString()), mode, ort_dir, ["x=" + cal])
             assert n == 3, n
             case(folder, "%s_%s" % (tag, mode), q, {"x": x})

@@ -27,6 +27,7 @@ static void build_table(void)
     rlx_cpu_register_fused(kernel_table);
     rlx_cpu_register_quant(kernel_table);
     rlx_cpu_register_int8(kernel_table);
+    rlx_cpu_register_int8_conv(kernel_table);
     rlx_cpu_register_train(kernel_table);
 }
 

@@ -34,6 +34,7 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
 void rlx_cpu_register_elementwise(rlx_cpu_kernel *table);
 void rlx_cpu_register_quant(rlx_cpu_kernel *table);
 void rlx_cpu_register_int8(rlx_cpu_kernel *table);
+void rlx_cpu_register_int8_conv(rlx_cpu_kernel *table);
 void rlx_cpu_register_train(rlx_cpu_kernel *table);
 void rlx_cpu_register_matmul(rlx_cpu_kernel *table);
 void rlx_cpu_register_reduce(rlx_cpu_kernel *table);

@@ -10,7 +10,8 @@
 
 static rlx_status h_matmul(onnx_node *n)
 {
-    return onnx_out_node(n, 0, rlx_matmul(n->c->g, onnx_in(n, 0), onnx_in(n, 1), 0, 0));
+    rlx_node y = onnx_qdq_matmul(n, onnx_in(n, 0), onnx_in(n, 1));
+    return onnx_out_node(n, 0, y >= 0 ? y : rlx_matmul(n->c->g, onnx_in(n, 0), onnx_in(n, 1), 0, 0));
 }
 
 static rlx_status h_gemm(onnx_node *n)

@@ -53,6 +53,9 @@ extern const onnx_op onnx_dynamic_ops[];
 extern const onnx_op onnx_string_ops[];
 extern const onnx_op onnx_training_ops[];
 
+/* A MatMul of two DequantizeLinear results as an integer product
+ * (onnx_quantized.c); -1 where its operands are not such. */
+rlx_node onnx_qdq_matmul(onnx_node *n, rlx_node a, rlx_node b);
 rlx_node onnx_in(onnx_node *n, int i); /* node of input i (-1 if absent) */
 int onnx_shape(onnx_node *n, rlx_node x, int64_t *dims);
 int onnx_in_shape(onnx_node *n, int i, int64_t *dims);

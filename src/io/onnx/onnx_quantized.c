@@ -1,12 +1,14 @@
 /* onnx_quantized.c - quantised ops: QuantizeLinear, DequantizeLinear,
  * DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
  * QLinearConv.  MatMulInteger and QLinearMatMul with a matrix b run on the
- * exact integer product (matmul_integer); the others compute in float on
- * dequantised values. */
+ * exact integer product (matmul_integer), ConvInteger and QLinearConv on
+ * the integer convolution (conv_integer); zero points or scales of shapes
+ * those do not take fall back to float on dequantised values. */
 #include <math.h>
 #include <string.h>
 
 #include "io/onnx/onnx_ops.h"
+#include "ir/ir.h"
 
 #define G (n->c->g)
 
@@ -149,6 +151,85 @@ static rlx_status h_matmul_integer(onnx_node *n)
     return onnx_out_node(n, 0, rlx_cast(G, rlx_matmul(G, a, b, 0, 0), RLX_I32));
 }
 
+/* The parts of a dequantization as dequant() builds it (cast to f32, [sub
+ * of the cast zero point], mul by the scale; zero point and scale maybe
+ * reshaped to broadcast): the levels, the zero point (-1 if absent) and
+ * scale as they were before the reshapes, and the broadcast forms. */
+typedef struct dq_parts {
+    rlx_node q, zp, scale, zp_b, scale_b;
+} dq_parts;
+
+static rlx_node before_reshapes(const rlx_graph *g, rlx_node v)
+{
+    while (g->nodes[v].op == RLX_OP_RESHAPE)
+        v = g->nodes[v].in[0];
+    return v;
+}
+
+static bool dq_parts_of(const rlx_graph *g, rlx_node v, dq_parts *p)
+{
+    const rlx_node_data *m = &g->nodes[v];
+    if (m->op != RLX_OP_MUL || m->dtype != RLX_F32)
+        return false;
+    rlx_node x = m->in[0];
+    p->scale_b = m->in[1];
+    p->scale = before_reshapes(g, p->scale_b);
+    p->zp = p->zp_b = -1;
+    if (g->nodes[x].op == RLX_OP_SUB) {
+        p->zp_b = g->nodes[x].in[1];
+        rlx_node z = before_reshapes(g, p->zp_b);
+        if (g->nodes[z].op != RLX_OP_CAST)
+            return false;
+        p->zp = g->nodes[z].in[0];
+        x = g->nodes[x].in[0];
+    }
+    if (g->nodes[x].op != RLX_OP_CAST)
+        return false;
+    p->q = g->nodes[x].in[0];
+    rlx_dtype t = g->nodes[p->q].dtype;
+    return (t == RLX_U8 || t == RLX_I8) && g->nodes[p->scale].dtype == RLX_F32 &&
+           (p->zp < 0 || g->nodes[p->zp].dtype == t);
+}
+
+/* One element, or [1, cols] (per column of a matrix). */
+static bool one_or_cols(const rlx_graph *g, rlx_node v, int64_t cols)
+{
+    const rlx_shape *s = &g->nodes[v].shape;
+    return rlx_shape_numel(s) == 1 || (s->ndim == 2 && s->dims[0] == 1 && s->dims[1] == cols);
+}
+
+/* v (one element or cols of them) as a scalar or [cols]. */
+static rlx_node scalar_or_vec(onnx_node *n, rlx_node v, int64_t cols)
+{
+    return rlx_shape_numel(&G->nodes[v].shape) == 1 ? rlx_reshape(G, v, 0, NULL) : rlx_reshape(G, v, 1, &cols);
+}
+
+/* A MatMul of two DequantizeLinear results (QDQ form: activations per
+ * tensor, a weight matrix per tensor or per column) as the exact integer
+ * product times the two scales, as ONNX Runtime runs it; a QuantizeLinear
+ * after it then fuses into the product's kernel (qlinear_matmul).  -1 where
+ * a or b is not such a dequantization. */
+rlx_node onnx_qdq_matmul(onnx_node *n, rlx_node a, rlx_node b)
+{
+    const rlx_graph *g = G;
+    dq_parts pa, pb;
+    if (a < 0 || b < 0 || !dq_parts_of(g, a, &pa) || !dq_parts_of(g, b, &pb))
+        return -1;
+    const rlx_node_data *qa = &g->nodes[pa.q], *qb = &g->nodes[pb.q];
+    if (qb->shape.ndim != 2 || qa->shape.ndim < 1 || qa->shape.dims[qa->shape.ndim - 1] != qb->shape.dims[0])
+        return -1;
+    int64_t cols = qb->shape.dims[1];
+    if (rlx_shape_numel(&g->nodes[pa.scale_b].shape) != 1 ||
+        (pa.zp >= 0 && rlx_shape_numel(&g->nodes[pa.zp_b].shape) != 1) || !one_or_cols(g, pb.scale_b, cols) ||
+        (pb.zp >= 0 && !one_or_cols(g, pb.zp_b, cols)))
+        return -1;
+    rlx_node za = pa.zp >= 0 ? rlx_reshape(G, pa.zp, 0, NULL) : onnx_scalar(n, qa->dtype, 0);
+    rlx_node zb = pb.zp >= 0 ? scalar_or_vec(n, pb.zp, cols) : onnx_scalar(n, qb->dtype, 0);
+    rlx_node mult = rlx_mul(G, rlx_reshape(G, pa.scale, 0, NULL), scalar_or_vec(n, pb.scale, cols));
+    rlx_node acc = rlx_matmul_integer(G, pa.q, pb.q, za, zb);
+    return rlx_mul(G, rlx_cast(G, acc, RLX_F32), mult);
+}
+
 static rlx_status h_qlinear_matmul(onnx_node *n)
 {
     if (n->n_in < 8)
@@ -220,24 +301,93 @@ static rlx_status conv_params(onnx_node *n, rlx_node x, rlx_node w, rlx_conv_par
     return RLX_OK;
 }
 
+/* Zero point input i as conv_integer takes it (one element; for the
+ * weights also one per output channel), absent: 0 of dtype t; -1 where it
+ * is neither, for the float form to take over. */
+static rlx_node conv_zp(onnx_node *n, int i, rlx_dtype t, int64_t per)
+{
+    if (i >= n->n_in || !n->in[i])
+        return onnx_scalar(n, t, 0);
+    int64_t cnt = in_numel(n, i);
+    if (onnx_in_dtype(n, i) != t || (cnt != 1 && cnt != per))
+        return -1;
+    return cnt == 1 ? rlx_reshape(G, onnx_in(n, i), 0, NULL) : rlx_reshape(G, onnx_in(n, i), 1, &cnt);
+}
+
+/* (x - x_zp) conv (w - w_zp) as int32 on the integer kernel (zero points
+ * from inputs zx and zw), or -1 where it does not apply. */
+static rlx_node int_conv(onnx_node *n, int ix, int iw, int zx, int zw, const rlx_conv_params *p)
+{
+    rlx_dtype xt = onnx_in_dtype(n, ix), wt = onnx_in_dtype(n, iw);
+    int64_t wd[RLX_MAX_DIMS];
+    onnx_shape(n, onnx_in(n, iw), wd);
+    if ((xt != RLX_U8 && xt != RLX_I8) || (wt != RLX_U8 && wt != RLX_I8))
+        return -1;
+    rlx_node za = conv_zp(n, zx, xt, 1), zb = conv_zp(n, zw, wt, wd[0]);
+    if (za < 0 || zb < 0)
+        return -1;
+    return rlx_conv_integer(G, onnx_in(n, ix), onnx_in(n, iw), za, zb, p);
+}
+
 static rlx_status h_conv_integer(onnx_node *n)
 {
-    rlx_node x = int_minus_zp(n, 0, 2, -1), w = int_minus_zp(n, 1, 3, 0);
     rlx_conv_params p;
-    rlx_status st = conv_params(n, x, w, &p);
+    rlx_status st = conv_params(n, onnx_in(n, 0), onnx_in(n, 1), &p);
     if (st != RLX_OK)
         return st;
+    rlx_node y = int_conv(n, 0, 1, 2, 3, &p);
+    if (y >= 0)
+        return onnx_out_node(n, 0, y);
+    rlx_node x = int_minus_zp(n, 0, 2, -1), w = int_minus_zp(n, 1, 3, 0);
     return onnx_out_node(n, 0, rlx_cast(G, rlx_conv(G, x, w, -1, &p), RLX_I32));
+}
+
+/* A per-output-channel vector v (one element or [O]) shaped to broadcast
+ * over y [N, O, ..] of rank r. */
+static rlx_node per_channel(onnx_node *n, rlx_node v, int r)
+{
+    int64_t d[RLX_MAX_DIMS];
+    int vr = onnx_shape(n, v, d);
+    if (onnx_numel(vr, d) == 1)
+        return rlx_reshape(G, v, 0, NULL);
+    int64_t nd[RLX_MAX_DIMS];
+    for (int i = 0; i < r; i++)
+        nd[i] = i == 1 ? onnx_numel(vr, d) : 1;
+    return rlx_reshape(G, v, r, nd);
 }
 
 static rlx_status h_qlinear_conv(onnx_node *n)
 {
     if (n->n_in < 8)
         return onnx_fail(n, RLX_ERR_FORMAT, "needs 8 inputs");
+    rlx_conv_params p;
+    rlx_status st = conv_params(n, onnx_in(n, 0), onnx_in(n, 3), &p);
+    if (st != RLX_OK)
+        return st;
+    bool has_b = n->n_in > 8 && n->in[8];
+    /* per-channel x or y scales stay on the float form */
+    rlx_node acc =
+        in_numel(n, 1) == 1 && in_numel(n, 6) == 1 && in_numel(n, 7) == 1 && (!has_b || onnx_in_dtype(n, 8) == RLX_I32)
+            ? int_conv(n, 0, 3, 2, 5, &p)
+            : -1;
+    if (acc >= 0) {
+        /* as ONNX Runtime: (acc + bias) * (x_scale * w_scale / y_scale), rounded, + y_zp, saturated */
+        int r = onnx_value_rank(n->c, n->in[0]);
+        if (has_b)
+            acc = rlx_add(G, acc, per_channel(n, onnx_in(n, 8), r));
+        rlx_node mult = rlx_div(G, rlx_mul(G, onnx_in(n, 1), onnx_in(n, 4)), onnx_in(n, 6));
+        rlx_node yf = rlx_mul(G, rlx_cast(G, acc, RLX_F32), per_channel(n, mult, r));
+        rlx_dtype qt = onnx_in_dtype(n, 7);
+        rlx_node yzf = rlx_reshape(G, rlx_cast(G, onnx_in(n, 7), RLX_F32), 0, NULL);
+        if (qt == RLX_U8) /* round(y / 1) + y_zp, saturated: quantize_u8's formula, one pass */
+            return onnx_out_node(n, 0, rlx_quantize_u8(G, yf, u8_range(n, onnx_scalar(n, RLX_F32, 1), yzf)));
+        rlx_node y = rlx_add(G, rlx_round(G, yf), yzf);
+        return onnx_out_node(n, 0, rlx_cast(G, rlx_clip(G, y, -128, 127), qt));
+    }
     rlx_node x = dequant(n, onnx_in(n, 0), onnx_in(n, 1), onnx_in(n, 2), 1);
     rlx_node w = dequant(n, onnx_in(n, 3), onnx_in(n, 4), onnx_in(n, 5), 0);
     rlx_node b = -1;
-    if (n->n_in > 8 && n->in[8]) {
+    if (has_b) {
         /* int32 bias in units of x_scale * w_scale */
         rlx_node sc = rlx_reshape(G, rlx_mul(G, onnx_in(n, 1), onnx_in(n, 4)), 1, (int64_t[]){-1});
         b = rlx_mul(G, rlx_cast(G, onnx_in(n, 8), RLX_F32), sc);
@@ -246,10 +396,6 @@ static rlx_status h_qlinear_conv(onnx_node *n)
         int64_t bdim = bd[0];
         b = rlx_expand(G, b, 1, &bdim);
     }
-    rlx_conv_params p;
-    rlx_status st = conv_params(n, x, w, &p);
-    if (st != RLX_OK)
-        return st;
     rlx_node y = rlx_conv(G, x, w, b, &p);
     return onnx_out_node(n, 0, quant(n, y, onnx_in(n, 6), onnx_in(n, 7), onnx_in_dtype(n, 7), 1));
 }
