@@ -2,7 +2,9 @@
  * f16/bf16, which stay f32), casts only where dtypes change, constants
  * converted at compile time, redundant cast pairs removed, graph outputs
  * keep their dtype, a precision or op the target lacks falls back to f32,
- * and f16/bf16 results stay close to f32 ones. */
+ * f16/bf16 results stay close to f32 ones, and training's edges (the
+ * cross-entropy's logits, an optimizer step's gradient) take low values
+ * without f32 copies. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -258,6 +260,68 @@ static void test_numerics(void **state)
     rlx_graph_free(g);
 }
 
+static bool no_low_grad_step(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (n->op == RLX_OP_OPTIMIZER_STEP && g->nodes[n->in[1]].dtype != RLX_F32)
+        return false;
+    return rlx_cpu_backend()->supports(g, id);
+}
+
+/* Training's edges: the cross-entropy reads bf16 logits as they arrive
+ * (its loss f32), and an optimizer step reads the bf16 gradient without
+ * an f32 copy, unless the target declines it. */
+static void test_training_edges(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(6, 8));
+    rlx_node w = rlx_param(g, "w", RLX_F32, SHAPE(8, 5));
+    int64_t lab[6] = {0, 1, 2, 3, 4, 0};
+    rlx_node labels = rlx_constant(g, RLX_I64, SHAPE(6), lab, sizeof lab);
+    rlx_node loss = rlx_cross_entropy(g, rlx_matmul(g, x, w, 0, 0), labels, -100, 0.0);
+    rlx_node gw;
+    assert_int_equal(rlx_gradients(g, loss, 1, &w, &gw), RLX_OK);
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = RLX_OP_OPTIMIZER_STEP;
+    p.n_in = 5;
+    p.in[0] = w, p.in[1] = gw, p.in[2] = rlx_input(g, "hyper", RLX_F32, SHAPE(4));
+    p.in[3] = rlx_scalar(g, RLX_F32, 1.0), p.in[4] = loss;
+    p.attrs.optim.kind = RLX_OPTIM_SGD;
+    rlx_output(g, "w.new", rlx_graph_add(g, &p));
+    rlx_output(g, "loss", loss);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    for (int declines = 0; declines < 2; declines++) {
+        rlx_opt_stats st;
+        rlx_pass_ctx c = amp_ctx(RLX_PRECISION_BF16, &st);
+        if (declines)
+            c.supports = no_low_grad_step;
+        rlx_graph *am = rlx_pass_amp(g, &c);
+        assert_non_null(am);
+        assert_int_equal(rlx_graph_verify(am), RLX_OK);
+        int xent = 0, steps = 0;
+        for (int i = 0; i < am->n_nodes; i++) {
+            const rlx_node_data *n = &am->nodes[i];
+            if (n->op == RLX_OP_CROSS_ENTROPY) {
+                assert_int_equal(am->nodes[n->in[0]].op, RLX_OP_MATMUL);
+                assert_int_equal(am->nodes[n->in[0]].dtype, RLX_BF16);
+                assert_int_equal(n->dtype, RLX_F32);
+                xent++;
+            }
+            if (n->op == RLX_OP_OPTIMIZER_STEP) {
+                assert_int_equal(am->nodes[n->in[1]].dtype, declines ? RLX_F32 : RLX_BF16);
+                assert_int_equal(n->dtype, RLX_F32);
+                steps++;
+            }
+        }
+        assert_int_equal(xent, 1);
+        assert_int_equal(steps, 1);
+        rlx_graph_free(am);
+    }
+    rlx_graph_free(g);
+}
+
 int main(void)
 {
     const char *s = getenv("RLX_TEST_SEED");
@@ -267,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_policy),          cmocka_unit_test(test_policy_after_fusion),
         cmocka_unit_test(test_redundant_casts), cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_numerics),        cmocka_unit_test(test_cast_once_through_views),
+        cmocka_unit_test(test_training_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -429,8 +429,8 @@ typedef enum rlx_amp_class {
     RLX_AMP_F32,    /* keeps f32 (range- or accumulation-sensitive, or no low kernel expected) */
     RLX_AMP_FOLLOW, /* data movement: runs in the dtype its f32 operands arrive in */
     RLX_AMP_CAST,   /* a cast: becomes a conversion of its operand */
-    RLX_AMP_STATE,  /* writes into input 0 in that input's dtype: the update is converted, input 0 never */
-    RLX_AMP_CHAIN,  /* an elementwise program: low unless an instruction is RLX_OPF_CHAIN_F32 */
+    RLX_AMP_STATE, /* writes into input 0 in that input's dtype: the update is converted (an optimizer step reads a low gradient as it is where the target can), input 0 never */
+    RLX_AMP_CHAIN, /* an elementwise program: low unless an instruction is RLX_OPF_CHAIN_F32 */
     RLX_AMP_COUNT
 } rlx_amp_class;
 

@@ -726,7 +726,10 @@ static rlx_status infer_optimizer_step(const rlx_graph *g, rlx_node_data *n)
                              5 + optim_states(n), n->n_in);
     if (!rlx_dtype_is_float(p->dtype))
         return rlx_set_error(RLX_ERR_DTYPE, "a trained param must be float, got %s", rlx_dtype_name(p->dtype));
-    if (gr->dtype != p->dtype || !rlx_shape_equal(&gr->shape, &p->shape))
+    /* an f32 param (mixed precision's master copy) takes its gradient in f16
+     * or bf16 as the backward made it: widened as it is read */
+    bool low_grad = p->dtype == RLX_F32 && (gr->dtype == RLX_F16 || gr->dtype == RLX_BF16);
+    if ((gr->dtype != p->dtype && !low_grad) || !rlx_shape_equal(&gr->shape, &p->shape))
         return rlx_set_error(RLX_ERR_SHAPE, "gradient %s %s does not match param %s %s", rlx_dtype_name(gr->dtype),
                              SHAPE_A(&gr->shape), rlx_dtype_name(p->dtype), SHAPE_B(&p->shape));
     if (h->dtype != RLX_F32 || rlx_shape_numel(&h->shape) != 4)

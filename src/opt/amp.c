@@ -151,6 +151,19 @@ static bool claims_in(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_nod
     return rlx_probe_claim(ctx, src, dt, sh);
 }
 
+/* Whether the target runs optimizer step src with its gradient in dtype t
+ * and every other input as declared. */
+static bool claims_low_grad(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_node_data *src, rlx_dtype t)
+{
+    rlx_dtype dt[RLX_MAX_INPUTS];
+    rlx_shape sh[RLX_MAX_INPUTS];
+    for (int j = 0; j < src->n_in; j++) {
+        dt[j] = j == 1 ? t : g->nodes[src->in[j]].dtype;
+        sh[j] = g->nodes[src->in[j]].shape;
+    }
+    return rlx_probe_claim(ctx, src, dt, sh);
+}
+
 rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     if (!ctx || ctx->precision == RLX_PRECISION_F32)
@@ -211,7 +224,12 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
             rlx_node_data p = *src;
             for (int j = 0; j < p.n_in; j++)
                 p.in[j] = st.map[src->in[j]];
-            p.in[1] = to_dtype(&st, src->in[1], st.out->nodes[p.in[0]].dtype);
+            /* an optimizer step reads a low gradient as it arrives where the
+             * target takes it (no f32 copy of every gradient) */
+            rlx_dtype want = st.out->nodes[p.in[0]].dtype, got = st.out->nodes[p.in[1]].dtype;
+            if (src->op == RLX_OP_OPTIMIZER_STEP && got == low && want == RLX_F32 && claims_low_grad(ctx, g, src, low))
+                want = low;
+            p.in[1] = to_dtype(&st, src->in[1], want);
             if (p.in[1] < 0)
                 goto fail;
             /* the rest arrive as the op was given them (an optimizer's

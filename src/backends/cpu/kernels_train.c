@@ -31,11 +31,13 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (n->dtype == RLX_F32) {
         float *p = t->out, *s1 = c.n_states > 0 ? (float *)t->in[5] : NULL,
               *s2 = c.n_states > 1 ? (float *)t->in[6] : NULL;
+        const rlx_dtype gt = t->in_node[1]->dtype; /* f32, or f16/bf16 widened as read */
         const float *g = t->in[1];
         float dummy1 = 0, dummy2 = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) firstprivate(dummy1, dummy2)
         for (int64_t i = 0; i < total; i++)
-            rlx_optim_step_f32(&c, hyper, gscale, &p[i], g[i], s1 ? &s1[i] : &dummy1, s2 ? &s2[i] : &dummy2);
+            rlx_optim_step_f32(&c, hyper, gscale, &p[i], gt == RLX_F32 ? g[i] : (float)rlx_load(t->in[1], gt, i),
+                               s1 ? &s1[i] : &dummy1, s2 ? &s2[i] : &dummy2);
         return RLX_OK;
     }
     /* other float dtypes through double, stored back in their own */

@@ -9,14 +9,17 @@
 
 #define THREADS 256
 
-__global__ void optimizer_step_kernel(rlx_optim_coef c, const float *hyper, const float *gscale, float *p,
-                                      const float *g, float *s1, float *s2, int64_t n)
+/* G: the gradient's dtype (f32, or f16/bf16 as mixed precision's backward
+ * made it, widened as read) */
+template <typename G>
+__global__ void optimizer_step_kernel(rlx_optim_coef c, const float *hyper, const float *gscale, float *p, const G *g,
+                                      float *s1, float *s2, int64_t n)
 {
     cu_grid_wait();
     float scale = *gscale;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float a = s1 ? s1[i] : 0.0f, b = s2 ? s2[i] : 0.0f;
-        rlx_optim_step_f32(&c, hyper, scale, &p[i], g[i], &a, &b);
+        rlx_optim_step_f32(&c, hyper, scale, &p[i], cu_tof<G>(g[i]), &a, &b);
         if (s1)
             s1[i] = a;
         if (s2)
@@ -40,15 +43,18 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     float *s1 = c.n_states > 0 ? (float *)t->in[5] : NULL, *s2 = c.n_states > 1 ? (float *)t->in[6] : NULL;
-    cu_launch(optimizer_step_kernel, cu_blocks(total, THREADS), THREADS, 0, c, (const float *)t->in[2],
-              (const float *)t->in[3], (float *)t->out, (const float *)t->in[1], s1, s2, total);
+    CU_FLOAT_DISPATCH(t->in_node[1]->dtype, G,
+                      cu_launch(optimizer_step_kernel<G>, cu_blocks(total, THREADS), THREADS, 0, c,
+                                (const float *)t->in[2], (const float *)t->in[3], (float *)t->out, (const G *)t->in[1],
+                                s1, s2, total));
     return rlx_cu_check(t, "optimizer step launch");
 }
 
-/* f32 params (the master weights of mixed-precision training) */
+/* f32 params (the master weights of mixed-precision training), gradients
+ * in f32, f16 or bf16 */
 static bool optimizer_step_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    return g->nodes[n->in[0]].dtype == RLX_F32;
+    return g->nodes[n->in[0]].dtype == RLX_F32 && cu_is_f(g->nodes[n->in[1]].dtype);
 }
 
 /* ------------------------------------------------------------ cross-entropy */
