@@ -577,8 +577,9 @@ static void profile_report(cu_device *d, const rlx_schedule *s)
     }
     if (d->prof_sched != s || !d->prof_thunk_ms)
         return;
-    fprintf(stderr, "[rlx cuda profile] costliest nodes (<- their inputs):\n");
-    for (int k = 0; k < 25; k++) {
+    fprintf(stderr, "[rlx cuda profile] costliest nodes, at most 4 of an op kind (<- their inputs):\n");
+    int shown[CU_PROF_OPS] = {0};
+    for (int k = 0; k < 30;) {
         int best = -1;
         for (int i = 0; i < s->n_thunks; i++)
             if (d->prof_thunk_ms[i] > 0 && (best < 0 || d->prof_thunk_ms[i] > d->prof_thunk_ms[best]))
@@ -586,6 +587,11 @@ static void profile_report(cu_device *d, const rlx_schedule *s)
         if (best < 0)
             break;
         const rlx_node_data *n = s->thunks[best].node;
+        if (n->op < CU_PROF_OPS && shown[n->op]++ >= 4) { /* the rest of this kind: a line per other kind */
+            d->prof_thunk_ms[best] = 0;
+            continue;
+        }
+        k++;
         char dims[96], ins[256];
         shape_text(n, dims, sizeof dims);
         int at = 0;

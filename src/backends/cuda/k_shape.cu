@@ -496,20 +496,22 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------ rope */
 
-/* One thread per rotated pair. */
-template <typename T>
+/* One thread per rotated pair; I as in rope_tables_kernel. */
+template <typename T, typename I>
 __global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset,
                             int inter)
 {
     cu_grid_wait();
-    int64_t half = D / 2;
+    const I half = (I)(D / 2);
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = p % half, rs = p / half, ia, ib;
+        const I i = (I)p % half, r = (I)p / half, pos = r % (I)S;
+        const int64_t rs = (int64_t)r;
+        int64_t ia, ib;
         cu_rope_pair(i, D, inter, &ia, &ib);
         ia += rs * D;
         ib += rs * D;
         float x1 = cu_tof<T>(x[ia]), x2 = cu_tof<T>(x[ib]);
-        cu_rope_rotate(i, D, offset + rs % S, theta, &x1, &x2);
+        cu_rope_rotate(i, D, offset + (int64_t)pos, theta, &x1, &x2);
         y[ia] = cu_fromf<T>(x1);
         y[ib] = cu_fromf<T>(x2);
     }
@@ -522,19 +524,23 @@ typedef struct rope_rows {
     int64_t dims[RLX_MAX_DIMS], cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
 } rope_rows;
 
-template <typename T, typename C>
+/* I: the index type, 32-bit where every index fits (a 64-bit division per
+ * leading dim and pair cost more than the pair's memory traffic) */
+template <typename T, typename C, typename I>
 __global__ void rope_tables_kernel(const T *x, const C *cs, const C *sn, T *y, int64_t pairs, int64_t D, int inter,
                                    rope_rows w)
 {
     cu_grid_wait();
-    const int64_t half = D / 2;
+    const I half = (I)(D / 2);
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = p % half, row = p / half, co = i, so = i, q = row, ia, ib;
+        I i = (I)p % half, q = (I)p / half, co = i, so = i;
+        const int64_t row = (int64_t)q;
+        int64_t ia, ib;
         for (int d = w.nd - 1; d >= 0; d--) {
-            const int64_t k = q % w.dims[d];
-            q /= w.dims[d];
-            co += k * w.cst[d];
-            so += k * w.sst[d];
+            const I k = q % (I)w.dims[d];
+            q /= (I)w.dims[d];
+            co += k * (I)w.cst[d];
+            so += k * (I)w.sst[d];
         }
         cu_rope_pair(i, D, inter, &ia, &ib);
         ia += row * D;
@@ -569,14 +575,26 @@ static rlx_status k_rope_tables(const rlx_thunk *t)
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "rope tables of %s and %s over %s x", rlx_dtype_name(ct),
                            rlx_dtype_name(t->in_node[2]->dtype), rlx_dtype_name(xn->dtype));
     const unsigned blocks = cu_blocks(pairs, THREADS);
-    if (ct == RLX_F32)
+    /* 32-bit indices where the pairs and the tables' elements fit */
+    const bool narrow = pairs < INT32_MAX && rlx_shape_numel(&t->in_node[1]->shape) < INT32_MAX &&
+                        rlx_shape_numel(&t->in_node[2]->shape) < INT32_MAX;
+#define ROPE_TABLES(C, I)                                                                             \
+    CU_FLOAT_DISPATCH(xn->dtype, T,                                                                   \
+                      cu_launch(rope_tables_kernel<T, C, I>, blocks, THREADS, 0, (const T *)t->in[0], \
+                                (const C *)t->in[1], (const C *)t->in[2], (T *)t->out, pairs, D, inter, w))
+    if (ct == RLX_F32 && narrow)
+        ROPE_TABLES(float, uint32_t);
+    else if (ct == RLX_F32)
+        ROPE_TABLES(float, int64_t);
+    else if (narrow)
         CU_FLOAT_DISPATCH(xn->dtype, T,
-                          cu_launch(rope_tables_kernel<T, float>, blocks, THREADS, 0, (const T *)t->in[0],
-                                    (const float *)t->in[1], (const float *)t->in[2], (T *)t->out, pairs, D, inter, w));
+                          cu_launch(rope_tables_kernel<T, T, uint32_t>, blocks, THREADS, 0, (const T *)t->in[0],
+                                    (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, pairs, D, inter, w));
     else
         CU_FLOAT_DISPATCH(xn->dtype, T,
-                          cu_launch(rope_tables_kernel<T, T>, blocks, THREADS, 0, (const T *)t->in[0],
+                          cu_launch(rope_tables_kernel<T, T, int64_t>, blocks, THREADS, 0, (const T *)t->in[0],
                                     (const T *)t->in[1], (const T *)t->in[2], (T *)t->out, pairs, D, inter, w));
+#undef ROPE_TABLES
     return rlx_cu_check(t, "rope launch");
 }
 
@@ -602,9 +620,16 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     int64_t pairs = total / 2;
     const rlx_node_data *n = t->node;
-    CU_FLOAT_DISPATCH(xn->dtype, T,
-                      cu_launch(rope_kernel<T>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0], (T *)t->out,
-                                pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset, n->attrs.rope.interleaved));
+    if (pairs < INT32_MAX)
+        CU_FLOAT_DISPATCH(xn->dtype, T,
+                          cu_launch(rope_kernel<T, uint32_t>, cu_blocks(pairs, THREADS), THREADS, 0,
+                                    (const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta,
+                                    n->attrs.rope.offset, n->attrs.rope.interleaved));
+    else
+        CU_FLOAT_DISPATCH(xn->dtype, T,
+                          cu_launch(rope_kernel<T, int64_t>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0],
+                                    (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset,
+                                    n->attrs.rope.interleaved));
     return rlx_cu_check(t, "rope launch");
 }
 
