@@ -155,7 +155,7 @@ typedef struct ew_prog {
     uint8_t code[3 * RLX_EW_MAX_OPS];
 } ew_prog;
 
-/* FLAT: one collapsed dim, every input dense along it or broadcast (no index math). */
+/* FLAT: every input dense and of the output's shape (no index math). */
 template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y)
 {
     cu_grid_wait();
@@ -163,9 +163,9 @@ template <typename T, bool FLAT> __global__ void ew_chain_kernel(ew_prog p, T *y
          i += (int64_t)gridDim.x * blockDim.x) {
         float reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
         int64_t off[RLX_MAX_INPUTS];
-        if (FLAT) { /* one collapsed dim: each input dense along it or one broadcast value */
+        if (FLAT) {
             for (int k = 0; k < p.nin; k++)
-                off[k] = p.nd == 1 && p.st[k][0] == 0 ? 0 : i;
+                off[k] = i;
         } else {
             int64_t q = i;
             for (int k = 0; k < p.nin; k++)
@@ -561,13 +561,9 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const ew_state *s = (const ew_state *)t->state;
     if (!s->prog.total)
         return RLX_OK;
-    /* the general kernel without the stride walk: one collapsed dim, every
-     * input dense along it or a broadcast value (a chain's scalar constant
-     * sent programs past the small kernels' size into a 64-bit division
-     * per element) */
     bool flat = s->prog.nd <= 1;
     for (int k = 0; k < s->prog.nin && flat; k++)
-        flat = s->prog.nd == 0 || s->prog.st[k][0] == 1 || s->prog.st[k][0] == 0;
+        flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
     if (s->use_lin) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
         int blocks = cu_blocks(s->prog.total / V, 256);
