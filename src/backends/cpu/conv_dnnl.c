@@ -314,7 +314,9 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     conv_dnnl *c = t->state;
-    int threads = ctx->threads > 0 ? ctx->threads : 1;
+    int threads = ctx->threads > 0 ? ctx->threads : 1, cap = ctx->settings ? ctx->settings->dnnl_threads : 0;
+    if (cap > 0 && cap < threads)
+        threads = cap;
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {

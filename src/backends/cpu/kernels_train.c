@@ -3,6 +3,8 @@
  * elements, split among threads; the formula is op_math.h's, shared with
  * the CUDA kernel) and the cross-entropy with its gradient, a row each
  * (statistics in double). */
+#include <stdatomic.h>
+
 #include "backends/cpu/cpu_kernels.h"
 #include "ir/op_math.h"
 
@@ -13,30 +15,26 @@ static rlx_optim_coef optim_coef(const rlx_node_data *n)
                             n->attrs.optim.weight_decay, n->attrs.optim.momentum, n->attrs.optim.dampening};
 }
 
-static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void optimizer_values(void *arg, int64_t begin, int64_t end, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *n = t->node;
     rlx_optim_coef c = optim_coef(n);
-    int64_t total = rlx_shape_numel(&n->shape);
     const float *hyper = t->in[2];
     float gscale = *(const float *)t->in[3];
-    if (t->out != t->in[0])
-        memcpy(t->out, t->in[0], rlx_node_bytes(n));
-    int threads = rlx_cpu_threads(ctx, total * 4);
     if (n->dtype == RLX_F32) {
         float *p = t->out, *s1 = c.n_states > 0 ? (float *)t->in[5] : NULL,
               *s2 = c.n_states > 1 ? (float *)t->in[6] : NULL;
         const float *g = t->in[1];
         float dummy1 = 0, dummy2 = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) firstprivate(dummy1, dummy2)
-        for (int64_t i = 0; i < total; i++)
+        for (int64_t i = begin; i < end; i++)
             rlx_optim_step_f32(&c, hyper, gscale, &p[i], g[i], s1 ? &s1[i] : &dummy1, s2 ? &s2[i] : &dummy2);
-        return RLX_OK;
+        return;
     }
     /* other float dtypes through double, stored back in their own */
     void *s1 = c.n_states > 0 ? (void *)t->in[5] : NULL, *s2 = c.n_states > 1 ? (void *)t->in[6] : NULL;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < total; i++) {
+    for (int64_t i = begin; i < end; i++) {
         double p = rlx_load(t->out, n->dtype, i), a = s1 ? rlx_load(s1, n->dtype, i) : 0,
                b = s2 ? rlx_load(s2, n->dtype, i) : 0;
         rlx_optim_step_f64(&c, hyper, (double)gscale, &p, rlx_load(t->in[1], n->dtype, i), &a, &b);
@@ -46,6 +44,15 @@ static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
         if (s2)
             rlx_store(s2, n->dtype, i, b);
     }
+}
+
+static rlx_status k_optimizer_step(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    int64_t total = rlx_shape_numel(&n->shape);
+    if (t->out != t->in[0])
+        memcpy(t->out, t->in[0], rlx_node_bytes(n));
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, total * 4), total, optimizer_values, (void *)t);
     return RLX_OK;
 }
 
@@ -75,25 +82,45 @@ typedef struct xent_row {
 /* Runs fn on every row, split among threads, each label read once: a label
  * that is neither a class nor the ignored one fails the run, naming the
  * first such row. */
-static rlx_status xent_each_row(const rlx_thunk *t, const rlx_run_ctx *ctx,
-                                void (*fn)(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row))
+typedef struct xent_job {
+    const rlx_thunk *t;
+    void (*fn)(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row);
+    _Atomic int64_t bad; /* the first row whose label is out of range */
+} xent_job;
+
+static void xent_rows(void *arg, int64_t begin, int64_t end, int worker)
 {
+    (void)worker;
+    xent_job *j = arg;
+    const rlx_thunk *t = j->t;
     const rlx_node_data *n = t->node, *x = t->in_node[0], *lab = t->in_node[1];
-    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&lab->shape), bad = rows;
-    int64_t ignore = n->attrs.xent.ignore_index;
-    int threads = rlx_cpu_threads(ctx, rows * C * 4);
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t C = x->shape.dims[x->shape.ndim - 1], ignore = n->attrs.xent.ignore_index;
+    for (int64_t r = begin; r < end; r++) {
         xent_row row = {rlx_load_i(t->in[1], lab->dtype, r), false, 0, 0};
         row.counts = row.y != ignore;
         if (row.counts && (row.y < 0 || row.y >= C)) {
-            bad = r < bad ? r : bad;
+            int64_t b = atomic_load_explicit(&j->bad, memory_order_relaxed);
+            while (r < b &&
+                   !atomic_compare_exchange_weak_explicit(&j->bad, &b, r, memory_order_relaxed, memory_order_relaxed))
+                ;
             continue;
         }
         if (row.counts)
             row_stats(t->in[0], x->dtype, r * C, C, &row.lse, &row.mean);
-        fn(t, r, C, &row);
+        j->fn(t, r, C, &row);
     }
+}
+
+static rlx_status xent_each_row(const rlx_thunk *t, const rlx_run_ctx *ctx,
+                                void (*fn)(const rlx_thunk *t, int64_t r, int64_t C, const xent_row *row))
+{
+    const rlx_node_data *n = t->node, *x = t->in_node[0], *lab = t->in_node[1];
+    int64_t C = x->shape.dims[x->shape.ndim - 1], rows = rlx_shape_numel(&lab->shape);
+    int64_t ignore = n->attrs.xent.ignore_index;
+    xent_job j = {.t = t, .fn = fn};
+    atomic_init(&j.bad, rows);
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, rows * C * 4), rows, xent_rows, &j);
+    int64_t bad = atomic_load_explicit(&j.bad, memory_order_relaxed);
     if (bad < rows)
         return rlx_cpu_kernel_error(t, "label %lld of row %lld is not a class of [0, %lld) nor the ignored %lld",
                                     (long long)rlx_load_i(t->in[1], lab->dtype, bad), (long long)bad, (long long)C,
