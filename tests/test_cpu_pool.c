@@ -179,8 +179,8 @@ static void test_same_bits_any_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_index_once),   cmocka_unit_test(test_many_small_jobs),
-        cmocka_unit_test(test_nested_loops),       cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_every_index_once),      cmocka_unit_test(test_many_small_jobs),
+        cmocka_unit_test(test_nested_loops),          cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_same_bits_any_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,9 @@
 enum { CHUNKS_PER_THREAD = 8, MAX_WORKERS = 1023 };
 /* How long a waiting thread spins before it sleeps. */
 #define SPIN_NS 50000
+/* The least work left, in nanoseconds at the caller's pace, worth waking a
+ * sleeping worker for (caller_work). */
+#define WAKE_WORTH_NS 100000
 
 #define IDX_BITS 24
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
@@ -118,20 +121,48 @@ static bool claim(int id, int64_t *k)
     }
 }
 
-/* Runs chunks of the current job until none is left. */
+/* Runs chunk k of the current job, claimed by participant id. */
+static void run_chunk(int id, int64_t k)
+{
+    rlx_cpu_chunk_fn fn = job_fn;
+    void *arg = job_arg;
+    int64_t n = job_n, chunks = job_chunks, lo, hi;
+    chunk_range(n, chunks, k, &lo, &hi);
+    fn(arg, lo, hi, id);
+    /* the job may be replaced as soon as done reaches chunks */
+    unsigned d = atomic_fetch_add_explicit(&done, 1, memory_order_seq_cst) + 1;
+    if (d == (unsigned)chunks && atomic_load_explicit(&caller_waiting, memory_order_seq_cst))
+        futex_wake(&done, 1);
+}
+
+/* A worker's share: chunks of the current job until none is left. */
 static void work(int id)
 {
     int64_t k;
-    while (claim(id, &k)) {
-        rlx_cpu_chunk_fn fn = job_fn;
-        void *arg = job_arg;
-        int64_t n = job_n, chunks = job_chunks, lo, hi;
-        chunk_range(n, chunks, k, &lo, &hi);
-        fn(arg, lo, hi, id);
-        /* the job may be replaced as soon as done reaches chunks */
-        unsigned d = atomic_fetch_add_explicit(&done, 1, memory_order_seq_cst) + 1;
-        if (d == (unsigned)chunks && atomic_load_explicit(&caller_waiting, memory_order_seq_cst))
-            futex_wake(&done, 1);
+    while (claim(id, &k))
+        run_chunk(id, k);
+}
+
+/* The caller's share.  Workers still spinning join at once; sleeping ones
+ * are woken only when the chunks left, at the pace of the caller's so far,
+ * would take longer than WAKE_WORTH_NS: waking a sleeping thread cost the
+ * caller tens of microseconds on the virtual machines measured (a system
+ * call and an interrupt to another processor), more than a small loop's
+ * whole work. */
+static void caller_work(int64_t chunks)
+{
+    int64_t k, start = now_ns(), mine = 0;
+    bool woken = false;
+    while (claim(0, &k)) {
+        run_chunk(0, k);
+        mine++;
+        if (woken || !atomic_load_explicit(&sleepers, memory_order_seq_cst))
+            continue;
+        int64_t next = (int64_t)(atomic_load_explicit(&counter, memory_order_relaxed) & IDX_MASK);
+        if (next < chunks && (now_ns() - start) / mine * (chunks - next) > WAKE_WORTH_NS) {
+            futex_wake(&gen, INT_MAX);
+            woken = true;
+        }
     }
 }
 
@@ -201,9 +232,7 @@ void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg)
     atomic_store_explicit(&counter, (uint64_t)parts << (2 * IDX_BITS) | (uint64_t)chunks << IDX_BITS,
                           memory_order_release);
     atomic_fetch_add_explicit(&gen, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&sleepers, memory_order_seq_cst))
-        futex_wake(&gen, INT_MAX);
-    work(0);
+    caller_work(chunks);
     /* the caller has no chunk left: wait for those others hold */
     unsigned want = (unsigned)chunks, d;
     int64_t start = 0;

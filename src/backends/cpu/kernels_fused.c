@@ -871,9 +871,12 @@ static void ew_row_blocks(void *arg, int64_t b0, int64_t b1, int worker)
             if (j->kind[k] == EW_DENSE) {
                 src[k] = in + r0 * cols;
             } else if (j->kind[k] == EW_FIXED) {
-                if (rg.filled[k] != in)
-                    for (int64_t i = 0; i < rpb * cols; i++)
-                        v[i] = in[i % cols * w->inner[k]];
+                if (rg.filled[k] != in) { /* one row gathered, then copied: once per chunk */
+                    for (int64_t c = 0; c < cols; c++)
+                        v[c] = in[c * w->inner[k]];
+                    for (int64_t i = 1; i < rpb; i++)
+                        memcpy(v + i * cols, v, (size_t)cols * sizeof(float));
+                }
                 rg.filled[k] = in;
             } else {
                 for (int64_t i = 0; i < nr; i++) {
