@@ -71,9 +71,9 @@ def main():
     engines = ([("rlx-before", "rlx", a.rlx_before)] if a.rlx_before else []) + [("rlx", "rlx", a.rlx)]
     if not a.no_ort:
         engines.append(("ort", "ort", None))
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     print("# %s, %d threads per engine, %d rounds; started %s" %
-          (open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": "), a.threads, a.rounds,
-           time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+          (cpu, a.threads, a.rounds, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     for level in [int(x) for x in a.load.split(",")]:
         procs = start_load(level)
         try:
