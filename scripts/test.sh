@@ -21,11 +21,12 @@ for config in ${RLX_TEST_CONFIGS:-release asan tsan}; do
     # The CUDA backend needs a GPU to run and its device code cannot be
     # sanitized: the Release build compiles it, tests/gpu/run_all.sh tests it.
     asan) flags=(-DCMAKE_BUILD_TYPE=Debug -DRLX_SANITIZE=ON -DRLX_CUDA=OFF) ;;
-    # Only the library and the concurrency test: OpenMP teams stay at one
-    # thread there (libgomp is not instrumented) and OpenBLAS is not loaded.
+    # Only the library, the concurrency test and the thread pool's (the
+    # kernels' loops run on the pool's threads, which TSan sees); OpenBLAS
+    # is not loaded (not instrumented).
     tsan) flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_TSAN=ON -DRLX_CUDA=OFF -DRLX_ONNX=OFF)
-          targets=(--target test_concurrency)
-          select=(-R '^test_concurrency$')
+          targets=(--target test_concurrency test_cpu_pool)
+          select=(-R '^(test_concurrency|test_cpu_pool)$')
           extra_env=(RLX_NO_BLAS=1) ;;
     *) echo "unknown config $config" >&2; exit 2 ;;
   esac

@@ -314,7 +314,10 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     conv_dnnl *c = t->state;
-    int threads = ctx->threads > 0 ? ctx->threads : 1;
+    /* one thread unless asked: Debian's oneDNN runs on OpenMP, whose idle
+     * team worker spins for milliseconds beside the pool's threads */
+    int threads = ctx->threads > 0 ? ctx->threads : 1, team = ctx->settings ? ctx->settings->dnnl_threads : 0;
+    threads = team <= 0 ? 1 : team < threads ? team : threads;
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {

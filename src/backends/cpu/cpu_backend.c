@@ -1,6 +1,5 @@
 /* cpu_backend.c - the CPU reference backend: kernel table, claim, host
  * memory and the schedule loop.  Every other backend is tested against it. */
-#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

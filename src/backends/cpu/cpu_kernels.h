@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "ir/op_math.h" /* the scalar math, shared with the CUDA kernels and the ONNX folder */
+#include "backends/cpu/cpu_pool.h" /* rlx_cpu_parallel: every parallel loop */
+#include "ir/op_math.h"            /* the scalar math, shared with the CUDA kernels and the ONNX folder */
 
 typedef struct rlx_cpu_kernel {
     rlx_kernel_fn fn;
@@ -219,28 +220,6 @@ static inline int rlx_cpu_threads(const rlx_run_ctx *ctx, int64_t work)
         return 1;
     return ctx->threads;
 }
-
-/* `for (int64_t I = 0; I < N; I++) { body }` over `threads` threads
- * (OpenMP, static schedule), body given as the variadic arguments.  With
- * one thread it is the plain loop, no OpenMP region: entering one costs a
- * team allocation and a futex wake at its closing barrier even for a team
- * of one, microseconds on a virtual machine, more than a tiny op's work. */
-#define RLX_CPU_FOR(threads, I, N, ...)                                                                          \
-    do {                                                                                                         \
-        const int rlx_for_threads_ = (threads);                                                                  \
-        const int64_t rlx_for_n_ = (N);                                                                          \
-        if (rlx_for_threads_ > 1) {                                                                              \
-            _Pragma("omp parallel for num_threads(rlx_for_threads_) schedule(static)") for (int64_t I = 0;       \
-                                                                                            I < rlx_for_n_; I++) \
-            {                                                                                                    \
-                __VA_ARGS__                                                                                      \
-            }                                                                                                    \
-        } else {                                                                                                 \
-            for (int64_t I = 0; I < rlx_for_n_; I++) {                                                           \
-                __VA_ARGS__                                                                                      \
-            }                                                                                                    \
-        }                                                                                                        \
-    } while (0)
 
 /* f32 GEMM through oneDNN or OpenBLAS (gemm.c: opened at first use, the
  * library as RLX_CPU_GEMM says), falling back to a plain loop if neither is

@@ -49,8 +49,15 @@ static atomic_int gemm_loaded;
 
 static const char *(*blas_corename)(void);
 
+/* Not under AddressSanitizer, as conv_dnnl.c: LeakSanitizer's scan of the
+ * threads at exit crashes ("Tracer caught signal 11", reading a thread's
+ * dynamic TLS) once a pool worker has run oneDNN's sgemm; the path passes
+ * ASan and UBSan with detect_leaks=0.  OpenBLAS takes the f32 products. */
 static void load_dnnl(void)
 {
+#ifdef __SANITIZE_ADDRESS__
+    return;
+#endif
     void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return;
@@ -170,21 +177,56 @@ static void sgemm_block(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K
     }
 }
 
+/* One product for the pool: its blocks (parts of C) or, for the plain
+ * loops, its rows. */
+typedef struct gemm_job {
+    int lib, ta, tb, parts;
+    bool by_rows;
+    int64_t M, N, K, lda, ldb, ldc;
+    double alpha, beta; /* exact for f32's too */
+    const void *A, *B;
+    void *C;
+} gemm_job;
+
+static void sgemm_blocks(void *p, int64_t lo_k, int64_t hi_k, int worker)
+{
+    (void)worker;
+    const gemm_job *j = p;
+    const float *A = j->A, *B = j->B;
+    float *C = j->C;
+    for (int64_t k = lo_k; k < hi_k; k++) {
+        int64_t lo, len;
+        split_range(j->by_rows ? j->M : j->N, j->parts, (int)k, &lo, &len);
+        if (len == 0)
+            continue;
+        const float *a = j->by_rows ? (j->ta ? A + lo : A + lo * j->lda) : A;
+        const float *b = j->by_rows ? B : (j->tb ? B + lo * j->ldb : B + lo);
+        float *c = j->by_rows ? C + lo * j->ldc : C + lo;
+        sgemm_block(j->lib, j->ta, j->tb, j->by_rows ? len : j->M, j->by_rows ? j->N : len, j->K, (float)j->alpha, a,
+                    j->lda, b, j->ldb, (float)j->beta, c, j->ldc);
+    }
+}
+
 static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                         int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads)
 {
-    int parts = gemm_parts(M, N, K, threads);
-    bool by_rows = M >= N;
-    RLX_CPU_FOR(parts, k, parts, {
-        int64_t lo, len;
-        split_range(by_rows ? M : N, parts, (int)k, &lo, &len);
-        if (len == 0)
-            continue;
-        const float *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
-        const float *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
-        float *c = by_rows ? C + lo * ldc : C + lo;
-        sgemm_block(lib, ta, tb, by_rows ? len : M, by_rows ? N : len, K, alpha, a, lda, b, ldb, beta, c, ldc);
-    });
+    gemm_job j = {.lib = lib,
+                  .ta = ta,
+                  .tb = tb,
+                  .parts = gemm_parts(M, N, K, threads),
+                  .by_rows = M >= N,
+                  .M = M,
+                  .N = N,
+                  .K = K,
+                  .lda = lda,
+                  .ldb = ldb,
+                  .ldc = ldc,
+                  .alpha = alpha,
+                  .beta = beta,
+                  .A = A,
+                  .B = B,
+                  .C = C};
+    rlx_cpu_parallel(j.parts, j.parts, sgemm_blocks, &j);
 }
 
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
@@ -201,14 +243,17 @@ int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int thread
 }
 
 /* The plain loop, accumulating in double: without a library, past its int
- * sizes, or when the settings ask for it. */
+ * sizes, or when the settings ask for it; rows of C over the threads. */
 #define DEFINE_GEMM_LOOP(NAME, T)                                                                                   \
-    static void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B, \
-                     int64_t ldb, T beta, T *C, int64_t ldc, int threads)                                           \
+    static void NAME##_rows(void *p, int64_t lo, int64_t hi, int worker)                                            \
     {                                                                                                               \
-        int nt = threads > 0 ? threads : 1;                                                                         \
-        _Pragma("omp parallel for num_threads(nt) if (M * N * K > 65536)") for (int64_t i = 0; i < M; i++)          \
-        {                                                                                                           \
+        (void)worker;                                                                                               \
+        const gemm_job *g = p;                                                                                      \
+        const T *A = g->A, *B = g->B, alpha = (T)g->alpha, beta = (T)g->beta;                                       \
+        T *C = g->C;                                                                                                \
+        int64_t N = g->N, K = g->K, lda = g->lda, ldb = g->ldb, ldc = g->ldc;                                       \
+        int ta = g->ta, tb = g->tb;                                                                                 \
+        for (int64_t i = lo; i < hi; i++) {                                                                         \
             for (int64_t j = 0; j < N; j++) {                                                                       \
                 double acc = 0;                                                                                     \
                 for (int64_t k = 0; k < K; k++)                                                                     \
@@ -216,6 +261,24 @@ int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int thread
                 C[i * ldc + j] = (T)(alpha * acc + (beta != 0 ? beta * C[i * ldc + j] : 0));                        \
             }                                                                                                       \
         }                                                                                                           \
+    }                                                                                                               \
+    static void NAME(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda, const T *B, \
+                     int64_t ldb, T beta, T *C, int64_t ldc, int threads)                                           \
+    {                                                                                                               \
+        gemm_job g = {.ta = ta,                                                                                     \
+                      .tb = tb,                                                                                     \
+                      .M = M,                                                                                       \
+                      .N = N,                                                                                       \
+                      .K = K,                                                                                       \
+                      .lda = lda,                                                                                   \
+                      .ldb = ldb,                                                                                   \
+                      .ldc = ldc,                                                                                   \
+                      .alpha = alpha,                                                                               \
+                      .beta = beta,                                                                                 \
+                      .A = A,                                                                                       \
+                      .B = B,                                                                                       \
+                      .C = C};                                                                                      \
+        rlx_cpu_parallel(M *N *K > 65536 ? threads : 1, M, NAME##_rows, &g);                                        \
     }
 DEFINE_GEMM_LOOP(gemm_loop_f32, float)
 DEFINE_GEMM_LOOP(gemm_loop_f64, double)
@@ -265,6 +328,26 @@ void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
     gemm_loop_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
 
+static void dgemm_blocks(void *p, int64_t lo_k, int64_t hi_k, int worker)
+{
+    (void)worker;
+    const gemm_job *j = p;
+    const double *A = j->A, *B = j->B;
+    double *C = j->C;
+    for (int64_t k = lo_k; k < hi_k; k++) {
+        int64_t lo, len;
+        split_range(j->by_rows ? j->M : j->N, j->parts, (int)k, &lo, &len);
+        if (len == 0)
+            continue;
+        const double *a = j->by_rows ? (j->ta ? A + lo : A + lo * j->lda) : A;
+        const double *b = j->by_rows ? B : (j->tb ? B + lo * j->ldb : B + lo);
+        double *c = j->by_rows ? C + lo * j->ldc : C + lo;
+        blas_dgemm(ROW_MAJOR, j->ta ? TRANS : NO_TRANS, j->tb ? TRANS : NO_TRANS, (int)(j->by_rows ? len : j->M),
+                   (int)(j->by_rows ? j->N : len), (int)j->K, j->alpha, a, (int)j->lda, b, (int)j->ldb, j->beta, c,
+                   (int)j->ldc);
+    }
+}
+
 /* f64: OpenBLAS, split like f32, or the loop. */
 void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,
                const double *B, int64_t ldb, double beta, double *C, int64_t ldc, int threads,
@@ -277,20 +360,22 @@ void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, co
         return;
     if (use_blas && blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) &&
         fits_int(ldc) && K > 0) {
-        int parts = gemm_parts(M, N, K, threads);
-        bool by_rows = M >= N;
-#pragma omp parallel for num_threads(parts) if (parts > 1)
-        for (int k = 0; k < parts; k++) {
-            int64_t lo, len;
-            split_range(by_rows ? M : N, parts, k, &lo, &len);
-            if (len == 0)
-                continue;
-            const double *a = by_rows ? (ta ? A + lo : A + lo * lda) : A;
-            const double *b = by_rows ? B : (tb ? B + lo * ldb : B + lo);
-            double *c = by_rows ? C + lo * ldc : C + lo;
-            blas_dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(by_rows ? len : M),
-                       (int)(by_rows ? N : len), (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-        }
+        gemm_job j = {.ta = ta,
+                      .tb = tb,
+                      .parts = gemm_parts(M, N, K, threads),
+                      .by_rows = M >= N,
+                      .M = M,
+                      .N = N,
+                      .K = K,
+                      .lda = lda,
+                      .ldb = ldb,
+                      .ldc = ldc,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .A = A,
+                      .B = B,
+                      .C = C};
+        rlx_cpu_parallel(j.parts, j.parts, dgemm_blocks, &j);
         return;
     }
     gemm_loop_f64(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);

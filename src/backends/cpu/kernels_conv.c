@@ -9,8 +9,6 @@
  * runs each output row once over its taps, with bias and activation fused.
  *
  * Workspace comes from t->scratch, sized by conv_scratch. */
-#include <omp.h>
-
 #include "backends/cpu/cpu_conv.h"
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -69,11 +67,22 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
  * the taps that fall on the image are copied (a plain copy at stride 1) and
  * those on the padding are zero; the bounds are worked out once per row
  * rather than tested per element. */
+typedef struct im2col_job {
+    void *col;
+    const void *x;
+    const window2d *w;
+} im2col_job;
+
 #define IM2COL(NAME, ST, CT, CONV)                                                     \
-    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads) \
+    static void NAME##_rows(void *p, int64_t r0, int64_t r1, int worker)               \
     {                                                                                  \
-        int64_t K = Cg * w->KH * w->KW, OHW = w->OH * w->OW;                           \
-        RLX_CPU_FOR(threads, r, K, {                                                   \
+        (void)worker;                                                                  \
+        const im2col_job *job = p;                                                     \
+        const window2d *w = job->w;                                                    \
+        const ST *x = job->x;                                                          \
+        CT *col = job->col;                                                            \
+        int64_t OHW = w->OH * w->OW;                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                            \
             int64_t c = r / (w->KH * w->KW), kh = (r / w->KW) % w->KH, kw = r % w->KW; \
             const ST *xc = x + c * w->H * w->W;                                        \
             CT *dst = col + r * OHW;                                                   \
@@ -103,7 +112,12 @@ static size_t conv_scratch(const rlx_graph *g, const rlx_node_data *n, int threa
                 for (int64_t ow = hi; ow < w->OW; ow++)                                \
                     drow[ow] = 0;                                                      \
             }                                                                          \
-        });                                                                            \
+        }                                                                              \
+    }                                                                                  \
+    static void NAME(CT *col, const ST *x, int64_t Cg, const window2d *w, int threads) \
+    {                                                                                  \
+        im2col_job job = {.col = col, .x = x, .w = w};                                 \
+        rlx_cpu_parallel(threads, Cg * w->KH * w->KW, NAME##_rows, &job);              \
     }
 
 #define CV_ID(v) (v)
@@ -111,6 +125,32 @@ IM2COL(im2col_f32, float, float, CV_ID)
 IM2COL(im2col_f64, double, double, CV_ID)
 IM2COL(im2col_f16, uint16_t, float, rlx_f16_to_f32)
 IM2COL(im2col_bf16, uint16_t, float, rlx_bf16_to_f32)
+
+/* A conv's planes for the pool (the bias fill, the depthwise kernel, the
+ * activation pass). */
+typedef struct conv_job {
+    const rlx_thunk *t;
+    const window2d *w;
+    int64_t O, OHW, lo, hi, total;
+    int act;
+} conv_job;
+
+/* Output planes [N*O] start as the bias. */
+static void conv_bias_planes(void *p, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const conv_job *j = p;
+    const void *bias = j->t->in[2];
+    int64_t OHW = j->OHW, O = j->O;
+    for (int64_t i = i0; i < i1; i++) {
+        if (j->t->node->dtype == RLX_F32)
+            for (int64_t k = 0; k < OHW; k++)
+                ((float *)j->t->out)[i * OHW + k] = ((const float *)bias)[i % O];
+        else
+            for (int64_t k = 0; k < OHW; k++)
+                ((double *)j->t->out)[i * OHW + k] = ((const double *)bias)[i % O];
+    }
+}
 
 /* im2col + GEMM, any dtype, groups, stride, dilation and padding. */
 static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -135,14 +175,8 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
      * (beta = 1): BLAS passes over C before its product when beta is not 1,
      * so the bias then costs no pass of its own */
     if (bias && (dt == RLX_F32 || dt == RLX_F64)) {
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, N * O * OHW), i, N * O, {
-            if (dt == RLX_F32)
-                for (int64_t j = 0; j < OHW; j++)
-                    ((float *)t->out)[i * OHW + j] = ((const float *)bias)[i % O];
-            else
-                for (int64_t j = 0; j < OHW; j++)
-                    ((double *)t->out)[i * OHW + j] = ((const double *)bias)[i % O];
-        });
+        conv_job j = {.t = t, .O = O, .OHW = OHW};
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, N * O * OHW), N * O, conv_bias_planes, &j);
     }
     /* f32/f64: per image and group, the columns (or the input itself for a
      * pointwise conv) times the group's weights, onto the bias */
@@ -270,18 +304,18 @@ static void dw_accumulate_row(float *yr, const float *xr, const float *wk, const
 /* y [N, C*M, OH, OW] = act(depthwise(x [N, C, H, W], w [C*M, 1, KH, KW]) +
  * bias): output channel o reads input channel o / M.  One task per output
  * plane, row by row (a row stays in L1 while its taps are added). */
-static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int act)
+static void depthwise_planes(void *arg, int64_t p0, int64_t p1, int worker)
 {
-    const rlx_shape *xs = &t->in_node[0]->shape, *ws = &t->in_node[1]->shape;
-    window2d w = conv_window_of(t->node, xs, ws);
-    int64_t N = xs->dims[0], C = xs->dims[1], O = ws->dims[0], M = O / C;
+    (void)worker;
+    const conv_job *j = arg;
+    const rlx_thunk *t = j->t;
+    const window2d w = *j->w;
+    int64_t C = t->in_node[0]->shape.dims[1], O = j->O, M = O / C;
     int64_t HW = w.H * w.W, OHW = w.OH * w.OW, KK = w.KH * w.KW;
     const float *x = t->in[0], *wt = t->in[1];
     const float *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
     float *y = t->out;
-    int64_t lo, hi;
-    dw_interior(&w, &lo, &hi);
-    RLX_CPU_FOR(rlx_cpu_threads(ctx, N * O * OHW * KK), p, N * O, {
+    for (int64_t p = p0; p < p1; p++) {
         int64_t o = p % O;
         const float *xp = x + (p / O * C + o / M) * HW, *wo = wt + o * KK;
         float b = bias ? bias[o] : 0.0f;
@@ -291,29 +325,53 @@ static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int a
                 yr[ow] = b;
             int64_t ih0 = oh * w.sh - w.ph;
             for (int64_t kh = tap_lo(ih0, 0, w.dh), kh1 = tap_hi(ih0, w.H, w.dh, w.KH); kh < kh1; kh++)
-                dw_accumulate_row(yr, xp + (ih0 + kh * w.dh) * w.W, wo + kh * w.KW, &w, lo, hi);
-            if (act != RLX_ACT_NONE)
-                rlx_cpu_act_f32(act, yr, NULL, w.OW);
+                dw_accumulate_row(yr, xp + (ih0 + kh * w.dh) * w.W, wo + kh * w.KW, &w, j->lo, j->hi);
+            if (j->act != RLX_ACT_NONE)
+                rlx_cpu_act_f32(j->act, yr, NULL, w.OW);
         }
-    });
+    }
+}
+
+static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int act)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape, *ws = &t->in_node[1]->shape;
+    window2d w = conv_window_of(t->node, xs, ws);
+    int64_t N = xs->dims[0], O = ws->dims[0];
+    conv_job j = {.t = t, .w = &w, .O = O, .act = act};
+    dw_interior(&w, &j.lo, &j.hi);
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, N * O * w.OH * w.OW * w.KH * w.KW), N * O, depthwise_planes, &j);
 }
 
 /* ---------------------------------------------------------------- kernels */
+
+static void act_blocks(void *p, int64_t b0, int64_t b1, int worker)
+{
+    (void)worker;
+    const conv_job *j = p;
+    for (int64_t b = b0; b < b1; b++)
+        rlx_cpu_act_f32(j->act, (float *)j->t->out + b * 4096, NULL,
+                        j->total - b * 4096 < 4096 ? j->total - b * 4096 : 4096);
+}
+
+static void act_any(void *p, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const conv_job *j = p;
+    rlx_dtype dt = j->t->node->dtype;
+    for (int64_t i = i0; i < i1; i++)
+        rlx_store(j->t->out, dt, i, rlx_act_f64(j->act, rlx_load(j->t->out, dt, i)));
+}
 
 /* act(y) in place, after a kernel that does not fuse it. */
 static void conv_act(const rlx_thunk *t, const rlx_run_ctx *ctx, int act)
 {
     rlx_dtype dt = t->node->dtype;
     int64_t total = rlx_shape_numel(&t->node->shape);
-    if (dt == RLX_F32) { /* blocks of 4096 values spread over the threads */
-        int64_t blocks = (total + 4095) / 4096;
-        RLX_CPU_FOR(
-            rlx_cpu_threads(ctx, total * 8), b, blocks,
-            rlx_cpu_act_f32(act, (float *)t->out + b * 4096, NULL, total - b * 4096 < 4096 ? total - b * 4096 : 4096););
-        return;
-    }
-    RLX_CPU_FOR(rlx_cpu_threads(ctx, total * 8), i, total,
-                rlx_store(t->out, dt, i, rlx_act_f64(act, rlx_load(t->out, dt, i))););
+    conv_job j = {.t = t, .act = act, .total = total};
+    if (dt == RLX_F32) /* blocks of 4096 values spread over the threads */
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, total * 8), (total + 4095) / 4096, act_blocks, &j);
+    else
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, total * 8), total, act_any, &j);
 }
 
 /* conv and conv_bias_act (whose act is RLX_ACT_NONE on a plain conv). */

@@ -4,6 +4,7 @@
  * int64 with wrap-around (no undefined overflow); bools are bytes 0/1.
  * Broadcast operands are walked row by row: the offsets of a row's start
  * are found once, then the innermost axis steps by 0 or 1. */
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "backends/cpu/cpu_expf.h"
@@ -81,6 +82,39 @@ void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n)
     }
 }
 
+/* One elementwise loop's operands for the pool. */
+typedef struct ew_job {
+    const rlx_thunk *t;
+    const void *x;
+    void *y;
+    int64_t count;
+    rlx_dtype from, to;
+} ew_job;
+
+static void unary_f32_blocks(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ew_job *j = p;
+    for (int64_t b = lo; b < hi; b++) {
+        int64_t o = b * 4096, len = j->count - o < 4096 ? j->count - o : 4096;
+        rlx_cpu_unary_f32(j->t->node->op, (const float *)j->x + o, (float *)j->y + o, len);
+    }
+}
+
+static void unary_any(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ew_job *j = p;
+    rlx_op op = j->t->node->op;
+    rlx_dtype dt = j->to;
+    if (rlx_dtype_is_float(dt))
+        for (int64_t i = lo; i < hi; i++)
+            rlx_store(j->y, dt, i, rlx_unary_f64(op, rlx_load(j->x, dt, i)));
+    else
+        for (int64_t i = lo; i < hi; i++)
+            rlx_store_i(j->y, dt, i, rlx_unary_i64(op, rlx_load_i(j->x, dt, i)));
+}
+
 static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -88,19 +122,11 @@ static rlx_status unary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype dt = n->dtype;
     const void *x = t->in[0];
     void *y = t->out;
-    if (dt == RLX_F32) {
-        /* blocks of 4096 elements spread over the threads */
-        int64_t blocks = (count + 4095) / 4096;
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 8), b, blocks, int64_t lo = b * 4096,
-                    len = count - lo < 4096 ? count - lo : 4096;
-                    rlx_cpu_unary_f32(n->op, (const float *)x + lo, (float *)y + lo, len););
-    } else if (rlx_dtype_is_float(dt)) {
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 8), i, count,
-                    rlx_store(y, dt, i, rlx_unary_f64(n->op, rlx_load(x, dt, i))););
-    } else {
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, count), i, count,
-                    rlx_store_i(y, dt, i, rlx_unary_i64(n->op, rlx_load_i(x, dt, i))););
-    }
+    ew_job j = {.t = t, .x = x, .y = y, .count = count, .from = dt, .to = dt};
+    if (dt == RLX_F32) /* blocks of 4096 elements spread over the threads */
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, count * 8), (count + 4095) / 4096, unary_f32_blocks, &j);
+    else
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, rlx_dtype_is_float(dt) ? count * 8 : count), count, unary_any, &j);
     return RLX_OK;
 }
 
@@ -138,6 +164,79 @@ void rlx_row_walk_init(rlx_row_walk *w, const rlx_shape *out_shape, int n_ops, c
     }
 }
 
+/* A binary op's rows for the pool. */
+typedef struct binary_job {
+    const rlx_row_walk *w;
+    rlx_op op;
+    int fm;
+    rlx_dtype it, ot;
+    const void *a, *b;
+    void *y;
+    atomic_int bad; /* an integer division by zero */
+} binary_job;
+
+static void binary_f32_rows(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    binary_job *j = p;
+    const rlx_row_walk *w = j->w;
+    const float *af = j->a, *bf = j->b;
+    float *yf = j->y;
+    int64_t sa = w->inner[0], sb = w->inner[1], cols = w->cols;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *pa = af + rlx_row_start(w, 0, r), *pb = bf + rlx_row_start(w, 1, r);
+        float *py = yf + r * cols;
+        switch (j->op) {
+        case RLX_OP_ADD:
+            for (int64_t c = 0; c < cols; c++)
+                py[c] = pa[c * sa] + pb[c * sb];
+            break;
+        case RLX_OP_SUB:
+            for (int64_t c = 0; c < cols; c++)
+                py[c] = pa[c * sa] - pb[c * sb];
+            break;
+        case RLX_OP_MUL:
+            for (int64_t c = 0; c < cols; c++)
+                py[c] = pa[c * sa] * pb[c * sb];
+            break;
+        case RLX_OP_DIV:
+            for (int64_t c = 0; c < cols; c++)
+                py[c] = pa[c * sa] / pb[c * sb];
+            break;
+        default:
+            for (int64_t c = 0; c < cols; c++)
+                py[c] = (float)rlx_binary_f64(j->op, pa[c * sa], pb[c * sb], j->fm);
+        }
+    }
+}
+
+static void binary_any_rows(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    binary_job *j = p;
+    const rlx_row_walk *w = j->w;
+    bool is_float = rlx_dtype_is_float(j->it);
+    int bad = 0;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oa = rlx_row_start(w, 0, r), ob = rlx_row_start(w, 1, r);
+        for (int64_t c = 0; c < w->cols; c++) {
+            if (is_float) {
+                rlx_store(j->y, j->ot, r * w->cols + c,
+                          rlx_binary_f64(j->op, rlx_load(j->a, j->it, oa + c * w->inner[0]),
+                                         rlx_load(j->b, j->it, ob + c * w->inner[1]), j->fm));
+                continue;
+            }
+            int64_t v;
+            if (!rlx_binary_i64(j->op, rlx_load_i(j->a, j->it, oa + c * w->inner[0]),
+                                rlx_load_i(j->b, j->it, ob + c * w->inner[1]), j->fm, &v))
+                bad = 1;
+            rlx_store_i(j->y, j->ot, r * w->cols + c, v);
+        }
+    }
+    if (bad)
+        atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
+}
+
 static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -150,57 +249,35 @@ static rlx_status binary_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const void *a = t->in[0], *b = t->in[1];
     void *y = t->out;
     int threads = rlx_cpu_threads(ctx, w.rows * w.cols * 2);
-    if (it == RLX_F32 && ot == RLX_F32) {
-        const float *af = a, *bf = b;
-        float *yf = y;
-        RLX_CPU_FOR(
-            threads, r, w.rows, const float *pa = af + rlx_row_start(&w, 0, r), *pb = bf + rlx_row_start(&w, 1, r);
-            float *py = yf + r * w.cols; int64_t sa = w.inner[0], sb = w.inner[1]; switch (n->op) {
-                case RLX_OP_ADD:
-                    for (int64_t c = 0; c < w.cols; c++)
-                        py[c] = pa[c * sa] + pb[c * sb];
-                    break;
-                case RLX_OP_SUB:
-                    for (int64_t c = 0; c < w.cols; c++)
-                        py[c] = pa[c * sa] - pb[c * sb];
-                    break;
-                case RLX_OP_MUL:
-                    for (int64_t c = 0; c < w.cols; c++)
-                        py[c] = pa[c * sa] * pb[c * sb];
-                    break;
-                case RLX_OP_DIV:
-                    for (int64_t c = 0; c < w.cols; c++)
-                        py[c] = pa[c * sa] / pb[c * sb];
-                    break;
-                default:
-                    for (int64_t c = 0; c < w.cols; c++)
-                        py[c] = (float)rlx_binary_f64(n->op, pa[c * sa], pb[c * sb], fm);
-            });
-        return RLX_OK;
-    }
-    if (rlx_dtype_is_float(it)) {
-        RLX_CPU_FOR(threads, r, w.rows, int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
-                    for (int64_t c = 0; c < w.cols; c++)
-                        rlx_store(y, ot, r * w.cols + c,
-                                  rlx_binary_f64(n->op, rlx_load(a, it, oa + c * w.inner[0]),
-                                                 rlx_load(b, it, ob + c * w.inner[1]), fm)););
-        return RLX_OK;
-    }
-    int bad = 0;
-#pragma omp parallel for num_threads(threads) reduction(| : bad)
-    for (int64_t r = 0; r < w.rows; r++) {
-        int64_t oa = rlx_row_start(&w, 0, r), ob = rlx_row_start(&w, 1, r);
-        for (int64_t c = 0; c < w.cols; c++) {
-            int64_t v;
-            if (!rlx_binary_i64(n->op, rlx_load_i(a, it, oa + c * w.inner[0]), rlx_load_i(b, it, ob + c * w.inner[1]),
-                                fm, &v))
-                bad = 1;
-            rlx_store_i(y, ot, r * w.cols + c, v);
-        }
-    }
-    if (bad)
+    binary_job j = {.w = &w, .op = n->op, .fm = fm, .it = it, .ot = ot, .a = a, .b = b, .y = y};
+    atomic_init(&j.bad, 0);
+    rlx_cpu_parallel(threads, w.rows, it == RLX_F32 && ot == RLX_F32 ? binary_f32_rows : binary_any_rows, &j);
+    if (atomic_load_explicit(&j.bad, memory_order_relaxed))
         return rlx_cpu_kernel_error(t, "integer division by zero");
     return RLX_OK;
+}
+
+typedef struct where_job {
+    const rlx_row_walk *w;
+    const uint8_t *c, *a, *b;
+    uint8_t *y;
+    size_t es;
+} where_job;
+
+static void where_rows(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const where_job *j = p;
+    const rlx_row_walk *w = j->w;
+    size_t es = j->es;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oc = rlx_row_start(w, 0, r), oa = rlx_row_start(w, 1, r), ob = rlx_row_start(w, 2, r);
+        for (int64_t k = 0; k < w->cols; k++) {
+            const uint8_t *src = j->c[oc + k * w->inner[0]] ? j->a + (size_t)(oa + k * w->inner[1]) * es
+                                                            : j->b + (size_t)(ob + k * w->inner[2]) * es;
+            memmove(j->y + (size_t)(r * w->cols + k) * es, src, es);
+        }
+    }
 }
 
 static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -213,14 +290,8 @@ static rlx_status where_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     size_t es = rlx_dtype_size(n->dtype);
     const uint8_t *a = t->in[1], *b = t->in[2];
     uint8_t *y = t->out;
-    RLX_CPU_FOR(
-        rlx_cpu_threads(ctx, w.rows * w.cols), r, w.rows, int64_t oc = rlx_row_start(&w, 0, r),
-        oa = rlx_row_start(&w, 1, r), ob = rlx_row_start(&w, 2, r);
-        for (int64_t k = 0; k < w.cols; k++) {
-            const uint8_t *src = c[oc + k * w.inner[0]] ? a + (size_t)(oa + k * w.inner[1]) * es
-                                                        : b + (size_t)(ob + k * w.inner[2]) * es;
-            memmove(y + (size_t)(r * w.cols + k) * es, src, es);
-        });
+    where_job j = {.w = &w, .c = c, .a = a, .b = b, .y = y, .es = es};
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, w.rows * w.cols), w.rows, where_rows, &j);
     return RLX_OK;
 }
 
@@ -257,6 +328,30 @@ static bool cast_fast(rlx_dtype from, rlx_dtype to, const void *x, void *y, int6
     return false;
 }
 
+static void cast_blocks(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ew_job *j = p;
+    for (int64_t b = lo; b < hi; b++)
+        cast_fast(j->from, j->to, j->x, j->y, b * 4096, (b + 1) * 4096 < j->count ? (b + 1) * 4096 : j->count);
+}
+
+static void cast_any(void *p, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ew_job *j = p;
+    rlx_dtype from = j->from, to = j->to;
+    bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
+    for (int64_t i = lo; i < hi; i++) {
+        if (exact_int)
+            rlx_store_i(j->y, to, i, rlx_load_i(j->x, from, i));
+        else if (from == RLX_I64 && rlx_dtype_is_float(to))
+            rlx_store(j->y, to, i, (double)rlx_load_i(j->x, from, i));
+        else
+            rlx_store(j->y, to, i, rlx_load(j->x, from, i));
+    }
+}
+
 static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -269,16 +364,11 @@ static rlx_status cast_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
             memmove(y, x, (size_t)count * rlx_dtype_size(to));
         return RLX_OK;
     }
-    if (cast_fast(from, to, x, y, 0, 0)) { /* in blocks, one per thread */
-        int64_t blocks = (count + 4095) / 4096;
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, count), b, blocks,
-                    cast_fast(from, to, x, y, b * 4096, (b + 1) * 4096 < count ? (b + 1) * 4096 : count););
-        return RLX_OK;
-    }
-    bool exact_int = !rlx_dtype_is_float(from) && !rlx_dtype_is_float(to);
-    RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 4), i, count, if (exact_int) rlx_store_i(y, to, i, rlx_load_i(x, from, i));
-                else if (from == RLX_I64 && rlx_dtype_is_float(to)) rlx_store(y, to, i, (double)rlx_load_i(x, from, i));
-                else rlx_store(y, to, i, rlx_load(x, from, i)););
+    ew_job j = {.t = t, .x = x, .y = y, .count = count, .from = from, .to = to};
+    if (cast_fast(from, to, x, y, 0, 0)) /* in blocks of 4096 */
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, count), (count + 4095) / 4096, cast_blocks, &j);
+    else
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, count * 4), count, cast_any, &j);
     return RLX_OK;
 }
 
@@ -295,39 +385,52 @@ RLX_CLONES static void clip_f32(const float *x, float *y, int64_t n, float lo, f
 }
 RLX_VEC_END
 
-static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void clip_blocks(void *p, int64_t lo, int64_t hi, int worker)
 {
-    const rlx_node_data *n = t->node;
-    int64_t count = rlx_shape_numel(&n->shape);
-    double lo = n->attrs.clip.lo, hi = n->attrs.clip.hi;
-    rlx_dtype dt = n->dtype;
-    if (dt == RLX_F32) { /* blocks of 4096 spread over the threads, as the unary kernel's */
-        const float *x = t->in[0];
-        float *y = t->out;
-        float lf = (float)lo, hf = (float)hi;
-        int64_t blocks = (count + 4095) / 4096;
-        RLX_CPU_FOR(rlx_cpu_threads(ctx, count * 2), b, blocks, int64_t o = b * 4096,
-                    len = count - o < 4096 ? count - o : 4096;
-                    clip_f32(x + o, y + o, len, lf, hf););
-        return RLX_OK;
+    (void)worker;
+    const ew_job *j = p;
+    const rlx_node_data *n = j->t->node;
+    float lf = (float)n->attrs.clip.lo, hf = (float)n->attrs.clip.hi;
+    for (int64_t b = lo; b < hi; b++) {
+        int64_t o = b * 4096, len = j->count - o < 4096 ? j->count - o : 4096;
+        clip_f32((const float *)j->x + o, (float *)j->y + o, len, lf, hf);
     }
-    RLX_CPU_FOR(
-        rlx_cpu_threads(ctx, count * 2), i, count,
+}
+
+static void clip_any(void *p, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const ew_job *j = p;
+    double lo = j->t->node->attrs.clip.lo, hi = j->t->node->attrs.clip.hi;
+    rlx_dtype dt = j->to;
+    for (int64_t i = i0; i < i1; i++) {
         if (rlx_dtype_is_float(dt)) {
-            double v = rlx_load(t->in[0], dt, i);
+            double v = rlx_load(j->x, dt, i);
             if (v < lo)
                 v = lo;
             if (v > hi)
                 v = hi;
-            rlx_store(t->out, dt, i, v);
+            rlx_store(j->y, dt, i, v);
         } else {
-            int64_t v = rlx_load_i(t->in[0], dt, i);
+            int64_t v = rlx_load_i(j->x, dt, i);
             if ((double)v < lo)
                 v = rlx_clip_bound_i(ceil(lo), dt);
             if ((double)v > hi)
                 v = rlx_clip_bound_i(floor(hi), dt);
-            rlx_store_i(t->out, dt, i, v);
-        });
+            rlx_store_i(j->y, dt, i, v);
+        }
+    }
+}
+
+static rlx_status clip_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    int64_t count = rlx_shape_numel(&n->shape);
+    ew_job j = {.t = t, .x = t->in[0], .y = t->out, .count = count, .from = n->dtype, .to = n->dtype};
+    if (n->dtype == RLX_F32) /* blocks of 4096 spread over the threads, as the unary kernel's */
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, count * 2), (count + 4095) / 4096, clip_blocks, &j);
+    else
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, count * 2), count, clip_any, &j);
     return RLX_OK;
 }
 

@@ -11,7 +11,6 @@
  * the reference other backends' fused kernels are tested
  * against; each one also has a decomposition into primitives (opt/lower.c)
  * that must agree with it. */
-#include <omp.h>
 
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -103,18 +102,16 @@ RLX_VEC_END
 
 /* ------------------------------------------------------------ batch norm */
 
-static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void batch_norm_planes(void *arg, int64_t p0, int64_t p1, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int64_t C = xn->shape.dims[1], planes = xn->shape.dims[0] * C;
     int64_t inner = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
     double eps = t->node->attrs.batch_norm.eps;
-    int threads = rlx_cpu_threads(ctx, planes * inner * 2);
-    if (planes < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    for (int64_t pl = p0; pl < p1; pl++) {
         int64_t c = pl % C;
         double s = rlx_load(t->in[1], dt, c) / sqrt(rlx_load(t->in[4], dt, c) + eps);
         double sh = rlx_load(t->in[2], dt, c) - rlx_load(t->in[3], dt, c) * s;
@@ -129,6 +126,16 @@ static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 rlx_store(t->out, dt, base + i, rlx_load(t->in[0], dt, base + i) * s + sh);
         }
     }
+}
+
+static rlx_status k_batch_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t planes = xn->shape.dims[0] * xn->shape.dims[1];
+    int threads = rlx_cpu_threads(ctx, rlx_shape_numel(&xn->shape) * 2);
+    if (planes < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, planes, batch_norm_planes, (void *)t);
     return RLX_OK;
 }
 
@@ -192,6 +199,47 @@ static size_t mm_act_scratch(const rlx_graph *g, const rlx_node_data *n, int thr
 
 /* f64 in f64 throughout (a gradient check's finite differences need it);
  * other dtypes through f32 */
+/* The epilogue's rows: act(C + bias), stored in the node's dtype. */
+typedef struct mm_act_job {
+    const rlx_thunk *t;
+    void *C;
+    int64_t N;
+} mm_act_job;
+
+static void mm_act_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const mm_act_job *j = arg;
+    const rlx_thunk *t = j->t;
+    const rlx_node_data *n = t->node;
+    bool f64 = n->dtype == RLX_F64;
+    int64_t N = j->N;
+    const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
+    rlx_dtype bt = n->attrs.mm_act.has_bias ? t->in_node[2]->dtype : RLX_F32;
+    int act = n->attrs.mm_act.act;
+    for (int64_t r = r0; r < r1; r++) {
+        if (f64) {
+            double *c = (double *)j->C + r * N;
+            for (int64_t k = 0; k < N; k++)
+                c[k] = rlx_act_f64(act, c[k] + (bias ? rlx_load(bias, bt, k) : 0.0));
+            continue;
+        }
+        float *c = (float *)j->C + r * N;
+        if (n->dtype == RLX_F32) {
+            if (!bias || bt == RLX_F32) {
+                rlx_cpu_act_f32(act, c, bias, N);
+                continue;
+            }
+            for (int64_t k = 0; k < N; k++)
+                c[k] = (float)rlx_act_f64(act, (double)c[k] + rlx_load(bias, bt, k));
+        } else {
+            for (int64_t k = 0; k < N; k++)
+                rlx_store(t->out, n->dtype, r * N + k,
+                          rlx_act_f64(act, (double)c[k] + (bias ? rlx_load(bias, bt, k) : 0.0)));
+        }
+    }
+}
+
 static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -204,32 +252,11 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
                  n->attrs.mm_act.trans_b, C, &n->shape, ctx->threads, ctx->settings);
     int64_t N = n->shape.dims[n->shape.ndim - 1];
     int64_t rows = N ? total / N : 0;
-    const void *bias = n->attrs.mm_act.has_bias ? t->in[2] : NULL;
-    rlx_dtype bt = n->attrs.mm_act.has_bias ? t->in_node[2]->dtype : RLX_F32;
-    int act = n->attrs.mm_act.act;
-    int threads = rlx_cpu_threads(ctx, total * (act ? 8 : 1));
+    int threads = rlx_cpu_threads(ctx, total * (n->attrs.mm_act.act ? 8 : 1));
     if (rows < threads)
         threads = 1;
-    RLX_CPU_FOR(
-        threads, r, rows,
-        if (f64) {
-            double *c = (double *)C + r * N;
-            for (int64_t j = 0; j < N; j++)
-                c[j] = rlx_act_f64(act, c[j] + (bias ? rlx_load(bias, bt, j) : 0.0));
-            continue;
-        } float *c = (float *)C + r * N;
-        if (n->dtype == RLX_F32) {
-            if (!bias || bt == RLX_F32) {
-                rlx_cpu_act_f32(act, c, bias, N);
-                continue;
-            }
-            for (int64_t j = 0; j < N; j++)
-                c[j] = (float)rlx_act_f64(act, (double)c[j] + rlx_load(bias, bt, j));
-        } else {
-            for (int64_t j = 0; j < N; j++)
-                rlx_store(t->out, n->dtype, r * N + j,
-                          rlx_act_f64(act, (double)c[j] + (bias ? rlx_load(bias, bt, j) : 0.0)));
-        });
+    mm_act_job j = {.t = t, .C = C, .N = N};
+    rlx_cpu_parallel(threads, rows, mm_act_rows, &j);
     return RLX_OK;
 }
 
@@ -237,8 +264,10 @@ static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* The sum is rounded to the dtype first, as the unfused add would store it;
  * add_rms_norm_keep also writes that sum (first half of its [2, ...] output). */
-static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void add_norm_rows(void *arg, int64_t r0, int64_t r1, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *n = t->node, *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int is_layer = n->op == RLX_OP_ADD_LAYER_NORM, keep = n->op == RLX_OP_ADD_RMS_NORM_KEEP;
@@ -249,11 +278,8 @@ static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int k = 2;
     const void *gamma = n->attrs.norm.has_gamma ? t->in[k++] : NULL;
     const void *beta = (is_layer && n->attrs.norm.has_beta) ? t->in[k++] : NULL;
-    int threads = rlx_cpu_threads(ctx, rows * d * 4);
-    if (rows < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+    (void)rows;
+    for (int64_t r = r0; r < r1; r++) {
         int64_t base = r * d;
         double mean = 0, var = 0;
         if (dt == RLX_F32) {
@@ -309,6 +335,17 @@ static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
 #undef SUM
         }
     }
+}
+
+static rlx_status k_add_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t d = xn->shape.dims[xn->shape.ndim - 1];
+    int64_t total = rlx_shape_numel(&xn->shape), rows = d ? total / d : 0;
+    int threads = rlx_cpu_threads(ctx, rows * d * 4);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, add_norm_rows, (void *)t);
     return RLX_OK;
 }
 
@@ -319,6 +356,25 @@ static size_t swiglu_scratch(const rlx_graph *g, const rlx_node_data *n, int thr
     (void)threads;
     return f32_copy_bytes(NODE_IN(g, n, 0)) + f32_copy_bytes(NODE_IN(g, n, 1)) + f32_copy_bytes(NODE_IN(g, n, 2)) +
            2 * round64((size_t)rlx_shape_numel(&n->shape) * sizeof(float));
+}
+
+typedef struct swiglu_job {
+    const rlx_thunk *t;
+    const float *G, *U;
+} swiglu_job;
+
+static void swiglu_values(void *arg, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const swiglu_job *j = arg;
+    const rlx_node_data *n = j->t->node;
+    for (int64_t i = i0; i < i1; i++) {
+        double v = rlx_act_f64(RLX_ACT_SILU, j->G[i]) * j->U[i];
+        if (n->dtype == RLX_F32)
+            ((float *)j->t->out)[i] = (float)v;
+        else
+            rlx_store(j->t->out, n->dtype, i, v);
+    }
 }
 
 static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -332,14 +388,8 @@ static rlx_status k_swiglu(const rlx_thunk *t, const rlx_run_ctx *ctx)
                  ctx->settings);
     gemm_batched(RLX_F32, X, &t->in_node[0]->shape, Wu, &t->in_node[2]->shape, 0, 0, U, &n->shape, ctx->threads,
                  ctx->settings);
-#pragma omp parallel for num_threads(rlx_cpu_threads(ctx, total * 8)) schedule(static)
-    for (int64_t i = 0; i < total; i++) {
-        double v = rlx_act_f64(RLX_ACT_SILU, G[i]) * U[i];
-        if (n->dtype == RLX_F32)
-            ((float *)t->out)[i] = (float)v;
-        else
-            rlx_store(t->out, n->dtype, i, v);
-    }
+    swiglu_job j = {.t = t, .G = G, .U = U};
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, total * 8), total, swiglu_values, &j);
     return RLX_OK;
 }
 
@@ -403,14 +453,22 @@ static size_t attn_block_scratch(const rlx_graph *g, const rlx_node_data *n, int
 }
 
 /* rows x width matrix: adds bias (any dtype), or nothing if bias is NULL. */
-static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bias, rlx_dtype bt, int threads)
+typedef struct bias_rows_job {
+    float *m;
+    int64_t width;
+    const void *bias;
+    rlx_dtype bt;
+} bias_rows_job;
+
+static void bias_rows(void *arg, int64_t r0, int64_t r1, int worker)
 {
-    if (!bias)
-        return;
-    if (rows < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+    (void)worker;
+    const bias_rows_job *jb = arg;
+    float *m = jb->m;
+    int64_t width = jb->width;
+    const void *bias = jb->bias;
+    rlx_dtype bt = jb->bt;
+    for (int64_t r = r0; r < r1; r++) {
         float *row = m + r * width;
         if (bt == RLX_F32) {
             const float *b = bias;
@@ -424,16 +482,40 @@ static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bia
     }
 }
 
+static void add_bias_rows(float *m, int64_t rows, int64_t width, const void *bias, rlx_dtype bt, int threads)
+{
+    if (!bias)
+        return;
+    if (rows < threads)
+        threads = 1;
+    bias_rows_job j = {.m = m, .width = width, .bias = bias, .bt = bt};
+    rlx_cpu_parallel(threads, rows, bias_rows, &j);
+}
+
 /* RMS norm over each head vector of D elements, then rotary embedding with
  * the cos/sin table rope_tab [S][D/2][2] (NULL: no rope). */
-static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma, rlx_dtype gt,
-                         double eps, const double *rope_tab, int inter, int threads)
+typedef struct norm_rope_job {
+    float *m;
+    int64_t S, heads, D;
+    const void *gamma;
+    rlx_dtype gt;
+    double eps;
+    const double *rope_tab;
+    int inter;
+} norm_rope_job;
+
+static void norm_rope_heads(void *arg, int64_t h0, int64_t h1, int worker)
 {
-    if (!gamma && !rope_tab)
-        return;
-    int64_t half = D / 2, stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t rh = 0; rh < rows * heads; rh++) {
+    (void)worker;
+    const norm_rope_job *j = arg;
+    float *m = j->m;
+    int64_t S = j->S, heads = j->heads, D = j->D;
+    const void *gamma = j->gamma;
+    rlx_dtype gt = j->gt;
+    double eps = j->eps;
+    const double *rope_tab = j->rope_tab;
+    int64_t half = D / 2, stride_a = j->inter ? 2 : 1, off_b = j->inter ? 1 : half;
+    for (int64_t rh = h0; rh < h1; rh++) {
         float *v = m + rh * D;
         if (gamma) {
             double ss = 0;
@@ -455,6 +537,88 @@ static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64
     }
 }
 
+static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64_t D, const void *gamma, rlx_dtype gt,
+                         double eps, const double *rope_tab, int inter, int threads)
+{
+    if (!gamma && !rope_tab)
+        return;
+    norm_rope_job j = {.m = m,
+                       .S = S,
+                       .heads = heads,
+                       .D = D,
+                       .gamma = gamma,
+                       .gt = gt,
+                       .eps = eps,
+                       .rope_tab = rope_tab,
+                       .inter = inter};
+    rlx_cpu_parallel(threads, rows * heads, norm_rope_heads, &j);
+}
+
+/* The attention of each (batch, head) pair: its keys transposed and values
+ * gathered into the worker's block of scratch, then each query row. */
+typedef struct ab_heads_job {
+    const ab_dims *d;
+    const float *Q, *K, *V;
+    float *O;
+    char *blocks;
+    size_t blk;
+    float scale;
+    int causal;
+    const void *mask;
+    rlx_dtype mask_dt;
+    const int64_t *mst;
+} ab_heads_job;
+
+static void ab_heads(void *arg, int64_t bh0, int64_t bh1, int worker)
+{
+    const ab_heads_job *jb = arg;
+    const ab_dims d = *jb->d;
+    const float *Q = jb->Q, *K = jb->K, *V = jb->V;
+    float *O = jb->O;
+    char *blocks = jb->blocks;
+    size_t blk = jb->blk;
+    float scale = jb->scale;
+    int causal = jb->causal;
+    const void *mask = jb->mask;
+    rlx_dtype mask_dt = jb->mask_dt;
+    const int64_t *mst = jb->mst;
+    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
+    int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
+    for (int64_t bh = bh0; bh < bh1; bh++) {
+        float *kT = (float *)(blocks + (size_t)worker * blk);
+        float *restrict vb = kT + D * S, *restrict qr = vb + S * Dv, *restrict sc = qr + D, *restrict acc = sc + S;
+        int64_t bb = bh / d.H, h = bh % d.H, hk = h / group;
+        for (int64_t j = 0; j < S; j++) {
+            const float *k = K + (bb * S + j) * kw + hk * D, *v = V + (bb * S + j) * vw + hk * Dv;
+            for (int64_t e = 0; e < D; e++)
+                kT[e * S + j] = k[e];
+            memcpy(vb + j * Dv, v, (size_t)Dv * sizeof(float));
+        }
+        for (int64_t s = 0; s < S; s++) {
+            const float *q = Q + (bb * S + s) * qw + h * D;
+            int64_t cnt = causal ? s + 1 : S;
+            for (int64_t e = 0; e < D; e++)
+                qr[e] = q[e] * scale;
+            rlx_cpu_attn_scores(qr, kT, sc, cnt, S, D);
+            if (mask) {
+                int64_t mb = bb * mst[0] + h * mst[1] + s * mst[2];
+                for (int64_t j = 0; j < cnt; j++) {
+                    int64_t mo = mb + j * mst[3];
+                    if (mask_dt == RLX_BOOL)
+                        sc[j] = ((const uint8_t *)mask)[mo] ? sc[j] : -INFINITY;
+                    else
+                        sc[j] += (float)rlx_load(mask, mask_dt, mo);
+                }
+            }
+            double sum = rlx_cpu_attn_softmax_pv(sc, vb, acc, cnt, Dv);
+            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros, as the attention op gives */
+            float *o = O + (bb * S + s) * ow + h * Dv;
+            for (int64_t e = 0; e < Dv; e++)
+                o[e] = (float)(acc[e] * inv);
+        }
+    }
+}
+
 static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -468,7 +632,7 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
     float *Q = take(&b, (size_t)(d.rows * d.H * d.D) * 4), *K = take(&b, (size_t)(d.rows * d.Hk * d.D) * 4);
     float *V = take(&b, (size_t)(d.rows * d.Hk * d.Dv) * 4), *O = take(&b, (size_t)(d.rows * d.H * d.Dv) * 4);
     float *Y = n->dtype == RLX_F32 ? t->out : take(&b, (size_t)(d.rows * d.out) * 4);
-    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
+    int64_t S = d.S, D = d.D, Dv = d.Dv;
     const double *rope_tab = n->attrs.attn_block.has_rope ? (const double *)t->state : NULL; /* attn_block_prepare */
     int nth = ab_threads(th, &d);
     char *blocks = take(&b, 0);
@@ -502,44 +666,23 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
         rlx_shape full = {4, {d.B, d.H, S, S}};
         rlx_shape_broadcast_strides(&t->in_node[ib[7]]->shape, &full, mst);
     }
-    int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
+    int64_t ow = d.H * Dv;
     int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
     if (at > nth)
         at = nth;
-#pragma omp parallel for num_threads(at) schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < d.B * d.H; bh++) {
-        float *kT = (float *)(blocks + (size_t)omp_get_thread_num() * blk);
-        float *restrict vb = kT + D * S, *restrict qr = vb + S * Dv, *restrict sc = qr + D, *restrict acc = sc + S;
-        int64_t bb = bh / d.H, h = bh % d.H, hk = h / group;
-        for (int64_t j = 0; j < S; j++) {
-            const float *k = K + (bb * S + j) * kw + hk * D, *v = V + (bb * S + j) * vw + hk * Dv;
-            for (int64_t e = 0; e < D; e++)
-                kT[e * S + j] = k[e];
-            memcpy(vb + j * Dv, v, (size_t)Dv * sizeof(float));
-        }
-        for (int64_t s = 0; s < S; s++) {
-            const float *q = Q + (bb * S + s) * qw + h * D;
-            int64_t cnt = causal ? s + 1 : S;
-            for (int64_t e = 0; e < D; e++)
-                qr[e] = q[e] * scale;
-            rlx_cpu_attn_scores(qr, kT, sc, cnt, S, D);
-            if (mask) {
-                int64_t mb = bb * mst[0] + h * mst[1] + s * mst[2];
-                for (int64_t j = 0; j < cnt; j++) {
-                    int64_t mo = mb + j * mst[3];
-                    if (mask_dt == RLX_BOOL)
-                        sc[j] = ((const uint8_t *)mask)[mo] ? sc[j] : -INFINITY;
-                    else
-                        sc[j] += (float)rlx_load(mask, mask_dt, mo);
-                }
-            }
-            double sum = rlx_cpu_attn_softmax_pv(sc, vb, acc, cnt, Dv);
-            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros, as the attention op gives */
-            float *o = O + (bb * S + s) * ow + h * Dv;
-            for (int64_t e = 0; e < Dv; e++)
-                o[e] = (float)(acc[e] * inv);
-        }
-    }
+    ab_heads_job j = {.d = &d,
+                      .Q = Q,
+                      .K = K,
+                      .V = V,
+                      .O = O,
+                      .blocks = blocks,
+                      .blk = blk,
+                      .scale = scale,
+                      .causal = causal,
+                      .mask = mask,
+                      .mask_dt = mask_dt,
+                      .mst = mst};
+    rlx_cpu_parallel(at, d.B * d.H, ab_heads, &j);
     rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th, ctx->settings);
     add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);
     if (n->dtype != RLX_F32)
@@ -694,11 +837,63 @@ static void ew_block_f32(const ew_prog *p, const float *const *src, const int64_
  * operand: rows of C values) go several rows to a block; per row, the
  * block's overhead took most of the chain.  An input is dense across rows,
  * the same for every row (its block tiled once), or gathered row by row. */
+enum { EW_DENSE, EW_FIXED, EW_GATHER };
+
+/* A chain's blocks for the pool; each chunk keeps its own registers. */
+typedef struct ew_job {
+    const rlx_thunk *t;
+    const rlx_row_walk *w;
+    const ew_prog *p;
+    int64_t rpb, per_row;
+    int kind[RLX_MAX_INPUTS];
+} ew_job;
+
+static void ew_row_blocks(void *arg, int64_t b0, int64_t b1, int worker)
+{
+    (void)worker;
+    const ew_job *j = arg;
+    const rlx_thunk *t = j->t;
+    const rlx_row_walk *w = j->w;
+    const ew_prog *p = j->p;
+    const int64_t rows = w->rows, cols = w->cols, rpb = j->rpb;
+    int64_t ones[RLX_MAX_INPUTS];
+    for (int k = 0; k < p->nin; k++)
+        ones[k] = 1;
+    ew_regs rg;
+    memset(rg.filled, 0, sizeof rg.filled);
+    for (int64_t bl = b0; bl < b1; bl++) {
+        int64_t r0 = bl * rpb, nr = rows - r0 < rpb ? rows - r0 : rpb;
+        const float *src[RLX_MAX_INPUTS];
+        for (int k = 0; k < p->nin; k++) {
+            const float *in = (const float *)t->in[k];
+            float *v = rg.v[k];
+            src[k] = v;
+            if (j->kind[k] == EW_DENSE) {
+                src[k] = in + r0 * cols;
+            } else if (j->kind[k] == EW_FIXED) {
+                if (rg.filled[k] != in) { /* one row gathered, then copied: once per chunk */
+                    for (int64_t c = 0; c < cols; c++)
+                        v[c] = in[c * w->inner[k]];
+                    for (int64_t i = 1; i < rpb; i++)
+                        memcpy(v + i * cols, v, (size_t)cols * sizeof(float));
+                }
+                rg.filled[k] = in;
+            } else {
+                for (int64_t i = 0; i < nr; i++) {
+                    const float *row = in + rlx_row_start(w, k, r0 + i);
+                    for (int64_t c = 0; c < cols; c++)
+                        v[i * cols + c] = row[c * w->inner[k]];
+                }
+            }
+        }
+        ew_block_f32(p, src, ones, nr * cols, (float *)t->out + r0 * cols, &rg);
+    }
+}
+
 static void ew_rows_f32(const rlx_thunk *t, const rlx_row_walk *w, const ew_prog *p, int threads)
 {
-    enum { DENSE, FIXED, GATHER } kind[RLX_MAX_INPUTS];
+    ew_job j = {.t = t, .w = w, .p = p};
     const int64_t rows = w->rows, cols = w->cols, rpb = EW_BLOCK / cols, blocks = (rows + rpb - 1) / rpb;
-    int64_t ones[RLX_MAX_INPUTS];
     for (int k = 0; k < p->nin; k++) {
         bool dense = w->inner[k] == 1, fixed = true;
         int64_t want = cols;
@@ -709,37 +904,66 @@ static void ew_rows_f32(const rlx_thunk *t, const rlx_row_walk *w, const ew_prog
             fixed = fixed && w->st[k][d] == 0;
             want *= w->outer.dims[d];
         }
-        kind[k] = dense ? DENSE : fixed ? FIXED : GATHER;
-        ones[k] = 1;
+        j.kind[k] = dense ? EW_DENSE : fixed ? EW_FIXED : EW_GATHER;
     }
+    j.rpb = rpb;
     if (blocks < threads)
         threads = 1;
-    RLX_CPU_FOR(
-        threads, part, threads, ew_regs rg; memset(rg.filled, 0, sizeof rg.filled);
-        for (int64_t bl = blocks * part / threads; bl < blocks * (part + 1) / threads; bl++) {
-            int64_t r0 = bl * rpb, nr = rows - r0 < rpb ? rows - r0 : rpb;
-            const float *src[RLX_MAX_INPUTS];
-            for (int k = 0; k < p->nin; k++) {
-                const float *in = (const float *)t->in[k];
-                float *v = rg.v[k];
-                src[k] = v;
-                if (kind[k] == DENSE) {
-                    src[k] = in + r0 * cols;
-                } else if (kind[k] == FIXED) {
-                    if (rg.filled[k] != in)
-                        for (int64_t j = 0; j < rpb * cols; j++)
-                            v[j] = in[j % cols * w->inner[k]];
-                    rg.filled[k] = in;
-                } else {
-                    for (int64_t i = 0; i < nr; i++) {
-                        const float *row = in + rlx_row_start(w, k, r0 + i);
-                        for (int64_t c = 0; c < cols; c++)
-                            v[i * cols + c] = row[c * w->inner[k]];
-                    }
-                }
+    rlx_cpu_parallel(threads, blocks, ew_row_blocks, &j);
+}
+
+/* Blocks of EW_BLOCK columns of long rows. */
+static void ew_col_blocks(void *arg, int64_t b0, int64_t b1, int worker)
+{
+    (void)worker;
+    const ew_job *j = arg;
+    const rlx_thunk *t = j->t;
+    const rlx_row_walk *w = j->w;
+    int64_t cols = w->cols, per_row = j->per_row;
+    ew_regs rg;
+    memset(rg.filled, 0, sizeof rg.filled);
+    for (int64_t bl = b0; bl < b1; bl++) {
+        int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK;
+        int64_t len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
+        const float *src[RLX_MAX_INPUTS];
+        for (int k = 0; k < j->p->nin; k++)
+            src[k] = (const float *)t->in[k] + rlx_row_start(w, k, r) + c0 * w->inner[k];
+        ew_block_f32(j->p, src, w->inner, len, (float *)t->out + r * cols + c0, &rg);
+    }
+}
+
+/* Other dtypes: element by element through double, each step rounded. */
+static void ew_any_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const ew_job *j = arg;
+    const rlx_thunk *t = j->t;
+    const rlx_row_walk *w = j->w;
+    const rlx_node_data *n = t->node;
+    rlx_dtype dt = n->dtype;
+    int nin = n->n_in, nops = n->attrs.ew.n_ops;
+    const uint8_t *code = n->attrs.ew.code;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t start[RLX_MAX_INPUTS];
+        double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+        for (int k = 0; k < nin; k++)
+            start[k] = rlx_row_start(w, k, r);
+        for (int64_t c = 0; c < w->cols; c++) {
+            for (int k = 0; k < nin; k++) {
+                int64_t off = start[k] + c * w->inner[k];
+                reg[k] = rlx_load(t->in[k], dt, off);
             }
-            ew_block_f32(p, src, ones, nr * cols, (float *)t->out + r0 * cols, &rg);
-        });
+            for (int i = 0; i < nops; i++) {
+                const uint8_t *ins = code + 3 * i;
+                rlx_op op = (rlx_op)ins[0];
+                double v = rlx_op_is_unary(op) ? rlx_unary_f64(op, reg[ins[1]])
+                                               : rlx_binary_f64(op, reg[ins[1]], reg[ins[2]], 0);
+                /* each step rounds to the dtype, as the unfused node's store would */
+                reg[nin + i] = round_to_dtype(dt, v);
+            }
+            rlx_store(t->out, dt, r * w->cols + c, reg[nin + nops - 1]);
+        }
+    }
 }
 
 static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -753,7 +977,6 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     rlx_row_walk w; /* uncut: the f32 path below spreads blocks of a row over the threads */
     rlx_row_walk_init(&w, &n->shape, nin, shapes, false);
     const int64_t rows = w.rows, cols = w.cols;
-    const uint8_t *code = n->attrs.ew.code;
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
     if (dt == RLX_F32) { /* blocks of a row spread over the threads */
         ew_prog prog;
@@ -765,38 +988,14 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
         int64_t per_row = (cols + EW_BLOCK - 1) / EW_BLOCK, blocks = rows * per_row;
         if (blocks < threads)
             threads = 1;
-        /* one contiguous range of blocks per worker, each with its registers */
-        RLX_CPU_FOR(
-            threads, part, threads, ew_regs rg; memset(rg.filled, 0, sizeof rg.filled);
-            for (int64_t bl = blocks * part / threads; bl < blocks * (part + 1) / threads; bl++) {
-                int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK;
-                int64_t len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
-                const float *src[RLX_MAX_INPUTS];
-                for (int k = 0; k < nin; k++)
-                    src[k] = (const float *)t->in[k] + rlx_row_start(&w, k, r) + c0 * w.inner[k];
-                ew_block_f32(&prog, src, w.inner, len, (float *)t->out + r * cols + c0, &rg);
-            });
+        ew_job j = {.t = t, .w = &w, .p = &prog, .per_row = per_row};
+        rlx_cpu_parallel(threads, blocks, ew_col_blocks, &j);
         return RLX_OK;
     }
     if (rows < threads)
         threads = 1;
-    RLX_CPU_FOR(
-        threads, r, rows, int64_t start[RLX_MAX_INPUTS]; double reg[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
-        for (int k = 0; k < nin; k++) start[k] = rlx_row_start(&w, k, r); for (int64_t c = 0; c < cols; c++) {
-            for (int k = 0; k < nin; k++) {
-                int64_t off = start[k] + c * w.inner[k];
-                reg[k] = rlx_load(t->in[k], dt, off);
-            }
-            for (int i = 0; i < nops; i++) {
-                const uint8_t *ins = code + 3 * i;
-                rlx_op op = (rlx_op)ins[0];
-                double v = rlx_op_is_unary(op) ? rlx_unary_f64(op, reg[ins[1]])
-                                               : rlx_binary_f64(op, reg[ins[1]], reg[ins[2]], 0);
-                /* each step rounds to the dtype, as the unfused node's store would */
-                reg[nin + i] = round_to_dtype(dt, v);
-            }
-            rlx_store(t->out, dt, r * cols + c, reg[nin + nops - 1]);
-        });
+    ew_job j = {.t = t, .w = &w};
+    rlx_cpu_parallel(threads, rows, ew_any_rows, &j);
     return RLX_OK;
 }
 
@@ -817,30 +1016,26 @@ static inline double sm_value(const rlx_thunk *t, int64_t o, double scale, const
     return v;
 }
 
-static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ctx)
-{
-    const rlx_node_data *n = t->node, *xn = t->in_node[0];
-    rlx_dtype dt = xn->dtype;
-    int axis = n->attrs.sm.axis;
-    double scale = n->attrs.sm.scale;
-    int64_t outer = 1, len = xn->shape.dims[axis], inner = 1;
-    for (int d = 0; d < axis; d++)
-        outer *= xn->shape.dims[d];
-    for (int d = axis + 1; d < xn->shape.ndim; d++)
-        inner *= xn->shape.dims[d];
-    int64_t rows = outer * inner;
-    if (rows == 0 || len == 0)
-        return RLX_OK;
-    const void *mask = n->attrs.sm.has_mask ? t->in[1] : NULL;
-    rlx_dtype mt = mask ? t->in_node[1]->dtype : RLX_F32;
+typedef struct sm_job {
+    const rlx_thunk *t;
+    int64_t len, inner;
+    double scale;
+    const void *mask;
+    rlx_dtype mt;
     int64_t mst[RLX_MAX_DIMS];
-    if (mask)
-        rlx_shape_broadcast_strides(&t->in_node[1]->shape, &xn->shape, mst);
-    int threads = rlx_cpu_threads(ctx, rows * len * 8);
-    if (rows < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+} sm_job;
+
+static void sm_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const sm_job *j = arg;
+    const rlx_thunk *t = j->t;
+    rlx_dtype dt = t->in_node[0]->dtype, mt = j->mt;
+    int64_t len = j->len, inner = j->inner;
+    double scale = j->scale;
+    const void *mask = j->mask;
+    const int64_t *mst = j->mst;
+    for (int64_t r = r0; r < r1; r++) {
         int64_t base = (r / inner) * len * inner + (r % inner);
         double m = -INFINITY, sum = 0;
         int nan = 0;
@@ -857,6 +1052,30 @@ static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ct
         for (int64_t i = 0; i < len; i++)
             rlx_store(t->out, dt, base + i * inner, exp(sm_value(t, base + i * inner, scale, mask, mt, mst) - m) * inv);
     }
+}
+
+static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *xn = t->in_node[0];
+    int axis = n->attrs.sm.axis;
+    double scale = n->attrs.sm.scale;
+    int64_t outer = 1, len = xn->shape.dims[axis], inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        inner *= xn->shape.dims[d];
+    int64_t rows = outer * inner;
+    if (rows == 0 || len == 0)
+        return RLX_OK;
+    const void *mask = n->attrs.sm.has_mask ? t->in[1] : NULL;
+    sm_job j = {
+        .t = t, .len = len, .inner = inner, .scale = scale, .mask = mask, .mt = mask ? t->in_node[1]->dtype : RLX_F32};
+    if (mask)
+        rlx_shape_broadcast_strides(&t->in_node[1]->shape, &xn->shape, j.mst);
+    int threads = rlx_cpu_threads(ctx, rows * len * 8);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, sm_rows, &j);
     return RLX_OK;
 }
 

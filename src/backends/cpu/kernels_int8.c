@@ -7,7 +7,6 @@
  * quantize_u8 (DynamicQuantizeLinear in two passes).  Constant weights are
  * packed once, at prepare; others at each run into the scratch.  Built
  * without FP contraction: each epilogue step rounds as its unfused node. */
-#include <omp.h>
 
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -161,6 +160,65 @@ static void epilogue_block(const rlx_thunk *t, const epilogue *e, int32_t *c0, i
     }
 }
 
+/* One integer product's pieces for the pool: the s8 -> u8 flip and row
+ * sums by rows, the product (and its rescale) by row and panel blocks. */
+typedef struct mmi_job {
+    const rlx_thunk *t;
+    mmi_shape s;
+    const uint8_t *src;
+    uint8_t *au;
+    int32_t *rowsum, *C;
+    const rlx_igemm_args *g;
+    rlx_igemm_isa isa;
+    int64_t rb, rows, np;
+    const epilogue *e; /* scaled: the rescale (and requantization) of each block */
+    int32_t *tiles;    /* a u8 result: each worker's block of sums, tile_elems apart */
+    size_t tile_elems;
+    bool scaled, to_u8;
+} mmi_job;
+
+static void mmi_flip_rows(void *arg, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const mmi_job *j = arg;
+    int64_t k = j->s.k;
+    for (int64_t i = i0 * k; i < i1 * k; i++)
+        j->au[i] = j->src[i] ^ 0x80;
+}
+
+static void mmi_sum_rows(void *arg, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const mmi_job *j = arg;
+    for (int64_t i = i0; i < i1; i++)
+        rlx_igemm_row_sums(j->src + i * j->s.k, j->s.k, 1, j->s.k, j->rowsum + i);
+}
+
+static void mmi_blocks(void *arg, int64_t task0, int64_t task1, int worker)
+{
+    const mmi_job *j = arg;
+    mmi_shape s = j->s;
+    for (int64_t task = task0; task < task1; task++) {
+        int64_t r = task % j->rb, p = task / j->rb;
+        int64_t i0 = r * j->rows, i1 = i0 + j->rows < s.m ? i0 + j->rows : s.m;
+        int64_t p1 = (p + 1) * PANEL_BLOCK < j->np ? (p + 1) * PANEL_BLOCK : j->np;
+        int64_t j0 = p * TILE_W, j1 = p1 * RLX_IGEMM_NR < s.n ? p1 * RLX_IGEMM_NR : s.n;
+        if (j->to_u8) {
+            /* the kernel writes C[i][j] at c + i * ldc + j: a tile based at (i0, j0) */
+            int32_t *tile = j->tiles + (size_t)worker * j->tile_elems;
+            rlx_igemm_args gt = *j->g;
+            gt.ldc = TILE_W;
+            gt.c = (int32_t *)((uintptr_t)tile - (uintptr_t)((i0 * TILE_W + j0) * (int64_t)sizeof(int32_t)));
+            rlx_igemm_block(j->isa, &gt, i0, i1, p * PANEL_BLOCK, p1);
+            epilogue_block(j->t, j->e, tile, TILE_W, s.n, i0, i1, j0, j1);
+        } else {
+            rlx_igemm_block(j->isa, j->g, i0, i1, p * PANEL_BLOCK, p1);
+            if (j->scaled)
+                epilogue_block(j->t, j->e, j->C + i0 * s.n + j0, s.n, s.n, i0, i1, j0, j1);
+        }
+    }
+}
+
 static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *a = t->in_node[0], *b = t->in_node[1];
@@ -192,15 +250,12 @@ static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const uint8_t *A = t->in[0];
     int32_t za = (int32_t)rlx_load_i(t->in[2], a->dtype, 0);
     int th = rlx_cpu_threads(ctx, s.m * s.k);
+    mmi_job job = {.t = t, .s = s, .src = t->in[0], .rowsum = rowsum, .C = C};
     if (a->dtype == RLX_I8) {
-        uint8_t *au = (uint8_t *)sp;
-        const uint8_t *src = t->in[0];
+        job.au = (uint8_t *)sp;
         sp += up64((size_t)(s.m * s.k));
-        RLX_CPU_FOR(th, i, s.m, {
-            for (int64_t q = 0; q < s.k; q++)
-                au[i * s.k + q] = src[i * s.k + q] ^ 0x80;
-        });
-        A = au;
+        rlx_cpu_parallel(th, s.m, mmi_flip_rows, &job);
+        A = job.au;
         za += 128;
     }
     const void *packed = t->state;
@@ -211,7 +266,8 @@ static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t nzb = rlx_shape_numel(&t->in_node[3]->shape);
     for (int64_t j = 0; j < nzb; j++)
         zb[j] = (int32_t)rlx_load_i(t->in[3], b->dtype, j) - (b->dtype == RLX_U8 ? 128 : 0);
-    RLX_CPU_FOR(th, i, s.m, { rlx_igemm_row_sums(A + i * s.k, s.k, 1, s.k, rowsum + i); });
+    job.src = A;
+    rlx_cpu_parallel(th, s.m, mmi_sum_rows, &job);
     rlx_igemm_args g = {.m = s.m,
                         .k = s.k,
                         .n = s.n,
@@ -231,26 +287,17 @@ static rlx_status k_matmul_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int gth = rlx_cpu_threads(ctx, s.m * s.n * s.k / 8);
     if (gth > ctx->threads)
         gth = ctx->threads > 1 ? ctx->threads : 1; /* one tile per thread of the scratch */
-    RLX_CPU_FOR(gth, task, rb * pb, {
-        int64_t r = task % rb, p = task / rb;
-        int64_t i0 = r * rows, i1 = i0 + rows < s.m ? i0 + rows : s.m;
-        int64_t p1 = (p + 1) * PANEL_BLOCK < np ? (p + 1) * PANEL_BLOCK : np;
-        int64_t j0 = p * TILE_W, j1 = p1 * RLX_IGEMM_NR < s.n ? p1 * RLX_IGEMM_NR : s.n;
-        if (to_u8) {
-            /* the kernel writes C[i][j] at c + i * ldc + j: a tile based at (i0, j0) */
-            int tid = gth > 1 ? omp_get_thread_num() : 0;
-            int32_t *tile = tiles + (size_t)tid * (tile_bytes(s.m) / sizeof(int32_t));
-            rlx_igemm_args gt = g;
-            gt.ldc = TILE_W;
-            gt.c = (int32_t *)((uintptr_t)tile - (uintptr_t)((i0 * TILE_W + j0) * (int64_t)sizeof(int32_t)));
-            rlx_igemm_block(isa, &gt, i0, i1, p * PANEL_BLOCK, p1);
-            epilogue_block(t, &e, tile, TILE_W, s.n, i0, i1, j0, j1);
-        } else {
-            rlx_igemm_block(isa, &g, i0, i1, p * PANEL_BLOCK, p1);
-            if (scaled)
-                epilogue_block(t, &e, C + i0 * s.n + j0, s.n, s.n, i0, i1, j0, j1);
-        }
-    });
+    job.g = &g;
+    job.isa = isa;
+    job.rb = rb;
+    job.rows = rows;
+    job.np = np;
+    job.e = &e;
+    job.tiles = tiles;
+    job.tile_elems = tile_bytes(s.m) / sizeof(int32_t);
+    job.scaled = scaled;
+    job.to_u8 = to_u8;
+    rlx_cpu_parallel(gth, rb * pb, mmi_blocks, &job);
     return RLX_OK;
 }
 
@@ -283,13 +330,21 @@ RLX_CLONES static void quantize_u8_run(const float *x, uint8_t *y, int64_t n, fl
     }
 }
 
-static rlx_status k_quantize_u8(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void quantize_u8_blocks(void *arg, int64_t b0, int64_t b1, int worker)
 {
-    int64_t n = rlx_shape_numel(&t->node->shape), blocks = (n + 4095) / 4096;
+    (void)worker;
+    const rlx_thunk *t = arg;
+    int64_t n = rlx_shape_numel(&t->node->shape);
     const float *x = t->in[0], *r = t->in[1];
     uint8_t *y = t->out;
-    RLX_CPU_FOR(rlx_cpu_threads(ctx, n), b, blocks,
-                quantize_u8_run(x + b * 4096, y + b * 4096, n - b * 4096 < 4096 ? n - b * 4096 : 4096, r[0], r[1]););
+    for (int64_t b = b0; b < b1; b++)
+        quantize_u8_run(x + b * 4096, y + b * 4096, n - b * 4096 < 4096 ? n - b * 4096 : 4096, r[0], r[1]);
+}
+
+static rlx_status k_quantize_u8(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    int64_t n = rlx_shape_numel(&t->node->shape);
+    rlx_cpu_parallel(rlx_cpu_threads(ctx, n), (n + 4095) / 4096, quantize_u8_blocks, (void *)t);
     return RLX_OK;
 }
 

@@ -6,7 +6,6 @@
  * weights in the same tap order, packed once at prepare when they are
  * constant.  Taps on the padding hold x_zp, so that they add nothing.  The
  * int32 sums come out [pixels][O/groups] and are transposed into NCHW. */
-#include <omp.h>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_window.h"
@@ -96,42 +95,74 @@ static rlx_status ci_prepare(const rlx_graph *g, rlx_thunk *t)
 }
 
 /* xt[p][c] = xg[c][p] ^ flip (s8 made u8): one image's group, channels-last,
- * in blocks that stay in cache. */
-static void to_channels_last(uint8_t *xt, const uint8_t *xg, int64_t Cg, int64_t HW, uint8_t flip, int threads)
+ * in blocks of 64 x 64 that stay in cache. */
+typedef struct cl_job {
+    uint8_t *xt;
+    const uint8_t *xg;
+    int64_t Cg, HW;
+    uint8_t flip;
+} cl_job;
+
+enum { CL_B = 64 };
+
+static void to_channels_last_blocks(void *arg, int64_t lo, int64_t hi, int worker)
 {
-    enum { B = 64 };
-    RLX_CPU_FOR(threads, pb, (HW + B - 1) / B, {
-        int64_t p0 = pb * B, p1 = p0 + B < HW ? p0 + B : HW;
-        for (int64_t c0 = 0; c0 < Cg; c0 += B) {
-            int64_t c1 = c0 + B < Cg ? c0 + B : Cg;
+    (void)worker;
+    const cl_job *j = arg;
+    for (int64_t pb = lo; pb < hi; pb++) {
+        int64_t p0 = pb * CL_B, p1 = p0 + CL_B < j->HW ? p0 + CL_B : j->HW;
+        for (int64_t c0 = 0; c0 < j->Cg; c0 += CL_B) {
+            int64_t c1 = c0 + CL_B < j->Cg ? c0 + CL_B : j->Cg;
             for (int64_t p = p0; p < p1; p++)
                 for (int64_t c = c0; c < c1; c++)
-                    xt[p * Cg + c] = (uint8_t)(xg[c * HW + p] ^ flip);
+                    j->xt[p * j->Cg + c] = (uint8_t)(j->xg[c * j->HW + p] ^ j->flip);
         }
-    });
+    }
+}
+
+static void to_channels_last(uint8_t *xt, const uint8_t *xg, int64_t Cg, int64_t HW, uint8_t flip, int threads)
+{
+    cl_job j = {xt, xg, Cg, HW, flip};
+    rlx_cpu_parallel(threads, (HW + CL_B - 1) / CL_B, to_channels_last_blocks, &j);
 }
 
 /* Output rows [oh0, oh1) of the columns from the channels-last xt: row
  * (oh - oh0) * OW + ow of A holds pixel (oh, ow)'s taps, tap by tap (kh,
  * kw), each Cg bytes; taps off the image hold pad. */
-static void im2row(uint8_t *A, const uint8_t *xt, const ci_dims *d, int64_t oh0, int64_t oh1, uint8_t pad, int threads)
+typedef struct im2row_job {
+    uint8_t *A;
+    const uint8_t *xt;
+    const ci_dims *d;
+    int64_t oh0;
+    uint8_t pad;
+} im2row_job;
+
+static void im2row_rows(void *arg, int64_t lo, int64_t hi, int worker)
 {
-    const window2d *w = &d->w;
-    const int64_t Cg = d->Cg;
-    RLX_CPU_FOR(threads, r, (oh1 - oh0) * w->OW, {
-        int64_t oh = oh0 + r / w->OW, ow = r % w->OW;
-        uint8_t *dst = A + r * d->K;
+    (void)worker;
+    const im2row_job *j = arg;
+    const window2d *w = &j->d->w;
+    const int64_t Cg = j->d->Cg;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oh = j->oh0 + r / w->OW, ow = r % w->OW;
+        uint8_t *dst = j->A + r * j->d->K;
         for (int64_t kh = 0; kh < w->KH; kh++) {
             int64_t ih = oh * w->sh - w->ph + kh * w->dh;
             for (int64_t kw = 0; kw < w->KW; kw++, dst += Cg) {
                 int64_t iw = ow * w->sw - w->pw + kw * w->dw;
                 if (ih < 0 || ih >= w->H || iw < 0 || iw >= w->W)
-                    memset(dst, pad, (size_t)Cg);
+                    memset(dst, j->pad, (size_t)Cg);
                 else
-                    memcpy(dst, xt + (ih * w->W + iw) * Cg, (size_t)Cg);
+                    memcpy(dst, j->xt + (ih * w->W + iw) * Cg, (size_t)Cg);
             }
         }
-    });
+    }
+}
+
+static void im2row(uint8_t *A, const uint8_t *xt, const ci_dims *d, int64_t oh0, int64_t oh1, uint8_t pad, int threads)
+{
+    im2row_job j = {A, xt, d, oh0, pad};
+    rlx_cpu_parallel(threads, (oh1 - oh0) * d->w.OW, im2row_rows, &j);
 }
 
 /* A 1x1 conv of stride 1 without padding: its rows are the pixels. */
@@ -139,6 +170,38 @@ static bool pointwise(const window2d *w)
 {
     return w->KH == 1 && w->KW == 1 && w->sh == 1 && w->sw == 1 && w->ph == 0 && w->pw == 0 && w->OH == w->H &&
            w->OW == w->W;
+}
+
+/* One product of conv_integer's columns for the pool: by row and panel
+ * blocks, then its [m][Og] result into the output's [Og][OHW] rows. */
+typedef struct ci_job {
+    const rlx_igemm_args *g;
+    rlx_igemm_isa isa;
+    int64_t m, rb, rows, np;
+    int32_t *yg;
+    const int32_t *Cm;
+    int64_t Og, OHW;
+} ci_job;
+
+static void ci_blocks(void *arg, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ci_job *j = arg;
+    for (int64_t task = lo; task < hi; task++) {
+        int64_t r = task % j->rb, pp = task / j->rb;
+        int64_t i0 = r * j->rows, i1 = i0 + j->rows < j->m ? i0 + j->rows : j->m;
+        int64_t p1 = (pp + 1) * PANEL_BLOCK < j->np ? (pp + 1) * PANEL_BLOCK : j->np;
+        rlx_igemm_block(j->isa, j->g, i0, i1, pp * PANEL_BLOCK, p1);
+    }
+}
+
+static void ci_transpose(void *arg, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    const ci_job *j = arg;
+    for (int64_t o = lo; o < hi; o++)
+        for (int64_t i = 0; i < j->m; i++)
+            j->yg[o * j->OHW + i] = j->Cm[i * j->Og + o];
 }
 
 static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -199,17 +262,11 @@ static rlx_status k_conv_integer(const rlx_thunk *t, const rlx_run_ctx *ctx)
                                      .c = Cm,
                                      .ldc = d.Og};
                 int64_t rb = (m + ROW_BLOCK - 1) / ROW_BLOCK, rows = ((m + rb - 1) / rb + 5) / 6 * 6;
-                RLX_CPU_FOR(rlx_cpu_threads(ctx, m * d.Og * d.K / 8), task, rb * pb, {
-                    int64_t r = task % rb, pp = task / rb;
-                    int64_t i0 = r * rows, i1 = i0 + rows < m ? i0 + rows : m;
-                    int64_t p1 = (pp + 1) * PANEL_BLOCK < np ? (pp + 1) * PANEL_BLOCK : np;
-                    rlx_igemm_block(isa, &ga, i0, i1, pp * PANEL_BLOCK, p1);
-                });
-                int32_t *yg = y + (n * d.O + g * d.Og) * d.OHW + p0;
-                RLX_CPU_FOR(rlx_cpu_threads(ctx, m * d.Og), o, d.Og, {
-                    for (int64_t i = 0; i < m; i++)
-                        yg[o * d.OHW + i] = Cm[i * d.Og + o];
-                });
+                ci_job job = {&ga, isa, m, rb, rows, np, NULL, NULL, d.Og, d.OHW};
+                rlx_cpu_parallel(rlx_cpu_threads(ctx, m * d.Og * d.K / 8), rb * pb, ci_blocks, &job);
+                job.yg = y + (n * d.O + g * d.Og) * d.OHW + p0;
+                job.Cm = Cm;
+                rlx_cpu_parallel(rlx_cpu_threads(ctx, m * d.Og), d.Og, ci_transpose, &job);
             }
         }
     return RLX_OK;

@@ -129,19 +129,43 @@ RLX_CLONES static void matvec_cols(const float *a, const float *B, int64_t ldb, 
 /* One row times a matrix (decode steps, batch-1 projections): a matrix-vector
  * product reads the weights once at memory speed, where a GEMM library's
  * M = 1 path does not; the columns are shared among the threads. */
+typedef struct matvec_job {
+    int tb, parts;
+    bool wide;
+    int64_t N, K, ldb;
+    const float *a, *B;
+    float *y;
+} matvec_job;
+
+/* Part p of `parts` column ranges (fixed by the thread count, so each
+ * column's vector/tail split is the same whoever runs it). */
+static void matvec_parts(void *arg, int64_t p0, int64_t p1, int worker)
+{
+    (void)worker;
+    const matvec_job *j = arg;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t lo = j->N * p / j->parts, hi = j->N * (p + 1) / j->parts;
+        if (j->wide)
+            matvec_rows_avx512(j->a, j->B, j->ldb, j->K, j->y, lo, hi);
+        else if (j->tb)
+            matvec_rows(j->a, j->B, j->ldb, j->K, j->y, lo, hi);
+        else
+            matvec_cols(j->a, j->B, j->ldb, j->K, j->y, lo, hi);
+    }
+}
+
 static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y, int threads)
 {
-    int parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1;
-    const bool wide = tb && avx512_usable();
-    RLX_CPU_FOR(parts, p, parts, {
-        int64_t lo = N * p / parts, hi = N * (p + 1) / parts;
-        if (wide)
-            matvec_rows_avx512(a, B, ldb, K, y, lo, hi);
-        else if (tb)
-            matvec_rows(a, B, ldb, K, y, lo, hi);
-        else
-            matvec_cols(a, B, ldb, K, y, lo, hi);
-    });
+    matvec_job j = {.tb = tb,
+                    .parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1,
+                    .wide = tb && avx512_usable(),
+                    .N = N,
+                    .K = K,
+                    .ldb = ldb,
+                    .a = a,
+                    .B = B,
+                    .y = y};
+    rlx_cpu_parallel(j.parts, j.parts, matvec_parts, &j);
 }
 
 static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)

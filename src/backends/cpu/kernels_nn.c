@@ -11,8 +11,6 @@
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_window.h"
 
-#include <omp.h>
-
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 /* ------------------------------------------------------------------ rope */
@@ -41,14 +39,16 @@ static rlx_status rope_prepare(const rlx_graph *g, rlx_thunk *t)
 
 /* RoPE with cos and sin tables as inputs: each row of x (all axes but the
  * last) reads the table row its indices broadcast to. */
-static rlx_status k_rope_tables(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void rope_tables_rows(void *arg, int64_t begin, int64_t end, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int r = xn->shape.ndim;
     int64_t D = xn->shape.dims[r - 1], half = D / 2, rows = rlx_shape_numel(&xn->shape) / (D ? D : 1);
     if (!rows || !D)
-        return RLX_OK;
+        return;
     rlx_shape want = xn->shape;
     want.dims[r - 1] = half;
     int64_t cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
@@ -57,11 +57,7 @@ static rlx_status k_rope_tables(const rlx_thunk *t, const rlx_run_ctx *ctx)
     rlx_dtype ct = t->in_node[1]->dtype, stt = t->in_node[2]->dtype;
     int inter = t->node->attrs.rope.interleaved;
     int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
-    int threads = rlx_cpu_threads(ctx, rows * D * 4);
-    if (rows < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t row = 0; row < rows; row++) {
+    for (int64_t row = begin; row < end; row++) {
         int64_t co = 0, so = 0, rem = row;
         for (int d = r - 2; d >= 0; d--) {
             int64_t i = rem % xn->shape.dims[d];
@@ -77,31 +73,39 @@ static rlx_status k_rope_tables(const rlx_thunk *t, const rlx_run_ctx *ctx)
             rlx_store(t->out, dt, ib, x2 * c + x1 * sn);
         }
     }
+}
+
+static rlx_status k_rope_tables(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int r = xn->shape.ndim;
+    int64_t D = xn->shape.dims[r - 1], rows = rlx_shape_numel(&xn->shape) / (D ? D : 1);
+    if (!rows || !D)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, rows * D * 4);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, rope_tables_rows, (void *)t);
     return RLX_OK;
 }
 
-static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void rope_rows(void *arg, int64_t begin, int64_t end, int worker)
 {
-    if (t->node->n_in == 3)
-        return k_rope_tables(t, ctx);
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int r = xn->shape.ndim;
     int64_t S = xn->shape.dims[r - 2], D = xn->shape.dims[r - 1], half = D / 2;
     int64_t total = rlx_shape_numel(&xn->shape);
     if (total == 0)
-        return RLX_OK;
-    int64_t rows = total / (S * D);
+        return;
     int inter = t->node->attrs.rope.interleaved;
     const double *tab = (const double *)t->state; /* [S][half][cos, sin], from rope_prepare */
 
     /* element offsets of the two members of pair i */
     int64_t stride_a = inter ? 2 : 1, off_b = inter ? 1 : half;
-    int threads = rlx_cpu_threads(ctx, total * 4);
-    if (rows * S < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t rs = 0; rs < rows * S; rs++) {
+    for (int64_t rs = begin; rs < end; rs++) {
         int64_t s = rs % S, base = rs * D;
         const double *cs = tab + s * half * 2;
         if (dt == RLX_F32) {
@@ -123,6 +127,23 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
             }
         }
     }
+}
+
+static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    if (t->node->n_in == 3)
+        return k_rope_tables(t, ctx);
+    const rlx_node_data *xn = t->in_node[0];
+    int r = xn->shape.ndim;
+    int64_t S = xn->shape.dims[r - 2], D = xn->shape.dims[r - 1];
+    int64_t total = rlx_shape_numel(&xn->shape);
+    if (total == 0)
+        return RLX_OK;
+    int64_t rows = total / (S * D);
+    int threads = rlx_cpu_threads(ctx, total * 4);
+    if (rows * S < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows * S, rope_rows, (void *)t);
     return RLX_OK;
 }
 
@@ -354,6 +375,32 @@ double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t T
     return attn_softmax_pv_f32(sc, vb, acc, Te, Dv);
 }
 
+/* Item it: queries [s0, s1) of head bh; each worker converts keys and
+ * values into its own block of scratch. */
+typedef struct attn_job {
+    const rlx_thunk *t;
+    const attn_args *a;
+    int64_t parts, chunk;
+    size_t blk;
+    bool f64;
+} attn_job;
+
+static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
+{
+    const attn_job *j = arg;
+    for (int64_t it = begin; it < end; it++) {
+        int64_t bh = it / j->parts, s0 = it % j->parts * j->chunk;
+        int64_t s1 = s0 + j->chunk < j->a->S ? s0 + j->chunk : j->a->S;
+        if (s0 >= s1)
+            continue;
+        char *mine = (char *)j->t->scratch + (size_t)worker * j->blk;
+        if (j->f64)
+            attn_head_f64(j->a, bh, s0, s1, (double *)mine);
+        else
+            attn_head_f32(j->a, bh, s0, s1, (float *)mine);
+    }
+}
+
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *q = t->in_node[0], *k = t->in_node[1], *v = t->in_node[2];
@@ -401,18 +448,8 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     threads = want < slots ? want : slots;
     if (threads > items)
         threads = items;
-    int f64 = q->dtype == RLX_F64;
-#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 1)
-    for (int64_t it = 0; it < items; it++) {
-        int64_t bh = it / parts, s0 = it % parts * chunk, s1 = s0 + chunk < a.S ? s0 + chunk : a.S;
-        if (s0 >= s1)
-            continue;
-        char *mine = (char *)t->scratch + (size_t)omp_get_thread_num() * blk;
-        if (f64)
-            attn_head_f64(&a, bh, s0, s1, (double *)mine);
-        else
-            attn_head_f32(&a, bh, s0, s1, (float *)mine);
-    }
+    attn_job j = {.t = t, .a = &a, .parts = parts, .chunk = chunk, .blk = blk, .f64 = q->dtype == RLX_F64};
+    rlx_cpu_parallel((int)threads, items, attn_items, &j);
     return RLX_OK;
 }
 
@@ -423,8 +460,10 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * divides by the number of cells inside the input, or with
  * count_include_pad by the cells inside the padded extent (cells a ceil-mode
  * window reaches beyond the end pad never count). */
-static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     const rlx_shape *xs = &xn->shape;
     const rlx_pool_params *p = &t->node->attrs.pool.p;
@@ -437,12 +476,8 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t ph_end = sp == 2 ? p->pads[2] : 0, pw_end = sp == 2 ? p->pads[3] : p->pads[1];
     int64_t planes = xs->dims[0] * xs->dims[1], HW = w.H * w.W, rows = planes * w.OH;
     if (rows == 0 || w.OW == 0)
-        return RLX_OK;
-    int threads = rlx_cpu_threads(ctx, rows * w.OW * w.KH * w.KW);
-    if (rows < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t row = 0; row < rows; row++) {
+        return;
+    for (int64_t row = begin; row < end; row++) {
         int64_t pl = row / w.OH, oh = row % w.OH;
         int64_t h0 = oh * w.sh - w.ph;
         int64_t kh0 = tap_lo(h0, 0, w.dh), kh1 = tap_hi(h0, w.H, w.dh, w.KH);
@@ -514,22 +549,36 @@ static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 rlx_store(t->out, dt, o, r);
         }
     }
+}
+
+static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    const rlx_pool_params *p = &t->node->attrs.pool.p;
+    int sp = xs->ndim - 2;
+    window2d w = conv_window(xs, &t->node->shape, sp == 2 ? p->kernel[0] : 1, p->kernel[sp - 1], p->stride, p->dilation,
+                             p->pads);
+    int64_t rows = xs->dims[0] * xs->dims[1] * w.OH;
+    if (rows == 0 || w.OW == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, rows * w.OW * w.KH * w.KW);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, pool_rows, (void *)t);
     return RLX_OK;
 }
 
-static rlx_status k_global_avg_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void global_avg_planes(void *arg, int64_t begin, int64_t end, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int64_t planes = xn->shape.dims[0] * xn->shape.dims[1];
     int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
     if (planes == 0)
-        return RLX_OK;
-    int threads = rlx_cpu_threads(ctx, planes * n);
-    if (planes < threads)
-        threads = 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t pl = 0; pl < planes; pl++) {
+        return;
+    for (int64_t pl = begin; pl < end; pl++) {
         double acc = 0;
         if (dt == RLX_F32) {
             const float *x = (const float *)t->in[0] + pl * n;
@@ -541,6 +590,19 @@ static rlx_status k_global_avg_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
         }
         rlx_store(t->out, dt, pl, n ? acc / (double)n : NAN);
     }
+}
+
+static rlx_status k_global_avg_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t planes = xn->shape.dims[0] * xn->shape.dims[1];
+    int64_t n = planes ? rlx_shape_numel(&xn->shape) / planes : 0;
+    if (planes == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, planes * n);
+    if (planes < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, planes, global_avg_planes, (void *)t);
     return RLX_OK;
 }
 

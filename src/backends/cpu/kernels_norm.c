@@ -72,12 +72,32 @@ static void softmax_row_any(const void *x, void *y, rlx_dtype dt, int64_t base, 
     }
 }
 
+typedef struct softmax_job {
+    const rlx_thunk *t;
+    int64_t n, inner;
+} softmax_job;
+
+static void softmax_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const softmax_job *j = arg;
+    const rlx_thunk *t = j->t;
+    rlx_dtype dt = t->in_node[0]->dtype;
+    int log_form = t->node->op == RLX_OP_LOG_SOFTMAX;
+    int64_t n = j->n, inner = j->inner;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t base = (r / inner) * n * inner + (r % inner);
+        if (dt == RLX_F32 &&
+            softmax_row_f32((const float *)t->in[0] + base, (float *)t->out + base, n, inner, log_form) == 0)
+            continue;
+        softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form);
+    }
+}
+
 static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *xn = t->in_node[0];
-    rlx_dtype dt = xn->dtype;
     int axis = t->node->attrs.softmax.axis;
-    int log_form = t->node->op == RLX_OP_LOG_SOFTMAX;
     int64_t outer = 1, n = xn->shape.dims[axis], inner = 1;
     for (int d = 0; d < axis; d++)
         outer *= xn->shape.dims[d];
@@ -89,10 +109,8 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, rows * n * 8);
     if (rows < threads)
         threads = 1;
-    RLX_CPU_FOR(threads, r, rows, int64_t base = (r / inner) * n * inner + (r % inner);
-                if (dt == RLX_F32 && softmax_row_f32((const float *)t->in[0] + base, (float *)t->out + base, n, inner,
-                                                     log_form) == 0) continue;
-                softmax_row_any(t->in[0], t->out, dt, base, n, inner, log_form););
+    softmax_job j = {.t = t, .n = n, .inner = inner};
+    rlx_cpu_parallel(threads, rows, softmax_rows, &j);
     return RLX_OK;
 }
 
@@ -134,37 +152,35 @@ RLX_CLONES static void norm_row_f32(const float *x, float *y, const float *g, co
     }
 }
 
-static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void norm_rows(void *arg, int64_t r0, int64_t r1, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     rlx_dtype dt = xn->dtype;
     int is_layer = t->node->op == RLX_OP_LAYER_NORM;
     double eps = t->node->attrs.norm.eps;
     int64_t n = xn->shape.dims[xn->shape.ndim - 1];
-    int64_t rows = n ? rlx_shape_numel(&xn->shape) / n : 0;
-    if (rows == 0 || n == 0)
-        return RLX_OK;
     int k = 1;
     const void *gamma = t->node->attrs.norm.has_gamma ? t->in[k++] : NULL;
     const void *beta = (is_layer && t->node->attrs.norm.has_beta) ? t->in[k++] : NULL;
-    int threads = rlx_cpu_threads(ctx, rows * n * 4);
-    if (rows < threads)
-        threads = 1;
-
-    RLX_CPU_FOR(
-        threads, r, rows, int64_t base = r * n; if (dt == RLX_F32) {
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t base = r * n;
+        if (dt == RLX_F32) {
             norm_row_f32((const float *)t->in[0] + base, (float *)t->out + base, gamma, beta, n, is_layer, eps);
             continue;
-        } double mean = 0,
-                                                var = 0;
+        }
+        double mean = 0, var = 0;
         if (is_layer) {
             for (int64_t i = 0; i < n; i++)
                 mean += rlx_load(t->in[0], dt, base + i);
             mean /= (double)n;
-        } for (int64_t i = 0; i < n; i++) {
+        }
+        for (int64_t i = 0; i < n; i++) {
             double d = rlx_load(t->in[0], dt, base + i) - mean;
             var += d * d;
-        } double inv = 1.0 / sqrt(var / (double)n + eps);
+        }
+        double inv = 1.0 / sqrt(var / (double)n + eps);
         for (int64_t i = 0; i < n; i++) {
             double v = (rlx_load(t->in[0], dt, base + i) - mean) * inv;
             if (gamma)
@@ -172,7 +188,21 @@ static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
             if (beta)
                 v += rlx_load(beta, dt, i);
             rlx_store(t->out, dt, base + i, v);
-        });
+        }
+    }
+}
+
+static rlx_status k_norm(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int64_t n = xn->shape.dims[xn->shape.ndim - 1];
+    int64_t rows = n ? rlx_shape_numel(&xn->shape) / n : 0;
+    if (rows == 0 || n == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, rows * n * 4);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, norm_rows, (void *)t);
     return RLX_OK;
 }
 

@@ -11,8 +11,6 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_expf.h" /* RLX_VEC_* and the clang note on omp simd */
 
-#include <omp.h>
-
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD } reduce_kind;
 
 /* Dims of one reduction after merging, in row-major order of the input. */
@@ -273,41 +271,72 @@ static reduce_kind kind_of(rlx_op op)
         }                                               \
     } while (0)
 
-static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const reduce_layout *L, reduce_kind k,
-                              int64_t n_out)
+/* A reduction's outputs for the pool. */
+typedef struct reduce_job {
+    const rlx_thunk *t;
+    const reduce_layout *L;
+    reduce_kind k;
+    int64_t I, nch;
+} reduce_job;
+
+/* Items of up to ROW_CHUNK kept outputs, each summed over every reduced
+ * position in order. */
+static void reduce_row_items(void *arg, int64_t it0, int64_t it1, int worker)
 {
-    rlx_dtype dt = t->in_node[0]->dtype;
-    const void *x = t->in[0];
-    void *y = t->out;
-    int64_t I = L->kdim[L->nk - 1], nch = (I + ROW_CHUNK - 1) / ROW_CHUNK, items = n_out / I * nch;
-    int threads = rlx_cpu_threads(ctx, L->n_red * n_out);
-    if (items < threads)
-        threads = 1;
+    (void)worker;
+    const reduce_job *j = arg;
+    const reduce_layout *L = j->L;
+    reduce_kind k = j->k;
+    rlx_dtype dt = j->t->in_node[0]->dtype;
+    const void *x = j->t->in[0];
+    void *y = j->t->out;
+    int64_t I = j->I, nch = j->nch;
     if (rlx_dtype_is_float(dt)) {
         float_row_fn fn = dt == RLX_F32   ? row_float
                           : dt == RLX_F64 ? row_double
                           : dt == RLX_F16 ? row_f16_t
                                           : row_bf16_t;
         double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
-        RLX_CPU_FOR(threads, it, items, int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
-                    int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
-                    int64_t base = kept_offset(L, o0); double acc[ROW_CHUNK];
-                    for (int64_t i = 0; i < len; i++) acc[i] = init;
-                    FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc)); for (int64_t i = 0; i < len; i++)
-                        rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]););
+        for (int64_t it = it0; it < it1; it++) {
+            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+            int64_t base = kept_offset(L, o0);
+            double acc[ROW_CHUNK];
+            for (int64_t i = 0; i < len; i++)
+                acc[i] = init;
+            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
+            for (int64_t i = 0; i < len; i++)
+                rlx_store(y, dt, o0 + i, k == R_MEAN ? acc[i] / (double)L->n_red : acc[i]);
+        }
     } else {
         int_row_fn fn = dt == RLX_I64   ? irow_int64_t
                         : dt == RLX_I32 ? irow_int32_t
                         : dt == RLX_I8  ? irow_int8_t
                                         : irow_uint8_t;
         int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
-        RLX_CPU_FOR(threads, it, items, int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
-                    int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
-                    int64_t base = kept_offset(L, o0); int64_t acc[ROW_CHUNK];
-                    for (int64_t i = 0; i < len; i++) acc[i] = init;
-                    FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
-                    for (int64_t i = 0; i < len; i++) rlx_store_i(y, dt, o0 + i, acc[i]););
+        for (int64_t it = it0; it < it1; it++) {
+            int64_t o0 = it / nch * I + it % nch * ROW_CHUNK, c = it % nch;
+            int64_t len = I - c * ROW_CHUNK < ROW_CHUNK ? I - c * ROW_CHUNK : ROW_CHUNK;
+            int64_t base = kept_offset(L, o0);
+            int64_t acc[ROW_CHUNK];
+            for (int64_t i = 0; i < len; i++)
+                acc[i] = init;
+            FOR_EACH_POSITION(L, fn(k, x, base + off_, len, acc));
+            for (int64_t i = 0; i < len; i++)
+                rlx_store_i(y, dt, o0 + i, acc[i]);
+        }
     }
+}
+
+static rlx_status reduce_rows(const rlx_thunk *t, const rlx_run_ctx *ctx, const reduce_layout *L, reduce_kind k,
+                              int64_t n_out)
+{
+    int64_t I = L->kdim[L->nk - 1], nch = (I + ROW_CHUNK - 1) / ROW_CHUNK, items = n_out / I * nch;
+    int threads = rlx_cpu_threads(ctx, L->n_red * n_out);
+    if (items < threads)
+        threads = 1;
+    reduce_job j = {.t = t, .L = L, .k = k, .I = I, .nch = nch};
+    rlx_cpu_parallel(threads, items, reduce_row_items, &j);
     return RLX_OK;
 }
 
@@ -329,6 +358,49 @@ float rlx_cpu_minmax_f32(const float *x, int64_t n, bool max)
         }
     }
     return nan ? NAN : m;
+}
+
+/* Outputs one by one, each over its runs of reduced positions. */
+static void reduce_outputs(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const reduce_job *j = arg;
+    const reduce_layout L = *j->L;
+    reduce_kind k = j->k;
+    rlx_dtype dt = j->t->in_node[0]->dtype;
+    const void *x = j->t->in[0];
+    void *y = j->t->out;
+    if (rlx_dtype_is_float(dt)) {
+        float_run_fn fn = dt == RLX_F32   ? run_float
+                          : dt == RLX_F64 ? run_double
+                          : dt == RLX_F16 ? run_f16_t
+                                          : run_bf16_t;
+        double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
+        for (int64_t o = o0; o < o1; o++) {
+            double acc = init;
+            if (L.n_red > 0) {
+                int64_t base = kept_offset(&L, o);
+                FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
+            }
+            if (k == R_MEAN)
+                acc = L.n_red ? acc / (double)L.n_red : NAN;
+            rlx_store(y, dt, o, acc);
+        }
+    } else {
+        int_run_fn fn = dt == RLX_I64   ? irun_int64_t
+                        : dt == RLX_I32 ? irun_int32_t
+                        : dt == RLX_I8  ? irun_int8_t
+                                        : irun_uint8_t;
+        int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
+        for (int64_t o = o0; o < o1; o++) {
+            int64_t acc = init;
+            if (L.n_red > 0) {
+                int64_t base = kept_offset(&L, o);
+                FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
+            }
+            rlx_store_i(y, dt, o, acc);
+        }
+    }
 }
 
 static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -358,59 +430,32 @@ static rlx_status k_reduce(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (L.n_red > 0 && L.nr > 0 && L.nk > 0 && L.kstr[L.nk - 1] == 1 && L.kdim[L.nk - 1] >= 16)
         return reduce_rows(t, ctx, &L, k, n_out);
 
-    if (rlx_dtype_is_float(dt)) {
-        float_run_fn fn = dt == RLX_F32   ? run_float
-                          : dt == RLX_F64 ? run_double
-                          : dt == RLX_F16 ? run_f16_t
-                                          : run_bf16_t;
-        double init = (k == R_PROD) ? 1.0 : (k == R_MAX) ? -INFINITY : (k == R_MIN) ? INFINITY : 0.0;
-        RLX_CPU_FOR(
-            threads, o, n_out, double acc = init; if (L.n_red > 0) {
-                int64_t base = kept_offset(&L, o);
-                FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
-            } if (k == R_MEAN) acc = L.n_red ? acc / (double)L.n_red : NAN;
-            rlx_store(y, dt, o, acc););
-    } else {
-        int_run_fn fn = dt == RLX_I64   ? irun_int64_t
-                        : dt == RLX_I32 ? irun_int32_t
-                        : dt == RLX_I8  ? irun_int8_t
-                                        : irun_uint8_t;
-        int64_t init = (k == R_PROD) ? 1 : (k == R_MAX) ? INT64_MIN : (k == R_MIN) ? INT64_MAX : 0;
-        RLX_CPU_FOR(
-            threads, o, n_out, int64_t acc = init; if (L.n_red > 0) {
-                int64_t base = kept_offset(&L, o);
-                FOR_EACH_RUN(&L, base, fn(k, x, off_, n_, s_, &acc));
-            } rlx_store_i(y, dt, o, acc););
-    }
+    reduce_job j = {.t = t, .L = &L, .k = k};
+    rlx_cpu_parallel(threads, n_out, reduce_outputs, &j);
     return RLX_OK;
 }
 
 /* ---- argmax / argmin: index of the first extreme value along one axis.
  * NaN counts as the extreme for both (numpy): the first NaN wins. */
 
-static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
-{
-    const rlx_node_data *xn = t->in_node[0];
-    rlx_dtype dt = xn->dtype;
-    int axis = t->node->attrs.arg.axis;
-    int is_max = t->node->op == RLX_OP_ARGMAX;
-    int64_t outer = 1, n = xn->shape.dims[axis], inner = 1;
-    for (int d = 0; d < axis; d++)
-        outer *= xn->shape.dims[d];
-    for (int d = axis + 1; d < xn->shape.ndim; d++)
-        inner *= xn->shape.dims[d];
-    int64_t n_out = outer * inner;
-    if (n_out == 0 || n == 0)
-        return RLX_OK;
-    const void *x = t->in[0];
-    int64_t *y = (int64_t *)t->out;
-    int threads = rlx_cpu_threads(ctx, n_out * n);
-    if (n_out < threads)
-        threads = 1;
-    int is_float = rlx_dtype_is_float(dt);
+typedef struct arg_job {
+    const rlx_thunk *t;
+    int64_t n, inner;
+} arg_job;
 
-    RLX_CPU_FOR(
-        threads, o, n_out, int64_t base = (o / inner) * n * inner + (o % inner); int64_t best_i = 0; if (is_float) {
+static void arg_outputs(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const arg_job *j = arg;
+    rlx_dtype dt = j->t->in_node[0]->dtype;
+    int is_max = j->t->node->op == RLX_OP_ARGMAX, is_float = rlx_dtype_is_float(dt);
+    int64_t n = j->n, inner = j->inner;
+    const void *x = j->t->in[0];
+    int64_t *y = (int64_t *)j->t->out;
+    for (int64_t o = o0; o < o1; o++) {
+        int64_t base = (o / inner) * n * inner + (o % inner);
+        int64_t best_i = 0;
+        if (is_float) {
             /* doubles hold every float dtype exactly, so one loop serves all */
             double best = rlx_load(x, dt, base);
             if (best == best) {
@@ -435,7 +480,28 @@ static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
                     best_i = i;
                 }
             }
-        } y[o] = best_i;);
+        }
+        y[o] = best_i;
+    }
+}
+
+static rlx_status k_arg(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    int axis = t->node->attrs.arg.axis;
+    int64_t outer = 1, n = xn->shape.dims[axis], inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xn->shape.dims[d];
+    for (int d = axis + 1; d < xn->shape.ndim; d++)
+        inner *= xn->shape.dims[d];
+    int64_t n_out = outer * inner;
+    if (n_out == 0 || n == 0)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, n_out * n);
+    if (n_out < threads)
+        threads = 1;
+    arg_job j = {.t = t, .n = n, .inner = inner};
+    rlx_cpu_parallel(threads, n_out, arg_outputs, &j);
     return RLX_OK;
 }
 

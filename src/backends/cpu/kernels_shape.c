@@ -36,54 +36,97 @@ static inline void copy_run(char *dst, const char *src, int64_t n, int64_t s, si
 
 #define TILE 32
 
+/* A strided copy for the pool: tiles over dims (p, q), or rows. */
+typedef struct copy_job {
+    void *dst;
+    const void *src;
+    int n, p;
+    const int64_t *d, *s;
+    int64_t ost[RLX_MAX_DIMS];
+    size_t es;
+    int64_t tp, tq, len, step;
+} copy_job;
+
+static void copy_tiles(void *arg, int64_t it0, int64_t it1, int worker)
+{
+    (void)worker;
+    const copy_job *j = arg;
+    const int64_t *d = j->d, *s = j->s, *ost = j->ost;
+    int n = j->n, p = j->p, q = n - 1;
+    size_t es = j->es;
+    int64_t P = d[p], Q = d[q], tp = j->tp, tq = j->tq;
+    for (int64_t it = it0; it < it1; it++) {
+        int64_t o = it / (tp * tq), bp = (it / tq) % tp * TILE, bq = it % tq * TILE;
+        int64_t soff = 0, doff = 0, r = o;
+        for (int i = n - 2; i >= 0; i--) { /* outer dims: all but p and q */
+            if (i == p)
+                continue;
+            int64_t k = r % d[i];
+            r /= d[i];
+            soff += k * s[i];
+            doff += k * ost[i];
+        }
+        int64_t ep = bp + TILE < P ? bp + TILE : P, eq = bq + TILE < Q ? bq + TILE : Q;
+        const char *sb = (const char *)j->src + soff * (int64_t)es;
+        char *db = (char *)j->dst + doff * (int64_t)es;
+        int64_t sq = s[q], dp = ost[p];
+        switch (es) {
+        case 4:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t k = bq; k < eq; k++)
+                    memcpy(db + (i * dp + k) * 4, sb + (i + k * sq) * 4, 4);
+            break;
+        case 2:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t k = bq; k < eq; k++)
+                    memcpy(db + (i * dp + k) * 2, sb + (i + k * sq) * 2, 2);
+            break;
+        case 8:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t k = bq; k < eq; k++)
+                    memcpy(db + (i * dp + k) * 8, sb + (i + k * sq) * 8, 8);
+            break;
+        default:
+            for (int64_t i = bp; i < ep; i++)
+                for (int64_t k = bq; k < eq; k++)
+                    memcpy(db + (size_t)(i * dp + k) * es, sb + (i + k * sq) * (int64_t)es, es);
+        }
+    }
+}
+
 /* Copies dims d (coalesced, n of them) where source dim p has stride 1 and
  * the innermost dim q = n - 1 is strided: tile over (p, q). */
 static void tiled_copy(void *dst, const void *src, int n, const int64_t *d, const int64_t *s, int p, size_t es,
                        int64_t total, const rlx_run_ctx *ctx)
 {
     int q = n - 1;
-    int64_t ost[RLX_MAX_DIMS]; /* output (dense) strides */
-    ost[n - 1] = 1;
+    copy_job j = {.dst = dst, .src = src, .n = n, .p = p, .d = d, .s = s, .es = es};
+    j.ost[n - 1] = 1; /* output (dense) strides */
     for (int i = n - 2; i >= 0; i--)
-        ost[i] = ost[i + 1] * d[i + 1];
-    int64_t P = d[p], Q = d[q], tp = (P + TILE - 1) / TILE, tq = (Q + TILE - 1) / TILE;
-    int64_t outer = total / (P * Q), items = outer * tp * tq;
+        j.ost[i] = j.ost[i + 1] * d[i + 1];
+    int64_t P = d[p], Q = d[q];
+    j.tp = (P + TILE - 1) / TILE;
+    j.tq = (Q + TILE - 1) / TILE;
+    int64_t outer = total / (P * Q), items = outer * j.tp * j.tq;
     int threads = rlx_cpu_threads(ctx, total);
     if (items < threads)
         threads = 1;
-    RLX_CPU_FOR(
-        threads, it, items, int64_t o = it / (tp * tq), bp = (it / tq) % tp * TILE, bq = it % tq * TILE;
-        int64_t soff = 0, doff = 0, r = o; for (int i = n - 2; i >= 0; i--) { /* outer dims: all but p and q */
-                                                                              if (i == p)
-                                                                                  continue;
-                                                                              int64_t k = r % d[i];
-                                                                              r /= d[i];
-                                                                              soff += k * s[i];
-                                                                              doff += k * ost[i];
-        } int64_t ep = bp + TILE < P ? bp + TILE : P,
-                                           eq = bq + TILE < Q ? bq + TILE : Q;
-        const char *sb = (const char *)src + soff * (int64_t)es; char *db = (char *)dst + doff * (int64_t)es;
-        int64_t sq = s[q], dp = ost[p]; switch (es) {
-            case 4:
-                for (int64_t i = bp; i < ep; i++)
-                    for (int64_t j = bq; j < eq; j++)
-                        memcpy(db + (i * dp + j) * 4, sb + (i + j * sq) * 4, 4);
-                break;
-            case 2:
-                for (int64_t i = bp; i < ep; i++)
-                    for (int64_t j = bq; j < eq; j++)
-                        memcpy(db + (i * dp + j) * 2, sb + (i + j * sq) * 2, 2);
-                break;
-            case 8:
-                for (int64_t i = bp; i < ep; i++)
-                    for (int64_t j = bq; j < eq; j++)
-                        memcpy(db + (i * dp + j) * 8, sb + (i + j * sq) * 8, 8);
-                break;
-            default:
-                for (int64_t i = bp; i < ep; i++)
-                    for (int64_t j = bq; j < eq; j++)
-                        memcpy(db + (size_t)(i * dp + j) * es, sb + (i + j * sq) * (int64_t)es, es);
-        });
+    rlx_cpu_parallel(threads, items, copy_tiles, &j);
+}
+
+static void copy_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const copy_job *j = arg;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t off = 0, q = r;
+        for (int i = j->n - 2; i >= 0; i--) {
+            off += (q % j->d[i]) * j->s[i];
+            q /= j->d[i];
+        }
+        copy_run((char *)j->dst + (size_t)(r * j->len) * j->es, (const char *)j->src + off * (int64_t)j->es, j->len,
+                 j->step, j->es);
+    }
 }
 
 /* dst (dense, shape dims) = src read at element strides str (any sign). */
@@ -141,11 +184,8 @@ static void strided_copy(void *dst, const void *src, int ndim, const int64_t *di
     int threads = rlx_cpu_threads(ctx, total);
     if (rows < threads)
         threads = 1;
-    RLX_CPU_FOR(
-        threads, r, rows, int64_t off = 0, q = r; for (int i = n - 2; i >= 0; i--) {
-            off += (q % d[i]) * s[i];
-            q /= d[i];
-        } copy_run((char *)dst + (size_t)(r * len) * es, (const char *)src + off * (int64_t)es, len, step, es););
+    copy_job j = {.dst = dst, .src = src, .n = n, .d = d, .s = s, .es = es, .len = len, .step = step};
+    rlx_cpu_parallel(threads, rows, copy_rows, &j);
 }
 
 static rlx_status k_reshape(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -211,6 +251,25 @@ static rlx_status k_expand(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* Row-wise copies (concat's pieces, gather's rows, scatter_add's column
+ * blocks, pad's rows) for the pool. */
+typedef struct rows_job {
+    const rlx_thunk *t;
+    const char *src;
+    char *dst;
+    size_t out_row, chunk;
+    int64_t n, m, inner, cols;
+    const int64_t *idx;
+} rows_job;
+
+static void concat_rows(void *arg, int64_t o0, int64_t o1, int worker)
+{
+    (void)worker;
+    const rows_job *j = arg;
+    for (int64_t o = o0; o < o1; o++)
+        memcpy(j->dst + (size_t)o * j->out_row, j->src + (size_t)o * j->chunk, j->chunk);
+}
+
 static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_shape *os = &t->node->shape;
@@ -234,10 +293,27 @@ static rlx_status k_concat(const rlx_thunk *t, const rlx_run_ctx *ctx)
         int threads = rlx_cpu_threads(ctx, outer * (int64_t)chunk / 4);
         if (outer < threads)
             threads = 1;
-        RLX_CPU_FOR(threads, o, outer, memcpy(dst + (size_t)o * out_row, src + (size_t)o * chunk, chunk););
+        rows_job j = {.src = src, .dst = dst, .out_row = out_row, .chunk = chunk};
+        rlx_cpu_parallel(threads, outer, concat_rows, &j);
         at += chunk;
     }
     return RLX_OK;
+}
+
+static void gather_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const rows_job *jb = arg;
+    const rlx_thunk *t = jb->t;
+    int64_t m = jb->m, n = jb->n;
+    size_t row = jb->chunk;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t o = r / m, j = r % m;
+        int64_t ix = rlx_load_i(t->in[1], t->in_node[1]->dtype, j);
+        if (ix < 0)
+            ix += n;
+        memcpy((char *)t->out + (size_t)r * row, (const char *)t->in[0] + (size_t)(o * n + ix) * row, row);
+    }
 }
 
 static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -262,9 +338,8 @@ static rlx_status k_gather(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int threads = rlx_cpu_threads(ctx, outer * m * inner);
     if (outer * m < threads)
         threads = 1;
-    RLX_CPU_FOR(threads, r, outer * m, int64_t o = r / m, j = r % m; int64_t ix = rlx_load_i(t->in[1], in->dtype, j);
-                if (ix < 0) ix += n;
-                memcpy((char *)t->out + (size_t)r * row, (const char *)t->in[0] + (size_t)(o * n + ix) * row, row););
+    rows_job jb = {.t = t, .chunk = row, .n = n, .m = m};
+    rlx_cpu_parallel(threads, outer * m, gather_rows, &jb);
     return RLX_OK;
 }
 
@@ -279,9 +354,37 @@ static size_t scatter_add_scratch(const rlx_graph *g, const rlx_node_data *n, in
     return (size_t)rlx_shape_numel(&g->nodes[n->in[1]].shape) * sizeof(int64_t);
 }
 
+/* Item (o, c): column block c of outer slice o, every update in order. */
+static void scatter_add_items(void *arg, int64_t i0, int64_t i1, int worker)
+{
+    (void)worker;
+    const rows_job *jb = arg;
+    const rlx_thunk *t = jb->t;
+    const rlx_node_data *n = t->node, *un = t->in_node[0];
+    int64_t m = jb->m, V = jb->n, inner = jb->inner, cols = jb->cols;
+    const int64_t *idx = jb->idx;
+    for (int64_t it = i0; it < i1; it++) {
+        int64_t o = it / cols, c = it % cols;
+        int64_t lo = inner * c / cols, hi = inner * (c + 1) / cols;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t src = (o * m + j) * inner, dst = (o * V + idx[j]) * inner;
+            if (n->dtype == RLX_F32) {
+                float *y = (float *)t->out + dst;
+                const float *x = (const float *)t->in[0] + src;
+                for (int64_t e = lo; e < hi; e++)
+                    y[e] += x[e];
+            } else {
+                for (int64_t e = lo; e < hi; e++)
+                    rlx_store(t->out, n->dtype, dst + e,
+                              rlx_load(t->out, n->dtype, dst + e) + rlx_load(t->in[0], un->dtype, src + e));
+            }
+        }
+    }
+}
+
 static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
-    const rlx_node_data *n = t->node, *un = t->in_node[0], *in = t->in_node[1];
+    const rlx_node_data *n = t->node, *in = t->in_node[1];
     int axis = n->attrs.gather.axis;
     int64_t outer = 1, V = n->shape.dims[axis], inner = 1, m = rlx_shape_numel(&in->shape);
     int64_t *idx = t->scratch;
@@ -298,24 +401,8 @@ static rlx_status k_scatter_add(const rlx_thunk *t, const rlx_run_ctx *ctx)
     memset(t->out, 0, rlx_node_bytes(n));
     int threads = rlx_cpu_threads(ctx, outer * m * inner);
     int64_t cols = inner < threads ? 1 : threads;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t c = 0; c < cols; c++) {
-            int64_t lo = inner * c / cols, hi = inner * (c + 1) / cols;
-            for (int64_t j = 0; j < m; j++) {
-                int64_t src = (o * m + j) * inner, dst = (o * V + idx[j]) * inner;
-                if (n->dtype == RLX_F32) {
-                    float *y = (float *)t->out + dst;
-                    const float *x = (const float *)t->in[0] + src;
-                    for (int64_t e = lo; e < hi; e++)
-                        y[e] += x[e];
-                } else {
-                    for (int64_t e = lo; e < hi; e++)
-                        rlx_store(t->out, n->dtype, dst + e,
-                                  rlx_load(t->out, n->dtype, dst + e) + rlx_load(t->in[0], un->dtype, src + e));
-                }
-            }
-        }
+    rows_job jb = {.t = t, .n = V, .m = m, .inner = inner, .cols = cols, .idx = idx};
+    rlx_cpu_parallel(threads, outer * cols, scatter_add_items, &jb);
     return RLX_OK;
 }
 
@@ -364,8 +451,10 @@ static inline int64_t pad_src(int64_t i, int64_t n, int64_t b, int mode)
     }
 }
 
-static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+static void pad_rows(void *arg, int64_t row0, int64_t row1, int worker)
 {
+    (void)worker;
+    const rlx_thunk *t = arg;
     const rlx_node_data *xn = t->in_node[0];
     const rlx_shape *is = &xn->shape, *os = &t->node->shape;
     size_t es = rlx_dtype_size(xn->dtype);
@@ -373,22 +462,14 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const int64_t *pads = t->node->attrs.pad.pads;
     unsigned char fill[16] = {0};
     rlx_store(fill, t->node->dtype, 0, t->node->attrs.pad.value);
-    if (rlx_shape_numel(os) == 0)
-        return RLX_OK;
-    if (r == 0) {
-        memcpy(t->out, t->in[0], es);
-        return RLX_OK;
-    }
     int64_t st[RLX_MAX_DIMS];
     rlx_shape_strides(is, st);
     int64_t len = os->dims[r - 1], n = is->dims[r - 1], b = pads[r - 1], e = pads[2 * r - 1];
-    int64_t rows = rlx_shape_numel(os) / len;
-    int threads = rlx_cpu_threads(ctx, rows * len);
-    if (rows < threads)
-        threads = 1;
-    RLX_CPU_FOR(
-        threads, row, rows, char *dst = (char *)t->out + (size_t)(row * len) * es; int64_t off = 0, q = row;
-        int constant = 0; for (int d = r - 2; d >= 0; d--) {
+    for (int64_t row = row0; row < row1; row++) {
+        char *dst = (char *)t->out + (size_t)(row * len) * es;
+        int64_t off = 0, q = row;
+        int constant = 0;
+        for (int d = r - 2; d >= 0; d--) {
             int64_t i = q % os->dims[d];
             q /= os->dims[d];
             int64_t k = pad_src(i, is->dims[d], pads[d], mode);
@@ -396,19 +477,42 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 constant = 1;
             else
                 off += k * st[d];
-        } if (constant) {
+        }
+        if (constant) {
             for (int64_t j = 0; j < len; j++)
                 memcpy(dst + (size_t)j * es, fill, es);
             continue;
-        } const char *src = (const char *)t->in[0] + (size_t)off * es;
+        }
+        const char *src = (const char *)t->in[0] + (size_t)off * es;
         for (int64_t j = 0; j < b; j++) {
             int64_t k = pad_src(j, n, b, mode);
             memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
-        } memcpy(dst + (size_t)b * es, src, (size_t)n * es);
+        }
+        memcpy(dst + (size_t)b * es, src, (size_t)n * es);
         for (int64_t j = b + n; j < b + n + e; j++) {
             int64_t k = pad_src(j, n, b, mode);
             memcpy(dst + (size_t)j * es, k < 0 ? (const char *)fill : src + (size_t)k * es, es);
-        });
+        }
+    }
+}
+
+static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *xn = t->in_node[0];
+    const rlx_shape *is = &xn->shape, *os = &t->node->shape;
+    size_t es = rlx_dtype_size(xn->dtype);
+    int r = is->ndim;
+    if (rlx_shape_numel(os) == 0)
+        return RLX_OK;
+    if (r == 0) {
+        memcpy(t->out, t->in[0], es);
+        return RLX_OK;
+    }
+    int64_t rows = rlx_shape_numel(os) / os->dims[r - 1];
+    int threads = rlx_cpu_threads(ctx, rlx_shape_numel(os));
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, pad_rows, (void *)t);
     return RLX_OK;
 }
 
