@@ -137,29 +137,19 @@ static rlx_node to_dtype(amp_state *st, rlx_node j, rlx_dtype t)
 
 static rlx_dtype low_dtype(rlx_precision p) { return p == RLX_PRECISION_BF16 ? RLX_BF16 : RLX_F16; }
 
-/* Whether the target runs src with its f32 inputs in dtype t. */
-static bool claims_in(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_node_data *src, rlx_dtype t)
+/* Whether the target runs src with its f32 inputs in dtype t (only < 0;
+ * AUX_KEEP_DTYPE ops: input 0 alone), or with input `only` in t and every
+ * other input as declared. */
+static bool claims_in(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_node_data *src, rlx_dtype t, int only)
 {
     rlx_dtype dt[RLX_MAX_INPUTS];
     rlx_shape sh[RLX_MAX_INPUTS];
     bool keep_aux = rlx_op_info_of(src->op)->flags & RLX_OPF_AUX_KEEP_DTYPE;
     for (int j = 0; j < src->n_in; j++) {
         const rlx_node_data *in = &g->nodes[src->in[j]];
-        dt[j] = in->dtype == RLX_F32 && !(keep_aux && j > 0) ? t : in->dtype;
+        bool to_t = only >= 0 ? j == only : in->dtype == RLX_F32 && !(keep_aux && j > 0);
+        dt[j] = to_t ? t : in->dtype;
         sh[j] = in->shape;
-    }
-    return rlx_probe_claim(ctx, src, dt, sh);
-}
-
-/* Whether the target runs optimizer step src with its gradient in dtype t
- * and every other input as declared. */
-static bool claims_low_grad(const rlx_pass_ctx *ctx, const rlx_graph *g, const rlx_node_data *src, rlx_dtype t)
-{
-    rlx_dtype dt[RLX_MAX_INPUTS];
-    rlx_shape sh[RLX_MAX_INPUTS];
-    for (int j = 0; j < src->n_in; j++) {
-        dt[j] = j == 1 ? t : g->nodes[src->in[j]].dtype;
-        sh[j] = g->nodes[src->in[j]].shape;
     }
     return rlx_probe_claim(ctx, src, dt, sh);
 }
@@ -227,7 +217,7 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
             /* an optimizer step reads a low gradient as it arrives where the
              * target takes it (no f32 copy of every gradient) */
             rlx_dtype want = st.out->nodes[p.in[0]].dtype, got = st.out->nodes[p.in[1]].dtype;
-            if (src->op == RLX_OP_OPTIMIZER_STEP && got == low && want == RLX_F32 && claims_low_grad(ctx, g, src, low))
+            if (src->op == RLX_OP_OPTIMIZER_STEP && got == low && want == RLX_F32 && claims_in(ctx, g, src, low, 1))
                 want = low;
             p.in[1] = to_dtype(&st, src->in[1], want);
             if (p.in[1] < 0)
@@ -254,7 +244,7 @@ rlx_graph *rlx_pass_amp(const rlx_graph *g, const rlx_pass_ctx *ctx)
                     break;
                 }
         }
-        if (t != RLX_F32 && !claims_in(ctx, g, src, t)) {
+        if (t != RLX_F32 && !claims_in(ctx, g, src, t, -1)) {
             if (!noted[src->op] && cls == RLX_AMP_LOW)
                 fprintf(stderr, "[rlx] note: %s has no %s kernel on this backend; it computes in f32\n",
                         rlx_op_name(src->op), lname);
