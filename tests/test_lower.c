@@ -274,6 +274,77 @@ static void test_lower_attention_grad(void **state)
     }
 }
 
+/* qkv_heads against its definition, in f64 and f32: with and without
+ * rope (tables per sequence or shared, halves or interleaved pairs) and
+ * the q / k norms */
+static void test_lower_qkv_heads(void **state)
+{
+    (void)state;
+    const int64_t B = 2, S = 3, H = 4, Hk = 2, D = 8;
+    for (int dt = 0; dt < 2; dt++)
+        for (int form = 0; form < 8; form++) {
+            rlx_dtype t = dt ? RLX_F32 : RLX_F64;
+            rlx_graph *g = rlx_graph_new();
+            rlx_node x = rlx_input(g, "x", t, SHAPE(B, S, (H + 2 * Hk) * D));
+            rlx_node cs = -1, sn = -1;
+            if (form & 1) {
+                int64_t tb = form & 4 ? 1 : B;
+                cs = rlx_input(g, "cos", RLX_F32, SHAPE(tb, 1, S, D / 2));
+                sn = rlx_input(g, "sin", RLX_F32, SHAPE(tb, 1, S, D / 2));
+            }
+            rlx_node gq = form & 2 ? rlx_input(g, "gq", RLX_F32, SHAPE(D)) : -1;
+            rlx_node gk = form & 6 ? rlx_input(g, "gk", t, SHAPE(D)) : -1;
+            rlx_node y = rlx_qkv_heads(g, x, cs, sn, gq, gk, (int)H, (int)Hk, 1e-5, form & 4);
+            rlx_output(g, "y", y);
+            assert_int_equal(rlx_graph_verify(g), RLX_OK);
+            assert_int_equal(g->nodes[y].shape.dims[0], B * S * (H + 2 * Hk) * D);
+            check_lowering(g, RLX_OP_QKV_HEADS, "qkv_heads");
+            rlx_graph_free(g);
+        }
+}
+
+/* glu against its definition: SiLU and GELU gates, f64 and f32, rows of
+ * an odd half width and of several vectors */
+static void test_lower_glu(void **state)
+{
+    (void)state;
+    static const int64_t half[2] = {5, 40};
+    for (int k = 0; k < 8; k++) {
+        rlx_dtype t = k & 1 ? RLX_F32 : RLX_F64;
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", t, SHAPE(2, 3, 2 * half[(k >> 1) & 1]));
+        rlx_node y = rlx_glu(g, x, k & 4 ? RLX_ACT_GELU : RLX_ACT_SILU);
+        rlx_output(g, "y", y);
+        assert_int_equal(rlx_graph_verify(g), RLX_OK);
+        assert_int_equal(g->nodes[y].shape.dims[2], half[(k >> 1) & 1]);
+        check_lowering(g, RLX_OP_GLU, "glu");
+        rlx_graph_free(g);
+    }
+    rlx_graph *g = rlx_graph_new(); /* an odd last axis has no halves */
+    assert_true(rlx_glu(g, rlx_input(g, "odd", RLX_F32, SHAPE(2, 7)), RLX_ACT_SILU) < 0);
+    assert_non_null(strstr(rlx_last_error(), "even"));
+    rlx_graph_free(g);
+}
+
+/* qkv_heads refuses what does not fit: a width that is not (H + 2 Hk) D,
+ * an odd head dim with rope, a table of another length */
+static void test_qkv_heads_refusals(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(1, 2, 40));
+    rlx_node cs = rlx_input(g, "cos", RLX_F32, SHAPE(1, 1, 3, 4));
+    rlx_node bad_width = rlx_qkv_heads(g, x, -1, -1, -1, -1, 3, 2, 1e-5, 0); /* 40 is not 7 D */
+    assert_true(bad_width < 0);
+    assert_non_null(strstr(rlx_last_error(), "qkv_heads"));
+    assert_true(rlx_qkv_heads(g, x, cs, cs, -1, -1, 2, 1, 1e-5, 0) < 0); /* tables of 3 positions, S = 2 */
+    assert_non_null(strstr(rlx_last_error(), "rope table"));
+    rlx_node odd = rlx_input(g, "odd", RLX_F32, SHAPE(1, 2, 15)); /* D = 5 */
+    assert_true(rlx_qkv_heads(g, odd, cs, cs, -1, -1, 1, 1, 1e-5, 0) < 0);
+    assert_true(rlx_qkv_heads(g, x, -1, -1, -1, -1, 2, 1, 1e-5, 0) >= 0); /* D = 10, no rope */
+    rlx_graph_free(g);
+}
+
 /* the norms' gradient node against its definition: layer and rms, with
  * and without gamma */
 static void test_lower_norm_grad(void **state)
@@ -391,6 +462,9 @@ int main(void)
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_lower_attention_grad),
         cmocka_unit_test(test_lower_norm_grad),
+        cmocka_unit_test(test_lower_qkv_heads),
+        cmocka_unit_test(test_qkv_heads_refusals),
+        cmocka_unit_test(test_lower_glu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -680,6 +680,38 @@ rlx_node rlx_rope_tables(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node 
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_qkv_heads(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, rlx_node gq, rlx_node gk,
+                       int heads, int kv_heads, double eps, int interleaved)
+{
+    rlx_node in[5] = {x};
+    int n = 1;
+    bool rope = cos_table >= 0 || sin_table >= 0;
+    if (rope)
+        in[n++] = cos_table, in[n++] = sin_table;
+    if (gq >= 0)
+        in[n++] = gq;
+    if (gk >= 0)
+        in[n++] = gk;
+    rlx_node_data p = proto(RLX_OP_QKV_HEADS, n, in);
+    p.attrs.qkv.heads = heads;
+    p.attrs.qkv.kv_heads = kv_heads;
+    if (x >= 0 && x < g->n_nodes && g->nodes[x].shape.ndim == 3 && heads + 2 * kv_heads > 0)
+        p.attrs.qkv.head_dim = (int)(g->nodes[x].shape.dims[2] / (heads + 2 * kv_heads));
+    p.attrs.qkv.has_rope = rope;
+    p.attrs.qkv.rope_interleaved = interleaved != 0;
+    p.attrs.qkv.has_qnorm = gq >= 0;
+    p.attrs.qkv.has_knorm = gk >= 0;
+    p.attrs.qkv.norm_eps = eps;
+    return rlx_graph_add(g, &p);
+}
+
+rlx_node rlx_glu(rlx_graph *g, rlx_node x, rlx_act act)
+{
+    rlx_node_data p = proto(RLX_OP_GLU, 1, &x);
+    p.attrs.glu.act = act;
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos)
 {
     rlx_node in[3] = {cache, update, pos};

@@ -269,6 +269,46 @@ rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n)
     return act(g, n->attrs.conv.act, rlx_conv(g, n->in[0], n->in[1], n->attrs.conv.has_bias ? n->in[2] : -1, &p));
 }
 
+/* The projection cut into q, k and v heads [B, h, S, D]; q's and k's
+ * normalised and rotated; the three flattened one after another. */
+rlx_node rlx_decompose_qkv_heads(rlx_graph *g, const rlx_node_data *n)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    const rlx_node x = n->in[0];
+    const rlx_dtype dt = g->nodes[x].dtype;
+    const int64_t B = g->nodes[x].shape.dims[0], S = g->nodes[x].shape.dims[1], D = n->attrs.qkv.head_dim;
+    const int64_t heads[3] = {n->attrs.qkv.heads, n->attrs.qkv.kv_heads, n->attrs.qkv.kv_heads};
+    rlx_node parts[3], aux[5];
+    for (int i = 1; i <= 4; i++) {
+        int k = rlx_qkv_heads_input(n, i);
+        aux[i] = k >= 0 ? n->in[k] : -1;
+        /* the primitives take gammas in x's dtype, tables in f32 or x's */
+        rlx_dtype want = i <= 2 && aux[i] >= 0 && g->nodes[aux[i]].dtype == RLX_F32 ? RLX_F32 : dt;
+        if (aux[i] >= 0 && g->nodes[aux[i]].dtype != want)
+            aux[i] = rlx_cast(g, aux[i], want);
+    }
+    rlx_split(g, x, 2, 3, (int64_t[]){heads[0] * D, heads[1] * D, heads[2] * D}, parts);
+    for (int i = 0; i < 3; i++) {
+        rlx_node y = rlx_reshape(g, parts[i], 4, (int64_t[]){B, S, heads[i], D});
+        if (i < 2 && aux[3 + i] >= 0)
+            y = rlx_rms_norm(g, y, aux[3 + i], n->attrs.qkv.norm_eps);
+        y = rlx_transpose(g, y, perm);
+        if (i < 2 && n->attrs.qkv.has_rope)
+            y = rlx_rope_tables(g, y, aux[1], aux[2], n->attrs.qkv.rope_interleaved);
+        parts[i] = rlx_reshape(g, y, 1, (int64_t[]){B * heads[i] * S * D});
+    }
+    return rlx_concat(g, 3, parts, 0);
+}
+
+rlx_node rlx_decompose_glu(rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *x = &g->nodes[n->in[0]];
+    const int64_t F = x->shape.dims[x->shape.ndim - 1] / 2;
+    rlx_node half[2];
+    rlx_split(g, n->in[0], x->shape.ndim - 1, 2, (int64_t[]){F, F}, half);
+    return rlx_mul(g, act(g, n->attrs.glu.act, half[0]), half[1]);
+}
+
 rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)
 {
     const rlx_op_info *i = rlx_op_info_of(n->op);

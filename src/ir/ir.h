@@ -186,6 +186,15 @@ typedef enum rlx_op {
      * normalised x), whose sums over the rows are gamma's gradient */
     RLX_OP_NORM_GRAD,
     RLX_OP_QLINEAR_MATMUL, /* matmul_integer_scale with requantization stages (attrs.qmm) */
+    /* a joined q/k/v projection [B, S, (H + 2 Hk) D] cut into heads, each q
+     * and k head RMS-normalised (optional gammas) and rotated by RoPE (cos
+     * and sin tables [B or 1, 1, S, D/2]), attrs.qkv; the result is flat:
+     * q [B, H, S, D], then k and v [B, Hk, S, D] (a decoder's KV-cache
+     * update, [2 B, Hk, S, D], is its second part as it stands) */
+    RLX_OP_QKV_HEADS,
+    /* act(x[..., :F]) * x[..., F:] for x [..., 2 F] (attrs.glu.act): a gated
+     * unit on a joined gate/up product, as SwiGLU's is */
+    RLX_OP_GLU,
     RLX_OP_COUNT
 } rlx_op;
 
@@ -333,6 +342,16 @@ typedef union rlx_attrs {
         double norm_eps, rope_theta, scale;
         int64_t rope_offset;
     } attn_block;
+    /* qkv_heads inputs: x, then those flagged, in this order: cos and sin
+     * tables (has_rope), q gamma, k gamma */
+    struct {
+        int heads, kv_heads, head_dim;
+        int has_rope, rope_interleaved, has_qnorm, has_knorm;
+        double norm_eps;
+    } qkv;
+    struct {
+        int act; /* rlx_act */
+    } glu;
     uint8_t raw[160];
 } rlx_attrs;
 
@@ -484,6 +503,8 @@ rlx_status rlx_infer_attention_block(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_elementwise_chain(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_qkv_heads(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
@@ -503,6 +524,17 @@ rlx_node rlx_decompose_norm_grad(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_elementwise_chain(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_qkv_heads(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_glu(rlx_graph *g, const rlx_node_data *n);
+/* Builds glu: act(x[..., :F]) * x[..., F:]. */
+rlx_node rlx_glu(rlx_graph *g, rlx_node x, rlx_act act);
+/* Index of qkv_heads' optional input (1 cos, 2 sin, 3 q gamma, 4 k
+ * gamma), or -1 when absent. */
+int rlx_qkv_heads_input(const rlx_node_data *n, int which);
+/* Builds qkv_heads (attrs as in rlx_attrs.qkv; cos/sin, gq, gk -1 when
+ * absent). */
+rlx_node rlx_qkv_heads(rlx_graph *g, rlx_node x, rlx_node cos_table, rlx_node sin_table, rlx_node gq, rlx_node gk,
+                       int heads, int kv_heads, double eps, int interleaved);
 /* Index of the attention block's optional input (bias bits 1,2,4,8 as
  * 1..4, 5 q gamma, 6 k gamma, 7 mask), or -1 when absent. */
 int rlx_attn_block_input(const rlx_node_data *n, int which);

@@ -1128,6 +1128,10 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
         FUSED("norm_grad", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE, infer_norm_grad, rlx_decompose_norm_grad),
     [RLX_OP_QLINEAR_MATMUL] = FUSED("qlinear_matmul", 5, 10, 0, RLX_KIND_MATMUL, RLX_AMP_F32, RLX_LAYOUT_ATTR_NONE,
                                     rlx_infer_qlinear_matmul, rlx_decompose_qlinear_matmul),
+    [RLX_OP_QKV_HEADS] = FUSED("qkv_heads", 1, 5, RLX_OPF_AUX_KEEP_DTYPE, RLX_KIND_ATTENTION, LOW, RLX_LAYOUT_ATTR_NONE,
+                               rlx_infer_qkv_heads, rlx_decompose_qkv_heads),
+    [RLX_OP_GLU] =
+        FUSED("glu", 1, 1, 0, RLX_KIND_ELEMENTWISE, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_glu, rlx_decompose_glu),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

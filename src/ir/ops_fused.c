@@ -231,6 +231,71 @@ int rlx_attn_block_input(const rlx_node_data *n, int which)
     return -1;
 }
 
+int rlx_qkv_heads_input(const rlx_node_data *n, int which)
+{
+    const int present[5] = {0, n->attrs.qkv.has_rope, n->attrs.qkv.has_rope, n->attrs.qkv.has_qnorm,
+                            n->attrs.qkv.has_knorm};
+    if (which < 1 || which > 4 || !present[which])
+        return -1;
+    int k = 1;
+    for (int i = 1; i < which; i++)
+        k += present[i] != 0;
+    return k;
+}
+
+rlx_status rlx_infer_qkv_heads(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+#define a (&n->attrs.qkv)
+    if (x->shape.ndim != 3 || !rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_SHAPE, "qkv_heads takes a float [B, S, (H + 2 Hk) D], got %s %s",
+                             rlx_dtype_name(x->dtype), SHAPE_A(&x->shape));
+    const int64_t H = a->heads, Hk = a->kv_heads, D = a->head_dim, B = x->shape.dims[0], S = x->shape.dims[1];
+    if (H < 1 || Hk < 1 || D < 1 || (a->has_rope && D % 2) || x->shape.dims[2] != (H + 2 * Hk) * D)
+        return rlx_set_error(RLX_ERR_SHAPE,
+                             "qkv_heads: %lld heads, %lld kv heads of %lld (even with rope) do not fit %s",
+                             (long long)H, (long long)Hk, (long long)D, SHAPE_A(&x->shape));
+    int expected = 1 + 2 * (a->has_rope != 0) + (a->has_qnorm != 0) + (a->has_knorm != 0);
+    if (n->n_in != expected)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "qkv_heads expects %d inputs, got %d", expected, n->n_in);
+    rlx_shape table = {4, {B, 1, S, D / 2}}; /* or [1, 1, S, D/2] */
+    for (int i = 1; i <= 4; i++) {
+        int k = rlx_qkv_heads_input(n, i);
+        if (k < 0)
+            continue;
+        const rlx_node_data *t = IN(k);
+        if (!rlx_dtype_is_float(t->dtype))
+            return rlx_set_error(RLX_ERR_DTYPE, "qkv_heads: input %d is %s, not a float type", k,
+                                 rlx_dtype_name(t->dtype));
+        bool fits = i <= 2 ? t->shape.ndim == 4 && (t->shape.dims[0] == B || t->shape.dims[0] == 1) &&
+                                 t->shape.dims[1] == 1 && t->shape.dims[2] == S && t->shape.dims[3] == D / 2
+                           : t->shape.ndim == 1 && t->shape.dims[0] == D;
+        if (!fits)
+            return rlx_set_error(RLX_ERR_SHAPE, "qkv_heads: %s %s must be %s", i <= 2 ? "rope table" : "norm gamma",
+                                 SHAPE_A(&t->shape), i <= 2 ? SHAPE_B(&table) : "[head_dim]");
+    }
+    n->shape.ndim = 1;
+    n->shape.dims[0] = B * S * (H + 2 * Hk) * D;
+    n->dtype = x->dtype;
+    return RLX_OK;
+#undef a
+}
+
+rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0);
+    const int r = x->shape.ndim;
+    if (r < 1 || x->shape.dims[r - 1] % 2 || !rlx_dtype_is_float(x->dtype))
+        return rlx_set_error(RLX_ERR_SHAPE, "glu takes a float x whose last axis is even, got %s %s",
+                             rlx_dtype_name(x->dtype), SHAPE_A(&x->shape));
+    if (n->attrs.glu.act <= RLX_ACT_NONE || n->attrs.glu.act >= RLX_ACT_COUNT)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "glu: activation %d is not one of rlx_act's", n->attrs.glu.act);
+    n->shape = x->shape;
+    n->shape.dims[r - 1] /= 2;
+    n->dtype = x->dtype;
+    return RLX_OK;
+}
+
 static rlx_status check_mat(const rlx_graph *g, rlx_node id, int64_t rows, int64_t cols, rlx_dtype t, const char *what)
 {
     const rlx_node_data *w = &g->nodes[id];

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/ggml_type.h"
+#include "ir/ir.h"
 #include "llm/llm.h"
 
 typedef struct builder {
@@ -171,59 +172,50 @@ static rlx_node rope_table(builder *b, int want_sin)
     return c;
 }
 
-/* x [B, h, S, D] rotated by the angles of each row's position; cs and sn
- * are [B, 1, S, D/2] (f32, kept so under mixed precision). */
-static rlx_node rope(builder *b, rlx_node x, rlx_node cs, rlx_node sn)
+/* The norm gamma of each q or k head, where the model has one. */
+static rlx_node head_gamma(builder *b, const char *fmt, int layer)
 {
-    return rlx_rope_tables(b->g, x, cs, sn, b->hp->rope_interleaved);
+    return b->hp->qk_norm ? weight(b, b->hp->head_dim, 0, fmt, layer) : -1;
 }
 
-/* [B, S, h * D] -> [B, h, S, D], with the per-head norm where the model has one */
-static rlx_node to_heads(builder *b, rlx_node x, int64_t h, const char *norm_fmt, int layer)
+/* Rows [from, from + n) of x's first axis. */
+static rlx_node rows_of(rlx_graph *g, rlx_node x, int64_t from, int64_t n)
 {
-    rlx_node y = rlx_reshape(b->g, x, 4, (int64_t[]){b->B, b->S, h, b->hp->head_dim});
-    if (norm_fmt)
-        y = rlx_rms_norm(b->g, y, weight(b, b->hp->head_dim, 0, norm_fmt, layer), b->hp->norm_eps);
-    return rlx_transpose(b->g, y, (int[]){0, 2, 1, 3});
+    return rlx_slice(g, x, 1, (int[]){0}, (int64_t[]){from}, (int64_t[]){from + n}, NULL);
 }
 
-static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node cs, rlx_node sn)
+/* pos2: each sequence's position twice, [2 B], for the joined k/v cache. */
+static rlx_node attention(builder *b, rlx_node x, int l, rlx_node pos, rlx_node pos2, rlx_node cs, rlx_node sn)
 {
     const llm_hparams *hp = b->hp;
     rlx_graph *g = b->g;
-    int64_t H = hp->hidden, D = hp->head_dim, Hq = hp->heads, Hk = hp->kv_heads;
+    int64_t H = hp->hidden, D = hp->head_dim, Hq = hp->heads, Hk = hp->kv_heads, B = b->B, S = b->S;
     /* one product for q, k and v (the loader joins separate checkpoint
-     * tensors row-wise), cut along its last axis */
+     * tensors row-wise), then one node that cuts it into heads, normalises
+     * and rotates q and k, and lays k and v out as the cache's update */
     rlx_node qkv =
         linear(b, x, (Hq + 2 * Hk) * D, H, "blk.%d.attn_qkv.weight", hp->qkv_bias ? "blk.%d.attn_qkv.bias" : NULL, l);
-    rlx_node parts[3];
-    rlx_split(g, qkv, 2, 3, (int64_t[]){Hq * D, Hk * D, Hk * D}, parts);
-    rlx_node q = parts[0], k = parts[1], v = parts[2];
-    q = to_heads(b, q, Hq, hp->qk_norm ? "blk.%d.attn_q_norm.weight" : NULL, l);
-    k = to_heads(b, k, Hk, hp->qk_norm ? "blk.%d.attn_k_norm.weight" : NULL, l);
-    v = to_heads(b, v, Hk, NULL, l);
-    if (!hp->learned_pos) {
-        q = rope(b, q, cs, sn);
-        k = rope(b, k, cs, sn);
-    }
+    rlx_node heads = rlx_qkv_heads(
+        g, qkv, hp->learned_pos ? -1 : cs, hp->learned_pos ? -1 : sn, head_gamma(b, "blk.%d.attn_q_norm.weight", l),
+        head_gamma(b, "blk.%d.attn_k_norm.weight", l), (int)Hq, (int)Hk, hp->norm_eps, hp->rope_interleaved);
+    const int64_t nq = B * Hq * S * D;
+    rlx_node q = rlx_reshape(g, rows_of(g, heads, 0, nq), 4, (int64_t[]){B, Hq, S, D});
+    rlx_node kv = rlx_reshape(g, rows_of(g, heads, nq, 2 * B * Hk * S * D), 4, (int64_t[]){2 * B, Hk, S, D});
+    /* k and v of every sequence in one cache [2 B, Hk, T, D]: one write a step */
     char name[64];
-    snprintf(name, sizeof name, "cache.%d.k", l);
-    rlx_node kc = rlx_param(g, name, b->wdtype, 4, (int64_t[]){b->B, Hk, b->T, D});
-    snprintf(name, sizeof name, "cache.%d.v", l);
-    rlx_node vc = rlx_param(g, name, b->wdtype, 4, (int64_t[]){b->B, Hk, b->T, D});
-    if (b->wdtype != RLX_F32) { /* the cache is kept in the weights' 16-bit type */
-        k = rlx_cast(g, k, b->wdtype);
-        v = rlx_cast(g, v, b->wdtype);
-    }
-    kc = rlx_cache_write(g, kc, k, pos);
-    vc = rlx_cache_write(g, vc, v, pos);
-    if (b->wdtype != RLX_F32) {
+    snprintf(name, sizeof name, "cache.%d.kv", l);
+    rlx_node kvc = rlx_param(g, name, b->wdtype, 4, (int64_t[]){2 * B, Hk, b->T, D});
+    if (b->wdtype != RLX_F32) /* the cache is kept in the weights' 16-bit type */
+        kv = rlx_cast(g, kv, b->wdtype);
+    kvc = rlx_cache_write(g, kvc, kv, pos2);
+    rlx_node kc = rows_of(g, kvc, 0, B), vc = rows_of(g, kvc, B, B);
+    if (b->wdtype != RLX_F32) { /* cut before the casts, so that mixed precision cancels them */
         kc = rlx_cast(g, kc, RLX_F32);
         vc = rlx_cast(g, vc, RLX_F32);
     }
     /* row s of sequence b sees the cache up to its own position pos[b] + s */
     rlx_node a = rlx_attention_at(g, q, kc, vc, pos, 0.0);
-    a = rlx_reshape(g, rlx_transpose(g, a, (int[]){0, 2, 1, 3}), 3, (int64_t[]){b->B, b->S, Hq * D});
+    a = rlx_reshape(g, rlx_transpose(g, a, (int[]){0, 2, 1, 3}), 3, (int64_t[]){B, S, Hq * D});
     return linear(b, a, H, Hq * D, "blk.%d.attn_output.weight", hp->out_bias ? "blk.%d.attn_output.bias" : NULL, l);
 }
 
@@ -236,10 +228,10 @@ static rlx_node ffn(builder *b, rlx_node x, int l)
         return linear(b, rlx_gelu_tanh(b->g, u), H, F, "blk.%d.ffn_down.weight",
                       hp->ffn_bias ? "blk.%d.ffn_down.bias" : NULL, l);
     }
-    /* gate and up as one product (joined by the loader), cut in two */
-    rlx_node gu[2];
-    rlx_split(b->g, linear(b, x, 2 * F, H, "blk.%d.ffn_gate_up.weight", NULL, l), 2, 2, (int64_t[]){F, F}, gu);
-    return linear(b, rlx_mul(b->g, rlx_silu(b->g, gu[0]), gu[1]), H, F, "blk.%d.ffn_down.weight", NULL, l);
+    /* gate and up as one product (joined by the loader), then silu(gate) * up
+     * as one node reading both halves where they lie */
+    rlx_node gu = linear(b, x, 2 * F, H, "blk.%d.ffn_gate_up.weight", NULL, l);
+    return linear(b, rlx_glu(b->g, gu, RLX_ACT_SILU), H, F, "blk.%d.ffn_down.weight", NULL, l);
 }
 
 rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rlx_dtype wdtype,
@@ -259,6 +251,7 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
      * nothing) */
     rlx_node p = rlx_add(g, rlx_reshape(g, pos, 2, (int64_t[]){B, 1}), iota(g, S, 0, 2, 1));
     rlx_node pc = rlx_min(g, p, rlx_scalar(g, RLX_I64, (double)(T - 1)));
+    rlx_node pos2 = rlx_concat(g, 2, (rlx_node[]){pos, pos}, 0);
 
     /* the rows of the embedding in its stored dtype, then f32: never the
      * whole table converted (a quantized table: its rows dequantized) */
@@ -288,7 +281,7 @@ rlx_graph *llm_build_step(const llm_hparams *hp, int batch, int seq, int ctx, rl
     }
     for (int l = 0; l < hp->layers; l++) {
         rlx_node h = norm(&b, x, H, "blk.%d.attn_norm.weight", "blk.%d.attn_norm.bias", l);
-        x = rlx_add(g, x, attention(&b, h, l, pos, cs, sn));
+        x = rlx_add(g, x, attention(&b, h, l, pos, pos2, cs, sn));
         h = norm(&b, x, H, "blk.%d.ffn_norm.weight", "blk.%d.ffn_norm.bias", l);
         x = rlx_add(g, x, ffn(&b, h, l));
     }

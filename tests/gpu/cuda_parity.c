@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/ir.h" /* rlx_qkv_heads: a fused op the LLM builder emits */
 #include "models/workloads.h"
 #include "rlx.h"
 
@@ -1172,6 +1173,55 @@ static void check_fused(const char *name, rlx_graph *g, int fused_nodes, double 
     rlx_graph_free(g);
 }
 
+/* qkv_heads (a decoder step's head preparation) on CUDA, one node there:
+ * head dims of one, two and eight elements a lane and one that is not a
+ * multiple of 32; with both norms and rope from per-sequence tables, with
+ * the q norm only and interleaved rope from a shared table, and with
+ * neither (GPT-2's split alone) */
+static void test_qkv_heads(void)
+{
+    char nm[160];
+    static const int64_t dims[4] = {32, 64, 128, 36};
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k < 4; k++)
+            for (int form = 0; form < 3; form++) {
+                const int64_t B = 2, S = 3, H = 4, Hk = 2, D = dims[k];
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(B, S, (H + 2 * Hk) * D));
+                rlx_node cs = -1, sn = -1, gq = -1, gk = -1;
+                if (form < 2) {
+                    cs = rlx_input(g, "cs", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
+                    sn = rlx_input(g, "sn", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
+                    gq = rlx_input(g, "gq", RLX_F32, 1, DIMS(D));
+                    gk = form ? -1 : rlx_input(g, "gk", RLX_F32, 1, DIMS(D));
+                }
+                rlx_output(g, "y", rlx_qkv_heads(g, x, cs, sn, gq, gk, (int)H, (int)Hk, 1e-6, form == 1));
+                int leaves = 1 + (form < 2 ? 3 : 0) + (form == 0);
+                check_fused(NAME("qkv_heads %s head dim %lld%s", dn(FLOATS[d]), (long long)D,
+                                 form == 0   ? " norms, rope"
+                                 : form == 1 ? " q norm, interleaved rope, shared tables"
+                                             : " split only"),
+                            g, leaves + 1, 1.0, 0);
+            }
+}
+
+/* glu (SwiGLU on a joined gate/up product): 16-byte vectors and element by
+ * element (a half width no vector divides) */
+static void test_glu(void)
+{
+    char nm[128];
+    static const int64_t half[2] = {3072, 37};
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k < 2; k++)
+            for (int a = 0; a < 2; a++) {
+                rlx_graph *g = rlx_graph_new();
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(2, 5, 2 * half[k]));
+                rlx_output(g, "y", rlx_glu(g, x, a ? RLX_ACT_GELU : RLX_ACT_SILU));
+                check_fused(NAME("glu %s %s half width %lld", a ? "gelu" : "silu", dn(FLOATS[d]), (long long)half[k]),
+                            g, 2, 1.0, 0);
+            }
+}
+
 static void test_attn_block(void)
 {
     char nm[160];
@@ -1769,6 +1819,83 @@ static void param_swap_case(const char *name, rlx_graph *g, rlx_precision prec, 
     rlx_graph_free(g);
 }
 
+/* A decode step's attention run again with new inputs: the key chunks'
+ * merge (by the last block of each kv head, counted on tickets the thunk
+ * keeps across runs) must give the second run's rows, not the first's.
+ * CUDA runs with inputs of seed 5 then 9; the CPU with seed 9. */
+static void decode_rerun_case(const char *name, rlx_graph *g)
+{
+    if (!wanted(name)) {
+        rlx_graph_free(g);
+        return;
+    }
+    char err[512] = "";
+    float *res[2] = {NULL, NULL};
+    size_t n = 0;
+    for (int dev = 0; dev < 2 && !err[0]; dev++) {
+        rlx_options o;
+        rlx_options_init(&o);
+        o.ignore_env = 1;
+        o.device = dev == 0 && !getenv("RLX_GPU_TEST_CPU_ONLY") ? RLX_DEVICE_CUDA : RLX_DEVICE_CPU;
+        rlx_session *s = NULL;
+        if (rlx_compile(g, &o, &s) != RLX_OK) {
+            snprintf(err, sizeof err, "compile: %s", rlx_last_error());
+            break;
+        }
+        int bad = 0;
+        for (int run = dev; run < 2 && !bad; run++) { /* CUDA: seed 5, then 9; the CPU: 9 */
+            for (int i = 0; i < rlx_session_count(s, 0) && !bad; i++) {
+                rlx_tensor_info xi;
+                rlx_session_info(s, 0, i, &xi);
+                void *x = malloc(xi.bytes + 16);
+                fill(&xi, run ? 9 : 5, x);
+                bad |= rlx_session_set_input(s, xi.name, x, xi.bytes) != RLX_OK;
+                free(x);
+            }
+            bad |= rlx_session_run(s) != RLX_OK;
+        }
+        rlx_tensor_info yi;
+        rlx_session_info(s, 2, 0, &yi);
+        n = yi.bytes / 4;
+        res[dev] = malloc(yi.bytes);
+        bad |= yi.dtype != RLX_F32 || rlx_session_get_output(s, yi.name, res[dev], yi.bytes) != RLX_OK;
+        if (bad)
+            snprintf(err, sizeof err, "run: %s", rlx_last_error());
+        rlx_session_free(s);
+    }
+    if (!err[0]) {
+        double scale = 0, worst = 0;
+        for (size_t i = 0; i < n; i++)
+            scale = fmax(scale, fabs(res[1][i]));
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(res[0][i] - res[1][i]));
+        if (!(worst <= 1e-5 * fmax(scale, 1.0)))
+            snprintf(err, sizeof err, "second run off by %g (max |y| %g)", worst, scale);
+    }
+    report(name, !err[0], err);
+    free(res[0]);
+    free(res[1]);
+    rlx_graph_free(g);
+}
+
+static void test_decode_rerun(void)
+{
+    static const int64_t shapes[2][5] = {{1, 16, 8, 640, 128}, {3, 8, 2, 300, 64}}; /* B, H, Hk, T, D */
+    for (int k = 0; k < 2; k++) {
+        const int64_t *d = shapes[k];
+        rlx_graph *g = rlx_graph_new();
+        rlx_node q = rlx_input(g, "q", RLX_F32, 4, DIMS(d[0], d[1], 1, d[4]));
+        rlx_node kk = rlx_input(g, "k", RLX_F32, 4, DIMS(d[0], d[2], d[3], d[4]));
+        rlx_node v = rlx_input(g, "v", RLX_F32, 4, DIMS(d[0], d[2], d[3], d[4]));
+        rlx_node pos = rlx_input(g, k ? "i300" : "i640", RLX_I64, 1, DIMS(d[0]));
+        rlx_output(g, "o", rlx_attention_at(g, q, kk, v, pos, 0.0));
+        char nm[96];
+        decode_rerun_case(NAME("attention_at one row, run again with new inputs (B%lld T%lld D%lld)", (long long)d[0],
+                               (long long)d[3], (long long)d[4]),
+                          g);
+    }
+}
+
 static void test_param_swap(void)
 {
     param_swap_case("param swap (amp f16 mlp)", rlx_workload_mlp(16, RLX_F32), RLX_PRECISION_F16, 3e-2);
@@ -1782,6 +1909,7 @@ static void test_param_swap(void)
 static void test_workloads(void)
 {
     test_param_swap();
+    test_decode_rerun();
     run_opts cu = {RLX_DEVICE_CUDA, RLX_PRECISION_F32, 0, 0, 1, 1};
     check_ex("e2e mlp f32 b64", rlx_workload_mlp(64, RLX_F32), 2.0, &cu, NULL);
     check_ex("e2e mlp f16 b64", rlx_workload_mlp(64, RLX_F16), 2.0, &cu, NULL);
@@ -1851,6 +1979,8 @@ int main(void)
         {"f32 3xtf32", test_f32_split},
         {"attention", test_attention},
         {"attention block", test_attn_block},
+        {"qkv_heads", test_qkv_heads},
+        {"glu", test_glu},
         {"conv/pool", test_conv_pool},
         {"random", test_random},
         {"fused", test_fused},

@@ -1079,6 +1079,136 @@ static rlx_status k_softmax_scale_mask(const rlx_thunk *t, const rlx_run_ctx *ct
     return RLX_OK;
 }
 
+/* qkv_heads: each head vector of the projection rows, normalised and
+ * rotated in double (rounded once, at the store), written to its place in
+ * the q, k or v part of the output. */
+typedef struct qkv_job {
+    const rlx_thunk *t;
+    int64_t B, S, H, Hk, D;
+    const void *aux[5]; /* by rlx_qkv_heads_input's numbering; NULL: absent */
+    rlx_dtype aux_dt[5];
+    int64_t table_b[3]; /* cos's and sin's stride between sequences: 0 when shared */
+} qkv_job;
+
+static void qkv_vectors(void *arg, int64_t v0, int64_t v1, int worker)
+{
+    (void)worker;
+    const qkv_job *j = arg;
+    const rlx_attrs *a = &j->t->node->attrs;
+    const rlx_dtype dt = j->t->node->dtype;
+    const int64_t S = j->S, H = j->H, Hk = j->Hk, D = j->D, half = D / 2, heads = H + 2 * Hk;
+    const int64_t stride_a = a->qkv.rope_interleaved ? 2 : 1, off_b = a->qkv.rope_interleaved ? 1 : half;
+    double v[512];
+    for (int64_t w = v0; w < v1; w++) {
+        const int64_t row = w / heads, hh = w % heads, b = row / S, s = row % S;
+        const int part = hh < H ? 0 : hh < H + Hk ? 1 : 2;
+        const int64_t j0 = part == 0 ? hh : part == 1 ? hh - H : hh - H - Hk, nh = part == 0 ? H : Hk;
+        const int64_t base = (part == 0 ? 0 : j->B * H * S * D) + (part == 2 ? j->B * Hk * S * D : 0);
+        const int64_t out = base + ((b * nh + j0) * S + s) * D, in = w * D;
+        for (int64_t i = 0; i < D; i++)
+            v[i] = rlx_load(j->t->in[0], dt, in + i);
+        const void *gamma = part < 2 ? j->aux[3 + part] : NULL;
+        if (gamma) {
+            double ss = 0;
+            for (int64_t i = 0; i < D; i++)
+                ss += v[i] * v[i];
+            const double inv = 1.0 / sqrt(ss / (double)D + a->qkv.norm_eps);
+            for (int64_t i = 0; i < D; i++)
+                v[i] = v[i] * inv * rlx_load(gamma, j->aux_dt[3 + part], i);
+        }
+        if (part < 2 && j->aux[1]) {
+            const int64_t ac = (b * j->table_b[1] + s) * half, as = (b * j->table_b[2] + s) * half;
+            for (int64_t i = 0; i < half; i++) {
+                const int64_t ia = i * stride_a, ib = ia + off_b;
+                const double c = rlx_load(j->aux[1], j->aux_dt[1], ac + i),
+                             sn = rlx_load(j->aux[2], j->aux_dt[2], as + i);
+                const double x1 = v[ia], x2 = v[ib];
+                v[ia] = x1 * c - x2 * sn;
+                v[ib] = x2 * c + x1 * sn;
+            }
+        }
+        for (int64_t i = 0; i < D; i++)
+            rlx_store(j->t->out, dt, out + i, v[i]);
+    }
+}
+
+static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    qkv_job j = {.t = t,
+                 .B = x->shape.dims[0],
+                 .S = x->shape.dims[1],
+                 .H = n->attrs.qkv.heads,
+                 .Hk = n->attrs.qkv.kv_heads,
+                 .D = n->attrs.qkv.head_dim};
+    if (j.D > 512)
+        return rlx_set_error(RLX_ERR_UNSUPPORTED, "qkv_heads: head dim %lld is over 512", (long long)j.D);
+    for (int i = 1; i <= 4; i++) {
+        int k = rlx_qkv_heads_input(n, i);
+        j.aux[i] = k >= 0 ? t->in[k] : NULL;
+        j.aux_dt[i] = k >= 0 ? t->in_node[k]->dtype : RLX_F32;
+        if (i <= 2 && k >= 0)
+            j.table_b[i] = t->in_node[k]->shape.dims[0] == 1 ? 0 : j.S;
+    }
+    const int64_t vectors = j.B * j.S * (j.H + 2 * j.Hk);
+    if (!vectors)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, vectors * j.D * 8);
+    if (vectors < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, vectors, qkv_vectors, &j);
+    return RLX_OK;
+}
+
+/* glu: act(gate) * up per element of each row [gate | up]; in double for
+ * f64, else in f32 through the vectorised activations, in pieces of 256. */
+typedef struct glu_job {
+    const rlx_thunk *t;
+    int64_t F;
+    int op;
+} glu_job;
+
+static void glu_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const glu_job *j = arg;
+    const rlx_dtype dt = j->t->node->dtype;
+    const void *x = j->t->in[0];
+    void *y = j->t->out;
+    const int64_t F = j->F;
+    float g[256], u[256];
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c0 = 0; c0 < F; c0 += 256) {
+            const int64_t n = F - c0 < 256 ? F - c0 : 256, at = r * 2 * F + c0;
+            if (dt == RLX_F64) {
+                const double *xd = x;
+                for (int64_t c = 0; c < n; c++)
+                    ((double *)y)[r * F + c0 + c] = rlx_unary_f64(j->op, xd[at + c]) * xd[at + F + c];
+                continue;
+            }
+            rlx_cpu_to_f32(g, (const char *)x + at * (int64_t)rlx_dtype_size(dt), dt, n);
+            rlx_cpu_to_f32(u, (const char *)x + (at + F) * (int64_t)rlx_dtype_size(dt), dt, n);
+            rlx_cpu_unary_f32((rlx_op)j->op, g, g, n);
+            for (int64_t c = 0; c < n; c++)
+                g[c] *= u[c];
+            rlx_cpu_from_f32((char *)y + (r * F + c0) * (int64_t)rlx_dtype_size(dt), dt, g, n);
+        }
+}
+
+static rlx_status k_glu(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    glu_job j = {.t = t, .F = xs->dims[xs->ndim - 1] / 2, .op = rlx_act_op((rlx_act)t->node->attrs.glu.act)};
+    const int64_t rows = j.F ? rlx_shape_numel(xs) / (2 * j.F) : 0;
+    if (!rows)
+        return RLX_OK;
+    int threads = rlx_cpu_threads(ctx, rows * j.F * 8);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, glu_rows, &j);
+    return RLX_OK;
+}
+
 void rlx_cpu_register_fused(rlx_cpu_kernel *table)
 {
     table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
@@ -1091,4 +1221,6 @@ void rlx_cpu_register_fused(rlx_cpu_kernel *table)
         (rlx_cpu_kernel){.fn = k_attention_block, .scratch = attn_block_scratch, .prepare = attn_block_prepare};
     table[RLX_OP_ELEMENTWISE_CHAIN].fn = k_elementwise_chain;
     table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
+    table[RLX_OP_QKV_HEADS].fn = k_qkv_heads;
+    table[RLX_OP_GLU].fn = k_glu;
 }

@@ -21,6 +21,8 @@ typedef struct cu_attn {
     int pos_i32;                            /* pos is i32, else i64 */
     void *ws;                               /* device scratch of rlx_cu_attention_scratch bytes, */
     size_t ws_bytes;                        /* or less: the kernels then do without */
+    unsigned *tickets; /* B * Hk zeroed words kept across runs (rlx_cu_attention_keep), or NULL: one query
+                          row's key chunks are then merged by a second kernel */
 } cu_attn;
 
 /* a's mask: m's values (node mn, bool or the data dtype) read as if
@@ -40,6 +42,9 @@ rlx_status rlx_cu_attention_prepare(const rlx_thunk *t, rlx_dtype dt, int64_t D,
 /* Device scratch the kernels use for these dims (the tensor-core kernel's
  * key split when the heads and queries alone leave SMs idle); 0 = none. */
 size_t rlx_cu_attention_scratch(rlx_dtype dt, int64_t B, int64_t H, int64_t S, int64_t T, int64_t D, int64_t Dv);
+/* Bytes of the tickets a one-row (decode) attention of these shapes keeps
+ * across runs, at the start of its thunk's keep region; 0 = none. */
+size_t rlx_cu_attention_keep(int64_t B, int64_t Hk, int64_t S);
 /* Launches on the backend's stream: tensor cores (f16/bf16, D == Dv in
  * {32, 64, 128}) or the CUDA-core kernels (everything else). */
 rlx_status rlx_cu_attention_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn *a);

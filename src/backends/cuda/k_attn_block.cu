@@ -9,7 +9,9 @@
  * kernels as the attention op's does.  Per-head q/k RMS norm and RoPE,
  * where the block has them, run as one more kernel over the q and k heads
  * of the projection buffer, in place, before attention.  Three or four
- * launches where the lowered form has about a dozen. */
+ * launches where the lowered form has about a dozen.  Also qkv_heads, the
+ * same head preparation for a decoder step whose attention reads a KV
+ * cache. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,8 +428,102 @@ static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
     return rlx_cu_attention_dims_ok(n->dtype, n->attrs.attn_block.head_dim, n->attrs.attn_block.v_head_dim);
 }
 
+/* ------------------------------------------------------------ qkv_heads */
+
+/* qkv_heads (a decoder step's q/k/v projection rows cut into heads, q and
+ * k normalised and rotated, laid out [B, H, S, D] then [2, B, Hk, S, D]):
+ * one warp per head vector of D <= 256 elements, as qk_norm_rope, reading
+ * the RoPE angles from f32 cos and sin tables [B or 1, 1, S, D/2]. */
+typedef struct qkv_args {
+    int H, Hk, D, inter;
+    int64_t B, S, vectors;
+    const float *cs, *sn, *gq, *gk; /* NULL: absent */
+    int64_t cs_b, sn_b;             /* the tables' strides between sequences (0: shared) */
+    float eps;
+} qkv_args;
+
+template <typename T> __global__ void __launch_bounds__(QK_WARPS * 32) qkv_heads_kernel(const T *x, T *y, qkv_args a)
+{
+    cu_grid_wait();
+    __shared__ float sv[QK_WARPS][256];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, D = a.D, half = D / 2, heads = a.H + 2 * a.Hk;
+    float *v = sv[warp];
+    for (int64_t w = (int64_t)blockIdx.x * QK_WARPS + warp; w < a.vectors; w += (int64_t)gridDim.x * QK_WARPS) {
+        const int64_t row = w / heads, b = row / a.S, s = row - b * a.S;
+        const int hh = (int)(w - row * heads), part = hh < a.H ? 0 : hh < a.H + a.Hk ? 1 : 2;
+        const int j = part == 0 ? hh : part == 1 ? hh - a.H : hh - a.H - a.Hk, nh = part == 0 ? a.H : a.Hk;
+        const int64_t base = part == 0 ? 0 : a.B * a.H * a.S * D + (part == 2 ? a.B * a.Hk * a.S * D : 0);
+        const T *in = x + w * D;
+        T *out = y + base + ((b * nh + j) * a.S + s) * D;
+        float ss = 0.0f;
+        for (int i = lane; i < D; i += 32) {
+            const float f = cu_tof<T>(in[i]);
+            v[i] = f;
+            ss += f * f;
+        }
+        const float *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
+        if (g) {
+            const float inv = 1.0f / sqrtf(cu_warp_sum(ss) / (float)D + a.eps);
+            for (int i = lane; i < D; i += 32)
+                v[i] = v[i] * inv * g[i];
+        }
+        __syncwarp();
+        if (a.cs && part < 2) {
+            const float *c = a.cs + (b * a.cs_b + s) * half, *sn = a.sn + (b * a.sn_b + s) * half;
+            for (int i = lane; i < half; i += 32) {
+                int64_t ia, ib;
+                cu_rope_pair(i, D, a.inter, &ia, &ib);
+                cu_rope_apply((double)c[i], (double)sn[i], &v[ia], &v[ib]);
+            }
+            __syncwarp();
+        }
+        for (int i = lane; i < D; i += 32)
+            out[i] = cu_fromf<T>(v[i]);
+        __syncwarp(); /* v is this warp's next vector */
+    }
+}
+
+static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_node_data *n = t->node, *x = t->in_node[0];
+    qkv_args a;
+    memset(&a, 0, sizeof a);
+    a.H = n->attrs.qkv.heads, a.Hk = n->attrs.qkv.kv_heads, a.D = n->attrs.qkv.head_dim;
+    a.inter = n->attrs.qkv.rope_interleaved, a.eps = (float)n->attrs.qkv.norm_eps;
+    a.B = x->shape.dims[0], a.S = x->shape.dims[1];
+    a.vectors = a.B * a.S * (a.H + 2 * a.Hk);
+    const float **aux[5] = {NULL, &a.cs, &a.sn, &a.gq, &a.gk};
+    for (int i = 1; i <= 4; i++) {
+        int k = rlx_qkv_heads_input(n, i);
+        *aux[i] = k >= 0 ? (const float *)t->in[k] : NULL;
+        if (k >= 0 && i <= 2)
+            *(i == 1 ? &a.cs_b : &a.sn_b) = t->in_node[k]->shape.dims[0] == 1 ? 0 : a.S;
+    }
+    if (!a.vectors)
+        return RLX_OK;
+    const int64_t want = (a.vectors + QK_WARPS - 1) / QK_WARPS;
+    const int blocks = (int)(want < 65536 ? want : 65536);
+    CU_FLOAT_DISPATCH(n->dtype, T,
+                      cu_launch(qkv_heads_kernel<T>, blocks, QK_WARPS * 32, 0, (const T *)t->in[0], (T *)t->out, a));
+    return rlx_cu_check(t, "qkv_heads launch");
+}
+
+/* The claim: a float x, head dims up to 256, tables and gammas in f32 (as
+ * mixed precision keeps them; others are lowered). */
+static bool qkv_heads_ok(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (!cu_is_f(n->dtype) || n->attrs.qkv.head_dim > 256)
+        return false;
+    for (int i = 1; i < n->n_in; i++)
+        if (g->nodes[n->in[i]].dtype != RLX_F32)
+            return false;
+    return true;
+}
+
 extern "C" void rlx_cuda_register_attn_block(cu_kernel *tab)
 {
     tab[RLX_OP_ATTENTION_BLOCK] =
         (cu_kernel){k_attn_block, ab_scratch, ab_ok, prep_ab, release_ab, pack_ab, pack_ab_inputs, ab_keep};
+    tab[RLX_OP_QKV_HEADS] = (cu_kernel){k_qkv_heads, NULL, qkv_heads_ok, NULL, NULL};
 }

@@ -144,6 +144,56 @@ static bool swiglu_ok(const rlx_graph *g, const rlx_node_data *n)
     return rlx_cu_float_ok(g, n) && g->nodes[n->in[1]].shape.ndim == 2 && g->nodes[n->in[2]].shape.ndim == 2;
 }
 
+/* ------------------------------------------------------------------ glu */
+
+/* glu: y = act(x[r, c]) * x[r, F + c] over rows of [gate | up]; V values
+ * of one row a thread (V = 1, or a 16-byte vector where F and the
+ * pointers allow). */
+template <typename T, int V> __global__ void glu_kernel(const T *x, T *y, int64_t rows, int64_t F, int op)
+{
+    cu_grid_wait();
+    const int64_t per_row = F / V, n = rows * per_row;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / per_row, c = (i - r * per_row) * V;
+        const T *gate = x + r * 2 * F + c;
+        struct alignas(V * sizeof(T)) vec {
+            T t[V];
+        };
+        const vec a = *(const vec *)gate, b = *(const vec *)(gate + F);
+        float g[V], o[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            g[e] = cu_tof<T>(a.t[e]);
+        cu_unary_fv<V>(op, g, o);
+        vec out;
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            out.t[e] = cu_fromf<T>(o[e] * cu_tof<T>(b.t[e]));
+        *(vec *)(y + r * F + c) = out;
+    }
+}
+
+static rlx_status k_glu(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)ctx;
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    const int64_t F = xs->dims[xs->ndim - 1] / 2, rows = F ? rlx_shape_numel(xs) / (2 * F) : 0;
+    if (!rows)
+        return RLX_OK;
+    const int op = rlx_act_op((rlx_act)t->node->attrs.glu.act);
+    const int V = 16 / (int)rlx_dtype_size(t->node->dtype);
+    const bool vec = F % V == 0 && (uintptr_t)t->in[0] % 16 == 0 && (uintptr_t)t->out % 16 == 0;
+    if (vec)
+        CU_FLOAT_DISPATCH(t->node->dtype, T,
+                          cu_launch(glu_kernel<T, 16 / sizeof(T)>, cu_blocks(rows * F / V, 256), 256, 0,
+                                    (const T *)t->in[0], (T *)t->out, rows, F, op));
+    else
+        CU_FLOAT_DISPATCH(t->node->dtype, T,
+                          cu_launch(glu_kernel<T, 1>, cu_blocks(rows * F, 256), 256, 0, (const T *)t->in[0],
+                                    (T *)t->out, rows, F, op));
+    return rlx_cu_check(t, "glu launch");
+}
+
 /* ----------------------------------------------------- elementwise chain */
 
 typedef struct ew_prog {
@@ -627,4 +677,5 @@ extern "C" void rlx_cuda_register_fused(cu_kernel *tab)
     tab[RLX_OP_BATCH_NORM] = (cu_kernel){k_batch_norm, NULL, NULL, NULL, NULL};
     tab[RLX_OP_SWIGLU] = (cu_kernel){k_swiglu, swiglu_scratch, swiglu_ok, prep_swiglu, release_swiglu};
     tab[RLX_OP_ELEMENTWISE_CHAIN] = (cu_kernel){k_ew, NULL, ew_ok, prep_ew, release_ew};
+    tab[RLX_OP_GLU] = (cu_kernel){k_glu, NULL, NULL, NULL, NULL};
 }
