@@ -741,15 +741,44 @@ static bool aligned16(const void *p, const int64_t *st, size_t es)
  * One sequence's kv heads alone are a few blocks (8 for a Qwen3-0.6B step at
  * batch 1) on a GPU of 132 SMs, so the keys are also cut into ns chunks, a
  * block each (flash-decoding): each writes its unnormalised rows with their
- * max and sum to part, and attn_decode_combine merges them.  A chunk's length
+ * max and sum to part, and the last block of a (sequence, kv head) to finish
+ * (counted on a ticket the thunk keeps across runs) merges them; without
+ * tickets, a second kernel, attn_decode_combine, does.  A chunk's length
  * follows the sequence's current length (known only on the device), so one
  * captured grid serves every position of the cache. */
 #define DEC_WARPS 8
-#define DEC_KEYS 4 /* key rows in flight per warp */
+#define DEC_KEYS 4         /* key rows in flight per warp */
+#define DEC_MAX_CHUNKS 128 /* key chunks per (sequence, kv head) at most */
 typedef struct dec_split {
     int ns;      /* key chunks per (sequence, kv head); 1: the output is written directly */
     float *part; /* [B * Hk][ns][G][D + 2]: output row, then max and sum */
 } dec_split;
+
+/* Merges element d of query head h's row of sequence b over attn_decode's
+ * key chunks (read through L2: other blocks wrote them). */
+template <typename T, int D>
+__device__ __forceinline__ void decode_merge(const cu_attn &p, const dec_split &sp, int64_t b, int64_t h, int d)
+{
+    const int G = (int)(p.H / p.Hk);
+    const int64_t hk = h / G, g = h % G;
+    const float *pr = sp.part + ((b * p.Hk + hk) * sp.ns * G + g) * (D + 2);
+    const int64_t step = (int64_t)G * (D + 2);
+    float mx = -INFINITY;
+    for (int s = 0; s < sp.ns; s++)
+        mx = fmaxf(mx, __ldcg(pr + s * step + D));
+    float num = 0.0f, den = 0.0f;
+    if (mx != -INFINITY)
+        for (int s = 0; s < sp.ns; s++) {
+            const float ms = __ldcg(pr + s * step + D);
+            if (ms == -INFINITY)
+                continue; /* an empty chunk: its row was never written */
+            const float f = __expf(ms - mx);
+            num += __ldcg(pr + s * step + d) * f;
+            den += __ldcg(pr + s * step + D + 1) * f;
+        }
+    T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1];
+    o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+}
 
 template <typename T, int D, int GM>
 __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_split sp)
@@ -785,20 +814,22 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
     const int64_t chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
     const int64_t c0 = (int64_t)blockIdx.y * chunk, c1 = c0 + chunk < t_end ? c0 + chunk : t_end;
     for (int64_t t0 = c0 + (int64_t)warp * DEC_KEYS; t0 < c1; t0 += ROUND) {
-        float kr[DEC_KEYS][EPL];
+        /* every key and value row of the round in flight at once: a value
+         * row loaded only when its key's turn comes waits out the memory's
+         * latency once per key */
+        float kr[DEC_KEYS][EPL], vrs[DEC_KEYS][EPL];
 #pragma unroll
         for (int j = 0; j < DEC_KEYS; j++)
 #pragma unroll
-            for (int e = 0; e < EPL; e++)
+            for (int e = 0; e < EPL; e++) {
                 kr[j][e] = t0 + j < c1 ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + e]) : 0.0f;
+                vrs[j][e] = t0 + j < c1 ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
+            }
 #pragma unroll
         for (int j = 0; j < DEC_KEYS; j++) {
             if (t0 + j >= c1)
                 break;
-            float vr[EPL];
-#pragma unroll
-            for (int e = 0; e < EPL; e++)
-                vr[e] = cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]);
+            const float *vr = vrs[j];
 #pragma unroll
             for (int g = 0; g < GM; g++) {
                 if (g >= G)
@@ -851,32 +882,70 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
             o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
         }
     }
+    if (sp.ns == 1 || !p.tickets)
+        return;
+    /* the last of the (sequence, kv head)'s chunk blocks to finish merges
+     * them all, and sets its ticket back to zero for the next run */
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(&p.tickets[blockIdx.x], 1u) == (unsigned)sp.ns - 1;
+        if (last)
+            p.tickets[blockIdx.x] = 0;
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    /* each chunk's weight exp(max - overall max) once per head, in shared
+     * memory; then every output element's sum over the chunks, eight
+     * chunks' loads in flight at a time */
+    __shared__ float sw[DEC_MAX_CHUNKS][GM], sl[DEC_MAX_CHUNKS][GM], sden[GM];
+    const float *part = sp.part + (int64_t)blockIdx.x * sp.ns * G * (D + 2);
+    for (int i = threadIdx.x; i < sp.ns * G; i += blockDim.x) {
+        sw[i / G][i % G] = __ldcg(part + (int64_t)i * (D + 2) + D);
+        sl[i / G][i % G] = __ldcg(part + (int64_t)i * (D + 2) + D + 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < G) {
+        const int g = threadIdx.x;
+        float mx = -INFINITY, den = 0.0f;
+        for (int c = 0; c < sp.ns; c++)
+            mx = fmaxf(mx, sw[c][g]);
+        for (int c = 0; c < sp.ns; c++) {
+            const float f = sw[c][g] == -INFINITY ? 0.0f : __expf(sw[c][g] - mx); /* an empty chunk weighs 0 */
+            sw[c][g] = f;
+            den += f * sl[c][g];
+        }
+        sden[g] = den;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+        const int g = i / D, d = i % D;
+        float num = 0.0f;
+        for (int c0 = 0; c0 < sp.ns; c0 += 8) {
+            float pv[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                pv[k] = c0 + k < sp.ns && sw[c0 + k][g] != 0.0f
+                            ? __ldcg(part + ((int64_t)(c0 + k) * G + g) * (D + 2) + d)
+                            : 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                num += c0 + k < sp.ns ? pv[k] * sw[c0 + k][g] : 0.0f;
+        }
+        T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
+        o[d] = cu_fromf<T>(sden[g] > 0 ? num / sden[g] : 0.0f);
+    }
 }
 
-/* Merges attn_decode's key chunks: a block per (sequence, query head), a
- * thread per output element. */
+/* Merges attn_decode's key chunks where it had no tickets: a block per
+ * (sequence, query head), a thread per output element. */
 template <typename T, int D> __global__ void __launch_bounds__(D) attn_decode_combine(cu_attn p, dec_split sp)
 {
     cu_grid_wait();
-    const int G = (int)(p.H / p.Hk), d = threadIdx.x;
-    const int64_t b = blockIdx.x / p.H, h = blockIdx.x % p.H, hk = h / G, g = h % G;
-    const float *pr = sp.part + ((b * p.Hk + hk) * sp.ns * G + g) * (D + 2);
-    const int64_t step = (int64_t)G * (D + 2);
-    float mx = -INFINITY;
-    for (int s = 0; s < sp.ns; s++)
-        mx = fmaxf(mx, pr[s * step + D]);
-    float num = 0.0f, den = 0.0f;
-    if (mx != -INFINITY)
-        for (int s = 0; s < sp.ns; s++) {
-            const float ms = pr[s * step + D];
-            if (ms == -INFINITY)
-                continue; /* an empty chunk: its row was never written */
-            const float f = __expf(ms - mx);
-            num += pr[s * step + d] * f;
-            den += pr[s * step + D + 1] * f;
-        }
-    T *o = (T *)p.o + b * p.ost[0] + h * p.ost[1];
-    o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
+    decode_merge<T, D>(p, sp, blockIdx.x / p.H, blockIdx.x % p.H, threadIdx.x);
 }
 
 /* Whether attn_decode runs these shapes. */
@@ -889,12 +958,14 @@ static bool decode_fits(const cu_attn &p)
 }
 
 /* Key chunks per (sequence, kv head): enough blocks for two per SM, each
- * chunk at least one round of keys at the cache's full length. */
+ * chunk at least one round of keys at the cache's full length (a round per
+ * warp, in one pass of loads, where the SMs allow). */
 static int decode_chunks(int64_t B, int64_t Hk, int64_t T)
 {
-    const int64_t want = (2 * sm_count() + B * Hk - 1) / (B * Hk), most = T / (DEC_WARPS * DEC_KEYS);
+    const int64_t want = (2 * sm_count() + B * Hk - 1) / (B * Hk),
+                  most = (T + DEC_WARPS * DEC_KEYS - 1) / (DEC_WARPS * DEC_KEYS);
     const int64_t ns = want < most ? want : most;
-    return ns > 1 ? (int)(ns < 1024 ? ns : 1024) : 1;
+    return ns > 1 ? (int)(ns < DEC_MAX_CHUNKS ? ns : DEC_MAX_CHUNKS) : 1;
 }
 
 /* Scratch for the chunks' partial rows; a bound over kv head counts, since
@@ -923,7 +994,7 @@ static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
         else                                                                                           \
             G <= 2 ? cu_launch(attn_decode<TT, 128, 2>, grid, DEC_WARPS * 32, 0, p, sp)                \
                    : cu_launch(attn_decode<TT, 128, 4>, grid, DEC_WARPS * 32, 0, p, sp);               \
-        if (sp.ns > 1)                                                                                 \
+        if (sp.ns > 1 && !p.tickets)                                                                   \
             p.D == 64 ? cu_launch(attn_decode_combine<TT, 64>, (unsigned)(p.B * p.H), 64, 0, p, sp)    \
                       : cu_launch(attn_decode_combine<TT, 128>, (unsigned)(p.B * p.H), 128, 0, p, sp); \
     } while (0)
@@ -1051,6 +1122,17 @@ static size_t attention_scratch(const rlx_graph *g, const rlx_node_data *n)
                                     q->shape.dims[3], v->shape.dims[3]);
 }
 
+size_t rlx_cu_attention_keep(int64_t B, int64_t Hk, int64_t S)
+{
+    return S == 1 && B * Hk > 0 ? (size_t)(B * Hk) * sizeof(unsigned) : 0;
+}
+
+static size_t attention_keep(const rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *q = &g->nodes[n->in[0]], *k = &g->nodes[n->in[1]];
+    return rlx_cu_attention_keep(q->shape.dims[0], k->shape.dims[1], q->shape.dims[2]);
+}
+
 static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -1080,6 +1162,8 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.o = t->out;
     p.ws = t->scratch;
     p.ws_bytes = t->scratch_bytes;
+    if (t->keep && t->keep_bytes >= rlx_cu_attention_keep(p.B, p.Hk, p.S))
+        p.tickets = (unsigned *)t->keep;
     p.mask_dt = -1;
     if (t->node->attrs.attention.has_mask)
         cu_attn_mask(&p, t->in[3], t->in_node[3]);
@@ -1105,6 +1189,7 @@ static bool attention_ok(const rlx_graph *g, const rlx_node_data *n)
 
 extern "C" void rlx_cuda_register_attention(cu_kernel *tab)
 {
-    tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, attention_scratch, attention_ok, prep_attention, NULL};
+    tab[RLX_OP_ATTENTION] = (cu_kernel){k_attention, attention_scratch, attention_ok, prep_attention,
+                                        NULL,        nullptr,           nullptr,      attention_keep};
     rlx_cuda_register_attn_grad(tab);
 }
