@@ -613,6 +613,16 @@ static void test_reduce(void)
             rlx_output(g, "y", mx ? rlx_argmax(g, x, 1, 0) : rlx_argmin(g, x, 1, 1));
             check(NAME("%s %s long rows", mx ? "argmax" : "argmin", dn(FLOATS[d])), g);
         }
+    /* f32 rows of whole 16-byte vectors (a Qwen3 vocabulary; one of a few
+     * vectors) take the vector kernel */
+    static const int64_t vocab[2] = {151936, 2052};
+    for (int k = 0; k < 2; k++)
+        for (int mx = 0; mx < 2; mx++) {
+            g = rlx_graph_new();
+            rlx_node x = rlx_input(g, "x", RLX_F32, 2, DIMS(3, vocab[k]));
+            rlx_output(g, "y", mx ? rlx_argmax(g, x, 1, 0) : rlx_argmin(g, x, 1, 1));
+            check(NAME("%s f32 rows of %lld", mx ? "argmax" : "argmin", (long long)vocab[k]), g);
+        }
 }
 
 static void test_norm_softmax(void)
