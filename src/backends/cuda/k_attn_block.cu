@@ -182,6 +182,42 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
     }
 }
 
+/* RoPE of a head vector of D = 32 E elements held E a lane (lane l:
+ * elements [l E, l E + E)): a rotated pair is two of a lane's own elements
+ * (interleaved) or its element and the one of lane l ^ 16 (halves), which
+ * the two lanes swap.  angle(i, &c, &s) gives pair i's cosine and sine. */
+template <int E, typename A> __device__ __forceinline__ void rope_lanes(float (&v)[E], int lane, int inter, A angle)
+{
+    constexpr int HALF = 16 * E;
+    const int i0 = lane * E;
+    if (inter) {
+#pragma unroll
+        for (int e = 0; e < E; e += 2) {
+            double c, sn;
+            angle((i0 + e) / 2, &c, &sn);
+            cu_rope_apply(c, sn, &v[e], &v[e + 1]);
+        }
+        return;
+    }
+    /* lane l < 16 holds the first elements of pairs i0 .. i0 + E - 1, lane
+     * l + 16 their second elements; lane l rotates the pairs of its first
+     * E / 2 elements, lane l + 16 those of the rest, and each hands the
+     * other its half of the results */
+    const bool first = lane < 16;
+#pragma unroll
+    for (int j = 0; j < E / 2; j++) {
+        const int e = first ? j : j + E / 2, i = (first ? i0 : i0 - HALF) + e;
+        const float other = __shfl_xor_sync(0xffffffffu, first ? v[j + E / 2] : v[j], 16);
+        float a = first ? v[e] : other, b = first ? other : v[e];
+        double c, sn;
+        angle(i, &c, &sn);
+        cu_rope_apply(c, sn, &a, &b);
+        const float back = __shfl_xor_sync(0xffffffffu, first ? b : a, 16);
+        v[e] = first ? a : b;
+        v[first ? j + E / 2 : j] = back;
+    }
+}
+
 /* The same for head dims D = 32 E with E even (64, 128, 256): lane l holds
  * elements [l E, l E + E) in registers, loaded and stored as one vector;
  * a rotated pair is two of its own elements (interleaved) or its element
@@ -196,7 +232,7 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
     struct alignas(E * sizeof(T)) vec {
         T t[E];
     };
-    const int lane = threadIdx.x & 31, i0 = lane * E;
+    const int lane = threadIdx.x & 31;
     for (int64_t w = (int64_t)blockIdx.x * QK_WARPS + (threadIdx.x >> 5); w < vectors;
          w += (int64_t)gridDim.x * QK_WARPS) {
         const int64_t r = w / heads;
@@ -220,29 +256,7 @@ __global__ void __launch_bounds__(QK_WARPS * 32)
         }
         if (tab) {
             const double *cs = tab + (r % S) * HALF * 2;
-            if (inter) {
-#pragma unroll
-                for (int e = 0; e < E; e += 2) {
-                    const int i = (i0 + e) / 2;
-                    cu_rope_apply(cs[2 * i], cs[2 * i + 1], &v[e], &v[e + 1]);
-                }
-            } else {
-                /* lane l < 16 holds the first elements of pairs i0 .. i0 + E - 1,
-                 * lane l + 16 their second elements; lane l rotates the pairs of
-                 * its first E / 2 elements, lane l + 16 those of the rest, and
-                 * each hands the other its half of the results */
-                const bool first = lane < 16;
-#pragma unroll
-                for (int j = 0; j < E / 2; j++) {
-                    const int e = first ? j : j + E / 2, i = (first ? i0 : i0 - HALF) + e;
-                    const float other = __shfl_xor_sync(0xffffffffu, first ? v[j + E / 2] : v[j], 16);
-                    float a = first ? v[e] : other, b = first ? other : v[e];
-                    cu_rope_apply(cs[2 * i], cs[2 * i + 1], &a, &b);
-                    const float back = __shfl_xor_sync(0xffffffffu, first ? b : a, 16);
-                    v[e] = first ? a : b;
-                    v[first ? j + E / 2 : j] = back;
-                }
-            }
+            rope_lanes<E>(v, lane, inter, [cs](int i, double *c, double *sn) { *c = cs[2 * i], *sn = cs[2 * i + 1]; });
         }
         vec out;
 #pragma unroll
@@ -483,6 +497,49 @@ template <typename T> __global__ void __launch_bounds__(QK_WARPS * 32) qkv_heads
     }
 }
 
+/* The same for head dims D = 32 E (64, 128, 256): a lane's E elements
+ * loaded and stored as one vector, the norm and rotation in registers. */
+template <typename T, int E> __global__ void __launch_bounds__(QK_WARPS * 32) qkv_heads_v(const T *x, T *y, qkv_args a)
+{
+    cu_grid_wait();
+    constexpr int D = 32 * E, HALF = D / 2;
+    struct alignas(E * sizeof(T)) vec {
+        T t[E];
+    };
+    const int lane = threadIdx.x & 31, heads = a.H + 2 * a.Hk;
+    for (int64_t w = (int64_t)blockIdx.x * QK_WARPS + (threadIdx.x >> 5); w < a.vectors;
+         w += (int64_t)gridDim.x * QK_WARPS) {
+        const int64_t row = w / heads, b = row / a.S, s = row - b * a.S;
+        const int hh = (int)(w - row * heads), part = hh < a.H ? 0 : hh < a.H + a.Hk ? 1 : 2;
+        const int j = part == 0 ? hh : part == 1 ? hh - a.H : hh - a.H - a.Hk, nh = part == 0 ? a.H : a.Hk;
+        const int64_t base = part == 0 ? 0 : a.B * a.H * a.S * D + (part == 2 ? a.B * a.Hk * a.S * D : 0);
+        const vec in = ((const vec *)(x + w * D))[lane];
+        float v[E];
+        float ss = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            v[e] = cu_tof<T>(in.t[e]);
+            ss += v[e] * v[e];
+        }
+        const float *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
+        if (g) {
+            const float inv = 1.0f / sqrtf(cu_warp_sum(ss) / (float)D + a.eps);
+#pragma unroll
+            for (int e = 0; e < E; e++)
+                v[e] = v[e] * inv * g[lane * E + e];
+        }
+        if (a.cs && part < 2) {
+            const float *c = a.cs + (b * a.cs_b + s) * HALF, *sn = a.sn + (b * a.sn_b + s) * HALF;
+            rope_lanes<E>(v, lane, a.inter, [c, sn](int i, double *co, double *si) { *co = c[i], *si = sn[i]; });
+        }
+        vec out;
+#pragma unroll
+        for (int e = 0; e < E; e++)
+            out.t[e] = cu_fromf<T>(v[e]);
+        ((vec *)(y + base + ((b * nh + j) * a.S + s) * D))[lane] = out;
+    }
+}
+
 static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -504,8 +561,18 @@ static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     const int64_t want = (a.vectors + QK_WARPS - 1) / QK_WARPS;
     const int blocks = (int)(want < 65536 ? want : 65536);
-    CU_FLOAT_DISPATCH(n->dtype, T,
-                      cu_launch(qkv_heads_kernel<T>, blocks, QK_WARPS * 32, 0, (const T *)t->in[0], (T *)t->out, a));
+    /* the vector form where a lane's elements are one aligned vector */
+    const size_t es = rlx_dtype_size(n->dtype), vb = (size_t)a.D / 32 * es;
+    const bool vec =
+        (a.D == 64 || a.D == 128 || a.D == 256) && (uintptr_t)t->in[0] % vb == 0 && (uintptr_t)t->out % vb == 0;
+    if (vec)
+        CU_FLOAT_DISPATCH(n->dtype, T, {
+            auto fn = a.D == 64 ? qkv_heads_v<T, 2> : a.D == 128 ? qkv_heads_v<T, 4> : qkv_heads_v<T, 8>;
+            cu_launch(fn, blocks, QK_WARPS * 32, 0, (const T *)t->in[0], (T *)t->out, a);
+        });
+    else
+        CU_FLOAT_DISPATCH(
+            n->dtype, T, cu_launch(qkv_heads_kernel<T>, blocks, QK_WARPS * 32, 0, (const T *)t->in[0], (T *)t->out, a));
     return rlx_cu_check(t, "qkv_heads launch");
 }
 
