@@ -1099,14 +1099,21 @@ static void qkv_vectors(void *arg, int64_t v0, int64_t v1, int worker)
     const int64_t S = j->S, H = j->H, Hk = j->Hk, D = j->D, half = D / 2, heads = H + 2 * Hk;
     const int64_t stride_a = a->qkv.rope_interleaved ? 2 : 1, off_b = a->qkv.rope_interleaved ? 1 : half;
     double v[512];
+    float f[512];
+    const size_t es = rlx_dtype_size(dt);
     for (int64_t w = v0; w < v1; w++) {
         const int64_t row = w / heads, hh = w % heads, b = row / S, s = row % S;
         const int part = hh < H ? 0 : hh < H + Hk ? 1 : 2;
         const int64_t j0 = part == 0 ? hh : part == 1 ? hh - H : hh - H - Hk, nh = part == 0 ? H : Hk;
         const int64_t base = (part == 0 ? 0 : j->B * H * S * D) + (part == 2 ? j->B * Hk * S * D : 0);
         const int64_t out = base + ((b * nh + j0) * S + s) * D, in = w * D;
-        for (int64_t i = 0; i < D; i++)
-            v[i] = rlx_load(j->t->in[0], dt, in + i);
+        if (dt == RLX_F64) {
+            memcpy(v, (const double *)j->t->in[0] + in, (size_t)D * sizeof *v);
+        } else { /* through the vectorised conversions, then widened */
+            rlx_cpu_to_f32(f, (const char *)j->t->in[0] + in * (int64_t)es, dt, D);
+            for (int64_t i = 0; i < D; i++)
+                v[i] = f[i];
+        }
         const void *gamma = part < 2 ? j->aux[3 + part] : NULL;
         if (gamma) {
             double ss = 0;
@@ -1127,8 +1134,13 @@ static void qkv_vectors(void *arg, int64_t v0, int64_t v1, int worker)
                 v[ib] = x2 * c + x1 * sn;
             }
         }
-        for (int64_t i = 0; i < D; i++)
-            rlx_store(j->t->out, dt, out + i, v[i]);
+        if (dt == RLX_F64) {
+            memcpy((double *)j->t->out + out, v, (size_t)D * sizeof *v);
+        } else {
+            for (int64_t i = 0; i < D; i++)
+                f[i] = (float)v[i];
+            rlx_cpu_from_f32((char *)j->t->out + out * (int64_t)es, dt, f, D);
+        }
     }
 }
 
