@@ -23,7 +23,7 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
     double *tab = rlx_malloc(bytes);
     if (!tab)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "no memory for a RoPE table of %zu bytes", bytes);
-    rlx_rope_table(tab, S, D, theta, offset, 1);
+    rlx_rope_table(tab, S, D, theta, offset);
     t->state = tab;
     return RLX_OK;
 }
