@@ -437,7 +437,7 @@ static rlx_graph *conv_graph(int bn, int const_bn, int act, int conv_bias)
 }
 
 /* conv then: 0 ((y - k) * k + k) and a relu; 1 (k - y) / k + k0 (k0 one
- * value); 2 y * k with k along W; 3 y + a param. */
+ * value); 2 y * k with k along W; 3 y + a param; 4 y / k with a zero in k. */
 static rlx_graph *conv_affine_graph(int form)
 {
     rlx_graph *g = rlx_graph_new();
@@ -452,7 +452,12 @@ static rlx_graph *conv_affine_graph(int form)
     case 0: y = rlx_relu(g, rlx_add(g, rlx_mul(g, rlx_sub(g, y, k0), k1), k0)); break;
     case 1: y = rlx_add(g, rlx_div(g, rlx_sub(g, k0, y), k1), const_rand(g, SHAPE(1), -1, 1, 5)); break;
     case 2: y = rlx_mul(g, y, const_rand(g, SHAPE(1, 1, 1, 6), -1, 1, 6)); break;
-    default: y = rlx_add(g, y, rlx_param(g, "k", RLX_F32, SHAPE(4, 1, 1))); break;
+    case 3: y = rlx_add(g, y, rlx_param(g, "k", RLX_F32, SHAPE(4, 1, 1))); break;
+    default: {
+        const float k[4] = {1.5f, 0.0f, -2.0f, 0.5f};
+        y = rlx_div(g, y, rlx_constant(g, RLX_F32, SHAPE(4, 1, 1), k, sizeof k));
+        break;
+    }
     }
     rlx_output(g, "y", y);
     assert_int_equal(rlx_graph_verify(g), RLX_OK);
@@ -498,8 +503,9 @@ static void test_conv_bn_act(void **state)
         assert_same_output(g, "y", 1e-5);
         rlx_graph_free(g);
     }
-    /* an operand varying along another axis, or set at run time: not folded */
-    for (int form = 2; form < 4; form++) {
+    /* an operand varying along another axis, set at run time, or a
+     * divisor with a zero: not folded */
+    for (int form = 2; form < 5; form++) {
         g = conv_affine_graph(form);
         rlx_opt_stats st;
         memset(&st, 0, sizeof st);
@@ -508,7 +514,8 @@ static void test_conv_bn_act(void **state)
         assert_int_equal(st.affine_folded, 0);
         assert_int_equal(ot_count(f, RLX_OP_CONV), 1);
         rlx_graph_free(f);
-        assert_same_output(g, "y", 1e-5);
+        if (form < 4)
+            assert_same_output(g, "y", 1e-5);
         rlx_graph_free(g);
     }
     /* batch norm with params set at run time: not folded (conv stays, bn stays) */

@@ -751,6 +751,20 @@ static bool per_channel_const(const fuse_state *s, rlx_node k, const rlx_shape *
     return true;
 }
 
+/* Whether every value of constant k is finite (and, for a divisor, not
+ * zero): a fold would otherwise spread an infinity or NaN over the whole
+ * product instead of the values it reaches. */
+static bool const_finite(const fuse_state *s, rlx_node k, bool divisor)
+{
+    const rlx_node_data *c = fs_node(s, k);
+    for (int64_t i = 0, n = rlx_shape_numel(&c->shape); i < n; i++) {
+        double v = load_f(c, i);
+        if (!isfinite(v) || (divisor && v == 0))
+            return false;
+    }
+    return true;
+}
+
 /* One affine step z op k (or k op z) on a conv's output z, k per channel:
  * add, sub, mul, and div by k (the ONNX importer's batch norm is
  * (z - mean) * a + b).  Its operand z in *z; false if not such a step. */
@@ -765,7 +779,8 @@ static bool affine_step(const fuse_state *s, rlx_node id, const rlx_shape *y, rl
         rlx_node a = n->in[side], c = n->in[1 - side];
         if (side == 1 && n->op == RLX_OP_DIV)
             continue; /* k / z is not affine */
-        if (per_channel_const(s, c, y) && rlx_shape_equal(&fs_node(s, a)->shape, y)) {
+        if (per_channel_const(s, c, y) && rlx_shape_equal(&fs_node(s, a)->shape, y) &&
+            const_finite(s, c, n->op == RLX_OP_DIV)) {
             *z = a, *k = c, *k_first = side == 1;
             return true;
         }
