@@ -436,6 +436,34 @@ static rlx_graph *conv_graph(int bn, int const_bn, int act, int conv_bias)
     return g;
 }
 
+/* conv then: 0 ((y - k) * k + k) and a relu; 1 (k - y) / k + k0 (k0 one
+ * value); 2 y * k with k along W; 3 y + a param; 4 y / k with a zero in k. */
+static rlx_graph *conv_affine_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 6, 6));
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+    rlx_node y =
+        rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1), const_rand(g, SHAPE(4), -0.5, 0.5, 2), &p);
+    rlx_node k0 = const_rand(g, SHAPE(4, 1, 1), -1, 1, 3), k1 = const_rand(g, SHAPE(1, 4, 1, 1), 0.5, 1.5, 4);
+    switch (form) {
+    case 0: y = rlx_relu(g, rlx_add(g, rlx_mul(g, rlx_sub(g, y, k0), k1), k0)); break;
+    case 1: y = rlx_add(g, rlx_div(g, rlx_sub(g, k0, y), k1), const_rand(g, SHAPE(1), -1, 1, 5)); break;
+    case 2: y = rlx_mul(g, y, const_rand(g, SHAPE(1, 1, 1, 6), -1, 1, 6)); break;
+    case 3: y = rlx_add(g, y, rlx_param(g, "k", RLX_F32, SHAPE(4, 1, 1))); break;
+    default: {
+        const float k[4] = {1.5f, 0.0f, -2.0f, 0.5f};
+        y = rlx_div(g, y, rlx_constant(g, RLX_F32, SHAPE(4, 1, 1), k, sizeof k));
+        break;
+    }
+    }
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
 static void test_conv_bn_act(void **state)
 {
     (void)state;
@@ -459,6 +487,37 @@ static void test_conv_bn_act(void **state)
             assert_same_output(g, "y", 1e-5);
             rlx_graph_free(g);
         }
+    /* per-channel steps after the conv (the ONNX importer's batch norm, then
+     * k - y and y / k, a one-element operand): folded into the weights */
+    for (int form = 0; form < 2; form++) {
+        g = conv_affine_graph(form);
+        rlx_opt_stats st;
+        memset(&st, 0, sizeof st);
+        rlx_pass_ctx c = ot_cpu_ctx(&st);
+        rlx_graph *f = rlx_pass_fuse(g, &c);
+        assert_int_equal(ot_count(f, RLX_OP_CONV_BIAS_ACT) + ot_count(f, RLX_OP_CONV), 1);
+        assert_int_equal(
+            ot_count(f, RLX_OP_ADD) + ot_count(f, RLX_OP_SUB) + ot_count(f, RLX_OP_MUL) + ot_count(f, RLX_OP_DIV), 0);
+        assert_int_equal(st.affine_folded, 3);
+        rlx_graph_free(f);
+        assert_same_output(g, "y", 1e-5);
+        rlx_graph_free(g);
+    }
+    /* an operand varying along another axis, set at run time, or a
+     * divisor with a zero: not folded */
+    for (int form = 2; form < 5; form++) {
+        g = conv_affine_graph(form);
+        rlx_opt_stats st;
+        memset(&st, 0, sizeof st);
+        rlx_pass_ctx c = ot_cpu_ctx(&st);
+        rlx_graph *f = rlx_pass_fuse(g, &c);
+        assert_int_equal(st.affine_folded, 0);
+        assert_int_equal(ot_count(f, RLX_OP_CONV), 1);
+        rlx_graph_free(f);
+        if (form < 4)
+            assert_same_output(g, "y", 1e-5);
+        rlx_graph_free(g);
+    }
     /* batch norm with params set at run time: not folded (conv stays, bn stays) */
     g = conv_graph(1, 0, 0, 1);
     assert_int_equal(fused_count(g, RLX_OP_CONV_BIAS_ACT), 0);

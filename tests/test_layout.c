@@ -182,26 +182,44 @@ static void test_lowering(void **state)
     check_conv(3, 8, 5, 6, 16, 1, 1, 1, 1, RLX_OP_CONV_BIAS_ACT, RLX_ACT_NONE);
     check_conv(2, 8, 6, 6, 8, 1, 2, 1, 0, RLX_OP_CONV_BIAS_ACT, RLX_ACT_GELU);
     check_conv(2, 6, 8, 8, 6, 3, 1, 6, 1, RLX_OP_CONV_BIAS_ACT, RLX_ACT_SILU); /* depthwise */
-    /* pooling */
-    for (int is_max = 0; is_max < 2; is_max++) {
-        rlx_pool_params pp;
-        rlx_pool_params_init(&pp, 3);
-        pp.stride[0] = pp.stride[1] = 2;
-        pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = 1;
-        rt_tensor *x = rt_rand_away(RT_SHAPE(2, 5, 9, 8), -1, 1, 0.05), *xt = rt_ref_transpose(x, to_nhwc);
-        rt_graph *rg = rt_graph_new();
-        rlx_node y = pool_node(rg->g, is_max ? RLX_OP_MAX_POOL : RLX_OP_AVG_POOL, rt_input(rg, RLX_F32, xt), &pp,
-                               RLX_LAYOUT_NHWC);
-        rt_tensor *got = rt_run1(rg, y), *ref = rt_ref_pool(x, &pp, is_max), *want = rt_ref_transpose(ref, to_nhwc);
-        assert_non_null(got);
-        assert_true(rt_check(is_max ? "nhwc max_pool" : "nhwc avg_pool", got, want, RLX_F32));
-        rt_free(got);
-        rt_free(ref);
-        rt_free(want);
-        rt_free(x);
-        rt_free(xt);
-        rt_graph_free(rg);
-    }
+    /* pooling (the CPU's channels-last kernel): padded, 2x2 stride 2 as
+     * PaddleOCR's classifier pools, count_include_pad, dilation, more
+     * channels than one block of 256, a NaN that max pooling must keep */
+    const struct {
+        int64_t C, H, W, k, s, d, pad;
+        int include_pad, nan;
+    } pools[] = {
+        {5, 9, 8, 3, 2, 1, 1, 0, 0},   {200, 2, 96, 2, 2, 1, 0, 0, 0}, {7, 10, 9, 3, 2, 1, 1, 1, 0},
+        {4, 11, 12, 3, 1, 2, 2, 0, 0}, {300, 5, 4, 2, 1, 1, 1, 1, 1},
+    };
+    for (size_t c = 0; c < sizeof pools / sizeof pools[0]; c++)
+        for (int is_max = 0; is_max < 2; is_max++) {
+            rlx_pool_params pp;
+            rlx_pool_params_init(&pp, pools[c].k);
+            pp.stride[0] = pp.stride[1] = pools[c].s;
+            pp.dilation[0] = pp.dilation[1] = pools[c].d;
+            pp.pads[0] = pp.pads[1] = pp.pads[2] = pp.pads[3] = pools[c].pad;
+            pp.count_include_pad = pools[c].include_pad;
+            rt_tensor *x = rt_rand_away(RT_SHAPE(2, pools[c].C, pools[c].H, pools[c].W), -1, 1, 0.05);
+            if (pools[c].nan)
+                x->d[x->n / 3] = NAN;
+            rt_tensor *xt = rt_ref_transpose(x, to_nhwc);
+            rt_graph *rg = rt_graph_new();
+            rlx_node y = pool_node(rg->g, is_max ? RLX_OP_MAX_POOL : RLX_OP_AVG_POOL, rt_input(rg, RLX_F32, xt), &pp,
+                                   RLX_LAYOUT_NHWC);
+            rt_tensor *got = rt_run1(rg, y), *ref = rt_ref_pool(x, &pp, is_max);
+            rt_tensor *want = rt_ref_transpose(ref, to_nhwc);
+            assert_non_null(got);
+            char what[96];
+            snprintf(what, sizeof what, "nhwc %s case %zu", is_max ? "max_pool" : "avg_pool", c);
+            assert_true(rt_check(what, got, want, RLX_F32));
+            rt_free(got);
+            rt_free(ref);
+            rt_free(want);
+            rt_free(x);
+            rt_free(xt);
+            rt_graph_free(rg);
+        }
 }
 
 /* A target that runs everything the CPU runs plus channels-last conv /

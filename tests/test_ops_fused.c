@@ -485,6 +485,87 @@ static void test_chain_hardswish_pow(void **state)
     free_all(tmp, 4);
 }
 
+/* Hard-swish alone, x * clip(x + 3, 0, 6) / 6 (the CPU runs it as one
+ * pass): rows of 300, values around the clip's corners, a NaN and both
+ * infinities; and written with max/min, a NaN bound, whose clip is NaN
+ * throughout.  Against the float64 reference, and the unfused nodes bit
+ * for bit. */
+static void test_chain_hardswish_alone(void **state)
+{
+    (void)state;
+    for (int nan_bound = 0; nan_bound < 2; nan_bound++) {
+        rt_tensor *v = rt_rand(RT_SHAPE(5, 300), -7, 7), *got[2] = {0};
+        v->d[7] = NAN, v->d[301] = INFINITY, v->d[602] = -INFINITY;
+        for (int fuse = 1; fuse >= 0; fuse--) {
+            rt_graph *rg = rt_graph_new();
+            rg->opts.no_fusion = !fuse;
+            rg->opts.ignore_env = 1;
+            rlx_graph *g = rg->g;
+            rlx_node x = rt_input(rg, RLX_F32, v), a = rlx_add(g, x, rlx_scalar(g, RLX_F32, 3)), c;
+            if (nan_bound)
+                c = rlx_min(g, rlx_max(g, a, rlx_scalar(g, RLX_F32, NAN)), rlx_scalar(g, RLX_F32, 6));
+            else
+                c = rlx_clip(g, a, 0, 6);
+            rlx_node y = rlx_div(g, rlx_mul(g, x, c), rlx_scalar(g, RLX_F32, 6));
+            assert_int_equal(rt_run(rg, 1, &y, &got[fuse]), RLX_OK);
+            rt_graph_free(rg);
+        }
+        rt_tensor *want = rt_clone(v); /* v as f32, once bound */
+        for (int64_t i = 0; i < want->n; i++) {
+            double x = v->d[i], c = (double)(float)(x + 3);
+            c = nan_bound || isnan(c) ? NAN : fmin(fmax(c, 0), 6);
+            want->d[i] = (double)(float)((double)(float)(x * c) / 6);
+        }
+        assert_true(rt_check("hard-swish alone", got[1], want, RLX_F32));
+        assert_true(rt_check_tol("hard-swish alone, fused against unfused", got[1], got[0], 0, 0));
+        rt_tensor *tmp[] = {v, want, got[0], got[1]};
+        free_all(tmp, 4);
+    }
+}
+
+/* An SE gate's chain, x * clip(g + 3, 0, 6) / 6 + 2 * m with g per channel
+ * [1, 1, 1, C] and m per (batch, channel) [N, 1, 1, C]: the CPU computes
+ * the steps on g once per worker (their operands repeat block after
+ * block) and the steps on m again wherever m's values change.  Rows of 200
+ * (a block per row) and of 24 (several rows per block, a block across the
+ * batch boundary); against the float64 reference and the unfused nodes
+ * bit for bit. */
+static void test_chain_repeated_operands(void **state)
+{
+    (void)state;
+    const int64_t widths[] = {200, 24};
+    for (int c = 0; c < 2; c++) {
+        const int64_t C = widths[c];
+        rt_tensor *x = rt_rand(RT_SHAPE(2, 5, 7, C), -2, 2), *gt = rt_rand(RT_SHAPE(1, 1, 1, C), -5, 5);
+        rt_tensor *m = rt_rand(RT_SHAPE(2, 1, 1, C), -1, 1), *got[2] = {0};
+        for (int fuse = 1; fuse >= 0; fuse--) {
+            rt_graph *rg = rt_graph_new();
+            rg->opts.no_fusion = !fuse;
+            rg->opts.ignore_env = 1;
+            rlx_graph *g = rg->g;
+#define SC(v) rlx_scalar(g, RLX_F32, (v))
+            rlx_node xn = rt_input(rg, RLX_F32, x), gn = rt_input(rg, RLX_F32, gt), mn = rt_input(rg, RLX_F32, m);
+            rlx_node gate = rlx_div(g, rlx_min(g, rlx_max(g, rlx_add(g, gn, SC(3)), SC(0)), SC(6)), SC(6));
+            rlx_node y = rlx_add(g, rlx_mul(g, xn, gate), rlx_mul(g, mn, SC(2)));
+#undef SC
+            assert_int_equal(rt_run(rg, 1, &y, &got[fuse]), RLX_OK);
+            rt_graph_free(rg);
+        }
+        rt_tensor *want = rt_clone(x);
+        for (int64_t i = 0; i < want->n; i++) {
+            int64_t ch = i % C, b = i / (want->n / 2);
+            double gv = fmin(fmax(gt->d[ch] + 3, 0), 6) / 6;
+            want->d[i] = x->d[i] * gv + 2 * m->d[b * C + ch];
+        }
+        char what[96];
+        snprintf(what, sizeof what, "gate chain, rows of %lld", (long long)C);
+        assert_true(rt_check(what, got[1], want, RLX_F32));
+        assert_true(rt_check_tol(what, got[1], got[0], 0, 0));
+        rt_tensor *tmp[] = {x, gt, m, want, got[0], got[1]};
+        free_all(tmp, 6);
+    }
+}
+
 /* Chains whose operands broadcast along other dims than the last (a
  * per-channel [C, 1, 1] operand, a middle broadcast, two operands each
  * smaller than the result, dims of 1): the CPU merges dims where every
@@ -659,6 +740,8 @@ int main(void)
         cmocka_unit_test_setup(test_elementwise_chains, rt_setup),
         cmocka_unit_test_setup(test_chain_f32_exact, rt_setup),
         cmocka_unit_test_setup(test_chain_hardswish_pow, rt_setup),
+        cmocka_unit_test_setup(test_chain_hardswish_alone, rt_setup),
+        cmocka_unit_test_setup(test_chain_repeated_operands, rt_setup),
         cmocka_unit_test_setup(test_chain_broadcasts, rt_setup),
         cmocka_unit_test_setup(test_attention_block, rt_setup),
     };

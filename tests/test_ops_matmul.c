@@ -69,7 +69,11 @@ static void test_matmul_transposed(void **state)
 {
     (void)state;
     int bad = 0;
-    const int64_t mkn[][3] = {{3, 5, 4}, {1, 9, 6}, {8, 1, 3}, {19, 23, 17}, {16, 32, 8}};
+    /* the last four: products small enough for the CPU's own loops, C
+     * narrower than 8 columns (each value a dot product of A's row and
+     * B's column, B gathered first unless stored transposed) */
+    const int64_t mkn[][3] = {{3, 5, 4},   {1, 9, 6},  {8, 1, 3},  {19, 23, 17}, {16, 32, 8},
+                              {64, 64, 1}, {9, 70, 2}, {5, 33, 7}, {40, 40, 5}};
     for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; i++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {

@@ -325,6 +325,13 @@ static void test_conv1d(void **state)
         {1, 1, 5, {7, 0}, 2, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 0},  /* 1-wide kernel */
         {1, 1, 2, {5, 0}, 3, {5, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},  /* kernel = input: one output */
         {1, 3, 2, {16, 0}, 4, {4, 0}, cp(3, 1, 1, 1, 2, 1, 0, 0, 1), 1},
+        /* one input channel: one GEMM (Silero's STFT, 64-tap windows at stride 16) or,
+         * few outputs and taps, the direct kernel */
+        {1, 1, 1, {300, 0}, 24, {64, 0}, cp(16, 1, 1, 1, 0, 0, 0, 0, 1), 0},
+        {1, 2, 1, {40, 0}, 4, {5, 0}, cp(2, 1, 1, 1, 2, 2, 0, 0, 1), 1},
+        /* one or two time steps: products narrower than 8 columns */
+        {1, 1, 64, {1, 0}, 64, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},
+        {1, 1, 32, {2, 0}, 48, {1, 0}, cp(1, 1, 1, 1, 0, 0, 0, 0, 1), 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad += run_conv(&cases[i]);
@@ -400,6 +407,62 @@ static void test_conv2d(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         bad += run_conv(&cases[i]);
+    assert_int_equal(bad, 0);
+}
+
+/* A conv with constant weights, then per-channel steps that fusion folds
+ * into its weights and bias: the ONNX importer's batch norm ((y - mean) *
+ * a + b, operands [O, 1, 1]), and k - y, y / k, a one-element operand,
+ * [1, O, 1, 1]; with a relu after (the fused epilogue) or not, grouped or
+ * not, channels-last or NCHW, against the float64 reference. */
+static int run_conv_affine(int variant, int64_t groups, int relu, int no_layout)
+{
+    const int64_t N = 2, C = 4, O = 8;
+    rt_tensor *x = rt_rand(RT_SHAPE(N, C, 9, 7), -1, 1), *w = rt_rand(RT_SHAPE(O, C / groups, 3, 3), -1, 1);
+    rt_tensor *b = rt_rand(RT_SHAPE(O), -1, 1), *k0 = rt_rand(RT_SHAPE(O, 1, 1), -1, 1);
+    rt_tensor *k1 = rt_rand_away(RT_SHAPE(1, O, 1, 1), -2, 2, 0.25), *k2 = rt_rand(RT_SHAPE(O, 1, 1), -1, 1);
+    rt_tensor *k3 = rt_rand(RT_SHAPE(1), -1, 1);
+    rt_graph *rg = rt_graph_new();
+    rg->opts.no_layout = no_layout;
+    rlx_graph *g = rg->g;
+    rlx_conv_params p = cp(1, 1, 1, 1, 1, 1, 1, 1, groups);
+    rlx_node y = rlx_conv(g, rt_input(rg, RLX_F32, x), rt_const(rg, RLX_F32, w), rt_const(rg, RLX_F32, b), &p);
+    rlx_node c0 = rt_const(rg, RLX_F32, k0), c1 = rt_const(rg, RLX_F32, k1), c2 = rt_const(rg, RLX_F32, k2);
+    if (variant == 0)
+        y = rlx_add(g, rlx_mul(g, rlx_sub(g, y, c0), c1), c2);
+    else
+        y = rlx_add(g, rlx_div(g, rlx_sub(g, c0, y), c1), rt_const(rg, RLX_F32, k3));
+    if (relu)
+        y = rlx_relu(g, y);
+    rt_tensor *got = rt_run1(rg, y), *want = rt_ref_conv(x, w, b, &p);
+    int64_t plane = want->n / (N * O);
+    for (int64_t i = 0; i < want->n; i++) {
+        int64_t o = i / plane % O;
+        double v = want->d[i];
+        v = variant == 0 ? (v - k0->d[o]) * k1->d[o] + k2->d[o] : (k0->d[o] - v) / k1->d[o] + k3->d[0];
+        want->d[i] = relu && v < 0 ? 0 : v;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "conv + per-channel steps, variant %d groups %lld relu %d%s", variant,
+             (long long)groups, relu, no_layout ? " nchw" : "");
+    int ok = rt_check(what, got, want, RLX_F32);
+    rt_tensor *all[] = {x, w, b, k0, k1, k2, k3, got, want};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        rt_free(all[i]);
+    rt_graph_free(rg);
+    return !ok;
+}
+
+static void test_conv_affine_fold(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int variant = 0; variant < 2; variant++)
+        for (int relu = 0; relu < 2; relu++)
+            for (int no_layout = 0; no_layout < 2; no_layout++) {
+                bad += run_conv_affine(variant, 1, relu, no_layout);
+                bad += run_conv_affine(variant, 4, relu, no_layout); /* depthwise, multiplier 2 */
+            }
     assert_int_equal(bad, 0);
 }
 
@@ -705,6 +768,7 @@ int main(void)
         cmocka_unit_test_setup(test_conv1d, rt_setup),
         cmocka_unit_test_setup(test_conv2d, rt_setup),
         cmocka_unit_test_setup(test_conv_depthwise, rt_setup),
+        cmocka_unit_test_setup(test_conv_affine_fold, rt_setup),
         cmocka_unit_test_setup(test_conv_fused, rt_setup),
         cmocka_unit_test_setup(test_max_pool, rt_setup),
         cmocka_unit_test_setup(test_avg_pool, rt_setup),

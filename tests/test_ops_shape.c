@@ -89,6 +89,8 @@ static void test_transpose(void **state)
         {{5, {2, 1, 3, 2, 2}}, {4, 3, 2, 1, 0}},
         {{6, {1, 5, 7, 3, 2, 2}}, {0, 3, 1, 4, 2, 5}}, /* a pixel shuffle: pairs copied as one 8-byte value */
         {{5, {3, 4, 5, 3, 2}}, {2, 1, 0, 3, 4}},       /* a run of 6 values: too wide for one */
+        {{4, {1, 3, 20, 37}}, {0, 2, 3, 1}},           /* NCHW to channels-last, rows of 3: tiled */
+        {{3, {2, 5, 41}}, {0, 2, 1}},                  /* rows of 5 read at stride 41 */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         rt_graph *rg = rt_graph_new();

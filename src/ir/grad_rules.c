@@ -654,7 +654,7 @@ rlx_status rlx_grad_rope(rlx_graph *g, rlx_node n, rlx_node dy, const bool *need
         rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "rope gradient: out of memory");
         return RLX_ERR_OUT_OF_MEMORY;
     }
-    rlx_rope_table(tab, S, D, nd.attrs.rope.theta, nd.attrs.rope.offset, 1);
+    rlx_rope_table(tab, S, D, nd.attrs.rope.theta, nd.attrs.rope.offset);
     for (int64_t i = 0; i < S * H; i++) {
         cs[i] = (float)tab[2 * i];
         cs[S * H + i] = (float)-tab[2 * i + 1];

@@ -541,9 +541,9 @@ int rlx_attn_block_input(const rlx_node_data *n, int which);
 
 /* RoPE's angles, as every backend applies them: tab[(s * D/2 + i) * 2] and
  * [.. + 1] are the cosine and sine of (offset + s) * theta^(-2i / D), for
- * positions s < S and pairs i < D / 2 (computed in double, positions
- * shared among `threads`). */
-void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads);
+ * positions s < S and pairs i < D / 2 (computed in double, on the calling
+ * thread: built once per compile). */
+void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset);
 const char *rlx_op_name(rlx_op op);
 bool rlx_op_is_unary(rlx_op op);  /* kind RLX_KIND_UNARY */
 bool rlx_op_is_binary(rlx_op op); /* kind RLX_KIND_BINARY */

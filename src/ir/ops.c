@@ -1191,11 +1191,9 @@ bool rlx_node_is_no_op(const rlx_graph *g, rlx_node id)
     return rlx_node_bytes(&g->nodes[id]) == 0 || rlx_node_is_view(g, id, &off);
 }
 
-void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset, int threads)
+void rlx_rope_table(double *tab, int64_t S, int64_t D, double theta, int64_t offset)
 {
     int64_t half = D / 2;
-    (void)threads; /* unused where OpenMP is not */
-#pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t s = 0; s < S; s++)
         for (int64_t i = 0; i < half; i++) {
             double a = (double)(offset + s) * pow(theta, -2.0 * (double)i / (double)D);

@@ -25,12 +25,14 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backends/cpu/cpu_pool.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_write.h"
@@ -197,32 +199,48 @@ static rlx_status permute_rows(float *x, int64_t rows, int64_t cols, int heads)
     return RLX_OK;
 }
 
-/* Encodes rows of f32 into type, the rows in parallel. */
+/* Rows of f32 encoded into type, on the CPU pool's threads (each row on
+ * its own: the bytes do not depend on the split). */
+typedef struct encode_job {
+    int type;
+    const float *x;
+    int64_t row;
+    size_t row_bytes;
+    void *out;
+    _Atomic rlx_status st; /* a failed row's status (any one of them) */
+} encode_job;
+
+static void encode_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    encode_job *j = arg;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = j->x + r * j->row;
+        if (j->type == RLX_GGML_F16 || j->type == RLX_GGML_BF16) {
+            uint16_t *o = (uint16_t *)j->out + r * j->row;
+            for (int64_t i = 0; i < j->row; i++)
+                o[i] = j->type == RLX_GGML_F16 ? rlx_f32_to_f16(x[i]) : rlx_f32_to_bf16(x[i]);
+            continue;
+        }
+        rlx_status s = rlx_quantize_row(j->type, x, (char *)j->out + (size_t)r * j->row_bytes, j->row);
+        if (s != RLX_OK)
+            atomic_store(&j->st, s);
+    }
+}
+
 static rlx_status encode(int type, const float *x, int64_t rows, int64_t row, void *out)
 {
-    rlx_status st = RLX_OK;
     if (type == RLX_GGML_F32) {
         memcpy(out, x, (size_t)(rows * row) * sizeof *x);
         return RLX_OK;
     }
-    if (type == RLX_GGML_F16 || type == RLX_GGML_BF16) {
-        uint16_t *o = out;
-        int64_t n = rows * row;
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++)
-            o[i] = type == RLX_GGML_F16 ? rlx_f32_to_f16(x[i]) : rlx_f32_to_bf16(x[i]);
-        return RLX_OK;
-    }
-    size_t rb = rlx_quant_row_bytes(type, row);
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t r = 0; r < rows; r++) {
-        rlx_status s = rlx_quantize_row(type, x + r * row, (char *)out + (size_t)r * rb, row);
-        if (s != RLX_OK) {
-#pragma omp critical(rlx_quantize_err)
-            st = s;
-        }
-    }
-    return st;
+    encode_job j = {.type = type, .x = x, .row = row, .out = out};
+    if (type != RLX_GGML_F16 && type != RLX_GGML_BF16)
+        j.row_bytes = rlx_quant_row_bytes(type, row);
+    atomic_init(&j.st, RLX_OK);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    rlx_cpu_parallel(cores > 1 ? (int)cores : 1, rows, encode_rows, &j);
+    return atomic_load(&j.st);
 }
 
 /* The bytes of one planned tensor into the file. */

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backends/cpu/cpu_pool.h"
 #include "core/error.h"
 #include "models/workloads.h"
 
@@ -115,19 +117,35 @@ static uint64_t splitmix_at(uint64_t seed, uint64_t k)
 
 /* Box-Muller over consecutive splitmix64 outputs: pair p draws outputs 2p
  * and 2p + 1.  Pairs are independent, so large fills (a 0.6B-parameter
- * default model) are split across threads with the same values. */
+ * default model) are split across the CPU pool's threads with the same
+ * values. */
+typedef struct normal_job {
+    float *dst;
+    int64_t n;
+    double std;
+    uint64_t seed;
+} normal_job;
+
+static void normal_pairs(void *arg, int64_t p0, int64_t p1, int worker)
+{
+    (void)worker;
+    const normal_job *j = arg;
+    for (int64_t p = p0; p < p1; p++) {
+        double u1 = ((double)(splitmix_at(j->seed, 2 * (uint64_t)p) >> 11) + 0.5) / 9007199254740992.0;
+        double u2 = ((double)(splitmix_at(j->seed, 2 * (uint64_t)p + 1) >> 11) + 0.5) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        j->dst[2 * p] = (float)(j->std * r * cos(6.283185307179586 * u2));
+        if (2 * p + 1 < j->n)
+            j->dst[2 * p + 1] = (float)(j->std * r * sin(6.283185307179586 * u2));
+    }
+}
+
 void rlx_fill_normal(float *dst, int64_t n, double std, uint64_t seed)
 {
     int64_t pairs = (n + 1) / 2;
-#pragma omp parallel for schedule(static) if (pairs > (1 << 16))
-    for (int64_t p = 0; p < pairs; p++) {
-        double u1 = ((double)(splitmix_at(seed, 2 * (uint64_t)p) >> 11) + 0.5) / 9007199254740992.0;
-        double u2 = ((double)(splitmix_at(seed, 2 * (uint64_t)p + 1) >> 11) + 0.5) / 9007199254740992.0;
-        double r = sqrt(-2.0 * log(u1));
-        dst[2 * p] = (float)(std * r * cos(6.283185307179586 * u2));
-        if (2 * p + 1 < n)
-            dst[2 * p + 1] = (float)(std * r * sin(6.283185307179586 * u2));
-    }
+    normal_job j = {.dst = dst, .n = n, .std = std, .seed = seed};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    rlx_cpu_parallel(pairs > (1 << 16) && cores > 1 ? (int)cores : 1, pairs, normal_pairs, &j);
 }
 
 static bool ends_with(const char *s, const char *suffix)

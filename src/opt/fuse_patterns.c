@@ -646,15 +646,44 @@ static void store_f(void *p, rlx_dtype t, int64_t i, double v)
 
 static bool is_const(const fuse_state *s, rlx_node id) { return fs_node(s, id)->op == RLX_OP_CONSTANT; }
 
-/* conv weights and bias with the batch norm's scale and shift folded in:
- * w'[o] = w[o] * k[o], b'[o] = (b[o] - mean[o]) * k[o] + beta[o] with
- * k = gamma / sqrt(var + eps). */
-static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_node_data *bn, fuse_spec *sp)
+/* A per-output-channel scale and shift to fold into a conv:
+ * conv'(x) = conv(x) * scale[o] + shift[o]. */
+typedef struct conv_fold {
+    int64_t O;
+    double *scale, *shift;
+} conv_fold;
+
+static void fold_free(conv_fold *f)
+{
+    free(f->scale);
+    free(f->shift);
+    f->scale = f->shift = NULL;
+}
+
+/* scale 1, shift 0 over O channels; false when out of memory (the compile
+ * then fails rather than leave the fold undone). */
+static bool fold_init(const fuse_state *s, conv_fold *f, int64_t O)
+{
+    f->O = O;
+    f->scale = rlx_malloc((size_t)O * sizeof(double) + 1);
+    f->shift = rlx_malloc((size_t)O * sizeof(double) + 1);
+    if (!f->scale || !f->shift) {
+        fold_free(f);
+        if (s->ctx && s->ctx->failure)
+            *s->ctx->failure = RLX_ERR_OUT_OF_MEMORY;
+        return false;
+    }
+    for (int64_t o = 0; o < O; o++)
+        f->scale[o] = 1, f->shift[o] = 0;
+    return true;
+}
+
+/* conv weights and bias with the fold applied: w'[o] = w[o] * scale[o],
+ * b'[o] = b[o] * scale[o] + shift[o]. */
+static bool fold_into_conv(const fuse_state *s, const rlx_node_data *conv, const conv_fold *f, fuse_spec *sp)
 {
     const rlx_node_data *w = fs_node(s, conv->in[1]);
     const rlx_node_data *b = conv->attrs.conv.has_bias ? fs_node(s, conv->in[2]) : NULL;
-    const rlx_node_data *ga = fs_node(s, bn->in[1]), *be = fs_node(s, bn->in[2]), *mu = fs_node(s, bn->in[3]),
-                        *va = fs_node(s, bn->in[4]);
     int64_t O = w->shape.dims[0], per = O ? rlx_shape_numel(&w->shape) / O : 0;
     rlx_dtype t = w->dtype;
     size_t es = rlx_dtype_size(t);
@@ -662,15 +691,14 @@ static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_no
     if (!wd || !bd) {
         free(wd);
         free(bd);
-        if (s->ctx && s->ctx->failure) /* fail the compile rather than leave the batch norm unfolded */
+        if (s->ctx && s->ctx->failure) /* fail the compile rather than leave the fold undone */
             *s->ctx->failure = RLX_ERR_OUT_OF_MEMORY;
         return false;
     }
     for (int64_t o = 0; o < O; o++) {
-        double k = load_f(ga, o) / sqrt(load_f(va, o) + bn->attrs.batch_norm.eps);
         for (int64_t i = 0; i < per; i++)
-            store_f(wd, t, o * per + i, load_f(w, o * per + i) * k);
-        store_f(bd, t, o, ((b ? load_f(b, o) : 0.0) - load_f(mu, o)) * k + load_f(be, o));
+            store_f(wd, t, o * per + i, load_f(w, o * per + i) * f->scale[o]);
+        store_f(bd, t, o, (b ? load_f(b, o) : 0.0) * f->scale[o] + f->shift[o]);
     }
     rlx_node_data *cw = &sp->consts[0], *cb = &sp->consts[1];
     memset(cw, 0, sizeof *cw);
@@ -690,21 +718,138 @@ static bool fold_bn(const fuse_state *s, const rlx_node_data *conv, const rlx_no
     return true;
 }
 
-static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, rlx_node bn, int act, const rlx_node *inner,
+/* A batch norm as a fold: scale k = gamma / sqrt(var + eps), shift
+ * beta - mean * k. */
+static bool fold_bn(const fuse_state *s, const rlx_node_data *bn, int64_t O, conv_fold *f)
+{
+    if (!fold_init(s, f, O))
+        return false;
+    const rlx_node_data *ga = fs_node(s, bn->in[1]), *be = fs_node(s, bn->in[2]), *mu = fs_node(s, bn->in[3]),
+                        *va = fs_node(s, bn->in[4]);
+    for (int64_t o = 0; o < O; o++) {
+        double k = load_f(ga, o) / sqrt(load_f(va, o) + bn->attrs.batch_norm.eps);
+        f->scale[o] = k;
+        f->shift[o] = load_f(be, o) - load_f(mu, o) * k;
+    }
+    return true;
+}
+
+/* Whether constant k broadcasts against a conv output `y` (rank R, O
+ * channels) along the channel axis only: one value, or O values on axis 1
+ * with every other axis 1. */
+static bool per_channel_const(const fuse_state *s, rlx_node k, const rlx_shape *y)
+{
+    const rlx_node_data *c = fs_node(s, k);
+    if (!is_const(s, k) || !rlx_dtype_is_float(c->dtype) || c->shape.ndim > y->ndim)
+        return false;
+    int lead = y->ndim - c->shape.ndim;
+    for (int i = 0; i < c->shape.ndim; i++) {
+        int64_t d = c->shape.dims[i];
+        if (d != 1 && !(i + lead == 1 && d == y->dims[1]))
+            return false;
+    }
+    return true;
+}
+
+/* Whether every value of constant k is finite (and, for a divisor, not
+ * zero): a fold would otherwise spread an infinity or NaN over the whole
+ * product instead of the values it reaches. */
+static bool const_finite(const fuse_state *s, rlx_node k, bool divisor)
+{
+    const rlx_node_data *c = fs_node(s, k);
+    for (int64_t i = 0, n = rlx_shape_numel(&c->shape); i < n; i++) {
+        double v = load_f(c, i);
+        if (!isfinite(v) || (divisor && v == 0))
+            return false;
+    }
+    return true;
+}
+
+/* One affine step z op k (or k op z) on a conv's output z, k per channel:
+ * add, sub, mul, and div by k (the ONNX importer's batch norm is
+ * (z - mean) * a + b).  Its operand z in *z; false if not such a step. */
+static bool affine_step(const fuse_state *s, rlx_node id, const rlx_shape *y, rlx_node *z, rlx_node *k, bool *k_first)
+{
+    const rlx_node_data *n = fs_node(s, id);
+    if (n->op != RLX_OP_ADD && n->op != RLX_OP_SUB && n->op != RLX_OP_MUL && n->op != RLX_OP_DIV)
+        return false;
+    if (s->taken[id] || !rlx_shape_equal(&n->shape, y))
+        return false;
+    for (int side = 0; side < 2; side++) { /* side 0: z op k; 1: k op z */
+        rlx_node a = n->in[side], c = n->in[1 - side];
+        if (side == 1 && n->op == RLX_OP_DIV)
+            continue; /* k / z is not affine */
+        if (per_channel_const(s, c, y) && rlx_shape_equal(&fs_node(s, a)->shape, y) &&
+            const_finite(s, c, n->op == RLX_OP_DIV)) {
+            *z = a, *k = c, *k_first = side == 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Composes step z op k after the fold so far (z = conv * scale + shift). */
+static void fold_step(const fuse_state *s, conv_fold *f, rlx_op op, rlx_node k, bool k_first)
+{
+    const rlx_node_data *c = fs_node(s, k);
+    bool one = rlx_shape_numel(&c->shape) == 1;
+    for (int64_t o = 0; o < f->O; o++) {
+        double v = load_f(c, one ? 0 : o);
+        switch (op) {
+        case RLX_OP_ADD: f->shift[o] += v; break;
+        case RLX_OP_SUB:
+            if (k_first)
+                f->scale[o] = -f->scale[o], f->shift[o] = v - f->shift[o];
+            else
+                f->shift[o] -= v;
+            break;
+        case RLX_OP_MUL: f->scale[o] *= v, f->shift[o] *= v; break;
+        default: f->scale[o] /= v, f->shift[o] /= v; break; /* div by k */
+        }
+    }
+}
+
+/* The longest run of affine steps from `top` down to a conv with constant
+ * weights (and bias) that only the run reads: the steps, top first, in
+ * steps[] (the conv last), or 0 when there is none. */
+enum { MAX_AFFINE = 8 };
+
+static int affine_run(const fuse_state *s, rlx_node top, rlx_node *steps, rlx_node *ks, bool *k_first)
+{
+    const rlx_shape *y = &fs_node(s, top)->shape;
+    int n = 0;
+    rlx_node cur = top;
+    while (n < MAX_AFFINE && (cur == top || fs_inner(s, cur))) {
+        rlx_node z;
+        if (!affine_step(s, cur, y, &z, &ks[n], &k_first[n]))
+            break;
+        steps[n++] = cur;
+        cur = z;
+    }
+    const rlx_node_data *cv = fs_node(s, cur);
+    if (n == 0 || cv->op != RLX_OP_CONV || !fs_inner(s, cur) || !is_const(s, cv->in[1]) ||
+        (cv->attrs.conv.has_bias && !is_const(s, cv->in[2])) || !rlx_dtype_is_float(cv->dtype) ||
+        !rlx_shape_equal(&cv->shape, y))
+        return 0;
+    steps[n] = cur;
+    return n;
+}
+
+static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, const conv_fold *fold, int act, const rlx_node *inner,
                      int n_inner)
 {
     const rlx_node_data *cn = fs_node(s, conv);
     for (int attempt = 0; attempt < 2; attempt++) {
         /* attempt 1 (no activation fused): plain conv with folded weights */
-        if (attempt == 1 && (bn < 0 || act != RLX_ACT_NONE))
+        if (attempt == 1 && (!fold || act != RLX_ACT_NONE))
             return false;
         fuse_spec sp;
         spec_init(&sp, root, attempt ? RLX_OP_CONV : RLX_OP_CONV_BIAS_ACT);
         sp.node.attrs.conv = cn->attrs.conv;
         sp.node.attrs.conv.act = attempt ? 0 : act;
         spec_in(&sp, cn->in[0]);
-        if (bn >= 0) {
-            if (!fold_bn(s, cn, fs_node(s, bn), &sp))
+        if (fold) {
+            if (!fold_into_conv(s, cn, fold, &sp))
                 return false;
             spec_in(&sp, -1);
             spec_in(&sp, -2);
@@ -713,20 +858,36 @@ static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, rlx_node bn, i
             for (int i = 1; i < cn->n_in; i++)
                 spec_in(&sp, cn->in[i]);
         }
-        if (fs_commit(s, &sp, inner, n_inner)) {
-            if (bn >= 0 && s->stats)
-                s->stats->bn_folded++;
+        if (fs_commit(s, &sp, inner, n_inner))
             return true;
-        }
     }
     return false;
 }
 
+/* A batch norm node under `cur` whose conv and statistics are constant:
+ * its conv, else -1. */
+static rlx_node foldable_bn(const fuse_state *s, rlx_node cur)
+{
+    const rlx_node_data *c = fs_node(s, cur);
+    bool consts = true;
+    for (int i = 1; i < 5; i++)
+        consts = consts && is_const(s, c->in[i]);
+    rlx_node conv = c->in[0];
+    const rlx_node_data *cv = fs_node(s, conv);
+    if (cv->op != RLX_OP_CONV || !fs_inner(s, conv) || !consts || !is_const(s, cv->in[1]) ||
+        (cv->attrs.conv.has_bias && !is_const(s, cv->in[2])))
+        return -1;
+    return conv;
+}
+
+/* conv, then a batch norm or a run of per-channel affine steps (folded
+ * into the weights), then an activation (the fused epilogue); at least
+ * one of the two after the conv. */
 bool fuse_conv(fuse_state *s, rlx_node root)
 {
     const rlx_node_data *r = fs_node(s, root);
     int act = fs_act_of(r->op);
-    rlx_node inner[2];
+    rlx_node inner[MAX_AFFINE + 2];
     int ni = 0;
     rlx_node cur = root;
     if (act >= 0) {
@@ -738,32 +899,45 @@ bool fuse_conv(fuse_state *s, rlx_node root)
         act = RLX_ACT_NONE;
     }
     const rlx_node_data *c = fs_node(s, cur);
-    rlx_node bn = -1, conv = cur;
+    if (act != RLX_ACT_NONE && !fs_fusable_dtype(c->dtype))
+        return false;
+    rlx_node conv = cur, bn_root = -1;
+    conv_fold fold = {0};
+    bool folded = false;
+    rlx_node steps[MAX_AFFINE + 1], ks[MAX_AFFINE];
+    bool k_first[MAX_AFFINE];
+    int n_steps = 0;
     if (c->op == RLX_OP_BATCH_NORM) {
-        bn = cur;
-        conv = c->in[0];
-        bool consts = true;
-        for (int i = 1; i < 5; i++)
-            consts = consts && is_const(s, c->in[i]);
-        const rlx_node_data *cv = fs_node(s, conv);
-        if (cv->op != RLX_OP_CONV || !fs_inner(s, conv) || !consts || !is_const(s, cv->in[1]) ||
-            (cv->attrs.conv.has_bias && !is_const(s, cv->in[2])))
-            bn = -1; /* not foldable: maybe still conv + act below */
-        else
-            inner[ni++] = conv;
-        if (bn < 0)
+        if ((conv = foldable_bn(s, cur)) < 0)
+            return false; /* not foldable: maybe still conv + act below */
+        inner[ni++] = conv;
+        if (!fold_bn(s, c, fs_node(s, fs_node(s, conv)->in[1])->shape.dims[0], &fold))
             return false;
+        folded = true, bn_root = cur;
+    } else if ((n_steps = affine_run(s, cur, steps, ks, k_first)) > 0) {
+        conv = steps[n_steps];
+        if (!fold_init(s, &fold, fs_node(s, fs_node(s, conv)->in[1])->shape.dims[0]))
+            return false;
+        for (int i = n_steps - 1; i >= 0; i--) /* innermost step first */
+            fold_step(s, &fold, fs_node(s, steps[i])->op, ks[i], k_first[i]);
+        for (int i = 1; i <= n_steps; i++) /* steps[0] is the root, or inner[0] under an act */
+            inner[ni++] = steps[i];
+        folded = true;
     } else if (c->op != RLX_OP_CONV || act == RLX_ACT_NONE) {
         return false;
     }
-    if (!fs_fusable_dtype(fs_node(s, conv)->dtype) && act != RLX_ACT_NONE)
-        return false;
-    if (try_conv(s, root, conv, bn, act, inner, ni))
-        return true;
-    /* the target refused conv + act: fold the batch norm alone at least */
-    if (bn >= 0 && act != RLX_ACT_NONE) {
-        rlx_node only[1] = {conv};
-        return try_conv(s, bn, conv, bn, RLX_ACT_NONE, only, 1);
+    bool ok = try_conv(s, root, conv, folded ? &fold : NULL, act, inner, ni);
+    /* the target refused conv + act: fold the batch norm or the steps alone at least */
+    if (!ok && folded && act != RLX_ACT_NONE) {
+        rlx_node top = bn_root >= 0 ? bn_root : steps[0];
+        ok = try_conv(s, top, conv, &fold, RLX_ACT_NONE, inner + 1, ni - 1);
     }
-    return false;
+    if (ok && s->stats) {
+        if (bn_root >= 0)
+            s->stats->bn_folded++;
+        else if (n_steps > 0)
+            s->stats->affine_folded += n_steps;
+    }
+    fold_free(&fold);
+    return ok;
 }

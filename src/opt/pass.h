@@ -12,6 +12,7 @@ typedef struct rlx_opt_stats {
     int nodes_before_fusion, nodes_after_fusion;
     int fused[RLX_OP_COUNT];   /* fused nodes made, by fused op */
     int bn_folded;             /* batch norms folded into conv weights */
+    int affine_folded;         /* per-channel add/sub/mul/div steps folded into conv weights */
     int fusion_refused;        /* matches dropped because the target does not claim the fused op */
     int lowered[RLX_OP_COUNT]; /* nodes decomposed by lowering, by their op */
     int casts_inserted, casts_removed, amp_low, amp_fallback;

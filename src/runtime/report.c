@@ -57,11 +57,13 @@ void rlx_opt_dispatch_report(const rlx_graph *before, const rlx_graph *after, co
                 any = 1;
             }
         if (st->fused[RLX_OP_CONV])
-            fprintf(f, "%s conv (batch norm folded) x%d", any ? "," : "", st->fused[RLX_OP_CONV]), any = 1;
+            fprintf(f, "%s conv (scale and shift folded) x%d", any ? "," : "", st->fused[RLX_OP_CONV]), any = 1;
         if (!any)
             fprintf(f, " nothing fused");
         if (st->bn_folded)
             fprintf(f, "; %d batch norm(s) folded into conv weights", st->bn_folded);
+        if (st->affine_folded)
+            fprintf(f, "; %d per-channel add/sub/mul/div step(s) folded into conv weights", st->affine_folded);
         if (st->fusion_refused)
             fprintf(f, "; %d match(es) not fused because the backend does not claim the fused op", st->fusion_refused);
         fprintf(f, "\n");

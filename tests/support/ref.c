@@ -1457,7 +1457,7 @@ rt_tensor *rt_ref_pool(const rt_tensor *x, const rlx_pool_params *p, int is_max)
                         double v = x->d[(nc * IH + ih) * IW + iw];
                         inside++;
                         s += v;
-                        if (v > m)
+                        if (v > m || isnan(v)) /* a NaN tap makes the max NaN, as the kernels do */
                             m = v;
                     }
                 double r;

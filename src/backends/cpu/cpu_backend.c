@@ -52,10 +52,12 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     const rlx_op_info *info = rlx_op_info_of(n->op);
     if (info && (info->flags & RLX_OPF_LEAF) && !(info->flags & RLX_OPF_RANDOM))
         return true;
-    /* channels-last f32 convs where oneDNN has one (conv_dnnl.c); other
-     * channels-last convs and pooling are lowered to NCHW with transposes */
+    /* channels-last f32 convs where oneDNN has one (conv_dnnl.c) and f32
+     * pooling (kernels_nn.c); other channels-last convs and pools are
+     * lowered to NCHW with transposes */
     if (rlx_node_layout(n) != RLX_LAYOUT_NCHW)
-        return (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && rlx_cpu_conv_nhwc_claim(g, n);
+        return ((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && rlx_cpu_conv_nhwc_claim(g, n)) ||
+               rlx_cpu_pool_nhwc_claim(g, n);
     return kernel_of(n->op) != NULL;
 }
 

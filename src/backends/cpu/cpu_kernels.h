@@ -42,6 +42,8 @@ void rlx_cpu_register_reduce(rlx_cpu_kernel *table);
 void rlx_cpu_register_norm(rlx_cpu_kernel *table);
 void rlx_cpu_register_shape(rlx_cpu_kernel *table);
 void rlx_cpu_register_nn(rlx_cpu_kernel *table);
+/* Whether the CPU runs this channels-last pool itself (kernels_nn.c). */
+bool rlx_cpu_pool_nhwc_claim(const rlx_graph *g, const rlx_node_data *n);
 void rlx_cpu_register_conv(rlx_cpu_kernel *table);
 void rlx_cpu_register_random(rlx_cpu_kernel *table);
 void rlx_cpu_register_fused(rlx_cpu_kernel *table);

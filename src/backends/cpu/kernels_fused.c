@@ -739,11 +739,11 @@ RLX_CLONES static void ew_step_f32(rlx_op op, const float *restrict a, const flo
         break;
     case RLX_OP_MAX:
         for (int64_t j = 0; j < n; j++)
-            y[j] = (a[j] != a[j] || b[j] != b[j]) ? NAN : (a[j] > b[j] ? a[j] : b[j]);
+            y[j] = ((a[j] != a[j]) | (b[j] != b[j])) ? NAN : (a[j] > b[j] ? a[j] : b[j]);
         break;
     case RLX_OP_MIN:
         for (int64_t j = 0; j < n; j++)
-            y[j] = (a[j] != a[j] || b[j] != b[j]) ? NAN : (a[j] < b[j] ? a[j] : b[j]);
+            y[j] = ((a[j] != a[j]) | (b[j] != b[j])) ? NAN : (a[j] < b[j] ? a[j] : b[j]);
         break;
     case RLX_OP_RELU:
         for (int64_t j = 0; j < n; j++)
@@ -776,16 +776,76 @@ RLX_CLONES static void ew_step_f32(rlx_op op, const float *restrict a, const flo
 }
 RLX_VEC_END
 
+/* x * clamp(x + c0, c1, c2) / c3, the ONNX importer's hard-swish, in one
+ * pass (five passes over a block took 2 ns per value on PaddleOCR's
+ * classifier); each step rounds as the chain's own step would, and max and
+ * min give NaN as ew_step_f32's do, so the values are the same bits. */
+RLX_VEC_BEGIN
+RLX_CLONES static void ew_hard_swish_f32(const float *x, const float *c, float *y, int64_t n)
+{
+    const float c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+    if (c1 != c1 || c2 != c2) { /* the clamp gives NaN (tested apart: the loop below then vectorises) */
+        for (int64_t j = 0; j < n; j++)
+            y[j] = x[j] * NAN / c3;
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j] + c0;
+        v = v != v ? NAN : (v > c1 ? v : c1);
+        v = v != v ? NAN : (v < c2 ? v : c2);
+        y[j] = x[j] * v / c3;
+    }
+}
+RLX_VEC_END
+
 /* A chain's program decoded once per run: each instruction's op and
- * operand registers (a unary op reads a twice). */
+ * operand registers (a unary op reads a twice); hswish_x >= 0: the
+ * program is hard-swish of that input, hswish_c[] its four constants'
+ * registers. */
 typedef struct ew_prog {
     int nin, nops;
     rlx_op op[RLX_EW_MAX_OPS];
     uint8_t a[RLX_EW_MAX_OPS], b[RLX_EW_MAX_OPS];
+    int hswish_x, hswish_c[4];
 } ew_prog;
 
-static void ew_decode(const rlx_node_data *n, ew_prog *p)
+/* Register r names one value for every element: a one-element input. */
+static bool ew_is_scalar(const rlx_thunk *t, const ew_prog *p, int r)
 {
+    return r < p->nin && rlx_shape_numel(&t->in_node[r]->shape) == 1;
+}
+
+/* The other operand of instruction i when one of them is register r. */
+static int ew_other(const ew_prog *p, int i, int r) { return p->a[i] == r ? p->b[i] : p->b[i] == r ? p->a[i] : -1; }
+
+/* Whether the program is add(x, c0), max(., c1), min(., c2), mul(x, .),
+ * div(., c3) with x a full input and c0..c3 one-element inputs. */
+static void ew_match_hard_swish(const rlx_thunk *t, ew_prog *p)
+{
+    static const rlx_op ops[5] = {RLX_OP_ADD, RLX_OP_MAX, RLX_OP_MIN, RLX_OP_MUL, RLX_OP_DIV};
+    p->hswish_x = -1;
+    if (p->nops != 5)
+        return;
+    for (int i = 0; i < 5; i++)
+        if (p->op[i] != ops[i])
+            return;
+    int x = ew_is_scalar(t, p, p->a[0]) ? p->b[0] : p->a[0], r = p->nin;
+    if (x >= p->nin || ew_is_scalar(t, p, x) || !rlx_shape_equal(&t->in_node[x]->shape, &t->node->shape))
+        return;
+    int c[4] = {ew_other(p, 0, x), p->a[1] == r ? p->b[1] : -1, p->a[2] == r + 1 ? p->b[2] : -1,
+                p->a[4] == r + 3 ? p->b[4] : -1};
+    if (ew_other(p, 3, r + 2) != x)
+        return;
+    for (int k = 0; k < 4; k++)
+        if (c[k] < 0 || !ew_is_scalar(t, p, c[k]))
+            return;
+    p->hswish_x = x;
+    memcpy(p->hswish_c, c, sizeof c);
+}
+
+static void ew_decode(const rlx_thunk *t, ew_prog *p)
+{
+    const rlx_node_data *n = t->node;
     p->nin = n->n_in;
     p->nops = n->attrs.ew.n_ops;
     for (int i = 0; i < p->nops; i++) {
@@ -794,22 +854,42 @@ static void ew_decode(const rlx_node_data *n, ew_prog *p)
         p->a[i] = c[1];
         p->b[i] = rlx_op_is_unary(p->op[i]) ? c[1] : c[2];
     }
+    ew_match_hard_swish(t, p);
 }
 
 /* One worker's registers.  A broadcast input's register is filled once and
  * kept while the value it repeats stays the same (filled[k]): refilled for
- * every block, the fills of a chain's scalars took most of its time. */
+ * every block, the fills of a chain's scalars took most of its time.  The
+ * last block's inputs and length (last[], last_n; -1: none yet): an
+ * instruction whose operands are the same as then still holds its values
+ * (an SE gate's hard-sigmoid of a per-channel operand ran for every row). */
 typedef struct ew_regs {
     float v[RLX_MAX_INPUTS + RLX_EW_MAX_OPS][EW_BLOCK];
     const float *filled[RLX_MAX_INPUTS];
+    const float *last[RLX_MAX_INPUTS];
+    int64_t last_n;
 } ew_regs;
 
+static void ew_regs_init(ew_regs *rg)
+{
+    memset(rg->filled, 0, sizeof rg->filled);
+    rg->last_n = -1;
+}
+
 /* n values of the chain into out: src[k] points at input k's values
- * (stride inner[k]: 1, 0 for a broadcast value, or a transposed stride). */
+ * (stride inner[k]: 1, 0 for a broadcast value, or a transposed stride);
+ * bit k of `moved`: input k's values changed though src[k] did not. */
 static void ew_block_f32(const ew_prog *p, const float *const *src, const int64_t *inner, int64_t n, float *out,
-                         ew_regs *rg)
+                         ew_regs *rg, uint32_t moved)
 {
     const float *r[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+    if (p->hswish_x >= 0 && inner[p->hswish_x] == 1) {
+        float c[4];
+        for (int k = 0; k < 4; k++)
+            c[k] = src[p->hswish_c[k]][0];
+        ew_hard_swish_f32(src[p->hswish_x], c, out, n);
+        return;
+    }
     for (int k = 0; k < p->nin; k++) {
         r[k] = rg->v[k];
         if (inner[k] == 1) {
@@ -824,9 +904,17 @@ static void ew_block_f32(const ew_prog *p, const float *const *src, const int64_
                 rg->v[k][j] = src[k][j * inner[k]];
         }
     }
+    bool same[RLX_MAX_INPUTS + RLX_EW_MAX_OPS];
+    for (int k = 0; k < p->nin; k++) {
+        same[k] = n == rg->last_n && src[k] == rg->last[k] && !(moved >> k & 1);
+        rg->last[k] = src[k];
+    }
+    rg->last_n = n;
     int last = p->nin + p->nops - 1;
     for (int i = 0; i < p->nops; i++) {
-        ew_step_f32(p->op[i], r[p->a[i]], r[p->b[i]], rg->v[p->nin + i], n);
+        same[p->nin + i] = same[p->a[i]] && same[p->b[i]];
+        if (!same[p->nin + i])
+            ew_step_f32(p->op[i], r[p->a[i]], r[p->b[i]], rg->v[p->nin + i], n);
         r[p->nin + i] = rg->v[p->nin + i];
     }
     /* through a register, not into out directly: out may be an input's buffer */
@@ -860,7 +948,10 @@ static void ew_row_blocks(void *arg, int64_t b0, int64_t b1, int worker)
     for (int k = 0; k < p->nin; k++)
         ones[k] = 1;
     ew_regs rg;
-    memset(rg.filled, 0, sizeof rg.filled);
+    ew_regs_init(&rg);
+    uint32_t gathered = 0; /* registers refilled for every block */
+    for (int k = 0; k < p->nin; k++)
+        gathered |= (uint32_t)(j->kind[k] == EW_GATHER) << k;
     for (int64_t bl = b0; bl < b1; bl++) {
         int64_t r0 = bl * rpb, nr = rows - r0 < rpb ? rows - r0 : rpb;
         const float *src[RLX_MAX_INPUTS];
@@ -886,7 +977,7 @@ static void ew_row_blocks(void *arg, int64_t b0, int64_t b1, int worker)
                 }
             }
         }
-        ew_block_f32(p, src, ones, nr * cols, (float *)t->out + r0 * cols, &rg);
+        ew_block_f32(p, src, ones, nr * cols, (float *)t->out + r0 * cols, &rg, gathered);
     }
 }
 
@@ -921,14 +1012,14 @@ static void ew_col_blocks(void *arg, int64_t b0, int64_t b1, int worker)
     const rlx_row_walk *w = j->w;
     int64_t cols = w->cols, per_row = j->per_row;
     ew_regs rg;
-    memset(rg.filled, 0, sizeof rg.filled);
+    ew_regs_init(&rg);
     for (int64_t bl = b0; bl < b1; bl++) {
         int64_t r = bl / per_row, c0 = bl % per_row * EW_BLOCK;
         int64_t len = cols - c0 < EW_BLOCK ? cols - c0 : EW_BLOCK;
         const float *src[RLX_MAX_INPUTS];
         for (int k = 0; k < j->p->nin; k++)
             src[k] = (const float *)t->in[k] + rlx_row_start(w, k, r) + c0 * w->inner[k];
-        ew_block_f32(j->p, src, w->inner, len, (float *)t->out + r * cols + c0, &rg);
+        ew_block_f32(j->p, src, w->inner, len, (float *)t->out + r * cols + c0, &rg, 0);
     }
 }
 
@@ -980,7 +1071,7 @@ static rlx_status k_elementwise_chain(const rlx_thunk *t, const rlx_run_ctx *ctx
     int threads = rlx_cpu_threads(ctx, rows * cols * nops * 4);
     if (dt == RLX_F32) { /* blocks of a row spread over the threads */
         ew_prog prog;
-        ew_decode(n, &prog);
+        ew_decode(t, &prog);
         if (cols > 0 && cols < EW_BLOCK / 2 && rows > 1) {
             ew_rows_f32(t, &w, &prog, threads);
             return RLX_OK;

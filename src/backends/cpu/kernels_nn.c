@@ -23,7 +23,7 @@ rlx_status rlx_cpu_rope_state(rlx_thunk *t, int64_t S, int64_t D, double theta, 
     double *tab = rlx_malloc(bytes);
     if (!tab)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "no memory for a RoPE table of %zu bytes", bytes);
-    rlx_rope_table(tab, S, D, theta, offset, 1);
+    rlx_rope_table(tab, S, D, theta, offset);
     t->state = tab;
     return RLX_OK;
 }
@@ -551,8 +551,123 @@ static void pool_rows(void *arg, int64_t begin, int64_t end, int worker)
     }
 }
 
+/* Channels-last f32 pooling, x [N, H, W, C] -> [N, OH, OW, C]: each output
+ * pixel combines its window's pixels as rows of C values (the NCHW kernel's
+ * taps per output, 6 ns an output on PaddleOCR's classifier's pool, and the
+ * transposes around it, cost more than the convs beside it).  The same
+ * values as pool_rows: max gives NaN where a tap is NaN, and average sums
+ * in double. */
+enum { POOL_CBLK = 256 };
+
+typedef struct pool_nhwc_job {
+    const rlx_thunk *t;
+    window2d w;
+    int64_t C, ph_end, pw_end;
+} pool_nhwc_job;
+
+/* Window cells of output pixel (oh, ow) that average pool divides by. */
+static int64_t pool_count(const pool_nhwc_job *j, int64_t h0, int64_t w0, int64_t kh0, int64_t kh1, int64_t kw0,
+                          int64_t kw1)
+{
+    const window2d *w = &j->w;
+    if (j->t->node->attrs.pool.p.count_include_pad) {
+        int64_t ch = tap_hi(h0, w->H + j->ph_end, w->dh, w->KH) - tap_lo(h0, -w->ph, w->dh);
+        int64_t cw = tap_hi(w0, w->W + j->pw_end, w->dw, w->KW) - tap_lo(w0, -w->pw, w->dw);
+        return ch > 0 && cw > 0 ? ch * cw : 0;
+    }
+    return (kh1 > kh0 && kw1 > kw0) ? (kh1 - kh0) * (kw1 - kw0) : 0;
+}
+
+RLX_VEC_BEGIN
+RLX_CLONES static void pool_max_cells(float *restrict m, const float *restrict x, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        m[c] = ((x[c] > m[c]) | (x[c] != x[c])) ? x[c] : m[c]; /* a NaN, once in, stays */
+}
+
+RLX_CLONES static void pool_add_cells(double *restrict acc, const float *restrict x, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        acc[c] += x[c];
+}
+RLX_VEC_END
+
+/* Output rows (n, oh) of a channels-last pool. */
+static void pool_nhwc_rows(void *arg, int64_t r0, int64_t r1, int worker)
+{
+    (void)worker;
+    const pool_nhwc_job *j = arg;
+    const window2d *w = &j->w;
+    const int64_t C = j->C;
+    const bool is_max = j->t->node->op == RLX_OP_MAX_POOL;
+    const float *x = j->t->in[0];
+    float *y = j->t->out;
+    double acc[POOL_CBLK];
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / w->OH, oh = r % w->OH, h0 = oh * w->sh - w->ph;
+        int64_t kh0 = tap_lo(h0, 0, w->dh), kh1 = tap_hi(h0, w->H, w->dh, w->KH);
+        for (int64_t ow = 0; ow < w->OW; ow++) {
+            int64_t w0 = ow * w->sw - w->pw;
+            int64_t kw0 = tap_lo(w0, 0, w->dw), kw1 = tap_hi(w0, w->W, w->dw, w->KW);
+            float *yp = y + (r * w->OW + ow) * C;
+            int64_t count = is_max ? 0 : pool_count(j, h0, w0, kh0, kh1, kw0, kw1);
+            for (int64_t c0 = 0; c0 < C; c0 += POOL_CBLK) {
+                int64_t nc = C - c0 < POOL_CBLK ? C - c0 : POOL_CBLK;
+                if (is_max)
+                    for (int64_t c = 0; c < nc; c++)
+                        yp[c0 + c] = -INFINITY;
+                else
+                    memset(acc, 0, sizeof acc);
+                for (int64_t kh = kh0; kh < kh1; kh++)
+                    for (int64_t kw = kw0; kw < kw1; kw++) {
+                        const float *xp = x + ((n * w->H + h0 + kh * w->dh) * w->W + w0 + kw * w->dw) * C + c0;
+                        if (is_max)
+                            pool_max_cells(yp + c0, xp, nc);
+                        else
+                            pool_add_cells(acc, xp, nc);
+                    }
+                for (int64_t c = 0; c < nc; c++)
+                    if (is_max)
+                        yp[c0 + c] = yp[c0 + c] != yp[c0 + c] ? NAN : yp[c0 + c];
+                    else
+                        yp[c0 + c] = (float)(count > 0 ? acc[c] / (double)count : 0.0);
+            }
+        }
+    }
+}
+
+static void pool_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape, *ys = &t->node->shape;
+    const rlx_pool_params *p = &t->node->attrs.pool.p;
+    /* the NCHW window over [N, C, H, W] views of x and y */
+    rlx_shape xc = *xs, yc = *ys;
+    xc.dims[1] = xs->dims[3], xc.dims[2] = xs->dims[1], xc.dims[3] = xs->dims[2];
+    yc.dims[1] = ys->dims[3], yc.dims[2] = ys->dims[1], yc.dims[3] = ys->dims[2];
+    pool_nhwc_job j = {.t = t, .C = xs->dims[3], .ph_end = p->pads[2], .pw_end = p->pads[3]};
+    j.w = conv_window(&xc, &yc, p->kernel[0], p->kernel[1], p->stride, p->dilation, p->pads);
+    int64_t rows = ys->dims[0] * ys->dims[1];
+    if (rows == 0 || j.w.OW == 0 || j.C == 0)
+        return;
+    int threads = rlx_cpu_threads(ctx, rlx_shape_numel(ys) * j.w.KH * j.w.KW);
+    if (rows < threads)
+        threads = 1;
+    rlx_cpu_parallel(threads, rows, pool_nhwc_rows, &j);
+}
+
+/* The pools the CPU runs channels-last: f32, 2 spatial dims. */
+bool rlx_cpu_pool_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
+{
+    (void)g;
+    return (n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->dtype == RLX_F32 && n->shape.ndim == 4;
+}
+
 static rlx_status k_pool(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
+    if (t->node->attrs.pool.layout == RLX_LAYOUT_NHWC) {
+        pool_nhwc(t, ctx);
+        return RLX_OK;
+    }
     const rlx_shape *xs = &t->in_node[0]->shape;
     const rlx_pool_params *p = &t->node->attrs.pool.p;
     int sp = xs->ndim - 2;

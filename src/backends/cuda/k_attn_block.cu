@@ -343,7 +343,7 @@ static rlx_status prep_ab(const rlx_graph *g, rlx_thunk *t)
         double *tab = (double *)rlx_malloc(tab_bytes);
         if (!tab)
             return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
-        rlx_rope_table(tab, d.S, d.D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset, 1);
+        rlx_rope_table(tab, d.S, d.D, n->attrs.attn_block.rope_theta, n->attrs.attn_block.rope_offset);
         s->rope_tab = (char *)s->w_qkv + at;
         e = cudaMemcpyAsync(s->rope_tab, tab, tab_bytes, cudaMemcpyHostToDevice, rlx_cu_stream);
         if (e == cudaSuccess)
