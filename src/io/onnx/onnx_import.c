@@ -939,10 +939,22 @@ void onnx_stage_clear(onnx_stage *st)
     st->n_need_inputs = 0;
 }
 
+/* Frees an initializer's stored values once its tensor holds them, so
+ * that the model's weights are not in memory twice while it imports. */
+static void drop_values(Onnx__TensorProto *tp)
+{
+    if (tp->has_raw_data && tp->raw_data.data) {
+        onnx_pb_allocator.free(onnx_pb_allocator.allocator_data, tp->raw_data.data);
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+    }
+}
+
 /* The model's graph as an rlx_graph; with a stage, only the window it
- * names (see onnx_stage.h). */
-static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
-                               onnx_stage *stage, rlx_graph **out)
+ * names (see onnx_stage.h).  With `consume`, m is read once: each
+ * initializer's values are freed as they are taken. */
+static rlx_status import_model(Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o, onnx_stage *stage,
+                               bool consume, rlx_graph **out)
 {
     const Onnx__GraphProto *gp = m->graph;
     if (!gp)
@@ -986,9 +998,11 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
         if (only.cap && !name_set_has(&only, tp->name))
             continue;
         onnx_tensor *k;
-        st = onnx_tensor_from_proto(tp, base_dir, &k);
+        st = onnx_weight_from_proto(tp, base_dir, &k);
         if (st != RLX_OK)
             goto done;
+        if (consume)
+            drop_values(gp->initializer[i]);
         if (is_param_initializer(o, k)) { /* a param once a graph op reads it (onnx_node_of) */
             onnx_value *v = onnx_bind(&c, tp->name, -1, NULL);
             if (!v) {
@@ -1089,7 +1103,7 @@ static rlx_status import_buffer(const void *data, size_t size, const char *base_
             return rlx_last_status_or(RLX_OK);
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
-    rlx_status st = import_model(m, base_dir, o, stage, out);
+    rlx_status st = import_model(m, base_dir, o, stage, true, out);
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return st;
 }
@@ -1146,7 +1160,7 @@ rlx_status onnx_import_stage(onnx_stage_model *sm, onnx_stage *stage, rlx_graph 
     stage->n_need_inputs = 0;
     stage->outs = NULL;
     stage->n_outs = 0;
-    rlx_status st = import_model(sm->m, sm->dir, NULL, stage, out);
+    rlx_status st = import_model(sm->m, sm->dir, NULL, stage, false, out);
     if (st != RLX_OK)
         onnx_stage_clear(stage);
     return st;
@@ -1206,7 +1220,7 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
     rlx_status st = load_model(path, &m, &dir);
     if (st != RLX_OK)
         return st;
-    st = import_model(m, dir, o, NULL, out);
+    st = import_model(m, dir, o, NULL, true, out);
     if (st != RLX_OK) {
         char msg[1500];
         snprintf(msg, sizeof msg, "%s", rlx_last_error());

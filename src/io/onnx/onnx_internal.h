@@ -12,6 +12,7 @@
 #include "onnx.pb-c.h"
 #include "rlx.h"
 #include "core/error.h"
+#include "ir/ir.h"
 
 /* protobuf-c allocates through the library's helpers (so allocation
  * failures are reported and can be injected in tests). */
@@ -36,6 +37,9 @@ typedef struct onnx_tensor {
     void *data; /* owned, may be NULL when numel == 0 */
     size_t bytes;
     int refs; /* owners beyond the first (onnx_tensor_share); never written through once shared */
+    /* holds data when the graph may share it (a weight): its constant
+     * node reads the same bytes (onnx_node_of) */
+    rlx_blob *blob;
 } onnx_tensor;
 
 /* Whether dims are each in [0, ONNX_MAX_NUMEL] and their non-zero ones
@@ -76,6 +80,9 @@ const char *onnx_type_name(int onnx_type);
 /* TensorProto -> host tensor.  base_dir: folder for external data (NULL: none
  * allowed).  Checks every size against the declared dims. */
 rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out);
+/* The same for a weight (an initializer, a Constant's value): its bytes in
+ * a blob that the graph's constant node shares, never written after. */
+rlx_status onnx_weight_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out);
 
 /* Deepest nesting of protobuf messages accepted (graphs in attributes of
  * nodes in graphs...); checked before protobuf-c unpacks recursively. */
