@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/onnx/onnx_internal.h"
 
@@ -365,19 +367,41 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
     return st;
 }
 
-static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, onnx_tensor **out);
+void onnx_release_pages(const void *p, size_t len)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+    uintptr_t lo = (a + page - 1) / page * page, hi = (a + len) / page * page;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* memcpy, from a file mapping whose pages go back every few MiB copied:
+ * the file's bytes and the copy are not both resident. */
+static void copy_from_map(void *dst, const void *src, size_t n)
+{
+    const size_t step = (size_t)8 << 20;
+    for (size_t done = 0; done < n; done += step) {
+        size_t k = n - done < step ? n - done : step;
+        memcpy((char *)dst + done, (const char *)src + done, k);
+        onnx_release_pages(src, done + k);
+    }
+}
+
+static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, bool mapped,
+                             onnx_tensor **out);
 
 rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out)
 {
-    return from_proto(p, base_dir, false, out);
+    return from_proto(p, base_dir, false, false, out);
 }
 
-rlx_status onnx_weight_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out)
+rlx_status onnx_weight_from_proto(const Onnx__TensorProto *p, const char *base_dir, bool mapped, onnx_tensor **out)
 {
-    return from_proto(p, base_dir, true, out);
+    return from_proto(p, base_dir, true, mapped, out);
 }
 
-static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, onnx_tensor **out)
+static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, bool mapped,
+                             onnx_tensor **out)
 {
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
@@ -453,7 +477,9 @@ static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, b
             onnx_set_i(x, i, v);
         }
     } else if (p->has_raw_data) {
-        if (want)
+        if (want && mapped)
+            copy_from_map(x->data, p->raw_data.data, want);
+        else if (want)
             memcpy(x->data, p->raw_data.data, want);
     } else {
         for (int64_t i = 0; i < numel; i++) {
