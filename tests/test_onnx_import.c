@@ -155,6 +155,45 @@ static void test_mlp(void **state)
     check_x_y("mlp", NULL);
 }
 
+/* mlp.onnx imported from its file (the initializers' raw_data read from
+ * the mapped file, not copied by protobuf-c), from a caller's buffer (read
+ * in place, left as it was), and whole (a second, empty graph field, which
+ * protobuf merges, makes the split refuse): the same outputs, bit for bit. */
+static void test_split_weights(void **state)
+{
+    (void)state;
+    NEED_MODELS();
+    FILE *f = fopen(path("mlp.onnx"), "rb");
+    assert_non_null(f);
+    static unsigned char buf[1 << 16], keep[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 2, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof buf - 2);
+    memcpy(keep, buf, n);
+    buf[n] = 0x3a; /* field 7 (graph), length 0 */
+    buf[n + 1] = 0x00;
+    rlx_graph *g[3];
+    assert_int_equal(import("mlp.onnx", NULL, 0, &g[0]), RLX_OK);
+    assert_int_equal(rlx_onnx_import_buffer(buf, n, dir, NULL, &g[1]), RLX_OK);
+    assert_int_equal(rlx_onnx_import_buffer(buf, n + 2, dir, NULL, &g[2]), RLX_OK);
+    assert_memory_equal(buf, keep, n);
+    size_t xb, yb;
+    int nd;
+    int64_t d[RLX_MAX_DIMS];
+    void *x = npy("mlp_x.npy", &xb, &nd, d);
+    const char *names[] = {"x"};
+    float *y[3];
+    for (int i = 0; i < 3; i++) {
+        y[i] = run1(g[i], 1, names, &x, &xb, "y", &yb);
+        rlx_graph_free(g[i]);
+    }
+    assert_memory_equal(y[0], y[1], yb);
+    assert_memory_equal(y[0], y[2], yb);
+    for (int i = 0; i < 3; i++)
+        free(y[i]);
+    free(x);
+}
+
 /* A Llama/Qwen3-style attention layer as exporters write it (q/k RMSNorm,
  * RoPE with rotate_half and folded tables, repeat_kv, a causal mask):
  * matches numpy and compiles to one attention block beside its leaves
@@ -972,6 +1011,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_split_weights),
         cmocka_unit_test(test_llama_attention),
         cmocka_unit_test(test_shape_chain),
         cmocka_unit_test(test_unsorted),

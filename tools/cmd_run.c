@@ -794,6 +794,10 @@ int rlx_cmd_run(int argc, char **argv)
         goto done;
     }
     double compile_ms = now_ms() - t0;
+    /* the session holds what it runs: constants it rewrote (channels-last
+     * weights) need not stay beside the originals */
+    rlx_graph_free(g);
+    g = NULL;
     rlx_compile_stats st;
     rlx_session_stats(s, &st);
     printf("compile: %.1f ms; nodes %d -> %d (simplify) -> %d (fuse) -> %d (final)\n", compile_ms, st.nodes_in,

@@ -120,6 +120,23 @@ rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, 
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_constant_blob(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, rlx_blob *b, size_t bytes)
+{
+    if (g && (!b || bytes > rlx_blob_bytes(b)))
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "constant: no blob of %zu bytes", bytes);
+    if (!g || ndim < 0 || ndim > RLX_MAX_DIMS || (ndim > 0 && !dims))
+        return leaf(g, RLX_OP_CONSTANT, NULL, t, ndim, dims);
+    rlx_node_data p = proto(RLX_OP_CONSTANT, 0, NULL);
+    p.dtype = t;
+    p.shape.ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        p.shape.dims[i] = dims[i];
+    p.data = rlx_blob_data(b);
+    p.data_bytes = bytes;
+    p.blob = b; /* rlx_graph_add takes a reference */
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double v)
 {
     unsigned char buf[8];

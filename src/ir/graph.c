@@ -14,7 +14,7 @@ void rlx_graph_free(rlx_graph *g)
         return;
     for (int i = 0; i < g->n_nodes; i++) {
         free(g->nodes[i].name);
-        free(g->nodes[i].data);
+        rlx_blob_unref(g->nodes[i].blob);
     }
     for (int i = 0; i < g->n_outputs; i++)
         free(g->outputs[i].name);
@@ -118,6 +118,18 @@ const char *rlx_node_label(const rlx_graph *g, rlx_node id, char *buf, size_t n)
     return buf;
 }
 
+/* The blob a new node holds proto's data in: proto's own when data is
+ * its bytes (a node copied from another graph), else a copy. */
+static rlx_blob *hold_data(const rlx_node_data *proto)
+{
+    if (proto->blob && proto->data == rlx_blob_data(proto->blob) && proto->data_bytes <= rlx_blob_bytes(proto->blob))
+        return rlx_blob_ref(proto->blob);
+    rlx_blob *b = rlx_blob_new(proto->data_bytes);
+    if (b && proto->data_bytes)
+        memcpy(rlx_blob_data(b), proto->data, proto->data_bytes);
+    return b;
+}
+
 rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
 {
     if (!g) {
@@ -151,6 +163,7 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
     rlx_node_data n = *proto;
     n.name = NULL;
     n.data = NULL;
+    n.blob = NULL;
     if (info->infer) {
         rlx_status s = info->infer(g, &n);
         if (s != RLX_OK) {
@@ -172,15 +185,13 @@ rlx_node rlx_graph_add(rlx_graph *g, const rlx_node_data *proto)
     }
     if (proto->name && !(n.name = rlx_strdup(proto->name)))
         return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory");
-    if (proto->data) {
-        n.data = rlx_malloc(proto->data_bytes ? proto->data_bytes : 1);
-        if (!n.data) {
-            free(n.name);
-            return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory copying %zu bytes of constant data",
-                                  proto->data_bytes);
-        }
-        memcpy(n.data, proto->data, proto->data_bytes);
+    if (proto->data && !(n.blob = hold_data(proto))) {
+        free(n.name);
+        return rlx_graph_fail(g, RLX_ERR_OUT_OF_MEMORY, "out of memory copying %zu bytes of constant data",
+                              proto->data_bytes);
     }
+    if (n.blob)
+        n.data = rlx_blob_data(n.blob);
     g->nodes[g->n_nodes] = n;
     return g->n_nodes++;
 }
@@ -201,16 +212,10 @@ rlx_graph *rlx_graph_clone(const rlx_graph *g)
         }
         rlx_node_data n = g->nodes[i];
         n.name = NULL;
-        n.data = NULL;
+        rlx_blob_ref(n.blob); /* the same bytes, not a copy */
         c->nodes[c->n_nodes++] = n;
         if (g->nodes[i].name && !(c->nodes[i].name = rlx_strdup(g->nodes[i].name)))
             goto fail;
-        if (g->nodes[i].data) {
-            c->nodes[i].data = rlx_malloc(g->nodes[i].data_bytes ? g->nodes[i].data_bytes : 1);
-            if (!c->nodes[i].data)
-                goto fail;
-            memcpy(c->nodes[i].data, g->nodes[i].data, g->nodes[i].data_bytes);
-        }
     }
     for (int i = 0; i < g->n_outputs; i++)
         if (rlx_output(c, g->outputs[i].name, g->outputs[i].node) != RLX_OK)

@@ -355,6 +355,20 @@ typedef union rlx_attrs {
     uint8_t raw[160];
 } rlx_attrs;
 
+/* Constant data, reference counted so that the graphs holding the same
+ * bytes (a clone, a pass's result, the graph a session compiled from)
+ * share one copy (blob.c).  The bytes start 64-byte aligned and are padded
+ * with zeros to a multiple of 64. */
+typedef struct rlx_blob rlx_blob;
+/* NULL when out of memory (error set). */
+rlx_blob *rlx_blob_new(size_t bytes);
+void *rlx_blob_data(const rlx_blob *b);
+size_t rlx_blob_bytes(const rlx_blob *b);
+rlx_blob *rlx_blob_ref(rlx_blob *b);
+void rlx_blob_unref(rlx_blob *b);
+/* rlx_constant whose node holds the blob's first `bytes` bytes, not a copy. */
+rlx_node rlx_constant_blob(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, rlx_blob *b, size_t bytes);
+
 typedef struct rlx_node_data {
     rlx_op op;
     rlx_dtype dtype;
@@ -366,8 +380,9 @@ typedef struct rlx_node_data {
     /* a forward value computed again for the backward (activation
      * checkpointing, src/train/recompute.c): CSE never merges it back */
     bool recompute;
-    void *data; /* owned; constants only */
+    void *data; /* constants only: blob's bytes, never written once held */
     size_t data_bytes;
+    rlx_blob *blob; /* holds data; other graphs' nodes may share it */
 } rlx_node_data;
 
 typedef struct rlx_output_ref {

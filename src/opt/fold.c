@@ -26,18 +26,19 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     if (tmp < 0)
         return RLX_REBUILD_FAIL;
     size_t bytes = rlx_node_bytes(&out->nodes[tmp]);
-    void *buf = rlx_malloc(bytes ? bytes : 1);
-    if (!buf) {
+    rlx_blob *blob = rlx_blob_new(bytes);
+    if (!blob) {
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "fold: out of memory");
         return RLX_REBUILD_FAIL;
     }
+    void *buf = rlx_blob_data(blob);
     rlx_status est = ctx->evaluate(out, tmp, buf, ctx->evaluate_arg);
     if (est == RLX_ERR_OUT_OF_MEMORY) {
-        free(buf);
+        rlx_blob_unref(blob);
         return RLX_REBUILD_FAIL;
     }
     if (est != RLX_OK) { /* leave it to run time, where the error names the node */
-        free(buf);
+        rlx_blob_unref(blob);
         return tmp;
     }
     rlx_node_data c = out->nodes[tmp];
@@ -46,6 +47,7 @@ static rlx_node fold_node(rlx_graph *out, const rlx_graph *g, rlx_node id, const
     memset(&c.attrs, 0, sizeof c.attrs);
     c.data = buf;
     c.data_bytes = bytes;
+    c.blob = blob;
     /* replace the evaluated node in place: it is the last one */
     free(out->nodes[tmp].name);
     out->nodes[tmp].name = NULL;

@@ -121,23 +121,62 @@ static char *node_ptr(const rlx_session *s, rlx_node i)
     return (sl->external ? (char *)s->ext[sl->root] : (char *)s->arena) + sl->offset;
 }
 
-/* rlx_compile_shared: marks the params that the other session has (same
- * name, dtype and shape) as external and records their addresses. */
-static rlx_status find_shared_params(rlx_session *s, bool **external)
+/* The constant a stateful op writes into (through views), or -1. */
+static rlx_node written_constant(const rlx_graph *g, rlx_node id)
+{
+    const rlx_node_data *n = &g->nodes[id];
+    if (!(rlx_op_info_of(n->op)->flags & RLX_OPF_STATEFUL) || n->n_in < 1)
+        return -1;
+    rlx_node x = n->in[0];
+    size_t off;
+    while (g->nodes[x].op != RLX_OP_CONSTANT && rlx_node_is_view(g, x, &off))
+        x = g->nodes[x].in[0];
+    return g->nodes[x].op == RLX_OP_CONSTANT ? x : -1;
+}
+
+/* On a backend whose memory is the host's, constants stay in the graph's
+ * blobs (shared with the graph compiled from) instead of a second copy in
+ * the arena; a constant that a stateful op writes into keeps its slot. */
+static void use_graph_constants(rlx_session *s, bool *external)
+{
+    const rlx_graph *g = s->graph;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const rlx_node_data *n = &g->nodes[i];
+        if (n->op == RLX_OP_CONSTANT && n->data && n->blob && n->data_bytes == rlx_node_bytes(n)) {
+            external[i] = true;
+            s->ext[i] = n->data;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        rlx_node c = written_constant(g, i);
+        if (c >= 0) {
+            external[c] = false;
+            s->ext[c] = NULL;
+        }
+    }
+}
+
+/* Marks what lives outside the arena and records its address: on the CPU
+ * the constants, and with rlx_compile_shared the params that the other
+ * session has (same name, dtype and shape). */
+static rlx_status find_external(rlx_session *s, bool **external)
 {
     const rlx_session *o = s->params_from;
     const rlx_graph *g = s->graph;
+    bool host = s->backend->device == RLX_DEVICE_CPU;
     *external = NULL;
-    if (!o)
+    if (!o && !host)
         return RLX_OK;
-    if (o->backend != s->backend)
+    if (o && o->backend != s->backend)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT,
                              "shared params: the sessions are on different devices (%s:%d, %s:%d)", o->backend->name,
                              o->backend->index, s->backend->name, s->backend->index);
     if (!(*external = rlx_calloc((size_t)g->n_nodes + 1, sizeof(bool))) ||
         !(s->ext = rlx_calloc((size_t)g->n_nodes + 1, sizeof(void *))))
         return RLX_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < g->n_nodes; i++) {
+    if (host)
+        use_graph_constants(s, *external);
+    for (int i = 0; o && i < g->n_nodes; i++) {
         const rlx_node_data *n = &g->nodes[i];
         if (n->op != RLX_OP_PARAM || !n->name)
             continue;
@@ -418,7 +457,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
 
     /* 8. memory plan */
     bool *external = NULL;
-    if ((rc = find_shared_params(s, &external)) == RLX_OK)
+    if ((rc = find_external(s, &external)) == RLX_OK)
         rc = plan_with_limits(s, s->graph, external);
     free(external);
     if (rc != RLX_OK)
@@ -475,7 +514,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
     size_t const_bytes = 0;
     for (int i = 0; i < s->graph->n_nodes; i++) {
         const rlx_node_data *n = &s->graph->nodes[i];
-        if (n->op != RLX_OP_CONSTANT || !s->plan.slots[i].bytes)
+        if (n->op != RLX_OP_CONSTANT || !s->plan.slots[i].bytes || s->plan.slots[i].external)
             continue;
         if ((rc = s->backend->upload(s->backend, (char *)s->arena + s->plan.slots[i].offset, n->data, n->data_bytes)) !=
             RLX_OK)

@@ -57,7 +57,7 @@ static rlx_status run_sub(onnx_node *n, const Onnx__GraphProto *gp, onnx_value *
         onnx_tensor *k;
         if (!tp || !tp->name)
             st = onnx_fail(n, RLX_ERR_FORMAT, "subgraph initializer without a name");
-        else if ((st = onnx_tensor_from_proto(tp, c->base_dir, &k)) == RLX_OK && !onnx_bind(c, tp->name, -1, k))
+        else if ((st = onnx_weight_from_proto(tp, c->base_dir, false, &k)) == RLX_OK && !onnx_bind(c, tp->name, -1, k))
             st = RLX_ERR_OUT_OF_MEMORY;
     }
     for (int i = 0; i < nargs && st == RLX_OK; i++) {

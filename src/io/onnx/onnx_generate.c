@@ -18,7 +18,7 @@ static rlx_status h_constant(onnx_node *n)
         return onnx_fail(n, RLX_ERR_FORMAT, "Constant without a value");
     onnx_tensor *k = NULL;
     if (!strcmp(a->name, "value") && a->t) {
-        if (onnx_tensor_from_proto(a->t, n->c->base_dir, &k) != RLX_OK)
+        if (onnx_weight_from_proto(a->t, n->c->base_dir, false, &k) != RLX_OK)
             return onnx_fail(n, RLX_ERR_FORMAT, "%s", rlx_last_error());
     } else if (!strcmp(a->name, "value_float")) {
         k = onnx_tensor_derived(RLX_F32, 0, NULL);

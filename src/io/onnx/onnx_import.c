@@ -12,6 +12,7 @@
 #include "io/onnx/onnx_ops.h"
 #include "io/onnx/onnx_stage.h"
 #include "io/onnx/onnx_string.h"
+#include "io/weights.h"
 #include "ir/ir.h"
 
 #define ONNX_MAX_MODEL_BYTES ((size_t)1 << 31)
@@ -939,10 +940,35 @@ void onnx_stage_clear(onnx_stage *st)
     st->n_need_inputs = 0;
 }
 
+static bool in_map(const rlx_file_map *fm, const void *p)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)fm->data;
+    return fm->data && a >= b && a - b < fm->size;
+}
+
+/* Frees an initializer's stored values once its tensor holds them, so
+ * that the model's weights are not in memory twice while it imports; bytes
+ * read from the mapped file (fm) give their pages back instead. */
+static void drop_values(Onnx__TensorProto *tp, const rlx_file_map *fm)
+{
+    if (!tp->has_raw_data || !tp->raw_data.data)
+        return;
+    if (fm && in_map(fm, tp->raw_data.data)) {
+        if (fm->owned) /* a file this import mapped */
+            onnx_release_pages(tp->raw_data.data, tp->raw_data.len);
+    } else {
+        onnx_pb_allocator.free(onnx_pb_allocator.allocator_data, tp->raw_data.data);
+    }
+    tp->raw_data.data = NULL;
+    tp->raw_data.len = 0;
+}
+
 /* The model's graph as an rlx_graph; with a stage, only the window it
- * names (see onnx_stage.h). */
-static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o,
-                               onnx_stage *stage, rlx_graph **out)
+ * names (see onnx_stage.h).  With `consume`, m is read once: each
+ * initializer's values are freed as they are taken (fm: the mapped file
+ * its raw_data may point into, or NULL). */
+static rlx_status import_model(Onnx__ModelProto *m, const char *base_dir, const rlx_onnx_options *o, onnx_stage *stage,
+                               bool consume, const rlx_file_map *fm, rlx_graph **out)
 {
     const Onnx__GraphProto *gp = m->graph;
     if (!gp)
@@ -986,9 +1012,11 @@ static rlx_status import_model(const Onnx__ModelProto *m, const char *base_dir, 
         if (only.cap && !name_set_has(&only, tp->name))
             continue;
         onnx_tensor *k;
-        st = onnx_tensor_from_proto(tp, base_dir, &k);
+        st = onnx_weight_from_proto(tp, base_dir, consume && fm && fm->owned && in_map(fm, tp->raw_data.data), &k);
         if (st != RLX_OK)
             goto done;
+        if (consume)
+            drop_values(gp->initializer[i], fm);
         if (is_param_initializer(o, k)) { /* a param once a graph op reads it (onnx_node_of) */
             onnx_value *v = onnx_bind(&c, tp->name, -1, NULL);
             if (!v) {
@@ -1079,17 +1107,78 @@ static Onnx__ModelProto *unpack_model(const void *data, size_t size)
     return onnx__model_proto__unpack(&onnx_pb_allocator, size, data);
 }
 
+/* Points each initializer's emptied raw_data at its bytes in src
+ * (onnx_split_weights' slices); false if m does not match them. */
+static bool attach_raw(Onnx__ModelProto *m, const rlx_file_map *fm, const onnx_raw_slice *raw, size_t n_raw)
+{
+    Onnx__GraphProto *gp = m->graph;
+    if (gp ? gp->n_initializer != n_raw : n_raw != 0)
+        return false;
+    for (size_t i = 0; i < n_raw; i++) {
+        Onnx__TensorProto *tp = gp->initializer[i];
+        if (!raw[i].present || !raw[i].len)
+            continue;
+        if (!tp || !tp->has_raw_data || tp->raw_data.len)
+            return false;
+        if (tp->raw_data.data)
+            onnx_pb_allocator.free(onnx_pb_allocator.allocator_data, tp->raw_data.data);
+        tp->raw_data.data = (uint8_t *)fm->data + raw[i].off;
+        tp->raw_data.len = raw[i].len;
+    }
+    return true;
+}
+
+/* Undoes attach_raw where drop_values has not, before m is freed. */
+static void detach_raw(Onnx__ModelProto *m, const rlx_file_map *fm)
+{
+    Onnx__GraphProto *gp = m->graph;
+    for (size_t i = 0; gp && i < gp->n_initializer; i++) {
+        Onnx__TensorProto *tp = gp->initializer[i];
+        if (tp && tp->raw_data.data && in_map(fm, tp->raw_data.data)) {
+            tp->raw_data.data = NULL;
+            tp->raw_data.len = 0;
+        }
+    }
+}
+
+/* The model in src unpacked without its initializers' raw_data, each
+ * pointing at its bytes in src instead (protobuf-c would copy them): the
+ * weights are not in memory twice while it imports.  NULL, with no error
+ * set, when the bytes do not split so: unpack them whole. */
+static Onnx__ModelProto *unpack_split(const rlx_file_map *src)
+{
+    uint8_t *bytes = NULL;
+    size_t n = 0, n_raw = 0;
+    onnx_raw_slice *raw = NULL;
+    if (!onnx_split_weights(src->data, src->size, &bytes, &n, &raw, &n_raw)) {
+        rlx_clear_error();
+        return NULL;
+    }
+    Onnx__ModelProto *m = unpack_model(bytes, n);
+    free(bytes);
+    if (m && !attach_raw(m, src, raw, n_raw)) {
+        detach_raw(m, src);
+        onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+        m = NULL;
+    }
+    free(raw);
+    rlx_clear_error();
+    return m;
+}
+
 /* data -> graph (or the window of a stage). */
 static rlx_status import_buffer(const void *data, size_t size, const char *base_dir, const rlx_onnx_options *o,
                                 onnx_stage *stage, rlx_graph **out)
 {
-    Onnx__ModelProto *m = unpack_model(data, size);
-    if (!m) {
+    rlx_file_map src = {.data = data, .size = size}; /* the caller's: read, never released */
+    Onnx__ModelProto *m = unpack_split(&src);
+    if (!m && !(m = unpack_model(data, size))) {
         if (rlx_last_status_or(RLX_OK) != RLX_OK)
             return rlx_last_status_or(RLX_OK);
         return rlx_set_error(RLX_ERR_FORMAT, "not a valid ONNX model (protobuf decoding failed)");
     }
-    rlx_status st = import_model(m, base_dir, o, stage, out);
+    rlx_status st = import_model(m, base_dir, o, stage, true, &src, out);
+    detach_raw(m, &src);
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
     return st;
 }
@@ -1146,7 +1235,7 @@ rlx_status onnx_import_stage(onnx_stage_model *sm, onnx_stage *stage, rlx_graph 
     stage->n_need_inputs = 0;
     stage->outs = NULL;
     stage->n_outs = 0;
-    rlx_status st = import_model(sm->m, sm->dir, NULL, stage, out);
+    rlx_status st = import_model(sm->m, sm->dir, NULL, stage, false, NULL, out);
     if (st != RLX_OK)
         onnx_stage_clear(stage);
     return st;
@@ -1196,6 +1285,24 @@ static rlx_status load_model(const char *path, Onnx__ModelProto **m, char **dir)
     return RLX_OK;
 }
 
+/* load_model, reading the initializers' raw_data from the mapped file
+ * (fm, kept until the import is done; unpack_split); the plain load, and
+ * its errors, when the file does not split that way. */
+static rlx_status load_model_mapped(const char *path, Onnx__ModelProto **m, char **dir, rlx_file_map *fm)
+{
+    *m = NULL;
+    if (rlx_file_map_open(path, "onnx", fm) == RLX_OK && fm->size <= ONNX_MAX_MODEL_BYTES && (*m = unpack_split(fm))) {
+        if ((*dir = dir_of(path)))
+            return RLX_OK;
+        detach_raw(*m, fm);
+        onnx__model_proto__free_unpacked(*m, &onnx_pb_allocator);
+        *m = NULL;
+    }
+    rlx_file_map_release(fm);
+    rlx_clear_error();
+    return load_model(path, m, dir);
+}
+
 rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_graph **out)
 {
     if (!path || !out)
@@ -1203,16 +1310,19 @@ rlx_status rlx_onnx_import(const char *path, const rlx_onnx_options *o, rlx_grap
     *out = NULL;
     Onnx__ModelProto *m;
     char *dir = NULL;
-    rlx_status st = load_model(path, &m, &dir);
+    rlx_file_map fm;
+    rlx_status st = load_model_mapped(path, &m, &dir, &fm);
     if (st != RLX_OK)
         return st;
-    st = import_model(m, dir, o, NULL, out);
+    st = import_model(m, dir, o, NULL, true, &fm, out);
     if (st != RLX_OK) {
         char msg[1500];
         snprintf(msg, sizeof msg, "%s", rlx_last_error());
         rlx_set_error(st, "%s: %s", path, msg);
     }
+    detach_raw(m, &fm);
     onnx__model_proto__free_unpacked(m, &onnx_pb_allocator);
+    rlx_file_map_release(&fm);
     free(dir);
     return st;
 }

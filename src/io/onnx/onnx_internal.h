@@ -12,6 +12,7 @@
 #include "onnx.pb-c.h"
 #include "rlx.h"
 #include "core/error.h"
+#include "ir/ir.h"
 
 /* protobuf-c allocates through the library's helpers (so allocation
  * failures are reported and can be injected in tests). */
@@ -36,6 +37,9 @@ typedef struct onnx_tensor {
     void *data; /* owned, may be NULL when numel == 0 */
     size_t bytes;
     int refs; /* owners beyond the first (onnx_tensor_share); never written through once shared */
+    /* holds data when the graph may share it (a weight): its constant
+     * node reads the same bytes (onnx_node_of) */
+    rlx_blob *blob;
 } onnx_tensor;
 
 /* Whether dims are each in [0, ONNX_MAX_NUMEL] and their non-zero ones
@@ -76,6 +80,25 @@ const char *onnx_type_name(int onnx_type);
 /* TensorProto -> host tensor.  base_dir: folder for external data (NULL: none
  * allowed).  Checks every size against the declared dims. */
 rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out);
+/* The same for a weight (an initializer, a Constant's value): its bytes in
+ * a blob that the graph's constant node shares, never written after.  With
+ * `mapped`, raw_data lies in a read-only file mapping whose pages are given
+ * back as they are copied. */
+rlx_status onnx_weight_from_proto(const Onnx__TensorProto *p, const char *base_dir, bool mapped, onnx_tensor **out);
+/* Gives back the whole pages of [p, p + len) in a read-only file mapping. */
+void onnx_release_pages(const void *p, size_t len);
+
+/* Where an initializer's raw_data payload lies in a model file's bytes;
+ * present is false for one stored another way. */
+typedef struct onnx_raw_slice {
+    size_t off, len;
+    bool present;
+} onnx_raw_slice;
+/* The ModelProto bytes p[0, n) without the raw_data payloads of its
+ * graph's initializers (each left present and empty), in *out (malloc'd),
+ * and one slice per initializer in wire order, in *raw (malloc'd).  False
+ * (nothing allocated) on bytes it does not split: unpack them whole. */
+bool onnx_split_weights(const uint8_t *p, size_t n, uint8_t **out, size_t *out_n, onnx_raw_slice **raw, size_t *n_raw);
 
 /* Deepest nesting of protobuf messages accepted (graphs in attributes of
  * nodes in graphs...); checked before protobuf-c unpacks recursively. */

@@ -243,7 +243,9 @@ rlx_node onnx_node_of(onnx_ctx *c, onnx_value *v)
         return v->node = rlx_param(c->g, v->name, v->init->dtype, v->init->ndim, v->init->dims);
     if (!v->k)
         return -1;
-    v->node = rlx_constant(c->g, v->k->dtype, v->k->ndim, v->k->dims, v->k->data, v->k->bytes);
+    const onnx_tensor *k = v->k;
+    v->node = k->blob ? rlx_constant_blob(c->g, k->dtype, k->ndim, k->dims, k->blob, k->bytes)
+                      : rlx_constant(c->g, k->dtype, k->ndim, k->dims, k->data, k->bytes);
     return v->node;
 }
 

@@ -146,7 +146,8 @@ rlx_node onnx_const_node(onnx_node *n, onnx_tensor *k)
 {
     if (!k)
         return -1;
-    rlx_node c = rlx_constant(n->c->g, k->dtype, k->ndim, k->dims, k->data, k->bytes);
+    rlx_node c = k->blob ? rlx_constant_blob(n->c->g, k->dtype, k->ndim, k->dims, k->blob, k->bytes)
+                         : rlx_constant(n->c->g, k->dtype, k->ndim, k->dims, k->data, k->bytes);
     onnx_tensor_free(k);
     return c;
 }

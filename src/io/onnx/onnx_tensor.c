@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/onnx/onnx_internal.h"
 
@@ -48,7 +50,11 @@ bool onnx_dims_fit(int ndim, const int64_t *dims, int64_t *numel)
     return true;
 }
 
-onnx_tensor *onnx_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
+static onnx_tensor *tensor_new(rlx_dtype t, int ndim, const int64_t *dims, bool in_blob);
+
+onnx_tensor *onnx_tensor_new(rlx_dtype t, int ndim, const int64_t *dims) { return tensor_new(t, ndim, dims, false); }
+
+static onnx_tensor *tensor_new(rlx_dtype t, int ndim, const int64_t *dims, bool in_blob)
 {
     if (ndim < 0 || ndim > RLX_MAX_DIMS || (unsigned)t >= RLX_DTYPE_COUNT) {
         rlx_set_error(RLX_ERR_UNSUPPORTED, "tensor of rank %d (at most %d)", ndim, RLX_MAX_DIMS);
@@ -73,7 +79,12 @@ onnx_tensor *onnx_tensor_new(rlx_dtype t, int ndim, const int64_t *dims)
         x->dims[i] = dims[i];
     x->numel = n;
     x->bytes = (size_t)n * rlx_dtype_size(t);
-    x->data = rlx_calloc(x->bytes ? x->bytes : 1, 1);
+    if (in_blob && (x->blob = rlx_blob_new(x->bytes))) {
+        x->data = rlx_blob_data(x->blob);
+        memset(x->data, 0, x->bytes);
+    } else if (!in_blob) {
+        x->data = rlx_calloc(x->bytes ? x->bytes : 1, 1);
+    }
     if (!x->data) {
         free(x);
         return NULL;
@@ -107,7 +118,10 @@ void onnx_tensor_free(onnx_tensor *t)
         t->refs--;
         return;
     }
-    free(t->data);
+    if (t->blob)
+        rlx_blob_unref(t->blob);
+    else
+        free(t->data);
     free(t);
 }
 
@@ -353,7 +367,41 @@ static rlx_status read_external(const Onnx__TensorProto *p, const char *base_dir
     return st;
 }
 
+void onnx_release_pages(const void *p, size_t len)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p;
+    uintptr_t lo = (a + page - 1) / page * page, hi = (a + len) / page * page;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* memcpy, from a file mapping whose pages go back every few MiB copied:
+ * the file's bytes and the copy are not both resident. */
+static void copy_from_map(void *dst, const void *src, size_t n)
+{
+    const size_t step = (size_t)8 << 20;
+    for (size_t done = 0; done < n; done += step) {
+        size_t k = n - done < step ? n - done : step;
+        memcpy((char *)dst + done, (const char *)src + done, k);
+        onnx_release_pages(src, done + k);
+    }
+}
+
+static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, bool mapped,
+                             onnx_tensor **out);
+
 rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_dir, onnx_tensor **out)
+{
+    return from_proto(p, base_dir, false, false, out);
+}
+
+rlx_status onnx_weight_from_proto(const Onnx__TensorProto *p, const char *base_dir, bool mapped, onnx_tensor **out)
+{
+    return from_proto(p, base_dir, true, mapped, out);
+}
+
+static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, bool in_blob, bool mapped,
+                             onnx_tensor **out)
 {
     *out = NULL;
     const char *tn = p->name ? p->name : "?";
@@ -397,7 +445,7 @@ rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_d
             return rlx_set_error(RLX_ERR_FORMAT, "tensor '%s': %zu stored values for %lld elements", tn, have_typed,
                                  (long long)numel);
     }
-    onnx_tensor *x = onnx_tensor_new(t, (int)p->n_dims, p->dims);
+    onnx_tensor *x = tensor_new(t, (int)p->n_dims, p->dims, in_blob);
     if (!x)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "tensor '%s': cannot allocate %zu bytes", tn, want);
     rlx_status st = RLX_OK;
@@ -429,7 +477,9 @@ rlx_status onnx_tensor_from_proto(const Onnx__TensorProto *p, const char *base_d
             onnx_set_i(x, i, v);
         }
     } else if (p->has_raw_data) {
-        if (want)
+        if (want && mapped)
+            copy_from_map(x->data, p->raw_data.data, want);
+        else if (want)
             memcpy(x->data, p->raw_data.data, want);
     } else {
         for (int64_t i = 0; i < numel; i++) {
