@@ -384,7 +384,9 @@ typedef struct rlx_options {
     /* Largest arena compile may allocate, in bytes; 0 = no limit of its own
      * (RLX_MAX_ARENA=N, with K/M/G suffixes).  Checked once the plan knows
      * the size, before the arena is allocated; on the CPU the arena must also
-     * fit the machine's available memory.  A refusal names both sizes. */
+     * fit the machine's available memory (its constant weights are read
+     * from the graph, not copied into the arena).  A refusal names both
+     * sizes. */
     size_t max_arena_bytes;
 } rlx_options;
 
