@@ -103,10 +103,11 @@ rlx_node rlx_param(rlx_graph *g, const char *name, rlx_dtype t, int ndim, const 
     return named_leaf(g, RLX_OP_PARAM, name, t, ndim, dims);
 }
 
-rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes)
+/* A constant node of data's first `bytes` bytes (held by blob b, or NULL:
+ * rlx_graph_add copies them). */
+static rlx_node constant_of(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes,
+                            rlx_blob *b)
 {
-    if (g && !data && bytes)
-        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "constant: data is NULL");
     if (!g || ndim < 0 || ndim > RLX_MAX_DIMS || (ndim > 0 && !dims))
         return leaf(g, RLX_OP_CONSTANT, NULL, t, ndim, dims);
     rlx_node_data p = proto(RLX_OP_CONSTANT, 0, NULL);
@@ -114,27 +115,25 @@ rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, 
     p.shape.ndim = ndim;
     for (int i = 0; i < ndim; i++)
         p.shape.dims[i] = dims[i];
-    static const char empty;
-    p.data = (void *)(data ? data : &empty);
+    p.data = (void *)data;
     p.data_bytes = bytes;
+    p.blob = b; /* rlx_graph_add takes a reference */
     return rlx_graph_add(g, &p);
+}
+
+rlx_node rlx_constant(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, const void *data, size_t bytes)
+{
+    if (g && !data && bytes)
+        return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "constant: data is NULL");
+    static const char empty;
+    return constant_of(g, t, ndim, dims, data ? data : &empty, bytes, NULL);
 }
 
 rlx_node rlx_constant_blob(rlx_graph *g, rlx_dtype t, int ndim, const int64_t *dims, rlx_blob *b, size_t bytes)
 {
     if (g && (!b || bytes > rlx_blob_bytes(b)))
         return rlx_graph_fail(g, RLX_ERR_INVALID_ARGUMENT, "constant: no blob of %zu bytes", bytes);
-    if (!g || ndim < 0 || ndim > RLX_MAX_DIMS || (ndim > 0 && !dims))
-        return leaf(g, RLX_OP_CONSTANT, NULL, t, ndim, dims);
-    rlx_node_data p = proto(RLX_OP_CONSTANT, 0, NULL);
-    p.dtype = t;
-    p.shape.ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        p.shape.dims[i] = dims[i];
-    p.data = rlx_blob_data(b);
-    p.data_bytes = bytes;
-    p.blob = b; /* rlx_graph_add takes a reference */
-    return rlx_graph_add(g, &p);
+    return constant_of(g, t, ndim, dims, b ? rlx_blob_data(b) : NULL, bytes, b);
 }
 
 rlx_node rlx_scalar(rlx_graph *g, rlx_dtype t, double v)
