@@ -208,8 +208,12 @@ static void sgemm_blocks(void *p, int64_t lo_k, int64_t hi_k, int worker)
     }
 }
 
-static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int threads)
+/* C = alpha op(A) op(B) + beta C in blocks of rows or columns (whichever
+ * side is longer), each block by `blocks` (sgemm_blocks or dgemm_blocks)
+ * on the pool. */
+static void gemm_split(rlx_cpu_chunk_fn blocks, int lib, int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
+                       const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+                       int threads)
 {
     gemm_job j = {.lib = lib,
                   .ta = ta,
@@ -227,7 +231,7 @@ static void sgemm_split(int lib, int ta, int tb, int64_t M, int64_t N, int64_t K
                   .A = A,
                   .B = B,
                   .C = C};
-    rlx_cpu_parallel(j.parts, j.parts, sgemm_blocks, &j);
+    rlx_cpu_parallel(j.parts, j.parts, blocks, &j);
 }
 
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
@@ -360,7 +364,7 @@ void rlx_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
     if (lib == LIB_OPENBLAS && !(fits_int(lda) && fits_int(ldb) && fits_int(ldc)))
         lib = dnnl_sgemm ? LIB_ONEDNN : LIB_LOOP;
     if (lib != LIB_LOOP) {
-        sgemm_split(lib, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
+        gemm_split(sgemm_blocks, lib, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
         return;
     }
     gemm_loop_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
@@ -398,22 +402,7 @@ void rlx_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha, co
         return;
     if (use_blas && blas_dgemm && fits_int(M) && fits_int(N) && fits_int(K) && fits_int(lda) && fits_int(ldb) &&
         fits_int(ldc) && K > 0) {
-        gemm_job j = {.ta = ta,
-                      .tb = tb,
-                      .parts = gemm_parts(M, N, K, threads),
-                      .by_rows = M >= N,
-                      .M = M,
-                      .N = N,
-                      .K = K,
-                      .lda = lda,
-                      .ldb = ldb,
-                      .ldc = ldc,
-                      .alpha = alpha,
-                      .beta = beta,
-                      .A = A,
-                      .B = B,
-                      .C = C};
-        rlx_cpu_parallel(j.parts, j.parts, dgemm_blocks, &j);
+        gemm_split(dgemm_blocks, 0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
         return;
     }
     gemm_loop_f64(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);

@@ -90,6 +90,21 @@ void onnx_release_pages(const void *p, size_t len);
 
 /* Where an initializer's raw_data payload lies in a model file's bytes;
  * present is false for one stored another way. */
+/* A protobuf varint at p[*i] (of n bytes), *i moved past it; false when it
+ * runs past n or over 64 bits.  The wire-format walks (the nesting depth
+ * check, the weights' split) read with it. */
+static inline bool onnx_rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
+    *v = 0;
+    for (int s = 0; s < 64 && *i < n; s += 7) {
+        uint8_t b = p[(*i)++];
+        *v |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
 typedef struct onnx_raw_slice {
     size_t off, len;
     bool present;

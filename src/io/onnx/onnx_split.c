@@ -28,18 +28,6 @@ typedef struct {
     size_t n, cap;
 } slices;
 
-static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
-{
-    *v = 0;
-    for (int s = 0; s < 64 && *i < n; s += 7) {
-        uint8_t b = p[(*i)++];
-        *v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80))
-            return true;
-    }
-    return false;
-}
-
 static void put(wbuf *o, const void *src, size_t len)
 {
     if (o->failed)
@@ -74,14 +62,14 @@ static void set_len(wbuf *o, size_t at, uint64_t v)
 static bool next_field(const uint8_t *p, size_t n, size_t *i, uint64_t *num, int *wt, size_t *v0, size_t *v1)
 {
     uint64_t tag, v;
-    if (!rd_varint(p, n, i, &tag) || (tag >> 3) == 0)
+    if (!onnx_rd_varint(p, n, i, &tag) || (tag >> 3) == 0)
         return false;
     *num = tag >> 3;
     *wt = (int)(tag & 7);
     switch (*wt) {
     case WT_VARINT:
         *v0 = *i;
-        if (!rd_varint(p, n, i, &v))
+        if (!onnx_rd_varint(p, n, i, &v))
             return false;
         break;
     case WT_I64:
@@ -94,7 +82,7 @@ static bool next_field(const uint8_t *p, size_t n, size_t *i, uint64_t *num, int
         break;
     }
     case WT_LEN:
-        if (!rd_varint(p, n, i, &v) || v > n - *i || v >= (uint64_t)1 << 32)
+        if (!onnx_rd_varint(p, n, i, &v) || v > n - *i || v >= (uint64_t)1 << 32)
             return false;
         *v0 = *i;
         *i += (size_t)v;

@@ -508,18 +508,6 @@ static rlx_status from_proto(const Onnx__TensorProto *p, const char *base_dir, b
  * walks the wire format, guided by the generated descriptors, and only
  * measures how deep message fields nest; malformed input is left for
  * protobuf-c to reject. */
-static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
-{
-    *v = 0;
-    for (int s = 0; s < 64 && *i < n; s += 7) {
-        uint8_t b = p[(*i)++];
-        *v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80))
-            return true;
-    }
-    return false;
-}
-
 static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescriptor *d, int depth)
 {
     if (depth > ONNX_MAX_PB_DEPTH)
@@ -527,11 +515,11 @@ static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescripto
     size_t i = 0;
     while (i < n) {
         uint64_t tag, v;
-        if (!rd_varint(p, n, &i, &tag))
+        if (!onnx_rd_varint(p, n, &i, &tag))
             return true;
         switch (tag & 7) {
         case 0:
-            if (!rd_varint(p, n, &i, &v))
+            if (!onnx_rd_varint(p, n, &i, &v))
                 return true;
             break;
         case 1:
@@ -545,7 +533,7 @@ static bool depth_ok(const uint8_t *p, size_t n, const ProtobufCMessageDescripto
             i += 4;
             break;
         case 2: {
-            if (!rd_varint(p, n, &i, &v) || v > n - i)
+            if (!onnx_rd_varint(p, n, &i, &v) || v > n - i)
                 return true;
             const ProtobufCFieldDescriptor *f =
                 d && (tag >> 3) <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3)) : NULL;
