@@ -529,6 +529,99 @@ static void test_conv_bn_act(void **state)
     rlx_graph_free(g);
 }
 
+/* ------------------------------------------------------------ projection */
+
+/* A target with the few-row projection kernel (as the CUDA backend claims
+ * it for a decode step): the CPU's claims plus `projection`. */
+static bool projection_claim(const rlx_graph *g, rlx_node id)
+{
+    return g->nodes[id].op == RLX_OP_PROJECTION || rlx_cpu_backend()->supports(g, id);
+}
+
+/* form 0: rms_norm(x) @ w^T; 1: glu(rms_norm(x) @ w^T); 2: glu(x @ w^T);
+ * 3: r + x @ w^T; 4: x @ w^T + r; 5: x @ w^T alone; 6: rms_norm read twice;
+ * 7: the weight not read transposed */
+static rlx_graph *proj_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    const int64_t K = 16, N = form == 7 ? 16 : 12;
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 1, K));
+    rlx_node w = rlx_param(g, "w", RLX_F32, SHAPE(N, K));
+    rlx_node h = x;
+    if (form <= 1 || form == 6) {
+        h = rlx_rms_norm(g, x, rlx_param(g, "g", RLX_F32, SHAPE(K)), 1e-6);
+        if (form == 6)
+            rlx_output(g, "h", h);
+    }
+    rlx_node y = rlx_matmul(g, h, w, 0, form != 7);
+    if (form == 1 || form == 2)
+        y = rlx_glu(g, y, form == 1 ? RLX_ACT_SILU : RLX_ACT_GELU);
+    rlx_node r = rlx_input(g, "r", RLX_F32, SHAPE(2, 1, N));
+    if (form == 3)
+        y = rlx_add(g, r, y);
+    else if (form == 4 || form == 6)
+        y = rlx_add(g, y, r);
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_projection(void **state)
+{
+    (void)state;
+    static const struct {
+        int fused, pre, glu, res;
+    } want[8] = {{1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
+                 {1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_GELU, 0},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+                 {0, 0, 0, 0},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1}, /* the norm is an output: only the add joins */
+                 {0, 0, 0, 0}};
+    for (int form = 0; form < 8; form++) {
+        rlx_graph *g = proj_graph(form);
+        /* the CPU does not claim it: no projection there */
+        assert_int_equal(fused_count(g, RLX_OP_PROJECTION), 0);
+        rlx_opt_stats st;
+        memset(&st, 0, sizeof st);
+        rlx_pass_ctx c = ot_cpu_ctx(&st);
+        c.supports = projection_claim;
+        rlx_graph *f = rlx_pass_fuse(g, &c);
+        assert_non_null(f);
+        assert_int_equal(rlx_graph_verify(f), RLX_OK);
+        assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want[form].fused);
+        for (int i = 0; i < f->n_nodes; i++)
+            if (f->nodes[i].op == RLX_OP_PROJECTION) {
+                assert_int_equal(f->nodes[i].attrs.proj.pre, want[form].pre);
+                assert_int_equal(f->nodes[i].attrs.proj.glu, want[form].glu);
+                assert_int_equal(f->nodes[i].attrs.proj.has_res, want[form].res);
+            }
+        /* lowered for the CPU (its definition in primitives), the fused
+         * graph computes what the unfused one does */
+        if (want[form].fused) {
+            rlx_pass_ctx lc = ot_cpu_ctx(NULL);
+            rlx_graph *l = rlx_pass_lower(f, &lc);
+            assert_non_null(l);
+            assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
+            rlx_options o;
+            rlx_options_init(&o);
+            o.ignore_env = 1;
+            o.no_fusion = 1;
+            ot_result a, b;
+            assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
+            assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
+            assert_true(ot_close("y", &a, &b, 1e-6, 1e-7));
+            ot_result_free(&a);
+            ot_result_free(&b);
+            rlx_graph_free(l);
+        }
+        rlx_graph_free(f);
+        rlx_graph_free(g);
+    }
+    seed++;
+}
+
 /* ------------------------------------------------------ target awareness */
 
 static bool no_fused_claim(const rlx_graph *g, rlx_node id)
@@ -577,7 +670,7 @@ int main(void)
         cmocka_unit_test(test_add_norm),           cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_attention_block),    cmocka_unit_test(test_elementwise_chain),
         cmocka_unit_test(test_softmax_scale_mask), cmocka_unit_test(test_conv_bn_act),
-        cmocka_unit_test(test_target_claim),
+        cmocka_unit_test(test_target_claim),       cmocka_unit_test(test_projection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

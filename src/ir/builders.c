@@ -728,6 +728,23 @@ rlx_node rlx_glu(rlx_graph *g, rlx_node x, rlx_act act)
     return rlx_graph_add(g, &p);
 }
 
+rlx_node rlx_projection(rlx_graph *g, rlx_node x, rlx_node w, rlx_proj_pre pre, rlx_node gamma, double eps, rlx_act glu,
+                        rlx_node r)
+{
+    rlx_node in[4] = {x, w};
+    int n = 2;
+    if (pre == RLX_PROJ_RMS_NORM)
+        in[n++] = gamma;
+    if (r >= 0)
+        in[n++] = r;
+    rlx_node_data p = proto(RLX_OP_PROJECTION, n, in);
+    p.attrs.proj.pre = pre;
+    p.attrs.proj.glu = glu;
+    p.attrs.proj.has_res = r >= 0;
+    p.attrs.proj.eps = pre == RLX_PROJ_RMS_NORM ? eps : 0.0;
+    return rlx_graph_add(g, &p);
+}
+
 rlx_node rlx_cache_write(rlx_graph *g, rlx_node cache, rlx_node update, rlx_node pos)
 {
     rlx_node in[3] = {cache, update, pos};

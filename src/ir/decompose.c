@@ -300,13 +300,31 @@ rlx_node rlx_decompose_qkv_heads(rlx_graph *g, const rlx_node_data *n)
     return rlx_concat(g, 3, parts, 0);
 }
 
+/* act(x[..., :F]) * x[..., F:] in primitives */
+static rlx_node glu_primitives(rlx_graph *g, rlx_node x, int act_kind)
+{
+    const rlx_node_data *xn = &g->nodes[x];
+    const int64_t F = xn->shape.dims[xn->shape.ndim - 1] / 2;
+    rlx_node half[2];
+    rlx_split(g, x, xn->shape.ndim - 1, 2, (int64_t[]){F, F}, half);
+    return rlx_mul(g, act(g, act_kind, half[0]), half[1]);
+}
+
 rlx_node rlx_decompose_glu(rlx_graph *g, const rlx_node_data *n)
 {
-    const rlx_node_data *x = &g->nodes[n->in[0]];
-    const int64_t F = x->shape.dims[x->shape.ndim - 1] / 2;
-    rlx_node half[2];
-    rlx_split(g, n->in[0], x->shape.ndim - 1, 2, (int64_t[]){F, F}, half);
-    return rlx_mul(g, act(g, n->attrs.glu.act, half[0]), half[1]);
+    return glu_primitives(g, n->in[0], n->attrs.glu.act);
+}
+
+rlx_node rlx_decompose_projection(rlx_graph *g, const rlx_node_data *n)
+{
+    rlx_node x = n->in[0];
+    int k = 2;
+    if (n->attrs.proj.pre == RLX_PROJ_RMS_NORM)
+        x = rlx_rms_norm(g, x, n->in[k++], n->attrs.proj.eps);
+    rlx_node y = rlx_matmul(g, x, n->in[1], 0, 1);
+    if (n->attrs.proj.glu != RLX_ACT_NONE)
+        y = glu_primitives(g, y, n->attrs.proj.glu);
+    return n->attrs.proj.has_res ? rlx_add(g, y, n->in[k]) : y;
 }
 
 rlx_node rlx_decompose(rlx_graph *g, const rlx_node_data *n)

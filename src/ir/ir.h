@@ -195,6 +195,14 @@ typedef enum rlx_op {
     /* act(x[..., :F]) * x[..., F:] for x [..., 2 F] (attrs.glu.act): a gated
      * unit on a joined gate/up product, as SwiGLU's is */
     RLX_OP_GLU,
+    /* a projection by a weight stored [N, K] with what comes before and
+     * after it in a decoder: pre(x) @ w^T, then glu (act(y[..., :N/2]) *
+     * y[..., N/2:], attrs.proj.glu), then + r; pre (attrs.proj.pre) is
+     * none or rms_norm(x, gamma, eps); r, the residual, has the result's
+     * shape.  Inputs x, w, then gamma (rms_norm), then r (has_res).  Made
+     * by fusion only where a target claims it (CUDA, for a decode step's
+     * few rows); the CPU runs its decomposition, its definition. */
+    RLX_OP_PROJECTION,
     RLX_OP_COUNT
 } rlx_op;
 
@@ -207,6 +215,12 @@ typedef enum rlx_act {
     RLX_ACT_GELU_TANH,
     RLX_ACT_COUNT
 } rlx_act;
+
+/* What a projection applies to its rows before the product. */
+typedef enum rlx_proj_pre {
+    RLX_PROJ_PLAIN = 0,
+    RLX_PROJ_RMS_NORM,
+} rlx_proj_pre;
 
 /* Data layout of conv and pooling (attrs.conv.layout, attrs.pool.layout).
  * Channels-last is made only by the layout pass (src/opt/layout.c), for
@@ -352,6 +366,12 @@ typedef union rlx_attrs {
     struct {
         int act; /* rlx_act */
     } glu;
+    struct {
+        int pre; /* rlx_proj_pre */
+        int glu; /* rlx_act of the gated unit after the product; RLX_ACT_NONE: none */
+        int has_res;
+        double eps; /* rms_norm's */
+    } proj;
     uint8_t raw[160];
 } rlx_attrs;
 
@@ -520,6 +540,7 @@ rlx_status rlx_infer_softmax_scale_mask(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_qkv_heads(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n);
+rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);
@@ -541,8 +562,14 @@ rlx_node rlx_decompose_softmax_scale_mask(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_qkv_heads(rlx_graph *g, const rlx_node_data *n);
 rlx_node rlx_decompose_glu(rlx_graph *g, const rlx_node_data *n);
+rlx_node rlx_decompose_projection(rlx_graph *g, const rlx_node_data *n);
 /* Builds glu: act(x[..., :F]) * x[..., F:]. */
 rlx_node rlx_glu(rlx_graph *g, rlx_node x, rlx_act act);
+/* Builds a projection: pre(x) @ w^T, then glu with activation glu
+ * (RLX_ACT_NONE: none), then + r (-1: none); gamma for RLX_PROJ_RMS_NORM
+ * (else -1). */
+rlx_node rlx_projection(rlx_graph *g, rlx_node x, rlx_node w, rlx_proj_pre pre, rlx_node gamma, double eps, rlx_act glu,
+                        rlx_node r);
 /* Index of qkv_heads' optional input (1 cos, 2 sin, 3 q gamma, 4 k
  * gamma), or -1 when absent. */
 int rlx_qkv_heads_input(const rlx_node_data *n, int which);

@@ -1132,6 +1132,8 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
                                rlx_infer_qkv_heads, rlx_decompose_qkv_heads),
     [RLX_OP_GLU] =
         FUSED("glu", 1, 1, 0, RLX_KIND_ELEMENTWISE, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_glu, rlx_decompose_glu),
+    [RLX_OP_PROJECTION] = FUSED("projection", 2, 4, 0, RLX_KIND_MATMUL, LOW, RLX_LAYOUT_ATTR_NONE, rlx_infer_projection,
+                                rlx_decompose_projection),
 };
 
 const rlx_op_info *rlx_op_info_of(rlx_op op)

@@ -296,6 +296,45 @@ rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n)
+{
+    const rlx_node_data *x = IN(0), *w = IN(1);
+    const int pre = n->attrs.proj.pre, glu = n->attrs.proj.glu, r = x->shape.ndim;
+    if (pre != RLX_PROJ_PLAIN && pre != RLX_PROJ_RMS_NORM)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "projection: pre %d is not one of rlx_proj_pre's", pre);
+    if (glu < RLX_ACT_NONE || glu >= RLX_ACT_COUNT)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "projection: glu activation %d is not one of rlx_act's", glu);
+    const int expected = 2 + (pre == RLX_PROJ_RMS_NORM) + (n->attrs.proj.has_res != 0);
+    if (n->n_in != expected)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "projection expects %d inputs, got %d", expected, n->n_in);
+    if (r < 1 || w->shape.ndim != 2 || !rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
+        return rlx_set_error(
+            RLX_ERR_SHAPE, "projection takes a float x and a weight [N, K] of its dtype, got %s %s and %s %s",
+            rlx_dtype_name(x->dtype), SHAPE_A(&x->shape), rlx_dtype_name(w->dtype), SHAPE_B(&w->shape));
+    const int64_t N = w->shape.dims[0], K = w->shape.dims[1];
+    if (x->shape.dims[r - 1] != K || (glu != RLX_ACT_NONE && N % 2))
+        return rlx_set_error(RLX_ERR_SHAPE, "projection: x %s does not fit the weight %s%s", SHAPE_A(&x->shape),
+                             SHAPE_B(&w->shape), glu != RLX_ACT_NONE ? " (a gated unit needs an even N)" : "");
+    n->shape = x->shape;
+    n->shape.dims[r - 1] = glu != RLX_ACT_NONE ? N / 2 : N;
+    n->dtype = x->dtype;
+    int k = 2;
+    if (pre == RLX_PROJ_RMS_NORM) {
+        const rlx_node_data *gm = IN(k++);
+        if (gm->shape.ndim != 1 || gm->shape.dims[0] != K || gm->dtype != x->dtype)
+            return rlx_set_error(RLX_ERR_SHAPE, "projection: norm gamma %s %s must be [%lld] %s", SHAPE_A(&gm->shape),
+                                 rlx_dtype_name(gm->dtype), (long long)K, rlx_dtype_name(x->dtype));
+    }
+    if (n->attrs.proj.has_res) {
+        const rlx_node_data *res = IN(k);
+        if (!rlx_shape_equal(&res->shape, &n->shape) || res->dtype != n->dtype)
+            return rlx_set_error(RLX_ERR_SHAPE, "projection: residual %s %s must match the result %s %s",
+                                 SHAPE_A(&res->shape), rlx_dtype_name(res->dtype), SHAPE_B(&n->shape),
+                                 rlx_dtype_name(n->dtype));
+    }
+    return RLX_OK;
+}
+
 static rlx_status check_mat(const rlx_graph *g, rlx_node id, int64_t rows, int64_t cols, rlx_dtype t, const char *what)
 {
     const rlx_node_data *w = &g->nodes[id];

@@ -1,7 +1,8 @@
 /* fuse.c - the fusion pass: target-aware pattern matching.
  *
- * Patterns are tried largest first (attention block, SwiGLU, conv, matmul
- * epilogues, residual norms, softmax, then elementwise chains), each at
+ * Patterns are tried largest first (attention block, SwiGLU, conv,
+ * projections with their norm or residual, matmul epilogues, residual
+ * norms, softmax, then elementwise chains), each at
  * every candidate root from the last node back, so a match always starts
  * at the last node of its subgraph.  A node a pattern swallows must be read
  * only inside the pattern and must not be a graph output; nodes never join
@@ -25,6 +26,7 @@ static const struct {
     {"conv", fuse_conv},
     {"quantized matmul requantization", fuse_qlinear_matmul},
     {"integer matmul epilogue", fuse_matmul_integer_scale},
+    {"projection", fuse_projection},
     {"matmul epilogue", fuse_matmul_bias_act},
     {"residual norm", fuse_add_norm},
     {"softmax", fuse_softmax},

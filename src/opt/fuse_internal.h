@@ -63,6 +63,7 @@ bool fuse_attention_block(fuse_state *s, rlx_node root);
 bool fuse_swiglu(fuse_state *s, rlx_node root);
 bool fuse_conv(fuse_state *s, rlx_node root);
 bool fuse_matmul_bias_act(fuse_state *s, rlx_node root);
+bool fuse_projection(fuse_state *s, rlx_node root);
 bool fuse_matmul_integer_scale(fuse_state *s, rlx_node root);
 bool fuse_qlinear_matmul(fuse_state *s, rlx_node root);
 bool fuse_add_norm(fuse_state *s, rlx_node root);

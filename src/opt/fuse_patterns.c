@@ -320,6 +320,66 @@ bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
     return fs_commit(s, &sp, nodes, nn);
 }
 
+/* ------------------------------------------------------- projection */
+
+/* pre(x) @ w^T for a 2-D weight read transposed, then a gated unit or a
+ * residual add (RLX_OP_PROJECTION): the product with the RMS norm before
+ * it and what follows it in a decoder.  Only a target that runs it better
+ * than its parts claims it (the CUDA backend, for a decode step's rows). */
+bool fuse_projection(fuse_state *s, rlx_node root)
+{
+    const rlx_node_data *r = fs_node(s, root);
+    rlx_node nodes[3], mm = -1, res = -1;
+    int nn = 0, glu = RLX_ACT_NONE;
+    if (r->op == RLX_OP_ADD) {
+        for (int j = 0; j < 2 && mm < 0; j++) {
+            const rlx_node_data *o = fs_node(s, r->in[1 - j]);
+            if (o->op == RLX_OP_MATMUL && fs_inner(s, r->in[1 - j]) && rlx_shape_equal(&o->shape, &r->shape) &&
+                rlx_shape_equal(&fs_node(s, r->in[j])->shape, &r->shape)) {
+                mm = r->in[1 - j];
+                res = r->in[j];
+            }
+        }
+    } else if (r->op == RLX_OP_GLU && fs_is(s, r->in[0], RLX_OP_MATMUL) && fs_inner(s, r->in[0])) {
+        mm = r->in[0];
+        glu = r->attrs.glu.act;
+    } else if (r->op == RLX_OP_MATMUL) {
+        mm = root;
+    }
+    if (mm < 0)
+        return false;
+    if (mm != root)
+        nodes[nn++] = mm;
+    const rlx_node_data *m = fs_node(s, mm);
+    if (m->attrs.matmul.trans_a || !m->attrs.matmul.trans_b || fs_node(s, m->in[1])->shape.ndim != 2 ||
+        !fs_fusable_dtype(m->dtype))
+        return false;
+    rlx_node x = m->in[0], gamma = -1;
+    const rlx_node_data *xn = fs_node(s, x);
+    double eps = 0.0;
+    if (xn->op == RLX_OP_RMS_NORM && xn->attrs.norm.has_gamma && fs_inner(s, x)) {
+        gamma = xn->in[1];
+        eps = xn->attrs.norm.eps;
+        nodes[nn++] = x;
+        x = xn->in[0];
+    } else if (res < 0 && glu == RLX_ACT_NONE) {
+        return false; /* a plain product stays a matmul */
+    }
+    fuse_spec sp;
+    spec_init(&sp, root, RLX_OP_PROJECTION);
+    sp.node.attrs.proj.pre = gamma >= 0 ? RLX_PROJ_RMS_NORM : RLX_PROJ_PLAIN;
+    sp.node.attrs.proj.glu = glu;
+    sp.node.attrs.proj.has_res = res >= 0;
+    sp.node.attrs.proj.eps = eps;
+    spec_in(&sp, x);
+    spec_in(&sp, m->in[1]);
+    if (gamma >= 0)
+        spec_in(&sp, gamma);
+    if (res >= 0)
+        spec_in(&sp, res);
+    return fs_commit(s, &sp, nodes, nn);
+}
+
 /* ------------------------------------------- integer matmul rescale */
 
 /* act(f32(matmul_integer) * scale [+ bias]): the dequantization that

@@ -1232,6 +1232,52 @@ static void test_glu(void)
             }
 }
 
+/* projection (a decode step's product with the RMS norm before it, a gated
+ * unit or a residual add after it), built from primitives as the decoder
+ * builder writes them and fused on CUDA into one node: rows 1 to 8 (x
+ * [M, 1, K]), head-sized and odd widths, normalised rows in more than the
+ * default 48 KB of shared memory (f32, 8 x 3072); 9 rows are not claimed
+ * (the parts run, still against the CPU). */
+static void test_projection(void)
+{
+    char nm[160];
+    /* form 0: rms_norm -> product; 1: rms_norm -> product -> silu glu;
+     * 2: product -> gelu glu; 3: r + product; 4: product + r */
+    static const struct {
+        int64_t M, K, N;
+        int form;
+    } pc[] = {
+        {1, 1024, 4096, 0}, {3, 256, 300, 0},   {8, 1024, 6144, 1}, {1, 1024, 6144, 1}, {2, 64, 18, 2},
+        {1, 2048, 1024, 3}, {8, 3072, 1024, 4}, {5, 512, 4100, 3},  {8, 3072, 520, 0},  {9, 256, 64, 1},
+    };
+    static const char *forms[] = {"rms_norm", "rms_norm + silu glu", "gelu glu", "residual first", "residual"};
+    const bool cpu_only = getenv("RLX_GPU_TEST_CPU_ONLY") != NULL;
+    for (size_t k = 0; k < sizeof pc / sizeof pc[0]; k++)
+        for (int d = 0; d < 3; d++) {
+            const rlx_dtype t = FLOATS[d];
+            rlx_graph *g = rlx_graph_new();
+            rlx_node x = rlx_input(g, "x", t, 3, DIMS(pc[k].M, 1, pc[k].K));
+            rlx_node w = rlx_param(g, "w", t, 2, DIMS(pc[k].N, pc[k].K));
+            if (pc[k].form <= 1)
+                x = rlx_rms_norm(g, x, rlx_param(g, "g", t, 1, DIMS(pc[k].K)), 1e-6);
+            rlx_node y = rlx_matmul(g, x, w, 0, 1);
+            if (pc[k].form == 1 || pc[k].form == 2)
+                y = rlx_glu(g, y, pc[k].form == 1 ? RLX_ACT_SILU : RLX_ACT_GELU);
+            if (pc[k].form >= 3) {
+                rlx_node r = rlx_input(g, "r", t, 3, DIMS(pc[k].M, 1, pc[k].N));
+                y = pc[k].form == 3 ? rlx_add(g, r, y) : rlx_add(g, y, r);
+            }
+            rlx_output(g, "y", y);
+            /* fused: the leaves and the projection; the CPU (self-check)
+             * and 9 rows keep every node */
+            const int leaves = 2 + (pc[k].form <= 1) + (pc[k].form >= 3);
+            const int fused = cpu_only || pc[k].M > 8 ? g->n_nodes : leaves + 1;
+            NAME("projection %s %s rows %lld K %lld N %lld", forms[pc[k].form], dn(t), (long long)pc[k].M,
+                 (long long)pc[k].K, (long long)pc[k].N);
+            check_fused(nm, g, fused, 1.0, 0);
+        }
+}
+
 static void test_attn_block(void)
 {
     char nm[160];
@@ -1991,6 +2037,7 @@ int main(void)
         {"attention block", test_attn_block},
         {"qkv_heads", test_qkv_heads},
         {"glu", test_glu},
+        {"projection", test_projection},
         {"conv/pool", test_conv_pool},
         {"random", test_random},
         {"fused", test_fused},

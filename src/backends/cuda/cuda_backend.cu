@@ -39,6 +39,7 @@ static void build_table(void)
     rlx_cuda_register_fused(table);
     rlx_cuda_register_train(table);
     rlx_cuda_register_quant(table);
+    rlx_cuda_register_proj(table);
 }
 
 #define STAGING_CHUNK ((size_t)64 << 20)

@@ -61,6 +61,7 @@ void rlx_cuda_register_attention(cu_kernel *tab);
 void rlx_cuda_register_fused(cu_kernel *tab);
 void rlx_cuda_register_train(cu_kernel *tab);
 void rlx_cuda_register_quant(cu_kernel *tab);
+void rlx_cuda_register_proj(cu_kernel *tab);
 }
 
 /* Copies the run index (read by random kernels) to the device, on the
@@ -201,7 +202,8 @@ static inline int cu_blocks(int64_t n, int threads)
  * launched so that its blocks may start while the kernel before it drains,
  * and each begins with cu_grid_wait(), which holds every thread until that
  * kernel has finished and its writes are visible, before the kernel reads
- * or writes anything.  The overlap is the launch and the block start-up.
+ * or writes anything.  The overlap is the launch, the block start-up and
+ * whatever a kernel reads before it waits (cu_prefetch_then_wait).
  * Library kernels are launched by their libraries: cuDNN asks for the same
  * overlap where its kernels wait; cuBLASLt's do not wait, so nothing is
  * ever made to overlap into them.  RLX_CUDA_NO_PDL=1 turns it off. */
@@ -210,9 +212,12 @@ extern thread_local bool rlx_cu_pdl; /* the device can and the settings let it *
 __device__ __forceinline__ void cu_grid_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* the next kernel may start launching now: it waits in turn */
+    /* The next kernel may start launching now, before this one's wait: its
+     * own wait returns only once this kernel has finished, which is after
+     * ours returned, so the order holds along the whole chain, and its
+     * loads of fixed memory (cu_prefetch_then_wait) overlap ours. */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
@@ -225,6 +230,30 @@ template <typename F> __device__ __forceinline__ void cu_prefetch_then_wait(F &&
 {
     before();
     cu_grid_wait();
+}
+
+/* Starts bringing bytes [lo, hi) of the buffer at base (total bytes long)
+ * into the L2 cache without waiting for them (sm_90 and later; elsewhere
+ * nothing), in whole 16-byte words inside the buffer: a kernel's weights,
+ * asked for before its cu_grid_wait, arrive while the kernel ahead runs. */
+__device__ __forceinline__ void cu_prefetch_l2(const void *base, int64_t lo, int64_t hi, int64_t total)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uintptr_t b = (uintptr_t)base, first = (b + 15) & ~(uintptr_t)15,
+                    last = (b + (uintptr_t)total) & ~(uintptr_t)15;
+    uintptr_t p = (b + (uintptr_t)lo) & ~(uintptr_t)15, e = (b + (uintptr_t)hi + 15) & ~(uintptr_t)15;
+    p = p < first ? first : p;
+    e = e > last ? last : e;
+    for (; p < e; p += 1u << 20) { /* the instruction's size is 32-bit: in pieces of 1 MiB */
+        const uint32_t n = (uint32_t)(e - p < (1u << 20) ? e - p : 1u << 20);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(n) : "memory");
+    }
+#else
+    (void)base;
+    (void)lo;
+    (void)hi;
+    (void)total;
+#endif
 }
 
 /* Launches kernel on the backend's stream with its blocks grouped into

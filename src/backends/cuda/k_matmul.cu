@@ -5,13 +5,14 @@
  * for 16-bit single GEMMs, our own (gemm_wgmma.cu).  Each is kept where it
  * measures fastest.  A 16-bit product of up to 8 rows by a weight stored
  * [N, K] (a decode step's projections) is a matrix-vector product bound by
- * reading the weight: our own kernel below, with bias and activation. */
+ * reading the weight: k_proj.cu's kernel, with bias and activation. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_dnn.h"
 #include "backends/cuda/cuda_gemm.h"
+#include "backends/cuda/cuda_proj.h"
 
 struct dnn_graph;
 
@@ -25,7 +26,7 @@ typedef struct mm_state {
      * than the above */
     cu_wg_plan wg;
     int use_wg;
-    int gemv; /* 1: the few-row kernel below (rows gm) */
+    int gemv; /* 1: the few-row kernel (k_proj.cu; rows gm) */
     int64_t gm;
     int loop; /* 1: one GEMM per batch (general broadcast) */
     int64_t batch, mat_a, mat_b, mat_c;
@@ -96,86 +97,8 @@ static rlx_status prep_mm_plan(rlx_thunk *t, int ta, int tb, cu_epi epi)
 
 /* ------------------------------------------- few rows times [N, K]^T */
 
-/* y [M, N] = act(x [M, K] . W[n, :] + bias[n]), M <= 8, 16-bit, K % 8 == 0,
- * rows 16-byte aligned.  WPC warps per output column, each reading every
- * WPC-th 16-byte chunk of the weight row (all its loads in flight at once,
- * so the card's bandwidth is what limits), f32 sums reduced by shuffles
- * and, for WPC > 1, through shared memory. */
-#define GEMV_WARPS 8
-template <typename T, int M, int WPC>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
-    gemv_kernel(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t K, int act)
-{
-    cu_grid_wait();
-    constexpr int COLS = GEMV_WARPS / WPC;
-    __shared__ float part[GEMV_WARPS][M];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
-    const int64_t n = (int64_t)blockIdx.x * COLS + warp / WPC;
-    float acc[M];
-#pragma unroll
-    for (int m = 0; m < M; m++)
-        acc[m] = 0.0f;
-    if (n < N) {
-        const uint4 *wr = (const uint4 *)(w + n * K);
-        const int64_t chunks = K / 8;
-#pragma unroll 4
-        for (int64_t c = (int64_t)sub * 32 + lane; c < chunks; c += 32 * WPC) {
-            const uint4 wv = __ldg(wr + c);
-            const T *wp = (const T *)&wv;
-            float wf[8];
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                wf[e] = cu_tof<T>(wp[e]);
-#pragma unroll
-            for (int m = 0; m < M; m++) {
-                const uint4 xv = __ldg((const uint4 *)(x + m * K) + c);
-                const T *xp = (const T *)&xv;
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    acc[m] += wf[e] * cu_tof<T>(xp[e]);
-            }
-        }
-    }
-    if (!cu_mv_reduce<M, WPC>(acc, part, warp, lane, sub))
-        return;
-    if (lane == 0 && n < N) {
-        const float b = bias ? cu_tof<T>(bias[n]) : 0.0f;
-#pragma unroll
-        for (int m = 0; m < M; m++)
-            y[m * N + n] = cu_fromf<T>(rlx_act_f32(act, acc[m] + b));
-    }
-}
-
-template <typename T, int M>
-static void gemv_launch_m(const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t K, int act)
-{
-    /* four warps per column where columns alone leave the card short of warps */
-    if (N >= 4096)
-        cu_launch(gemv_kernel<T, M, 1>, (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS), GEMV_WARPS * 32, 0, (const T *)x,
-                  (const T *)w, (const T *)bias, (T *)y, N, K, act);
-    else
-        cu_launch(gemv_kernel<T, M, 4>, (unsigned)((N + GEMV_WARPS / 4 - 1) / (GEMV_WARPS / 4)), GEMV_WARPS * 32, 0,
-                  (const T *)x, (const T *)w, (const T *)bias, (T *)y, N, K, act);
-}
-
-template <typename T>
-static void gemv_launch(int64_t M, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t K,
-                        int act)
-{
-    switch (M) {
-    case 1: gemv_launch_m<T, 1>(x, w, bias, y, N, K, act); break;
-    case 2: gemv_launch_m<T, 2>(x, w, bias, y, N, K, act); break;
-    case 3: gemv_launch_m<T, 3>(x, w, bias, y, N, K, act); break;
-    case 4: gemv_launch_m<T, 4>(x, w, bias, y, N, K, act); break;
-    case 5: gemv_launch_m<T, 5>(x, w, bias, y, N, K, act); break;
-    case 6: gemv_launch_m<T, 6>(x, w, bias, y, N, K, act); break;
-    case 7: gemv_launch_m<T, 7>(x, w, bias, y, N, K, act); break;
-    default: gemv_launch_m<T, 8>(x, w, bias, y, N, K, act); break;
-    }
-}
-
 /* Whether thunk t's product suits the kernel: 16-bit, one shared [N, K]
- * weight read transposed, up to 8 contiguous rows of A in all. */
+ * weight read transposed, up to CU_PROJ_MAX_ROWS contiguous rows of A. */
 static bool gemv_fits(const rlx_thunk *t, int ta, int tb, int64_t *rows)
 {
     const rlx_node_data *n = t->node, *a = t->in_node[0], *b = t->in_node[1];
@@ -183,7 +106,7 @@ static bool gemv_fits(const rlx_thunk *t, int ta, int tb, int64_t *rows)
         return false;
     const int64_t K = b->shape.dims[1], N = b->shape.dims[0];
     const int64_t M = rlx_shape_numel(&n->shape) / (N ? N : 1);
-    if (M < 1 || M > 8 || K < 8 || K % 8 || a->shape.dims[a->shape.ndim - 1] != K ||
+    if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8 || a->shape.dims[a->shape.ndim - 1] != K ||
         rlx_shape_numel(&a->shape) != M * K)
         return false;
     if (((uintptr_t)t->in[0] | (uintptr_t)t->in[1] | (uintptr_t)t->out) % 16)
@@ -196,10 +119,18 @@ static rlx_status run_gemv(const rlx_thunk *t, const void *bias, int act)
 {
     const mm_state *s = (const mm_state *)t->state;
     const rlx_shape *w = &t->in_node[1]->shape;
-    if (t->node->dtype == RLX_F16)
-        gemv_launch<__half>(s->gm, t->in[0], t->in[1], bias, t->out, w->dims[0], w->dims[1], act);
-    else
-        gemv_launch<__nv_bfloat16>(s->gm, t->in[0], t->in[1], bias, t->out, w->dims[0], w->dims[1], act);
+    cu_proj_args a;
+    memset(&a, 0, sizeof a);
+    a.x = t->in[0];
+    a.w = t->in[1];
+    a.bias = bias;
+    a.y = t->out;
+    a.M = s->gm;
+    a.N = w->dims[0];
+    a.K = w->dims[1];
+    a.act = act;
+    a.w_fixed = (t->in_fixed >> 1) & 1;
+    rlx_cu_rows_launch(t->node->dtype, a);
     return rlx_cu_check(t, "matrix-vector product launch");
 }
 
