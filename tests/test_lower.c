@@ -326,6 +326,48 @@ static void test_lower_glu(void **state)
     rlx_graph_free(g);
 }
 
+/* projection against its definition: every combination of the RMS norm
+ * before, the gated unit and the residual after, in f64, f32 and bf16 (each
+ * stage rounded as the parts store it), one row and several; then what it
+ * refuses. */
+static void test_lower_projection(void **state)
+{
+    (void)state;
+    static const rlx_dtype types[3] = {RLX_F64, RLX_F32, RLX_BF16};
+    for (int k = 0; k < 24; k++) {
+        const rlx_dtype t = types[k % 3];
+        const int rms = (k / 3) & 1, glu = (k / 6) & 1, res = (k / 12) & 1;
+        const int64_t M = k & 1 ? 1 : 5, K = 24, Nw = 18, N = glu ? Nw / 2 : Nw;
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", t, SHAPE(M, 1, K));
+        rlx_node w = rlx_param(g, "w", t, SHAPE(Nw, K));
+        rlx_node gm = rms ? rlx_param(g, "g", t, SHAPE(K)) : -1;
+        rlx_node r = res ? rlx_input(g, "r", t, SHAPE(M, 1, N)) : -1;
+        rlx_node y = rlx_projection(g, x, w, rms ? RLX_PROJ_RMS_NORM : RLX_PROJ_PLAIN, gm, 1e-6,
+                                    glu ? RLX_ACT_SILU : RLX_ACT_NONE, r);
+        assert_true(y >= 0);
+        rlx_output(g, "y", y);
+        assert_int_equal(rlx_graph_verify(g), RLX_OK);
+        assert_int_equal(g->nodes[y].shape.dims[2], N);
+        check_lowering(g, RLX_OP_PROJECTION, "projection");
+        rlx_graph_free(g);
+    }
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 8));
+    rlx_node w = rlx_param(g, "w", RLX_F32, SHAPE(5, 8)), w3 = rlx_param(g, "w3", RLX_F32, SHAPE(1, 5, 8));
+    assert_true(rlx_projection(g, x, w, RLX_PROJ_PLAIN, -1, 0, RLX_ACT_SILU, -1) < 0); /* odd N for a gated unit */
+    assert_non_null(strstr(rlx_last_error(), "even"));
+    assert_true(rlx_projection(g, x, w3, RLX_PROJ_PLAIN, -1, 0, RLX_ACT_NONE, -1) < 0);
+    assert_non_null(strstr(rlx_last_error(), "[N, K]"));
+    rlx_node g7 = rlx_param(g, "g7", RLX_F32, SHAPE(7));
+    assert_true(rlx_projection(g, x, w, RLX_PROJ_RMS_NORM, g7, 1e-6, RLX_ACT_NONE, -1) < 0);
+    assert_non_null(strstr(rlx_last_error(), "gamma"));
+    rlx_node r3 = rlx_input(g, "r3", RLX_F32, SHAPE(2, 3));
+    assert_true(rlx_projection(g, x, w, RLX_PROJ_PLAIN, -1, 0, RLX_ACT_NONE, r3) < 0);
+    assert_non_null(strstr(rlx_last_error(), "residual"));
+    rlx_graph_free(g);
+}
+
 /* qkv_heads refuses what does not fit: a width that is not (H + 2 Hk) D,
  * an odd head dim with rope, a table of another length */
 static void test_qkv_heads_refusals(void **state)
@@ -465,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_lower_qkv_heads),
         cmocka_unit_test(test_qkv_heads_refusals),
         cmocka_unit_test(test_lower_glu),
+        cmocka_unit_test(test_lower_projection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

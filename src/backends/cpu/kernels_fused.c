@@ -1312,6 +1312,104 @@ static rlx_status k_glu(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return RLX_OK;
 }
 
+/* ------------------------------------------------------------ projection */
+
+/* pre(x) @ w^T, then glu, then + r (ir.h): the rows (normalised) and the
+ * product in f32 (f64 for f64), each stage rounded to the node's dtype
+ * where the unfused ops would store it, so the CPU's fused and unfused
+ * graphs agree. */
+static size_t proj_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
+{
+    (void)threads;
+    const rlx_node_data *x = NODE_IN(g, n, 0), *w = NODE_IN(g, n, 1);
+    const int64_t K = w->shape.dims[1], M = K ? rlx_shape_numel(&x->shape) / K : 0;
+    const size_t es = n->dtype == RLX_F64 ? sizeof(double) : sizeof(float);
+    return round64((size_t)(M * K) * es) + round64((size_t)(M * w->shape.dims[0]) * es) +
+           (n->dtype == RLX_F64 ? 0 : f32_copy_bytes(w));
+}
+
+/* x's rows into A as f32 (f64), RMS-normalised as rms_norm stores them
+ * when gamma is given. */
+static void proj_rows(const rlx_thunk *t, const void *gamma, int64_t M, int64_t K, void *A)
+{
+    const rlx_dtype dt = t->node->dtype;
+    const bool f64 = dt == RLX_F64;
+    for (int64_t r = 0; r < M; r++) {
+        if (f64)
+            memcpy((double *)A + r * K, (const double *)t->in[0] + r * K, (size_t)K * sizeof(double));
+        else
+            rlx_cpu_to_f32((float *)A + r * K, (const char *)t->in[0] + (size_t)(r * K) * rlx_dtype_size(dt), dt, K);
+        if (!gamma)
+            continue;
+        double ss = 0;
+        for (int64_t i = 0; i < K; i++) {
+            const double v = f64 ? ((double *)A)[r * K + i] : ((float *)A)[r * K + i];
+            ss += v * v;
+        }
+        const double inv = 1.0 / sqrt(ss / (double)K + t->node->attrs.proj.eps);
+        for (int64_t i = 0; i < K; i++) {
+            if (f64)
+                ((double *)A)[r * K + i] *= inv * ((const double *)gamma)[i];
+            else
+                ((float *)A)[r * K + i] =
+                    (float)round_to_dtype(dt, ((float *)A)[r * K + i] * inv * rlx_load(gamma, dt, i));
+        }
+    }
+}
+
+static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    const rlx_node_data *n = t->node;
+    const rlx_dtype dt = n->dtype;
+    const bool f64 = dt == RLX_F64, f32 = dt == RLX_F32, glu = n->attrs.proj.glu != RLX_ACT_NONE;
+    const size_t es = f64 ? sizeof(double) : sizeof(float);
+    const int64_t Nw = t->in_node[1]->shape.dims[0], K = t->in_node[1]->shape.dims[1];
+    const int64_t M = K ? rlx_shape_numel(&t->in_node[0]->shape) / K : 0, N = glu ? Nw / 2 : Nw;
+    if (!M || !Nw)
+        return RLX_OK;
+    int k = 2;
+    const void *gamma = n->attrs.proj.pre == RLX_PROJ_RMS_NORM ? t->in[k++] : NULL;
+    const void *res = n->attrs.proj.has_res ? t->in[k] : NULL;
+    bump b = {t->scratch};
+    void *A = take(&b, (size_t)(M * K) * es), *C = take(&b, (size_t)(M * Nw) * es);
+    if ((f32 || f64) && !glu)
+        C = t->out; /* the product is the result (then + r) */
+    proj_rows(t, gamma, M, K, A);
+    if (f64)
+        rlx_dgemm(0, 1, M, Nw, K, 1.0, A, K, t->in[1], K, 0.0, C, Nw, ctx->threads, ctx->settings);
+    else
+        rlx_cpu_product_f32(1, M, Nw, K, A, as_f32(t, 1, &b), K, C, ctx->threads, ctx->settings);
+    if (f32) { /* the gated unit through the vectorised activations */
+        float *c = C, *y = t->out;
+        for (int64_t r = 0; r < M && glu; r++) {
+            float *cr = c + r * Nw;
+            rlx_cpu_unary_f32((rlx_op)rlx_act_op((rlx_act)n->attrs.proj.glu), cr, cr, N);
+            for (int64_t j = 0; j < N; j++)
+                y[r * N + j] = cr[j] * cr[N + j];
+        }
+        for (int64_t i = 0; res && i < M * N; i++)
+            y[i] += ((const float *)res)[i];
+        return RLX_OK;
+    }
+    /* other dtypes: the product as stored, the gated unit, the residual */
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t j = 0; j < N; j++) {
+            const int64_t at = r * Nw + j;
+            double v = round_to_dtype(dt, f64 ? ((double *)C)[at] : ((float *)C)[at]);
+            if (glu) {
+                const double up = round_to_dtype(dt, f64 ? ((double *)C)[at + N] : ((float *)C)[at + N]);
+                v = round_to_dtype(dt, round_to_dtype(dt, rlx_act_f64(n->attrs.proj.glu, v)) * up);
+            }
+            if (res)
+                v += rlx_load(res, dt, r * N + j);
+            if (f64)
+                ((double *)t->out)[r * N + j] = v;
+            else
+                rlx_store(t->out, dt, r * N + j, v);
+        }
+    return RLX_OK;
+}
+
 void rlx_cpu_register_fused(rlx_cpu_kernel *table)
 {
     table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
@@ -1326,4 +1424,5 @@ void rlx_cpu_register_fused(rlx_cpu_kernel *table)
     table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
     table[RLX_OP_QKV_HEADS].fn = k_qkv_heads;
     table[RLX_OP_GLU].fn = k_glu;
+    table[RLX_OP_PROJECTION] = (rlx_cpu_kernel){.fn = k_projection, .scratch = proj_scratch};
 }

@@ -168,6 +168,15 @@ static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float
     rlx_cpu_parallel(j.parts, j.parts, matvec_parts, &j);
 }
 
+void rlx_cpu_product_f32(int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, float *C,
+                         int threads, const rlx_backend_settings *set)
+{
+    if (M == 1)
+        matvec_f32(tb, N, K, A, B, ldb, C, threads);
+    else
+        rlx_sgemm(0, tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C, N, threads, set);
+}
+
 static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -179,9 +188,9 @@ static rlx_status matmul_kernel(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int64_t i = 0; i < d.batch; i++) {
         int64_t oa = rlx_bcast_offset(i, &d.bshape, d.a_st) * mat_a;
         int64_t ob = rlx_bcast_offset(i, &d.bshape, d.b_st) * mat_b;
-        if (dt == RLX_F32 && d.M == 1 && !ta) {
-            matvec_f32(tb, d.N, d.K, (const float *)t->in[0] + oa, (const float *)t->in[1] + ob, d.b_cols,
-                       (float *)t->out + i * mat_c, ctx->threads);
+        if (dt == RLX_F32 && !ta) {
+            rlx_cpu_product_f32(tb, d.M, d.N, d.K, (const float *)t->in[0] + oa, (const float *)t->in[1] + ob, d.b_cols,
+                                (float *)t->out + i * mat_c, ctx->threads, ctx->settings);
         } else if (dt == RLX_F32) {
             rlx_sgemm(ta, tb, d.M, d.N, d.K, 1.0f, (const float *)t->in[0] + oa, d.a_cols, (const float *)t->in[1] + ob,
                       d.b_cols, 0.0f, (float *)t->out + i * mat_c, d.N, ctx->threads, ctx->settings);

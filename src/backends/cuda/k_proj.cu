@@ -199,8 +199,8 @@ template <typename T, int M, int G> static void proj_launch_mg(const cu_proj_arg
     } else {
         if (smem > 48 * 1024)
             cudaFuncSetAttribute(proj_kernel<T, M, 4, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        cu_launch(proj_kernel<T, M, 4, G>, (unsigned)((cols + PROJ_WARPS / 4 - 1) / (PROJ_WARPS / 4)),
-                  PROJ_WARPS * 32, smem, a);
+        cu_launch(proj_kernel<T, M, 4, G>, (unsigned)((cols + PROJ_WARPS / 4 - 1) / (PROJ_WARPS / 4)), PROJ_WARPS * 32,
+                  smem, a);
     }
 }
 
@@ -248,8 +248,7 @@ static bool proj_ok(const rlx_graph *g, const rlx_node_data *n)
     const int64_t M = proj_row_count(g, n), K = w->shape.dims[1];
     if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8)
         return false;
-    return n->attrs.proj.pre != RLX_PROJ_RMS_NORM ||
-           (size_t)(M * K) * rlx_dtype_size(n->dtype) <= CU_PROJ_MAX_SMEM;
+    return n->attrs.proj.pre != RLX_PROJ_RMS_NORM || (size_t)(M * K) * rlx_dtype_size(n->dtype) <= CU_PROJ_MAX_SMEM;
 }
 
 static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
