@@ -216,6 +216,10 @@ typedef enum rlx_act {
     RLX_ACT_COUNT
 } rlx_act;
 
+/* The rows of a projection a backend fuses: a decode step's, up to a batch
+ * of 8 sequences (the CUDA kernel's templates stop there too). */
+#define RLX_PROJ_FEW_ROWS 8
+
 /* What a projection applies to its rows before the product. */
 typedef enum rlx_proj_pre {
     RLX_PROJ_PLAIN = 0,

@@ -58,7 +58,8 @@ static bool cpu_supports(const rlx_graph *g, rlx_node id)
     if (rlx_node_layout(n) != RLX_LAYOUT_NCHW)
         return ((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && rlx_cpu_conv_nhwc_claim(g, n)) ||
                rlx_cpu_pool_nhwc_claim(g, n);
-    return kernel_of(n->op) != NULL;
+    const rlx_cpu_kernel *k = kernel_of(n->op);
+    return k && (!k->claims || k->claims(g, n));
 }
 
 static size_t cpu_scratch(const rlx_graph *g, rlx_node id, int threads)

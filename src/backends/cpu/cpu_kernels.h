@@ -25,6 +25,8 @@ typedef struct rlx_cpu_kernel {
     /* Optional: frees what prepare made inside t->state, before the
      * backend frees t->state. */
     void (*release)(rlx_thunk *t);
+    /* Optional: the claim for this node (NULL: every node of the op). */
+    bool (*claims)(const rlx_graph *g, const rlx_node_data *n);
 } rlx_cpu_kernel;
 
 /* t->state = RoPE's cos/sin table [S][D/2][2] (double, rlx_rope_table),

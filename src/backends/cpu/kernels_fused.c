@@ -1357,6 +1357,16 @@ static void proj_rows(const rlx_thunk *t, const void *gamma, int64_t M, int64_t 
     }
 }
 
+/* Claimed for a decode step's few rows, where it saves the norm's and the
+ * add's passes over the activations; a prompt's many rows keep their
+ * threaded norm kernels (add_rms_norm_keep) and the product alone. */
+static bool proj_claims(const rlx_graph *g, const rlx_node_data *n)
+{
+    const rlx_node_data *x = NODE_IN(g, n, 0);
+    const int64_t K = x->shape.dims[x->shape.ndim - 1];
+    return K > 0 && rlx_shape_numel(&x->shape) / K <= RLX_PROJ_FEW_ROWS;
+}
+
 static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     const rlx_node_data *n = t->node;
@@ -1424,5 +1434,5 @@ void rlx_cpu_register_fused(rlx_cpu_kernel *table)
     table[RLX_OP_SOFTMAX_SCALE_MASK].fn = k_softmax_scale_mask;
     table[RLX_OP_QKV_HEADS].fn = k_qkv_heads;
     table[RLX_OP_GLU].fn = k_glu;
-    table[RLX_OP_PROJECTION] = (rlx_cpu_kernel){.fn = k_projection, .scratch = proj_scratch};
+    table[RLX_OP_PROJECTION] = (rlx_cpu_kernel){.fn = k_projection, .scratch = proj_scratch, .claims = proj_claims};
 }

@@ -6,7 +6,7 @@
 
 #include "backends/cuda/cuda_common.h"
 
-#define CU_PROJ_MAX_ROWS 8
+#define CU_PROJ_MAX_ROWS RLX_PROJ_FEW_ROWS /* the kernel has templates for 1 to 8 */
 /* Shared memory the normalised rows may take (M * K elements). */
 #define CU_PROJ_MAX_SMEM (96 * 1024)
 
