@@ -1274,7 +1274,10 @@ static void test_projection(void)
             const int fused = cpu_only || pc[k].M > 8 ? g->n_nodes : leaves + 1;
             NAME("projection %s %s rows %lld K %lld N %lld", forms[pc[k].form], dn(t), (long long)pc[k].M,
                  (long long)pc[k].K, (long long)pc[k].N);
-            check_fused(nm, g, fused, 1.0, 0);
+            /* a gated unit multiplies the up sum's rounding by the gate's
+             * activation (up to ~50 for these inputs' 1024-term sums): an
+             * up near 0 by cancellation carries that error into y */
+            check_fused(nm, g, fused, pc[k].form == 1 || pc[k].form == 2 ? 8.0 : 1.0, 0);
         }
 }
 

@@ -811,6 +811,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
             cu_prefetch_l2((const T *)p.k + b * p.kst[0] + hk * p.kst[1], c0 * rowb, c1 * rowb, p.T * rowb);
             cu_prefetch_l2((const T *)p.v + b * p.vst[0] + hk * p.vst[1], c0 * rowb, c1 * rowb, p.T * rowb);
         }
+        cu_prefetch_ahead(p.ahead);
     });
     constexpr int EPL = D / 32;
     __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
@@ -1184,6 +1185,7 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.o = t->out;
     p.ws = t->scratch;
     p.ws_bytes = t->scratch_bytes;
+    p.ahead = cu_ahead_of(t);
     if (t->keep && t->keep_bytes >= rlx_cu_attention_keep(p.B, p.Hk, p.S))
         p.tickets = (unsigned *)t->keep;
     p.mask_dt = -1;

@@ -73,6 +73,9 @@ template <> __device__ __forceinline__ void ld8_ro<float>(const float *p, float 
     }
 }
 
+/* v rounded to T and back. */
+template <typename T> __device__ __forceinline__ float cu_rnd(float v) { return cu_tof<T>(cu_fromf<T>(v)); }
+
 /* x's M rows RMS-normalised (times gamma) into st, rounded to T as the
  * norm's own result would be. */
 template <typename T, int M> __device__ void proj_stage_rms(const cu_proj_args &a, T *st)
@@ -135,6 +138,7 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) proj_kernel(const cu_proj_arg
         if (a.w_fixed && threadIdx.x == 0)
             for (int g = 0; g < G; g++)
                 cu_prefetch_l2(a.w, (g * cols + n0) * rowb, (g * cols + n0 + PROJ_WARPS / WPC) * rowb, a.N * rowb);
+        cu_prefetch_ahead(a.ahead);
     });
     extern __shared__ uint4 proj_rows[];
     const T *xs = (const T *)a.x;
@@ -176,9 +180,14 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) proj_kernel(const cu_proj_arg
         const float b = a.bias ? cu_tof<T>(((const T *)a.bias)[n]) : 0.0f;
 #pragma unroll
         for (int m = 0; m < M; m++) {
-            float v = G == 2 ? rlx_act_f32(a.act, acc[m]) * acc[M + m] : rlx_act_f32(a.act, acc[m] + b);
+            /* rounded where the parts would store: the product, the gate */
+            float v;
+            if (G == 2)
+                v = cu_rnd<T>(rlx_act_f32(a.act, cu_rnd<T>(acc[m]))) * cu_rnd<T>(acc[M + m]);
+            else
+                v = rlx_act_f32(a.act, acc[m] + b);
             if (a.res)
-                v += cu_tof<T>(((const T *)a.res)[m * cols + n]);
+                v = cu_rnd<T>(v) + cu_tof<T>(((const T *)a.res)[m * cols + n]);
             ((T *)a.y)[m * cols + n] = cu_fromf<T>(v);
         }
     }
@@ -193,11 +202,11 @@ template <typename T, int M, int G> static void proj_launch_mg(const cu_proj_arg
     const size_t smem = proj_smem(&a, sizeof(T));
     /* four warps per column where columns alone leave the card short of warps */
     if (cols * G >= 4096) {
-        if (smem > 48 * 1024)
+        if (smem > 40 * 1024) /* past the default 48 KB with the static arrays */
             cudaFuncSetAttribute(proj_kernel<T, M, 1, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         cu_launch(proj_kernel<T, M, 1, G>, (unsigned)((cols + PROJ_WARPS - 1) / PROJ_WARPS), PROJ_WARPS * 32, smem, a);
     } else {
-        if (smem > 48 * 1024)
+        if (smem > 40 * 1024)
             cudaFuncSetAttribute(proj_kernel<T, M, 4, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         cu_launch(proj_kernel<T, M, 4, G>, (unsigned)((cols + PROJ_WARPS / 4 - 1) / (PROJ_WARPS / 4)), PROJ_WARPS * 32,
                   smem, a);
@@ -273,6 +282,7 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.glu = n->attrs.proj.glu != RLX_ACT_NONE;
     a.act = a.glu ? n->attrs.proj.glu : RLX_ACT_NONE;
     a.w_fixed = (t->in_fixed >> 1) & 1;
+    a.ahead = cu_ahead_of(t);
     if (a.M == 0 || a.N == 0)
         return RLX_OK;
     rlx_cu_rows_launch(n->dtype, a);

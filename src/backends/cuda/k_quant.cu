@@ -284,12 +284,13 @@ template <> __device__ __forceinline__ float4 load4<float>(const float *p) { ret
 template <typename T, int QT, int M, int WPC>
 __global__ void __launch_bounds__(QMV_WARPS * 32)
     qmatvec(const T *__restrict__ x, const uint8_t *__restrict__ w, T *__restrict__ y, int64_t k, int64_t n, size_t rb,
-            int w_fixed)
+            int w_fixed, const cu_ahead ahead)
 {
     cu_prefetch_then_wait([&] {
         const int64_t r0 = (int64_t)blockIdx.x * (QMV_WARPS / WPC);
         if (w_fixed && threadIdx.x == 0)
             cu_prefetch_l2(w, r0 * (int64_t)rb, (r0 + QMV_WARPS / WPC) * (int64_t)rb, n * (int64_t)rb);
+        cu_prefetch_ahead(ahead);
     });
     constexpr int ROWS = QMV_WARPS / WPC;
     __shared__ float part[QMV_WARPS][M];
@@ -324,15 +325,16 @@ __global__ void __launch_bounds__(QMV_WARPS * 32)
 }
 
 template <typename T, int QT, int M>
-static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, int64_t n, size_t rb, int w_fixed)
+static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, int64_t n, size_t rb, int w_fixed,
+                           const cu_ahead &ahead)
 {
     /* four warps per row where rows alone leave the card short of warps */
     if (n >= 4096)
         cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + QMV_WARPS - 1) / QMV_WARPS), QMV_WARPS * 32, 0, (const T *)x, w,
-                  (T *)y, k, n, rb, w_fixed);
+                  (T *)y, k, n, rb, w_fixed, ahead);
     else
         cu_launch(qmatvec<T, QT, M, 4>, (unsigned)((n + QMV_WARPS / 4 - 1) / (QMV_WARPS / 4)), QMV_WARPS * 32, 0,
-                  (const T *)x, w, (T *)y, k, n, rb, w_fixed);
+                  (const T *)x, w, (T *)y, k, n, rb, w_fixed, ahead);
 }
 
 /* ------------------------------------------------ qmatmul, many rows */
@@ -524,6 +526,7 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
      * decode step's. */
     const size_t es = rlx_dtype_size(x->dtype);
     const int w_fixed = (t->in_fixed >> 1) & 1;
+    const cu_ahead ahead = cu_ahead_of(t);
     for (int64_t done = 0; done < m;) {
         const int64_t left = m - done;
         const int mm = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -531,10 +534,10 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         void *yp = (char *)t->out + (size_t)(done * cols) * es;
         CU_FLOAT_DISPATCH(x->dtype, T, Q_TYPE_DISPATCH(qt, QT, {
                               switch (mm) {
-                              case 8: launch_qmatvec<T, QT, 8>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              case 4: launch_qmatvec<T, QT, 4>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              case 2: launch_qmatvec<T, QT, 2>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              default: launch_qmatvec<T, QT, 1>(xp, w, yp, k, cols, rb, w_fixed); break;
+                              case 8: launch_qmatvec<T, QT, 8>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
+                              case 4: launch_qmatvec<T, QT, 4>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
+                              case 2: launch_qmatvec<T, QT, 2>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
+                              default: launch_qmatvec<T, QT, 1>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
                               }
                           }));
         done += mm;
