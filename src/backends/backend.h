@@ -98,13 +98,6 @@ typedef struct rlx_thunk {
      * param, a constant, a value the backend caches across runs), so a
      * kernel may read it before the kernel ahead has finished. */
     uint32_t in_fixed;
-    /* The weights the next two products of few rows read (a decode step's:
-     * bound by reading them), when fixed for the run: a kernel may ask
-     * them into cache before it waits on the kernel ahead, so their reads
-     * overlap the small kernels before those products (set by the CUDA
-     * backend; NULL: none). */
-    const void *ahead[2];
-    size_t ahead_bytes[2];
     /* Set: the result is needed only when the one-byte bool at guard (a
      * select's condition, computed by an earlier thunk) equals guard_when
      * (src/runtime/branch.h); the backend may skip the thunk otherwise, or

@@ -19,8 +19,6 @@ typedef struct cu_attn {
     int64_t mst[4];                         /* mask strides over [B, H, S, T] (0: broadcast) */
     const void *pos;                        /* [B] positions of row 0 (causal cut pos[b] + s); NULL: T - S */
     int pos_i32;                            /* pos is i32, else i64 */
-    int pos_fixed;                          /* no kernel of the run writes pos: it may be read before the wait */
-    cu_ahead ahead;                         /* the weights of the next products (one-row attention asks them into L2) */
     void *ws;                               /* device scratch of rlx_cu_attention_scratch bytes, */
     size_t ws_bytes;                        /* or less: the kernels then do without */
     unsigned *tickets; /* B * Hk zeroed words kept across runs (rlx_cu_attention_keep), or NULL: one query

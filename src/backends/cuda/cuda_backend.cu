@@ -882,50 +882,11 @@ static void report_graph(cudaGraph_t g, bool each)
     free(data);
 }
 
-/* Whether thunk t is a product of few rows by a weight fixed for the run
- * (a decode step's: bound by reading it), and the weight's bytes. */
-static bool reads_weight(const rlx_thunk *t, const void **w, size_t *bytes)
-{
-    const rlx_node_data *n = t->node;
-    const rlx_op op = n->op;
-    if (!t->fn || n->n_in < 2 || !((t->in_fixed >> 1) & 1) || t->in_node[1]->shape.ndim != 2 ||
-        (op != RLX_OP_PROJECTION && op != RLX_OP_QMATMUL && op != RLX_OP_MATMUL && op != RLX_OP_MATMUL_BIAS_ACT))
-        return false;
-    const int64_t last = n->shape.ndim ? n->shape.dims[n->shape.ndim - 1] : 0;
-    if (!last || rlx_shape_numel(&n->shape) / last > RLX_PROJ_FEW_ROWS)
-        return false;
-    *w = t->in[1];
-    *bytes = (size_t)rlx_shape_numel(&t->in_node[1]->shape) * rlx_dtype_size(t->in_node[1]->dtype);
-    return true;
-}
-
-/* Each thunk's ahead: the weights of the next two such products, which the
- * few-row products' and the one-row attention's kernels ask into L2 before
- * they wait, so a decode step keeps reading weights through its small
- * kernels. */
-static void plan_ahead(rlx_schedule *s)
-{
-    const void *next[2] = {NULL, NULL};
-    size_t bytes[2] = {0, 0};
-    for (int i = s->n_thunks - 1; i >= 0; i--) {
-        rlx_thunk *t = &s->thunks[i];
-        for (int k = 0; k < 2; k++)
-            t->ahead[k] = next[k], t->ahead_bytes[k] = bytes[k];
-        const void *w;
-        size_t b;
-        if (reads_weight(t, &w, &b)) {
-            next[1] = next[0], bytes[1] = bytes[0];
-            next[0] = w, bytes[0] = b;
-        }
-    }
-}
-
 static rlx_status cuda_finalize(const rlx_backend *b, rlx_schedule *s, const rlx_run_ctx *ctx)
 {
     cu_scope on(b);
     cu_device *d = rlx_cu_dev;
     const rlx_backend_settings *set = ctx && ctx->settings ? ctx->settings : &rlx_cu_cfg;
-    plan_ahead(s);
     if (set->no_preencode || s->n_thunks == 0)
         return RLX_OK;
     cu_graph_state *gs = (cu_graph_state *)rlx_calloc(1, sizeof *gs);

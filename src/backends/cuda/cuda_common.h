@@ -256,34 +256,6 @@ __device__ __forceinline__ void cu_prefetch_l2(const void *base, int64_t lo, int
 #endif
 }
 
-/* The weights of the products ahead of a thunk (rlx_thunk's ahead: fixed
- * for the run), as its kernel receives them. */
-typedef struct cu_ahead {
-    const void *p[2];
-    size_t bytes[2];
-} cu_ahead;
-
-static inline cu_ahead cu_ahead_of(const rlx_thunk *t)
-{
-    cu_ahead a = {{t->ahead[0], t->ahead[1]}, {t->ahead_bytes[0], t->ahead_bytes[1]}};
-    return a;
-}
-
-/* This block's share of them asked into L2, spread over the grid's blocks;
- * at most CU_AHEAD_BYTES of each, so that L2 holds them. */
-#define CU_AHEAD_BYTES ((size_t)16 << 20)
-__device__ __forceinline__ void cu_prefetch_ahead(const cu_ahead &a)
-{
-    if (threadIdx.x != 0)
-        return;
-    const int64_t nb = (int64_t)gridDim.x * gridDim.y, b = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-    for (int i = 0; i < 2; i++) {
-        const int64_t n = (int64_t)(a.bytes[i] < CU_AHEAD_BYTES ? a.bytes[i] : CU_AHEAD_BYTES);
-        if (a.p[i] && n)
-            cu_prefetch_l2(a.p[i], n * b / nb, n * (b + 1) / nb, n);
-    }
-}
-
 /* Launches kernel on the backend's stream with its blocks grouped into
  * clusters of cluster_z along z (blocks of one cluster run at once and
  * share their shared memory; 1: no clusters); errors surface through

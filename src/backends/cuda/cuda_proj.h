@@ -24,8 +24,7 @@ typedef struct cu_proj_args {
     int64_t M, N, K;
     float eps;
     int pre_rms, glu, act, w_fixed;
-    cu_ahead ahead; /* the weights of the next products, asked into L2 */
-    int vec;        /* set by the launch: x, w and gamma 16-byte aligned */
+    int vec; /* set by the launch: x, w and gamma 16-byte aligned */
 } cu_proj_args;
 
 /* Launches the kernel on the backend's stream (M <= CU_PROJ_MAX_ROWS, K %

@@ -780,39 +780,10 @@ __device__ __forceinline__ void decode_merge(const cu_attn &p, const dec_split &
     o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
 }
 
-/* Keys [c0, c1) of block (sequence b, chunk) of attn_decode: whole rounds
- * of DEC_WARPS * DEC_KEYS keys of the sequence's causal length. */
-__device__ __forceinline__ void decode_chunk(const cu_attn &p, const dec_split &sp, int64_t b, int64_t *c0, int64_t *c1)
-{
-    int64_t t_end = p.T;
-    if (p.causal) {
-        int64_t lim = attn_shift(p, b) + 1;
-        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
-    }
-    constexpr int64_t ROUND = DEC_WARPS * DEC_KEYS;
-    const int64_t chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
-    *c0 = (int64_t)blockIdx.y * chunk;
-    *c1 = *c0 + chunk < t_end ? *c0 + chunk : t_end;
-}
-
 template <typename T, int D, int GM>
 __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_split sp)
 {
-    cu_prefetch_then_wait([&] {
-        /* the chunk's key and value rows (contiguous ones) asked into L2
-         * while the kernels ahead run: a hint only, and L2 is where the
-         * cache write's stores land, so no stale copy can come of it; the
-         * position is read here only when no kernel of the run writes it */
-        const int64_t b = blockIdx.x / p.Hk, hk = blockIdx.x % p.Hk;
-        if (threadIdx.x == 0 && (p.pos_fixed || !p.causal) && p.kst[2] == D && p.vst[2] == D) {
-            int64_t c0, c1;
-            decode_chunk(p, sp, b, &c0, &c1);
-            const int64_t rowb = D * (int64_t)sizeof(T);
-            cu_prefetch_l2((const T *)p.k + b * p.kst[0] + hk * p.kst[1], c0 * rowb, c1 * rowb, p.T * rowb);
-            cu_prefetch_l2((const T *)p.v + b * p.vst[0] + hk * p.vst[1], c0 * rowb, c1 * rowb, p.T * rowb);
-        }
-        cu_prefetch_ahead(p.ahead);
-    });
+    cu_grid_wait();
     constexpr int EPL = D / 32;
     __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
     __shared__ float sm_o[DEC_WARPS][GM][D];
@@ -833,9 +804,15 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
         m[g] = -INFINITY;
         l[g] = 0.0f;
     }
+    int64_t t_end = p.T;
+    if (p.causal) {
+        int64_t lim = attn_shift(p, b) + 1;
+        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+    }
+    /* this block's chunk: whole rounds of DEC_WARPS * DEC_KEYS keys */
     constexpr int64_t ROUND = DEC_WARPS * DEC_KEYS;
-    int64_t c0, c1;
-    decode_chunk(p, sp, b, &c0, &c1);
+    const int64_t chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
+    const int64_t c0 = (int64_t)blockIdx.y * chunk, c1 = c0 + chunk < t_end ? c0 + chunk : t_end;
     for (int64_t t0 = c0 + (int64_t)warp * DEC_KEYS; t0 < c1; t0 += ROUND) {
         /* every key and value row of the round in flight at once: a value
          * row loaded only when its key's turn comes waits out the memory's
@@ -1185,7 +1162,6 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     p.o = t->out;
     p.ws = t->scratch;
     p.ws_bytes = t->scratch_bytes;
-    p.ahead = cu_ahead_of(t);
     if (t->keep && t->keep_bytes >= rlx_cu_attention_keep(p.B, p.Hk, p.S))
         p.tickets = (unsigned *)t->keep;
     p.mask_dt = -1;
@@ -1194,8 +1170,6 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (t->node->attrs.attention.has_pos) {
         p.pos = t->in[t->node->n_in - 1];
         p.pos_i32 = t->in_node[t->node->n_in - 1]->dtype == RLX_I32;
-        /* a graph input is uploaded before the run and written by none of its kernels */
-        p.pos_fixed = ((t->in_fixed >> (t->node->n_in - 1)) & 1) || t->in_node[t->node->n_in - 1]->op == RLX_OP_INPUT;
     }
     return rlx_cu_attention_run(t, q->dtype, &p);
 }

@@ -130,7 +130,6 @@ static rlx_status run_gemv(const rlx_thunk *t, const void *bias, int act)
     a.K = w->dims[1];
     a.act = act;
     a.w_fixed = (t->in_fixed >> 1) & 1;
-    a.ahead = cu_ahead_of(t);
     rlx_cu_rows_launch(t->node->dtype, a);
     return rlx_cu_check(t, "matrix-vector product launch");
 }

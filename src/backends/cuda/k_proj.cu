@@ -138,7 +138,6 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) proj_kernel(const cu_proj_arg
         if (a.w_fixed && threadIdx.x == 0)
             for (int g = 0; g < G; g++)
                 cu_prefetch_l2(a.w, (g * cols + n0) * rowb, (g * cols + n0 + PROJ_WARPS / WPC) * rowb, a.N * rowb);
-        cu_prefetch_ahead(a.ahead);
     });
     extern __shared__ uint4 proj_rows[];
     const T *xs = (const T *)a.x;
@@ -282,7 +281,6 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.glu = n->attrs.proj.glu != RLX_ACT_NONE;
     a.act = a.glu ? n->attrs.proj.glu : RLX_ACT_NONE;
     a.w_fixed = (t->in_fixed >> 1) & 1;
-    a.ahead = cu_ahead_of(t);
     if (a.M == 0 || a.N == 0)
         return RLX_OK;
     rlx_cu_rows_launch(n->dtype, a);

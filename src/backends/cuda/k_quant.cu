@@ -277,21 +277,19 @@ template <typename T> __device__ __forceinline__ float4 load4(const T *p)
 template <> __device__ __forceinline__ float4 load4<float>(const float *p) { return __ldg((const float4 *)p); }
 
 /* y[m, n] = sum_e x[m, e] * w[n, e] for M activation rows.  WPC warps per
- * weight row, each lane on every (32 WPC)-th chunk of eight elements; each
- * weight row is read once for all M rows.  The block's rows are first
- * copied into shared memory (stage) in 16-byte words: the chunks' own
- * reads are bytes at a block's odd offsets, and read from memory one by
- * one they bound the kernel by instructions, not bytes. */
+ * weight row, each lane on every (32 WPC)-th chunk of eight elements, so a
+ * warp keeps several chunks' loads in flight and the card's bandwidth is
+ * what limits (as the 16-bit matrix-vector kernel in k_matmul.cu); each
+ * weight row is read once for all M rows. */
 template <typename T, int QT, int M, int WPC>
 __global__ void __launch_bounds__(QMV_WARPS * 32)
     qmatvec(const T *__restrict__ x, const uint8_t *__restrict__ w, T *__restrict__ y, int64_t k, int64_t n, size_t rb,
-            int w_fixed, int stage, const cu_ahead ahead)
+            int w_fixed)
 {
     cu_prefetch_then_wait([&] {
         const int64_t r0 = (int64_t)blockIdx.x * (QMV_WARPS / WPC);
         if (w_fixed && threadIdx.x == 0)
             cu_prefetch_l2(w, r0 * (int64_t)rb, (r0 + QMV_WARPS / WPC) * (int64_t)rb, n * (int64_t)rb);
-        cu_prefetch_ahead(ahead);
     });
     constexpr int ROWS = QMV_WARPS / WPC;
     __shared__ float part[QMV_WARPS][M];
@@ -301,28 +299,8 @@ __global__ void __launch_bounds__(QMV_WARPS * 32)
 #pragma unroll
     for (int m = 0; m < M; m++)
         acc[m] = 0.0f;
-    const uint8_t *wr = w + (size_t)r * rb;
-    if (stage) {
-        /* the block's rows (contiguous) copied into shared memory in 16-byte
-         * words, at the same offset from a 16-byte boundary as in memory;
-         * the chunks' byte reads then come from there */
-        extern __shared__ uint4 qmv_rows[];
-        const int64_t r0 = (int64_t)blockIdx.x * ROWS, rows = n - r0 < ROWS ? n - r0 : ROWS;
-        const uint8_t *src = w + (size_t)r0 * rb;
-        const size_t bytes = (size_t)rows * rb, mis = (16 - ((uintptr_t)src & 15)) & 15,
-                     head = mis < bytes ? mis : bytes;
-        uint8_t *dst = (uint8_t *)qmv_rows + ((uintptr_t)src & 15);
-        const size_t words = (bytes - head) / 16;
-        for (size_t j = threadIdx.x; j < head; j += blockDim.x)
-            dst[j] = src[j];
-        for (size_t v = threadIdx.x; v < words; v += blockDim.x)
-            ((uint4 *)(dst + head))[v] = __ldg((const uint4 *)(src + head) + v);
-        for (size_t j = head + words * 16 + threadIdx.x; j < bytes; j += blockDim.x)
-            dst[j] = src[j];
-        __syncthreads();
-        wr = dst + (size_t)(warp / WPC) * rb;
-    }
     if (r < n) {
+        const uint8_t *wr = w + (size_t)r * rb;
 #pragma unroll 4
         for (int64_t c = (int64_t)sub * 32 + lane; c < chunks; c += 32 * WPC) {
             float wv[8];
@@ -345,26 +323,16 @@ __global__ void __launch_bounds__(QMV_WARPS * 32)
             y[m * n + r] = cu_fromf<T>(acc[m]);
 }
 
-/* Shared memory the block's rows take when staged; past QMV_STAGE_MAX the
- * kernel reads them in place (with its static arrays, the launch stays
- * within the default 48 KB). */
-#define QMV_STAGE_MAX (44 * 1024)
-static size_t qmv_stage_bytes(int64_t rows, size_t rb) { return (size_t)rows * rb + 16; }
-
 template <typename T, int QT, int M>
-static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, int64_t n, size_t rb, int w_fixed,
-                           const cu_ahead &ahead)
+static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, int64_t n, size_t rb, int w_fixed)
 {
     /* four warps per row where rows alone leave the card short of warps */
-    const int64_t rows = n >= 4096 ? QMV_WARPS : QMV_WARPS / 4;
-    const size_t smem = qmv_stage_bytes(rows, rb);
-    const int stage = smem <= QMV_STAGE_MAX;
     if (n >= 4096)
-        cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + rows - 1) / rows), QMV_WARPS * 32, stage ? smem : 0,
-                  (const T *)x, w, (T *)y, k, n, rb, w_fixed, stage, ahead);
+        cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + QMV_WARPS - 1) / QMV_WARPS), QMV_WARPS * 32, 0, (const T *)x, w,
+                  (T *)y, k, n, rb, w_fixed);
     else
-        cu_launch(qmatvec<T, QT, M, 4>, (unsigned)((n + rows - 1) / rows), QMV_WARPS * 32, stage ? smem : 0,
-                  (const T *)x, w, (T *)y, k, n, rb, w_fixed, stage, ahead);
+        cu_launch(qmatvec<T, QT, M, 4>, (unsigned)((n + QMV_WARPS / 4 - 1) / (QMV_WARPS / 4)), QMV_WARPS * 32, 0,
+                  (const T *)x, w, (T *)y, k, n, rb, w_fixed);
 }
 
 /* ------------------------------------------------ qmatmul, many rows */
@@ -556,7 +524,6 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
      * decode step's. */
     const size_t es = rlx_dtype_size(x->dtype);
     const int w_fixed = (t->in_fixed >> 1) & 1;
-    const cu_ahead ahead = cu_ahead_of(t);
     for (int64_t done = 0; done < m;) {
         const int64_t left = m - done;
         const int mm = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -564,10 +531,10 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
         void *yp = (char *)t->out + (size_t)(done * cols) * es;
         CU_FLOAT_DISPATCH(x->dtype, T, Q_TYPE_DISPATCH(qt, QT, {
                               switch (mm) {
-                              case 8: launch_qmatvec<T, QT, 8>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
-                              case 4: launch_qmatvec<T, QT, 4>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
-                              case 2: launch_qmatvec<T, QT, 2>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
-                              default: launch_qmatvec<T, QT, 1>(xp, w, yp, k, cols, rb, w_fixed, ahead); break;
+                              case 8: launch_qmatvec<T, QT, 8>(xp, w, yp, k, cols, rb, w_fixed); break;
+                              case 4: launch_qmatvec<T, QT, 4>(xp, w, yp, k, cols, rb, w_fixed); break;
+                              case 2: launch_qmatvec<T, QT, 2>(xp, w, yp, k, cols, rb, w_fixed); break;
+                              default: launch_qmatvec<T, QT, 1>(xp, w, yp, k, cols, rb, w_fixed); break;
                               }
                           }));
         done += mm;
