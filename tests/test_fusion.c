@@ -17,8 +17,8 @@
 
 static uint64_t seed = 1;
 
-/* Fuses g for the CPU; returns how many nodes of `op` the result has. */
-static int fused_count(const rlx_graph *g, rlx_op op)
+/* g fused for the CPU (a graph that verifies). */
+static rlx_graph *fused_for_cpu(const rlx_graph *g)
 {
     rlx_opt_stats st;
     memset(&st, 0, sizeof st);
@@ -26,6 +26,13 @@ static int fused_count(const rlx_graph *g, rlx_op op)
     rlx_graph *f = rlx_pass_fuse(g, &c);
     assert_non_null(f);
     assert_int_equal(rlx_graph_verify(f), RLX_OK);
+    return f;
+}
+
+/* Fuses g for the CPU; returns how many nodes of `op` the result has. */
+static int fused_count(const rlx_graph *g, rlx_op op)
+{
+    rlx_graph *f = fused_for_cpu(g);
     int n = ot_count(f, op);
     rlx_graph_free(f);
     return n;
@@ -579,13 +586,7 @@ static void test_projection(void **state)
                  {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1}, /* the norm is an output: only the add joins */
                  {0, 0, 0, 0}};
     for (int form = 0; form < 8; form++) {
-        rlx_graph *g = proj_graph(form);
-        rlx_opt_stats st;
-        memset(&st, 0, sizeof st);
-        rlx_pass_ctx c = ot_cpu_ctx(&st);
-        rlx_graph *f = rlx_pass_fuse(g, &c);
-        assert_non_null(f);
-        assert_int_equal(rlx_graph_verify(f), RLX_OK);
+        rlx_graph *g = proj_graph(form), *f = fused_for_cpu(g);
         assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want[form].fused);
         for (int i = 0; i < f->n_nodes; i++)
             if (f->nodes[i].op == RLX_OP_PROJECTION) {

@@ -19,57 +19,32 @@
 
 #define PROJ_WARPS 8
 
-/* Eight consecutive elements as floats; p 16-byte aligned when vec. */
-template <typename T> __device__ __forceinline__ void ld8(const T *p, float (&f)[8], bool vec)
+/* One load, through the read-only cache when RO (global memory that no
+ * kernel of the run writes: the weight). */
+template <bool RO, typename V> __device__ __forceinline__ V ld1(const V *p)
 {
-    if (vec) {
-        const uint4 v = *(const uint4 *)p;
-        const T *h = (const T *)&v;
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            f[e] = cu_tof<T>(h[e]);
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            f[e] = cu_tof<T>(p[e]);
-    }
-}
-template <> __device__ __forceinline__ void ld8<float>(const float *p, float (&f)[8], bool vec)
-{
-    if (vec) {
-        const float4 a = *(const float4 *)p, b = *(const float4 *)(p + 4);
-        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            f[e] = p[e];
-    }
+    if constexpr (RO)
+        return __ldg(p);
+    else
+        return *p;
 }
 
-/* The same through the read-only cache, for the weight. */
-template <typename T> __device__ __forceinline__ void ld8_ro(const T *p, float (&f)[8], bool vec)
+/* Eight consecutive elements as floats; p 16-byte aligned when vec. */
+template <bool RO, typename T> __device__ __forceinline__ void ld8(const T *p, float (&f)[8], bool vec)
 {
-    if (vec) {
-        const uint4 v = __ldg((const uint4 *)p);
+    if (!vec) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            f[e] = cu_tof<T>(ld1<RO>(p + e));
+    } else if constexpr (sizeof(T) == 4) {
+        const float4 a = ld1<RO>((const float4 *)p), b = ld1<RO>((const float4 *)p + 1);
+        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+    } else {
+        const uint4 v = ld1<RO>((const uint4 *)p);
         const T *h = (const T *)&v;
 #pragma unroll
         for (int e = 0; e < 8; e++)
             f[e] = cu_tof<T>(h[e]);
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            f[e] = cu_tof<T>(__ldg(p + e));
-    }
-}
-template <> __device__ __forceinline__ void ld8_ro<float>(const float *p, float (&f)[8], bool vec)
-{
-    if (vec) {
-        const float4 a = __ldg((const float4 *)p), b = __ldg((const float4 *)(p + 4));
-        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            f[e] = __ldg(p + e);
     }
 }
 
@@ -91,7 +66,7 @@ template <typename T, int M> __device__ void proj_stage_rms(const cu_proj_args &
 #pragma unroll
         for (int m = 0; m < M; m++) {
             float v[8];
-            ld8<T>(x + m * K + 8 * c, v, a.vec);
+            ld8<false>(x + m * K + 8 * c, v, a.vec);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 ss[m] += v[e] * v[e];
@@ -114,11 +89,11 @@ template <typename T, int M> __device__ void proj_stage_rms(const cu_proj_args &
     }
     for (int64_t c = threadIdx.x; c < words; c += blockDim.x) {
         float g[8];
-        ld8<T>(gm + 8 * c, g, a.vec);
+        ld8<false>(gm + 8 * c, g, a.vec);
 #pragma unroll
         for (int m = 0; m < M; m++) {
             float v[8];
-            ld8<T>(x + m * K + 8 * c, v, a.vec);
+            ld8<false>(x + m * K + 8 * c, v, a.vec);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 st[m * K + 8 * c + e] = cu_fromf<T>(v[e] * inv[m] * g[e]);
@@ -160,11 +135,11 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) proj_kernel(const cu_proj_arg
             float wf[G][8];
 #pragma unroll
             for (int g = 0; g < G; g++)
-                ld8_ro<T>(w + (g * cols + n) * K + 8 * c, wf[g], a.vec);
+                ld8<true>(w + (g * cols + n) * K + 8 * c, wf[g], a.vec);
 #pragma unroll
             for (int m = 0; m < M; m++) {
                 float xv[8];
-                ld8<T>(xs + m * K + 8 * c, xv, a.vec || a.pre_rms);
+                ld8<false>(xs + m * K + 8 * c, xv, a.vec || a.pre_rms);
 #pragma unroll
                 for (int g = 0; g < G; g++)
 #pragma unroll
