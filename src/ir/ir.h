@@ -574,6 +574,8 @@ rlx_node rlx_glu(rlx_graph *g, rlx_node x, rlx_act act);
  * (else -1). */
 rlx_node rlx_projection(rlx_graph *g, rlx_node x, rlx_node w, rlx_proj_pre pre, rlx_node gamma, double eps, rlx_act glu,
                         rlx_node r);
+/* The rows of a projection whose input is x (every axis of x but the last). */
+int64_t rlx_projection_rows(const rlx_node_data *x);
 /* Index of qkv_heads' optional input (1 cos, 2 sin, 3 q gamma, 4 k
  * gamma), or -1 when absent. */
 int rlx_qkv_heads_input(const rlx_node_data *n, int which);

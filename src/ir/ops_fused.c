@@ -296,6 +296,12 @@ rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
+int64_t rlx_projection_rows(const rlx_node_data *x)
+{
+    const int64_t width = x->shape.ndim ? x->shape.dims[x->shape.ndim - 1] : 0;
+    return width ? rlx_shape_numel(&x->shape) / width : 0;
+}
+
 rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *w = IN(1);

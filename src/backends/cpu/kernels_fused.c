@@ -1321,8 +1321,8 @@ static rlx_status k_glu(const rlx_thunk *t, const rlx_run_ctx *ctx)
 static size_t proj_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     (void)threads;
-    const rlx_node_data *x = NODE_IN(g, n, 0), *w = NODE_IN(g, n, 1);
-    const int64_t K = w->shape.dims[1], M = K ? rlx_shape_numel(&x->shape) / K : 0;
+    const rlx_node_data *w = NODE_IN(g, n, 1);
+    const int64_t K = w->shape.dims[1], M = rlx_projection_rows(NODE_IN(g, n, 0));
     const size_t es = n->dtype == RLX_F64 ? sizeof(double) : sizeof(float);
     return round64((size_t)(M * K) * es) + round64((size_t)(M * w->shape.dims[0]) * es) +
            (n->dtype == RLX_F64 ? 0 : f32_copy_bytes(w));
@@ -1362,9 +1362,7 @@ static void proj_rows(const rlx_thunk *t, const void *gamma, int64_t M, int64_t 
  * threaded norm kernels (add_rms_norm_keep) and the product alone. */
 static bool proj_claims(const rlx_graph *g, const rlx_node_data *n)
 {
-    const rlx_node_data *x = NODE_IN(g, n, 0);
-    const int64_t K = x->shape.dims[x->shape.ndim - 1];
-    return K > 0 && rlx_shape_numel(&x->shape) / K <= RLX_PROJ_FEW_ROWS;
+    return rlx_projection_rows(NODE_IN(g, n, 0)) <= RLX_PROJ_FEW_ROWS;
 }
 
 static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -1374,7 +1372,7 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
     const bool f64 = dt == RLX_F64, f32 = dt == RLX_F32, glu = n->attrs.proj.glu != RLX_ACT_NONE;
     const size_t es = f64 ? sizeof(double) : sizeof(float);
     const int64_t Nw = t->in_node[1]->shape.dims[0], K = t->in_node[1]->shape.dims[1];
-    const int64_t M = K ? rlx_shape_numel(&t->in_node[0]->shape) / K : 0, N = glu ? Nw / 2 : Nw;
+    const int64_t M = rlx_projection_rows(t->in_node[0]), N = glu ? Nw / 2 : Nw;
     if (!M || !Nw)
         return RLX_OK;
     int k = 2;
@@ -1393,7 +1391,7 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
         float *c = C, *y = t->out;
         for (int64_t r = 0; r < M && glu; r++) {
             float *cr = c + r * Nw;
-            rlx_cpu_unary_f32((rlx_op)rlx_act_op((rlx_act)n->attrs.proj.glu), cr, cr, N);
+            rlx_cpu_unary_f32(rlx_act_op((rlx_act)n->attrs.proj.glu), cr, cr, N);
             for (int64_t j = 0; j < N; j++)
                 y[r * N + j] = cr[j] * cr[N + j];
         }

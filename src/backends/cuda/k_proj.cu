@@ -214,21 +214,13 @@ void rlx_cu_rows_launch(rlx_dtype dt, cu_proj_args a)
 
 /* ----------------------------------------------------- the fused op */
 
-/* Rows of the product (all of x's axes but the last). */
-static int64_t proj_row_count(const rlx_graph *g, const rlx_node_data *n)
-{
-    const rlx_node_data *x = &g->nodes[n->in[0]];
-    const int64_t width = x->shape.dims[x->shape.ndim - 1];
-    return width ? rlx_shape_numel(&x->shape) / width : 0;
-}
-
 /* A decode step's few rows by a weight the kernel reads in 16-byte words. */
 static bool proj_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     if (n->dtype != RLX_F32 && n->dtype != RLX_F16 && n->dtype != RLX_BF16)
         return false;
     const rlx_node_data *w = &g->nodes[n->in[1]];
-    const int64_t M = proj_row_count(g, n), K = w->shape.dims[1];
+    const int64_t M = rlx_projection_rows(&g->nodes[n->in[0]]), K = w->shape.dims[1];
     if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8)
         return false;
     return n->attrs.proj.pre != RLX_PROJ_RMS_NORM || (size_t)(M * K) * rlx_dtype_size(n->dtype) <= CU_PROJ_MAX_SMEM;
@@ -249,7 +241,7 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (n->attrs.proj.has_res)
         a.res = t->in[k];
     a.y = t->out;
-    a.M = rlx_shape_numel(&n->shape) / n->shape.dims[n->shape.ndim - 1];
+    a.M = rlx_projection_rows(t->in_node[0]);
     a.N = t->in_node[1]->shape.dims[0];
     a.K = t->in_node[1]->shape.dims[1];
     a.eps = (float)n->attrs.proj.eps;
