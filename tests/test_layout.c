@@ -140,12 +140,13 @@ static rt_tensor *apply_act(rt_tensor *y, int act)
     return r;
 }
 
-/* A channels-last conv (lowered on the CPU) equals the float64 NCHW
- * reference, transposed. */
-static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t stride, int64_t groups,
-                       int bias, rlx_op op, int act)
+/* A channels-last conv (lowered on the CPU, on `threads` threads; 0: the
+ * default) equals the float64 NCHW reference, transposed. */
+static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, const rlx_conv_params *pp,
+                         int bias, rlx_op op, int act, int threads)
 {
-    rlx_conv_params p = conv_p(stride, k / 2, groups);
+    rlx_conv_params p = *pp;
+    int64_t groups = p.groups, stride = p.stride[0];
     rt_tensor *x = rt_rand_away(RT_SHAPE(N, C, H, W), -1, 1, 0.05);
     rt_tensor *w = rt_rand_away(RT_SHAPE(O, C / groups, k, k), -0.5, 0.5, 0.02);
     rt_tensor *b = bias ? rt_rand_away(RT_SHAPE(O), -0.5, 0.5, 0.02) : NULL;
@@ -154,13 +155,15 @@ static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, in
     rlx_node xn = rt_input(rg, RLX_F32, xt), wn = rt_param(rg, RLX_F32, wt);
     rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
     rlx_node y = conv_node(rg->g, op, xn, wn, bn, &p, act, RLX_LAYOUT_NHWC);
+    rg->opts.threads = threads;
     rt_tensor *got = rt_run1(rg, y);
     assert_non_null(got);
     rt_tensor *ref = apply_act(rt_ref_conv(x, w, b, &p), op == RLX_OP_CONV_BIAS_ACT ? act : RLX_ACT_NONE);
     rt_tensor *want = rt_ref_transpose(ref, to_nhwc);
-    char what[160];
-    snprintf(what, sizeof what, "nhwc %s k%lld s%lld g%lld bias %d act %d", rlx_op_name(op), (long long)k,
-             (long long)stride, (long long)groups, bias, act);
+    char what[200];
+    snprintf(what, sizeof what, "nhwc %s n%lld h%lld k%lld s%lld d%lld pad%lld g%lld bias %d act %d threads %d",
+             rlx_op_name(op), (long long)N, (long long)H, (long long)k, (long long)stride, (long long)p.dilation[0],
+             (long long)p.pads[0], (long long)groups, bias, act, threads);
     assert_true(rt_check(what, got, want, RLX_F32));
     rt_free(got);
     rt_free(ref);
@@ -171,6 +174,13 @@ static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, in
     rt_free(xt);
     rt_free(wt);
     rt_graph_free(rg);
+}
+
+static void check_conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t stride, int64_t groups,
+                       int bias, rlx_op op, int act)
+{
+    rlx_conv_params p = conv_p(stride, k / 2, groups);
+    check_conv_p(N, C, H, W, O, k, &p, bias, op, act, 0);
 }
 
 static void test_lowering(void **state)
@@ -533,6 +543,31 @@ static void test_paddle_blocks(void **state)
     rt_graph_free(rg);
 }
 
+/* The CPU cuts a channels-last conv into one slice per thread: runs of
+ * images, or of one image's output rows (each reading its rows of the
+ * input, the image's edge as padding).  Every cut equals the reference:
+ * uneven runs of images, fewer images than threads, strides, dilation, a
+ * kernel taller than the image, fewer output rows than threads, pads wide
+ * enough that a slice would read only padding (not cut), depthwise. */
+static void test_conv_slices(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t N, C, H, W, O, k, stride, dil, pad, groups;
+    } cases[] = {
+        {1, 8, 13, 9, 16, 3, 1, 1, 1, 1}, {3, 4, 7, 6, 8, 3, 2, 1, 1, 1},  {2, 5, 11, 7, 6, 3, 2, 2, 2, 1},
+        {1, 3, 15, 12, 8, 7, 2, 1, 3, 1}, {1, 4, 2, 5, 4, 7, 1, 1, 3, 1},  {1, 6, 3, 4, 6, 1, 1, 1, 2, 1},
+        {1, 8, 10, 10, 8, 3, 1, 1, 1, 8}, {5, 8, 4, 4, 16, 1, 1, 1, 0, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int threads = 1; threads <= 4; threads++) {
+            rlx_conv_params p = conv_p(cases[c].stride, cases[c].pad, cases[c].groups);
+            p.dilation[0] = p.dilation[1] = cases[c].dil;
+            check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, cases[c].k, &p, (int)(c & 1),
+                         c % 3 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
+        }
+}
+
 /* Constant weights are transposed at compile time: no transpose node. */
 static void test_constant_weights(void **state)
 {
@@ -572,6 +607,7 @@ int main(void)
         cmocka_unit_test_setup(test_near_miss, rt_setup),
         cmocka_unit_test_setup(test_paddle_blocks, rt_setup),
         cmocka_unit_test_setup(test_constant_weights, rt_setup),
+        cmocka_unit_test_setup(test_conv_slices, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

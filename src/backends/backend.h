@@ -26,10 +26,9 @@ typedef struct rlx_backend_settings {
     int no_preencode;        /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
     size_t max_buffer_bytes; /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
     /* CPU */
-    int no_blas;      /* RLX_NO_BLAS: GEMM by the built-in loop */
-    int cpu_gemm;     /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
-    int profile;      /* RLX_PROFILE: time per op kind per run */
-    int dnnl_threads; /* RLX_CPU_DNNL_THREADS: oneDNN convs' OpenMP team (at most the session's threads); 0: one */
+    int no_blas;  /* RLX_NO_BLAS: GEMM by the built-in loop */
+    int cpu_gemm; /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
+    int profile;  /* RLX_PROFILE: time per op kind per run */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */
     long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */

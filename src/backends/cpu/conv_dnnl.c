@@ -6,9 +6,15 @@
  * shapes here.  So the CPU claims a channels-last f32 2-D conv where
  * oneDNN can build one, the layout stage turns those convs (and the
  * elementwise ops between them) channels-last, and each claimed node gets
- * its primitive once, at prepare: weights in the layout the primitive
- * prefers (reordered once when they are a constant, at every run
- * otherwise), bias and activation as its epilogue, its own scratchpad.
+ * its primitives once, at its first run: weights in the layout they prefer
+ * (reordered once when they are a constant, at every run otherwise), bias
+ * and activation as their epilogue.
+ *
+ * Debian's oneDNN runs on OpenMP, and an OpenMP team beside RLX's pool
+ * spins on the cores the pool needs.  So every primitive is built for and
+ * run on one thread, and a conv is cut into slices (runs of images, or of
+ * one image's output rows), one per session thread, each its own
+ * primitive with its own scratchpad, run on the pool.
  *
  * libdnnl.so.2 is opened at first use, as gemm.c does (no link
  * dependency); the build needs only its header (Debian: libdnnl-dev).
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_conv.h"
+#include "backends/cpu/cpu_pool.h"
 #include "backends/cpu/cpu_window.h"
 
 /* Not under AddressSanitizer: at exit, LeakSanitizer's scan of the threads
@@ -93,14 +100,27 @@ static bool dnnl_available(void)
     return dnnl_ok;
 }
 
-/* Everything one node's primitive needs, built at prepare (t->state). */
-typedef struct conv_dnnl {
-    dnnl_primitive_t prim, wreorder; /* wreorder: plain -> preferred weights; NULL if the same */
+/* One slice of a conv's output (a run of images, or of one image's output
+ * rows) with its own primitive, built for one thread: a session's threads
+ * run the slices on RLX's pool, so no OpenMP team exists beside it. */
+typedef struct conv_part {
+    dnnl_primitive_t prim;
     dnnl_stream_t stream;
-    dnnl_memory_t src, wplain, wprim, bias, dst, scratch;
-    void *wbuf, *sbuf; /* the preferred weights, the scratchpad */
-    bool wconst;       /* weights reordered once, when built */
-    int threads;       /* the team size it was built for (0: not built) */
+    dnnl_memory_t src, dst, scratch;
+    void *sbuf;              /* the scratchpad */
+    size_t src_off, dst_off; /* where the slice starts, in elements */
+} conv_part;
+
+/* Everything one node's conv needs, built at its first run (t->state). */
+typedef struct conv_dnnl {
+    conv_part *part;
+    int nparts;                /* 0: not built */
+    int threads;               /* the session threads it was built for */
+    dnnl_primitive_t wreorder; /* plain -> the primitives' weights; NULL if the same */
+    dnnl_stream_t wstream;
+    dnnl_memory_t wplain, wprim, bias;
+    void *wbuf;  /* the reordered weights, shared by the parts */
+    bool wconst; /* weights reordered once, when built */
 } conv_dnnl;
 
 static bool act_alg(int act, dnnl_alg_kind_t *alg, float *alpha)
@@ -115,22 +135,53 @@ static bool act_alg(int act, dnnl_alg_kind_t *alg, float *alpha)
     }
 }
 
-/* The primitive descriptor of a channels-last conv node with inputs of
- * shapes xs (x [N, H, W, C]) and ws (weight [O, KH, KW, C/G]); the plain
- * weights' descriptor in *wmd.  NULL where oneDNN has no such conv. */
-static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws,
-                                     dnnl_memory_desc_t *wmd)
+/* Which part of a channels-last conv a primitive computes: images
+ * [n0, n0 + nn), output rows [oh0, oh0 + noh) of each, reading input rows
+ * [ih0, ih0 + nih) with pad_t / pad_b rows of zeros above and below. */
+typedef struct conv_slice {
+    int64_t n0, nn, oh0, noh, ih0, nih, pad_t, pad_b;
+} conv_slice;
+
+/* The whole conv as one slice. */
+static conv_slice whole_slice(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws)
 {
     const rlx_conv_params *p = &n->attrs.conv.p;
-    int64_t N = xs->dims[0], H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
+    int64_t OH = n->shape.dims[1], H = xs->dims[1];
+    int64_t pad_t = p->pads[0], pad_b = (OH - 1) * p->stride[0] + (ws->dims[1] - 1) * p->dilation[0] + 1 - H - pad_t;
+    return (conv_slice){0, xs->dims[0], 0, OH, 0, H, pad_t, pad_b};
+}
+
+/* Output rows [oh0, oh0 + noh) of every image: the input rows they read,
+ * clamped to the image, the rest as padding.  False if they read only
+ * padding (oneDNN has no conv of an empty input). */
+static bool row_slice(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int64_t oh0, int64_t noh,
+                      conv_slice *sl)
+{
+    const rlx_conv_params *p = &n->attrs.conv.p;
+    int64_t H = xs->dims[1];
+    int64_t lo = oh0 * p->stride[0] - p->pads[0];
+    int64_t hi = (oh0 + noh - 1) * p->stride[0] - p->pads[0] + (ws->dims[1] - 1) * p->dilation[0] + 1;
+    int64_t a = lo > 0 ? lo : 0, b = hi < H ? hi : H;
+    *sl = (conv_slice){0, xs->dims[0], oh0, noh, a, b - a, a - lo, hi - b};
+    return b > a;
+}
+
+/* The primitive descriptor of one slice of a channels-last conv node whose
+ * inputs have shapes xs (x [N, H, W, C]) and ws (weight [O, KH, KW, C/G]);
+ * the plain weights' descriptor in *wmd.  NULL where oneDNN has no such
+ * conv.  Built for the calling thread's OpenMP team size. */
+static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws,
+                                     const conv_slice *sl, dnnl_memory_desc_t *wmd)
+{
+    const rlx_conv_params *p = &n->attrs.conv.p;
+    int64_t W = xs->dims[2], C = xs->dims[3];
     int64_t O = ws->dims[0], KH = ws->dims[1], KW = ws->dims[2], G = p->groups;
-    int64_t OH = n->shape.dims[1], OW = n->shape.dims[2];
-    dnnl_dims_t sd = {N, C, H, W}, dd = {N, O, OH, OW}, bd = {O};
+    int64_t OW = n->shape.dims[2];
+    dnnl_dims_t sd = {sl->nn, C, sl->nih, W}, dd = {sl->nn, O, sl->noh, OW}, bd = {O};
     dnnl_dims_t st = {p->stride[0], p->stride[1]}, dl = {p->dilation[0] - 1, p->dilation[1] - 1};
     /* the end pads that give the node's output size */
-    dnnl_dims_t pl = {p->pads[0], p->pads[1]};
-    dnnl_dims_t pr = {(OH - 1) * p->stride[0] + (KH - 1) * p->dilation[0] + 1 - H - pl[0],
-                      (OW - 1) * p->stride[1] + (KW - 1) * p->dilation[1] + 1 - W - pl[1]};
+    dnnl_dims_t pl = {sl->pad_t, p->pads[1]};
+    dnnl_dims_t pr = {sl->pad_b, (OW - 1) * p->stride[1] + (KW - 1) * p->dilation[1] + 1 - W - pl[1]};
     dnnl_memory_desc_t smd, dmd, bmd, wany;
     if (G == 1) {
         dnnl_dims_t wd = {O, C, KH, KW};
@@ -183,7 +234,8 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
         n->dtype != RLX_F32 || rlx_shape_numel(&n->shape) == 0 || !dnnl_available())
         return false;
     dnnl_memory_desc_t wmd;
-    dnnl_primitive_desc_t pd = conv_pd(n, &xn->shape, &wn->shape, &wmd);
+    conv_slice whole = whole_slice(n, &xn->shape, &wn->shape);
+    dnnl_primitive_desc_t pd = conv_pd(n, &xn->shape, &wn->shape, &whole, &wmd);
     if (!pd)
         return false;
     D.dnnl_primitive_desc_destroy(pd);
@@ -193,18 +245,28 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
 /* Frees what build made and marks c unbuilt. */
 static void free_built(conv_dnnl *c)
 {
-    dnnl_primitive_t prims[] = {c->prim, c->wreorder};
-    for (size_t i = 0; i < 2; i++)
-        if (prims[i])
-            D.dnnl_primitive_destroy(prims[i]);
-    dnnl_memory_t mems[] = {c->src, c->wplain, c->wprim, c->bias, c->dst, c->scratch};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        if (mems[i])
-            D.dnnl_memory_destroy(mems[i]);
-    if (c->stream)
-        D.dnnl_stream_destroy(c->stream);
+    for (int i = 0; i < c->nparts; i++) {
+        conv_part *q = &c->part[i];
+        if (q->prim)
+            D.dnnl_primitive_destroy(q->prim);
+        dnnl_memory_t mems[] = {q->src, q->dst, q->scratch};
+        for (size_t k = 0; k < sizeof mems / sizeof mems[0]; k++)
+            if (mems[k])
+                D.dnnl_memory_destroy(mems[k]);
+        if (q->stream)
+            D.dnnl_stream_destroy(q->stream);
+        free(q->sbuf);
+    }
+    free(c->part);
+    if (c->wreorder)
+        D.dnnl_primitive_destroy(c->wreorder);
+    dnnl_memory_t mems[] = {c->wplain, c->wprim, c->bias};
+    for (size_t k = 0; k < sizeof mems / sizeof mems[0]; k++)
+        if (mems[k])
+            D.dnnl_memory_destroy(mems[k]);
+    if (c->wstream)
+        D.dnnl_stream_destroy(c->wstream);
     free(c->wbuf);
-    free(c->sbuf);
     memset(c, 0, sizeof *c);
 }
 
@@ -216,91 +278,147 @@ void rlx_cpu_conv_nhwc_release(rlx_thunk *t)
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
 
-/* Plain weights -> the primitive's, on the calling thread count. */
-static rlx_status reorder_weights(conv_dnnl *c, const void *w, int threads)
+/* Plain weights -> the primitives', on the calling thread. */
+static rlx_status reorder_weights(conv_dnnl *c, const void *w)
 {
     if (!c->wreorder)
         return RLX_OK;
     D.dnnl_memory_set_data_handle(c->wplain, (void *)w);
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, c->wplain}, {DNNL_ARG_TO, c->wprim}};
     int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    dnnl_status_t s = D.dnnl_primitive_execute(c->wreorder, c->stream, 2, args);
+    omp_set_num_threads(1);
+    dnnl_status_t s = D.dnnl_primitive_execute(c->wreorder, c->wstream, 2, args);
     if (s == dnnl_success)
-        s = D.dnnl_stream_wait(c->stream);
+        s = D.dnnl_stream_wait(c->wstream);
     omp_set_num_threads(saved);
     return s == dnnl_success ? RLX_OK : rlx_set_error(RLX_ERR_DEVICE, "oneDNN weight reorder failed (%d)", (int)s);
 }
 
-/* The primitive for a team of `threads` (oneDNN sizes its work split and
- * scratchpad by the OpenMP team at creation, and runs several times slower
- * on a smaller one), with the weights reordered once if constant (a
- * constant's data is in place before the thunks are prepared). */
-static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads)
+#define CONV_SLICE_MACS (1 << 20)
+
+/* How a conv is cut into at most `parts` slices: runs of images when
+ * there are at least as many images, else runs of output rows (sl[] gets
+ * the slices; returns their count, 1 = the whole conv). */
+static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int parts_max, conv_slice *sl)
+{
+    conv_slice whole = whole_slice(n, xs, ws);
+    int64_t N = xs->dims[0], OH = n->shape.dims[1];
+    /* a slice is worth a thread's wake-up from about a million MACs */
+    int64_t macs = rlx_shape_numel(&n->shape) * ws->dims[1] * ws->dims[2] * ws->dims[3];
+    if (macs / CONV_SLICE_MACS < parts_max)
+        parts_max = macs / CONV_SLICE_MACS > 1 ? (int)(macs / CONV_SLICE_MACS) : 1;
+    int64_t parts = N >= parts_max ? parts_max : N > 1 ? N : OH < parts_max ? OH : parts_max;
+    if (parts <= 1)
+        goto one;
+    for (int64_t i = 0; i < parts; i++) {
+        if (N > 1) {
+            sl[i] = whole;
+            sl[i].n0 = N * i / parts;
+            sl[i].nn = N * (i + 1) / parts - sl[i].n0;
+        } else if (!row_slice(n, xs, ws, OH * i / parts, OH * (i + 1) / parts - OH * i / parts, &sl[i])) {
+            goto one;
+        }
+    }
+    return (int)parts;
+one:
+    sl[0] = whole;
+    return 1;
+}
+
+/* One part's primitive and memories; its weights descriptor in *wpd_out. */
+static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice *sl, dnnl_memory_desc_t *wmd,
+                             dnnl_memory_desc_t *wpd_out, dnnl_memory_desc_t *bmd_out)
 {
     const rlx_node_data *n = t->node;
-    c->threads = threads;
-    dnnl_memory_desc_t wmd;
-    dnnl_primitive_desc_t pd = conv_pd(n, &t->in_node[0]->shape, &t->in_node[1]->shape, &wmd), rpd = NULL;
+    const rlx_shape *xs = &t->in_node[0]->shape;
+    dnnl_primitive_desc_t pd = conv_pd(n, xs, &t->in_node[1]->shape, sl, wmd);
     if (!pd)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "oneDNN has no channels-last conv of this shape");
     const dnnl_memory_desc_t *smd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const dnnl_memory_desc_t *wpd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *dmd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *spd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    *wpd_out = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (n->attrs.conv.has_bias)
+        *bmd_out = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
     size_t sbytes = spd ? D.dnnl_memory_desc_get_size(spd) : 0;
-    bool same = D.dnnl_memory_desc_equal(&wmd, wpd);
     rlx_status st = RLX_OK;
-    if (D.dnnl_primitive_create(&c->prim, pd) || D.dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags) ||
-        D.dnnl_memory_create(&c->src, smd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&c->dst, dmd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&c->wplain, &wmd, engine, DNNL_MEMORY_NONE)) {
+    if (D.dnnl_primitive_create(&q->prim, pd) || D.dnnl_stream_create(&q->stream, engine, dnnl_stream_default_flags) ||
+        D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
+        D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE))
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-        goto out;
-    }
-    if (n->attrs.conv.has_bias) {
-        const dnnl_memory_desc_t *bmd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-        if (D.dnnl_memory_create(&c->bias, bmd, engine, DNNL_MEMORY_NONE)) {
-            st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-            goto out;
-        }
-    }
-    if (sbytes && (!(c->sbuf = alloc64(sbytes)) || D.dnnl_memory_create(&c->scratch, spd, engine, c->sbuf))) {
+    else if (sbytes && (!(q->sbuf = alloc64(sbytes)) || D.dnnl_memory_create(&q->scratch, spd, engine, q->sbuf)))
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN scratchpad");
-        goto out;
-    }
-    if (!same) {
-        if (!(c->wbuf = alloc64(D.dnnl_memory_desc_get_size(wpd))) ||
-            D.dnnl_memory_create(&c->wprim, wpd, engine, c->wbuf) ||
-            D.dnnl_reorder_primitive_desc_create(&rpd, &wmd, engine, wpd, engine, NULL) ||
-            D.dnnl_primitive_create(&c->wreorder, rpd)) {
-            st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
-            goto out;
-        }
-        c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
-        if (c->wconst)
-            st = reorder_weights(c, t->in[1], threads);
-    }
-out:
-    if (rpd)
-        D.dnnl_primitive_desc_destroy(rpd);
+    int64_t H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
+    int64_t OH = n->shape.dims[1], OW = n->shape.dims[2], O = n->shape.dims[3];
+    q->src_off = (size_t)((sl->n0 * H + sl->ih0) * W * C);
+    q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O);
     D.dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
-static rlx_status build_for(conv_dnnl *c, const rlx_thunk *t, int threads)
+/* The parts for `threads` session threads, each primitive built for one
+ * thread (oneDNN sizes its work split and scratchpad by the OpenMP team at
+ * creation), sharing one copy of the weights in the layout they prefer
+ * (reordered once if constant: a constant's data is in place before the
+ * thunks are prepared).  A conv whose slices oneDNN cannot build, or
+ * whose slices' primitives want different weight layouts, is not cut. */
+static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool split)
+{
+    const rlx_node_data *n = t->node;
+    conv_slice *sl = malloc(sizeof *sl * (size_t)threads);
+    if (!sl || !(c->part = calloc((size_t)threads, sizeof *c->part))) {
+        free(sl);
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN state");
+    }
+    c->threads = threads;
+    c->nparts = plan_slices(n, &t->in_node[0]->shape, &t->in_node[1]->shape, split ? threads : 1, sl);
+    dnnl_memory_desc_t wmd, wpd, wpd_i, bmd;
+    dnnl_primitive_desc_t rpd = NULL;
+    rlx_status st = RLX_OK;
+    for (int i = 0; i < c->nparts && st == RLX_OK; i++) {
+        st = build_part(&c->part[i], t, &sl[i], &wmd, i ? &wpd_i : &wpd, &bmd);
+        if (c->nparts > 1 && (st != RLX_OK || (i && !D.dnnl_memory_desc_equal(&wpd, &wpd_i)))) {
+            free(sl);
+            free_built(c);
+            return build(c, t, threads, false);
+        }
+    }
+    free(sl);
+    if (st != RLX_OK)
+        return st;
+    if (D.dnnl_stream_create(&c->wstream, engine, dnnl_stream_default_flags) ||
+        D.dnnl_memory_create(&c->wplain, &wmd, engine, DNNL_MEMORY_NONE) ||
+        (n->attrs.conv.has_bias && D.dnnl_memory_create(&c->bias, &bmd, engine, DNNL_MEMORY_NONE)))
+        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
+    if (!D.dnnl_memory_desc_equal(&wmd, &wpd)) {
+        if (!(c->wbuf = alloc64(D.dnnl_memory_desc_get_size(&wpd))) ||
+            D.dnnl_memory_create(&c->wprim, &wpd, engine, c->wbuf) ||
+            D.dnnl_reorder_primitive_desc_create(&rpd, &wmd, engine, &wpd, engine, NULL) ||
+            D.dnnl_primitive_create(&c->wreorder, rpd))
+            st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
+        if (rpd)
+            D.dnnl_primitive_desc_destroy(rpd);
+        c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
+        if (st == RLX_OK && c->wconst)
+            st = reorder_weights(c, t->in[1]);
+    }
+    return st;
+}
+
+/* build on one OpenMP thread; unbuilt again if it fails. */
+static rlx_status build_single_threaded(conv_dnnl *c, const rlx_thunk *t, int threads)
 {
     free_built(c);
     int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    rlx_status st = build(c, t, threads);
+    omp_set_num_threads(1);
+    rlx_status st = build(c, t, threads, true);
     omp_set_num_threads(saved);
     if (st != RLX_OK)
         free_built(c);
     return st;
 }
 
-/* The state only: the primitive is built at the first run, for its team. */
+/* The state only: the primitives are built at the first run, for its threads. */
 rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
@@ -311,46 +429,65 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
     return RLX_OK;
 }
 
+typedef struct conv_run {
+    conv_dnnl *c;
+    const rlx_thunk *t;
+    _Atomic int failed; /* a oneDNN status, 0 while every part succeeded */
+} conv_run;
+
+static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    conv_run *r = arg;
+    conv_dnnl *c = r->c;
+    /* oneDNN's OpenMP regions take the calling thread's team size: one */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int64_t i = lo; i < hi; i++) {
+        conv_part *q = &c->part[i];
+        dnnl_exec_arg_t args[5] = {
+            {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, c->wreorder ? c->wprim : c->wplain}, {DNNL_ARG_DST, q->dst}};
+        int na = 3;
+        if (c->bias)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, c->bias};
+        if (q->scratch)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->scratch};
+        dnnl_status_t s = D.dnnl_primitive_execute(q->prim, q->stream, na, args);
+        if (s == dnnl_success)
+            s = D.dnnl_stream_wait(q->stream);
+        if (s != dnnl_success)
+            r->failed = (int)s;
+    }
+    omp_set_num_threads(saved);
+}
+
 rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     conv_dnnl *c = t->state;
-    /* one thread unless asked: Debian's oneDNN runs on OpenMP, whose idle
-     * team worker spins for milliseconds beside the pool's threads */
-    int threads = ctx->threads > 0 ? ctx->threads : 1, team = ctx->settings ? ctx->settings->dnnl_threads : 0;
-    threads = team <= 0 ? 1 : team < threads ? team : threads;
+    int threads = ctx->threads > 0 ? ctx->threads : 1;
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {
-        rlx_status st = build_for(c, t, threads);
+        rlx_status st = build_single_threaded(c, t, threads);
         if (st != RLX_OK)
             return st;
     }
     if (c->wreorder && !c->wconst) {
-        rlx_status st = reorder_weights(c, t->in[1], threads);
+        rlx_status st = reorder_weights(c, t->in[1]);
         if (st != RLX_OK)
             return st;
     }
-    D.dnnl_memory_set_data_handle(c->src, (void *)t->in[0]);
-    D.dnnl_memory_set_data_handle(c->dst, t->out);
-    dnnl_exec_arg_t args[5] = {
-        {DNNL_ARG_SRC, c->src}, {DNNL_ARG_WEIGHTS, c->wreorder ? c->wprim : c->wplain}, {DNNL_ARG_DST, c->dst}};
-    int na = 3;
     if (!c->wreorder)
         D.dnnl_memory_set_data_handle(c->wplain, (void *)t->in[1]);
-    if (c->bias) {
+    if (c->bias)
         D.dnnl_memory_set_data_handle(c->bias, (void *)t->in[2]);
-        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, c->bias};
+    for (int i = 0; i < c->nparts; i++) {
+        D.dnnl_memory_set_data_handle(c->part[i].src, (float *)t->in[0] + c->part[i].src_off);
+        D.dnnl_memory_set_data_handle(c->part[i].dst, (float *)t->out + c->part[i].dst_off);
     }
-    if (c->scratch)
-        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, c->scratch};
-    /* oneDNN's OpenMP regions take the calling thread's team size */
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    dnnl_status_t s = D.dnnl_primitive_execute(c->prim, c->stream, na, args);
-    if (s == dnnl_success)
-        s = D.dnnl_stream_wait(c->stream);
-    omp_set_num_threads(saved);
-    return s == dnnl_success ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", (int)s);
+    conv_run r = {c, t, 0};
+    rlx_cpu_parallel(c->nparts, c->nparts, run_parts, &r);
+    return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
 
 #else /* no oneDNN header at build time */
