@@ -283,10 +283,12 @@ int main(void)
     /* rows: 1, 2, 5 (= 4 + 1) and 8 on the matrix-vector kernel; 9, 13
      * and 64 on the tiles (16-bit) or in groups of 8, 4, 2, 1 (f32); 70
      * and 100 dequantized whole for the library's GEMM.  Depth 288 is an
-     * odd number of 32-element blocks (a half window at the end). */
+     * odd number of 32-element blocks (a half window at the end; its rows
+     * are read in place, not staged).  4104 columns take the one-warp-a-row
+     * form, with a last block of rows short. */
     static const int64_t shapes[][3] = {{1, 512, 300}, {2, 256, 77},  {5, 1024, 129}, {8, 512, 1000},
                                         {13, 512, 70}, {9, 256, 64},  {64, 512, 128}, {100, 768, 130},
-                                        {3, 288, 50},  {70, 288, 65}, {1, 4096, 96}};
+                                        {3, 288, 50},  {70, 288, 65}, {1, 4096, 96},  {2, 512, 4104}};
     for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
         worst wst = {0, 0};
         const int qt = TYPES[t];
