@@ -2,8 +2,9 @@
  * of a loop runs exactly once, on a participant below the thread count, for
  * any size and thread count; many small jobs in a row (workers that slept
  * through one join the next); loops started from inside a chunk and from
- * several threads at once run on their caller; and a session's results are
- * the same bits at 1, 2 and 3 threads.  scripts/test.sh also runs this
+ * several threads at once run on their caller; a job of shares runs its
+ * shares at once even when the workers were asleep; and a session's
+ * results are the same bits at 1, 2 and 3 threads.  scripts/test.sh also runs this
  * under ThreadSanitizer. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -57,6 +59,44 @@ static void test_every_index_once(void **state)
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
             check_once(&j, threads, sizes[k]);
     assert_true(rlx_cpu_pool_workers() >= 1);
+}
+
+/* Two shares that each wait (up to 2 s) until the other has started: they
+ * meet only if a worker runs one while the caller runs the other. */
+typedef struct meet_job {
+    atomic_int started, met, count;
+} meet_job;
+
+static void meet_share(void *arg, int64_t lo, int64_t hi, int worker)
+{
+    (void)worker;
+    meet_job *j = arg;
+    for (int64_t i = lo; i < hi; i++) {
+        atomic_fetch_add(&j->count, 1);
+        atomic_fetch_add(&j->started, 1);
+        for (int spin = 0; spin < 2000 && atomic_load(&j->started) < 2; spin++)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        if (atomic_load(&j->started) >= 2)
+            atomic_fetch_add(&j->met, 1);
+    }
+}
+
+/* A job of shares wakes sleeping workers before its caller's share: each
+ * share runs once, and both run at the same time although the workers had
+ * slept (50 ms after a job, far past their spin). */
+static void test_shares_wake_sleepers(void **state)
+{
+    (void)state;
+    static count_job warm;
+    check_once(&warm, 2, 100); /* the worker exists */
+    for (int round = 0; round < 3; round++) {
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        meet_job j;
+        memset(&j, 0, sizeof j);
+        rlx_cpu_parallel_shares(2, meet_share, &j);
+        assert_int_equal(atomic_load(&j.count), 2);
+        assert_int_equal(atomic_load(&j.met), 2);
+    }
 }
 
 /* Jobs back to back: a worker still looking at one job must not run a
@@ -181,7 +221,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_index_once),      cmocka_unit_test(test_many_small_jobs),
         cmocka_unit_test(test_nested_loops),          cmocka_unit_test(test_concurrent_callers),
-        cmocka_unit_test(test_same_bits_any_threads),
+        cmocka_unit_test(test_same_bits_any_threads), cmocka_unit_test(test_shares_wake_sleepers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

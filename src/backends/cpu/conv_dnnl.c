@@ -486,7 +486,7 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
         D.dnnl_memory_set_data_handle(c->part[i].dst, (float *)t->out + c->part[i].dst_off);
     }
     conv_run r = {c, t, 0};
-    rlx_cpu_parallel(c->nparts, c->nparts, run_parts, &r);
+    rlx_cpu_parallel_shares(c->nparts, run_parts, &r);
     return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
 

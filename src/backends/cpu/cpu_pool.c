@@ -148,11 +148,17 @@ static void work(int id)
  * would take longer than WAKE_WORTH_NS: waking a sleeping thread cost the
  * caller tens of microseconds on the virtual machines measured (a system
  * call and an interrupt to another processor), more than a small loop's
- * whole work. */
-static void caller_work(int64_t chunks)
+ * whole work.  A job of shares (wake_now) wakes them before its first
+ * chunk: with one chunk each, the pace is known only when the caller's
+ * share is done, and by then it would take the next share itself. */
+static void caller_work(int64_t chunks, bool wake_now)
 {
     int64_t k, start = now_ns(), mine = 0;
     bool woken = false;
+    if (wake_now && atomic_load_explicit(&sleepers, memory_order_seq_cst)) {
+        futex_wake(&gen, INT_MAX);
+        woken = true;
+    }
     while (claim(0, &k)) {
         run_chunk(0, k);
         mine++;
@@ -205,7 +211,7 @@ static int grow(int want)
     return have;
 }
 
-void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg)
+static void parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg, bool wake_now)
 {
     if (n <= 0)
         return;
@@ -232,7 +238,7 @@ void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg)
     atomic_store_explicit(&counter, (uint64_t)parts << (2 * IDX_BITS) | (uint64_t)chunks << IDX_BITS,
                           memory_order_release);
     atomic_fetch_add_explicit(&gen, 1, memory_order_seq_cst);
-    caller_work(chunks);
+    caller_work(chunks, wake_now);
     /* the caller has no chunk left: wait for those others hold */
     unsigned want = (unsigned)chunks, d;
     int64_t start = 0;
@@ -255,5 +261,9 @@ void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg)
     }
     atomic_store_explicit(&busy, 0, memory_order_release);
 }
+
+void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg) { parallel(threads, n, fn, arg, false); }
+
+void rlx_cpu_parallel_shares(int threads, rlx_cpu_chunk_fn fn, void *arg) { parallel(threads, threads, fn, arg, true); }
 
 int rlx_cpu_pool_workers(void) { return atomic_load_explicit(&n_workers, memory_order_relaxed); }

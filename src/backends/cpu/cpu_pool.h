@@ -25,6 +25,11 @@ typedef void (*rlx_cpu_chunk_fn)(void *arg, int64_t lo, int64_t hi, int worker);
  * caller); returns when every chunk is done. */
 void rlx_cpu_parallel(int threads, int64_t n, rlx_cpu_chunk_fn fn, void *arg);
 
+/* [0, threads) where each index is one thread's share of a large job (a
+ * GEMM's block of C, a conv's slice): sleeping workers are woken at once,
+ * not when the caller's pace shows the work is worth it. */
+void rlx_cpu_parallel_shares(int threads, rlx_cpu_chunk_fn fn, void *arg);
+
 /* Workers started so far (for tests and reports). */
 int rlx_cpu_pool_workers(void);
 

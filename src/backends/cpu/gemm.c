@@ -231,7 +231,7 @@ static void gemm_split(rlx_cpu_chunk_fn blocks, int lib, int ta, int tb, int64_t
                   .A = A,
                   .B = B,
                   .C = C};
-    rlx_cpu_parallel(j.parts, j.parts, blocks, &j);
+    rlx_cpu_parallel_shares(j.parts, blocks, &j);
 }
 
 int rlx_sgemm_choose(int ta, int tb, int64_t M, int64_t N, int64_t K, int threads, const rlx_backend_settings *set)
