@@ -242,31 +242,29 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
     return true;
 }
 
+/* Destroys a primitive, its stream and memories (any of them NULL) and
+ * frees the buffer behind them. */
+static void release(dnnl_primitive_t prim, dnnl_stream_t stream, const dnnl_memory_t mems[3], void *buf)
+{
+    if (prim)
+        D.dnnl_primitive_destroy(prim);
+    for (int k = 0; k < 3; k++)
+        if (mems[k])
+            D.dnnl_memory_destroy(mems[k]);
+    if (stream)
+        D.dnnl_stream_destroy(stream);
+    free(buf);
+}
+
 /* Frees what build made and marks c unbuilt. */
 static void free_built(conv_dnnl *c)
 {
     for (int i = 0; i < c->nparts; i++) {
         conv_part *q = &c->part[i];
-        if (q->prim)
-            D.dnnl_primitive_destroy(q->prim);
-        dnnl_memory_t mems[] = {q->src, q->dst, q->scratch};
-        for (size_t k = 0; k < sizeof mems / sizeof mems[0]; k++)
-            if (mems[k])
-                D.dnnl_memory_destroy(mems[k]);
-        if (q->stream)
-            D.dnnl_stream_destroy(q->stream);
-        free(q->sbuf);
+        release(q->prim, q->stream, (dnnl_memory_t[3]){q->src, q->dst, q->scratch}, q->sbuf);
     }
     free(c->part);
-    if (c->wreorder)
-        D.dnnl_primitive_destroy(c->wreorder);
-    dnnl_memory_t mems[] = {c->wplain, c->wprim, c->bias};
-    for (size_t k = 0; k < sizeof mems / sizeof mems[0]; k++)
-        if (mems[k])
-            D.dnnl_memory_destroy(mems[k]);
-    if (c->wstream)
-        D.dnnl_stream_destroy(c->wstream);
-    free(c->wbuf);
+    release(c->wreorder, c->wstream, (dnnl_memory_t[3]){c->wplain, c->wprim, c->bias}, c->wbuf);
     memset(c, 0, sizeof *c);
 }
 
@@ -296,7 +294,7 @@ static rlx_status reorder_weights(conv_dnnl *c, const void *w)
 
 #define CONV_SLICE_MACS (1 << 20)
 
-/* How a conv is cut into at most `parts` slices: runs of images when
+/* How a conv is cut into at most `parts_max` slices: runs of images when
  * there are at least as many images, else runs of output rows (sl[] gets
  * the slices; returns their count, 1 = the whole conv). */
 static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int parts_max, conv_slice *sl)
@@ -431,7 +429,6 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 
 typedef struct conv_run {
     conv_dnnl *c;
-    const rlx_thunk *t;
     _Atomic int failed; /* a oneDNN status, 0 while every part succeeded */
 } conv_run;
 
@@ -485,7 +482,7 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
         D.dnnl_memory_set_data_handle(c->part[i].src, (float *)t->in[0] + c->part[i].src_off);
         D.dnnl_memory_set_data_handle(c->part[i].dst, (float *)t->out + c->part[i].dst_off);
     }
-    conv_run r = {c, t, 0};
+    conv_run r = {c, 0};
     rlx_cpu_parallel_shares(c->nparts, run_parts, &r);
     return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
