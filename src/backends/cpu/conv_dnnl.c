@@ -305,7 +305,8 @@ static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_sh
     int64_t macs = rlx_shape_numel(&n->shape) * ws->dims[1] * ws->dims[2] * ws->dims[3];
     if (macs / CONV_SLICE_MACS < parts_max)
         parts_max = macs / CONV_SLICE_MACS > 1 ? (int)(macs / CONV_SLICE_MACS) : 1;
-    int64_t parts = N >= parts_max ? parts_max : N > 1 ? N : OH < parts_max ? OH : parts_max;
+    /* runs of images while there are enough; one image: runs of its rows */
+    int64_t parts = N > 1 ? (N < parts_max ? N : parts_max) : (OH < parts_max ? OH : parts_max);
     if (parts <= 1)
         goto one;
     for (int64_t i = 0; i < parts; i++) {
