@@ -438,6 +438,7 @@ static void test_attention_edges(void **state)
         {1, 3, 3, 1, 9, 5, 5, 0, 1, {1, 3, 1, 1}},          /* bool mask per head */
         {1, 2, 2, 3, 0, 4, 4, 0, 0, {0}},                   /* no keys: zeros */
         {1, 1, 1, 100, 120, 16, 8, 1, 1, {1, 1, 100, 120}}, /* one head: queries split over threads */
+        {1, 2, 1, 66, 70, 8, 40, 1, 2, {1, 2, 66, 70}},     /* f32: a 64-row tile, then 2 rows scored key by key */
     };
     for (int c = 0; c < NELEM(cases); c++)
         for (int di = 0; di < NELEM(k_float_dts); di++) {

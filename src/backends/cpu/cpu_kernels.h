@@ -118,15 +118,40 @@ void rlx_cpu_act_f32(int act, float *restrict c, const float *restrict bias, int
 /* y = op(x) for n f32 values, the unary kernel's f32 math (kernels_elementwise.c). */
 void rlx_cpu_unary_f32(rlx_op op, const float *x, float *y, int64_t n);
 
-/* One query row of f32 attention against one head's keys (kernels_nn.c),
- * for the attention op and the attention block alike: sc[j] = qr . k_j for
- * the first Te keys of kT [D][T] (keys transposed); then, after the caller
- * masked sc, softmax_pv turns sc into unnormalised probabilities, sets
- * acc [Dv] = sum_j p_j v_j over vb [T][Dv] and returns sum_j p_j (0 when
- * every key is masked). */
-void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te, int64_t T, int64_t D);
-double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv);
+/* One head of f32 attention (kernels_nn.c), run by the attention op and
+ * the attention block alike, so that the fused and unfused forms give the
+ * same bits.  Query row s is q + s * ldq, key j k + j * ldk (j < T), value
+ * j v + j * ldv, output row s o + s * ldo.  Causal: row s sees keys
+ * j <= s + shift.  Mask (NULL: none) element of (s, j): mask[mbase + s *
+ * mrow + j * mcol], bool (false hides the key) or added to the score. */
+typedef struct rlx_attn_head {
+    const float *q, *k, *v;
+    float *o;
+    int64_t ldq, ldk, ldv, ldo;
+    int64_t D, Dv, T;
+    float scale;
+    bool causal;
+    int64_t shift;
+    const void *mask;
+    rlx_dtype mask_dt;
+    int64_t mbase, mrow, mcol;
+} rlx_attn_head;
 
+/* Query rows per tile: the callers cut a head's rows at multiples of it. */
+#define RLX_ATTN_TILE 64
+
+/* Rows [s0, s0 + rows) of the head (rows <= RLX_ATTN_TILE) on one thread;
+ * sc: rows x T floats of scratch.  softmax(scale q k^T + mask) v, each row's
+ * sum in double; a row whose keys are all hidden gets zeros. */
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc,
+                           const rlx_backend_settings *set);
+
+/* Layer norm (is_layer) or RMS norm of one f32 row of n into y (which may
+ * be x), gamma g and beta b NULL where absent: the norm kernel's row, which
+ * the residual add + norm runs too, so the fused and unfused forms give the
+ * same bits (kernels_norm.c). */
+void rlx_cpu_norm_row_f32(const float *x, float *y, const float *g, const float *b, int64_t n, int is_layer,
+                          double eps);
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
 /* The max (else min) of n f32 values in one vectorised pass (kernels_reduce.c):
  * NaN if any is; only a zero's sign may differ from reduce_max's general

@@ -283,32 +283,13 @@ static void add_norm_rows(void *arg, int64_t r0, int64_t r1, int worker)
         int64_t base = r * d;
         double mean = 0, var = 0;
         if (dt == RLX_F32) {
+            /* the sum where the add would store it (this row of y, or the
+             * kept half), then the norm kernel's row */
             const float *x = (const float *)t->in[0] + base, *res = (const float *)t->in[1] + base;
-            const float *g = gamma, *bb = beta;
-            float *y = (float *)t->out + yoff + base;
-            if (keep) {
-                float *sum = (float *)t->out + base;
-                for (int64_t i = 0; i < d; i++)
-                    sum[i] = x[i] + res[i];
-            }
-            if (is_layer) {
-                for (int64_t i = 0; i < d; i++)
-                    mean += (float)(x[i] + res[i]);
-                mean /= (double)d;
-            }
-            for (int64_t i = 0; i < d; i++) {
-                double v = (float)(x[i] + res[i]) - mean;
-                var += v * v;
-            }
-            double inv = 1.0 / sqrt(var / (double)d + eps);
-            for (int64_t i = 0; i < d; i++) {
-                double v = ((float)(x[i] + res[i]) - mean) * inv;
-                if (g)
-                    v *= g[i];
-                if (bb)
-                    v += bb[i];
-                y[i] = (float)v;
-            }
+            float *y = (float *)t->out + yoff + base, *sum = keep ? (float *)t->out + base : y;
+            for (int64_t i = 0; i < d; i++)
+                sum[i] = x[i] + res[i];
+            rlx_cpu_norm_row_f32(sum, y, gamma, beta, d, is_layer, eps);
         } else {
 #define SUM(i) round_to_dtype(dt, rlx_load(t->in[0], dt, base + (i)) + rlx_load(t->in[1], dt, base + (i)))
             if (keep)
@@ -414,20 +395,17 @@ static ab_dims ab_dims_of(const rlx_node_data *x, const rlx_node_data *n)
     return d;
 }
 
+/* Attention threads: at most one per (batch, head, tile). */
 static int ab_threads(int threads, const ab_dims *d)
 {
-    int64_t th = threads < 1 ? 1 : threads, bh = d->B * d->H;
-    if (bh < th)
-        th = bh > 0 ? bh : 1;
+    int64_t th = threads < 1 ? 1 : threads, items = d->B * d->H * ((d->S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE);
+    if (items < th)
+        th = items > 0 ? items : 1;
     return (int)th;
 }
 
-/* Per attention thread: keys transposed kT [D][S], values [S][Dv], one
- * query row, scores [S], accumulator [Dv] (floats). */
-static size_t ab_block_bytes(const ab_dims *d)
-{
-    return round64((size_t)(d->D * d->S + d->S * d->Dv + d->D + d->S + d->Dv) * sizeof(float));
-}
+/* Per attention thread: one tile's scores, RLX_ATTN_TILE x S floats. */
+static size_t ab_block_bytes(const ab_dims *d) { return round64((size_t)RLX_ATTN_TILE * (size_t)d->S * sizeof(float)); }
 
 static rlx_status attn_block_prepare(const rlx_graph *g, rlx_thunk *t)
 {
@@ -554,8 +532,8 @@ static void ab_norm_rope(float *m, int64_t rows, int64_t S, int64_t heads, int64
     rlx_cpu_parallel(threads, rows * heads, norm_rope_heads, &j);
 }
 
-/* The attention of each (batch, head) pair: its keys transposed and values
- * gathered into the worker's block of scratch, then each query row. */
+/* The attention of each (batch, head, tile of RLX_ATTN_TILE query rows),
+ * cut as the attention op cuts it, on the worker's block of scratch. */
 typedef struct ab_heads_job {
     const ab_dims *d;
     const float *Q, *K, *V;
@@ -567,55 +545,38 @@ typedef struct ab_heads_job {
     const void *mask;
     rlx_dtype mask_dt;
     const int64_t *mst;
+    const rlx_backend_settings *set;
 } ab_heads_job;
 
-static void ab_heads(void *arg, int64_t bh0, int64_t bh1, int worker)
+static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
 {
     const ab_heads_job *jb = arg;
-    const ab_dims d = *jb->d;
-    const float *Q = jb->Q, *K = jb->K, *V = jb->V;
-    float *O = jb->O;
-    char *blocks = jb->blocks;
-    size_t blk = jb->blk;
-    float scale = jb->scale;
-    int causal = jb->causal;
-    const void *mask = jb->mask;
-    rlx_dtype mask_dt = jb->mask_dt;
-    const int64_t *mst = jb->mst;
-    int64_t S = d.S, D = d.D, Dv = d.Dv, group = d.H / d.Hk;
-    int64_t qw = d.H * D, kw = d.Hk * D, vw = d.Hk * Dv, ow = d.H * Dv;
-    for (int64_t bh = bh0; bh < bh1; bh++) {
-        float *kT = (float *)(blocks + (size_t)worker * blk);
-        float *restrict vb = kT + D * S, *restrict qr = vb + S * Dv, *restrict sc = qr + D, *restrict acc = sc + S;
-        int64_t bb = bh / d.H, h = bh % d.H, hk = h / group;
-        for (int64_t j = 0; j < S; j++) {
-            const float *k = K + (bb * S + j) * kw + hk * D, *v = V + (bb * S + j) * vw + hk * Dv;
-            for (int64_t e = 0; e < D; e++)
-                kT[e * S + j] = k[e];
-            memcpy(vb + j * Dv, v, (size_t)Dv * sizeof(float));
-        }
-        for (int64_t s = 0; s < S; s++) {
-            const float *q = Q + (bb * S + s) * qw + h * D;
-            int64_t cnt = causal ? s + 1 : S;
-            for (int64_t e = 0; e < D; e++)
-                qr[e] = q[e] * scale;
-            rlx_cpu_attn_scores(qr, kT, sc, cnt, S, D);
-            if (mask) {
-                int64_t mb = bb * mst[0] + h * mst[1] + s * mst[2];
-                for (int64_t j = 0; j < cnt; j++) {
-                    int64_t mo = mb + j * mst[3];
-                    if (mask_dt == RLX_BOOL)
-                        sc[j] = ((const uint8_t *)mask)[mo] ? sc[j] : -INFINITY;
-                    else
-                        sc[j] += (float)rlx_load(mask, mask_dt, mo);
-                }
-            }
-            double sum = rlx_cpu_attn_softmax_pv(sc, vb, acc, cnt, Dv);
-            double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros, as the attention op gives */
-            float *o = O + (bb * S + s) * ow + h * Dv;
-            for (int64_t e = 0; e < Dv; e++)
-                o[e] = (float)(acc[e] * inv);
-        }
+    const ab_dims *d = jb->d;
+    const int64_t S = d->S, D = d->D, Dv = d->Dv, tiles = (S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE;
+    float *sc = (float *)(jb->blocks + (size_t)worker * jb->blk);
+    for (int64_t it = it0; it < it1; it++) {
+        const int64_t bh = it / tiles, s0 = it % tiles * RLX_ATTN_TILE;
+        const int64_t bb = bh / d->H, h = bh % d->H, hk = h / (d->H / d->Hk);
+        rlx_attn_head head = {.q = jb->Q + bb * S * d->H * D + h * D,
+                              .k = jb->K + bb * S * d->Hk * D + hk * D,
+                              .v = jb->V + bb * S * d->Hk * Dv + hk * Dv,
+                              .o = jb->O + bb * S * d->H * Dv + h * Dv,
+                              .ldq = d->H * D,
+                              .ldk = d->Hk * D,
+                              .ldv = d->Hk * Dv,
+                              .ldo = d->H * Dv,
+                              .D = D,
+                              .Dv = Dv,
+                              .T = S,
+                              .scale = jb->scale,
+                              .causal = jb->causal,
+                              .shift = 0,
+                              .mask = jb->mask,
+                              .mask_dt = jb->mask_dt,
+                              .mbase = bb * jb->mst[0] + h * jb->mst[1],
+                              .mrow = jb->mst[2],
+                              .mcol = jb->mst[3]};
+        rlx_cpu_attn_tile_f32(&head, s0, S - s0 < RLX_ATTN_TILE ? S - s0 : RLX_ATTN_TILE, sc, jb->set);
     }
 }
 
@@ -666,7 +627,7 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
         rlx_shape full = {4, {d.B, d.H, S, S}};
         rlx_shape_broadcast_strides(&t->in_node[ib[7]]->shape, &full, mst);
     }
-    int64_t ow = d.H * Dv;
+    int64_t ow = d.H * Dv, items = d.B * d.H * ((S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE);
     int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
     if (at > nth)
         at = nth;
@@ -681,8 +642,9 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                       .causal = causal,
                       .mask = mask,
                       .mask_dt = mask_dt,
-                      .mst = mst};
-    rlx_cpu_parallel(at, d.B * d.H, ab_heads, &j);
+                      .mst = mst,
+                      .set = ctx->settings};
+    rlx_cpu_parallel(at, items, ab_heads, &j);
     rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th, ctx->settings);
     add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);
     if (n->dtype != RLX_F32)

@@ -151,18 +151,23 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* softmax(scale * q k^T + mask) v per (batch, head, query), keys causal-cut
  * at s + (T - S).  A query whose keys are all masked (bool false, -inf, or
- * the causal cut before key 0) gets zeros, not 0/0.  Scores and the
- * weighted sum run in f32 (f64 for f64 tensors), the softmax sum in double.
+ * the causal cut before key 0) gets zeros, not 0/0.  The softmax sum runs
+ * in double.
  *
- * Per head, in the compute type T (double for f64, float otherwise):
+ * f32 runs a tile of up to RLX_ATTN_TILE query rows of a head at a time
+ * (rlx_cpu_attn_tile_f32, which the attention block runs too): the scores
+ * and the weighted sum as two products, keys and values read where they
+ * lie.  Other types run row by row in their compute type T (double for
+ * f64, float for f16/bf16), per head in one block of scratch:
  *   kT [D][T]  keys transposed (so the score loop runs over t, vectorised)
  *   vb [T][Dv] values
- *   qr [D], sc [T], acc [Dv]
- * One such block per thread. */
+ *   qr [D], sc [T], acc [Dv] */
 static size_t attn_block_elems(int64_t T, int64_t D, int64_t Dv) { return (size_t)(D * T + T * Dv + D + T + Dv); }
 
 static size_t attn_block_bytes(const rlx_shape *k, const rlx_shape *v, rlx_dtype dt)
 {
+    if (dt == RLX_F32) /* one tile's scores (a block even without keys) */
+        return round64((size_t)RLX_ATTN_TILE * (size_t)(k->dims[2] > 0 ? k->dims[2] : 1) * sizeof(float));
     size_t es = dt == RLX_F64 ? sizeof(double) : sizeof(float);
     return round64(attn_block_elems(k->dims[2], k->dims[3], v->dims[3]) * es);
 }
@@ -170,7 +175,8 @@ static size_t attn_block_bytes(const rlx_shape *k, const rlx_shape *v, rlx_dtype
 static size_t attention_scratch(const rlx_graph *g, const rlx_node_data *n, int threads)
 {
     const rlx_node_data *q = IN_NODE(g, n, 0);
-    /* one block per thread, at most one per work item (see k_attention) */
+    /* one block per thread, at most one per work item: at most one per 32
+     * rows of a head (see k_attention; an f32 tile is 64 rows) */
     int64_t items = q->shape.dims[0] * q->shape.dims[1] * ((q->shape.dims[2] + 31) / 32);
     int64_t th = threads < 1 ? 1 : threads;
     if (items < th)
@@ -249,28 +255,17 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
             sc[j] = r;                                                                                                    \
         }                                                                                                                 \
     }                                                                                                                     \
-    /* sc[j] = q . k_j over each key's own row (keys [T][D]): for a few query                                          \
-     * rows, where transposing the keys would cost as much as the product */  \
-    RLX_CLONES static void attn_scores_rows_##SFX(const CT *restrict qr, const CT *restrict k, CT *restrict sc,           \
-                                                  int64_t Te, int64_t D)                                                  \
-    {                                                                                                                     \
-        for (int64_t j = 0; j < Te; j++) {                                                                                \
-            const CT *restrict kj = k + j * D;                                                                            \
-            CT r = 0;                                                                                                     \
-            _Pragma("omp simd reduction(+ : r)") for (int64_t d = 0; d < D; d++) r += qr[d] * kj[d];                      \
-            sc[j] = r;                                                                                                    \
-        }                                                                                                                 \
-    }                                                                                                                     \
-    /* softmax of sc (in place, unnormalised) and acc = sum_j p_j v_j;                                                  \
-     * returns the sum of the p_j, 0 when every key is masked */ \
-    RLX_CLONES static double attn_softmax_pv_##SFX(CT *restrict sc, const CT *restrict vb, CT *restrict acc,              \
-                                                   int64_t Te, int64_t Dv)                                                \
+    /* softmax of sc in place, unnormalised; returns the sum of the p_j (in                                            \
+     * double), 0 with the row zeroed when every key is masked */  \
+    RLX_CLONES static double attn_softmax_##SFX(CT *restrict sc, int64_t Te)                                              \
     {                                                                                                                     \
         CT m = -INFINITY;                                                                                                 \
         for (int64_t j = 0; j < Te; j++)                                                                                  \
             m = sc[j] > m ? sc[j] : m;                                                                                    \
-        if (m == -INFINITY)                                                                                               \
+        if (m == -INFINITY) {                                                                                             \
+            memset(sc, 0, (size_t)Te * sizeof *sc);                                                                       \
             return 0.0;                                                                                                   \
+        }                                                                                                                 \
         double sum = 0;                                                                                                   \
         _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++)                                           \
         {                                                                                                                 \
@@ -279,18 +274,26 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
             sc[j] = p;                                                                                                    \
             sum += p;                                                                                                     \
         }                                                                                                                 \
+        return sum;                                                                                                       \
+    }                                                                                                                     \
+    /* acc [Dv] = sum_j p_j v_j over value rows vb + j * ldv */                                                           \
+    RLX_CLONES static void attn_pv_##SFX(const CT *restrict p, int64_t Te, const CT *restrict vb, int64_t ldv,            \
+                                         CT *restrict acc, int64_t Dv)                                                    \
+    {                                                                                                                     \
         int64_t e0 = 0;                                                                                                   \
         for (; e0 + ATTN_JB <= Dv; e0 += ATTN_JB)                                                                         \
-            attn_block_##SFX(sc, Te, vb + e0, Dv, acc + e0);                                                              \
+            attn_block_##SFX(p, Te, vb + e0, ldv, acc + e0);                                                              \
         for (int64_t e = e0; e < Dv; e++) {                                                                               \
             CT r = 0;                                                                                                     \
             for (int64_t j = 0; j < Te; j++)                                                                              \
-                r += sc[j] * vb[j * Dv + e];                                                                              \
+                r += p[j] * vb[j * ldv + e];                                                                              \
             acc[e] = r;                                                                                                   \
         }                                                                                                                 \
-        return sum;                                                                                                       \
     }
 
+/* f64, f16 and bf16: queries [s0, s1) of head bh, row by row; keys and
+ * values converted into the compute type in blk first (only the keys some
+ * row of the part sees). */
 #define ATTN_HEAD(SFX, CT)                                                                       \
     static void attn_head_##SFX(const attn_args *a, int64_t bh, int64_t s0, int64_t s1, CT *blk) \
     {                                                                                            \
@@ -300,38 +303,18 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
         int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);                           \
         CT *kT = blk, *vb = kT + D * T, *qr = vb + T * Dv, *sc = qr + D, *acc = sc + T;          \
         int64_t kbase = (b * a->Hk + hk) * T * D, vbase = (b * a->Hk + hk) * T * Dv;             \
-        /* causal: keys after a row's position are never visible; the keys     \
-         * no row of this part sees are not even converted */                 \
         const int64_t shift = attn_shift(a, b), Tb = attn_keys(a, shift, s1 - 1);                \
-        /* f32 keys and values in the compute type are read where they are:   \
-         * values always (their layout is the block's), keys when the part     \
-         * has so few rows that scoring key rows beats transposing them */                  \
-        const bool in_place = dt == RLX_F32 && sizeof(CT) == sizeof(float);                      \
-        const bool key_rows = in_place && s1 - s0 <= 2;                                          \
-        const CT *kin = in_place ? (const CT *)t->in[1] + kbase : NULL;                          \
-        const CT *vsrc = in_place ? (const CT *)t->in[2] + vbase : vb;                           \
-        if (!key_rows && dt == RLX_F32) {                                                        \
-            const float *k = (const float *)t->in[1] + kbase;                                    \
-            for (int64_t j = 0; j < Tb; j++)                                                     \
-                for (int64_t d = 0; d < D; d++)                                                  \
-                    kT[d * T + j] = (CT)k[j * D + d];                                            \
-        } else if (!key_rows) {                                                                  \
-            for (int64_t j = 0; j < Tb; j++)                                                     \
-                for (int64_t d = 0; d < D; d++)                                                  \
-                    kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);               \
-        }                                                                                        \
-        if (!in_place)                                                                           \
-            for (int64_t j = 0; j < Tb * Dv; j++)                                                \
-                vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                   \
+        for (int64_t j = 0; j < Tb; j++)                                                         \
+            for (int64_t d = 0; d < D; d++)                                                      \
+                kT[d * T + j] = (CT)rlx_load(t->in[1], dt, kbase + j * D + d);                   \
+        for (int64_t j = 0; j < Tb * Dv; j++)                                                    \
+            vb[j] = (CT)rlx_load(t->in[2], dt, vbase + j);                                       \
         for (int64_t s = s0; s < s1; s++) {                                                      \
             int64_t qbase = (bh * S + s) * D, obase = (bh * S + s) * Dv;                         \
             int64_t Te = attn_keys(a, shift, s);                                                 \
             for (int64_t d = 0; d < D; d++)                                                      \
                 qr[d] = (CT)(rlx_load(t->in[0], dt, qbase + d) * a->scale);                      \
-            if (key_rows)                                                                        \
-                attn_scores_rows_##SFX(qr, kin, sc, Te, D);                                      \
-            else                                                                                 \
-                attn_scores_##SFX(qr, kT, sc, Te, T, D);                                         \
+            attn_scores_##SFX(qr, kT, sc, Te, T, D);                                             \
             /* mask: bool (false drops the key) or float (added) */                              \
             if (a->mask) {                                                                       \
                 int64_t mb = b * a->mstr[0] + h * a->mstr[1] + s * a->mstr[2];                   \
@@ -345,59 +328,144 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
                         sc[j] += (CT)rlx_load(a->mask, a->mask_dt, mb + j * a->mstr[3]);         \
                 }                                                                                \
             }                                                                                    \
-            double sum = attn_softmax_pv_##SFX(sc, vsrc, acc, Te, Dv);                           \
+            double sum = attn_softmax_##SFX(sc, Te);                                             \
+            attn_pv_##SFX(sc, Te, vb, Dv, acc, Dv);                                              \
             double inv = sum == 0 ? 0.0 : 1.0 / sum; /* every key masked: zeros */               \
-            if (dt == RLX_F32) {                                                                 \
-                float *o = (float *)t->out + obase;                                              \
-                for (int64_t e = 0; e < Dv; e++)                                                 \
-                    o[e] = (float)(acc[e] * inv);                                                \
-            } else {                                                                             \
-                for (int64_t e = 0; e < Dv; e++)                                                 \
-                    rlx_store(t->out, dt, obase + e, sum == 0 ? 0.0 : acc[e] * inv);             \
-            }                                                                                    \
+            for (int64_t e = 0; e < Dv; e++)                                                     \
+                rlx_store(t->out, dt, obase + e, acc[e] * inv);                                  \
         }                                                                                        \
     }
 
 RLX_VEC_BEGIN
 ATTN_CORE(f32, float, RLX_EXPF_VEC)
 ATTN_CORE(f64, double, EXP_F64)
+
+/* sc[j] = scale (q . k_j) over each key's own row k + j * ldk: for one or
+ * two query rows, where a product's call costs more than the scores */
+RLX_CLONES static void attn_scores_rows_f32(const float *restrict qr, const float *restrict k, int64_t ldk,
+                                            float *restrict sc, int64_t Te, int64_t D, float scale)
+{
+    for (int64_t j = 0; j < Te; j++) {
+        const float *restrict kj = k + j * ldk;
+        float r = 0;
+        _Pragma("omp simd reduction(+ : r)") for (int64_t d = 0; d < D; d++) r += qr[d] * kj[d];
+        sc[j] = scale * r;
+    }
+}
 RLX_VEC_END
 ATTN_HEAD(f32, float)
 ATTN_HEAD(f64, double)
 
-void rlx_cpu_attn_scores(const float *qr, const float *kT, float *sc, int64_t Te, int64_t T, int64_t D)
+/* Keys row s of the head sees: all T, or up to its position s + shift. */
+static int64_t tile_keys(const rlx_attn_head *h, int64_t s)
 {
-    attn_scores_f32(qr, kT, sc, Te, T, D);
+    if (!h->causal)
+        return h->T;
+    int64_t lim = s + h->shift;
+    return lim < 0 ? 0 : lim + 1 < h->T ? lim + 1 : h->T;
 }
 
-double rlx_cpu_attn_softmax_pv(float *sc, const float *vb, float *acc, int64_t Te, int64_t Dv)
+/* Row s's n scores: the keys past its own hidden, then its mask (bool:
+ * false hides the key; otherwise added). */
+static void tile_mask_row(const rlx_attn_head *h, int64_t s, float *sc, int64_t n)
 {
-    return attn_softmax_pv_f32(sc, vb, acc, Te, Dv);
+    const int64_t nr = tile_keys(h, s);
+    for (int64_t j = nr; j < n; j++)
+        sc[j] = -INFINITY;
+    if (!h->mask)
+        return;
+    const int64_t mb = h->mbase + s * h->mrow;
+    if (h->mask_dt == RLX_BOOL) {
+        const uint8_t *mk = h->mask;
+        for (int64_t j = 0; j < nr; j++)
+            if (!mk[mb + j * h->mcol])
+                sc[j] = -INFINITY;
+    } else {
+        for (int64_t j = 0; j < nr; j++)
+            sc[j] += (float)rlx_load(h->mask, h->mask_dt, mb + j * h->mcol);
+    }
 }
 
-/* Item it: queries [s0, s1) of head bh; each worker converts keys and
- * values into its own block of scratch. */
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc, const rlx_backend_settings *set)
+{
+    const int64_t n = tile_keys(h, s0 + rows - 1), ldo = h->ldo; /* the tile's widest row */
+    float *o = h->o + s0 * ldo;
+    double sum[RLX_ATTN_TILE];
+    if (rows <= 2) { /* a decode step's rows: products of key rows, no library call */
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t s = s0 + r;
+            attn_scores_rows_f32(h->q + s * h->ldq, h->k, h->ldk, sc, n, h->D, h->scale);
+            tile_mask_row(h, s, sc, n);
+            sum[r] = attn_softmax_f32(sc, n);
+            attn_pv_f32(sc, n, h->v, h->ldv, o + r * ldo, h->Dv);
+        }
+    } else if (n > 0) {
+        rlx_sgemm(0, 1, rows, n, h->D, h->scale, h->q + s0 * h->ldq, h->ldq, h->k, h->ldk, 0.0f, sc, n, 1, set);
+        for (int64_t r = 0; r < rows; r++) {
+            tile_mask_row(h, s0 + r, sc + r * n, n);
+            sum[r] = attn_softmax_f32(sc + r * n, n);
+        }
+        rlx_sgemm(0, 0, rows, h->Dv, n, 1.0f, sc, n, h->v, h->ldv, 0.0f, o, ldo, 1, set);
+    } else {
+        for (int64_t r = 0; r < rows; r++)
+            sum[r] = 0;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        double inv = sum[r] == 0 ? 0.0 : 1.0 / sum[r]; /* every key masked: its row is zeros */
+        float *orow = o + r * ldo;
+        for (int64_t e = 0; e < h->Dv; e++)
+            orow[e] = (float)(orow[e] * inv);
+    }
+}
+
+/* Item it: queries [s0, s1) of head bh (f32: a tile); each worker has its
+ * own block of scratch. */
 typedef struct attn_job {
     const rlx_thunk *t;
+    const rlx_run_ctx *ctx;
     const attn_args *a;
     int64_t parts, chunk;
     size_t blk;
-    bool f64;
 } attn_job;
 
 static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
 {
     const attn_job *j = arg;
+    const attn_args *a = j->a;
+    rlx_dtype dt = j->t->node->dtype;
     for (int64_t it = begin; it < end; it++) {
         int64_t bh = it / j->parts, s0 = it % j->parts * j->chunk;
-        int64_t s1 = s0 + j->chunk < j->a->S ? s0 + j->chunk : j->a->S;
+        int64_t s1 = s0 + j->chunk < a->S ? s0 + j->chunk : a->S;
         if (s0 >= s1)
             continue;
         char *mine = (char *)j->t->scratch + (size_t)worker * j->blk;
-        if (j->f64)
-            attn_head_f64(j->a, bh, s0, s1, (double *)mine);
-        else
-            attn_head_f32(j->a, bh, s0, s1, (float *)mine);
+        if (dt == RLX_F32) {
+            int64_t b = bh / a->H, h = bh % a->H, hk = h / (a->H / a->Hk);
+            rlx_attn_head head = {.q = (const float *)j->t->in[0] + bh * a->S * a->D,
+                                  .k = (const float *)j->t->in[1] + (b * a->Hk + hk) * a->T * a->D,
+                                  .v = (const float *)j->t->in[2] + (b * a->Hk + hk) * a->T * a->Dv,
+                                  .o = (float *)j->t->out + bh * a->S * a->Dv,
+                                  .ldq = a->D,
+                                  .ldk = a->D,
+                                  .ldv = a->Dv,
+                                  .ldo = a->Dv,
+                                  .D = a->D,
+                                  .Dv = a->Dv,
+                                  .T = a->T,
+                                  .scale = (float)a->scale,
+                                  .causal = a->causal,
+                                  .shift = attn_shift(a, b),
+                                  .mask = a->mask,
+                                  .mask_dt = a->mask_dt,
+                                  .mbase = b * a->mstr[0] + h * a->mstr[1],
+                                  .mrow = a->mstr[2],
+                                  .mcol = a->mstr[3]};
+            rlx_cpu_attn_tile_f32(&head, s0, s1 - s0, (float *)mine, j->ctx->settings);
+        } else if (dt == RLX_F64) {
+            attn_head_f64(a, bh, s0, s1, (double *)mine);
+        } else {
+            attn_head_f32(a, bh, s0, s1, (float *)mine);
+        }
     }
 }
 
@@ -433,22 +501,27 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t slots = blk ? (int64_t)(t->scratch_bytes / blk) : 0;
     if (slots < 1)
         return rlx_cpu_kernel_error(t, "attention scratch of %zu bytes is too small", t->scratch_bytes);
-    int64_t threads;
-    /* With fewer heads than threads, split the queries of a head too (each
-     * part converts that head's keys and values again: cheap while a part
-     * has a few dozen queries). */
+    /* f32: one item per tile of a head's rows, whatever the threads (the
+     * attention block cuts the same tiles, so the two give the same bits).
+     * Other types: with fewer heads than threads, the queries of a head are
+     * split too (each part converts that head's keys and values again:
+     * cheap while a part has a few dozen queries). */
     int64_t parts = 1, want = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
-    if (BH < want) {
+    if (q->dtype == RLX_F32) {
+        parts = (a.S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE;
+    } else if (BH < want) {
         parts = (2 * want + BH - 1) / BH;
         int64_t max_parts = (a.S + 31) / 32;
         parts = parts < max_parts ? parts : max_parts;
         parts = parts < 1 ? 1 : parts;
     }
     int64_t items = BH * parts, chunk = (a.S + parts - 1) / parts;
-    threads = want < slots ? want : slots;
+    if (q->dtype == RLX_F32)
+        chunk = RLX_ATTN_TILE;
+    int64_t threads = want < slots ? want : slots;
     if (threads > items)
         threads = items;
-    attn_job j = {.t = t, .a = &a, .parts = parts, .chunk = chunk, .blk = blk, .f64 = q->dtype == RLX_F64};
+    attn_job j = {.t = t, .ctx = ctx, .a = &a, .parts = parts, .chunk = chunk, .blk = blk};
     rlx_cpu_parallel((int)threads, items, attn_items, &j);
     return RLX_OK;
 }

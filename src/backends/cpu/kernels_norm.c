@@ -116,9 +116,10 @@ static rlx_status k_softmax(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ---- layer norm and RMS norm over the last axis */
 
-/* One f32 row: statistics in double (vectorised sums), then the scale. */
-RLX_CLONES static void norm_row_f32(const float *x, float *y, const float *g, const float *b, int64_t n, int is_layer,
-                                    double eps)
+/* One f32 row: statistics in double (vectorised sums), then the scale; y
+ * may be x. */
+RLX_CLONES void rlx_cpu_norm_row_f32(const float *x, float *y, const float *g, const float *b, int64_t n, int is_layer,
+                                     double eps)
 {
     double mean = 0, var = 0;
     if (is_layer) {
@@ -167,7 +168,7 @@ static void norm_rows(void *arg, int64_t r0, int64_t r1, int worker)
     for (int64_t r = r0; r < r1; r++) {
         int64_t base = r * n;
         if (dt == RLX_F32) {
-            norm_row_f32((const float *)t->in[0] + base, (float *)t->out + base, gamma, beta, n, is_layer, eps);
+            rlx_cpu_norm_row_f32((const float *)t->in[0] + base, (float *)t->out + base, gamma, beta, n, is_layer, eps);
             continue;
         }
         double mean = 0, var = 0;
