@@ -259,9 +259,8 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
      * double), 0 with the row zeroed when every key is masked */  \
     RLX_CLONES static double attn_softmax_##SFX(CT *restrict sc, int64_t Te)                                              \
     {                                                                                                                     \
-        CT m = -INFINITY;                                                                                                 \
-        for (int64_t j = 0; j < Te; j++)                                                                                  \
-            m = sc[j] > m ? sc[j] : m;                                                                                    \
+        CT m = -INFINITY; /* a NaN score never wins; it makes the sum NaN */                                              \
+        _Pragma("omp simd reduction(max : m)") for (int64_t j = 0; j < Te; j++) m = sc[j] > m ? sc[j] : m;                \
         if (m == -INFINITY) {                                                                                             \
             memset(sc, 0, (size_t)Te * sizeof *sc);                                                                       \
             return 0.0;                                                                                                   \
