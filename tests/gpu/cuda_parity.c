@@ -1628,6 +1628,26 @@ static void test_fused(void)
         rlx_node e3 = rlx_mul(g, rlx_add(g, e1, rlx_mul(g, e2, rlx_scalar(g, t, 0.4))), rlx_tanh(g, y));
         rlx_output(g, "o", rlx_sub(g, rlx_mul(g, e3, y), x));
         check(NAME("fused elementwise_chain long %s", dn(t)), g);
+        /* SwiGLU's backward for the gate: dy u sig(g) (1 + g (1 - sig(g))),
+         * three tensors and a scalar, more instructions than the vector
+         * kernels take (the long-program kernel, inputs loaded ahead) */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
+        y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
+        z = rlx_input(g, "z", t, 3, DIMS(4, 24, 64));
+        rlx_node sg = rlx_sigmoid(g, x), one = rlx_scalar(g, t, 1.0);
+        rlx_node dsilu = rlx_mul(g, sg, rlx_add(g, one, rlx_mul(g, x, rlx_sub(g, one, sg))));
+        rlx_output(g, "o", rlx_mul(g, rlx_mul(g, z, y), rlx_mul(g, dsilu, rlx_tanh(g, rlx_mul(g, x, y)))));
+        check(NAME("fused elementwise_chain swiglu backward %s", dn(t)), g);
+        /* a long program over a column broadcast (two collapsed dims) */
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
+        y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
+        z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
+        rlx_node c1 = rlx_mul(g, rlx_sub(g, x, z), rlx_sigmoid(g, rlx_add(g, y, z)));
+        rlx_node c2 = rlx_mul(g, rlx_exp(g, rlx_mul(g, z, rlx_scalar(g, t, -0.5))), rlx_tanh(g, x));
+        rlx_output(g, "o", rlx_sub(g, rlx_mul(g, rlx_add(g, c1, c2), rlx_abs(g, rlx_sub(g, y, x))), z));
+        check(NAME("fused elementwise_chain long column broadcast %s", dn(t)), g);
         /* linear programs: broadcast sums, and an input minus the running value */
         g = rlx_graph_new();
         x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));

@@ -392,6 +392,149 @@ template <typename T, int V, int NO> __global__ void ew_chain_vec(ew_prog p, int
     }
 }
 
+/* Long programs (more instructions or inputs than ew_chain_vec takes: a
+ * GELU's or SwiGLU's backward with its scalars), on the vector path with
+ * at most two collapsed dims.  Registers are assigned by liveness when the
+ * thunk is prepared: an input is loaded into a register just before its
+ * first use, and a value's register is free again after its last read, so
+ * the register file stays EWR_REGS vectors however long the program (the
+ * per-element interpreter keeps its file in local memory).  Up to EWS_IN
+ * inputs dense along the vector (pre[m]) are loaded into registers m
+ * before the program starts, so that their loads are in flight together
+ * (a load inside the program waits for its data before the next
+ * instruction).  Instruction j: op[j] (EWR_LOAD: input a[j]), operands
+ * a[j], b[j], result register d[j]. */
+#define EWR_REGS 12
+#define EWR_LOAD 255
+#define EWR_MAX (RLX_MAX_INPUTS + RLX_EW_MAX_OPS)
+
+typedef struct ew_regs {
+    int n, out, npre;
+    uint8_t pre[EWS_IN];
+    uint8_t op[EWR_MAX], a[EWR_MAX], b[EWR_MAX], d[EWR_MAX];
+} ew_regs;
+
+/* Input k's vector at (outer, first): see ew_chain_regs. */
+template <typename T, int V>
+__device__ __forceinline__ void ew_load_at(const ew_prog &p, int k, int inner_stride_mask, int64_t outer, int64_t first,
+                                           ew_vec<V> &o)
+{
+    const int64_t off = first * p.st[k][p.nd - 1] + (p.nd == 1 ? 0 : outer * p.st[k][0]);
+    ew_load<T, V>((const T *)p.in[k] + off, (inner_stride_mask >> k) & 1, o);
+}
+
+/* r[q] = v for a q known only at run time (uniform): see ew_pick */
+template <int V, int R> __device__ __forceinline__ void ew_put(ew_vec<V> (&r)[R], int q, const ew_vec<V> &v)
+{
+    switch (q) {
+        // clang-format off
+#define EW_CASE(n) case n: r[n < R ? n : 0] = v; break;
+        EW_CASE(0) EW_CASE(1) EW_CASE(2) EW_CASE(3) EW_CASE(4) EW_CASE(5)
+        EW_CASE(6) EW_CASE(7) EW_CASE(8) EW_CASE(9) EW_CASE(10) EW_CASE(11)
+#undef EW_CASE
+        default: break;
+        // clang-format on
+    }
+}
+
+template <typename T, int V> __global__ void ew_chain_regs(ew_prog p, ew_regs rc, int inner_stride_mask, T *y)
+{
+    cu_grid_wait();
+    const int64_t nvec = p.total / V, inner = p.dims[p.nd - 1] / V;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nvec; i += (int64_t)gridDim.x * blockDim.x) {
+        /* vector i: row `outer` of the outer dim (two dims), its first element `first` along the inner one */
+        const int64_t outer = p.nd == 1 ? 0 : i / inner, first = p.nd == 1 ? i * V : (i % inner) * V;
+        ew_vec<V> r[EWR_REGS];
+#pragma unroll
+        for (int m = 0; m < EWS_IN; m++)
+            if (m < rc.npre)
+                ew_load_at<T, V>(p, rc.pre[m], inner_stride_mask, outer, first, r[m]);
+        for (int j = 0; j < rc.n; j++) {
+            const int op = rc.op[j];
+            ew_vec<V> o;
+            if (op == EWR_LOAD) {
+                ew_load_at<T, V>(p, rc.a[j], inner_stride_mask, outer, first, o);
+            } else {
+                ew_vec<V> a, b;
+                ew_pick<V, EWR_REGS>(r, rc.a[j], a);
+                if (op >= RLX_OP_ADD) {
+                    ew_pick<V, EWR_REGS>(r, rc.b[j], b);
+                    cu_binary_fv<V>(op, a.v, b.v, o.v, 0);
+                } else {
+                    cu_unary_fv<V>(op, a.v, o.v);
+                }
+            }
+            ew_put<V, EWR_REGS>(r, rc.d[j], o);
+        }
+        ew_vec<V> o;
+        ew_pick<V, EWR_REGS>(r, rc.out, o);
+        ew_store<T, V>(y, i, o);
+    }
+}
+
+/* Fills rc for program p (values numbered as in ew_prog: inputs 0..nin-1,
+ * results nin+j), with the first `dense` inputs dense along the vector
+ * (bit k of dense_mask) loaded ahead; false if more than EWR_REGS values
+ * are live at once. */
+static bool ew_assign_regs(const ew_prog *p, int dense_mask, int ahead, ew_regs *rc)
+{
+    const int nv = p->nin + p->nops;
+    int last[EWR_MAX], reg[EWR_MAX];
+    bool busy[EWR_REGS] = {false};
+    for (int v = 0; v < nv; v++)
+        last[v] = -1, reg[v] = -1;
+    for (int j = 0; j < p->nops; j++) {
+        last[p->code[3 * j + 1]] = j;
+        if (p->code[3 * j] >= RLX_OP_ADD)
+            last[p->code[3 * j + 2]] = j;
+    }
+    last[nv - 1] = p->nops; /* the result is read at the end */
+    memset(rc, 0, sizeof *rc);
+    for (int k = 0; k < p->nin && rc->npre < ahead; k++)
+        if (((dense_mask >> k) & 1) && last[k] >= 0) {
+            reg[k] = rc->npre;
+            busy[rc->npre] = true;
+            rc->pre[rc->npre++] = (uint8_t)k;
+        }
+    int n = 0;
+    for (int j = 0; j < p->nops; j++) {
+        const int op = p->code[3 * j], nargs = op >= RLX_OP_ADD ? 2 : 1;
+        for (int k = 1; k <= nargs; k++) {
+            const int v = p->code[3 * j + k];
+            if (reg[v] >= 0)
+                continue;
+            if (v >= p->nin)
+                return false; /* a result read before it is computed: not a program of ours */
+            int q = 0;
+            while (q < EWR_REGS && busy[q])
+                q++;
+            if (q == EWR_REGS)
+                return false;
+            busy[q] = true;
+            reg[v] = q;
+            rc->op[n] = EWR_LOAD, rc->a[n] = (uint8_t)v, rc->d[n++] = (uint8_t)q;
+        }
+        const int a = p->code[3 * j + 1], b = p->code[3 * j + 2];
+        rc->op[n] = (uint8_t)op, rc->a[n] = (uint8_t)reg[a], rc->b[n] = (uint8_t)(nargs == 2 ? reg[b] : 0);
+        /* operands read for the last time free their registers before the result takes one */
+        if (last[a] == j)
+            busy[reg[a]] = false;
+        if (nargs == 2 && last[b] == j)
+            busy[reg[b]] = false;
+        int q = 0;
+        while (q < EWR_REGS && busy[q])
+            q++;
+        if (q == EWR_REGS)
+            return false;
+        reg[p->nin + j] = q;
+        busy[q] = last[p->nin + j] >= 0; /* a result nobody reads frees its register at once */
+        rc->d[n++] = (uint8_t)q;
+    }
+    rc->n = n;
+    rc->out = reg[nv - 1];
+    return true;
+}
+
 /* Linear programs, the common case (residual add + ReLU, embedding sums):
  * instruction 0 reads inputs only, every later one reads the previous
  * result and at most one input.  One accumulator instead of a register
@@ -530,6 +673,8 @@ typedef struct ew_state {
     int use_vec, inner_stride_mask; /* ew_chain_vec; bit k: input k dense along the innermost dim */
     int use_lin;                    /* ew_chain_lin, a linear program on the vector path */
     ew_lin lin;
+    int use_regs; /* ew_chain_regs, a long program on the vector path */
+    ew_regs regs;
 } ew_state;
 
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
@@ -576,6 +721,18 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
     bool flat = p->nd <= 1;
     for (int k = 0; k < p->nin && flat; k++)
         flat = p->nd == 0 || p->st[k][0] == 1;
+    /* the vector path: V elements of the innermost dim per thread; an
+     * input dense along it is read in 16-byte loads (aligned), one
+     * broadcast along it is read once per vector (anywhere) */
+    int V = rlx_dtype_size(n->dtype) == 4 ? 4 : 8;
+    bool vec = p->nops > 0 && p->nd >= 1 && p->dims[p->nd - 1] % V == 0 && ((uintptr_t)t->out & 15) == 0;
+    for (int k = 0; k < p->nin && vec; k++) {
+        int64_t in_st = p->st[k][p->nd - 1];
+        vec = in_st == 0 || (in_st == 1 && ((uintptr_t)t->in[k] & 15) == 0);
+        for (int d = 0; d < p->nd - 1 && vec && in_st; d++)
+            vec = p->st[k][d] % V == 0; /* every vector starts 16-byte aligned */
+        s->inner_stride_mask |= (in_st == 1) << k;
+    }
     if (p->nin <= EWS_IN && p->nops <= EWS_OPS && p->nops > 0) {
         s->small = *p;
         for (int j = 0; j < p->nops; j++)
@@ -584,21 +741,14 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
                 s->small.code[3 * j + k] = (uint8_t)(r < p->nin ? r : EWS_IN + (r - p->nin));
             }
         s->use_small = flat;
-        /* the vector path: V elements of the innermost dim per thread; an
-         * input dense along it is read in 16-byte loads (aligned), one
-         * broadcast along it is read once per vector (anywhere) */
-        int V = rlx_dtype_size(n->dtype) == 4 ? 4 : 8;
-        bool vec = p->nd >= 1 && p->dims[p->nd - 1] % V == 0 && ((uintptr_t)t->out & 15) == 0;
-        for (int k = 0; k < p->nin && vec; k++) {
-            int64_t in_st = p->st[k][p->nd - 1];
-            vec = in_st == 0 || (in_st == 1 && ((uintptr_t)t->in[k] & 15) == 0);
-            for (int d = 0; d < p->nd - 1 && vec && in_st; d++)
-                vec = p->st[k][d] % V == 0; /* every vector starts 16-byte aligned */
-            s->inner_stride_mask |= (in_st == 1) << k;
-        }
         s->use_vec = vec;
         /* RLX_CUDA_EW_LIN=0: keep linear programs on the general vector path */
         s->use_lin = vec && ew_linear(p, &s->lin) && rlx_cu_cfg.cuda_ew_lin;
+    } else {
+        /* inputs loaded ahead where the registers allow, else each at its first use */
+        s->use_regs = vec && p->nd <= 2 &&
+                      (ew_assign_regs(p, s->inner_stride_mask, EWS_IN, &s->regs) ||
+                       ew_assign_regs(p, s->inner_stride_mask, 0, &s->regs));
     }
     return RLX_OK;
 }
@@ -624,6 +774,17 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
                       (__half *)t->out);
         else
             cu_launch(ew_chain_lin<__nv_bfloat16, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask,
+                      (__nv_bfloat16 *)t->out);
+    } else if (s->use_regs) {
+        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
+        int blocks = cu_blocks(s->prog.total / V, 256);
+        if (V == 4)
+            cu_launch(ew_chain_regs<float, 4>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask, (float *)t->out);
+        else if (t->node->dtype == RLX_F16)
+            cu_launch(ew_chain_regs<__half, 8>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask,
+                      (__half *)t->out);
+        else
+            cu_launch(ew_chain_regs<__nv_bfloat16, 8>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask,
                       (__nv_bfloat16 *)t->out);
     } else if (s->use_vec) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
