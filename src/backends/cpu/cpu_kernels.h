@@ -140,11 +140,14 @@ typedef struct rlx_attn_head {
 /* Query rows per tile: the callers cut a head's rows at multiples of it. */
 #define RLX_ATTN_TILE 64
 
+/* Scratch floats a tile of a head with T keys of D elements needs: its
+ * scores and its keys transposed. */
+static inline size_t rlx_cpu_attn_tile_floats(int64_t T, int64_t D) { return (size_t)((RLX_ATTN_TILE + D) * T); }
+
 /* Rows [s0, s0 + rows) of the head (rows <= RLX_ATTN_TILE) on one thread;
- * sc: rows x T floats of scratch.  softmax(scale q k^T + mask) v, each row's
- * sum in double; a row whose keys are all hidden gets zeros. */
-void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc,
-                           const rlx_backend_settings *set);
+ * sc: rlx_cpu_attn_tile_floats of scratch.  softmax(scale q k^T + mask) v,
+ * each row's sum in double; a row whose keys are all hidden gets zeros. */
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc);
 
 /* Layer norm (is_layer) or RMS norm of one f32 row of n into y (which may
  * be x), gamma g and beta b NULL where absent: the norm kernel's row, which

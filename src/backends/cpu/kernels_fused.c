@@ -404,8 +404,8 @@ static int ab_threads(int threads, const ab_dims *d)
     return (int)th;
 }
 
-/* Per attention thread: one tile's scores, RLX_ATTN_TILE x S floats. */
-static size_t ab_block_bytes(const ab_dims *d) { return round64((size_t)RLX_ATTN_TILE * (size_t)d->S * sizeof(float)); }
+/* Per attention thread: one tile's scores and keys. */
+static size_t ab_block_bytes(const ab_dims *d) { return round64(rlx_cpu_attn_tile_floats(d->S, d->D) * sizeof(float)); }
 
 static rlx_status attn_block_prepare(const rlx_graph *g, rlx_thunk *t)
 {
@@ -545,7 +545,6 @@ typedef struct ab_heads_job {
     const void *mask;
     rlx_dtype mask_dt;
     const int64_t *mst;
-    const rlx_backend_settings *set;
 } ab_heads_job;
 
 static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
@@ -576,7 +575,7 @@ static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
                               .mbase = bb * jb->mst[0] + h * jb->mst[1],
                               .mrow = jb->mst[2],
                               .mcol = jb->mst[3]};
-        rlx_cpu_attn_tile_f32(&head, s0, S - s0 < RLX_ATTN_TILE ? S - s0 : RLX_ATTN_TILE, sc, jb->set);
+        rlx_cpu_attn_tile_f32(&head, s0, S - s0 < RLX_ATTN_TILE ? S - s0 : RLX_ATTN_TILE, sc);
     }
 }
 
@@ -642,8 +641,7 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                       .causal = causal,
                       .mask = mask,
                       .mask_dt = mask_dt,
-                      .mst = mst,
-                      .set = ctx->settings};
+                      .mst = mst};
     rlx_cpu_parallel(at, items, ab_heads, &j);
     rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th, ctx->settings);
     add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);

@@ -166,8 +166,8 @@ static size_t attn_block_elems(int64_t T, int64_t D, int64_t Dv) { return (size_
 
 static size_t attn_block_bytes(const rlx_shape *k, const rlx_shape *v, rlx_dtype dt)
 {
-    if (dt == RLX_F32) /* one tile's scores (a block even without keys) */
-        return round64((size_t)RLX_ATTN_TILE * (size_t)(k->dims[2] > 0 ? k->dims[2] : 1) * sizeof(float));
+    if (dt == RLX_F32) /* one tile's scores and keys (a block even without keys) */
+        return round64(rlx_cpu_attn_tile_floats(k->dims[2] > 0 ? k->dims[2] : 1, k->dims[3]) * sizeof(float));
     size_t es = dt == RLX_F64 ? sizeof(double) : sizeof(float);
     return round64(attn_block_elems(k->dims[2], k->dims[3], v->dims[3]) * es);
 }
@@ -351,6 +351,55 @@ RLX_CLONES static void attn_scores_rows_f32(const float *restrict qr, const floa
         sc[j] = scale * r;
     }
 }
+
+/* C [M x N] = A [M x K] B [K x N], f32, one thread, rows of A and B and C
+ * lda, ldb, ldc apart: four rows of C by 16 columns held in registers (as
+ * vectors of 8, so that they stay there) at a time, each vector of B read
+ * feeding four rows.  The attention tiles' products: too small for a
+ * library call's fixed cost (oneDNN's sgemm spent tens of milliseconds in
+ * its first calls of a process). */
+typedef float tile_v8 __attribute__((vector_size(32)));
+
+RLX_CLONES static void tile_product_f32(int64_t M, int64_t N, int64_t K, const float *restrict A, int64_t lda,
+                                        const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc)
+{
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) {
+        const float *restrict a = A + i * lda;
+        int64_t j = 0;
+        for (; j + 16 <= N; j += 16) {
+            tile_v8 c[4][2] = {{{0}}};
+            for (int64_t k = 0; k < K; k++) {
+                tile_v8 b0, b1;
+                __builtin_memcpy(&b0, B + k * ldb + j, sizeof b0);
+                __builtin_memcpy(&b1, B + k * ldb + j + 8, sizeof b1);
+                for (int r = 0; r < 4; r++) {
+                    const float x = a[r * lda + k];
+                    c[r][0] += x * b0;
+                    c[r][1] += x * b1;
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                __builtin_memcpy(C + (i + r) * ldc + j, &c[r][0], sizeof c[r][0]);
+                __builtin_memcpy(C + (i + r) * ldc + j + 8, &c[r][1], sizeof c[r][1]);
+            }
+        }
+        for (; j < N; j++)
+            for (int64_t r = 0; r < 4; r++) {
+                float c = 0;
+                for (int64_t k = 0; k < K; k++)
+                    c += A[(i + r) * lda + k] * B[k * ldb + j];
+                C[(i + r) * ldc + j] = c;
+            }
+    }
+    for (; i < M; i++) /* the last rows, one at a time, each element in the same order */
+        for (int64_t j = 0; j < N; j++) {
+            float c = 0;
+            for (int64_t k = 0; k < K; k++)
+                c += A[i * lda + k] * B[k * ldb + j];
+            C[i * ldc + j] = c;
+        }
+}
 RLX_VEC_END
 ATTN_HEAD(f32, float)
 ATTN_HEAD(f64, double)
@@ -385,12 +434,12 @@ static void tile_mask_row(const rlx_attn_head *h, int64_t s, float *sc, int64_t 
     }
 }
 
-void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc, const rlx_backend_settings *set)
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc)
 {
-    const int64_t n = tile_keys(h, s0 + rows - 1), ldo = h->ldo; /* the tile's widest row */
+    const int64_t n = tile_keys(h, s0 + rows - 1), ldo = h->ldo, D = h->D; /* n: the tile's widest row */
     float *o = h->o + s0 * ldo;
     double sum[RLX_ATTN_TILE];
-    if (rows <= 2) { /* a decode step's rows: products of key rows, no library call */
+    if (rows <= 2) { /* a decode step's rows: products of key rows (transposing the keys would cost as much) */
         for (int64_t r = 0; r < rows; r++) {
             const int64_t s = s0 + r;
             attn_scores_rows_f32(h->q + s * h->ldq, h->k, h->ldk, sc, n, h->D, h->scale);
@@ -399,12 +448,19 @@ void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, flo
             attn_pv_f32(sc, n, h->v, h->ldv, o + r * ldo, h->Dv);
         }
     } else if (n > 0) {
-        rlx_sgemm(0, 1, rows, n, h->D, h->scale, h->q + s0 * h->ldq, h->ldq, h->k, h->ldk, 0.0f, sc, n, 1, set);
+        float *kT = sc + rows * n; /* the tile's keys transposed, [D][n] */
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t d = 0; d < D; d++)
+                kT[d * n + j] = h->k[j * h->ldk + d];
+        tile_product_f32(rows, n, D, h->q + s0 * h->ldq, h->ldq, kT, n, sc, n);
         for (int64_t r = 0; r < rows; r++) {
-            tile_mask_row(h, s0 + r, sc + r * n, n);
-            sum[r] = attn_softmax_f32(sc + r * n, n);
+            float *pr = sc + r * n;
+            for (int64_t j = 0; j < n; j++)
+                pr[j] *= h->scale;
+            tile_mask_row(h, s0 + r, pr, n);
+            sum[r] = attn_softmax_f32(pr, n);
         }
-        rlx_sgemm(0, 0, rows, h->Dv, n, 1.0f, sc, n, h->v, h->ldv, 0.0f, o, ldo, 1, set);
+        tile_product_f32(rows, h->Dv, n, sc, n, h->v, h->ldv, o, ldo);
     } else {
         for (int64_t r = 0; r < rows; r++)
             sum[r] = 0;
@@ -421,7 +477,6 @@ void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, flo
  * own block of scratch. */
 typedef struct attn_job {
     const rlx_thunk *t;
-    const rlx_run_ctx *ctx;
     const attn_args *a;
     int64_t parts, chunk;
     size_t blk;
@@ -459,7 +514,7 @@ static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
                                   .mbase = b * a->mstr[0] + h * a->mstr[1],
                                   .mrow = a->mstr[2],
                                   .mcol = a->mstr[3]};
-            rlx_cpu_attn_tile_f32(&head, s0, s1 - s0, (float *)mine, j->ctx->settings);
+            rlx_cpu_attn_tile_f32(&head, s0, s1 - s0, (float *)mine);
         } else if (dt == RLX_F64) {
             attn_head_f64(a, bh, s0, s1, (double *)mine);
         } else {
@@ -520,7 +575,7 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t threads = want < slots ? want : slots;
     if (threads > items)
         threads = items;
-    attn_job j = {.t = t, .ctx = ctx, .a = &a, .parts = parts, .chunk = chunk, .blk = blk};
+    attn_job j = {.t = t, .a = &a, .parts = parts, .chunk = chunk, .blk = blk};
     rlx_cpu_parallel((int)threads, items, attn_items, &j);
     return RLX_OK;
 }
