@@ -24,7 +24,7 @@ static const char *const vars[] = {
     "RLX_CUDA_TF32",        "RLX_CUDA_F32_GEMM",      "RLX_CUDA_MM_PATH",     "RLX_CUDA_EW_LIN",
     "RLX_CUDA_AUTOTUNE",    "RLX_CUDA_WGMMA_BN",      "RLX_CUDA_PROFILE_RUN", "RLX_CUDA_NHWC",
     "RLX_CUDA_CONV_PATH",   "RLX_CUDA_ATTN_WARPS",    "RLX_CUDA_NO_CUDNN",    "RLX_CUDA_NO_PROLOGUE",
-    "RLX_CPU_GEMM",
+    "RLX_CPU_GEMM",         "RLX_CPU_NO_AVX512",
 };
 
 static int clear_vars(void **state)
@@ -119,6 +119,7 @@ static void set_everything(void)
     setenv("RLX_NO_BLAS", "1", 1);
     setenv("RLX_CPU_GEMM", "openblas", 1);
     setenv("RLX_PROFILE", "0", 1);
+    setenv("RLX_CPU_NO_AVX512", "1", 1);
     setenv("RLX_CUDA_TF32", "1", 1);
     setenv("RLX_CUDA_F32_GEMM", "split", 1);
     setenv("RLX_CUDA_MM_PATH", "wgmma", 1);
@@ -154,6 +155,7 @@ static void test_env_reaches_options(void **state)
     assert_int_equal(s.no_blas, 1);
     assert_int_equal(s.cpu_gemm, RLX_CPU_GEMM_OPENBLAS);
     assert_int_equal(s.profile, 0);
+    assert_int_equal(s.cpu_no_avx512, 1);
     assert_int_equal(s.cuda_tf32, 1);
     assert_int_equal(s.cuda_f32_gemm, RLX_CUDA_F32_GEMM_SPLIT);
     assert_int_equal(s.cuda_mm_path, RLX_CUDA_MM_WGMMA);

@@ -669,10 +669,12 @@ static void test_attention_block(void **state)
     (void)state;
     int bad = 0;
     const block_case cases[] = {
-        {1, 4, 16, 2, 2, 8, 0, 0, 0, 0},   {2, 5, 32, 4, 2, 8, 1, 0, 1, 1}, /* GQA, biases, rope, causal */
-        {1, 6, 32, 4, 4, 8, 0, 1, 1, 1},                                    /* q/k norm */
-        {2, 3, 24, 3, 1, 8, 1, 1, 0, 0},                                    /* MQA */
+        {1, 4, 16, 2, 2, 8, 0, 0, 0, 0},
+        {2, 5, 32, 4, 2, 8, 1, 0, 1, 1}, /* GQA, biases, rope, causal */
+        {1, 6, 32, 4, 4, 8, 0, 1, 1, 1}, /* q/k norm */
+        {2, 3, 24, 3, 1, 8, 1, 1, 0, 0}, /* MQA */
         {1, 33, 64, 4, 2, 16, 1, 0, 1, 1},
+        {2, 150, 64, 8, 4, 8, 1, 0, 1, 1}, /* f32: 16 heads of three tiles, keys transposed once per key head */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const block_case *c = &cases[ci];

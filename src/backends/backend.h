@@ -26,9 +26,10 @@ typedef struct rlx_backend_settings {
     int no_preencode;        /* rlx_options.no_preencode (RLX_DISABLE_CUDA_GRAPH) */
     size_t max_buffer_bytes; /* RLX_MAX_BUFFER_BYTES: plan as if the largest buffer were this; 0 = the device's */
     /* CPU */
-    int no_blas;  /* RLX_NO_BLAS: GEMM by the built-in loop */
-    int cpu_gemm; /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
-    int profile;  /* RLX_PROFILE: time per op kind per run */
+    int no_blas;       /* RLX_NO_BLAS: GEMM by the built-in loop */
+    int cpu_gemm;      /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
+    int profile;       /* RLX_PROFILE: time per op kind per run */
+    int cpu_no_avx512; /* RLX_CPU_NO_AVX512: kernels of our own keep to AVX2 where the processor has AVX-512 */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */
     long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */

@@ -55,6 +55,15 @@ float tanhf(float);
 #define RLX_CLONES
 #endif
 
+/* AVX-512 builds (16 floats a vector, 32 vector registers) of the few
+ * kernels of our own that gain from them, called only where
+ * rlx_cpu_avx512() says the processor has them.  A plain target attribute,
+ * not an ifunc, so it is built under the sanitizers too. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RLX_HAVE_WIDE 1
+#define RLX_WIDE __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#endif
+
 /* y = exp(x) for float lvalue y and float expression x (evaluated once). */
 #define RLX_EXPF_VEC(y, x)                                                   \
     do {                                                                     \

@@ -135,19 +135,32 @@ typedef struct rlx_attn_head {
     const void *mask;
     rlx_dtype mask_dt;
     int64_t mbase, mrow, mcol;
+    bool wide; /* the AVX-512 builds (rlx_cpu_avx512) */
 } rlx_attn_head;
 
 /* Query rows per tile: the callers cut a head's rows at multiples of it. */
 #define RLX_ATTN_TILE 64
 
+/* Tiles of a head's S rows per work item of an f32 attention over BH
+ * heads on `threads` threads: all of them (the head's keys transposed once)
+ * where there are heads enough to share out, else one.  The tiles, and so
+ * the bits, are the same either way. */
+static inline int64_t rlx_attn_tiles_per_item(int64_t BH, int64_t S, int threads)
+{
+    int64_t tiles = (S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE;
+    return BH >= 4 * (int64_t)threads ? tiles : 1;
+}
+
 /* Scratch floats a tile of a head with T keys of D elements needs: its
- * scores and its keys transposed. */
+ * scores and the head's keys transposed. */
 static inline size_t rlx_cpu_attn_tile_floats(int64_t T, int64_t D) { return (size_t)((RLX_ATTN_TILE + D) * T); }
 
 /* Rows [s0, s0 + rows) of the head (rows <= RLX_ATTN_TILE) on one thread;
  * sc: rlx_cpu_attn_tile_floats of scratch.  softmax(scale q k^T + mask) v,
- * each row's sum in double; a row whose keys are all hidden gets zeros. */
-void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc);
+ * each row's sum in double; a row whose keys are all hidden gets zeros.
+ * *keys_done: how many of the head's keys an earlier tile on this scratch
+ * left transposed there (the caller sets 0 for a new key head); updated. */
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc, int64_t *keys_done);
 
 /* Layer norm (is_layer) or RMS norm of one f32 row of n into y (which may
  * be x), gamma g and beta b NULL where absent: the norm kernel's row, which
@@ -268,6 +281,11 @@ int rlx_sgemm_choose(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, 
  * or, with tb, [N, K] (ldb its row stride): one row by the matrix-vector
  * kernel (decode steps read the weight once at memory speed), more by the
  * GEMM.  The matmul kernel's product and the fused ops'. */
+/* Whether kernels of our own may take their AVX-512 builds (RLX_WIDE): the
+ * processor has AVX-512 (F, BW, CD, DQ, VL) and the settings do not say
+ * RLX_CPU_NO_AVX512. */
+bool rlx_cpu_avx512(const rlx_backend_settings *set);
+
 void rlx_cpu_product_f32(int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, float *C,
                          int threads, const rlx_backend_settings *set);
 void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,

@@ -5,7 +5,28 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
+
+bool rlx_cpu_avx512(const rlx_backend_settings *set)
+{
+    if (set && set->cpu_no_avx512)
+        return false;
+#ifdef RLX_HAVE_WIDE
+    static int state = -1; /* asked once (cpuid can be slow in a VM) */
+    int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+    if (s < 0) {
+        s = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+            __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("bmi2");
+        __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+    }
+    return s;
+#else
+    return false;
+#endif
+}
 
 rlx_status rlx_cpu_kernel_error(const rlx_thunk *t, const char *fmt, ...)
 {

@@ -545,6 +545,8 @@ typedef struct ab_heads_job {
     const void *mask;
     rlx_dtype mask_dt;
     const int64_t *mst;
+    bool wide;
+    int64_t per_item; /* tiles per item */
 } ab_heads_job;
 
 static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
@@ -552,9 +554,11 @@ static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
     const ab_heads_job *jb = arg;
     const ab_dims *d = jb->d;
     const int64_t S = d->S, D = d->D, Dv = d->Dv, tiles = (S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE;
+    const int64_t items_per_head = tiles / jb->per_item;
     float *sc = (float *)(jb->blocks + (size_t)worker * jb->blk);
+    int64_t key_head = -1, keys_done = 0; /* the key head whose keys sc holds transposed */
     for (int64_t it = it0; it < it1; it++) {
-        const int64_t bh = it / tiles, s0 = it % tiles * RLX_ATTN_TILE;
+        const int64_t bh = it / items_per_head, tile0 = it % items_per_head * jb->per_item;
         const int64_t bb = bh / d->H, h = bh % d->H, hk = h / (d->H / d->Hk);
         rlx_attn_head head = {.q = jb->Q + bb * S * d->H * D + h * D,
                               .k = jb->K + bb * S * d->Hk * D + hk * D,
@@ -574,8 +578,13 @@ static void ab_heads(void *arg, int64_t it0, int64_t it1, int worker)
                               .mask_dt = jb->mask_dt,
                               .mbase = bb * jb->mst[0] + h * jb->mst[1],
                               .mrow = jb->mst[2],
-                              .mcol = jb->mst[3]};
-        rlx_cpu_attn_tile_f32(&head, s0, S - s0 < RLX_ATTN_TILE ? S - s0 : RLX_ATTN_TILE, sc);
+                              .mcol = jb->mst[3],
+                              .wide = jb->wide};
+        if (bb * d->Hk + hk != key_head)
+            key_head = bb * d->Hk + hk, keys_done = 0;
+        for (int64_t s0 = tile0 * RLX_ATTN_TILE; s0 < S && s0 < (tile0 + jb->per_item) * RLX_ATTN_TILE;
+             s0 += RLX_ATTN_TILE)
+            rlx_cpu_attn_tile_f32(&head, s0, S - s0 < RLX_ATTN_TILE ? S - s0 : RLX_ATTN_TILE, sc, &keys_done);
     }
 }
 
@@ -626,10 +635,12 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
         rlx_shape full = {4, {d.B, d.H, S, S}};
         rlx_shape_broadcast_strides(&t->in_node[ib[7]]->shape, &full, mst);
     }
-    int64_t ow = d.H * Dv, items = d.B * d.H * ((S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE);
+    int64_t ow = d.H * Dv;
     int at = rlx_cpu_threads(ctx, d.B * d.H * S * S * (D + Dv));
     if (at > nth)
         at = nth;
+    const int64_t per_item = rlx_attn_tiles_per_item(d.B * d.H, S, at);
+    const int64_t items = d.B * d.H * ((S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE) / per_item;
     ab_heads_job j = {.d = &d,
                       .Q = Q,
                       .K = K,
@@ -641,7 +652,9 @@ static rlx_status k_attention_block(const rlx_thunk *t, const rlx_run_ctx *ctx)
                       .causal = causal,
                       .mask = mask,
                       .mask_dt = mask_dt,
-                      .mst = mst};
+                      .mst = mst,
+                      .wide = rlx_cpu_avx512(ctx->settings),
+                      .per_item = per_item};
     rlx_cpu_parallel(at, items, ab_heads, &j);
     rlx_sgemm(0, 0, d.rows, d.out, ow, 1.0f, O, ow, Wo, d.out, 0.0f, Y, d.out, th, ctx->settings);
     add_bias_rows(Y, d.rows, d.out, OPT_IN(4), OPT_DT(4), bt);

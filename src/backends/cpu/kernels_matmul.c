@@ -62,21 +62,8 @@ RLX_CLONES static void matvec_rows(const float *a, const float *B, int64_t ldb, 
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef RLX_HAVE_WIDE
 #include <immintrin.h>
-
-/* Whether the processor has AVX-512 F (asked once; -1 not yet asked). */
-static int avx512_state = -1;
-
-static bool avx512_usable(void)
-{
-    int s = __atomic_load_n(&avx512_state, __ATOMIC_RELAXED);
-    if (s < 0) {
-        s = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        __atomic_store_n(&avx512_state, s, __ATOMIC_RELAXED);
-    }
-    return s;
-}
 
 /* matvec_rows with four 16-lane sums per row: a decode step streams the
  * weights once, and one sum's chain of dependent multiply-adds (the
@@ -108,7 +95,6 @@ __attribute__((target("avx512f"))) static void matvec_rows_avx512(const float *a
     }
 }
 #else
-static bool avx512_usable(void) { return false; }
 #define matvec_rows_avx512 matvec_rows
 #endif
 
@@ -154,11 +140,12 @@ static void matvec_parts(void *arg, int64_t p0, int64_t p1, int worker)
     }
 }
 
-static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y, int threads)
+static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float *B, int64_t ldb, float *y, int threads,
+                       const rlx_backend_settings *set)
 {
     matvec_job j = {.tb = tb,
                     .parts = N * K >= (int64_t)1 << 16 && threads > 1 ? threads : 1,
-                    .wide = tb && avx512_usable(),
+                    .wide = tb && rlx_cpu_avx512(set),
                     .N = N,
                     .K = K,
                     .ldb = ldb,
@@ -172,7 +159,7 @@ void rlx_cpu_product_f32(int tb, int64_t M, int64_t N, int64_t K, const float *A
                          int threads, const rlx_backend_settings *set)
 {
     if (M == 1)
-        matvec_f32(tb, N, K, A, B, ldb, C, threads);
+        matvec_f32(tb, N, K, A, B, ldb, C, threads, set);
     else
         rlx_sgemm(0, tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C, N, threads, set);
 }

@@ -11,6 +11,10 @@
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_window.h"
 
+#ifdef RLX_HAVE_WIDE
+#include <immintrin.h>
+#endif
+
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 /* ------------------------------------------------------------------ rope */
@@ -156,8 +160,9 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
  *
  * f32 runs a tile of up to RLX_ATTN_TILE query rows of a head at a time
  * (rlx_cpu_attn_tile_f32, which the attention block runs too): the scores
- * and the weighted sum as two products, keys and values read where they
- * lie.  Other types run row by row in their compute type T (double for
+ * and the weighted sum as two register-blocked products (AVX-512 builds
+ * where the processor has it), queries and values read where they lie,
+ * the head's keys transposed once for all its tiles on a thread.  Other types run row by row in their compute type T (double for
  * f64, float for f16/bf16), per head in one block of scratch:
  *   kT [D][T]  keys transposed (so the score loop runs over t, vectorised)
  *   vb [T][Dv] values
@@ -215,6 +220,28 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
 #define ATTN_JB 16
 #define EXP_F64(y, x) ((y) = exp(x))
 
+/* softmax of sc in place, unnormalised; returns the sum of the p_j (in
+ * double), 0 with the row zeroed when every key is masked */
+#define ATTN_SOFTMAX(NAME, CT, EXPSTMT, ATTR)                                                              \
+    ATTR static double NAME(CT *restrict sc, int64_t Te)                                                   \
+    {                                                                                                      \
+        CT m = -INFINITY; /* a NaN score never wins; it makes the sum NaN */                               \
+        _Pragma("omp simd reduction(max : m)") for (int64_t j = 0; j < Te; j++) m = sc[j] > m ? sc[j] : m; \
+        if (m == -INFINITY) {                                                                              \
+            memset(sc, 0, (size_t)Te * sizeof *sc);                                                        \
+            return 0.0;                                                                                    \
+        }                                                                                                  \
+        double sum = 0;                                                                                    \
+        _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++)                            \
+        {                                                                                                  \
+            CT p;                                                                                          \
+            EXPSTMT(p, sc[j] - m);                                                                         \
+            sc[j] = p;                                                                                     \
+            sum += p;                                                                                      \
+        }                                                                                                  \
+        return sum;                                                                                        \
+    }
+
 #define ATTN_CORE(SFX, CT, EXPSTMT)                                                                                       \
     /* out[jj] = sum_i w[i] base[i * stride + jj] for one register block of                                             \
      * ATTN_JB columns, with two accumulators (even and odd i): twice the                                               \
@@ -255,26 +282,7 @@ static int64_t attn_keys(const attn_args *a, int64_t shift, int64_t last)
             sc[j] = r;                                                                                                    \
         }                                                                                                                 \
     }                                                                                                                     \
-    /* softmax of sc in place, unnormalised; returns the sum of the p_j (in                                            \
-     * double), 0 with the row zeroed when every key is masked */  \
-    RLX_CLONES static double attn_softmax_##SFX(CT *restrict sc, int64_t Te)                                              \
-    {                                                                                                                     \
-        CT m = -INFINITY; /* a NaN score never wins; it makes the sum NaN */                                              \
-        _Pragma("omp simd reduction(max : m)") for (int64_t j = 0; j < Te; j++) m = sc[j] > m ? sc[j] : m;                \
-        if (m == -INFINITY) {                                                                                             \
-            memset(sc, 0, (size_t)Te * sizeof *sc);                                                                       \
-            return 0.0;                                                                                                   \
-        }                                                                                                                 \
-        double sum = 0;                                                                                                   \
-        _Pragma("omp simd reduction(+ : sum)") for (int64_t j = 0; j < Te; j++)                                           \
-        {                                                                                                                 \
-            CT p;                                                                                                         \
-            EXPSTMT(p, sc[j] - m);                                                                                        \
-            sc[j] = p;                                                                                                    \
-            sum += p;                                                                                                     \
-        }                                                                                                                 \
-        return sum;                                                                                                       \
-    }                                                                                                                     \
+    ATTN_SOFTMAX(attn_softmax_##SFX, CT, EXPSTMT, RLX_CLONES)                                                             \
     /* acc [Dv] = sum_j p_j v_j over value rows vb + j * ldv */                                                           \
     RLX_CLONES static void attn_pv_##SFX(const CT *restrict p, int64_t Te, const CT *restrict vb, int64_t ldv,            \
                                          CT *restrict acc, int64_t Dv)                                                    \
@@ -352,54 +360,140 @@ RLX_CLONES static void attn_scores_rows_f32(const float *restrict qr, const floa
     }
 }
 
-/* C [M x N] = A [M x K] B [K x N], f32, one thread, rows of A and B and C
- * lda, ldb, ldc apart: four rows of C by 16 columns held in registers (as
- * vectors of 8, so that they stay there) at a time, each vector of B read
- * feeding four rows.  The attention tiles' products: too small for a
- * library call's fixed cost (oneDNN's sgemm spent tens of milliseconds in
- * its first calls of a process). */
-typedef float tile_v8 __attribute__((vector_size(32)));
-
-RLX_CLONES static void tile_product_f32(int64_t M, int64_t N, int64_t K, const float *restrict A, int64_t lda,
-                                        const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc)
-{
-    int64_t i = 0;
-    for (; i + 4 <= M; i += 4) {
-        const float *restrict a = A + i * lda;
-        int64_t j = 0;
-        for (; j + 16 <= N; j += 16) {
-            tile_v8 c[4][2] = {{{0}}};
-            for (int64_t k = 0; k < K; k++) {
-                tile_v8 b0, b1;
-                __builtin_memcpy(&b0, B + k * ldb + j, sizeof b0);
-                __builtin_memcpy(&b1, B + k * ldb + j + 8, sizeof b1);
-                for (int r = 0; r < 4; r++) {
-                    const float x = a[r * lda + k];
-                    c[r][0] += x * b0;
-                    c[r][1] += x * b1;
-                }
-            }
-            for (int r = 0; r < 4; r++) {
-                __builtin_memcpy(C + (i + r) * ldc + j, &c[r][0], sizeof c[r][0]);
-                __builtin_memcpy(C + (i + r) * ldc + j + 8, &c[r][1], sizeof c[r][1]);
-            }
-        }
-        for (; j < N; j++)
-            for (int64_t r = 0; r < 4; r++) {
-                float c = 0;
-                for (int64_t k = 0; k < K; k++)
-                    c += A[(i + r) * lda + k] * B[k * ldb + j];
-                C[(i + r) * ldc + j] = c;
-            }
+/* C [M x N] = alpha A [M x K] B [K x N], f32, one thread, rows of A and
+ * B and C lda, ldb, ldc apart: ROWS rows of C by two vectors of W columns
+ * held in registers at a time, each vector of B read feeding ROWS rows;
+ * the rows past a multiple of ROWS one at a time, the columns past a
+ * multiple of 2 W one element at a time.  Every element is the same chain
+ * of multiply-adds over k in order, whichever part computes it.  The
+ * attention tiles' products: too small for a library call's fixed cost
+ * (oneDNN's sgemm spent tens of milliseconds in its first calls of a
+ * process).  Vectors are written as vector types, not arrays, so that
+ * they stay in registers. */
+#define TILE_PRODUCT(NAME, W, ROWS, ATTR)                                                                    \
+    typedef float NAME##_v __attribute__((vector_size(W * 4)));                                              \
+    typedef float NAME##_vu __attribute__((vector_size(W * 4), aligned(4))); /* at any float's address */    \
+    ATTR static void NAME(int64_t M, int64_t N, int64_t K, const float *restrict A, int64_t lda,             \
+                          const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc, float alpha) \
+    {                                                                                                        \
+        int64_t i = 0;                                                                                       \
+        for (; i + ROWS <= M; i += ROWS) {                                                                   \
+            const float *restrict a = A + i * lda;                                                           \
+            int64_t j = 0;                                                                                   \
+            for (; j + 2 * W <= N; j += 2 * W) {                                                             \
+                NAME##_v c0[ROWS], c1[ROWS];                                                                 \
+                _Pragma("GCC unroll 16") for (int r = 0; r < ROWS; r++) c0[r] = c1[r] = (NAME##_v){0};       \
+                for (int64_t k = 0; k < K; k++) {                                                            \
+                    const NAME##_v b0 = *(const NAME##_vu *)(B + k * ldb + j);                               \
+                    const NAME##_v b1 = *(const NAME##_vu *)(B + k * ldb + j + W);                           \
+                    _Pragma("GCC unroll 16") for (int r = 0; r < ROWS; r++)                                  \
+                    {                                                                                        \
+                        const float x = a[r * lda + k];                                                      \
+                        c0[r] += x * b0;                                                                     \
+                        c1[r] += x * b1;                                                                     \
+                    }                                                                                        \
+                }                                                                                            \
+                _Pragma("GCC unroll 16") for (int r = 0; r < ROWS; r++)                                      \
+                {                                                                                            \
+                    *(NAME##_vu *)(C + (i + r) * ldc + j) = c0[r] * alpha;                                   \
+                    *(NAME##_vu *)(C + (i + r) * ldc + j + W) = c1[r] * alpha;                               \
+                }                                                                                            \
+            }                                                                                                \
+            for (; j < N; j++)                                                                               \
+                for (int64_t r = 0; r < ROWS; r++) {                                                         \
+                    float c = 0;                                                                             \
+                    for (int64_t k = 0; k < K; k++)                                                          \
+                        c += a[r * lda + k] * B[k * ldb + j];                                                \
+                    C[(i + r) * ldc + j] = c * alpha;                                                        \
+                }                                                                                            \
+        }                                                                                                    \
+        for (; i < M; i++) {                                                                                 \
+            const float *restrict a = A + i * lda;                                                           \
+            int64_t j = 0;                                                                                   \
+            for (; j + 2 * W <= N; j += 2 * W) {                                                             \
+                NAME##_v c0 = {0}, c1 = {0};                                                                 \
+                for (int64_t k = 0; k < K; k++) {                                                            \
+                    c0 += a[k] * *(const NAME##_vu *)(B + k * ldb + j);                                      \
+                    c1 += a[k] * *(const NAME##_vu *)(B + k * ldb + j + W);                                  \
+                }                                                                                            \
+                *(NAME##_vu *)(C + i * ldc + j) = c0 * alpha;                                                \
+                *(NAME##_vu *)(C + i * ldc + j + W) = c1 * alpha;                                            \
+            }                                                                                                \
+            for (; j < N; j++) {                                                                             \
+                float c = 0;                                                                                 \
+                for (int64_t k = 0; k < K; k++)                                                              \
+                    c += a[k] * B[k * ldb + j];                                                              \
+                C[i * ldc + j] = c * alpha;                                                                  \
+            }                                                                                                \
+        }                                                                                                    \
     }
-    for (; i < M; i++) /* the last rows, one at a time, each element in the same order */
-        for (int64_t j = 0; j < N; j++) {
-            float c = 0;
-            for (int64_t k = 0; k < K; k++)
-                c += A[i * lda + k] * B[k * ldb + j];
-            C[i * ldc + j] = c;
-        }
+
+/* Four rows by 16 columns (eight accumulators of 8 floats); with AVX-512,
+ * eight rows by 32 (sixteen of 16 floats): twice the multiply-adds a cycle
+ * of the AVX2 build, and each B vector feeds twice the rows. */
+TILE_PRODUCT(tile_product_f32, 8, 4, RLX_CLONES)
+#ifdef RLX_HAVE_WIDE
+TILE_PRODUCT(tile_product_f32_wide, 16, 8, RLX_WIDE)
+
+/* RLX_EXPF_VEC's steps on 16 floats (the same constants and operations;
+ * a NaN stays NaN through the clamps, which return their second operand
+ * when one is NaN). */
+RLX_WIDE static inline __m512 expf_x16(__m512 x)
+{
+    const __m512 big = _mm512_set1_ps(12582912.0f);
+    __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), big), big);
+    n = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(n, n, _CMP_ORD_Q), n); /* NaN: keep the conversion defined */
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
+
+/* attn_softmax_f32 on 16-float vectors, the row's end by a masked load:
+ * the loop of the `omp simd` form ran masked and its sum ended in 16
+ * scalar adds, a cost on every row of a tile. */
+RLX_WIDE static double attn_softmax_f32_wide(float *restrict sc, int64_t Te)
+{
+    const int64_t full = Te / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (Te - full)) - 1);
+    __m512 mv = _mm512_set1_ps(-INFINITY), mv2 = mv; /* two chains: the row is short, latency bounds it */
+    int64_t j = 0;
+    for (; j + 32 <= full; j += 32) {
+        mv = _mm512_max_ps(_mm512_loadu_ps(sc + j), mv); /* a NaN score never wins; it makes the sum NaN */
+        mv2 = _mm512_max_ps(_mm512_loadu_ps(sc + j + 16), mv2);
+    }
+    if (j < full)
+        mv = _mm512_max_ps(_mm512_loadu_ps(sc + j), mv);
+    if (tail)
+        mv2 = _mm512_max_ps(_mm512_mask_loadu_ps(mv2, tail, sc + full), mv2);
+    const float m = _mm512_reduce_max_ps(_mm512_max_ps(mv, mv2));
+    if (m == -INFINITY) {
+        memset(sc, 0, (size_t)Te * sizeof *sc);
+        return 0.0;
+    }
+    const __m512 mb = _mm512_set1_ps(m);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+    for (int64_t j = 0; j < Te; j += 16) {
+        const __mmask16 k = j < full ? (__mmask16)0xffff : tail;
+        __m512 p = _mm512_maskz_mov_ps(k, expf_x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, sc + j), mb)));
+        _mm512_mask_storeu_ps(sc + j, k, p);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+#else
+#define tile_product_f32_wide tile_product_f32
+#define attn_softmax_f32_wide attn_softmax_f32
+#endif
 RLX_VEC_END
 ATTN_HEAD(f32, float)
 ATTN_HEAD(f64, double)
@@ -434,33 +528,50 @@ static void tile_mask_row(const rlx_attn_head *h, int64_t s, float *sc, int64_t 
     }
 }
 
-void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc)
+/* kT[d][j] = k[j][d] for keys [j0, j1), by blocks of 16 keys: each store
+ * of a block fills one run of 16 floats (key by key, the D stores of a key
+ * go to D lines T floats apart, and stalled the loop). */
+static void transpose_keys(const float *restrict k, int64_t ldk, int64_t j0, int64_t j1, int64_t D, float *restrict kT,
+                           int64_t T)
 {
-    const int64_t n = tile_keys(h, s0 + rows - 1), ldo = h->ldo, D = h->D; /* n: the tile's widest row */
+    int64_t j = j0;
+    for (; j + 16 <= j1; j += 16)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t jj = 0; jj < 16; jj++)
+                kT[d * T + j + jj] = k[(j + jj) * ldk + d];
+    for (; j < j1; j++)
+        for (int64_t d = 0; d < D; d++)
+            kT[d * T + j] = k[j * ldk + d];
+}
+
+void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, float *sc, int64_t *keys_done)
+{
+    const int64_t n = tile_keys(h, s0 + rows - 1), ldo = h->ldo, D = h->D, T = h->T; /* n: the tile's widest row */
     float *o = h->o + s0 * ldo;
+    double (*softmax)(float *, int64_t) = h->wide ? attn_softmax_f32_wide : attn_softmax_f32;
     double sum[RLX_ATTN_TILE];
     if (rows <= 2) { /* a decode step's rows: products of key rows (transposing the keys would cost as much) */
         for (int64_t r = 0; r < rows; r++) {
             const int64_t s = s0 + r;
-            attn_scores_rows_f32(h->q + s * h->ldq, h->k, h->ldk, sc, n, h->D, h->scale);
+            attn_scores_rows_f32(h->q + s * h->ldq, h->k, h->ldk, sc, n, D, h->scale);
             tile_mask_row(h, s, sc, n);
-            sum[r] = attn_softmax_f32(sc, n);
+            sum[r] = softmax(sc, n);
             attn_pv_f32(sc, n, h->v, h->ldv, o + r * ldo, h->Dv);
         }
     } else if (n > 0) {
-        float *kT = sc + rows * n; /* the tile's keys transposed, [D][n] */
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t d = 0; d < D; d++)
-                kT[d * n + j] = h->k[j * h->ldk + d];
-        tile_product_f32(rows, n, D, h->q + s0 * h->ldq, h->ldq, kT, n, sc, n);
+        /* the head's keys transposed, [D][T]: the first *keys_done are there from an earlier tile */
+        float *kT = sc + RLX_ATTN_TILE * T;
+        transpose_keys(h->k, h->ldk, *keys_done, n, D, kT, T);
+        *keys_done = n > *keys_done ? n : *keys_done;
+        void (*product)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t, float *, int64_t,
+                        float) = h->wide ? tile_product_f32_wide : tile_product_f32;
+        product(rows, n, D, h->q + s0 * h->ldq, h->ldq, kT, T, sc, n, h->scale);
         for (int64_t r = 0; r < rows; r++) {
             float *pr = sc + r * n;
-            for (int64_t j = 0; j < n; j++)
-                pr[j] *= h->scale;
             tile_mask_row(h, s0 + r, pr, n);
-            sum[r] = attn_softmax_f32(pr, n);
+            sum[r] = softmax(pr, n);
         }
-        tile_product_f32(rows, h->Dv, n, sc, n, h->v, h->ldv, o, ldo);
+        product(rows, h->Dv, n, sc, n, h->v, h->ldv, o, ldo, 1.0f);
     } else {
         for (int64_t r = 0; r < rows; r++)
             sum[r] = 0;
@@ -480,6 +591,7 @@ typedef struct attn_job {
     const attn_args *a;
     int64_t parts, chunk;
     size_t blk;
+    bool wide;
 } attn_job;
 
 static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
@@ -487,6 +599,7 @@ static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
     const attn_job *j = arg;
     const attn_args *a = j->a;
     rlx_dtype dt = j->t->node->dtype;
+    int64_t key_head = -1, keys_done = 0; /* f32: the key head whose keys the scratch holds transposed */
     for (int64_t it = begin; it < end; it++) {
         int64_t bh = it / j->parts, s0 = it % j->parts * j->chunk;
         int64_t s1 = s0 + j->chunk < a->S ? s0 + j->chunk : a->S;
@@ -513,8 +626,13 @@ static void attn_items(void *arg, int64_t begin, int64_t end, int worker)
                                   .mask_dt = a->mask_dt,
                                   .mbase = b * a->mstr[0] + h * a->mstr[1],
                                   .mrow = a->mstr[2],
-                                  .mcol = a->mstr[3]};
-            rlx_cpu_attn_tile_f32(&head, s0, s1 - s0, (float *)mine);
+                                  .mcol = a->mstr[3],
+                                  .wide = j->wide};
+            if (b * a->Hk + hk != key_head)
+                key_head = b * a->Hk + hk, keys_done = 0;
+            for (int64_t r0 = s0; r0 < s1; r0 += RLX_ATTN_TILE)
+                rlx_cpu_attn_tile_f32(&head, r0, s1 - r0 < RLX_ATTN_TILE ? s1 - r0 : RLX_ATTN_TILE, (float *)mine,
+                                      &keys_done);
         } else if (dt == RLX_F64) {
             attn_head_f64(a, bh, s0, s1, (double *)mine);
         } else {
@@ -555,14 +673,15 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t slots = blk ? (int64_t)(t->scratch_bytes / blk) : 0;
     if (slots < 1)
         return rlx_cpu_kernel_error(t, "attention scratch of %zu bytes is too small", t->scratch_bytes);
-    /* f32: one item per tile of a head's rows, whatever the threads (the
-     * attention block cuts the same tiles, so the two give the same bits).
+    /* f32: one item per head or per tile of a head's rows (the tiles are
+     * the same either way, and the attention block cuts the same ones, so
+     * the two give the same bits).
      * Other types: with fewer heads than threads, the queries of a head are
      * split too (each part converts that head's keys and values again:
      * cheap while a part has a few dozen queries). */
     int64_t parts = 1, want = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
     if (q->dtype == RLX_F32) {
-        parts = (a.S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE;
+        parts = (a.S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE / rlx_attn_tiles_per_item(BH, a.S, (int)want);
     } else if (BH < want) {
         parts = (2 * want + BH - 1) / BH;
         int64_t max_parts = (a.S + 31) / 32;
@@ -571,11 +690,11 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
     int64_t items = BH * parts, chunk = (a.S + parts - 1) / parts;
     if (q->dtype == RLX_F32)
-        chunk = RLX_ATTN_TILE;
+        chunk = parts > 1 ? RLX_ATTN_TILE : a.S;
     int64_t threads = want < slots ? want : slots;
     if (threads > items)
         threads = items;
-    attn_job j = {.t = t, .a = &a, .parts = parts, .chunk = chunk, .blk = blk};
+    attn_job j = {.t = t, .a = &a, .parts = parts, .chunk = chunk, .blk = blk, .wide = rlx_cpu_avx512(ctx->settings)};
     rlx_cpu_parallel((int)threads, items, attn_items, &j);
     return RLX_OK;
 }
