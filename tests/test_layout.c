@@ -140,6 +140,10 @@ static rt_tensor *apply_act(rt_tensor *y, int act)
     return r;
 }
 
+/* Whether check_conv_p's weights are a constant (reordered once, when the
+ * conv is built) rather than a parameter (reordered at every run). */
+static int const_weights;
+
 /* A channels-last conv (lowered on the CPU, on `threads` threads; 0: the
  * default) equals the float64 NCHW reference, transposed. */
 static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, const rlx_conv_params *pp,
@@ -152,7 +156,7 @@ static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, 
     rt_tensor *b = bias ? rt_rand_away(RT_SHAPE(O), -0.5, 0.5, 0.02) : NULL;
     rt_tensor *xt = rt_ref_transpose(x, to_nhwc), *wt = rt_ref_transpose(w, to_nhwc);
     rt_graph *rg = rt_graph_new();
-    rlx_node xn = rt_input(rg, RLX_F32, xt), wn = rt_param(rg, RLX_F32, wt);
+    rlx_node xn = rt_input(rg, RLX_F32, xt), wn = const_weights ? rt_const(rg, RLX_F32, wt) : rt_param(rg, RLX_F32, wt);
     rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
     rlx_node y = conv_node(rg->g, op, xn, wn, bn, &p, act, RLX_LAYOUT_NHWC);
     rg->opts.threads = threads;
@@ -161,9 +165,10 @@ static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, 
     rt_tensor *ref = apply_act(rt_ref_conv(x, w, b, &p), op == RLX_OP_CONV_BIAS_ACT ? act : RLX_ACT_NONE);
     rt_tensor *want = rt_ref_transpose(ref, to_nhwc);
     char what[200];
-    snprintf(what, sizeof what, "nhwc %s n%lld h%lld k%lld s%lld d%lld pad%lld g%lld bias %d act %d threads %d",
-             rlx_op_name(op), (long long)N, (long long)H, (long long)k, (long long)stride, (long long)p.dilation[0],
-             (long long)p.pads[0], (long long)groups, bias, act, threads);
+    snprintf(what, sizeof what,
+             "nhwc %s n%lld h%lld o%lld k%lld s%lld d%lld pad%lld g%lld bias %d act %d threads %d const %d",
+             rlx_op_name(op), (long long)N, (long long)H, (long long)O, (long long)k, (long long)stride,
+             (long long)p.dilation[0], (long long)p.pads[0], (long long)groups, bias, act, threads, const_weights);
     assert_true(rt_check(what, got, want, RLX_F32));
     rt_free(got);
     rt_free(ref);
@@ -544,28 +549,35 @@ static void test_paddle_blocks(void **state)
 }
 
 /* The CPU cuts a channels-last conv into one slice per thread: runs of
- * images, or of one image's output rows (each reading its rows of the
- * input, the image's edge as padding).  Every cut equals the reference:
- * uneven runs of images, fewer images than threads, strides, dilation, a
- * kernel taller than the image, fewer output rows than threads, pads wide
- * enough that a slice would read only padding (not cut), depthwise. */
+ * images, of one image's output rows (each reading its rows of the input,
+ * the image's edge as padding), or of a small image's output channels
+ * (each with its own weights and bias, its output copied into place).
+ * Every cut equals the reference: uneven runs of images, fewer images than
+ * threads, strides, dilation, a kernel taller than the image, fewer output
+ * rows than threads, pads wide enough that a slice would read only padding
+ * (not cut), depthwise, channel slices (7 x 7 by 128 channels on 2 and 4
+ * threads, 5 x 5 by 192 with a bias on 2; other thread counts cut rows),
+ * weights a parameter or a constant. */
 static void test_conv_slices(void **state)
 {
     (void)state;
     const struct {
         int64_t N, C, H, W, O, k, stride, dil, pad, groups;
     } cases[] = {
-        {1, 8, 13, 9, 16, 3, 1, 1, 1, 1}, {3, 4, 7, 6, 8, 3, 2, 1, 1, 1},  {2, 5, 11, 7, 6, 3, 2, 2, 2, 1},
-        {1, 3, 15, 12, 8, 7, 2, 1, 3, 1}, {1, 4, 2, 5, 4, 7, 1, 1, 3, 1},  {1, 6, 3, 4, 6, 1, 1, 1, 2, 1},
-        {1, 8, 10, 10, 8, 3, 1, 1, 1, 8}, {5, 8, 4, 4, 16, 1, 1, 1, 0, 1},
+        {1, 8, 13, 9, 16, 3, 1, 1, 1, 1},   {3, 4, 7, 6, 8, 3, 2, 1, 1, 1},  {2, 5, 11, 7, 6, 3, 2, 2, 2, 1},
+        {1, 3, 15, 12, 8, 7, 2, 1, 3, 1},   {1, 4, 2, 5, 4, 7, 1, 1, 3, 1},  {1, 6, 3, 4, 6, 1, 1, 1, 2, 1},
+        {1, 8, 10, 10, 8, 3, 1, 1, 1, 8},   {5, 8, 4, 4, 16, 1, 1, 1, 0, 1}, {1, 128, 7, 7, 128, 3, 1, 1, 1, 1},
+        {1, 512, 9, 9, 192, 1, 2, 1, 0, 1},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (int threads = 1; threads <= 4; threads++) {
-            rlx_conv_params p = conv_p(cases[c].stride, cases[c].pad, cases[c].groups);
-            p.dilation[0] = p.dilation[1] = cases[c].dil;
-            check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, cases[c].k, &p, (int)(c & 1),
-                         c % 3 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
-        }
+    for (const_weights = 0; const_weights < 2; const_weights++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int threads = 1; threads <= 4; threads++) {
+                rlx_conv_params p = conv_p(cases[c].stride, cases[c].pad, cases[c].groups);
+                p.dilation[0] = p.dilation[1] = cases[c].dil;
+                check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, cases[c].k, &p, (int)(c & 1),
+                             c % 3 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
+            }
+    const_weights = 0;
 }
 
 /* Constant weights are transposed at compile time: no transpose node. */

@@ -100,26 +100,38 @@ static bool dnnl_available(void)
     return dnnl_ok;
 }
 
-/* One slice of a conv's output (a run of images, or of one image's output
- * rows) with its own primitive, built for one thread: a session's threads
- * run the slices on RLX's pool, so no OpenMP team exists beside it. */
+/* One slice of a conv's output (a run of images, of one image's output
+ * rows, or of its output channels) with its own primitive, built for one
+ * thread: a session's threads run the slices on RLX's pool, so no OpenMP
+ * team exists beside it. */
 typedef struct conv_part {
     dnnl_primitive_t prim;
     dnnl_stream_t stream;
     dnnl_memory_t src, dst, scratch;
     void *sbuf;              /* the scratchpad */
     size_t src_off, dst_off; /* where the slice starts, in elements */
+    int wi;                  /* its weights: conv_dnnl.w[wi] */
+    float *obuf;             /* a channel slice's output, dense, copied into place after the run; else NULL */
+    int64_t oc0, noc;        /* its output channels */
 } conv_part;
+
+/* One set of weights (all of them, or a channel slice's) in the layout its
+ * primitives prefer, and the bias beside it. */
+typedef struct conv_weights {
+    dnnl_primitive_t reorder; /* plain -> the primitives' weights; NULL if the same */
+    dnnl_stream_t stream;
+    dnnl_memory_t plain, prim, bias;
+    void *buf;           /* the reordered weights */
+    size_t w_off, b_off; /* where the slice's weights and bias start, in elements */
+} conv_weights;
 
 /* Everything one node's conv needs, built at its first run (t->state). */
 typedef struct conv_dnnl {
     conv_part *part;
-    int nparts;                /* 0: not built */
-    int threads;               /* the session threads it was built for */
-    dnnl_primitive_t wreorder; /* plain -> the primitives' weights; NULL if the same */
-    dnnl_stream_t wstream;
-    dnnl_memory_t wplain, wprim, bias;
-    void *wbuf;  /* the reordered weights, shared by the parts */
+    int nparts;      /* 0: not built */
+    int threads;     /* the session threads it was built for */
+    conv_weights *w; /* one set shared by the parts, or one per channel slice */
+    int nw;
     bool wconst; /* weights reordered once, when built */
 } conv_dnnl;
 
@@ -137,9 +149,10 @@ static bool act_alg(int act, dnnl_alg_kind_t *alg, float *alpha)
 
 /* Which part of a channels-last conv a primitive computes: images
  * [n0, n0 + nn), output rows [oh0, oh0 + noh) of each, reading input rows
- * [ih0, ih0 + nih) with pad_t / pad_b rows of zeros above and below. */
+ * [ih0, ih0 + nih) with pad_t / pad_b rows of zeros above and below,
+ * output channels [oc0, oc0 + noc). */
 typedef struct conv_slice {
-    int64_t n0, nn, oh0, noh, ih0, nih, pad_t, pad_b;
+    int64_t n0, nn, oh0, noh, ih0, nih, pad_t, pad_b, oc0, noc;
 } conv_slice;
 
 /* The whole conv as one slice. */
@@ -148,7 +161,7 @@ static conv_slice whole_slice(const rlx_node_data *n, const rlx_shape *xs, const
     const rlx_conv_params *p = &n->attrs.conv.p;
     int64_t OH = n->shape.dims[1], H = xs->dims[1];
     int64_t pad_t = p->pads[0], pad_b = (OH - 1) * p->stride[0] + (ws->dims[1] - 1) * p->dilation[0] + 1 - H - pad_t;
-    return (conv_slice){0, xs->dims[0], 0, OH, 0, H, pad_t, pad_b};
+    return (conv_slice){0, xs->dims[0], 0, OH, 0, H, pad_t, pad_b, 0, ws->dims[0]};
 }
 
 /* Output rows [oh0, oh0 + noh) of every image: the input rows they read,
@@ -162,7 +175,7 @@ static bool row_slice(const rlx_node_data *n, const rlx_shape *xs, const rlx_sha
     int64_t lo = oh0 * p->stride[0] - p->pads[0];
     int64_t hi = (oh0 + noh - 1) * p->stride[0] - p->pads[0] + (ws->dims[1] - 1) * p->dilation[0] + 1;
     int64_t a = lo > 0 ? lo : 0, b = hi < H ? hi : H;
-    *sl = (conv_slice){0, xs->dims[0], oh0, noh, a, b - a, a - lo, hi - b};
+    *sl = (conv_slice){0, xs->dims[0], oh0, noh, a, b - a, a - lo, hi - b, 0, ws->dims[0]};
     return b > a;
 }
 
@@ -175,7 +188,7 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
 {
     const rlx_conv_params *p = &n->attrs.conv.p;
     int64_t W = xs->dims[2], C = xs->dims[3];
-    int64_t O = ws->dims[0], KH = ws->dims[1], KW = ws->dims[2], G = p->groups;
+    int64_t O = sl->noc, KH = ws->dims[1], KW = ws->dims[2], G = p->groups;
     int64_t OW = n->shape.dims[2];
     dnnl_dims_t sd = {sl->nn, C, sl->nih, W}, dd = {sl->nn, O, sl->noh, OW}, bd = {O};
     dnnl_dims_t st = {p->stride[0], p->stride[1]}, dl = {p->dilation[0] - 1, p->dilation[1] - 1};
@@ -259,12 +272,17 @@ static void release(dnnl_primitive_t prim, dnnl_stream_t stream, const dnnl_memo
 /* Frees what build made and marks c unbuilt. */
 static void free_built(conv_dnnl *c)
 {
-    for (int i = 0; i < c->nparts; i++) {
+    for (int i = 0; c->part && i < c->threads; i++) {
         conv_part *q = &c->part[i];
         release(q->prim, q->stream, (dnnl_memory_t[3]){q->src, q->dst, q->scratch}, q->sbuf);
+        free(q->obuf);
     }
     free(c->part);
-    release(c->wreorder, c->wstream, (dnnl_memory_t[3]){c->wplain, c->wprim, c->bias}, c->wbuf);
+    for (int i = 0; c->w && i < c->threads; i++) {
+        conv_weights *w = &c->w[i];
+        release(w->reorder, w->stream, (dnnl_memory_t[3]){w->plain, w->prim, w->bias}, w->buf);
+    }
+    free(c->w);
     memset(c, 0, sizeof *c);
 }
 
@@ -276,41 +294,61 @@ void rlx_cpu_conv_nhwc_release(rlx_thunk *t)
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
 
-/* Plain weights -> the primitives', on the calling thread. */
-static rlx_status reorder_weights(conv_dnnl *c, const void *w)
+/* Plain weights -> each set's layout, on the calling thread. */
+static rlx_status reorder_weights(conv_dnnl *c, const float *w)
 {
-    if (!c->wreorder)
-        return RLX_OK;
-    D.dnnl_memory_set_data_handle(c->wplain, (void *)w);
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, c->wplain}, {DNNL_ARG_TO, c->wprim}};
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    dnnl_status_t s = D.dnnl_primitive_execute(c->wreorder, c->wstream, 2, args);
-    if (s == dnnl_success)
-        s = D.dnnl_stream_wait(c->wstream);
+    dnnl_status_t s = dnnl_success;
+    for (int i = 0; i < c->nw && s == dnnl_success; i++) {
+        conv_weights *cw = &c->w[i];
+        if (!cw->reorder)
+            continue;
+        D.dnnl_memory_set_data_handle(cw->plain, (void *)(w + cw->w_off));
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, cw->plain}, {DNNL_ARG_TO, cw->prim}};
+        s = D.dnnl_primitive_execute(cw->reorder, cw->stream, 2, args);
+        if (s == dnnl_success)
+            s = D.dnnl_stream_wait(cw->stream);
+    }
     omp_set_num_threads(saved);
     return s == dnnl_success ? RLX_OK : rlx_set_error(RLX_ERR_DEVICE, "oneDNN weight reorder failed (%d)", (int)s);
 }
 
 #define CONV_SLICE_MACS (1 << 20)
 
+/* An image of at most this many output pixels is cut by output channels
+ * (each slice's output dense, then copied into place): cut by rows, each
+ * thread has a few rows (ResNet-50's 7 x 7 stage splits 4 / 3) and reads
+ * all the weights.  ResNet-50 b1, 2 threads, medians of 5 alternated runs:
+ * 25.8 ms cut by rows, 23.5 ms with its 14 x 14 and 7 x 7 outputs cut by
+ * channels, 25.7 ms with the 28 x 28 ones too. */
+#define CONV_CHANNEL_SPLIT_PIXELS 256
+
 /* How a conv is cut into at most `parts_max` slices: runs of images when
- * there are at least as many images, else runs of output rows (sl[] gets
- * the slices; returns their count, 1 = the whole conv). */
+ * there are at least as many images; one small image (not grouped, its
+ * channels a multiple of 16 a slice) by runs of output channels; else by
+ * runs of output rows (sl[] gets the slices; returns their count, 1 = the
+ * whole conv). */
 static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int parts_max, conv_slice *sl)
 {
     conv_slice whole = whole_slice(n, xs, ws);
-    int64_t N = xs->dims[0], OH = n->shape.dims[1];
+    int64_t N = xs->dims[0], OH = n->shape.dims[1], O = ws->dims[0];
     /* a slice is worth a thread's wake-up from about a million MACs */
     int64_t macs = rlx_shape_numel(&n->shape) * ws->dims[1] * ws->dims[2] * ws->dims[3];
     if (macs / CONV_SLICE_MACS < parts_max)
         parts_max = macs / CONV_SLICE_MACS > 1 ? (int)(macs / CONV_SLICE_MACS) : 1;
     /* runs of images while there are enough; one image: runs of its rows */
-    int64_t parts = N > 1 ? (N < parts_max ? N : parts_max) : (OH < parts_max ? OH : parts_max);
+    bool by_channels = N == 1 && n->attrs.conv.p.groups == 1 && OH * n->shape.dims[2] <= CONV_CHANNEL_SPLIT_PIXELS &&
+                       O % (16 * (int64_t)parts_max) == 0;
+    int64_t parts = N > 1 || by_channels ? (N > 1 && N < parts_max ? N : parts_max) : (OH < parts_max ? OH : parts_max);
     if (parts <= 1)
         goto one;
     for (int64_t i = 0; i < parts; i++) {
-        if (N > 1) {
+        if (by_channels) {
+            sl[i] = whole;
+            sl[i].oc0 = O * i / parts;
+            sl[i].noc = O * (i + 1) / parts - sl[i].oc0;
+        } else if (N > 1) {
             sl[i] = whole;
             sl[i].n0 = N * i / parts;
             sl[i].nn = N * (i + 1) / parts - sl[i].n0;
@@ -324,7 +362,8 @@ one:
     return 1;
 }
 
-/* One part's primitive and memories; its weights descriptor in *wpd_out. */
+/* One part's primitive and memories; its plain and preferred weights
+ * descriptors in *wmd and *wpd_out, its bias's in *bmd_out. */
 static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice *sl, dnnl_memory_desc_t *wmd,
                              dnnl_memory_desc_t *wpd_out, dnnl_memory_desc_t *bmd_out)
 {
@@ -340,6 +379,8 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
     if (n->attrs.conv.has_bias)
         *bmd_out = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
     size_t sbytes = spd ? D.dnnl_memory_desc_get_size(spd) : 0;
+    int64_t H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
+    int64_t OH = n->shape.dims[1], OW = n->shape.dims[2], O = n->shape.dims[3];
     rlx_status st = RLX_OK;
     if (D.dnnl_primitive_create(&q->prim, pd) || D.dnnl_stream_create(&q->stream, engine, dnnl_stream_default_flags) ||
         D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
@@ -347,60 +388,81 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
     else if (sbytes && (!(q->sbuf = alloc64(sbytes)) || D.dnnl_memory_create(&q->scratch, spd, engine, q->sbuf)))
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN scratchpad");
-    int64_t H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
-    int64_t OH = n->shape.dims[1], OW = n->shape.dims[2], O = n->shape.dims[3];
+    else if (sl->noc != O && !(q->obuf = alloc64((size_t)(sl->nn * OH * OW * sl->noc) * sizeof(float))))
+        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for a channel slice's output");
     q->src_off = (size_t)((sl->n0 * H + sl->ih0) * W * C);
     q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O);
+    q->oc0 = sl->oc0;
+    q->noc = sl->noc;
     D.dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+/* A set of weights: plain memory over the node's (or a slice of them),
+ * and where the primitives prefer another layout, its buffer and reorder. */
+static rlx_status build_weights(conv_weights *w, const dnnl_memory_desc_t *wmd, const dnnl_memory_desc_t *wpd,
+                                const dnnl_memory_desc_t *bmd, bool has_bias)
+{
+    if (D.dnnl_stream_create(&w->stream, engine, dnnl_stream_default_flags) ||
+        D.dnnl_memory_create(&w->plain, wmd, engine, DNNL_MEMORY_NONE) ||
+        (has_bias && D.dnnl_memory_create(&w->bias, bmd, engine, DNNL_MEMORY_NONE)))
+        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
+    if (D.dnnl_memory_desc_equal(wmd, wpd))
+        return RLX_OK;
+    dnnl_primitive_desc_t rpd = NULL;
+    rlx_status st = RLX_OK;
+    if (!(w->buf = alloc64(D.dnnl_memory_desc_get_size(wpd))) || D.dnnl_memory_create(&w->prim, wpd, engine, w->buf) ||
+        D.dnnl_reorder_primitive_desc_create(&rpd, wmd, engine, wpd, engine, NULL) ||
+        D.dnnl_primitive_create(&w->reorder, rpd))
+        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
+    if (rpd)
+        D.dnnl_primitive_desc_destroy(rpd);
     return st;
 }
 
 /* The parts for `threads` session threads, each primitive built for one
  * thread (oneDNN sizes its work split and scratchpad by the OpenMP team at
- * creation), sharing one copy of the weights in the layout they prefer
- * (reordered once if constant: a constant's data is in place before the
- * thunks are prepared).  A conv whose slices oneDNN cannot build, or
- * whose slices' primitives want different weight layouts, is not cut. */
+ * creation).  Slices of images or rows share one copy of the weights in
+ * the layout they prefer; slices of channels have their own.  Weights are
+ * reordered once if constant (a constant's data is in place before the
+ * thunks are prepared).  A conv whose slices oneDNN cannot build, or whose
+ * row or image slices want different weight layouts, is not cut. */
 static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool split)
 {
     const rlx_node_data *n = t->node;
+    const rlx_shape *ws = &t->in_node[1]->shape;
     conv_slice *sl = malloc(sizeof *sl * (size_t)threads);
-    if (!sl || !(c->part = calloc((size_t)threads, sizeof *c->part))) {
+    c->threads = threads;
+    c->part = calloc((size_t)threads, sizeof *c->part);
+    c->w = calloc((size_t)threads, sizeof *c->w);
+    if (!sl || !c->part || !c->w) {
         free(sl);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN state");
     }
-    c->threads = threads;
-    c->nparts = plan_slices(n, &t->in_node[0]->shape, &t->in_node[1]->shape, split ? threads : 1, sl);
+    c->nparts = plan_slices(n, &t->in_node[0]->shape, ws, split ? threads : 1, sl);
+    bool own_weights = sl[0].noc != n->shape.dims[3]; /* channel slices */
+    c->nw = own_weights ? c->nparts : 1;
     dnnl_memory_desc_t wmd, wpd, wpd_i, bmd;
-    dnnl_primitive_desc_t rpd = NULL;
     rlx_status st = RLX_OK;
     for (int i = 0; i < c->nparts && st == RLX_OK; i++) {
-        st = build_part(&c->part[i], t, &sl[i], &wmd, i ? &wpd_i : &wpd, &bmd);
-        if (c->nparts > 1 && (st != RLX_OK || (i && !D.dnnl_memory_desc_equal(&wpd, &wpd_i)))) {
+        st = build_part(&c->part[i], t, &sl[i], &wmd, i && !own_weights ? &wpd_i : &wpd, &bmd);
+        if (c->nparts > 1 && (st != RLX_OK || (i && !own_weights && !D.dnnl_memory_desc_equal(&wpd, &wpd_i)))) {
             free(sl);
             free_built(c);
             return build(c, t, threads, false);
         }
+        if (st == RLX_OK && (own_weights || i == 0)) {
+            conv_weights *w = &c->w[own_weights ? i : 0];
+            w->w_off = (size_t)(sl[i].oc0 * ws->dims[1] * ws->dims[2] * ws->dims[3]);
+            w->b_off = (size_t)sl[i].oc0;
+            st = build_weights(w, &wmd, &wpd, &bmd, n->attrs.conv.has_bias);
+        }
+        c->part[i].wi = own_weights ? i : 0;
     }
     free(sl);
-    if (st != RLX_OK)
-        return st;
-    if (D.dnnl_stream_create(&c->wstream, engine, dnnl_stream_default_flags) ||
-        D.dnnl_memory_create(&c->wplain, &wmd, engine, DNNL_MEMORY_NONE) ||
-        (n->attrs.conv.has_bias && D.dnnl_memory_create(&c->bias, &bmd, engine, DNNL_MEMORY_NONE)))
-        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-    if (!D.dnnl_memory_desc_equal(&wmd, &wpd)) {
-        if (!(c->wbuf = alloc64(D.dnnl_memory_desc_get_size(&wpd))) ||
-            D.dnnl_memory_create(&c->wprim, &wpd, engine, c->wbuf) ||
-            D.dnnl_reorder_primitive_desc_create(&rpd, &wmd, engine, &wpd, engine, NULL) ||
-            D.dnnl_primitive_create(&c->wreorder, rpd))
-            st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
-        if (rpd)
-            D.dnnl_primitive_desc_destroy(rpd);
-        c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
-        if (st == RLX_OK && c->wconst)
-            st = reorder_weights(c, t->in[1]);
-    }
+    c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
+    if (st == RLX_OK && c->wconst)
+        st = reorder_weights(c, t->in[1]);
     return st;
 }
 
@@ -430,6 +492,8 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 
 typedef struct conv_run {
     conv_dnnl *c;
+    float *out;         /* the node's output */
+    int64_t pixels, O;  /* its rows of O channels */
     _Atomic int failed; /* a oneDNN status, 0 while every part succeeded */
 } conv_run;
 
@@ -443,11 +507,12 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
     omp_set_num_threads(1);
     for (int64_t i = lo; i < hi; i++) {
         conv_part *q = &c->part[i];
+        const conv_weights *w = &c->w[q->wi];
         dnnl_exec_arg_t args[5] = {
-            {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, c->wreorder ? c->wprim : c->wplain}, {DNNL_ARG_DST, q->dst}};
+            {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, w->reorder ? w->prim : w->plain}, {DNNL_ARG_DST, q->dst}};
         int na = 3;
-        if (c->bias)
-            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, c->bias};
+        if (w->bias)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, w->bias};
         if (q->scratch)
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->scratch};
         dnnl_status_t s = D.dnnl_primitive_execute(q->prim, q->stream, na, args);
@@ -455,6 +520,9 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
             s = D.dnnl_stream_wait(q->stream);
         if (s != dnnl_success)
             r->failed = (int)s;
+        else if (q->obuf) /* a channel slice: its channels into each output pixel */
+            for (int64_t p = 0; p < r->pixels; p++)
+                memcpy(r->out + p * r->O + q->oc0, q->obuf + p * q->noc, (size_t)q->noc * sizeof(float));
     }
     omp_set_num_threads(saved);
 }
@@ -470,20 +538,25 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
         if (st != RLX_OK)
             return st;
     }
-    if (c->wreorder && !c->wconst) {
+    if (!c->wconst) {
         rlx_status st = reorder_weights(c, t->in[1]);
         if (st != RLX_OK)
             return st;
     }
-    if (!c->wreorder)
-        D.dnnl_memory_set_data_handle(c->wplain, (void *)t->in[1]);
-    if (c->bias)
-        D.dnnl_memory_set_data_handle(c->bias, (void *)t->in[2]);
-    for (int i = 0; i < c->nparts; i++) {
-        D.dnnl_memory_set_data_handle(c->part[i].src, (float *)t->in[0] + c->part[i].src_off);
-        D.dnnl_memory_set_data_handle(c->part[i].dst, (float *)t->out + c->part[i].dst_off);
+    for (int i = 0; i < c->nw; i++) {
+        conv_weights *w = &c->w[i];
+        if (!w->reorder)
+            D.dnnl_memory_set_data_handle(w->plain, (float *)t->in[1] + w->w_off);
+        if (w->bias)
+            D.dnnl_memory_set_data_handle(w->bias, (float *)t->in[2] + w->b_off);
     }
-    conv_run r = {c, 0};
+    for (int i = 0; i < c->nparts; i++) {
+        conv_part *q = &c->part[i];
+        D.dnnl_memory_set_data_handle(q->src, (float *)t->in[0] + q->src_off);
+        D.dnnl_memory_set_data_handle(q->dst, q->obuf ? q->obuf : (float *)t->out + q->dst_off);
+    }
+    const rlx_shape *ys = &t->node->shape;
+    conv_run r = {c, t->out, ys->dims[0] * ys->dims[1] * ys->dims[2], ys->dims[3], 0};
     rlx_cpu_parallel_shares(c->nparts, run_parts, &r);
     return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
