@@ -464,15 +464,6 @@ __device__ __forceinline__ void cu_rope_apply(double c, double sn, float *x1, fl
     *x2 = (float)(b * c + a * sn);
 }
 
-/* Rotates pair i at position pos by pos * theta^(-2i/D), the angle in
- * double as the CPU reference computes it. */
-__device__ __forceinline__ void cu_rope_rotate(int64_t i, int64_t D, int64_t pos, double theta, float *x1, float *x2)
-{
-    double sn, c;
-    sincos((double)pos * pow(theta, -2.0 * (double)i / (double)D), &sn, &c);
-    cu_rope_apply(c, sn, x1, x2);
-}
-
 /* Warp reductions. */
 __device__ __forceinline__ float cu_warp_sum(float v)
 {

@@ -496,10 +496,10 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 
 /* ------------------------------------------------------------ rope */
 
-/* One thread per rotated pair; I as in rope_tables_kernel. */
+/* One thread per rotated pair, its angle's cosine and sine from tab
+ * [S][D/2] (rope_keep); I as in rope_tables_kernel. */
 template <typename T, typename I>
-__global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t D, double theta, int64_t offset,
-                            int inter)
+__global__ void rope_kernel(const T *x, const double2 *tab, T *y, int64_t pairs, int64_t S, int64_t D, int inter)
 {
     cu_grid_wait();
     const I half = (I)(D / 2);
@@ -511,7 +511,8 @@ __global__ void rope_kernel(const T *x, T *y, int64_t pairs, int64_t S, int64_t 
         ia += rs * D;
         ib += rs * D;
         float x1 = cu_tof<T>(x[ia]), x2 = cu_tof<T>(x[ib]);
-        cu_rope_rotate(i, D, offset + (int64_t)pos, theta, &x1, &x2);
+        const double2 cs = tab[(int64_t)pos * (int64_t)half + (int64_t)i];
+        cu_rope_apply(cs.x, cs.y, &x1, &x2);
         y[ia] = cu_fromf<T>(x1);
         y[ib] = cu_fromf<T>(x2);
     }
@@ -607,6 +608,40 @@ static bool rope_ok(const rlx_graph *g, const rlx_node_data *n)
     return c == g->nodes[n->in[2]].dtype && (c == RLX_F32 || c == x);
 }
 
+/* The computed form's angles: a table [S][D/2] of (cos, sin) in double,
+ * rlx_rope_table's (the CPU's), made at prepare and kept in the thunk's
+ * keep region.  Computing pow and sincos in double for every pair cost a
+ * decoder's training step about 4 ms. */
+static size_t rope_table_bytes(const rlx_graph *g, const rlx_node_data *n)
+{
+    if (n->n_in == 3)
+        return 0; /* the tables are inputs */
+    const rlx_shape *s = &g->nodes[n->in[0]].shape;
+    return (size_t)(s->dims[s->ndim - 2] * (s->dims[s->ndim - 1] / 2)) * 2 * sizeof(double);
+}
+
+static size_t rope_keep(const rlx_graph *g, const rlx_node_data *n) { return cu_round256(rope_table_bytes(g, n)); }
+
+static rlx_status prep_rope(const rlx_graph *g, rlx_thunk *t)
+{
+    const rlx_node_data *n = t->node;
+    const size_t bytes = rope_table_bytes(g, n);
+    if (!bytes)
+        return RLX_OK;
+    if (!t->keep || t->keep_bytes < bytes)
+        return rlx_cu_fail(t, RLX_ERR_INTERNAL, "rope keep region of %zu bytes, %zu needed", t->keep_bytes, bytes);
+    const rlx_shape *s = &g->nodes[n->in[0]].shape;
+    double *tab = (double *)rlx_malloc(bytes);
+    if (!tab)
+        return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
+    rlx_rope_table(tab, s->dims[s->ndim - 2], s->dims[s->ndim - 1], n->attrs.rope.theta, n->attrs.rope.offset);
+    cudaError_t e = cudaMemcpyAsync(t->keep, tab, bytes, cudaMemcpyHostToDevice, rlx_cu_stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(rlx_cu_stream);
+    free(tab);
+    return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "uploading the RoPE table");
+}
+
 static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     (void)ctx;
@@ -619,17 +654,16 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     int64_t pairs = total / 2;
-    const rlx_node_data *n = t->node;
+    const double2 *tab = (const double2 *)t->keep;
+    const int inter = t->node->attrs.rope.interleaved;
     if (pairs < INT32_MAX)
         CU_FLOAT_DISPATCH(xn->dtype, T,
                           cu_launch(rope_kernel<T, uint32_t>, cu_blocks(pairs, THREADS), THREADS, 0,
-                                    (const T *)t->in[0], (T *)t->out, pairs, S, D, n->attrs.rope.theta,
-                                    n->attrs.rope.offset, n->attrs.rope.interleaved));
+                                    (const T *)t->in[0], tab, (T *)t->out, pairs, S, D, inter));
     else
         CU_FLOAT_DISPATCH(xn->dtype, T,
                           cu_launch(rope_kernel<T, int64_t>, cu_blocks(pairs, THREADS), THREADS, 0, (const T *)t->in[0],
-                                    (T *)t->out, pairs, S, D, n->attrs.rope.theta, n->attrs.rope.offset,
-                                    n->attrs.rope.interleaved));
+                                    tab, (T *)t->out, pairs, S, D, inter));
     return rlx_cu_check(t, "rope launch");
 }
 
@@ -755,6 +789,6 @@ extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
     tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
     tab[RLX_OP_SCATTER_ADD] = (cu_kernel){k_scatter_add, NULL, scatter_add_ok, NULL, NULL};
     tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
-    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, NULL, NULL};
+    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, prep_rope, NULL, nullptr, nullptr, rope_keep};
     tab[RLX_OP_CACHE_WRITE] = (cu_kernel){k_cache_write, NULL, cache_write_ok, NULL, NULL};
 }
