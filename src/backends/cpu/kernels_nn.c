@@ -679,18 +679,20 @@ static rlx_status k_attention(const rlx_thunk *t, const rlx_run_ctx *ctx)
      * Other types: with fewer heads than threads, the queries of a head are
      * split too (each part converts that head's keys and values again:
      * cheap while a part has a few dozen queries). */
-    int64_t parts = 1, want = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
+    int64_t parts = 1, chunk, want = rlx_cpu_threads(ctx, BH * a.S * a.T * (a.D + a.Dv));
     if (q->dtype == RLX_F32) {
         parts = (a.S + RLX_ATTN_TILE - 1) / RLX_ATTN_TILE / rlx_attn_tiles_per_item(BH, a.S, (int)want);
-    } else if (BH < want) {
-        parts = (2 * want + BH - 1) / BH;
-        int64_t max_parts = (a.S + 31) / 32;
-        parts = parts < max_parts ? parts : max_parts;
-        parts = parts < 1 ? 1 : parts;
-    }
-    int64_t items = BH * parts, chunk = (a.S + parts - 1) / parts;
-    if (q->dtype == RLX_F32)
         chunk = parts > 1 ? RLX_ATTN_TILE : a.S;
+    } else {
+        if (BH < want) {
+            parts = (2 * want + BH - 1) / BH;
+            int64_t max_parts = (a.S + 31) / 32;
+            parts = parts < max_parts ? parts : max_parts;
+            parts = parts < 1 ? 1 : parts;
+        }
+        chunk = (a.S + parts - 1) / parts;
+    }
+    int64_t items = BH * parts;
     int64_t threads = want < slots ? want : slots;
     if (threads > items)
         threads = items;
