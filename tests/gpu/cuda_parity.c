@@ -671,8 +671,11 @@ static void test_shape(void)
                   {4, {2, 3, 4, 5}, {0, 2, 1, 3}},
                   {2, {33, 65}, {1, 0}},
                   {3, {3, 40, 70}, {0, 2, 1}},
-                  {4, {2, 3, 4, 5}, {3, 2, 1, 0}}};
-        for (int k = 0; k < 5; k++) {
+                  {4, {2, 3, 4, 5}, {3, 2, 1, 0}},
+                  /* head transposes: rows of 16-byte units in runs of 4 (64) or not (24) */
+                  {4, {2, 5, 3, 64}, {0, 2, 1, 3}},
+                  {4, {2, 5, 3, 24}, {0, 2, 1, 3}}};
+        for (int k = 0; k < 7; k++) {
             rlx_graph *g = rlx_graph_new();
             rlx_output(g, "y", rlx_transpose(g, rlx_input(g, "x", t, tp[k].r, tp[k].dims), tp[k].perm));
             check(NAME("transpose %s case%d", dn(t), k), g);
@@ -754,27 +757,35 @@ static void test_shape(void)
         rlx_graph_free(g);
         report("gather out of range", ok, msg);
     }
+    /* head dims whose pairs fill 16-byte vectors in every dtype (16, 128:
+     * the vector kernels) and one whose pairs do not but in f32 interleaved
+     * (12: a pair a thread) */
+    static const int64_t rope_dims[3] = {16, 128, 12};
     for (int d = 0; d < 3; d++)
-        for (int inter = 0; inter < 2; inter++) {
-            rlx_graph *g = rlx_graph_new();
-            rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16)), 10000.0, 5, inter));
-            check(NAME("rope %s interleaved%d", dn(FLOATS[d]), inter), g);
-        }
+        for (int inter = 0; inter < 2; inter++)
+            for (int hd = 0; hd < 3; hd++) {
+                rlx_graph *g = rlx_graph_new();
+                int64_t D = rope_dims[hd];
+                rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, D)), 10000.0, 5, inter));
+                check(NAME("rope %s head dim %lld interleaved%d", dn(FLOATS[d]), (long long)D, inter), g);
+            }
     /* RoPE by tables: f32 tables (as mixed precision keeps them) or of x's
      * dtype, per sequence [B, 1, S, D/2] or shared [1, 1, S, D/2] */
     for (int d = 0; d < 3; d++)
-        for (int k = 0; k < 4; k++) {
-            rlx_graph *g = rlx_graph_new();
-            int inter = k & 1, shared = k >> 1;
-            rlx_dtype tt = k == 3 ? FLOATS[d] : RLX_F32;
-            rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16));
-            rlx_node cs = rlx_input(g, "cs", tt, 4, DIMS(shared ? 1 : 2, 1, 9, 8));
-            rlx_node sn = rlx_input(g, "sn", tt, 4, DIMS(shared ? 1 : 2, 1, 9, 8));
-            rlx_output(g, "y", rlx_rope_tables(g, x, cs, sn, inter));
-            check(NAME("rope tables %s (%s tables%s) interleaved%d", dn(FLOATS[d]), dn(tt), shared ? ", shared" : "",
-                       inter),
-                  g);
-        }
+        for (int k = 0; k < 4; k++)
+            for (int hd = 0; hd < 3; hd++) {
+                rlx_graph *g = rlx_graph_new();
+                int inter = k & 1, shared = k >> 1;
+                int64_t D = rope_dims[hd];
+                rlx_dtype tt = k == 3 ? FLOATS[d] : RLX_F32;
+                rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, D));
+                rlx_node cs = rlx_input(g, "cs", tt, 4, DIMS(shared ? 1 : 2, 1, 9, D / 2));
+                rlx_node sn = rlx_input(g, "sn", tt, 4, DIMS(shared ? 1 : 2, 1, 9, D / 2));
+                rlx_output(g, "y", rlx_rope_tables(g, x, cs, sn, inter));
+                check(NAME("rope tables %s (%s tables%s) head dim %lld interleaved%d", dn(FLOATS[d]), dn(tt),
+                           shared ? ", shared" : "", (long long)D, inter),
+                      g);
+            }
     /* KV-cache writes: rows at random positions (some outside the cache,
      * which both backends skip); head dims of 16-byte rows and of odd ones */
     static const int64_t cw_dims[2] = {64, 6};

@@ -41,7 +41,13 @@ typedef struct walk32 {
     int st[CU_MAX_DIMS];
 } walk32;
 
-template <typename E> __global__ void strided_copy32(const E *src, E *dst, walk32 w)
+/* strided_copy through a walk32; with U > 1 by runs of U consecutive
+ * elements, contiguous in both (w walks the runs: its innermost dim counts
+ * runs, its stride is U), the index arithmetic once a run, not once an
+ * element.  Head transposes ([B, S, H,
+ * D] -> [B, H, S, D]) copied one 16-byte unit a thread ran at about half
+ * the memory speed. */
+template <typename E, int U = 1> __global__ void strided_copy32(const E *src, E *dst, walk32 w)
 {
     cu_grid_wait();
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < w.total; i += gridDim.x * blockDim.x) {
@@ -51,7 +57,9 @@ template <typename E> __global__ void strided_copy32(const E *src, E *dst, walk3
             off += (int)(q % w.dims[d]) * w.st[d];
             q /= w.dims[d];
         }
-        dst[i] = src[off];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            dst[(size_t)i * U + u] = src[off + u];
     }
 }
 
@@ -116,6 +124,16 @@ static rlx_status launch_strided(const rlx_thunk *t, const void *src, const cu_w
         for (int d = 0; d < v.nd; d++) {
             w32.dims[d] = (unsigned)v.dims[d];
             w32.st[d] = (int)v.st[0][d];
+        }
+        /* runs of 4 units along a contiguous innermost dim */
+        const int RUN = 4;
+        if (ves == 16 && v.st[0][v.nd - 1] == 1 && v.dims[v.nd - 1] % RUN == 0) {
+            w32.dims[v.nd - 1] /= RUN;
+            w32.st[v.nd - 1] = RUN;
+            w32.total /= RUN;
+            cu_launch(strided_copy32<uint4, RUN>, cu_blocks(w32.total, THREADS), THREADS, 0, (const uint4 *)src,
+                      (uint4 *)t->out, w32);
+            return rlx_cu_check(t, "strided copy launch");
         }
         int b32 = cu_blocks(v.total, THREADS);
         switch (ves) {
@@ -525,6 +543,103 @@ typedef struct rope_rows {
     int64_t dims[RLX_MAX_DIMS], cst[RLX_MAX_DIMS], sst[RLX_MAX_DIMS];
 } rope_rows;
 
+/* ---- RoPE by 16-byte vectors: a thread rotates the P pairs of a vector
+ * (interleaved: P = V / 2, the pairs side by side) or of two (halves:
+ * P = V, the vectors at i0 and i0 + D/2), where the rows are whole vectors
+ * and P divides D/2 (rope_vec_fits).  Each element is computed as the
+ * scalar kernels compute it; one pair a thread (2-byte loads, the row's
+ * index arithmetic for every pair) ran at about a tenth of memory speed. */
+template <typename T, bool INTER> struct rope_vec_shape {
+    static constexpr int V = 16 / (int)sizeof(T);
+    static constexpr int P = INTER ? V / 2 : V;
+    struct alignas(16) vec {
+        T v[V];
+    };
+};
+
+/* Rotates pairs [i0, i0 + P) of row xr into yr by c[k], s[k]. */
+template <typename T, bool INTER>
+__device__ __forceinline__ void rope_vec_rotate(const T *xr, T *yr, int64_t i0, int64_t half,
+                                                const double (&c)[rope_vec_shape<T, INTER>::P],
+                                                const double (&s)[rope_vec_shape<T, INTER>::P])
+{
+    typedef rope_vec_shape<T, INTER> sh;
+    typedef typename sh::vec vec;
+    if (INTER) {
+        vec a = *(const vec *)(xr + 2 * i0);
+#pragma unroll
+        for (int k = 0; k < sh::P; k++) {
+            float x1 = cu_tof<T>(a.v[2 * k]), x2 = cu_tof<T>(a.v[2 * k + 1]);
+            cu_rope_apply(c[k], s[k], &x1, &x2);
+            a.v[2 * k] = cu_fromf<T>(x1);
+            a.v[2 * k + 1] = cu_fromf<T>(x2);
+        }
+        *(vec *)(yr + 2 * i0) = a;
+    } else {
+        vec a = *(const vec *)(xr + i0), b = *(const vec *)(xr + half + i0);
+#pragma unroll
+        for (int k = 0; k < sh::P; k++) {
+            float x1 = cu_tof<T>(a.v[k]), x2 = cu_tof<T>(b.v[k]);
+            cu_rope_apply(c[k], s[k], &x1, &x2);
+            a.v[k] = cu_fromf<T>(x1);
+            b.v[k] = cu_fromf<T>(x2);
+        }
+        *(vec *)(yr + i0) = a;
+        *(vec *)(yr + half + i0) = b;
+    }
+}
+
+/* The computed form: row r at position r % S of tab [S][D/2]. */
+template <typename T, bool INTER, typename I>
+__global__ void rope_vec_kernel(const T *x, const double2 *tab, T *y, int64_t groups, int64_t S, int64_t D)
+{
+    cu_grid_wait();
+    typedef rope_vec_shape<T, INTER> sh;
+    const I half = (I)(D / 2), per_row = half / (I)sh::P;
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+        const I r = (I)g / per_row, i0 = (I)g % per_row * (I)sh::P;
+        const double2 *cs = tab + (int64_t)(r % (I)S) * half + i0;
+        double c[sh::P], s[sh::P];
+#pragma unroll
+        for (int k = 0; k < sh::P; k++)
+            c[k] = cs[k].x, s[k] = cs[k].y;
+        rope_vec_rotate<T, INTER>(x + (int64_t)r * D, y + (int64_t)r * D, i0, half, c, s);
+    }
+}
+
+/* The tables form: row r's table rows through the leading dims' strides. */
+template <typename T, typename C, bool INTER, typename I>
+__global__ void rope_tables_vec_kernel(const T *x, const C *cs, const C *sn, T *y, int64_t groups, int64_t D,
+                                       rope_rows w)
+{
+    cu_grid_wait();
+    typedef rope_vec_shape<T, INTER> sh;
+    const I half = (I)(D / 2), per_row = half / (I)sh::P;
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+        const I r = (I)g / per_row, i0 = (I)g % per_row * (I)sh::P;
+        I q = r, co = i0, so = i0;
+        for (int d = w.nd - 1; d >= 0; d--) {
+            const I k = q % (I)w.dims[d];
+            q /= (I)w.dims[d];
+            co += k * (I)w.cst[d];
+            so += k * (I)w.sst[d];
+        }
+        double c[sh::P], s[sh::P];
+#pragma unroll
+        for (int k = 0; k < sh::P; k++)
+            c[k] = (double)cu_tof<C>(cs[co + k]), s[k] = (double)cu_tof<C>(sn[so + k]);
+        rope_vec_rotate<T, INTER>(x + (int64_t)r * D, y + (int64_t)r * D, i0, half, c, s);
+    }
+}
+
+/* Whether x's rows of D elements (dtype size es) are whole 16-byte vectors
+ * whose pairs fill vectors (rope_vec_shape), x and y 16-byte aligned. */
+static bool rope_vec_fits(const void *x, const void *y, int64_t D, size_t es, int inter)
+{
+    const int64_t V = 16 / (int64_t)es, P = inter ? V / 2 : V;
+    return D % 2 == 0 && (D / 2) % P == 0 && ((uintptr_t)x | (uintptr_t)y) % 16 == 0;
+}
+
 /* I: the index type, 32-bit where every index fits (a 64-bit division per
  * leading dim and pair cost more than the pair's memory traffic) */
 template <typename T, typename C, typename I>
@@ -575,10 +690,36 @@ static rlx_status k_rope_tables(const rlx_thunk *t)
     if (t->in_node[2]->dtype != ct || (ct != RLX_F32 && ct != xn->dtype))
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "rope tables of %s and %s over %s x", rlx_dtype_name(ct),
                            rlx_dtype_name(t->in_node[2]->dtype), rlx_dtype_name(xn->dtype));
-    const unsigned blocks = cu_blocks(pairs, THREADS);
     /* 32-bit indices where the pairs and the tables' elements fit */
     const bool narrow = pairs < INT32_MAX && rlx_shape_numel(&t->in_node[1]->shape) < INT32_MAX &&
                         rlx_shape_numel(&t->in_node[2]->shape) < INT32_MAX;
+    if (rope_vec_fits(t->in[0], t->out, D, rlx_dtype_size(xn->dtype), inter)) {
+        const int64_t V = 16 / (int64_t)rlx_dtype_size(xn->dtype), groups = pairs / (inter ? V / 2 : V);
+        const unsigned vb = cu_blocks(groups, THREADS);
+#define ROPE_TABLES_VEC(C, INTER, I)                                                                         \
+    CU_FLOAT_DISPATCH(xn->dtype, T,                                                                          \
+                      cu_launch(rope_tables_vec_kernel<T, C, INTER, I>, vb, THREADS, 0, (const T *)t->in[0], \
+                                (const C *)t->in[1], (const C *)t->in[2], (T *)t->out, groups, D, w))
+#define ROPE_TABLES_VEC_I(C, INTER)              \
+    do {                                         \
+        if (narrow)                              \
+            ROPE_TABLES_VEC(C, INTER, uint32_t); \
+        else                                     \
+            ROPE_TABLES_VEC(C, INTER, int64_t);  \
+    } while (0)
+        if (ct == RLX_F32 && inter)
+            ROPE_TABLES_VEC_I(float, true);
+        else if (ct == RLX_F32)
+            ROPE_TABLES_VEC_I(float, false);
+        else if (inter)
+            ROPE_TABLES_VEC_I(T, true);
+        else
+            ROPE_TABLES_VEC_I(T, false);
+#undef ROPE_TABLES_VEC_I
+#undef ROPE_TABLES_VEC
+        return rlx_cu_check(t, "rope launch");
+    }
+    const unsigned blocks = cu_blocks(pairs, THREADS);
 #define ROPE_TABLES(C, I)                                                                             \
     CU_FLOAT_DISPATCH(xn->dtype, T,                                                                   \
                       cu_launch(rope_tables_kernel<T, C, I>, blocks, THREADS, 0, (const T *)t->in[0], \
@@ -656,6 +797,24 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t pairs = total / 2;
     const double2 *tab = (const double2 *)t->keep;
     const int inter = t->node->attrs.rope.interleaved;
+    if (rope_vec_fits(t->in[0], t->out, D, rlx_dtype_size(xn->dtype), inter)) {
+        const int64_t V = 16 / (int64_t)rlx_dtype_size(xn->dtype), groups = pairs / (inter ? V / 2 : V);
+        const unsigned vb = cu_blocks(groups, THREADS);
+#define ROPE_VEC(INTER, I) \
+    CU_FLOAT_DISPATCH(     \
+        xn->dtype, T,      \
+        cu_launch(rope_vec_kernel<T, INTER, I>, vb, THREADS, 0, (const T *)t->in[0], tab, (T *)t->out, groups, S, D))
+        if (pairs < INT32_MAX && inter)
+            ROPE_VEC(true, uint32_t);
+        else if (pairs < INT32_MAX)
+            ROPE_VEC(false, uint32_t);
+        else if (inter)
+            ROPE_VEC(true, int64_t);
+        else
+            ROPE_VEC(false, int64_t);
+#undef ROPE_VEC
+        return rlx_cu_check(t, "rope launch");
+    }
     if (pairs < INT32_MAX)
         CU_FLOAT_DISPATCH(xn->dtype, T,
                           cu_launch(rope_kernel<T, uint32_t>, cu_blocks(pairs, THREADS), THREADS, 0,
