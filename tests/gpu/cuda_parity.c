@@ -769,6 +769,18 @@ static void test_shape(void)
                 rlx_output(g, "y", rlx_rope(g, rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, D)), 10000.0, 5, inter));
                 check(NAME("rope %s head dim %lld interleaved%d", dn(FLOATS[d]), (long long)D, inter), g);
             }
+    /* rope nodes of one graph share the device's angle table where their
+     * positions and frequencies agree, and only there */
+    for (int d = 0; d < 3; d++) {
+        rlx_graph *g = rlx_graph_new();
+        rlx_node x = rlx_input(g, "x", FLOATS[d], 4, DIMS(2, 3, 9, 16));
+        rlx_node x2 = rlx_input(g, "x2", FLOATS[d], 4, DIMS(1, 2, 9, 16));
+        rlx_output(g, "a", rlx_rope(g, x, 10000.0, 5, 0));
+        rlx_output(g, "b", rlx_rope(g, x2, 10000.0, 5, 0));
+        rlx_output(g, "c", rlx_rope(g, x, 10000.0, 7, 0));
+        rlx_output(g, "e", rlx_rope(g, x2, 500.0, 5, 0));
+        check(NAME("rope %s shared tables", dn(FLOATS[d])), g);
+    }
     /* RoPE by tables: f32 tables (as mixed precision keeps them) or of x's
      * dtype, per sequence [B, 1, S, D/2] or shared [1, 1, S, D/2] */
     for (int d = 0; d < 3; d++)

@@ -119,6 +119,7 @@ typedef struct cu_device {
     void *dnn;                            /* cuDNN handle (dnn.cu), made on first use */
     pthread_mutex_t handles_lock;         /* making those two */
     cu_memo mm_dnn, mm_wgmma;             /* the matmul tuners' choices (k_matmul.cu) */
+    struct cu_rope_table *rope_tables;    /* RoPE angle tables shared by rope nodes (k_shape.cu; handles_lock) */
     /* RLX_CUDA_PROFILE: device ms per op kind and per thunk of one schedule */
     bool profiled;
     double prof_ms[CU_PROF_OPS];

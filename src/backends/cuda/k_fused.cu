@@ -770,28 +770,24 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
     bool flat = s->prog.nd <= 1;
     for (int k = 0; k < s->prog.nin && flat; k++)
         flat = s->prog.nd == 0 || s->prog.st[k][0] == 1;
+/* Kernel K<T, V> (V: 4 floats or 8 16-bit values a vector) over the
+ * output's vectors, its leading arguments the rest. */
+#define EW_VECTORS_LAUNCH(K, ...)                                                                          \
+    do {                                                                                                   \
+        const bool f32_ = rlx_dtype_size(t->node->dtype) == 4;                                             \
+        const int blocks_ = cu_blocks(s->prog.total / (f32_ ? 4 : 8), 256);                                \
+        if (f32_)                                                                                          \
+            cu_launch(K<float, 4>, blocks_, 256, 0, __VA_ARGS__, s->inner_stride_mask, (float *)t->out);   \
+        else if (t->node->dtype == RLX_F16)                                                                \
+            cu_launch(K<__half, 8>, blocks_, 256, 0, __VA_ARGS__, s->inner_stride_mask, (__half *)t->out); \
+        else                                                                                               \
+            cu_launch(K<__nv_bfloat16, 8>, blocks_, 256, 0, __VA_ARGS__, s->inner_stride_mask,             \
+                      (__nv_bfloat16 *)t->out);                                                            \
+    } while (0)
     if (s->use_lin) {
-        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
-        int blocks = cu_blocks(s->prog.total / V, 256);
-        if (V == 4)
-            cu_launch(ew_chain_lin<float, 4>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask, (float *)t->out);
-        else if (t->node->dtype == RLX_F16)
-            cu_launch(ew_chain_lin<__half, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask,
-                      (__half *)t->out);
-        else
-            cu_launch(ew_chain_lin<__nv_bfloat16, 8>, blocks, 256, 0, s->small, s->lin, s->inner_stride_mask,
-                      (__nv_bfloat16 *)t->out);
+        EW_VECTORS_LAUNCH(ew_chain_lin, s->small, s->lin);
     } else if (s->use_regs) {
-        int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8;
-        int blocks = cu_blocks(s->prog.total / V, 256);
-        if (V == 4)
-            cu_launch(ew_chain_regs<float, 4>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask, (float *)t->out);
-        else if (t->node->dtype == RLX_F16)
-            cu_launch(ew_chain_regs<__half, 8>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask,
-                      (__half *)t->out);
-        else
-            cu_launch(ew_chain_regs<__nv_bfloat16, 8>, blocks, 256, 0, s->prog, s->regs, s->inner_stride_mask,
-                      (__nv_bfloat16 *)t->out);
+        EW_VECTORS_LAUNCH(ew_chain_regs, s->prog, s->regs);
     } else if (s->use_vec) {
         int V = rlx_dtype_size(t->node->dtype) == 4 ? 4 : 8, nops = s->prog.nops;
         int64_t nvec = s->prog.total / V;
@@ -815,6 +811,7 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
             EWV_SIZES(__nv_bfloat16, 8);
 #undef EWV_SIZES
 #undef EWV_LAUNCH
+#undef EW_VECTORS_LAUNCH
     } else if (s->use_small)
         CU_FLOAT_DISPATCH(t->node->dtype, T,
                           cu_launch(ew_chain_small<T>, cu_blocks(s->prog.total, 256), 256, 0, s->small, (T *)t->out));

@@ -750,37 +750,88 @@ static bool rope_ok(const rlx_graph *g, const rlx_node_data *n)
 }
 
 /* The computed form's angles: a table [S][D/2] of (cos, sin) in double,
- * rlx_rope_table's (the CPU's), made at prepare and kept in the thunk's
- * keep region.  Computing pow and sincos in double for every pair cost a
- * decoder's training step about 4 ms. */
-static size_t rope_table_bytes(const rlx_graph *g, const rlx_node_data *n)
-{
-    if (n->n_in == 3)
-        return 0; /* the tables are inputs */
-    const rlx_shape *s = &g->nodes[n->in[0]].shape;
-    return (size_t)(s->dims[s->ndim - 2] * (s->dims[s->ndim - 1] / 2)) * 2 * sizeof(double);
-}
+ * rlx_rope_table's (the CPU's), one per (S, D, theta, offset) on a device,
+ * shared by the rope nodes of every session there (a decoder has two a
+ * layer) and freed with the last.  Computing pow and sincos in double for
+ * every pair cost a decoder's training step about 4 ms. */
+struct cu_rope_table {
+    int64_t S, D, offset;
+    double theta;
+    double2 *dev;
+    int refs;
+    struct cu_rope_table *next;
+};
 
-static size_t rope_keep(const rlx_graph *g, const rlx_node_data *n) { return cu_round256(rope_table_bytes(g, n)); }
+/* *out = the device's table for these angles, made if it has none, and
+ * counted.  Under handles_lock. */
+static rlx_status rope_table_get(const rlx_thunk *t, int64_t S, int64_t D, double theta, int64_t offset,
+                                 cu_rope_table **out)
+{
+    cu_device *d = rlx_cu_dev;
+    cu_rope_table *e = d->rope_tables;
+    while (e && !(e->S == S && e->D == D && e->theta == theta && e->offset == offset))
+        e = e->next;
+    if (e) {
+        e->refs++;
+        *out = e;
+        return RLX_OK;
+    }
+    const size_t bytes = (size_t)(S * (D / 2)) * 2 * sizeof(double);
+    double *tab = (double *)rlx_malloc(bytes);
+    e = (cu_rope_table *)rlx_calloc(1, sizeof *e);
+    if (!tab || !e) {
+        free(tab);
+        free(e);
+        return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
+    }
+    rlx_rope_table(tab, S, D, theta, offset);
+    cudaError_t err = cudaMalloc((void **)&e->dev, bytes);
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(e->dev, tab, bytes, cudaMemcpyHostToDevice, rlx_cu_stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(rlx_cu_stream);
+    free(tab);
+    if (err != cudaSuccess) {
+        cudaFree(e->dev);
+        free(e);
+        return rlx_cu_error(t, err, "uploading the RoPE table");
+    }
+    *e = (cu_rope_table){S, D, offset, theta, e->dev, 1, d->rope_tables};
+    d->rope_tables = *out = e;
+    return RLX_OK;
+}
 
 static rlx_status prep_rope(const rlx_graph *g, rlx_thunk *t)
 {
     const rlx_node_data *n = t->node;
-    const size_t bytes = rope_table_bytes(g, n);
-    if (!bytes)
-        return RLX_OK;
-    if (!t->keep || t->keep_bytes < bytes)
-        return rlx_cu_fail(t, RLX_ERR_INTERNAL, "rope keep region of %zu bytes, %zu needed", t->keep_bytes, bytes);
+    if (n->n_in == 3)
+        return RLX_OK; /* the tables are inputs */
     const rlx_shape *s = &g->nodes[n->in[0]].shape;
-    double *tab = (double *)rlx_malloc(bytes);
-    if (!tab)
-        return rlx_cu_fail(t, RLX_ERR_OUT_OF_MEMORY, "no memory for the RoPE table");
-    rlx_rope_table(tab, s->dims[s->ndim - 2], s->dims[s->ndim - 1], n->attrs.rope.theta, n->attrs.rope.offset);
-    cudaError_t e = cudaMemcpyAsync(t->keep, tab, bytes, cudaMemcpyHostToDevice, rlx_cu_stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(rlx_cu_stream);
-    free(tab);
-    return e == cudaSuccess ? RLX_OK : rlx_cu_error(t, e, "uploading the RoPE table");
+    const int64_t S = s->dims[s->ndim - 2], D = s->dims[s->ndim - 1];
+    if (S * (D / 2) == 0)
+        return RLX_OK;
+    cu_rope_table *e = NULL;
+    pthread_mutex_lock(&rlx_cu_dev->handles_lock);
+    rlx_status st = rope_table_get(t, S, D, n->attrs.rope.theta, n->attrs.rope.offset, &e);
+    pthread_mutex_unlock(&rlx_cu_dev->handles_lock);
+    t->state = e;
+    return st;
+}
+
+static void release_rope(rlx_thunk *t)
+{
+    cu_device *d = rlx_cu_dev;
+    cu_rope_table *e = (cu_rope_table *)t->state;
+    pthread_mutex_lock(&d->handles_lock);
+    if (--e->refs == 0) {
+        cu_rope_table **p = &d->rope_tables;
+        while (*p != e)
+            p = &(*p)->next;
+        *p = e->next;
+        cudaFree(e->dev);
+        free(e);
+    }
+    pthread_mutex_unlock(&d->handles_lock);
 }
 
 static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
@@ -795,7 +846,7 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (!total)
         return RLX_OK;
     int64_t pairs = total / 2;
-    const double2 *tab = (const double2 *)t->keep;
+    const double2 *tab = ((const cu_rope_table *)t->state)->dev;
     const int inter = t->node->attrs.rope.interleaved;
     if (rope_vec_fits(t->in[0], t->out, D, rlx_dtype_size(xn->dtype), inter)) {
         const int64_t V = 16 / (int64_t)rlx_dtype_size(xn->dtype), groups = pairs / (inter ? V / 2 : V);
@@ -948,6 +999,6 @@ extern "C" void rlx_cuda_register_shape(cu_kernel *tab)
     tab[RLX_OP_GATHER] = (cu_kernel){k_gather, NULL, gather_ok, NULL, NULL};
     tab[RLX_OP_SCATTER_ADD] = (cu_kernel){k_scatter_add, NULL, scatter_add_ok, NULL, NULL};
     tab[RLX_OP_PAD] = (cu_kernel){k_pad, NULL, any_ok, prep_pad, free_state};
-    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, prep_rope, NULL, nullptr, nullptr, rope_keep};
+    tab[RLX_OP_ROPE] = (cu_kernel){k_rope, NULL, rope_ok, prep_rope, release_rope};
     tab[RLX_OP_CACHE_WRITE] = (cu_kernel){k_cache_write, NULL, cache_write_ok, NULL, NULL};
 }
