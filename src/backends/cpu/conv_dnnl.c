@@ -12,9 +12,10 @@
  *
  * Debian's oneDNN runs on OpenMP, and an OpenMP team beside RLX's pool
  * spins on the cores the pool needs.  So every primitive is built for and
- * run on one thread, and a conv is cut into slices (runs of images, or of
- * one image's output rows), one per session thread, each its own
- * primitive with its own scratchpad, run on the pool.
+ * run on one thread, and a conv is cut into slices (runs of images, of
+ * one image's output rows, or of a small image's output channels), one
+ * per session thread, each its own primitive with its own scratchpad, run
+ * on the pool.
  *
  * libdnnl.so.2 is opened at first use, as gemm.c does (no link
  * dependency); the build needs only its header (Debian: libdnnl-dev).

@@ -277,15 +277,16 @@ void rlx_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float 
 /* The library a shape runs on (see gemm.c). */
 int rlx_sgemm_choose(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int threads,
                      const rlx_backend_settings *set);
-/* C [M, N] = A [M, K] op(B) in f32, A's rows contiguous (lda K), B [K, N]
- * or, with tb, [N, K] (ldb its row stride): one row by the matrix-vector
- * kernel (decode steps read the weight once at memory speed), more by the
- * GEMM.  The matmul kernel's product and the fused ops'. */
+
 /* Whether kernels of our own may take their AVX-512 builds (RLX_WIDE): the
  * processor has AVX-512 (F, BW, CD, DQ, VL) and the settings do not say
  * RLX_CPU_NO_AVX512. */
 bool rlx_cpu_avx512(const rlx_backend_settings *set);
 
+/* C [M, N] = A [M, K] op(B) in f32, A's rows contiguous (lda K), B [K, N]
+ * or, with tb, [N, K] (ldb its row stride): one row by the matrix-vector
+ * kernel (decode steps read the weight once at memory speed), more by the
+ * GEMM.  The matmul kernel's product and the fused ops'. */
 void rlx_cpu_product_f32(int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, float *C,
                          int threads, const rlx_backend_settings *set);
 void rlx_dgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double *A, int64_t lda,

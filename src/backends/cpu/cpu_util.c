@@ -1,6 +1,7 @@
 /* cpu_util.c - what every CPU kernel family shares: errors naming the
- * node, and conversion of a tensor's elements to and from f32.  Below
- * both the kernel files and cpu_backend.c (which registers them). */
+ * node, whether the processor's AVX-512 may be used, and conversion of a
+ * tensor's elements to and from f32.  Below both the kernel files and
+ * cpu_backend.c (which registers them). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

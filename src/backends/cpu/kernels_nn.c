@@ -162,8 +162,9 @@ static rlx_status k_rope(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * (rlx_cpu_attn_tile_f32, which the attention block runs too): the scores
  * and the weighted sum as two register-blocked products (AVX-512 builds
  * where the processor has it), queries and values read where they lie,
- * the head's keys transposed once for all its tiles on a thread.  Other types run row by row in their compute type T (double for
- * f64, float for f16/bf16), per head in one block of scratch:
+ * the head's keys transposed once for all its tiles on a thread.  Other
+ * types run row by row in their compute type T (double for f64, float for
+ * f16/bf16), per head in one block of scratch:
  *   kT [D][T]  keys transposed (so the score loop runs over t, vectorised)
  *   vb [T][Dv] values
  *   qr [D], sc [T], acc [Dv] */
@@ -368,8 +369,9 @@ RLX_CLONES static void attn_scores_rows_f32(const float *restrict qr, const floa
  * of multiply-adds over k in order, whichever part computes it.  The
  * attention tiles' products: too small for a library call's fixed cost
  * (oneDNN's sgemm spent tens of milliseconds in its first calls of a
- * process).  Vectors are written as vector types, not arrays, so that
- * they stay in registers. */
+ * process).  The accumulators are indexed by unrolled constants only and
+ * stored by value (a memcpy from their address kept them on the stack),
+ * so that they stay in registers. */
 #define TILE_PRODUCT(NAME, W, ROWS, ATTR)                                                                    \
     typedef float NAME##_v __attribute__((vector_size(W * 4)));                                              \
     typedef float NAME##_vu __attribute__((vector_size(W * 4), aligned(4))); /* at any float's address */    \

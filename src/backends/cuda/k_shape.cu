@@ -44,9 +44,8 @@ typedef struct walk32 {
 /* strided_copy through a walk32; with U > 1 by runs of U consecutive
  * elements, contiguous in both (w walks the runs: its innermost dim counts
  * runs, its stride is U), the index arithmetic once a run, not once an
- * element.  Head transposes ([B, S, H,
- * D] -> [B, H, S, D]) copied one 16-byte unit a thread ran at about half
- * the memory speed. */
+ * element.  Head transposes ([B, S, H, D] -> [B, H, S, D]) copied one
+ * 16-byte unit a thread ran at about half the memory speed. */
 template <typename E, int U = 1> __global__ void strided_copy32(const E *src, E *dst, walk32 w)
 {
     cu_grid_wait();
@@ -515,7 +514,7 @@ static rlx_status k_pad(const rlx_thunk *t, const rlx_run_ctx *ctx)
 /* ------------------------------------------------------------ rope */
 
 /* One thread per rotated pair, its angle's cosine and sine from tab
- * [S][D/2] (rope_keep); I as in rope_tables_kernel. */
+ * [S][D/2] (the device's cu_rope_table); I as in rope_tables_kernel. */
 template <typename T, typename I>
 __global__ void rope_kernel(const T *x, const double2 *tab, T *y, int64_t pairs, int64_t S, int64_t D, int inter)
 {
