@@ -493,6 +493,44 @@ static void test_attention_edges(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* f32: a key the bool mask hides weighs exactly 0, whatever its value
+ * (here 1e37: a weight of exp(-87) instead of 0 would add about 0.16),
+ * in the tile path (70 rows) and the key-row path, with and without
+ * AVX-512 */
+static void test_attention_hidden_huge_values(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int64_t T = 40;
+    for (int isa = 0; isa < 2; isa++)
+        for (int64_t S = 1; S <= 70; S += 69) {
+            if (isa == 1)
+                setenv("RLX_CPU_NO_AVX512", "1", 1);
+            rt_graph *rg = rt_graph_new();
+            rt_tensor *q = rt_rand(RT_SHAPE(1, 2, S, 16), -1, 1), *k = rt_rand(RT_SHAPE(1, 2, T, 16), -1, 1);
+            rt_tensor *v = rt_rand(RT_SHAPE(1, 2, T, 16), -1, 1), *m = rt_new(RT_SHAPE(1, 1, 1, T));
+            for (int64_t j = 0; j < T; j++)
+                m->d[j] = j < 5 || j > 9; /* keys 5..9 hidden */
+            for (int64_t h = 0; h < 2; h++)
+                for (int64_t j = 5; j <= 9; j++)
+                    for (int64_t e = 0; e < 16; e++)
+                        v->d[(h * T + j) * 16 + e] = 1e37;
+            rlx_node y = rlx_attention(rg->g, rt_input(rg, RLX_F32, q), rt_input(rg, RLX_F32, k),
+                                       rt_input(rg, RLX_F32, v), rt_input(rg, RLX_BOOL, m), 0, 0);
+            rt_tensor *want = rt_ref_attention(q, k, v, m, 1, 0, 0.25);
+            char what[64];
+            snprintf(what, sizeof what, "attention hidden keys of 1e37, %lld rows%s", (long long)S,
+                     isa ? " (AVX2)" : "");
+            bad += check1(rg, y, want, RLX_F32, what);
+            unsetenv("RLX_CPU_NO_AVX512");
+            rt_tensor *all[] = {q, k, v, m, want};
+            for (int i = 0; i < 5; i++)
+                rt_free(all[i]);
+            rt_graph_free(rg);
+        }
+    assert_int_equal(bad, 0);
+}
+
 /* masks of rank < 4 broadcast from the right: [T], [S, T], [1, S, T] */
 static void test_attention_low_rank_mask(void **state)
 {
@@ -756,6 +794,7 @@ int main(void)
         cmocka_unit_test_setup(test_shape_ops_empty, rt_setup),
         cmocka_unit_test_setup(test_gather_out_of_range, rt_setup),
         cmocka_unit_test_setup(test_attention_edges, rt_setup),
+        cmocka_unit_test_setup(test_attention_hidden_huge_values, rt_setup),
         cmocka_unit_test_setup(test_attention_low_rank_mask, rt_setup),
         cmocka_unit_test_setup(test_rope_dtypes, rt_setup),
         cmocka_unit_test_setup(test_conv_dtypes, rt_setup),

@@ -64,30 +64,43 @@ float tanhf(float);
 #define RLX_WIDE __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 #endif
 
+/* Its constants, shared with the AVX-512 form (kernels_nn.c expf_x16). */
+#define RLX_EXPF_LO (-87.0f)                /* below: 0 */
+#define RLX_EXPF_HI 88.0f                   /* above: exp(88) */
+#define RLX_EXPF_LOG2E 1.44269504088896341f /* n = round(x / ln 2) */
+#define RLX_EXPF_ROUND 12582912.0f          /* 1.5 * 2^23: adding and subtracting it rounds to nearest */
+#define RLX_EXPF_LN2_HI 0.693359375f        /* ln 2 in two parts, r = x - n ln 2 */
+#define RLX_EXPF_LN2_LO (-2.12194440e-4f)
+#define RLX_EXPF_P0 1.9875691500e-4f /* exp(r) ~ 1 + r + r^2 (P5 + r (P4 + ... r P0)) */
+#define RLX_EXPF_P1 1.3981999507e-3f
+#define RLX_EXPF_P2 8.3334519073e-3f
+#define RLX_EXPF_P3 4.1665795894e-2f
+#define RLX_EXPF_P4 1.6666665459e-1f
+#define RLX_EXPF_P5 5.0000001201e-1f
+
 /* y = exp(x) for float lvalue y and float expression x (evaluated once). */
 #define RLX_EXPF_VEC(y, x)                                                   \
     do {                                                                     \
         float x_ = (x);                                                      \
-        float xc_ = x_ < -87.0f ? -87.0f : x_;                               \
-        xc_ = xc_ > 88.0f ? 88.0f : xc_;                                     \
-        /* round to nearest through the 1.5 * 2^23 trick */                  \
-        float n_ = (xc_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f; \
+        float xc_ = x_ < RLX_EXPF_LO ? RLX_EXPF_LO : x_;                     \
+        xc_ = xc_ > RLX_EXPF_HI ? RLX_EXPF_HI : xc_;                         \
+        float n_ = (xc_ * RLX_EXPF_LOG2E + RLX_EXPF_ROUND) - RLX_EXPF_ROUND; \
         n_ = n_ == n_ ? n_ : 0.0f; /* NaN: keep the conversion defined */    \
-        float r_ = xc_ - n_ * 0.693359375f;                                  \
-        r_ = r_ - n_ * -2.12194440e-4f;                                      \
-        float p_ = 1.9875691500e-4f;                                         \
-        p_ = p_ * r_ + 1.3981999507e-3f;                                     \
-        p_ = p_ * r_ + 8.3334519073e-3f;                                     \
-        p_ = p_ * r_ + 4.1665795894e-2f;                                     \
-        p_ = p_ * r_ + 1.6666665459e-1f;                                     \
-        p_ = p_ * r_ + 5.0000001201e-1f;                                     \
+        float r_ = xc_ - n_ * RLX_EXPF_LN2_HI;                               \
+        r_ = r_ - n_ * RLX_EXPF_LN2_LO;                                      \
+        float p_ = RLX_EXPF_P0;                                              \
+        p_ = p_ * r_ + RLX_EXPF_P1;                                          \
+        p_ = p_ * r_ + RLX_EXPF_P2;                                          \
+        p_ = p_ * r_ + RLX_EXPF_P3;                                          \
+        p_ = p_ * r_ + RLX_EXPF_P4;                                          \
+        p_ = p_ * r_ + RLX_EXPF_P5;                                          \
         p_ = p_ * r_ * r_ + r_ + 1.0f;                                       \
         union {                                                              \
             uint32_t u;                                                      \
             float f;                                                         \
         } s_;                                                                \
         s_.u = (uint32_t)((int32_t)n_ + 127) << 23;                          \
-        (y) = x_ < -87.0f ? 0.0f : p_ * s_.f;                                \
+        (y) = x_ < RLX_EXPF_LO ? 0.0f : p_ * s_.f;                           \
     } while (0)
 
 #endif

@@ -437,26 +437,27 @@ TILE_PRODUCT(tile_product_f32, 8, 4, RLX_CLONES)
 #ifdef RLX_HAVE_WIDE
 TILE_PRODUCT(tile_product_f32_wide, 16, 8, RLX_WIDE)
 
-/* RLX_EXPF_VEC's steps on 16 floats (the same constants and operations;
- * a NaN stays NaN through the clamps, which return their second operand
- * when one is NaN). */
+/* RLX_EXPF_VEC's steps on 16 floats (its constants and operations; a NaN
+ * stays NaN through the clamps, which return their second operand when
+ * one is NaN, and below RLX_EXPF_LO the result is 0, as there). */
 RLX_WIDE static inline __m512 expf_x16(__m512 x)
 {
-    const __m512 big = _mm512_set1_ps(12582912.0f);
-    __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
-    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), big), big);
+    const __m512 big = _mm512_set1_ps(RLX_EXPF_ROUND), lo = _mm512_set1_ps(RLX_EXPF_LO);
+    __m512 xc = _mm512_min_ps(_mm512_set1_ps(RLX_EXPF_HI), _mm512_max_ps(lo, x));
+    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(RLX_EXPF_LOG2E), big), big);
     n = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(n, n, _CMP_ORD_Q), n); /* NaN: keep the conversion defined */
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(RLX_EXPF_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(RLX_EXPF_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(RLX_EXPF_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RLX_EXPF_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RLX_EXPF_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RLX_EXPF_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RLX_EXPF_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(RLX_EXPF_P5));
     p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
     __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    /* x below the range (a hidden key's -inf score): 0, not exp(RLX_EXPF_LO) */
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
 }
 
 /* attn_softmax_f32 on 16-float vectors, the row's end by a masked load:
