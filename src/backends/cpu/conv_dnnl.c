@@ -111,7 +111,6 @@ typedef struct conv_part {
     dnnl_memory_t src, dst, scratch;
     void *sbuf;              /* the scratchpad */
     size_t src_off, dst_off; /* where the slice starts, in elements */
-    int wi;                  /* its weights: conv_dnnl.w[wi] */
     float *obuf;             /* a channel slice's output, dense, copied into place after the run; else NULL */
     int64_t oc0, noc;        /* its output channels */
 } conv_part;
@@ -132,8 +131,8 @@ typedef struct conv_dnnl {
     int nparts;      /* 0: not built */
     int threads;     /* the session threads it was built for */
     conv_weights *w; /* one set shared by the parts, or one per channel slice */
-    int nw;
-    bool wconst; /* weights reordered once, when built */
+    int nw;          /* 1, or nparts (part i has w[i]) */
+    bool wconst;     /* weights reordered once, when built */
 } conv_dnnl;
 
 static bool act_alg(int act, dnnl_alg_kind_t *alg, float *alpha)
@@ -458,7 +457,6 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
             w->b_off = (size_t)sl[i].oc0;
             st = build_weights(w, &wmd, &wpd, &bmd, n->attrs.conv.has_bias);
         }
-        c->part[i].wi = own_weights ? i : 0;
     }
     free(sl);
     c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
@@ -508,7 +506,7 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
     omp_set_num_threads(1);
     for (int64_t i = lo; i < hi; i++) {
         conv_part *q = &c->part[i];
-        const conv_weights *w = &c->w[q->wi];
+        const conv_weights *w = &c->w[c->nw > 1 ? i : 0]; /* a channel slice's own, or the shared set */
         dnnl_exec_arg_t args[5] = {
             {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, w->reorder ? w->prim : w->plain}, {DNNL_ARG_DST, q->dst}};
         int na = 3;
