@@ -10,7 +10,9 @@
 
 #include <cmocka.h>
 
+#include "core/ggml_type.h"
 #include "opt_testutil.h"
+#include "quant/quant.h"
 
 #define SHAPE(...) \
     (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]) { __VA_ARGS__ }
@@ -622,6 +624,136 @@ static void test_projection(void **state)
     seed++;
 }
 
+/* A target that claims projections of every kind (as CUDA does for a
+ * decode step's rows). */
+static bool any_projection_claim(const rlx_graph *g, rlx_node id)
+{
+    return g->nodes[id].op == RLX_OP_PROJECTION || rlx_cpu_backend()->supports(g, id);
+}
+
+/* form 0: glu(qmatmul(rms_norm(x))); 1: qmatmul(rms_norm(x)); 2: r +
+ * qmatmul(x); 3: glu(qmatmul(x)); 4: qmatmul(x) alone (stays). */
+static rlx_graph *qproj_graph(int form, int qt)
+{
+    rlx_graph *g = rlx_graph_new();
+    const int64_t K = 256, N = 8;
+    const size_t rb = rlx_quant_row_bytes(qt, K);
+    uint8_t *wq = malloc(N * rb);
+    float row[256];
+    assert_non_null(wq);
+    for (int64_t r = 0; r < N; r++) {
+        for (int64_t e = 0; e < K; e++)
+            row[e] = (float)(0.1 * ot_uniform(seed, "wq", r * K + e) - 0.05);
+        assert_int_equal(rlx_quantize_row(qt, row, wq + r * rb, K), RLX_OK);
+    }
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 1, K));
+    rlx_node w = rlx_constant(g, RLX_U8, 2, (int64_t[]){N, (int64_t)rb}, wq, N * rb);
+    free(wq);
+    rlx_node h = form <= 1 ? rlx_rms_norm(g, x, rlx_param(g, "g", RLX_F32, SHAPE(K)), 1e-6) : x;
+    rlx_node y = rlx_qmatmul(g, h, w, qt, K);
+    if (form == 0 || form == 3)
+        y = rlx_glu(g, y, RLX_ACT_SILU);
+    if (form == 2)
+        y = rlx_add(g, rlx_input(g, "r", RLX_F32, SHAPE(2, 1, N)), y);
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+/* A qmatmul fuses into a projection with a quantized weight where the
+ * target claims it (not on the CPU, whose integer dot kernels run the
+ * qmatmul); lowered again, it computes what the unfused graph does. */
+static void test_projection_quantized(void **state)
+{
+    (void)state;
+    static const int types[] = {RLX_GGML_Q8_0, RLX_GGML_Q4_K, RLX_GGML_Q6_K};
+    static const struct {
+        int fused, pre, glu, res;
+    } want[5] = {{1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
+                 {1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+                 {1, RLX_PROJ_PLAIN, RLX_ACT_SILU, 0},
+                 {0, 0, 0, 0}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int form = 0; form < 5; form++) {
+            rlx_graph *g = qproj_graph(form, types[t]);
+            rlx_graph *cpu = fused_for_cpu(g);
+            assert_int_equal(ot_count(cpu, RLX_OP_PROJECTION), 0);
+            rlx_graph_free(cpu);
+            rlx_pass_ctx c = ot_cpu_ctx(NULL);
+            c.supports = any_projection_claim;
+            rlx_graph *f = rlx_pass_fuse(g, &c);
+            assert_non_null(f);
+            assert_int_equal(rlx_graph_verify(f), RLX_OK);
+            assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want[form].fused);
+            for (int i = 0; i < f->n_nodes; i++)
+                if (f->nodes[i].op == RLX_OP_PROJECTION) {
+                    assert_int_equal(f->nodes[i].attrs.proj.quant, types[t]);
+                    assert_int_equal(f->nodes[i].attrs.proj.pre, want[form].pre);
+                    assert_int_equal(f->nodes[i].attrs.proj.glu, want[form].glu);
+                    assert_int_equal(f->nodes[i].attrs.proj.has_res, want[form].res);
+                    assert_int_equal(ot_count(f, RLX_OP_QMATMUL), 0);
+                }
+            if (want[form].fused) {
+                /* its decomposition (qmatmul and the parts) gives the
+                 * unfused graph's result to the bit */
+                rlx_pass_ctx lc = ot_cpu_ctx(NULL);
+                lc.supports = no_projection_claim;
+                rlx_graph *l = rlx_pass_lower(f, &lc);
+                assert_non_null(l);
+                assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
+                assert_int_equal(ot_count(l, RLX_OP_QMATMUL), 1);
+                rlx_options o;
+                rlx_options_init(&o);
+                o.ignore_env = 1;
+                o.no_fusion = 1;
+                ot_result a, b;
+                assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
+                assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
+                assert_true(ot_close("y", &a, &b, 0.0, 0.0));
+                ot_result_free(&a);
+                ot_result_free(&b);
+                rlx_graph_free(l);
+            }
+            rlx_graph_free(f);
+            rlx_graph_free(g);
+        }
+    seed++;
+}
+
+/* A quantized projection's weight must be a qmatmul's: u8 rows of whole
+ * blocks of the type, of the row bytes x's width gives. */
+static void test_projection_quantized_refusals(void **state)
+{
+    (void)state;
+    rlx_graph *g = rlx_graph_new();
+    const int64_t K = 64;
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(1, K));
+    rlx_node bad_rows = rlx_param(g, "w1", RLX_U8, SHAPE(4, 60));
+    rlx_node f32_w = rlx_param(g, "w2", RLX_F32, SHAPE(4, 68));
+    rlx_node good = rlx_param(g, "w3", RLX_U8, SHAPE(4, 68));
+    rlx_node_data p;
+    memset(&p, 0, sizeof p);
+    p.op = RLX_OP_PROJECTION;
+    p.n_in = 2;
+    p.in[0] = x;
+    p.attrs.proj.quant = RLX_GGML_Q8_0;
+    p.in[1] = bad_rows;
+    assert_true(rlx_graph_add(g, &p) < 0);
+    assert_non_null(strstr(rlx_last_error(), "Q8_0"));
+    p.in[1] = f32_w;
+    assert_true(rlx_graph_add(g, &p) < 0);
+    p.in[1] = good;
+    p.attrs.proj.quant = 99; /* not a block type */
+    assert_true(rlx_graph_add(g, &p) < 0);
+    assert_non_null(strstr(rlx_last_error(), "99"));
+    p.attrs.proj.quant = RLX_GGML_Q8_0;
+    rlx_node y = rlx_graph_add(g, &p);
+    assert_true(y >= 0);
+    assert_int_equal(g->nodes[y].shape.dims[1], 4);
+    rlx_graph_free(g);
+}
+
 /* ------------------------------------------------------ target awareness */
 
 static bool no_fused_claim(const rlx_graph *g, rlx_node id)
@@ -666,11 +798,18 @@ int main(void)
     seed = s ? strtoull(s, NULL, 10) : 12345;
     printf("test_fusion: seed %llu (set RLX_TEST_SEED to repeat)\n", (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_bias_act),    cmocka_unit_test(test_matmul_bias_act_near_misses),
-        cmocka_unit_test(test_add_norm),           cmocka_unit_test(test_swiglu),
-        cmocka_unit_test(test_attention_block),    cmocka_unit_test(test_elementwise_chain),
-        cmocka_unit_test(test_softmax_scale_mask), cmocka_unit_test(test_conv_bn_act),
-        cmocka_unit_test(test_target_claim),       cmocka_unit_test(test_projection),
+        cmocka_unit_test(test_matmul_bias_act),
+        cmocka_unit_test(test_matmul_bias_act_near_misses),
+        cmocka_unit_test(test_add_norm),
+        cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_attention_block),
+        cmocka_unit_test(test_elementwise_chain),
+        cmocka_unit_test(test_softmax_scale_mask),
+        cmocka_unit_test(test_conv_bn_act),
+        cmocka_unit_test(test_target_claim),
+        cmocka_unit_test(test_projection),
+        cmocka_unit_test(test_projection_quantized),
+        cmocka_unit_test(test_projection_quantized_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "quant/quant.h"
 #include "quant/quant_dot.h"
+#include "quant/quant_units.h"
 #include "quant_testutil.h"
 
 /* ------------------------------------------------ float64 reading */
@@ -940,6 +941,65 @@ static void test_quantize_act(void **state)
     }
 }
 
+/* ------------------------------------------------------------ units */
+
+/* Every unit of a block (quant_units.h) rebuilds the dequantizer's
+ * elements to the bit: d q - m, one rounding each, and the units' halves
+ * cover the block's elements once each.  Random bytes give scales of
+ * every class (NaN: any NaN). */
+static void check_units(int t, const uint8_t *b, const char *what)
+{
+    const int64_t n = rlx_quant_block_elems(t);
+    float ref[256];
+    int seen[256] = {0};
+    assert_int_equal(rlx_dequantize_row(t, b, ref, n), RLX_OK);
+    for (int j = 0; j < RLX_QU_PER_BLOCK(t); j++) {
+        rlx_qunit u;
+        rlx_qunit_read(t, b, j, &u);
+        for (int h = 0; h < 2; h++) {
+            if (!RLX_QU_HAS_MIN(t) && u.m[h] != 0.0f)
+                fail_msg("%s %s unit %d: a min %g in a type without one", rlx_ggml_type_name(t), what, j, u.m[h]);
+            for (int e = 0; e < 16; e++) {
+                const int el = u.e[h] + e;
+                assert_true(el >= 0 && el < n);
+                seen[el]++;
+                const float p = u.d[h] * (float)(int8_t)(u.q[h][e / 4] >> (8 * (e % 4)));
+                const float w = p - u.m[h];
+                uint32_t wb, rb;
+                memcpy(&wb, &w, 4);
+                memcpy(&rb, &ref[el], 4);
+                if (wb != rb && !(isnan(w) && isnan(ref[el])))
+                    fail_msg("%s %s unit %d element %d: %.9g, the dequantizer %.9g", rlx_ggml_type_name(t), what, j, el,
+                             w, ref[el]);
+            }
+        }
+    }
+    for (int e = 0; e < n; e++)
+        if (seen[e] != 1)
+            fail_msg("%s: element %d read by %d units", rlx_ggml_type_name(t), e, seen[e]);
+}
+
+static void test_units(void **state)
+{
+    (void)state;
+    qt_seed(11);
+    /* 4-byte aligned, as the units read their fields */
+    _Alignas(16) uint8_t b[304];
+    float src[256];
+    for (int i = 0; i < QT_NTYPES; i++) {
+        const int t = qt_types[i];
+        const int64_t n = rlx_quant_block_elems(t);
+        for (int rep = 0; rep < 500; rep++) {
+            random_bytes(b, sizeof b);
+            check_units(t, b, "random block");
+            for (int64_t e = 0; e < n; e++)
+                src[e] = (float)(qt_normal() * (rep % 2 ? 0.05 : 30.0));
+            assert_int_equal(rlx_quantize_row(t, src, b, n), RLX_OK);
+            check_units(t, b, "quantized block");
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -947,6 +1007,7 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_dequantize_random),
         cmocka_unit_test(test_dequantize_crafted),
+        cmocka_unit_test(test_units),
         cmocka_unit_test(test_quantize_round_trip),
         cmocka_unit_test(test_quantize_shapes),
         cmocka_unit_test(test_quantize_nonfinite),

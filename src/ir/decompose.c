@@ -321,7 +321,12 @@ rlx_node rlx_decompose_projection(rlx_graph *g, const rlx_node_data *n)
     int k = 2;
     if (n->attrs.proj.pre == RLX_PROJ_RMS_NORM)
         x = rlx_rms_norm(g, x, n->in[k++], n->attrs.proj.eps);
-    rlx_node y = rlx_matmul(g, x, n->in[1], 0, 1);
+    if (x < 0)
+        return x;
+    const rlx_node_data *xn = &g->nodes[x];
+    rlx_node y = n->attrs.proj.quant
+                     ? rlx_qmatmul(g, x, n->in[1], n->attrs.proj.quant, xn->shape.dims[xn->shape.ndim - 1])
+                     : rlx_matmul(g, x, n->in[1], 0, 1);
     if (n->attrs.proj.glu != RLX_ACT_NONE)
         y = glu_primitives(g, y, n->attrs.proj.glu);
     return n->attrs.proj.has_res ? rlx_add(g, y, n->in[k]) : y;

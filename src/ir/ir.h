@@ -199,9 +199,11 @@ typedef enum rlx_op {
      * after it in a decoder: pre(x) @ w^T, then glu (act(y[..., :N/2]) *
      * y[..., N/2:], attrs.proj.glu), then + r; pre (attrs.proj.pre) is
      * none or rms_norm(x, gamma, eps); r, the residual, has the result's
-     * shape.  Inputs x, w, then gamma (rms_norm), then r (has_res).  Made
-     * by fusion only where a target claims it (CUDA, for a decode step's
-     * few rows); the CPU runs its decomposition, its definition. */
+     * shape.  Inputs x, w, then gamma (rms_norm), then r (has_res).  With
+     * attrs.proj.quant, w is a qmatmul's: u8 rows [N, row bytes] of that
+     * ggml block type, and the product is qmatmul(x, w).  Made by fusion
+     * only where a target claims it (CPU and CUDA, for a decode step's few
+     * rows; CUDA alone with a quantized weight). */
     RLX_OP_PROJECTION,
     RLX_OP_COUNT
 } rlx_op;
@@ -375,6 +377,7 @@ typedef union rlx_attrs {
         int glu; /* rlx_act of the gated unit after the product; RLX_ACT_NONE: none */
         int has_res;
         double eps; /* rms_norm's */
+        int quant;  /* the weight's ggml block type (a qmatmul's), or 0: a float weight */
     } proj;
     uint8_t raw[160];
 } rlx_attrs;
@@ -545,6 +548,9 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_qkv_heads(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n);
+/* Whether w is the weight of qmatmul n (attrs.quant): u8 rows [N, row
+ * bytes] of a supported type; sets the error when not. */
+rlx_status rlx_check_quant_weight(const rlx_node_data *n, const rlx_node_data *w);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);

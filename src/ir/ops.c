@@ -180,7 +180,7 @@ static rlx_status infer_matmul(const rlx_graph *g, rlx_node_data *n)
 }
 
 /* The quantized weight w of a qmatmul or dequantize: u8 [N, row bytes]. */
-static rlx_status check_quant_weight(const rlx_node_data *n, const rlx_node_data *w)
+rlx_status rlx_check_quant_weight(const rlx_node_data *n, const rlx_node_data *w)
 {
     int qt = n->attrs.quant.qtype;
     int64_t k = n->attrs.quant.k;
@@ -204,7 +204,7 @@ static rlx_status check_quant_weight(const rlx_node_data *n, const rlx_node_data
 static rlx_status infer_qmatmul(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *w = IN(1);
-    rlx_status st = check_quant_weight(n, w);
+    rlx_status st = rlx_check_quant_weight(n, w);
     if (st != RLX_OK)
         return st;
     if (!rlx_dtype_is_float(x->dtype) || x->dtype == RLX_F64)
@@ -265,7 +265,7 @@ static rlx_status infer_quantize_u8(const rlx_graph *g, rlx_node_data *n)
 
 static rlx_status infer_dequantize(const rlx_graph *g, rlx_node_data *n)
 {
-    rlx_status st = check_quant_weight(n, IN(0));
+    rlx_status st = rlx_check_quant_weight(n, IN(0));
     if (st != RLX_OK)
         return st;
     rlx_dtype to = n->attrs.quant.to;

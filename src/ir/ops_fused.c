@@ -4,6 +4,7 @@
  * the op table on a probe node, so the two can never disagree. */
 #include <string.h>
 
+#include "core/ggml_type.h"
 #include "ir/ir.h"
 
 #define IN(i) (&g->nodes[n->in[i]])
@@ -313,11 +314,24 @@ rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n)
     const int expected = 2 + (pre == RLX_PROJ_RMS_NORM) + (n->attrs.proj.has_res != 0);
     if (n->n_in != expected)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "projection expects %d inputs, got %d", expected, n->n_in);
-    if (r < 1 || w->shape.ndim != 2 || !rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype)
+    const int quant = n->attrs.proj.quant;
+    if (quant) {
+        /* the weight as qmatmul takes it */
+        rlx_node_data q = *n;
+        q.attrs.quant.qtype = quant;
+        q.attrs.quant.k = r ? x->shape.dims[r - 1] : 0;
+        rlx_status st = rlx_check_quant_weight(&q, w);
+        if (st != RLX_OK)
+            return st;
+        if (!rlx_dtype_is_float(x->dtype) || x->dtype == RLX_F64)
+            return rlx_set_error(RLX_ERR_DTYPE, "projection by a %s weight takes f32, f16 or bf16 x, got %s",
+                                 rlx_ggml_type_name(quant), rlx_dtype_name(x->dtype));
+    } else if (r < 1 || w->shape.ndim != 2 || !rlx_dtype_is_float(x->dtype) || w->dtype != x->dtype) {
         return rlx_set_error(
             RLX_ERR_SHAPE, "projection takes a float x and a weight [N, K] of its dtype, got %s %s and %s %s",
             rlx_dtype_name(x->dtype), SHAPE_A(&x->shape), rlx_dtype_name(w->dtype), SHAPE_B(&w->shape));
-    const int64_t N = w->shape.dims[0], K = w->shape.dims[1];
+    }
+    const int64_t N = w->shape.dims[0], K = quant ? x->shape.dims[r - 1] : w->shape.dims[1];
     if (x->shape.dims[r - 1] != K || (glu != RLX_ACT_NONE && N % 2))
         return rlx_set_error(RLX_ERR_SHAPE, "projection: x %s does not fit the weight %s%s", SHAPE_A(&x->shape),
                              SHAPE_B(&w->shape), glu != RLX_ACT_NONE ? " (a gated unit needs an even N)" : "");

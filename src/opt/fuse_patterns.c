@@ -322,10 +322,22 @@ bool fuse_matmul_bias_act(fuse_state *s, rlx_node root)
 
 /* ------------------------------------------------------- projection */
 
-/* pre(x) @ w^T for a 2-D weight read transposed, then a gated unit or a
- * residual add (RLX_OP_PROJECTION): the product with the RMS norm before
- * it and what follows it in a decoder.  Only a target that runs it better
- * than its parts claims it (the CUDA backend, for a decode step's rows). */
+/* A product a projection takes: a matmul by a 2-D weight read transposed,
+ * or a qmatmul. */
+static bool is_projection_product(fuse_state *s, rlx_node id)
+{
+    const rlx_node_data *m = fs_node(s, id);
+    if (m->op == RLX_OP_QMATMUL)
+        return true;
+    return m->op == RLX_OP_MATMUL && !m->attrs.matmul.trans_a && m->attrs.matmul.trans_b &&
+           fs_node(s, m->in[1])->shape.ndim == 2;
+}
+
+/* pre(x) @ w^T for a 2-D weight read transposed (or a quantized one),
+ * then a gated unit or a residual add (RLX_OP_PROJECTION): the product
+ * with the RMS norm before it and what follows it in a decoder.  Only a
+ * target that runs it better than its parts claims it (for a decode
+ * step's rows). */
 bool fuse_projection(fuse_state *s, rlx_node root)
 {
     const rlx_node_data *r = fs_node(s, root);
@@ -334,16 +346,16 @@ bool fuse_projection(fuse_state *s, rlx_node root)
     if (r->op == RLX_OP_ADD) {
         for (int j = 0; j < 2 && mm < 0; j++) {
             const rlx_node_data *o = fs_node(s, r->in[1 - j]);
-            if (o->op == RLX_OP_MATMUL && fs_inner(s, r->in[1 - j]) && rlx_shape_equal(&o->shape, &r->shape) &&
-                rlx_shape_equal(&fs_node(s, r->in[j])->shape, &r->shape)) {
+            if (is_projection_product(s, r->in[1 - j]) && fs_inner(s, r->in[1 - j]) &&
+                rlx_shape_equal(&o->shape, &r->shape) && rlx_shape_equal(&fs_node(s, r->in[j])->shape, &r->shape)) {
                 mm = r->in[1 - j];
                 res = r->in[j];
             }
         }
-    } else if (r->op == RLX_OP_GLU && fs_is(s, r->in[0], RLX_OP_MATMUL) && fs_inner(s, r->in[0])) {
+    } else if (r->op == RLX_OP_GLU && is_projection_product(s, r->in[0]) && fs_inner(s, r->in[0])) {
         mm = r->in[0];
         glu = r->attrs.glu.act;
-    } else if (r->op == RLX_OP_MATMUL) {
+    } else if (is_projection_product(s, root)) {
         mm = root;
     }
     if (mm < 0)
@@ -351,8 +363,7 @@ bool fuse_projection(fuse_state *s, rlx_node root)
     if (mm != root)
         nodes[nn++] = mm;
     const rlx_node_data *m = fs_node(s, mm);
-    if (m->attrs.matmul.trans_a || !m->attrs.matmul.trans_b || fs_node(s, m->in[1])->shape.ndim != 2 ||
-        !fs_fusable_dtype(m->dtype))
+    if (!fs_fusable_dtype(m->dtype))
         return false;
     rlx_node x = m->in[0], gamma = -1;
     const rlx_node_data *xn = fs_node(s, x);
@@ -371,6 +382,7 @@ bool fuse_projection(fuse_state *s, rlx_node root)
     sp.node.attrs.proj.glu = glu;
     sp.node.attrs.proj.has_res = res >= 0;
     sp.node.attrs.proj.eps = eps;
+    sp.node.attrs.proj.quant = m->op == RLX_OP_QMATMUL ? m->attrs.quant.qtype : 0;
     spec_in(&sp, x);
     spec_in(&sp, m->in[1]);
     if (gamma >= 0)

@@ -1332,10 +1332,11 @@ static void proj_rows(const rlx_thunk *t, const void *gamma, int64_t M, int64_t 
 
 /* Claimed for a decode step's few rows, where it saves the norm's and the
  * add's passes over the activations; a prompt's many rows keep their
- * threaded norm kernels (add_rms_norm_keep) and the product alone. */
+ * threaded norm kernels (add_rms_norm_keep) and the product alone.  A
+ * quantized weight keeps its qmatmul (the integer dot kernels). */
 static bool proj_claims(const rlx_graph *g, const rlx_node_data *n)
 {
-    return rlx_projection_rows(NODE_IN(g, n, 0)) <= RLX_PROJ_FEW_ROWS;
+    return !n->attrs.proj.quant && rlx_projection_rows(NODE_IN(g, n, 0)) <= RLX_PROJ_FEW_ROWS;
 }
 
 static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)

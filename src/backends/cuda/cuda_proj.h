@@ -11,24 +11,35 @@
 #define CU_PROJ_MAX_SMEM (96 * 1024)
 
 /* y [M, N'] = epilogue(pre(x) [M, K] . w[n, :]) for w [N, K], all of the
- * launch's dtype, rows contiguous:
+ * launch's dtype (or quantized: quant), rows contiguous:
  *   pre_rms: x's rows RMS-normalised (eps) and times gamma first;
  *   glu: column n is act(gate n) * up n, gate and up the weight's rows n
  *        and n + N / 2 (N' = N / 2); else act(. + bias[n]) (N' = N);
  *   res: then + res[m, n] (shaped like y);
  *   w_fixed: no kernel of the run writes w (its rows are asked into L2
- *            before the wait on the kernel ahead). */
+ *            before the wait on the kernel ahead);
+ *   quant: w's ggml block type, rows of rb bytes (K a multiple of 32,
+ *          w 16-byte aligned); 0 (F32's id, never a block type): w is of
+ *          the launch's dtype.  16-bit activations are then rounded to 8
+ *          bits per 32 elements and multiplied on the weights' levels as
+ *          integers; f32 ones stay f32. */
 typedef struct cu_proj_args {
     const void *x, *w, *gamma, *bias, *res;
     void *y;
     int64_t M, N, K;
     float eps;
     int pre_rms, glu, act, w_fixed;
+    int quant;
+    int64_t rb;
     int vec; /* set by the launch: x, w and gamma 16-byte aligned */
 } cu_proj_args;
 
 /* Launches the kernel on the backend's stream (M <= CU_PROJ_MAX_ROWS, K %
- * 8 == 0; with pre_rms, M * K elements within CU_PROJ_MAX_SMEM). */
-void rlx_cu_rows_launch(rlx_dtype dt, cu_proj_args a);
+ * 8 == 0; with pre_rms, rlx_cu_rows_smem within CU_PROJ_MAX_SMEM); false,
+ * launching nothing, for a quantized weight that is not 16-byte aligned. */
+bool rlx_cu_rows_launch(rlx_dtype dt, cu_proj_args a);
+
+/* The shared memory the kernel stages x's rows in (M rows of K). */
+size_t rlx_cu_rows_smem(rlx_dtype dt, int64_t M, int64_t K, bool pre_rms, bool quant);
 
 #endif

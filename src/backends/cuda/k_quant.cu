@@ -2,32 +2,29 @@
  * weights kept in their GGUF blocks (src/quant/quant_layout.h gives the
  * byte layouts).  Every element is formed exactly as the CPU's dequantizer
  * forms it (each product and sum rounded on its own: no fused multiply-add),
- * so dequantize matches the CPU bit for bit.  Every kernel reads the
+ * so dequantize matches the CPU bit for bit.  Both kernels here read the
  * weights eight elements at a time (q_chunk: a few whole bytes and the
  * block's scales once).
  *
  * qmatmul has three paths, by the number of activation rows:
- * - up to 8 (decode steps): WPC warps per weight row, each lane on chunks
- *   of eight elements, activations read as f32, f32 sums;
+ * - up to 8 (decode steps): the few-row product of k_proj.cu, on the
+ *   weights' 8-bit levels (quant/quant_units.h) and 16-bit activations
+ *   rounded to 8 bits per 32 (f32 activations stay f32);
  * - up to 64 rows of 16-bit activations: 64 x 64 output tiles; each step
  *   dequantizes a 64 x 64 weight tile into shared memory beside the
  *   activations' tile and multiplies them on tensor cores (WMMA),
  *   accumulating in f32 (f32 activations stay on the kernel above);
  * - more rows (prefill): the weights dequantized whole into scratch in the
  *   activations' dtype, then cuBLASLt's GEMM.
- * The CPU instead quantizes the activations per block and takes integer
- * dots; here the activations stay in their precision (f32, or bf16/f16 on
- * tensor cores), so the two differ by the CPU's rounding of the
- * activations (tests/gpu/cuda_quant.c bounds both against float64). */
+ * The CPU quantizes the activations per block of up to 256 and takes
+ * integer dots; here 16-bit activations are rounded to 8 bits per 32 for a
+ * few rows and stay 16-bit on tensor cores for more, f32 ones stay f32
+ * (tests/gpu/cuda_quant.c bounds each against float64). */
 #include <mma.h>
 
-#include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_gemm.h"
-
-extern "C" {
-#include "core/ggml_type.h"
-#include "quant/quant_layout.h"
-}
+#include "backends/cuda/cuda_proj.h"
+#include "backends/cuda/cuda_quant.h"
 
 /* ------------------------------------------------------ one element */
 
@@ -174,49 +171,6 @@ __device__ __forceinline__ void q_chunk(const uint8_t *__restrict__ row, int64_t
         w[j] = __fmul_rn(d, (float)(int8_t)b[RLX_Q8_K_QS + 8 * t + j]);
 }
 
-/* Calls F<QT> for the type (one of rlx_qtype_supported's). */
-#define Q_TYPE_DISPATCH(qt, QT, ...)          \
-    do {                                      \
-        switch (qt) {                         \
-        case RLX_GGML_Q8_0: {                 \
-            constexpr int QT = RLX_GGML_Q8_0; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q4_0: {                 \
-            constexpr int QT = RLX_GGML_Q4_0; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q4_1: {                 \
-            constexpr int QT = RLX_GGML_Q4_1; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q5_0: {                 \
-            constexpr int QT = RLX_GGML_Q5_0; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q5_1: {                 \
-            constexpr int QT = RLX_GGML_Q5_1; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q4_K: {                 \
-            constexpr int QT = RLX_GGML_Q4_K; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q5_K: {                 \
-            constexpr int QT = RLX_GGML_Q5_K; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        case RLX_GGML_Q6_K: {                 \
-            constexpr int QT = RLX_GGML_Q6_K; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        default: {                            \
-            constexpr int QT = RLX_GGML_Q8_K; \
-            __VA_ARGS__;                      \
-        } break;                              \
-        }                                     \
-    } while (0)
-
 /* ------------------------------------------------------------ dequantize */
 
 /* rows x k elements of type QT into y (row-major, dtype T): a thread per
@@ -259,80 +213,6 @@ static rlx_status k_dequantize(const rlx_thunk *t, const rlx_run_ctx *ctx)
         return RLX_OK;
     launch_dequantize(n->dtype, qt, t->in[0], t->out, rows, k, rlx_quant_row_bytes(qt, k));
     return rlx_cu_check(t, "dequantize launch");
-}
-
-/* ------------------------------------------------- qmatmul, few rows */
-
-#define QMV_WARPS 8
-#define QMV_MAX_ROWS 8 /* activation rows the matrix-vector kernel takes */
-
-/* Four consecutive activations as floats (p 8-byte aligned for 16-bit T,
- * 16-byte for f32: runs start at multiples of four elements). */
-template <typename T> __device__ __forceinline__ float4 load4(const T *p)
-{
-    const uint2 v = __ldg((const uint2 *)p);
-    const T *h = (const T *)&v;
-    return make_float4(cu_tof<T>(h[0]), cu_tof<T>(h[1]), cu_tof<T>(h[2]), cu_tof<T>(h[3]));
-}
-template <> __device__ __forceinline__ float4 load4<float>(const float *p) { return __ldg((const float4 *)p); }
-
-/* y[m, n] = sum_e x[m, e] * w[n, e] for M activation rows.  WPC warps per
- * weight row, each lane on every (32 WPC)-th chunk of eight elements, so a
- * warp keeps several chunks' loads in flight and the card's bandwidth is
- * what limits (as the 16-bit matrix-vector kernel in k_matmul.cu); each
- * weight row is read once for all M rows. */
-template <typename T, int QT, int M, int WPC>
-__global__ void __launch_bounds__(QMV_WARPS * 32)
-    qmatvec(const T *__restrict__ x, const uint8_t *__restrict__ w, T *__restrict__ y, int64_t k, int64_t n, size_t rb,
-            int w_fixed)
-{
-    cu_prefetch_then_wait([&] {
-        const int64_t r0 = (int64_t)blockIdx.x * (QMV_WARPS / WPC);
-        if (w_fixed && threadIdx.x == 0)
-            cu_prefetch_l2(w, r0 * (int64_t)rb, (r0 + QMV_WARPS / WPC) * (int64_t)rb, n * (int64_t)rb);
-    });
-    constexpr int ROWS = QMV_WARPS / WPC;
-    __shared__ float part[QMV_WARPS][M];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
-    const int64_t r = (int64_t)blockIdx.x * ROWS + warp / WPC, chunks = k / 8;
-    float acc[M];
-#pragma unroll
-    for (int m = 0; m < M; m++)
-        acc[m] = 0.0f;
-    if (r < n) {
-        const uint8_t *wr = w + (size_t)r * rb;
-#pragma unroll 4
-        for (int64_t c = (int64_t)sub * 32 + lane; c < chunks; c += 32 * WPC) {
-            float wv[8];
-            int o0, o1;
-            q_chunk<QT>(wr, c, wv, &o0, &o1);
-            const int64_t base = (c >> 3) * 64;
-#pragma unroll
-            for (int m = 0; m < M; m++) {
-                const float4 a = load4<T>(x + m * k + base + o0), b = load4<T>(x + m * k + base + o1);
-                acc[m] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x + wv[5] * b.y +
-                          wv[6] * b.z + wv[7] * b.w;
-            }
-        }
-    }
-    if (!cu_mv_reduce<M, WPC>(acc, part, warp, lane, sub))
-        return;
-    if (lane == 0 && r < n)
-#pragma unroll
-        for (int m = 0; m < M; m++)
-            y[m * n + r] = cu_fromf<T>(acc[m]);
-}
-
-template <typename T, int QT, int M>
-static void launch_qmatvec(const void *x, const uint8_t *w, void *y, int64_t k, int64_t n, size_t rb, int w_fixed)
-{
-    /* four warps per row where rows alone leave the card short of warps */
-    if (n >= 4096)
-        cu_launch(qmatvec<T, QT, M, 1>, (unsigned)((n + QMV_WARPS - 1) / QMV_WARPS), QMV_WARPS * 32, 0, (const T *)x, w,
-                  (T *)y, k, n, rb, w_fixed);
-    else
-        cu_launch(qmatvec<T, QT, M, 4>, (unsigned)((n + QMV_WARPS / 4 - 1) / (QMV_WARPS / 4)), QMV_WARPS * 32, 0,
-                  (const T *)x, w, (T *)y, k, n, rb, w_fixed);
 }
 
 /* ------------------------------------------------ qmatmul, many rows */
@@ -506,7 +386,7 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
                    ? rlx_cu_gemm_run(t, &s->gemm, t->in[0], t->scratch, t->out, NULL, (char *)t->scratch + s->deq_bytes)
                    : st;
     }
-    if (m > QMV_MAX_ROWS && x->dtype != RLX_F32) {
+    if (m > CU_PROJ_MAX_ROWS && x->dtype != RLX_F32) {
         const int64_t gy = (m + QMM_TILE - 1) / QMM_TILE, gx = (cols + QMM_TILE - 1) / QMM_TILE;
         if (gx > INT_MAX)
             return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "qmatmul grid of %lld tiles is too large", (long long)gx);
@@ -517,29 +397,35 @@ static rlx_status k_qmatmul(const rlx_thunk *t, const rlx_run_ctx *ctx)
                                                     (T *)t->out, m, k, cols, rb)));
         return rlx_cu_check(t, "qmatmul (tensor cores) launch");
     }
-    /* in groups of 8, 4, 2 and 1 rows, a launch each (fewer kernels to
-     * build).  f32 activations come here up to QMM_GEMM_ROWS rows rather
-     * than to the tiles, which would round them to bf16: each row's sum is
-     * then the same however many rows run, so a prompt's logits match a
-     * decode step's. */
+    /* a few rows, and f32 activations up to QMM_GEMM_ROWS in groups of a
+     * few: the few-row product (k_proj.cu) on the weights' 8-bit levels.
+     * f32 activations stay f32 there rather than going to the tiles, which
+     * would round them to bf16: each row's sum is then the same however
+     * many rows run, so a prompt's logits match a decode step's. */
     const size_t es = rlx_dtype_size(x->dtype);
-    const int w_fixed = (t->in_fixed >> 1) & 1;
-    for (int64_t done = 0; done < m;) {
-        const int64_t left = m - done;
-        const int mm = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-        const void *xp = (const char *)t->in[0] + (size_t)(done * k) * es;
-        void *yp = (char *)t->out + (size_t)(done * cols) * es;
-        CU_FLOAT_DISPATCH(x->dtype, T, Q_TYPE_DISPATCH(qt, QT, {
-                              switch (mm) {
-                              case 8: launch_qmatvec<T, QT, 8>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              case 4: launch_qmatvec<T, QT, 4>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              case 2: launch_qmatvec<T, QT, 2>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              default: launch_qmatvec<T, QT, 1>(xp, w, yp, k, cols, rb, w_fixed); break;
-                              }
-                          }));
-        done += mm;
+    cu_proj_args a;
+    memset(&a, 0, sizeof a);
+    a.w = w;
+    a.N = cols;
+    a.K = k;
+    a.quant = qt;
+    a.rb = (int64_t)rb;
+    a.w_fixed = (t->in_fixed >> 1) & 1;
+    /* rows a launch, as many as the staged activations let */
+    int64_t per = CU_PROJ_MAX_ROWS;
+    while (per > 1 && rlx_cu_rows_smem(x->dtype, per, k, false, true) > CU_PROJ_MAX_SMEM)
+        per /= 2;
+    if (rlx_cu_rows_smem(x->dtype, per, k, false, true) > CU_PROJ_MAX_SMEM)
+        return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "qmatmul: rows of %lld elements do not fit in shared memory",
+                           (long long)k);
+    for (int64_t done = 0; done < m; done += per) {
+        a.x = (const char *)t->in[0] + (size_t)(done * k) * es;
+        a.y = (char *)t->out + (size_t)(done * cols) * es;
+        a.M = m - done < per ? m - done : per;
+        if (!rlx_cu_rows_launch(x->dtype, a))
+            return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "qmatmul: the weight at %p is not 16-byte aligned", a.w);
     }
-    return rlx_cu_check(t, "qmatmul (matrix-vector) launch");
+    return rlx_cu_check(t, "qmatmul (few rows) launch");
 }
 
 /* Claimed for the types the CPU computes with and float activations. */
