@@ -45,9 +45,11 @@ typedef struct rlx_qunit {
 } rlx_qunit;
 
 /* Units a block holds and the block's bytes. */
-#define RLX_QU_PER_BLOCK(qt) ((qt) == RLX_GGML_Q4_K || (qt) == RLX_GGML_Q5_K || (qt) == RLX_GGML_Q6_K || (qt) == RLX_GGML_Q8_K ? 8 : 1)
+#define RLX_QU_PER_BLOCK(qt) \
+    ((qt) == RLX_GGML_Q4_K || (qt) == RLX_GGML_Q5_K || (qt) == RLX_GGML_Q6_K || (qt) == RLX_GGML_Q8_K ? 8 : 1)
 /* Whether the type's weights have a min (w = d q - m with m not 0). */
-#define RLX_QU_HAS_MIN(qt) ((qt) == RLX_GGML_Q4_1 || (qt) == RLX_GGML_Q5_1 || (qt) == RLX_GGML_Q4_K || (qt) == RLX_GGML_Q5_K)
+#define RLX_QU_HAS_MIN(qt) \
+    ((qt) == RLX_GGML_Q4_1 || (qt) == RLX_GGML_Q5_1 || (qt) == RLX_GGML_Q4_K || (qt) == RLX_GGML_Q5_K)
 
 RLX_QU_FN uint32_t rlx_qu_u16(const uint8_t *p)
 {

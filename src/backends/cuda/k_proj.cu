@@ -310,14 +310,15 @@ template <bool MIN> __device__ __forceinline__ float qhalf_f32(const uint32_t (&
 template <typename T, int QT, int M, int WPC, int G>
 __global__ void __launch_bounds__(PROJ_WARPS * 32) qproj_kernel(const cu_proj_args a)
 {
-    constexpr int UPB = RLX_QU_PER_BLOCK(QT), BB = cu_q_block_bytes(QT), SPAN = 32 / UPB * BB;
-    constexpr bool I8 = sizeof(T) == 2, MIN = RLX_QU_HAS_MIN(QT);
-    const int64_t cols = a.N / G, n0 = (int64_t)blockIdx.x * (PROJ_WARPS / WPC);
     cu_prefetch_then_wait([&] {
+        const int64_t cols = a.N / G, n0 = (int64_t)blockIdx.x * (PROJ_WARPS / WPC);
         if (a.w_fixed && threadIdx.x == 0)
             for (int g = 0; g < G; g++)
                 cu_prefetch_l2(a.w, (g * cols + n0) * a.rb, (g * cols + n0 + PROJ_WARPS / WPC) * a.rb, a.N * a.rb);
     });
+    constexpr int UPB = RLX_QU_PER_BLOCK(QT), BB = cu_q_block_bytes(QT), SPAN = 32 / UPB * BB;
+    constexpr bool I8 = sizeof(T) == 2, MIN = RLX_QU_HAS_MIN(QT);
+    const int64_t cols = a.N / G, n0 = (int64_t)blockIdx.x * (PROJ_WARPS / WPC);
     extern __shared__ uint4 proj_rows[];
     __shared__ uint4 staged[PROJ_WARPS][G][(SPAN + 31) / 16];
     __shared__ float part[PROJ_WARPS][G * M];
