@@ -546,6 +546,29 @@ static bool no_projection_claim(const rlx_graph *g, rlx_node id)
     return g->nodes[id].op != RLX_OP_PROJECTION && rlx_cpu_backend()->supports(g, id);
 }
 
+/* f, a fusion of g, lowered for a target without the projection kernel
+ * (its decomposition in parts): no projection is left, and "y" matches
+ * g's unfused result within rtol, atol.  Returns the lowered graph. */
+static rlx_graph *lowered_matches(const rlx_graph *f, const rlx_graph *g, double rtol, double atol)
+{
+    rlx_pass_ctx lc = ot_cpu_ctx(NULL);
+    lc.supports = no_projection_claim;
+    rlx_graph *l = rlx_pass_lower(f, &lc);
+    assert_non_null(l);
+    assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    o.no_fusion = 1;
+    ot_result a, b;
+    assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
+    assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
+    assert_true(ot_close("y", &a, &b, rtol, atol));
+    ot_result_free(&a);
+    ot_result_free(&b);
+    return l;
+}
+
 /* form 0: rms_norm(x) @ w^T; 1: glu(rms_norm(x) @ w^T); 2: glu(x @ w^T);
  * 3: r + x @ w^T; 4: x @ w^T + r; 5: x @ w^T alone; 6: rms_norm read twice;
  * 7: the weight not read transposed */
@@ -601,21 +624,7 @@ static void test_projection(void **state)
             assert_same_output(g, "y", 1e-5);
             /* lowered for a target without it (its definition in
              * primitives), the fused graph does too */
-            rlx_pass_ctx lc = ot_cpu_ctx(NULL);
-            lc.supports = no_projection_claim;
-            rlx_graph *l = rlx_pass_lower(f, &lc);
-            assert_non_null(l);
-            assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
-            rlx_options o;
-            rlx_options_init(&o);
-            o.ignore_env = 1;
-            o.no_fusion = 1;
-            ot_result a, b;
-            assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
-            assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
-            assert_true(ot_close("y", &a, &b, 1e-6, 1e-7));
-            ot_result_free(&a);
-            ot_result_free(&b);
+            rlx_graph *l = lowered_matches(f, g, 1e-6, 1e-7);
             rlx_graph_free(l);
         }
         rlx_graph_free(f);
@@ -697,22 +706,8 @@ static void test_projection_quantized(void **state)
             if (want[form].fused) {
                 /* its decomposition (qmatmul and the parts) gives the
                  * unfused graph's result to the bit */
-                rlx_pass_ctx lc = ot_cpu_ctx(NULL);
-                lc.supports = no_projection_claim;
-                rlx_graph *l = rlx_pass_lower(f, &lc);
-                assert_non_null(l);
-                assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
+                rlx_graph *l = lowered_matches(f, g, 0.0, 0.0);
                 assert_int_equal(ot_count(l, RLX_OP_QMATMUL), 1);
-                rlx_options o;
-                rlx_options_init(&o);
-                o.ignore_env = 1;
-                o.no_fusion = 1;
-                ot_result a, b;
-                assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
-                assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
-                assert_true(ot_close("y", &a, &b, 0.0, 0.0));
-                ot_result_free(&a);
-                ot_result_free(&b);
                 rlx_graph_free(l);
             }
             rlx_graph_free(f);

@@ -180,6 +180,18 @@ static void dequantize_case(int qt, rlx_dtype to, bool random_bytes)
 /* unit roundoff of a dtype */
 static double unit(rlx_dtype t) { return t == RLX_F32 ? 0x1p-24 : t == RLX_F16 ? 0x1p-11 : 0x1p-8; }
 
+/* rows x k weights of normal * 0.05 quantized to qt (rows of rb bytes)
+ * into w and read back into wf; src is a row's scratch. */
+static void random_weights(int qt, int64_t rows, int64_t k, size_t rb, float *src, uint8_t *w, float *wf)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t e = 0; e < k; e++)
+            src[e] = (float)(normal() * 0.05);
+        rlx_quantize_row(qt, src, w + r * rb, k);
+        rlx_dequantize_row(qt, w + r * rb, wf + r * k, k);
+    }
+}
+
 /* The error of rounding x to 8 bits per block of `block` elements in
  * x . w: each element within max |block| / 254. */
 static double act_bound(const double *x, const float *w, int64_t k, int64_t block)
@@ -212,12 +224,7 @@ static void qmatmul_case(int qt, rlx_dtype dt, int64_t m, int64_t k, int64_t n, 
     float *wf = malloc(sizeof(float) * n * k), *src = malloc(sizeof(float) * k);
     void *x = malloc(m * k * es), *yg = malloc(m * n * es), *yc = malloc(m * n * es);
     double *xd = malloc(sizeof(double) * m * k);
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t i = 0; i < k; i++)
-            src[i] = (float)(normal() * 0.05);
-        rlx_quantize_row(qt, src, w + r * rb, k);
-        rlx_dequantize_row(qt, w + r * rb, wf + r * k, k);
-    }
+    random_weights(qt, n, k, rb, src, w, wf);
     for (int64_t i = 0; i < m * k; i++) {
         store(x, dt, i, (float)(2.0 * uniform() - 1.0));
         xd[i] = load(x, dt, i);
@@ -317,12 +324,7 @@ static void qproj_case(int qt, rlx_dtype dt, int form, int64_t m, int64_t k, int
     void *x = malloc(m * k * es), *gm = malloc(k * es), *r = malloc(m * n * es), *yg = malloc(m * n * es),
          *yc = malloc(m * n * es);
     double *h = malloc(sizeof(double) * m * k);
-    for (int64_t j = 0; j < rows; j++) {
-        for (int64_t e = 0; e < k; e++)
-            src[e] = (float)(normal() * 0.05);
-        rlx_quantize_row(qt, src, w + j * rb, k);
-        rlx_dequantize_row(qt, w + j * rb, wf + j * k, k);
-    }
+    random_weights(qt, rows, k, rb, src, w, wf);
     for (int64_t e = 0; e < m * k; e++)
         store(x, dt, e, (float)(2.0 * uniform() - 1.0));
     for (int64_t e = 0; e < k; e++)
