@@ -443,15 +443,17 @@ int main(void)
         for (int d = 0; d < 3; d++)
             for (int rb = 0; rb < 2; rb++)
                 dequantize_case(TYPES[t], FLOATS[d], rb);
-    /* rows: 1, 2, 5 (= 4 + 1) and 8 on the matrix-vector kernel; 9, 13
-     * and 64 on the tiles (16-bit) or in groups of 8, 4, 2, 1 (f32); 70
-     * and 100 dequantized whole for the library's GEMM.  Depth 288 is an
-     * odd number of 32-element blocks (a half window at the end; its rows
-     * are read in place, not staged).  4104 columns take the one-warp-a-row
-     * form, with a last block of rows short. */
-    static const int64_t shapes[][3] = {{1, 512, 300}, {2, 256, 77},  {5, 1024, 129}, {8, 512, 1000},
-                                        {13, 512, 70}, {9, 256, 64},  {64, 512, 128}, {100, 768, 130},
-                                        {3, 288, 50},  {70, 288, 65}, {1, 4096, 96},  {2, 512, 4104}};
+    /* rows: 1, 2, 5 (launches of 4 and 1) and 8 on the few-row kernel;
+     * 9, 13 and 64 on the tiles (16-bit) or the few-row kernel in groups
+     * of up to 8 (f32); 70 and 100 dequantized whole for the library's
+     * GEMM.  Depth 288 is an odd number of 32-element blocks (a short span
+     * of 9 units; the tiles' half window at the end).  4104 columns take
+     * a warp a column, with a last block of columns short; 3000 and 9000
+     * columns take more than 1,024 blocks' worth, so blocks loop over
+     * groups of them (four warps a column and one). */
+    static const int64_t shapes[][3] = {{1, 512, 300}, {2, 256, 77},   {5, 1024, 129},  {8, 512, 1000}, {13, 512, 70},
+                                        {9, 256, 64},  {64, 512, 128}, {100, 768, 130}, {3, 288, 50},   {70, 288, 65},
+                                        {1, 4096, 96}, {2, 512, 4104}, {2, 256, 3000},  {1, 256, 9000}};
     for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
         worst wst = {0, 0};
         const int qt = TYPES[t];
@@ -465,9 +467,10 @@ int main(void)
     }
     /* rows 1, 3 (launches of 2 and 1), 8 and 9 (not fused); 4096 weight
      * rows take a warp a column; depths of 32-element blocks only (288),
-     * three spans of 32 units (3072), a short last span (2304) */
-    static const int64_t pshapes[][3] = {{1, 1024, 2048}, {3, 512, 300}, {8, 3072, 520},
-                                         {9, 256, 64},    {2, 288, 77},  {1, 2304, 130}};
+     * three spans of 32 units (3072), a short last span (2304); 8300
+     * columns loop over groups of columns */
+    static const int64_t pshapes[][3] = {{1, 1024, 2048}, {3, 512, 300},  {8, 3072, 520}, {9, 256, 64},
+                                         {2, 288, 77},    {1, 2304, 130}, {2, 256, 8300}};
     for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++)
         for (int d = 0; d < 3; d++)
             for (int form = 0; form < 3; form++)

@@ -334,48 +334,63 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) qproj_kernel(const cu_proj_ar
         xf = (const float *)proj_rows;
     }
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
-    const int64_t n = n0 + warp / WPC;
-    float acc[G * M];
-#pragma unroll
-    for (int i = 0; i < G * M; i++)
-        acc[i] = 0.0f;
-    if (n < cols) {
-        const uint8_t *w = (const uint8_t *)a.w, *w_end = w + a.N * a.rb;
-        for (int64_t u0 = (int64_t)sub * 32; u0 < units; u0 += 32 * WPC) {
-            const int nu = units - u0 < 32 ? (int)(units - u0) : 32;
-            const uint8_t *sp[G];
-#pragma unroll
+    const uint8_t *w = (const uint8_t *)a.w, *w_end = w + a.N * a.rb;
+    /* the block's groups of columns, the activations staged once for all;
+     * the next group's rows are asked into L2 as this one's are read */
+    const int64_t step = (int64_t)gridDim.x * (PROJ_WARPS / WPC);
+    for (int64_t c0 = n0; c0 < cols; c0 += step) {
+        if (a.w_fixed && threadIdx.x == 0 && c0 + step < cols)
             for (int g = 0; g < G; g++)
-                sp[g] =
-                    q_stage(w + (g * cols + n) * a.rb + u0 / UPB * BB, nu / UPB * BB, w, w_end, staged[warp][g], lane);
-            __syncwarp();
-            if (lane < nu) {
-                const int64_t e0 = (u0 + lane) / UPB * (32 * UPB); /* the unit's block's first element */
+                cu_prefetch_l2(a.w, (g * cols + c0 + step) * a.rb, (g * cols + c0 + step + PROJ_WARPS / WPC) * a.rb,
+                               a.N * a.rb);
+        const int64_t n = c0 + warp / WPC;
+        float acc[G * M];
 #pragma unroll
-                for (int g = 0; g < G; g++) {
-                    rlx_qunit q;
-                    rlx_qunit_read(QT, sp[g] + lane / UPB * BB, lane % UPB, &q);
+        for (int i = 0; i < G * M; i++)
+            acc[i] = 0.0f;
+        if (n < cols) {
+            for (int64_t u0 = (int64_t)sub * 32; u0 < units; u0 += 32 * WPC) {
+                const int nu = units - u0 < 32 ? (int)(units - u0) : 32;
+                const uint8_t *sp[G];
 #pragma unroll
-                    for (int m = 0; m < M; m++)
+                for (int g = 0; g < G; g++)
+                    sp[g] = q_stage(w + (g * cols + n) * a.rb + u0 / UPB * BB, nu / UPB * BB, w, w_end, staged[warp][g],
+                                    lane);
+                __syncwarp();
+                if (lane < nu) {
+                    const int64_t e0 = (u0 + lane) / UPB * (32 * UPB); /* the unit's block's first element */
 #pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int64_t e = e0 + q.e[h];
-                            if constexpr (I8)
-                                acc[g * M + m] += qhalf_i8<MIN>(q.q[h], q.d[h], q.m[h], xq + m * K + e,
-                                                                xd[m * (K / 32) + e / 32], xs[m * (K / 16) + e / 16]);
-                            else
-                                acc[g * M + m] += qhalf_f32<MIN>(q.q[h], q.d[h], q.m[h], xf + m * K + e);
-                        }
+                    for (int g = 0; g < G; g++) {
+                        rlx_qunit q;
+                        rlx_qunit_read(QT, sp[g] + lane / UPB * BB, lane % UPB, &q);
+#pragma unroll
+                        for (int m = 0; m < M; m++)
+#pragma unroll
+                            for (int h = 0; h < 2; h++) {
+                                const int64_t e = e0 + q.e[h];
+                                if constexpr (I8)
+                                    acc[g * M + m] +=
+                                        qhalf_i8<MIN>(q.q[h], q.d[h], q.m[h], xq + m * K + e, xd[m * (K / 32) + e / 32],
+                                                      xs[m * (K / 16) + e / 16]);
+                                else
+                                    acc[g * M + m] += qhalf_f32<MIN>(q.q[h], q.d[h], q.m[h], xf + m * K + e);
+                            }
+                    }
                 }
+                __syncwarp();
             }
-            __syncwarp();
         }
+        if (cu_mv_reduce<G * M, WPC>(acc, part, warp, lane, sub) && lane == 0 && n < cols)
+            proj_store<T, M, G>(a, acc, n, cols);
+        if (WPC > 1)
+            __syncthreads(); /* part is written again by the next group */
     }
-    if (!cu_mv_reduce<G * M, WPC>(acc, part, warp, lane, sub))
-        return;
-    if (lane == 0 && n < cols)
-        proj_store<T, M, G>(a, acc, n, cols);
 }
+
+/* Blocks of a quantized launch past which a block takes several groups of
+ * columns (the output head's 150,000 rows: its activations staged once a
+ * block rather than once a group). */
+#define QPROJ_MAX_BLOCKS 1024
 
 /* ------------------------------------------------------------ launches */
 
@@ -392,13 +407,15 @@ size_t rlx_cu_rows_smem(rlx_dtype dt, int64_t M, int64_t K, bool pre_rms, bool q
     return rows_smem(rlx_dtype_size(dt), M, K, pre_rms, quant);
 }
 
-/* Launches kernel K on cols columns, WPC warps a column. */
+/* Launches kernel on cols columns, WPC warps a column, in at most
+ * max_blocks blocks (a kernel that loops over groups of columns). */
 template <int WPC, typename Kern>
-static void proj_launch_kernel(Kern kernel, int64_t cols, size_t smem, const cu_proj_args &a)
+static void proj_launch_kernel(Kern kernel, int64_t cols, size_t smem, const cu_proj_args &a, int64_t max_blocks)
 {
     if (smem > 16 * 1024) /* with the static arrays, past the default 48 KB */
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    cu_launch(kernel, (unsigned)((cols + PROJ_WARPS / WPC - 1) / (PROJ_WARPS / WPC)), PROJ_WARPS * 32, smem, a);
+    const int64_t blocks = (cols + PROJ_WARPS / WPC - 1) / (PROJ_WARPS / WPC);
+    cu_launch(kernel, (unsigned)(blocks < max_blocks ? blocks : max_blocks), PROJ_WARPS * 32, smem, a);
 }
 
 /* Four warps per column where columns alone leave the card short of warps. */
@@ -408,9 +425,9 @@ template <typename T, int M, int G> static void proj_launch_mg(const cu_proj_arg
 {
     const size_t smem = rows_smem(sizeof(T), M, a.K, a.pre_rms, false);
     if (PROJ_WIDE(a, G))
-        proj_launch_kernel<1>(proj_kernel<T, M, 1, G>, a.N / G, smem, a);
+        proj_launch_kernel<1>(proj_kernel<T, M, 1, G>, a.N / G, smem, a, INT_MAX);
     else
-        proj_launch_kernel<4>(proj_kernel<T, M, 4, G>, a.N / G, smem, a);
+        proj_launch_kernel<4>(proj_kernel<T, M, 4, G>, a.N / G, smem, a, INT_MAX);
 }
 
 template <typename T, int G> static void proj_launch_g(const cu_proj_args &a)
@@ -431,9 +448,9 @@ template <typename T, int QT, int M, int G> static void qproj_launch_mg(const cu
 {
     const size_t smem = rows_smem(sizeof(T), M, a.K, a.pre_rms, true);
     if (PROJ_WIDE(a, G))
-        proj_launch_kernel<1>(qproj_kernel<T, QT, M, 1, G>, a.N / G, smem, a);
+        proj_launch_kernel<1>(qproj_kernel<T, QT, M, 1, G>, a.N / G, smem, a, QPROJ_MAX_BLOCKS);
     else
-        proj_launch_kernel<4>(qproj_kernel<T, QT, M, 4, G>, a.N / G, smem, a);
+        proj_launch_kernel<4>(qproj_kernel<T, QT, M, 4, G>, a.N / G, smem, a, QPROJ_MAX_BLOCKS);
 }
 
 /* The rows in launches of 8, 4, 2 and 1 (fewer kernels to build). */
