@@ -401,7 +401,9 @@ static void qproj_case(int qt, rlx_dtype dt, int form, int64_t m, int64_t k, int
                 const double base = (rms ? u : 0.0) * S + 1e-5 * S + u * fabs(v);
                 p[c] = v;
                 ec[c] = base + act_bound(h + i * k, wr, k, 256);
-                eg[c] = base + (gpu_block ? act_bound(h + i * k, wr, k, gpu_block) : 0.0);
+                /* past 8 rows (16-bit) the tiles round the weights to dt */
+                const double tiles = !cpu_only && m > 8 && dt != RLX_F32 ? u * S : 0.0;
+                eg[c] = base + tiles + (gpu_block ? act_bound(h + i * k, wr, k, gpu_block) : 0.0);
             }
             double ref, bg, bc;
             if (glu) {
