@@ -190,51 +190,25 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) proj_kernel(const cu_proj_arg
 
 /* ------------------------------------------------- quantized weights */
 
-/* A warp's span of a quantized row in flight: bytes [src, src + len) as
- * the 16-byte words that hold them (16-byte aligned, so that every field
- * keeps its alignment once in shared memory), word i in lane i % 32's
- * w[i / 32]. */
-struct q_span {
-    const uint8_t *src;
-    int len;
-    uint4 w[3];
-};
-
-/* Starts reading a span: whole words as such, and byte by byte the words
- * that cross lo or hi (the weight's ends). */
-template <int WORDS>
-__device__ __forceinline__ void q_fetch(q_span &sp, const uint8_t *src, int len, const uint8_t *lo, const uint8_t *hi,
-                                        int lane)
+/* Copies bytes [src, src + len) to buf (16-byte aligned) at the same offset
+ * within 16 bytes, so that every field keeps its alignment: the warp reads
+ * whole 16-byte words, and byte by byte the words that cross lo or hi (the
+ * weight's ends).  Returns where src lies in buf. */
+__device__ __forceinline__ const uint8_t *q_stage(const uint8_t *src, int len, const uint8_t *lo, const uint8_t *hi,
+                                                  uint4 *buf, int lane)
 {
-    sp.src = src;
-    sp.len = len;
-    const uintptr_t a = (uintptr_t)src & ~(uintptr_t)15;
-    const int nw = ((int)((uintptr_t)src - a) + len + 15) >> 4;
-#pragma unroll
-    for (int j = 0; j < (WORDS + 31) / 32; j++) {
-        const int i = lane + 32 * j;
-        if (i >= nw)
-            break;
+    const uintptr_t s = (uintptr_t)src, a = s & ~(uintptr_t)15;
+    const int skew = (int)(s - a), nw = (skew + len + 15) >> 4;
+    for (int i = lane; i < nw; i += 32) {
         const uint8_t *p = (const uint8_t *)(a + 16 * (uintptr_t)i);
         if (p >= lo && p + 16 <= hi) {
-            sp.w[j] = __ldg((const uint4 *)p);
+            buf[i] = __ldg((const uint4 *)p);
         } else {
-            uint8_t b[16];
+            uint8_t *d = (uint8_t *)(buf + i);
             for (int k = 0; k < 16; k++)
-                b[k] = p + k >= lo && p + k < hi ? __ldg(p + k) : 0;
-            memcpy(&sp.w[j], b, 16);
+                d[k] = p + k >= lo && p + k < hi ? __ldg(p + k) : 0;
         }
     }
-}
-
-/* Writes a fetched span to buf (the warp's); returns where src lies in it. */
-template <int WORDS> __device__ __forceinline__ const uint8_t *q_put(const q_span &sp, uint4 *buf, int lane)
-{
-    const int skew = (int)((uintptr_t)sp.src & 15), nw = (skew + sp.len + 15) >> 4;
-#pragma unroll
-    for (int j = 0; j < (WORDS + 31) / 32; j++)
-        if (lane + 32 * j < nw)
-            buf[lane + 32 * j] = sp.w[j];
     return (const uint8_t *)buf + skew;
 }
 
@@ -343,40 +317,27 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) qproj_kernel(const cu_proj_ar
                 cu_prefetch_l2(a.w, (g * cols + n0) * a.rb, (g * cols + n0 + PROJ_WARPS / WPC) * a.rb, a.N * a.rb);
     });
     constexpr int UPB = RLX_QU_PER_BLOCK(QT), BB = cu_q_block_bytes(QT), SPAN = 32 / UPB * BB;
-    constexpr int WORDS = (SPAN + 31) / 16; /* a span's 16-byte words, with its offset in the first */
     constexpr bool I8 = sizeof(T) == 2, MIN = RLX_QU_HAS_MIN(QT);
     const int64_t cols = a.N / G, n0 = (int64_t)blockIdx.x * (PROJ_WARPS / WPC);
     extern __shared__ uint4 proj_rows[];
-    __shared__ uint4 staged[PROJ_WARPS][G][WORDS];
+    __shared__ uint4 staged[PROJ_WARPS][G][(SPAN + 31) / 16];
     __shared__ float part[PROJ_WARPS][G * M];
     const int64_t K = a.K, units = K / 32;
     int8_t *xq = (int8_t *)proj_rows;
     float *xd = (float *)(xq + M * K);
     int *xs = (int *)(xd + M * (K / 32));
     const float *xf = (const float *)a.x;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
-    const uint8_t *w = (const uint8_t *)a.w, *w_end = w + a.N * a.rb;
-    const int64_t step = (int64_t)gridDim.x * (PROJ_WARPS / WPC);
-    /* this warp's spans in order: 32 units from u0 of column n (rows n
-     * and cols + n with the gated unit); each is fetched into registers
-     * one span ahead, the first before the activations are staged */
-    q_span span[G];
-    const auto fetch = [&](int64_t n, int64_t u0) {
-        const int nu = units - u0 < 32 ? (int)(units - u0) : 32;
-#pragma unroll
-        for (int g = 0; g < G; g++)
-            q_fetch<WORDS>(span[g], w + (g * cols + n) * a.rb + u0 / UPB * BB, nu / UPB * BB, w, w_end, lane);
-    };
-    if (n0 + warp / WPC < cols && sub * 32 < units)
-        fetch(n0 + warp / WPC, (int64_t)sub * 32);
     if constexpr (I8) {
         qproj_stage_x<T, M>(a, xq, xd, xs);
     } else if (a.pre_rms) {
         proj_stage_rms<T, M>(a, (T *)proj_rows);
         xf = (const float *)proj_rows;
     }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = warp % WPC;
+    const uint8_t *w = (const uint8_t *)a.w, *w_end = w + a.N * a.rb;
     /* the block's groups of columns, the activations staged once for all;
      * the next group's rows are asked into L2 as this one's are read */
+    const int64_t step = (int64_t)gridDim.x * (PROJ_WARPS / WPC);
     for (int64_t c0 = n0; c0 < cols; c0 += step) {
         if (a.w_fixed && threadIdx.x == 0 && c0 + step < cols)
             for (int g = 0; g < G; g++)
@@ -393,12 +354,9 @@ __global__ void __launch_bounds__(PROJ_WARPS * 32) qproj_kernel(const cu_proj_ar
                 const uint8_t *sp[G];
 #pragma unroll
                 for (int g = 0; g < G; g++)
-                    sp[g] = q_put<WORDS>(span[g], staged[warp][g], lane);
+                    sp[g] = q_stage(w + (g * cols + n) * a.rb + u0 / UPB * BB, nu / UPB * BB, w, w_end, staged[warp][g],
+                                    lane);
                 __syncwarp();
-                if (u0 + 32 * WPC < units)
-                    fetch(n, u0 + 32 * WPC);
-                else if (n + step < cols && sub * 32 < units)
-                    fetch(n + step, (int64_t)sub * 32);
                 if (lane < nu) {
                     const int64_t e0 = (u0 + lane) / UPB * (32 * UPB); /* the unit's block's first element */
 #pragma unroll
