@@ -6,14 +6,15 @@
  *               and on rows quantized from random floats: the GPU's output
  *               equals the CPU's bit for bit (any NaN matching any NaN).
  *   qmatmul     every type, activations in f32, f16 and bf16, row counts on
- *               both kernels (<= 8: matrix-vector; more: tensor-core tiles),
- *               depths of whole and odd 64-element windows: both backends
- *               against a float64 product of the dequantized weights, each
- *               within its own bound relative to sum |x| |w| (the CPU rounds
- *               the activations to 8 bits per block; the GPU rounds the
- *               weights to the activations' 16-bit dtype past 8 rows, and
- *               otherwise only sums in f32), and the two within the sum of
- *               their bounds.
+ *               every path (<= 8: the few-row kernel; more: tensor-core
+ *               tiles or the library's GEMM), depths of whole and odd
+ *               64-element windows: both backends against a float64 product
+ *               of the dequantized weights, each within its own bound
+ *               relative to sum |x| |w| (the CPU rounds the activations to 8
+ *               bits per block of up to 256; the GPU rounds 16-bit ones to 8
+ *               bits per 32 for a few rows and the weights to their dtype
+ *               past 8 rows, and f32 ones only sums in f32), and the two
+ *               within the sum of their bounds.
  *   qprojection the decode step's fused products on a quantized weight
  *               (RMS norm before, gated unit or residual add after), every
  *               type and dtype, against float64 on both backends, and the
