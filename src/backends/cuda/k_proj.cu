@@ -2,7 +2,8 @@
  * step's projections), bound by reading the weight: the `projection` fused
  * op (an RMS norm before the product, a gated unit or a residual add
  * after it) and, through rlx_cu_rows_launch, the few-row matmuls of
- * k_matmul.cu.  One kernel does all of it:
+ * k_matmul.cu and qmatmuls of k_quant.cu.  One kernel does all of it for
+ * a float weight, and qproj_kernel (below) for a quantized one:
  *
  *   - the weight rows a block reads are asked into L2 before it waits on
  *     the kernel ahead (when no kernel of the run writes them), so that
