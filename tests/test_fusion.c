@@ -597,28 +597,40 @@ static rlx_graph *proj_graph(int form)
     return g;
 }
 
+/* What fusion should make of a projection graph: how many projections,
+ * and their pre, glu and has_res attributes. */
+typedef struct proj_want {
+    int fused, pre, glu, res;
+} proj_want;
+
+/* f holds want.fused projections, each with want's attributes and quant. */
+static void assert_projections(const rlx_graph *f, proj_want want, int quant)
+{
+    assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want.fused);
+    for (int i = 0; i < f->n_nodes; i++)
+        if (f->nodes[i].op == RLX_OP_PROJECTION) {
+            assert_int_equal(f->nodes[i].attrs.proj.pre, want.pre);
+            assert_int_equal(f->nodes[i].attrs.proj.glu, want.glu);
+            assert_int_equal(f->nodes[i].attrs.proj.has_res, want.res);
+            assert_int_equal(f->nodes[i].attrs.proj.quant, quant);
+        }
+}
+
 static void test_projection(void **state)
 {
     (void)state;
-    static const struct {
-        int fused, pre, glu, res;
-    } want[8] = {{1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
-                 {1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_GELU, 0},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
-                 {0, 0, 0, 0},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1}, /* the norm is an output: only the add joins */
-                 {0, 0, 0, 0}};
+    static const proj_want want[8] = {
+        {1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
+        {1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
+        {1, RLX_PROJ_PLAIN, RLX_ACT_GELU, 0},
+        {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+        {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+        {0, 0, 0, 0},
+        {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1}, /* the norm is an output: only the add joins */
+        {0, 0, 0, 0}};
     for (int form = 0; form < 8; form++) {
         rlx_graph *g = proj_graph(form), *f = fused_for_cpu(g);
-        assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want[form].fused);
-        for (int i = 0; i < f->n_nodes; i++)
-            if (f->nodes[i].op == RLX_OP_PROJECTION) {
-                assert_int_equal(f->nodes[i].attrs.proj.pre, want[form].pre);
-                assert_int_equal(f->nodes[i].attrs.proj.glu, want[form].glu);
-                assert_int_equal(f->nodes[i].attrs.proj.has_res, want[form].res);
-            }
+        assert_projections(f, want[form], 0);
         if (want[form].fused) {
             /* the CPU kernel computes what the unfused graph does */
             assert_same_output(g, "y", 1e-5);
@@ -676,13 +688,11 @@ static void test_projection_quantized(void **state)
 {
     (void)state;
     static const int types[] = {RLX_GGML_Q8_0, RLX_GGML_Q4_K, RLX_GGML_Q6_K};
-    static const struct {
-        int fused, pre, glu, res;
-    } want[5] = {{1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
-                 {1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
-                 {1, RLX_PROJ_PLAIN, RLX_ACT_SILU, 0},
-                 {0, 0, 0, 0}};
+    static const proj_want want[5] = {{1, RLX_PROJ_RMS_NORM, RLX_ACT_SILU, 0},
+                                      {1, RLX_PROJ_RMS_NORM, RLX_ACT_NONE, 0},
+                                      {1, RLX_PROJ_PLAIN, RLX_ACT_NONE, 1},
+                                      {1, RLX_PROJ_PLAIN, RLX_ACT_SILU, 0},
+                                      {0, 0, 0, 0}};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (int form = 0; form < 5; form++) {
             rlx_graph *g = qproj_graph(form, types[t]);
@@ -694,15 +704,9 @@ static void test_projection_quantized(void **state)
             rlx_graph *f = rlx_pass_fuse(g, &c);
             assert_non_null(f);
             assert_int_equal(rlx_graph_verify(f), RLX_OK);
-            assert_int_equal(ot_count(f, RLX_OP_PROJECTION), want[form].fused);
-            for (int i = 0; i < f->n_nodes; i++)
-                if (f->nodes[i].op == RLX_OP_PROJECTION) {
-                    assert_int_equal(f->nodes[i].attrs.proj.quant, types[t]);
-                    assert_int_equal(f->nodes[i].attrs.proj.pre, want[form].pre);
-                    assert_int_equal(f->nodes[i].attrs.proj.glu, want[form].glu);
-                    assert_int_equal(f->nodes[i].attrs.proj.has_res, want[form].res);
-                    assert_int_equal(ot_count(f, RLX_OP_QMATMUL), 0);
-                }
+            assert_projections(f, want[form], types[t]);
+            if (want[form].fused)
+                assert_int_equal(ot_count(f, RLX_OP_QMATMUL), 0);
             if (want[form].fused) {
                 /* its decomposition (qmatmul and the parts) gives the
                  * unfused graph's result to the bit */

@@ -548,9 +548,9 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_qkv_heads(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_glu(const rlx_graph *g, rlx_node_data *n);
 rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n);
-/* Whether w is the weight of qmatmul n (attrs.quant): u8 rows [N, row
- * bytes] of a supported type; sets the error when not. */
-rlx_status rlx_check_quant_weight(const rlx_node_data *n, const rlx_node_data *w);
+/* Whether w is a quantized weight of ggml type qt with rows of k elements:
+ * u8 [N, row bytes] of a supported type; sets the error when not. */
+rlx_status rlx_check_quant_weight(int qt, int64_t k, const rlx_node_data *w);
 /* Decompositions (decompose.c): the definitions of the fused ops, of
  * batch_norm, and of channels-last conv and pooling, in primitives. */
 rlx_node rlx_decompose_batch_norm(rlx_graph *g, const rlx_node_data *n);

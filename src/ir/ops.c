@@ -179,11 +179,10 @@ static rlx_status infer_matmul(const rlx_graph *g, rlx_node_data *n)
     return RLX_OK;
 }
 
-/* The quantized weight w of a qmatmul or dequantize: u8 [N, row bytes]. */
-rlx_status rlx_check_quant_weight(const rlx_node_data *n, const rlx_node_data *w)
+/* The quantized weight w of a qmatmul, dequantize or quantized projection:
+ * u8 [N, row bytes]. */
+rlx_status rlx_check_quant_weight(int qt, int64_t k, const rlx_node_data *w)
 {
-    int qt = n->attrs.quant.qtype;
-    int64_t k = n->attrs.quant.k;
     const char *name = rlx_ggml_type_name(qt);
     if (!rlx_qtype_supported(qt))
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "quantized type %d (%s) is not one RLX computes with", qt,
@@ -204,7 +203,7 @@ rlx_status rlx_check_quant_weight(const rlx_node_data *n, const rlx_node_data *w
 static rlx_status infer_qmatmul(const rlx_graph *g, rlx_node_data *n)
 {
     const rlx_node_data *x = IN(0), *w = IN(1);
-    rlx_status st = rlx_check_quant_weight(n, w);
+    rlx_status st = rlx_check_quant_weight(n->attrs.quant.qtype, n->attrs.quant.k, w);
     if (st != RLX_OK)
         return st;
     if (!rlx_dtype_is_float(x->dtype) || x->dtype == RLX_F64)
@@ -265,7 +264,7 @@ static rlx_status infer_quantize_u8(const rlx_graph *g, rlx_node_data *n)
 
 static rlx_status infer_dequantize(const rlx_graph *g, rlx_node_data *n)
 {
-    rlx_status st = rlx_check_quant_weight(n, IN(0));
+    rlx_status st = rlx_check_quant_weight(n->attrs.quant.qtype, n->attrs.quant.k, IN(0));
     if (st != RLX_OK)
         return st;
     rlx_dtype to = n->attrs.quant.to;

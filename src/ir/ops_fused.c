@@ -316,11 +316,8 @@ rlx_status rlx_infer_projection(const rlx_graph *g, rlx_node_data *n)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "projection expects %d inputs, got %d", expected, n->n_in);
     const int quant = n->attrs.proj.quant;
     if (quant) {
-        /* the weight as qmatmul takes it */
-        rlx_node_data q = *n;
-        q.attrs.quant.qtype = quant;
-        q.attrs.quant.k = r ? x->shape.dims[r - 1] : 0;
-        rlx_status st = rlx_check_quant_weight(&q, w);
+        /* the weight as qmatmul takes it (k = 0 for a scalar x: refused) */
+        rlx_status st = rlx_check_quant_weight(quant, r ? x->shape.dims[r - 1] : 0, w);
         if (st != RLX_OK)
             return st;
         if (!rlx_dtype_is_float(x->dtype) || x->dtype == RLX_F64)

@@ -513,9 +513,7 @@ static bool proj_ok(const rlx_graph *g, const rlx_node_data *n)
     const bool quant = n->attrs.proj.quant != 0;
     if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8 || (quant && !rlx_qtype_supported(n->attrs.proj.quant)))
         return false;
-    /* quantized: launches of up to 8 rows */
-    const int64_t staged = quant && M > 8 ? 8 : M;
-    return rlx_cu_rows_smem(n->dtype, staged, K, n->attrs.proj.pre == RLX_PROJ_RMS_NORM, quant) <= CU_PROJ_MAX_SMEM;
+    return rlx_cu_rows_smem(n->dtype, M, K, n->attrs.proj.pre == RLX_PROJ_RMS_NORM, quant) <= CU_PROJ_MAX_SMEM;
 }
 
 static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
