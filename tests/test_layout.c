@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "backends/cpu/cpu_conv.h"
 #include "opt_testutil.h"
 #include "support/ref.h"
 
@@ -580,6 +581,44 @@ static void test_conv_slices(void **state)
     const_weights = 0;
 }
 
+/* 3 x 3 stride-1 convs with 16-blocks of channels go by oneDNN's Winograd
+ * (its 2 x 3 and 4 x 3 tiles) where the processor has AVX-512: cut into
+ * rows, channels (up to 32 x 32 pixels) or images, weights a parameter or
+ * a constant, with and without a bias and activation.  Each equals the
+ * float64 reference within f32's bound, with Winograd asked for
+ * (RLX_CPU_WINOGRAD=1: each case's slices counted as built that way on 1
+ * and 2 threads; a cut into 3 or 4 slices whose edges ask oneDNN for
+ * different weight layouts goes direct) and not (the default: none). */
+static void test_conv_winograd(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t N, C, H, W, O;
+    } cases[] = {
+        {1, 32, 24, 18, 32}, {1, 64, 12, 12, 64}, {3, 16, 9, 11, 48}, {2, 128, 7, 7, 128}, {1, 16, 30, 31, 16},
+    };
+    long before = rlx_cpu_conv_winograd_parts();
+    bool counted = before >= 0 && __builtin_cpu_supports("avx512f");
+    if (!counted)
+        print_message("Winograd convs not counted: %s\n", before < 0 ? "no oneDNN" : "no AVX-512 (oneDNN's needs it)");
+    for (int on = 1; on >= 0; on--) {
+        setenv("RLX_CPU_WINOGRAD", on ? "1" : "0", 1);
+        for (const_weights = 0; const_weights < 2; const_weights++)
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                for (int threads = 1; threads <= 4; threads *= 2) {
+                    rlx_conv_params p = conv_p(1, 1, 1);
+                    long n0 = rlx_cpu_conv_winograd_parts();
+                    check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, 3, &p, (int)(c & 1),
+                                 c % 2 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
+                    bool used = rlx_cpu_conv_winograd_parts() > n0;
+                    if (counted && (on ? !used && threads <= 2 : used))
+                        fail_msg("case %zu threads %d: Winograd %s", c, threads, on ? "not used" : "used when off");
+                }
+    }
+    unsetenv("RLX_CPU_WINOGRAD");
+    const_weights = 0;
+}
+
 /* Constant weights are transposed at compile time: no transpose node. */
 static void test_constant_weights(void **state)
 {
@@ -620,6 +659,7 @@ int main(void)
         cmocka_unit_test_setup(test_paddle_blocks, rt_setup),
         cmocka_unit_test_setup(test_constant_weights, rt_setup),
         cmocka_unit_test_setup(test_conv_slices, rt_setup),
+        cmocka_unit_test_setup(test_conv_winograd, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@ typedef struct rlx_backend_settings {
     int cpu_gemm;      /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
     int profile;       /* RLX_PROFILE: time per op kind per run */
     int cpu_no_avx512; /* RLX_CPU_NO_AVX512: kernels of our own keep to AVX2 where the processor has AVX-512 */
+    int cpu_winograd;  /* RLX_CPU_WINOGRAD: 3 x 3 channels-last convs by oneDNN's Winograd (faster, more memory) */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */
     long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */

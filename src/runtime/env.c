@@ -259,6 +259,7 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     s->cpu_gemm = env_choice("RLX_CPU_GEMM", cpu_gemm, 4, RLX_CPU_GEMM_AUTO);
     env_bool(&s->profile, "RLX_PROFILE");
     env_bool(&s->cpu_no_avx512, "RLX_CPU_NO_AVX512");
+    env_bool(&s->cpu_winograd, "RLX_CPU_WINOGRAD");
     /* CUDA */
     env_bool(&s->cuda_profile, "RLX_CUDA_PROFILE");
     const char *run = getenv("RLX_CUDA_PROFILE_RUN");

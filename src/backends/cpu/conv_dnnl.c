@@ -49,6 +49,7 @@
     X(dnnl_stream_wait)                           \
     X(dnnl_stream_destroy)                        \
     X(dnnl_memory_desc_init_by_tag)               \
+    X(dnnl_memory_desc_init_by_strides)           \
     X(dnnl_memory_desc_get_size)                  \
     X(dnnl_memory_desc_equal)                     \
     X(dnnl_dilated_convolution_forward_desc_init) \
@@ -79,6 +80,7 @@ static struct {
 static dnnl_engine_t engine;
 static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
 static bool dnnl_ok;
+static _Atomic long winograd_parts;
 
 static void load_dnnl_conv(void)
 {
@@ -109,20 +111,33 @@ typedef struct conv_part {
     dnnl_primitive_t prim;
     dnnl_stream_t stream;
     dnnl_memory_t src, dst, scratch;
-    void *sbuf;              /* the scratchpad */
     size_t src_off, dst_off; /* where the slice starts, in elements */
-    float *obuf;             /* a channel slice's output, dense, copied into place after the run; else NULL */
-    int64_t oc0, noc;        /* its output channels */
+    size_t work_bytes;       /* its scratchpad, then Winograd's blocked input and output, in thread_work */
+    size_t blocked_src_at, blocked_dst_at;
+    float *obuf;      /* a channel slice's output, dense, copied into place after the run; else NULL */
+    int64_t oc0, noc; /* its output channels */
+    /* A Winograd primitive reads and writes 16-channel blocks (nChw16c):
+     * the slice is reordered into them from the node's channels-last input
+     * (nhwc_src) before the run and out of them into the output (nhwc_dst,
+     * strided for a channel slice) after; NULL for a direct primitive. */
+    dnnl_primitive_t to_blocked, from_blocked;
+    dnnl_memory_t nhwc_src, nhwc_dst;
 } conv_part;
 
 /* One set of weights (all of them, or a channel slice's) in the layout its
  * primitives prefer, and the bias beside it. */
 typedef struct conv_weights {
-    dnnl_primitive_t reorder; /* plain -> the primitives' weights; NULL if the same */
+    dnnl_primitive_t reorder; /* plain (or oihw) -> the primitives' weights; NULL if the same */
     dnnl_stream_t stream;
     dnnl_memory_t plain, prim, bias;
     void *buf;           /* the reordered weights */
     size_t w_off, b_off; /* where the slice's weights and bias start, in elements */
+    /* oneDNN reorders into Winograd's weight layout from oihw only: plain
+     * -> oihw (in the thread's working memory) first; NULL where one
+     * reorder does it */
+    dnnl_primitive_t to_oihw;
+    dnnl_memory_t oihw;
+    size_t oihw_bytes;
 } conv_weights;
 
 /* Everything one node's conv needs, built at its first run (t->state). */
@@ -179,13 +194,26 @@ static bool row_slice(const rlx_node_data *n, const rlx_shape *xs, const rlx_sha
     return b > a;
 }
 
+/* Whether a slice can be asked for as a Winograd conv: 3 x 3, stride 1,
+ * not dilated or grouped, input and output channels in 16-blocks. */
+static bool winograd_shape(const rlx_node_data *n, const rlx_shape *ws, const conv_slice *sl)
+{
+    const rlx_conv_params *p = &n->attrs.conv.p;
+    return p->groups == 1 && ws->dims[1] == 3 && ws->dims[2] == 3 && p->stride[0] == 1 && p->stride[1] == 1 &&
+           p->dilation[0] == 1 && p->dilation[1] == 1 && ws->dims[3] % 16 == 0 && sl->noc % 16 == 0;
+}
+
 /* The primitive descriptor of one slice of a channels-last conv node whose
  * inputs have shapes xs (x [N, H, W, C]) and ws (weight [O, KH, KW, C/G]);
- * the plain weights' descriptor in *wmd.  NULL where oneDNN has no such
- * conv.  Built for the calling thread's OpenMP team size. */
+ * the plain weights' descriptor in *wmd.  With `wino`, a Winograd conv on
+ * 16-channel blocks (nChw16c) in and out; else a direct one on the
+ * channels-last tensors.  NULL where oneDNN has no such conv.  Built for
+ * the calling thread's OpenMP team size. */
 static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws,
-                                     const conv_slice *sl, dnnl_memory_desc_t *wmd)
+                                     const conv_slice *sl, bool wino, dnnl_memory_desc_t *wmd)
 {
+    if (wino && !winograd_shape(n, ws, sl))
+        return NULL;
     const rlx_conv_params *p = &n->attrs.conv.p;
     int64_t W = xs->dims[2], C = xs->dims[3];
     int64_t O = sl->noc, KH = ws->dims[1], KW = ws->dims[2], G = p->groups;
@@ -207,12 +235,14 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
             D.dnnl_memory_desc_init_by_tag(&wany, 5, wd, dnnl_f32, dnnl_format_tag_any))
             return NULL;
     }
-    if (D.dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, dnnl_nhwc) ||
-        D.dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, dnnl_nhwc) ||
+    dnnl_format_tag_t act_tag = wino ? dnnl_nChw16c : dnnl_nhwc;
+    if (D.dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, act_tag) ||
+        D.dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, act_tag) ||
         D.dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x))
         return NULL;
     dnnl_convolution_desc_t cd;
-    if (D.dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wany,
+    dnnl_alg_kind_t conv_alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
+    if (D.dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, conv_alg, &smd, &wany,
                                                      n->attrs.conv.has_bias ? &bmd : NULL, &dmd, st, dl, pl, pr))
         return NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -248,7 +278,7 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
         return false;
     dnnl_memory_desc_t wmd;
     conv_slice whole = whole_slice(n, &xn->shape, &wn->shape);
-    dnnl_primitive_desc_t pd = conv_pd(n, &xn->shape, &wn->shape, &whole, &wmd);
+    dnnl_primitive_desc_t pd = conv_pd(n, &xn->shape, &wn->shape, &whole, false, &wmd);
     if (!pd)
         return false;
     D.dnnl_primitive_desc_destroy(pd);
@@ -274,13 +304,17 @@ static void free_built(conv_dnnl *c)
 {
     for (int i = 0; c->part && i < c->threads; i++) {
         conv_part *q = &c->part[i];
-        release(q->prim, q->stream, (dnnl_memory_t[3]){q->src, q->dst, q->scratch}, q->sbuf);
+        release(q->prim, q->stream, (dnnl_memory_t[3]){q->src, q->dst, q->scratch}, NULL);
+        release(q->to_blocked, NULL, (dnnl_memory_t[3]){q->nhwc_src, q->nhwc_dst, NULL}, NULL);
+        if (q->from_blocked)
+            D.dnnl_primitive_destroy(q->from_blocked);
         free(q->obuf);
     }
     free(c->part);
     for (int i = 0; c->w && i < c->threads; i++) {
         conv_weights *w = &c->w[i];
         release(w->reorder, w->stream, (dnnl_memory_t[3]){w->plain, w->prim, w->bias}, w->buf);
+        release(w->to_oihw, NULL, (dnnl_memory_t[3]){w->oihw, NULL, NULL}, NULL);
     }
     free(c->w);
     memset(c, 0, sizeof *c);
@@ -292,7 +326,56 @@ void rlx_cpu_conv_nhwc_release(rlx_thunk *t)
         free_built(t->state);
 }
 
-static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+static size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+static void *alloc64(size_t bytes) { return aligned_alloc(64, round64(bytes) + 64); }
+
+/* Each thread's working memory for the conv parts it runs (scratchpads,
+ * Winograd's blocked input and output): one buffer per thread, grown to
+ * the largest part it has run and shared by every conv, so that a model
+ * holds one part's worth per thread rather than the sum over its convs
+ * (ResNet-50 at batch 16: 630 MB of Winograd scratchpads). */
+static pthread_key_t work_key;
+static pthread_once_t work_once = PTHREAD_ONCE_INIT;
+static bool work_key_ok;
+
+typedef struct thread_work_buf {
+    size_t bytes;
+    char *data;
+} thread_work_buf;
+
+static void free_thread_work(void *p)
+{
+    thread_work_buf *b = p;
+    free(b->data);
+    free(b);
+}
+
+static void make_work_key(void) { work_key_ok = pthread_key_create(&work_key, free_thread_work) == 0; }
+
+/* The calling thread's working memory, at least `bytes`; NULL if out of memory. */
+static char *thread_work(size_t bytes)
+{
+    pthread_once(&work_once, make_work_key);
+    if (!work_key_ok)
+        return NULL;
+    thread_work_buf *b = pthread_getspecific(work_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b)) || pthread_setspecific(work_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->bytes < bytes) {
+        char *d = alloc64(bytes);
+        if (!d)
+            return NULL;
+        free(b->data);
+        b->data = d;
+        b->bytes = bytes;
+    }
+    return b->data;
+}
 
 /* Plain weights -> each set's layout, on the calling thread. */
 static rlx_status reorder_weights(conv_dnnl *c, const float *w)
@@ -305,8 +388,19 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
         if (!cw->reorder)
             continue;
         D.dnnl_memory_set_data_handle(cw->plain, (void *)(w + cw->w_off));
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, cw->plain}, {DNNL_ARG_TO, cw->prim}};
-        s = D.dnnl_primitive_execute(cw->reorder, cw->stream, 2, args);
+        if (cw->to_oihw) {
+            char *mid = thread_work(cw->oihw_bytes);
+            if (!mid) {
+                omp_set_num_threads(saved);
+                return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory to reorder its weights");
+            }
+            D.dnnl_memory_set_data_handle(cw->oihw, mid);
+            s = D.dnnl_primitive_execute(cw->to_oihw, cw->stream, 2,
+                                         (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, cw->plain}, {DNNL_ARG_TO, cw->oihw}});
+        }
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, cw->to_oihw ? cw->oihw : cw->plain}, {DNNL_ARG_TO, cw->prim}};
+        if (s == dnnl_success)
+            s = D.dnnl_primitive_execute(cw->reorder, cw->stream, 2, args);
         if (s == dnnl_success)
             s = D.dnnl_stream_wait(cw->stream);
     }
@@ -323,13 +417,15 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
  * 25.8 ms cut by rows, 23.5 ms with its 14 x 14 and 7 x 7 outputs cut by
  * channels, 25.7 ms with the 28 x 28 ones too. */
 #define CONV_CHANNEL_SPLIT_PIXELS 256
+#define WINOGRAD_CHANNEL_SPLIT_PIXELS 1024
 
 /* How a conv is cut into at most `parts_max` slices: runs of images when
  * there are at least as many images; one small image (not grouped, its
  * channels a multiple of 16 a slice) by runs of output channels; else by
  * runs of output rows (sl[] gets the slices; returns their count, 1 = the
  * whole conv). */
-static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int parts_max, conv_slice *sl)
+static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_shape *ws, int parts_max, bool wino,
+                       conv_slice *sl)
 {
     conv_slice whole = whole_slice(n, xs, ws);
     int64_t N = xs->dims[0], OH = n->shape.dims[1], O = ws->dims[0];
@@ -338,7 +434,8 @@ static int plan_slices(const rlx_node_data *n, const rlx_shape *xs, const rlx_sh
     if (macs / CONV_SLICE_MACS < parts_max)
         parts_max = macs / CONV_SLICE_MACS > 1 ? (int)(macs / CONV_SLICE_MACS) : 1;
     /* runs of images while there are enough; one image: runs of its rows */
-    bool by_channels = N == 1 && n->attrs.conv.p.groups == 1 && OH * n->shape.dims[2] <= CONV_CHANNEL_SPLIT_PIXELS &&
+    int64_t split_pixels = wino ? WINOGRAD_CHANNEL_SPLIT_PIXELS : CONV_CHANNEL_SPLIT_PIXELS;
+    bool by_channels = N == 1 && n->attrs.conv.p.groups == 1 && OH * n->shape.dims[2] <= split_pixels &&
                        O % (16 * (int64_t)parts_max) == 0;
     int64_t parts = N > 1 || by_channels ? (N > 1 && N < parts_max ? N : parts_max) : (OH < parts_max ? OH : parts_max);
     if (parts <= 1)
@@ -362,14 +459,53 @@ one:
     return 1;
 }
 
-/* One part's primitive and memories; its plain and preferred weights
- * descriptors in *wmd and *wpd_out, its bias's in *bmd_out. */
-static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice *sl, dnnl_memory_desc_t *wmd,
+/* A reorder primitive from one memory's layout to another's. */
+static dnnl_primitive_t reorder_prim(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
+{
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t r = NULL;
+    if (D.dnnl_reorder_primitive_desc_create(&rpd, from, engine, to, engine, NULL) == dnnl_success &&
+        D.dnnl_primitive_create(&r, rpd) != dnnl_success)
+        r = NULL;
+    if (rpd)
+        D.dnnl_primitive_desc_destroy(rpd);
+    return r;
+}
+
+/* A Winograd part's blocked buffers (src then dst) and the reorders
+ * between them and the node's channels-last tensors: the slice's input
+ * rows, dense, and its output channels, strided in the output's pixels. */
+static rlx_status build_blocked(conv_part *q, const rlx_thunk *t, const conv_slice *sl, const dnnl_memory_desc_t *smd,
+                                const dnnl_memory_desc_t *dmd)
+{
+    const rlx_shape *xs = &t->in_node[0]->shape, *ys = &t->node->shape;
+    int64_t W = xs->dims[2], C = xs->dims[3], OH = ys->dims[1], OW = ys->dims[2], O = ys->dims[3];
+    q->blocked_src_at = q->work_bytes;
+    q->blocked_dst_at = q->blocked_src_at + round64(D.dnnl_memory_desc_get_size(smd));
+    q->work_bytes = q->blocked_dst_at + round64(D.dnnl_memory_desc_get_size(dmd));
+    dnnl_dims_t sd = {sl->nn, C, sl->nih, W}, dd = {sl->nn, sl->noc, sl->noh, OW};
+    dnnl_dims_t dst_strides = {OH * OW * O, 1, OW * O, O};
+    dnnl_memory_desc_t nsmd, ndmd;
+    if (D.dnnl_memory_desc_init_by_tag(&nsmd, 4, sd, dnnl_f32, dnnl_nhwc) ||
+        D.dnnl_memory_desc_init_by_strides(&ndmd, 4, dd, dnnl_f32, dst_strides) ||
+        D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
+        D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE) ||
+        D.dnnl_memory_create(&q->nhwc_src, &nsmd, engine, DNNL_MEMORY_NONE) ||
+        D.dnnl_memory_create(&q->nhwc_dst, &ndmd, engine, DNNL_MEMORY_NONE) ||
+        !(q->to_blocked = reorder_prim(&nsmd, smd)) || !(q->from_blocked = reorder_prim(dmd, &ndmd)))
+        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv's layout reorders");
+    return RLX_OK;
+}
+
+/* One part's primitive and memories (Winograd's with `wino`); its plain
+ * and preferred weights descriptors in *wmd and *wpd_out, its bias's in
+ * *bmd_out. */
+static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice *sl, bool wino, dnnl_memory_desc_t *wmd,
                              dnnl_memory_desc_t *wpd_out, dnnl_memory_desc_t *bmd_out)
 {
     const rlx_node_data *n = t->node;
     const rlx_shape *xs = &t->in_node[0]->shape;
-    dnnl_primitive_desc_t pd = conv_pd(n, xs, &t->in_node[1]->shape, sl, wmd);
+    dnnl_primitive_desc_t pd = conv_pd(n, xs, &t->in_node[1]->shape, sl, wino, wmd);
     if (!pd)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "oneDNN has no channels-last conv of this shape");
     const dnnl_memory_desc_t *smd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -382,16 +518,20 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
     int64_t H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
     int64_t OH = n->shape.dims[1], OW = n->shape.dims[2], O = n->shape.dims[3];
     rlx_status st = RLX_OK;
-    if (D.dnnl_primitive_create(&q->prim, pd) || D.dnnl_stream_create(&q->stream, engine, dnnl_stream_default_flags) ||
-        D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE))
+    q->work_bytes = round64(sbytes);
+    if (D.dnnl_primitive_create(&q->prim, pd) || D.dnnl_stream_create(&q->stream, engine, dnnl_stream_default_flags))
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-    else if (sbytes && (!(q->sbuf = alloc64(sbytes)) || D.dnnl_memory_create(&q->scratch, spd, engine, q->sbuf)))
-        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN scratchpad");
+    else if (wino)
+        st = build_blocked(q, t, sl, smd, dmd);
+    else if (D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
+             D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE))
+        st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
     else if (sl->noc != O && !(q->obuf = alloc64((size_t)(sl->nn * OH * OW * sl->noc) * sizeof(float))))
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for a channel slice's output");
+    if (st == RLX_OK && sbytes && D.dnnl_memory_create(&q->scratch, spd, engine, DNNL_MEMORY_NONE))
+        st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv's scratchpad");
     q->src_off = (size_t)((sl->n0 * H + sl->ih0) * W * C);
-    q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O);
+    q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O + (wino ? sl->oc0 : 0));
     q->oc0 = sl->oc0;
     q->noc = sl->noc;
     D.dnnl_primitive_desc_destroy(pd);
@@ -409,15 +549,17 @@ static rlx_status build_weights(conv_weights *w, const dnnl_memory_desc_t *wmd, 
         return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
     if (D.dnnl_memory_desc_equal(wmd, wpd))
         return RLX_OK;
-    dnnl_primitive_desc_t rpd = NULL;
-    rlx_status st = RLX_OK;
-    if (!(w->buf = alloc64(D.dnnl_memory_desc_get_size(wpd))) || D.dnnl_memory_create(&w->prim, wpd, engine, w->buf) ||
-        D.dnnl_reorder_primitive_desc_create(&rpd, wmd, engine, wpd, engine, NULL) ||
-        D.dnnl_primitive_create(&w->reorder, rpd))
-        st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
-    if (rpd)
-        D.dnnl_primitive_desc_destroy(rpd);
-    return st;
+    if (!(w->buf = alloc64(D.dnnl_memory_desc_get_size(wpd))) || D.dnnl_memory_create(&w->prim, wpd, engine, w->buf))
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
+    if ((w->reorder = reorder_prim(wmd, wpd)))
+        return RLX_OK;
+    dnnl_memory_desc_t omd;
+    w->oihw_bytes = wmd->ndims == 4 ? D.dnnl_memory_desc_get_size(wmd) : 0;
+    if (wmd->ndims != 4 || D.dnnl_memory_desc_init_by_tag(&omd, 4, wmd->dims, dnnl_f32, dnnl_oihw) ||
+        D.dnnl_memory_create(&w->oihw, &omd, engine, DNNL_MEMORY_NONE) || !(w->to_oihw = reorder_prim(wmd, &omd)) ||
+        !(w->reorder = reorder_prim(&omd, wpd)))
+        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: no reorder into the conv's weight layout");
+    return RLX_OK;
 }
 
 /* The parts for `threads` session threads, each primitive built for one
@@ -427,7 +569,7 @@ static rlx_status build_weights(conv_weights *w, const dnnl_memory_desc_t *wmd, 
  * reordered once if constant (a constant's data is in place before the
  * thunks are prepared).  A conv whose slices oneDNN cannot build, or whose
  * row or image slices want different weight layouts, is not cut. */
-static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool split)
+static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool split, bool wino)
 {
     const rlx_node_data *n = t->node;
     const rlx_shape *ws = &t->in_node[1]->shape;
@@ -439,17 +581,19 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
         free(sl);
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN state");
     }
-    c->nparts = plan_slices(n, &t->in_node[0]->shape, ws, split ? threads : 1, sl);
+    c->nparts = plan_slices(n, &t->in_node[0]->shape, ws, split ? threads : 1, wino, sl);
     bool own_weights = sl[0].noc != n->shape.dims[3]; /* channel slices */
     c->nw = own_weights ? c->nparts : 1;
     dnnl_memory_desc_t wmd, wpd, wpd_i, bmd;
     rlx_status st = RLX_OK;
     for (int i = 0; i < c->nparts && st == RLX_OK; i++) {
-        st = build_part(&c->part[i], t, &sl[i], &wmd, i && !own_weights ? &wpd_i : &wpd, &bmd);
-        if (c->nparts > 1 && (st != RLX_OK || (i && !own_weights && !D.dnnl_memory_desc_equal(&wpd, &wpd_i)))) {
+        st = build_part(&c->part[i], t, &sl[i], wino, &wmd, i && !own_weights ? &wpd_i : &wpd, &bmd);
+        bool same_weights = !i || own_weights || D.dnnl_memory_desc_equal(&wpd, &wpd_i);
+        if ((wino || c->nparts > 1) && (st != RLX_OK || !same_weights)) {
+            /* Winograd first, then a direct conv cut the same way, then uncut */
             free(sl);
             free_built(c);
-            return build(c, t, threads, false);
+            return wino ? build(c, t, threads, split, false) : build(c, t, threads, false, false);
         }
         if (st == RLX_OK && (own_weights || i == 0)) {
             conv_weights *w = &c->w[own_weights ? i : 0];
@@ -459,6 +603,8 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
         }
     }
     free(sl);
+    if (st == RLX_OK && wino)
+        winograd_parts += c->nparts;
     c->wconst = t->in_node[1]->op == RLX_OP_CONSTANT;
     if (st == RLX_OK && c->wconst)
         st = reorder_weights(c, t->in[1]);
@@ -466,12 +612,12 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
 }
 
 /* build on one OpenMP thread; unbuilt again if it fails. */
-static rlx_status build_single_threaded(conv_dnnl *c, const rlx_thunk *t, int threads)
+static rlx_status build_single_threaded(conv_dnnl *c, const rlx_thunk *t, int threads, bool wino)
 {
     free_built(c);
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    rlx_status st = build(c, t, threads, true);
+    rlx_status st = build(c, t, threads, true, wino);
     omp_set_num_threads(saved);
     if (st != RLX_OK)
         free_built(c);
@@ -496,6 +642,39 @@ typedef struct conv_run {
     _Atomic int failed; /* a oneDNN status, 0 while every part succeeded */
 } conv_run;
 
+/* Runs one part on the calling thread, in its working memory: a oneDNN
+ * status, or -1 when that memory could not be had. */
+static int run_part(conv_part *q, const conv_weights *w)
+{
+    char *work = q->work_bytes ? thread_work(q->work_bytes) : NULL;
+    if (q->work_bytes && !work)
+        return -1;
+    if (q->scratch)
+        D.dnnl_memory_set_data_handle(q->scratch, work);
+    dnnl_status_t s = dnnl_success;
+    if (q->to_blocked) {
+        D.dnnl_memory_set_data_handle(q->src, work + q->blocked_src_at);
+        D.dnnl_memory_set_data_handle(q->dst, work + q->blocked_dst_at);
+        s = D.dnnl_primitive_execute(q->to_blocked, q->stream, 2,
+                                     (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->nhwc_src}, {DNNL_ARG_TO, q->src}});
+    }
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, w->reorder ? w->prim : w->plain}, {DNNL_ARG_DST, q->dst}};
+    int na = 3;
+    if (w->bias)
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, w->bias};
+    if (q->scratch)
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->scratch};
+    if (s == dnnl_success)
+        s = D.dnnl_primitive_execute(q->prim, q->stream, na, args);
+    if (q->to_blocked && s == dnnl_success)
+        s = D.dnnl_primitive_execute(q->from_blocked, q->stream, 2,
+                                     (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->dst}, {DNNL_ARG_TO, q->nhwc_dst}});
+    if (s == dnnl_success)
+        s = D.dnnl_stream_wait(q->stream);
+    return (int)s;
+}
+
 static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
 {
     (void)worker;
@@ -506,19 +685,9 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
     omp_set_num_threads(1);
     for (int64_t i = lo; i < hi; i++) {
         conv_part *q = &c->part[i];
-        const conv_weights *w = &c->w[c->nw > 1 ? i : 0]; /* a channel slice's own, or the shared set */
-        dnnl_exec_arg_t args[5] = {
-            {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, w->reorder ? w->prim : w->plain}, {DNNL_ARG_DST, q->dst}};
-        int na = 3;
-        if (w->bias)
-            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, w->bias};
-        if (q->scratch)
-            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->scratch};
-        dnnl_status_t s = D.dnnl_primitive_execute(q->prim, q->stream, na, args);
-        if (s == dnnl_success)
-            s = D.dnnl_stream_wait(q->stream);
+        int s = run_part(q, &c->w[c->nw > 1 ? i : 0]); /* a channel slice's own weights, or the shared set */
         if (s != dnnl_success)
-            r->failed = (int)s;
+            r->failed = s;
         else if (q->obuf) /* a channel slice: its channels into each output pixel */
             for (int64_t p = 0; p < r->pixels; p++)
                 memcpy(r->out + p * r->O + q->oc0, q->obuf + p * q->noc, (size_t)q->noc * sizeof(float));
@@ -533,7 +702,8 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {
-        rlx_status st = build_single_threaded(c, t, threads);
+        bool wino = ctx->settings && ctx->settings->cpu_winograd;
+        rlx_status st = build_single_threaded(c, t, threads, wino);
         if (st != RLX_OK)
             return st;
     }
@@ -551,16 +721,23 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     }
     for (int i = 0; i < c->nparts; i++) {
         conv_part *q = &c->part[i];
-        D.dnnl_memory_set_data_handle(q->src, (float *)t->in[0] + q->src_off);
-        D.dnnl_memory_set_data_handle(q->dst, q->obuf ? q->obuf : (float *)t->out + q->dst_off);
+        D.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_src : q->src, (float *)t->in[0] + q->src_off);
+        D.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_dst : q->dst,
+                                      q->obuf ? q->obuf : (float *)t->out + q->dst_off);
     }
     const rlx_shape *ys = &t->node->shape;
     conv_run r = {c, t->out, ys->dims[0] * ys->dims[1] * ys->dims[2], ys->dims[3], 0};
     rlx_cpu_parallel_shares(c->nparts, run_parts, &r);
+    if (r.failed == -1)
+        return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for a thread's scratchpad");
     return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
 
+long rlx_cpu_conv_winograd_parts(void) { return dnnl_available() ? winograd_parts : -1; }
+
 #else /* no oneDNN header at build time */
+
+long rlx_cpu_conv_winograd_parts(void) { return -1; }
 
 bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
 {

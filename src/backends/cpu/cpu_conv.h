@@ -13,5 +13,8 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t);
 /* Frees what prepare made (not t->state itself). */
 void rlx_cpu_conv_nhwc_release(rlx_thunk *t);
 rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx);
+/* How many Winograd slices the process has built so far (tests see which
+ * way a conv went); -1 where oneDNN is not there. */
+long rlx_cpu_conv_winograd_parts(void);
 
 #endif
