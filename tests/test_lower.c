@@ -276,14 +276,15 @@ static void test_lower_attention_grad(void **state)
 
 /* qkv_heads against its definition, in f64 and f32: with and without
  * rope (tables per sequence or shared, halves or interleaved pairs) and
- * the q / k norms */
+ * the q / k norms; f32 also with bf16 gammas (a checkpoint's, read as
+ * such) */
 static void test_lower_qkv_heads(void **state)
 {
     (void)state;
     const int64_t B = 2, S = 3, H = 4, Hk = 2, D = 8;
-    for (int dt = 0; dt < 2; dt++)
+    for (int dt = 0; dt < 3; dt++)
         for (int form = 0; form < 8; form++) {
-            rlx_dtype t = dt ? RLX_F32 : RLX_F64;
+            rlx_dtype t = dt ? RLX_F32 : RLX_F64, gt = dt == 2 ? RLX_BF16 : RLX_F32;
             rlx_graph *g = rlx_graph_new();
             rlx_node x = rlx_input(g, "x", t, SHAPE(B, S, (H + 2 * Hk) * D));
             rlx_node cs = -1, sn = -1;
@@ -292,8 +293,8 @@ static void test_lower_qkv_heads(void **state)
                 cs = rlx_input(g, "cos", RLX_F32, SHAPE(tb, 1, S, D / 2));
                 sn = rlx_input(g, "sin", RLX_F32, SHAPE(tb, 1, S, D / 2));
             }
-            rlx_node gq = form & 2 ? rlx_input(g, "gq", RLX_F32, SHAPE(D)) : -1;
-            rlx_node gk = form & 6 ? rlx_input(g, "gk", t, SHAPE(D)) : -1;
+            rlx_node gq = form & 2 ? rlx_input(g, "gq", gt, SHAPE(D)) : -1;
+            rlx_node gk = form & 6 ? rlx_input(g, "gk", dt == 2 ? gt : t, SHAPE(D)) : -1;
             rlx_node y = rlx_qkv_heads(g, x, cs, sn, gq, gk, (int)H, (int)Hk, 1e-5, form & 4);
             rlx_output(g, "y", y);
             assert_int_equal(rlx_graph_verify(g), RLX_OK);

@@ -65,12 +65,19 @@ static rlx_node qlinear(builder *b, rlx_node x, int64_t out, int64_t in, const c
     return rlx_qmatmul(b->g, x, w, qt, in);
 }
 
-static rlx_node weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int layer)
+/* A weight as the checkpoint stores it: [d0, d1], or [d0] when d1 is 0. */
+static rlx_node stored_weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int layer)
 {
     char name[96];
     snprintf(name, sizeof name, fmt, layer);
-    rlx_node w = d1 ? rlx_param(b->g, name, b->wdtype, 2, (int64_t[]){d0, d1})
-                    : rlx_param(b->g, name, b->wdtype, 1, (int64_t[]){d0});
+    return d1 ? rlx_param(b->g, name, b->wdtype, 2, (int64_t[]){d0, d1})
+              : rlx_param(b->g, name, b->wdtype, 1, (int64_t[]){d0});
+}
+
+/* The same in f32. */
+static rlx_node weight(builder *b, int64_t d0, int64_t d1, const char *fmt, int layer)
+{
+    rlx_node w = stored_weight(b, d0, d1, fmt, layer);
     return b->wdtype == RLX_F32 ? w : rlx_cast(b->g, w, RLX_F32);
 }
 
@@ -172,10 +179,11 @@ static rlx_node rope_table(builder *b, int want_sin)
     return c;
 }
 
-/* The norm gamma of each q or k head, where the model has one. */
+/* The norm gamma of each q or k head, where the model has one, as stored
+ * (qkv_heads reads f16 and bf16 gammas as such: no cast a step). */
 static rlx_node head_gamma(builder *b, const char *fmt, int layer)
 {
-    return b->hp->qk_norm ? weight(b, b->hp->head_dim, 0, fmt, layer) : -1;
+    return b->hp->qk_norm ? stored_weight(b, b->hp->head_dim, 0, fmt, layer) : -1;
 }
 
 /* Rows [from, from + n) of x's first axis. */

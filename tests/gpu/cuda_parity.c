@@ -1210,32 +1210,36 @@ static void check_fused(const char *name, rlx_graph *g, int fused_nodes, double 
  * head dims of one, two and eight elements a lane and one that is not a
  * multiple of 32; with both norms and rope from per-sequence tables, with
  * the q norm only and interleaved rope from a shared table, and with
- * neither (GPT-2's split alone) */
+ * neither (GPT-2's split alone); gammas in f32 and, with both norms, in
+ * each 16-bit type (a checkpoint's, read as such) */
 static void test_qkv_heads(void)
 {
     char nm[160];
     static const int64_t dims[4] = {32, 64, 128, 36};
+    static const rlx_dtype gammas[3] = {RLX_F32, RLX_BF16, RLX_F16};
     for (int d = 0; d < 3; d++)
         for (int k = 0; k < 4; k++)
-            for (int form = 0; form < 3; form++) {
-                const int64_t B = 2, S = 3, H = 4, Hk = 2, D = dims[k];
-                rlx_graph *g = rlx_graph_new();
-                rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(B, S, (H + 2 * Hk) * D));
-                rlx_node cs = -1, sn = -1, gq = -1, gk = -1;
-                if (form < 2) {
-                    cs = rlx_input(g, "cs", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
-                    sn = rlx_input(g, "sn", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
-                    gq = rlx_input(g, "gq", RLX_F32, 1, DIMS(D));
-                    gk = form ? -1 : rlx_input(g, "gk", RLX_F32, 1, DIMS(D));
+            for (int form = 0; form < 3; form++)
+                for (int gd = 0; gd < (form == 0 ? 3 : 1); gd++) {
+                    const int64_t B = 2, S = 3, H = 4, Hk = 2, D = dims[k];
+                    rlx_graph *g = rlx_graph_new();
+                    rlx_node x = rlx_input(g, "x", FLOATS[d], 3, DIMS(B, S, (H + 2 * Hk) * D));
+                    rlx_node cs = -1, sn = -1, gq = -1, gk = -1;
+                    if (form < 2) {
+                        cs = rlx_input(g, "cs", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
+                        sn = rlx_input(g, "sn", RLX_F32, 4, DIMS(form ? 1 : B, 1, S, D / 2));
+                        gq = rlx_input(g, "gq", gammas[gd], 1, DIMS(D));
+                        gk = form ? -1 : rlx_input(g, "gk", gammas[gd], 1, DIMS(D));
+                    }
+                    rlx_output(g, "y", rlx_qkv_heads(g, x, cs, sn, gq, gk, (int)H, (int)Hk, 1e-6, form == 1));
+                    int leaves = 1 + (form < 2 ? 3 : 0) + (form == 0);
+                    check_fused(NAME("qkv_heads %s head dim %lld%s, %s gammas", dn(FLOATS[d]), (long long)D,
+                                     form == 0   ? " norms, rope"
+                                     : form == 1 ? " q norm, interleaved rope, shared tables"
+                                                 : " split only",
+                                     dn(gammas[gd])),
+                                g, leaves + 1, 1.0, 0);
                 }
-                rlx_output(g, "y", rlx_qkv_heads(g, x, cs, sn, gq, gk, (int)H, (int)Hk, 1e-6, form == 1));
-                int leaves = 1 + (form < 2 ? 3 : 0) + (form == 0);
-                check_fused(NAME("qkv_heads %s head dim %lld%s", dn(FLOATS[d]), (long long)D,
-                                 form == 0   ? " norms, rope"
-                                 : form == 1 ? " q norm, interleaved rope, shared tables"
-                                             : " split only"),
-                            g, leaves + 1, 1.0, 0);
-            }
 }
 
 /* glu (SwiGLU on a joined gate/up product): 16-byte vectors and element by

@@ -447,14 +447,26 @@ static bool ab_ok(const rlx_graph *g, const rlx_node_data *n)
 /* qkv_heads (a decoder step's q/k/v projection rows cut into heads, q and
  * k normalised and rotated, laid out [B, H, S, D] then [2, B, Hk, S, D]):
  * one warp per head vector of D <= 256 elements, as qk_norm_rope, reading
- * the RoPE angles from f32 cos and sin tables [B or 1, 1, S, D/2]. */
+ * the RoPE angles from f32 cos and sin tables [B or 1, 1, S, D/2] and the
+ * norms' gammas in f32, f16 or bf16 (a checkpoint's own dtype: no cast
+ * kernel a step). */
 typedef struct qkv_args {
     int H, Hk, D, inter;
     int64_t B, S, vectors;
-    const float *cs, *sn, *gq, *gk; /* NULL: absent */
-    int64_t cs_b, sn_b;             /* the tables' strides between sequences (0: shared) */
+    const float *cs, *sn; /* NULL: absent */
+    const void *gq, *gk;  /* NULL: absent */
+    int gq_dt, gk_dt;     /* their rlx_dtype */
+    int64_t cs_b, sn_b;   /* the tables' strides between sequences (0: shared) */
     float eps;
 } qkv_args;
+
+/* Element i of a gamma stored as dt (f32, f16 or bf16), as f32. */
+__device__ __forceinline__ float gamma_at(const void *g, int dt, int i)
+{
+    return dt == RLX_F16    ? __half2float(((const __half *)g)[i])
+           : dt == RLX_BF16 ? __bfloat162float(((const __nv_bfloat16 *)g)[i])
+                            : ((const float *)g)[i];
+}
 
 template <typename T> __global__ void __launch_bounds__(QK_WARPS * 32) qkv_heads_kernel(const T *x, T *y, qkv_args a)
 {
@@ -475,11 +487,12 @@ template <typename T> __global__ void __launch_bounds__(QK_WARPS * 32) qkv_heads
             v[i] = f;
             ss += f * f;
         }
-        const float *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
+        const void *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
         if (g) {
+            const int gdt = part == 0 ? a.gq_dt : a.gk_dt;
             const float inv = 1.0f / sqrtf(cu_warp_sum(ss) / (float)D + a.eps);
             for (int i = lane; i < D; i += 32)
-                v[i] = v[i] * inv * g[i];
+                v[i] = v[i] * inv * gamma_at(g, gdt, i);
         }
         __syncwarp();
         if (a.cs && part < 2) {
@@ -521,12 +534,13 @@ template <typename T, int E> __global__ void __launch_bounds__(QK_WARPS * 32) qk
             v[e] = cu_tof<T>(in.t[e]);
             ss += v[e] * v[e];
         }
-        const float *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
+        const void *g = part == 0 ? a.gq : part == 1 ? a.gk : NULL;
         if (g) {
+            const int gdt = part == 0 ? a.gq_dt : a.gk_dt;
             const float inv = 1.0f / sqrtf(cu_warp_sum(ss) / (float)D + a.eps);
 #pragma unroll
             for (int e = 0; e < E; e++)
-                v[e] = v[e] * inv * g[lane * E + e];
+                v[e] = v[e] * inv * gamma_at(g, gdt, lane * E + e);
         }
         if (a.cs && part < 2) {
             const float *c = a.cs + (b * a.cs_b + s) * HALF, *sn = a.sn + (b * a.sn_b + s) * HALF;
@@ -550,12 +564,14 @@ static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.inter = n->attrs.qkv.rope_interleaved, a.eps = (float)n->attrs.qkv.norm_eps;
     a.B = x->shape.dims[0], a.S = x->shape.dims[1];
     a.vectors = a.B * a.S * (a.H + 2 * a.Hk);
-    const float **aux[5] = {NULL, &a.cs, &a.sn, &a.gq, &a.gk};
+    const void **aux[5] = {NULL, (const void **)&a.cs, (const void **)&a.sn, &a.gq, &a.gk};
     for (int i = 1; i <= 4; i++) {
         int k = rlx_qkv_heads_input(n, i);
-        *aux[i] = k >= 0 ? (const float *)t->in[k] : NULL;
+        *aux[i] = k >= 0 ? t->in[k] : NULL;
         if (k >= 0 && i <= 2)
             *(i == 1 ? &a.cs_b : &a.sn_b) = t->in_node[k]->shape.dims[0] == 1 ? 0 : a.S;
+        if (k >= 0 && i >= 3)
+            *(i == 3 ? &a.gq_dt : &a.gk_dt) = t->in_node[k]->dtype;
     }
     if (!a.vectors)
         return RLX_OK;
@@ -576,15 +592,17 @@ static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return rlx_cu_check(t, "qkv_heads launch");
 }
 
-/* The claim: a float x, head dims up to 256, tables and gammas in f32 (as
- * mixed precision keeps them; others are lowered). */
+/* The claim: a float x, head dims up to 256, tables in f32 (as mixed
+ * precision keeps them), gammas in f32, f16 or bf16; others are lowered. */
 static bool qkv_heads_ok(const rlx_graph *g, const rlx_node_data *n)
 {
     if (!cu_is_f(n->dtype) || n->attrs.qkv.head_dim > 256)
         return false;
-    for (int i = 1; i < n->n_in; i++)
-        if (g->nodes[n->in[i]].dtype != RLX_F32)
+    for (int i = 1; i <= 4; i++) {
+        int k = rlx_qkv_heads_input(n, i);
+        if (k >= 0 && (i <= 2 ? g->nodes[n->in[k]].dtype != RLX_F32 : !cu_is_f(g->nodes[n->in[k]].dtype)))
             return false;
+    }
     return true;
 }
 
