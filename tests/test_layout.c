@@ -585,24 +585,30 @@ static void test_conv_slices(void **state)
  * (its 2 x 3 and 4 x 3 tiles) where the processor has AVX-512: cut into
  * rows, channels (up to 32 x 32 pixels) or images, weights a parameter or
  * a constant, with and without a bias and activation.  Each equals the
- * float64 reference within f32's bound, with Winograd asked for
- * (RLX_CPU_WINOGRAD=1: each case's slices counted as built that way on 1
- * and 2 threads; a cut into 3 or 4 slices whose edges ask oneDNN for
- * different weight layouts goes direct) and not (the default: none). */
+ * float64 reference within f32's bound with RLX_CPU_WINOGRAD=1 (every
+ * case's slices counted as built that way on 1 and 2 threads; a cut into 3
+ * or 4 slices whose edges ask oneDNN for different weight layouts goes
+ * direct), unset (the same for weights of at most 1 MiB, none for the
+ * 256-channel case's 2.4 MB) and 0 (none). */
 static void test_conv_winograd(void **state)
 {
     (void)state;
     const struct {
         int64_t N, C, H, W, O;
     } cases[] = {
-        {1, 32, 24, 18, 32}, {1, 64, 12, 12, 64}, {3, 16, 9, 11, 48}, {2, 128, 7, 7, 128}, {1, 16, 30, 31, 16},
+        {1, 32, 24, 18, 32}, {1, 64, 12, 12, 64}, {3, 16, 9, 11, 48},
+        {2, 128, 7, 7, 128}, {1, 16, 30, 31, 16}, {1, 256, 6, 5, 256},
     };
     long before = rlx_cpu_conv_winograd_parts();
     bool counted = before >= 0 && __builtin_cpu_supports("avx512f");
     if (!counted)
         print_message("Winograd convs not counted: %s\n", before < 0 ? "no oneDNN" : "no AVX-512 (oneDNN's needs it)");
-    for (int on = 1; on >= 0; on--) {
-        setenv("RLX_CPU_WINOGRAD", on ? "1" : "0", 1);
+    const char *modes[3] = {"1", NULL, "0"};
+    for (int m = 0; m < 3; m++) {
+        if (modes[m])
+            setenv("RLX_CPU_WINOGRAD", modes[m], 1);
+        else
+            unsetenv("RLX_CPU_WINOGRAD");
         for (const_weights = 0; const_weights < 2; const_weights++)
             for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
                 for (int threads = 1; threads <= 4; threads *= 2) {
@@ -610,9 +616,11 @@ static void test_conv_winograd(void **state)
                     long n0 = rlx_cpu_conv_winograd_parts();
                     check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, 3, &p, (int)(c & 1),
                                  c % 2 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
-                    bool used = rlx_cpu_conv_winograd_parts() > n0;
-                    if (counted && (on ? !used && threads <= 2 : used))
-                        fail_msg("case %zu threads %d: Winograd %s", c, threads, on ? "not used" : "used when off");
+                    bool small = cases[c].C * cases[c].O * 9 * (int64_t)sizeof(float) <= (1 << 20);
+                    bool want = m == 0 || (m == 1 && small), used = rlx_cpu_conv_winograd_parts() > n0;
+                    if (counted && (want ? !used && threads <= 2 : used))
+                        fail_msg("case %zu threads %d, RLX_CPU_WINOGRAD %s: Winograd %s", c, threads,
+                                 modes[m] ? modes[m] : "unset", want ? "not used" : "used");
                 }
     }
     unsetenv("RLX_CPU_WINOGRAD");

@@ -18,6 +18,7 @@
  * backend: to `configure` before the optimizer asks its claim, and in every
  * run context.  A backend never reads the environment itself. */
 enum { RLX_CPU_GEMM_AUTO = 0, RLX_CPU_GEMM_ONEDNN, RLX_CPU_GEMM_OPENBLAS, RLX_CPU_GEMM_BUILTIN };
+enum { RLX_CPU_WINOGRAD_NONE = 0, RLX_CPU_WINOGRAD_ALL = 1, RLX_CPU_WINOGRAD_SMALL = 2 };
 enum { RLX_CUDA_F32_GEMM_SGEMM = 0, RLX_CUDA_F32_GEMM_TUNED = 1, RLX_CUDA_F32_GEMM_SPLIT = 2 };
 enum { RLX_CUDA_MM_AUTO = 0, RLX_CUDA_MM_CUBLASLT, RLX_CUDA_MM_CUDNN, RLX_CUDA_MM_WGMMA };
 enum { RLX_CUDA_CONV_AUTO = 0, RLX_CUDA_CONV_GEMM, RLX_CUDA_CONV_GRAPH, RLX_CUDA_CONV_LEGACY };
@@ -30,7 +31,7 @@ typedef struct rlx_backend_settings {
     int cpu_gemm;      /* RLX_CPU_GEMM: RLX_CPU_GEMM_* (auto: oneDNN where installed, else OpenBLAS) */
     int profile;       /* RLX_PROFILE: time per op kind per run */
     int cpu_no_avx512; /* RLX_CPU_NO_AVX512: kernels of our own keep to AVX2 where the processor has AVX-512 */
-    int cpu_winograd;  /* RLX_CPU_WINOGRAD: 3 x 3 channels-last convs by oneDNN's Winograd (faster, more memory) */
+    int cpu_winograd; /* RLX_CPU_WINOGRAD: RLX_CPU_WINOGRAD_* (default: small-weight 3 x 3 convs by oneDNN's Winograd) */
     /* CUDA */
     int cuda_profile;        /* RLX_CUDA_PROFILE */
     long cuda_profile_run;   /* RLX_CUDA_PROFILE_RUN: the run bracketed for an external profiler; -1 none */
@@ -63,6 +64,7 @@ static inline void rlx_backend_settings_init(rlx_backend_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->cuda_profile_run = -1;
+    s->cpu_winograd = RLX_CPU_WINOGRAD_SMALL;
     s->cuda_f32_gemm = RLX_CUDA_F32_GEMM_TUNED;
     s->cuda_autotune = 1;
     s->cuda_wgmma_bn = s->cuda_wgmma_split = s->cuda_wgmma_stages = -1;

@@ -419,6 +419,14 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
 #define CONV_CHANNEL_SPLIT_PIXELS 256
 #define WINOGRAD_CHANNEL_SPLIT_PIXELS 1024
 
+/* By default Winograd takes the convs of at most this many weight bytes:
+ * ResNet-50's 64- and 128-channel 3 x 3 convs (the most of its gain: 2x
+ * and 1.3x their direct time on 2 threads) but not the 256- and
+ * 512-channel ones, whose transformed weights (16/9 to 4x the plain) and
+ * scratchpads took ResNet-50's peak memory from 231 to 331 MB at batch 1
+ * and from 346 to 633 MB at batch 16 for a further 2-3%. */
+#define WINOGRAD_SMALL_BYTES (1 << 20)
+
 /* How a conv is cut into at most `parts_max` slices: runs of images when
  * there are at least as many images; one small image (not grouped, its
  * channels a multiple of 16 a slice) by runs of output channels; else by
@@ -702,7 +710,11 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {
-        bool wino = ctx->settings && ctx->settings->cpu_winograd;
+        const rlx_shape *ws = &t->in_node[1]->shape;
+        int mode = ctx->settings ? ctx->settings->cpu_winograd : RLX_CPU_WINOGRAD_SMALL;
+        bool wino =
+            mode == RLX_CPU_WINOGRAD_ALL ||
+            (mode == RLX_CPU_WINOGRAD_SMALL && rlx_shape_numel(ws) * (int64_t)sizeof(float) <= WINOGRAD_SMALL_BYTES);
         rlx_status st = build_single_threaded(c, t, threads, wino);
         if (st != RLX_OK)
             return st;
