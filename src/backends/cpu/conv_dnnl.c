@@ -575,8 +575,11 @@ static rlx_status build_weights(conv_weights *w, const dnnl_memory_desc_t *wmd, 
  * creation).  Slices of images or rows share one copy of the weights in
  * the layout they prefer; slices of channels have their own.  Weights are
  * reordered once if constant (a constant's data is in place before the
- * thunks are prepared).  A conv whose slices oneDNN cannot build, or whose
- * row or image slices want different weight layouts, is not cut. */
+ * thunks are prepared).  Where Winograd was asked for and oneDNN cannot
+ * build it for every slice with one weight layout (the weights' reorder
+ * included), the conv goes direct, cut the same way; a direct conv whose
+ * slices oneDNN cannot build, or whose row or image slices want different
+ * weight layouts, is not cut. */
 static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool split, bool wino)
 {
     const rlx_node_data *n = t->node;
@@ -597,17 +600,17 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
     for (int i = 0; i < c->nparts && st == RLX_OK; i++) {
         st = build_part(&c->part[i], t, &sl[i], wino, &wmd, i && !own_weights ? &wpd_i : &wpd, &bmd);
         bool same_weights = !i || own_weights || D.dnnl_memory_desc_equal(&wpd, &wpd_i);
+        if (st == RLX_OK && same_weights && (own_weights || i == 0)) {
+            conv_weights *w = &c->w[own_weights ? i : 0];
+            w->w_off = (size_t)(sl[i].oc0 * ws->dims[1] * ws->dims[2] * ws->dims[3]);
+            w->b_off = (size_t)sl[i].oc0;
+            st = build_weights(w, &wmd, &wpd, &bmd, n->attrs.conv.has_bias);
+        }
         if ((wino || c->nparts > 1) && (st != RLX_OK || !same_weights)) {
             /* Winograd first, then a direct conv cut the same way, then uncut */
             free(sl);
             free_built(c);
             return wino ? build(c, t, threads, split, false) : build(c, t, threads, false, false);
-        }
-        if (st == RLX_OK && (own_weights || i == 0)) {
-            conv_weights *w = &c->w[own_weights ? i : 0];
-            w->w_off = (size_t)(sl[i].oc0 * ws->dims[1] * ws->dims[2] * ws->dims[3]);
-            w->b_off = (size_t)sl[i].oc0;
-            st = build_weights(w, &wmd, &wpd, &bmd, n->attrs.conv.has_bias);
         }
     }
     free(sl);
