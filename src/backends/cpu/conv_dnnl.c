@@ -420,12 +420,13 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
 #define WINOGRAD_CHANNEL_SPLIT_PIXELS 1024
 
 /* By default Winograd takes the convs of at most this many weight bytes:
- * ResNet-50's 64- and 128-channel 3 x 3 convs (the most of its gain: 2x
- * and 1.3x their direct time on 2 threads) but not the 256- and
- * 512-channel ones, whose transformed weights (16/9 to 4x the plain) and
- * scratchpads took ResNet-50's peak memory from 231 to 331 MB at batch 1
- * and from 346 to 633 MB at batch 16 for a further 2-3%. */
-#define WINOGRAD_SMALL_BYTES (1 << 20)
+ * ResNet-50's 64-, 128- and 256-channel 3 x 3 convs (2x, 1.3x and 1.25x
+ * their direct time on 2 threads) but not the 512-channel ones, whose
+ * transformed weights (16/9 to 4x the plain, 9.4 MB) and scratchpads took
+ * ResNet-50's peak memory from 282 to 331 MB at batch 1 and from 479 to
+ * 633 MB at batch 16 for 1-3% more.  (At 1 MiB, without the 256-channel
+ * convs: batch 16 7% slower for 83 MB less.) */
+#define WINOGRAD_SMALL_BYTES (5 << 19)
 
 /* How a conv is cut into at most `parts_max` slices: runs of images when
  * there are at least as many images; one small image (not grouped, its
