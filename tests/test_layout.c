@@ -616,7 +616,7 @@ static void test_conv_winograd(void **state)
                     long n0 = rlx_cpu_conv_winograd_parts();
                     check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, 3, &p, (int)(c & 1),
                                  c % 2 ? RLX_OP_CONV_BIAS_ACT : RLX_OP_CONV, RLX_ACT_RELU, threads);
-                    bool small = cases[c].C * cases[c].O * 9 * (int64_t)sizeof(float) <= (5 << 19);
+                    bool small = cases[c].C * cases[c].O * 9 * (int64_t)sizeof(float) <= RLX_CPU_WINOGRAD_SMALL_BYTES;
                     bool want = m == 0 || (m == 1 && small), used = rlx_cpu_conv_winograd_parts() > n0;
                     if (counted && (want ? !used && threads <= 2 : used))
                         fail_msg("case %zu threads %d, RLX_CPU_WINOGRAD %s: Winograd %s", c, threads,

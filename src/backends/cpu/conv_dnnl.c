@@ -419,15 +419,6 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
 #define CONV_CHANNEL_SPLIT_PIXELS 256
 #define WINOGRAD_CHANNEL_SPLIT_PIXELS 1024
 
-/* By default Winograd takes the convs of at most this many weight bytes:
- * ResNet-50's 64-, 128- and 256-channel 3 x 3 convs (2x, 1.3x and 1.25x
- * their direct time on 2 threads) but not the 512-channel ones, whose
- * transformed weights (16/9 to 4x the plain, 9.4 MB) and scratchpads took
- * ResNet-50's peak memory from 282 to 331 MB at batch 1 and from 479 to
- * 633 MB at batch 16 for 1-3% more.  (At 1 MiB, without the 256-channel
- * convs: batch 16 7% slower for 83 MB less.) */
-#define WINOGRAD_SMALL_BYTES (5 << 19)
-
 /* How a conv is cut into at most `parts_max` slices: runs of images when
  * there are at least as many images; one small image (not grouped, its
  * channels a multiple of 16 a slice) by runs of output channels; else by
@@ -623,6 +614,14 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
     return st;
 }
 
+/* Whether the settings ask Winograd for this node (where oneDNN has it). */
+static bool winograd_wanted(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    int mode = ctx->settings ? ctx->settings->cpu_winograd : RLX_CPU_WINOGRAD_SMALL;
+    int64_t bytes = rlx_shape_numel(&t->in_node[1]->shape) * (int64_t)sizeof(float);
+    return mode == RLX_CPU_WINOGRAD_ALL || (mode == RLX_CPU_WINOGRAD_SMALL && bytes <= RLX_CPU_WINOGRAD_SMALL_BYTES);
+}
+
 /* build on one OpenMP thread; unbuilt again if it fails. */
 static rlx_status build_single_threaded(conv_dnnl *c, const rlx_thunk *t, int threads, bool wino)
 {
@@ -714,12 +713,7 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (rlx_shape_numel(&t->node->shape) == 0)
         return RLX_OK;
     if (c->threads != threads) {
-        const rlx_shape *ws = &t->in_node[1]->shape;
-        int mode = ctx->settings ? ctx->settings->cpu_winograd : RLX_CPU_WINOGRAD_SMALL;
-        bool wino =
-            mode == RLX_CPU_WINOGRAD_ALL ||
-            (mode == RLX_CPU_WINOGRAD_SMALL && rlx_shape_numel(ws) * (int64_t)sizeof(float) <= WINOGRAD_SMALL_BYTES);
-        rlx_status st = build_single_threaded(c, t, threads, wino);
+        rlx_status st = build_single_threaded(c, t, threads, winograd_wanted(t, ctx));
         if (st != RLX_OK)
             return st;
     }

@@ -564,14 +564,17 @@ static rlx_status k_qkv_heads(const rlx_thunk *t, const rlx_run_ctx *ctx)
     a.inter = n->attrs.qkv.rope_interleaved, a.eps = (float)n->attrs.qkv.norm_eps;
     a.B = x->shape.dims[0], a.S = x->shape.dims[1];
     a.vectors = a.B * a.S * (a.H + 2 * a.Hk);
-    const void **aux[5] = {NULL, (const void **)&a.cs, (const void **)&a.sn, &a.gq, &a.gk};
     for (int i = 1; i <= 4; i++) {
         int k = rlx_qkv_heads_input(n, i);
-        *aux[i] = k >= 0 ? t->in[k] : NULL;
-        if (k >= 0 && i <= 2)
+        if (k < 0)
+            continue;
+        if (i <= 2) { /* a table and its stride between sequences */
+            *(i == 1 ? &a.cs : &a.sn) = (const float *)t->in[k];
             *(i == 1 ? &a.cs_b : &a.sn_b) = t->in_node[k]->shape.dims[0] == 1 ? 0 : a.S;
-        if (k >= 0 && i >= 3)
+        } else { /* a gamma and its dtype */
+            *(i == 3 ? &a.gq : &a.gk) = t->in[k];
             *(i == 3 ? &a.gq_dt : &a.gk_dt) = t->in_node[k]->dtype;
+        }
     }
     if (!a.vectors)
         return RLX_OK;
