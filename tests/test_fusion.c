@@ -538,6 +538,126 @@ static void test_conv_bn_act(void **state)
     rlx_graph_free(g);
 }
 
+/* ------------------------------------------- conv + residual add + act */
+
+/* Nodes of f that are conv_bias_act with a residual. */
+static int residual_convs(const rlx_graph *f)
+{
+    int n = 0;
+    for (int i = 0; i < f->n_nodes; i++)
+        n += rlx_conv_residual_input(&f->nodes[i]) >= 0;
+    return n;
+}
+
+/* A target whose convs take no residual: the add stays its own node. */
+static bool no_residual_claim(const rlx_graph *g, rlx_node id)
+{
+    return rlx_conv_residual_input(&g->nodes[id]) < 0 && rlx_cpu_backend()->supports(g, id);
+}
+
+/* [2, 4, 6, 6] = conv(x) (3 x 3, bias), then by form: 0 relu(y + r);
+ * 1 r + y, no activation; 2 a constant batch norm, + r, relu; 3 the
+ * downsample form, relu(y + conv1x1(x)); 4 r broadcast ([1, 4, 6, 6]);
+ * 5 y also an output; 6 relu(y + y). */
+static rlx_graph *conv_residual_graph(int form)
+{
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 6, 6));
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+    rlx_node y =
+        rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1), const_rand(g, SHAPE(4), -0.5, 0.5, 2), &p);
+    rlx_node r =
+        form == 4 ? rlx_input(g, "r", RLX_F32, SHAPE(1, 4, 6, 6)) : rlx_input(g, "r", RLX_F32, SHAPE(2, 4, 6, 6));
+    switch (form) {
+    case 1: y = rlx_add(g, r, y); break;
+    case 2: {
+        rlx_node prm[4];
+        for (int i = 0; i < 4; i++)
+            prm[i] = const_rand(g, SHAPE(4), i == 3 ? 0.5 : -1, 1.5, 10 + (uint64_t)i);
+        y = rlx_relu(g, rlx_add(g, rlx_batch_norm(g, y, prm[0], prm[1], prm[2], prm[3], 1e-5), r));
+        break;
+    }
+    case 3: {
+        rlx_conv_params q;
+        rlx_conv_params_init(&q);
+        rlx_node d = rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 1, 1), -0.5, 0.5, 3), -1, &q);
+        y = rlx_relu(g, rlx_add(g, y, d));
+        break;
+    }
+    case 5:
+        rlx_output(g, "conv", y);
+        y = rlx_relu(g, rlx_add(g, y, r));
+        break;
+    case 6: y = rlx_relu(g, rlx_add(g, y, y)); break;
+    default: y = rlx_relu(g, rlx_add(g, y, r)); break;
+    }
+    rlx_output(g, "y", y);
+    assert_int_equal(rlx_graph_verify(g), RLX_OK);
+    return g;
+}
+
+static void test_conv_residual(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 7; form++) {
+        rlx_graph *g = conv_residual_graph(form);
+        rlx_opt_stats st;
+        memset(&st, 0, sizeof st);
+        rlx_pass_ctx c = ot_cpu_ctx(&st);
+        rlx_graph *f = rlx_pass_fuse(g, &c);
+        assert_non_null(f);
+        assert_int_equal(rlx_graph_verify(f), RLX_OK);
+        bool fires = form < 4;
+        if (residual_convs(f) != (int)fires)
+            fail_msg("form %d: %d convs with a residual", form, residual_convs(f));
+        if (fires) {
+            /* the add and relu gone; the batch norm folded; in the
+             * downsample form the later conv takes the earlier as its residual */
+            assert_int_equal(ot_count(f, RLX_OP_ADD) + ot_count(f, RLX_OP_RELU) + ot_count(f, RLX_OP_BATCH_NORM), 0);
+            assert_int_equal(st.bn_folded, form == 2);
+            assert_int_equal(ot_count(f, RLX_OP_CONV), form == 3);
+            for (int i = 0; i < f->n_nodes; i++) {
+                int ri = rlx_conv_residual_input(&f->nodes[i]);
+                if (ri >= 0)
+                    assert_int_equal(f->nodes[i].attrs.conv.act, form == 1 ? RLX_ACT_NONE : RLX_ACT_RELU);
+                if (ri >= 0 && form == 3)
+                    assert_int_equal(f->nodes[f->nodes[i].in[ri]].op, RLX_OP_CONV);
+            }
+            /* a target without the residual form runs the decomposition */
+            rlx_pass_ctx lc = ot_cpu_ctx(NULL);
+            lc.supports = no_residual_claim;
+            rlx_graph *l = rlx_pass_lower(f, &lc);
+            assert_non_null(l);
+            assert_int_equal(residual_convs(l), 0);
+            rlx_options o;
+            rlx_options_init(&o);
+            o.ignore_env = 1;
+            o.no_fusion = 1;
+            ot_result a, b;
+            assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
+            assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
+            assert_true(ot_close("y", &a, &b, 1e-5, 1e-6));
+            ot_result_free(&a);
+            ot_result_free(&b);
+            rlx_graph_free(l);
+        }
+        rlx_graph_free(f);
+        /* and a target that refuses it keeps the add */
+        c.supports = no_residual_claim;
+        f = rlx_pass_fuse(g, &c);
+        assert_non_null(f);
+        assert_int_equal(residual_convs(f), 0);
+        assert_int_equal(ot_count(f, RLX_OP_ADD) + ot_count(f, RLX_OP_ELEMENTWISE_CHAIN) > 0, 1);
+        rlx_graph_free(f);
+        /* compiled whole (fusion, channels-last, the in-place plan), as unfused */
+        if (form != 6)
+            assert_same_output(g, "y", 1e-5);
+        rlx_graph_free(g);
+    }
+}
+
 /* ------------------------------------------------------------ projection */
 
 /* A target without the projection kernel: its parts run. */
@@ -805,6 +925,7 @@ int main(void)
         cmocka_unit_test(test_elementwise_chain),
         cmocka_unit_test(test_softmax_scale_mask),
         cmocka_unit_test(test_conv_bn_act),
+        cmocka_unit_test(test_conv_residual),
         cmocka_unit_test(test_target_claim),
         cmocka_unit_test(test_projection),
         cmocka_unit_test(test_projection_quantized),

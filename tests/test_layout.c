@@ -22,21 +22,32 @@
 
 static const int to_nhwc[4] = {0, 2, 3, 1};
 
-static rlx_node conv_node(rlx_graph *g, rlx_op op, rlx_node x, rlx_node w, rlx_node b, const rlx_conv_params *p,
-                          int act, int layout)
+/* A conv node; res >= 0: a conv_bias_act's residual (its last input). */
+static rlx_node conv_node_res(rlx_graph *g, rlx_op op, rlx_node x, rlx_node w, rlx_node b, const rlx_conv_params *p,
+                              int act, int layout, rlx_node res)
 {
     rlx_node_data n;
     memset(&n, 0, sizeof n);
     n.op = op;
-    n.n_in = b >= 0 ? 3 : 2;
+    n.n_in = 2;
     n.in[0] = x;
     n.in[1] = w;
-    n.in[2] = b;
+    if (b >= 0)
+        n.in[n.n_in++] = b;
+    if (res >= 0)
+        n.in[n.n_in++] = res;
     n.attrs.conv.p = *p;
     n.attrs.conv.has_bias = b >= 0;
+    n.attrs.conv.has_residual = res >= 0;
     n.attrs.conv.act = act;
     n.attrs.conv.layout = layout;
     return rlx_graph_add(g, &n);
+}
+
+static rlx_node conv_node(rlx_graph *g, rlx_op op, rlx_node x, rlx_node w, rlx_node b, const rlx_conv_params *p,
+                          int act, int layout)
+{
+    return conv_node_res(g, op, x, w, b, p, act, layout, -1);
 }
 
 static rlx_node pool_node(rlx_graph *g, rlx_op op, rlx_node x, const rlx_pool_params *p, int layout)
@@ -145,6 +156,12 @@ static rt_tensor *apply_act(rt_tensor *y, int act)
  * conv is built) rather than a parameter (reordered at every run). */
 static int const_weights;
 
+/* check_conv_p's conv_bias_act residual: 0 none; 1 an input (its memory
+ * stays the input's: copied into the output first); 2 a relu of an input,
+ * computed in the graph (the planner gives its buffer to the conv's
+ * output, which starts from it in place). */
+static int residual_mode;
+
 /* A channels-last conv (lowered on the CPU, on `threads` threads; 0: the
  * default) equals the float64 NCHW reference, transposed. */
 static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, const rlx_conv_params *pp,
@@ -152,24 +169,41 @@ static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, 
 {
     rlx_conv_params p = *pp;
     int64_t groups = p.groups, stride = p.stride[0];
+    int res_mode = op == RLX_OP_CONV_BIAS_ACT ? residual_mode : 0;
     rt_tensor *x = rt_rand_away(RT_SHAPE(N, C, H, W), -1, 1, 0.05);
     rt_tensor *w = rt_rand_away(RT_SHAPE(O, C / groups, k, k), -0.5, 0.5, 0.02);
     rt_tensor *b = bias ? rt_rand_away(RT_SHAPE(O), -0.5, 0.5, 0.02) : NULL;
+    rt_tensor *ref = rt_ref_conv(x, w, b, &p), *r = NULL, *rt = NULL;
     rt_tensor *xt = rt_ref_transpose(x, to_nhwc), *wt = rt_ref_transpose(w, to_nhwc);
     rt_graph *rg = rt_graph_new();
     rlx_node xn = rt_input(rg, RLX_F32, xt), wn = const_weights ? rt_const(rg, RLX_F32, wt) : rt_param(rg, RLX_F32, wt);
-    rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1;
-    rlx_node y = conv_node(rg->g, op, xn, wn, bn, &p, act, RLX_LAYOUT_NHWC);
+    rlx_node bn = b ? rt_param(rg, RLX_F32, b) : -1, rn = -1;
+    if (res_mode) {
+        r = rt_rand_away(ref->ndim, ref->dims, -1, 1, 0.05);
+        rt = rt_ref_transpose(r, to_nhwc);
+        rn = rt_input(rg, RLX_F32, rt);
+        if (res_mode == 2) {
+            rn = rlx_relu(rg->g, rn);
+            rt_tensor *rr = rt_map(r, rt_f_relu);
+            rt_free(r);
+            r = rr;
+        }
+        rt_tensor *sum = rt_zip(ref, r, rt_f_add);
+        rt_free(ref);
+        ref = sum;
+    }
+    rlx_node y = conv_node_res(rg->g, op, xn, wn, bn, &p, act, RLX_LAYOUT_NHWC, rn);
     rg->opts.threads = threads;
     rt_tensor *got = rt_run1(rg, y);
     assert_non_null(got);
-    rt_tensor *ref = apply_act(rt_ref_conv(x, w, b, &p), op == RLX_OP_CONV_BIAS_ACT ? act : RLX_ACT_NONE);
+    ref = apply_act(ref, op == RLX_OP_CONV_BIAS_ACT ? act : RLX_ACT_NONE);
     rt_tensor *want = rt_ref_transpose(ref, to_nhwc);
     char what[200];
     snprintf(what, sizeof what,
-             "nhwc %s n%lld h%lld o%lld k%lld s%lld d%lld pad%lld g%lld bias %d act %d threads %d const %d",
+             "nhwc %s n%lld h%lld o%lld k%lld s%lld d%lld pad%lld g%lld bias %d act %d threads %d const %d residual %d",
              rlx_op_name(op), (long long)N, (long long)H, (long long)O, (long long)k, (long long)stride,
-             (long long)p.dilation[0], (long long)p.pads[0], (long long)groups, bias, act, threads, const_weights);
+             (long long)p.dilation[0], (long long)p.pads[0], (long long)groups, bias, act, threads, const_weights,
+             res_mode);
     assert_true(rt_check(what, got, want, RLX_F32));
     rt_free(got);
     rt_free(ref);
@@ -179,6 +213,8 @@ static void check_conv_p(int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, 
     rt_free(b);
     rt_free(xt);
     rt_free(wt);
+    rt_free(r);
+    rt_free(rt);
     rt_graph_free(rg);
 }
 
@@ -581,6 +617,67 @@ static void test_conv_slices(void **state)
     const_weights = 0;
 }
 
+/* A residual added before the activation (conv_bias_act's last input):
+ * test_conv_slices' cuts, the residual an input (copied into the output
+ * first, slice by slice) or computed in the graph (the output written over
+ * it in place), with and without a bias, a relu or no activation; and the
+ * NCHW kernels (im2col + GEMM in f32, f64 and f16; depthwise) with it,
+ * against the float64 reference. */
+static void test_conv_residual(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t N, C, H, W, O, k, stride, groups;
+    } cases[] = {
+        {1, 8, 13, 9, 16, 3, 1, 1},  {3, 4, 7, 6, 8, 3, 2, 1},     {5, 8, 4, 4, 16, 1, 1, 1},
+        {1, 64, 7, 7, 128, 1, 1, 1}, {1, 128, 7, 7, 128, 3, 1, 1}, {1, 8, 10, 10, 8, 3, 1, 8},
+    };
+    for (residual_mode = 1; residual_mode <= 2; residual_mode++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int threads = 1; threads <= 4; threads++) {
+                rlx_conv_params p = conv_p(cases[c].stride, cases[c].k / 2, cases[c].groups);
+                const_weights = (int)(c & 1);
+                check_conv_p(cases[c].N, cases[c].C, cases[c].H, cases[c].W, cases[c].O, cases[c].k, &p,
+                             (int)(c % 3 != 1), RLX_OP_CONV_BIAS_ACT, threads % 2 ? RLX_ACT_RELU : RLX_ACT_NONE,
+                             threads);
+            }
+    residual_mode = 0;
+    const_weights = 0;
+    /* NCHW, the layout stage off so the CPU's own kernels run */
+    const struct {
+        rlx_dtype dt;
+        int64_t C, O, groups;
+    } nchw[] = {{RLX_F32, 6, 8, 1}, {RLX_F64, 6, 8, 1}, {RLX_F16, 6, 8, 1}, {RLX_F32, 6, 6, 6}, {RLX_F32, 6, 12, 3}};
+    for (size_t c = 0; c < sizeof nchw / sizeof nchw[0]; c++)
+        for (int mode = 1; mode <= 2; mode++) {
+            rlx_conv_params p = conv_p(1, 1, nchw[c].groups);
+            rt_tensor *x = rt_rand_away(RT_SHAPE(2, nchw[c].C, 7, 5), -1, 1, 0.05);
+            rt_tensor *w = rt_rand_away(RT_SHAPE(nchw[c].O, nchw[c].C / nchw[c].groups, 3, 3), -0.5, 0.5, 0.02);
+            rt_tensor *b = rt_rand_away(RT_SHAPE(nchw[c].O), -0.5, 0.5, 0.02);
+            rt_tensor *r = rt_rand_away(RT_SHAPE(2, nchw[c].O, 7, 5), -1, 1, 0.05);
+            rt_graph *rg = rt_graph_new();
+            rg->opts.no_layout = 1;
+            rlx_dtype dt = nchw[c].dt;
+            rlx_node rn = rt_input(rg, dt, r);
+            if (mode == 2)
+                rn = rlx_relu(rg->g, rn);
+            rlx_node y = conv_node_res(rg->g, RLX_OP_CONV_BIAS_ACT, rt_input(rg, dt, x), rt_param(rg, dt, w),
+                                       rt_param(rg, dt, b), &p, RLX_ACT_RELU, RLX_LAYOUT_NCHW, rn);
+            rt_tensor *got = rt_run1(rg, y);
+            assert_non_null(got);
+            rt_tensor *conv = rt_ref_conv(x, w, b, &p), *rr = mode == 2 ? rt_map(r, rt_f_relu) : NULL;
+            rt_tensor *sum = rt_zip(conv, rr ? rr : r, rt_f_add), *want = rt_map(sum, rt_f_relu);
+            char what[96];
+            snprintf(what, sizeof what, "nchw residual %s groups %lld mode %d", rlx_dtype_name(dt),
+                     (long long)nchw[c].groups, mode);
+            assert_true(rt_check(what, got, want, dt));
+            rt_tensor *all[] = {x, w, b, r, got, conv, rr, sum, want};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                rt_free(all[i]);
+            rt_graph_free(rg);
+        }
+}
+
 /* 3 x 3 stride-1 convs with 16-blocks of channels go by oneDNN's Winograd
  * (its 2 x 3 and 4 x 3 tiles) where the processor has AVX-512: cut into
  * rows, channels (up to 32 x 32 pixels) or images, weights a parameter or
@@ -668,6 +765,7 @@ int main(void)
         cmocka_unit_test_setup(test_constant_weights, rt_setup),
         cmocka_unit_test_setup(test_conv_slices, rt_setup),
         cmocka_unit_test_setup(test_conv_winograd, rt_setup),
+        cmocka_unit_test_setup(test_conv_residual, rt_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,7 +135,9 @@ struct rlx_backend {
     /* The claim: can this node run natively (op and dtypes)?  Derived from
      * the backend's kernel table; the optimizer consults it. */
     bool (*supports)(const rlx_graph *g, rlx_node id);
-    /* Whether elementwise kernels accept out == an input of the same shape. */
+    /* Whether elementwise kernels accept out == an input of the same shape,
+     * and accumulating ones out == the input they start from
+     * (rlx_node_accumulate_input: a conv's residual) wherever they claim. */
     bool inplace_elementwise;
     /* Workspace a node needs while it runs (0 for most). */
     size_t (*scratch_bytes)(const rlx_graph *g, rlx_node id, int threads);

@@ -192,8 +192,13 @@ rlx_node rlx_decompose_channels_last(rlx_graph *g, const rlx_node_data *n)
     } else {
         rlx_conv_params p = n->attrs.conv.p;
         y = rlx_conv(g, x, rlx_transpose(g, n->in[1], to_nchw), n->attrs.conv.has_bias ? n->in[2] : -1, &p);
+        y = rlx_transpose(g, y, to_nhwc);
+        int ri = rlx_conv_residual_input(n);
+        if (ri >= 0)
+            y = rlx_add(g, y, n->in[ri]);
         if (n->op == RLX_OP_CONV_BIAS_ACT)
             y = act(g, n->attrs.conv.act, y);
+        return y;
     }
     return rlx_transpose(g, y, to_nhwc);
 }
@@ -266,7 +271,9 @@ rlx_node rlx_decompose_conv_bias_act(rlx_graph *g, const rlx_node_data *n)
     if (rlx_node_layout(n) == RLX_LAYOUT_NHWC)
         return rlx_decompose_channels_last(g, n);
     rlx_conv_params p = n->attrs.conv.p;
-    return act(g, n->attrs.conv.act, rlx_conv(g, n->in[0], n->in[1], n->attrs.conv.has_bias ? n->in[2] : -1, &p));
+    rlx_node y = rlx_conv(g, n->in[0], n->in[1], n->attrs.conv.has_bias ? n->in[2] : -1, &p);
+    int ri = rlx_conv_residual_input(n);
+    return act(g, n->attrs.conv.act, ri >= 0 ? rlx_add(g, y, n->in[ri]) : y);
 }
 
 /* The projection cut into q, k and v heads [B, h, S, D]; q's and k's

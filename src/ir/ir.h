@@ -171,7 +171,7 @@ typedef enum rlx_op {
     RLX_OP_ATTENTION_BLOCK,                      /* qkv proj, q/k norm, rope, attention, out proj */
     RLX_OP_ELEMENTWISE_CHAIN,                    /* a small elementwise program */
     RLX_OP_SOFTMAX_SCALE_MASK,                   /* softmax(x * scale + mask) */
-    RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias) */
+    RLX_OP_CONV_BIAS_ACT,                        /* act(conv(x, w) + bias[ + residual]) */
     RLX_OP_ADD_RMS_NORM_KEEP,                    /* [2, ...]: x + residual, then its rms_norm */
     RLX_OP_MATMUL_INTEGER_SCALE,                 /* act(f32(matmul_integer) * scale + bias) */
     /* attention's gradient, made by its gradient rule: inputs q, k, v, o
@@ -304,11 +304,13 @@ typedef union rlx_attrs {
         double scale;
         int causal, has_mask, has_pos;
     } attention;
-    /* act: conv_bias_act only.  layout: RLX_LAYOUT_NCHW (0, the default) or
-     * RLX_LAYOUT_NHWC: x [N, H, W, C], weight [O, KH, KW, C/groups], y [N, OH, OW, O] */
+    /* act, has_residual: conv_bias_act only (a last input r of the
+     * output's shape and dtype: act(conv(x, w) + bias + r)).  layout:
+     * RLX_LAYOUT_NCHW (0, the default) or RLX_LAYOUT_NHWC: x [N, H, W, C],
+     * weight [O, KH, KW, C/groups], y [N, OH, OW, O] */
     struct {
         rlx_conv_params p;
-        int spatial, has_bias, act, layout;
+        int spatial, has_bias, act, layout, has_residual;
     } conv;
     struct {
         rlx_pool_params p;
@@ -605,6 +607,15 @@ bool rlx_op_is_binary(rlx_op op); /* kind RLX_KIND_BINARY */
 rlx_op rlx_act_op(rlx_act a);
 /* The node's layout attribute (RLX_LAYOUT_NCHW for ops without one). */
 int rlx_node_layout(const rlx_node_data *n);
+
+/* The input a conv_bias_act adds to its output before the activation
+ * (its residual), or -1 where it has none. */
+int rlx_conv_residual_input(const rlx_node_data *n);
+/* An input whose buffer node n may take over as its own output's, where
+ * nothing reads that input after n (the planner's in-place rule beside
+ * elementwise ops'): a conv_bias_act's residual, which its kernels use as
+ * the output's starting value.  -1 for none. */
+int rlx_node_accumulate_input(const rlx_node_data *n);
 
 /* Whether node n writes into the memory of its input k: input 0 of every
  * RLX_OPF_STATEFUL op (its result is that memory), and the optimizer

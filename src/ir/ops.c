@@ -1114,7 +1114,7 @@ static const rlx_op_info op_table[RLX_OP_COUNT] = {
               RLX_LAYOUT_ATTR_NONE, rlx_infer_elementwise_chain, rlx_decompose_elementwise_chain),
     [RLX_OP_SOFTMAX_SCALE_MASK] = FUSED("softmax_scale_mask", 1, 2, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
                                         rlx_infer_softmax_scale_mask, rlx_decompose_softmax_scale_mask),
-    [RLX_OP_CONV_BIAS_ACT] = FUSED("conv_bias_act", 2, 3, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV,
+    [RLX_OP_CONV_BIAS_ACT] = FUSED("conv_bias_act", 2, 4, 0, RLX_KIND_CONV, LOW, RLX_LAYOUT_ATTR_CONV,
                                    rlx_infer_conv_bias_act, rlx_decompose_conv_bias_act),
     [RLX_OP_ADD_RMS_NORM_KEEP] = FUSED("add_rms_norm_keep", 2, 3, 0, RLX_KIND_NORM, LOW, RLX_LAYOUT_ATTR_NONE,
                                        rlx_infer_add_norm, rlx_decompose_add_rms_norm_keep),
@@ -1174,6 +1174,13 @@ int rlx_node_layout(const rlx_node_data *n)
     default: return RLX_LAYOUT_NCHW;
     }
 }
+
+int rlx_conv_residual_input(const rlx_node_data *n)
+{
+    return n->op == RLX_OP_CONV_BIAS_ACT && n->attrs.conv.has_residual ? 2 + (n->attrs.conv.has_bias != 0) : -1;
+}
+
+int rlx_node_accumulate_input(const rlx_node_data *n) { return rlx_conv_residual_input(n); }
 
 bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
 {

@@ -487,8 +487,19 @@ rlx_status rlx_infer_conv_bias_act(const rlx_graph *g, rlx_node_data *n)
     if (s != RLX_OK)
         return s;
     rlx_node_data r;
-    if ((s = infer_as(g, n, RLX_OP_CONV, n->n_in, n->in, NULL, &r)) != RLX_OK)
+    int ri = rlx_conv_residual_input(n);
+    if (ri >= 0 && n->n_in != ri + 1)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "conv_bias_act with a residual takes %d inputs, got %d", ri + 1,
+                             n->n_in);
+    if ((s = infer_as(g, n, RLX_OP_CONV, ri >= 0 ? ri : n->n_in, n->in, NULL, &r)) != RLX_OK)
         return s;
+    if (ri >= 0) {
+        const rlx_node_data *res = IN(ri);
+        if (!rlx_shape_equal(&res->shape, &r.shape) || res->dtype != r.dtype)
+            return rlx_set_error(RLX_ERR_SHAPE, "conv_bias_act's residual must be %s of %s (its output), got %s of %s",
+                                 SHAPE_A(&r.shape), rlx_dtype_name(r.dtype), SHAPE_B(&res->shape),
+                                 rlx_dtype_name(res->dtype));
+    }
     n->attrs.conv.spatial = r.attrs.conv.spatial;
     n->shape = r.shape;
     n->dtype = r.dtype;

@@ -13,6 +13,8 @@ void rlx_graph_print_to(const rlx_graph *g, FILE *f)
         if (((n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_BIAS_ACT) && n->attrs.conv.layout) ||
             ((n->op == RLX_OP_MAX_POOL || n->op == RLX_OP_AVG_POOL) && n->attrs.pool.layout))
             fprintf(f, ".nhwc");
+        if (rlx_conv_residual_input(n) >= 0)
+            fprintf(f, ".residual");
         if (n->name)
             fprintf(f, " '%s'", n->name);
         fprintf(f, "(");

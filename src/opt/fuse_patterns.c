@@ -907,13 +907,14 @@ static int affine_run(const fuse_state *s, rlx_node top, rlx_node *steps, rlx_no
     return n;
 }
 
-static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, const conv_fold *fold, int act, const rlx_node *inner,
-                     int n_inner)
+/* residual: a node added to the conv's result before the activation, or -1. */
+static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, const conv_fold *fold, int act, rlx_node residual,
+                     const rlx_node *inner, int n_inner)
 {
     const rlx_node_data *cn = fs_node(s, conv);
     for (int attempt = 0; attempt < 2; attempt++) {
         /* attempt 1 (no activation fused): plain conv with folded weights */
-        if (attempt == 1 && (!fold || act != RLX_ACT_NONE))
+        if (attempt == 1 && (!fold || act != RLX_ACT_NONE || residual >= 0))
             return false;
         fuse_spec sp;
         spec_init(&sp, root, attempt ? RLX_OP_CONV : RLX_OP_CONV_BIAS_ACT);
@@ -929,6 +930,10 @@ static bool try_conv(fuse_state *s, rlx_node root, rlx_node conv, const conv_fol
         } else {
             for (int i = 1; i < cn->n_in; i++)
                 spec_in(&sp, cn->in[i]);
+        }
+        if (residual >= 0) {
+            spec_in(&sp, residual);
+            sp.node.attrs.conv.has_residual = 1;
         }
         if (fs_commit(s, &sp, inner, n_inner))
             return true;
@@ -952,16 +957,44 @@ static rlx_node foldable_bn(const fuse_state *s, rlx_node cur)
     return conv;
 }
 
+/* Node `add` (an add of two operands of its own shape and dtype) as a
+ * conv's result plus a residual: operand `pick` (0: the later one, whose
+ * residual is then already computed and can lend the conv its buffer; 1:
+ * the earlier) where it can be a conv's end (a conv, or a batch norm or
+ * affine step over one, read only here); its other operand in *residual.
+ * -1 if not. */
+static rlx_node residual_branch(const fuse_state *s, rlx_node add, int pick, rlx_node *residual)
+{
+    const rlx_node_data *a = fs_node(s, add);
+    if (a->op != RLX_OP_ADD || a->n_in != 2 || !fs_fusable_dtype(a->dtype))
+        return -1;
+    for (int j = 0; j < 2; j++) {
+        const rlx_node_data *o = fs_node(s, a->in[j]);
+        if (!rlx_shape_equal(&o->shape, &a->shape) || o->dtype != a->dtype)
+            return -1;
+    }
+    int later = a->in[1] > a->in[0] ? 1 : 0, j = pick ? 1 - later : later;
+    rlx_node b = a->in[j];
+    rlx_op op = fs_node(s, b)->op;
+    if (b == a->in[1 - j] || !fs_inner(s, b) ||
+        !(op == RLX_OP_CONV || op == RLX_OP_BATCH_NORM || op == RLX_OP_ADD || op == RLX_OP_SUB || op == RLX_OP_MUL ||
+          op == RLX_OP_DIV))
+        return -1;
+    *residual = a->in[1 - j];
+    return b;
+}
+
 /* conv, then a batch norm or a run of per-channel affine steps (folded
- * into the weights), then an activation (the fused epilogue); at least
- * one of the two after the conv. */
-bool fuse_conv(fuse_state *s, rlx_node root)
+ * into the weights), then a residual added (residual_branch's `pick`; -1:
+ * none), then an activation (the fused epilogue); at least one of them
+ * after the conv. */
+static bool fuse_conv_from(fuse_state *s, rlx_node root, int pick)
 {
     const rlx_node_data *r = fs_node(s, root);
     int act = fs_act_of(r->op);
-    rlx_node inner[MAX_AFFINE + 2];
+    rlx_node inner[MAX_AFFINE + 3];
     int ni = 0;
-    rlx_node cur = root;
+    rlx_node cur = root, residual = -1;
     if (act >= 0) {
         if (!fs_inner(s, r->in[0]))
             return false;
@@ -969,6 +1002,11 @@ bool fuse_conv(fuse_state *s, rlx_node root)
         inner[ni++] = cur;
     } else {
         act = RLX_ACT_NONE;
+    }
+    if (pick >= 0) {
+        if ((cur = residual_branch(s, cur, pick, &residual)) < 0)
+            return false;
+        inner[ni++] = cur;
     }
     const rlx_node_data *c = fs_node(s, cur);
     if (act != RLX_ACT_NONE && !fs_fusable_dtype(c->dtype))
@@ -995,14 +1033,15 @@ bool fuse_conv(fuse_state *s, rlx_node root)
         for (int i = 1; i <= n_steps; i++) /* steps[0] is the root, or inner[0] under an act */
             inner[ni++] = steps[i];
         folded = true;
-    } else if (c->op != RLX_OP_CONV || act == RLX_ACT_NONE) {
+    } else if (c->op != RLX_OP_CONV || (act == RLX_ACT_NONE && residual < 0)) {
         return false;
     }
-    bool ok = try_conv(s, root, conv, folded ? &fold : NULL, act, inner, ni);
-    /* the target refused conv + act: fold the batch norm or the steps alone at least */
-    if (!ok && folded && act != RLX_ACT_NONE) {
+    bool ok = try_conv(s, root, conv, folded ? &fold : NULL, act, residual, inner, ni);
+    /* the target refused conv + act: fold the batch norm or the steps alone
+     * at least (with a residual, the caller tries the form without it) */
+    if (!ok && folded && act != RLX_ACT_NONE && residual < 0) {
         rlx_node top = bn_root >= 0 ? bn_root : steps[0];
-        ok = try_conv(s, top, conv, &fold, RLX_ACT_NONE, inner + 1, ni - 1);
+        ok = try_conv(s, top, conv, &fold, RLX_ACT_NONE, -1, inner + 1, ni - 1);
     }
     if (ok && s->stats) {
         if (bn_root >= 0)
@@ -1012,4 +1051,9 @@ bool fuse_conv(fuse_state *s, rlx_node root)
     }
     fold_free(&fold);
     return ok;
+}
+
+bool fuse_conv(fuse_state *s, rlx_node root)
+{
+    return fuse_conv_from(s, root, 0) || fuse_conv_from(s, root, 1) || fuse_conv_from(s, root, -1);
 }

@@ -45,10 +45,12 @@ static bool claims_nhwc(const rlx_graph *g, const rlx_node_data *n, const rlx_pa
     rlx_node_data p = *n;
     rlx_dtype dt[RLX_MAX_INPUTS];
     rlx_shape sh[RLX_MAX_INPUTS];
+    int ri = rlx_conv_residual_input(n);
     for (int i = 0; i < n->n_in; i++) {
         const rlx_node_data *in = &g->nodes[n->in[i]];
         dt[i] = in->dtype;
-        sh[i] = i < 2 ? permuted(&in->shape, to_nhwc) : in->shape; /* x, weight; bias as is */
+        /* x, weight and a residual channels-last; the bias as is */
+        sh[i] = i < 2 || i == ri ? permuted(&in->shape, to_nhwc) : in->shape;
     }
     if (is_conv(n->op))
         p.attrs.conv.layout = RLX_LAYOUT_NHWC;
@@ -111,6 +113,9 @@ static rlx_node convert_node(rlx_graph *out, const rlx_graph *g, rlx_node id, co
         p.in[j] = map[p.in[j]];
     p.in[0] = rlx_transpose(out, p.in[0], to_nhwc);
     p.in[1] = transpose_of(out, p.in[1], to_nhwc);
+    int ri = rlx_conv_residual_input(n);
+    if (ri >= 0)
+        p.in[ri] = transpose_of(out, p.in[ri], to_nhwc);
     p.attrs.conv.layout = RLX_LAYOUT_NHWC;
     st->convs++;
     rlx_node y = rlx_graph_add(out, &p);

@@ -188,8 +188,12 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             out->n_inplace++;
             continue;
         }
-        if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && info && (info->flags & RLX_OPF_ELEMENTWISE)) {
-            for (int j = 0; j < nd->n_in; j++) {
+        /* an elementwise op over any operand, an accumulating op over the
+         * one it starts from, where that operand dies here */
+        int acc = rlx_node_accumulate_input(nd);
+        bool elementwise = info && (info->flags & RLX_OPF_ELEMENTWISE);
+        if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && (elementwise || acc >= 0)) {
+            for (int j = elementwise ? 0 : acc; j < (elementwise ? nd->n_in : acc + 1); j++) {
                 rlx_node src = nd->in[j];
                 int b = pt[src].buffer;
                 if (b < 0 || out->buffers[b].region != RLX_REGION_TRANSIENT || out->buffers[b].last != i)

@@ -14,7 +14,7 @@ typedef struct rlx_plan_options {
     bool no_reuse;             /* every buffer its own slot */
     bool no_inplace;           /* no output written over a dying input */
     bool pin_output_ancestors; /* every ancestor of an output lives to the end */
-    bool inplace_elementwise;  /* the backend's kernels accept out == in */
+    bool inplace_elementwise;  /* the backend's kernels accept out == in (elementwise; accumulate inputs) */
     /* Per node, or NULL: params whose memory lies outside the arena (another
      * session's, see rlx_compile_shared).  They take no arena bytes; views of
      * them and cache writes into them are external too. */

@@ -8,7 +8,10 @@
  * elementwise ops between them) channels-last, and each claimed node gets
  * its primitives once, at its first run: weights in the layout they prefer
  * (reordered once when they are a constant, at every run otherwise), bias
- * and activation as their epilogue.
+ * and activation as their epilogue.  A residual joins as oneDNN's sum
+ * post-op: the output starts as the residual (the planner lets the conv
+ * write over it where nothing reads it later; else each slice copies its
+ * part in first) and the conv adds onto it before the activation.
  *
  * Debian's oneDNN runs on OpenMP, and an OpenMP team beside RLX's pool
  * spins on the cores the pool needs.  So every primitive is built for and
@@ -55,6 +58,7 @@
     X(dnnl_dilated_convolution_forward_desc_init) \
     X(dnnl_post_ops_create)                       \
     X(dnnl_post_ops_append_eltwise)               \
+    X(dnnl_post_ops_append_sum)                   \
     X(dnnl_post_ops_destroy)                      \
     X(dnnl_primitive_attr_create)                 \
     X(dnnl_primitive_attr_set_post_ops)           \
@@ -112,6 +116,7 @@ typedef struct conv_part {
     dnnl_stream_t stream;
     dnnl_memory_t src, dst, scratch;
     size_t src_off, dst_off; /* where the slice starts, in elements */
+    size_t dst_len;          /* its output's elements from dst_off (not a channel slice) */
     size_t work_bytes;       /* its scratchpad, then Winograd's blocked input and output, in thread_work */
     size_t blocked_src_at, blocked_dst_at;
     float *obuf;      /* a channel slice's output, dense, copied into place after the run; else NULL */
@@ -251,12 +256,16 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
     int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
     dnnl_alg_kind_t alg;
     float alpha;
+    bool residual = rlx_conv_residual_input(n) >= 0;
     if (D.dnnl_primitive_attr_create(&attr) ||
         D.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
         goto out;
-    if (act != RLX_ACT_NONE) {
-        if (!act_alg(act, &alg, &alpha) || D.dnnl_post_ops_create(&po) ||
-            D.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f) || D.dnnl_primitive_attr_set_post_ops(attr, po))
+    if (act != RLX_ACT_NONE || residual) {
+        /* the residual (the output's starting value) before the activation */
+        if (D.dnnl_post_ops_create(&po) || (residual && D.dnnl_post_ops_append_sum(po, 1.0f)) ||
+            (act != RLX_ACT_NONE &&
+             (!act_alg(act, &alg, &alpha) || D.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f))) ||
+            D.dnnl_primitive_attr_set_post_ops(attr, po))
             goto out;
     }
     if (D.dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL))
@@ -272,9 +281,11 @@ out:
 bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
 {
     const rlx_node_data *xn = &g->nodes[n->in[0]], *wn = &g->nodes[n->in[1]];
+    int ri = rlx_conv_residual_input(n);
     if (n->attrs.conv.layout != RLX_LAYOUT_NHWC || xn->shape.ndim != 4 || xn->dtype != RLX_F32 ||
         wn->dtype != RLX_F32 || (n->attrs.conv.has_bias && g->nodes[n->in[2]].dtype != RLX_F32) ||
-        n->dtype != RLX_F32 || rlx_shape_numel(&n->shape) == 0 || !dnnl_available())
+        (ri >= 0 && g->nodes[n->in[ri]].dtype != RLX_F32) || n->dtype != RLX_F32 || rlx_shape_numel(&n->shape) == 0 ||
+        !dnnl_available())
         return false;
     dnnl_memory_desc_t wmd;
     conv_slice whole = whole_slice(n, &xn->shape, &wn->shape);
@@ -532,6 +543,7 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv's scratchpad");
     q->src_off = (size_t)((sl->n0 * H + sl->ih0) * W * C);
     q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O + (wino ? sl->oc0 : 0));
+    q->dst_len = (size_t)(sl->nn * sl->noh * OW * O);
     q->oc0 = sl->oc0;
     q->noc = sl->noc;
     D.dnnl_primitive_desc_destroy(pd);
@@ -614,9 +626,12 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
     return st;
 }
 
-/* Whether the settings ask Winograd for this node (where oneDNN has it). */
+/* Whether the settings ask Winograd for this node (where oneDNN has it;
+ * not with a residual: the blocked output would need it reordered in). */
 static bool winograd_wanted(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
+    if (rlx_conv_residual_input(t->node) >= 0)
+        return false;
     int mode = ctx->settings ? ctx->settings->cpu_winograd : RLX_CPU_WINOGRAD_SMALL;
     int64_t bytes = rlx_shape_numel(&t->in_node[1]->shape) * (int64_t)sizeof(float);
     return mode == RLX_CPU_WINOGRAD_ALL || (mode == RLX_CPU_WINOGRAD_SMALL && bytes <= RLX_CPU_WINOGRAD_SMALL_BYTES);
@@ -649,6 +664,7 @@ rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 typedef struct conv_run {
     conv_dnnl *c;
     float *out;         /* the node's output */
+    const float *res;   /* its residual, or NULL */
     int64_t pixels, O;  /* its rows of O channels */
     _Atomic int failed; /* a oneDNN status, 0 while every part succeeded */
 } conv_run;
@@ -696,6 +712,13 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
     omp_set_num_threads(1);
     for (int64_t i = lo; i < hi; i++) {
         conv_part *q = &c->part[i];
+        /* the residual as the slice's starting value (in place already
+         * where the output is the residual's memory) */
+        if (r->res && q->obuf)
+            for (int64_t p = 0; p < r->pixels; p++)
+                memcpy(q->obuf + p * q->noc, r->res + p * r->O + q->oc0, (size_t)q->noc * sizeof(float));
+        else if (r->res && r->res != r->out)
+            memcpy(r->out + q->dst_off, r->res + q->dst_off, q->dst_len * sizeof(float));
         int s = run_part(q, &c->w[c->nw > 1 ? i : 0]); /* a channel slice's own weights, or the shared set */
         if (s != dnnl_success)
             r->failed = s;
@@ -736,7 +759,8 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
                                       q->obuf ? q->obuf : (float *)t->out + q->dst_off);
     }
     const rlx_shape *ys = &t->node->shape;
-    conv_run r = {c, t->out, ys->dims[0] * ys->dims[1] * ys->dims[2], ys->dims[3], 0};
+    int ri = rlx_conv_residual_input(t->node);
+    conv_run r = {c, t->out, ri >= 0 ? t->in[ri] : NULL, ys->dims[0] * ys->dims[1] * ys->dims[2], ys->dims[3], 0};
     rlx_cpu_parallel_shares(c->nparts, run_parts, &r);
     if (r.failed == -1)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for a thread's scratchpad");

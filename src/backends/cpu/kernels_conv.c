@@ -132,29 +132,43 @@ IM2COL(im2col_f64, double, double, CV_ID)
 IM2COL(im2col_f16, uint16_t, float, rlx_f16_to_f32)
 IM2COL(im2col_bf16, uint16_t, float, rlx_bf16_to_f32)
 
-/* A conv's planes for the pool (the bias fill, the depthwise kernel, the
+/* A conv's planes for the pool (the start fill, the depthwise kernel, the
  * activation pass). */
 typedef struct conv_job {
     const rlx_thunk *t;
     const window2d *w;
+    const void *bias, *res; /* either may be NULL */
     int64_t O, OHW, lo, hi, total;
     int act;
 } conv_job;
 
-/* Output planes [N*O] start as the bias. */
-static void conv_bias_planes(void *p, int64_t i0, int64_t i1, int worker)
+/* A conv_bias_act's residual (added before the activation; it may be the
+ * output's own memory, the planner's in-place choice), or NULL. */
+static const void *conv_residual(const rlx_thunk *t)
+{
+    int ri = rlx_conv_residual_input(t->node);
+    return ri >= 0 ? t->in[ri] : NULL;
+}
+
+/* Output planes [N*O] start as the bias plus the residual (read before
+ * each element is written, so the residual may be the output itself). */
+static void conv_start_planes(void *p, int64_t i0, int64_t i1, int worker)
 {
     (void)worker;
     const conv_job *j = p;
-    const void *bias = j->t->in[2];
     int64_t OHW = j->OHW, O = j->O;
     for (int64_t i = i0; i < i1; i++) {
-        if (j->t->node->dtype == RLX_F32)
+        if (j->t->node->dtype == RLX_F32) {
+            const float *r = j->res ? (const float *)j->res + i * OHW : NULL;
+            float b = j->bias ? ((const float *)j->bias)[i % O] : 0.0f, *y = (float *)j->t->out + i * OHW;
             for (int64_t k = 0; k < OHW; k++)
-                ((float *)j->t->out)[i * OHW + k] = ((const float *)bias)[i % O];
-        else
+                y[k] = b + (r ? r[k] : 0.0f);
+        } else {
+            const double *r = j->res ? (const double *)j->res + i * OHW : NULL;
+            double b = j->bias ? ((const double *)j->bias)[i % O] : 0.0, *y = (double *)j->t->out + i * OHW;
             for (int64_t k = 0; k < OHW; k++)
-                ((double *)j->t->out)[i * OHW + k] = ((const double *)bias)[i % O];
+                y[k] = b + (r ? r[k] : 0.0);
+        }
     }
 }
 
@@ -168,7 +182,7 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     int64_t N = xs->dims[0], C = xs->dims[1], G = t->node->attrs.conv.p.groups, Cg = C / G;
     int64_t O = ws->dims[0], Og = O / G;
     int64_t K = Cg * win.KH * win.KW, HW = win.H * win.W, OHW = win.OH * win.OW;
-    const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+    const void *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL, *res = conv_residual(t);
     if (N == 0 || O == 0 || OHW == 0)
         return RLX_OK;
     int pointwise = conv_is_pointwise(&win);
@@ -177,30 +191,31 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
     if (K < im_threads)
         im_threads = 1;
 
-    /* f32/f64: the bias is C's starting value and the GEMMs add onto it
-     * (beta = 1): BLAS passes over C before its product when beta is not 1,
-     * so the bias then costs no pass of its own */
-    if (bias && (dt == RLX_F32 || dt == RLX_F64)) {
-        conv_job j = {.t = t, .O = O, .OHW = OHW};
-        rlx_cpu_parallel(rlx_cpu_threads(ctx, N * O * OHW), N * O, conv_bias_planes, &j);
+    /* f32/f64: the bias (and residual) are C's starting value and the
+     * GEMMs add onto it (beta = 1): BLAS passes over C before its product
+     * when beta is not 1, so the bias then costs no pass of its own */
+    bool start = bias || res;
+    if (start && (dt == RLX_F32 || dt == RLX_F64)) {
+        conv_job j = {.t = t, .bias = bias, .res = res, .O = O, .OHW = OHW};
+        rlx_cpu_parallel(rlx_cpu_threads(ctx, N * O * OHW), N * O, conv_start_planes, &j);
     }
     /* f32/f64: per image and group, the columns (or the input itself for a
      * pointwise conv) times the group's weights, onto the bias */
-#define CONV_GROUPS(CT, IM2COL_FN, GEMM)                                                                            \
-    do {                                                                                                            \
-        const CT *x = t->in[0], *w = t->in[1];                                                                      \
-        CT *y = t->out, *col = t->scratch;                                                                          \
-        for (int64_t n = 0; n < N; n++)                                                                             \
-            for (int64_t g = 0; g < G; g++) {                                                                       \
-                const CT *xg = x + (n * C + g * Cg) * HW, *B = xg;                                                  \
-                if (!pointwise) {                                                                                   \
-                    IM2COL_FN(col, xg, Cg, &win, im_threads);                                                       \
-                    B = col;                                                                                        \
-                }                                                                                                   \
-                GEMM(0, 0, Og, OHW, K, 1, w + g * Og * K, K, B, OHW, bias ? 1 : 0, y + (n * O + g * Og) * OHW, OHW, \
-                     threads, ctx->settings);                                                                       \
-            }                                                                                                       \
-        return RLX_OK;                                                                                              \
+#define CONV_GROUPS(CT, IM2COL_FN, GEMM)                                                                             \
+    do {                                                                                                             \
+        const CT *x = t->in[0], *w = t->in[1];                                                                       \
+        CT *y = t->out, *col = t->scratch;                                                                           \
+        for (int64_t n = 0; n < N; n++)                                                                              \
+            for (int64_t g = 0; g < G; g++) {                                                                        \
+                const CT *xg = x + (n * C + g * Cg) * HW, *B = xg;                                                   \
+                if (!pointwise) {                                                                                    \
+                    IM2COL_FN(col, xg, Cg, &win, im_threads);                                                        \
+                    B = col;                                                                                         \
+                }                                                                                                    \
+                GEMM(0, 0, Og, OHW, K, 1, w + g * Og * K, K, B, OHW, start ? 1 : 0, y + (n * O + g * Og) * OHW, OHW, \
+                     threads, ctx->settings);                                                                        \
+            }                                                                                                        \
+        return RLX_OK;                                                                                               \
     } while (0)
     if (dt == RLX_F64)
         CONV_GROUPS(double, im2col_f64, rlx_dgemm);
@@ -226,7 +241,8 @@ static rlx_status conv_gemm(const rlx_thunk *t, const rlx_run_ctx *ctx)
                 double bv = bias ? rlx_load(bias, dt, g * Og + o) : 0.0;
                 int64_t ybase = (n * O + g * Og + o) * OHW;
                 for (int64_t j = 0; j < OHW; j++)
-                    rlx_store(t->out, dt, ybase + j, tmp[o * OHW + j] + bv);
+                    rlx_store(t->out, dt, ybase + j,
+                              tmp[o * OHW + j] + bv + (res ? rlx_load(res, dt, ybase + j) : 0.0));
             }
         }
     return RLX_OK;
@@ -318,8 +334,7 @@ static void depthwise_planes(void *arg, int64_t p0, int64_t p1, int worker)
     const window2d w = *j->w;
     int64_t C = t->in_node[0]->shape.dims[1], O = j->O, M = O / C;
     int64_t HW = w.H * w.W, OHW = w.OH * w.OW, KK = w.KH * w.KW;
-    const float *x = t->in[0], *wt = t->in[1];
-    const float *bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL;
+    const float *x = t->in[0], *wt = t->in[1], *bias = j->bias, *res = j->res;
     float *y = t->out;
     for (int64_t p = p0; p < p1; p++) {
         int64_t o = p % O;
@@ -327,8 +342,9 @@ static void depthwise_planes(void *arg, int64_t p0, int64_t p1, int worker)
         float b = bias ? bias[o] : 0.0f;
         for (int64_t oh = 0; oh < w.OH; oh++) {
             float *yr = y + p * OHW + oh * w.OW;
+            const float *rr = res ? res + p * OHW + oh * w.OW : NULL;
             for (int64_t ow = 0; ow < w.OW; ow++)
-                yr[ow] = b;
+                yr[ow] = b + (rr ? rr[ow] : 0.0f);
             int64_t ih0 = oh * w.sh - w.ph;
             for (int64_t kh = tap_lo(ih0, 0, w.dh), kh1 = tap_hi(ih0, w.H, w.dh, w.KH); kh < kh1; kh++)
                 dw_accumulate_row(yr, xp + (ih0 + kh * w.dh) * w.W, wo + kh * w.KW, &w, j->lo, j->hi);
@@ -343,7 +359,12 @@ static void conv_depthwise_f32(const rlx_thunk *t, const rlx_run_ctx *ctx, int a
     const rlx_shape *xs = &t->in_node[0]->shape, *ws = &t->in_node[1]->shape;
     window2d w = conv_window_of(t->node, xs, ws);
     int64_t N = xs->dims[0], O = ws->dims[0];
-    conv_job j = {.t = t, .w = &w, .O = O, .act = act};
+    conv_job j = {.t = t,
+                  .w = &w,
+                  .bias = t->node->attrs.conv.has_bias ? t->in[2] : NULL,
+                  .res = conv_residual(t),
+                  .O = O,
+                  .act = act};
     dw_interior(&w, &j.lo, &j.hi);
     rlx_cpu_parallel(rlx_cpu_threads(ctx, N * O * w.OH * w.OW * w.KH * w.KW), N * O, depthwise_planes, &j);
 }

@@ -992,7 +992,8 @@ static rlx_status k_gap(const rlx_thunk *t, const rlx_run_ctx *ctx)
  * b1 0.396 vs 0.701 ms, b16 1.389 vs 3.085 ms. */
 static bool conv_ok(const rlx_graph *g, const rlx_node_data *n)
 {
-    if (!rlx_cu_float_ok(g, n))
+    /* a residual add stays its own node here (its kernels take none) */
+    if (!rlx_cu_float_ok(g, n) || rlx_conv_residual_input(n) >= 0)
         return false;
     if (n->attrs.conv.layout == RLX_LAYOUT_NCHW)
         return true;
