@@ -19,16 +19,21 @@
 
 static uint64_t seed = 1;
 
-/* g fused for the CPU (a graph that verifies). */
-static rlx_graph *fused_for_cpu(const rlx_graph *g)
+/* g fused for the CPU (a graph that verifies), the pass's counts in *st. */
+static rlx_graph *fused_with_stats(const rlx_graph *g, rlx_opt_stats *st)
 {
-    rlx_opt_stats st;
-    memset(&st, 0, sizeof st);
-    rlx_pass_ctx c = ot_cpu_ctx(&st);
+    memset(st, 0, sizeof *st);
+    rlx_pass_ctx c = ot_cpu_ctx(st);
     rlx_graph *f = rlx_pass_fuse(g, &c);
     assert_non_null(f);
     assert_int_equal(rlx_graph_verify(f), RLX_OK);
     return f;
+}
+
+static rlx_graph *fused_for_cpu(const rlx_graph *g)
+{
+    rlx_opt_stats st;
+    return fused_with_stats(g, &st);
 }
 
 /* Fuses g for the CPU; returns how many nodes of `op` the result has. */
@@ -445,17 +450,23 @@ static rlx_graph *conv_graph(int bn, int const_bn, int act, int conv_bias)
     return g;
 }
 
+/* [2, 4, 6, 6]: x [2, 3, 6, 6] through a padded 3 x 3 conv with a bias,
+ * both constants. */
+static rlx_node const_conv3x3(rlx_graph *g, rlx_node x)
+{
+    rlx_conv_params p;
+    rlx_conv_params_init(&p);
+    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
+    return rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1), const_rand(g, SHAPE(4), -0.5, 0.5, 2), &p);
+}
+
 /* conv then: 0 ((y - k) * k + k) and a relu; 1 (k - y) / k + k0 (k0 one
  * value); 2 y * k with k along W; 3 y + a param; 4 y / k with a zero in k. */
 static rlx_graph *conv_affine_graph(int form)
 {
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 6, 6));
-    rlx_conv_params p;
-    rlx_conv_params_init(&p);
-    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
-    rlx_node y =
-        rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1), const_rand(g, SHAPE(4), -0.5, 0.5, 2), &p);
+    rlx_node y = const_conv3x3(g, x);
     rlx_node k0 = const_rand(g, SHAPE(4, 1, 1), -1, 1, 3), k1 = const_rand(g, SHAPE(1, 4, 1, 1), 0.5, 1.5, 4);
     switch (form) {
     case 0: y = rlx_relu(g, rlx_add(g, rlx_mul(g, rlx_sub(g, y, k0), k1), k0)); break;
@@ -540,6 +551,29 @@ static void test_conv_bn_act(void **state)
 
 /* ------------------------------------------- conv + residual add + act */
 
+/* f, a fusion of g, lowered for a target whose claims are `supports` (the
+ * fused nodes it refuses decomposed in parts): "y" matches g's unfused
+ * result within rtol, atol.  Returns the lowered graph. */
+static rlx_graph *lowered_matches(const rlx_graph *f, const rlx_graph *g, bool (*supports)(const rlx_graph *, rlx_node),
+                                  double rtol, double atol)
+{
+    rlx_pass_ctx lc = ot_cpu_ctx(NULL);
+    lc.supports = supports;
+    rlx_graph *l = rlx_pass_lower(f, &lc);
+    assert_non_null(l);
+    rlx_options o;
+    rlx_options_init(&o);
+    o.ignore_env = 1;
+    o.no_fusion = 1;
+    ot_result a, b;
+    assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
+    assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
+    assert_true(ot_close("y", &a, &b, rtol, atol));
+    ot_result_free(&a);
+    ot_result_free(&b);
+    return l;
+}
+
 /* Nodes of f that are conv_bias_act with a residual. */
 static int residual_convs(const rlx_graph *f)
 {
@@ -563,11 +597,7 @@ static rlx_graph *conv_residual_graph(int form)
 {
     rlx_graph *g = rlx_graph_new();
     rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(2, 3, 6, 6));
-    rlx_conv_params p;
-    rlx_conv_params_init(&p);
-    p.pads[0] = p.pads[1] = p.pads[2] = p.pads[3] = 1;
-    rlx_node y =
-        rlx_conv(g, x, const_rand(g, SHAPE(4, 3, 3, 3), -0.5, 0.5, 1), const_rand(g, SHAPE(4), -0.5, 0.5, 2), &p);
+    rlx_node y = const_conv3x3(g, x);
     rlx_node r =
         form == 4 ? rlx_input(g, "r", RLX_F32, SHAPE(1, 4, 6, 6)) : rlx_input(g, "r", RLX_F32, SHAPE(2, 4, 6, 6));
     switch (form) {
@@ -604,11 +634,7 @@ static void test_conv_residual(void **state)
     for (int form = 0; form < 7; form++) {
         rlx_graph *g = conv_residual_graph(form);
         rlx_opt_stats st;
-        memset(&st, 0, sizeof st);
-        rlx_pass_ctx c = ot_cpu_ctx(&st);
-        rlx_graph *f = rlx_pass_fuse(g, &c);
-        assert_non_null(f);
-        assert_int_equal(rlx_graph_verify(f), RLX_OK);
+        rlx_graph *f = fused_with_stats(g, &st);
         bool fires = form < 4;
         if (residual_convs(f) != (int)fires)
             fail_msg("form %d: %d convs with a residual", form, residual_convs(f));
@@ -626,25 +652,13 @@ static void test_conv_residual(void **state)
                     assert_int_equal(f->nodes[f->nodes[i].in[ri]].op, RLX_OP_CONV);
             }
             /* a target without the residual form runs the decomposition */
-            rlx_pass_ctx lc = ot_cpu_ctx(NULL);
-            lc.supports = no_residual_claim;
-            rlx_graph *l = rlx_pass_lower(f, &lc);
-            assert_non_null(l);
+            rlx_graph *l = lowered_matches(f, g, no_residual_claim, 1e-5, 1e-6);
             assert_int_equal(residual_convs(l), 0);
-            rlx_options o;
-            rlx_options_init(&o);
-            o.ignore_env = 1;
-            o.no_fusion = 1;
-            ot_result a, b;
-            assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
-            assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
-            assert_true(ot_close("y", &a, &b, 1e-5, 1e-6));
-            ot_result_free(&a);
-            ot_result_free(&b);
             rlx_graph_free(l);
         }
         rlx_graph_free(f);
         /* and a target that refuses it keeps the add */
+        rlx_pass_ctx c = ot_cpu_ctx(NULL);
         c.supports = no_residual_claim;
         f = rlx_pass_fuse(g, &c);
         assert_non_null(f);
@@ -664,29 +678,6 @@ static void test_conv_residual(void **state)
 static bool no_projection_claim(const rlx_graph *g, rlx_node id)
 {
     return g->nodes[id].op != RLX_OP_PROJECTION && rlx_cpu_backend()->supports(g, id);
-}
-
-/* f, a fusion of g, lowered for a target without the projection kernel
- * (its decomposition in parts): no projection is left, and "y" matches
- * g's unfused result within rtol, atol.  Returns the lowered graph. */
-static rlx_graph *lowered_matches(const rlx_graph *f, const rlx_graph *g, double rtol, double atol)
-{
-    rlx_pass_ctx lc = ot_cpu_ctx(NULL);
-    lc.supports = no_projection_claim;
-    rlx_graph *l = rlx_pass_lower(f, &lc);
-    assert_non_null(l);
-    assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
-    rlx_options o;
-    rlx_options_init(&o);
-    o.ignore_env = 1;
-    o.no_fusion = 1;
-    ot_result a, b;
-    assert_int_equal(ot_run(l, &o, seed, 0.5, 8, NULL, "y", &a), RLX_OK);
-    assert_int_equal(ot_run(g, &o, seed, 0.5, 8, NULL, "y", &b), RLX_OK);
-    assert_true(ot_close("y", &a, &b, rtol, atol));
-    ot_result_free(&a);
-    ot_result_free(&b);
-    return l;
 }
 
 /* form 0: rms_norm(x) @ w^T; 1: glu(rms_norm(x) @ w^T); 2: glu(x @ w^T);
@@ -756,7 +747,8 @@ static void test_projection(void **state)
             assert_same_output(g, "y", 1e-5);
             /* lowered for a target without it (its definition in
              * primitives), the fused graph does too */
-            rlx_graph *l = lowered_matches(f, g, 1e-6, 1e-7);
+            rlx_graph *l = lowered_matches(f, g, no_projection_claim, 1e-6, 1e-7);
+            assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
             rlx_graph_free(l);
         }
         rlx_graph_free(f);
@@ -830,7 +822,8 @@ static void test_projection_quantized(void **state)
             if (want[form].fused) {
                 /* its decomposition (qmatmul and the parts) gives the
                  * unfused graph's result to the bit */
-                rlx_graph *l = lowered_matches(f, g, 0.0, 0.0);
+                rlx_graph *l = lowered_matches(f, g, no_projection_claim, 0.0, 0.0);
+                assert_int_equal(ot_count(l, RLX_OP_PROJECTION), 0);
                 assert_int_equal(ot_count(l, RLX_OP_QMATMUL), 1);
                 rlx_graph_free(l);
             }
