@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backends/cpu/cpu_matmul.h"
 #include "support/ref.h"
 
 /* Frees n tensors. */
@@ -113,6 +114,84 @@ static void test_matmul_bias_act(void **state)
                 rt_free(w);
                 rt_free(b);
             }
+    assert_int_equal(bad, 0);
+}
+
+/* matmul + bias + act with a large constant weight (RLX_CPU_MATMUL_PACK_MIN
+ * elements and more: packed for oneDNN's matmul primitive, the rows cut
+ * over the threads), the weight as stored and transposed, with and without
+ * a bias, each activation, on 1-3 threads, against float64; the packed
+ * slices counted where oneDNN is there.  A weight below the bound, a param
+ * one and too few rows go through sgemm. */
+static void test_matmul_packed(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t M, K, N;
+        int tb, packed;
+    } cases[] = {
+        {64, 1024, 1024, 0, 1},  {130, 512, 2048, 1, 1},
+        {257, 1024, 1024, 0, 1}, {100, 512, 1000, 0, 0}, /* 512 000 weights: below the bound */
+        {40, 1024, 1024, 0, 0},                          /* 40 rows: below the bound */
+    };
+    long before = rlx_cpu_matmul_dnnl_parts();
+    if (before < 0)
+        print_message("packed matmuls not counted: no oneDNN\n");
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t M = cases[c].M, K = cases[c].K, N = cases[c].N;
+        rt_tensor *x = rt_rand(RT_SHAPE(M, K), -1, 1);
+        rt_tensor *w = cases[c].tb ? rt_rand(RT_SHAPE(N, K), -0.1, 0.1) : rt_rand(RT_SHAPE(K, N), -0.1, 0.1);
+        rt_tensor *b = rt_rand(RT_SHAPE(N), -1, 1);
+        rt_tensor *mr = NULL; /* x @ w, once the inputs are rounded to f32 (rt_input does that) */
+        for (int act = 0; act < 5; act++)
+            for (int bias = 0; bias < 2; bias++)
+                for (int threads = 1; threads <= 3; threads++) {
+                    rt_graph *rg = rt_graph_new();
+                    rg->opts.threads = threads;
+                    rg->opts.ignore_env = 1;
+                    rlx_node xn = rt_input(rg, RLX_F32, x), wn = rt_const(rg, RLX_F32, w);
+                    rlx_node y = rlx_matmul(rg->g, xn, wn, 0, cases[c].tb);
+                    if (bias)
+                        y = rlx_add(rg->g, y, rt_param(rg, RLX_F32, b));
+                    y = act_node(rg->g, y, act);
+                    if (!mr)
+                        mr = rt_ref_matmul(x, w, 0, cases[c].tb);
+                    rt_tensor *pre = bias ? rt_zip(mr, b, rt_f_add) : rt_clone(mr), *want = act_ref(pre, act);
+                    long n0 = rlx_cpu_matmul_dnnl_parts();
+                    rt_tensor *got = rt_run1(rg, y);
+                    char what[160];
+                    snprintf(what, sizeof what, "packed matmul M%lld K%lld N%lld tb %d act %d bias %d threads %d",
+                             (long long)M, (long long)K, (long long)N, cases[c].tb, act, bias, threads);
+                    bad += !rt_check(what, got, want, RLX_F32);
+                    /* a bias and an activation fuse into one matmul_bias_act; a plain product stays a matmul */
+                    bool fused = bias || act;
+                    long built = rlx_cpu_matmul_dnnl_parts() - n0;
+                    if (before >= 0 && (cases[c].packed && fused ? built != threads : built != 0)) {
+                        print_message("%s: %ld slices packed\n", what, built);
+                        bad++;
+                    }
+                    rt_free(got);
+                    rt_free(pre);
+                    rt_free(want);
+                    rt_graph_free(rg);
+                }
+        /* the same weight as a param (set at run time): not packed */
+        rt_graph *rg = rt_graph_new();
+        rlx_node y =
+            rlx_relu(rg->g, rlx_matmul(rg->g, rt_input(rg, RLX_F32, x), rt_param(rg, RLX_F32, w), 0, cases[c].tb));
+        long n0 = rlx_cpu_matmul_dnnl_parts();
+        rt_tensor *got = rt_run1(rg, y), *want = act_ref(mr, 1);
+        bad += !rt_check("matmul + relu, param weight", got, want, RLX_F32);
+        bad += rlx_cpu_matmul_dnnl_parts() != n0;
+        rt_free(got);
+        rt_free(want);
+        rt_graph_free(rg);
+        rt_free(mr);
+        rt_free(x);
+        rt_free(w);
+        rt_free(b);
+    }
     assert_int_equal(bad, 0);
 }
 
@@ -734,6 +813,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_matmul_bias_act, rt_setup),
+        cmocka_unit_test_setup(test_matmul_packed, rt_setup),
         cmocka_unit_test_setup(test_act_tails, rt_setup),
         cmocka_unit_test_setup(test_add_norm, rt_setup),
         cmocka_unit_test_setup(test_softmax_scale_mask, rt_setup),

@@ -20,92 +20,20 @@
  * per session thread, each its own primitive with its own scratchpad, run
  * on the pool.
  *
- * libdnnl.so.2 is opened at first use, as gemm.c does (no link
- * dependency); the build needs only its header (Debian: libdnnl-dev).
- * Without either, nothing is claimed channels-last and convs stay NCHW. */
-#include <dlfcn.h>
+ * oneDNN is opened at first use (cpu_dnnl.h); without it, nothing is
+ * claimed channels-last and convs stay NCHW. */
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu_conv.h"
+#include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_pool.h"
 #include "backends/cpu/cpu_window.h"
 
-/* Not under AddressSanitizer: at exit, LeakSanitizer's scan of the threads
- * crashes ("Tracer caught signal 11") once a oneDNN primitive has run here;
- * the path passes ASan and UBSan with detect_leaks=0. */
-#if defined(__has_include) && !defined(__SANITIZE_ADDRESS__)
-#if __has_include(<oneapi/dnnl/dnnl.h>)
-#define RLX_HAVE_DNNL_H 1
-#endif
-#endif
-
 #ifdef RLX_HAVE_DNNL_H
-#include <oneapi/dnnl/dnnl.h>
 
-/* The entry points used, resolved with dlsym. */
-#define DNNL_FUNCS(X)                             \
-    X(dnnl_engine_create)                         \
-    X(dnnl_stream_create)                         \
-    X(dnnl_stream_wait)                           \
-    X(dnnl_stream_destroy)                        \
-    X(dnnl_memory_desc_init_by_tag)               \
-    X(dnnl_memory_desc_init_by_strides)           \
-    X(dnnl_memory_desc_get_size)                  \
-    X(dnnl_memory_desc_equal)                     \
-    X(dnnl_dilated_convolution_forward_desc_init) \
-    X(dnnl_post_ops_create)                       \
-    X(dnnl_post_ops_append_eltwise)               \
-    X(dnnl_post_ops_append_sum)                   \
-    X(dnnl_post_ops_destroy)                      \
-    X(dnnl_primitive_attr_create)                 \
-    X(dnnl_primitive_attr_set_post_ops)           \
-    X(dnnl_primitive_attr_set_scratchpad_mode)    \
-    X(dnnl_primitive_attr_destroy)                \
-    X(dnnl_primitive_desc_create)                 \
-    X(dnnl_primitive_desc_query_md)               \
-    X(dnnl_primitive_desc_destroy)                \
-    X(dnnl_reorder_primitive_desc_create)         \
-    X(dnnl_primitive_create)                      \
-    X(dnnl_primitive_execute)                     \
-    X(dnnl_primitive_destroy)                     \
-    X(dnnl_memory_create)                         \
-    X(dnnl_memory_set_data_handle)                \
-    X(dnnl_memory_destroy)
-
-#define DNNL_PTR(f) __typeof__(f) *f;
-static struct {
-    DNNL_FUNCS(DNNL_PTR)
-} D;
-#undef DNNL_PTR
-
-static dnnl_engine_t engine;
-static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
-static bool dnnl_ok;
 static _Atomic long winograd_parts;
-
-static void load_dnnl_conv(void)
-{
-    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return;
-#define DNNL_SYM(f)                         \
-    if (!(*(void **)&D.f = dlsym(h, #f))) { \
-        dlclose(h);                         \
-        return;                             \
-    }
-    DNNL_FUNCS(DNNL_SYM)
-#undef DNNL_SYM
-    dnnl_ok = D.dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
-}
-
-static bool dnnl_available(void)
-{
-    pthread_once(&dnnl_once, load_dnnl_conv);
-    return dnnl_ok;
-}
 
 /* One slice of a conv's output (a run of images, of one image's output
  * rows, or of its output channels) with its own primitive, built for one
@@ -154,18 +82,6 @@ typedef struct conv_dnnl {
     int nw;          /* 1, or nparts (part i has w[i]) */
     bool wconst;     /* weights reordered once, when built */
 } conv_dnnl;
-
-static bool act_alg(int act, dnnl_alg_kind_t *alg, float *alpha)
-{
-    *alpha = 0.0f;
-    switch (act) {
-    case RLX_ACT_RELU: *alg = dnnl_eltwise_relu; return true;
-    case RLX_ACT_GELU: *alg = dnnl_eltwise_gelu_erf; return true;
-    case RLX_ACT_GELU_TANH: *alg = dnnl_eltwise_gelu_tanh; return true;
-    case RLX_ACT_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return true;
-    default: return false;
-    }
-}
 
 /* Which part of a channels-last conv a primitive computes: images
  * [n0, n0 + nn), output rows [oh0, oh0 + noh) of each, reading input rows
@@ -231,24 +147,24 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
     dnnl_memory_desc_t smd, dmd, bmd, wany;
     if (G == 1) {
         dnnl_dims_t wd = {O, C, KH, KW};
-        if (D.dnnl_memory_desc_init_by_tag(wmd, 4, wd, dnnl_f32, dnnl_ohwi) ||
-            D.dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any))
+        if (rlx_dnnl.dnnl_memory_desc_init_by_tag(wmd, 4, wd, dnnl_f32, dnnl_ohwi) ||
+            rlx_dnnl.dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any))
             return NULL;
     } else {
         dnnl_dims_t wd = {G, O / G, C / G, KH, KW};
-        if (D.dnnl_memory_desc_init_by_tag(wmd, 5, wd, dnnl_f32, dnnl_gohwi) ||
-            D.dnnl_memory_desc_init_by_tag(&wany, 5, wd, dnnl_f32, dnnl_format_tag_any))
+        if (rlx_dnnl.dnnl_memory_desc_init_by_tag(wmd, 5, wd, dnnl_f32, dnnl_gohwi) ||
+            rlx_dnnl.dnnl_memory_desc_init_by_tag(&wany, 5, wd, dnnl_f32, dnnl_format_tag_any))
             return NULL;
     }
     dnnl_format_tag_t act_tag = wino ? dnnl_nChw16c : dnnl_nhwc;
-    if (D.dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, act_tag) ||
-        D.dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, act_tag) ||
-        D.dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x))
+    if (rlx_dnnl.dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, act_tag) ||
+        rlx_dnnl.dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, act_tag) ||
+        rlx_dnnl.dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x))
         return NULL;
     dnnl_convolution_desc_t cd;
     dnnl_alg_kind_t conv_alg = wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
-    if (D.dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, conv_alg, &smd, &wany,
-                                                     n->attrs.conv.has_bias ? &bmd : NULL, &dmd, st, dl, pl, pr))
+    if (rlx_dnnl.dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, conv_alg, &smd, &wany,
+                                                            n->attrs.conv.has_bias ? &bmd : NULL, &dmd, st, dl, pl, pr))
         return NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -257,24 +173,24 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
     dnnl_alg_kind_t alg;
     float alpha;
     bool residual = rlx_conv_residual_input(n) >= 0;
-    if (D.dnnl_primitive_attr_create(&attr) ||
-        D.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+    if (rlx_dnnl.dnnl_primitive_attr_create(&attr) ||
+        rlx_dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
         goto out;
     if (act != RLX_ACT_NONE || residual) {
         /* the residual (the output's starting value) before the activation */
-        if (D.dnnl_post_ops_create(&po) || (residual && D.dnnl_post_ops_append_sum(po, 1.0f)) ||
+        if (rlx_dnnl.dnnl_post_ops_create(&po) || (residual && rlx_dnnl.dnnl_post_ops_append_sum(po, 1.0f)) ||
             (act != RLX_ACT_NONE &&
-             (!act_alg(act, &alg, &alpha) || D.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f))) ||
-            D.dnnl_primitive_attr_set_post_ops(attr, po))
+             (!rlx_dnnl_act(act, &alg, &alpha) || rlx_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f))) ||
+            rlx_dnnl.dnnl_primitive_attr_set_post_ops(attr, po))
             goto out;
     }
-    if (D.dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL))
+    if (rlx_dnnl.dnnl_primitive_desc_create(&pd, &cd, attr, rlx_dnnl_engine, NULL))
         pd = NULL;
 out:
     if (po)
-        D.dnnl_post_ops_destroy(po);
+        rlx_dnnl.dnnl_post_ops_destroy(po);
     if (attr)
-        D.dnnl_primitive_attr_destroy(attr);
+        rlx_dnnl.dnnl_primitive_attr_destroy(attr);
     return pd;
 }
 
@@ -285,14 +201,14 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
     if (n->attrs.conv.layout != RLX_LAYOUT_NHWC || xn->shape.ndim != 4 || xn->dtype != RLX_F32 ||
         wn->dtype != RLX_F32 || (n->attrs.conv.has_bias && g->nodes[n->in[2]].dtype != RLX_F32) ||
         (ri >= 0 && g->nodes[n->in[ri]].dtype != RLX_F32) || n->dtype != RLX_F32 || rlx_shape_numel(&n->shape) == 0 ||
-        !dnnl_available())
+        !rlx_dnnl_available())
         return false;
     dnnl_memory_desc_t wmd;
     conv_slice whole = whole_slice(n, &xn->shape, &wn->shape);
     dnnl_primitive_desc_t pd = conv_pd(n, &xn->shape, &wn->shape, &whole, false, &wmd);
     if (!pd)
         return false;
-    D.dnnl_primitive_desc_destroy(pd);
+    rlx_dnnl.dnnl_primitive_desc_destroy(pd);
     return true;
 }
 
@@ -301,12 +217,12 @@ bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)
 static void release(dnnl_primitive_t prim, dnnl_stream_t stream, const dnnl_memory_t mems[3], void *buf)
 {
     if (prim)
-        D.dnnl_primitive_destroy(prim);
+        rlx_dnnl.dnnl_primitive_destroy(prim);
     for (int k = 0; k < 3; k++)
         if (mems[k])
-            D.dnnl_memory_destroy(mems[k]);
+            rlx_dnnl.dnnl_memory_destroy(mems[k]);
     if (stream)
-        D.dnnl_stream_destroy(stream);
+        rlx_dnnl.dnnl_stream_destroy(stream);
     free(buf);
 }
 
@@ -318,7 +234,7 @@ static void free_built(conv_dnnl *c)
         release(q->prim, q->stream, (dnnl_memory_t[3]){q->src, q->dst, q->scratch}, NULL);
         release(q->to_blocked, NULL, (dnnl_memory_t[3]){q->nhwc_src, q->nhwc_dst, NULL}, NULL);
         if (q->from_blocked)
-            D.dnnl_primitive_destroy(q->from_blocked);
+            rlx_dnnl.dnnl_primitive_destroy(q->from_blocked);
         free(q->obuf);
     }
     free(c->part);
@@ -337,57 +253,6 @@ void rlx_cpu_conv_nhwc_release(rlx_thunk *t)
         free_built(t->state);
 }
 
-static size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-static void *alloc64(size_t bytes) { return aligned_alloc(64, round64(bytes) + 64); }
-
-/* Each thread's working memory for the conv parts it runs (scratchpads,
- * Winograd's blocked input and output): one buffer per thread, grown to
- * the largest part it has run and shared by every conv, so that a model
- * holds one part's worth per thread rather than the sum over its convs
- * (ResNet-50 at batch 16: 630 MB of Winograd scratchpads). */
-static pthread_key_t work_key;
-static pthread_once_t work_once = PTHREAD_ONCE_INIT;
-static bool work_key_ok;
-
-typedef struct thread_work_buf {
-    size_t bytes;
-    char *data;
-} thread_work_buf;
-
-static void free_thread_work(void *p)
-{
-    thread_work_buf *b = p;
-    free(b->data);
-    free(b);
-}
-
-static void make_work_key(void) { work_key_ok = pthread_key_create(&work_key, free_thread_work) == 0; }
-
-/* The calling thread's working memory, at least `bytes`; NULL if out of memory. */
-static char *thread_work(size_t bytes)
-{
-    pthread_once(&work_once, make_work_key);
-    if (!work_key_ok)
-        return NULL;
-    thread_work_buf *b = pthread_getspecific(work_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b)) || pthread_setspecific(work_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->bytes < bytes) {
-        char *d = alloc64(bytes);
-        if (!d)
-            return NULL;
-        free(b->data);
-        b->data = d;
-        b->bytes = bytes;
-    }
-    return b->data;
-}
-
 /* Plain weights -> each set's layout, on the calling thread. */
 static rlx_status reorder_weights(conv_dnnl *c, const float *w)
 {
@@ -398,22 +263,22 @@ static rlx_status reorder_weights(conv_dnnl *c, const float *w)
         conv_weights *cw = &c->w[i];
         if (!cw->reorder)
             continue;
-        D.dnnl_memory_set_data_handle(cw->plain, (void *)(w + cw->w_off));
+        rlx_dnnl.dnnl_memory_set_data_handle(cw->plain, (void *)(w + cw->w_off));
         if (cw->to_oihw) {
-            char *mid = thread_work(cw->oihw_bytes);
+            char *mid = rlx_dnnl_thread_work(cw->oihw_bytes);
             if (!mid) {
                 omp_set_num_threads(saved);
                 return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory to reorder its weights");
             }
-            D.dnnl_memory_set_data_handle(cw->oihw, mid);
-            s = D.dnnl_primitive_execute(cw->to_oihw, cw->stream, 2,
-                                         (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, cw->plain}, {DNNL_ARG_TO, cw->oihw}});
+            rlx_dnnl.dnnl_memory_set_data_handle(cw->oihw, mid);
+            s = rlx_dnnl.dnnl_primitive_execute(
+                cw->to_oihw, cw->stream, 2, (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, cw->plain}, {DNNL_ARG_TO, cw->oihw}});
         }
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, cw->to_oihw ? cw->oihw : cw->plain}, {DNNL_ARG_TO, cw->prim}};
         if (s == dnnl_success)
-            s = D.dnnl_primitive_execute(cw->reorder, cw->stream, 2, args);
+            s = rlx_dnnl.dnnl_primitive_execute(cw->reorder, cw->stream, 2, args);
         if (s == dnnl_success)
-            s = D.dnnl_stream_wait(cw->stream);
+            s = rlx_dnnl.dnnl_stream_wait(cw->stream);
     }
     omp_set_num_threads(saved);
     return s == dnnl_success ? RLX_OK : rlx_set_error(RLX_ERR_DEVICE, "oneDNN weight reorder failed (%d)", (int)s);
@@ -470,19 +335,6 @@ one:
     return 1;
 }
 
-/* A reorder primitive from one memory's layout to another's. */
-static dnnl_primitive_t reorder_prim(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
-{
-    dnnl_primitive_desc_t rpd = NULL;
-    dnnl_primitive_t r = NULL;
-    if (D.dnnl_reorder_primitive_desc_create(&rpd, from, engine, to, engine, NULL) == dnnl_success &&
-        D.dnnl_primitive_create(&r, rpd) != dnnl_success)
-        r = NULL;
-    if (rpd)
-        D.dnnl_primitive_desc_destroy(rpd);
-    return r;
-}
-
 /* A Winograd part's blocked buffers (src then dst) and the reorders
  * between them and the node's channels-last tensors: the slice's input
  * rows, dense, and its output channels, strided in the output's pixels. */
@@ -492,18 +344,18 @@ static rlx_status build_blocked(conv_part *q, const rlx_thunk *t, const conv_sli
     const rlx_shape *xs = &t->in_node[0]->shape, *ys = &t->node->shape;
     int64_t W = xs->dims[2], C = xs->dims[3], OH = ys->dims[1], OW = ys->dims[2], O = ys->dims[3];
     q->blocked_src_at = q->work_bytes;
-    q->blocked_dst_at = q->blocked_src_at + round64(D.dnnl_memory_desc_get_size(smd));
-    q->work_bytes = q->blocked_dst_at + round64(D.dnnl_memory_desc_get_size(dmd));
+    q->blocked_dst_at = q->blocked_src_at + rlx_dnnl_round64(rlx_dnnl.dnnl_memory_desc_get_size(smd));
+    q->work_bytes = q->blocked_dst_at + rlx_dnnl_round64(rlx_dnnl.dnnl_memory_desc_get_size(dmd));
     dnnl_dims_t sd = {sl->nn, C, sl->nih, W}, dd = {sl->nn, sl->noc, sl->noh, OW};
     dnnl_dims_t dst_strides = {OH * OW * O, 1, OW * O, O};
     dnnl_memory_desc_t nsmd, ndmd;
-    if (D.dnnl_memory_desc_init_by_tag(&nsmd, 4, sd, dnnl_f32, dnnl_nhwc) ||
-        D.dnnl_memory_desc_init_by_strides(&ndmd, 4, dd, dnnl_f32, dst_strides) ||
-        D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&q->nhwc_src, &nsmd, engine, DNNL_MEMORY_NONE) ||
-        D.dnnl_memory_create(&q->nhwc_dst, &ndmd, engine, DNNL_MEMORY_NONE) ||
-        !(q->to_blocked = reorder_prim(&nsmd, smd)) || !(q->from_blocked = reorder_prim(dmd, &ndmd)))
+    if (rlx_dnnl.dnnl_memory_desc_init_by_tag(&nsmd, 4, sd, dnnl_f32, dnnl_nhwc) ||
+        rlx_dnnl.dnnl_memory_desc_init_by_strides(&ndmd, 4, dd, dnnl_f32, dst_strides) ||
+        rlx_dnnl.dnnl_memory_create(&q->src, smd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        rlx_dnnl.dnnl_memory_create(&q->dst, dmd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        rlx_dnnl.dnnl_memory_create(&q->nhwc_src, &nsmd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        rlx_dnnl.dnnl_memory_create(&q->nhwc_dst, &ndmd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        !(q->to_blocked = rlx_dnnl_reorder(&nsmd, smd)) || !(q->from_blocked = rlx_dnnl_reorder(dmd, &ndmd)))
         return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv's layout reorders");
     return RLX_OK;
 }
@@ -519,34 +371,35 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
     dnnl_primitive_desc_t pd = conv_pd(n, xs, &t->in_node[1]->shape, sl, wino, wmd);
     if (!pd)
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "oneDNN has no channels-last conv of this shape");
-    const dnnl_memory_desc_t *smd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const dnnl_memory_desc_t *dmd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    const dnnl_memory_desc_t *spd = D.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    *wpd_out = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *smd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *dmd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t *spd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    *wpd_out = *rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if (n->attrs.conv.has_bias)
-        *bmd_out = *D.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    size_t sbytes = spd ? D.dnnl_memory_desc_get_size(spd) : 0;
+        *bmd_out = *rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    size_t sbytes = spd ? rlx_dnnl.dnnl_memory_desc_get_size(spd) : 0;
     int64_t H = xs->dims[1], W = xs->dims[2], C = xs->dims[3];
     int64_t OH = n->shape.dims[1], OW = n->shape.dims[2], O = n->shape.dims[3];
     rlx_status st = RLX_OK;
-    q->work_bytes = round64(sbytes);
-    if (D.dnnl_primitive_create(&q->prim, pd) || D.dnnl_stream_create(&q->stream, engine, dnnl_stream_default_flags))
+    q->work_bytes = rlx_dnnl_round64(sbytes);
+    if (rlx_dnnl.dnnl_primitive_create(&q->prim, pd) ||
+        rlx_dnnl.dnnl_stream_create(&q->stream, rlx_dnnl_engine, dnnl_stream_default_flags))
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
     else if (wino)
         st = build_blocked(q, t, sl, smd, dmd);
-    else if (D.dnnl_memory_create(&q->src, smd, engine, DNNL_MEMORY_NONE) ||
-             D.dnnl_memory_create(&q->dst, dmd, engine, DNNL_MEMORY_NONE))
+    else if (rlx_dnnl.dnnl_memory_create(&q->src, smd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+             rlx_dnnl.dnnl_memory_create(&q->dst, dmd, rlx_dnnl_engine, DNNL_MEMORY_NONE))
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-    else if (sl->noc != O && !(q->obuf = alloc64((size_t)(sl->nn * OH * OW * sl->noc) * sizeof(float))))
+    else if (sl->noc != O && !(q->obuf = rlx_dnnl_alloc64((size_t)(sl->nn * OH * OW * sl->noc) * sizeof(float))))
         st = rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for a channel slice's output");
-    if (st == RLX_OK && sbytes && D.dnnl_memory_create(&q->scratch, spd, engine, DNNL_MEMORY_NONE))
+    if (st == RLX_OK && sbytes && rlx_dnnl.dnnl_memory_create(&q->scratch, spd, rlx_dnnl_engine, DNNL_MEMORY_NONE))
         st = rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv's scratchpad");
     q->src_off = (size_t)((sl->n0 * H + sl->ih0) * W * C);
     q->dst_off = (size_t)((sl->n0 * OH + sl->oh0) * OW * O + (wino ? sl->oc0 : 0));
     q->dst_len = (size_t)(sl->nn * sl->noh * OW * O);
     q->oc0 = sl->oc0;
     q->noc = sl->noc;
-    D.dnnl_primitive_desc_destroy(pd);
+    rlx_dnnl.dnnl_primitive_desc_destroy(pd);
     return st;
 }
 
@@ -555,21 +408,22 @@ static rlx_status build_part(conv_part *q, const rlx_thunk *t, const conv_slice 
 static rlx_status build_weights(conv_weights *w, const dnnl_memory_desc_t *wmd, const dnnl_memory_desc_t *wpd,
                                 const dnnl_memory_desc_t *bmd, bool has_bias)
 {
-    if (D.dnnl_stream_create(&w->stream, engine, dnnl_stream_default_flags) ||
-        D.dnnl_memory_create(&w->plain, wmd, engine, DNNL_MEMORY_NONE) ||
-        (has_bias && D.dnnl_memory_create(&w->bias, bmd, engine, DNNL_MEMORY_NONE)))
+    if (rlx_dnnl.dnnl_stream_create(&w->stream, rlx_dnnl_engine, dnnl_stream_default_flags) ||
+        rlx_dnnl.dnnl_memory_create(&w->plain, wmd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        (has_bias && rlx_dnnl.dnnl_memory_create(&w->bias, bmd, rlx_dnnl_engine, DNNL_MEMORY_NONE)))
         return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a conv primitive");
-    if (D.dnnl_memory_desc_equal(wmd, wpd))
+    if (rlx_dnnl.dnnl_memory_desc_equal(wmd, wpd))
         return RLX_OK;
-    if (!(w->buf = alloc64(D.dnnl_memory_desc_get_size(wpd))) || D.dnnl_memory_create(&w->prim, wpd, engine, w->buf))
+    if (!(w->buf = rlx_dnnl_alloc64(rlx_dnnl.dnnl_memory_desc_get_size(wpd))) ||
+        rlx_dnnl.dnnl_memory_create(&w->prim, wpd, rlx_dnnl_engine, w->buf))
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its reordered weights");
-    if ((w->reorder = reorder_prim(wmd, wpd)))
+    if ((w->reorder = rlx_dnnl_reorder(wmd, wpd)))
         return RLX_OK;
     dnnl_memory_desc_t omd;
-    w->oihw_bytes = wmd->ndims == 4 ? D.dnnl_memory_desc_get_size(wmd) : 0;
-    if (wmd->ndims != 4 || D.dnnl_memory_desc_init_by_tag(&omd, 4, wmd->dims, dnnl_f32, dnnl_oihw) ||
-        D.dnnl_memory_create(&w->oihw, &omd, engine, DNNL_MEMORY_NONE) || !(w->to_oihw = reorder_prim(wmd, &omd)) ||
-        !(w->reorder = reorder_prim(&omd, wpd)))
+    w->oihw_bytes = wmd->ndims == 4 ? rlx_dnnl.dnnl_memory_desc_get_size(wmd) : 0;
+    if (wmd->ndims != 4 || rlx_dnnl.dnnl_memory_desc_init_by_tag(&omd, 4, wmd->dims, dnnl_f32, dnnl_oihw) ||
+        rlx_dnnl.dnnl_memory_create(&w->oihw, &omd, rlx_dnnl_engine, DNNL_MEMORY_NONE) ||
+        !(w->to_oihw = rlx_dnnl_reorder(wmd, &omd)) || !(w->reorder = rlx_dnnl_reorder(&omd, wpd)))
         return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: no reorder into the conv's weight layout");
     return RLX_OK;
 }
@@ -603,7 +457,7 @@ static rlx_status build(conv_dnnl *c, const rlx_thunk *t, int threads, bool spli
     rlx_status st = RLX_OK;
     for (int i = 0; i < c->nparts && st == RLX_OK; i++) {
         st = build_part(&c->part[i], t, &sl[i], wino, &wmd, i && !own_weights ? &wpd_i : &wpd, &bmd);
-        bool same_weights = !i || own_weights || D.dnnl_memory_desc_equal(&wpd, &wpd_i);
+        bool same_weights = !i || own_weights || rlx_dnnl.dnnl_memory_desc_equal(&wpd, &wpd_i);
         if (st == RLX_OK && same_weights && (own_weights || i == 0)) {
             conv_weights *w = &c->w[own_weights ? i : 0];
             w->w_off = (size_t)(sl[i].oc0 * ws->dims[1] * ws->dims[2] * ws->dims[3]);
@@ -654,7 +508,7 @@ static rlx_status build_single_threaded(conv_dnnl *c, const rlx_thunk *t, int th
 rlx_status rlx_cpu_conv_nhwc_prepare(const rlx_graph *g, rlx_thunk *t)
 {
     (void)g;
-    if (!dnnl_available())
+    if (!rlx_dnnl_available())
         return rlx_set_error(RLX_ERR_UNSUPPORTED, "channels-last conv without oneDNN");
     if (!(t->state = calloc(1, sizeof(conv_dnnl))))
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "conv: no memory for its oneDNN state");
@@ -673,17 +527,17 @@ typedef struct conv_run {
  * status, or -1 when that memory could not be had. */
 static int run_part(conv_part *q, const conv_weights *w)
 {
-    char *work = q->work_bytes ? thread_work(q->work_bytes) : NULL;
+    char *work = q->work_bytes ? rlx_dnnl_thread_work(q->work_bytes) : NULL;
     if (q->work_bytes && !work)
         return -1;
     if (q->scratch)
-        D.dnnl_memory_set_data_handle(q->scratch, work);
+        rlx_dnnl.dnnl_memory_set_data_handle(q->scratch, work);
     dnnl_status_t s = dnnl_success;
     if (q->to_blocked) {
-        D.dnnl_memory_set_data_handle(q->src, work + q->blocked_src_at);
-        D.dnnl_memory_set_data_handle(q->dst, work + q->blocked_dst_at);
-        s = D.dnnl_primitive_execute(q->to_blocked, q->stream, 2,
-                                     (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->nhwc_src}, {DNNL_ARG_TO, q->src}});
+        rlx_dnnl.dnnl_memory_set_data_handle(q->src, work + q->blocked_src_at);
+        rlx_dnnl.dnnl_memory_set_data_handle(q->dst, work + q->blocked_dst_at);
+        s = rlx_dnnl.dnnl_primitive_execute(q->to_blocked, q->stream, 2,
+                                            (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->nhwc_src}, {DNNL_ARG_TO, q->src}});
     }
     dnnl_exec_arg_t args[5] = {
         {DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, w->reorder ? w->prim : w->plain}, {DNNL_ARG_DST, q->dst}};
@@ -693,12 +547,12 @@ static int run_part(conv_part *q, const conv_weights *w)
     if (q->scratch)
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, q->scratch};
     if (s == dnnl_success)
-        s = D.dnnl_primitive_execute(q->prim, q->stream, na, args);
+        s = rlx_dnnl.dnnl_primitive_execute(q->prim, q->stream, na, args);
     if (q->to_blocked && s == dnnl_success)
-        s = D.dnnl_primitive_execute(q->from_blocked, q->stream, 2,
-                                     (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->dst}, {DNNL_ARG_TO, q->nhwc_dst}});
+        s = rlx_dnnl.dnnl_primitive_execute(q->from_blocked, q->stream, 2,
+                                            (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, q->dst}, {DNNL_ARG_TO, q->nhwc_dst}});
     if (s == dnnl_success)
-        s = D.dnnl_stream_wait(q->stream);
+        s = rlx_dnnl.dnnl_stream_wait(q->stream);
     return (int)s;
 }
 
@@ -748,15 +602,15 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     for (int i = 0; i < c->nw; i++) {
         conv_weights *w = &c->w[i];
         if (!w->reorder)
-            D.dnnl_memory_set_data_handle(w->plain, (float *)t->in[1] + w->w_off);
+            rlx_dnnl.dnnl_memory_set_data_handle(w->plain, (float *)t->in[1] + w->w_off);
         if (w->bias)
-            D.dnnl_memory_set_data_handle(w->bias, (float *)t->in[2] + w->b_off);
+            rlx_dnnl.dnnl_memory_set_data_handle(w->bias, (float *)t->in[2] + w->b_off);
     }
     for (int i = 0; i < c->nparts; i++) {
         conv_part *q = &c->part[i];
-        D.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_src : q->src, (float *)t->in[0] + q->src_off);
-        D.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_dst : q->dst,
-                                      q->obuf ? q->obuf : (float *)t->out + q->dst_off);
+        rlx_dnnl.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_src : q->src, (float *)t->in[0] + q->src_off);
+        rlx_dnnl.dnnl_memory_set_data_handle(q->to_blocked ? q->nhwc_dst : q->dst,
+                                             q->obuf ? q->obuf : (float *)t->out + q->dst_off);
     }
     const rlx_shape *ys = &t->node->shape;
     int ri = rlx_conv_residual_input(t->node);
@@ -767,7 +621,7 @@ rlx_status rlx_cpu_conv_nhwc(const rlx_thunk *t, const rlx_run_ctx *ctx)
     return r.failed == 0 ? RLX_OK : rlx_cpu_kernel_error(t, "oneDNN conv failed (%d)", r.failed);
 }
 
-long rlx_cpu_conv_winograd_parts(void) { return dnnl_available() ? winograd_parts : -1; }
+long rlx_cpu_conv_winograd_parts(void) { return rlx_dnnl_available() ? winograd_parts : -1; }
 
 #else /* no oneDNN header at build time */
 

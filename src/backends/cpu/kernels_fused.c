@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu_expf.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_matmul.h"
 
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 #define NODE_IN(g, n, i) (&(g)->nodes[(n)->in[i]])
@@ -242,6 +243,8 @@ static void mm_act_rows(void *arg, int64_t r0, int64_t r1, int worker)
 
 static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
+    if (t->state) /* a large constant weight, packed for oneDNN (matmul_dnnl.c) */
+        return rlx_cpu_matmul_dnnl(t, ctx);
     const rlx_node_data *n = t->node;
     bool f64 = n->dtype == RLX_F64;
     bump b = {t->scratch};
@@ -1395,7 +1398,10 @@ static rlx_status k_projection(const rlx_thunk *t, const rlx_run_ctx *ctx)
 void rlx_cpu_register_fused(rlx_cpu_kernel *table)
 {
     table[RLX_OP_BATCH_NORM].fn = k_batch_norm;
-    table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_matmul_bias_act, .scratch = mm_act_scratch};
+    table[RLX_OP_MATMUL_BIAS_ACT] = (rlx_cpu_kernel){.fn = k_matmul_bias_act,
+                                                     .scratch = mm_act_scratch,
+                                                     .prepare = rlx_cpu_matmul_dnnl_prepare,
+                                                     .release = rlx_cpu_matmul_dnnl_release};
     table[RLX_OP_ADD_LAYER_NORM].fn = k_add_norm;
     table[RLX_OP_ADD_RMS_NORM].fn = k_add_norm;
     table[RLX_OP_ADD_RMS_NORM_KEEP].fn = k_add_norm;
