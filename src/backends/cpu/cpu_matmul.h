@@ -24,6 +24,12 @@ bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n);
 rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t);
 /* Frees what the runs built (not t->state itself). */
 void rlx_cpu_matmul_dnnl_release(rlx_thunk *t);
+/* Builds the slices and packs the weights for the run's thread count where
+ * that has not been done; false where oneDNN declined (a shape or layout
+ * it has no primitive for, or memory ran out): the product then goes
+ * through sgemm, for that thread count from then on. */
+bool rlx_cpu_matmul_dnnl_ready(const rlx_thunk *t, const rlx_run_ctx *ctx);
+/* Runs a ready product. */
 rlx_status rlx_cpu_matmul_dnnl(const rlx_thunk *t, const rlx_run_ctx *ctx);
 
 /* How many slices the process has built so far (tests see which way a

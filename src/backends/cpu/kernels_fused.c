@@ -243,7 +243,7 @@ static void mm_act_rows(void *arg, int64_t r0, int64_t r1, int worker)
 
 static rlx_status k_matmul_bias_act(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
-    if (t->state) /* a large constant weight, packed for oneDNN (matmul_dnnl.c) */
+    if (t->state && rlx_cpu_matmul_dnnl_ready(t, ctx)) /* a large constant weight, packed for oneDNN */
         return rlx_cpu_matmul_dnnl(t, ctx);
     const rlx_node_data *n = t->node;
     bool f64 = n->dtype == RLX_F64;

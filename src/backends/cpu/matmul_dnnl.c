@@ -322,21 +322,30 @@ static void run_parts(void *arg, int64_t lo, int64_t hi, int worker)
     omp_set_num_threads(saved);
 }
 
-rlx_status rlx_cpu_matmul_dnnl(const rlx_thunk *t, const rlx_run_ctx *ctx)
+bool rlx_cpu_matmul_dnnl_ready(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
     mm_dnnl *m = t->state;
     int threads = ctx->threads > 0 ? ctx->threads : 1;
-    if (m->threads != threads) {
-        free_built(m);
-        int saved = omp_get_max_threads();
-        omp_set_num_threads(1); /* oneDNN sizes a primitive by the calling thread's team */
-        rlx_status st = build(m, t, threads);
-        omp_set_num_threads(saved);
-        if (st != RLX_OK) {
-            free_built(m);
-            return st;
-        }
-    }
+    if (m->threads == threads)
+        return m->nparts > 0;
+    free_built(m);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1); /* oneDNN sizes a primitive by the calling thread's team */
+    rlx_status st = build(m, t, threads);
+    omp_set_num_threads(saved);
+    if (st == RLX_OK)
+        return true;
+    /* declined for this thread count: sgemm runs it, with no error left behind */
+    free_built(m);
+    m->threads = threads;
+    rlx_clear_error();
+    return false;
+}
+
+rlx_status rlx_cpu_matmul_dnnl(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    mm_dnnl *m = t->state;
+    (void)ctx;
     if (m->bias)
         rlx_dnnl.dnnl_memory_set_data_handle(m->bias, (void *)t->in[2]);
     mm_run r = {m, t->in[0], t->out, t->node->attrs.mm_act.act, 0};
@@ -363,6 +372,12 @@ rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t)
 }
 
 void rlx_cpu_matmul_dnnl_release(rlx_thunk *t) { (void)t; }
+
+bool rlx_cpu_matmul_dnnl_ready(const rlx_thunk *t, const rlx_run_ctx *ctx)
+{
+    (void)t, (void)ctx;
+    return false;
+}
 
 rlx_status rlx_cpu_matmul_dnnl(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
