@@ -166,32 +166,9 @@ static dnnl_primitive_desc_t conv_pd(const rlx_node_data *n, const rlx_shape *xs
     if (rlx_dnnl.dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, conv_alg, &smd, &wany,
                                                             n->attrs.conv.has_bias ? &bmd : NULL, &dmd, st, dl, pl, pr))
         return NULL;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    int act = n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE;
-    dnnl_alg_kind_t alg;
-    float alpha;
-    bool residual = rlx_conv_residual_input(n) >= 0;
-    if (rlx_dnnl.dnnl_primitive_attr_create(&attr) ||
-        rlx_dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
-        goto out;
-    if (act != RLX_ACT_NONE || residual) {
-        /* the residual (the output's starting value) before the activation */
-        if (rlx_dnnl.dnnl_post_ops_create(&po) || (residual && rlx_dnnl.dnnl_post_ops_append_sum(po, 1.0f)) ||
-            (act != RLX_ACT_NONE &&
-             (!rlx_dnnl_act(act, &alg, &alpha) || rlx_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f))) ||
-            rlx_dnnl.dnnl_primitive_attr_set_post_ops(attr, po))
-            goto out;
-    }
-    if (rlx_dnnl.dnnl_primitive_desc_create(&pd, &cd, attr, rlx_dnnl_engine, NULL))
-        pd = NULL;
-out:
-    if (po)
-        rlx_dnnl.dnnl_post_ops_destroy(po);
-    if (attr)
-        rlx_dnnl.dnnl_primitive_attr_destroy(attr);
-    return pd;
+    /* the residual (the output's starting value) added before the activation */
+    return rlx_dnnl_pd(&cd, rlx_conv_residual_input(n) >= 0,
+                       n->op == RLX_OP_CONV_BIAS_ACT ? n->attrs.conv.act : RLX_ACT_NONE);
 }
 
 bool rlx_cpu_conv_nhwc_claim(const rlx_graph *g, const rlx_node_data *n)

@@ -34,7 +34,8 @@ bool rlx_dnnl_available(void)
     return dnnl_ok;
 }
 
-bool rlx_dnnl_act(int act, dnnl_alg_kind_t *alg, float *alpha)
+/* oneDNN's eltwise post-op for an RLX activation; false for one it lacks. */
+static bool dnnl_act_of(int act, dnnl_alg_kind_t *alg, float *alpha)
 {
     *alpha = 0.0f;
     switch (act) {
@@ -44,6 +45,32 @@ bool rlx_dnnl_act(int act, dnnl_alg_kind_t *alg, float *alpha)
     case RLX_ACT_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return true;
     default: return false;
     }
+}
+
+dnnl_primitive_desc_t rlx_dnnl_pd(const_dnnl_op_desc_t desc, bool sum, int act)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_alg_kind_t alg;
+    float alpha;
+    if (rlx_dnnl.dnnl_primitive_attr_create(&attr) ||
+        rlx_dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
+        goto out;
+    if ((sum || act != RLX_ACT_NONE) &&
+        (rlx_dnnl.dnnl_post_ops_create(&po) || (sum && rlx_dnnl.dnnl_post_ops_append_sum(po, 1.0f)) ||
+         (act != RLX_ACT_NONE &&
+          (!dnnl_act_of(act, &alg, &alpha) || rlx_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, 0.0f))) ||
+         rlx_dnnl.dnnl_primitive_attr_set_post_ops(attr, po)))
+        goto out;
+    if (rlx_dnnl.dnnl_primitive_desc_create(&pd, desc, attr, rlx_dnnl_engine, NULL))
+        pd = NULL;
+out:
+    if (po)
+        rlx_dnnl.dnnl_post_ops_destroy(po);
+    if (attr)
+        rlx_dnnl.dnnl_primitive_attr_destroy(attr);
+    return pd;
 }
 
 dnnl_primitive_t rlx_dnnl_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)

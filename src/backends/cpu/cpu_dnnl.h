@@ -67,8 +67,12 @@ extern dnnl_engine_t rlx_dnnl_engine;
 /* Opens the library once per process; false where it is not there. */
 bool rlx_dnnl_available(void);
 
-/* oneDNN's eltwise post-op for an RLX activation; false for one it lacks. */
-bool rlx_dnnl_act(int act, dnnl_alg_kind_t *alg, float *alpha);
+/* The primitive descriptor of an op descriptor (a convolution's, a
+ * matmul's) for the calling thread's OpenMP team, its scratchpad the
+ * caller's, with post-ops where asked: with `sum`, the output's starting
+ * value added; then act's eltwise (RLX_ACT_NONE: none).  NULL where oneDNN
+ * has no such primitive (or no such activation). */
+dnnl_primitive_desc_t rlx_dnnl_pd(const_dnnl_op_desc_t desc, bool sum, int act);
 
 /* A reorder primitive from one memory's layout to another's, or NULL. */
 dnnl_primitive_t rlx_dnnl_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to);

@@ -118,25 +118,7 @@ static dnnl_primitive_desc_t part_pd(const rlx_node_data *n, const mm_dnnl *m, i
     dnnl_matmul_desc_t md;
     if (rlx_dnnl.dnnl_matmul_desc_init(&md, &amd, &wany, n->attrs.mm_act.has_bias ? &bmd : NULL, &cmd))
         return NULL;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    if (rlx_dnnl.dnnl_primitive_attr_create(&attr) ||
-        rlx_dnnl.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user))
-        goto out;
-    if (n->attrs.mm_act.act == RLX_ACT_RELU &&
-        (rlx_dnnl.dnnl_post_ops_create(&po) ||
-         rlx_dnnl.dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ||
-         rlx_dnnl.dnnl_primitive_attr_set_post_ops(attr, po)))
-        goto out;
-    if (rlx_dnnl.dnnl_primitive_desc_create(&pd, &md, attr, rlx_dnnl_engine, NULL))
-        pd = NULL;
-out:
-    if (po)
-        rlx_dnnl.dnnl_post_ops_destroy(po);
-    if (attr)
-        rlx_dnnl.dnnl_primitive_attr_destroy(attr);
-    return pd;
+    return rlx_dnnl_pd(&md, false, n->attrs.mm_act.act == RLX_ACT_RELU ? RLX_ACT_RELU : RLX_ACT_NONE);
 }
 
 /* Packing by our own loop over the blocked layout's description, on the
@@ -284,7 +266,7 @@ typedef struct mm_run {
     mm_dnnl *m;
     const float *a;
     float *c;
-    int act; /* run after the primitive (not RLX_ACT_RELU: inside it) */
+    int act;            /* run after the primitive (not RLX_ACT_RELU: inside it) */
     _Atomic int failed; /* a oneDNN status, 0 while every part succeeded; -1: no working memory */
 } mm_run;
 
