@@ -1,16 +1,16 @@
 /* matmul_dnnl.c - f32 matmul_bias_act with a large constant weight through
  * oneDNN's matmul primitive.
  *
- * The weights are reordered once into the blocked layout the primitive
- * prefers, and the bias (and a ReLU) run inside it while each block of C
- * is still in cache; other activations run after it on each slice, by
- * rlx_cpu_act_f32 (oneDNN's GELU and SiLU lose the tails' relative
- * accuracy that RLX's keep: GELU(-8) is -5e-15, not 0).  On one thread here, for a 128-row slice
- * (mlp's at batch 256 over 2 threads), it ran 3-9% faster than oneDNN's
- * sgemm alone, before the separate bias and activation pass that sgemm
- * needs; at the encoder's 384 x 1536 it ran slower.  So it takes the
- * products whose weight has at least RLX_CPU_MATMUL_PACK_MIN elements, and
- * the rest stay with rlx_sgemm.
+ * The weights are packed once (pack_weights) into the blocked layout the
+ * primitive prefers, and the bias (and a ReLU) run inside it while each
+ * block of C is still in cache; other activations run after it on each
+ * slice, by rlx_cpu_act_f32 (oneDNN's GELU and SiLU lose the tails'
+ * relative accuracy that RLX's keep: GELU(-8) is -5e-15, not 0).  On one
+ * thread here, for a 128-row slice (mlp's at batch 256 over 2 threads), it
+ * ran 3-9% faster than oneDNN's sgemm alone, before the separate bias and
+ * activation pass that sgemm needs; at the encoder's 384 x 1536 it ran
+ * slower.  So it takes the products whose weight has at least
+ * RLX_CPU_MATMUL_PACK_MIN elements, and the rest stay with rlx_sgemm.
  *
  * As conv_dnnl.c does: each primitive is built for one thread (oneDNN
  * runs on OpenMP) and the rows of A are cut into one slice per session
@@ -45,15 +45,12 @@ typedef struct mm_dnnl {
     int64_t M, K, N;
 } mm_dnnl;
 
-/* The product's dims: A [M, K] (its leading dims flattened), B [K, N] or,
- * transposed, [N, K]. */
-static void dims_of(const rlx_node_data *n, const rlx_node_data *a, const rlx_node_data *b, int64_t *M, int64_t *K,
-                    int64_t *N)
+/* The product's dims: A [M, K] (its leading dims flattened), C [M, N]. */
+static void dims_of(const rlx_node_data *n, const rlx_node_data *a, int64_t *M, int64_t *K, int64_t *N)
 {
     *K = a->shape.dims[a->shape.ndim - 1];
     *N = n->shape.dims[n->shape.ndim - 1];
     *M = *K && *N ? rlx_shape_numel(&n->shape) / *N : 0;
-    (void)b;
 }
 
 bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n)
@@ -68,7 +65,7 @@ bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n)
             return false;
     }
     int64_t M, K, N;
-    dims_of(n, a, b, &M, &K, &N);
+    dims_of(n, a, &M, &K, &N);
     return M >= RLX_CPU_MATMUL_PACK_MIN_ROWS && K * N >= RLX_CPU_MATMUL_PACK_MIN && rlx_dnnl_available();
 }
 
@@ -191,8 +188,8 @@ static rlx_status pack_weights(mm_dnnl *m, const dnnl_memory_desc_t *wpd, const 
 }
 
 /* The slices for `threads` session threads, on one OpenMP thread: each
- * its own primitive, all sharing one packed copy of the weights (false
- * where the slices would want different layouts: then one slice). */
+ * its own primitive, all sharing one packed copy of the weights (where
+ * the slices would want different layouts: one slice). */
 static rlx_status build(mm_dnnl *m, const rlx_thunk *t, int threads)
 {
     const rlx_node_data *n = t->node;
@@ -257,7 +254,7 @@ rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t)
     mm_dnnl *m = calloc(1, sizeof *m);
     if (!m)
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "matmul: no memory for its oneDNN state");
-    dims_of(t->node, t->in_node[0], t->in_node[1], &m->M, &m->K, &m->N);
+    dims_of(t->node, t->in_node[0], &m->M, &m->K, &m->N);
     t->state = m;
     return RLX_OK;
 }
