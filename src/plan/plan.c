@@ -192,8 +192,9 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
          * one it starts from, where that operand dies here */
         int acc = rlx_node_accumulate_input(nd);
         bool elementwise = info && (info->flags & RLX_OPF_ELEMENTWISE);
+        int j0 = elementwise ? 0 : acc, j1 = elementwise ? nd->n_in : acc + 1; /* the operands it may take */
         if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && (elementwise || acc >= 0)) {
-            for (int j = elementwise ? 0 : acc; j < (elementwise ? nd->n_in : acc + 1); j++) {
+            for (int j = j0; j < j1; j++) {
                 rlx_node src = nd->in[j];
                 int b = pt[src].buffer;
                 if (b < 0 || out->buffers[b].region != RLX_REGION_TRANSIENT || out->buffers[b].last != i)

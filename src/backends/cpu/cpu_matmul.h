@@ -14,13 +14,11 @@
  * and are as fast through sgemm, which also splits their columns). */
 #define RLX_CPU_MATMUL_PACK_MIN_ROWS 64
 
-/* Whether node n (a matmul_bias_act of graph g) goes through the primitive:
- * f32, a 2-D constant weight of at least RLX_CPU_MATMUL_PACK_MIN elements,
- * at least RLX_CPU_MATMUL_PACK_MIN_ROWS rows, A not transposed, an f32
- * bias, oneDNN there. */
-bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n);
-/* Its state into t->state where wanted (else t->state stays NULL); the
- * primitives are built and the weights packed at the first run. */
+/* The state of a matmul_bias_act that goes through the primitive (f32, a
+ * 2-D constant weight of at least RLX_CPU_MATMUL_PACK_MIN elements, at
+ * least RLX_CPU_MATMUL_PACK_MIN_ROWS rows, A not transposed, an f32 bias,
+ * oneDNN there) into t->state; else t->state stays NULL.  The primitives
+ * are built and the weights packed at the first run. */
 rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t);
 /* Frees what the runs built (not t->state itself). */
 void rlx_cpu_matmul_dnnl_release(rlx_thunk *t);

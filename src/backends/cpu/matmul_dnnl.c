@@ -53,7 +53,11 @@ static void dims_of(const rlx_node_data *n, const rlx_node_data *a, int64_t *M, 
     *M = *K && *N ? rlx_shape_numel(&n->shape) / *N : 0;
 }
 
-bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n)
+/* Whether node n (a matmul_bias_act of graph g) goes through the primitive:
+ * f32, a 2-D constant weight of at least RLX_CPU_MATMUL_PACK_MIN elements,
+ * at least RLX_CPU_MATMUL_PACK_MIN_ROWS rows, A not transposed, an f32
+ * bias, oneDNN there. */
+static bool wanted(const rlx_graph *g, const rlx_node_data *n)
 {
     const rlx_node_data *a = &g->nodes[n->in[0]], *b = &g->nodes[n->in[1]];
     if (n->op != RLX_OP_MATMUL_BIAS_ACT || n->dtype != RLX_F32 || a->dtype != RLX_F32 || b->dtype != RLX_F32 ||
@@ -198,7 +202,7 @@ static rlx_status build(mm_dnnl *m, const rlx_thunk *t, int threads)
     if (!(m->part = calloc((size_t)parts, sizeof *m->part)))
         return rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "matmul: no memory for its oneDNN state");
     m->nalloc = parts;
-    dnnl_memory_desc_t wmd, wpd;
+    dnnl_memory_desc_t wmd, wpd, bmd;
     for (int i = 0; i < parts; i++) {
         mm_part *q = &m->part[i];
         q->r0 = m->M * i / parts;
@@ -208,8 +212,11 @@ static rlx_status build(mm_dnnl *m, const rlx_thunk *t, int threads)
             return rlx_set_error(RLX_ERR_UNSUPPORTED, "oneDNN has no matmul of this shape");
         const dnnl_memory_desc_t *w_i = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         bool same = i == 0 || rlx_dnnl.dnnl_memory_desc_equal(&wpd, w_i);
-        if (i == 0)
+        if (i == 0) {
             wpd = *w_i;
+            if (n->attrs.mm_act.has_bias)
+                bmd = *rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+        }
         const dnnl_memory_desc_t *amd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
         const dnnl_memory_desc_t *cmd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
         const dnnl_memory_desc_t *spd = rlx_dnnl.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -234,13 +241,8 @@ static rlx_status build(mm_dnnl *m, const rlx_thunk *t, int threads)
             return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a matmul primitive");
     }
     m->nparts = parts;
-    if (n->attrs.mm_act.has_bias) {
-        dnnl_dims_t bd = {1, m->N};
-        dnnl_memory_desc_t bmd;
-        if (rlx_dnnl.dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab) ||
-            rlx_dnnl.dnnl_memory_create(&m->bias, &bmd, rlx_dnnl_engine, DNNL_MEMORY_NONE))
-            return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a matmul's bias");
-    }
+    if (n->attrs.mm_act.has_bias && rlx_dnnl.dnnl_memory_create(&m->bias, &bmd, rlx_dnnl_engine, DNNL_MEMORY_NONE))
+        return rlx_set_error(RLX_ERR_DEVICE, "oneDNN: could not create a matmul's bias");
     rlx_status st = pack_weights(m, &wpd, t->in[1], n->attrs.mm_act.trans_b, threads);
     if (st == RLX_OK)
         matmul_parts += parts;
@@ -249,7 +251,7 @@ static rlx_status build(mm_dnnl *m, const rlx_thunk *t, int threads)
 
 rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t)
 {
-    if (!rlx_cpu_matmul_dnnl_wanted(g, t->node))
+    if (!wanted(g, t->node))
         return RLX_OK; /* t->state stays NULL: rlx_sgemm runs it */
     mm_dnnl *m = calloc(1, sizeof *m);
     if (!m)
@@ -337,12 +339,6 @@ rlx_status rlx_cpu_matmul_dnnl(const rlx_thunk *t, const rlx_run_ctx *ctx)
 long rlx_cpu_matmul_dnnl_parts(void) { return rlx_dnnl_available() ? matmul_parts : -1; }
 
 #else /* no oneDNN header at build time (or AddressSanitizer) */
-
-bool rlx_cpu_matmul_dnnl_wanted(const rlx_graph *g, const rlx_node_data *n)
-{
-    (void)g, (void)n;
-    return false;
-}
 
 rlx_status rlx_cpu_matmul_dnnl_prepare(const rlx_graph *g, rlx_thunk *t)
 {
