@@ -141,6 +141,17 @@ static void test_infer(void **state)
     x = rlx_input(g, "x", RLX_F32, 3, (int64_t[]){2, 9, 4});
     expect_error(g, pool_node(g, RLX_OP_AVG_POOL, x, &pp, RLX_LAYOUT_NHWC), "[N, H, W, C]");
     rlx_graph_free(g);
+    /* a residual that is not the output's shape, or not its dtype */
+    for (int k = 0; k < 2; k++) {
+        g = rlx_graph_new();
+        x = rlx_input(g, "x", RLX_F32, 4, (int64_t[]){2, 9, 7, 4});
+        w = rlx_param(g, "w", RLX_F32, 4, (int64_t[]){6, 3, 3, 4});
+        rlx_node r = k ? rlx_input(g, "r", RLX_F64, 4, (int64_t[]){2, 7, 5, 6})
+                       : rlx_input(g, "r", RLX_F32, 4, (int64_t[]){2, 7, 5, 5});
+        expect_error(g, conv_node_res(g, RLX_OP_CONV_BIAS_ACT, x, w, -1, &p1, RLX_ACT_RELU, RLX_LAYOUT_NHWC, r),
+                     "residual must be [2, 7, 5, 6] of f32");
+        rlx_graph_free(g);
+    }
 }
 
 static rt_tensor *apply_act(rt_tensor *y, int act)
