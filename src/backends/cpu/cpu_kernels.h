@@ -110,8 +110,6 @@ static inline void rlx_store_i(void *p, rlx_dtype t, int64_t i, int64_t v)
     }
 }
 
-/* Converts n elements of any dtype to f32 (dst must not alias src unless
- * both are f32). */
 /* c[j] = act(c[j] + bias[j]) for n f32 values (bias NULL: none), the fused
  * epilogues' vectorised f32 math (kernels_fused.c). */
 void rlx_cpu_act_f32(int act, float *restrict c, const float *restrict bias, int64_t n);
@@ -168,6 +166,8 @@ void rlx_cpu_attn_tile_f32(const rlx_attn_head *h, int64_t s0, int64_t rows, flo
  * same bits (kernels_norm.c). */
 void rlx_cpu_norm_row_f32(const float *x, float *y, const float *g, const float *b, int64_t n, int is_layer,
                           double eps);
+/* Converts n elements of any dtype to f32 (dst must not alias src unless
+ * both are f32). */
 void rlx_cpu_to_f32(float *dst, const void *src, rlx_dtype t, int64_t n);
 /* The max (else min) of n f32 values in one vectorised pass (kernels_reduce.c):
  * NaN if any is; only a zero's sign may differ from reduce_max's general
