@@ -749,9 +749,16 @@ static bool aligned16(const void *p, const int64_t *st, size_t es)
 #define DEC_WARPS 8
 #define DEC_KEYS 4         /* key rows in flight per warp */
 #define DEC_MAX_CHUNKS 128 /* key chunks per (sequence, kv head) at most */
+/* a chunk's partial row: D sums, max, sum, 2 unused (16-byte rows: the last
+ * block copies them to shared memory whole) */
+#define DEC_ROW(D) ((D) + 4)
+/* floats of shared memory the last block stages chunks' rows in (31 chunks
+ * of a Qwen3 head pair at once) */
+#define DEC_STAGE 8192
 typedef struct dec_split {
     int ns;      /* key chunks per (sequence, kv head); 1: the output is written directly */
-    float *part; /* [B * Hk][ns][G][D + 2]: output row, then max and sum */
+    int vec;     /* a lane's D / 32 elements of a key or value row load as one access */
+    float *part; /* [B * Hk][ns][G][DEC_ROW(D)]: output row, then max and sum */
 } dec_split;
 
 /* Merges element d of query head h's row of sequence b over attn_decode's
@@ -761,8 +768,8 @@ __device__ __forceinline__ void decode_merge(const cu_attn &p, const dec_split &
 {
     const int G = (int)(p.H / p.Hk);
     const int64_t hk = h / G, g = h % G;
-    const float *pr = sp.part + ((b * p.Hk + hk) * sp.ns * G + g) * (D + 2);
-    const int64_t step = (int64_t)G * (D + 2);
+    const float *pr = sp.part + ((b * p.Hk + hk) * sp.ns * G + g) * DEC_ROW(D);
+    const int64_t step = (int64_t)G * DEC_ROW(D);
     float mx = -INFINITY;
     for (int s = 0; s < sp.ns; s++)
         mx = fmaxf(mx, __ldcg(pr + s * step + D));
@@ -780,16 +787,23 @@ __device__ __forceinline__ void decode_merge(const cu_attn &p, const dec_split &
     o[d] = cu_fromf<T>(den > 0 ? num / den : 0.0f);
 }
 
+/* Registers: at most 80 where GM <= 2, so three blocks fit an SM (batch 8's
+ * 320 blocks in one wave; 128 registers, two blocks, lost 8%). */
 template <typename T, int D, int GM>
-__global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_split sp)
+__global__ void __launch_bounds__(DEC_WARPS * 32, GM <= 2 ? 3 : 2) attn_decode(cu_attn p, dec_split sp)
 {
     cu_grid_wait();
     constexpr int EPL = D / 32;
+    constexpr int SMO = DEC_WARPS * GM * D;
     __shared__ float sm_m[DEC_WARPS][GM], sm_l[DEC_WARPS][GM];
-    __shared__ float sm_o[DEC_WARPS][GM][D];
+    /* the warps' rows, then (the last block) the chunks' rows */
+    __shared__ __align__(16) float sm_buf[SMO > DEC_STAGE ? SMO : DEC_STAGE];
+    float(*sm_o)[GM][D] = (float(*)[GM][D])sm_buf;
     const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    const int64_t b = blockIdx.x / p.Hk, hk = blockIdx.x % p.Hk;
-    const int G = (int)(p.H / p.Hk);
+    /* 32-bit index arithmetic (decode_fits bounds T): a 64-bit division
+     * is a long chain of its own on the path to the first loads */
+    const int nhk = (int)p.Hk, G = (int)(p.H / p.Hk);
+    const int64_t b = (int)blockIdx.x / nhk, hk = (int)blockIdx.x % nhk;
     const T *kb = (const T *)p.k + b * p.kst[0] + hk * p.kst[1] + lane * EPL;
     const T *vb = (const T *)p.v + b * p.vst[0] + hk * p.vst[1] + lane * EPL;
     float q[GM][EPL], acc[GM][EPL], m[GM], l[GM];
@@ -804,47 +818,84 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
         m[g] = -INFINITY;
         l[g] = 0.0f;
     }
-    int64_t t_end = p.T;
+    int t_end = (int)p.T;
     if (p.causal) {
-        int64_t lim = attn_shift(p, b) + 1;
-        t_end = lim < t_end ? (lim > 0 ? lim : 0) : t_end;
+        const int64_t lim = attn_shift(p, b) + 1;
+        t_end = lim < t_end ? (lim > 0 ? (int)lim : 0) : t_end;
     }
     /* this block's chunk: whole rounds of DEC_WARPS * DEC_KEYS keys */
-    constexpr int64_t ROUND = DEC_WARPS * DEC_KEYS;
-    const int64_t chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
-    const int64_t c0 = (int64_t)blockIdx.y * chunk, c1 = c0 + chunk < t_end ? c0 + chunk : t_end;
-    for (int64_t t0 = c0 + (int64_t)warp * DEC_KEYS; t0 < c1; t0 += ROUND) {
+    constexpr int ROUND = DEC_WARPS * DEC_KEYS;
+    const int chunk = ((t_end + sp.ns - 1) / sp.ns + ROUND - 1) / ROUND * ROUND;
+    const int c0 = (int)blockIdx.y * chunk, c1 = c0 + chunk < t_end ? c0 + chunk : t_end;
+    for (int t0 = c0 + warp * DEC_KEYS; t0 < c1; t0 += ROUND) {
         /* every key and value row of the round in flight at once: a value
          * row loaded only when its key's turn comes waits out the memory's
          * latency once per key */
         float kr[DEC_KEYS][EPL], vrs[DEC_KEYS][EPL];
+        /* keys past the chunk read its last row again (their scores are
+         * masked): no predicated loads */
+        if (sp.vec) {
+            struct alignas(EPL * sizeof(T)) lane_row {
+                T x[EPL];
+            };
+#pragma unroll
+            for (int j = 0; j < DEC_KEYS; j++) {
+                const int64_t t = t0 + j < c1 ? t0 + j : c1 - 1;
+                const lane_row kx = *(const lane_row *)(kb + t * p.kst[2]), vx = *(const lane_row *)(vb + t * p.vst[2]);
+#pragma unroll
+                for (int e = 0; e < EPL; e++)
+                    kr[j][e] = cu_tof<T>(kx.x[e]), vrs[j][e] = cu_tof<T>(vx.x[e]);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < DEC_KEYS; j++) {
+                const int64_t t = t0 + j < c1 ? t0 + j : c1 - 1;
+#pragma unroll
+                for (int e = 0; e < EPL; e++)
+                    kr[j][e] = cu_tof<T>(kb[t * p.kst[2] + e]), vrs[j][e] = cu_tof<T>(vb[t * p.vst[2] + e]);
+            }
+        }
+        /* the round's scores first, their warp sums side by side (none
+         * waits on another), then one softmax update per head a round */
+        float sc[DEC_KEYS][GM];
 #pragma unroll
         for (int j = 0; j < DEC_KEYS; j++)
 #pragma unroll
-            for (int e = 0; e < EPL; e++) {
-                kr[j][e] = t0 + j < c1 ? cu_tof<T>(kb[(t0 + j) * p.kst[2] + e]) : 0.0f;
-                vrs[j][e] = t0 + j < c1 ? cu_tof<T>(vb[(t0 + j) * p.vst[2] + e]) : 0.0f;
+            for (int g = 0; g < GM; g++) {
+                float s = 0.0f;
+#pragma unroll
+                for (int e = 0; e < EPL; e++)
+                    s += q[g][e] * kr[j][e];
+                sc[j][g] = s;
             }
 #pragma unroll
-        for (int j = 0; j < DEC_KEYS; j++) {
-            if (t0 + j >= c1)
-                break;
-            const float *vr = vrs[j];
+        for (int j = 0; j < DEC_KEYS; j++)
 #pragma unroll
-            for (int g = 0; g < GM; g++) {
-                if (g >= G)
-                    break;
-                float sc = 0.0f;
+            for (int g = 0; g < GM; g++)
+                sc[j][g] = t0 + j < c1 ? cu_warp_sum(sc[j][g]) : -INFINITY;
 #pragma unroll
-                for (int e = 0; e < EPL; e++)
-                    sc += q[g][e] * kr[j][e];
-                sc = cu_warp_sum(sc);
-                float mn = fmaxf(m[g], sc), corr = __expf(m[g] - mn), pr = __expf(sc - mn);
-                l[g] = l[g] * corr + pr;
-                m[g] = mn;
+        for (int g = 0; g < GM; g++) {
+            float mn = m[g];
 #pragma unroll
-                for (int e = 0; e < EPL; e++)
-                    acc[g][e] = acc[g][e] * corr + pr * vr[e];
+            for (int j = 0; j < DEC_KEYS; j++)
+                mn = fmaxf(mn, sc[j][g]);
+            /* key t0 is inside the chunk: mn is finite */
+            const float corr = __expf(m[g] - mn);
+            float pr[DEC_KEYS], ps = 0.0f;
+#pragma unroll
+            for (int j = 0; j < DEC_KEYS; j++) {
+                pr[j] = __expf(sc[j][g] - mn);
+                ps += pr[j];
+            }
+            l[g] = l[g] * corr + ps;
+            m[g] = mn;
+#pragma unroll
+            for (int e = 0; e < EPL; e++) {
+                float a = acc[g][e] * corr;
+#pragma unroll
+                for (int j = 0; j < DEC_KEYS; j++)
+                    a += pr[j] * vrs[j][e];
+                acc[g][e] = a;
             }
         }
     }
@@ -873,7 +924,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
             }
         if (sp.ns > 1) {
             /* an empty chunk leaves max -inf: the merge skips it */
-            float *pr = sp.part + (((int64_t)blockIdx.x * sp.ns + blockIdx.y) * G + g) * (D + 2);
+            float *pr = sp.part + (((int64_t)blockIdx.x * sp.ns + blockIdx.y) * G + g) * DEC_ROW(D);
             pr[d] = num;
             if (d == 0)
                 pr[D] = mx, pr[D + 1] = den;
@@ -885,58 +936,76 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) attn_decode(cu_attn p, dec_spl
     if (sp.ns == 1 || !p.tickets)
         return;
     /* the last of the (sequence, kv head)'s chunk blocks to finish merges
-     * them all, and sets its ticket back to zero for the next run */
+     * them all, and sets its ticket back to zero for the next run.  The
+     * barrier orders the block's partial stores before thread 0's release
+     * (and its acquire before the last block's loads): one fence a block,
+     * not one in each of its threads */
     __shared__ bool last;
-    __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
-        last = atomicAdd(&p.tickets[blockIdx.x], 1u) == (unsigned)sp.ns - 1;
+        unsigned prev;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                     : "=r"(prev)
+                     : "l"(p.tickets + blockIdx.x)
+                     : "memory");
+        last = prev == (unsigned)sp.ns - 1;
         if (last)
             p.tickets[blockIdx.x] = 0;
     }
     __syncthreads();
     if (!last)
         return;
-    __threadfence();
-    /* each chunk's weight exp(max - overall max) once per head, in shared
-     * memory; then every output element's sum over the chunks, eight
-     * chunks' loads in flight at a time */
-    __shared__ float sw[DEC_MAX_CHUNKS][GM], sl[DEC_MAX_CHUNKS][GM], sden[GM];
-    const float *part = sp.part + (int64_t)blockIdx.x * sp.ns * G * (D + 2);
-    for (int i = threadIdx.x; i < sp.ns * G; i += blockDim.x) {
-        sw[i / G][i % G] = __ldcg(part + (int64_t)i * (D + 2) + D);
-        sl[i / G][i % G] = __ldcg(part + (int64_t)i * (D + 2) + D + 1);
-    }
-    __syncthreads();
-    if (threadIdx.x < G) {
-        const int g = threadIdx.x;
-        float mx = -INFINITY, den = 0.0f;
-        for (int c = 0; c < sp.ns; c++)
-            mx = fmaxf(mx, sw[c][g]);
-        for (int c = 0; c < sp.ns; c++) {
-            const float f = sw[c][g] == -INFINITY ? 0.0f : __expf(sw[c][g] - mx); /* an empty chunk weighs 0 */
-            sw[c][g] = f;
-            den += f * sl[c][g];
-        }
-        sden[g] = den;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
-        const int g = i / D, d = i % D;
-        float num = 0.0f;
-        for (int c0 = 0; c0 < sp.ns; c0 += 8) {
-            float pv[8];
+    /* the chunks' rows copied into shared memory (asynchronous 16-byte
+     * copies, all in flight at once), up to DEC_STAGE floats at a time;
+     * then each output element's sum over them.  Rolled loops: this code
+     * runs once a launch, fetched cold each time, so its length counts
+     * (loads batched by 8: 3.5 us at batch 1; unrolled over 32 chunks held
+     * in registers: 3 us) */
+    constexpr int ROW = DEC_ROW(D), EPT = (GM * D + DEC_WARPS * 32 - 1) / (DEC_WARPS * 32);
+    const int ns = sp.ns, per = DEC_STAGE / (G * ROW);
+    const float *part = sp.part + (int64_t)blockIdx.x * ns * G * ROW;
+    float mx[EPT], num[EPT], den[EPT];
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                pv[k] = c0 + k < sp.ns && sw[c0 + k][g] != 0.0f
-                            ? __ldcg(part + ((int64_t)(c0 + k) * G + g) * (D + 2) + d)
-                            : 0.0f;
+    for (int k = 0; k < EPT; k++)
+        mx[k] = -INFINITY, num[k] = den[k] = 0.0f;
+    for (int cb = 0; cb < ns; cb += per) {
+        const int nc = ns - cb < per ? ns - cb : per, n16 = nc * G * ROW / 4;
+        __syncthreads(); /* the stage (or sm_o) is free */
+        for (int i = threadIdx.x; i < n16; i += blockDim.x)
+            cp16(sm_buf + 4 * i, part + (int64_t)cb * G * ROW + 4 * i, true);
+        cp_commit();
+        cp_wait<0>();
+        __syncthreads();
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                num += c0 + k < sp.ns ? pv[k] * sw[c0 + k][g] : 0.0f;
+        for (int k = 0; k < EPT; k++) {
+            const int i = threadIdx.x + k * DEC_WARPS * 32, g = i / D, d = i % D;
+            if (g >= G)
+                break;
+            const float *r = sm_buf + g * ROW;
+            float m1 = mx[k];
+            for (int c = 0; c < nc; c++)
+                m1 = fmaxf(m1, r[c * G * ROW + D]);
+            if (m1 == -INFINITY)
+                continue; /* every chunk so far empty */
+            const float f0 = __expf(mx[k] - m1);
+            float nu = num[k] * f0, de = den[k] * f0;
+#pragma unroll 4
+            for (int c = 0; c < nc; c++) {
+                const float *rc = r + c * G * ROW;
+                const float f = __expf(rc[D] - m1); /* an empty chunk (max -inf) weighs 0 */
+                nu += f * rc[d];
+                de += f * rc[D + 1];
+            }
+            mx[k] = m1, num[k] = nu, den[k] = de;
         }
-        T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
-        o[d] = cu_fromf<T>(sden[g] > 0 ? num / sden[g] : 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < EPT; k++) {
+        const int i = threadIdx.x + k * DEC_WARPS * 32, g = i / D, d = i % D;
+        if (g < G) {
+            T *o = (T *)p.o + b * p.ost[0] + (hk * G + g) * p.ost[1];
+            o[d] = cu_fromf<T>(den[k] > 0 ? num[k] / den[k] : 0.0f);
+        }
     }
 }
 
@@ -951,7 +1020,8 @@ template <typename T, int D> __global__ void __launch_bounds__(D) attn_decode_co
 /* Whether attn_decode runs these shapes. */
 static bool decode_fits(const cu_attn &p)
 {
-    if (p.S != 1 || p.mask || p.D != p.Dv || (p.D != 64 && p.D != 128) || p.H % p.Hk)
+    if (p.S != 1 || p.mask || p.D != p.Dv || (p.D != 64 && p.D != 128) || p.H % p.Hk || p.T > INT_MAX ||
+        p.B * p.Hk > INT_MAX)
         return false;
     const int64_t G = p.H / p.Hk;
     return G <= (p.D == 64 ? 8 : 4);
@@ -973,7 +1043,7 @@ static int decode_chunks(int64_t B, int64_t Hk, int64_t T)
 static size_t decode_scratch(int64_t B, int64_t H, int64_t T, int64_t D)
 {
     const int ns = decode_chunks(B, 1, T);
-    return ns > 1 ? (size_t)(B * H) * (size_t)ns * (size_t)(D + 2) * sizeof(float) : 0;
+    return ns > 1 ? (size_t)(B * H) * (size_t)ns * (size_t)DEC_ROW(D) * sizeof(float) : 0;
 }
 
 static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
@@ -981,8 +1051,13 @@ static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
     const int64_t blocks = p.B * p.Hk;
     if (blocks > INT_MAX || p.B * p.H > INT_MAX)
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
-    dec_split sp = {decode_chunks(p.B, p.Hk, p.T), (float *)p.ws};
-    if (sp.ns > 1 && (!p.ws || p.ws_bytes < (size_t)(p.B * p.H) * (size_t)sp.ns * (size_t)(p.D + 2) * sizeof(float)))
+    const size_t lb = (size_t)(p.D / 32) * rlx_dtype_size(dt); /* bytes of a lane's elements of a row */
+    const bool vec = (uintptr_t)p.k % lb == 0 && (uintptr_t)p.v % lb == 0 && (p.kst[0] * 32) % p.D == 0 &&
+                     (p.kst[1] * 32) % p.D == 0 && (p.kst[2] * 32) % p.D == 0 && (p.vst[0] * 32) % p.D == 0 &&
+                     (p.vst[1] * 32) % p.D == 0 && (p.vst[2] * 32) % p.D == 0;
+    dec_split sp = {decode_chunks(p.B, p.Hk, p.T), vec, (float *)p.ws};
+    if (sp.ns > 1 && (!p.ws || (uintptr_t)p.ws % 16 ||
+                      p.ws_bytes < (size_t)(p.B * p.H) * (size_t)sp.ns * (size_t)DEC_ROW(p.D) * sizeof(float)))
         sp.ns = 1; /* the caller gave no room: one chunk */
     const dim3 grid((unsigned)blocks, (unsigned)sp.ns);
     const int64_t G = p.H / p.Hk;
