@@ -75,16 +75,20 @@ static void test_rms_norm(void **state)
 }
 
 /* Data far from zero: the variance must not be computed as E[x^2] - E[x]^2
- * in single precision. */
+ * in single precision, nor x - mean with the mean rounded to a float (at
+ * 1e4, a float's step is 1e-3 of a spread of 4). */
 static void test_layer_norm_offset(void **state)
 {
     (void)state;
     int bad = 0;
-    const shape shapes[] = {{2, {4, 64}}, {2, {3, 1000}}};
-    for (size_t s = 0; s < 2; s++) {
-        bad += run_norm(0, &shapes[s], 1, 1, 1e-5, 50, RLX_F32);
-        bad += run_norm(1, &shapes[s], 1, 0, 1e-5, 50, RLX_F32);
-    }
+    const shape shapes[] = {{2, {4, 64}}, {2, {3, 1000}}, {2, {5, 37}}};
+    const double offsets[] = {50, 1e4, 1e6};
+    for (size_t s = 0; s < 3; s++)
+        for (size_t o = 0; o < 3; o++) {
+            bad += run_norm(0, &shapes[s], 1, 1, 1e-5, offsets[o], RLX_F32);
+            bad += run_norm(0, &shapes[s], 0, 0, 1e-5, offsets[o], RLX_F32);
+            bad += run_norm(1, &shapes[s], 1, 0, 1e-5, offsets[o], RLX_F32);
+        }
     assert_int_equal(bad, 0);
 }
 

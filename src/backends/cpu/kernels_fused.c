@@ -498,7 +498,9 @@ static void norm_rope_heads(void *arg, int64_t h0, int64_t h1, int worker)
     int64_t half = D / 2, stride_a = j->inter ? 2 : 1, off_b = j->inter ? 1 : half;
     for (int64_t rh = h0; rh < h1; rh++) {
         float *v = m + rh * D;
-        if (gamma) {
+        if (gamma && gt == RLX_F32) { /* the norm kernel's row: the unfused rms_norm gives the same bits */
+            rlx_cpu_norm_row_f32(v, v, gamma, NULL, D, 0, eps);
+        } else if (gamma) {
             double ss = 0;
             for (int64_t i = 0; i < D; i++)
                 ss += (double)v[i] * v[i];
@@ -1317,6 +1319,10 @@ static void proj_rows(const rlx_thunk *t, const void *gamma, int64_t M, int64_t 
             rlx_cpu_to_f32((float *)A + r * K, (const char *)t->in[0] + (size_t)(r * K) * rlx_dtype_size(dt), dt, K);
         if (!gamma)
             continue;
+        if (dt == RLX_F32) { /* the norm kernel's own row, so that the unfused rms_norm gives the same bits */
+            rlx_cpu_norm_row_f32((float *)A + r * K, (float *)A + r * K, gamma, NULL, K, 0, t->node->attrs.proj.eps);
+            continue;
+        }
         double ss = 0;
         for (int64_t i = 0; i < K; i++) {
             const double v = f64 ? ((double *)A)[r * K + i] : ((float *)A)[r * K + i];
