@@ -152,7 +152,10 @@ static void matvec_f32(int tb, int64_t N, int64_t K, const float *a, const float
                     .a = a,
                     .B = B,
                     .y = y};
-    rlx_cpu_parallel(j.parts, j.parts, matvec_parts, &j);
+    /* one share a thread, sleeping workers woken before the caller's own:
+     * as chunks, the caller judged the pace only after its half, then took
+     * the other half too (a decode step ran on one thread) */
+    rlx_cpu_parallel_shares(j.parts, matvec_parts, &j);
 }
 
 void rlx_cpu_product_f32(int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, float *C,
