@@ -719,15 +719,19 @@ size_t rlx_cu_attention_scratch(rlx_dtype dt, int64_t B, int64_t H, int64_t S, i
     return tc > dec ? tc : dec;
 }
 
-static bool aligned16(const void *p, const int64_t *st, size_t es)
+/* Whether a tensor's start and its three outer strides (es-byte elements)
+ * fall on multiples of `bytes`. */
+static bool aligned_to(const void *p, const int64_t *st, size_t es, size_t bytes)
 {
-    if ((uintptr_t)p % 16)
+    if ((uintptr_t)p % bytes)
         return false;
     for (int i = 0; i < 3; i++)
-        if (((size_t)st[i] * es) % 16)
+        if (((size_t)st[i] * es) % bytes)
             return false;
     return true;
 }
+
+static bool aligned16(const void *p, const int64_t *st, size_t es) { return aligned_to(p, st, es, 16); }
 
 /* ------------------------------------------- one query row (decode steps) */
 
@@ -1040,10 +1044,16 @@ static int decode_chunks(int64_t B, int64_t Hk, int64_t T)
 
 /* Scratch for the chunks' partial rows; a bound over kv head counts, since
  * the caller knows only the query heads (fewer kv heads, more chunks). */
+/* Bytes of the partial rows of ns key chunks for B sequences of H query heads. */
+static size_t decode_part_bytes(int64_t B, int64_t H, int ns, int64_t D)
+{
+    return (size_t)(B * H) * (size_t)ns * (size_t)DEC_ROW(D) * sizeof(float);
+}
+
 static size_t decode_scratch(int64_t B, int64_t H, int64_t T, int64_t D)
 {
     const int ns = decode_chunks(B, 1, T);
-    return ns > 1 ? (size_t)(B * H) * (size_t)ns * (size_t)DEC_ROW(D) * sizeof(float) : 0;
+    return ns > 1 ? decode_part_bytes(B, H, ns, D) : 0;
 }
 
 static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
@@ -1051,13 +1061,10 @@ static rlx_status decode_run(const rlx_thunk *t, rlx_dtype dt, const cu_attn &p)
     const int64_t blocks = p.B * p.Hk;
     if (blocks > INT_MAX || p.B * p.H > INT_MAX)
         return rlx_cu_fail(t, RLX_ERR_UNSUPPORTED, "attention grid of %lld blocks is too large", (long long)blocks);
-    const size_t lb = (size_t)(p.D / 32) * rlx_dtype_size(dt); /* bytes of a lane's elements of a row */
-    const bool vec = (uintptr_t)p.k % lb == 0 && (uintptr_t)p.v % lb == 0 && (p.kst[0] * 32) % p.D == 0 &&
-                     (p.kst[1] * 32) % p.D == 0 && (p.kst[2] * 32) % p.D == 0 && (p.vst[0] * 32) % p.D == 0 &&
-                     (p.vst[1] * 32) % p.D == 0 && (p.vst[2] * 32) % p.D == 0;
+    const size_t es = rlx_dtype_size(dt), lb = (size_t)(p.D / 32) * es; /* bytes of a lane's elements of a row */
+    const bool vec = aligned_to(p.k, p.kst, es, lb) && aligned_to(p.v, p.vst, es, lb);
     dec_split sp = {decode_chunks(p.B, p.Hk, p.T), vec, (float *)p.ws};
-    if (sp.ns > 1 && (!p.ws || (uintptr_t)p.ws % 16 ||
-                      p.ws_bytes < (size_t)(p.B * p.H) * (size_t)sp.ns * (size_t)DEC_ROW(p.D) * sizeof(float)))
+    if (sp.ns > 1 && (!p.ws || (uintptr_t)p.ws % 16 || p.ws_bytes < decode_part_bytes(p.B, p.H, sp.ns, p.D)))
         sp.ns = 1; /* the caller gave no room: one chunk */
     const dim3 grid((unsigned)blocks, (unsigned)sp.ns);
     const int64_t G = p.H / p.Hk;
