@@ -21,7 +21,7 @@ endforeach()
 if(NOT RLX_SANITIZE)
   foreach(fmt gguf safetensors)
     add_test(NAME ${fmt}_fuzz
-      COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_formats_fuzz.sh ${fmt} 60 ${CMAKE_BINARY_DIR}/fuzz-build)
+      COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_formats_fuzz.sh ${fmt} ${RLX_FUZZ_SECONDS} ${CMAKE_BINARY_DIR}/fuzz-build)
     set_tests_properties(${fmt}_fuzz PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500 RESOURCE_LOCK rlx_fuzz_build)
   endforeach()
 endif()

@@ -42,6 +42,6 @@ endif()
 # once per configuration set, so not in the sanitizer build).
 if(RLX_HAVE_ONNX AND NOT RLX_SANITIZE)
   add_test(NAME onnx_fuzz
-    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_onnx_fuzz.sh 60 ${CMAKE_BINARY_DIR}/fuzz-build)
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_onnx_fuzz.sh ${RLX_FUZZ_SECONDS} ${CMAKE_BINARY_DIR}/fuzz-build)
   set_tests_properties(onnx_fuzz PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500 RESOURCE_LOCK rlx_fuzz_build)
 endif()
