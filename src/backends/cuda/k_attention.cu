@@ -1042,14 +1042,14 @@ static int decode_chunks(int64_t B, int64_t Hk, int64_t T)
     return ns > 1 ? (int)(ns < DEC_MAX_CHUNKS ? ns : DEC_MAX_CHUNKS) : 1;
 }
 
-/* Scratch for the chunks' partial rows; a bound over kv head counts, since
- * the caller knows only the query heads (fewer kv heads, more chunks). */
 /* Bytes of the partial rows of ns key chunks for B sequences of H query heads. */
 static size_t decode_part_bytes(int64_t B, int64_t H, int ns, int64_t D)
 {
     return (size_t)(B * H) * (size_t)ns * (size_t)DEC_ROW(D) * sizeof(float);
 }
 
+/* Scratch for the chunks' partial rows; a bound over kv head counts, since
+ * the caller knows only the query heads (fewer kv heads, more chunks). */
 static size_t decode_scratch(int64_t B, int64_t H, int64_t T, int64_t D)
 {
     const int ns = decode_chunks(B, 1, T);
