@@ -28,6 +28,16 @@ set_source_files_properties(${RLX_CUDA_SOURCES} PROPERTIES COMPILE_OPTIONS
 set_target_properties(rlx_objects PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
   CUDA_SEPARABLE_COMPILATION OFF)
 target_link_libraries(rlx_objects PRIVATE CUDA::cudart_static CUDA::cublasLt CUDA::cublas)
+# The elementwise math's header, embedded for the kernels NVRTC builds at
+# run time (src/backends/cuda/jit.cu; NVRTC itself is opened with dlopen).
+set(RLX_OP_MATH_TEXT ${CMAKE_CURRENT_BINARY_DIR}/generated/rlx_op_math_text.h)
+add_custom_command(OUTPUT ${RLX_OP_MATH_TEXT}
+  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/src/ir/op_math.h -DOUTPUT=${RLX_OP_MATH_TEXT}
+    -DNAME=rlx_op_math_text -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_text.cmake
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/ir/op_math.h ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_text.cmake
+  COMMENT "Embedding src/ir/op_math.h for NVRTC")
+target_sources(rlx_objects PRIVATE ${RLX_OP_MATH_TEXT})
+target_include_directories(rlx_objects PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)
 list(APPEND RLX_FEATURE_DEFS RLX_HAVE_CUDA=1)
 if("${CMAKE_CUDA_ARCHITECTURES}" MATCHES "90a")
   target_compile_definitions(rlx_objects PRIVATE RLX_HAVE_SM90A=1)

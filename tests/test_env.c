@@ -18,13 +18,13 @@
 
 /* Every RLX_* variable the tests below set, cleared before each test. */
 static const char *const vars[] = {
-    "RLX_VERBOSE",          "RLX_DISPATCH_REPORT",    "RLX_DISABLE_FUSION",   "RLX_DISABLE_AMP",
-    "RLX_DISABLE_SIMPLIFY", "RLX_DISABLE_CUDA_GRAPH", "RLX_ARENA_NO_REUSE",   "RLX_THREADS",
-    "RLX_MAX_ARENA",        "RLX_MAX_BUFFER_BYTES",   "RLX_NO_BLAS",          "RLX_PROFILE",
-    "RLX_CUDA_TF32",        "RLX_CUDA_F32_GEMM",      "RLX_CUDA_MM_PATH",     "RLX_CUDA_EW_LIN",
-    "RLX_CUDA_AUTOTUNE",    "RLX_CUDA_WGMMA_BN",      "RLX_CUDA_PROFILE_RUN", "RLX_CUDA_NHWC",
-    "RLX_CUDA_CONV_PATH",   "RLX_CUDA_ATTN_WARPS",    "RLX_CUDA_NO_CUDNN",    "RLX_CUDA_NO_PROLOGUE",
-    "RLX_CPU_GEMM",         "RLX_CPU_NO_AVX512",
+    "RLX_VERBOSE",          "RLX_DISPATCH_REPORT",    "RLX_DISABLE_FUSION",  "RLX_DISABLE_AMP",
+    "RLX_DISABLE_SIMPLIFY", "RLX_DISABLE_CUDA_GRAPH", "RLX_ARENA_NO_REUSE",  "RLX_THREADS",
+    "RLX_MAX_ARENA",        "RLX_MAX_BUFFER_BYTES",   "RLX_NO_BLAS",         "RLX_PROFILE",
+    "RLX_CUDA_TF32",        "RLX_CUDA_F32_GEMM",      "RLX_CUDA_MM_PATH",    "RLX_CUDA_EW_LIN",
+    "RLX_CUDA_JIT",         "RLX_CUDA_AUTOTUNE",      "RLX_CUDA_WGMMA_BN",   "RLX_CUDA_PROFILE_RUN",
+    "RLX_CUDA_NHWC",        "RLX_CUDA_CONV_PATH",     "RLX_CUDA_ATTN_WARPS", "RLX_CUDA_NO_CUDNN",
+    "RLX_CUDA_NO_PROLOGUE", "RLX_CPU_GEMM",           "RLX_CPU_NO_AVX512",
 };
 
 static int clear_vars(void **state)
@@ -124,6 +124,7 @@ static void set_everything(void)
     setenv("RLX_CUDA_F32_GEMM", "split", 1);
     setenv("RLX_CUDA_MM_PATH", "wgmma", 1);
     setenv("RLX_CUDA_EW_LIN", "0", 1);
+    setenv("RLX_CUDA_JIT", "0", 1);
     setenv("RLX_CUDA_AUTOTUNE", "off", 1);
     setenv("RLX_CUDA_WGMMA_BN", "128", 1);
     setenv("RLX_CUDA_PROFILE_RUN", "25", 1);
@@ -160,6 +161,7 @@ static void test_env_reaches_options(void **state)
     assert_int_equal(s.cuda_f32_gemm, RLX_CUDA_F32_GEMM_SPLIT);
     assert_int_equal(s.cuda_mm_path, RLX_CUDA_MM_WGMMA);
     assert_int_equal(s.cuda_ew_lin, 0);
+    assert_int_equal(s.cuda_jit, 0);
     assert_int_equal(s.cuda_autotune, 0);
     assert_int_equal(s.cuda_wgmma_bn, 128);
     assert_int_equal(s.cuda_wgmma_split, -1);

@@ -19,6 +19,12 @@
 #ifndef RLX_OP_MATH_H
 #define RLX_OP_MATH_H
 
+#ifdef __CUDACC_RTC__
+/* Compiled by NVRTC into a kernel generated at run time (the CUDA
+ * backend's jit.cu): no C library headers there, and the source that
+ * includes this defines the op and activation ids its float forms use.
+ * Only the float and activation sections are read then. */
+#else
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +35,7 @@ extern "C" {
 #include "ir/ir.h"
 #ifdef __cplusplus
 }
+#endif
 #endif
 
 /* RLX_MATH: a function of this header.  The one-line formulas are
@@ -107,6 +114,7 @@ RLX_MATH_FORMULA float rlx_sigmoid_f(float x) { return x >= 0 ? 1.0f / (1.0f + e
 RLX_MATH_FORMULA float rlx_silu_f(float x) { return x >= 0 ? x / (1.0f + expf(-x)) : x * expf(x) / (1.0f + expf(x)); }
 RLX_MATH_FORMULA float rlx_sign_f(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
 
+#ifndef __CUDACC_RTC__
 /* ------------------------------------------------- elementwise ops, double */
 
 RLX_MATH double rlx_unary_f64(int op, double x)
@@ -179,6 +187,8 @@ RLX_MATH double rlx_act_f64(int act, double x)
     default: return x;
     }
 }
+
+#endif /* !__CUDACC_RTC__ */
 
 /* -------------------------------------------------- elementwise ops, float
  * The float ops of rlx_unary_f32 and rlx_binary_f32 (NOT and the
@@ -275,6 +285,7 @@ RLX_MATH float rlx_act_f32(int act, float x)
     }
 }
 
+#ifndef __CUDACC_RTC__
 /* ------------------------------------------------------- integer forms */
 
 /* base^e in wrap-around arithmetic; a negative exponent gives the integer
@@ -437,5 +448,6 @@ typedef struct rlx_optim_coef {
     }
 RLX_OPTIM_STEP(float, rlx_optim_step_f32, sqrtf)
 RLX_OPTIM_STEP(double, rlx_optim_step_f64, sqrt)
+#endif /* !__CUDACC_RTC__ */
 
 #endif

@@ -280,6 +280,7 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     s->cuda_wgmma_split = env_atoi("RLX_CUDA_WGMMA_SPLIT", -1);
     s->cuda_wgmma_stages = env_atoi("RLX_CUDA_WGMMA_STAGES", -1);
     env_bool(&s->cuda_ew_lin, "RLX_CUDA_EW_LIN");
+    env_bool(&s->cuda_jit, "RLX_CUDA_JIT");
     env_bool(&s->cuda_no_attn_block, "RLX_CUDA_NO_ATTN_BLOCK");
     env_bool(&s->cuda_no_tc_attention, "RLX_CUDA_NO_TC_ATTENTION");
     env_bool(&s->cuda_decode_attention, "RLX_CUDA_DECODE_ATTENTION");

@@ -13,6 +13,7 @@
  * otherwise.  RLX_GPU_TEST_FILTER=substr runs only matching cases;
  * RLX_GPU_TEST_CPU_ONLY=1 runs both sides on the CPU (checks the cases
  * themselves on a machine without a GPU). */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1568,6 +1569,127 @@ static void test_random(void)
 }
 
 /* Patterns the fusion pass turns into fused ops on both devices. */
+/* Elementwise chains of every kernel's kind (element by element, the
+ * vector path with broadcasts, long programs, linear ones) in dtype t;
+ * `how` ends each case's name. */
+static void chain_cases(rlx_dtype t, const char *how)
+{
+    char nm[128];
+    rlx_graph *g;
+    rlx_node x, r;
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 3, DIMS(4, 33, 65));
+    rlx_node y = rlx_input(g, "y", t, 1, DIMS(65)), z = rlx_input(g, "z", t, 3, DIMS(4, 1, 65));
+    rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_tanh(g, rlx_sub(g, z, x))));
+    check(NAME("fused elementwise_chain %s%s", dn(t), how), g);
+    /* the vector path: innermost dim a multiple of 8, inputs dense or broadcast along it */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
+    y = rlx_input(g, "y", t, 1, DIMS(64));
+    z = rlx_input(g, "z", t, 3, DIMS(4, 1, 64));
+    rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_gelu(g, rlx_sub(g, z, x))));
+    check(NAME("fused elementwise_chain vec broadcast %s%s", dn(t), how), g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 4, DIMS(3, 28, 28, 128));
+    r = rlx_input(g, "r", t, 4, DIMS(3, 28, 28, 128));
+    rlx_output(g, "o", rlx_relu(g, rlx_add(g, x, r)));
+    check(NAME("fused elementwise_chain vec residual relu %s%s", dn(t), how), g);
+    /* softmax's backward: a column [.., 1] broadcast along the vector
+     * (read once per vector, from any address), and a scalar */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
+    y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
+    z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
+    rlx_output(g, "o", rlx_mul(g, rlx_mul(g, x, rlx_sub(g, y, z)), rlx_scalar(g, t, 0.125)));
+    check(NAME("fused elementwise_chain column broadcast %s%s", dn(t), how), g);
+    /* a long chain over two tensors and four scalars (a GELU backward's
+     * shape): more inputs and instructions than the vector kernels take */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
+    y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
+    rlx_node e1 =
+        rlx_mul(g, rlx_add(g, rlx_mul(g, x, rlx_scalar(g, t, 0.7)), rlx_scalar(g, t, 0.25)), rlx_sigmoid(g, y));
+    rlx_node e2 = rlx_exp(g, rlx_mul(g, rlx_mul(g, x, x), rlx_scalar(g, t, -0.5)));
+    rlx_node e3 = rlx_mul(g, rlx_add(g, e1, rlx_mul(g, e2, rlx_scalar(g, t, 0.4))), rlx_tanh(g, y));
+    rlx_output(g, "o", rlx_sub(g, rlx_mul(g, e3, y), x));
+    check(NAME("fused elementwise_chain long %s%s", dn(t), how), g);
+    /* SwiGLU's backward for the gate: dy u sig(g) (1 + g (1 - sig(g))),
+     * three tensors and a scalar, more instructions than the vector
+     * kernels take (the long-program kernel, inputs loaded ahead) */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
+    y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
+    z = rlx_input(g, "z", t, 3, DIMS(4, 24, 64));
+    rlx_node sg = rlx_sigmoid(g, x), one = rlx_scalar(g, t, 1.0);
+    rlx_node dsilu = rlx_mul(g, sg, rlx_add(g, one, rlx_mul(g, x, rlx_sub(g, one, sg))));
+    rlx_output(g, "o", rlx_mul(g, rlx_mul(g, z, y), rlx_mul(g, dsilu, rlx_tanh(g, rlx_mul(g, x, y)))));
+    check(NAME("fused elementwise_chain swiglu backward %s%s", dn(t), how), g);
+    /* a long program over a column broadcast (two collapsed dims) */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
+    y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
+    z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
+    rlx_node c1 = rlx_mul(g, rlx_sub(g, x, z), rlx_sigmoid(g, rlx_add(g, y, z)));
+    rlx_node c2 = rlx_mul(g, rlx_exp(g, rlx_mul(g, z, rlx_scalar(g, t, -0.5))), rlx_tanh(g, x));
+    rlx_output(g, "o", rlx_sub(g, rlx_mul(g, rlx_add(g, c1, c2), rlx_abs(g, rlx_sub(g, y, x))), z));
+    check(NAME("fused elementwise_chain long column broadcast %s%s", dn(t), how), g);
+    /* linear programs: broadcast sums, and an input minus the running value */
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
+    y = rlx_input(g, "y", t, 2, DIMS(33, 64));
+    z = rlx_input(g, "z", t, 1, DIMS(64));
+    rlx_output(g, "o", rlx_add(g, rlx_add(g, x, y), z));
+    check(NAME("fused elementwise_chain linear broadcast %s%s", dn(t), how), g);
+    g = rlx_graph_new();
+    x = rlx_input(g, "x", t, 2, DIMS(48, 96));
+    y = rlx_input(g, "y", t, 2, DIMS(48, 96));
+    z = rlx_input(g, "z", t, 2, DIMS(48, 96));
+    rlx_output(g, "o", rlx_sub(g, z, rlx_relu(g, rlx_add(g, x, y))));
+    check(NAME("fused elementwise_chain linear reversed %s%s", dn(t), how), g);
+}
+
+/* The chains again with RLX_CUDA_JIT=0: the interpreting kernels, which
+ * the generated ones replace by default. */
+static void test_chains_interpreted(void)
+{
+    setenv("RLX_CUDA_JIT", "0", 1);
+    for (int d = 0; d < 3; d++)
+        chain_cases(FLOATS[d], " interpreted");
+    unsetenv("RLX_CUDA_JIT");
+}
+
+/* Where NVRTC can be opened, the chains' kernels are generated: building
+ * them must not have failed silently back to the interpreters. */
+static void test_chains_generated(void)
+{
+    if (getenv("RLX_GPU_TEST_CPU_ONLY"))
+        return; /* both sides on the CPU: nothing is generated */
+    void *nvrtc = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!nvrtc)
+        nvrtc = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+    if (!nvrtc) {
+        printf("note: NVRTC not found; the chains ran interpreted, no generated kernel checked\n");
+        return;
+    }
+    dlclose(nvrtc);
+    /* src/backends/cuda/jit.cu's count of generated kernels built, found at
+     * run time: a build without the CUDA backend has no such function */
+    long (*jit_built)(void) = NULL;
+    *(void **)&jit_built = dlsym(RTLD_DEFAULT, "rlx_cu_jit_built");
+    if (!jit_built) {
+        report("fused elementwise_chain generated kernels built", 0, "rlx_cu_jit_built is not in the library");
+        return;
+    }
+    long before = jit_built();
+    for (int d = 0; d < 3; d++)
+        chain_cases(FLOATS[d], " generated");
+    char msg[128];
+    long built = jit_built() - before;
+    snprintf(msg, sizeof msg, "%ld generated kernels built for the chains (NVRTC is there)", built);
+    if (wanted("fused elementwise_chain"))
+        report("fused elementwise_chain generated kernels built", built > 0, msg);
+}
+
 static void test_fused(void)
 {
     char nm[128];
@@ -1619,75 +1741,7 @@ static void test_fused(void)
             rlx_output(g, "y", rlx_mul(g, rlx_silu(g, rlx_matmul(g, x, wg, 0, 0)), rlx_matmul(g, x, wu, 0, 0)));
             check(NAME("fused swiglu %s ffn %lld", dn(t), (long long)f), g);
         }
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 65));
-        rlx_node y = rlx_input(g, "y", t, 1, DIMS(65)), z = rlx_input(g, "z", t, 3, DIMS(4, 1, 65));
-        rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_tanh(g, rlx_sub(g, z, x))));
-        check(NAME("fused elementwise_chain %s", dn(t)), g);
-        /* the vector path: innermost dim a multiple of 8, inputs dense or broadcast along it */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
-        y = rlx_input(g, "y", t, 1, DIMS(64));
-        z = rlx_input(g, "z", t, 3, DIMS(4, 1, 64));
-        rlx_output(g, "o", rlx_add(g, rlx_mul(g, x, rlx_sigmoid(g, y)), rlx_gelu(g, rlx_sub(g, z, x))));
-        check(NAME("fused elementwise_chain vec broadcast %s", dn(t)), g);
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 4, DIMS(3, 28, 28, 128));
-        r = rlx_input(g, "r", t, 4, DIMS(3, 28, 28, 128));
-        rlx_output(g, "o", rlx_relu(g, rlx_add(g, x, r)));
-        check(NAME("fused elementwise_chain vec residual relu %s", dn(t)), g);
-        /* softmax's backward: a column [.., 1] broadcast along the vector
-         * (read once per vector, from any address), and a scalar */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
-        y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
-        z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
-        rlx_output(g, "o", rlx_mul(g, rlx_mul(g, x, rlx_sub(g, y, z)), rlx_scalar(g, t, 0.125)));
-        check(NAME("fused elementwise_chain column broadcast %s", dn(t)), g);
-        /* a long chain over two tensors and four scalars (a GELU backward's
-         * shape): more inputs and instructions than the vector kernels take */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
-        y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
-        rlx_node e1 =
-            rlx_mul(g, rlx_add(g, rlx_mul(g, x, rlx_scalar(g, t, 0.7)), rlx_scalar(g, t, 0.25)), rlx_sigmoid(g, y));
-        rlx_node e2 = rlx_exp(g, rlx_mul(g, rlx_mul(g, x, x), rlx_scalar(g, t, -0.5)));
-        rlx_node e3 = rlx_mul(g, rlx_add(g, e1, rlx_mul(g, e2, rlx_scalar(g, t, 0.4))), rlx_tanh(g, y));
-        rlx_output(g, "o", rlx_sub(g, rlx_mul(g, e3, y), x));
-        check(NAME("fused elementwise_chain long %s", dn(t)), g);
-        /* SwiGLU's backward for the gate: dy u sig(g) (1 + g (1 - sig(g))),
-         * three tensors and a scalar, more instructions than the vector
-         * kernels take (the long-program kernel, inputs loaded ahead) */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 3, DIMS(4, 24, 64));
-        y = rlx_input(g, "y", t, 3, DIMS(4, 24, 64));
-        z = rlx_input(g, "z", t, 3, DIMS(4, 24, 64));
-        rlx_node sg = rlx_sigmoid(g, x), one = rlx_scalar(g, t, 1.0);
-        rlx_node dsilu = rlx_mul(g, sg, rlx_add(g, one, rlx_mul(g, x, rlx_sub(g, one, sg))));
-        rlx_output(g, "o", rlx_mul(g, rlx_mul(g, z, y), rlx_mul(g, dsilu, rlx_tanh(g, rlx_mul(g, x, y)))));
-        check(NAME("fused elementwise_chain swiglu backward %s", dn(t)), g);
-        /* a long program over a column broadcast (two collapsed dims) */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 4, DIMS(2, 3, 24, 64));
-        y = rlx_input(g, "y", t, 4, DIMS(2, 3, 24, 64));
-        z = rlx_input(g, "z", t, 4, DIMS(2, 3, 24, 1));
-        rlx_node c1 = rlx_mul(g, rlx_sub(g, x, z), rlx_sigmoid(g, rlx_add(g, y, z)));
-        rlx_node c2 = rlx_mul(g, rlx_exp(g, rlx_mul(g, z, rlx_scalar(g, t, -0.5))), rlx_tanh(g, x));
-        rlx_output(g, "o", rlx_sub(g, rlx_mul(g, rlx_add(g, c1, c2), rlx_abs(g, rlx_sub(g, y, x))), z));
-        check(NAME("fused elementwise_chain long column broadcast %s", dn(t)), g);
-        /* linear programs: broadcast sums, and an input minus the running value */
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 3, DIMS(4, 33, 64));
-        y = rlx_input(g, "y", t, 2, DIMS(33, 64));
-        z = rlx_input(g, "z", t, 1, DIMS(64));
-        rlx_output(g, "o", rlx_add(g, rlx_add(g, x, y), z));
-        check(NAME("fused elementwise_chain linear broadcast %s", dn(t)), g);
-        g = rlx_graph_new();
-        x = rlx_input(g, "x", t, 2, DIMS(48, 96));
-        y = rlx_input(g, "y", t, 2, DIMS(48, 96));
-        z = rlx_input(g, "z", t, 2, DIMS(48, 96));
-        rlx_output(g, "o", rlx_sub(g, z, rlx_relu(g, rlx_add(g, x, y))));
-        check(NAME("fused elementwise_chain linear reversed %s", dn(t)), g);
+        chain_cases(t, "");
         for (int mk = 0; mk < 3; mk++) {
             g = rlx_graph_new();
             x = rlx_input(g, "x", t, 4, DIMS(2, 3, 17, 40));
@@ -2091,6 +2145,8 @@ int main(void)
         {"conv/pool", test_conv_pool},
         {"random", test_random},
         {"fused", test_fused},
+        {"chains generated", test_chains_generated},
+        {"chains interpreted", test_chains_interpreted},
         {"matmul cudnn", test_mm_cudnn},
         {"matmul wgmma", test_mm_wgmma},
         {"graph replay", test_graph_replay},

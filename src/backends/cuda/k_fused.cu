@@ -1,15 +1,19 @@
 /* k_fused.cu - kernels for the inference batch norm and some of the
  * optimizer's fused ops: SwiGLU (two cuBLASLt GEMMs and one combining pass)
  * and elementwise chains (one kernel runs the whole small program per
- * element, registers in f32).  The other fused ops live with their
+ * element, registers in f32: written out as its own kernel by NVRTC where
+ * it can be, else interpreted).  The other fused ops live with their
  * primitives: matmul_bias_act in k_matmul.cu, conv_bias_act in k_conv.cu,
  * add+norm and softmax(scale, mask) in k_reduce.cu, the attention block in
  * k_attn_block.cu. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_gemm.h"
+#include "backends/cuda/cuda_jit.h"
 
 /* ------------------------------------------------------------ batch norm */
 
@@ -667,6 +671,162 @@ static bool ew_linear(const ew_prog *p, ew_lin *lin)
     return true;
 }
 
+/* ---------------------------------- chains as generated kernels (NVRTC)
+ * The interpreters above pay for every instruction a dispatch over all the
+ * ops, whose code is inlined V times over: a SwiGLU backward's 7
+ * instructions ran at 1/18 of the memory's speed.  A chain on the vector
+ * path (at most two collapsed dims) is instead written out as a kernel of
+ * its own when the thunk is prepared: its inputs' loads, then one line per
+ * instruction calling op_math.h's float form with the opcode a constant
+ * (so the switch folds away), then the store.  NVRTC builds it once per
+ * distinct source and device (jit.cu); RLX_CUDA_JIT=0 keeps the
+ * interpreters. */
+
+/* The generated kernel's one argument, by value; EW_JIT_ARGS is the same
+ * definition as text for the generated source. */
+typedef struct ew_jit_args {
+    const void *in[RLX_MAX_INPUTS];
+    long long outer[RLX_MAX_INPUTS]; /* input k's stride along the outer dim, in elements */
+    void *y;
+    long long nvec, inner; /* vectors in all; vectors along the inner dim */
+} ew_jit_args;
+#define EW_JIT_STR_(x) #x
+#define EW_JIT_STR(x) EW_JIT_STR_(x)
+#define EW_JIT_ARGS                                                                                     \
+    "struct ew_jit_args { const void *in[" EW_JIT_STR(RLX_MAX_INPUTS) "]; long long outer[" EW_JIT_STR( \
+        RLX_MAX_INPUTS) "]; void *y; long long nvec, inner; };\n"
+
+typedef struct ew_src {
+    char *s;
+    size_t n, cap;
+    bool failed;
+} ew_src;
+
+static void __attribute__((format(printf, 2, 3))) ew_emit(ew_src *b, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !b->failed; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->failed = true;
+        } else if (b->s && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        } else {
+            size_t cap = (b->cap + (size_t)k + 1) * 2;
+            char *grown = (char *)realloc(b->s, cap);
+            if (!grown)
+                b->failed = true;
+            else
+                b->s = grown, b->cap = cap;
+        }
+    }
+}
+
+/* The source of program p on the vector path: V elements of dtype dt a
+ * thread; input k dense along the inner dim where bit k of dense_mask is
+ * set, else one value per vector.  NULL when out of memory. */
+static char *ew_jit_source(const ew_prog *p, rlx_dtype dt, int dense_mask)
+{
+    ew_src b = {};
+    const int V = rlx_dtype_size(dt) == 4 ? 4 : 8;
+#define EW_JIT_DEFINE(o) ew_emit(&b, "#define " #o " %d\n", (int)(o));
+    RLX_FLOAT_UNARY_OPS(EW_JIT_DEFINE)
+    RLX_FLOAT_BINARY_OPS(EW_JIT_DEFINE)
+    EW_JIT_DEFINE(RLX_ACT_RELU)
+    EW_JIT_DEFINE(RLX_ACT_GELU)
+    EW_JIT_DEFINE(RLX_ACT_GELU_TANH)
+    EW_JIT_DEFINE(RLX_ACT_SILU)
+#undef EW_JIT_DEFINE
+    ew_emit(&b, "#include \"ir/op_math.h\"\n" EW_JIT_ARGS);
+    /* loads and stores as op_math's callers convert (cu_tof / cu_fromf) */
+    if (dt == RLX_F32)
+        ew_emit(&b, "typedef float ew_t;\n"
+                    "__device__ __forceinline__ float ew_ld(float v) { return v; }\n"
+                    "__device__ __forceinline__ float ew_st(float v) { return v; }\n");
+    else if (dt == RLX_BF16)
+        ew_emit(&b, "typedef unsigned short ew_t;\n"
+                    "__device__ __forceinline__ float ew_ld(unsigned short h) { return __uint_as_float((unsigned)h << "
+                    "16); }\n"
+                    "__device__ __forceinline__ unsigned short ew_st(float f) { unsigned short h; "
+                    "asm(\"cvt.rn.bf16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n");
+    else
+        ew_emit(&b, "typedef unsigned short ew_t;\n"
+                    "__device__ __forceinline__ float ew_ld(unsigned short h) { float f; "
+                    "asm(\"cvt.f32.f16 %%0, %%1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+                    "__device__ __forceinline__ unsigned short ew_st(float f) { unsigned short h; "
+                    "asm(\"cvt.rn.f16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n");
+    ew_emit(&b,
+            "union ew_vec { uint4 u; ew_t t[%d]; };\n"
+            "extern \"C\" __global__ void __launch_bounds__(256) rlx_ew(ew_jit_args a)\n{\n"
+            "#if __CUDA_ARCH__ >= 900\n"
+            "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+            "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+            "#endif\n"
+            "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.nvec;\n"
+            "         i += (long long)gridDim.x * blockDim.x) {\n",
+            V);
+    if (p->nd == 1)
+        ew_emit(&b, "        const long long outer = 0, first = i * %d;\n", V);
+    else
+        ew_emit(&b, "        const long long outer = i / a.inner, first = (i - outer * a.inner) * %d;\n", V);
+    bool used[RLX_MAX_INPUTS] = {false};
+    for (int j = 0; j < p->nops; j++)
+        for (int k = 1; k <= (p->code[3 * j] >= RLX_OP_ADD ? 2 : 1); k++)
+            if (p->code[3 * j + k] < p->nin)
+                used[p->code[3 * j + k]] = true;
+    for (int k = 0; k < p->nin; k++) {
+        if (!used[k])
+            continue;
+        if ((dense_mask >> k) & 1)
+            ew_emit(&b,
+                    "        float v%d[%d];\n        {\n"
+                    "            ew_vec q;\n"
+                    "            q.u = *(const uint4 *)((const ew_t *)a.in[%d] + first + outer * a.outer[%d]);\n"
+                    "#pragma unroll\n"
+                    "            for (int e = 0; e < %d; e++) v%d[e] = ew_ld(q.t[e]);\n        }\n",
+                    k, V, k, k, V, k);
+        else
+            ew_emit(&b,
+                    "        float v%d[%d];\n        {\n"
+                    "            const float x = ew_ld(((const ew_t *)a.in[%d])[outer * a.outer[%d]]);\n"
+                    "#pragma unroll\n"
+                    "            for (int e = 0; e < %d; e++) v%d[e] = x;\n        }\n",
+                    k, V, k, k, V, k);
+    }
+    for (int j = 0; j < p->nops; j++) {
+        const int op = p->code[3 * j], r = p->nin + j, x = p->code[3 * j + 1], y = p->code[3 * j + 2];
+        ew_emit(&b, "        float v%d[%d];\n#pragma unroll\n        for (int e = 0; e < %d; e++) ", r, V, V);
+        if (op >= RLX_OP_ADD)
+            ew_emit(&b, "v%d[e] = rlx_binary_f32(%d, v%d[e], v%d[e], 0);\n", r, op, x, y);
+        else
+            ew_emit(&b, "v%d[e] = rlx_unary_f32(%d, v%d[e]);\n", r, op, x);
+    }
+    ew_emit(&b,
+            "        ew_vec o;\n#pragma unroll\n"
+            "        for (int e = 0; e < %d; e++) o.t[e] = ew_st(v%d[e]);\n"
+            "        *(uint4 *)((ew_t *)a.y + i * %d) = o.u;\n    }\n}\n",
+            V, p->nin + p->nops - 1, V);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* Whether a program's every instruction reads values already there (the
+ * interpreters assume as much; a generated kernel would not compile). */
+static bool ew_well_formed(const ew_prog *p)
+{
+    for (int j = 0; j < p->nops; j++)
+        for (int k = 1; k <= (p->code[3 * j] >= RLX_OP_ADD ? 2 : 1); k++)
+            if (p->code[3 * j + k] >= p->nin + j)
+                return false;
+    return p->nops > 0;
+}
+
 typedef struct ew_state {
     ew_prog prog;
     ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec */
@@ -676,6 +836,8 @@ typedef struct ew_state {
     ew_lin lin;
     int use_regs; /* ew_chain_regs, a long program on the vector path */
     ew_regs regs;
+    cu_jit *jit; /* the program as a generated kernel (NVRTC), its argument */
+    ew_jit_args jit_args;
 } ew_state;
 
 static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
@@ -756,10 +918,34 @@ static rlx_status prep_ew(const rlx_graph *g, rlx_thunk *t)
         /* inputs loaded ahead where the registers allow, else each at its first use */
         s->use_regs = ew_assign_regs(p, s->inner_stride_mask, EWS_IN, &s->regs) ||
                       ew_assign_regs(p, s->inner_stride_mask, 0, &s->regs);
+    /* every program of the vector path but the linear ones (already at
+     * memory speed) as a kernel of its own */
+    if (vec && !s->use_lin && p->nd <= 2 && rlx_cu_cfg.cuda_jit && ew_well_formed(p)) {
+        char *src = ew_jit_source(p, n->dtype, s->inner_stride_mask);
+        s->jit = src ? rlx_cu_jit_get(src, "rlx_ew") : NULL;
+        free(src);
+        if (s->jit) {
+            ew_jit_args *a = &s->jit_args;
+            for (int k = 0; k < p->nin; k++)
+                a->in[k] = p->in[k], a->outer[k] = p->nd == 2 ? p->st[k][0] : 0;
+            a->y = t->out;
+            a->nvec = p->total / V;
+            a->inner = p->dims[p->nd - 1] / V;
+        }
+        if (rlx_cu_cfg.verbose)
+            fprintf(stderr, "[rlx cuda] elementwise chain node %d (%d instructions): %s\n", (int)t->id, p->nops,
+                    s->jit ? "generated kernel (NVRTC)" : "interpreted (no generated kernel)");
+    }
     return RLX_OK;
 }
 
-static void release_ew(rlx_thunk *t) { free(t->state); }
+static void release_ew(rlx_thunk *t)
+{
+    ew_state *s = (ew_state *)t->state;
+    if (s)
+        rlx_cu_jit_put(s->jit);
+    free(s);
+}
 
 static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
 {
@@ -784,7 +970,10 @@ static rlx_status k_ew(const rlx_thunk *t, const rlx_run_ctx *ctx)
             cu_launch(K<__nv_bfloat16, 8>, blocks_, 256, 0, __VA_ARGS__, s->inner_stride_mask,             \
                       (__nv_bfloat16 *)t->out);                                                            \
     } while (0)
-    if (s->use_lin) {
+    if (s->jit) {
+        ew_jit_args a = s->jit_args;
+        rlx_cu_jit_launch(s->jit, (unsigned)cu_blocks(a.nvec, 256), 256, &a);
+    } else if (s->use_lin) {
         EW_VECTORS_LAUNCH(ew_chain_lin, s->small, s->lin);
     } else if (s->use_regs) {
         EW_VECTORS_LAUNCH(ew_chain_regs, s->prog, s->regs);
