@@ -304,6 +304,57 @@ static void test_unit_axis_transpose_is_view(void **state)
     rlx_graph_free(g);
 }
 
+/* cross_entropy_grad writes the logits' gradient over the logits where
+ * they die there (the largest tensor of an LLM's training step), and the
+ * gradient is the one a plan without in-place writes gives. */
+static void test_cross_entropy_grad_in_place(void **state)
+{
+    (void)state;
+    enum { R = 6, C = 40, K = 16 };
+    rlx_graph *g = rlx_graph_new();
+    rlx_node x = rlx_input(g, "x", RLX_F32, 2, (int64_t[]){R, K});
+    rlx_node lab = rlx_input(g, "y", RLX_I64, 1, (int64_t[]){R});
+    rlx_node w = rlx_param(g, "w", RLX_F32, 2, (int64_t[]){K, C});
+    rlx_node loss = rlx_cross_entropy(g, rlx_matmul(g, x, w, 0, 0), lab, -100, 0.1);
+    rlx_node gw;
+    assert_int_equal(rlx_gradients(g, loss, 1, &w, &gw), RLX_OK);
+    rlx_output(g, "gw", gw);
+    float xv[R * K], wv[K * C], got[2][K * C];
+    int64_t yv[R] = {3, 0, 39, -100, 17, 8};
+    for (int i = 0; i < R * K; i++)
+        xv[i] = (float)sin(0.7 * i + 0.2);
+    for (int i = 0; i < K * C; i++)
+        wv[i] = (float)cos(1.3 * i) * 0.8f;
+    for (int pass = 0; pass < 2; pass++) {
+        rlx_options o;
+        rlx_options_init(&o);
+        o.ignore_env = 1;
+        o.no_inplace = pass == 1;
+        rlx_session *s = NULL;
+        assert_int_equal(rlx_compile(g, &o, &s), RLX_OK);
+        int found = 0;
+        for (int i = 0; i < s->graph->n_nodes; i++)
+            if (s->graph->nodes[i].op == RLX_OP_CROSS_ENTROPY_GRAD) {
+                found++;
+                assert_int_equal(s->plan.slots[i].inplace, pass == 0);
+            }
+        assert_int_equal(found, 1);
+        assert_int_equal(rlx_session_set_input(s, "x", xv, sizeof xv), RLX_OK);
+        assert_int_equal(rlx_session_set_input(s, "y", yv, sizeof yv), RLX_OK);
+        assert_int_equal(rlx_session_set_param(s, "w", wv, sizeof wv), RLX_OK);
+        assert_int_equal(rlx_session_run(s), RLX_OK);
+        assert_int_equal(rlx_session_get_output(s, "gw", got[pass], sizeof got[pass]), RLX_OK);
+        rlx_session_free(s);
+    }
+    double norm = 0;
+    for (int i = 0; i < K * C; i++) {
+        assert_true(got[0][i] == got[1][i]);
+        norm += fabs(got[0][i]);
+    }
+    assert_true(norm > 0.1); /* a real gradient, not zeros */
+    rlx_graph_free(g);
+}
+
 /* Pinning output ancestors keeps every ancestor of an output alive. */
 static void test_pin_output_ancestors(void **state)
 {
@@ -364,7 +415,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_reuses_slots),   cmocka_unit_test(test_unit_axis_transpose_is_view),
         cmocka_unit_test(test_pin_output_ancestors), cmocka_unit_test(test_replan_when_over_largest_buffer),
-        cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_random_graphs),          cmocka_unit_test(test_cross_entropy_grad_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

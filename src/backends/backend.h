@@ -138,8 +138,8 @@ struct rlx_backend {
      * the backend's kernel table; the optimizer consults it. */
     bool (*supports)(const rlx_graph *g, rlx_node id);
     /* Whether elementwise kernels accept out == an input of the same shape,
-     * and accumulating ones out == the input they start from
-     * (rlx_node_accumulate_input: a conv's residual) wherever they claim. */
+     * and the ops rlx_node_inplace_input names out == that input (a conv's
+     * residual, cross_entropy_grad's logits) wherever they claim. */
     bool inplace_elementwise;
     /* Workspace a node needs while it runs (0 for most). */
     size_t (*scratch_bytes)(const rlx_graph *g, rlx_node id, int threads);

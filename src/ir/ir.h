@@ -614,8 +614,10 @@ int rlx_conv_residual_input(const rlx_node_data *n);
 /* An input whose buffer node n may take over as its own output's, where
  * nothing reads that input after n (the planner's in-place rule beside
  * elementwise ops'): a conv_bias_act's residual, which its kernels use as
- * the output's starting value.  -1 for none. */
-int rlx_node_accumulate_input(const rlx_node_data *n);
+ * the output's starting value, and cross_entropy_grad's logits, whose
+ * kernels read a row whole before writing that row's gradient (element c
+ * last read by the one that writes it).  -1 for none. */
+int rlx_node_inplace_input(const rlx_node_data *n);
 
 /* Whether node n writes into the memory of its input k: input 0 of every
  * RLX_OPF_STATEFUL op (its result is that memory), and the optimizer

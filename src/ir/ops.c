@@ -1180,7 +1180,10 @@ int rlx_conv_residual_input(const rlx_node_data *n)
     return n->op == RLX_OP_CONV_BIAS_ACT && n->attrs.conv.has_residual ? 2 + (n->attrs.conv.has_bias != 0) : -1;
 }
 
-int rlx_node_accumulate_input(const rlx_node_data *n) { return rlx_conv_residual_input(n); }
+int rlx_node_inplace_input(const rlx_node_data *n)
+{
+    return n->op == RLX_OP_CROSS_ENTROPY_GRAD ? 0 : rlx_conv_residual_input(n);
+}
 
 bool rlx_node_is_view(const rlx_graph *g, rlx_node id, size_t *byte_offset)
 {

@@ -188,9 +188,9 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
             out->n_inplace++;
             continue;
         }
-        /* an elementwise op over any operand, an accumulating op over the
-         * one it starts from, where that operand dies here */
-        int acc = rlx_node_accumulate_input(nd);
+        /* an elementwise op over any operand, another op over the one it
+         * may take (rlx_node_inplace_input), where that operand dies here */
+        int acc = rlx_node_inplace_input(nd);
         bool elementwise = info && (info->flags & RLX_OPF_ELEMENTWISE);
         int j0 = elementwise ? 0 : acc, j1 = elementwise ? nd->n_in : acc + 1; /* the operands it may take */
         if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && (elementwise || acc >= 0)) {
