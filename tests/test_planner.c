@@ -415,7 +415,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_reuses_slots),   cmocka_unit_test(test_unit_axis_transpose_is_view),
         cmocka_unit_test(test_pin_output_ancestors), cmocka_unit_test(test_replan_when_over_largest_buffer),
-        cmocka_unit_test(test_random_graphs),          cmocka_unit_test(test_cross_entropy_grad_in_place),
+        cmocka_unit_test(test_random_graphs),        cmocka_unit_test(test_cross_entropy_grad_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
