@@ -16,6 +16,14 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME cuda_kernel_lint COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/lint_kernels.py
                                          ${CMAKE_SOURCE_DIR}/src/backends/cuda)
 endif()
+# The generated elementwise-chain kernels built by NVRTC for sm_80 and sm_90
+# with every float op (no GPU needed; skipped, 77, without the CUDA backend
+# or NVRTC).
+add_executable(test_cuda_jit ${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_jit.c)
+target_include_directories(test_cuda_jit PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(test_cuda_jit PRIVATE rlx_internal ${CMAKE_DL_LIBS})
+add_test(NAME test_cuda_jit COMMAND test_cuda_jit)
+set_tests_properties(test_cuda_jit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # Training on CUDA against the CPU (tests/gpu/cuda_train.c): optimizer
 # steps, the gradient of every op family, a small decoder trained 20 steps.
 # Skipped (77) like the parity test where no CUDA device is usable.  Its

@@ -18,6 +18,9 @@ typedef struct cu_jit cu_jit;
  * it uses defined before it).  NULL where NVRTC is not there, the device
  * is older than sm_80 or the build fails (RLX_VERBOSE says why). */
 cu_jit *rlx_cu_jit_get(const char *src, const char *name);
+/* Builds src for sm_<arch> without loading it (no device needed): 1
+ * built, 0 failed (NVRTC's log into log), -1 no NVRTC. */
+int rlx_cu_jit_try_build(const char *src, int arch, char *log, size_t log_bytes);
 /* Drops a reference; the kernel's module is unloaded with the last. */
 void rlx_cu_jit_put(cu_jit *j);
 /* Launches it on the backend's stream with one argument (the address of

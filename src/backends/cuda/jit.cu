@@ -20,7 +20,7 @@ static struct {
     nvrtcResult (*log)(nvrtcProgram, char *);
     nvrtcResult (*destroy)(nvrtcProgram *);
 } nvrtc;
-static bool nv_ok;
+static bool nvrtc_ok;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
 static void nv_load(void)
@@ -41,7 +41,7 @@ static void nv_load(void)
     NV_LOAD(log, nvrtcGetProgramLog);
     NV_LOAD(destroy, nvrtcDestroyProgram);
 #undef NV_LOAD
-    nv_ok = ok;
+    nvrtc_ok = ok;
 }
 
 struct cu_jit {
@@ -57,8 +57,9 @@ static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
 static cu_jit *jit_list;
 static long jit_built;
 
-/* The cubin of src for sm_<arch>, or NULL (the log printed where verbose). */
-static char *nv_build(const char *src, int arch, size_t *bytes)
+/* The cubin of src for sm_<arch>, or NULL: NVRTC's log then copied into
+ * log (when given), or printed where verbose. */
+static char *nv_build(const char *src, int arch, size_t *bytes, char *log_out, size_t log_cap)
 {
     nvrtcProgram prog;
     const char *header = rlx_op_math_text, *header_name = "ir/op_math.h";
@@ -74,11 +75,18 @@ static char *nv_build(const char *src, int arch, size_t *bytes)
         cubin = NULL;
     }
     size_t log_bytes = 0;
-    if (!cubin && rlx_cu_cfg.verbose && nvrtc.log_size(prog, &log_bytes) == NVRTC_SUCCESS && log_bytes > 1) {
+    if (!cubin && (log_out || rlx_cu_cfg.verbose) && nvrtc.log_size(prog, &log_bytes) == NVRTC_SUCCESS &&
+        log_bytes > 1) {
         char *log = (char *)rlx_malloc(log_bytes);
-        if (log && nvrtc.log(prog, log) == NVRTC_SUCCESS)
-            fprintf(stderr, "[rlx cuda] NVRTC could not build a generated kernel:\n%s\n", log);
+        if (log && nvrtc.log(prog, log) == NVRTC_SUCCESS) {
+            if (log_out)
+                snprintf(log_out, log_cap, "%s", log);
+            else
+                fprintf(stderr, "[rlx cuda] NVRTC could not build a generated kernel:\n%s\n", log);
+        }
         free(log);
+    } else if (!cubin && log_out) {
+        snprintf(log_out, log_cap, "NVRTC failed without a log");
     }
     nvrtc.destroy(&prog);
     return cubin;
@@ -88,7 +96,7 @@ cu_jit *rlx_cu_jit_get(const char *src, const char *name)
 {
     pthread_once(&nv_once, nv_load);
     cu_device *d = rlx_cu_dev;
-    if (!nv_ok || !d || d->major < 8)
+    if (!nvrtc_ok || !d || d->major < 8)
         return NULL;
     const int arch = 10 * d->major + d->minor;
     pthread_mutex_lock(&jit_lock);
@@ -102,7 +110,7 @@ cu_jit *rlx_cu_jit_get(const char *src, const char *name)
     }
     /* built under the lock: two thunks of one source build it once */
     size_t bytes = 0;
-    char *cubin = nv_build(src, arch, &bytes);
+    char *cubin = nv_build(src, arch, &bytes, NULL, 0);
     j = cubin ? (cu_jit *)rlx_calloc(1, sizeof *j) : NULL;
     if (j && ((j->src = rlx_strdup(src)) == NULL ||
               cudaLibraryLoadData(&j->lib, cubin, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess)) {
@@ -143,6 +151,17 @@ void rlx_cu_jit_put(cu_jit *j)
         free(j);
     }
     pthread_mutex_unlock(&jit_lock);
+}
+
+int rlx_cu_jit_try_build(const char *src, int arch, char *log, size_t log_bytes)
+{
+    pthread_once(&nv_once, nv_load);
+    if (!nvrtc_ok)
+        return -1;
+    size_t bytes = 0;
+    char *cubin = nv_build(src, arch, &bytes, log, log_bytes);
+    free(cubin);
+    return cubin != NULL;
 }
 
 void rlx_cu_jit_launch(const cu_jit *j, unsigned grid, unsigned block, void *arg)

@@ -827,6 +827,56 @@ static bool ew_well_formed(const ew_prog *p)
     return p->nops > 0;
 }
 
+/* Builds, without a device, generated chains that use every float op of
+ * op_math.h in each dtype for sm_<arch>: the unary ops one after another
+ * on a dense input, the binary ops between the running value and a
+ * broadcast one (two collapsed dims; f32 also one).  Returns the kernels
+ * built, -1 where NVRTC is not found, -2 on a failure (msg says which). */
+extern "C" int rlx_cu_chain_jit_selftest(int arch, char *msg, size_t n)
+{
+#define EW_SELF_OP(o) o,
+    static const int unary[] = {RLX_FLOAT_UNARY_OPS(EW_SELF_OP)}, binary[] = {RLX_FLOAT_BINARY_OPS(EW_SELF_OP)};
+#undef EW_SELF_OP
+    const rlx_dtype dts[3] = {RLX_F32, RLX_BF16, RLX_F16};
+    int built = 0;
+    for (int d = 0; d < 3; d++)
+        for (int kind = 0; kind < 2; kind++)
+            for (int nd = 2; nd >= (dts[d] == RLX_F32 ? 1 : 2); nd--) {
+                ew_prog p = {};
+                p.nin = 2;
+                p.nd = nd;
+                const int *ops = kind ? binary : unary;
+                const int count = kind ? (int)(sizeof binary / sizeof *binary) : (int)(sizeof unary / sizeof *unary);
+                for (int j = 0; j < count && j < RLX_EW_MAX_OPS; j++) {
+                    const int prev = j ? p.nin + j - 1 : 0; /* input 0, then the running value */
+                    p.code[3 * j] = (uint8_t)ops[j];
+                    p.code[3 * j + 1] = (uint8_t)prev;
+                    p.code[3 * j + 2] = 1; /* the broadcast input */
+                    p.nops = j + 1;
+                }
+                char *src = ew_jit_source(&p, dts[d], 0x1);
+                if (!src) {
+                    snprintf(msg, n, "out of memory writing a chain's source");
+                    return -2;
+                }
+                char log[2048] = "";
+                const int r = rlx_cu_jit_try_build(src, arch, log, sizeof log);
+                free(src);
+                if (r < 0) {
+                    snprintf(msg, n, "NVRTC (libnvrtc.so) not found");
+                    return -1;
+                }
+                if (r == 0) {
+                    snprintf(msg, n, "%s %s chain (%d collapsed dims) for sm_%d: %s", rlx_dtype_name(dts[d]),
+                             kind ? "binary" : "unary", nd, arch, log);
+                    return -2;
+                }
+                built++;
+            }
+    snprintf(msg, n, "%d generated chain kernels built for sm_%d", built, arch);
+    return built;
+}
+
 typedef struct ew_state {
     ew_prog prog;
     ew_prog small; /* the program renumbered for ew_chain_small and ew_chain_vec */
