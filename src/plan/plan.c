@@ -190,10 +190,10 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
         }
         /* an elementwise op over any operand, another op over the one it
          * may take (rlx_node_inplace_input), where that operand dies here */
-        int acc = rlx_node_inplace_input(nd);
+        int own = rlx_node_inplace_input(nd);
         bool elementwise = info && (info->flags & RLX_OPF_ELEMENTWISE);
-        int j0 = elementwise ? 0 : acc, j1 = elementwise ? nd->n_in : acc + 1; /* the operands it may take */
-        if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && (elementwise || acc >= 0)) {
+        int j0 = elementwise ? 0 : own, j1 = elementwise ? nd->n_in : own + 1; /* the operands it may take */
+        if (!o->no_inplace && !o->no_reuse && o->inplace_elementwise && (elementwise || own >= 0)) {
             for (int j = j0; j < j1; j++) {
                 rlx_node src = nd->in[j];
                 int b = pt[src].buffer;

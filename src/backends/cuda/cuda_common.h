@@ -257,15 +257,14 @@ __device__ __forceinline__ void cu_prefetch_l2(const void *base, int64_t lo, int
 #endif
 }
 
-/* Launches kernel on the backend's stream with its blocks grouped into
- * clusters of cluster_z along z (blocks of one cluster run at once and
- * share their shared memory; 1: no clusters); errors surface through
- * cudaGetLastError like those of a <<<>>> launch.  Every kernel launched
- * here must begin with cu_grid_wait() (tests/gpu/lint_kernels.py checks). */
-template <typename K, typename... A>
-static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t smem, int cluster_z, A &&...args)
+/* The configuration of a launch of ours (at holds its two attributes):
+ * the backend's stream, programmatic dependent launch where the settings
+ * let it, blocks grouped into clusters of cluster_z along z (blocks of one
+ * cluster run at once and share their shared memory; 1: no clusters). */
+static inline cudaLaunchConfig_t cu_launch_config(dim3 grid, dim3 block, size_t smem, int cluster_z,
+                                                  cudaLaunchAttribute at[2])
 {
-    cudaLaunchAttribute at[2] = {};
+    at[0] = at[1] = cudaLaunchAttribute{};
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = rlx_cu_pdl;
     at[1].id = cudaLaunchAttributeClusterDimension;
@@ -279,6 +278,17 @@ static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t sme
     cfg.stream = rlx_cu_stream;
     cfg.attrs = at;
     cfg.numAttrs = cluster_z > 1 ? 2 : 1;
+    return cfg;
+}
+
+/* Launches kernel so configured; errors surface through cudaGetLastError
+ * like those of a <<<>>> launch.  Every kernel launched here must begin
+ * with cu_grid_wait() (tests/gpu/lint_kernels.py checks). */
+template <typename K, typename... A>
+static inline void cu_launch_cluster(K kernel, dim3 grid, dim3 block, size_t smem, int cluster_z, A &&...args)
+{
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = cu_launch_config(grid, block, smem, cluster_z, at);
     cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
 

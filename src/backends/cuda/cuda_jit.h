@@ -24,7 +24,7 @@ int rlx_cu_jit_try_build(const char *src, int arch, char *log, size_t log_bytes)
 /* Drops a reference; the kernel's module is unloaded with the last. */
 void rlx_cu_jit_put(cu_jit *j);
 /* Launches it on the backend's stream with one argument (the address of
- * a struct passed by value), programmatic dependent launch as cu_launch;
+ * a struct passed by value), configured as cu_launch's (cu_launch_config);
  * the kernel must begin with griddepcontrol's launch_dependents and wait,
  * as cu_grid_wait does. */
 void rlx_cu_jit_launch(const cu_jit *j, unsigned grid, unsigned block, void *arg);

@@ -112,13 +112,13 @@ cu_jit *rlx_cu_jit_get(const char *src, const char *name)
     size_t bytes = 0;
     char *cubin = nv_build(src, arch, &bytes, NULL, 0);
     j = cubin ? (cu_jit *)rlx_calloc(1, sizeof *j) : NULL;
-    if (j && ((j->src = rlx_strdup(src)) == NULL ||
-              cudaLibraryLoadData(&j->lib, cubin, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess)) {
-        free(j->src);
-        free(j);
-        j = NULL;
-    } else if (j && cudaLibraryGetKernel(&j->kernel, j->lib, name) != cudaSuccess) {
+    bool ok = j && (j->src = rlx_strdup(src)) != NULL &&
+              cudaLibraryLoadData(&j->lib, cubin, NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess;
+    if (ok && cudaLibraryGetKernel(&j->kernel, j->lib, name) != cudaSuccess) {
         cudaLibraryUnload(j->lib);
+        ok = false;
+    }
+    if (!ok && j) {
         free(j->src);
         free(j);
         j = NULL;
@@ -166,15 +166,8 @@ int rlx_cu_jit_try_build(const char *src, int arch, char *log, size_t log_bytes)
 
 void rlx_cu_jit_launch(const cu_jit *j, unsigned grid, unsigned block, void *arg)
 {
-    cudaLaunchAttribute at[1] = {};
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = rlx_cu_pdl;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(block);
-    cfg.stream = rlx_cu_stream;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at[2];
+    const cudaLaunchConfig_t cfg = cu_launch_config(dim3(grid), dim3(block), 0, 1, at);
     void *args[1] = {arg};
     cudaLaunchKernelExC(&cfg, (const void *)j->kernel, args);
 }

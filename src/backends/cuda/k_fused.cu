@@ -477,6 +477,9 @@ template <typename T, int V> __global__ void ew_chain_regs(ew_prog p, ew_regs rc
     }
 }
 
+/* Operands instruction op reads: two for the binary ops, else one. */
+static inline int ew_nargs(int op) { return op >= RLX_OP_ADD ? 2 : 1; }
+
 /* Fills rc for program p (values numbered as in ew_prog: inputs 0..nin-1,
  * results nin+j), with the first `dense` inputs dense along the vector
  * (bit k of dense_mask) loaded ahead; false if more than EWR_REGS values
@@ -503,7 +506,7 @@ static bool ew_assign_regs(const ew_prog *p, int dense_mask, int ahead, ew_regs 
         }
     int n = 0;
     for (int j = 0; j < p->nops; j++) {
-        const int op = p->code[3 * j], nargs = op >= RLX_OP_ADD ? 2 : 1;
+        const int op = p->code[3 * j], nargs = ew_nargs(op);
         for (int k = 1; k <= nargs; k++) {
             const int v = p->code[3 * j + k];
             if (reg[v] >= 0)
@@ -774,7 +777,7 @@ static char *ew_jit_source(const ew_prog *p, rlx_dtype dt, int dense_mask)
         ew_emit(&b, "        const long long outer = i / a.inner, first = (i - outer * a.inner) * %d;\n", V);
     bool used[RLX_MAX_INPUTS] = {false};
     for (int j = 0; j < p->nops; j++)
-        for (int k = 1; k <= (p->code[3 * j] >= RLX_OP_ADD ? 2 : 1); k++)
+        for (int k = 1; k <= ew_nargs(p->code[3 * j]); k++)
             if (p->code[3 * j + k] < p->nin)
                 used[p->code[3 * j + k]] = true;
     for (int k = 0; k < p->nin; k++) {
@@ -821,7 +824,7 @@ static char *ew_jit_source(const ew_prog *p, rlx_dtype dt, int dense_mask)
 static bool ew_well_formed(const ew_prog *p)
 {
     for (int j = 0; j < p->nops; j++)
-        for (int k = 1; k <= (p->code[3 * j] >= RLX_OP_ADD ? 2 : 1); k++)
+        for (int k = 1; k <= ew_nargs(p->code[3 * j]); k++)
             if (p->code[3 * j + k] >= p->nin + j)
                 return false;
     return p->nops > 0;
