@@ -285,6 +285,8 @@ void rlx_backend_settings_from_env(rlx_backend_settings *s, const rlx_options *o
     env_bool(&s->cuda_no_tc_attention, "RLX_CUDA_NO_TC_ATTENTION");
     env_bool(&s->cuda_decode_attention, "RLX_CUDA_DECODE_ATTENTION");
     s->cuda_attn_split = env_atoi("RLX_CUDA_ATTN_SPLIT", 0);
+    int rows = env_atoi("RLX_CUDA_PROJ_ROWS", 0);
+    s->cuda_proj_rows = rows >= 1 && rows <= RLX_PROJ_FEW_ROWS ? rows : 0;
     int warps = env_atoi("RLX_CUDA_ATTN_WARPS", 0);
     s->cuda_attn_warps = warps == 2 || warps == 4 || warps == 8 ? warps : 0;
     int lanes = env_atoi("RLX_CUDA_ATTN_LANES", 0);

@@ -7,6 +7,13 @@
 #include "backends/cuda/cuda_common.h"
 
 #define CU_PROJ_MAX_ROWS RLX_PROJ_FEW_ROWS /* the kernel has templates for 1 to 8 */
+/* The most rows a product by float weights runs with on the kernel
+ * (RLX_CUDA_PROJ_ROWS lowers it; more rows go to the GEMM libraries).
+ * Quantized weights keep CU_PROJ_MAX_ROWS: their other path dequantizes. */
+static inline int64_t cu_proj_float_rows(void)
+{
+    return rlx_cu_cfg.cuda_proj_rows ? rlx_cu_cfg.cuda_proj_rows : CU_PROJ_MAX_ROWS;
+}
 /* Shared memory the normalised rows may take (M * K elements). */
 #define CU_PROJ_MAX_SMEM (96 * 1024)
 

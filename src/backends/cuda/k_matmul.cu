@@ -106,7 +106,7 @@ static bool gemv_fits(const rlx_thunk *t, int ta, int tb, int64_t *rows)
         return false;
     const int64_t K = b->shape.dims[1], N = b->shape.dims[0];
     const int64_t M = rlx_shape_numel(&n->shape) / (N ? N : 1);
-    if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8 || a->shape.dims[a->shape.ndim - 1] != K ||
+    if (M < 1 || M > cu_proj_float_rows() || K < 8 || K % 8 || a->shape.dims[a->shape.ndim - 1] != K ||
         rlx_shape_numel(&a->shape) != M * K)
         return false;
     if (((uintptr_t)t->in[0] | (uintptr_t)t->in[1] | (uintptr_t)t->out) % 16)

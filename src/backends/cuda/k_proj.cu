@@ -511,7 +511,8 @@ static bool proj_ok(const rlx_graph *g, const rlx_node_data *n)
     const rlx_node_data *x = &g->nodes[n->in[0]];
     const int64_t M = rlx_projection_rows(x), K = x->shape.dims[x->shape.ndim - 1];
     const bool quant = n->attrs.proj.quant != 0;
-    if (M < 1 || M > CU_PROJ_MAX_ROWS || K < 8 || K % 8 || (quant && !rlx_qtype_supported(n->attrs.proj.quant)))
+    if (M < 1 || M > (quant ? CU_PROJ_MAX_ROWS : cu_proj_float_rows()) || K < 8 || K % 8 ||
+        (quant && !rlx_qtype_supported(n->attrs.proj.quant)))
         return false;
     return rlx_cu_rows_smem(n->dtype, M, K, n->attrs.proj.pre == RLX_PROJ_RMS_NORM, quant) <= CU_PROJ_MAX_SMEM;
 }
