@@ -35,8 +35,7 @@ const char *rlx_gguf_type_name(rlx_gguf_type t)
     return (unsigned)t < RLX_GGUF_TYPE_COUNT ? value_type_names[t] : "unknown";
 }
 
-/* Bytes of one element of a fixed-size type; 0 for string, array, unknown. */
-static size_t value_type_size(uint32_t t)
+size_t rlx_gguf_type_size(uint32_t t)
 {
     switch (t) {
     case RLX_GGUF_UINT8:
@@ -217,7 +216,7 @@ static void decode_scalar(uint32_t t, const unsigned char *b, rlx_gguf_value *v)
 
 static rlx_status read_value(cursor *c, uint32_t t, rlx_gguf_value *v, int depth, const char *key)
 {
-    size_t sz = value_type_size(t);
+    size_t sz = rlx_gguf_type_size(t);
     if (sz) {
         const unsigned char *b = take(c, sz, key);
         if (!b)
@@ -246,7 +245,7 @@ static rlx_status read_value(cursor *c, uint32_t t, rlx_gguf_value *v, int depth
     v->arr.raw = NULL;
     v->arr.items = NULL;
     uint64_t left = c->size - c->pos;
-    sz = value_type_size(et);
+    sz = rlx_gguf_type_size(et);
     if (sz) {
         if (n > left / sz)
             return fail(c->g, RLX_ERR_FORMAT,
@@ -280,7 +279,7 @@ rlx_status rlx_gguf_array_get(const rlx_gguf_value *v, uint64_t i, rlx_gguf_valu
     if (i >= v->arr.count)
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "rlx_gguf_array_get: index %llu past the array's %llu elements",
                              (unsigned long long)i, (unsigned long long)v->arr.count);
-    size_t sz = value_type_size(v->arr.elem_type);
+    size_t sz = rlx_gguf_type_size(v->arr.elem_type);
     if (sz) {
         memset(out, 0, sizeof *out);
         decode_scalar(v->arr.elem_type, (const unsigned char *)v->arr.raw + i * sz, out);

@@ -91,6 +91,8 @@ const rlx_gguf_value *rlx_gguf_find(const rlx_gguf *g, const char *key);
  * RLX_ERR_INVALID_ARGUMENT when v is not an array or i is past its end. */
 rlx_status rlx_gguf_array_get(const rlx_gguf_value *v, uint64_t i, rlx_gguf_value *out);
 const char *rlx_gguf_type_name(rlx_gguf_type t); /* "uint32", "string", "array", ... */
+/* Bytes of one value of a fixed-size type; 0 for string, array or an unknown type. */
+size_t rlx_gguf_type_size(uint32_t t);
 
 /* Typed getters: *out = the value, or def when the key is absent
  * (RLX_ERR_NOT_FOUND) or holds another type (RLX_ERR_DTYPE); both set a

@@ -62,24 +62,6 @@ static bool put_u32(buf *b, uint32_t v) { return put(b, &v, 4); }
 static bool put_u64(buf *b, uint64_t v) { return put(b, &v, 8); }
 static bool put_str(buf *b, const char *s, uint64_t n) { return put_u64(b, n) && put(b, s, (size_t)n); }
 
-static size_t fixed_size(rlx_gguf_type t)
-{
-    switch (t) {
-    case RLX_GGUF_UINT8:
-    case RLX_GGUF_INT8:
-    case RLX_GGUF_BOOL: return 1;
-    case RLX_GGUF_UINT16:
-    case RLX_GGUF_INT16: return 2;
-    case RLX_GGUF_UINT32:
-    case RLX_GGUF_INT32:
-    case RLX_GGUF_FLOAT32: return 4;
-    case RLX_GGUF_UINT64:
-    case RLX_GGUF_INT64:
-    case RLX_GGUF_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 /* One value without its type tag (the tag precedes it in a kv; array
  * elements share the array's). */
 static rlx_status put_value(buf *b, const rlx_gguf_value *v, int depth)
@@ -89,11 +71,11 @@ static rlx_status put_value(buf *b, const rlx_gguf_value *v, int depth)
     case RLX_GGUF_UINT8:
     case RLX_GGUF_UINT16:
     case RLX_GGUF_UINT32:
-    case RLX_GGUF_UINT64: ok = put(b, &v->u, fixed_size(v->type)); break;
+    case RLX_GGUF_UINT64: ok = put(b, &v->u, rlx_gguf_type_size(v->type)); break;
     case RLX_GGUF_INT8:
     case RLX_GGUF_INT16:
     case RLX_GGUF_INT32:
-    case RLX_GGUF_INT64: ok = put(b, &v->i, fixed_size(v->type)); break;
+    case RLX_GGUF_INT64: ok = put(b, &v->i, rlx_gguf_type_size(v->type)); break;
     case RLX_GGUF_FLOAT32: {
         float f = (float)v->f;
         ok = put(b, &f, 4);
@@ -110,7 +92,7 @@ static rlx_status put_value(buf *b, const rlx_gguf_value *v, int depth)
         if (depth > 8)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "gguf writer: arrays nested too deep");
         rlx_gguf_type et = v->arr.elem_type;
-        size_t es = fixed_size(et);
+        size_t es = rlx_gguf_type_size(et);
         if (!es && et != RLX_GGUF_STRING && et != RLX_GGUF_ARRAY)
             return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "gguf writer: array of unknown type %d", (int)et);
         ok = put_u32(b, (uint32_t)et) && put_u64(b, v->arr.count);
@@ -268,7 +250,7 @@ rlx_status rlx_gguf_writer_set_str_array(rlx_gguf_writer *w, const char *key, ui
 rlx_status rlx_gguf_writer_set_array(rlx_gguf_writer *w, const char *key, rlx_gguf_type elem, uint64_t n,
                                      const void *raw)
 {
-    if (!fixed_size(elem))
+    if (!rlx_gguf_type_size(elem))
         return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "gguf writer: %s is not a fixed-size element type",
                              rlx_gguf_type_name(elem));
     rlx_gguf_value x = {.type = RLX_GGUF_ARRAY};
