@@ -18,7 +18,7 @@
  *   train_bench [--workload mlp,encoder,decoder-small,decoder] [--device cpu|cuda]
  *               [--precision f32|bf16|f16] [--warmup 3] [--steps 10]
  *               [--repeat 3] [--threads 2] [--batch B] [--seq S]
- *               [--peak-gflops G]
+ *               [--peak-gflops G] [--recompute 0|1]
  *
  * Every step reads its loss back (so a step has finished when it is
  * timed; PyTorch's peer calls loss.item() each step likewise).  Prints per
@@ -49,6 +49,7 @@ typedef struct bench_opts {
     const char *prec_name;
     int warmup, steps, repeat, threads, batch, seq;
     double peak_gflops;
+    int recompute; /* rlx_train_options.recompute: cheap activations computed again in the backward */
 } bench_opts;
 
 static double now_s(void)
@@ -230,6 +231,7 @@ static int run_one(const char *name, const bench_opts *b)
     }
     rlx_train_options t;
     rlx_train_options_init(&t); /* AdamW, lr 1e-3, 0.9/0.999, eps 1e-8, weight decay 0.01 */
+    t.recompute = b->recompute;
     rlx_options o;
     rlx_options_init(&o);
     o.device = b->device;
@@ -288,6 +290,13 @@ static int run_one(const char *name, const bench_opts *b)
     printf("\n  loss %.4f after warm-up step 1, %.4f after %d steps\n", first, loss, b->warmup + b->repeat * b->steps);
     printf("  arena %.1f MiB (params %.1f, planned transient %.1f)  peak RSS %.1f MiB\n", arena,
            (double)st.persistent_bytes / 1048576.0, (double)st.transient_bytes / 1048576.0, rss);
+    if (b->recompute) {
+        int count = 0;
+        size_t bytes = 0;
+        rlx_trainer_recomputed(tr, &count, &bytes);
+        printf("  recompute: %d forward values computed again in the backward (%.1f MiB not kept)\n", count,
+               (double)bytes / 1048576.0);
+    }
     printf("  %.2f GFLOP per step, %.1f GFLOP/s", w.flops / 1e9, gflops);
     if (b->peak_gflops > 0)
         printf("; floor %.2f ms against %.2f ms measured: %.1f%% of the %.0f GFLOP/s peak",
@@ -309,12 +318,12 @@ static void usage(void)
 {
     fprintf(stderr, "usage: train_bench [--workload mlp,encoder,decoder-small,decoder] [--device cpu|cuda] "
                     "[--precision f32|bf16|f16] [--warmup N] [--steps N] [--repeat N] [--threads N] "
-                    "[--batch B] [--seq S] [--peak-gflops G]\n");
+                    "[--batch B] [--seq S] [--peak-gflops G] [--recompute 0|1]\n");
 }
 
 int main(int argc, char **argv)
 {
-    bench_opts b = {RLX_DEVICE_CPU, RLX_PRECISION_F32, "f32", 3, 10, 3, 2, 0, 0, 0};
+    bench_opts b = {RLX_DEVICE_CPU, RLX_PRECISION_F32, "f32", 3, 10, 3, 2, 0, 0, 0, 0};
     const char *list = "mlp,encoder,decoder-small";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -361,6 +370,8 @@ int main(int argc, char **argv)
             b.seq = atoi(v);
         else if (!strcmp(a, "--peak-gflops"))
             b.peak_gflops = atof(v);
+        else if (!strcmp(a, "--recompute"))
+            b.recompute = atoi(v) != 0;
         else {
             usage();
             return 2;
