@@ -254,10 +254,13 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_plan_options *o, rlx_pl
         delta[b->last + 1] -= (long long)b->size;
     }
     long long live = 0, peak = 0;
+    out->peak_step = -1;
     for (int i = 0; i <= n; i++) {
         live += delta[i];
-        if (live > peak)
+        if (live > peak) {
             peak = live;
+            out->peak_step = i;
+        }
     }
     out->lower_bound = (size_t)peak;
     out->arena_bytes = out->transient_base + out->transient_bytes;

@@ -50,6 +50,7 @@ typedef struct rlx_plan {
     size_t transient_base;   /* aligned start of the transient region */
     size_t transient_bytes;
     size_t lower_bound; /* most transient bytes live at one step */
+    int peak_step;      /* the first node at which they are (-1: no transient buffer) */
     size_t arena_bytes; /* persistent + transient (+ scratch, added later) */
     int n_views, n_inplace;
 } rlx_plan;

@@ -35,6 +35,54 @@ static void say(const rlx_session *s, const char *fmt, ...)
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+typedef struct peak_kind {
+    rlx_op op;
+    rlx_dtype dtype;
+    int buffers;
+    size_t bytes;
+} peak_kind;
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    size_t x = ((const peak_kind *)a)->bytes, y = ((const peak_kind *)b)->bytes;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* RLX_VERBOSE >= 2: what the transient region holds at the plan's peak, by
+ * the op and dtype of the node that made each live buffer, largest first
+ * (where a training step's memory goes: saved activations, logits, ...). */
+static void say_plan_peak(const rlx_session *s)
+{
+    const rlx_plan *p = &s->plan;
+    if (s->opts.verbose < 2 || p->peak_step < 0)
+        return;
+    peak_kind *k = rlx_calloc((size_t)p->n_buffers + 1, sizeof *k);
+    if (!k)
+        return;
+    int nk = 0;
+    for (int b = 0; b < p->n_buffers; b++) {
+        const rlx_buffer *buf = &p->buffers[b];
+        if (buf->region != RLX_REGION_TRANSIENT || buf->first > p->peak_step || buf->last < p->peak_step)
+            continue;
+        const rlx_node_data *nd = &s->graph->nodes[buf->first];
+        int j = 0;
+        while (j < nk && !(k[j].op == nd->op && k[j].dtype == nd->dtype))
+            j++;
+        if (j == nk)
+            k[nk++] = (peak_kind){nd->op, nd->dtype, 0, 0};
+        k[j].buffers++;
+        k[j].bytes += buf->size;
+    }
+    qsort(k, (size_t)nk, sizeof *k, by_bytes_desc);
+    const rlx_node_data *at = &s->graph->nodes[p->peak_step < s->graph->n_nodes ? p->peak_step : 0];
+    say(s, "plan peak: %zu B live at node %d (%s), by the op that made each buffer:", p->lower_bound, p->peak_step,
+        rlx_op_name(at->op));
+    for (int j = 0; j < nk && j < 12; j++)
+        say(s, "  %-24s %-5s %5d buffers %10.1f MiB", rlx_op_name(k[j].op), rlx_dtype_name(k[j].dtype), k[j].buffers,
+            (double)k[j].bytes / 1048576.0);
+    free(k);
+}
+
 rlx_graph *rlx_simplify(const rlx_graph *g, const rlx_pass_ctx *ctx)
 {
     static const rlx_pass passes[] = {{"dce", rlx_pass_dce},
@@ -473,6 +521,7 @@ static rlx_status compile_stages(rlx_session *s, const rlx_graph *user)
         s->plan.lower_bound,
         s->plan.lower_bound ? 100.0 * (double)s->plan.transient_bytes / (double)s->plan.lower_bound - 100.0 : 0.0,
         s->opts.no_reuse ? " [no reuse]" : "");
+    say_plan_peak(s);
 
     /* 9. scratch: one region at the tail, as large as the largest need */
     size_t scratch = 0;

@@ -1,10 +1,14 @@
 /* recompute.c - activation checkpointing: a cheap forward value that the
- * backward reads (an activation, a norm's output, a softmax's
- * probabilities) is computed again just before its first backward reader
- * instead of being kept from the forward, so it dies where the forward
- * stops using it.  Only values whose operands the backward keeps anyway
- * (or leaves) are taken, so recomputing never lengthens another lifetime.
- * The copies are marked so that CSE does not merge them back. */
+ * backward reads (an activation, an elementwise product, a norm's output,
+ * a softmax's probabilities, a rotated or transposed copy) is computed
+ * again just before its first backward reader instead of being kept from
+ * the forward, so it dies where the forward stops using it.  A value is
+ * taken when every operand is there in the backward anyway: a leaf, a
+ * value the backward keeps, or one that can itself be computed again (a
+ * chain, such as SwiGLU's silu(gate) * up from the kept gate and up, or a
+ * head's norm, transpose and rotation from its kept projection), so
+ * recomputing never lengthens another lifetime.  The copies are marked so
+ * that CSE does not merge them back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,20 +16,49 @@
 #include "train/train.h"
 
 typedef struct recompute_ctx {
+    const rlx_graph *g;
+    rlx_graph *out;
+    const rlx_node *map;     /* the rebuild's map of nodes placed so far */
     rlx_node first_backward; /* ids from here on are the backward's */
-    bool *take;              /* forward nodes to recompute */
+    bool *can;               /* forward nodes that can be computed again */
+    bool *take;              /* those the backward reads: computed again for it */
     rlx_node *copy;          /* each one's copy in out, once made (-1 before) */
     int count;
     size_t bytes;
 } recompute_ctx;
 
+/* An op cheap to run again: elementwise, a norm, softmax, rope, or data
+ * movement that only reorders (a transpose; a reshape is a view). */
 static bool cheap(const rlx_node_data *n)
 {
     const rlx_op_info *i = rlx_op_info_of(n->op);
     if (!rlx_dtype_is_float(n->dtype) || (i->flags & (RLX_OPF_RANDOM | RLX_OPF_STATEFUL)))
         return false;
-    return i->kind == RLX_KIND_UNARY || n->op == RLX_OP_SOFTMAX || n->op == RLX_OP_RMS_NORM ||
-           n->op == RLX_OP_LAYER_NORM || n->op == RLX_OP_ROPE;
+    return i->kind == RLX_KIND_UNARY || i->kind == RLX_KIND_BINARY || n->op == RLX_OP_SOFTMAX ||
+           n->op == RLX_OP_RMS_NORM || n->op == RLX_OP_LAYER_NORM || n->op == RLX_OP_ROPE ||
+           n->op == RLX_OP_TRANSPOSE || n->op == RLX_OP_RESHAPE;
+}
+
+/* v's copy in out, its recomputable operands' copies made first. */
+static rlx_node copy_of(recompute_ctx *c, rlx_node v)
+{
+    if (c->copy[v] >= 0)
+        return c->copy[v];
+    rlx_node_data q = c->g->nodes[v];
+    for (int k = 0; k < q.n_in; k++) {
+        rlx_node u = q.in[k];
+        q.in[k] = c->can[u] ? copy_of(c, u) : c->map[u];
+        if (q.in[k] < 0)
+            return -1;
+    }
+    q.recompute = true;
+    if ((c->copy[v] = rlx_graph_add(c->out, &q)) < 0)
+        return -1;
+    if (!rlx_node_is_view(c->out, c->copy[v], NULL)) {
+        c->count++;
+        c->bytes += rlx_node_bytes(&q);
+    }
+    return c->copy[v];
 }
 
 static rlx_node place(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx_node *map, void *arg)
@@ -33,6 +66,8 @@ static rlx_node place(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx
     recompute_ctx *c = arg;
     if (id < c->first_backward)
         return RLX_REBUILD_COPY;
+    c->out = out;
+    c->map = map;
     rlx_node_data p = g->nodes[id];
     for (int j = 0; j < p.n_in; j++) {
         rlx_node v = p.in[j];
@@ -40,17 +75,8 @@ static rlx_node place(rlx_graph *out, const rlx_graph *g, rlx_node id, const rlx
             p.in[j] = map[v];
             continue;
         }
-        if (c->copy[v] < 0) { /* made here, before its first backward reader */
-            rlx_node_data q = g->nodes[v];
-            for (int k = 0; k < q.n_in; k++)
-                q.in[k] = map[q.in[k]];
-            q.recompute = true;
-            if ((c->copy[v] = rlx_graph_add(out, &q)) < 0)
-                return RLX_REBUILD_FAIL;
-            c->count++;
-            c->bytes += rlx_node_bytes(&q);
-        }
-        p.in[j] = c->copy[v];
+        if ((p.in[j] = copy_of(c, v)) < 0) /* made here, before its first backward reader */
+            return RLX_REBUILD_FAIL;
     }
     return rlx_graph_add(out, &p);
 }
@@ -59,22 +85,33 @@ rlx_graph *rlx_recompute_activations(const rlx_graph *g, rlx_node first_backward
 {
     int n = g->n_nodes;
     bool *read_back = rlx_calloc((size_t)n + 1, sizeof(bool));
-    recompute_ctx c = {first_backward, rlx_calloc((size_t)n + 1, sizeof(bool)),
-                       rlx_calloc((size_t)n + 1, sizeof(rlx_node)), 0, 0};
+    recompute_ctx c = {g,
+                       NULL,
+                       NULL,
+                       first_backward,
+                       rlx_calloc((size_t)n + 1, sizeof(bool)),
+                       rlx_calloc((size_t)n + 1, sizeof(bool)),
+                       rlx_calloc((size_t)n + 1, sizeof(rlx_node)),
+                       0,
+                       0};
     rlx_graph *out = NULL;
-    if (!read_back || !c.take || !c.copy)
+    if (!read_back || !c.can || !c.take || !c.copy)
         goto done;
     for (rlx_node i = first_backward; i < n; i++)
         for (int j = 0; j < g->nodes[i].n_in; j++)
             read_back[g->nodes[i].in[j]] = true;
+    /* in forward order, so an operand's answer is known: it is there in
+     * the backward as a leaf, as a value the backward reads (kept, or
+     * itself computed again), or as a copy made on the way */
     for (rlx_node v = 0; v < first_backward && v < n; v++) {
         const rlx_node_data *nd = &g->nodes[v];
-        bool ok = read_back[v] && cheap(nd) && !rlx_graph_is_output(g, v);
+        bool ok = cheap(nd) && !rlx_graph_is_output(g, v);
         for (int j = 0; ok && j < nd->n_in; j++) {
-            const rlx_node_data *in = &g->nodes[nd->in[j]];
-            ok = (rlx_op_info_of(in->op)->flags & RLX_OPF_LEAF) || read_back[nd->in[j]];
+            rlx_node u = nd->in[j];
+            ok = (rlx_op_info_of(g->nodes[u].op)->flags & RLX_OPF_LEAF) || read_back[u] || c.can[u];
         }
-        c.take[v] = ok;
+        c.can[v] = ok;
+        c.take[v] = ok && read_back[v];
         c.copy[v] = -1;
     }
     out = rlx_rebuild(g, place, &c);
@@ -97,6 +134,7 @@ done:
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "recompute: out of memory");
     }
     free(read_back);
+    free(c.can);
     free(c.take);
     free(c.copy);
     return out;
