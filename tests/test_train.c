@@ -275,8 +275,8 @@ static void test_loss_scaling(void **state)
     rlx_graph_free(g);
 }
 
-/* activation checkpointing: the decoder's step plans fewer transient bytes
- * and gives the same losses and weights */
+/* activation checkpointing: the decoder's step plans at least a fifth fewer
+ * transient bytes and gives the same losses and weights */
 static void test_recompute(void **state)
 {
     (void)state;
@@ -327,7 +327,10 @@ static void test_recompute(void **state)
         assert_true(r ? count > 0 && bytes > 0 : count == 0);
         rlx_trainer_free(tr);
     }
-    assert_true(transient[1] < transient[0]);
+    /* the plan is deterministic: 54.8 against 40.1 MB, from the SwiGLU
+     * product, the heads' norm-transpose-rotation chains, the transposed
+     * attention outputs and the norms no longer held beside their sums */
+    assert_true(transient[1] < 0.8 * transient[0]);
     for (int step = 0; step < 3; step++) {
         printf("  step %d: loss %.9g kept, %.9g recomputed\n", step, loss[0][step], loss[1][step]);
         assert_true(fabs(loss[1][step] - loss[0][step]) <= 1e-6 * fabs(loss[0][step]));

@@ -598,6 +598,15 @@ bool fuse_add_norm(fuse_state *s, rlx_node root)
             for (int j = 0; j < s->g->nodes[i].n_in; j++)
                 if (s->g->nodes[i].in[j] == add)
                     return false;
+        /* Where a training step's backward computes this norm again
+         * (activation checkpointing), the forward's norm dies in the
+         * forward while the sum lives into the backward: one buffer for
+         * both would keep the norm's half as long. */
+        for (rlx_node i = root + 1; i < s->g->n_nodes; i++) {
+            const rlx_node_data *c = &s->g->nodes[i];
+            if (c->recompute && c->op == r->op && c->in[0] == add)
+                return false;
+        }
     }
     fuse_spec sp;
     spec_init(&sp, root,
