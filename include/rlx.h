@@ -690,9 +690,11 @@ typedef struct rlx_train_options {
     int loss_scaling;
     double initial_loss_scale; /* 0: 65536 */
     /* Activation checkpointing: cheap forward values the backward reads
-     * (activations, norms' outputs, softmax probabilities) are computed
+     * (activations, elementwise products, norms' outputs, softmax
+     * probabilities, rotated or transposed copies), and the chains of them
+     * that lead back to values the backward keeps anyway, are computed
      * again in the backward instead of kept (rlx_trainer_recomputed says
-     * how many and how many bytes). */
+     * how many and how many bytes).  No matrix product is recomputed. */
     int recompute;
     const char *const *frozen; /* names of float params not to train (n_frozen of them) */
     int n_frozen;
