@@ -669,8 +669,11 @@ class Trainer:
     decay_steps; accumulate micro-batches per optimizer step (gradients
     averaged); frozen: names of params not trained; grad_norm: also write
     the global gradient norm as the output "grad_norm" (computed anyway
-    with clip_norm or loss scaling).  device "cpu", "cuda" or "cuda:N";
-    precision "f32", "f16" or "bf16".
+    with clip_norm or loss scaling); recompute: activation checkpointing,
+    cheap forward values (activations, elementwise products, norms,
+    rotated or transposed copies) computed again in the backward instead
+    of kept (stats() says how many and the bytes).  device "cpu", "cuda"
+    or "cuda:N"; precision "f32", "f16" or "bf16".
 
     A Graph's params must each be set with set_param before the first
     step (an ONNX file's come from the file).  Every failure raises an
@@ -683,7 +686,7 @@ class Trainer:
                  clip_norm: float = 0.0, warmup_steps: int = 0, decay_steps: int = 0, min_lr: float = 0.0,
                  accumulate: int = 1, frozen: Sequence[str] = (), device: str = "cpu", precision: str = "f32",
                  threads: int = 0, seed: int = 0, shapes: Optional[Dict[str, Sequence[int]]] = None,
-                 grad_norm: bool = False):
+                 grad_norm: bool = False, recompute: bool = False):
         if optimizer not in _OPTIMIZERS:
             raise InvalidArgumentError(f"unknown optimizer {optimizer!r} (adamw, adam or sgd)")
         if len(betas) != 2:
@@ -700,7 +703,7 @@ class Trainer:
             float(weight_decay), float(momentum), float(dampening), bool(nesterov), float(clip_norm),
             int(warmup_steps), int(decay_steps), float(min_lr), int(accumulate), list(frozen), _device(device)[0],
             _precision_code(precision), _check_threads(threads), int(seed),
-            None if shapes is None else {k: list(v) for k, v in shapes.items()}, bool(grad_norm))
+            None if shapes is None else {k: list(v) for k, v in shapes.items()}, bool(grad_norm), bool(recompute))
 
     def get_params(self) -> List[TensorInfo]:
         """The params: the graph's, then the optimizer's state ("opt.m.NAME", ...)."""
@@ -738,6 +741,14 @@ class Trainer:
     def lr(self) -> float:
         """The learning rate of the next optimizer step."""
         return self._t.counters()[1]
+
+    def stats(self) -> Dict[str, int]:
+        """The compiled step's memory: arena_bytes (params, optimizer state,
+        gradients, activations and scratch), persistent_bytes,
+        transient_bytes, scratch_bytes; with recompute, how many forward
+        values are computed again (recomputed) and their bytes
+        (recomputed_bytes)."""
+        return self._t.stats()
 
     def save(self, path: Union[str, os.PathLike], force: bool = False) -> None:
         """Params, optimizer state and step counts as one safetensors file;

@@ -2880,22 +2880,24 @@ static int str_list(PyObject *o, const char ***out, int *n, PyObject **keep)
 
 static int trainer_init(TrainerObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",       "loss",         "optimizer", "lr",         "beta1",     "beta2",
-                             "eps",          "weight_decay", "momentum",  "dampening",  "nesterov",  "clip_norm",
-                             "warmup_steps", "decay_steps",  "min_lr",    "accumulate", "frozen",    "device",
-                             "precision",    "threads",      "seed",      "shapes",     "grad_norm", NULL};
+    static char *kwlist[] = {"source",     "loss",      "optimizer",    "lr",          "beta1",
+                             "beta2",      "eps",       "weight_decay", "momentum",    "dampening",
+                             "nesterov",   "clip_norm", "warmup_steps", "decay_steps", "min_lr",
+                             "accumulate", "frozen",    "device",       "precision",   "threads",
+                             "seed",       "shapes",    "grad_norm",    "recompute",   NULL};
     PyObject *source, *frozen = Py_None, *shapes = Py_None;
     const char *loss, *device = "cpu";
     rlx_train_options t;
     rlx_train_options_init(&t);
-    int optimizer = (int)t.optimizer, nesterov = 0, precision = 0, threads = 0, grad_norm = 0;
+    int optimizer = (int)t.optimizer, nesterov = 0, precision = 0, threads = 0, grad_norm = 0, recompute = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|idddddddpdiidiOsiiKOp", kwlist, &source, &loss, &optimizer, &t.lr,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|idddddddpdiidiOsiiKOpp", kwlist, &source, &loss, &optimizer, &t.lr,
                                      &t.beta1, &t.beta2, &t.eps, &t.weight_decay, &t.momentum, &t.dampening, &nesterov,
                                      &t.clip_norm, &t.warmup_steps, &t.decay_steps, &t.min_lr, &t.accumulate, &frozen,
-                                     &device, &precision, &threads, &seed, &shapes, &grad_norm))
+                                     &device, &precision, &threads, &seed, &shapes, &grad_norm, &recompute))
         return -1;
     t.grad_norm = grad_norm;
+    t.recompute = recompute;
     if (self->tr) {
         PyErr_SetString(PyExc_RuntimeError, "_Trainer is already initialised");
         return -1;
@@ -3118,6 +3120,25 @@ static PyObject *trainer_counters(TrainerObject *self, PyObject *noargs)
     return Py_BuildValue("(Ld)", (long long)rlx_trainer_steps(self->tr), rlx_trainer_lr(self->tr));
 }
 
+static PyObject *trainer_stats(TrainerObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (!trainer_ready(self))
+        return NULL;
+    rlx_compile_stats st;
+    memset(&st, 0, sizeof st);
+    rlx_status s = rlx_trainer_stats(self->tr, &st);
+    if (s != RLX_OK)
+        return raise_status(s);
+    int count = 0;
+    size_t bytes = 0;
+    rlx_trainer_recomputed(self->tr, &count, &bytes);
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:i,s:n}", "arena_bytes", (Py_ssize_t)st.arena_bytes, "persistent_bytes",
+                         (Py_ssize_t)st.persistent_bytes, "transient_bytes", (Py_ssize_t)st.transient_bytes,
+                         "scratch_bytes", (Py_ssize_t)st.scratch_bytes, "recomputed", count, "recomputed_bytes",
+                         (Py_ssize_t)bytes);
+}
+
 static PyObject *trainer_save(TrainerObject *self, PyObject *args)
 {
     PyObject *pb = NULL;
@@ -3175,6 +3196,7 @@ static PyMethodDef trainer_methods[] = {
     {"get_output", (PyCFunction)trainer_get_output, METH_VARARGS, "get_output(name) -> array of the last step"},
     {"step", (PyCFunction)trainer_step, METH_VARARGS, "step({name: array}) -> loss"},
     {"counters", (PyCFunction)trainer_counters, METH_NOARGS, "(optimizer steps taken, next learning rate)"},
+    {"stats", (PyCFunction)trainer_stats, METH_NOARGS, "{arena, persistent, transient, scratch bytes; recomputed}"},
     {"save", (PyCFunction)trainer_save, METH_VARARGS, "save(path, force)"},
     {"load", (PyCFunction)trainer_load, METH_VARARGS, "load(path)"},
     {"info", (PyCFunction)trainer_info, METH_VARARGS, "info(kind) -> [(name, shape, dtype)]; 0 in, 1 param, 2 out"},

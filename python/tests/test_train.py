@@ -163,6 +163,45 @@ def test_frozen_and_checkpoint(tmp_path):
         b.load(tmp_path / "missing.safetensors")
 
 
+def test_recompute_keeps_less_and_trains_the_same():
+    """Activation checkpointing on three residual SwiGLU blocks: each
+    block's silu(x w1) * (x w2) and its silu are computed again in the
+    backward, so the step plans fewer transient bytes (the earlier blocks'
+    values are no longer held while the later ones run); losses and
+    weights are those of the step that keeps them (f32 on the CPU: the
+    same operations on the same values)."""
+    rows, hidden, ffn, blocks = 64, 32, 128, 3
+    shapes = {f"{w}.{k}": s for k in range(blocks)
+              for w, s in (("w1", (hidden, ffn)), ("w2", (hidden, ffn)), ("w3", (ffn, hidden)))}
+    g = rlx.Graph()
+    x = g.input("x", "float32", (rows, hidden))
+    t = g.input("t", "float32", (rows, hidden))
+    p = {n: g.param(n, "float32", s) for n, s in shapes.items()}
+    for k in range(blocks):
+        h = g.mul(g.silu(g.matmul(x, p[f"w1.{k}"])), g.matmul(x, p[f"w2.{k}"]))
+        x = x + g.matmul(h, p[f"w3.{k}"])
+    g.output("loss", g.mse_loss(x, t))
+    rng = np.random.default_rng(5)
+    ws = {n: (rng.standard_normal(s) * 0.1).astype(np.float32) for n, s in shapes.items()}
+    batch = {"x": rng.standard_normal((rows, hidden)).astype(np.float32),
+             "t": rng.standard_normal((rows, hidden)).astype(np.float32)}
+    runs = []
+    for recompute in (False, True):
+        tr = rlx.Trainer(g, "loss", lr=0.01, recompute=recompute)
+        for n, v in ws.items():
+            tr.set_param(n, v)
+        losses = [tr.step(batch) for _ in range(3)]
+        runs.append((tr.stats(), losses, tr.get_param("w1.0")))
+    (kept, loss0, w0), (again, loss1, w1) = runs
+    assert kept["recomputed"] == 0 and kept["recomputed_bytes"] == 0
+    # per block silu and the product, [64, 128] f32 each
+    assert again["recomputed"] >= 2 * blocks and again["recomputed_bytes"] >= 2 * blocks * rows * ffn * 4
+    assert again["transient_bytes"] < kept["transient_bytes"]
+    assert again["arena_bytes"] >= again["persistent_bytes"] + again["transient_bytes"]
+    assert loss1 == pytest.approx(loss0, rel=1e-6) and loss0[-1] < loss0[0]
+    np.testing.assert_allclose(w1, w0, rtol=1e-5, atol=1e-6)
+
+
 def test_errors():
     g = linear_graph()
     with pytest.raises(rlx.InvalidArgumentError, match="optimizer"):
