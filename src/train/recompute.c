@@ -15,6 +15,10 @@
 #include "opt/pass.h"
 #include "train/train.h"
 
+/* The longest chain of copies one kept value leads to: bounds the extra
+ * work and copy_of's recursion, whatever the graph. */
+#define RECOMPUTE_MAX_CHAIN 8
+
 typedef struct recompute_ctx {
     const rlx_graph *g;
     rlx_graph *out;
@@ -94,8 +98,9 @@ rlx_graph *rlx_recompute_activations(const rlx_graph *g, rlx_node first_backward
                        rlx_calloc((size_t)n + 1, sizeof(rlx_node)),
                        0,
                        0};
+    unsigned char *chain = rlx_calloc((size_t)n + 1, 1); /* a copy's length of chain, 0: none */
     rlx_graph *out = NULL;
-    if (!read_back || !c.can || !c.take || !c.copy)
+    if (!read_back || !chain || !c.can || !c.take || !c.copy)
         goto done;
     for (rlx_node i = first_backward; i < n; i++)
         for (int j = 0; j < g->nodes[i].n_in; j++)
@@ -106,10 +111,15 @@ rlx_graph *rlx_recompute_activations(const rlx_graph *g, rlx_node first_backward
     for (rlx_node v = 0; v < first_backward && v < n; v++) {
         const rlx_node_data *nd = &g->nodes[v];
         bool ok = cheap(nd) && !rlx_graph_is_output(g, v);
+        int len = 1;
         for (int j = 0; ok && j < nd->n_in; j++) {
             rlx_node u = nd->in[j];
             ok = (rlx_op_info_of(g->nodes[u].op)->flags & RLX_OPF_LEAF) || read_back[u] || c.can[u];
+            if (c.can[u] && chain[u] + 1 > len)
+                len = chain[u] + 1;
         }
+        ok = ok && len <= RECOMPUTE_MAX_CHAIN;
+        chain[v] = ok ? (unsigned char)len : 0;
         c.can[v] = ok;
         c.take[v] = ok && read_back[v];
         c.copy[v] = -1;
@@ -134,6 +144,7 @@ done:
         rlx_set_error(RLX_ERR_OUT_OF_MEMORY, "recompute: out of memory");
     }
     free(read_back);
+    free(chain);
     free(c.can);
     free(c.take);
     free(c.copy);
