@@ -212,7 +212,7 @@ static rlx_graph *numeric_graph(void)
     rlx_node x = rlx_input(g, "x", RLX_F32, SHAPE(1, 6, 32));
     rlx_node h[3];
     for (int i = 0; i < 3; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "w%d", i);
         rlx_node y = rlx_matmul(g, x, rlx_param(g, nm, RLX_F32, SHAPE(32, 32)), 0, 0);
         h[i] = rlx_transpose(g, rlx_reshape(g, y, SHAPE(1, 6, 4, 8)), perm);

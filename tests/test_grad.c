@@ -51,7 +51,7 @@ static void check_case(const grad_case *c)
     rlx_graph *g = rlx_graph_new();
     rlx_node p[GC_MAXP];
     double *val[GC_MAXP];
-    char name[GC_MAXP][8];
+    char name[GC_MAXP][16];
     for (int i = 0; i < c->np; i++) {
         snprintf(name[i], sizeof name[i], "p%d", i);
         p[i] = rlx_param(g, name[i], RLX_F64, c->ndim[i], c->dims[i]);

@@ -433,7 +433,7 @@ static void test_if_many_outputs(void **state)
         void *data[] = {&cv, x};
         size_t bytes[] = {1, sizeof x}, ob;
         for (int k = 0; k < 20; k += 19) {
-            char out_name[8];
+            char out_name[16];
             snprintf(out_name, sizeof out_name, "y%d", k);
             float *out = run1(g, 2, names, data, bytes, out_name, &ob);
             for (int i = 0; i < 3; i++)
@@ -855,7 +855,7 @@ static void test_sequences(void **state)
     assert_int_equal(rlx_session_set_input(s, "xs[1]", x1, sizeof x1), RLX_OK);
     assert_int_equal(rlx_session_run(s), RLX_OK);
     for (int i = 0; i < 3; i++) {
-        char nm[16];
+        char nm[24];
         snprintf(nm, sizeof nm, "parts[%d]", i);
         rlx_tensor_info ti;
         assert_int_equal(rlx_session_find(s, 2, nm, &ti), RLX_OK);

@@ -356,7 +356,8 @@ static float *llama3_freq_factors(const llm_hparams *hp)
 static rlx_status hf_tokenizer_metadata(rlx_gguf_writer *w, const char *dir, const llm_hparams *hp, FILE *log)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "quantize: the folder path %.64s... is too long", dir);
     if (access(path, F_OK) != 0) {
         if (log)
             fprintf(log, "note: no tokenizer.json in %s: the GGUF file has no tokenizer\n", dir);
@@ -377,7 +378,7 @@ static rlx_status hf_tokenizer_metadata(rlx_gguf_writer *w, const char *dir, con
     size_t *lens = NULL;
     float *scores = NULL;
     int32_t *types = NULL;
-    char(*pads)[24] = NULL;
+    char(*pads)[32] = NULL; /* "[PAD" + any int64 + "]" */
     if (n > nv)
         st = rlx_set_error(RLX_ERR_SHAPE, "%s has %lld tokens, the model's vocabulary %lld", path, (long long)n,
                            (long long)nv);
@@ -562,7 +563,8 @@ static rlx_status plan_hf(job *j, const char *in)
     /* the folder's name, as llama.cpp's converter names a model */
     char dir[4096], name[256];
     struct stat sb;
-    snprintf(dir, sizeof dir, "%s", in);
+    if (snprintf(dir, sizeof dir, "%s", in) >= (int)sizeof dir)
+        return rlx_set_error(RLX_ERR_INVALID_ARGUMENT, "quantize: the path %.64s... is too long", in);
     if (!(stat(in, &sb) == 0 && S_ISDIR(sb.st_mode))) {
         char *slash = strrchr(dir, '/');
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - in) : 1, slash ? in : ".");
@@ -571,7 +573,7 @@ static rlx_status plan_hf(job *j, const char *in)
     while (dl > 1 && dir[dl - 1] == '/')
         dir[--dl] = '\0';
     const char *base = strrchr(dir, '/');
-    snprintf(name, sizeof name, "%s", base ? base + 1 : dir);
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, base ? base + 1 : dir); /* a name, cut if long */
     if ((st = hf_metadata(j->gw, &j->hp, name)) != RLX_OK)
         return st;
     return hf_tokenizer_metadata(j->gw, dir, &j->hp, j->log);

@@ -299,7 +299,7 @@ static rlx_status run_grad_graph(const rlx_graph *g, rlx_device dev, rlx_precisi
         return st;
     }
     for (int i = 0; i < c->np && st == RLX_OK; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "p%d", i);
         st = rlx_session_set_param(s, name, val[i], numel_of(c->ndim[i], c->dims[i]) * sizeof(float));
     }
@@ -312,7 +312,7 @@ static rlx_status run_grad_graph(const rlx_graph *g, rlx_device dev, rlx_precisi
         size_t n = numel_of(c->ndim[i], c->dims[i]);
         out->grad[i] = malloc(n * sizeof(float) + 1);
         memset(out->grad[i], 0xff, n * sizeof(float)); /* NaN unless written */
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "g%d", i);
         if (st == RLX_OK)
             st = rlx_session_get_output(s, name, out->grad[i], n * sizeof(float));
@@ -347,7 +347,7 @@ static void grad_case_check(const grad_case *c, uint64_t seed, rlx_precision pre
     rlx_node p[GC_MAXP];
     float *val[GC_MAXP] = {0};
     for (int i = 0; i < c->np; i++) {
-        char pn[8];
+        char pn[16];
         snprintf(pn, sizeof pn, "p%d", i);
         p[i] = rlx_param(g, pn, RLX_F32, c->ndim[i], c->dims[i]);
         size_t n = numel_of(c->ndim[i], c->dims[i]);
@@ -382,7 +382,7 @@ static void grad_case_check(const grad_case *c, uint64_t seed, rlx_precision pre
     }
     rlx_output(g, "loss", loss);
     for (int i = 0; i < c->np; i++) {
-        char gn[8];
+        char gn[16];
         snprintf(gn, sizeof gn, "g%d", i);
         rlx_output(g, gn, grads[i]);
     }

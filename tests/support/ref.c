@@ -959,7 +959,7 @@ rt_tensor *rt_ref_arg(const rt_tensor *x, int axis, int keepdims, int is_max)
     int a = norm_axis(axis, x->ndim);
     if (a < 0 || a >= x->ndim)
         return NULL;
-    int64_t od[RT_MAXD];
+    int64_t od[RT_MAXD] = {0};
     int on = 0;
     int64_t outer = 1, inner = 1, len = x->dims[a];
     for (int i = 0; i < x->ndim; i++) {
