@@ -53,7 +53,7 @@ typedef struct rlx_backend_settings {
                                  * default: faster at batch 1, 8 and 32) */
     int cuda_attn_split;       /* RLX_CUDA_ATTN_SPLIT; 0 automatic */
     int cuda_proj_rows;        /* RLX_CUDA_PROJ_ROWS: the most rows the few-row product kernels take (1 to
-                                * RLX_PROJ_FEW_ROWS); 0 all of them */
+                                * RLX_PROJ_FEW_ROWS); 0 the default (4 for float weights) */
     int cuda_attn_warps;       /* RLX_CUDA_ATTN_WARPS: 2, 4 or 8; 0 automatic */
     int cuda_attn_lanes;       /* RLX_CUDA_ATTN_LANES: 4, 8 or 16; 0 automatic */
     int cuda_nhwc;             /* RLX_CUDA_NHWC (on by default) */
